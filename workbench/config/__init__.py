@@ -1,0 +1,29 @@
+"""Run configuration: schema, loading, validation."""
+from .loading import (
+    ConfigError,
+    apply_overrides,
+    config_from_dict,
+    config_to_dict,
+    load_config,
+    parse_value,
+    read_config_file,
+    replace,
+    save_config,
+)
+from .schema import (
+    CheckpointSection,
+    DataSection,
+    LoraSection,
+    ModelSection,
+    OutputSection,
+    PrecisionSection,
+    RunConfig,
+    ScheduleSection,
+    Section,
+)
+
+__all__ = [
+    "ConfigError", "apply_overrides", "config_from_dict", "config_to_dict", "load_config", "parse_value",
+    "read_config_file", "replace", "save_config", "CheckpointSection", "DataSection", "LoraSection",
+    "ModelSection", "OutputSection", "PrecisionSection", "RunConfig", "ScheduleSection", "Section",
+]

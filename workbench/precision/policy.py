@@ -1,0 +1,109 @@
+"""The precision policy: the user's intent resolved once against the hardware.
+
+Everything downstream (model loading, autocast, the grad scaler, the census, the UI) reads this
+object instead of re-deriving dtypes from strings.
+"""
+from __future__ import annotations
+
+import contextlib
+import warnings
+from dataclasses import asdict, dataclass, field
+from typing import Optional
+
+import torch
+
+from ..config import ConfigError, PrecisionSection, RunConfig
+
+_DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}
+
+
+class PrecisionWarning(UserWarning):
+    pass
+
+
+@dataclass(frozen=True)
+class PrecisionPolicy:
+    requested: str  # what the config asked for (may be "auto")
+    mode: str  # fp32 | fp16 | bf16 | pure-bf16
+    device_type: str  # cpu | cuda
+    autocast_dtype: Optional[torch.dtype]  # None = no autocast
+    base_dtype: torch.dtype  # storage of frozen (or all, in full fine-tuning) weights
+    trainable_dtype: torch.dtype  # storage of trained weights (LoRA adapters: fp32 under AMP)
+    use_grad_scaler: bool
+    scaler: dict = field(default_factory=dict)  # GradScaler kwargs when use_grad_scaler
+    notes: tuple = ()  # warnings given while resolving
+
+    def autocast(self):
+        """Context manager for forward passes (a no-op when this policy has no autocast)."""
+        if self.autocast_dtype is None:
+            return contextlib.nullcontext()
+        return torch.autocast(self.device_type, dtype=self.autocast_dtype)
+
+    def make_grad_scaler(self) -> Optional[torch.amp.GradScaler]:
+        if not self.use_grad_scaler:
+            return None
+        return torch.amp.GradScaler(self.device_type, **self.scaler)
+
+    def to_dict(self) -> dict:
+        d = asdict(self)
+        for k in ("autocast_dtype", "base_dtype", "trainable_dtype"):
+            d[k] = None if d[k] is None else str(d[k]).replace("torch.", "")
+        d["notes"] = list(self.notes)
+        return d
+
+
+def device_supports_bf16(device: torch.device) -> bool:
+    if device.type == "cuda":
+        return torch.cuda.is_bf16_supported()
+    return device.type == "cpu"  # CPU autocast implements bf16 everywhere torch runs
+
+
+def resolve_device(name: str) -> torch.device:
+    if name == "auto":
+        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    dev = torch.device(name)
+    if dev.type == "cuda" and not torch.cuda.is_available():
+        raise ConfigError([("device", f"{name} requested but no CUDA device is visible: use cpu or auto")])
+    if dev.type == "cuda" and dev.index is not None and dev.index >= torch.cuda.device_count():
+        raise ConfigError([("device", f"{name} does not exist: {torch.cuda.device_count()} CUDA device(s) visible")])
+    return dev
+
+
+def resolve_precision(cfg: RunConfig, device: torch.device) -> PrecisionPolicy:
+    """Resolve ``cfg.precision`` (and the base storage dtype) for ``device``; warn about known traps."""
+    p: PrecisionSection = cfg.precision
+    notes: list[str] = []
+    bf16_ok = device_supports_bf16(device)
+    mode = p.mode
+    if mode == "auto":
+        mode = "bf16" if bf16_ok else "fp16"
+        if mode == "fp16":
+            notes.append("precision.mode=auto chose fp16 because this device has no bf16; GLM-family models are "
+                         "known to diverge in fp16 (overflowing activations): watch the overflow events")
+    if mode in ("bf16", "pure-bf16") and not bf16_ok:
+        raise ConfigError([("precision.mode", f"{mode} needs bfloat16 support, which {device} lacks: use fp16 or fp32")])
+    if mode == "fp16" and device.type == "cpu":
+        notes.append("fp16 autocast on CPU is correct but ~40x slower than bf16 here: use it to study loss "
+                     "scaling on tiny models, bf16 or fp32 for real runs")
+
+    autocast_dtype = {"fp32": None, "fp16": torch.float16, "bf16": torch.bfloat16, "pure-bf16": None}[mode]
+    if mode == "pure-bf16":
+        base = trainable = torch.bfloat16
+    else:
+        trainable = torch.float32  # master weights / LoRA adapters stay fp32 under AMP
+        if cfg.model.dtype != "auto":
+            base = _DTYPES[cfg.model.dtype]
+        elif cfg.lora.enabled and autocast_dtype is not None:
+            base = autocast_dtype  # frozen base needs no fp32 copy: store it in the compute dtype
+        else:
+            base = torch.float32
+    for n in notes:
+        warnings.warn(n, PrecisionWarning, stacklevel=2)
+    scaler = {}
+    if mode == "fp16":
+        scaler = dict(init_scale=p.init_scale, growth_factor=p.growth_factor,
+                      backoff_factor=p.backoff_factor, growth_interval=p.growth_interval)
+    return PrecisionPolicy(
+        requested=p.mode, mode=mode, device_type=device.type, autocast_dtype=autocast_dtype, base_dtype=base,
+        trainable_dtype=trainable, use_grad_scaler=mode == "fp16", scaler=scaler, notes=tuple(notes),
+    )
