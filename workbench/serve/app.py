@@ -1,0 +1,420 @@
+"""The FastAPI application: OpenAI-compatible endpoints over a Runtime.
+
+Every error leaves in OpenAI's shape ``{"error": {"message", "type", "param", "code"}}``. Bad input is
+always a 4xx (malformed JSON and validation errors included: 400, not FastAPI's 422), because the official
+clients retry 5xx answers, and a bad request retried is still bad.
+"""
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import time
+import uuid
+from typing import Any, AsyncIterator
+
+from fastapi import Depends, FastAPI, Request
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import JSONResponse, StreamingResponse
+from starlette.exceptions import HTTPException as StarletteHTTPException
+
+from . import protocol as P
+from .engine import Event, GenerationRequest, SamplingParams
+from .reasoning import ReasoningParser, prompt_opens_think
+from .runtime import Runtime, ServeError
+
+log = logging.getLogger(__name__)
+
+MAX_STOP_STRINGS = 16
+
+
+class APIError(Exception):
+    def __init__(self, status: int, message: str, *, type: str = "invalid_request_error", param: str | None = None,
+                 code: str | None = None):
+        super().__init__(message)
+        self.status, self.message, self.type, self.param, self.code = status, message, type, param, code
+
+    def response(self) -> JSONResponse:
+        return error_response(self.status, self.message, type=self.type, param=self.param, code=self.code)
+
+
+def error_response(status: int, message: str, *, type: str = "invalid_request_error", param: str | None = None,
+                   code: str | None = None) -> JSONResponse:
+    return JSONResponse({"error": {"message": message, "type": type, "param": param, "code": code}}, status_code=status)
+
+
+_ERRORS = {
+    400: {"model": P.ErrorResponse, "description": "Bad request (malformed JSON, invalid or unsupported field, context overflow)"},
+    401: {"model": P.ErrorResponse, "description": "Missing or wrong API key (only when the server has one)"},
+    404: {"model": P.ErrorResponse, "description": "Unknown model id"},
+    503: {"model": P.ErrorResponse, "description": "The model is still loading"},
+}
+
+
+def create_app(runtime: Runtime) -> FastAPI:
+    app = FastAPI(title="workbench serve", version="1.0",
+                  description="OpenAI-compatible chat and text completions for a base model and its LoRA adapters.")
+    app.state.runtime = runtime
+    _install_error_handlers(app)
+
+    def require_key(request: Request) -> None:
+        key = runtime.config.api_key
+        if not key:
+            return
+        header = request.headers.get("authorization", "")
+        if header != f"Bearer {key}":
+            raise APIError(401, "Incorrect API key provided.", code="invalid_api_key")
+
+    def require_ready() -> None:
+        if runtime.status == "loading":
+            raise APIError(503, "The model is still loading; retry shortly.", type="service_unavailable")
+        if runtime.status == "error":
+            raise APIError(503, f"The model failed to load: {runtime.error}", type="service_unavailable")
+
+    @app.get("/health", response_model=P.Health, responses={503: {"model": P.Health, "description": "Loading or failed"}})
+    def health():
+        stats = runtime.engine.stats() if runtime.engine is not None and runtime.status == "ok" else {}
+        body = {"status": runtime.status, "model": runtime.config.base_id, "running": stats.get("running", 0),
+                "waiting": stats.get("waiting", 0), "detail": runtime.error}
+        return JSONResponse(body, status_code=200 if runtime.status == "ok" else 503)
+
+    @app.get("/v1/models", response_model=P.ModelList)
+    def list_models():
+        return {"object": "list", "data": runtime.cards() if runtime.status == "ok" else []}
+
+    @app.get("/v1/models/{model_id:path}", response_model=P.ModelCard, responses={404: _ERRORS[404]})
+    def get_model(model_id: str):
+        for card in runtime.cards() if runtime.status == "ok" else []:
+            if card["id"] == model_id:
+                return card
+        raise APIError(404, f"The model {model_id!r} does not exist", param="model", code="model_not_found")
+
+    @app.post("/v1/chat/completions", dependencies=[Depends(require_key), Depends(require_ready)],
+              response_model=P.ChatCompletion,
+              responses={**_ERRORS, 200: {"description": "A chat completion, or with stream=true an SSE stream of "
+                                                          "ChatCompletionChunk objects ending with `data: [DONE]`",
+                                          "content": {"text/event-stream": {"schema": {"type": "string"}}}}})
+    async def chat_completions(body: P.ChatCompletionRequest, request: Request):
+        adapter = _resolve_model(runtime, body.model)
+        prompt_text, prompt_ids = _render_chat(runtime, body)
+        max_new = _max_new_tokens(runtime, len(prompt_ids), body.max_completion_tokens or body.max_tokens,
+                                  "max_completion_tokens" if body.max_completion_tokens else "max_tokens", "messages")
+        params = _sampling(body, max_new)
+        chat = _ChatFormatter(body, prompt_opens_think(prompt_text))
+        if body.stream:
+            return _stream(runtime, request, prompt_ids, params, adapter, chat)
+        events = await _collect(runtime, request, prompt_ids, params, adapter)
+        return chat.complete(events)
+
+    @app.post("/v1/completions", dependencies=[Depends(require_key), Depends(require_ready)],
+              response_model=P.Completion,
+              responses={**_ERRORS, 200: {"description": "A completion, or with stream=true an SSE stream of "
+                                                          "Completion objects ending with `data: [DONE]`",
+                                          "content": {"text/event-stream": {"schema": {"type": "string"}}}}})
+    async def completions(body: P.CompletionRequest, request: Request):
+        adapter = _resolve_model(runtime, body.model)
+        prompts = [body.prompt] if isinstance(body.prompt, str) else body.prompt
+        if len(prompts) != 1:
+            raise APIError(400, "Exactly one prompt per request is supported", param="prompt")
+        if not prompts[0]:
+            raise APIError(400, "The prompt is empty", param="prompt")
+        prompt_ids = runtime.tokenizer(prompts[0], add_special_tokens=True)["input_ids"]
+        max_new = _max_new_tokens(runtime, len(prompt_ids), body.max_tokens if body.max_tokens else 16,
+                                  "max_tokens", "prompt")
+        params = _sampling(body, max_new)
+        fmt = _TextFormatter(body)
+        if body.stream:
+            return _stream(runtime, request, prompt_ids, params, adapter, fmt)
+        events = await _collect(runtime, request, prompt_ids, params, adapter)
+        return fmt.complete(events)
+
+    @app.post("/v1/load_lora_adapter", dependencies=[Depends(require_key), Depends(require_ready)],
+              response_model=P.ModelCard, responses={400: _ERRORS[400], 401: _ERRORS[401], 503: _ERRORS[503]})
+    def load_lora_adapter(body: P.LoadAdapterRequest):
+        try:
+            runtime.add_adapter(body.lora_name, body.lora_path)
+        except ServeError as err:
+            raise APIError(400, str(err), param="lora_path") from None
+        return next(c for c in runtime.cards() if c["id"] == body.lora_name)
+
+    @app.post("/v1/unload_lora_adapter", dependencies=[Depends(require_key), Depends(require_ready)],
+              response_model=P.ModelList, responses={**_ERRORS})
+    def unload_lora_adapter(body: P.UnloadAdapterRequest):
+        try:
+            runtime.remove_adapter(body.lora_name)
+        except KeyError:
+            raise APIError(404, f"No adapter {body.lora_name!r} is loaded", param="lora_name",
+                           code="model_not_found") from None
+        return {"object": "list", "data": runtime.cards()}
+
+    return app
+
+
+# ---- errors -----------------------------------------------------------------------------------
+
+def _install_error_handlers(app: FastAPI) -> None:
+    @app.exception_handler(APIError)
+    async def _api_error(_request: Request, exc: APIError):
+        return exc.response()
+
+    @app.exception_handler(RequestValidationError)
+    async def _validation_error(_request: Request, exc: RequestValidationError):
+        errors = exc.errors()
+        first = errors[0] if errors else {}
+        if first.get("type") == "json_invalid":
+            return error_response(400, f"The request body is not valid JSON: {first.get('msg', '')}")
+        loc = [str(p) for p in first.get("loc", ()) if p != "body"]
+        param = ".".join(loc) or None
+        if first.get("type") == "missing" and param:
+            message = f"Missing required parameter: '{param}'."
+        elif param:
+            message = f"Invalid value for '{param}': {first.get('msg', 'invalid')}."
+        else:
+            message = f"Invalid request body: {first.get('msg', 'invalid')}."
+        if len(errors) > 1:
+            message += f" ({len(errors) - 1} more error(s))"
+        return error_response(400, message, param=param)
+
+    @app.exception_handler(StarletteHTTPException)
+    async def _http_error(_request: Request, exc: StarletteHTTPException):
+        kind = "not_found_error" if exc.status_code == 404 else "invalid_request_error"
+        return error_response(exc.status_code, str(exc.detail), type=kind)
+
+    @app.exception_handler(Exception)
+    async def _unexpected(_request: Request, exc: Exception):
+        log.exception("unexpected error")
+        return error_response(500, f"Internal error: {type(exc).__name__}", type="server_error")
+
+
+# ---- request -> engine --------------------------------------------------------------------------
+
+def _resolve_model(runtime: Runtime, model_id: str) -> str | None:
+    adapter = runtime.resolve(model_id)
+    if adapter is False:
+        raise APIError(404, f"The model {model_id!r} does not exist; GET /v1/models lists the served ids",
+                       param="model", code="model_not_found")
+    return adapter
+
+
+def _message_text(i: int, content) -> str:
+    if content is None:
+        return ""
+    if isinstance(content, str):
+        return content
+    return "".join(part.text for part in content)
+
+
+def _render_chat(runtime: Runtime, body: P.ChatCompletionRequest) -> tuple[str, list[int]]:
+    messages = [{"role": "system" if m.role == "developer" else m.role, "content": _message_text(i, m.content)}
+                for i, m in enumerate(body.messages)]
+    kwargs: dict[str, Any] = dict(body.chat_template_kwargs or {})
+    for reserved in ("conversation", "messages", "tokenize", "add_generation_prompt", "return_dict", "tools",
+                     "documents", "chat_template", "continue_final_message", "return_tensors"):
+        if reserved in kwargs:
+            raise APIError(400, f"chat_template_kwargs may not set {reserved!r}", param="chat_template_kwargs")
+    if body.enable_thinking is not None:
+        kwargs["enable_thinking"] = body.enable_thinking
+    try:
+        text = runtime.tokenizer.apply_chat_template(messages, add_generation_prompt=True, tokenize=False, **kwargs)
+    except Exception as err:  # template errors (e.g. "roles must alternate") come from the input
+        raise APIError(400, f"The chat template rejected the messages: {str(err).splitlines()[0] if str(err) else type(err).__name__}",
+                       param="messages") from None
+    ids = runtime.tokenizer(text, add_special_tokens=False)["input_ids"]
+    if not ids:
+        raise APIError(400, "The messages render to an empty prompt", param="messages")
+    return text, ids
+
+
+def _max_new_tokens(runtime: Runtime, prompt_len: int, requested: int | None, param: str, prompt_param: str) -> int:
+    limit = runtime.engine.max_context
+    if requested is None:
+        requested = runtime.config.default_max_tokens or (limit - prompt_len)
+        requested = min(requested, limit - prompt_len)
+        if requested < 1:
+            raise APIError(400, f"This model's maximum context length is {limit} tokens. However, your messages "
+                                f"resulted in {prompt_len} tokens. Please reduce the length of the messages.",
+                           param=prompt_param, code="context_length_exceeded")
+        return requested
+    if prompt_len + requested > limit:
+        raise APIError(400, f"This model's maximum context length is {limit} tokens. However, you requested "
+                            f"{prompt_len + requested} tokens ({prompt_len} in the messages, {requested} in the "
+                            f"completion). Please reduce the length of the messages or completion.",
+                       param=prompt_param, code="context_length_exceeded")
+    return requested
+
+
+def _sampling(body: P.SamplingFields, max_new: int) -> SamplingParams:
+    stops = [body.stop] if isinstance(body.stop, str) else list(body.stop or [])
+    if len(stops) > MAX_STOP_STRINGS:
+        raise APIError(400, f"At most {MAX_STOP_STRINGS} stop strings are supported", param="stop")
+    return SamplingParams(max_new_tokens=max_new, temperature=1.0 if body.temperature is None else body.temperature,
+                          top_p=1.0 if body.top_p is None else body.top_p, seed=body.seed,
+                          stop=[s for s in stops if s])
+
+
+def _submit(runtime: Runtime, prompt_ids, params, adapter) -> tuple[GenerationRequest, asyncio.Queue]:
+    loop = asyncio.get_running_loop()
+    q: asyncio.Queue[Event] = asyncio.Queue()
+
+    def sink(event: Event) -> None:  # engine thread -> event loop
+        try:
+            loop.call_soon_threadsafe(q.put_nowait, event)
+        except RuntimeError:  # loop closed: the server is going down
+            pass
+
+    req = GenerationRequest(prompt_ids, params, sink, adapter=adapter)
+    runtime.engine.submit(req)
+    return req, q
+
+
+async def _collect(runtime: Runtime, request: Request, prompt_ids, params, adapter) -> list[Event]:
+    req, q = _submit(runtime, prompt_ids, params, adapter)
+    events: list[Event] = []
+    try:
+        while True:
+            try:
+                event = await asyncio.wait_for(q.get(), timeout=1.0)
+            except asyncio.TimeoutError:
+                if await request.is_disconnected():
+                    req.cancel()  # nobody will read the answer: free the slot
+                    raise APIError(400, "client disconnected") from None
+                continue
+            events.append(event)
+            if event.finish_reason is not None:
+                break
+    finally:
+        req.cancel()  # no-op when finished; frees the slot when this task was cancelled
+    last = events[-1]
+    if last.finish_reason == "error":
+        raise APIError(500, f"Generation failed: {last.error}", type="server_error")
+    return events
+
+
+def _sse(obj: Any) -> bytes:
+    return f"data: {json.dumps(obj, ensure_ascii=False)}\n\n".encode()
+
+
+def _stream(runtime: Runtime, request: Request, prompt_ids, params, adapter, fmt) -> StreamingResponse:
+    req, q = _submit(runtime, prompt_ids, params, adapter)
+
+    async def body() -> AsyncIterator[bytes]:
+        try:
+            for chunk in fmt.start():
+                yield _sse(chunk)
+            while True:
+                event = await q.get()
+                if event.finish_reason == "error":
+                    yield _sse({"error": {"message": f"Generation failed: {event.error}", "type": "server_error",
+                                          "param": None, "code": None}})
+                    break
+                for chunk in fmt.delta(event):
+                    yield _sse(chunk)
+                if event.finish_reason is not None:
+                    break
+            yield b"data: [DONE]\n\n"
+        finally:
+            req.cancel()  # the client went away (or we are done): stop generating for it
+
+    return StreamingResponse(body(), media_type="text/event-stream",
+                             headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"})
+
+
+# ---- engine events -> OpenAI objects -----------------------------------------------------------
+
+def _usage(prompt_tokens: int, completion_tokens: int) -> dict:
+    return {"prompt_tokens": prompt_tokens, "completion_tokens": completion_tokens,
+            "total_tokens": prompt_tokens + completion_tokens}
+
+
+class _ChatFormatter:
+    def __init__(self, body: P.ChatCompletionRequest, starts_in_reasoning: bool):
+        self.id = f"chatcmpl-{uuid.uuid4().hex}"
+        self.created = int(time.time())
+        self.model = body.model
+        self.split = body.return_reasoning
+        self.include_usage = bool(body.stream_options and body.stream_options.include_usage)
+        self.parser = ReasoningParser(starts_in_reasoning) if self.split else None
+        # inline mode with a template that pre-opens <think>: give the client the tag the model never wrote
+        self._inline_prefix = "<think>" if (starts_in_reasoning and not self.split) else ""
+
+    def _chunk(self, delta: dict, finish_reason: str | None = None) -> dict:
+        chunk = {"id": self.id, "object": "chat.completion.chunk", "created": self.created, "model": self.model,
+                 "choices": [{"index": 0, "delta": delta, "logprobs": None, "finish_reason": finish_reason}]}
+        if self.include_usage:
+            chunk["usage"] = None
+        return chunk
+
+    def _parts(self, text: str, final: bool) -> tuple[str, str]:
+        if not self.split:
+            out, self._inline_prefix = self._inline_prefix + text, ""
+            return "", out
+        part = self.parser.feed(text)
+        reasoning, content = part.reasoning, part.content
+        if final:
+            rest = self.parser.flush()
+            reasoning, content = reasoning + rest.reasoning, content + rest.content
+        return reasoning, content
+
+    def start(self) -> list[dict]:
+        return [self._chunk({"role": "assistant", "content": ""})]
+
+    def delta(self, event: Event) -> list[dict]:
+        final = event.finish_reason is not None
+        reasoning, content = self._parts(event.text, final)
+        chunks = []
+        if reasoning:
+            chunks.append(self._chunk({"reasoning_content": reasoning, "reasoning": reasoning}))
+        if content:
+            chunks.append(self._chunk({"content": content}))
+        if final:
+            chunks.append(self._chunk({}, event.finish_reason))
+            if self.include_usage:
+                chunks.append({"id": self.id, "object": "chat.completion.chunk", "created": self.created,
+                               "model": self.model, "choices": [],
+                               "usage": _usage(event.prompt_tokens, event.completion_tokens)})
+        return chunks
+
+    def complete(self, events: list[Event]) -> dict:
+        reasoning, content = self._parts("".join(e.text for e in events), final=True)
+        last = events[-1]
+        message: dict = {"role": "assistant", "content": content}
+        if reasoning:
+            message["reasoning_content"] = message["reasoning"] = reasoning
+        return {"id": self.id, "object": "chat.completion", "created": self.created, "model": self.model,
+                "choices": [{"index": 0, "message": message, "logprobs": None, "finish_reason": last.finish_reason}],
+                "usage": _usage(last.prompt_tokens, last.completion_tokens)}
+
+
+class _TextFormatter:
+    def __init__(self, body: P.CompletionRequest):
+        self.id = f"cmpl-{uuid.uuid4().hex}"
+        self.created = int(time.time())
+        self.model = body.model
+        self.include_usage = bool(body.stream_options and body.stream_options.include_usage)
+
+    def _obj(self, text: str, finish_reason: str | None) -> dict:
+        obj = {"id": self.id, "object": "text_completion", "created": self.created, "model": self.model,
+               "choices": [{"index": 0, "text": text, "logprobs": None, "finish_reason": finish_reason}]}
+        if self.include_usage:
+            obj["usage"] = None
+        return obj
+
+    def start(self) -> list[dict]:
+        return []
+
+    def delta(self, event: Event) -> list[dict]:
+        out = []
+        if event.text:
+            out.append(self._obj(event.text, None))
+        if event.finish_reason is not None:
+            out.append(self._obj("", event.finish_reason))
+            if self.include_usage:
+                out.append({"id": self.id, "object": "text_completion", "created": self.created, "model": self.model,
+                            "choices": [], "usage": _usage(event.prompt_tokens, event.completion_tokens)})
+        return out
+
+    def complete(self, events: list[Event]) -> dict:
+        last = events[-1]
+        obj = self._obj("".join(e.text for e in events), last.finish_reason)
+        obj["usage"] = _usage(last.prompt_tokens, last.completion_tokens)
+        return obj

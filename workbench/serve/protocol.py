@@ -1,0 +1,194 @@
+"""Request and response bodies of the OpenAI-compatible API, as pydantic models.
+
+The constraints live in the models (not only in handler code) so that /openapi.json tells clients
+exactly what is accepted: a field the server does not implement is typed so that only its neutral
+value validates (``n`` at most 1, ``tools`` empty, ``logprobs`` false...), and anything else is a 400
+naming the field. Unknown fields are ignored, as clients add new ones faster than servers.
+"""
+from __future__ import annotations
+
+from typing import Any, Literal, Optional, Union
+
+from pydantic import BaseModel, ConfigDict, Field
+
+_IGNORE_EXTRA = ConfigDict(extra="ignore")
+
+
+class ContentPart(BaseModel):
+    model_config = _IGNORE_EXTRA
+    type: Literal["text"] = Field(description="Only text parts: images and audio are not supported yet")
+    text: str
+
+
+class ChatMessage(BaseModel):
+    model_config = _IGNORE_EXTRA
+    role: Literal["system", "developer", "user", "assistant"]
+    content: Union[str, list[ContentPart], None] = None
+    name: Optional[str] = None
+
+
+class StreamOptions(BaseModel):
+    model_config = _IGNORE_EXTRA
+    include_usage: bool = False
+
+
+class ResponseFormat(BaseModel):
+    model_config = _IGNORE_EXTRA
+    type: Literal["text"] = "text"
+
+
+class SamplingFields(BaseModel):
+    """Fields shared by chat and text completions."""
+    model_config = _IGNORE_EXTRA
+    model: str = Field(description="A model id from GET /v1/models: the base model or an adapter")
+    stream: bool = False
+    stream_options: Optional[StreamOptions] = None
+    temperature: Optional[float] = Field(None, ge=0, le=2, description="0 is greedy decoding")
+    top_p: Optional[float] = Field(None, ge=0, le=1)
+    max_tokens: Optional[int] = Field(None, ge=1)
+    stop: Union[str, list[str], None] = Field(None, description="Up to 16 stop strings, never included in the output")
+    seed: Optional[int] = Field(None, description="Makes sampling reproducible for the same request")
+    n: Optional[int] = Field(None, ge=1, le=1, description="Only one choice per request")
+    frequency_penalty: Optional[float] = Field(None, ge=0, le=0, description="Not implemented: only 0")
+    presence_penalty: Optional[float] = Field(None, ge=0, le=0, description="Not implemented: only 0")
+    logit_bias: Optional[dict[str, float]] = Field(None, max_length=0, description="Not implemented: only empty")
+    user: Optional[str] = None
+
+
+class ChatCompletionRequest(SamplingFields):
+    messages: list[ChatMessage] = Field(min_length=1)
+    max_completion_tokens: Optional[int] = Field(None, ge=1, description="Preferred over max_tokens when both are given")
+    logprobs: Optional[Literal[False]] = Field(None, description="Not implemented: only false")
+    top_logprobs: Optional[Literal[0]] = Field(None, description="Not implemented")
+    tools: Optional[list[dict[str, Any]]] = Field(None, max_length=0, description="Not implemented: only empty")
+    tool_choice: Optional[Literal["none"]] = None
+    functions: Optional[list[dict[str, Any]]] = Field(None, max_length=0, description="Not implemented")
+    response_format: Optional[ResponseFormat] = None
+    enable_thinking: Optional[bool] = Field(
+        None, description="Passed to the chat template (as clients send it through extra_body); overrides "
+                          "chat_template_kwargs.enable_thinking")
+    return_reasoning: bool = Field(
+        True, description="true: reasoning in message.reasoning_content (and .reasoning), answer in content; "
+                          "false: the raw text with its <think> tags in content")
+    chat_template_kwargs: Optional[dict[str, Any]] = Field(None, description="Extra variables for the chat template")
+
+
+class CompletionRequest(SamplingFields):
+    prompt: Union[str, list[str]] = Field(description="One prompt (a list must hold exactly one string)")
+    echo: Optional[Literal[False]] = Field(None, description="Not implemented")
+    suffix: Optional[Literal[""]] = Field(None, description="Not implemented")
+    best_of: Optional[int] = Field(None, ge=1, le=1)
+    logprobs: Optional[Literal[0]] = Field(None, description="Not implemented")
+
+
+class LoadAdapterRequest(BaseModel):
+    lora_name: str = Field(min_length=1, max_length=128, pattern=r"^[A-Za-z0-9][A-Za-z0-9._:/-]*$")
+    lora_path: str = Field(min_length=1, description="A peft adapter directory or a run directory (runs/NAME)")
+
+
+class UnloadAdapterRequest(BaseModel):
+    lora_name: str = Field(min_length=1)
+
+
+# ---- responses (documentation for /openapi.json; handlers build the same shapes) ------------
+
+class ErrorBody(BaseModel):
+    message: str
+    type: str
+    param: Optional[str] = None
+    code: Optional[str] = None
+
+
+class ErrorResponse(BaseModel):
+    error: ErrorBody
+
+
+class Usage(BaseModel):
+    prompt_tokens: int
+    completion_tokens: int
+    total_tokens: int
+
+
+class AssistantMessage(BaseModel):
+    role: Literal["assistant"] = "assistant"
+    content: Optional[str]
+    reasoning_content: Optional[str] = Field(None, description="Present when the model reasoned and return_reasoning")
+    reasoning: Optional[str] = Field(None, description="Same as reasoning_content (the newer field name)")
+
+
+class ChatChoice(BaseModel):
+    index: int
+    message: AssistantMessage
+    finish_reason: Literal["stop", "length"]
+    logprobs: None = None
+
+
+class ChatCompletion(BaseModel):
+    id: str
+    object: Literal["chat.completion"] = "chat.completion"
+    created: int
+    model: str
+    choices: list[ChatChoice]
+    usage: Usage
+
+
+class ChunkDelta(BaseModel):
+    role: Optional[Literal["assistant"]] = None
+    content: Optional[str] = None
+    reasoning_content: Optional[str] = None
+    reasoning: Optional[str] = None
+
+
+class ChunkChoice(BaseModel):
+    index: int
+    delta: ChunkDelta
+    finish_reason: Optional[Literal["stop", "length"]] = None
+    logprobs: None = None
+
+
+class ChatCompletionChunk(BaseModel):
+    """One ``data:`` line of a streamed chat completion (the stream ends with ``data: [DONE]``)."""
+    id: str
+    object: Literal["chat.completion.chunk"] = "chat.completion.chunk"
+    created: int
+    model: str
+    choices: list[ChunkChoice]
+    usage: Optional[Usage] = None
+
+
+class CompletionChoice(BaseModel):
+    index: int
+    text: str
+    finish_reason: Optional[Literal["stop", "length"]]
+    logprobs: None = None
+
+
+class Completion(BaseModel):
+    id: str
+    object: Literal["text_completion"] = "text_completion"
+    created: int
+    model: str
+    choices: list[CompletionChoice]
+    usage: Optional[Usage] = None
+
+
+class ModelCard(BaseModel):
+    id: str
+    object: Literal["model"] = "model"
+    created: int
+    owned_by: str = "workbench"
+    root: str = Field(description="What was loaded: the base model's source or the adapter's directory")
+    parent: Optional[str] = Field(None, description="For an adapter: the id of the base model it runs on")
+
+
+class ModelList(BaseModel):
+    object: Literal["list"] = "list"
+    data: list[ModelCard]
+
+
+class Health(BaseModel):
+    status: Literal["ok", "loading", "error"]
+    model: Optional[str]
+    running: int = 0
+    waiting: int = 0
+    detail: Optional[str] = None

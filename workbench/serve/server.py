@@ -1,0 +1,232 @@
+"""Run the server: in the foreground (CLI), or in the background from a notebook (``start_server``)."""
+from __future__ import annotations
+
+import json
+import os
+import socket
+import subprocess
+import sys
+import threading
+import time
+import urllib.error
+import urllib.request
+from pathlib import Path
+
+from .runtime import Runtime, ServeConfig
+
+
+def _bind(host: str, port: int) -> socket.socket:
+    # Binding here (port 0 = any free port) and handing the socket to uvicorn leaves no window in
+    # which another process could take the port between choosing and listening.
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    sock = socket.socket(family, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    sock.bind((host, port))
+    sock.listen(128)
+    sock.set_inheritable(True)
+    return sock
+
+
+def _uvicorn_server(runtime: Runtime, log_level: str):
+    import uvicorn
+
+    from .app import create_app
+
+    app = create_app(runtime)
+    config = uvicorn.Config(app, log_level=log_level, access_log=False, timeout_graceful_shutdown=2,
+                            lifespan="off")
+    return uvicorn.Server(config)
+
+
+def serve_forever(config: ServeConfig, log_level: str = "info", on_listening=None) -> None:
+    """Blocking: bind, start loading the model in the background, serve until interrupted."""
+    import asyncio
+
+    runtime = Runtime(config)
+    sock = _bind(config.host, config.port)
+    server = _uvicorn_server(runtime, log_level)
+    host, port = sock.getsockname()[:2]
+    print(f"[workbench serve] listening on http://{host}:{port} (loading {config.model} ...)", file=sys.stderr, flush=True)
+    if on_listening:
+        on_listening(host, port)
+    loader = threading.Thread(target=runtime.load, name="workbench-load", daemon=True)
+    loader.start()
+    try:
+        asyncio.run(server.serve(sockets=[sock]))
+    finally:
+        runtime.shutdown()
+        sock.close()
+
+
+class ServerHandle:
+    """A server running in the background. ``url`` is the root; ``base_url`` is what OpenAI clients take."""
+
+    def __init__(self, url: str, api_key: str | None, *, runtime: Runtime | None = None, server=None,
+                 thread: threading.Thread | None = None, process: subprocess.Popen | None = None, sock=None):
+        self.url = url
+        self.api_key = api_key
+        self.runtime = runtime
+        self._server, self._thread, self._process, self._sock = server, thread, process, sock
+
+    @property
+    def base_url(self) -> str:
+        return self.url + "/v1"
+
+    def _get(self, path: str, timeout: float = 5.0) -> tuple[int, dict]:
+        try:
+            with urllib.request.urlopen(self.url + path, timeout=timeout) as resp:
+                return resp.status, json.loads(resp.read())
+        except urllib.error.HTTPError as err:
+            return err.code, json.loads(err.read() or b"{}")
+
+    def health(self) -> dict:
+        return self._get("/health")[1]
+
+    def models(self) -> list[str]:
+        return [m["id"] for m in self._get("/v1/models")[1]["data"]]
+
+    def wait_ready(self, timeout: float = 300.0) -> "ServerHandle":
+        deadline = time.monotonic() + timeout
+        last = None
+        while time.monotonic() < deadline:
+            if self._process is not None and self._process.poll() is not None:
+                raise RuntimeError(f"the server process exited with code {self._process.returncode}")
+            try:
+                status, body = self._get("/health", timeout=2.0)
+                last = body
+                if status == 200:
+                    return self
+                if body.get("status") == "error":
+                    raise RuntimeError(f"the server failed to load its model: {body.get('detail')}")
+            except (urllib.error.URLError, ConnectionError, TimeoutError, json.JSONDecodeError):
+                pass
+            time.sleep(0.1)
+        raise TimeoutError(f"server at {self.url} not ready after {timeout:.0f} s (last health: {last})")
+
+    def _post(self, path: str, body: dict) -> dict:
+        req = urllib.request.Request(self.url + path, data=json.dumps(body).encode(), method="POST",
+                                     headers={"Content-Type": "application/json",
+                                              **({"Authorization": f"Bearer {self.api_key}"} if self.api_key else {})})
+        try:
+            with urllib.request.urlopen(req, timeout=600) as resp:
+                return json.loads(resp.read())
+        except urllib.error.HTTPError as err:
+            detail = json.loads(err.read() or b"{}").get("error", {}).get("message", str(err))
+            raise RuntimeError(detail) from None
+
+    def add_adapter(self, model_id: str, path: str | Path) -> dict:
+        """Serve another adapter (a run directory or a peft adapter directory) under ``model_id``."""
+        return self._post("/v1/load_lora_adapter", {"lora_name": model_id, "lora_path": str(path)})
+
+    def remove_adapter(self, model_id: str) -> None:
+        self._post("/v1/unload_lora_adapter", {"lora_name": model_id})
+
+    def openai_client(self, **kw):
+        from openai import OpenAI
+
+        return OpenAI(base_url=self.base_url, api_key=self.api_key or "EMPTY", **kw)
+
+    def stop(self, timeout: float = 15.0) -> None:
+        if self._server is not None:
+            self._server.should_exit = True
+            if self._thread is not None:
+                self._thread.join(timeout)
+            if self.runtime is not None:
+                self.runtime.shutdown()
+            if self._sock is not None:
+                self._sock.close()
+            self._server = None
+        if self._process is not None and self._process.poll() is None:
+            self._process.terminate()
+            try:
+                self._process.wait(timeout)
+            except subprocess.TimeoutExpired:
+                self._process.kill()
+                self._process.wait()
+
+    def __enter__(self) -> "ServerHandle":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.stop()
+
+    def __repr__(self) -> str:
+        return f"ServerHandle({self.url!r})"
+
+
+def start_server(model: str = "smollm2-135m-instruct", *, adapters: dict[str, str] | None = None,
+                 runs: list[str] | None = None, port: int = 0, host: str = "127.0.0.1", api_key: str | None = None,
+                 subprocess_mode: bool = False, wait: bool = True, timeout: float = 300.0, log_level: str = "warning",
+                 **options) -> ServerHandle:
+    """Start a server in the background and return its handle (``with start_server() as srv: ...``).
+
+    ``adapters`` maps model ids to adapter or run directories; ``runs`` are run directories served under
+    their names. ``port=0`` picks a free port. By default the server runs in a thread of this process
+    (the model lives here too); ``subprocess_mode=True`` runs it in a child process instead, so a busy
+    notebook kernel cannot slow it down. Other options: see ServeConfig (max_batch, dtype, threads...).
+    """
+    all_adapters = dict(adapters or {})
+    for run in runs or []:
+        from .runtime import default_adapter_id
+
+        all_adapters[default_adapter_id(run)] = str(run)
+    config = ServeConfig(model=model, adapters=all_adapters, host=host, port=port, api_key=api_key, **options)
+    if subprocess_mode:
+        handle = _start_subprocess(config, log_level)
+    else:
+        handle = _start_thread(config, log_level)
+    if wait:
+        try:
+            handle.wait_ready(timeout)
+        except BaseException:
+            handle.stop()
+            raise
+    return handle
+
+
+def _start_thread(config: ServeConfig, log_level: str) -> ServerHandle:
+    import asyncio
+
+    runtime = Runtime(config)
+    sock = _bind(config.host, config.port)
+    server = _uvicorn_server(runtime, log_level)
+    host, port = sock.getsockname()[:2]
+
+    def run():
+        asyncio.run(server.serve(sockets=[sock]))
+
+    threading.Thread(target=runtime.load, name="workbench-load", daemon=True).start()
+    thread = threading.Thread(target=run, name="workbench-serve", daemon=True)
+    thread.start()
+    return ServerHandle(f"http://{_url_host(host)}:{port}", config.api_key, runtime=runtime, server=server,
+                        thread=thread, sock=sock)
+
+
+def _start_subprocess(config: ServeConfig, log_level: str) -> ServerHandle:
+    if config.loaded is not None:
+        raise ValueError("a preloaded model cannot be handed to a subprocess: pass its source instead")
+    port = config.port
+    if port == 0:
+        probe = _bind(config.host, 0)
+        port = probe.getsockname()[1]
+        probe.close()
+    args = [sys.executable, "-m", "workbench.serve", "--model", config.model, "--host", config.host, "--port", str(port),
+            "--dtype", config.dtype, "--max-batch", str(config.max_batch), "--log-level", log_level]
+    for name, path in config.adapters.items():
+        args += ["--adapter", f"{name}={path}"]
+    for flag, value in (("--model-id", config.model_id), ("--max-context", config.max_context),
+                        ("--default-max-tokens", config.default_max_tokens), ("--threads", config.threads)):
+        if value is not None:
+            args += [flag, str(value)]
+    env = dict(os.environ)
+    if config.api_key:
+        env["WORKBENCH_API_KEY"] = config.api_key  # not on the command line, where ps shows it
+    process = subprocess.Popen(args, env=env)
+    return ServerHandle(f"http://{_url_host(config.host)}:{port}", config.api_key, process=process)
+
+
+def _url_host(host: str) -> str:
+    return f"[{host}]" if ":" in host else host
+
+
+__all__ = ["ServeConfig", "ServerHandle", "serve_forever", "start_server"]
