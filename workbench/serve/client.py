@@ -1,0 +1,222 @@
+"""Chat with served models from a notebook: ``chat(model, prompt)`` and ``compare(prompt, models=[...])``.
+
+Built on langchain-openai. Its ``ChatOpenAI`` throws away the ``reasoning_content`` / ``reasoning`` fields
+that thinking models return, so ``ReasoningChatOpenAI`` keeps them in
+``message.additional_kwargs["reasoning_content"]`` (streamed and not), as langchain-deepseek does.
+
+Output streams as plain text, or as a live HTML table inside Jupyter (IPython's display, no ipywidgets).
+"""
+from __future__ import annotations
+
+import html
+import os
+import sys
+import threading
+import time
+from dataclasses import dataclass
+from typing import Any, Iterable
+
+from langchain_openai import ChatOpenAI
+
+DEFAULT_BASE_URL = "http://127.0.0.1:8000/v1"
+
+
+def _reasoning_of(obj: dict) -> str | None:
+    return obj.get("reasoning_content") or obj.get("reasoning") or None
+
+
+class ReasoningChatOpenAI(ChatOpenAI):
+    """ChatOpenAI that keeps the server's reasoning in ``additional_kwargs["reasoning_content"]``."""
+
+    def _create_chat_result(self, response, generation_info: dict | None = None):
+        result = super()._create_chat_result(response, generation_info)
+        body = response if isinstance(response, dict) else response.model_dump()
+        for generation, choice in zip(result.generations, body.get("choices") or []):
+            reasoning = _reasoning_of(choice.get("message") or {})
+            if reasoning:
+                generation.message.additional_kwargs["reasoning_content"] = reasoning
+        return result
+
+    def _convert_chunk_to_generation_chunk(self, chunk: dict, default_chunk_class: type,
+                                           base_generation_info: dict | None):
+        generation = super()._convert_chunk_to_generation_chunk(chunk, default_chunk_class, base_generation_info)
+        choices = chunk.get("choices") or chunk.get("chunk", {}).get("choices") or []
+        if generation is not None and choices:
+            reasoning = _reasoning_of(choices[0].get("delta") or {})
+            if reasoning:
+                generation.message.additional_kwargs["reasoning_content"] = reasoning
+        return generation
+
+
+def _base_url(base_url: str | None, server: Any) -> str:
+    if server is not None:
+        return server.base_url
+    return base_url or os.environ.get("WORKBENCH_SERVE_URL") or DEFAULT_BASE_URL
+
+
+def chat_model(model: str, *, base_url: str | None = None, server: Any = None, api_key: str | None = None,
+               enable_thinking: bool | None = None, temperature: float = 0.0, max_tokens: int | None = 256,
+               **kwargs) -> ReasoningChatOpenAI:
+    """A langchain chat model for one served model id."""
+    extra_body = dict(kwargs.pop("extra_body", None) or {})
+    if enable_thinking is not None:
+        extra_body["enable_thinking"] = enable_thinking
+    key = api_key or getattr(server, "api_key", None) or os.environ.get("WORKBENCH_API_KEY") or "EMPTY"
+    return ReasoningChatOpenAI(model=model, base_url=_base_url(base_url, server), api_key=key,
+                               temperature=temperature, max_tokens=max_tokens, stream_usage=True,
+                               extra_body=extra_body or None, max_retries=kwargs.pop("max_retries", 1), **kwargs)
+
+
+@dataclass
+class Reply:
+    model: str
+    content: str = ""
+    reasoning: str = ""
+    error: str | None = None
+    seconds: float = 0.0
+
+    def __str__(self) -> str:
+        return self.content
+
+
+def _messages(prompt: str | list, system: str | None) -> list:
+    if isinstance(prompt, list):
+        return prompt
+    return ([("system", system)] if system else []) + [("human", prompt)]
+
+
+def _in_notebook() -> bool:
+    try:
+        from IPython import get_ipython
+    except ImportError:
+        return False
+    shell = get_ipython()
+    return shell is not None and "IPKernelApp" in getattr(shell, "config", {})
+
+
+def _stream_reply(llm: ReasoningChatOpenAI, reply: Reply, messages: list, on_update=None) -> Reply:
+    start = time.monotonic()
+    try:
+        for chunk in llm.stream(messages):
+            reasoning = chunk.additional_kwargs.get("reasoning_content") or ""
+            text = chunk.content if isinstance(chunk.content, str) else ""
+            reply.reasoning += reasoning
+            reply.content += text
+            if on_update and (reasoning or text):
+                on_update(reasoning, text)
+    except Exception as err:  # shown in place of the answer; the other columns keep going
+        reply.error = f"{type(err).__name__}: {err}"
+    reply.seconds = time.monotonic() - start
+    return reply
+
+
+def chat(model: str, prompt: str | list, *, system: str | None = None, stream: bool = True, show: bool = True,
+         out=None, **llm_options) -> Reply:
+    """Ask one served model; stream the answer (reasoning first, marked) as it comes. Returns a Reply.
+
+    ``llm_options``: base_url / server / api_key / enable_thinking / temperature / max_tokens (see chat_model).
+    """
+    llm = chat_model(model, **llm_options)
+    reply = Reply(model)
+    out = out or sys.stdout
+    state = {"in_reasoning": False}
+
+    def echo(reasoning: str, text: str) -> None:
+        if reasoning:
+            if not state["in_reasoning"]:
+                out.write("[thinking] ")
+                state["in_reasoning"] = True
+            out.write(reasoning)
+        if text:
+            if state["in_reasoning"]:
+                out.write("\n[answer] ")
+                state["in_reasoning"] = False
+            out.write(text)
+        out.flush()
+
+    if stream:
+        _stream_reply(llm, reply, _messages(prompt, system), echo if show else None)
+        if show:
+            out.write(f"\n[error] {reply.error}\n" if reply.error else "\n")
+            out.flush()
+    else:
+        start = time.monotonic()
+        try:
+            msg = llm.invoke(_messages(prompt, system))
+            reply.content = msg.content if isinstance(msg.content, str) else str(msg.content)
+            reply.reasoning = msg.additional_kwargs.get("reasoning_content", "")
+        except Exception as err:
+            reply.error = f"{type(err).__name__}: {err}"
+        reply.seconds = time.monotonic() - start
+        if show:
+            if reply.reasoning:
+                out.write(f"[thinking] {reply.reasoning}\n[answer] ")
+            out.write((f"[error] {reply.error}" if reply.error else reply.content) + "\n")
+            out.flush()
+    return reply
+
+
+def served_models(*, base_url: str | None = None, server: Any = None, api_key: str | None = None) -> list[str]:
+    from openai import OpenAI
+
+    client = OpenAI(base_url=_base_url(base_url, server), api_key=api_key or getattr(server, "api_key", None) or "EMPTY")
+    return [m.id for m in client.models.list().data]
+
+
+def compare(prompt: str | list, models: Iterable[str] | None = None, *, system: str | None = None,
+            show: bool = True, html_output: bool | None = None, out=None, refresh_s: float = 0.25,
+            **llm_options) -> dict[str, Reply]:
+    """Ask several served models the same prompt at once (default: every model the server lists) and show
+    the answers side by side as they stream. Returns {model id: Reply}."""
+    conn = {k: llm_options[k] for k in ("base_url", "server", "api_key") if k in llm_options}
+    models = list(models) if models is not None else served_models(**conn)
+    replies = {m: Reply(m) for m in models}
+    messages = _messages(prompt, system)
+    threads = [threading.Thread(target=_stream_reply, args=(chat_model(m, **llm_options), replies[m], messages),
+                                daemon=True) for m in models]
+    for t in threads:
+        t.start()
+    use_html = _in_notebook() if html_output is None else html_output
+    if show and use_html:
+        from IPython.display import HTML, display
+
+        handle = display(HTML(_html_table(replies, done=False)), display_id=True)
+        while any(t.is_alive() for t in threads):
+            time.sleep(refresh_s)
+            handle.update(HTML(_html_table(replies, done=False)))
+        handle.update(HTML(_html_table(replies, done=True)))
+    else:
+        for t in threads:
+            t.join()
+        if show:
+            _print_side_by_side(replies, out or sys.stdout)
+    for t in threads:
+        t.join()
+    return replies
+
+
+def _html_table(replies: dict[str, Reply], done: bool) -> str:
+    cells = []
+    for r in replies.values():
+        body = ""
+        if r.reasoning:
+            body += f"<div style='color:#777;font-style:italic;white-space:pre-wrap'>{html.escape(r.reasoning)}</div>"
+        body += f"<div style='white-space:pre-wrap'>{html.escape(r.content)}</div>"
+        if r.error:
+            body += f"<div style='color:#b00'>{html.escape(r.error)}</div>"
+        status = f"{r.seconds:.1f} s" if done else "..."
+        cells.append(f"<td style='vertical-align:top;text-align:left;border:1px solid #ccc;padding:6px'>"
+                     f"<b>{html.escape(r.model)}</b> <small>{status}</small><hr>{body}</td>")
+    return f"<table style='width:100%;table-layout:fixed'><tr>{''.join(cells)}</tr></table>"
+
+
+def _print_side_by_side(replies: dict[str, Reply], out) -> None:
+    for r in replies.values():
+        out.write(f"=== {r.model} ({r.seconds:.1f} s) ===\n")
+        if r.reasoning:
+            out.write(f"[thinking] {r.reasoning}\n[answer] ")
+        out.write((f"[error] {r.error}" if r.error else r.content) + "\n")
+    out.flush()
+
+
+__all__ = ["ReasoningChatOpenAI", "Reply", "chat", "chat_model", "compare", "served_models"]
