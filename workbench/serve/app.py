@@ -147,7 +147,26 @@ def create_app(runtime: Runtime) -> FastAPI:
                            code="model_not_found") from None
         return {"object": "list", "data": runtime.cards()}
 
+    _truthful_openapi(app)
     return app
+
+
+def _truthful_openapi(app: FastAPI) -> None:
+    """FastAPI documents a 422 for every body it validates; this server answers 400 instead."""
+    from fastapi.openapi.utils import get_openapi
+
+    def openapi() -> dict:
+        if app.openapi_schema is None:
+            schema = get_openapi(title=app.title, version=app.version, description=app.description, routes=app.routes)
+            for item in schema.get("paths", {}).values():
+                for op in item.values():
+                    op.get("responses", {}).pop("422", None)
+            for name in ("HTTPValidationError", "ValidationError"):
+                schema.get("components", {}).get("schemas", {}).pop(name, None)
+            app.openapi_schema = schema
+        return app.openapi_schema
+
+    app.openapi = openapi
 
 
 # ---- errors -----------------------------------------------------------------------------------
@@ -158,11 +177,14 @@ def _install_error_handlers(app: FastAPI) -> None:
         return exc.response()
 
     @app.exception_handler(RequestValidationError)
-    async def _validation_error(_request: Request, exc: RequestValidationError):
+    async def _validation_error(request: Request, exc: RequestValidationError):
         errors = exc.errors()
         first = errors[0] if errors else {}
-        if first.get("type") == "json_invalid":
-            return error_response(400, f"The request body is not valid JSON: {first.get('msg', '')}")
+        if first.get("type") == "json_invalid" or tuple(first.get("loc", ())) == ("body",):
+            try:
+                json.loads(await request.body())
+            except ValueError as err:  # UnicodeDecodeError included
+                return error_response(400, f"We could not parse the JSON body of your request: {err}")
         loc = [str(p) for p in first.get("loc", ()) if p != "body"]
         param = ".".join(loc) or None
         if first.get("type") == "missing" and param:

@@ -1,0 +1,203 @@
+"""Protocol conformance with the official openai client and raw HTTP, on the tiny GLM-4 model."""
+from __future__ import annotations
+
+import json
+
+import httpx
+import openai
+import pytest
+
+MODEL = "tiny-glm4"
+MSG = [{"role": "user", "content": "Say something."}]
+
+
+@pytest.fixture(scope="module")
+def client(tiny_server):
+    return tiny_server.openai_client(max_retries=0)
+
+
+def sse_events(response: httpx.Response) -> list:
+    events = []
+    for line in response.iter_lines():
+        if not line:
+            continue
+        assert line.startswith("data: "), line
+        data = line[len("data: "):]
+        events.append(data if data == "[DONE]" else json.loads(data))
+    return events
+
+
+def test_health_and_models(tiny_server):
+    r = httpx.get(tiny_server.url + "/health")
+    assert r.status_code == 200 and r.json()["status"] == "ok" and r.json()["model"] == MODEL
+    models = tiny_server.openai_client().models.list().data
+    assert [m.id for m in models] == [MODEL]
+    assert models[0].object == "model"
+
+
+def test_chat_non_streamed(client):
+    r = client.chat.completions.create(model=MODEL, messages=MSG, max_tokens=5, temperature=0)
+    assert r.object == "chat.completion" and r.model == MODEL
+    assert r.choices[0].message.role == "assistant" and r.choices[0].finish_reason == "length"
+    assert r.usage.completion_tokens == 5 and r.usage.total_tokens == r.usage.prompt_tokens + 5
+    again = client.chat.completions.create(model=MODEL, messages=MSG, max_tokens=5, temperature=0)
+    assert again.choices[0].message.content == r.choices[0].message.content  # greedy is deterministic
+
+
+def test_max_completion_tokens_is_honoured(client):
+    r = client.chat.completions.create(model=MODEL, messages=MSG, max_completion_tokens=3, temperature=0)
+    assert r.usage.completion_tokens == 3
+
+
+def test_stream_shape_raw(tiny_server):
+    body = {"model": MODEL, "messages": MSG, "max_tokens": 6, "temperature": 0, "stream": True,
+            "stream_options": {"include_usage": True}}
+    with httpx.stream("POST", tiny_server.url + "/v1/chat/completions", json=body, timeout=60) as r:
+        assert r.status_code == 200 and r.headers["content-type"].startswith("text/event-stream")
+        events = sse_events(r)
+    assert events[-1] == "[DONE]"
+    chunks = events[:-1]
+    assert len({c["id"] for c in chunks}) == 1  # one id throughout
+    assert all(c["object"] == "chat.completion.chunk" for c in chunks)
+    assert chunks[0]["choices"][0]["delta"]["role"] == "assistant"
+    usage_chunk, finish_chunk = chunks[-1], chunks[-2]
+    assert usage_chunk["choices"] == [] and usage_chunk["usage"]["completion_tokens"] == 6
+    assert finish_chunk["choices"][0]["finish_reason"] == "length" and finish_chunk["choices"][0]["delta"] == {}
+    assert all(c["usage"] is None for c in chunks[:-1])
+    text = "".join(c["choices"][0]["delta"].get("content") or "" for c in chunks[:-1])
+    full = httpx.post(tiny_server.url + "/v1/chat/completions", json={**body, "stream": False}, timeout=60).json()
+    assert text == full["choices"][0]["message"]["content"]
+
+
+def test_stream_with_openai_client_matches_non_streamed(client):
+    stream = client.chat.completions.create(model=MODEL, messages=MSG, max_tokens=8, temperature=0, stream=True)
+    chunks = list(stream)
+    text = "".join(c.choices[0].delta.content or "" for c in chunks if c.choices)
+    assert chunks[-1].choices[0].finish_reason == "length"
+    full = client.chat.completions.create(model=MODEL, messages=MSG, max_tokens=8, temperature=0)
+    assert text == full.choices[0].message.content
+
+
+def test_stop_string_spanning_tokens_is_cut_in_stream_and_whole(client):
+    ref = client.completions.create(model=MODEL, prompt="The weather today", max_tokens=24, temperature=0)
+    text = ref.choices[0].text
+    # a two-character stop in the middle of the output: the tiny model's byte tokens make it span two tokens
+    pos = next(i for i in range(3, len(text) - 2) if "\ufffd" not in text[i:i + 2] and text.find(text[i:i + 2]) == i)
+    stop = text[pos:pos + 2]
+    whole = client.completions.create(model=MODEL, prompt="The weather today", max_tokens=24, temperature=0, stop=[stop])
+    assert whole.choices[0].text == text[:pos] and whole.choices[0].finish_reason == "stop"
+    pieces = [c.choices[0].text for c in client.completions.create(
+        model=MODEL, prompt="The weather today", max_tokens=24, temperature=0, stop=stop, stream=True) if c.choices]
+    assert "".join(pieces) == text[:pos]
+
+
+def test_seed_makes_sampling_reproducible(client):
+    kw = dict(model=MODEL, messages=MSG, max_tokens=12, temperature=1.0, top_p=0.95)
+    a = client.chat.completions.create(seed=123, **kw).choices[0].message.content
+    b = client.chat.completions.create(seed=123, **kw).choices[0].message.content
+    c = client.chat.completions.create(seed=124, **kw).choices[0].message.content
+    assert a == b and a != c
+
+
+def test_completions_endpoint(client):
+    r = client.completions.create(model=MODEL, prompt="Once upon", max_tokens=4, temperature=0)
+    assert r.object == "text_completion" and r.usage.completion_tokens == 4
+    chunks = list(client.completions.create(model=MODEL, prompt="Once upon", max_tokens=4, temperature=0, stream=True,
+                                            stream_options={"include_usage": True}))
+    assert "".join(c.choices[0].text for c in chunks if c.choices) == r.choices[0].text
+    assert chunks[-1].usage.completion_tokens == 4
+
+
+@pytest.mark.parametrize("extra, param", [
+    ({"n": 2}, "n"), ({"tools": [{"type": "function", "function": {"name": "f"}}]}, "tools"),
+    ({"logprobs": True}, "logprobs"), ({"temperature": 5}, "temperature"), ({"max_tokens": 0}, "max_tokens"),
+    ({"presence_penalty": 0.5}, "presence_penalty"), ({"response_format": {"type": "json_object"}}, "response_format.type"),
+])
+def test_unsupported_or_invalid_fields_are_400_with_param(tiny_server, extra, param):
+    r = httpx.post(tiny_server.url + "/v1/chat/completions", json={"model": MODEL, "messages": MSG, **extra})
+    assert r.status_code == 400, r.text
+    err = r.json()["error"]
+    assert err["param"] == param and err["type"] == "invalid_request_error" and err["message"]
+
+
+def test_malformed_json_and_missing_fields_are_400(tiny_server):
+    for raw in (b"{not json", b"", b"[1, 2]", "\"\xff\"".encode("latin-1")):
+        r = httpx.post(tiny_server.url + "/v1/chat/completions", content=raw, headers={"content-type": "application/json"})
+        assert r.status_code == 400, (raw, r.text)
+        assert set(r.json()["error"]) == {"message", "type", "param", "code"}
+    r = httpx.post(tiny_server.url + "/v1/chat/completions", json={"model": MODEL})
+    assert r.status_code == 400 and r.json()["error"]["param"] == "messages"
+
+
+def test_unknown_model_is_404_and_client_does_not_retry(tiny_server):
+    calls = []
+    hooks = {"request": [lambda req: calls.append(req)]}
+    c = openai.OpenAI(base_url=tiny_server.base_url, api_key="EMPTY", http_client=httpx.Client(event_hooks=hooks))
+    with pytest.raises(openai.NotFoundError) as exc:
+        c.chat.completions.create(model="nope", messages=MSG)
+    assert exc.value.body["param"] == "model" and exc.value.body["code"] == "model_not_found"
+    assert len(calls) == 1
+
+
+def test_context_overflow_is_400(client):
+    with pytest.raises(openai.BadRequestError) as exc:
+        client.chat.completions.create(model=MODEL, messages=[{"role": "user", "content": "x" * 1100}], max_tokens=5)
+    assert "maximum context length" in exc.value.message and exc.value.code == "context_length_exceeded"
+    with pytest.raises(openai.BadRequestError):
+        client.chat.completions.create(model=MODEL, messages=MSG, max_tokens=1020)
+
+
+def test_unknown_route_and_method_in_openai_shape(tiny_server):
+    r = httpx.get(tiny_server.url + "/v1/nothing")
+    assert r.status_code == 404 and "error" in r.json()
+    r = httpx.get(tiny_server.url + "/v1/chat/completions")
+    assert r.status_code == 405 and "error" in r.json()
+
+
+def test_image_content_is_400(tiny_server):
+    msg = [{"role": "user", "content": [{"type": "image_url", "image_url": {"url": "data:,"}}]}]
+    r = httpx.post(tiny_server.url + "/v1/chat/completions", json={"model": MODEL, "messages": msg})
+    assert r.status_code == 400 and r.json()["error"]["param"].startswith("messages.0.content")
+
+
+def test_api_key_protects_generation_but_not_health_or_models():
+    from workbench.serve import start_server
+
+    with start_server("tiny-glm4", api_key="sekrit", default_max_tokens=2) as srv:
+        assert httpx.get(srv.url + "/health").status_code == 200
+        assert httpx.get(srv.url + "/v1/models").status_code == 200
+        bad = openai.OpenAI(base_url=srv.base_url, api_key="wrong", max_retries=0)
+        with pytest.raises(openai.AuthenticationError):
+            bad.chat.completions.create(model=MODEL, messages=MSG)
+        r = httpx.post(srv.url + "/v1/completions", json={"model": MODEL, "prompt": "a"})
+        assert r.status_code == 401 and r.json()["error"]["code"] == "invalid_api_key"
+        good = openai.OpenAI(base_url=srv.base_url, api_key="sekrit", max_retries=0)
+        assert good.chat.completions.create(model=MODEL, messages=MSG).usage.completion_tokens == 2
+
+
+def test_health_is_503_while_loading():
+    from fastapi.testclient import TestClient
+
+    from workbench.serve.app import create_app
+    from workbench.serve.runtime import Runtime, ServeConfig
+
+    runtime = Runtime(ServeConfig(model="tiny-glm4"))  # never loaded
+    with TestClient(create_app(runtime)) as tc:
+        r = tc.get("/health")
+        assert r.status_code == 503 and r.json()["status"] == "loading"
+        r = tc.post("/v1/chat/completions", json={"model": "tiny-glm4", "messages": MSG})
+        assert r.status_code == 503 and r.json()["error"]["type"] == "service_unavailable"
+
+
+def test_openapi_describes_what_is_accepted(tiny_server):
+    spec = httpx.get(tiny_server.url + "/openapi.json").json()
+    paths = spec["paths"]
+    for p in ("/health", "/v1/models", "/v1/chat/completions", "/v1/completions"):
+        assert p in paths
+    chat = spec["components"]["schemas"]["ChatCompletionRequest"]["properties"]
+    for field in ("enable_thinking", "return_reasoning", "chat_template_kwargs", "max_completion_tokens", "stop", "seed"):
+        assert field in chat
+    assert chat["n"]["anyOf"][0]["maximum"] == 1
+    responses = paths["/v1/chat/completions"]["post"]["responses"]
+    assert "422" not in responses and {"400", "401", "404"} <= set(responses)
+    assert "text/event-stream" in responses["200"]["content"]
