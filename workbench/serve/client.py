@@ -55,7 +55,7 @@ def _base_url(base_url: str | None, server: Any) -> str:
 
 
 def chat_model(model: str, *, base_url: str | None = None, server: Any = None, api_key: str | None = None,
-               enable_thinking: bool | None = None, temperature: float = 0.0, max_tokens: int | None = 256,
+               enable_thinking: bool | None = None, temperature: float = 0.0, max_tokens: int | None = None,
                **kwargs) -> ReasoningChatOpenAI:
     """A langchain chat model for one served model id."""
     extra_body = dict(kwargs.pop("extra_body", None) or {})
@@ -169,7 +169,8 @@ def compare(prompt: str | list, models: Iterable[str] | None = None, *, system: 
     """Ask several served models the same prompt at once (default: every model the server lists) and show
     the answers side by side as they stream. Returns {model id: Reply}."""
     conn = {k: llm_options[k] for k in ("base_url", "server", "api_key") if k in llm_options}
-    models = list(models) if models is not None else served_models(**conn)
+    # a repeated id would stream twice into one column: each model once
+    models = list(dict.fromkeys(models)) if models is not None else served_models(**conn)
     replies = {m: Reply(m) for m in models}
     messages = _messages(prompt, system)
     threads = [threading.Thread(target=_stream_reply, args=(chat_model(m, **llm_options), replies[m], messages),
