@@ -7,7 +7,7 @@ naming the field. Unknown fields are ignored, as clients add new ones faster tha
 """
 from __future__ import annotations
 
-from typing import Any, Literal, Optional, Union
+from typing import Annotated, Any, Literal, Optional, Union
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -46,7 +46,8 @@ class SamplingFields(BaseModel):
     temperature: Optional[float] = Field(None, ge=0, le=2, description="0 is greedy decoding")
     top_p: Optional[float] = Field(None, ge=0, le=1)
     max_tokens: Optional[int] = Field(None, ge=1)
-    stop: Union[str, list[str], None] = Field(None, description="Up to 16 stop strings, never included in the output")
+    stop: Union[str, Annotated[list[str], Field(max_length=16)], None] = Field(
+        None, description="Up to 16 stop strings, never included in the output")
     seed: Optional[int] = Field(None, description="Makes sampling reproducible for the same request")
     n: Optional[int] = Field(None, ge=1, le=1, description="Only one choice per request")
     frequency_penalty: Optional[float] = Field(None, ge=0, le=0, description="Not implemented: only 0")
@@ -74,7 +75,8 @@ class ChatCompletionRequest(SamplingFields):
 
 
 class CompletionRequest(SamplingFields):
-    prompt: Union[str, list[str]] = Field(description="One prompt (a list must hold exactly one string)")
+    prompt: Union[Annotated[str, Field(min_length=1)], Annotated[list[Annotated[str, Field(min_length=1)]], Field(min_length=1, max_length=1)]] = Field(
+        description="One non-empty prompt (a list must hold exactly one)")
     echo: Optional[Literal[False]] = Field(None, description="Not implemented")
     suffix: Optional[Literal[""]] = Field(None, description="Not implemented")
     best_of: Optional[int] = Field(None, ge=1, le=1)
