@@ -271,7 +271,7 @@ def _sampling(body: P.SamplingFields, max_new: int) -> SamplingParams:
         raise APIError(400, f"At most {MAX_STOP_STRINGS} stop strings are supported", param="stop")
     return SamplingParams(max_new_tokens=max_new, temperature=1.0 if body.temperature is None else body.temperature,
                           top_p=1.0 if body.top_p is None else body.top_p, seed=body.seed,
-                          stop=[s for s in stops if s])
+                          stop=[s for s in stops if s], ignore_eos=body.ignore_eos)
 
 
 def _submit(runtime: Runtime, prompt_ids, params, adapter) -> tuple[GenerationRequest, asyncio.Queue]:

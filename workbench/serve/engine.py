@@ -37,6 +37,7 @@ class SamplingParams:
     top_p: float = 1.0
     seed: int | None = None
     stop: list[str] = field(default_factory=list)
+    ignore_eos: bool = False
 
     @property
     def greedy(self) -> bool:
@@ -291,7 +292,7 @@ class Engine:
             self._finish(req, "cancelled")
             return True
         req.generated.append(token)
-        if token in self.eos_token_ids:
+        if token in self.eos_token_ids and not req.params.ignore_eos:
             self._emit(req, req._stops.push(req._detok.flush())[0] + req._stops.flush())
             self._finish(req, "stop")
             return True

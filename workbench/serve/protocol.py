@@ -54,6 +54,7 @@ class SamplingFields(BaseModel):
     presence_penalty: Optional[float] = Field(None, ge=0, le=0, description="Not implemented: only 0")
     logit_bias: Optional[dict[str, float]] = Field(None, max_length=0, description="Not implemented: only empty")
     user: Optional[str] = None
+    ignore_eos: bool = Field(False, description="Keep generating past the end-of-sequence token (benchmarks; as vLLM)")
 
 
 class ChatCompletionRequest(SamplingFields):
