@@ -1,0 +1,72 @@
+"""Predicted model-state bytes equal measured bytes exactly, on real models after a real step."""
+import pytest
+import torch
+
+from workbench.config import RunConfig
+from workbench.models import apply_lora, load_base_model
+from workbench.plan import STATE_CATEGORIES, compare, measure_model_state, predict_for_run
+from workbench.precision import resolve_precision, token_loss_sum
+
+
+def _config(source, mode, lora):
+    return RunConfig.model_validate({
+        "model": {"source": source}, "precision": {"mode": mode, "init_scale": 1.0},
+        "lora": {"enabled": lora}, "data": {"train": "unused.jsonl", "eval": None}, "schedule": {"micro_batch_size": 2},
+    })
+
+
+def _train_one_step(cfg):
+    policy = resolve_precision(cfg, torch.device("cpu"))
+    loaded = load_base_model(cfg.model, policy)
+    model = apply_lora(loaded, cfg.lora, policy)
+    model.train()
+    opt = torch.optim.AdamW([p for p in model.parameters() if p.requires_grad], lr=1e-4)
+    scaler = policy.make_grad_scaler()
+    ids = torch.randint(0, 250, (2, 12), generator=torch.Generator().manual_seed(0))
+    with policy.autocast():
+        logits = model(input_ids=ids, use_cache=False).logits
+    loss = token_loss_sum(logits, ids) / ids.numel()
+    if scaler is None:
+        loss.backward()
+        opt.step()
+    else:
+        scaler.scale(loss).backward()
+        scaler.step(opt)
+        scaler.update()
+    return policy, model, opt  # gradients kept: measured before zero_grad
+
+
+def _assert_exact(cfg):
+    policy, model, opt = _train_one_step(cfg)
+    measured = measure_model_state(model, opt)
+    assert measured["optimizer_state"] > 0, "the optimizer step was skipped; the comparison would be vacuous"
+    plan = predict_for_run(cfg, policy)
+    rows = compare(plan.state, measured, STATE_CATEGORIES)
+    assert [r.category for r in rows] == list(STATE_CATEGORIES)
+    for r in rows:
+        assert r.predicted == r.measured, f"{cfg.model.source} {policy.mode} lora={cfg.lora.enabled}: {r}"
+
+
+@pytest.mark.parametrize("source", ["tiny-glm4", "tiny-glm4v"])
+@pytest.mark.parametrize("mode", ["fp32", "fp16", "bf16", "pure-bf16"])
+@pytest.mark.parametrize("lora", [True, False], ids=["lora", "full"])
+def test_tiny_models_state_exact(source, mode, lora):
+    _assert_exact(_config(source, mode, lora))
+
+
+@pytest.mark.parametrize("mode,lora", [("bf16", True), ("fp32", True), ("pure-bf16", False), ("bf16", False)])
+def test_default_model_state_exact(mode, lora):
+    _assert_exact(_config("smollm2-135m-instruct", mode, lora))
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("mode,lora", [("fp16", True), ("fp32", False), ("pure-bf16", True), ("fp16", False)])
+def test_default_model_state_exact_slow(mode, lora):
+    _assert_exact(_config("smollm2-135m-instruct", mode, lora))
+
+
+def test_vision_tower_gets_no_state_under_text_only_data():
+    cfg = _config("tiny-glm4v", "fp32", False)
+    _, model, opt = _train_one_step(cfg)
+    vision = [p for n, p in model.named_parameters() if ".visual." in n]
+    assert vision and all(p.grad is None and p not in opt.state for p in vision)

@@ -1,0 +1,363 @@
+"""Activation memory: a per-op formula for the text decoder, and a measurement to hold it to.
+
+The formula walks one decoder layer op by op (RMSNorm, q/k/v/o projections, RoPE, SDPA, the gated
+MLP, peft's LoRA path, the loss head) and records which tensors autograd saves for backward, their
+dtype and width per token; it then multiplies by micro-batch x sequence length. It follows the
+rules PyTorch actually applies (verified against ``measure_saved_activations``):
+
+* an op saves an input only if the *other* operand requires grad (a frozen Linear does not keep
+  its input, only its weight, which is a parameter and not an activation);
+* autocast casts a Linear's input to the autocast dtype (a new tensor, saved if the weight trains)
+  and makes low-precision copies of fp32 weights (reported apart as ``autocast_copies``);
+* RMSNorm upcasts its input to fp32 and keeps that plus 1/rms; SDPA keeps q, k, v, the output
+  and the fp32 log-sum-exp (no seq^2 term; ``eager`` attention adds one);
+* peft casts a LoRA input to the adapter dtype, dropout keeps its mask (fp32-sized noise on CPU,
+  a bool mask on CUDA), lora_A keeps its (cast) input, lora_B the rank-r intermediate;
+* the loss keeps fp32 log-softmax of the logits (``workbench.precision.token_loss_sum``).
+
+Gradient checkpointing (HF, non-reentrant) keeps only each layer's input; backward recomputes one
+layer at a time, which the peak estimate adds back.
+"""
+from __future__ import annotations
+
+import itertools
+from dataclasses import asdict, dataclass
+from typing import Optional
+
+import torch
+
+from .arch import Census, DecoderShape
+
+FP32 = torch.float32
+
+
+def _size(dtype: Optional[torch.dtype]) -> int:
+    return 1 if dtype is torch.bool else torch.empty((), dtype=dtype).element_size()
+
+
+@dataclass(frozen=True)
+class ActivationInputs:
+    """Everything the activation formula depends on besides the decoder shape."""
+
+    micro_batch: int
+    seq_len: int
+    autocast_dtype: Optional[torch.dtype]  # None: compute in the storage dtype
+    base_dtype: torch.dtype  # frozen / base weights (and the residual stream they produce)
+    trainable_dtype: torch.dtype
+    full_finetune: bool
+    lora_targets: frozenset = frozenset()  # linear names in a decoder layer with adapters
+    lora_rank: int = 0
+    lora_dropout: float = 0.0
+    gradient_checkpointing: bool = False
+    attn_implementation: str = "sdpa"
+    device_type: str = "cuda"  # dropout keeps an fp32-sized mask on CPU, a bool mask on CUDA
+
+
+@dataclass(frozen=True)
+class ActivationEstimate:
+    """Bytes saved for backward during one forward (what ``measure_saved_activations`` measures),
+    and the modelled peak during backward."""
+
+    per_layer: int  # one decoder layer, all ops, without checkpointing
+    lora_per_layer: int  # of which LoRA's dropout masks, casts and rank-r intermediates
+    first_layer: int  # layer 0 keeps less under LoRA: its input needs no gradient
+    layer_inputs: int  # what checkpointing keeps per layer
+    head: int  # final norm, lm_head, fp32 log-softmax of the loss
+    shared: int  # RoPE cos/sin (kept once)
+    saved_forward: int  # total saved for backward during the forward
+    backward_transient: int  # gradients of the largest op and the loss head, live during backward
+    recompute: int  # one layer recomputed in backward (checkpointing only)
+    peak: int  # saved_forward + recompute + backward_transient
+    autocast_copies: int  # low-precision weight copies autocast keeps (cached or saved)
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+
+class _Tracer:
+    """Tensors as (id, bytes per token, requires_grad); a set of saved ids counts each storage once."""
+
+    def __init__(self):
+        self.ids = itertools.count()
+        self.saved: dict[int, tuple[int, str]] = {}
+        self.copies = 0  # autocast weight copies, in bytes (not per token)
+
+    def new(self, width: int, dtype: torch.dtype, rg: bool) -> "_Tensor":
+        return _Tensor(next(self.ids), width, dtype, rg)
+
+    def save(self, t: "_Tensor", tag: str, dtype: Optional[torch.dtype] = None) -> None:
+        self.saved.setdefault(t.id, (t.width * _size(dtype or t.dtype), tag))
+
+    def total(self, tag: Optional[str] = None) -> int:
+        return sum(b for b, tg in self.saved.values() if tag is None or tg == tag)
+
+
+@dataclass(frozen=True)
+class _Tensor:
+    id: int
+    width: int  # elements per token
+    dtype: torch.dtype
+    rg: bool  # requires grad
+
+
+class _Layer:
+    """One pass through a decoder layer's ops under the run's precision."""
+
+    def __init__(self, tr: _Tracer, shape: DecoderShape, a: ActivationInputs, cast_weights_seen: set):
+        self.tr, self.s, self.a = tr, shape, a
+        self.c = a.autocast_dtype
+        self.w_dtype = a.trainable_dtype if a.full_finetune else a.base_dtype
+        self.cast_seen = cast_weights_seen
+
+    def _weight_copy(self, key: str, numel: int, w_dtype: torch.dtype, trainable: bool, needed: bool) -> None:
+        # autocast caches casts of trainable leaves for the whole forward; frozen ones are cast per
+        # use and live only if saved (the input needs a gradient)
+        if self.c is None or w_dtype == self.c or not (trainable or needed) or key in self.cast_seen:
+            return
+        if trainable:
+            self.cast_seen.add(key)
+        self.tr.copies += numel * _size(self.c)
+
+    def norm(self, x: _Tensor, key: str) -> _Tensor:
+        tr, trainable = self.tr, self.a.full_finetune
+        if x.rg:
+            x32 = x if x.dtype == FP32 else tr.new(x.width, FP32, True)
+            tr.save(x32, "base")
+            tr.save(tr.new(1, FP32, True), "base")  # 1/rms
+        if trainable:  # weight * normed.to(input dtype) keeps the normed tensor for the weight's grad
+            tr.save(tr.new(x.width, x.dtype, True), "base")
+        out_dtype = torch.promote_types(self.w_dtype, x.dtype)
+        return tr.new(x.width, out_dtype, x.rg or trainable)
+
+    def linear(self, x: _Tensor, name: str, out_width: int, key: str) -> _Tensor:
+        tr, a = self.tr, self.a
+        trainable = a.full_finetune
+        xc = x if self.c is None or x.dtype == self.c else tr.new(x.width, self.c, x.rg)
+        if trainable:
+            tr.save(xc, "base")
+        self._weight_copy(key, x.width * out_width, self.w_dtype, trainable, x.rg)
+        out_dtype = self.c or x.dtype
+        lora = name in a.lora_targets and not a.full_finetune
+        out = tr.new(out_width, out_dtype, x.rg or trainable or lora)
+        if lora:
+            self._lora(x, out_width, key)
+        return out
+
+    def _lora(self, x: _Tensor, out_width: int, key: str) -> None:
+        tr, a = self.tr, self.a
+        xl = x if x.dtype == a.trainable_dtype else tr.new(x.width, a.trainable_dtype, x.rg)
+        if a.lora_dropout > 0:
+            if x.rg:  # the mask: CPU dropout keeps input-dtype noise, CUDA's fused kernel a bool mask
+                mask_dtype = xl.dtype if a.device_type == "cpu" else torch.bool
+                tr.save(tr.new(xl.width, mask_dtype, False), "lora")
+            xl = tr.new(xl.width, xl.dtype, x.rg)
+        xa = xl if self.c is None or xl.dtype == self.c else tr.new(xl.width, self.c, xl.rg)
+        tr.save(xa, "lora")  # lora_A's input (its weight trains)
+        self._weight_copy(key + ".A", x.width * a.lora_rank, a.trainable_dtype, True, True)
+        mid = tr.new(a.lora_rank, self.c or xl.dtype, True)
+        tr.save(mid, "lora")  # lora_B's input
+        self._weight_copy(key + ".B", a.lora_rank * out_width, a.trainable_dtype, True, True)
+
+    def forward(self, x: _Tensor, index: int) -> _Tensor:
+        s, tr = self.s, self.tr
+        k = f"layer{index}"
+        q_w, kv_w = s.heads * s.head_dim, s.kv_heads * s.head_dim
+        h = self.norm(x, k + ".in")
+        q = self.linear(h, "q_proj", q_w, k + ".q")
+        kk = self.linear(h, "k_proj", kv_w, k + ".k")
+        v = self.linear(h, "v_proj", kv_w, k + ".v")
+        rg = q.rg or kk.rg or v.rg
+        # RoPE multiplies by cos/sin in the residual dtype: fp32 there promotes q and k to fp32
+        rope_dtype = torch.promote_types(q.dtype, x.dtype)
+        q_r, k_r = tr.new(q_w, rope_dtype, q.rg), tr.new(kv_w, rope_dtype, kk.rg)
+        if rg:
+            att_dtype = self.c or rope_dtype
+            for t in (q_r, k_r, v):
+                tr.save(t if t.dtype == att_dtype else tr.new(t.width, att_dtype, True), "base")
+            if self.a.attn_implementation == "eager":
+                # fp32 softmax output and its cast, per head x key position
+                tr.save(tr.new(s.heads * self.a.seq_len, FP32, True), "base")
+                tr.save(tr.new(s.heads * self.a.seq_len, att_dtype, True), "base")
+            else:
+                tr.save(tr.new(s.heads, FP32, False), "base")  # log-sum-exp
+        att_dtype = self.c or rope_dtype
+        attn = tr.new(q_w, att_dtype, rg)
+        if rg and self.a.attn_implementation != "eager":
+            tr.save(attn, "base")  # SDPA keeps its output
+        o = self.linear(attn, "o_proj", s.hidden, k + ".o")
+        if s.glm_style:
+            o = self.norm(o, k + ".post_attn")
+        res = tr.new(s.hidden, torch.promote_types(x.dtype, o.dtype), x.rg or o.rg)
+        h2 = self.norm(res, k + ".mlp_in")
+        i = s.intermediate
+        if s.glm_style:
+            gu = self.linear(h2, "gate_up_proj", 2 * i, k + ".gu")
+            if gu.rg:
+                tr.save(gu, "base")  # silu keeps gate, mul keeps up: both views of one storage
+            gate_rg, up_rg = gu.rg, gu.rg
+        else:
+            g = self.linear(h2, "gate_proj", i, k + ".g")
+            u = self.linear(h2, "up_proj", i, k + ".u")
+            if g.rg:
+                tr.save(g, "base")  # silu's input
+            if u.rg or g.rg:
+                tr.save(u, "base")
+            gate_rg, up_rg = g.rg, u.rg
+            gu = g
+        act = tr.new(i, gu.dtype, gate_rg)
+        if up_rg:
+            tr.save(act, "base")  # mul keeps silu(gate) for up's gradient
+        prod = tr.new(i, gu.dtype, gate_rg or up_rg)
+        d = self.linear(prod, "down_proj", s.hidden, k + ".d")
+        if s.glm_style:
+            d = self.norm(d, k + ".post_mlp")
+        return tr.new(s.hidden, torch.promote_types(res.dtype, d.dtype), res.rg or d.rg)
+
+
+def _head(tr: _Tracer, layer: _Layer, x: _Tensor, shape: DecoderShape, a: ActivationInputs) -> None:
+    h = layer.norm(x, "final")
+    trainable = a.full_finetune
+    hc = h if layer.c is None or h.dtype == layer.c else tr.new(h.width, layer.c, h.rg)
+    if trainable:
+        tr.save(hc, "head")
+    layer._weight_copy("lm_head", shape.hidden * shape.vocab, layer.w_dtype, trainable, h.rg)
+    tr.save(tr.new(shape.vocab, FP32, True), "head")  # fp32 log-softmax kept by cross-entropy
+
+
+def estimate_activations(shape: DecoderShape, a: ActivationInputs) -> ActivationEstimate:
+    """Activation bytes of one micro-batch through the text decoder (see the module docstring)."""
+    if a.micro_batch < 1 or a.seq_len < 2:
+        raise ValueError(f"micro_batch={a.micro_batch}, seq_len={a.seq_len}: need micro_batch >= 1 and seq_len >= 2")
+    tokens = a.micro_batch * a.seq_len
+    tr = _Tracer()
+    cast_seen: set = set()
+    emb_dtype = a.trainable_dtype if a.full_finetune else a.base_dtype
+    x = tr.new(shape.hidden, emb_dtype, a.full_finetune)
+    layer = _Layer(tr, shape, a, cast_seen)
+    layer_bytes, lora_bytes = [], []
+    inputs = []
+    for i in range(shape.layers):
+        before, before_lora = tr.total(), tr.total("lora")
+        inputs.append(x)
+        x = layer.forward(x, i)
+        layer_bytes.append(tr.total() - before)
+        lora_bytes.append(tr.total("lora") - before_lora)
+    head_tr = _Tracer()
+    head_layer = _Layer(head_tr, shape, a, cast_seen)
+    _head(head_tr, head_layer, x, shape, a)
+    tr.copies += head_tr.copies
+    # the loss covers seq_len - 1 positions (next-token shift); the rest scales with every token
+    head = head_tr.total() * tokens - shape.vocab * 4 * a.micro_batch
+    head += 8 * a.micro_batch * (a.seq_len - 1) + 4  # int64 targets and total_weight of the loss
+    if a.full_finetune:
+        head += 8 * tokens  # the embedding keeps its int64 indices
+    shared = 2 * a.seq_len * shape.head_dim * _size(emb_dtype)  # RoPE cos/sin, one copy for all layers
+    per_layer = max(layer_bytes) * tokens
+    first = layer_bytes[0] * tokens
+    layer_input = shape.hidden * _size(emb_dtype if a.full_finetune else a.base_dtype)
+    if a.full_finetune and a.autocast_dtype is not None:
+        layer_input = shape.hidden * 4  # the residual stream is fp32 under AMP full fine-tuning
+    layer_inputs = layer_input * tokens
+    if a.gradient_checkpointing:
+        body = layer_inputs * shape.layers
+        recompute = per_layer
+    else:
+        body = sum(layer_bytes) * tokens
+        recompute = 0
+    saved = body + head + shared
+    c = a.autocast_dtype or emb_dtype
+    widest = max(2 * shape.intermediate, shape.heads * shape.head_dim, shape.hidden)
+    transient = max(tokens * shape.vocab * (_size(c) + 8),  # logits + fp32 grads of the loss head
+                    2 * tokens * widest * 4)  # gradient buffers of the widest op in backward
+    return ActivationEstimate(
+        per_layer=per_layer, lora_per_layer=max(lora_bytes) * tokens, first_layer=first, layer_inputs=layer_inputs,
+        head=head, shared=shared, saved_forward=saved, backward_transient=transient, recompute=recompute,
+        peak=saved + recompute + transient, autocast_copies=tr.copies,
+    )
+
+
+def lora_targets_in_layer(census: Census) -> frozenset:
+    """Which linears of a decoder layer carry adapters, read from the census (peft's own matching)."""
+    names = set()
+    for p in census.params:
+        if p.group == "lora" and ".lora_A." in p.name:
+            names.add(p.name.split(".lora_A.")[0].rsplit(".", 1)[-1])
+    return frozenset(names)
+
+
+# ---------------------------------------------------------------------------------------------
+# Measurement
+
+
+@dataclass(frozen=True)
+class ActivationMeasurement:
+    saved_forward: int  # unique storages saved for backward, excluding parameters and weight copies
+    autocast_copies: int  # low-precision copies of weights that were saved
+    tensors: int
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+
+_VIEW_OPS = {"TBackward0", "ViewBackward0", "UnsafeViewBackward0", "PermuteBackward0", "ExpandBackward0",
+             "TransposeBackward0", "AliasBackward0"}
+
+
+def _is_weight_copy(t: torch.Tensor, param_dtype_by_shape: dict) -> bool:
+    """A low-precision copy of a weight made by autocast (not an activation)."""
+    fn, cast = t.grad_fn, False
+    while fn is not None:  # trainable leaf: ToCopyBackward0 (+ views) -> AccumulateGrad
+        name = type(fn).__name__
+        if name == "AccumulateGrad":
+            return cast
+        if name == "ToCopyBackward0":
+            cast = True
+        elif name not in _VIEW_OPS:
+            return False
+        nxt = [f for f, _ in fn.next_functions if f is not None]
+        if len(nxt) != 1:
+            return False
+        fn = nxt[0]
+    # a frozen weight cast by autocast has no grad_fn: a parameter's shape in another dtype
+    if t.grad_fn is not None or t.dim() != 2:
+        return False
+    for shape in (tuple(t.shape), tuple(t.shape[::-1])):
+        dtypes = param_dtype_by_shape.get(shape)
+        if dtypes and t.dtype not in dtypes:
+            return True
+    return False
+
+
+def measure_saved_activations(model: torch.nn.Module, input_ids: torch.Tensor, autocast=None) -> ActivationMeasurement:
+    """Run one forward + the project's loss under ``torch.autograd.graph.saved_tensors_hooks`` and sum
+    the bytes of the unique storages autograd saves for backward (parameters excluded: they are weights,
+    not activations; autocast's weight copies reported apart). ``autocast``: a context manager factory
+    (e.g. ``policy.autocast``)."""
+    import contextlib
+
+    from ..precision import token_loss_sum
+
+    param_ptrs = {p.untyped_storage().data_ptr() for p in model.parameters()}
+    param_shapes: dict = {}
+    for p in model.parameters():
+        if p.dim() == 2:
+            param_shapes.setdefault(tuple(p.shape), set()).add(p.dtype)
+    seen: dict[int, tuple[int, bool]] = {}
+
+    def pack(t: torch.Tensor):
+        storage = t.untyped_storage()
+        ptr = storage.data_ptr()
+        if ptr not in param_ptrs and ptr not in seen:
+            seen[ptr] = (storage.nbytes(), _is_weight_copy(t, param_shapes))
+        return t
+
+    ctx = autocast() if autocast is not None else contextlib.nullcontext()
+    with torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t):
+        with ctx:
+            logits = model(input_ids=input_ids, use_cache=False).logits
+        loss = token_loss_sum(logits, input_ids)
+    del loss, logits
+    acts = sum(n for n, copy in seen.values() if not copy)
+    copies = sum(n for n, copy in seen.values() if copy)
+    return ActivationMeasurement(saved_forward=acts, autocast_copies=copies, tensors=len(seen))
+

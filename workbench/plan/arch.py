@@ -1,0 +1,232 @@
+"""What the planner knows about a model: its config, and a parameter census of the model built on
+the meta device (no weights, no memory) and wrapped with the project's real ``apply_lora``.
+
+Counting from the built module rather than from closed-form formulas is what makes the model-state
+prediction exact: tied embeddings count once (``model.parameters()`` de-duplicates them), biases,
+norms, peft's exclusion of the vision tower and any quirk of a new architecture come for free.
+"""
+from __future__ import annotations
+
+import functools
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Optional
+
+import torch
+
+from ..config import ConfigError, LoraSection
+from ..precision import PrecisionPolicy
+
+# SmolLM2-135M-Instruct's config.json, so the default model plans without fetching its wheel.
+SMOLLM2_CONFIG = {
+    "model_type": "llama", "hidden_size": 576, "intermediate_size": 1536, "num_hidden_layers": 30,
+    "num_attention_heads": 9, "num_key_value_heads": 3, "head_dim": 64, "vocab_size": 49152,
+    "tie_word_embeddings": True, "max_position_embeddings": 8192, "rms_norm_eps": 1e-5,
+    "attention_bias": False, "mlp_bias": False, "bos_token_id": 1, "eos_token_id": 2, "pad_token_id": 2,
+}
+
+PRESETS = {
+    "autoglm-phone-9b": "AutoGLM-Phone-9B: GLM-4.1V architecture, transformers' Glm4vConfig() defaults (10.29 B params, 0.89 B vision)",
+    "smollm2-135m-instruct": "SmolLM2-135M-Instruct (the default model; LlamaForCausalLM, 134.5 M params, tied embeddings)",
+    "tiny-glm4": "random 2-layer GLM-4 text model (tests)",
+    "tiny-glm4v": "random 2-layer GLM-4.1V model (tests)",
+}
+ALIASES = {"zai-org/autoglm-phone-9b": "autoglm-phone-9b", "glm4v": "autoglm-phone-9b", "default": "smollm2-135m-instruct"}
+
+
+def load_model_config(source: str):
+    """A transformers config for a preset name, a hub id we know, or a local directory with config.json."""
+    from transformers import AutoConfig, Glm4vConfig, LlamaConfig
+
+    key = ALIASES.get(source.lower(), source.lower())
+    if key == "autoglm-phone-9b":
+        return Glm4vConfig()
+    if key == "smollm2-135m-instruct":
+        from ..models import packaged
+
+        cached = packaged.checkpoint_dir() / "config.json"
+        if cached.is_file():
+            return AutoConfig.from_pretrained(str(cached.parent))
+        return LlamaConfig(**{k: v for k, v in SMOLLM2_CONFIG.items() if k != "model_type"})
+    if key in ("tiny-glm4", "tiny-glm4v"):
+        from ..models import tiny
+
+        model, _ = getattr(tiny, key.replace("-", "_"))()
+        return model.config
+    path = Path(source)
+    if path.is_dir() and (path / "config.json").is_file():
+        return AutoConfig.from_pretrained(str(path))
+    if path.is_file() and path.name.endswith(".json"):
+        return AutoConfig.from_pretrained(str(path.parent)) if path.name == "config.json" else _config_from_json(path)
+    raise ConfigError([("--model", f"{source!r} is not a preset ({', '.join(PRESETS)}) nor a directory holding a "
+                        "config.json: give one of those (planning needs only the config, no weights)")])
+
+
+def _config_from_json(path: Path):
+    from transformers import AutoConfig
+
+    data = json.loads(path.read_text())
+    return AutoConfig.for_model(data.pop("model_type"), **data)
+
+
+def is_vision_language(config) -> bool:
+    return hasattr(config, "vision_config") and hasattr(config, "text_config")
+
+
+def text_config(config):
+    return config.text_config if is_vision_language(config) else config
+
+
+@dataclass(frozen=True)
+class DecoderShape:
+    """Dimensions of the text decoder that activations scale with."""
+
+    layers: int
+    hidden: int
+    heads: int
+    kv_heads: int
+    head_dim: int
+    intermediate: int
+    vocab: int
+    glm_style: bool  # GLM-4: 4 RMSNorms per layer and a fused gate_up_proj; else Llama: 2 norms, gate/up apart
+    tied_embeddings: bool
+
+    @classmethod
+    def from_config(cls, config) -> "DecoderShape":
+        t = text_config(config)
+        heads = t.num_attention_heads
+        head_dim = getattr(t, "head_dim", None) or t.hidden_size // heads
+        tied = bool(getattr(config, "tie_word_embeddings", False))
+        return cls(layers=t.num_hidden_layers, hidden=t.hidden_size, heads=heads,
+                   kv_heads=getattr(t, "num_key_value_heads", None) or heads, head_dim=head_dim,
+                   intermediate=t.intermediate_size, vocab=t.vocab_size,
+                   glm_style=getattr(t, "model_type", "").startswith("glm"), tied_embeddings=tied)
+
+
+@dataclass(frozen=True)
+class ParamInfo:
+    name: str
+    numel: int
+    dtype: torch.dtype  # storage dtype the precision policy gives it (single process)
+    trainable: bool
+    group: str  # vision | embedding | lm_head | lora | decoder | other
+    unit: str  # the layer (FSDP unit / ZeRO-3 gather unit) it belongs to
+    reached: bool  # receives a gradient from text-only data (the vision tower does not)
+
+    @property
+    def nbytes(self) -> int:
+        return self.numel * _itemsize(self.dtype)
+
+
+def _itemsize(dtype: torch.dtype) -> int:
+    return torch.empty((), dtype=dtype).element_size()
+
+
+@dataclass(frozen=True)
+class Census:
+    """Every parameter of the model as the run will hold it, counted on the meta device."""
+
+    source: str
+    model_class: str
+    family: str
+    params: tuple  # of ParamInfo
+    shape: DecoderShape
+    lora_enabled: bool
+
+    def count(self, trainable: Optional[bool] = None, group: Optional[str] = None, reached: Optional[bool] = None) -> int:
+        return sum(p.numel for p in self._select(trainable, group, reached))
+
+    def bytes(self, trainable: Optional[bool] = None, group: Optional[str] = None, reached: Optional[bool] = None) -> int:
+        return sum(p.nbytes for p in self._select(trainable, group, reached))
+
+    def _select(self, trainable, group, reached):
+        for p in self.params:
+            if trainable is not None and p.trainable != trainable:
+                continue
+            if group is not None and p.group != group:
+                continue
+            if reached is not None and p.reached != reached:
+                continue
+            yield p
+
+    @functools.cached_property
+    def units(self) -> dict:
+        """Parameters per sharding unit (one decoder layer or vision block each; the rest is the root)."""
+        out: dict = {}
+        for p in self.params:
+            out[p.unit] = out.get(p.unit, 0) + p.numel
+        return out
+
+    @property
+    def largest_unit(self) -> int:
+        return max(self.units.values())
+
+    @property
+    def largest_layer(self) -> int:
+        """Largest transformer layer/block (what FSDP gathers at once; the root unit is gathered apart)."""
+        layers = [n for u, n in self.units.items() if u != "root"]
+        return max(layers) if layers else self.largest_unit
+
+    def summary(self) -> dict:
+        return {"source": self.source, "class": self.model_class, "family": self.family,
+                "total_params": self.count(), "trainable_params": self.count(trainable=True),
+                "vision_params": self.count(group="vision"), "lora_params": self.count(group="lora"),
+                "largest_layer_params": self.largest_layer}
+
+
+def _group(name: str) -> str:
+    if ".visual." in name or name.startswith("visual.") or ".visual" in name.split(".lora_")[0]:
+        return "vision"
+    if "lora_" in name:
+        return "lora"
+    if "embed_tokens" in name:
+        return "embedding"
+    if name.endswith("lm_head.weight"):
+        return "lm_head"
+    return "decoder"
+
+
+def _unit(name: str) -> str:
+    parts = name.split(".")
+    for key in ("layers", "blocks"):
+        if key in parts:
+            i = parts.index(key)
+            if i + 1 < len(parts) and parts[i + 1].isdigit():
+                return ".".join(parts[: i + 2])
+    return "root"
+
+
+def build_meta_model(config):
+    """The model class the project would load, built on the meta device (no memory, milliseconds)."""
+    from transformers import AutoModelForCausalLM, AutoModelForImageTextToText
+
+    auto = AutoModelForImageTextToText if is_vision_language(config) else AutoModelForCausalLM
+    with torch.device("meta"):
+        return auto.from_config(config)
+
+
+@functools.lru_cache(maxsize=32)
+def _census_cached(source: str, lora_json: str, base_dtype: torch.dtype, trainable_dtype: torch.dtype) -> Census:
+    from ..models import LoadedModel, apply_lora, model_family
+
+    config = load_model_config(source)
+    family = model_family(config)
+    model = build_meta_model(config).to(base_dtype)  # load_base_model loads in policy.base_dtype
+    lora = LoraSection.model_validate_json(lora_json)
+    policy = PrecisionPolicy(requested="plan", mode="plan", device_type="meta", autocast_dtype=None,
+                             base_dtype=base_dtype, trainable_dtype=trainable_dtype, use_grad_scaler=False)
+    wrapped = apply_lora(LoadedModel(model, None, family, source), lora, policy)
+    infos = []
+    for name, p in wrapped.named_parameters():  # de-duplicates tied weights, as the real model does
+        name = name.removeprefix("base_model.model.")
+        group = _group(name)
+        infos.append(ParamInfo(name=name, numel=p.numel(), dtype=p.dtype, trainable=p.requires_grad, group=group,
+                               unit=_unit(name), reached=group != "vision"))
+    return Census(source=source, model_class=type(model).__name__, family=family, params=tuple(infos),
+                  shape=DecoderShape.from_config(config), lora_enabled=lora.enabled)
+
+
+def census(source: str, lora: LoraSection, policy: PrecisionPolicy) -> Census:
+    """Parameter census of ``source`` as ``apply_lora(load_base_model(...), lora, policy)`` would hold it."""
+    return _census_cached(source, lora.model_dump_json(), policy.base_dtype, policy.trainable_dtype)

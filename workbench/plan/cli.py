@@ -1,0 +1,125 @@
+"""``workbench plan`` and ``workbench fact-check``: register with ``add_parser(subparsers)`` /
+``add_fact_check_parser(subparsers)``, run with ``run(args)`` / ``run_fact_check(args)``."""
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+
+from ..config import ConfigError, LoraSection
+from .arch import PRESETS
+from .planner import DEFAULT_DEVICES, GiB, OFFLOADS, PRECISIONS, DeviceSet, Setting, plan_matrix, predict
+
+STRATEGY_CHOICES = ("all", "none", "ddp", "fsdp-zero2", "fsdp-zero3", "ds-zero1", "ds-zero2", "ds-zero3")
+
+
+def add_parser(subparsers) -> argparse.ArgumentParser:
+    p = subparsers.add_parser(
+        "plan", help="predict GPU/host memory per device and find the cheapest configuration that fits",
+        description="Memory planner: from the model config alone (meta device, no weights) predict per-GPU and "
+        "host bytes (weights, gradients, optimizer state, master weights, activations, LoRA extras, sharding "
+        "buffers) for each precision x strategy x offload x LoRA/full; print a fits matrix and the cheapest fit.")
+    p.add_argument("--model", default="autoglm-phone-9b",
+                   help=f"preset ({', '.join(PRESETS)}) or a directory with config.json (default: autoglm-phone-9b)")
+    p.add_argument("--precision", default="all", choices=("all",) + PRECISIONS, help="precision mode (default: all)")
+    p.add_argument("--strategy", default="all", choices=STRATEGY_CHOICES, help="parallel strategy (default: all)")
+    p.add_argument("--offload", default="all", choices=("all",) + OFFLOADS, help="offload to host RAM (default: all)")
+    g = p.add_mutually_exclusive_group()
+    g.add_argument("--lora", dest="lora", action="store_const", const=True, help="LoRA only")
+    g.add_argument("--full", dest="lora", action="store_const", const=False, help="full fine-tuning only")
+    p.set_defaults(lora=None)
+    p.add_argument("--lora-r", type=int, default=16, help="LoRA rank (default 16, all-linear)")
+    p.add_argument("--micro-batch", type=int, default=1, help="examples per forward per GPU (default 1)")
+    p.add_argument("--seq-len", type=int, default=2048, help="tokens per example (default 2048)")
+    p.add_argument("--grad-ckpt", default="both", choices=("on", "off", "both"), help="gradient checkpointing (default: both)")
+    p.add_argument("--devices", default="2x24564MiB", help="COUNTxSIZE, e.g. 2x24GiB (default: 2x RTX 4090, 24564 MiB each)")
+    p.add_argument("--host-ram", default="64GiB", help="host RAM (default 64GiB)")
+    p.add_argument("--json", action="store_true", help="print JSON instead of a table")
+    p.add_argument("--fact-check", action="store_true", help="print the seed documents' claims vs the planner instead")
+    return p
+
+
+def add_fact_check_parser(subparsers) -> argparse.ArgumentParser:
+    p = subparsers.add_parser("fact-check", help="compare the reference documents' memory claims with the planner")
+    p.add_argument("--json", action="store_true", help="print JSON instead of a markdown table")
+    return p
+
+
+def _strategies(choice: str):
+    table = {"none": ("none", 0), "ddp": ("ddp", 0), "fsdp-zero2": ("fsdp", 2), "fsdp-zero3": ("fsdp", 3),
+             "ds-zero1": ("deepspeed", 1), "ds-zero2": ("deepspeed", 2), "ds-zero3": ("deepspeed", 3)}
+    return list(table.values()) if choice == "all" else [table[choice]]
+
+
+def run(args) -> int:
+    if getattr(args, "fact_check", False):
+        return run_fact_check(args)
+    try:
+        devices = DeviceSet.parse(args.devices, args.host_ram)
+        if args.devices == "2x24564MiB":
+            devices = DeviceSet(**{**devices.__dict__, "name": DEFAULT_DEVICES.name})
+        if args.micro_batch < 1 or args.seq_len < 2:
+            raise ConfigError([("--micro-batch/--seq-len", "need micro-batch >= 1 and seq-len >= 2")])
+        lora = LoraSection(r=args.lora_r)
+        plans = []
+        for prec in PRECISIONS if args.precision == "all" else (args.precision,):
+            for strat, stage in _strategies(args.strategy):
+                for off in OFFLOADS if args.offload == "all" else (args.offload,):
+                    for use_lora in (True, False) if args.lora is None else (args.lora,):
+                        for ck in {"on": (True,), "off": (False,), "both": (False, True)}[args.grad_ckpt]:
+                            s = Setting(prec, strat, stage, off, use_lora, 1 if strat == "none" else devices.count,
+                                        args.micro_batch, args.seq_len, ck)
+                            if s.invalid_reason() is None and s.world_size <= devices.count:
+                                plans.append(predict(args.model, s, devices, lora=lora))
+    except ConfigError as err:
+        print(f"workbench plan: {err}", file=sys.stderr)
+        return 2
+    from .planner import Matrix
+
+    m = Matrix(args.model, devices, plans)
+    if args.json:
+        print(json.dumps(m.to_dict(), indent=1))
+        return 0
+    print(format_matrix(m))
+    return 0
+
+
+def format_matrix(m) -> str:
+    d = m.devices
+    out = [f"model {m.model}: {m.plans[0].census['total_params'] / 1e9:.2f} B params "
+           f"({m.plans[0].census['vision_params'] / 1e9:.2f} B vision) on {d.count}x {d.bytes_per_device / GiB:.1f} GiB "
+           f"({d.name}), host {d.host_ram / GiB:.0f} GiB" if m.plans else f"model {m.model}: no valid combination"]
+    out.append(f"{'configuration':<52}{'fits':>5}{'GPU GiB':>9}{'headroom':>9}{'host GiB':>9}  "
+               "weights/grads/optim/master/acts/buffers per GPU")
+    for p in m.plans:
+        g = p.gpu
+        parts = "/".join(f"{g[k] / GiB:.1f}" for k in ("weights", "gradients", "optimizer_state", "master_weights", "activations"))
+        out.append(f"{p.setting.label:<52}{'yes' if p.fits else 'no':>5}{p.gpu_total / GiB:>9.1f}"
+                   f"{p.gpu_headroom / GiB:>9.1f}{p.host_total / GiB:>9.1f}  {parts}/{g['sharding_buffers'] / GiB:.1f}")
+    for name, lora in (("overall", None), ("LoRA", True), ("full fine-tuning", False)):
+        best = m.cheapest(lora)
+        out.append(f"cheapest fit ({name}): " + (f"{best.setting.label}  GPU {best.gpu_total / GiB:.1f} GiB "
+                   f"(headroom {best.gpu_headroom / GiB:.1f}), host {best.host_total / GiB:.1f} GiB" if best else "none fits"))
+    out.append("cheapest = no offload, then no checkpointing, then least communication, then bf16 > pure-bf16 > fp16 > "
+               "fp32, then most headroom (docs/memory_planner.md)")
+    return "\n".join(out)
+
+
+def run_fact_check(args) -> int:
+    from .factcheck import fact_check, format_markdown
+
+    verdicts = fact_check()
+    if getattr(args, "json", False):
+        print(json.dumps([v.to_dict() for v in verdicts], indent=1, ensure_ascii=False))
+    else:
+        print(format_markdown(verdicts))
+    return 0
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m workbench.plan")
+    sub = parser.add_subparsers(dest="command", required=True)
+    add_parser(sub)
+    add_fact_check_parser(sub)
+    args = parser.parse_args(argv)
+    return run_fact_check(args) if args.command == "fact-check" else run(args)
