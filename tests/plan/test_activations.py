@@ -39,14 +39,14 @@ def test_tiny_activations_within_tolerance(source, mode, lora, ckpt):
     assert abs(predicted - measured) <= TINY_TOL * measured, (predicted, measured)
 
 
-@pytest.mark.parametrize("mode,lora,ckpt", [("bf16", True, False), ("bf16", True, True)])
+@pytest.mark.parametrize("mode,lora,ckpt", [("bf16", True, False)])
 def test_default_model_activations_seq256(mode, lora, ckpt):
-    predicted, measured = _measure("smollm2-135m-instruct", mode, lora, ckpt, batch=2, seq=256)
+    predicted, measured = _measure("smollm2-135m-instruct", mode, lora, ckpt, batch=1, seq=256)
     assert abs(predicted - measured) <= DEFAULT_TOL * measured, (predicted, measured)
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("mode,lora,ckpt,dropout", [("fp32", False, False, 0.0), ("pure-bf16", False, False, 0.0),
+@pytest.mark.parametrize("mode,lora,ckpt,dropout", [("bf16", True, True, 0.05), ("fp32", False, False, 0.0), ("pure-bf16", False, False, 0.0),
                                                     ("bf16", False, False, 0.0), ("bf16", True, False, 0.0)])
 def test_default_model_activations_seq256_slow(mode, lora, ckpt, dropout):
     predicted, measured = _measure("smollm2-135m-instruct", mode, lora, ckpt, batch=2, seq=256, dropout=dropout)
