@@ -35,13 +35,20 @@ def tiny():
     return load_for_inference("tiny-glm4")
 
 
+@pytest.fixture(scope="module", params=["tiny-glm4", "tiny-glm4v"])
+def tiny_any(request):
+    # GLM-4V (AutoGLM-Phone's architecture) uses 3-D rotary positions: text rows get them from 2-D ids
+    return load_for_inference(request.param)
+
+
 def _prompts(tok, n):
     texts = ["hi", "a much longer prompt that pads the others " * 3, "中文提示", "x", "tell me", "0123456789", "?", "ok ok"]
     return [tok.apply_chat_template([{"role": "user", "content": t}], add_generation_prompt=True, tokenize=True,
                                     return_dict=False) for t in texts[:n]]
 
 
-def test_batched_greedy_equals_sequential_and_generate(tiny):
+def test_batched_greedy_equals_sequential_and_generate(tiny_any):
+    tiny = tiny_any
     engine = Engine(tiny.model, tiny.tokenizer, max_batch=8)
     engine.start()
     try:

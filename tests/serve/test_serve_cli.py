@@ -1,0 +1,30 @@
+"""The `serve` subcommand's argparse wiring (the lead mounts it with add_parser)."""
+from __future__ import annotations
+
+import argparse
+
+import pytest
+
+from workbench.serve.cli import add_parser, config_from_args
+
+
+def _parse(argv):
+    parser = argparse.ArgumentParser(prog="workbench")
+    add_parser(parser.add_subparsers(dest="command"))
+    return parser.parse_args(argv)
+
+
+def test_serve_flags_become_a_config(tmp_path, monkeypatch):
+    monkeypatch.setenv("WORKBENCH_API_KEY", "from-env")
+    args = _parse(["serve", "--run", str(tmp_path / "runs" / "exp1"), "--adapter", "v2=/x/adapter", "--port", "0",
+                   "--max-batch", "4"])
+    assert args.func.__name__ == "run"
+    cfg = config_from_args(args)
+    assert cfg.adapters == {"exp1": str(tmp_path / "runs" / "exp1"), "v2": "/x/adapter"}
+    assert (cfg.host, cfg.port, cfg.max_batch, cfg.api_key, cfg.model) == ("127.0.0.1", 0, 4, "from-env",
+                                                                          "smollm2-135m-instruct")
+
+
+def test_bad_adapter_spec_is_a_clear_error():
+    with pytest.raises(SystemExit, match="NAME=PATH"):
+        config_from_args(_parse(["serve", "--adapter", "no-equals-sign"]))
