@@ -122,7 +122,7 @@ def test_predict_for_run_to_dict_and_compare():
 
 def test_cli_plan_json_and_fact_check(capsys):
     assert main(["plan", "--model", "tiny-glm4", "--json", "--precision", "bf16", "--strategy", "ds-zero3",
-                 "--seq-len", "64", "--devices", "2x1GiB", "--host-ram", "8GiB"]) == 0
+                 "--seq-len", "64", "--devices", "2x4GiB", "--host-ram", "8GiB"]) == 0
     out = json.loads(capsys.readouterr().out)
     assert out["rows"] and out["cheapest"]["overall"]["fits"]
     assert main(["plan", "--devices", "lots"]) == 2

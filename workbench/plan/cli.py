@@ -86,7 +86,7 @@ def run(args) -> int:
 
 def format_matrix(m) -> str:
     d = m.devices
-    out = [f"model {m.model}: {m.plans[0].census['total_params'] / 1e9:.2f} B params "
+    out = [f"model {m.model}: {(m.plans[0].census['total_params'] - m.plans[0].census['lora_params']) / 1e9:.2f} B params "
            f"({m.plans[0].census['vision_params'] / 1e9:.2f} B vision) on {d.count}x {d.bytes_per_device / GiB:.1f} GiB "
            f"({d.name}), host {d.host_ram / GiB:.0f} GiB" if m.plans else f"model {m.model}: no valid combination"]
     out.append(f"{'configuration':<52}{'fits':>5}{'GPU GiB':>9}{'headroom':>9}{'host GiB':>9}  "
