@@ -99,6 +99,12 @@ def test_seed_makes_sampling_reproducible(client):
     assert a == b and a != c
 
 
+def test_any_integer_seed_is_accepted(client):
+    kw = dict(model=MODEL, messages=MSG, max_tokens=3, temperature=1.0)
+    for seed in (-1, 2**64 + 5, -(2**70)):
+        assert client.chat.completions.create(seed=seed, **kw).usage.completion_tokens == 3
+
+
 def test_completions_endpoint(client):
     r = client.completions.create(model=MODEL, prompt="Once upon", max_tokens=4, temperature=0)
     assert r.object == "text_completion" and r.usage.completion_tokens == 4

@@ -92,6 +92,19 @@ def test_client_disconnect_frees_its_slot(small_server):
     assert small_server.runtime.engine.counters["cancelled"] == before + 1
 
 
+def test_non_streamed_client_giving_up_frees_its_slot(small_server):
+    body = {"model": SMALL, "messages": [{"role": "user", "content": "Write a very long story."}],
+            "max_tokens": 2000, "temperature": 0.8, "seed": 2}
+    before = small_server.runtime.engine.counters["cancelled"]
+    with pytest.raises(httpx.ReadTimeout):
+        httpx.post(small_server.url + "/v1/chat/completions", json=body, timeout=1.5)
+    deadline = time.monotonic() + 15
+    while time.monotonic() < deadline and small_server.runtime.engine.counters["cancelled"] == before:
+        time.sleep(0.1)
+    assert small_server.runtime.engine.counters["cancelled"] == before + 1
+    assert httpx.get(small_server.url + "/health").json()["running"] == 0
+
+
 def test_adapters_added_and_removed_at_runtime(small_server, tmp_path):
     run = make_adapter(SMALL, tmp_path / "second", seed=2)
     client = small_server.openai_client(max_retries=0)

@@ -26,6 +26,7 @@ from .runtime import Runtime, ServeError
 log = logging.getLogger(__name__)
 
 MAX_STOP_STRINGS = 16
+DISCONNECT_POLL_S = 0.5  # how often a non-streamed request checks that its client is still there
 
 
 class APIError(Exception):
@@ -292,18 +293,22 @@ def _submit(runtime: Runtime, prompt_ids, params, adapter) -> tuple[GenerationRe
 async def _collect(runtime: Runtime, request: Request, prompt_ids, params, adapter) -> list[Event]:
     req, q = _submit(runtime, prompt_ids, params, adapter)
     events: list[Event] = []
+    next_check = time.monotonic() + DISCONNECT_POLL_S
     try:
         while True:
             try:
-                event = await asyncio.wait_for(q.get(), timeout=1.0)
+                event = await asyncio.wait_for(q.get(), timeout=DISCONNECT_POLL_S)
+                events.append(event)
+                if event.finish_reason is not None:
+                    break
             except asyncio.TimeoutError:
+                pass
+            # checked by the clock, not only when idle: tokens keep arriving while nobody waits for them
+            if time.monotonic() >= next_check:
+                next_check = time.monotonic() + DISCONNECT_POLL_S
                 if await request.is_disconnected():
                     req.cancel()  # nobody will read the answer: free the slot
                     raise APIError(400, "client disconnected") from None
-                continue
-            events.append(event)
-            if event.finish_reason is not None:
-                break
     finally:
         req.cancel()  # no-op when finished; frees the slot when this task was cancelled
     last = events[-1]

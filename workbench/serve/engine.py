@@ -87,6 +87,10 @@ class Engine:
         self.max_context = max_context or _max_context(model)
         self.eos_token_ids = set(eos_token_ids if eos_token_ids is not None else _eos_ids(model, tokenizer))
         self.device = next(model.parameters()).device
+        if not _plain_dynamic_cache(model) and self.max_batch > 1:
+            # sliding-window / hybrid caches keep extra state that padding rows in and out would corrupt
+            log.warning("this model's KV cache is not a plain DynamicCache: decoding one request at a time")
+            self.max_batch = 1
         self._waiting: deque[GenerationRequest] = deque()
         self._running: list[GenerationRequest] = []
         self._cache = None  # the batch's DynamicCache, rows in the order of _running
@@ -193,7 +197,11 @@ class Engine:
             if req.cancelled.is_set():
                 self._finish(req, "cancelled")
                 continue
-            self._start(req)
+            try:
+                self._start(req)
+            except Exception as err:  # fails this request only, not the batch already running
+                log.exception("prefill failed")
+                self._finish(req, "error", error=f"{type(err).__name__}: {err}")
 
     def _forward(self, input_ids, attention_mask, position_ids, cache, adapters: list[str | None]):
         kwargs = {}
@@ -211,7 +219,7 @@ class Engine:
         if not req.params.greedy:
             req._generator = torch.Generator()
             seed = req.params.seed if req.params.seed is not None else random.SystemRandom().randrange(2**63)
-            req._generator.manual_seed(seed)
+            req._generator.manual_seed(seed % 2**63)  # any JSON integer; torch takes 64 bits
         n = len(req.prompt_ids)
         ids = torch.tensor([req.prompt_ids], device=self.device)
         cache = DynamicCache(config=self.model.config)
@@ -355,6 +363,17 @@ class Engine:
                 # the last adapter: unwrap, restoring the untouched base modules
                 self.base_model = self.model.unload()
                 self.model = self.base_model
+
+
+def _plain_dynamic_cache(model) -> bool:
+    from transformers import DynamicCache
+    from transformers.cache_utils import DynamicLayer
+
+    try:
+        layers = DynamicCache(config=model.config).layers
+    except Exception:
+        return False
+    return all(type(layer) is DynamicLayer for layer in layers)
 
 
 def _left_pad(t: torch.Tensor, width: int) -> torch.Tensor:
