@@ -21,18 +21,24 @@ class ConfigError(ValueError):
         super().__init__(f"{len(problems)} problem(s) in the run configuration:\n{lines}")
 
 
+def _is_field_name(part) -> bool:
+    # pydantic adds union-member tags ("literal['all-linear']", "list[str]") to a location
+    return isinstance(part, int) or str(part).isidentifier()
+
+
 def _pydantic_problems(err: ValidationError, prefix: str = "") -> list[tuple[str, str]]:
-    out = []
+    messages: dict[str, list[str]] = {}
+    inputs: dict[str, str] = {}
     for e in err.errors():
-        path = ".".join(str(p) for p in e["loc"] if not str(p).startswith("function-"))
-        path = ".".join(filter(None, [prefix, path]))
-        msg = e["msg"]
+        path = ".".join(filter(None, [prefix, ".".join(str(p) for p in e["loc"] if _is_field_name(p))]))
         if e["type"] == "extra_forbidden":
-            msg = "unknown key (check the spelling; `workbench train --help` lists every key)"
-        elif "input" in e and e["type"] != "missing":
-            msg = f"{msg} (got {e['input']!r})"
-        out.append((path, msg))
-    return out
+            messages.setdefault(path, []).append("unknown key (check the spelling; `workbench train --help` lists every key)")
+            continue
+        messages.setdefault(path, []).append(e["msg"])
+        if "input" in e and e["type"] != "missing":
+            inputs[path] = f" (got {e['input']!r})"
+    # One line per field: the alternatives of a union read "A, or B (got X)".
+    return [(path, ", or ".join(msgs) + inputs.get(path, "")) for path, msgs in messages.items()]
 
 
 def _section_problems(cfg: Section, path: str) -> list[tuple[str, str]]:

@@ -69,7 +69,8 @@ class PrecisionSection(Section):
         "pure-bf16 (bf16 weights and compute); auto (bf16 where the device supports it, else fp16).",
     )
     init_scale: float = Field(65536.0, gt=0, description="fp16: initial loss scale.")
-    growth_factor: float = Field(2.0, ge=1.0, description="fp16: scale multiplier after growth_interval clean steps (1.0 = never grow).")
+    growth_factor: float = Field(2.0, gt=1.0, description="fp16: scale multiplier after growth_interval clean steps; must be "
+                                 "> 1 (torch's GradScaler refuses 1.0: to hold the scale, raise growth_interval instead).")
     backoff_factor: float = Field(0.5, gt=0, lt=1, description="fp16: scale multiplier on an overflow step.")
     growth_interval: int = Field(2000, ge=1, description="fp16: clean steps before the scale grows.")
     max_grad_norm: Optional[float] = Field(1.0, gt=0, description="Clip the (unscaled) gradient norm to this; null = no clipping.")
@@ -97,13 +98,17 @@ class ScheduleSection(Section):
     grad_accum_steps: int = Field(1, ge=1, description="Micro-batches accumulated per optimizer step.")
     learning_rate: float = Field(2e-4, gt=0, lt=1, description="Peak learning rate (AdamW).")
     weight_decay: float = Field(0.0, ge=0, description="AdamW weight decay.")
-    warmup_steps: int = Field(10, ge=0, description="Linear warmup steps before cosine decay.")
+    warmup_steps: Optional[int] = Field(None, ge=0, description="Linear warmup steps before cosine decay; null = 5% of max_steps.")
     min_lr_ratio: float = Field(0.1, ge=0, le=1, description="Cosine floor as a fraction of learning_rate.")
     eval_every: int = Field(50, ge=0, description="Eval loss every N optimizer steps (0 = only at the end).")
     seed: int = Field(0, ge=0, description="Seed for initialisation, data order and dropout.")
 
+    @property
+    def resolved_warmup_steps(self) -> int:
+        return self.warmup_steps if self.warmup_steps is not None else round(0.05 * self.max_steps)
+
     def problems(self, path: str) -> list[tuple[str, str]]:
-        if self.warmup_steps > self.max_steps:
+        if self.warmup_steps is not None and self.warmup_steps > self.max_steps:
             return [(f"{path}.warmup_steps", f"{self.warmup_steps} exceeds max_steps={self.max_steps}: lower it")]
         return []
 

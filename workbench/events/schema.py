@@ -105,6 +105,7 @@ class RunFinished(Event):
     final_loss: Optional[float]
     adapter_path: Optional[str]
     wall_s: float
+    stopped: bool = False  # ended early by a stop request (after saving a checkpoint)
 
 
 @dataclass(frozen=True)

@@ -82,10 +82,14 @@ def optimizer_step(
     scale_before = float(scaler.get_scale()) if scaler is not None else None
     if scaler is not None:
         scaler.unscale_(optimizer)
-    norm = torch.nn.utils.clip_grad_norm_(params, max_grad_norm if max_grad_norm else math.inf, foreach=True)
+    grads = [p.grad for p in params if p.grad is not None]
+    norm = torch.nn.utils.get_total_norm(grads, foreach=True)
     grad_norm = float(norm)
     finite = math.isfinite(grad_norm)
+    # Attribute before clipping: clipping by a non-finite norm would smear nan over every gradient.
     names, count = ([], 0) if finite else nonfinite_grad_params(named_params)
+    if finite and max_grad_norm:
+        torch.nn.utils.clip_grads_with_norm_(params, max_grad_norm, norm, foreach=True)
     if scaler is not None:
         scaler.step(optimizer)  # skips optimizer.step() itself when unscale_ found inf/nan
         scaler.update()

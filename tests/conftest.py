@@ -1,0 +1,42 @@
+"""Shared fixtures: tiny-model run configs writing into a temporary runs directory."""
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+REPO = Path(__file__).resolve().parent.parent
+SAMPLES = REPO / "data_samples"
+
+
+@pytest.fixture
+def make_cfg(tmp_path):
+    """A tiny-GLM-4 run config; keyword overrides use dotted keys: make_cfg(**{"precision.mode": "fp16"})."""
+    from workbench.config import load_config
+
+    def make(**overrides):
+        base = {
+            "model.source": "tiny-glm4",
+            "data.train": str(SAMPLES / "identity" / "train.jsonl"),
+            "data.eval": None,
+            "data.max_length": 128,
+            "schedule.max_steps": 6,
+            "schedule.micro_batch_size": 4,
+            "schedule.learning_rate": 3e-3,
+            "schedule.warmup_steps": 0,
+            "schedule.eval_every": 0,
+            "output.runs_dir": str(tmp_path / "runs"),
+            "output.progress_bar": False,
+            "precision.mode": "fp32",
+        }
+        base.update(overrides)
+        return load_config(None, base)
+
+    return make
+
+
+def write_jsonl(path: Path, lines: list[str]) -> Path:
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    return path

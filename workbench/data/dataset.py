@@ -1,0 +1,106 @@
+"""Load a JSONL file into tokenized examples; deterministic, resumable micro-batch stream."""
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Iterator, Optional
+
+import torch
+
+from ..precision import IGNORE_INDEX
+from .formats import DataError, row_to_messages
+from .tokenize import TokenizedExample, tokenize_messages
+
+
+@dataclass
+class DataStats:
+    path: str
+    rows: int = 0
+    examples: int = 0
+    truncated: int = 0
+    skipped_bad: int = 0
+    dropped_no_target: int = 0  # rows whose assistant tokens were all cut by truncation
+    bad_rows: list = field(default_factory=list)  # "file:line: reason" of skipped rows (first 20)
+    target_tokens: int = 0
+
+    def to_dict(self) -> dict:
+        return dict(self.__dict__)
+
+
+def load_examples(path: str | Path, tokenizer, max_length: int, fmt: str = "auto",
+                  skip_bad_rows: bool = False, system_prompt: Optional[str] = None) -> tuple[list[TokenizedExample], DataStats]:
+    """Tokenized examples of a JSONL file. A bad row raises DataError (file:line) unless skipped and counted."""
+    path = str(path)
+    stats = DataStats(path)
+    examples: list[TokenizedExample] = []
+    try:
+        fh = open(path, encoding="utf-8")
+    except OSError as err:
+        raise DataError(path, None, f"cannot open: {err.strerror}") from None
+    with fh:
+        for lineno, line in enumerate(fh, start=1):
+            if not line.strip():
+                continue
+            stats.rows += 1
+            try:
+                try:
+                    row = json.loads(line)
+                except json.JSONDecodeError as err:
+                    raise ValueError(f"not valid JSON ({err.msg} at column {err.colno})") from None
+                ex = tokenize_messages(tokenizer, row_to_messages(row, fmt, system_prompt), max_length)
+            except (ValueError, TypeError) as err:
+                if not skip_bad_rows:
+                    raise DataError(path, lineno, f"{err} (set data.skip_bad_rows=true to skip such rows)") from None
+                stats.skipped_bad += 1
+                if len(stats.bad_rows) < 20:
+                    stats.bad_rows.append(f"{path}:{lineno}: {err}")
+                continue
+            if ex.target_tokens == 0:
+                stats.dropped_no_target += 1
+                continue
+            stats.truncated += ex.truncated
+            stats.target_tokens += ex.target_tokens
+            examples.append(ex)
+    stats.examples = len(examples)
+    if not examples:
+        raise DataError(path, None, f"no usable examples ({stats.rows} rows, {stats.skipped_bad} bad, "
+                        f"{stats.dropped_no_target} with no assistant tokens left after truncation to "
+                        f"data.max_length): add rows or raise data.max_length")
+    return examples, stats
+
+
+def micro_batch_indices(num_examples: int, micro_batch_size: int, seed: int, start: int = 0) -> Iterator[list[int]]:
+    """Endless micro-batches of example indices, from micro-batch number ``start``.
+
+    The stream is the concatenation of per-epoch permutations (seeded by seed and epoch), so the
+    k-th micro-batch is the same whatever the accumulation split, and resuming at ``start`` continues
+    the exact sequence.
+    """
+    k = start
+    cache_epoch, perm = -1, None
+    while True:
+        idx = []
+        for pos in range(k * micro_batch_size, (k + 1) * micro_batch_size):
+            epoch, offset = divmod(pos, num_examples)
+            if epoch != cache_epoch:
+                g = torch.Generator().manual_seed(seed * 100_003 + epoch)
+                perm = torch.randperm(num_examples, generator=g).tolist()
+                cache_epoch = epoch
+            idx.append(perm[offset])
+        yield idx
+        k += 1
+
+
+def collate(examples: list[TokenizedExample], pad_token_id: int) -> dict[str, torch.Tensor]:
+    """Right-pad to the longest example in the micro-batch (dynamic padding)."""
+    width = max(len(e.input_ids) for e in examples)
+    ids = torch.full((len(examples), width), pad_token_id, dtype=torch.long)
+    labels = torch.full((len(examples), width), IGNORE_INDEX, dtype=torch.long)
+    mask = torch.zeros((len(examples), width), dtype=torch.long)
+    for i, e in enumerate(examples):
+        n = len(e.input_ids)
+        ids[i, :n] = torch.tensor(e.input_ids)
+        labels[i, :n] = torch.tensor(e.labels)
+        mask[i, :n] = 1
+    return {"input_ids": ids, "attention_mask": mask, "labels": labels}

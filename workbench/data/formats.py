@@ -1,0 +1,76 @@
+"""Row formats of training JSONL, normalised to chat messages. Bad rows raise DataError naming file:line."""
+from __future__ import annotations
+
+from typing import Any, Optional
+
+ROLES = ("system", "user", "assistant")
+
+
+class DataError(ValueError):
+    """A data problem located at ``file:line`` (or at the file when line is None)."""
+
+    def __init__(self, path: str, line: Optional[int], reason: str):
+        self.path, self.line, self.reason = path, line, reason
+        where = f"{path}:{line}" if line is not None else path
+        super().__init__(f"{where}: {reason}")
+
+
+def detect_format(row: dict) -> str:
+    if "messages" in row:
+        return "chat"
+    if "instruction" in row or "output" in row:
+        return "instruction"
+    return "unknown"
+
+
+def row_to_messages(row: Any, fmt: str = "auto", system_prompt: Optional[str] = None) -> list[dict]:
+    """Messages for one parsed row; raises ValueError with the reason (the caller adds file:line)."""
+    if not isinstance(row, dict):
+        raise ValueError(f"a row is a JSON object, got {type(row).__name__}")
+    kind = detect_format(row) if fmt == "auto" else fmt
+    if kind == "chat":
+        messages = _chat(row)
+    elif kind == "instruction":
+        messages = _instruction(row)
+    else:
+        raise ValueError(f"unknown row format (keys: {sorted(row)}): use 'messages' (chat) or 'instruction'/'input'/'output'")
+    if system_prompt and messages[0]["role"] != "system":
+        messages = [{"role": "system", "content": system_prompt}] + messages
+    return messages
+
+
+def _chat(row: dict) -> list[dict]:
+    msgs = row.get("messages")
+    if not isinstance(msgs, list) or not msgs:
+        raise ValueError("'messages' must be a non-empty list of {role, content} objects")
+    out = []
+    for i, m in enumerate(msgs):
+        if not isinstance(m, dict):
+            raise ValueError(f"messages[{i}] is {type(m).__name__}, not an object with role and content")
+        role, content = m.get("role"), m.get("content")
+        if role not in ROLES:
+            raise ValueError(f"messages[{i}].role is {role!r}; expected one of {', '.join(ROLES)}")
+        if not isinstance(content, str):
+            raise ValueError(f"messages[{i}].content must be a string, got {type(content).__name__}")
+        if role == "system" and i != 0:
+            raise ValueError(f"messages[{i}] is a system message; only the first message may be one")
+        out.append({"role": role, "content": content})
+    if not any(m["role"] == "assistant" and m["content"].strip() for m in out):
+        raise ValueError("no assistant message with content: nothing to train on")
+    if out[-1]["role"] != "assistant":
+        raise ValueError("the last message must be the assistant's (a trailing user turn has no answer to learn)")
+    return out
+
+
+def _instruction(row: dict) -> list[dict]:
+    instruction, inp, output = row.get("instruction"), row.get("input", ""), row.get("output")
+    if not isinstance(instruction, str) or not instruction.strip():
+        raise ValueError("'instruction' must be a non-empty string")
+    if inp is None:
+        inp = ""
+    if not isinstance(inp, str):
+        raise ValueError(f"'input' must be a string, got {type(inp).__name__}")
+    if not isinstance(output, str) or not output.strip():
+        raise ValueError("'output' must be a non-empty string")
+    user = instruction if not inp.strip() else f"{instruction}\n\n{inp}"
+    return [{"role": "user", "content": user}, {"role": "assistant", "content": output}]

@@ -1,0 +1,65 @@
+"""Chat messages -> token ids with loss only on assistant tokens.
+
+The conversation is rendered with the tokenizer's own chat template, then cut into segments at
+each assistant turn (prefix rendered with ``add_generation_prompt``). Each segment is tokenized on
+its own, so the boundary between prompt and answer falls exactly where generation would start.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ..precision import IGNORE_INDEX
+
+
+@dataclass
+class TokenizedExample:
+    input_ids: list[int]
+    labels: list[int]
+    truncated: bool
+
+    @property
+    def target_tokens(self) -> int:
+        return sum(1 for t in self.labels[1:] if t != IGNORE_INDEX)
+
+
+def _render(tokenizer, messages, add_generation_prompt: bool) -> str:
+    return tokenizer.apply_chat_template(messages, tokenize=False, add_generation_prompt=add_generation_prompt)
+
+
+def _eos_ids(tokenizer) -> set[int]:
+    ids = {tokenizer.eos_token_id} if tokenizer.eos_token_id is not None else set()
+    return ids
+
+
+def tokenize_messages(tokenizer, messages: list[dict], max_length: int) -> TokenizedExample:
+    """Token ids and labels (IGNORE_INDEX outside assistant turns), truncated to ``max_length``."""
+    input_ids: list[int] = []
+    labels: list[int] = []
+    done_text = ""
+    eos = _eos_ids(tokenizer)
+
+    def add(text: str, train: bool) -> None:
+        ids = tokenizer(text, add_special_tokens=False)["input_ids"] if text else []
+        input_ids.extend(ids)
+        labels.extend(ids if train else [IGNORE_INDEX] * len(ids))
+
+    for i, m in enumerate(messages):
+        if m["role"] != "assistant":
+            continue
+        prompt_text = _render(tokenizer, messages[:i], add_generation_prompt=True)
+        full_text = _render(tokenizer, messages[: i + 1], add_generation_prompt=False)
+        if not prompt_text.startswith(done_text) or not full_text.startswith(prompt_text):
+            raise ValueError("the chat template does not render conversations as growing prefixes, so assistant "
+                             "tokens cannot be located; use a model whose template does")
+        add(prompt_text[len(done_text):], train=False)
+        answer = full_text[len(prompt_text):]
+        before = len(input_ids)
+        add(answer, train=True)
+        # Templates like GLM-4's end an answer with nothing: the next turn's tag stops generation.
+        # Train an explicit EOS after the final answer so the fine-tuned model learns to stop.
+        if i == len(messages) - 1 and eos and not (set(input_ids[before:]) & eos):
+            input_ids.append(tokenizer.eos_token_id)
+            labels.append(tokenizer.eos_token_id)
+        done_text = full_text
+    truncated = len(input_ids) > max_length
+    return TokenizedExample(input_ids[:max_length], labels[:max_length], truncated)

@@ -1,0 +1,112 @@
+"""`workbench demo`: fine-tune the packaged model to introduce itself as PhoneMate, then show base and
+fine-tuned answers to held-out prompts side by side."""
+from __future__ import annotations
+
+import shutil
+import textwrap
+import time
+from pathlib import Path
+from typing import Optional
+
+import torch
+
+from .config import RunConfig, load_config
+
+SAMPLES = Path(__file__).resolve().parent.parent / "data_samples"
+
+# Tuned on 2 CPU cores: bf16 autocast (auto picks it on CPU), LoRA on every linear layer, a high
+# learning rate because the identity set is small and the run is short.
+DEMO_SETTINGS = {
+    "precision.mode": "auto",
+    "lora.r": 16,
+    "lora.alpha": 32,
+    "lora.dropout": 0.0,
+    "schedule.max_steps": 40,
+    "schedule.micro_batch_size": 8,
+    "schedule.learning_rate": 1e-3,
+    "schedule.warmup_steps": 5,
+    "schedule.eval_every": 20,
+    "data.max_length": 192,
+}
+
+
+def demo_config(steps: Optional[int] = None, runs_dir: str = "runs", model: Optional[str] = None) -> RunConfig:
+    overrides = dict(DEMO_SETTINGS)
+    overrides.update({"data.train": str(SAMPLES / "identity" / "train.jsonl"),
+                      "data.eval": str(SAMPLES / "identity" / "heldout.jsonl"),
+                      "output.runs_dir": runs_dir,
+                      "output.run_name": "demo-" + time.strftime("%Y%m%d-%H%M%S")})
+    if steps is not None:
+        overrides["schedule.max_steps"] = steps
+        overrides["schedule.warmup_steps"] = min(DEMO_SETTINGS["schedule.warmup_steps"], steps)
+    if model is not None:
+        overrides["model.source"] = model
+    return load_config(None, overrides)
+
+
+def heldout_prompts() -> list[str]:
+    path = SAMPLES / "identity" / "heldout_prompts.txt"
+    return [line.strip() for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
+
+
+@torch.no_grad()
+def generate_answers(model, tokenizer, prompts: list[str], max_new_tokens: int = 48) -> list[str]:
+    """Greedy answers, batched with left padding (one generate call for all prompts)."""
+    side = tokenizer.padding_side
+    tokenizer.padding_side = "left"
+    texts = [tokenizer.apply_chat_template([{"role": "user", "content": p}], tokenize=False, add_generation_prompt=True)
+             for p in prompts]
+    enc = tokenizer(texts, return_tensors="pt", padding=True, add_special_tokens=False)
+    tokenizer.padding_side = side
+    out = model.generate(**enc, max_new_tokens=max_new_tokens, do_sample=False, pad_token_id=tokenizer.pad_token_id)
+    return [tokenizer.decode(o[enc["input_ids"].shape[1]:], skip_special_tokens=True).strip() for o in out]
+
+
+def compare_answers(source: str, adapter: Path, prompts: list[str]) -> list[tuple[str, str, str]]:
+    """(prompt, base answer, fine-tuned answer): one base load, the adapter toggled off for the base."""
+    from peft import PeftModel
+
+    from .models import load_for_inference
+
+    loaded = load_for_inference(source)
+    model = PeftModel.from_pretrained(loaded.model, str(adapter))
+    model.eval()
+    tuned = generate_answers(model, loaded.tokenizer, prompts)
+    with model.disable_adapter():
+        base = generate_answers(model, loaded.tokenizer, prompts)
+    return list(zip(prompts, base, tuned))
+
+
+def print_side_by_side(rows: list[tuple[str, str, str]], width: Optional[int] = None) -> None:
+    width = width or max(60, min(shutil.get_terminal_size((120, 20)).columns, 160))
+    col = (width - 3) // 2
+    for prompt, base, tuned in rows:
+        print("=" * width)
+        print(f"Q: {prompt}")
+        print(f"{'base model':<{col}} | fine-tuned")
+        print("-" * width)
+        left, right = textwrap.wrap(base, col) or [""], textwrap.wrap(tuned, col) or [""]
+        for i in range(max(len(left), len(right))):
+            a = left[i] if i < len(left) else ""
+            b = right[i] if i < len(right) else ""
+            print(f"{a:<{col}} | {b}")
+    print("=" * width)
+
+
+def run_demo(steps: Optional[int] = None, runs_dir: str = "runs", model: Optional[str] = None) -> dict:
+    from .engine import train
+
+    t0 = time.time()
+    cfg = demo_config(steps, runs_dir, model)
+    print(f"[demo] fine-tuning {cfg.model.source} on {cfg.data.train} ({cfg.schedule.max_steps} steps, "
+          f"precision {cfg.precision.mode}, LoRA r={cfg.lora.r})", flush=True)
+    result = train(cfg)
+    t_train = time.time() - t0
+    print(f"[demo] trained in {t_train:.0f} s; loss {result.losses[0]:.3f} -> {result.losses[-1]:.3f}; "
+          f"eval {', '.join(f'step {s}: {l:.3f}' for s, l in result.eval_losses)}", flush=True)
+    rows = compare_answers(cfg.model.source, result.adapter_path, heldout_prompts())
+    print_side_by_side(rows)
+    wall = time.time() - t0
+    print(f"[demo] run directory: {result.run_dir}  (events: {result.run_dir / 'events.jsonl'})")
+    print(f"[demo] wall time {wall:.0f} s (training {t_train:.0f} s)")
+    return {"run_dir": result.run_dir, "rows": rows, "wall_s": wall, "train_s": t_train, "result": result}

@@ -1,0 +1,124 @@
+"""Run the engine in its own process and hold a handle on it (status, stop, wait, events).
+
+The notebook kernel stays responsive because training never runs inside it; a handle can be
+re-created from the run directory alone (``attach``), e.g. after a kernel restart.
+"""
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Optional
+
+from ..config import RunConfig, replace, save_config
+from ..events import EventWriter, RunFailed, read_events
+from .run import STOP_FILE, new_run_dir
+
+TERMINAL = {"run_finished", "run_failed"}
+
+
+def _pid_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+class RunHandle:
+    def __init__(self, run_dir: Path, process: Optional[subprocess.Popen] = None, pid: Optional[int] = None):
+        self.run_dir = Path(run_dir)
+        self.process = process
+        self.pid = process.pid if process is not None else pid
+
+    @property
+    def events_path(self) -> Path:
+        return self.run_dir / "events.jsonl"
+
+    def events(self, offset: int = 0) -> tuple[list, int]:
+        return read_events(self.events_path, offset)
+
+    def _terminal_event(self):
+        events, _ = read_events(self.events_path, 0)
+        ends = [e for e in events if getattr(e, "type", None) in TERMINAL]
+        return ends[-1] if ends else None
+
+    def is_running(self) -> bool:
+        if self.process is not None:
+            return self.process.poll() is None
+        return self.pid is not None and _pid_alive(self.pid)
+
+    def status(self) -> str:
+        """running | finished | stopped | failed (a worker that died without a final event counts as failed)."""
+        if self.is_running():
+            return "running"
+        end = self._terminal_event()
+        if end is None:
+            self._record_silent_death()
+            return "failed"
+        if end.type == "run_failed":
+            return "failed"
+        return "stopped" if end.stopped else "finished"
+
+    def _record_silent_death(self) -> None:
+        # Killed hard (OOM killer, SIGKILL): the worker could not log its own end, so the launcher does.
+        code = self.process.returncode if self.process is not None else None
+        log = self.run_dir / "worker.log"
+        tail = log.read_text(errors="replace")[-2000:] if log.exists() else ""
+        with EventWriter(self.events_path) as w:
+            w.emit(RunFailed(step=-1, error=f"worker process exited (code {code}) without a final event. Log tail:\n{tail}",
+                             error_type="WorkerDied"))
+
+    def wait(self, timeout: Optional[float] = None) -> str:
+        deadline = None if timeout is None else time.monotonic() + timeout
+        while self.is_running():
+            if deadline is not None and time.monotonic() > deadline:
+                raise TimeoutError(f"run {self.run_dir.name} still running after {timeout} s")
+            if self.process is not None:
+                try:
+                    self.process.wait(timeout=0.2)
+                except subprocess.TimeoutExpired:
+                    pass
+            else:
+                time.sleep(0.2)
+        return self.status()
+
+    def stop(self, timeout: float = 120.0) -> str:
+        """Ask the run to stop after its current step (it saves a checkpoint); force it if it won't."""
+        (self.run_dir / STOP_FILE).touch()
+        try:
+            return self.wait(timeout)
+        except TimeoutError:
+            if self.pid is not None:
+                os.killpg(self.pid, signal.SIGTERM)
+            return self.wait(30)
+
+    def __repr__(self) -> str:
+        return f"RunHandle({str(self.run_dir)!r}, pid={self.pid})"
+
+
+def launch(cfg: RunConfig, run_dir: str | Path | None = None) -> RunHandle:
+    """Start ``cfg`` in a new worker process; returns at once."""
+    cfg = replace(cfg, **{"output.progress_bar": False})  # the worker logs to a file, not a terminal
+    run_dir = Path(run_dir) if run_dir else new_run_dir(cfg)
+    run_dir.mkdir(parents=True, exist_ok=True)
+    save_config(cfg, run_dir / "config.json")
+    log = open(run_dir / "worker.log", "ab")
+    proc = subprocess.Popen([sys.executable, "-m", "workbench.engine.worker", str(run_dir)], stdout=log,
+                            stderr=subprocess.STDOUT, start_new_session=True, cwd=os.getcwd())
+    log.close()
+    (run_dir / "worker.pid").write_text(str(proc.pid))
+    return RunHandle(run_dir, proc)
+
+
+def attach(run_dir: str | Path) -> RunHandle:
+    """A handle on an existing run (running or not), e.g. after a kernel restart."""
+    run_dir = Path(run_dir)
+    pid_file = run_dir / "worker.pid"
+    pid = int(pid_file.read_text()) if pid_file.exists() else None
+    return RunHandle(run_dir, None, pid)
