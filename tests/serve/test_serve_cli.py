@@ -28,3 +28,22 @@ def test_serve_flags_become_a_config(tmp_path, monkeypatch):
 def test_bad_adapter_spec_is_a_clear_error():
     with pytest.raises(SystemExit, match="NAME=PATH"):
         config_from_args(_parse(["serve", "--adapter", "no-equals-sign"]))
+
+
+def test_server_and_client_import_without_ipywidgets():
+    import subprocess
+    import sys
+
+    code = ("import sys, workbench.serve, workbench.serve.app, workbench.serve.client, workbench.serve.engine; "
+            "bad = [m for m in sys.modules if m.split('.')[0] in ('ipywidgets', 'anywidget')]; "
+            "assert not bad, bad")
+    res = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert res.returncode == 0, res.stderr[-2000:]
+
+
+def test_module_entry_point_help():
+    import subprocess
+    import sys
+
+    res = subprocess.run([sys.executable, "-m", "workbench.serve", "--help"], capture_output=True, text=True, timeout=120)
+    assert res.returncode == 0 and "--adapter NAME=PATH" in res.stdout and "--run runs/NAME" in res.stdout

@@ -219,7 +219,7 @@ def _resolve_model(runtime: Runtime, model_id: str) -> str | None:
     return adapter
 
 
-def _message_text(i: int, content) -> str:
+def _message_text(content) -> str:
     if content is None:
         return ""
     if isinstance(content, str):
@@ -228,8 +228,8 @@ def _message_text(i: int, content) -> str:
 
 
 def _render_chat(runtime: Runtime, body: P.ChatCompletionRequest) -> tuple[str, list[int]]:
-    messages = [{"role": "system" if m.role == "developer" else m.role, "content": _message_text(i, m.content)}
-                for i, m in enumerate(body.messages)]
+    messages = [{"role": "system" if m.role == "developer" else m.role, "content": _message_text(m.content)}
+                for m in body.messages]
     kwargs: dict[str, Any] = dict(body.chat_template_kwargs or {})
     for reserved in ("conversation", "messages", "tokenize", "add_generation_prompt", "return_dict", "tools",
                      "documents", "chat_template", "continue_final_message", "return_tensors"):
