@@ -47,3 +47,28 @@ def test_module_entry_point_help():
 
     res = subprocess.run([sys.executable, "-m", "workbench.serve", "--help"], capture_output=True, text=True, timeout=120)
     assert res.returncode == 0 and "--adapter NAME=PATH" in res.stdout and "--run runs/NAME" in res.stdout
+
+
+def test_serves_a_run_from_the_training_engine(tmp_path):
+    """The real producer of runs/: a 2-step tiny-glm4 fine-tune, served with --run semantics."""
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    import httpx
+
+    from workbench.serve import start_server
+
+    data = Path(__file__).resolve().parents[2] / "data_samples" / "identity" / "train.jsonl"
+    if not data.is_file():
+        pytest.skip("no sample data")
+    sets = ["model.source=tiny-glm4", "schedule.max_steps=2", f"output.runs_dir={tmp_path}", "output.run_name=t",
+            f"data.train={data}", "data.eval=null", "output.progress_bar=false"]
+    cmd = [sys.executable, "-m", "workbench.cli.main", "train"] + [a for s in sets for a in ("--set", s)]
+    res = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
+    assert res.returncode == 0, res.stderr[-2000:]
+    with start_server("tiny-glm4", runs=[str(tmp_path / "t")], default_max_tokens=4) as srv:
+        cards = {m["id"]: m for m in httpx.get(srv.url + "/v1/models").json()["data"]}
+        assert cards["t"]["parent"] == "tiny-glm4" and cards["t"]["root"] == str((tmp_path / "t" / "adapter").resolve())
+        r = srv.openai_client(max_retries=0).chat.completions.create(model="t", messages=[{"role": "user", "content": "hi"}])
+        assert r.usage.completion_tokens == 4

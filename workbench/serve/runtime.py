@@ -167,7 +167,7 @@ class Runtime:
                 raise ServeError(f"model id {adapter_id!r} is already served")
             adir, run_config = adapter_dir(path)
             check_adapter_base(adapter_id, run_config, adir, self.config.model, self.base_root)
-            entry = AdapterEntry(adapter_id, next(self._names), str(adir), int(time.time()))
+            entry = AdapterEntry(adapter_id, next(self._names), str(adir.resolve()), int(time.time()))
             try:
                 self.engine.add_adapter(entry.internal, str(adir))
             except Exception as err:  # e.g. shapes that do not fit this base
