@@ -174,7 +174,7 @@ def start_server(model: str = "smollm2-135m-instruct", *, adapters: dict[str, st
     if subprocess_mode:
         handle = _start_subprocess(config, log_level)
     else:
-        handle = _start_thread(config, log_level)
+        handle = _start_thread(config, log_level, load_here=wait)
     if wait:
         try:
             handle.wait_ready(timeout)
@@ -184,7 +184,7 @@ def start_server(model: str = "smollm2-135m-instruct", *, adapters: dict[str, st
     return handle
 
 
-def _start_thread(config: ServeConfig, log_level: str) -> ServerHandle:
+def _start_thread(config: ServeConfig, log_level: str, load_here: bool) -> ServerHandle:
     import asyncio
 
     runtime = Runtime(config)
@@ -195,11 +195,29 @@ def _start_thread(config: ServeConfig, log_level: str) -> ServerHandle:
     def run():
         asyncio.run(server.serve(sockets=[sock]))
 
-    threading.Thread(target=runtime.load, name="workbench-load", daemon=True).start()
     thread = threading.Thread(target=run, name="workbench-serve", daemon=True)
-    thread.start()
+    thread.start()  # answers /health with 503 while the model loads
+    if load_here:
+        # In the caller's thread: in a notebook, transformers' loading progress bar is an ipywidget,
+        # and widgets must not be created from a background thread.
+        runtime.load()
+    else:
+        threading.Thread(target=_load_quietly, args=(runtime,), name="workbench-load", daemon=True).start()
     return ServerHandle(f"http://{_url_host(host)}:{port}", config.api_key, runtime=runtime, server=server,
                         thread=thread, sock=sock)
+
+
+def _load_quietly(runtime: Runtime) -> None:
+    """Background load without progress bars (which would be widgets in a notebook, from a thread)."""
+    from transformers.utils import logging as hf_logging
+
+    was_enabled = hf_logging.is_progress_bar_enabled()
+    hf_logging.disable_progress_bar()
+    try:
+        runtime.load()
+    finally:
+        if was_enabled:
+            hf_logging.enable_progress_bar()
 
 
 def _start_subprocess(config: ServeConfig, log_level: str) -> ServerHandle:
