@@ -1,24 +1,10 @@
-"""Memory snapshot: GPU allocator figures per device; on CPU, process RSS; and model-state bytes."""
+"""Device and process memory for the ``memory`` event. Model-state bytes (params, grads, optimizer
+state, master weights) are measured by ``workbench.plan.measure_model_state``, under the same names
+as the planner's prediction, so the two compare one to one."""
 from __future__ import annotations
 
 import psutil
 import torch
-
-
-def tensor_bytes(t: torch.Tensor) -> int:
-    return t.numel() * t.element_size()
-
-
-def params_bytes(model: torch.nn.Module) -> int:
-    return sum(tensor_bytes(p) for p in model.parameters())
-
-
-def grads_bytes(model: torch.nn.Module) -> int:
-    return sum(tensor_bytes(p.grad) for p in model.parameters() if p.grad is not None)
-
-
-def optimizer_bytes(optimizer: torch.optim.Optimizer) -> int:
-    return sum(tensor_bytes(v) for state in optimizer.state.values() for v in state.values() if torch.is_tensor(v))
 
 
 def device_memory() -> list[dict]:

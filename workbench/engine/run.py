@@ -9,9 +9,11 @@ from __future__ import annotations
 import math
 import os
 import platform
+import re
 import sys
 import time
 import traceback
+import warnings
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
@@ -22,8 +24,11 @@ import torch
 from .. import __version__
 from ..config import ConfigError, RunConfig, config_to_dict, save_config
 from ..data import collate, load_examples, micro_batch_indices
-from ..events import Census, Checkpoint, Eval, EventWriter, Memory, Overflow, RunFailed, RunFinished, RunStarted, Step
+from ..events import (
+    Census, Checkpoint, Eval, EventWriter, Memory, Overflow, PlanPrediction, RunFailed, RunFinished, RunStarted, Step,
+)
 from ..models import apply_lora, enable_gradient_checkpointing, load_base_model
+from ..plan import measure_model_state, predict_for_run
 from ..precision import (
     PrecisionPolicy, count_target_tokens, optimizer_step, resolve_device, resolve_precision, token_loss_sum,
     window_loss_divisor,
@@ -125,10 +130,20 @@ class _Engine:
         rows, totals = parameter_census(self.model)
         self.writer.emit(Census(step=self.state.step, rows=rows, totals=totals))
 
-    def emit_memory(self, grads: int) -> None:
+    def measure_state(self) -> dict:
+        return measure_model_state(self.model, self.optimizer)
+
+    def emit_memory(self, state: dict) -> None:
         self.writer.emit(Memory(step=self.state.step, devices=memory.device_memory(), host_rss=memory.host_rss(),
-                                params_bytes=memory.params_bytes(self.model), grads_bytes=grads,
-                                optimizer_bytes=memory.optimizer_bytes(self.optimizer)))
+                                params_bytes=state["weights"], grads_bytes=state["gradients"],
+                                optimizer_bytes=state["optimizer_state"], master_weights_bytes=state["master_weights"]))
+
+    def emit_plan(self) -> None:
+        try:
+            plan = predict_for_run(self.cfg, self.policy).to_dict()
+        except Exception as err:  # noqa: BLE001 - a planner gap must not stop a training run
+            plan = {"error": f"{type(err).__name__}: {err}"}
+        self.writer.emit(PlanPrediction(step=self.state.step, plan=plan))
 
     # ---- the step -----------------------------------------------------------------------------
     def _forward_loss_sum(self, batch: dict) -> torch.Tensor:
@@ -136,9 +151,10 @@ class _Engine:
             logits = self.model(input_ids=batch["input_ids"], attention_mask=batch["attention_mask"]).logits
         return token_loss_sum(logits, batch["labels"])
 
-    def train_step(self, stream) -> tuple[float, int, int, object, int]:
+    def train_step(self, stream, measure: bool = False) -> tuple[float, int, int, object, Optional[dict]]:
         """One optimizer step over ``grad_accum_steps`` micro-batches. Returns the mean token loss,
-        target tokens, processed tokens, the StepOutcome and the gradient bytes before the step."""
+        target tokens, processed tokens, the StepOutcome and (if ``measure``) the model-state bytes
+        with gradients still allocated."""
         batches = []
         for _ in range(self.cfg.schedule.grad_accum_steps):
             idx = next(stream)
@@ -152,11 +168,15 @@ class _Engine:
             loss = part / divisor
             (self.scaler.scale(loss) if self.scaler is not None else loss).backward()
             loss_sum += float(part.detach())
-        grads = memory.grads_bytes(self.model)
+        state = self.measure_state() if measure else None
         outcome = optimizer_step(self.optimizer, self.named_trainable, self.scaler, self.cfg.precision.max_grad_norm)
-        self.scheduler.step()
+        with warnings.catch_warnings():
+            # A skipped first fp16 step makes torch warn that the schedule ran before the optimizer;
+            # the schedule counts optimizer steps attempted, skipped ones included, by design.
+            warnings.filterwarnings("ignore", message=re.escape("Detected call of `lr_scheduler.step()`"))
+            self.scheduler.step()
         processed = sum(int(b["attention_mask"].sum()) for b in batches)
-        return loss_sum / window_tokens, window_tokens, processed, outcome, grads
+        return loss_sum / window_tokens, window_tokens, processed, outcome, state
 
     @torch.no_grad()
     def evaluate(self) -> Optional[float]:
@@ -190,8 +210,9 @@ class _Engine:
             run_dir=str(self.run_dir), config=config_to_dict(cfg), hardware=_hardware(self.device), versions=_versions(),
             precision=self.policy.to_dict(), total_steps=s.max_steps, start_step=start_step,
             data={"train": self.train_stats.to_dict(), "eval": self.eval_stats.to_dict() if self.eval_stats else None}))
+        self.emit_plan()
         self.emit_census()
-        self.emit_memory(0)
+        self.emit_memory(self.measure_state())
         stream = micro_batch_indices(len(self.train_examples), s.micro_batch_size, s.seed, self.state.micro_batches)
         bar = None
         if out.progress_bar:
@@ -207,7 +228,8 @@ class _Engine:
                     break
                 t0 = time.perf_counter()
                 lr = self.optimizer.param_groups[0]["lr"]
-                loss, target_tokens, processed, outcome, grads = self.train_step(stream)
+                measure = (self.state.step + 1) % out.memory_every == 0
+                loss, target_tokens, processed, outcome, state = self.train_step(stream, measure)
                 dt = time.perf_counter() - t0
                 self.state.step += 1
                 self.state.micro_batches += s.grad_accum_steps
@@ -225,8 +247,8 @@ class _Engine:
                                           loss_scale=outcome.scale_after, skipped=outcome.skipped, tokens=target_tokens,
                                           tokens_per_s=processed / dt, step_time_s=dt,
                                           eta_s=avg_step_time * (s.max_steps - step)))
-                if step % out.memory_every == 0:
-                    self.emit_memory(grads)
+                if state is not None:
+                    self.emit_memory(state)
                 if out.census_every and step % out.census_every == 0:
                     self.emit_census()
                 if s.eval_every and step % s.eval_every == 0 and step < s.max_steps:
@@ -244,7 +266,7 @@ class _Engine:
             self.evaluate()
         self.checkpoint()
         self.emit_census()
-        self.emit_memory(0)
+        self.emit_memory(self.measure_state())
         self.result.adapter_path = self.save_final()
         self.writer.emit(RunFinished(step=self.state.step, final_loss=self.state.last_loss,
                                      adapter_path=str(self.result.adapter_path) if self.result.adapter_path else None,

@@ -78,8 +78,18 @@ class Memory(Event):
     devices: list  # [{device, allocated, reserved, peak}] on GPUs
     host_rss: int
     params_bytes: int
-    grads_bytes: int
+    grads_bytes: int  # measured after backward, before the optimizer step frees them
     optimizer_bytes: int
+    master_weights_bytes: int = 0  # an fp32 copy held besides the weights (DeepSpeed); 0 under torch AMP
+
+
+@dataclass(frozen=True)
+class PlanPrediction(Event):
+    """The memory planner's prediction for this run, emitted at start (compare with ``memory``)."""
+
+    type: ClassVar[str] = "plan"
+    step: int
+    plan: dict
 
 
 @dataclass(frozen=True)
@@ -118,7 +128,7 @@ class RunFailed(Event):
 
 
 EVENT_TYPES: dict[str, type[Event]] = {
-    cls.type: cls for cls in (RunStarted, Step, Overflow, Census, Memory, Eval, Checkpoint, RunFinished, RunFailed)
+    cls.type: cls for cls in (RunStarted, PlanPrediction, Step, Overflow, Census, Memory, Eval, Checkpoint, RunFinished, RunFailed)
 }
 
 

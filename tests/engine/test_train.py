@@ -1,0 +1,163 @@
+import json
+
+import pytest
+import torch
+from safetensors.torch import load_file
+
+from workbench.config import ConfigError
+from workbench.data import DataError
+from workbench.engine import train
+from workbench.events import iter_events
+from tests.conftest import write_jsonl
+
+
+def events_of(result, kind):
+    return [e for e in iter_events(result.run_dir / "events.jsonl") if getattr(e, "type", None) == kind]
+
+
+def mean(xs):
+    return sum(xs) / len(xs)
+
+
+@pytest.mark.parametrize("mode,source", [("fp32", "tiny-glm4"), ("fp16", "tiny-glm4"), ("bf16", "tiny-glm4"),
+                                         ("pure-bf16", "tiny-glm4"), ("bf16", "tiny-glm4v")])
+def test_loss_falls_in_every_precision_mode(make_cfg, mode, source):
+    cfg = make_cfg(**{"precision.mode": mode, "model.source": source, "schedule.max_steps": 12,
+                      "schedule.learning_rate": 1e-2, "lora.dropout": 0.0})
+    r = train(cfg)
+    assert len(r.losses) == 12 and r.skipped_steps == 0
+    assert mean(r.losses[-3:]) < mean(r.losses[:3]) - 0.05, r.losses
+    assert not events_of(r, "overflow")
+    finished = events_of(r, "run_finished")
+    assert len(finished) == 1 and finished[0].step == 12
+    assert (r.run_dir / "adapter" / "adapter_model.safetensors").is_file()
+
+
+def test_fp16_huge_init_scale_overflows_skips_and_backs_off(make_cfg):
+    # 2**24 overflows fp16 gradients on tiny-glm4; halving reaches a workable scale (2**18) in 6 steps.
+    cfg = make_cfg(**{"precision.mode": "fp16", "precision.init_scale": 2.0 ** 24, "schedule.max_steps": 8})
+    r = train(cfg)
+    overflows = events_of(r, "overflow")
+    assert len(overflows) >= 3 and r.skipped_steps == len(overflows)
+    for o in overflows:
+        assert o.scale_after == o.scale_before * 0.5 and o.nonfinite_count > 0
+        assert all("lora_" in n for n in o.nonfinite_params)  # only trained params have gradients
+    steps = events_of(r, "step")
+    skipped = [s for s in steps if s.skipped]
+    assert [s.step for s in skipped] == [o.step for o in overflows]
+    assert steps[-1].loss_scale < 2.0 ** 24 and not steps[-1].skipped  # recovered once the scale fits
+
+
+def test_bf16_never_overflows_even_with_huge_scale_setting(make_cfg):
+    r = train(make_cfg(**{"precision.mode": "bf16", "precision.init_scale": 2.0 ** 40, "schedule.max_steps": 4}))
+    assert not events_of(r, "overflow") and all(s.loss_scale is None for s in events_of(r, "step"))
+
+
+def _trained(result):
+    return load_file(str(sorted((result.run_dir / "checkpoints").iterdir())[-1] / "trainable.safetensors"))
+
+
+def test_accumulation_2x2_equals_4x1_with_unequal_lengths(make_cfg):
+    common = {"schedule.max_steps": 3, "lora.dropout": 0.0, "precision.max_grad_norm": None}
+    a = train(make_cfg(**common, **{"schedule.micro_batch_size": 4, "schedule.grad_accum_steps": 1,
+                                    "output.run_name": "mb4"}))
+    b = train(make_cfg(**common, **{"schedule.micro_batch_size": 2, "schedule.grad_accum_steps": 2,
+                                    "output.run_name": "mb2x2"}))
+    # The identity rows differ in length, so the two micro-batches of a window hold unequal token counts.
+    torch.testing.assert_close(torch.tensor(a.losses), torch.tensor(b.losses), rtol=1e-5, atol=1e-6)
+    wa, wb = _trained(a), _trained(b)
+    assert wa.keys() == wb.keys()
+    for k in wa:  # tolerance: fp32 summation order differs between the splits
+        torch.testing.assert_close(wa[k], wb[k], rtol=1e-4, atol=1e-6)
+
+
+def test_resume_continues_exactly(make_cfg):
+    # fp16 (scaler state) and dropout (RNG state) make an inexact resume visible.
+    common = {"precision.mode": "fp16", "lora.dropout": 0.1, "schedule.max_steps": 10, "schedule.warmup_steps": 2,
+              "checkpointing.every_steps": 5, "checkpointing.keep_last": 5}
+    full = train(make_cfg(**common, **{"output.run_name": "full"}))
+    ckpt = full.run_dir / "checkpoints" / "step-0000005"
+    resumed = train(make_cfg(**common, **{"output.run_name": "resumed", "checkpointing.resume_from": str(ckpt)}))
+    assert resumed.losses == full.losses[5:]  # bitwise: same ops, same order, same RNG
+    wa, wb = _trained(full), _trained(resumed)
+    for k in wa:
+        assert torch.equal(wa[k], wb[k]), k
+    started = events_of(resumed, "run_started")[0]
+    assert started.start_step == 5
+
+
+def test_resume_latest_in_same_run_dir(make_cfg):
+    r1 = train(make_cfg(**{"schedule.max_steps": 3, "output.run_name": "again"}))
+    with pytest.raises(ConfigError, match="already holds a run"):
+        train(make_cfg(**{"schedule.max_steps": 3, "output.run_name": "again"}))
+    r2 = train(make_cfg(**{"schedule.max_steps": 5, "output.run_name": "again", "checkpointing.resume_from": "latest"}))
+    assert len(r2.losses) == 2 and r2.run_dir == r1.run_dir
+    assert len(events_of(r2, "run_started")) == 2
+
+
+def _hand_count():
+    """tiny-glm4 from its config: hidden 64, intermediate 128, 2 layers, 4 heads x 16, 2 kv heads, vocab 320."""
+    h, i, L, kv, v, r = 64, 128, 2, 32, 320, 16
+    attn = (h * h + h) + 2 * (h * kv + kv) + h * h  # q,k,v carry biases in GLM-4; o does not
+    mlp = h * 2 * i + i * h  # fused gate_up, down
+    lora = L * r * ((h + h) + (h + kv) * 2 + (h + h) + (h + 2 * i) + (i + h))
+    return {"decoder": L * (attn + mlp), "norms": L * 4 * h + h, "embeddings": v * h, "lm_head": v * h, "lora": lora}
+
+
+@pytest.mark.parametrize("mode,lora,frozen,trained", [
+    ("fp32", True, "float32", "float32"),
+    ("bf16", True, "bfloat16", "float32"),  # fp32 LoRA on a bf16 frozen base
+    ("fp16", True, "float16", "float32"),
+    ("pure-bf16", True, "bfloat16", "bfloat16"),
+    ("bf16", False, None, "float32"),  # full fine-tuning: fp32 master weights, no frozen part
+])
+def test_census_equals_hand_count(make_cfg, mode, lora, frozen, trained):
+    r = train(make_cfg(**{"precision.mode": mode, "lora.enabled": lora, "schedule.max_steps": 1}))
+    census = events_of(r, "census")[0]
+    got = {(row["group"], row["dtype"], row["trainable"]): row["count"] for row in census.rows}
+    hand = _hand_count()
+    want = {}
+    for group, n in hand.items():
+        if group == "lora":
+            if lora:
+                want[("lora", trained, True)] = n
+        else:
+            want[(group, frozen if lora else trained, not lora)] = n
+    assert got == want
+    for row in census.rows:
+        assert row["bytes"] == row["count"] * {"float32": 4, "bfloat16": 2, "float16": 2}[row["dtype"]]
+
+
+def test_events_are_typed_and_complete(make_cfg):
+    r = train(make_cfg(**{"schedule.max_steps": 4, "output.memory_every": 2, "data.eval": make_cfg().data.train}))
+    types = [e.type for e in iter_events(r.run_dir / "events.jsonl")]
+    assert types[0] == "run_started" and types[-1] == "run_finished"
+    assert {"census", "memory", "step", "eval", "checkpoint"} <= set(types)
+    started = events_of(r, "run_started")[0]
+    assert started.precision["mode"] == "fp32" and "torch" in started.versions and started.hardware["device"] == "cpu"
+    assert started.data["train"]["examples"] == 74
+    step = events_of(r, "step")[-1]
+    assert step.tokens > 0 and step.tokens_per_s > 0 and step.eta_s == 0 and step.grad_norm > 0
+    mem = [m for m in events_of(r, "memory") if m.step == 2][0]
+    assert mem.host_rss > 0 and mem.params_bytes > 0 and mem.grads_bytes == 30720 * 4
+    assert mem.optimizer_bytes == 2 * 30720 * 4 + 4 * 24  # exp_avg + exp_avg_sq + a 4-byte step per tensor
+    saved = json.loads((r.run_dir / "config.json").read_text())
+    assert saved["schedule"]["max_steps"] == 4
+
+
+def test_failure_is_logged_as_run_failed(make_cfg, tmp_path):
+    bad = write_jsonl(tmp_path / "bad.jsonl", ['{"messages": [{"role": "user", "content": "q"}]}'])
+    cfg = make_cfg(**{"data.train": str(bad)})
+    with pytest.raises(DataError):
+        train(cfg)
+    run_dir = next((tmp_path / "runs").iterdir())
+    failed = [e for e in iter_events(run_dir / "events.jsonl") if e.type == "run_failed"]
+    assert len(failed) == 1 and failed[0].error_type == "DataError" and f"{bad}:1" in failed[0].error
+
+
+def test_merge_adapter_writes_a_loadable_model(make_cfg):
+    from transformers import AutoModelForCausalLM
+
+    r = train(make_cfg(**{"schedule.max_steps": 2, "checkpointing.merge_adapter": True}))
+    merged = AutoModelForCausalLM.from_pretrained(r.run_dir / "merged")
+    assert not any("lora" in n for n, _ in merged.named_parameters())
