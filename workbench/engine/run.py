@@ -36,6 +36,7 @@ from ..precision import (
 from . import memory
 from .census import parameter_census
 from .checkpoint import TrainState, list_checkpoints, load_checkpoint, save_checkpoint
+from .observers import default_observers
 from .schedule import lr_factor
 
 STOP_FILE = "STOP"  # created by RunHandle.stop(); polled between optimizer steps
@@ -49,6 +50,7 @@ class RunResult:
     eval_losses: list = field(default_factory=list)  # (step, loss)
     adapter_path: Optional[Path] = None
     stopped: bool = False
+    stop_reason: Optional[str] = None  # why an observer or a stop request ended the run early
     skipped_steps: int = 0
 
 
@@ -81,6 +83,7 @@ class _Engine:
         self.ckpt_root = run_dir / "checkpoints"
         self.state = TrainState(step=0, micro_batches=0)
         self.result = RunResult(run_dir=run_dir, step=0)
+        self.observers = default_observers(cfg)
 
     # ---- set-up ---------------------------------------------------------------------------------
     def setup(self) -> None:
@@ -112,6 +115,8 @@ class _Engine:
         self.scaler = self.policy.make_grad_scaler()
         if cfg.checkpointing.resume_from:
             self._resume(cfg.checkpointing.resume_from)
+        for o in self.observers:
+            o.setup(self)
 
     def _resume(self, where: str) -> None:
         path = Path(where)
@@ -169,6 +174,8 @@ class _Engine:
             (self.scaler.scale(loss) if self.scaler is not None else loss).backward()
             loss_sum += float(part.detach())
         state = self.measure_state() if measure else None
+        for o in self.observers:
+            o.before_optimizer_step(self, self.state.step + 1)
         outcome = optimizer_step(self.optimizer, self.named_trainable, self.scaler, self.cfg.precision.max_grad_norm)
         with warnings.catch_warnings():
             # A skipped first fp16 step makes torch warn that the schedule ran before the optimizer;
@@ -225,6 +232,7 @@ class _Engine:
             while self.state.step < s.max_steps:
                 if stop_file.exists():
                     self.result.stopped = True
+                    self.result.stop_reason = "stop requested"
                     break
                 t0 = time.perf_counter()
                 lr = self.optimizer.param_groups[0]["lr"]
@@ -251,6 +259,11 @@ class _Engine:
                     self.emit_memory(state)
                 if out.census_every and step % out.census_every == 0:
                     self.emit_census()
+                stop_reasons = [r for o in self.observers if (r := o.after_step(self, step, outcome, loss))]
+                if stop_reasons:
+                    self.result.stopped = True
+                    self.result.stop_reason = "; ".join(stop_reasons)
+                    break
                 if s.eval_every and step % s.eval_every == 0 and step < s.max_steps:
                     self.evaluate()
                 if cfg.checkpointing.every_steps and step % cfg.checkpointing.every_steps == 0 and step < s.max_steps:
@@ -267,10 +280,13 @@ class _Engine:
         self.checkpoint()
         self.emit_census()
         self.emit_memory(self.measure_state())
+        for o in self.observers:
+            o.finish(self)
         self.result.adapter_path = self.save_final()
         self.writer.emit(RunFinished(step=self.state.step, final_loss=self.state.last_loss,
                                      adapter_path=str(self.result.adapter_path) if self.result.adapter_path else None,
-                                     wall_s=time.time() - t_start, stopped=self.result.stopped))
+                                     wall_s=time.time() - t_start, stopped=self.result.stopped,
+                                     stop_reason=self.result.stop_reason))
         return self.result
 
     def save_final(self) -> Path:

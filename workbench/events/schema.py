@@ -115,7 +115,8 @@ class RunFinished(Event):
     final_loss: Optional[float]
     adapter_path: Optional[str]
     wall_s: float
-    stopped: bool = False  # ended early by a stop request (after saving a checkpoint)
+    stopped: bool = False  # ended early by a stop request or an observer (after saving a checkpoint)
+    stop_reason: Optional[str] = None
 
 
 @dataclass(frozen=True)
