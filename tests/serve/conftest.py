@@ -1,15 +1,21 @@
 """Servers shared by the serve tests (started once per session on 127.0.0.1, free ports)."""
 from __future__ import annotations
 
-import json
-import sys
 from pathlib import Path
 
 import pytest
 
-sys.path.insert(0, str(Path(__file__).parent))  # helpers next to the tests (no tests/__init__.py here)
+from .helpers import SMALL, make_adapter
 
-SMALL = "smollm2-135m-instruct"
+
+@pytest.fixture(scope="session", autouse=True)
+def _restore_torch_threads():
+    # servers started with threads=1 set torch's process-wide thread count; give it back afterwards
+    import torch
+
+    before = torch.get_num_threads()
+    yield
+    torch.set_num_threads(before)
 
 
 @pytest.fixture(scope="session")
@@ -23,28 +29,11 @@ def tiny_server():
 
 @pytest.fixture(scope="session")
 def scripted_server():
-    from scripted import scripted_model
+    from .scripted import scripted_model
     from workbench.serve import start_server
 
     with start_server("scripted", loaded=scripted_model(), max_batch=4) as srv:
         yield srv
-
-
-def make_adapter(base_source: str, out: Path, seed: int = 0, run_source: str | None = None) -> Path:
-    """A random non-zero LoRA adapter for ``base_source``, saved as a run directory (config.json + adapter/).
-    alpha 64 (scale 8): at scale 1 a random adapter leaves SmolLM2's confident greedy answers unchanged."""
-    import torch
-    from peft import LoraConfig, get_peft_model
-
-    from workbench.models import load_for_inference
-
-    base = load_for_inference(base_source).model
-    torch.manual_seed(seed)
-    peft_model = get_peft_model(base, LoraConfig(r=8, lora_alpha=64, target_modules="all-linear", init_lora_weights=False))
-    out.mkdir(parents=True, exist_ok=True)
-    peft_model.save_pretrained(out / "adapter")
-    (out / "config.json").write_text(json.dumps({"model": {"source": run_source or base_source}}))
-    return out
 
 
 @pytest.fixture(scope="session")

@@ -83,7 +83,7 @@ def test_seeded_sampling_is_reproducible_and_batch_independent(tiny):
 
 
 def test_mixed_adapter_batch_equals_separate_runs(tmp_path):
-    from conftest import make_adapter
+    from .helpers import make_adapter
 
     run = make_adapter("tiny-glm4", tmp_path / "tiny-run", seed=3)
     loaded = load_for_inference("tiny-glm4")

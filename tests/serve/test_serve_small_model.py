@@ -10,7 +10,7 @@ import httpx
 import openai
 import pytest
 
-from conftest import SMALL, make_adapter
+from .helpers import SMALL, make_adapter
 
 pytestmark = pytest.mark.skipif(not __import__("workbench.models.packaged", fromlist=["x"]).is_cached(),
                                 reason="SmolLM2 not cached")
