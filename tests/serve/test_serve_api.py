@@ -195,6 +195,24 @@ def test_health_is_503_while_loading():
         assert r.status_code == 503 and r.json()["error"]["type"] == "service_unavailable"
 
 
+def test_adapter_management_from_another_machine_needs_a_key():
+    from fastapi.testclient import TestClient
+
+    from workbench.serve.app import create_app
+    from workbench.serve.runtime import Runtime, ServeConfig
+
+    runtime = Runtime(ServeConfig(model="tiny-glm4"))
+    runtime.status = "ok"  # no model needed: refused before anything loads
+    remote = TestClient(create_app(runtime), client=("192.0.2.7", 5000))
+    r = remote.post("/v1/load_lora_adapter", json={"lora_name": "x", "lora_path": "/etc"})
+    assert r.status_code == 403 and r.json()["error"]["type"] == "permission_error"
+    keyed = Runtime(ServeConfig(model="tiny-glm4", api_key="k"))
+    keyed.status = "ok"
+    r = TestClient(create_app(keyed), client=("192.0.2.7", 5000)).post(
+        "/v1/load_lora_adapter", json={"lora_name": "x", "lora_path": "/nonexistent"}, headers={"Authorization": "Bearer k"})
+    assert r.status_code == 400 and "does not exist" in r.json()["error"]["message"]
+
+
 def test_openapi_describes_what_is_accepted(tiny_server):
     spec = httpx.get(tiny_server.url + "/openapi.json").json()
     paths = spec["paths"]

@@ -47,6 +47,7 @@ def error_response(status: int, message: str, *, type: str = "invalid_request_er
 _ERRORS = {
     400: {"model": P.ErrorResponse, "description": "Bad request (malformed JSON, invalid or unsupported field, context overflow)"},
     401: {"model": P.ErrorResponse, "description": "Missing or wrong API key (only when the server has one)"},
+    403: {"model": P.ErrorResponse, "description": "Adapter management from another machine without an API key"},
     404: {"model": P.ErrorResponse, "description": "Unknown model id"},
     503: {"model": P.ErrorResponse, "description": "The model is still loading"},
 }
@@ -65,6 +66,15 @@ def create_app(runtime: Runtime) -> FastAPI:
         header = request.headers.get("authorization", "")
         if header != f"Bearer {key}":
             raise APIError(401, "Incorrect API key provided.", code="invalid_api_key")
+
+    def require_admin(request: Request) -> None:
+        # Loading an adapter reads server-side paths: without an API key, only this machine may do it.
+        if runtime.config.api_key:
+            return
+        host = request.client.host if request.client else ""
+        if host not in ("127.0.0.1", "::1", "localhost", "testclient"):
+            raise APIError(403, "Adapter management without an API key is only allowed from this machine; start the "
+                                "server with --api-key", type="permission_error")
 
     def require_ready() -> None:
         if runtime.status == "loading":
@@ -129,8 +139,9 @@ def create_app(runtime: Runtime) -> FastAPI:
         events = await _collect(runtime, request, prompt_ids, params, adapter)
         return fmt.complete(events)
 
-    @app.post("/v1/load_lora_adapter", dependencies=[Depends(require_key), Depends(require_ready)],
-              response_model=P.ModelCard, responses={400: _ERRORS[400], 401: _ERRORS[401], 503: _ERRORS[503]})
+    @app.post("/v1/load_lora_adapter", dependencies=[Depends(require_key), Depends(require_admin), Depends(require_ready)],
+              response_model=P.ModelCard, responses={400: _ERRORS[400], 401: _ERRORS[401], 403: _ERRORS[403],
+                                                     503: _ERRORS[503]})
     def load_lora_adapter(body: P.LoadAdapterRequest):
         try:
             runtime.add_adapter(body.lora_name, body.lora_path)
@@ -138,8 +149,8 @@ def create_app(runtime: Runtime) -> FastAPI:
             raise APIError(400, str(err), param="lora_path") from None
         return next(c for c in runtime.cards() if c["id"] == body.lora_name)
 
-    @app.post("/v1/unload_lora_adapter", dependencies=[Depends(require_key), Depends(require_ready)],
-              response_model=P.ModelList, responses={**_ERRORS})
+    @app.post("/v1/unload_lora_adapter", dependencies=[Depends(require_key), Depends(require_admin), Depends(require_ready)],
+              response_model=P.ModelList, responses={**_ERRORS, 403: _ERRORS[403]})
     def unload_lora_adapter(body: P.UnloadAdapterRequest):
         try:
             runtime.remove_adapter(body.lora_name)
