@@ -11,8 +11,12 @@ from ..config import ConfigError
 from ..data import DataError
 from .config_args import add_config_arguments, overrides_from_args
 
-# Subcommands owned by other subpackages register themselves through add_parser(subparsers)/run(args).
-PLUGINS = ("workbench.serve.cli", "workbench.plan.cli")
+# Subcommands owned by other subpackages: (module, function adding the parser, function running it).
+SUBPACKAGE_COMMANDS = (
+    ("workbench.plan.cli", "add_parser", "run"),
+    ("workbench.plan.cli", "add_fact_check_parser", "run_fact_check"),
+    ("workbench.serve.cli", "add_parser", "run"),
+)
 
 
 def _train_parser(sub) -> None:
@@ -139,12 +143,9 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     for add in (_demo_parser, _train_parser, _models_parser, _runs_parser):
         add(sub)
-    for mod in PLUGINS:
-        try:
-            plugin = importlib.import_module(mod)
-        except ImportError:
-            continue
-        plugin.add_parser(sub)
+    for module_name, add, run in SUBPACKAGE_COMMANDS:
+        module = importlib.import_module(module_name)
+        getattr(module, add)(sub).set_defaults(func=getattr(module, run))
     return parser
 
 

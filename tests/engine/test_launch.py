@@ -1,0 +1,42 @@
+import os
+import signal
+import time
+
+from workbench.engine import attach, launch
+
+
+def _wait_for(pred, timeout=120):
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        if pred():
+            return True
+        time.sleep(0.2)
+    return False
+
+
+def test_launch_runs_in_its_own_process_and_finishes(make_cfg):
+    handle = launch(make_cfg(**{"schedule.max_steps": 3}))
+    assert handle.pid != os.getpid()
+    assert handle.wait(timeout=300) == "finished"
+    events, _ = handle.events()
+    assert events[0].type == "run_started" and events[-1].type == "run_finished"
+    assert attach(handle.run_dir).status() == "finished"  # a fresh handle reads the same state
+
+
+def test_stop_saves_a_checkpoint_and_reports_stopped(make_cfg):
+    handle = launch(make_cfg(**{"schedule.max_steps": 100000}))
+    assert _wait_for(lambda: any(e.type == "step" for e in handle.events()[0]))
+    assert handle.stop(timeout=120) == "stopped"
+    events, _ = handle.events()
+    end = events[-1]
+    assert end.type == "run_finished" and end.stopped and end.stop_reason == "stop requested"
+    assert any(e.type == "checkpoint" and e.kind == "resumable" for e in events)
+
+
+def test_a_killed_worker_is_reported_failed(make_cfg):
+    handle = launch(make_cfg(**{"schedule.max_steps": 100000}))
+    assert _wait_for(lambda: any(e.type == "step" for e in handle.events()[0]))
+    os.killpg(handle.pid, signal.SIGKILL)
+    assert handle.wait(timeout=60) == "failed"
+    end = handle.events()[0][-1]
+    assert end.type == "run_failed" and end.error_type == "WorkerDied" and "code -9" in end.error

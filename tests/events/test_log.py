@@ -1,0 +1,46 @@
+import json
+
+from workbench.events import EventWriter, Overflow, Step, read_events
+
+
+def _step(n, **kw):
+    base = dict(step=n, loss=1.0, lr=0.1, grad_norm=1.0, loss_scale=None, skipped=False, tokens=3,
+                tokens_per_s=1.0, step_time_s=0.1, eta_s=0.0)
+    base.update(kw)
+    return Step(**base)
+
+
+def test_tail_from_offset_ignores_a_partial_last_line(tmp_path):
+    path = tmp_path / "events.jsonl"
+    with EventWriter(path, rank=1) as w:
+        w.emit(_step(1))
+        events, off = read_events(path)
+        assert [e.step for e in events] == [1] and events[0].rank == 1
+        w.emit(_step(2))
+    with open(path, "a") as fh:
+        fh.write('{"type": "step", "v": 1, "ste')  # a writer caught mid-line
+    events, off2 = read_events(path, off)
+    assert [e.step for e in events] == [2]
+    assert read_events(path, off2) == ([], off2)
+    with open(path, "a") as fh:
+        fh.write('p": 3}\n')
+    events, _ = read_events(path, off2, typed=False)
+    assert events == [{"type": "step", "v": 1, "step": 3}]
+
+
+def test_nonfinite_numbers_stay_valid_json_and_unknown_types_pass_through(tmp_path):
+    path = tmp_path / "events.jsonl"
+    with EventWriter(path) as w:
+        w.emit(_step(1, grad_norm=float("inf"), skipped=True))
+        w.emit(Overflow(step=1, scale_before=4.0, scale_after=2.0, nonfinite_params=["a"], nonfinite_count=1))
+    with open(path, "a") as fh:
+        fh.write(json.dumps({"type": "from_the_future", "v": 9, "x": 1}) + "\n")
+    lines = path.read_text().splitlines()
+    assert all(json.loads(line) for line in lines)  # strict JSON: no bare Infinity
+    events, _ = read_events(path)
+    assert events[0].grad_norm == "inf" and events[1].scale_after == 2.0
+    assert events[2] == {"type": "from_the_future", "v": 9, "x": 1}
+
+
+def test_missing_log_reads_empty(tmp_path):
+    assert read_events(tmp_path / "none.jsonl", 5) == ([], 5)

