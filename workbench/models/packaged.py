@@ -80,6 +80,7 @@ def _save_plain(model, out: Path) -> None:
         if hasattr(cfg, attr):
             delattr(cfg, attr)
     cfg.dtype = "float32"
+    cfg.architectures = [type(model).__name__]  # GGUF configs lack it; tools like `transformers serve` need it
     cfg.save_pretrained(out)
     if getattr(model, "generation_config", None) is not None:
         model.generation_config.save_pretrained(out)

@@ -1,0 +1,29 @@
+#!/usr/bin/env bash
+# Set up Workbench in ./.venv on a fresh machine: the right torch build, the package, and (with
+# --test) the test tools. Safe to re-run: finished steps are skipped by pip.
+#   bash scripts/setup.sh          # to use it
+#   bash scripts/setup.sh --test   # to run the test suite too
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+PY=${PYTHON:-python3}
+VENV=${WORKBENCH_VENV:-.venv}
+[ -x "$VENV/bin/python" ] || "$PY" -m venv "$VENV"
+PIP=("$VENV/bin/python" -m pip --disable-pip-version-check)
+
+# torch first, so the package's "torch>=..." is already satisfied: without an NVIDIA GPU take the
+# CPU build (a CUDA build is several GB of wheels this machine cannot use); with one, the default
+# CUDA build. WORKBENCH_TORCH overrides both (e.g. "torch==2.13.0+cu128").
+if [ -n "${WORKBENCH_TORCH:-}" ]; then
+  TORCH_SPEC=$WORKBENCH_TORCH
+elif command -v nvidia-smi >/dev/null 2>&1 && nvidia-smi -L >/dev/null 2>&1; then
+  TORCH_SPEC="torch>=2.6"
+else
+  TORCH_SPEC="torch==2.13.0"
+fi
+"$VENV/bin/python" -c "import torch" 2>/dev/null || "${PIP[@]}" install -q "$TORCH_SPEC"
+
+EXTRAS=""
+[ "${1:-}" = "--test" ] && EXTRAS="[test]"
+"${PIP[@]}" install -q -e ".$EXTRAS"
+echo "workbench is set up in $VENV (torch $("$VENV/bin/python" -c 'import torch; print(torch.__version__)'))"

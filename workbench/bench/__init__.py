@@ -1,0 +1,1 @@
+"""Benchmarks that print figures (speed targets live here, not in timed tests)."""
