@@ -1,0 +1,165 @@
+"""The chat compare panel: one prompt to 2-3 served models, answers streaming side by side.
+
+Answers stream through langchain-openai (``workbench.serve.client.chat_model``, which keeps the
+reasoning) with ``astream`` in asyncio tasks on the kernel's loop, so the kernel stays free and
+widgets are only touched from that loop. Reasoning goes in a collapsible section above each answer.
+"""
+from __future__ import annotations
+
+import asyncio
+import html
+import time
+from typing import Any, Iterable, Optional
+
+import ipywidgets as W
+
+from ..serve.client import Reply, _messages, chat_model, served_models
+from .state import Throttle
+
+MAX_MODELS = 3
+REDRAWS_PER_S = 4
+
+
+class AnswerColumn(W.VBox):
+    def __init__(self, model: str):
+        self.model = model
+        self.header = W.HTML(f"<b>{html.escape(model)}</b> <small>...</small>")
+        self.reasoning = W.HTML()
+        self.reasoning_box = W.Accordion(children=[self.reasoning], titles=("reasoning",), selected_index=None)
+        self.reasoning_box.layout.display = "none"
+        self.answer = W.HTML()
+        self.answer.add_class("wb-answer")
+        super().__init__([self.header, self.reasoning_box, self.answer],
+                         layout=W.Layout(border="1px solid #ccc", padding="6px", width="100%"))
+        self.add_class("wb-answer-column")
+
+    def show(self, reply: Reply, done: bool) -> None:
+        status = (f"{reply.seconds:.1f} s" if done else "streaming...")
+        self.header.value = f"<b>{html.escape(reply.model)}</b> <small class='wb-answer-status'>{status}</small>"
+        if reply.reasoning:
+            self.reasoning_box.layout.display = None
+            self.reasoning.value = f"<div style='color:#777;font-style:italic;white-space:pre-wrap'>{html.escape(reply.reasoning)}</div>"
+        text = html.escape(reply.content)
+        if reply.error:
+            text += f"<div style='color:#c62828'>{html.escape(reply.error)}</div>"
+        self.answer.value = f"<div class='wb-answer-text' style='white-space:pre-wrap'>{text}</div>"
+
+
+class ChatComparePanel(W.VBox):
+    """Pick 2-3 model ids the server lists, type a prompt, read the answers side by side."""
+
+    def __init__(self, server: Any = None, base_url: Optional[str] = None, models: Iterable[str] = (),
+                 max_tokens: int = 128):
+        self.server = server
+        self.base_url = base_url
+        self.replies: dict[str, Reply] = {}
+        self.columns: dict[str, AnswerColumn] = {}
+        self._task: Optional[asyncio.Task] = None
+        self.models = W.SelectMultiple(options=list(models), description="models", rows=4,
+                                       style={"description_width": "60px"}, layout=W.Layout(width="420px"))
+        self.refresh_button = W.Button(description="Refresh models", icon="refresh")
+        self.refresh_button.on_click(lambda _: self.refresh_models())
+        self.prompt = W.Textarea(placeholder="Ask the selected models...", layout=W.Layout(width="98%", height="60px"))
+        self.thinking = W.Dropdown(options=[("template default", None), ("on", True), ("off", False)], value=None,
+                                   description="thinking", style={"description_width": "60px"})
+        self.max_tokens = W.BoundedIntText(value=max_tokens, min=1, max=32768, description="max tokens",
+                                           style={"description_width": "80px"}, layout=W.Layout(width="180px"))
+        self.ask_button = W.Button(description="Ask", icon="paper-plane", button_style="primary")
+        self.ask_button.add_class("wb-ask")
+        self.ask_button.on_click(lambda _: self.ask())
+        self.message = W.HTML()
+        self.answers = W.GridBox(layout=W.Layout(grid_template_columns="repeat(2, 1fr)", grid_gap="6px"))
+        self.answers.add_class("wb-answers")
+        super().__init__([W.HTML("<b>Chat compare</b>"), W.HBox([self.models, self.refresh_button]), self.prompt,
+                          W.HBox([self.thinking, self.max_tokens, self.ask_button, self.message]), self.answers])
+        self.add_class("wb-chat-panel")
+        if server is not None and not self.models.options:
+            self.refresh_models()
+
+    def _conn(self) -> dict:
+        return {"server": self.server} if self.server is not None else ({"base_url": self.base_url} if self.base_url else {})
+
+    def refresh_models(self) -> list[str]:
+        try:
+            ids = served_models(**self._conn())
+        except Exception as err:  # noqa: BLE001 - no server yet: say so in the panel
+            self.message.value = f"<span style='color:#c62828'>cannot list models: {html.escape(str(err))}</span>"
+            return list(self.models.options)
+        selected = [m for m in self.models.value if m in ids]
+        self.models.options = ids
+        self.models.value = tuple(selected or ids[:2])
+        return ids
+
+    def add_model(self, model_id: str, select: bool = True) -> None:
+        if model_id not in self.models.options:
+            self.models.options = list(self.models.options) + [model_id]
+        if select:
+            chosen = [m for m in self.models.value if m != model_id][: MAX_MODELS - 1]
+            self.models.value = tuple(chosen + [model_id])
+
+    def _start(self, prompt: Optional[str], models: Optional[Iterable[str]]) -> Optional[tuple[str, list[str]]]:
+        prompt = self.prompt.value if prompt is None else prompt
+        models = list(dict.fromkeys(models if models is not None else self.models.value))
+        if not (2 <= len(models) <= MAX_MODELS) or not prompt.strip():
+            self.message.value = (f"<span style='color:#c62828'>pick 2 to {MAX_MODELS} models and type a prompt "
+                                  f"({len(models)} picked)</span>")
+            return None
+        self.prompt.value = prompt
+        self.message.value = ""
+        self.replies = {m: Reply(m) for m in models}
+        self.columns = {m: AnswerColumn(m) for m in models}
+        self.answers.layout.grid_template_columns = f"repeat({len(models)}, 1fr)"
+        self.answers.children = list(self.columns.values())
+        return prompt, models
+
+    def ask(self, prompt: Optional[str] = None, models: Optional[Iterable[str]] = None) -> Optional[dict[str, Reply]]:
+        """Button handler: in a kernel, start streaming and return at once; without a loop, answer synchronously."""
+        try:
+            loop = asyncio.get_running_loop()
+        except RuntimeError:
+            return asyncio.run(self.ask_async(prompt, models))
+        if self._task is not None and not self._task.done():
+            self._task.cancel()
+        self._task = loop.create_task(self.ask_async(prompt, models))
+        return None
+
+    async def ask_async(self, prompt: Optional[str] = None, models: Optional[Iterable[str]] = None) -> dict[str, Reply]:
+        """Stream every model's answer at once; returns {model: Reply} when all are done."""
+        started = self._start(prompt, models)
+        if started is None:
+            return {}
+        prompt, models = started
+        self.ask_button.disabled = True
+        messages = _messages(prompt, None)
+        throttle = Throttle(1.0 / REDRAWS_PER_S)
+
+        async def one(model: str) -> None:
+            reply = self.replies[model]
+            llm = chat_model(model, enable_thinking=self.thinking.value, max_tokens=self.max_tokens.value, **self._conn())
+            t0 = time.monotonic()
+            try:
+                async for chunk in llm.astream(messages):
+                    reply.reasoning += chunk.additional_kwargs.get("reasoning_content") or ""
+                    reply.content += chunk.content if isinstance(chunk.content, str) else ""
+                    reply.seconds = time.monotonic() - t0
+                    if throttle.ready():
+                        for m, col in self.columns.items():
+                            col.show(self.replies[m], done=False)
+            except Exception as err:  # noqa: BLE001 - shown in its column; the others keep going
+                reply.error = f"{type(err).__name__}: {err}"
+            reply.seconds = time.monotonic() - t0
+            self.columns[model].show(reply, done=True)
+
+        try:
+            await asyncio.gather(*(one(m) for m in models))
+        finally:
+            self.ask_button.disabled = False
+        for m, col in self.columns.items():
+            col.show(self.replies[m], done=True)
+        return self.replies
+
+    async def answered(self) -> dict[str, Reply]:
+        """Wait for the answers the Ask button started (``await wb.chat.answered()``)."""
+        if self._task is not None:
+            await self._task
+        return self.replies

@@ -1,0 +1,315 @@
+"""The launch and monitor panel: launch / stop / re-attach a run and watch it live.
+
+Training runs in a worker process (``workbench.engine.launch``). An asyncio task on the kernel's own
+event loop tails the run's event log, folds events into a ``RunState`` and redraws at most
+``MAX_REDRAWS_PER_S`` times a second, one ``batch_update`` per figure. Nothing runs in a thread
+that touches a widget, and the kernel stays free between polls (clicks, other cells).
+"""
+from __future__ import annotations
+
+import asyncio
+import html
+import time
+from pathlib import Path
+from typing import Callable, Optional
+
+import ipywidgets as W
+import plotly.graph_objects as go
+
+from ..config import RunConfig
+from ..engine import RunHandle, attach, launch
+from .state import EventTail, RunState, Throttle, format_seconds
+
+POLL_INTERVAL_S = 0.1
+MAX_REDRAWS_PER_S = 4
+DTYPE_COLORS = {"float32": "#1e88e5", "bfloat16": "#43a047", "float16": "#fb8c00", "int8": "#8e24aa", "uint8": "#8e24aa"}
+ALERT_COLORS = {"error": "#c62828", "warning": "#ef6c00", "info": "#1565c0", "success": "#2e7d32"}
+MiB = 2**20
+
+
+def _figure(title: str, ytitle: str = "", height: int = 260, log_y: bool = False) -> go.FigureWidget:
+    fig = go.FigureWidget(layout=go.Layout(
+        title=dict(text=title, font=dict(size=13)), height=height, margin=dict(l=50, r=10, t=35, b=35),
+        xaxis=dict(title=dict(text="step")), yaxis=dict(title=dict(text=ytitle), type="log" if log_y else "linear"),
+        legend=dict(orientation="h", y=-0.25), template="plotly_white"))
+    return fig
+
+
+class RunMonitor(W.VBox):
+    """Launch/attach, stop, progress and live charts for one run at a time.
+
+    ``config_source`` returns the RunConfig to launch (the config panel's current one) or None.
+    """
+
+    def __init__(self, config_source: Optional[Callable[[], Optional[RunConfig]]] = None, runs_dir: str = "runs"):
+        self.config_source = config_source
+        self.runs_dir = runs_dir
+        self.handle: Optional[RunHandle] = None
+        self.state = RunState()
+        self.tail: Optional[EventTail] = None
+        self._task: Optional[asyncio.Task] = None
+        self._throttle = Throttle(1.0 / MAX_REDRAWS_PER_S)
+        self._drawn_version = -1
+        self._finished_callbacks: list[Callable[[RunState], None]] = []
+        self._fired_finished = False
+        self.redraws = 0
+        self.latencies: list[float] = []  # seconds from a step event's timestamp to the redraw that drew it
+
+        self.launch_button = W.Button(description="Launch", icon="play", button_style="success",
+                                      tooltip="start the configured run in a worker process")
+        self.stop_button = W.Button(description="Stop", icon="stop", button_style="danger", disabled=True,
+                                    tooltip="stop after the current step (a checkpoint is saved)")
+        self.launch_button.add_class("wb-launch")
+        self.stop_button.add_class("wb-stop")
+        self.launch_button.on_click(lambda _: self.launch())
+        self.stop_button.on_click(lambda _: self.stop())
+        self.message = W.HTML()
+        self.progress = W.FloatProgress(value=0.0, min=0.0, max=1.0, description="", layout=W.Layout(width="50%"))
+        self.status = W.HTML("<span class='wb-run-status'>idle</span>")
+
+        self.loss_fig = _figure("loss", "token loss")
+        self.loss_fig.add_scatter(name="loss", mode="lines+markers", marker=dict(size=4))
+        self.loss_fig.add_scatter(name="eval loss", mode="lines+markers", marker=dict(size=8, symbol="diamond"))
+        self.scale_fig = _figure("loss scale (fp16)", "scale", log_y=True)
+        self.scale_fig.add_scatter(name="loss scale", mode="lines")
+        self.scale_fig.add_scatter(name="overflow (step skipped)", mode="markers",
+                                   marker=dict(color="#c62828", size=10, symbol="x"))
+        self.grad_fig = _figure("grad norm", "L2 norm (unscaled)")
+        self.grad_fig.add_scatter(name="grad norm", mode="lines")
+        self.lr_fig = _figure("learning rate", "lr")
+        self.lr_fig.add_scatter(name="lr", mode="lines")
+        self.memory_fig = _figure("memory per device", "MiB")
+        self.breakdown_fig = _figure("model state (rank 0)", "MiB")
+        self.breakdown_fig.add_bar(name="bytes", x=["params", "grads", "optimizer", "master weights"], y=[0, 0, 0, 0],
+                                   marker=dict(color=["#5c6bc0", "#26a69a", "#ffa726", "#ab47bc"]))
+        self.breakdown_fig.update_xaxes(title=None)
+        self.census_fig = _figure("parameter census by module group", "parameters")
+        self.census_fig.update_layout(barmode="stack")
+        self.census_fig.update_xaxes(title=None)
+        self._census_traces: dict[str, int] = {}
+        self._memory_traces: dict[str, int] = {}
+        self.census_table = W.HTML()
+        self.alerts = W.HTML()
+        self.alerts.add_class("wb-alerts")
+        self.figures = {"loss": self.loss_fig, "loss_scale": self.scale_fig, "grad_norm": self.grad_fig,
+                        "lr": self.lr_fig, "memory": self.memory_fig, "breakdown": self.breakdown_fig,
+                        "census": self.census_fig}
+        for name, fig in self.figures.items():
+            fig.add_class(f"wb-fig-{name}")
+        charts = W.GridBox([self.loss_fig, self.scale_fig, self.grad_fig, self.lr_fig, self.memory_fig,
+                            self.breakdown_fig, self.census_fig, W.VBox([W.HTML("<b>census</b>"), self.census_table])],
+                           layout=W.Layout(grid_template_columns="repeat(2, 49%)", grid_gap="4px"))
+        super().__init__([W.HTML("<b>Launch and monitor</b>"),
+                          W.HBox([self.launch_button, self.stop_button, self.message]),
+                          W.HBox([self.progress, self.status]), self.alerts, charts])
+        self.add_class("wb-monitor-panel")
+
+    # ---- actions --------------------------------------------------------------------------------
+    def launch(self, cfg: Optional[RunConfig] = None) -> Optional[RunHandle]:
+        """Start ``cfg`` (default: the config source's) in a worker process and watch it."""
+        cfg = cfg or (self.config_source() if self.config_source else None)
+        if cfg is None:
+            self.message.value = "<span style='color:#c62828'>cannot launch: the configuration has problems</span>"
+            return None
+        if self.handle is not None and self.handle.is_running():
+            self.message.value = "<span style='color:#c62828'>a run is already going: stop it first</span>"
+            return None
+        handle = launch(cfg)
+        self.message.value = f"launched <code>{html.escape(str(handle.run_dir))}</code>"
+        self._watch(handle, status="starting")
+        return handle
+
+    def attach(self, run_dir: str | Path) -> RunHandle:
+        """Watch an existing run (running or not), e.g. after a kernel restart."""
+        handle = attach(run_dir)
+        self.message.value = f"attached to <code>{html.escape(str(handle.run_dir))}</code>"
+        self._watch(handle, status="running" if handle.is_running() else "idle")
+        return handle
+
+    def stop(self) -> None:
+        """Ask the run to stop; the worker saves a checkpoint first. Does not block the kernel."""
+        if self.handle is None:
+            return
+        self.stop_button.disabled = True
+        self.message.value = "stopping after the current step..."
+        handle = self.handle
+        try:
+            loop = asyncio.get_running_loop()
+        except RuntimeError:
+            handle.stop()
+            self.poll_once(force=True)
+            return
+        loop.run_in_executor(None, handle.stop)  # waits for the worker in a thread; touches no widget
+
+    def on_finished(self, callback: Callable[[RunState], None]) -> None:
+        """``callback(state)`` once per run when it finishes, stops or fails (on the kernel's loop)."""
+        self._finished_callbacks.append(callback)
+
+    # ---- the event loop side ------------------------------------------------------------------
+    def _watch(self, handle: RunHandle, status: str) -> None:
+        if self._task is not None and not self._task.done():
+            self._task.cancel()
+        self.handle = handle
+        self.state = RunState(run_dir=str(handle.run_dir), status=status)
+        self.tail = EventTail(handle.events_path)
+        self._drawn_version = -1
+        self._fired_finished = False
+        self.latencies = []
+        self._reset_figures()
+        self.stop_button.disabled = not handle.is_running()
+        self.poll_once(force=True)
+        try:
+            loop = asyncio.get_running_loop()
+        except RuntimeError:
+            return  # no kernel loop (plain script / tests): call poll_once() or wait_sync()
+        self._task = loop.create_task(self._poll_loop())
+
+    async def _poll_loop(self) -> None:
+        while True:
+            self.poll_once()
+            if self._finished():
+                self.poll_once(force=True)
+                return
+            await asyncio.sleep(POLL_INTERVAL_S)
+
+    def _finished(self) -> bool:
+        if self.handle is None:
+            return True
+        if self.handle.is_running():
+            return False
+        if not self.state.done:
+            self.handle.status()  # logs run_failed for a worker that died silently
+            self.state.apply(self.tail.poll())
+        return True
+
+    def poll_once(self, force: bool = False) -> int:
+        """Read new events, fold them in, redraw if due. Returns how many events were read."""
+        if self.tail is None:
+            return 0
+        events = self.tail.poll()
+        if events:
+            self.state.apply(events)
+        if self.state.version != self._drawn_version and (force or self._throttle.ready()):
+            self.redraw()
+        if self.state.done and not self._fired_finished and (self.handle is None or not self.handle.is_running()):
+            self._fired_finished = True
+            self.stop_button.disabled = True
+            for cb in list(self._finished_callbacks):
+                try:
+                    cb(self.state)
+                except Exception as err:  # noqa: BLE001 - a callback error must not kill the poller
+                    self.message.value = f"<span style='color:#c62828'>{html.escape(type(err).__name__)}: {html.escape(str(err))}</span>"
+        return len(events)
+
+    async def wait(self, timeout: Optional[float] = None) -> RunState:
+        """Await the end of the watched run while the charts keep updating (``await monitor.wait()``)."""
+        deadline = None if timeout is None else time.monotonic() + timeout
+        while self._task is not None and not self._task.done():
+            if deadline is not None and time.monotonic() > deadline:
+                raise TimeoutError(f"run still going after {timeout} s")
+            await asyncio.sleep(0.1)
+        self.poll_once(force=True)
+        return self.state
+
+    def wait_sync(self, timeout: Optional[float] = None) -> RunState:
+        """Without an event loop (tests, scripts): poll until the run ends."""
+        deadline = None if timeout is None else time.monotonic() + timeout
+        while not self._finished():
+            if deadline is not None and time.monotonic() > deadline:
+                raise TimeoutError(f"run still going after {timeout} s")
+            self.poll_once()
+            time.sleep(POLL_INTERVAL_S)
+        self.poll_once(force=True)
+        return self.state
+
+    # ---- drawing ------------------------------------------------------------------------------
+    def _reset_figures(self) -> None:
+        for fig in (self.loss_fig, self.scale_fig, self.grad_fig, self.lr_fig):
+            with fig.batch_update():
+                for trace in fig.data:
+                    trace.x, trace.y = [], []
+        self.memory_fig.data = []
+        self.census_fig.data = []
+        self._memory_traces, self._census_traces = {}, {}
+
+    def redraw(self) -> None:
+        s = self.state
+        now = time.time()
+        self._drawn_version = s.version
+        self.redraws += 1
+        with self.loss_fig.batch_update():
+            self.loss_fig.data[0].x, self.loss_fig.data[0].y = list(s.loss.x), list(s.loss.y)
+            self.loss_fig.data[1].x, self.loss_fig.data[1].y = list(s.eval_loss.x), list(s.eval_loss.y)
+        with self.scale_fig.batch_update():
+            self.scale_fig.data[0].x, self.scale_fig.data[0].y = list(s.loss_scale.x), list(s.loss_scale.y)
+            self.scale_fig.data[1].x = [o["step"] for o in s.overflows]
+            self.scale_fig.data[1].y = [o["scale_before"] for o in s.overflows]
+            self.scale_fig.layout.title.text = (f"loss scale (fp16): {len(s.overflows)} overflow(s)" if s.loss_scale.x
+                                                else "loss scale (no scaler in this precision)")
+        with self.grad_fig.batch_update():
+            self.grad_fig.data[0].x, self.grad_fig.data[0].y = list(s.grad_norm.x), list(s.grad_norm.y)
+        with self.lr_fig.batch_update():
+            self.lr_fig.data[0].x, self.lr_fig.data[0].y = list(s.lr.x), list(s.lr.y)
+        self._draw_memory()
+        self._draw_census()
+        self._draw_progress()
+        self._draw_alerts()
+        for t, _step in s.take_pending_step_times():
+            if t is not None:
+                self.latencies.append(now - t)
+
+    def _draw_memory(self) -> None:
+        s = self.state
+        for name in s.memory_series:
+            if name not in self._memory_traces:
+                self.memory_fig.add_scatter(name=name, mode="lines+markers")
+                self._memory_traces[name] = len(self.memory_fig.data) - 1
+        with self.memory_fig.batch_update():
+            for name, series in s.memory_series.items():
+                trace = self.memory_fig.data[self._memory_traces[name]]
+                trace.x, trace.y = list(series.x), [v / MiB for v in series.y]
+        b = s.memory_breakdown()
+        self.breakdown_fig.data[0].y = [b[k] / MiB for k in ("params", "grads", "optimizer", "master weights")]
+
+    def _draw_census(self) -> None:
+        s = self.state
+        if not s.census:
+            return
+        by_dtype = s.census_by_group()
+        groups = sorted({g for d in by_dtype.values() for g in d})
+        for dtype in by_dtype:
+            if dtype not in self._census_traces:
+                self.census_fig.add_bar(name=dtype, marker=dict(color=DTYPE_COLORS.get(dtype)))
+                self._census_traces[dtype] = len(self.census_fig.data) - 1
+        with self.census_fig.batch_update():
+            for dtype, index in self._census_traces.items():
+                counts = by_dtype.get(dtype, {})  # a dtype that disappeared (e.g. after a cast) drops to 0
+                self.census_fig.data[index].x = groups
+                self.census_fig.data[index].y = [counts.get(g, 0) for g in groups]
+            totals = ", ".join(f"{k}: {v:,}" for k, v in s.census["totals"].items())
+            self.census_fig.layout.title.text = f"parameter census at step {s.census['step']} ({totals})"
+        rows = "".join(f"<tr><td>{html.escape(r['group'])}</td><td>{html.escape(r['dtype'])}</td>"
+                       f"<td>{'yes' if r.get('trainable') else ''}</td><td style='text-align:right'>{r['count']:,}</td>"
+                       f"<td style='text-align:right'>{r['bytes'] / MiB:,.2f}</td></tr>" for r in s.census["rows"])
+        self.census_table.value = (f"<table class='wb-census' style='font-size:85%'><tr><th>group</th><th>dtype</th>"
+                                   f"<th>trained</th><th>params</th><th>MiB</th></tr>{rows}</table>")
+
+    def _draw_progress(self) -> None:
+        s = self.state
+        self.progress.value = s.progress
+        self.progress.bar_style = {"finished": "success", "failed": "danger", "stopped": "warning"}.get(s.status, "info")
+        eta = f" &nbsp; ETA {format_seconds(s.eta_s)}" if s.eta_s is not None and not s.done else ""
+        rate = f" &nbsp; {s.tokens_per_s:,.0f} tok/s" if s.tokens_per_s and not s.done else ""
+        self.status.value = f"<span class='wb-run-status' data-status='{s.status}'>{html.escape(s.summary())}{eta}{rate}</span>"
+        self.stop_button.disabled = s.done or self.handle is None
+
+    def _draw_alerts(self) -> None:
+        items = []
+        for a in reversed(self.state.alerts[-30:]):
+            color = ALERT_COLORS.get(a.level, "#444")
+            detail = (f"<details><summary>details</summary><pre style='white-space:pre-wrap'>{html.escape(a.detail)}"
+                      f"</pre></details>" if a.detail and len(a.detail) > 160 else
+                      f"<div style='color:#555'>{html.escape(a.detail)}</div>" if a.detail else "")
+            items.append(f"<div class='wb-alert wb-alert-{a.kind}' style='border-left:4px solid {color};padding:2px 8px;"
+                         f"margin:2px 0'><b style='color:{color}'>{html.escape(a.title)}</b>{detail}</div>")
+        self.alerts.value = f"<div style='max-height:220px;overflow-y:auto'>{''.join(items)}</div>" if items else ""

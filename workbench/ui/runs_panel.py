@@ -1,0 +1,128 @@
+"""The runs panel: past and running runs of a runs directory; re-attach, compare loss curves and configs."""
+from __future__ import annotations
+
+import html
+from pathlib import Path
+from typing import Optional
+
+import ipywidgets as W
+import plotly.graph_objects as go
+
+from ..engine import attach
+from .state import RunState, load_run_state
+
+PALETTE = ["#1e88e5", "#e53935", "#43a047", "#fb8c00", "#8e24aa", "#00897b"]
+
+
+def list_runs(runs_dir: str | Path) -> list[dict]:
+    """[{name, path, status, step, total_steps, loss, model, precision}] sorted by name (= start time by default)."""
+    root = Path(runs_dir)
+    out = []
+    for d in sorted(p for p in root.iterdir() if (p / "config.json").exists()) if root.is_dir() else []:
+        state = load_run_state(d)
+        status = attach(d).status() if state.status not in ("finished", "stopped", "failed") else state.status
+        cfg = state.config
+        out.append({"name": d.name, "path": str(d), "status": status, "step": state.step, "total_steps": state.total_steps,
+                    "loss": state.loss.y[-1] if state.loss.y else None,
+                    "model": (cfg.get("model") or {}).get("source"), "precision": state.precision.get("mode")})
+    return out
+
+
+def _fmt_loss(loss: Optional[float]) -> str:
+    return "" if loss is None else f"{loss:.4f}"
+
+
+def _flat(d: dict, prefix: str = "") -> dict:
+    out = {}
+    for k, v in d.items():
+        if isinstance(v, dict):
+            out.update(_flat(v, f"{prefix}{k}."))
+        else:
+            out[f"{prefix}{k}"] = v
+    return out
+
+
+def config_diff(configs: dict[str, dict]) -> dict[str, dict]:
+    """{field path: {run: value}} for the fields whose values differ between the runs."""
+    flats = {name: _flat(c) for name, c in configs.items()}
+    keys = sorted({k for f in flats.values() for k in f})
+    return {k: {n: f.get(k) for n, f in flats.items()} for k in keys
+            if len({repr(f.get(k)) for f in flats.values()}) > 1}
+
+
+class RunsPanel(W.VBox):
+    def __init__(self, runs_dir: str = "runs", monitor=None):
+        self.monitor = monitor
+        self.runs: list[dict] = []
+        self.states: dict[str, RunState] = {}
+        self.runs_dir = W.Text(value=runs_dir, description="runs dir", style={"description_width": "60px"})
+        self.refresh_button = W.Button(description="Refresh", icon="refresh")
+        self.refresh_button.on_click(lambda _: self.refresh())
+        self.table = W.HTML()
+        self.select = W.SelectMultiple(options=[], rows=6, description="runs", style={"description_width": "60px"},
+                                       layout=W.Layout(width="420px"))
+        self.attach_button = W.Button(description="Attach monitor", icon="link",
+                                      tooltip="watch the (first) selected run in the monitor panel")
+        self.compare_button = W.Button(description="Compare", icon="columns")
+        self.attach_button.on_click(lambda _: self.attach_selected())
+        self.compare_button.on_click(lambda _: self.compare())
+        self.message = W.HTML()
+        self.compare_fig = go.FigureWidget(layout=go.Layout(title=dict(text="loss (solid) and eval loss (dashed)"),
+                                                            height=320, template="plotly_white",
+                                                            xaxis=dict(title=dict(text="step"))))
+        self.diff = W.HTML()
+        super().__init__([W.HTML("<b>Runs</b>"), W.HBox([self.runs_dir, self.refresh_button]), self.table,
+                          W.HBox([self.select, W.VBox([self.attach_button, self.compare_button])]), self.message,
+                          self.compare_fig, self.diff])
+        self.add_class("wb-runs-panel")
+        self.refresh()
+
+    def refresh(self) -> list[dict]:
+        self.runs = list_runs(self.runs_dir.value)
+        rows = "".join(
+            f"<tr><td>{html.escape(r['name'])}</td><td class='wb-run-{r['status']}'>{r['status']}</td>"
+            f"<td>{r['step']}/{r['total_steps'] or '?'}</td><td>{_fmt_loss(r['loss'])}</td>"
+            f"<td>{html.escape(str(r['model']))}</td><td>{html.escape(str(r['precision']))}</td></tr>" for r in self.runs)
+        self.table.value = ("<table class='wb-runs' style='font-size:90%'><tr><th>run</th><th>status</th><th>step</th>"
+                            f"<th>loss</th><th>model</th><th>precision</th></tr>{rows}</table>" if self.runs
+                            else f"<i>no runs in {html.escape(self.runs_dir.value)}</i>")
+        selected = [v for v in self.select.value if v in {r["name"] for r in self.runs}]
+        self.select.options = [r["name"] for r in self.runs]
+        self.select.value = tuple(selected)
+        return self.runs
+
+    def _path(self, name: str) -> Path:
+        return Path(self.runs_dir.value) / name
+
+    def attach_selected(self, name: Optional[str] = None):
+        name = name or (self.select.value[0] if self.select.value else None)
+        if name is None or self.monitor is None:
+            self.message.value = "select a run first" if self.monitor is not None else "no monitor panel to attach"
+            return None
+        return self.monitor.attach(self._path(name))
+
+    def compare(self, names: Optional[list[str]] = None) -> dict[str, dict]:
+        names = list(names or self.select.value)
+        if len(names) < 2:
+            self.message.value = "select two or more runs to compare"
+            return {}
+        self.message.value = ""
+        self.states = {n: load_run_state(self._path(n)) for n in names}
+        traces = []
+        for i, (n, s) in enumerate(self.states.items()):
+            color = PALETTE[i % len(PALETTE)]
+            traces.append(go.Scatter(name=n, x=list(s.loss.x), y=list(s.loss.y), mode="lines", line=dict(color=color)))
+            if s.eval_loss.x:
+                traces.append(go.Scatter(name=f"{n} (eval)", x=list(s.eval_loss.x), y=list(s.eval_loss.y),
+                                         mode="lines+markers", line=dict(color=color, dash="dash")))
+        with self.compare_fig.batch_update():
+            self.compare_fig.data = []
+            for t in traces:
+                self.compare_fig.add_trace(t)
+        diff = config_diff({n: s.config for n, s in self.states.items()})
+        head = "".join(f"<th>{html.escape(n)}</th>" for n in names)
+        body = "".join(f"<tr><td>{html.escape(k)}</td>" + "".join(f"<td>{html.escape(repr(v[n]))}</td>" for n in names)
+                       + "</tr>" for k, v in diff.items() if not k.startswith("output.run_name"))
+        self.diff.value = (f"<table class='wb-config-diff' style='font-size:90%'><tr><th>config field</th>{head}</tr>"
+                           f"{body}</table>" if body else "<i>same configuration</i>")
+        return diff

@@ -1,0 +1,311 @@
+"""What a run looks like so far, folded from its event log. Plain Python: no widgets, no plotting.
+
+``RunState.apply(events)`` folds events (typed dataclasses or the plain dicts of unknown types) into
+series and summaries any view can draw: the notebook panels, a terminal, an extension. ``EventTail``
+reads a log incrementally. Both are independent of how (or whether) anything is displayed.
+"""
+from __future__ import annotations
+
+import math
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Iterable, Optional
+
+from ..events import read_events
+
+TERMINAL_TYPES = ("run_finished", "run_failed")
+
+
+def _get(event: Any, name: str, default: Any = None) -> Any:
+    if isinstance(event, dict):
+        return event.get(name, default)
+    return getattr(event, name, default)
+
+
+def _num(value: Any) -> Optional[float]:
+    """A float from an event field; the log writes inf/nan as strings (JSON has neither)."""
+    if value is None:
+        return None
+    try:
+        return float(value)
+    except (TypeError, ValueError):
+        return None
+
+
+def _finite_or_none(value: Any) -> Optional[float]:
+    v = _num(value)
+    return v if v is not None and math.isfinite(v) else None
+
+
+@dataclass
+class Alert:
+    level: str  # info | warning | error | success
+    title: str
+    detail: str = ""
+    step: Optional[int] = None
+    kind: str = ""  # the event type that raised it
+
+
+@dataclass
+class Series:
+    """Parallel x/y lists; views append, never rebuild."""
+
+    x: list = field(default_factory=list)
+    y: list = field(default_factory=list)
+
+    def add(self, x, y) -> None:
+        self.x.append(x)
+        self.y.append(y)
+
+    def __len__(self) -> int:
+        return len(self.x)
+
+
+@dataclass
+class RunState:
+    """Everything the monitor shows about one run. ``version`` grows on every change a view must redraw."""
+
+    run_dir: Optional[str] = None
+    status: str = "idle"  # idle | starting | running | finished | stopped | failed
+    total_steps: Optional[int] = None
+    step: int = 0
+    eta_s: Optional[float] = None
+    tokens_per_s: Optional[float] = None
+    precision: dict = field(default_factory=dict)
+    config: dict = field(default_factory=dict)
+    loss: Series = field(default_factory=Series)
+    eval_loss: Series = field(default_factory=Series)
+    lr: Series = field(default_factory=Series)
+    grad_norm: Series = field(default_factory=Series)
+    loss_scale: Series = field(default_factory=Series)
+    skipped_steps: list = field(default_factory=list)
+    overflows: list = field(default_factory=list)  # [{step, scale_before, scale_after, nonfinite_count, params}]
+    census: Optional[dict] = None  # latest {step, rows, totals}
+    census_history: list = field(default_factory=list)  # [(step, totals)]
+    memory: dict = field(default_factory=dict)  # rank -> latest memory event as a dict
+    memory_series: dict = field(default_factory=dict)  # "rank0 host_rss" / "cuda:0 allocated" -> Series
+    plan: Optional[dict] = None
+    alerts: list = field(default_factory=list)
+    checkpoints: list = field(default_factory=list)
+    adapter_path: Optional[str] = None
+    final_loss: Optional[float] = None
+    error: Optional[str] = None
+    ranks: set = field(default_factory=set)
+    unknown_types: dict = field(default_factory=dict)  # type -> count, for forward compatibility
+    version: int = 0
+    last_event_time: Optional[float] = None
+    # (event time, step) of step events applied since the view last drew: the latency probe
+    pending_step_times: list = field(default_factory=list)
+
+    @property
+    def done(self) -> bool:
+        return self.status in ("finished", "stopped", "failed")
+
+    @property
+    def progress(self) -> float:
+        return min(1.0, self.step / self.total_steps) if self.total_steps else 0.0
+
+    def apply(self, events: Iterable[Any]) -> int:
+        """Fold events in; returns how many changed the state."""
+        changed = 0
+        for event in events:
+            kind = _get(event, "type")
+            handler = getattr(self, f"_on_{kind}", None) if isinstance(kind, str) else None
+            rank = _get(event, "rank", 0) or 0
+            self.ranks.add(rank)
+            t = _num(_get(event, "time"))
+            if t is not None:
+                self.last_event_time = t
+            if handler is None:
+                self.unknown_types[kind] = self.unknown_types.get(kind, 0) + 1
+                continue
+            if handler(event, rank) is not False:
+                changed += 1
+        if changed:
+            self.version += 1
+        return changed
+
+    # ---- one handler per event type; return False when nothing visible changed ----------------
+    def _on_run_started(self, e, rank):
+        if rank != 0:
+            return False
+        self.run_dir = _get(e, "run_dir") or self.run_dir
+        self.status = "running"
+        self.total_steps = _get(e, "total_steps")
+        self.step = _get(e, "start_step", 0) or 0
+        self.precision = dict(_get(e, "precision") or {})
+        self.config = dict(_get(e, "config") or {})
+
+    def _on_plan(self, e, rank):
+        if rank != 0:
+            return False
+        self.plan = _get(e, "plan")
+
+    def _on_step(self, e, rank):
+        if rank != 0:  # every rank logs the same global step; rank 0 speaks for the run
+            return False
+        step = _get(e, "step")
+        self.step = step
+        self.eta_s = _num(_get(e, "eta_s"))
+        self.tokens_per_s = _num(_get(e, "tokens_per_s"))
+        loss = _finite_or_none(_get(e, "loss"))
+        self.loss.add(step, loss)
+        self.lr.add(step, _num(_get(e, "lr")))
+        self.grad_norm.add(step, _finite_or_none(_get(e, "grad_norm")))
+        scale = _num(_get(e, "loss_scale"))
+        if scale is not None:
+            self.loss_scale.add(step, scale)
+        if _get(e, "skipped"):
+            self.skipped_steps.append(step)
+        self.pending_step_times.append((_num(_get(e, "time")), step))
+        if self.status in ("idle", "starting"):
+            self.status = "running"
+
+    def _on_overflow(self, e, rank):
+        if rank != 0:
+            return False
+        o = {"step": _get(e, "step"), "scale_before": _num(_get(e, "scale_before")),
+             "scale_after": _num(_get(e, "scale_after")), "nonfinite_count": _get(e, "nonfinite_count", 0),
+             "params": list(_get(e, "nonfinite_params") or [])}
+        self.overflows.append(o)
+        names = ", ".join(o["params"][:3]) + (" ..." if len(o["params"]) > 3 else "")
+        self.alerts.append(Alert("warning", f"step {o['step']}: gradient overflow, step skipped",
+                                 f"loss scale {o['scale_before']:g} -> {o['scale_after']:g}; "
+                                 f"{o['nonfinite_count']} non-finite gradient(s): {names}"
+                                 if o["scale_before"] is not None and o["scale_after"] is not None else names,
+                                 o["step"], "overflow"))
+
+    def _on_census(self, e, rank):
+        if rank != 0:
+            return False
+        self.census = {"step": _get(e, "step"), "rows": list(_get(e, "rows") or []), "totals": dict(_get(e, "totals") or {})}
+        self.census_history.append((self.census["step"], self.census["totals"]))
+
+    def _on_memory(self, e, rank):
+        d = e if isinstance(e, dict) else {k: _get(e, k) for k in (
+            "step", "devices", "host_rss", "params_bytes", "grads_bytes", "optimizer_bytes", "master_weights_bytes")}
+        self.memory[rank] = d
+        step = d.get("step")
+        for dev in d.get("devices") or []:
+            for key in ("allocated", "reserved", "peak"):
+                if dev.get(key) is not None:
+                    self.memory_series.setdefault(f"{dev.get('device')} {key}", Series()).add(step, dev[key])
+        if d.get("host_rss") is not None:
+            self.memory_series.setdefault(f"rank{rank} host RSS", Series()).add(step, d["host_rss"])
+
+    def _on_eval(self, e, rank):
+        if rank != 0:
+            return False
+        self.eval_loss.add(_get(e, "step"), _finite_or_none(_get(e, "loss")))
+
+    def _on_checkpoint(self, e, rank):
+        if rank != 0:
+            return False
+        self.checkpoints.append({"step": _get(e, "step"), "path": _get(e, "path"), "kind": _get(e, "kind")})
+        if _get(e, "kind") in ("adapter", "model"):
+            self.adapter_path = _get(e, "path")
+
+    def _on_run_finished(self, e, rank):
+        if rank != 0:
+            return False
+        self.step = _get(e, "step", self.step)
+        self.final_loss = _finite_or_none(_get(e, "final_loss"))
+        self.adapter_path = _get(e, "adapter_path") or self.adapter_path
+        self.eta_s = 0.0
+        stopped = bool(_get(e, "stopped"))
+        self.status = "stopped" if stopped else "finished"
+        reason = _get(e, "stop_reason")
+        wall = _num(_get(e, "wall_s")) or 0.0
+        self.alerts.append(Alert("info" if stopped else "success",
+                                 f"run {'stopped' if stopped else 'finished'} at step {self.step} ({wall:.0f} s)",
+                                 reason or "", self.step, "run_finished"))
+
+    def _on_run_failed(self, e, rank):
+        self.status = "failed"
+        self.error = f"{_get(e, 'error_type', 'Error')}: {_get(e, 'error', '')}"
+        self.alerts.append(Alert("error", f"run failed (rank {rank}, step {_get(e, 'step')})", self.error + (
+            "\n\n" + _get(e, "traceback") if _get(e, "traceback") else ""), _get(e, "step"), "run_failed"))
+
+    def _on_diagnosis(self, e, rank):
+        # From the diagnosis instruments: {step, cause, fix, module}. Handled generically (any extra
+        # fields are shown too) so the panel does not depend on the exact schema.
+        known = ("type", "v", "time", "rank", "step", "cause", "fix", "module")
+        extra = {k: v for k, v in (e.items() if isinstance(e, dict) else vars(e).items()) if k not in known}
+        cause, fix, module = _get(e, "cause"), _get(e, "fix"), _get(e, "module")
+        detail = "\n".join(filter(None, [f"module: {module}" if module else "", f"fix: {fix}" if fix else "",
+                                         *(f"{k}: {v}" for k, v in extra.items())]))
+        self.alerts.append(Alert("error", f"step {_get(e, 'step')}: {cause or 'diagnosis'}", detail,
+                                 _get(e, "step"), "diagnosis"))
+
+    # ---- helpers for views ----------------------------------------------------------------------
+    def take_pending_step_times(self) -> list:
+        out, self.pending_step_times = self.pending_step_times, []
+        return out
+
+    def census_by_group(self) -> dict:
+        """{dtype: {group: count}} from the latest census (trainable rows marked with '(trained)')."""
+        out: dict = {}
+        for row in (self.census or {}).get("rows", []):
+            group = row["group"] + (" (trained)" if row.get("trainable") else "")
+            out.setdefault(row["dtype"], {})
+            out[row["dtype"]][group] = out[row["dtype"]].get(group, 0) + row["count"]
+        return out
+
+    def memory_breakdown(self, rank: int = 0) -> dict:
+        m = self.memory.get(rank) or {}
+        return {"params": m.get("params_bytes", 0), "grads": m.get("grads_bytes", 0),
+                "optimizer": m.get("optimizer_bytes", 0), "master weights": m.get("master_weights_bytes", 0)}
+
+    def summary(self) -> str:
+        parts = [self.status]
+        if self.total_steps:
+            parts.append(f"step {self.step}/{self.total_steps}")
+        if self.loss.y and self.loss.y[-1] is not None:
+            parts.append(f"loss {self.loss.y[-1]:.4f}")
+        if self.eta_s is not None and not self.done:
+            parts.append(f"ETA {format_seconds(self.eta_s)}")
+        return " | ".join(parts)
+
+
+def format_seconds(s: Optional[float]) -> str:
+    if s is None or not math.isfinite(s):
+        return "?"
+    s = int(round(s))
+    return f"{s // 3600}:{s // 60 % 60:02d}:{s % 60:02d}" if s >= 3600 else f"{s // 60}:{s % 60:02d}"
+
+
+class EventTail:
+    """Incremental reader of one events.jsonl: ``poll()`` returns the complete events written since the last call."""
+
+    def __init__(self, path: str | Path, offset: int = 0):
+        self.path = Path(path)
+        self.offset = offset
+
+    def poll(self) -> list:
+        events, self.offset = read_events(self.path, self.offset)
+        return events
+
+
+def load_run_state(run_dir: str | Path) -> RunState:
+    """The state of a run from its whole log (past runs, the runs panel)."""
+    state = RunState(run_dir=str(run_dir))
+    state.apply(EventTail(Path(run_dir) / "events.jsonl").poll())
+    state.pending_step_times.clear()
+    return state
+
+
+class Throttle:
+    """At most one action per ``interval`` seconds: ``ready()`` says whether to act now."""
+
+    def __init__(self, interval: float, clock=time.monotonic):
+        self.interval = interval
+        self.clock = clock
+        self.last = -math.inf
+
+    def ready(self) -> bool:
+        now = self.clock()
+        if now - self.last >= self.interval:
+            self.last = now
+            return True
+        return False
