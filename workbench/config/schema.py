@@ -62,6 +62,33 @@ class DataSection(Section):
         return out
 
 
+class ModuleRule(Section):
+    """One per-module precision rule: modules whose qualified name matches ``pattern`` get this storage
+    and compute dtype (the first matching rule wins; a matched module's children follow it)."""
+
+    pattern: str = Field(..., description="Python regex searched in module names (e.g. lm_head, \\.visual$, "
+                         "layers\\.\\d+\\.mlp\\.down_proj$); peft's base_model.model. prefix may be left out.")
+    storage: StorageDtype = Field("auto", description="Dtype of the matched modules' frozen weights; trained weights keep "
+                                  "the policy's (fp32 master weights under AMP). auto: float32 when compute=float32, else unchanged.")
+    compute: Literal["autocast", "float32"] = Field(
+        "autocast", description="float32 runs the matched modules with autocast disabled and fp32 inputs; autocast "
+        "follows the precision mode.")
+
+    def problems(self, path: str) -> list[tuple[str, str]]:
+        import re
+
+        try:
+            re.compile(self.pattern)
+        except re.error as err:
+            return [(f"{path}.pattern", f"not a valid regular expression: {err}")]
+        if self.storage == "auto" and self.compute == "autocast":
+            return [(path, "does nothing: set storage or compute (e.g. compute: float32)")]
+        if self.compute == "float32" and self.storage not in ("auto", "float32"):
+            return [(f"{path}.storage", f"{self.storage} weights cannot compute in fp32 (inputs are cast to fp32): "
+                     "use auto or float32")]
+        return []
+
+
 class PrecisionSection(Section):
     mode: PrecisionMode = Field(
         "auto",
@@ -74,6 +101,18 @@ class PrecisionSection(Section):
     backoff_factor: float = Field(0.5, gt=0, lt=1, description="fp16: scale multiplier on an overflow step.")
     growth_interval: int = Field(2000, ge=1, description="fp16: clean steps before the scale grows.")
     max_grad_norm: Optional[float] = Field(1.0, gt=0, description="Clip the (unscaled) gradient norm to this; null = no clipping.")
+    module_rules: list[ModuleRule] = Field(
+        default_factory=list, description="Per-module precision rules [{pattern, storage, compute}], applied in order "
+        "before the family defaults, e.g. [{pattern: lm_head, compute: float32}].")
+    family_defaults: bool = Field(True, description="Add the model family's default rules after module_rules (GLM-4V "
+                                  "under fp16: vision tower in fp32).")
+
+    def problems(self, path: str) -> list[tuple[str, str]]:
+        out = []
+        for i, rule in enumerate(self.module_rules):
+            out += rule.problems(f"{path}.module_rules[{i}]")
+        return out
+
 
 
 class LoraSection(Section):
@@ -129,6 +168,27 @@ class OutputSection(Section):
     census_every: int = Field(0, ge=0, description="Re-emit the parameter census every N steps (0 = at start and end).")
 
 
+class DiagnosisSection(Section):
+    """Precision instruments: autocast coverage sampling, overflow attribution, loss-scale collapse detection."""
+
+    enabled: bool = Field(True, description="Run the precision instruments (bounded cost: see docs/precision.md).")
+    coverage_every: int = Field(50, ge=0, description="Sample autocast coverage (share of matmul FLOPs in low precision) "
+                                "on step 1 and every N steps; 0 = never.")
+    attribute_overflows: int = Field(3, ge=0, description="Overflow steps per collapse_window whose origin is traced "
+                                     "(each replays the window's micro-batches once with hooks).")
+    collapse_window: int = Field(50, ge=1, description="Steps over which skipped (overflow) steps are counted.")
+    collapse_skips: int = Field(10, ge=1, description="Skipped steps within collapse_window that count as a collapse.")
+    scale_floor: float = Field(1.0, gt=0, description="fp16: a loss scale at or below this counts as a collapse.")
+    stop_on_collapse: bool = Field(False, description="Stop the run cleanly (checkpoint, run_finished stopped=true) "
+                                   "when a collapse is diagnosed.")
+
+    def problems(self, path: str) -> list[tuple[str, str]]:
+        if self.collapse_skips > self.collapse_window:
+            return [(f"{path}.collapse_skips", f"{self.collapse_skips} exceeds collapse_window={self.collapse_window}: "
+                     "it could never trigger")]
+        return []
+
+
 class RunConfig(Section):
     """Everything a fine-tuning run needs. Saved resolved as ``config.json`` in the run directory."""
 
@@ -139,6 +199,7 @@ class RunConfig(Section):
     schedule: ScheduleSection = ScheduleSection()
     checkpointing: CheckpointSection = CheckpointSection()
     output: OutputSection = OutputSection()
+    diagnosis: DiagnosisSection = DiagnosisSection()
     device: str = Field("auto", description="auto, cpu, cuda or cuda:N.")
 
     def problems(self, path: str = "") -> list[tuple[str, str]]:

@@ -23,4 +23,10 @@ class Observer:
 
 def default_observers(cfg) -> list[Observer]:
     """The observers a run gets from its config."""
-    return []
+    from ..diagnosis import DiagnosisObserver, ModulePrecisionObserver  # imported late: diagnosis imports the engine
+
+    observers: list[Observer] = [ModulePrecisionObserver(cfg)]
+    diagnosis = getattr(cfg, "diagnosis", None)
+    if diagnosis is not None and diagnosis.enabled:
+        observers.append(DiagnosisObserver(cfg))
+    return observers

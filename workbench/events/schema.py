@@ -128,9 +128,57 @@ class RunFailed(Event):
     traceback: str = ""
 
 
+
+@dataclass(frozen=True)
+class PrecisionRules(Event):
+    """The per-module precision rules a run applied (user rules, then family defaults) and what each matched."""
+
+    type: ClassVar[str] = "precision_rules"
+    step: int
+    rules: list  # [{source, pattern, storage, compute, modules: [names, capped], module_count, params_recast, ...}]
+
+
+@dataclass(frozen=True)
+class Coverage(Event):
+    """Autocast coverage of one sampled step: matmul FLOPs (forward, 2*in*out*tokens) by output dtype."""
+
+    type: ClassVar[str] = "coverage"
+    step: int
+    low_precision_share: Optional[float]  # share of matmul FLOPs whose output was fp16/bf16; None if none ran
+    flops: float
+    groups: dict  # {group: {flops, low_precision_share, dtypes: {dtype: flops}}}
+    fp32_modules: list = field(default_factory=list)  # matmul modules that ran in fp32 (capped)
+
+
+@dataclass(frozen=True)
+class OverflowOrigin(Event):
+    """Where an overflow step's non-finite values first appeared (traced on a bounded number of overflow steps)."""
+
+    type: ClassVar[str] = "overflow_origin"
+    step: int
+    phase: str  # forward | backward | loss | parameter_grads | not_reproduced
+    module: Optional[str]
+    evidence: dict = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Diagnosis(Event):
+    """A diagnosed precision failure (e.g. loss-scale collapse): the likely cause and the fix."""
+
+    type: ClassVar[str] = "diagnosis"
+    step: int
+    kind: str  # scale_collapse
+    cause: str
+    fix: str
+    module: Optional[str]
+    evidence: dict = field(default_factory=dict)  # skips in window, scale history, fixes as config overrides
+    stopping: bool = False  # the run stops after this event (diagnosis.stop_on_collapse)
+
+
 EVENT_TYPES: dict[str, type[Event]] = {
     cls.type: cls for cls in (RunStarted, PlanPrediction, Step, Overflow, Census, Memory, Eval, Checkpoint, RunFinished, RunFailed)
 }
+EVENT_TYPES.update({cls.type: cls for cls in (PrecisionRules, Coverage, OverflowOrigin, Diagnosis)})
 
 
 def event_from_dict(d: dict[str, Any]) -> Event | dict:

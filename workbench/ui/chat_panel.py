@@ -91,11 +91,10 @@ class ChatComparePanel(W.VBox):
         return ids
 
     def add_model(self, model_id: str, select: bool = True) -> None:
+        before = [m for m in self.models.value if m != model_id]
         if model_id not in self.models.options:
-            self.models.options = list(self.models.options) + [model_id]
-        if select:
-            chosen = [m for m in self.models.value if m != model_id][: MAX_MODELS - 1]
-            self.models.value = tuple(chosen + [model_id])
+            self.models.options = list(self.models.options) + [model_id]  # resets the selection
+        self.models.value = tuple(before[: MAX_MODELS - 1] + [model_id]) if select else tuple(before)
 
     def _start(self, prompt: Optional[str], models: Optional[Iterable[str]]) -> Optional[tuple[str, list[str]]]:
         prompt = self.prompt.value if prompt is None else prompt

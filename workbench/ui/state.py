@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterable, Optional
 
-from ..events import read_events
+from ..events import event_from_dict, read_events
 
 TERMINAL_TYPES = ("run_finished", "run_failed")
 
@@ -86,6 +86,7 @@ class RunState:
     memory: dict = field(default_factory=dict)  # rank -> latest memory event as a dict
     memory_series: dict = field(default_factory=dict)  # "rank0 host_rss" / "cuda:0 allocated" -> Series
     plan: Optional[dict] = None
+    coverage: Series = field(default_factory=Series)  # share of matmul FLOPs in fp16/bf16 (diagnosis instruments)
     alerts: list = field(default_factory=list)
     checkpoints: list = field(default_factory=list)
     adapter_path: Optional[str] = None
@@ -230,13 +231,27 @@ class RunState:
     def _on_diagnosis(self, e, rank):
         # From the diagnosis instruments: {step, cause, fix, module}. Handled generically (any extra
         # fields are shown too) so the panel does not depend on the exact schema.
-        known = ("type", "v", "time", "rank", "step", "cause", "fix", "module")
-        extra = {k: v for k, v in (e.items() if isinstance(e, dict) else vars(e).items()) if k not in known}
+        known = ("type", "v", "time", "rank", "step", "cause", "fix", "module", "kind")
+        extra = {k: v for k, v in (e.items() if isinstance(e, dict) else vars(e).items()) if k not in known and v}
         cause, fix, module = _get(e, "cause"), _get(e, "fix"), _get(e, "module")
         detail = "\n".join(filter(None, [f"module: {module}" if module else "", f"fix: {fix}" if fix else "",
                                          *(f"{k}: {v}" for k, v in extra.items())]))
-        self.alerts.append(Alert("error", f"step {_get(e, 'step')}: {cause or 'diagnosis'}", detail,
+        kind = _get(e, "kind")
+        title = f"step {_get(e, 'step')}: {cause or 'diagnosis'}" + (f" [{kind}]" if kind else "")
+        self.alerts.append(Alert("error", title, detail,
                                  _get(e, "step"), "diagnosis"))
+
+    def _on_overflow_origin(self, e, rank):
+        module, phase = _get(e, "module"), _get(e, "phase")
+        self.alerts.append(Alert("warning", f"step {_get(e, 'step')}: overflow traced to "
+                                 f"{module or 'an unknown module'} ({phase})", _evidence(_get(e, "evidence")),
+                                 _get(e, "step"), "overflow_origin"))
+
+    def _on_coverage(self, e, rank):
+        share = _num(_get(e, "low_precision_share"))
+        if rank != 0 or share is None:
+            return False
+        self.coverage.add(_get(e, "step"), share)
 
     # ---- helpers for views ----------------------------------------------------------------------
     def take_pending_step_times(self) -> list:
@@ -268,6 +283,14 @@ class RunState:
         return " | ".join(parts)
 
 
+def _evidence(ev: Any) -> str:
+    if not ev:
+        return ""
+    if isinstance(ev, dict):
+        return "\n".join(f"{k}: {v}" for k, v in ev.items())
+    return str(ev)
+
+
 def format_seconds(s: Optional[float]) -> str:
     if s is None or not math.isfinite(s):
         return "?"
@@ -283,8 +306,17 @@ class EventTail:
         self.offset = offset
 
     def poll(self) -> list:
-        events, self.offset = read_events(self.path, self.offset)
-        return events
+        raw, self.offset = read_events(self.path, self.offset, typed=False)
+        return [_typed(d) for d in raw]
+
+
+def _typed(d: dict):
+    # One event that does not fit its dataclass (a writer newer or older than this reader) must not
+    # stop the monitor: it is folded as the plain dict it is.
+    try:
+        return event_from_dict(d)
+    except (TypeError, ValueError):
+        return d
 
 
 def load_run_state(run_dir: str | Path) -> RunState:

@@ -1,0 +1,247 @@
+"""The panels without a browser: set values, click buttons, assert the config, the launched run and what is shown."""
+import asyncio
+
+import pytest
+import yaml
+
+from workbench.cli.main import build_parser
+from workbench.cli.main import _resolved
+from workbench.config import load_config
+from workbench.events import Census, EventWriter, Memory, Overflow, RunFinished, RunStarted, Step
+from workbench.plan import DeviceSet
+from workbench.ui.config_panel import ConfigPanel, preview_rows
+from workbench.ui.monitor import RunMonitor
+from workbench.ui.plan_panel import PlanPanel
+from workbench.ui.runs_panel import RunsPanel, config_diff
+from workbench.ui.state import RunState
+from tests.conftest import SAMPLES
+
+
+def test_config_panel_is_generated_from_the_schema():
+    from workbench.config import RunConfig
+    from workbench.ui.config_panel import schema_leaves
+
+    panel = ConfigPanel()
+    assert set(panel.editors) == {p for p, _ in schema_leaves(RunConfig)}
+    assert [t for t in panel.tabs.titles][:2] == ["model", "data"]
+    assert panel.editors["precision.mode"].widget.options == ("auto", "fp32", "fp16", "bf16", "pure-bf16")
+    assert panel.config == RunConfig() or panel.problems  # defaults validate (when the sample data exists)
+
+
+def test_set_values_give_the_config_and_invalid_values_show_inline():
+    panel = ConfigPanel()
+    panel.set("lora.r", 8)
+    panel.set("lora.target_modules", "q_proj, v_proj")
+    panel.set("precision.mode", "fp16")
+    panel.set("schedule.grad_accum_steps", 4)
+    panel.set("data.eval", "")
+    cfg = panel.config
+    assert cfg.lora.r == 8 and cfg.lora.target_modules == ["q_proj", "v_proj"] and cfg.precision.mode == "fp16"
+    assert cfg.schedule.grad_accum_steps == 4 and cfg.data.eval is None
+
+    panel.set("lora.r", 0)
+    panel.set("schedule.warmup_steps", "500")
+    assert panel.config is None
+    assert "greater than or equal to 1" in panel.editors["lora.r"].error.value
+    assert "exceeds max_steps" in panel.editors["schedule.warmup_steps"].error.value
+    assert "2 problem(s)" in panel.status.value
+    panel.set("lora.r", 4)
+    panel.set("schedule.warmup_steps", "")
+    assert panel.config is not None and panel.editors["lora.r"].error.value == ""
+
+
+def test_equivalent_cli_command_reproduces_the_config():
+    panel = ConfigPanel()
+    panel.set("lora.r", 8)
+    panel.set("lora.target_modules", "[q_proj, v_proj]")
+    panel.set("precision.mode", "bf16")
+    panel.set("data.eval", "")
+    panel.set("schedule.learning_rate", 0.001)
+    import shlex
+
+    argv = shlex.split(panel.cli_command.replace("\\\n", " "))
+    assert argv[:2] == ["workbench", "train"]
+    assert _resolved(build_parser().parse_args(argv[1:])) == panel.config
+
+
+def test_load_and_save(tmp_path):
+    panel = ConfigPanel()
+    panel.set("lora.r", 12)
+    assert panel.save(tmp_path / "c.yaml")
+    assert yaml.safe_load((tmp_path / "c.yaml").read_text())["lora"]["r"] == 12
+    other = ConfigPanel()
+    (tmp_path / "partial.yaml").write_text("lora: {alpha: 7}\nschedule: {max_steps: 9}\n")
+    cfg = other.load(tmp_path / "partial.yaml")
+    assert cfg.lora.alpha == 7 and cfg.schedule.max_steps == 9 and cfg.lora.r == 16
+    assert other.load(tmp_path / "c.yaml").lora.r == 12
+    assert other.load(tmp_path / "missing.yaml") is None and "file not found" in other.file_message.value
+    other.set("lora.r", -1)
+    assert not other.save(tmp_path / "bad.yaml") and not (tmp_path / "bad.yaml").exists()
+
+
+def test_data_preview_marks_trained_tokens():
+    panel = ConfigPanel()
+    panel.set("model.source", "tiny-glm4")
+    rows = panel.preview.refresh()
+    assert len(rows) == 3
+    for r in rows:
+        trained = "".join(t for t, on in r["tokens"] if on)
+        context = "".join(t for t, on in r["tokens"] if not on)
+        assert 0 < r["trained"] < r["total"] and "user" in context.lower() and trained.strip()
+    assert "background:#c8e6c9" in panel.preview.output.value
+
+
+def test_plan_panel_follows_the_config():
+    panel = ConfigPanel()
+    panel.set("model.source", "tiny-glm4")
+    plan = PlanPanel(panel.config)
+    panel.on_change(plan.set_config)
+    assert plan.plan is not None and plan.plan.fits and "fits" in plan.output.value
+    plan.devices_text.value = "1x0.001GiB"
+    assert not plan.plan.fits and "does not fit" in plan.output.value
+    plan.devices_text.value = "2x24GiB"
+    before = plan.plan.gpu_total
+    panel.set("schedule.micro_batch_size", 32)
+    assert plan.plan.gpu_total > before  # activations grow with the batch
+    panel.set("lora.r", 0)
+    assert plan.plan is None and "problems" in plan.output.value
+
+
+def test_plan_panel_reads_the_sharding_section():
+    from workbench.config import RunConfig
+
+    if "sharding" not in RunConfig.model_fields:
+        pytest.skip("the schema has no sharding section yet")
+    panel = ConfigPanel()
+    panel.set("model.source", "tiny-glm4")
+    panel.set("sharding.strategy", "fsdp")
+    panel.set("sharding.nproc_per_node", 2)
+    plan = PlanPanel(panel.config, DeviceSet.parse("2x24GiB"))
+    assert plan.plan.setting.strategy == "fsdp" and plan.plan.setting.world_size == 2 and plan.plan.setting.stage == 3
+    assert plan.what_if.layout.display == "none"
+
+
+def _write_synthetic_run(run_dir):
+    run_dir.mkdir(parents=True)
+    (run_dir / "config.json").write_text('{"model": {"source": "tiny-glm4"}}')
+    with EventWriter(run_dir / "events.jsonl") as w:
+        w.emit(RunStarted(run_dir=str(run_dir), config={"model": {"source": "tiny-glm4"}, "lora": {"r": 4}}, hardware={},
+                          versions={}, precision={"mode": "fp16"}, total_steps=4))
+        w.emit(Census(step=0, rows=[{"group": "decoder", "dtype": "float16", "trainable": False, "count": 100, "bytes": 200},
+                                    {"group": "lora", "dtype": "float32", "trainable": True, "count": 8, "bytes": 32}],
+                      totals={"float16": 100, "float32": 8}))
+        w.emit(Memory(step=0, devices=[{"device": "cuda:0", "allocated": 2**20, "reserved": 2**21, "peak": 2**21}],
+                      host_rss=2**30, params_bytes=2**20, grads_bytes=0, optimizer_bytes=0))
+        w.emit(Overflow(step=1, scale_before=65536.0, scale_after=32768.0, nonfinite_params=["x"], nonfinite_count=1))
+        for n, skipped in ((1, True), (2, False), (3, False), (4, False)):
+            w.emit(Step(step=n, loss=3.0 - 0.5 * n, lr=1e-3, grad_norm=float("nan") if skipped else 1.0,
+                        loss_scale=32768.0, skipped=skipped, tokens=10, tokens_per_s=1.0, step_time_s=1.0, eta_s=4.0 - n))
+        w.emit_raw = None
+    with open(run_dir / "events.jsonl", "a") as fh:
+        fh.write('{"type": "diagnosis", "v": 1, "time": 1.0, "rank": 0, "step": 3, "cause": "loss-scale collapse", '
+                 '"fix": "switch to bf16", "module": "lm_head", "kind": "scale_collapse"}\n')
+    with EventWriter(run_dir / "events.jsonl") as w:
+        w.emit(RunFinished(step=4, final_loss=1.0, adapter_path=None, wall_s=4.0))
+
+
+def test_monitor_shows_every_chart_and_alert_of_a_run(tmp_path):
+    _write_synthetic_run(tmp_path / "runs" / "synthetic")
+    m = RunMonitor()
+    m.attach(tmp_path / "runs" / "synthetic")
+    m.wait_sync(10)
+    assert list(m.loss_fig.data[0].x) == [1, 2, 3, 4]
+    assert list(m.scale_fig.data[1].x) == [1] and m.scale_fig.layout.yaxis.type == "log"
+    assert list(m.grad_fig.data[0].y) == [None, 1.0, 1.0, 1.0]
+    assert {t.name for t in m.memory_fig.data} == {"cuda:0 allocated", "cuda:0 reserved", "cuda:0 peak", "rank0 host RSS"}
+    assert m.breakdown_fig.data[0].y[0] == 1.0  # params, MiB
+    census = {t.name: dict(zip(t.x, t.y)) for t in m.census_fig.data}
+    assert census == {"float16": {"decoder": 100, "lora (trained)": 0}, "float32": {"decoder": 0, "lora (trained)": 8}}
+    assert "wb-alert-diagnosis" in m.alerts.value and "switch to bf16" in m.alerts.value
+    assert "wb-alert-overflow" in m.alerts.value and "run finished" in m.alerts.value
+    assert m.progress.value == 1.0 and "finished" in m.status.value and m.stop_button.disabled
+
+
+def test_workbench_launch_watch_and_chat_compare(make_cfg):
+    """The quickstart path without a browser: Launch button -> live charts -> adapter served -> two answers."""
+    from workbench.serve import start_server
+    from workbench.ui import Workbench
+
+    cfg = make_cfg(**{"schedule.max_steps": 4, "output.memory_every": 2, "schedule.eval_every": 0,
+                      "data.eval": str(SAMPLES / "identity" / "heldout.jsonl")})
+    with start_server("tiny-glm4", default_max_tokens=6) as srv:
+        wb = Workbench(cfg, server=srv)
+        assert wb.chat.models.options == ("tiny-glm4",)
+        assert wb.plan.plan is not None and wb.plan.plan.fits
+        wb.monitor.launch_button.click()
+        m = wb.monitor
+        assert m.handle is not None and (m.handle.run_dir / "config.json").exists()
+        state = m.wait_sync(180)
+        assert state.status == "finished"
+        assert list(m.loss_fig.data[0].x) == [1, 2, 3, 4] and len(m.loss_fig.data[1].x) == 1  # eval at the end
+        assert m.census_fig.data and "finished" in m.status.value and m.progress.value == 1.0
+        assert m.latencies and max(m.latencies) < 5
+        run_id = m.handle.run_dir.name
+        assert run_id in srv.models() and set(wb.chat.models.value) == {"tiny-glm4", run_id}
+        assert run_id in {r["name"] for r in wb.runs.runs}
+        wb.chat.prompt.value = "Who are you?"
+        replies = wb.chat.ask()  # no event loop here: answers synchronously
+        assert set(replies) == {"tiny-glm4", run_id}
+        assert all(r.content and not r.error for r in replies.values())
+        assert len(wb.chat.answers.children) == 2
+        assert all(col.answer.value for col in wb.chat.answers.children)
+
+
+def test_chat_panel_needs_two_to_three_models():
+    from workbench.ui.chat_panel import ChatComparePanel
+
+    panel = ChatComparePanel(base_url="http://127.0.0.1:9/v1", models=["a", "b", "c", "d"])
+    panel.models.value = ("a",)
+    panel.prompt.value = "hi"
+    assert panel.ask() == {} and "pick 2 to 3" in panel.message.value
+    panel.models.value = ("a", "b", "c", "d")
+    assert panel.ask() == {}
+    replies = panel.ask(models=["a", "b"])  # nothing listens on port 9: each column shows its error
+    assert set(replies) == {"a", "b"} and all(r.error for r in replies.values())
+
+
+def test_launch_refuses_an_invalid_config():
+    m = RunMonitor(lambda: None)
+    m.launch_button.click()
+    assert m.handle is None and "problems" in m.message.value
+
+
+def test_stop_button_and_async_polling(make_cfg):
+    cfg = make_cfg(**{"schedule.max_steps": 2000})
+
+    async def scenario():
+        m = RunMonitor(lambda: cfg)
+        m.launch_button.click()
+        assert m._task is not None  # polled by an asyncio task on this loop
+        while len(m.loss_fig.data[0].x) < 2:
+            await asyncio.sleep(0.1)
+        assert not m.stop_button.disabled
+        m.stop_button.click()
+        state = await asyncio.wait_for(m.wait(), 120)
+        return m, state
+
+    m, state = asyncio.run(scenario())
+    assert state.status == "stopped" and 2 <= state.step < 2000
+    assert m.redraws <= 4 * 60  # throttled: never more than a few redraws a second
+
+
+def test_runs_panel_lists_compares_and_attaches(tmp_path):
+    for name in ("a", "b"):
+        _write_synthetic_run(tmp_path / "runs" / name)
+    import json
+
+    cfg_b = json.loads((tmp_path / "runs" / "b" / "config.json").read_text())
+    m = RunMonitor()
+    panel = RunsPanel(str(tmp_path / "runs"), monitor=m)
+    assert panel.select.options == ("a", "b") and "finished" in panel.table.value
+    panel.select.value = ("a", "b")
+    panel.compare()
+    assert [t.name for t in panel.compare_fig.data] == ["a", "b"]
+    panel.attach_button.click()
+    assert m.state.run_dir.endswith("a") and m.state.status == "finished"
+    assert config_diff({"a": {"lora": {"r": 4}, "x": 1}, "b": {"lora": {"r": 8}, "x": 1}}) == {"lora.r": {"a": 4, "b": 8}}
+    assert cfg_b == {"model": {"source": "tiny-glm4"}}

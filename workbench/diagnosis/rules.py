@@ -1,0 +1,171 @@
+"""Per-module precision rules: keep chosen modules (a vision tower, lm_head, norms) in fp32 storage and
+fp32 compute while the rest of the model follows the precision mode.
+
+Rules are applied to the built model (after LoRA wrapping, the optimizer already created: the engine
+calls observers there). That fixes what a rule may change:
+
+* Storage: only *frozen* parameters are re-cast. The optimizer holds the trained parameters (and,
+  after a resume, state cast to their dtype); trained weights keep the policy's dtype (fp32 master
+  weights under AMP), which is also what a rule asking for fp32 wants.
+* Compute: a float32 module runs its forward with autocast disabled and its floating inputs cast to
+  fp32. Its weights must then be fp32: a rule asking fp32 compute for a module whose *trained*
+  weights are bf16 (pure-bf16 full fine-tuning) is refused with a ConfigError, because re-casting a
+  parameter the optimizer already tracks would desynchronise its state.
+"""
+from __future__ import annotations
+
+import functools
+import re
+from dataclasses import dataclass
+from typing import Optional
+
+import torch
+
+from ..config import ConfigError, RunConfig
+
+_DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}
+_WRAPPER_PREFIXES = ("module.", "base_model.model.")  # in the order they nest
+_ADAPTER_PARTS = (".base_layer", ".lora_A", ".lora_B", ".lora_dropout", ".lora_embedding_A", ".lora_embedding_B",
+                  ".lora_magnitude_vector")
+
+
+@dataclass(frozen=True)
+class Rule:
+    pattern: str
+    storage: str  # auto | float32 | bfloat16 | float16
+    compute: str  # autocast | float32
+    source: str  # the config path, or "family default (...)"
+    why: str = ""
+
+    @functools.cached_property
+    def regex(self) -> re.Pattern:
+        return re.compile(self.pattern)
+
+    def target_storage(self) -> Optional[torch.dtype]:
+        if self.storage != "auto":
+            return _DTYPES[self.storage]
+        return torch.float32 if self.compute == "float32" else None
+
+
+def short_name(name: str) -> str:
+    """A module name without wrapper prefixes (DDP/DeepSpeed ``module.``, peft's; adapter parts kept)."""
+    for prefix in _WRAPPER_PREFIXES:
+        if name.startswith(prefix):
+            name = name[len(prefix):]
+    return name
+
+
+def display_name(name: str) -> str:
+    """A module name as a user writes it in a rule: without peft's prefix and adapter internals."""
+    name = short_name(name)
+    for part in _ADAPTER_PARTS:
+        cut = name.find(part)
+        if cut >= 0:
+            name = name[:cut]
+    return name
+
+
+def family_default_rules(family: str, mode: str) -> list[Rule]:
+    """Defaults per model family and precision mode. Softmax, log-softmax and cross-entropy already run
+    in fp32 under autocast, and the HF RMSNorms upcast internally, so only whole branches need rules."""
+    if family == "glm4v" and mode == "fp16":
+        return [Rule(r"(^|\.)visual$", "float32", "float32", "family default (glm4v, fp16)",
+                     "the vision tower shares no loss-scale tuning with the text decoder and its activations are not "
+                     "bounded for fp16's 65504 range; it is frozen under LoRA and a small share of text-heavy FLOPs")]
+    return []
+
+
+def resolve_rules(cfg: RunConfig, family: str, mode: str) -> list[Rule]:
+    rules = [Rule(r.pattern, r.storage, r.compute, f"precision.module_rules[{i}]")
+             for i, r in enumerate(cfg.precision.module_rules)]
+    if cfg.precision.family_defaults:
+        rules += family_default_rules(family, mode)
+    return rules
+
+
+def _match(rule: Rule, name: str) -> bool:
+    return bool(rule.regex.search(name) or rule.regex.search(display_name(name)))
+
+
+def _map_floats(obj, fn):
+    if isinstance(obj, torch.Tensor):
+        return fn(obj) if obj.is_floating_point() else obj
+    if isinstance(obj, tuple) and not hasattr(obj, "_fields"):
+        return tuple(_map_floats(o, fn) for o in obj)
+    if isinstance(obj, list):
+        return [_map_floats(o, fn) for o in obj]
+    if isinstance(obj, dict):  # transformers' ModelOutput is a dict: update in place keeps its type
+        for k in list(obj.keys()):
+            obj[k] = _map_floats(obj[k], fn)
+        return obj
+    return obj
+
+
+def _first_float_dtype(args, kwargs) -> Optional[torch.dtype]:
+    for v in list(args) + list(kwargs.values()):
+        if isinstance(v, torch.Tensor) and v.is_floating_point():
+            return v.dtype
+    return None
+
+
+def run_in_fp32(module: torch.nn.Module, device_type: str) -> None:
+    """Make ``module`` compute in fp32 whatever autocast says. Without an active autocast (pure-bf16)
+    the outputs go back to the caller's dtype, because downstream bf16 weights cannot take fp32 inputs;
+    under autocast they stay fp32 and autocast casts them where the next matmul needs it."""
+    if getattr(module, "_workbench_fp32_forward", None) is not None:
+        return
+    inner = module.forward
+
+    @functools.wraps(inner)
+    def forward(*args, **kwargs):
+        caller = None if torch.is_autocast_enabled(device_type) else _first_float_dtype(args, kwargs)
+        with torch.autocast(device_type, enabled=False):
+            out = inner(*_map_floats(args, lambda t: t.float()), **_map_floats(kwargs, lambda t: t.float()))
+        if caller is not None and caller != torch.float32:
+            out = _map_floats(out, lambda t: t.to(caller))
+        return out
+
+    module._workbench_fp32_forward = inner
+    module.forward = forward
+
+
+def apply_module_rules(model: torch.nn.Module, rules: list[Rule], device_type: str) -> list[dict]:
+    """Apply ``rules`` (first match wins; a matched module's descendants are not matched again) and
+    return one report per rule. Raises ConfigError for a rule the model cannot honour."""
+    matched: dict[int, list[tuple[str, torch.nn.Module]]] = {i: [] for i in range(len(rules))}
+    claimed: list[str] = []
+    for name, module in model.named_modules():
+        if not name or any(name.startswith(c + ".") for c in claimed):
+            continue
+        for i, rule in enumerate(rules):
+            if _match(rule, name):
+                matched[i].append((name, module))
+                claimed.append(name)
+                break
+    reports = []
+    for i, rule in enumerate(rules):
+        target = rule.target_storage()
+        recast = kept_trained = 0
+        for name, module in matched[i]:
+            for pname, p in module.named_parameters():
+                if target is not None and p.dtype != target:
+                    if p.requires_grad:
+                        if rule.compute == "float32" and p.dtype != torch.float32:
+                            raise ConfigError([(f"{rule.source}.compute" if rule.source.startswith("precision")
+                                                else "precision.family_defaults",
+                                                f"{display_name(name)}.{pname} is trained in {str(p.dtype)[6:]}, so it "
+                                                "cannot compute in fp32 (the optimizer already holds it): use bf16 mode "
+                                                "(fp32 master weights) or LoRA, or drop the rule")])
+                        kept_trained += p.numel()
+                        continue
+                    p.data = p.data.to(target)
+                    recast += p.numel()
+            if rule.compute == "float32":
+                run_in_fp32(module, device_type)
+        reports.append({
+            "source": rule.source, "pattern": rule.pattern, "storage": rule.storage, "compute": rule.compute,
+            "why": rule.why, "module_count": len(matched[i]),
+            "modules": [display_name(n) for n, _ in matched[i][:20]],
+            "params_recast": recast, "trained_params_kept": kept_trained,
+        })
+    return reports
