@@ -114,7 +114,6 @@ class PrecisionSection(Section):
         return out
 
 
-
 class LoraSection(Section):
     enabled: bool = Field(True, description="Train LoRA adapters (peft) instead of all weights.")
     r: int = Field(16, ge=1, le=4096, description="LoRA rank.")
@@ -189,6 +188,116 @@ class DiagnosisSection(Section):
         return []
 
 
+class ShardingSection(Section):
+    """Multi-process training: the strategy, how state is sharded, and where the processes run.
+
+    Data convention: every optimizer step sees the same global batch as one process with
+    micro_batch_size x (nproc_per_node x nnodes) examples per micro-batch; each rank takes its own
+    disjoint slice of micro_batch_size examples of every global micro-batch.
+    """
+
+    strategy: Literal["none", "ddp", "fsdp", "deepspeed"] = Field(
+        "none", description="none: one process; ddp: replicate, average gradients; fsdp: FSDP2 fully_shard; "
+        "deepspeed: DeepSpeed ZeRO. micro_batch_size is per rank: the global micro-batch is micro_batch_size x ranks.")
+    fsdp_stage: Literal["zero2", "zero3"] = Field(
+        "zero3", description="fsdp: zero2 shards gradients and optimizer state (parameters stay gathered from forward "
+        "to backward); zero3 shards parameters too (re-gathered per layer).")
+    deepspeed_stage: Literal[1, 2, 3] = Field(
+        3, description="deepspeed: ZeRO stage 1 (optimizer state), 2 (+ gradients), 3 (+ parameters).")
+    offload: Literal["none", "optimizer", "optimizer+params"] = Field(
+        "none", description="Move sharded state to host RAM: optimizer (DeepSpeed) or optimizer+params "
+        "(DeepSpeed ZeRO-3; FSDP, whose CPU offload moves parameters, gradients and optimizer state together).")
+    nproc_per_node: int = Field(1, ge=1, le=1024, description="Processes per node (one per GPU; any number on CPUs).")
+    nnodes: int = Field(1, ge=1, le=4096, description="Nodes taking part; start the same command on each with its node_rank.")
+    node_rank: int = Field(0, ge=0, description="This node's index, 0 .. nnodes-1 (node 0 hosts the rendezvous).")
+    master_addr: str = Field("127.0.0.1", description="Address of node 0, reachable from every node.")
+    master_port: Optional[int] = Field(
+        None, ge=1, le=65535, description="Rendezvous port on node 0; null: a free port on one node, 29500 across nodes.")
+    backend: Literal["auto", "gloo", "nccl"] = Field("auto", description="Collective backend; auto: nccl on GPUs, gloo on CPUs.")
+
+    @property
+    def world_size(self) -> int:
+        return self.nproc_per_node * self.nnodes
+
+    @property
+    def distributed(self) -> bool:
+        """Runs under torchrun (any strategy but none), even with a single process."""
+        return self.strategy != "none"
+
+    def problems(self, path: str) -> list[tuple[str, str]]:
+        out = []
+        if self.node_rank >= self.nnodes:
+            out.append((f"{path}.node_rank", f"{self.node_rank} is not below nnodes={self.nnodes}: nodes count from 0"))
+        if self.strategy == "none" and self.world_size > 1:
+            out.append((f"{path}.strategy", f"none runs one process, but nproc_per_node x nnodes = {self.world_size}: "
+                        "choose ddp, fsdp or deepspeed"))
+        if self.offload != "none" and self.strategy in ("none", "ddp"):
+            out.append((f"{path}.offload", f"offload moves sharded state to host RAM, and strategy {self.strategy} shards "
+                        "nothing: use fsdp or deepspeed, or offload none"))
+        if self.strategy == "fsdp" and self.offload == "optimizer":
+            out.append((f"{path}.offload", "FSDP2's CPUOffloadPolicy moves parameters, gradients and optimizer state "
+                        "together: use optimizer+params"))
+        if self.strategy == "deepspeed" and self.offload == "optimizer+params" and self.deepspeed_stage != 3:
+            out.append((f"{path}.offload", f"DeepSpeed offloads parameters only under ZeRO-3, not stage "
+                        f"{self.deepspeed_stage}: use offload optimizer, or deepspeed_stage 3"))
+        if self.strategy == "deepspeed":
+            import importlib.util
+
+            if importlib.util.find_spec("deepspeed") is None:
+                out.append((f"{path}.strategy", "deepspeed is not installed in this environment: pip install deepspeed, "
+                            "or use fsdp"))
+        if self.nnodes > 1 and self.node_rank > 0 and self.master_addr in ("127.0.0.1", "localhost", "::1"):
+            out.append((f"{path}.master_addr", f"{self.master_addr} is this node itself; node {self.node_rank} must reach "
+                        "node 0: give node 0's address"))
+        return out
+
+    def run_problems(self, cfg: "RunConfig") -> list[tuple[str, str]]:
+        """Checks that need the other sections (precision, device, checkpointing)."""
+        if not self.distributed:
+            return []
+        out = []
+        mode = cfg.precision.mode
+        if self.strategy == "fsdp" and mode in ("fp16", "auto") and not _sharded_grad_scaler_available():
+            out.append(("precision.mode", "fp16 under FSDP needs torch's ShardedGradScaler, which this torch lacks: use "
+                        "bf16 or fp32, or deepspeed"))
+        if self.strategy == "deepspeed" and mode == "pure-bf16":
+            out.append(("precision.mode", "DeepSpeed's bf16 mode always keeps fp32 master weights: use bf16"))
+        if self.strategy in ("fsdp", "deepspeed") and cfg.checkpointing.merge_adapter:
+            out.append(("checkpointing.merge_adapter", f"{self.strategy} holds no full model on any rank to merge into: "
+                        "merge the saved adapter afterwards (one process)"))
+        if cfg.device.startswith("cuda:") and self.nproc_per_node > 1:
+            out.append(("device", f"{cfg.device} pins one GPU, but each of the {self.nproc_per_node} ranks takes "
+                        "cuda:LOCAL_RANK: use cuda or auto"))
+        if cfg.device == "cpu":
+            if self.backend == "nccl":
+                out.append(("sharding.backend", "nccl needs GPUs and device is cpu: use gloo or auto"))
+            if self.offload != "none":
+                out.append(("sharding.offload", "offload moves state from GPU to host RAM, and this run is on the CPU "
+                            "already: use offload none"))
+            if self.strategy == "deepspeed" and mode == "fp16":
+                out.append(("precision.mode", "DeepSpeed's CPU accelerator has no fp16: use bf16 or fp32 on the CPU"))
+        elif cfg.device in ("auto", "cuda") or cfg.device.startswith("cuda"):
+            gpus = _visible_gpus() if self.nproc_per_node > 1 or cfg.device != "auto" else None
+            if gpus and self.nproc_per_node > gpus:
+                out.append(("sharding.nproc_per_node", f"{self.nproc_per_node} processes but {gpus} GPU(s) visible on "
+                            "this node: one process per GPU (or device cpu)"))
+        return out
+
+
+def _sharded_grad_scaler_available() -> bool:
+    try:
+        from torch.distributed.fsdp.sharded_grad_scaler import ShardedGradScaler  # noqa: F401
+    except ImportError:
+        return False
+    return True
+
+
+def _visible_gpus() -> int:
+    import torch
+
+    return torch.cuda.device_count() if torch.cuda.is_available() else 0
+
+
 class RunConfig(Section):
     """Everything a fine-tuning run needs. Saved resolved as ``config.json`` in the run directory."""
 
@@ -199,6 +308,7 @@ class RunConfig(Section):
     schedule: ScheduleSection = ScheduleSection()
     checkpointing: CheckpointSection = CheckpointSection()
     output: OutputSection = OutputSection()
+    sharding: ShardingSection = ShardingSection()
     diagnosis: DiagnosisSection = DiagnosisSection()
     device: str = Field("auto", description="auto, cpu, cuda or cuda:N.")
 
@@ -211,4 +321,5 @@ class RunConfig(Section):
                         "be trained directly (and GradScaler refuses fp16 gradients): use auto or float32, or enable LoRA"))
         if self.precision.mode == "pure-bf16" and self.model.dtype not in ("auto", "bfloat16"):
             out.append(("model.dtype", f"pure-bf16 stores weights in bfloat16, not {self.model.dtype}: use auto or bfloat16"))
+        out += self.sharding.run_problems(self)
         return out
