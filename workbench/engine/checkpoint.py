@@ -96,3 +96,59 @@ def load_checkpoint(path: Path, model, optimizer, scheduler, scaler) -> TrainSta
         scaler.load_state_dict(blob["scaler"])
     set_rng_state(blob["rng"])
     return TrainState(**json.loads((path / "state.json").read_text()))
+
+
+# ---- sharded checkpoints (any strategy but none) ---------------------------------------------------
+# One directory per step, as above, written by every rank: the strategy's own shards (DCP files for
+# FSDP, DeepSpeed's checkpoint for DeepSpeed, rank 0's copy for DDP), each rank's RNG state, and rank
+# 0's schedule and state.json. Rank 0 renames it into place only after every rank has finished.
+
+def _rng_file(directory: Path, rank: int) -> Path:
+    return directory / f"rng-rank{rank:05d}.pt"
+
+
+def save_sharded_checkpoint(ckpt_root: Path, state: TrainState, strategy, scheduler, keep_last: int) -> Path:
+    ctx = strategy.ctx
+    final = ckpt_root / f"{PREFIX}{state.step:07d}"
+    tmp = ckpt_root / f".tmp-{final.name}"
+    if ctx.is_main:
+        ckpt_root.mkdir(parents=True, exist_ok=True)
+        if tmp.exists():
+            shutil.rmtree(tmp)
+        tmp.mkdir()
+    ctx.barrier()
+    strategy.save_shards(tmp)
+    torch.save(rng_state(), _rng_file(tmp, ctx.rank))
+    if ctx.is_main:
+        torch.save({"scheduler": scheduler.state_dict()}, tmp / "training.pt")
+        (tmp / "sharding.json").write_text(json.dumps({"strategy": strategy.name, "world_size": ctx.world_size}) + "\n")
+        (tmp / "state.json").write_text(json.dumps(asdict(state)) + "\n")
+    ctx.barrier()
+    if ctx.is_main:
+        if final.exists():
+            shutil.rmtree(final)
+        tmp.rename(final)
+        for old in list_checkpoints(ckpt_root)[:-keep_last]:
+            shutil.rmtree(old, ignore_errors=True)
+    ctx.barrier()
+    return final
+
+
+def load_sharded_checkpoint(path: Path, strategy, scheduler) -> TrainState:
+    ctx = strategy.ctx
+    meta_file = path / "sharding.json"
+    if not meta_file.is_file():
+        raise ValueError(f"{path} was written by a one-process run: resume it with sharding.strategy=none")
+    meta = json.loads(meta_file.read_text())
+    if meta["strategy"] != strategy.name:
+        raise ValueError(f"{path} was written by strategy {meta['strategy']}, this run uses {strategy.name}: resume "
+                         "with the same strategy")
+    if meta["world_size"] != ctx.world_size and strategy.name != "fsdp":
+        raise ValueError(f"{path} was written by {meta['world_size']} ranks, this run has {ctx.world_size}: only FSDP "
+                         "checkpoints reshard to another world size")
+    strategy.load_shards(path)
+    scheduler.load_state_dict(torch.load(path / "training.pt", weights_only=False)["scheduler"])
+    rng = _rng_file(path, ctx.rank)
+    if rng.is_file():  # a resharded FSDP resume has no file for new ranks: they keep their fresh RNG
+        set_rng_state(torch.load(rng, weights_only=False))
+    return TrainState(**json.loads((path / "state.json").read_text()))

@@ -13,7 +13,7 @@ import time
 from pathlib import Path
 from typing import Optional
 
-from ..config import RunConfig, replace, save_config
+from ..config import ConfigError, RunConfig, replace, save_config
 from ..events import EventWriter, RunFailed, read_events
 from .run import STOP_FILE, new_run_dir
 
@@ -103,14 +103,23 @@ class RunHandle:
 
 
 def launch(cfg: RunConfig, run_dir: str | Path | None = None) -> RunHandle:
-    """Start ``cfg`` in a new worker process; returns at once."""
+    """Start ``cfg`` in a new worker process (a distributed ``sharding.strategy``: torchrun with its
+    ranks); returns at once."""
     cfg = replace(cfg, **{"output.progress_bar": False})  # the worker logs to a file, not a terminal
     run_dir = Path(run_dir) if run_dir else new_run_dir(cfg)
     run_dir.mkdir(parents=True, exist_ok=True)
     save_config(cfg, run_dir / "config.json")
+    if cfg.sharding.distributed:
+        # torchrun (through the workbench agent, which reports a failed rank) starts the ranks.
+        if (run_dir / "events.jsonl").exists() and not cfg.checkpointing.resume_from:
+            raise ConfigError([("output.run_name", f"{run_dir} already holds a run: choose another name, or continue "
+                                "it with checkpointing.resume_from=latest")])
+        command = [sys.executable, "-m", "workbench.distributed.agent", str(run_dir)]
+    else:
+        command = [sys.executable, "-m", "workbench.engine.worker", str(run_dir)]
     log = open(run_dir / "worker.log", "ab")
-    proc = subprocess.Popen([sys.executable, "-m", "workbench.engine.worker", str(run_dir)], stdout=log,
-                            stderr=subprocess.STDOUT, start_new_session=True, cwd=os.getcwd())
+    # A new session: stop() can signal the launcher and every rank it started as one process group.
+    proc = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, start_new_session=True, cwd=os.getcwd())
     log.close()
     (run_dir / "worker.pid").write_text(str(proc.pid))
     return RunHandle(run_dir, proc)

@@ -1,8 +1,10 @@
-"""The one-process training engine: AMP + gradient accumulation + LoRA, observed through events.
+"""The training engine: AMP + gradient accumulation + LoRA, observed through events, in one process
+or as one rank of a torchrun job (DDP, FSDP, DeepSpeed: ``workbench.distributed``).
 
 The step itself reads top to bottom like nanoGPT's: accumulate token-normalised losses over the
-window, then one ``optimizer_step`` (unscale -> clip -> step -> update). Everything else here is
-bookkeeping: events, checkpoints, eval, progress.
+window, then one optimizer step (unscale -> clip -> step -> update) that the strategy performs.
+Everything else here is bookkeeping: events, checkpoints, eval, progress. Rank 0 writes the run's
+events; every rank writes its own memory and overflow events.
 """
 from __future__ import annotations
 
@@ -30,12 +32,13 @@ from ..events import (
 from ..models import apply_lora, enable_gradient_checkpointing, load_base_model
 from ..plan import measure_model_state, predict_for_run
 from ..precision import (
-    PrecisionPolicy, count_target_tokens, optimizer_step, resolve_device, resolve_precision, token_loss_sum,
-    window_loss_divisor,
+    PrecisionPolicy, count_target_tokens, resolve_device, resolve_precision, token_loss_sum, window_loss_divisor,
 )
 from . import memory
 from .census import parameter_census
-from .checkpoint import TrainState, list_checkpoints, load_checkpoint, save_checkpoint
+from .checkpoint import (
+    TrainState, list_checkpoints, load_checkpoint, load_sharded_checkpoint, save_checkpoint, save_sharded_checkpoint,
+)
 from .observers import default_observers
 from .schedule import lr_factor
 
@@ -78,8 +81,11 @@ def _versions() -> dict:
 
 
 class _Engine:
-    def __init__(self, cfg: RunConfig, run_dir: Path, writer: EventWriter):
+    def __init__(self, cfg: RunConfig, run_dir: Path, writer: EventWriter, ctx=None):
+        from ..distributed.context import DistContext
+
         self.cfg, self.run_dir, self.writer = cfg, run_dir, writer
+        self.ctx = ctx or DistContext()
         self.ckpt_root = run_dir / "checkpoints"
         self.state = TrainState(step=0, micro_batches=0)
         self.result = RunResult(run_dir=run_dir, step=0)
@@ -88,7 +94,10 @@ class _Engine:
     # ---- set-up ---------------------------------------------------------------------------------
     def setup(self) -> None:
         cfg = self.cfg
-        self.device = resolve_device(cfg.device)
+        from ..distributed.context import rank_device
+        from ..distributed.strategies import make_strategy
+
+        self.device = rank_device(resolve_device(cfg.device), self.ctx)
         self.policy: PrecisionPolicy = resolve_precision(cfg, self.device)
         torch.manual_seed(cfg.schedule.seed)
         loaded = load_base_model(cfg.model, self.policy, seed=cfg.schedule.seed)
@@ -97,9 +106,8 @@ class _Engine:
         if cfg.model.gradient_checkpointing:
             enable_gradient_checkpointing(model)
         model.config.use_cache = False
-        self.model = model.to(self.device)
-        self.model.train()
-        self.named_trainable = [(n, p) for n, p in self.model.named_parameters() if p.requires_grad]
+        model = model.to(self.device)
+        model.train()
         d = cfg.data
         self.train_examples, self.train_stats = load_examples(d.train, self.tokenizer, d.max_length, d.format,
                                                               d.skip_bad_rows, d.system_prompt)
@@ -108,11 +116,15 @@ class _Engine:
             self.eval_examples, self.eval_stats = load_examples(d.eval, self.tokenizer, d.max_length, d.format,
                                                                 d.skip_bad_rows, d.system_prompt)
         s = cfg.schedule
-        self.optimizer = torch.optim.AdamW([p for _, p in self.named_trainable], lr=s.learning_rate,
-                                           weight_decay=s.weight_decay, foreach=True)
+        self.strategy = make_strategy(cfg, self.ctx, self.policy, self.device)
+        self.strategy.prepare(model, lambda params: torch.optim.AdamW(params, lr=s.learning_rate,
+                                                                       weight_decay=s.weight_decay, foreach=True))
+        self.model = self.strategy.model  # forward goes through the wrapper (DDP, FSDP root, DeepSpeed engine)
+        self.named_trainable = self.strategy.named_trainable
+        self.optimizer = self.strategy.optimizer
+        self.scaler = self.strategy.scaler
         self.scheduler = torch.optim.lr_scheduler.LambdaLR(
             self.optimizer, lambda k: lr_factor(k, s.resolved_warmup_steps, s.max_steps, s.min_lr_ratio))
-        self.scaler = self.policy.make_grad_scaler()
         if cfg.checkpointing.resume_from:
             self._resume(cfg.checkpointing.resume_from)
         for o in self.observers:
@@ -128,15 +140,23 @@ class _Engine:
         elif not (path / "state.json").is_file():
             raise FileNotFoundError(f"checkpointing.resume_from={where!r} is not a checkpoint directory "
                                     f"(expected {path}/state.json)")
-        self.state = load_checkpoint(path, self.model, self.optimizer, self.scheduler, self.scaler)
+        if self.strategy.name == "none":
+            self.state = load_checkpoint(path, self.model, self.optimizer, self.scheduler, self.scaler)
+        else:
+            self.state = load_sharded_checkpoint(path, self.strategy, self.scheduler)
 
     # ---- events -------------------------------------------------------------------------------
+    def emit_run(self, event) -> None:
+        """A run-level event: written once, by rank 0."""
+        if self.ctx.is_main:
+            self.writer.emit(event)
+
     def emit_census(self) -> None:
-        rows, totals = parameter_census(self.model)
-        self.writer.emit(Census(step=self.state.step, rows=rows, totals=totals))
+        rows, totals = parameter_census(self.strategy.module)
+        self.emit_run(Census(step=self.state.step, rows=rows, totals=totals))
 
     def measure_state(self) -> dict:
-        return measure_model_state(self.model, self.optimizer)
+        return self.strategy.measure_state()
 
     def emit_memory(self, state: dict) -> None:
         self.writer.emit(Memory(step=self.state.step, devices=memory.device_memory(), host_rss=memory.host_rss(),
@@ -144,11 +164,13 @@ class _Engine:
                                 optimizer_bytes=state["optimizer_state"], master_weights_bytes=state["master_weights"]))
 
     def emit_plan(self) -> None:
+        if not self.ctx.is_main:
+            return
         try:
-            plan = predict_for_run(self.cfg, self.policy).to_dict()
+            plan = predict_for_run(self.cfg, self.policy, self.ctx.world_size, **self.strategy.plan_setting()).to_dict()
         except Exception as err:  # noqa: BLE001 - a planner gap must not stop a training run
             plan = {"error": f"{type(err).__name__}: {err}"}
-        self.writer.emit(PlanPrediction(step=self.state.step, plan=plan))
+        self.emit_run(PlanPrediction(step=self.state.step, plan=plan))
 
     # ---- the step -----------------------------------------------------------------------------
     def _forward_loss_sum(self, batch: dict) -> torch.Tensor:
@@ -161,29 +183,32 @@ class _Engine:
         target tokens, processed tokens, the StepOutcome and (if ``measure``) the model-state bytes
         with gradients still allocated."""
         batches = []
+        mbs, rank = self.cfg.schedule.micro_batch_size, self.ctx.rank
         for _ in range(self.cfg.schedule.grad_accum_steps):
-            idx = next(stream)
+            idx = next(stream)[rank * mbs:(rank + 1) * mbs]  # this rank's slice of the global micro-batch
             batches.append({k: v.to(self.device) for k, v in
                             collate([self.train_examples[i] for i in idx], self.tokenizer.pad_token_id).items()})
-        window_tokens = sum(count_target_tokens(b["labels"]) for b in batches)
-        divisor = window_loss_divisor(window_tokens)
+        local_tokens = sum(count_target_tokens(b["labels"]) for b in batches)
+        window_tokens = int(self.ctx.sum([local_tokens])[0])
+        divisor = window_loss_divisor(window_tokens, self.ctx.world_size)
         loss_sum = 0.0
-        for batch in batches:
-            part = self._forward_loss_sum(batch)
-            loss = part / divisor
-            (self.scaler.scale(loss) if self.scaler is not None else loss).backward()
+        for i, batch in enumerate(batches):
+            with self.strategy.accumulating(last=i == len(batches) - 1):
+                part = self._forward_loss_sum(batch)
+                self.strategy.backward(part / divisor)
             loss_sum += float(part.detach())
         state = self.measure_state() if measure else None
         for o in self.observers:
             o.before_optimizer_step(self, self.state.step + 1)
-        outcome = optimizer_step(self.optimizer, self.named_trainable, self.scaler, self.cfg.precision.max_grad_norm)
+        outcome = self.strategy.step(self.cfg.precision.max_grad_norm)
         with warnings.catch_warnings():
             # A skipped first fp16 step makes torch warn that the schedule ran before the optimizer;
             # the schedule counts optimizer steps attempted, skipped ones included, by design.
             warnings.filterwarnings("ignore", message=re.escape("Detected call of `lr_scheduler.step()`"))
             self.scheduler.step()
         processed = sum(int(b["attention_mask"].sum()) for b in batches)
-        return loss_sum / window_tokens, window_tokens, processed, outcome, state
+        loss_sum, processed = self.ctx.sum([loss_sum, processed])
+        return loss_sum / window_tokens, window_tokens, int(processed), outcome, state
 
     @torch.no_grad()
     def evaluate(self) -> Optional[float]:
@@ -191,21 +216,33 @@ class _Engine:
             return None
         self.model.eval()
         total, tokens = 0.0, 0
-        mbs = self.cfg.schedule.micro_batch_size
-        for i in range(0, len(self.eval_examples), mbs):
-            batch = {k: v.to(self.device) for k, v in collate(self.eval_examples[i:i + mbs], self.tokenizer.pad_token_id).items()}
-            total += float(self._forward_loss_sum(batch))
-            tokens += count_target_tokens(batch["labels"])
+        mbs, ws = self.cfg.schedule.micro_batch_size, self.ctx.world_size
+        mine = self.eval_examples[self.ctx.rank::ws]
+        # Every rank runs the same number of forwards (sharded models gather parameters collectively);
+        # a rank out of examples repeats one and discards the result.
+        for i in range(0, -(-len(self.eval_examples) // ws), mbs):
+            chunk = mine[i:i + mbs]
+            batch = {k: v.to(self.device) for k, v in
+                     collate(chunk or self.eval_examples[:1], self.tokenizer.pad_token_id).items()}
+            part = float(self._forward_loss_sum(batch))
+            if chunk:
+                total += part
+                tokens += count_target_tokens(batch["labels"])
         self.model.train()
+        total, tokens = self.ctx.sum([total, tokens])
+        tokens = int(tokens)
         loss = total / tokens
-        self.writer.emit(Eval(step=self.state.step, loss=loss, tokens=tokens))
+        self.emit_run(Eval(step=self.state.step, loss=loss, tokens=tokens))
         self.result.eval_losses.append((self.state.step, loss))
         return loss
 
     def checkpoint(self) -> Path:
-        path = save_checkpoint(self.ckpt_root, self.state, self.model, self.optimizer, self.scheduler, self.scaler,
-                               self.cfg.checkpointing.keep_last)
-        self.writer.emit(Checkpoint(step=self.state.step, path=str(path), kind="resumable"))
+        keep = self.cfg.checkpointing.keep_last
+        if self.strategy.name == "none":
+            path = save_checkpoint(self.ckpt_root, self.state, self.model, self.optimizer, self.scheduler, self.scaler, keep)
+        else:
+            path = save_sharded_checkpoint(self.ckpt_root, self.state, self.strategy, self.scheduler, keep)
+        self.emit_run(Checkpoint(step=self.state.step, path=str(path), kind="resumable"))
         return path
 
     # ---- the loop -----------------------------------------------------------------------------
@@ -213,16 +250,17 @@ class _Engine:
         cfg, s, out = self.cfg, self.cfg.schedule, self.cfg.output
         t_start = time.time()
         start_step = self.state.step
-        self.writer.emit(RunStarted(
+        self.emit_run(RunStarted(
             run_dir=str(self.run_dir), config=config_to_dict(cfg), hardware=_hardware(self.device), versions=_versions(),
             precision=self.policy.to_dict(), total_steps=s.max_steps, start_step=start_step,
             data={"train": self.train_stats.to_dict(), "eval": self.eval_stats.to_dict() if self.eval_stats else None}))
         self.emit_plan()
         self.emit_census()
         self.emit_memory(self.measure_state())
-        stream = micro_batch_indices(len(self.train_examples), s.micro_batch_size, s.seed, self.state.micro_batches)
+        stream = micro_batch_indices(len(self.train_examples), s.micro_batch_size * self.ctx.world_size, s.seed,
+                                    self.state.micro_batches)  # global micro-batches; each rank slices its own
         bar = None
-        if out.progress_bar:
+        if out.progress_bar and self.ctx.is_main:
             from tqdm.auto import tqdm
 
             bar = tqdm(total=s.max_steps, initial=start_step, desc="train", unit="step", dynamic_ncols=True, file=sys.stderr)
@@ -230,7 +268,7 @@ class _Engine:
         stop_file = self.run_dir / STOP_FILE
         try:
             while self.state.step < s.max_steps:
-                if stop_file.exists():
+                if self.ctx.any(self.ctx.is_main and stop_file.exists()):  # one verdict for every rank
                     self.result.stopped = True
                     self.result.stop_reason = "stop requested"
                     break
@@ -251,7 +289,7 @@ class _Engine:
                     self.writer.emit(Overflow(step=step, scale_before=outcome.scale_before, scale_after=outcome.scale_after,
                                               nonfinite_params=outcome.nonfinite_params, nonfinite_count=outcome.nonfinite_count))
                 if step % out.log_every == 0 or outcome.skipped or step == s.max_steps:
-                    self.writer.emit(Step(step=step, loss=loss, lr=lr, grad_norm=outcome.grad_norm,
+                    self.emit_run(Step(step=step, loss=loss, lr=lr, grad_norm=outcome.grad_norm,
                                           loss_scale=outcome.scale_after, skipped=outcome.skipped, tokens=target_tokens,
                                           tokens_per_s=processed / dt, step_time_s=dt,
                                           eta_s=avg_step_time * (s.max_steps - step)))
@@ -260,7 +298,8 @@ class _Engine:
                 if out.census_every and step % out.census_every == 0:
                     self.emit_census()
                 stop_reasons = [r for o in self.observers if (r := o.after_step(self, step, outcome, loss))]
-                if stop_reasons:
+                if self.ctx.any(bool(stop_reasons)):
+                    stop_reasons = stop_reasons or ["stopped by another rank's observer"]
                     self.result.stopped = True
                     self.result.stop_reason = "; ".join(stop_reasons)
                     break
@@ -283,7 +322,7 @@ class _Engine:
         for o in self.observers:
             o.finish(self)
         self.result.adapter_path = self.save_final()
-        self.writer.emit(RunFinished(step=self.state.step, final_loss=self.state.last_loss,
+        self.emit_run(RunFinished(step=self.state.step, final_loss=self.state.last_loss,
                                      adapter_path=str(self.result.adapter_path) if self.result.adapter_path else None,
                                      wall_s=time.time() - t_start, stopped=self.result.stopped,
                                      stop_reason=self.result.stop_reason))
@@ -292,27 +331,37 @@ class _Engine:
     def save_final(self) -> Path:
         """The adapter in peft format (or the full model), with the tokenizer, ready to serve."""
         target = self.run_dir / ("adapter" if self.cfg.lora.enabled else "model")
-        self.model.save_pretrained(target)
+        self.strategy.save_pretrained(target)
+        self.ctx.barrier()
+        if not self.ctx.is_main:
+            return target
         self.tokenizer.save_pretrained(target)
-        self.writer.emit(Checkpoint(step=self.state.step, path=str(target), kind="adapter" if self.cfg.lora.enabled else "model"))
-        if self.cfg.lora.enabled and self.cfg.checkpointing.merge_adapter:
+        self.emit_run(Checkpoint(step=self.state.step, path=str(target), kind="adapter" if self.cfg.lora.enabled else "model"))
+        if self.cfg.lora.enabled and self.cfg.checkpointing.merge_adapter:  # none or ddp: the full model is here
             merged = self.run_dir / "merged"
-            self.model.merge_and_unload().save_pretrained(merged)
+            self.strategy.module.merge_and_unload().save_pretrained(merged)
             self.tokenizer.save_pretrained(merged)
             self.writer.emit(Checkpoint(step=self.state.step, path=str(merged), kind="merged"))
         return target
 
 
-def train(cfg: RunConfig, run_dir: str | Path | None = None) -> RunResult:
-    """Run a fine-tune in this process. Events go to ``<run_dir>/events.jsonl``; any failure is
-    logged as ``run_failed`` (with the error) before it propagates."""
-    run_dir = Path(run_dir) if run_dir else new_run_dir(cfg)
+def _prepare_run_dir(cfg: RunConfig, run_dir: Path) -> None:
     run_dir.mkdir(parents=True, exist_ok=True)
     if (run_dir / "events.jsonl").exists() and not cfg.checkpointing.resume_from:
         raise ConfigError([("output.run_name", f"{run_dir} already holds a run: choose another name, or continue it "
                             "with checkpointing.resume_from=latest")])
     save_config(cfg, run_dir / "config.json")
     (run_dir / STOP_FILE).unlink(missing_ok=True)
+
+
+def train(cfg: RunConfig, run_dir: str | Path | None = None) -> RunResult:
+    """Run a fine-tune in this process (or as this rank of a torchrun job, for a distributed
+    ``sharding.strategy``). Events go to ``<run_dir>/events.jsonl``; any failure is logged as
+    ``run_failed`` (with the error) before it propagates."""
+    if cfg.sharding.distributed:
+        return _train_rank(cfg, run_dir)
+    run_dir = Path(run_dir) if run_dir else new_run_dir(cfg)
+    _prepare_run_dir(cfg, run_dir)
     with EventWriter(run_dir / "events.jsonl") as writer:
         engine = _Engine(cfg, run_dir, writer)
         try:
@@ -322,3 +371,45 @@ def train(cfg: RunConfig, run_dir: str | Path | None = None) -> RunResult:
             writer.emit(RunFailed(step=engine.state.step, error=str(err) or type(err).__name__,
                                   error_type=type(err).__name__, traceback=traceback.format_exc(limit=20)))
             raise
+
+
+def _train_rank(cfg: RunConfig, run_dir: str | Path | None) -> RunResult:
+    """One rank of a distributed run. Under the workbench launcher a failing rank records its error
+    for the launcher, which writes the single run_failed naming the rank that failed first."""
+    from ..distributed.context import init_distributed, shutdown
+    from ..distributed.eventlog import SharedEventWriter
+    from ..distributed.faults import record_failure
+
+    ctx = init_distributed(cfg.sharding, resolve_device(cfg.device).type)
+    # Rank 0 names the run directory and checks it; every rank gets the same verdict (no rank left waiting).
+    verdict = None
+    if ctx.is_main:
+        run_dir = Path(run_dir) if run_dir else new_run_dir(cfg)
+        try:
+            _prepare_run_dir(cfg, run_dir)
+        except ConfigError as err:
+            verdict = err.problems
+    run_dir, verdict = ctx.broadcast_object((str(run_dir), verdict))
+    run_dir = Path(run_dir)
+    if verdict:
+        shutdown(ctx)
+        raise ConfigError(verdict)
+    run_dir.mkdir(parents=True, exist_ok=True)  # other nodes: the shared run directory may not be visible yet
+    writer = SharedEventWriter(run_dir / "events.jsonl", rank=ctx.rank)
+    engine = _Engine(cfg, run_dir, writer, ctx)
+    try:
+        engine.setup()
+        result = engine.run()
+    except BaseException as err:  # noqa: BLE001 - logged, then re-raised unchanged
+        if ctx.under_agent:
+            record_failure(run_dir, ctx.rank, engine.state.step, err)
+        else:
+            writer.emit(RunFailed(step=engine.state.step, error=str(err) or type(err).__name__,
+                                  error_type=type(err).__name__, traceback=traceback.format_exc(limit=20)))
+        writer.close()
+        raise  # the process group is left to torchrun's teardown: peers may be gone
+    writer.close()
+    if hasattr(engine, "strategy"):
+        engine.strategy.close()
+    shutdown(ctx)
+    return result

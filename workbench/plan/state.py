@@ -50,6 +50,11 @@ def predict_single_process_state(c: Census) -> ModelState:
 
 
 def _nbytes(t: torch.Tensor) -> int:
+    """Bytes this process holds: the local shard of an FSDP2 DTensor, DeepSpeed ZeRO-3's partition."""
+    if hasattr(t, "to_local"):
+        t = t.to_local()
+    elif getattr(t, "ds_tensor", None) is not None:  # ZeRO-3: .data is an empty placeholder outside forward
+        t = t.ds_tensor
     return t.numel() * t.element_size()
 
 
