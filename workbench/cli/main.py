@@ -28,6 +28,11 @@ def _train_parser(sub) -> None:
     p.add_argument("--print-config", action="store_true", help="print the resolved configuration and exit")
     p.add_argument("--background", action="store_true", help="start in a worker process and print its run directory")
     add_config_arguments(p)
+    g = p.add_argument_group("processes (short for --sharding.*; --nproc N > 1 without a strategy means ddp)")
+    for flag, key in (("--nproc", "nproc_per_node"), ("--nnodes", "nnodes"), ("--node-rank", "node_rank"),
+                      ("--master-addr", "master_addr"), ("--master-port", "master_port")):
+        g.add_argument(flag, dest=f"cfg:sharding.{key}", default=argparse.SUPPRESS, metavar="VALUE",
+                       help=f"same as --sharding.{key}")
     p.set_defaults(func=_cmd_train)
 
 
@@ -36,7 +41,11 @@ def _resolved(args):
 
     data = read_config_file(args.config) if args.config else {}
     data = apply_overrides(data, args.set)
-    return config_from_dict(apply_overrides(data, overrides_from_args(args)))
+    data = apply_overrides(data, overrides_from_args(args))
+    sharding = data.get("sharding") or {}
+    if "strategy" not in sharding and int(sharding.get("nproc_per_node", 1)) * int(sharding.get("nnodes", 1)) > 1:
+        data = apply_overrides(data, {"sharding.strategy": "ddp"})
+    return config_from_dict(data)
 
 
 def _cmd_train(args) -> int:
@@ -44,12 +53,16 @@ def _cmd_train(args) -> int:
     if args.print_config:
         print(json.dumps(cfg.model_dump(mode="json"), indent=2, ensure_ascii=False))
         return 0
-    if args.background:
+    if args.background or cfg.sharding.distributed:
         from ..engine import launch
 
-        handle = launch(cfg)
-        print(handle.run_dir)
-        return 0
+        handle = launch(cfg)  # distributed: torchrun starts the ranks; their events share one log
+        print(handle.run_dir, flush=True)
+        if args.background:
+            return 0
+        status = handle.wait()
+        print(f"run {status}: {handle.run_dir}")
+        return 0 if status in ("finished", "stopped") else 1
     from ..engine import train
 
     result = train(cfg)
