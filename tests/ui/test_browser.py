@@ -1,0 +1,179 @@
+"""End to end in a real browser: JupyterLab + Debian Chromium driven by playwright.
+
+Opens notebooks/01_quickstart.ipynb (short parameters), runs all cells, checks that the panels render,
+clicks Launch in the page, watches the loss chart gain points while the run goes, waits for the run to
+finish, then asks the chat compare panel and waits for two answers. Screenshots go to
+``$WORKBENCH_TEST_ARTIFACTS/browser`` (default: ``test-artifacts/browser`` in the repository).
+
+    python -m pytest -m browser tests/ui/test_browser.py     # or: python tests/ui/test_browser.py
+"""
+from __future__ import annotations
+
+import os
+import re
+import secrets
+import shutil
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[2]
+CHROMIUM = os.environ.get("WORKBENCH_CHROMIUM", "/usr/bin/chromium")
+ARTIFACTS = Path(os.environ.get("WORKBENCH_TEST_ARTIFACTS", REPO / "test-artifacts")) / "browser"
+CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage", "--disable-background-networking",
+                 "--disable-component-update", "--disable-sync", "--no-first-run"]
+
+pytestmark = pytest.mark.browser
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.fixture
+def jupyter_lab(tmp_path):
+    if not Path(CHROMIUM).exists():
+        pytest.skip(f"no Chromium at {CHROMIUM} (apt-get install -y chromium)")
+    pytest.importorskip("playwright")
+    from tests.notebooks.nbrun import prepare
+
+    root = tmp_path / "lab"
+    prepare("01_quickstart.ipynb", root, MODEL="tiny-glm4", MAX_STEPS=40, MICRO_BATCH=2, MAX_LENGTH=64, MAX_TOKENS=8,
+            AUTO_LAUNCH=False, WAIT_FOR_RUN=False)
+    port, token = _free_port(), secrets.token_hex(16)
+    env = dict(os.environ, JUPYTER_CONFIG_DIR=str(tmp_path / "jcfg"), JUPYTER_RUNTIME_DIR=str(tmp_path / "jrt"),
+               JUPYTER_DATA_DIR=str(tmp_path / "jdata"), TOKENIZERS_PARALLELISM="false")
+    # the venv's kernelspec and lab extensions (widgets, plotly/anywidget) live under sys.prefix
+    env["JUPYTER_PATH"] = str(Path(sys.prefix) / "share" / "jupyter")
+    log = open(tmp_path / "jupyter.log", "wb")
+    proc = subprocess.Popen([sys.executable, "-m", "jupyter", "lab", "--no-browser", "--allow-root", "--ip=127.0.0.1",
+                             f"--port={port}", "--ServerApp.port_retries=0", f"--IdentityProvider.token={token}",
+                             f"--ServerApp.root_dir={root}"], env=env, stdout=log, stderr=subprocess.STDOUT, cwd=root)
+    url = f"http://127.0.0.1:{port}"
+    deadline = time.monotonic() + 90
+    while True:
+        try:
+            urllib.request.urlopen(f"{url}/api/status?token={token}", timeout=2).read()
+            break
+        except OSError:
+            if proc.poll() is not None or time.monotonic() > deadline:
+                proc.kill()
+                raise RuntimeError(f"jupyter lab did not start:\n{(tmp_path / 'jupyter.log').read_text()[-3000:]}")
+            time.sleep(0.5)
+    yield url, token, root
+    proc.terminate()
+    try:
+        proc.wait(20)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+    log.close()
+
+
+def _accept_kernel_dialog(page, wait_s: float = 15.0) -> None:
+    # JupyterLab may still ask which kernel to start even with kernelspec metadata: accept the preselected one
+    deadline = time.monotonic() + wait_s
+    while time.monotonic() < deadline:
+        dialog = page.locator(".jp-Dialog")
+        if dialog.count() and dialog.first.is_visible():
+            dialog.first.locator(".jp-mod-accept").click()
+            return
+        if page.locator(".jp-Notebook-ExecutionIndicator[data-status='idle']").count():
+            return
+        time.sleep(0.25)
+
+
+def _loss_points(page) -> int:
+    return page.evaluate("""() => {
+        const gd = document.querySelector('.wb-fig-loss .js-plotly-plot');
+        if (!gd || !gd.data || !gd.data.length || !gd.data[0].x) return -1;
+        return gd.data[0].x.length;
+    }""")
+
+
+def test_quickstart_in_jupyterlab(jupyter_lab):
+    from playwright.sync_api import expect, sync_playwright
+
+    url, token, root = jupyter_lab
+    ARTIFACTS.mkdir(parents=True, exist_ok=True)
+    shots = lambda name: page.screenshot(path=str(ARTIFACTS / f"{name}.png"), full_page=False)  # noqa: E731
+    with sync_playwright() as pw:
+        browser = pw.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        page = browser.new_page(viewport={"width": 1500, "height": 1000})
+        page.set_default_timeout(120_000)
+        try:
+            page.goto(f"{url}/lab/tree/01_quickstart.ipynb?token={token}")
+            page.locator(".jp-Notebook").first.wait_for()
+            _accept_kernel_dialog(page)
+            page.locator(".lm-MenuBar-itemLabel", has_text=re.compile(r"^Run$")).click()
+            page.locator(".lm-Menu-itemLabel", has_text=re.compile(r"^Run All Cells$")).click()
+
+            # the panels render
+            for panel in (".wb-config-panel", ".wb-plan-panel", ".wb-monitor-panel", ".wb-chat-panel", ".wb-runs-panel"):
+                page.locator(panel).first.wait_for(state="attached", timeout=180_000)
+            expect(page.locator(".wb-config-status").first).to_contain_text("valid configuration", timeout=60_000)
+            expect(page.locator(".wb-plan-verdict").first).to_be_visible(timeout=120_000)
+            page.locator(".wb-fig-loss .js-plotly-plot").first.wait_for(state="attached")
+            page.locator(".wb-monitor-panel").first.scroll_into_view_if_needed()
+            shots("1-panels")
+
+            # a run starts from the Launch button
+            page.locator(".wb-launch").first.click()
+            expect(page.locator(".wb-run-status").first).to_contain_text("running", timeout=120_000)
+
+            # the loss chart gains points while the run goes
+            deadline = time.monotonic() + 240
+            first = -1
+            while time.monotonic() < deadline:
+                first = _loss_points(page)
+                if first >= 1:
+                    break
+                time.sleep(0.2)
+            assert first >= 1, "no loss point drawn"
+            page.locator(".wb-fig-loss").first.scroll_into_view_if_needed()
+            shots("2-running")
+            grew = False
+            while time.monotonic() < deadline:
+                status = page.locator(".wb-run-status").first.inner_text()
+                n = _loss_points(page)
+                if n > first and "running" in status:
+                    grew = True
+                    break
+                if "finished" in status:
+                    break
+                time.sleep(0.2)
+            assert grew, f"the loss chart did not gain points while running (had {first})"
+            shots("3-growing")
+
+            expect(page.locator(".wb-run-status").first).to_contain_text("finished", timeout=300_000)
+            assert _loss_points(page) == 40
+            shots("4-finished")
+
+            # chat compare: the finished run's adapter is served next to the base; ask both
+            chat = page.locator(".wb-chat-panel").first
+            chat.scroll_into_view_if_needed()
+            expect(chat.locator("select option")).to_have_count(2, timeout=60_000)
+            chat.locator("textarea").fill("Who are you?")
+            chat.locator(".wb-ask").click()
+            columns = chat.locator(".wb-answer-column")
+            expect(columns).to_have_count(2, timeout=60_000)
+            for i in range(2):
+                expect(columns.nth(i).locator(".wb-answer-status")).to_contain_text(re.compile(r"\d s$"), timeout=180_000)
+                assert columns.nth(i).locator(".wb-answer-text").inner_text().strip(), f"answer {i} is empty"
+            chat.scroll_into_view_if_needed()
+            shots("5-chat")
+        except BaseException:
+            shots("failure")
+            raise
+        finally:
+            browser.close()
+
+
+if __name__ == "__main__":
+    sys.exit(pytest.main(["-m", "browser", "-v", __file__]))
