@@ -50,6 +50,12 @@ def jupyter_lab(tmp_path):
     port, token = _free_port(), secrets.token_hex(16)
     env = dict(os.environ, JUPYTER_CONFIG_DIR=str(tmp_path / "jcfg"), JUPYTER_RUNTIME_DIR=str(tmp_path / "jrt"),
                JUPYTER_DATA_DIR=str(tmp_path / "jdata"), TOKENIZERS_PARALLELISM="false")
+    # Notebook windowing detaches cells scrolled out of view and re-renders their widgets on return,
+    # which can leave a plotly view blank: render every cell for the test.
+    settings = tmp_path / "lab-settings" / "@jupyterlab" / "notebook-extension"
+    settings.mkdir(parents=True)
+    (settings / "tracker.jupyterlab-settings").write_text('{"windowingMode": "none"}')
+    env["JUPYTERLAB_SETTINGS_DIR"] = str(tmp_path / "lab-settings")
     # the venv's kernelspec and lab extensions (widgets, plotly/anywidget) live under sys.prefix
     env["JUPYTER_PATH"] = str(Path(sys.prefix) / "share" / "jupyter")
     log = open(tmp_path / "jupyter.log", "wb")
@@ -76,17 +82,18 @@ def jupyter_lab(tmp_path):
     log.close()
 
 
-def _accept_kernel_dialog(page, wait_s: float = 15.0) -> None:
-    # JupyterLab may still ask which kernel to start even with kernelspec metadata: accept the preselected one
-    deadline = time.monotonic() + wait_s
+def _wait_accepting_dialogs(page, selector: str, timeout_s: float = 180.0) -> None:
+    """Wait for ``selector``; JupyterLab may ask which kernel to start (even with kernelspec metadata):
+    accept the preselected kernel whenever that dialog shows."""
+    deadline = time.monotonic() + timeout_s
     while time.monotonic() < deadline:
-        dialog = page.locator(".jp-Dialog")
+        dialog = page.locator(".jp-Dialog .jp-mod-accept")
         if dialog.count() and dialog.first.is_visible():
-            dialog.first.locator(".jp-mod-accept").click()
-            return
-        if page.locator(".jp-Notebook-ExecutionIndicator[data-status='idle']").count():
+            dialog.first.click()
+        if page.locator(selector).count():
             return
         time.sleep(0.25)
+    raise TimeoutError(f"{selector} did not appear in {timeout_s:.0f} s")
 
 
 def _loss_points(page) -> int:
@@ -110,11 +117,13 @@ def test_quickstart_in_jupyterlab(jupyter_lab):
         try:
             page.goto(f"{url}/lab/tree/01_quickstart.ipynb?token={token}")
             page.locator(".jp-Notebook").first.wait_for()
-            _accept_kernel_dialog(page)
+            time.sleep(2)  # let the kernel session settle before using the menu
+            _wait_accepting_dialogs(page, ".jp-Notebook", 10)
             page.locator(".lm-MenuBar-itemLabel", has_text=re.compile(r"^Run$")).click()
             page.locator(".lm-Menu-itemLabel", has_text=re.compile(r"^Run All Cells$")).click()
 
             # the panels render
+            _wait_accepting_dialogs(page, ".wb-config-panel", 180)
             for panel in (".wb-config-panel", ".wb-plan-panel", ".wb-monitor-panel", ".wb-chat-panel", ".wb-runs-panel"):
                 page.locator(panel).first.wait_for(state="attached", timeout=180_000)
             expect(page.locator(".wb-config-status").first).to_contain_text("valid configuration", timeout=60_000)
@@ -158,7 +167,7 @@ def test_quickstart_in_jupyterlab(jupyter_lab):
             # chat compare: the finished run's adapter is served next to the base; ask both
             chat = page.locator(".wb-chat-panel").first
             chat.scroll_into_view_if_needed()
-            expect(chat.locator("select option")).to_have_count(2, timeout=60_000)
+            expect(chat.locator("select[multiple] option")).to_have_count(2, timeout=60_000)
             chat.locator("textarea").fill("Who are you?")
             chat.locator(".wb-ask").click()
             columns = chat.locator(".wb-answer-column")

@@ -94,10 +94,12 @@ class RunMonitor(W.VBox):
         self.figures = {"loss": self.loss_fig, "loss_scale": self.scale_fig, "grad_norm": self.grad_fig,
                         "lr": self.lr_fig, "memory": self.memory_fig, "breakdown": self.breakdown_fig,
                         "census": self.census_fig}
+        boxes = []
         for name, fig in self.figures.items():
-            fig.add_class(f"wb-fig-{name}")
-        charts = W.GridBox([self.loss_fig, self.scale_fig, self.grad_fig, self.lr_fig, self.memory_fig,
-                            self.breakdown_fig, self.census_fig, W.VBox([W.HTML("<b>census</b>"), self.census_table])],
+            box = W.Box([fig])  # the class goes on a plain box: a FigureWidget's own view may not apply it
+            box.add_class(f"wb-fig-{name}")
+            boxes.append(box)
+        charts = W.GridBox(boxes + [W.VBox([W.HTML("<b>census</b>"), self.census_table])],
                            layout=W.Layout(grid_template_columns="repeat(2, 49%)", grid_gap="4px"))
         super().__init__([W.HTML("<b>Launch and monitor</b>"),
                           W.HBox([self.launch_button, self.stop_button, self.message]),
