@@ -40,7 +40,7 @@ def test_defaults_are_one_process(tmp_path):
     ({"sharding.strategy": "ddp", "sharding.backend": "nccl"}, "sharding.backend", "nccl needs GPUs"),
     ({"sharding.strategy": "fsdp", "sharding.offload": "optimizer+params"}, "sharding.offload", "on the CPU already"),
     ({"sharding.strategy": "ddp", "sharding.nnodes": 2, "sharding.node_rank": 2}, "sharding.node_rank", "not below"),
-    ({"sharding.strategy": "ddp", "sharding.nnodes": 2, "sharding.node_rank": 1}, "sharding.master_addr", "node 0"),
+    ({"sharding.strategy": "ddp", "sharding.nnodes": 2}, "output.run_name", "same run directory"),
 ])
 def test_impossible_combinations_are_rejected_with_the_reason(tmp_path, extra, path, needle):
     problems = problems_of(tmp_path, **extra)
@@ -151,7 +151,7 @@ def test_torchrun_arguments(tmp_path):
     assert args[args.index("--nproc_per_node") + 1] == "2"
     multi = load_config(None, base_overrides(tmp_path, **{
         "sharding.strategy": "fsdp", "sharding.nproc_per_node": 2, "sharding.nnodes": 2, "sharding.node_rank": 1,
-        "sharding.master_addr": "10.0.0.1"}))
+        "sharding.master_addr": "10.0.0.1", "output.run_name": "multi"}))
     args = torchrun_args(multi.sharding, "RUN")
     assert "--standalone" not in args
     for flag, value in (("--nnodes", "2"), ("--node_rank", "1"), ("--master_addr", "10.0.0.1"), ("--master_port", "29500")):
@@ -182,3 +182,38 @@ def test_ranks_append_whole_lines_to_one_log(tmp_path):
     assert len(events) == 900
     for e in events:
         assert e["rank"] == e["rows"][0]["rank"]
+
+
+def test_deepspeed_verdict_maps_to_the_same_step_outcome():
+    """DeepSpeed's fp16 figures (no fp16 on its CPU accelerator, so a stand-in engine) become a StepOutcome."""
+    from types import SimpleNamespace
+
+    from workbench.distributed.strategies import DeepSpeedStrategy
+
+    class Engine:
+        def __init__(self, applied, norm):
+            self.applied, self.norm = applied, norm
+
+        def fp16_enabled(self):
+            return True
+
+        def step(self):
+            if not self.applied:
+                opt.loss_scale /= 2
+
+        def was_step_applied(self):
+            return self.applied
+
+        def get_global_grad_norm(self):
+            return self.norm
+
+    opt = SimpleNamespace(loss_scale=1024.0)
+    s = DeepSpeedStrategy.__new__(DeepSpeedStrategy)
+    s.ds_optimizer = opt
+    s.model = Engine(applied=False, norm=None)
+    skipped = s.step(1.0)
+    assert skipped.skipped and skipped.grad_norm == float("inf")
+    assert (skipped.scale_before, skipped.scale_after) == (1024.0, 512.0)
+    s.model = Engine(applied=True, norm=0.75)
+    ok = s.step(1.0)
+    assert not ok.skipped and ok.grad_norm == 0.75 and ok.scale_before == ok.scale_after == 512.0

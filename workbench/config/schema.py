@@ -246,9 +246,6 @@ class ShardingSection(Section):
             if importlib.util.find_spec("deepspeed") is None:
                 out.append((f"{path}.strategy", "deepspeed is not installed in this environment: pip install deepspeed, "
                             "or use fsdp"))
-        if self.nnodes > 1 and self.node_rank > 0 and self.master_addr in ("127.0.0.1", "localhost", "::1"):
-            out.append((f"{path}.master_addr", f"{self.master_addr} is this node itself; node {self.node_rank} must reach "
-                        "node 0: give node 0's address"))
         return out
 
     def run_problems(self, cfg: "RunConfig") -> list[tuple[str, str]]:
@@ -262,6 +259,9 @@ class ShardingSection(Section):
                         "bf16 or fp32, or deepspeed"))
         if self.strategy == "deepspeed" and mode == "pure-bf16":
             out.append(("precision.mode", "DeepSpeed's bf16 mode always keeps fp32 master weights: use bf16"))
+        if self.nnodes > 1 and cfg.output.run_name is None:
+            out.append(("output.run_name", "every node must join the same run directory: name it (a default name "
+                        "is a timestamp, different on each node)"))
         if self.strategy in ("fsdp", "deepspeed") and cfg.checkpointing.merge_adapter:
             out.append(("checkpointing.merge_adapter", f"{self.strategy} holds no full model on any rank to merge into: "
                         "merge the saved adapter afterwards (one process)"))

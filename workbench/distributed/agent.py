@@ -1,6 +1,7 @@
 """The launcher process of a distributed run: torchrun, plus the run's failure report.
 
-``python -m workbench.distributed.agent RUN_DIR`` reads ``RUN_DIR/config.json`` and runs exactly
+``python -m workbench.distributed.agent RUN_DIR [CONFIG]`` reads ``RUN_DIR/config.json`` (or CONFIG: nodes other
+than 0 pass their own, which differs in node_rank) and runs exactly
 what ``torchrun --nproc_per_node N --nnodes M [--node_rank R --master_addr A --master_port P |
 --standalone] -m workbench.engine.worker RUN_DIR`` runs (torch.distributed.run's own entry point).
 torchrun tears the job down when any rank fails; this wrapper then writes the one ``run_failed``
@@ -44,9 +45,10 @@ def main(argv: list[str] | None = None) -> int:
     from ..config import load_config
     from .eventlog import SharedEventWriter
 
-    cfg = load_config(run_dir / "config.json")
+    cfg = load_config(argv[1] if len(argv) > 1 else run_dir / "config.json")  # other nodes: their own node_rank
     os.environ[AGENT_ENV] = "1"
-    shutil.rmtree(run_dir / FAILURES_DIR, ignore_errors=True)  # records of an earlier attempt in this directory
+    if cfg.sharding.node_rank == 0:
+        shutil.rmtree(run_dir / FAILURES_DIR, ignore_errors=True)  # records of an earlier attempt in this directory
     try:
         run(parse_args(torchrun_args(cfg.sharding, run_dir)))
     except ChildFailedError as err:

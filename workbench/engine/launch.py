@@ -108,20 +108,25 @@ def launch(cfg: RunConfig, run_dir: str | Path | None = None) -> RunHandle:
     cfg = replace(cfg, **{"output.progress_bar": False})  # the worker logs to a file, not a terminal
     run_dir = Path(run_dir) if run_dir else new_run_dir(cfg)
     run_dir.mkdir(parents=True, exist_ok=True)
-    save_config(cfg, run_dir / "config.json")
+    node = cfg.sharding.node_rank
+    # Nodes other than 0 join a run directory that node 0 owns (shared filesystem): their own config and log.
+    suffix = f"-node{node}" if node else ""
     if cfg.sharding.distributed:
         # torchrun (through the workbench agent, which reports a failed rank) starts the ranks.
-        if (run_dir / "events.jsonl").exists() and not cfg.checkpointing.resume_from:
+        if not node and (run_dir / "events.jsonl").exists() and not cfg.checkpointing.resume_from:
             raise ConfigError([("output.run_name", f"{run_dir} already holds a run: choose another name, or continue "
                                 "it with checkpointing.resume_from=latest")])
-        command = [sys.executable, "-m", "workbench.distributed.agent", str(run_dir)]
+        config_path = run_dir / f"config{suffix}.json"
+        command = [sys.executable, "-m", "workbench.distributed.agent", str(run_dir), str(config_path)]
     else:
+        config_path = run_dir / "config.json"
         command = [sys.executable, "-m", "workbench.engine.worker", str(run_dir)]
-    log = open(run_dir / "worker.log", "ab")
+    save_config(cfg, config_path)
+    log = open(run_dir / f"worker{suffix}.log", "ab")
     # A new session: stop() can signal the launcher and every rank it started as one process group.
     proc = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, start_new_session=True, cwd=os.getcwd())
     log.close()
-    (run_dir / "worker.pid").write_text(str(proc.pid))
+    (run_dir / f"worker{suffix}.pid").write_text(str(proc.pid))
     return RunHandle(run_dir, proc)
 
 
