@@ -50,7 +50,8 @@ def measure(name: str, runs_dir: Path, nproc: int, precision: str, model: str, t
     plan = next(e for e in events if e["type"] == "plan")["plan"]
     measured = {}
     for e in events:
-        if e["type"] == "memory" and e["step"] == 2:
+        # The first step-2 memory event: taken after backward (gradients allocated); the run's closing one has none.
+        if e["type"] == "memory" and e["step"] == 2 and e["rank"] not in measured:
             measured[e["rank"]] = {"weights": e["params_bytes"], "gradients": e["grads_bytes"],
                                    "optimizer_state": e["optimizer_bytes"], "master_weights": e["master_weights_bytes"]}
     return {"name": name, "measured": measured, "predicted": plan.get("model_state", {}),

@@ -280,16 +280,20 @@ def _decoder_layers(model) -> list:
 
 
 def _deepspeed_gradient_bytes(opt) -> int:
-    """Gradient partitions DeepSpeed keeps outside ``param.grad`` (stage 3: one flat buffer; 1/2: per group)."""
-    flat = getattr(opt, "grad_partitions_flat_buffer", None)
-    if torch.is_tensor(flat):
-        return flat.numel() * flat.element_size()
-    total = 0
-    for v in getattr(opt, "averaged_gradients", {}).values():
-        for t in (v if isinstance(v, (list, tuple)) else [v]):
-            if torch.is_tensor(t):
-                total += t.numel() * t.element_size()
-    return total
+    """Gradients DeepSpeed keeps outside ``param.grad``: stage 3's flat partition buffer, stage 2's
+    reduced partition (contiguous_gradients), else stage 1/2's per-group gradient lists."""
+    for name in ("grad_partitions_flat_buffer", "grads_in_partition"):  # the others are views into these
+        flat = getattr(opt, name, None)
+        if torch.is_tensor(flat):
+            return flat.numel() * flat.element_size()
+    for name in ("averaged_gradients", "all_grad_tensors"):  # reduced at the boundary | accumulated before it
+        tensors = []
+        for v in (getattr(opt, name, None) or {}).values():
+            tensors += v if isinstance(v, (list, tuple)) else [v]
+        total = sum(t.numel() * t.element_size() for t in tensors if torch.is_tensor(t))
+        if total:
+            return total
+    return 0
 
 
 STRATEGIES = {"none": Strategy, "ddp": DDPStrategy, "fsdp": FSDPStrategy, "deepspeed": DeepSpeedStrategy}

@@ -50,11 +50,12 @@ def predict_single_process_state(c: Census) -> ModelState:
 
 
 def _nbytes(t: torch.Tensor) -> int:
-    """Bytes this process holds: the local shard of an FSDP2 DTensor, DeepSpeed ZeRO-3's partition."""
+    """Bytes this process holds: the local shard of an FSDP2 DTensor, DeepSpeed ZeRO-3's partition
+    (parameters under stage3_param_persistence_threshold stay whole on every rank: their full size)."""
     if hasattr(t, "to_local"):
         t = t.to_local()
-    elif getattr(t, "ds_tensor", None) is not None:  # ZeRO-3: .data is an empty placeholder outside forward
-        t = t.ds_tensor
+    elif getattr(t, "ds_tensor", None) is not None and not getattr(t, "ds_persist", False):
+        t = t.ds_tensor  # ZeRO-3: .data is an empty placeholder outside forward
     return t.numel() * t.element_size()
 
 
