@@ -43,7 +43,8 @@ def _resolved(args):
     data = apply_overrides(data, args.set)
     data = apply_overrides(data, overrides_from_args(args))
     sharding = data.get("sharding") or {}
-    if "strategy" not in sharding and int(sharding.get("nproc_per_node", 1)) * int(sharding.get("nnodes", 1)) > 1:
+    counts = [sharding.get(k, 1) for k in ("nproc_per_node", "nnodes")]
+    if "strategy" not in sharding and all(isinstance(c, int) for c in counts) and counts[0] * counts[1] > 1:
         data = apply_overrides(data, {"sharding.strategy": "ddp"})
     return config_from_dict(data)
 
