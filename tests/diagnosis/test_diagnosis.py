@@ -210,3 +210,18 @@ def test_glm4v_image_forward_under_fp16_runs_the_vision_tower_in_fp32():
     assert torch.isfinite(out.logits).all() and out.logits.dtype == torch.float16
     assert report["groups"]["vision"]["low_precision_share"] == 0.0 and set(report["groups"]["vision"]["dtypes"]) == {"float32"}
     assert report["groups"]["decoder"]["low_precision_share"] == 1.0
+
+
+def test_rules_refuse_parameters_already_sharded():
+    from workbench.diagnosis import Rule, apply_module_rules
+
+    model, _ = tiny.tiny_glm4v(dtype=torch.float16)
+    model.requires_grad_(False)
+    for p in model.parameters():
+        p.ds_id = 0  # what DeepSpeed ZeRO-3 marks its partitioned parameters with
+    user = Rule("lm_head", "auto", "float32", "precision.module_rules[0]")
+    with pytest.raises(ConfigError) as exc:
+        apply_module_rules(model, [user], "cpu")
+    assert "sharded" in dict(exc.value.problems)["precision.module_rules[0]"]
+    (report,) = apply_module_rules(model, [Rule(r"\.visual$", "float32", "float32", "family default (glm4v, fp16)")], "cpu")
+    assert report["skipped"] and all(p.dtype == torch.float16 for p in model.model.visual.parameters())

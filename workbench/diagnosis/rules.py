@@ -129,6 +129,11 @@ def run_in_fp32(module: torch.nn.Module, device_type: str) -> None:
     module.forward = forward
 
 
+def _sharded(p: torch.nn.Parameter) -> bool:
+    # FSDP2 DTensor shards and DeepSpeed ZeRO-3 partitions: swapping their .data would break the wrapper.
+    return type(p).__name__ == "DTensor" or hasattr(p, "ds_id")
+
+
 def apply_module_rules(model: torch.nn.Module, rules: list[Rule], device_type: str) -> list[dict]:
     """Apply ``rules`` (first match wins; a matched module's descendants are not matched again) and
     return one report per rule. Raises ConfigError for a rule the model cannot honour."""
@@ -146,13 +151,23 @@ def apply_module_rules(model: torch.nn.Module, rules: list[Rule], device_type: s
     for i, rule in enumerate(rules):
         target = rule.target_storage()
         recast = kept_trained = 0
+        user_rule = rule.source.startswith("precision")
+        if any(_sharded(p) for _, module in matched[i] for p in module.parameters()):
+            if user_rule:
+                raise ConfigError([(rule.source, f"matches {display_name(matched[i][0][0])}, whose parameters are already "
+                                    "sharded (FSDP / DeepSpeed ZeRO-3) when rules are applied: module rules need "
+                                    "unsharded parameters (single process or DDP)")])
+            reports.append({"source": rule.source, "pattern": rule.pattern, "storage": rule.storage,
+                            "compute": rule.compute, "why": rule.why, "module_count": 0, "modules": [],
+                            "params_recast": 0, "trained_params_kept": 0,
+                            "skipped": "parameters already sharded when rules are applied"})
+            continue
         for name, module in matched[i]:
             for pname, p in module.named_parameters():
                 if target is not None and p.dtype != target:
                     if p.requires_grad:
                         if rule.compute == "float32" and p.dtype != torch.float32:
-                            raise ConfigError([(f"{rule.source}.compute" if rule.source.startswith("precision")
-                                                else "precision.family_defaults",
+                            raise ConfigError([(f"{rule.source}.compute" if user_rule else "precision.family_defaults",
                                                 f"{display_name(name)}.{pname} is trained in {str(p.dtype)[6:]}, so it "
                                                 "cannot compute in fp32 (the optimizer already holds it): use bf16 mode "
                                                 "(fp32 master weights) or LoRA, or drop the rule")])
