@@ -21,12 +21,19 @@ def policy(**dotted):
     ("fp16", torch.float16, torch.float16, torch.float32, True),
     ("bf16", torch.bfloat16, torch.bfloat16, torch.float32, False),
     ("pure-bf16", None, torch.bfloat16, torch.bfloat16, False),
-    ("auto", torch.bfloat16, torch.bfloat16, torch.float32, False),  # CPU autocast has bf16
 ])
 def test_lora_policies(mode, autocast, base, trainable, scaler):
     p = policy(**{"precision.mode": mode})
     assert (p.autocast_dtype, p.base_dtype, p.trainable_dtype, p.use_grad_scaler) == (autocast, base, trainable, scaler)
     assert (p.make_grad_scaler() is not None) == scaler
+
+
+@pytest.mark.parametrize("fast_bf16,mode", [(True, "bf16"), (False, "fp32")])
+def test_auto_on_cpu_follows_native_bf16_support(monkeypatch, fast_bf16, mode):
+    monkeypatch.setattr("workbench.precision.policy.cpu_has_fast_bf16", lambda: fast_bf16)
+    p = policy(**{"precision.mode": "auto"})
+    assert p.mode == mode and p.requested == "auto"
+    assert ("no native bf16" in " ".join(p.notes)) == (not fast_bf16)
 
 
 def test_full_finetune_keeps_fp32_master_weights():

@@ -5,18 +5,7 @@ import argparse
 import typing
 from typing import Any
 
-from pydantic import BaseModel
-
-from ..config import RunConfig, Section, parse_value
-
-
-def _leaves(model: type[BaseModel], prefix: str = ""):
-    for name, field in model.model_fields.items():
-        ann = field.annotation
-        if isinstance(ann, type) and issubclass(ann, Section):
-            yield from _leaves(ann, f"{prefix}{name}.")
-        else:
-            yield f"{prefix}{name}", field
+from ..config import RunConfig, Section, leaf_fields, parse_value
 
 
 def _is_plain_str(annotation: Any) -> bool:
@@ -29,7 +18,7 @@ def add_config_arguments(parser: argparse.ArgumentParser) -> None:
         ann = section_field.annotation
         if isinstance(ann, type) and issubclass(ann, Section):
             group = parser.add_argument_group(f"{section} ({ann.__name__})")
-            leaves = _leaves(ann, f"{section}.")
+            leaves = leaf_fields(ann, f"{section}.")
         else:
             group, leaves = parser, [(section, section_field)]
         for path, field in leaves:
@@ -40,7 +29,7 @@ def add_config_arguments(parser: argparse.ArgumentParser) -> None:
 
 def overrides_from_args(args: argparse.Namespace) -> dict[str, Any]:
     """Dotted overrides given on the command line, typed: strings stay strings, other values parse as YAML."""
-    fields = dict(_leaves(RunConfig))
+    fields = dict(leaf_fields(RunConfig))
     out = {}
     for key, raw in vars(args).items():
         if not key.startswith("cfg:"):

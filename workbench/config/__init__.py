@@ -20,10 +20,11 @@ from .schema import (
     RunConfig,
     ScheduleSection,
     Section,
+    leaf_fields,
 )
 
 __all__ = [
     "ConfigError", "apply_overrides", "config_from_dict", "config_to_dict", "load_config", "parse_value",
     "read_config_file", "replace", "save_config", "CheckpointSection", "DataSection", "LoraSection",
-    "ModelSection", "OutputSection", "PrecisionSection", "RunConfig", "ScheduleSection", "Section",
+    "ModelSection", "OutputSection", "PrecisionSection", "RunConfig", "ScheduleSection", "Section", "leaf_fields",
 ]

@@ -323,3 +323,14 @@ class RunConfig(Section):
             out.append(("model.dtype", f"pure-bf16 stores weights in bfloat16, not {self.model.dtype}: use auto or bfloat16"))
         out += self.sharding.run_problems(self)
         return out
+
+
+def leaf_fields(model: type[BaseModel] = RunConfig, prefix: str = ""):
+    """(dotted path, pydantic FieldInfo) of every leaf field, sections recursed: what the CLI flags
+    and the widget panel are generated from."""
+    for name, info in model.model_fields.items():
+        ann = info.annotation
+        if isinstance(ann, type) and issubclass(ann, Section):
+            yield from leaf_fields(ann, f"{prefix}{name}.")
+        else:
+            yield f"{prefix}{name}", info

@@ -17,21 +17,16 @@ import ipywidgets as W
 import yaml
 from pydantic import BaseModel
 
-from ..config import ConfigError, RunConfig, Section, config_from_dict, config_to_dict, read_config_file, save_config
+from ..config import (
+    ConfigError, RunConfig, Section, config_from_dict, config_to_dict, leaf_fields, read_config_file, save_config,
+)
 
 DESCRIPTION_STYLE = {"description_width": "150px"}
 ROW_LAYOUT = W.Layout(width="420px")
 
 
 # ---- schema -> widgets ------------------------------------------------------------------------
-def schema_leaves(model: type[BaseModel] = RunConfig, prefix: str = ""):
-    """(dotted path, pydantic FieldInfo) of every leaf field, sections recursed."""
-    for name, info in model.model_fields.items():
-        ann = info.annotation
-        if isinstance(ann, type) and issubclass(ann, Section):
-            yield from schema_leaves(ann, f"{prefix}{name}.")
-        else:
-            yield f"{prefix}{name}", info
+schema_leaves = leaf_fields  # the CLI's flags come from the same walk
 
 
 def schema_sections(model: type[BaseModel] = RunConfig) -> list[tuple[str, list]]:
