@@ -15,6 +15,7 @@ from .config_args import add_config_arguments, overrides_from_args
 SUBPACKAGE_COMMANDS = (
     ("workbench.plan.cli", "add_parser", "run"),
     ("workbench.plan.cli", "add_fact_check_parser", "run_fact_check"),
+    ("workbench.plan.report", "add_parser", "run"),
     ("workbench.serve.cli", "add_parser", "run"),
 )
 

@@ -1,0 +1,58 @@
+"""Predicted vs measured memory of a finished (or running) run, from its event log alone.
+
+    workbench report runs/NAME
+
+The run's ``plan`` event holds the planner's prediction; its ``memory`` events hold what each rank
+measured. Model state is compared on the last memory event taken with gradients allocated (they
+exist only between backward and the optimizer step)."""
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+
+from ..events import read_events
+from .state import compare, format_comparison
+
+MEASURED_NAMES = {"weights": "params_bytes", "gradients": "grads_bytes", "optimizer_state": "optimizer_bytes",
+                  "master_weights": "master_weights_bytes"}
+
+
+def run_report(run_dir: str | Path) -> dict:
+    """{rank: [ComparisonRow]} for every rank that measured its model state with gradients allocated."""
+    events, _ = read_events(Path(run_dir) / "events.jsonl")
+    plans = [e for e in events if getattr(e, "type", "") == "plan"]
+    if not plans or "model_state" not in plans[-1].plan:
+        raise ValueError(f"{run_dir} has no plan event with a model-state prediction")
+    predicted = plans[-1].plan["model_state"]
+    latest: dict = {}
+    for e in events:
+        if getattr(e, "type", "") == "memory" and e.grads_bytes > 0:
+            latest[e.rank] = e
+    return {rank: compare(predicted, {k: getattr(m, v) for k, v in MEASURED_NAMES.items()})
+            for rank, m in sorted(latest.items())}
+
+
+def add_parser(subparsers) -> argparse.ArgumentParser:
+    p = subparsers.add_parser("report", help="a run's predicted vs measured model-state memory, per category")
+    p.add_argument("run_dir")
+    p.add_argument("--json", action="store_true")
+    return p
+
+
+def run(args) -> int:
+    try:
+        report = run_report(args.run_dir)
+    except (ValueError, FileNotFoundError) as err:
+        print(f"error: {err}")
+        return 2
+    if not report:
+        print(f"{args.run_dir}: no memory event with gradients allocated yet (output.memory_every steps)")
+        return 1
+    if args.json:
+        print(json.dumps({rank: [r.to_dict() for r in rows] for rank, rows in report.items()}, indent=2))
+        return 0
+    for rank, rows in report.items():
+        print(f"rank {rank}")
+        print(format_comparison(rows))
+    return 0
