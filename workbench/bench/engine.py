@@ -146,7 +146,7 @@ RUNNERS = {"engine": run_engine, "bare": run_bare, "trainer": run_trainer}
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--model", default="smollm2-135m-instruct")
-    p.add_argument("--precision", default="bf16")
+    p.add_argument("--precision", default="auto", help="precision.mode (auto: fp32 on CPUs without native bf16)")
     p.add_argument("--steps", type=int, default=20, help="timed optimizer steps")
     p.add_argument("--warmup", type=int, default=3)
     p.add_argument("--micro-batch", type=int, default=4)

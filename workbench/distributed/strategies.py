@@ -80,17 +80,9 @@ class Strategy:
                        directory / "optimizer.pt")
 
     def load_shards(self, directory: Path) -> None:
-        from safetensors.torch import load_file
+        from ..engine.checkpoint import load_trainable_weights
 
-        weights = load_file(str(directory / "trainable.safetensors"))
-        params = dict(self.module.named_parameters())
-        missing = [n for n in weights if n not in params]
-        if missing:
-            raise ValueError(f"checkpoint {directory} holds weights this model lacks ({missing[:3]}...): the model or "
-                             "LoRA settings differ from the run that wrote it")
-        with torch.no_grad():
-            for n, t in weights.items():
-                params[n].copy_(t)
+        load_trainable_weights(directory, self.module)
         blob = torch.load(directory / "optimizer.pt", weights_only=False)
         self.optimizer.load_state_dict(blob["optimizer"])
         if self.scaler is not None and blob["scaler"] is not None:

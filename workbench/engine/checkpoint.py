@@ -79,7 +79,8 @@ def list_checkpoints(ckpt_root: Path) -> list[Path]:
     return sorted(p for p in ckpt_root.iterdir() if p.name.startswith(PREFIX) and (p / "state.json").is_file())
 
 
-def load_checkpoint(path: Path, model, optimizer, scheduler, scaler) -> TrainState:
+def load_trainable_weights(path: Path, model) -> None:
+    """Copy ``path/trainable.safetensors`` into the model's parameters of the same names."""
     weights = load_file(str(path / "trainable.safetensors"))
     params = dict(model.named_parameters())
     missing = [n for n in weights if n not in params]
@@ -89,6 +90,10 @@ def load_checkpoint(path: Path, model, optimizer, scheduler, scaler) -> TrainSta
     with torch.no_grad():
         for n, t in weights.items():
             params[n].copy_(t)
+
+
+def load_checkpoint(path: Path, model, optimizer, scheduler, scaler) -> TrainState:
+    load_trainable_weights(path, model)
     blob = torch.load(path / "training.pt", weights_only=False)
     optimizer.load_state_dict(blob["optimizer"])
     scheduler.load_state_dict(blob["scheduler"])
