@@ -96,3 +96,9 @@ def test_bad_override_syntax():
     with pytest.raises(ConfigError) as exc:
         load_config(None, ["precision.mode"])
     assert "key=value" in str(exc.value)
+
+
+def test_list_items_are_named_with_their_index():
+    probs = problems_of({"precision": {"module_rules": [{"pattern": "lm_head", "storage": "float32"},
+                                                        {"pattern": "x", "storage": "int4"}]}})
+    assert any(path.startswith("precision.module_rules[1].storage") for path in probs), probs

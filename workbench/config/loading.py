@@ -26,11 +26,22 @@ def _is_field_name(part) -> bool:
     return isinstance(part, int) or str(part).isidentifier()
 
 
+def _field_path(prefix: str, loc) -> str:
+    """``precision.module_rules[0].pattern``: list indices in brackets, as the section checks write them."""
+    path = prefix
+    for part in loc:
+        if isinstance(part, int):
+            path += f"[{part}]"
+        elif _is_field_name(part):
+            path = f"{path}.{part}" if path else str(part)
+    return path
+
+
 def _pydantic_problems(err: ValidationError, prefix: str = "") -> list[tuple[str, str]]:
     messages: dict[str, list[str]] = {}
     inputs: dict[str, str] = {}
     for e in err.errors():
-        path = ".".join(filter(None, [prefix, ".".join(str(p) for p in e["loc"] if _is_field_name(p))]))
+        path = _field_path(prefix, e["loc"])
         if e["type"] == "extra_forbidden":
             messages.setdefault(path, []).append("unknown key (check the spelling; `workbench train --help` lists every key)")
             continue
