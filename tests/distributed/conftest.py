@@ -34,12 +34,9 @@ def base_overrides(runs_dir, **extra) -> dict:
 
 
 def make_config(runs_dir, **extra):
-    from workbench.config import RunConfig, load_config
+    from workbench.config import load_config
 
-    overrides = base_overrides(runs_dir, **extra)
-    if "diagnosis" not in RunConfig.model_fields:  # the diagnosis section may not be in this tree yet
-        overrides.pop("diagnosis.enabled")
-    return load_config(None, overrides)
+    return load_config(None, base_overrides(runs_dir, **extra))
 
 
 def events_of(run_dir, kind=None, rank=None):
