@@ -150,6 +150,7 @@ def test_monitor_shows_every_chart_and_alert_of_a_run(tmp_path):
     m.attach(tmp_path / "runs" / "synthetic")
     m.wait_sync(10)
     assert list(m.loss_fig.data[0].x) == [1, 2, 3, 4]
+    assert tuple(m.loss_fig.layout.xaxis.range) == (0, 4) == tuple(m.memory_fig.layout.xaxis.range)  # the whole run
     assert list(m.scale_fig.data[1].x) == [1] and m.scale_fig.layout.yaxis.type == "log"
     assert list(m.grad_fig.data[0].y) == [None, 1.0, 1.0, 1.0]
     assert {t.name for t in m.memory_fig.data} == {"cuda:0 allocated", "cuda:0 reserved", "cuda:0 peak", "rank0 host RSS"}

@@ -18,18 +18,22 @@ import plotly.graph_objects as go
 
 from ..config import RunConfig
 from ..engine import RunHandle, attach, launch
-from .state import EventTail, RunState, Throttle, format_seconds
+from .state import EventTail, RunState, Throttle
 
 POLL_INTERVAL_S = 0.1
 MAX_REDRAWS_PER_S = 4
 DTYPE_COLORS = {"float32": "#1e88e5", "bfloat16": "#43a047", "float16": "#fb8c00", "int8": "#8e24aa", "uint8": "#8e24aa"}
 ALERT_COLORS = {"error": "#c62828", "warning": "#ef6c00", "info": "#1565c0", "success": "#2e7d32"}
 MiB = 2**20
+# Charts get a fixed width: a FigureWidget in a grid cell first draws at plotly's default 700 px and only
+# refits on a window resize, so it would spill out of its cell. Cells wrap to one column on narrow screens.
+CHART_WIDTH_PX = 480
 
 
 def _figure(title: str, ytitle: str = "", height: int = 260, log_y: bool = False) -> go.FigureWidget:
     fig = go.FigureWidget(layout=go.Layout(
-        title=dict(text=title, font=dict(size=13)), height=height, margin=dict(l=50, r=10, t=35, b=35),
+        title=dict(text=title, font=dict(size=13)), width=CHART_WIDTH_PX, height=height,
+        margin=dict(l=50, r=10, t=35, b=35),
         xaxis=dict(title=dict(text="step")), yaxis=dict(title=dict(text=ytitle), type="log" if log_y else "linear"),
         legend=dict(orientation="h", y=-0.25), template="plotly_white"))
     return fig
@@ -100,7 +104,8 @@ class RunMonitor(W.VBox):
             box.add_class(f"wb-fig-{name}")
             boxes.append(box)
         charts = W.GridBox(boxes + [W.VBox([W.HTML("<b>census</b>"), self.census_table])],
-                           layout=W.Layout(grid_template_columns="repeat(2, 49%)", grid_gap="4px"))
+                           layout=W.Layout(grid_template_columns=f"repeat(auto-fill, {CHART_WIDTH_PX + 10}px)",
+                                           grid_gap="4px"))
         super().__init__([W.HTML("<b>Launch and monitor</b>"),
                           W.HBox([self.launch_button, self.stop_button, self.message]),
                           W.HBox([self.progress, self.status]), self.alerts, charts])
@@ -230,6 +235,8 @@ class RunMonitor(W.VBox):
             with fig.batch_update():
                 for trace in fig.data:
                     trace.x, trace.y = [], []
+        for fig in (self.loss_fig, self.scale_fig, self.grad_fig, self.lr_fig, self.memory_fig):
+            fig.layout.xaxis.range, fig.layout.xaxis.autorange = None, True
         self.memory_fig.data = []
         self.census_fig.data = []
         self._memory_traces, self._census_traces = {}, {}
@@ -252,6 +259,7 @@ class RunMonitor(W.VBox):
             self.grad_fig.data[0].x, self.grad_fig.data[0].y = list(s.grad_norm.x), list(s.grad_norm.y)
         with self.lr_fig.batch_update():
             self.lr_fig.data[0].x, self.lr_fig.data[0].y = list(s.lr.x), list(s.lr.y)
+        self._fix_step_axes()
         self._draw_memory()
         self._draw_census()
         self._draw_progress()
@@ -259,6 +267,16 @@ class RunMonitor(W.VBox):
         for t, _step in s.take_pending_step_times():
             if t is not None:
                 self.latencies.append(now - t)
+
+    def _fix_step_axes(self) -> None:
+        # The step axes span the whole run once its length is known: the user sees how far it has got, and the
+        # view never depends on the front end re-autoranging after each restyle (it can lag a batch behind).
+        total = self.state.total_steps
+        if not total:
+            return
+        for fig in (self.loss_fig, self.scale_fig, self.grad_fig, self.lr_fig, self.memory_fig):
+            if tuple(fig.layout.xaxis.range or ()) != (0, total):
+                fig.layout.xaxis.range = [0, total]
 
     def _draw_memory(self) -> None:
         s = self.state
@@ -300,9 +318,8 @@ class RunMonitor(W.VBox):
         s = self.state
         self.progress.value = s.progress
         self.progress.bar_style = {"finished": "success", "failed": "danger", "stopped": "warning"}.get(s.status, "info")
-        eta = f" &nbsp; ETA {format_seconds(s.eta_s)}" if s.eta_s is not None and not s.done else ""
-        rate = f" &nbsp; {s.tokens_per_s:,.0f} tok/s" if s.tokens_per_s and not s.done else ""
-        self.status.value = f"<span class='wb-run-status' data-status='{s.status}'>{html.escape(s.summary())}{eta}{rate}</span>"
+        rate = f" | {s.tokens_per_s:,.0f} tok/s" if s.tokens_per_s and not s.done else ""  # summary() has the ETA
+        self.status.value = f"<span class='wb-run-status' data-status='{s.status}'>{html.escape(s.summary())}{rate}</span>"
         self.stop_button.disabled = s.done or self.handle is None
 
     def _draw_alerts(self) -> None:
