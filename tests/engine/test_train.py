@@ -1,4 +1,5 @@
 import json
+from pathlib import Path
 
 import pytest
 import torch
@@ -86,6 +87,61 @@ def test_resume_continues_exactly(make_cfg):
     assert started.start_step == 5
 
 
+def test_a_crash_mid_step_keeps_every_completed_step(make_cfg, monkeypatch):
+    """Ctrl-C in the middle of step 4 (its first micro-batch already trained, dropout drawn): the run_failed
+    event points at an emergency checkpoint of step 3, and resuming it gives the uninterrupted run exactly."""
+    from workbench.engine import run as run_module
+
+    common = {"precision.mode": "fp16", "lora.dropout": 0.1, "schedule.max_steps": 6, "schedule.micro_batch_size": 2,
+              "schedule.grad_accum_steps": 2, "checkpointing.every_steps": 2, "checkpointing.keep_last": 5}
+    full = train(make_cfg(**common, **{"output.run_name": "full"}))
+    forward, calls = run_module._Engine._forward_loss_sum, []
+
+    def interrupted(engine, batch):
+        calls.append(1)
+        if len(calls) == 3 * 2 + 2:  # step 4, second micro-batch
+            raise KeyboardInterrupt
+        return forward(engine, batch)
+
+    monkeypatch.setattr(run_module._Engine, "_forward_loss_sum", interrupted)
+    with pytest.raises(KeyboardInterrupt):
+        train(make_cfg(**common, **{"output.run_name": "crashed"}))
+    monkeypatch.undo()
+    crashed_dir = full.run_dir.parent / "crashed"
+    events = list(iter_events(crashed_dir / "events.jsonl"))
+    failed = [e for e in events if e.type == "run_failed"]
+    assert len(failed) == 1 and failed[0].step == 3 and failed[0].error_type == "KeyboardInterrupt"
+    assert failed[0].checkpoint == str(crashed_dir / "checkpoints" / "step-0000003")
+    assert [(e.step, e.kind) for e in events if e.type == "checkpoint"] == [(2, "resumable"), (3, "emergency")]
+
+    resumed = train(make_cfg(**common, **{"output.run_name": "crashed", "checkpointing.resume_from": "latest"}))
+    assert resumed.losses == full.losses[3:]  # bitwise: the step's RNG was saved as it was when the step began
+    wa, wb = _trained(full), _trained(resumed)
+    for k in wa:
+        assert torch.equal(wa[k], wb[k]), k
+
+
+def test_a_crash_right_after_a_checkpoint_points_at_it(make_cfg, monkeypatch):
+    from workbench.engine import run as run_module
+
+    cfg = make_cfg(**{"schedule.max_steps": 6, "checkpointing.every_steps": 2, "output.run_name": "crashed"})
+    forward, calls = run_module._Engine._forward_loss_sum, []
+
+    def failing(engine, batch):
+        calls.append(1)
+        if len(calls) == 5:  # step 5, just after the step-4 checkpoint
+            raise RuntimeError("boom")
+        return forward(engine, batch)
+
+    monkeypatch.setattr(run_module._Engine, "_forward_loss_sum", failing)
+    with pytest.raises(RuntimeError, match="boom"):
+        train(cfg)
+    run_dir = Path(cfg.output.runs_dir) / "crashed"
+    events = list(iter_events(run_dir / "events.jsonl"))
+    assert [(e.step, e.kind) for e in events if e.type == "checkpoint"] == [(2, "resumable"), (4, "resumable")]
+    assert [e.checkpoint for e in events if e.type == "run_failed"] == [str(run_dir / "checkpoints" / "step-0000004")]
+
+
 def test_resume_latest_in_same_run_dir(make_cfg):
     r1 = train(make_cfg(**{"schedule.max_steps": 3, "output.run_name": "again"}))
     with pytest.raises(ConfigError, match="already holds a run"):
@@ -153,6 +209,7 @@ def test_failure_is_logged_as_run_failed(make_cfg, tmp_path):
     run_dir = next((tmp_path / "runs").iterdir())
     failed = [e for e in iter_events(run_dir / "events.jsonl") if e.type == "run_failed"]
     assert len(failed) == 1 and failed[0].error_type == "DataError" and f"{bad}:1" in failed[0].error
+    assert failed[0].checkpoint is None  # it failed before training anything: nothing to save
 
 
 def test_merge_adapter_writes_a_loadable_model(make_cfg):

@@ -66,12 +66,36 @@ def _cmd_train(args) -> int:
         print(f"run {status}: {handle.run_dir}")
         return 0 if status in ("finished", "stopped") else 1
     from ..engine import train
+    from ..engine.run import new_run_dir
 
-    result = train(cfg)
+    run_dir = new_run_dir(cfg)
+    try:
+        result = train(cfg, run_dir)
+    except KeyboardInterrupt:
+        print(f"\ninterrupted: {_resume_hint(run_dir)}", file=sys.stderr)
+        return 130
+    except (ConfigError, DataError):
+        raise
+    except Exception:
+        print(f"run failed: {_resume_hint(run_dir)}", file=sys.stderr)
+        raise
     print(f"run directory: {result.run_dir}")
     if result.adapter_path:
         print(f"adapter: {result.adapter_path}")
     return 0
+
+
+def _resume_hint(run_dir: Path) -> str:
+    """Where a failed run's last completed step was saved, and the command that continues it."""
+    from ..events import iter_events
+
+    failed = [e for e in iter_events(run_dir / "events.jsonl") if getattr(e, "type", None) == "run_failed"]
+    checkpoint = failed[-1].checkpoint if failed else None
+    if not checkpoint:
+        return f"no step was completed and saved (run directory {run_dir})"
+    return (f"step {failed[-1].step} is saved in {checkpoint}; continue with\n  workbench train --config "
+            f"{run_dir}/config.json --output.runs_dir {run_dir.parent} --output.run_name {run_dir.name} "
+            f"--checkpointing.resume_from latest")
 
 
 def _models_parser(sub) -> None:

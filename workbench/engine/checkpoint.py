@@ -54,7 +54,9 @@ def trainable_state(model: torch.nn.Module) -> dict[str, torch.Tensor]:
     return {n: p.detach().contiguous() for n, p in model.named_parameters() if p.requires_grad}
 
 
-def save_checkpoint(ckpt_root: Path, state: TrainState, model, optimizer, scheduler, scaler, keep_last: int) -> Path:
+def save_checkpoint(ckpt_root: Path, state: TrainState, model, optimizer, scheduler, scaler, keep_last: int,
+                    rng: Optional[dict] = None) -> Path:
+    """Save the run at ``state.step``. ``rng``: the generators' state to resume with (default: now)."""
     ckpt_root.mkdir(parents=True, exist_ok=True)
     final = ckpt_root / f"{PREFIX}{state.step:07d}"
     tmp = ckpt_root / f".tmp-{final.name}"
@@ -63,7 +65,7 @@ def save_checkpoint(ckpt_root: Path, state: TrainState, model, optimizer, schedu
     tmp.mkdir()
     save_file(trainable_state(model), str(tmp / "trainable.safetensors"))
     torch.save({"optimizer": optimizer.state_dict(), "scheduler": scheduler.state_dict(),
-                "scaler": scaler.state_dict() if scaler is not None else None, "rng": rng_state()}, tmp / "training.pt")
+                "scaler": scaler.state_dict() if scaler is not None else None, "rng": rng or rng_state()}, tmp / "training.pt")
     (tmp / "state.json").write_text(json.dumps(asdict(state)) + "\n")
     if final.exists():
         shutil.rmtree(final)

@@ -37,7 +37,8 @@ from ..precision import (
 from . import memory
 from .census import parameter_census
 from .checkpoint import (
-    TrainState, list_checkpoints, load_checkpoint, load_sharded_checkpoint, save_checkpoint, save_sharded_checkpoint,
+    TrainState, list_checkpoints, load_checkpoint, load_sharded_checkpoint, rng_state, save_checkpoint,
+    save_sharded_checkpoint,
 )
 from .observers import default_observers
 from .schedule import lr_factor
@@ -90,6 +91,12 @@ class _Engine:
         self.state = TrainState(step=0, micro_batches=0)
         self.result = RunResult(run_dir=run_dir, step=0)
         self.observers = default_observers(cfg)
+        # For the emergency checkpoint: weights, optimizer and data position agree with ``state`` except while
+        # an optimizer update is being applied; the RNG is snapshotted as each step completes, so a run resumed
+        # from it redraws the interrupted step's dropout exactly.
+        self._consistent = True
+        self._rng_after_step: Optional[dict] = None
+        self._saved_step, self._saved_path = 0, None  # the newest resumable checkpoint (or the resumed one)
 
     # ---- set-up ---------------------------------------------------------------------------------
     def setup(self) -> None:
@@ -144,6 +151,7 @@ class _Engine:
             self.state = load_checkpoint(path, self.model, self.optimizer, self.scheduler, self.scaler)
         else:
             self.state = load_sharded_checkpoint(path, self.strategy, self.scheduler)
+        self._saved_step, self._saved_path = self.state.step, path
 
     # ---- events -------------------------------------------------------------------------------
     def emit_run(self, event) -> None:
@@ -200,6 +208,7 @@ class _Engine:
         state = self.measure_state() if measure else None
         for o in self.observers:
             o.before_optimizer_step(self, self.state.step + 1)
+        self._consistent = False  # until the run loop has recorded this update in ``state``
         outcome = self.strategy.step(self.cfg.precision.max_grad_norm)
         with warnings.catch_warnings():
             # A skipped first fp16 step makes torch warn that the schedule ran before the optimizer;
@@ -243,6 +252,7 @@ class _Engine:
         else:
             path = save_sharded_checkpoint(self.ckpt_root, self.state, self.strategy, self.scheduler, keep)
         self.emit_run(Checkpoint(step=self.state.step, path=str(path), kind="resumable"))
+        self._saved_step, self._saved_path = self.state.step, path
         return path
 
     # ---- the loop -----------------------------------------------------------------------------
@@ -259,6 +269,7 @@ class _Engine:
         self.emit_memory(self.measure_state())
         stream = micro_batch_indices(len(self.train_examples), s.micro_batch_size * self.ctx.world_size, s.seed,
                                     self.state.micro_batches)  # global micro-batches; each rank slices its own
+        self._rng_after_step = rng_state()
         bar = None
         if out.progress_bar and self.ctx.is_main:
             from tqdm.auto import tqdm
@@ -281,6 +292,7 @@ class _Engine:
                 self.state.micro_batches += s.grad_accum_steps
                 self.state.tokens += target_tokens
                 self.state.last_loss = loss
+                self._consistent, self._rng_after_step = True, rng_state()
                 self.result.losses.append(loss)
                 self.result.skipped_steps += outcome.skipped
                 avg_step_time = dt if avg_step_time is None else 0.9 * avg_step_time + 0.1 * dt
@@ -328,6 +340,29 @@ class _Engine:
                                      stop_reason=self.result.stop_reason))
         return self.result
 
+    def emergency_checkpoint(self) -> Optional[Path]:
+        """After a failure (an exception, Ctrl-C, the SIGTERM of a stop that timed out) in a
+        one-process run: save the last completed step unless it is saved already, so that
+        ``resume_from=latest`` loses nothing. Returns the checkpoint holding that step (possibly an
+        earlier periodic one), or None. Sharded runs are left alone: saving needs every rank, and
+        after a failure some may be gone."""
+        if self.strategy_name() != "none" or not self._consistent or self.state.step == 0:
+            return None
+        if self.state.step == self._saved_step:
+            return self._saved_path
+        try:
+            path = save_checkpoint(self.ckpt_root, self.state, self.model, self.optimizer, self.scheduler, self.scaler,
+                                   self.cfg.checkpointing.keep_last, rng=self._rng_after_step)
+        except Exception:  # noqa: BLE001 - the original failure is what gets reported
+            return None
+        self.writer.emit(Checkpoint(step=self.state.step, path=str(path), kind="emergency"))
+        self._saved_step, self._saved_path = self.state.step, path
+        return path
+
+    def strategy_name(self) -> Optional[str]:
+        strategy = getattr(self, "strategy", None)  # None when set-up failed before the model was ready
+        return strategy.name if strategy is not None else None
+
     def save_final(self) -> Path:
         """The adapter in peft format (or the full model), with the tokenizer, ready to serve."""
         target = self.run_dir / ("adapter" if self.cfg.lora.enabled else "model")
@@ -368,8 +403,10 @@ def train(cfg: RunConfig, run_dir: str | Path | None = None) -> RunResult:
             engine.setup()
             return engine.run()
         except BaseException as err:  # noqa: BLE001 - logged, then re-raised unchanged
+            saved = engine.emergency_checkpoint()
             writer.emit(RunFailed(step=engine.state.step, error=str(err) or type(err).__name__,
-                                  error_type=type(err).__name__, traceback=traceback.format_exc(limit=20)))
+                                  error_type=type(err).__name__, traceback=traceback.format_exc(limit=20),
+                                  checkpoint=str(saved) if saved else None))
             raise
 
 

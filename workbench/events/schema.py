@@ -105,7 +105,7 @@ class Checkpoint(Event):
     type: ClassVar[str] = "checkpoint"
     step: int
     path: str
-    kind: str  # "resumable" | "adapter" | "merged"
+    kind: str  # "resumable" | "emergency" (resumable, written after a failure) | "adapter" | "merged"
 
 
 @dataclass(frozen=True)
@@ -126,6 +126,9 @@ class RunFailed(Event):
     error: str
     error_type: str
     traceback: str = ""
+    # The last completed step, saved after the failure so nothing is lost (resume with resume_from=latest);
+    # None when there was nothing new to save or it could not be saved safely.
+    checkpoint: Optional[str] = None
 
 
 

@@ -225,7 +225,9 @@ class RunState:
     def _on_run_failed(self, e, rank):
         self.status = "failed"
         self.error = f"{_get(e, 'error_type', 'Error')}: {_get(e, 'error', '')}"
-        self.alerts.append(Alert("error", f"run failed (rank {rank}, step {_get(e, 'step')})", self.error + (
+        saved = _get(e, "checkpoint")
+        resume = f"\n\nstep {_get(e, 'step')} is saved in {saved}: resume with checkpointing.resume_from=latest" if saved else ""
+        self.alerts.append(Alert("error", f"run failed (rank {rank}, step {_get(e, 'step')})", self.error + resume + (
             "\n\n" + _get(e, "traceback") if _get(e, "traceback") else ""), _get(e, "step"), "run_failed"))
 
     def _on_diagnosis(self, e, rank):
