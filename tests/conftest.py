@@ -37,6 +37,27 @@ def make_cfg(tmp_path):
     return make
 
 
+@pytest.fixture
+def fail_forward(monkeypatch):
+    """``fail_forward(n, exc)``: the n-th training forward pass of this process raises ``exc`` (a crash or a
+    Ctrl-C at a chosen point of a chosen step); ``undo()`` on the returned monkeypatch lifts it."""
+    from workbench.engine import run as run_module
+
+    def arm(n: int, exc: BaseException):
+        forward, calls = run_module._Engine._forward_loss_sum, []
+
+        def failing(engine, batch):
+            calls.append(1)
+            if len(calls) == n:
+                raise exc
+            return forward(engine, batch)
+
+        monkeypatch.setattr(run_module._Engine, "_forward_loss_sum", failing)
+        return monkeypatch
+
+    return arm
+
+
 def write_jsonl(path: Path, lines: list[str]) -> Path:
     path.write_text("\n".join(lines) + "\n", encoding="utf-8")
     return path

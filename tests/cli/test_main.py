@@ -1,4 +1,5 @@
 import json
+import shlex
 
 from workbench.cli.main import main
 
@@ -45,24 +46,12 @@ def test_models_list(capsys):
     assert "smollm2-135m-instruct" in out and "tiny-glm4v" in out
 
 
-def test_ctrl_c_keeps_the_completed_steps_and_prints_how_to_continue(capsys, tmp_path, monkeypatch):
-    import shlex
-
-    from workbench.engine import run as run_module
-
+def test_ctrl_c_keeps_the_completed_steps_and_prints_how_to_continue(capsys, tmp_path, fail_forward):
     runs = str(tmp_path / "runs")
-    forward, calls = run_module._Engine._forward_loss_sum, []
-
-    def interrupted(engine, batch):
-        calls.append(1)
-        if len(calls) == 3:
-            raise KeyboardInterrupt
-        return forward(engine, batch)
-
-    monkeypatch.setattr(run_module._Engine, "_forward_loss_sum", interrupted)
+    patch = fail_forward(3, KeyboardInterrupt())  # step 3
     assert main(["train", "--model.source", "tiny-glm4", "--data.eval", "null", "--schedule.max_steps", "4",
                  "--output.runs_dir", runs, "--output.run_name", "cli", "--output.progress_bar", "false"]) == 130
-    monkeypatch.undo()
+    patch.undo()
     err = capsys.readouterr().err
     assert f"step 2 is saved in {runs}/cli/checkpoints/step-0000002" in err
     command = shlex.split(err.strip().splitlines()[-1])

@@ -87,26 +87,16 @@ def test_resume_continues_exactly(make_cfg):
     assert started.start_step == 5
 
 
-def test_a_crash_mid_step_keeps_every_completed_step(make_cfg, monkeypatch):
+def test_a_crash_mid_step_keeps_every_completed_step(make_cfg, fail_forward):
     """Ctrl-C in the middle of step 4 (its first micro-batch already trained, dropout drawn): the run_failed
     event points at an emergency checkpoint of step 3, and resuming it gives the uninterrupted run exactly."""
-    from workbench.engine import run as run_module
-
     common = {"precision.mode": "fp16", "lora.dropout": 0.1, "schedule.max_steps": 6, "schedule.micro_batch_size": 2,
               "schedule.grad_accum_steps": 2, "checkpointing.every_steps": 2, "checkpointing.keep_last": 5}
     full = train(make_cfg(**common, **{"output.run_name": "full"}))
-    forward, calls = run_module._Engine._forward_loss_sum, []
-
-    def interrupted(engine, batch):
-        calls.append(1)
-        if len(calls) == 3 * 2 + 2:  # step 4, second micro-batch
-            raise KeyboardInterrupt
-        return forward(engine, batch)
-
-    monkeypatch.setattr(run_module._Engine, "_forward_loss_sum", interrupted)
+    patch = fail_forward(3 * 2 + 2, KeyboardInterrupt())  # step 4, second micro-batch
     with pytest.raises(KeyboardInterrupt):
         train(make_cfg(**common, **{"output.run_name": "crashed"}))
-    monkeypatch.undo()
+    patch.undo()
     crashed_dir = full.run_dir.parent / "crashed"
     events = list(iter_events(crashed_dir / "events.jsonl"))
     failed = [e for e in events if e.type == "run_failed"]
@@ -121,19 +111,9 @@ def test_a_crash_mid_step_keeps_every_completed_step(make_cfg, monkeypatch):
         assert torch.equal(wa[k], wb[k]), k
 
 
-def test_a_crash_right_after_a_checkpoint_points_at_it(make_cfg, monkeypatch):
-    from workbench.engine import run as run_module
-
+def test_a_crash_right_after_a_checkpoint_points_at_it(make_cfg, fail_forward):
     cfg = make_cfg(**{"schedule.max_steps": 6, "checkpointing.every_steps": 2, "output.run_name": "crashed"})
-    forward, calls = run_module._Engine._forward_loss_sum, []
-
-    def failing(engine, batch):
-        calls.append(1)
-        if len(calls) == 5:  # step 5, just after the step-4 checkpoint
-            raise RuntimeError("boom")
-        return forward(engine, batch)
-
-    monkeypatch.setattr(run_module._Engine, "_forward_loss_sum", failing)
+    fail_forward(5, RuntimeError("boom"))  # step 5, just after the step-4 checkpoint
     with pytest.raises(RuntimeError, match="boom"):
         train(cfg)
     run_dir = Path(cfg.output.runs_dir) / "crashed"

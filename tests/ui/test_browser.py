@@ -10,6 +10,7 @@ finish, then asks the chat compare panel and waits for two answers. Screenshots 
 from __future__ import annotations
 
 import importlib.util
+import json
 import os
 import re
 import secrets
@@ -111,6 +112,24 @@ def _loss_points(page) -> int:
     }""")
 
 
+def _report_latency(draws: list, events_path: Path) -> None:
+    """Print (and save next to the screenshots) each step's time from its event to the first redraw in the
+    page that showed it: the whole path, kernel and browser. A figure, not a pass/fail threshold."""
+    steps = [json.loads(line) for line in events_path.read_text().splitlines()]
+    latencies = []
+    for e in (e for e in steps if e["type"] == "step"):
+        shown = [t for t, last in draws if last >= e["step"]]
+        if shown:
+            latencies.append(min(shown) - e["time"])
+    latencies.sort()
+    if latencies:
+        pick = lambda q: latencies[min(len(latencies) - 1, int(q * len(latencies)))]  # noqa: E731
+        figures = {"steps": len(latencies), "p50_s": round(pick(0.5), 3), "p95_s": round(pick(0.95), 3),
+                   "max_s": round(latencies[-1], 3)}
+        print(f"event -> chart drawn in the browser: {figures}")
+        (ARTIFACTS / "latency.json").write_text(json.dumps(figures) + "\n")
+
+
 def test_quickstart_in_jupyterlab(jupyter_lab):
     from playwright.sync_api import expect, sync_playwright
 
@@ -143,6 +162,16 @@ def test_quickstart_in_jupyterlab(jupyter_lab):
                 return plot ? plot.getBoundingClientRect().right - box.getBoundingClientRect().right : 0;
             }).filter(px => px > 1)""")
             assert not overflow, f"charts spill out of their grid cells by {overflow} px"
+
+            # every redraw of the loss chart in the page, with its newest step: the browser side of event -> chart
+            page.evaluate("""() => {
+                const gd = document.querySelector('.wb-fig-loss .js-plotly-plot');
+                window.wbDraws = [];
+                gd.on('plotly_afterplot', () => {
+                    const x = (gd.data[0] && gd.data[0].x) || [];
+                    if (x.length) window.wbDraws.push([Date.now() / 1000, x[x.length - 1]]);
+                });
+            }""")
 
             # a run starts from the Launch button
             page.locator(".wb-launch").first.click()
@@ -178,6 +207,7 @@ def test_quickstart_in_jupyterlab(jupyter_lab):
             shown = page.evaluate("() => document.querySelector('.wb-fig-loss .js-plotly-plot')._fullLayout.xaxis.range")
             assert shown[0] <= 1 and shown[1] >= 40, f"the loss chart shows steps {shown}, not 1..40"
             shots("4-finished")
+            _report_latency(page.evaluate("() => window.wbDraws"), next((root / "runs").iterdir()) / "events.jsonl")
 
             # chat compare: the finished run's adapter is served next to the base; ask both
             chat = page.locator(".wb-chat-panel").first
