@@ -60,6 +60,10 @@ def test_run_failed_and_memory_series():
     assert s.memory_breakdown() == {"params": 1, "grads": 2, "optimizer": 3, "master weights": 0}
     s.apply([{"type": "run_failed", "rank": 1, "step": 2, "error": "boom", "error_type": "RuntimeError"}])
     assert s.status == "failed" and "boom" in s.error and s.alerts[-1].level == "error"
+    assert "resume_from" not in s.alerts[-1].detail  # nothing was saved: no resume advice
+    s.apply([{"type": "run_failed", "rank": 0, "step": 3, "error": "Ctrl-C", "error_type": "KeyboardInterrupt",
+              "checkpoint": "runs/r/checkpoints/step-0000003"}])
+    assert "checkpointing.resume_from=runs/r/checkpoints/step-0000003" in s.alerts[-1].detail
 
 
 def test_event_tail_reads_incrementally(tmp_path):

@@ -226,7 +226,7 @@ class RunState:
         self.status = "failed"
         self.error = f"{_get(e, 'error_type', 'Error')}: {_get(e, 'error', '')}"
         saved = _get(e, "checkpoint")
-        resume = f"\n\nstep {_get(e, 'step')} is saved in {saved}: resume with checkpointing.resume_from=latest" if saved else ""
+        resume = f"\n\nstep {_get(e, 'step')} is saved: continue with checkpointing.resume_from={saved}" if saved else ""
         self.alerts.append(Alert("error", f"run failed (rank {rank}, step {_get(e, 'step')})", self.error + resume + (
             "\n\n" + _get(e, "traceback") if _get(e, "traceback") else ""), _get(e, "step"), "run_failed"))
 
