@@ -170,8 +170,8 @@ def test_workbench_launch_watch_and_chat_compare(make_cfg):
     cfg = make_cfg(**{"schedule.max_steps": 4, "output.memory_every": 2, "schedule.eval_every": 0,
                       "data.eval": str(SAMPLES / "identity" / "heldout.jsonl")})
     with start_server("tiny-glm4", default_max_tokens=6) as srv:
-        wb = Workbench(cfg, server=srv)
-        assert wb.chat.models.options == ("tiny-glm4",)
+        wb = Workbench(cfg, server=srv, max_tokens=6)
+        assert wb.chat.models.options == ("tiny-glm4",) and wb.chat.max_tokens.value == 6
         assert wb.plan.plan is not None and wb.plan.plan.fits
         wb.monitor.launch_button.click()
         m = wb.monitor

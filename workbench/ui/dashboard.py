@@ -21,11 +21,12 @@ class Workbench(W.Tab):
 
     The panels are also attributes (``wb.config``, ``wb.plan``, ``wb.monitor``, ``wb.runs``, ``wb.chat``)
     to show one at a time in a walkthrough. With ``server`` (a ``workbench.serve.ServerHandle``), each
-    finished run's adapter is added to the server and to the chat panel's choices.
+    finished run's adapter is added to the server and to the chat panel's choices. ``max_tokens``: the
+    chat panel's initial answer length.
     """
 
     def __init__(self, cfg: Optional[RunConfig] = None, server: Any = None, devices: DeviceSet = DEFAULT_DEVICES,
-                 runs_dir: Optional[str] = None):
+                 runs_dir: Optional[str] = None, max_tokens: int = 128):
         cfg = cfg or RunConfig()
         if runs_dir is not None:
             cfg = replace(cfg, **{"output.runs_dir": runs_dir})
@@ -35,7 +36,7 @@ class Workbench(W.Tab):
         self.config.on_change(self.plan.set_config)
         self.monitor = RunMonitor(lambda: self.config.config)
         self.runs = RunsPanel(cfg.output.runs_dir, monitor=self.monitor)
-        self.chat = ChatComparePanel(server=server)
+        self.chat = ChatComparePanel(server=server, max_tokens=max_tokens)
         self.monitor.on_finished(self._run_ended)
         super().__init__(children=[self.config, self.plan, self.monitor, self.runs, self.chat],
                          titles=("Config", "Plan", "Launch & monitor", "Runs", "Chat"))
