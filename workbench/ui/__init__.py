@@ -5,29 +5,15 @@ The panels (ipywidgets + plotly FigureWidget) import lazily so ``import workbenc
 """
 from __future__ import annotations
 
-__all__ = ["Workbench", "ConfigPanel", "PlanPanel", "RunMonitor", "RunsPanel", "ChatComparePanel", "RunState"]
+import importlib
+
+# name -> module of this package that defines it, imported on first access
+_LAZY = {"Workbench": "dashboard", "ConfigPanel": "config_panel", "PlanPanel": "plan_panel", "RunMonitor": "monitor",
+         "RunsPanel": "runs_panel", "ChatComparePanel": "chat_panel", "RunState": "state"}
+__all__ = list(_LAZY)
 
 
 def __getattr__(name: str):
-    if name == "Workbench":
-        from .dashboard import Workbench
-        return Workbench
-    if name == "ConfigPanel":
-        from .config_panel import ConfigPanel
-        return ConfigPanel
-    if name == "PlanPanel":
-        from .plan_panel import PlanPanel
-        return PlanPanel
-    if name == "RunMonitor":
-        from .monitor import RunMonitor
-        return RunMonitor
-    if name == "RunsPanel":
-        from .runs_panel import RunsPanel
-        return RunsPanel
-    if name == "ChatComparePanel":
-        from .chat_panel import ChatComparePanel
-        return ChatComparePanel
-    if name == "RunState":
-        from .state import RunState
-        return RunState
-    raise AttributeError(name)
+    if name not in _LAZY:
+        raise AttributeError(name)
+    return getattr(importlib.import_module(f".{_LAZY[name]}", __name__), name)
