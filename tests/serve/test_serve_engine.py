@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import threading
+from contextlib import contextmanager
 
 import pytest
 import torch
@@ -30,6 +31,17 @@ def _run(engine, jobs):
     return [results[i] for i in range(len(jobs))]
 
 
+@contextmanager
+def running(model, tokenizer, max_batch: int):
+    """A started Engine, shut down however the test ends."""
+    engine = Engine(model, tokenizer, max_batch=max_batch)
+    engine.start()
+    try:
+        yield engine
+    finally:
+        engine.shutdown()
+
+
 @pytest.fixture(scope="module")
 def tiny():
     return load_for_inference("tiny-glm4")
@@ -49,9 +61,7 @@ def _prompts(tok, n):
 
 def test_batched_greedy_equals_sequential_and_generate(tiny_any):
     tiny = tiny_any
-    engine = Engine(tiny.model, tiny.tokenizer, max_batch=8)
-    engine.start()
-    try:
+    with running(tiny.model, tiny.tokenizer, max_batch=8) as engine:
         greedy = SamplingParams(max_new_tokens=12, temperature=0)
         prompts = _prompts(tiny.tokenizer, 8)
         sequential = [_run(engine, [(p, greedy, None)])[0] for p in prompts]
@@ -63,14 +73,10 @@ def test_batched_greedy_equals_sequential_and_generate(tiny_any):
         ref = tiny.model.generate(x, max_new_tokens=12, do_sample=False, eos_token_id=None)[0, x.shape[1]:]
         detok = tiny.tokenizer.decode(ref, skip_special_tokens=False)
         assert sequential[1][0] == detok
-    finally:
-        engine.shutdown()
 
 
 def test_seeded_sampling_is_reproducible_and_batch_independent(tiny):
-    engine = Engine(tiny.model, tiny.tokenizer, max_batch=8)
-    engine.start()
-    try:
+    with running(tiny.model, tiny.tokenizer, max_batch=8) as engine:
         p = _prompts(tiny.tokenizer, 3)
         sampled = SamplingParams(max_new_tokens=10, temperature=1.0, top_p=0.9, seed=7)
         alone = _run(engine, [(p[0], sampled, None)])[0]
@@ -78,8 +84,6 @@ def test_seeded_sampling_is_reproducible_and_batch_independent(tiny):
         other_seed = _run(engine, [(p[0], SamplingParams(max_new_tokens=10, temperature=1.0, seed=8), None)])[0]
         assert alone == together
         assert other_seed[0] != alone[0]
-    finally:
-        engine.shutdown()
 
 
 def test_mixed_adapter_batch_equals_separate_runs(tmp_path):
@@ -87,9 +91,7 @@ def test_mixed_adapter_batch_equals_separate_runs(tmp_path):
 
     run = make_adapter("tiny-glm4", tmp_path / "tiny-run", seed=3)
     loaded = load_for_inference("tiny-glm4")
-    engine = Engine(loaded.model, loaded.tokenizer, max_batch=8)
-    engine.start()
-    try:
+    with running(loaded.model, loaded.tokenizer, max_batch=8) as engine:
         engine.add_adapter("a0", str(run / "adapter"))
         greedy = SamplingParams(max_new_tokens=10, temperature=0)
         p = _prompts(loaded.tokenizer, 4)
@@ -100,14 +102,10 @@ def test_mixed_adapter_batch_equals_separate_runs(tmp_path):
         assert mixed[0::2] == alone_base and mixed[1::2] == alone_adapter  # no cross-talk
         engine.remove_adapter("a0")
         assert [_run(engine, [(x, greedy, None)])[0] for x in p] == alone_base  # base untouched after unload
-    finally:
-        engine.shutdown()
 
 
 def test_cancel_frees_the_slot(tiny):
-    engine = Engine(tiny.model, tiny.tokenizer, max_batch=1)
-    engine.start()
-    try:
+    with running(tiny.model, tiny.tokenizer, max_batch=1) as engine:
         p = _prompts(tiny.tokenizer, 2)
         first_token = threading.Event()
         finished = {}
@@ -125,5 +123,3 @@ def test_cancel_frees_the_slot(tiny):
         out = _run(engine, [(p[1], SamplingParams(max_new_tokens=4, temperature=0), None)])[0]
         assert out[2] == 4 and finished["reason"] == "cancelled"
         assert len(long.generated) < 900
-    finally:
-        engine.shutdown()
