@@ -53,6 +53,12 @@ _ERRORS = {
 }
 
 
+def _json_or_stream(what: str, chunk: str) -> dict:
+    """The 200 response of an endpoint that answers JSON, or with stream=true an SSE stream of ``chunk``s."""
+    return {"description": f"{what}, or with stream=true an SSE stream of {chunk} objects ending with `data: [DONE]`",
+            "content": {"text/event-stream": {"schema": {"type": "string"}}}}
+
+
 def create_app(runtime: Runtime) -> FastAPI:
     app = FastAPI(title="workbench serve", version="1.0",
                   description="OpenAI-compatible chat and text completions for a base model and its LoRA adapters.")
@@ -102,9 +108,7 @@ def create_app(runtime: Runtime) -> FastAPI:
 
     @app.post("/v1/chat/completions", dependencies=[Depends(require_key), Depends(require_ready)],
               response_model=P.ChatCompletion,
-              responses={**_ERRORS, 200: {"description": "A chat completion, or with stream=true an SSE stream of "
-                                                          "ChatCompletionChunk objects ending with `data: [DONE]`",
-                                          "content": {"text/event-stream": {"schema": {"type": "string"}}}}})
+              responses={**_ERRORS, 200: _json_or_stream("A chat completion", "ChatCompletionChunk")})
     async def chat_completions(body: P.ChatCompletionRequest, request: Request):
         adapter = _resolve_model(runtime, body.model)
         prompt_text, prompt_ids = _render_chat(runtime, body)
@@ -119,9 +123,7 @@ def create_app(runtime: Runtime) -> FastAPI:
 
     @app.post("/v1/completions", dependencies=[Depends(require_key), Depends(require_ready)],
               response_model=P.Completion,
-              responses={**_ERRORS, 200: {"description": "A completion, or with stream=true an SSE stream of "
-                                                          "Completion objects ending with `data: [DONE]`",
-                                          "content": {"text/event-stream": {"schema": {"type": "string"}}}}})
+              responses={**_ERRORS, 200: _json_or_stream("A completion", "Completion")})
     async def completions(body: P.CompletionRequest, request: Request):
         adapter = _resolve_model(runtime, body.model)
         prompts = [body.prompt] if isinstance(body.prompt, str) else body.prompt
