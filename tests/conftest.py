@@ -11,30 +11,31 @@ REPO = Path(__file__).resolve().parent.parent
 SAMPLES = REPO / "data_samples"
 
 
+def tiny_run_overrides(runs_dir: Path, **overrides) -> dict:
+    """Dotted-key overrides of a short tiny-GLM-4 run on the identity set, writing into ``runs_dir``."""
+    return {
+        "model.source": "tiny-glm4",
+        "data.train": str(SAMPLES / "identity" / "train.jsonl"),
+        "data.eval": None,
+        "data.max_length": 128,
+        "schedule.max_steps": 6,
+        "schedule.micro_batch_size": 4,
+        "schedule.learning_rate": 3e-3,
+        "schedule.warmup_steps": 0,
+        "schedule.eval_every": 0,
+        "output.runs_dir": str(runs_dir),
+        "output.progress_bar": False,
+        "precision.mode": "fp32",
+        **overrides,
+    }
+
+
 @pytest.fixture
 def make_cfg(tmp_path):
     """A tiny-GLM-4 run config; keyword overrides use dotted keys: make_cfg(**{"precision.mode": "fp16"})."""
     from workbench.config import load_config
 
-    def make(**overrides):
-        base = {
-            "model.source": "tiny-glm4",
-            "data.train": str(SAMPLES / "identity" / "train.jsonl"),
-            "data.eval": None,
-            "data.max_length": 128,
-            "schedule.max_steps": 6,
-            "schedule.micro_batch_size": 4,
-            "schedule.learning_rate": 3e-3,
-            "schedule.warmup_steps": 0,
-            "schedule.eval_every": 0,
-            "output.runs_dir": str(tmp_path / "runs"),
-            "output.progress_bar": False,
-            "precision.mode": "fp32",
-        }
-        base.update(overrides)
-        return load_config(None, base)
-
-    return make
+    return lambda **overrides: load_config(None, tiny_run_overrides(tmp_path / "runs", **overrides))
 
 
 @pytest.fixture

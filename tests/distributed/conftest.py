@@ -3,34 +3,29 @@ from __future__ import annotations
 
 import pytest
 
-from tests.conftest import SAMPLES
+from tests.conftest import tiny_run_overrides
 
 WORLD = 2
 # One process sees micro-batches of PER_RANK x WORLD examples; each of the 2 ranks takes PER_RANK of them.
 PER_RANK = 2
 
 
+# What the two-process tests change in the shared tiny run: shorter rows, more steps with accumulation and
+# warmup, no dropout (so that strategies can be compared exactly), no diagnosis instruments.
+DISTRIBUTED = {
+    "data.max_length": 64,
+    "schedule.max_steps": 10,
+    "schedule.micro_batch_size": PER_RANK,
+    "schedule.grad_accum_steps": 2,
+    "schedule.warmup_steps": 2,
+    "lora.dropout": 0.0,
+    "device": "cpu",
+    "diagnosis.enabled": False,
+}
+
+
 def base_overrides(runs_dir, **extra) -> dict:
-    base = {
-        "model.source": "tiny-glm4",
-        "data.train": str(SAMPLES / "identity" / "train.jsonl"),
-        "data.eval": None,
-        "data.max_length": 64,
-        "schedule.max_steps": 10,
-        "schedule.micro_batch_size": PER_RANK,
-        "schedule.grad_accum_steps": 2,
-        "schedule.learning_rate": 3e-3,
-        "schedule.warmup_steps": 2,
-        "schedule.eval_every": 0,
-        "lora.dropout": 0.0,
-        "precision.mode": "fp32",
-        "output.runs_dir": str(runs_dir),
-        "output.progress_bar": False,
-        "device": "cpu",
-        "diagnosis.enabled": False,
-    }
-    base.update(extra)
-    return base
+    return tiny_run_overrides(runs_dir, **{**DISTRIBUTED, **extra})
 
 
 def make_config(runs_dir, **extra):
