@@ -269,7 +269,8 @@ class _Engine:
         self.emit_memory(self.measure_state())
         stream = micro_batch_indices(len(self.train_examples), s.micro_batch_size * self.ctx.world_size, s.seed,
                                     self.state.micro_batches)  # global micro-batches; each rank slices its own
-        self._rng_after_step = rng_state()
+        one_process = self.strategy.name == "none"
+        self._rng_after_step = rng_state() if one_process else None
         bar = None
         if out.progress_bar and self.ctx.is_main:
             from tqdm.auto import tqdm
@@ -292,7 +293,9 @@ class _Engine:
                 self.state.micro_batches += s.grad_accum_steps
                 self.state.tokens += target_tokens
                 self.state.last_loss = loss
-                self._consistent, self._rng_after_step = True, rng_state()
+                self._consistent = True
+                if one_process:  # only the one-process emergency checkpoint reads it
+                    self._rng_after_step = rng_state()
                 self.result.losses.append(loss)
                 self.result.skipped_steps += outcome.skipped
                 avg_step_time = dt if avg_step_time is None else 0.9 * avg_step_time + 0.1 * dt
