@@ -26,17 +26,12 @@ def _render(tokenizer, messages, add_generation_prompt: bool) -> str:
     return tokenizer.apply_chat_template(messages, tokenize=False, add_generation_prompt=add_generation_prompt)
 
 
-def _eos_ids(tokenizer) -> set[int]:
-    ids = {tokenizer.eos_token_id} if tokenizer.eos_token_id is not None else set()
-    return ids
-
-
 def tokenize_messages(tokenizer, messages: list[dict], max_length: int) -> TokenizedExample:
     """Token ids and labels (IGNORE_INDEX outside assistant turns), truncated to ``max_length``."""
     input_ids: list[int] = []
     labels: list[int] = []
     done_text = ""
-    eos = _eos_ids(tokenizer)
+    eos = tokenizer.eos_token_id
 
     def add(text: str, train: bool) -> None:
         ids = tokenizer(text, add_special_tokens=False)["input_ids"] if text else []
@@ -57,9 +52,9 @@ def tokenize_messages(tokenizer, messages: list[dict], max_length: int) -> Token
         add(answer, train=True)
         # Templates like GLM-4's end an answer with nothing: the next turn's tag stops generation.
         # Train an explicit EOS after the final answer so the fine-tuned model learns to stop.
-        if i == len(messages) - 1 and eos and not (set(input_ids[before:]) & eos):
-            input_ids.append(tokenizer.eos_token_id)
-            labels.append(tokenizer.eos_token_id)
+        if i == len(messages) - 1 and eos is not None and eos not in input_ids[before:]:
+            input_ids.append(eos)
+            labels.append(eos)
         done_text = full_text
     truncated = len(input_ids) > max_length
     return TokenizedExample(input_ids[:max_length], labels[:max_length], truncated)
