@@ -22,8 +22,8 @@ from typing import Optional
 import torch
 
 from ..config import ConfigError, RunConfig
+from ..precision import DTYPE_BY_NAME
 
-_DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}
 _WRAPPER_PREFIXES = ("module.", "base_model.model.")  # in the order they nest
 _ADAPTER_PARTS = (".base_layer", ".lora_A", ".lora_B", ".lora_dropout", ".lora_embedding_A", ".lora_embedding_B",
                   ".lora_magnitude_vector")
@@ -43,7 +43,7 @@ class Rule:
 
     def target_storage(self) -> Optional[torch.dtype]:
         if self.storage != "auto":
-            return _DTYPES[self.storage]
+            return DTYPE_BY_NAME[self.storage]
         return torch.float32 if self.compute == "float32" else None
 
 

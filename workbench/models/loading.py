@@ -1,7 +1,6 @@
 """Load the model a config names, in the storage dtype the precision policy chose, and wrap it in LoRA."""
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable
@@ -9,7 +8,7 @@ from typing import Any, Callable
 import torch
 
 from ..config import ConfigError, LoraSection, ModelSection
-from ..precision import PrecisionPolicy
+from ..precision import DTYPE_BY_NAME, PrecisionPolicy
 from . import packaged, tiny
 
 
@@ -141,17 +140,9 @@ def list_models() -> list[dict]:
     ]
 
 
-def describe(loaded: LoadedModel) -> dict:
-    cfg = loaded.model.config
-    return {"source": loaded.source, "family": loaded.family, "class": type(loaded.model).__name__,
-            "model_type": getattr(cfg, "model_type", None), "config": json.loads(cfg.to_json_string())}
-
-
 def load_for_inference(source: str = packaged.NAME, dtype: str = "float32", seed: int = 0) -> LoadedModel:
     """A model for generation only (the server, the demo's base answers): no RunConfig needed."""
-    from ..precision import PrecisionPolicy
-
-    torch_dtype = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}[dtype]
+    torch_dtype = DTYPE_BY_NAME[dtype]
     policy = PrecisionPolicy(requested="inference", mode="inference", device_type="cpu", autocast_dtype=None,
                              base_dtype=torch_dtype, trainable_dtype=torch_dtype, use_grad_scaler=False)
     loaded = load_base_model(ModelSection(source=source), policy, seed=seed)

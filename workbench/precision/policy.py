@@ -14,7 +14,8 @@ import torch
 
 from ..config import ConfigError, PrecisionSection, RunConfig
 
-_DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}
+# The dtype names configs use (model.dtype, precision.module_rules[].storage, inference dtype).
+DTYPE_BY_NAME = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}
 
 
 class PrecisionWarning(UserWarning):
@@ -112,7 +113,7 @@ def resolve_precision(cfg: RunConfig, device: torch.device) -> PrecisionPolicy:
     else:
         trainable = torch.float32  # master weights / LoRA adapters stay fp32 under AMP
         if cfg.model.dtype != "auto":
-            base = _DTYPES[cfg.model.dtype]
+            base = DTYPE_BY_NAME[cfg.model.dtype]
         elif cfg.lora.enabled and autocast_dtype is not None:
             base = autocast_dtype  # frozen base needs no fp32 copy: store it in the compute dtype
         else:
