@@ -25,7 +25,6 @@ from .runtime import Runtime, ServeError
 
 log = logging.getLogger(__name__)
 
-MAX_STOP_STRINGS = 16
 DISCONNECT_POLL_S = 0.5  # how often a non-streamed request checks that its client is still there
 
 
@@ -126,12 +125,9 @@ def create_app(runtime: Runtime) -> FastAPI:
               responses={**_ERRORS, 200: _json_or_stream("A completion", "Completion")})
     async def completions(body: P.CompletionRequest, request: Request):
         adapter = _resolve_model(runtime, body.model)
-        prompts = [body.prompt] if isinstance(body.prompt, str) else body.prompt
-        if len(prompts) != 1:
-            raise APIError(400, "Exactly one prompt per request is supported", param="prompt")
-        if not prompts[0]:
-            raise APIError(400, "The prompt is empty", param="prompt")
-        prompt_ids = runtime.tokenizer(prompts[0], add_special_tokens=True)["input_ids"]
+        # the model's validation already holds it to exactly one non-empty prompt (else a 400 naming 'prompt')
+        prompt = body.prompt if isinstance(body.prompt, str) else body.prompt[0]
+        prompt_ids = runtime.tokenizer(prompt, add_special_tokens=True)["input_ids"]
         max_new = _max_new_tokens(runtime, len(prompt_ids), body.max_tokens if body.max_tokens else 16,
                                   "max_tokens", "prompt")
         params = _sampling(body, max_new)
@@ -280,12 +276,11 @@ def _max_new_tokens(runtime: Runtime, prompt_len: int, requested: int | None, pa
 
 
 def _sampling(body: P.SamplingFields, max_new: int) -> SamplingParams:
+    # the model's validation caps the list (else a 400 naming 'stop'); StopStringMatcher drops empty strings
     stops = [body.stop] if isinstance(body.stop, str) else list(body.stop or [])
-    if len(stops) > MAX_STOP_STRINGS:
-        raise APIError(400, f"At most {MAX_STOP_STRINGS} stop strings are supported", param="stop")
     return SamplingParams(max_new_tokens=max_new, temperature=1.0 if body.temperature is None else body.temperature,
-                          top_p=1.0 if body.top_p is None else body.top_p, seed=body.seed,
-                          stop=[s for s in stops if s], ignore_eos=body.ignore_eos)
+                          top_p=1.0 if body.top_p is None else body.top_p, seed=body.seed, stop=stops,
+                          ignore_eos=body.ignore_eos)
 
 
 def _submit(runtime: Runtime, prompt_ids, params, adapter) -> tuple[GenerationRequest, asyncio.Queue]:
