@@ -120,14 +120,6 @@ def _wait_health(url: str, proc: subprocess.Popen, timeout: float = 300) -> None
     raise TimeoutError(url)
 
 
-def _free_port() -> int:
-    import socket
-
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 def _peer_model_dir(model_dir: str, workdir: Path) -> str:
     """transformers serve picks the model class from config.json's ``architectures``, which the cached
     SmolLM2 conversion lacks (it fails with "'NoneType' object is not subscriptable"): serve it from a
@@ -150,7 +142,9 @@ def _peer_model_dir(model_dir: str, workdir: Path) -> str:
 
 
 def _peer(model_dir: str, tokens: int, repeats: int, concurrency: int, threads: int, continuous: bool) -> dict:
-    port = _free_port()
+    from ..distributed.context import free_port
+
+    port = free_port()
     exe = Path(sys.executable).with_name("transformers")
     args = [str(exe), "serve", model_dir, "--port", str(port), "--host", "127.0.0.1", "--device", "cpu",
             "--dtype", "float32", "--continuous-batching" if continuous else "--no-continuous-batching"]
