@@ -87,3 +87,18 @@ def test_throttle_and_format():
     t[0] = 0.3
     assert th.ready()
     assert format_seconds(75) == "1:15" and format_seconds(3725) == "1:02:05" and format_seconds(None) == "?"
+
+
+def test_other_ranks_copies_of_rank0_only_events_change_nothing():
+    from workbench.ui.state import RANK0_ONLY
+
+    s = RunState()
+    v0 = s.version
+    assert s.apply([{"type": kind, "rank": 1, "step": 1, "loss": 1.0, "low_precision_share": 0.5}
+                    for kind in sorted(RANK0_ONLY)]) == 0
+    assert s.version == v0 and s.ranks == {1} and not s.unknown_types
+    assert s.status == "idle" and not s.loss.x and not s.alerts and s.census is None and not s.coverage.x
+    # per-rank events still count from any rank
+    assert s.apply([{"type": "memory", "rank": 1, "step": 1, "host_rss": 5},
+                    {"type": "coverage", "rank": 0, "step": 1, "low_precision_share": 0.5}]) == 2
+    assert s.memory_series["rank1 host RSS"].y == [5] and s.coverage.y == [0.5] and s.ranks == {0, 1}

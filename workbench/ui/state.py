@@ -15,6 +15,11 @@ from typing import Any, Iterable, Optional
 from ..events import event_from_dict, read_events
 
 TERMINAL_TYPES = ("run_finished", "run_failed")
+# Event types only rank 0's copy counts for: every rank logs them alike (the same global step, say), so rank 0
+# speaks for the run. Other ranks' copies still record their rank but change nothing. Memory, failures and
+# diagnoses are per rank and count from any rank.
+RANK0_ONLY = frozenset({"run_started", "plan", "step", "overflow", "census", "eval", "checkpoint", "run_finished",
+                        "coverage"})
 
 
 def _get(event: Any, name: str, default: Any = None) -> Any:
@@ -121,6 +126,8 @@ class RunState:
             if handler is None:
                 self.unknown_types[kind] = self.unknown_types.get(kind, 0) + 1
                 continue
+            if rank != 0 and kind in RANK0_ONLY:
+                continue
             if handler(event, rank) is not False:
                 changed += 1
         if changed:
@@ -128,9 +135,8 @@ class RunState:
         return changed
 
     # ---- one handler per event type; return False when nothing visible changed ----------------
+    # (apply() has already dropped other ranks' copies of the RANK0_ONLY types)
     def _on_run_started(self, e, rank):
-        if rank != 0:
-            return False
         self.run_dir = _get(e, "run_dir") or self.run_dir
         self.status = "running"
         self.total_steps = _get(e, "total_steps")
@@ -139,13 +145,9 @@ class RunState:
         self.config = dict(_get(e, "config") or {})
 
     def _on_plan(self, e, rank):
-        if rank != 0:
-            return False
         self.plan = _get(e, "plan")
 
     def _on_step(self, e, rank):
-        if rank != 0:  # every rank logs the same global step; rank 0 speaks for the run
-            return False
         step = _get(e, "step")
         self.step = step
         self.eta_s = _num(_get(e, "eta_s"))
@@ -164,8 +166,6 @@ class RunState:
             self.status = "running"
 
     def _on_overflow(self, e, rank):
-        if rank != 0:
-            return False
         o = {"step": _get(e, "step"), "scale_before": _num(_get(e, "scale_before")),
              "scale_after": _num(_get(e, "scale_after")), "nonfinite_count": _get(e, "nonfinite_count", 0),
              "params": list(_get(e, "nonfinite_params") or [])}
@@ -178,8 +178,6 @@ class RunState:
                                  o["step"], "overflow"))
 
     def _on_census(self, e, rank):
-        if rank != 0:
-            return False
         self.census = {"step": _get(e, "step"), "rows": list(_get(e, "rows") or []), "totals": dict(_get(e, "totals") or {})}
         self.census_history.append((self.census["step"], self.census["totals"]))
 
@@ -196,20 +194,14 @@ class RunState:
             self.memory_series.setdefault(f"rank{rank} host RSS", Series()).add(step, d["host_rss"])
 
     def _on_eval(self, e, rank):
-        if rank != 0:
-            return False
         self.eval_loss.add(_get(e, "step"), _finite_or_none(_get(e, "loss")))
 
     def _on_checkpoint(self, e, rank):
-        if rank != 0:
-            return False
         self.checkpoints.append({"step": _get(e, "step"), "path": _get(e, "path"), "kind": _get(e, "kind")})
         if _get(e, "kind") in ("adapter", "model"):
             self.adapter_path = _get(e, "path")
 
     def _on_run_finished(self, e, rank):
-        if rank != 0:
-            return False
         self.step = _get(e, "step", self.step)
         self.final_loss = _finite_or_none(_get(e, "final_loss"))
         self.adapter_path = _get(e, "adapter_path") or self.adapter_path
@@ -251,7 +243,7 @@ class RunState:
 
     def _on_coverage(self, e, rank):
         share = _num(_get(e, "low_precision_share"))
-        if rank != 0 or share is None:
+        if share is None:
             return False
         self.coverage.add(_get(e, "step"), share)
 
