@@ -191,20 +191,24 @@ class _Engine:
         target tokens, processed tokens, the StepOutcome and (if ``measure``) the model-state bytes
         with gradients still allocated."""
         batches = []
+        local_tokens = processed = 0
         mbs, rank = self.cfg.schedule.micro_batch_size, self.ctx.rank
         for _ in range(self.cfg.schedule.grad_accum_steps):
             idx = next(stream)[rank * mbs:(rank + 1) * mbs]  # this rank's slice of the global micro-batch
-            batches.append({k: v.to(self.device) for k, v in
-                            collate([self.train_examples[i] for i in idx], self.tokenizer.pad_token_id).items()})
-        local_tokens = sum(count_target_tokens(b["labels"]) for b in batches)
+            batch = collate([self.train_examples[i] for i in idx], self.tokenizer.pad_token_id)
+            # counted on the host copy: no device round trip per micro-batch
+            local_tokens += count_target_tokens(batch["labels"])
+            processed += int(batch["attention_mask"].sum())
+            batches.append({k: v.to(self.device) for k, v in batch.items()})
         window_tokens = int(self.ctx.sum([local_tokens])[0])
         divisor = window_loss_divisor(window_tokens, self.ctx.world_size)
-        loss_sum = 0.0
+        parts = []
         for i, batch in enumerate(batches):
             with self.strategy.accumulating(last=i == len(batches) - 1):
                 part = self._forward_loss_sum(batch)
                 self.strategy.backward(part / divisor)
-            loss_sum += float(part.detach())
+            parts.append(part.detach())
+        loss_sum = float(torch.stack(parts).double().sum())  # one device sync for the window, not one per micro-batch
         state = self.measure_state() if measure else None
         for o in self.observers:
             o.before_optimizer_step(self, self.state.step + 1)
@@ -215,7 +219,6 @@ class _Engine:
             # the schedule counts optimizer steps attempted, skipped ones included, by design.
             warnings.filterwarnings("ignore", message=re.escape("Detected call of `lr_scheduler.step()`"))
             self.scheduler.step()
-        processed = sum(int(b["attention_mask"].sum()) for b in batches)
         loss_sum, processed = self.ctx.sum([loss_sum, processed])
         return loss_sum / window_tokens, window_tokens, int(processed), outcome, state
 
