@@ -16,7 +16,6 @@ import logging
 import queue
 import random
 import threading
-import time
 from collections import deque
 from dataclasses import dataclass, field
 from typing import Callable
@@ -67,7 +66,6 @@ class GenerationRequest:
         self._detok: IncrementalDetokenizer | None = None
         self._stops: StopStringMatcher | None = None
         self._generator: torch.Generator | None = None
-        self.submitted_at = time.monotonic()
 
     def cancel(self) -> None:
         self.cancelled.set()

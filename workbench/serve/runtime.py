@@ -106,7 +106,6 @@ class Runtime:
         self.adapters: dict[str, AdapterEntry] = {}
         self._names = (f"a{i}" for i in itertools.count())
         self._lock = threading.Lock()
-        self.ready = threading.Event()
 
     # ---- loading ----------------------------------------------------------------------------
 
@@ -117,8 +116,6 @@ class Runtime:
         except Exception as err:
             log.exception("loading failed")
             self.status, self.error = "error", f"{type(err).__name__}: {err}"
-        finally:
-            self.ready.set()
 
     def _load(self) -> None:
         import torch
