@@ -45,9 +45,8 @@ class RunMonitor(W.VBox):
     ``config_source`` returns the RunConfig to launch (the config panel's current one) or None.
     """
 
-    def __init__(self, config_source: Optional[Callable[[], Optional[RunConfig]]] = None, runs_dir: str = "runs"):
+    def __init__(self, config_source: Optional[Callable[[], Optional[RunConfig]]] = None):
         self.config_source = config_source
-        self.runs_dir = runs_dir
         self.handle: Optional[RunHandle] = None
         self.state = RunState()
         self.tail: Optional[EventTail] = None
@@ -264,7 +263,7 @@ class RunMonitor(W.VBox):
         self._draw_census()
         self._draw_progress()
         self._draw_alerts()
-        for t, _step in s.take_pending_step_times():
+        for t in s.take_pending_step_times():
             if t is not None:
                 self.latencies.append(now - t)
 

@@ -20,7 +20,7 @@ def list_runs(runs_dir: str | Path) -> list[dict]:
     out = []
     for d in sorted(p for p in root.iterdir() if (p / "config.json").exists()) if root.is_dir() else []:
         state = load_run_state(d)
-        status = attach(d).status() if state.status not in ("finished", "stopped", "failed") else state.status
+        status = state.status if state.done else attach(d).status()
         cfg = state.config
         out.append({"name": d.name, "path": str(d), "status": status, "step": state.step, "total_steps": state.total_steps,
                     "loss": state.loss.y[-1] if state.loss.y else None,

@@ -14,7 +14,6 @@ from typing import Any, Iterable, Optional
 
 from ..events import event_from_dict, read_events
 
-TERMINAL_TYPES = ("run_finished", "run_failed")
 # Event types only rank 0's copy counts for: every rank logs them alike (the same global step, say), so rank 0
 # speaks for the run. Other ranks' copies still record their rank but change nothing. Memory, failures and
 # diagnoses are per rank and count from any rank.
@@ -87,7 +86,6 @@ class RunState:
     skipped_steps: list = field(default_factory=list)
     overflows: list = field(default_factory=list)  # [{step, scale_before, scale_after, nonfinite_count, params}]
     census: Optional[dict] = None  # latest {step, rows, totals}
-    census_history: list = field(default_factory=list)  # [(step, totals)]
     memory: dict = field(default_factory=dict)  # rank -> latest memory event as a dict
     memory_series: dict = field(default_factory=dict)  # "rank0 host_rss" / "cuda:0 allocated" -> Series
     plan: Optional[dict] = None
@@ -100,8 +98,7 @@ class RunState:
     ranks: set = field(default_factory=set)
     unknown_types: dict = field(default_factory=dict)  # type -> count, for forward compatibility
     version: int = 0
-    last_event_time: Optional[float] = None
-    # (event time, step) of step events applied since the view last drew: the latency probe
+    # event times of the step events applied since the view last drew: the latency probe
     pending_step_times: list = field(default_factory=list)
 
     @property
@@ -120,9 +117,6 @@ class RunState:
             handler = getattr(self, f"_on_{kind}", None) if isinstance(kind, str) else None
             rank = _get(event, "rank", 0) or 0
             self.ranks.add(rank)
-            t = _num(_get(event, "time"))
-            if t is not None:
-                self.last_event_time = t
             if handler is None:
                 self.unknown_types[kind] = self.unknown_types.get(kind, 0) + 1
                 continue
@@ -161,7 +155,7 @@ class RunState:
             self.loss_scale.add(step, scale)
         if _get(e, "skipped"):
             self.skipped_steps.append(step)
-        self.pending_step_times.append((_num(_get(e, "time")), step))
+        self.pending_step_times.append(_num(_get(e, "time")))
         if self.status in ("idle", "starting"):
             self.status = "running"
 
@@ -179,7 +173,6 @@ class RunState:
 
     def _on_census(self, e, rank):
         self.census = {"step": _get(e, "step"), "rows": list(_get(e, "rows") or []), "totals": dict(_get(e, "totals") or {})}
-        self.census_history.append((self.census["step"], self.census["totals"]))
 
     def _on_memory(self, e, rank):
         d = e if isinstance(e, dict) else {k: _get(e, k) for k in (
