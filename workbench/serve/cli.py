@@ -43,7 +43,7 @@ def configure_parser(p: argparse.ArgumentParser) -> None:
 
 
 def config_from_args(args):
-    from .runtime import ServeConfig, default_adapter_id
+    from .runtime import ServeConfig, add_run_adapters
 
     adapters: dict[str, str] = {}
     for spec in args.adapter:
@@ -51,8 +51,7 @@ def config_from_args(args):
         if not sep or not name or not path:
             raise SystemExit(f"workbench serve: --adapter takes NAME=PATH, got {spec!r}")
         adapters[name] = path
-    for run_dir in args.run:
-        adapters[default_adapter_id(run_dir)] = run_dir
+    add_run_adapters(adapters, args.run)
     return ServeConfig(model=args.model, model_id=args.model_id, dtype=args.dtype, adapters=adapters, host=args.host,
                        port=args.port, api_key=args.api_key or os.environ.get("WORKBENCH_API_KEY") or None,
                        max_batch=args.max_batch, max_context=args.max_context,
@@ -61,15 +60,15 @@ def config_from_args(args):
 
 def check_adapters(config) -> None:
     """Fail fast, before the model loads, on adapters that cannot be served."""
-    from .runtime import ServeError, adapter_dir
+    from .runtime import ServeError, adapter_dir, run_base_mismatch
 
     for name, path in config.adapters.items():
         try:
             _, run_config = adapter_dir(path)
         except ServeError as err:
             raise SystemExit(f"workbench serve: {err}") from None
-        base = ((run_config or {}).get("model") or {}).get("source")
-        if base and base != config.model:
+        base = run_base_mismatch(run_config or None, config.model)
+        if base:
             raise SystemExit(f"workbench serve: adapter {name!r} ({path}) was trained on {base!r}, but the served "
                              f"base is {config.model!r}; pass --model {base}")
 

@@ -68,12 +68,21 @@ def adapter_dir(path: str | Path) -> tuple[Path, dict | None]:
     return adir, run_config
 
 
+def run_base_mismatch(run_config: dict | None, *served: str) -> str | None:
+    """The base model a run's config.json names when it is none of ``served``; None when it matches, names
+    none, or there is no run config."""
+    if run_config is None:
+        return None
+    base = (run_config.get("model") or {}).get("source")
+    return base if base and base not in served else None
+
+
 def check_adapter_base(adapter_id: str, run_config: dict | None, adir: Path, served_source: str,
                        served_root: str) -> None:
     """Refuse an adapter trained on another base: it would load (if shapes happen to match) and talk nonsense."""
     if run_config is not None:
-        base = (run_config.get("model") or {}).get("source")
-        if base and base not in (served_source, served_root):
+        base = run_base_mismatch(run_config, served_source, served_root)
+        if base:
             raise ServeError(f"adapter {adapter_id!r} was trained on {base!r} but this server serves "
                              f"{served_source!r}: serve that base model for it")
         return
@@ -90,6 +99,13 @@ def default_adapter_id(path: str | Path) -> str:
     """``runs/NAME`` and ``runs/NAME/adapter`` are both served as NAME."""
     p = Path(path).expanduser().resolve()
     return p.parent.name if p.name == "adapter" else p.name
+
+
+def add_run_adapters(adapters: dict[str, str], runs) -> dict[str, str]:
+    """Add each run directory of ``runs`` to ``adapters`` under its default id (``--run`` / ``runs=``)."""
+    for run in runs:
+        adapters[default_adapter_id(run)] = str(run)
+    return adapters
 
 
 class Runtime:

@@ -12,7 +12,7 @@ import urllib.error
 import urllib.request
 from pathlib import Path
 
-from .runtime import Runtime, ServeConfig
+from .runtime import Runtime, ServeConfig, add_run_adapters
 
 
 def _bind(host: str, port: int) -> socket.socket:
@@ -165,11 +165,7 @@ def start_server(model: str = "smollm2-135m-instruct", *, adapters: dict[str, st
     (the model lives here too); ``subprocess_mode=True`` runs it in a child process instead, so a busy
     notebook kernel cannot slow it down. Other options: see ServeConfig (max_batch, dtype, threads...).
     """
-    all_adapters = dict(adapters or {})
-    for run in runs or []:
-        from .runtime import default_adapter_id
-
-        all_adapters[default_adapter_id(run)] = str(run)
+    all_adapters = add_run_adapters(dict(adapters or {}), runs or [])
     config = ServeConfig(model=model, adapters=all_adapters, host=host, port=port, api_key=api_key, **options)
     if subprocess_mode:
         handle = _start_subprocess(config, log_level)
