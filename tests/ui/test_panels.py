@@ -162,6 +162,32 @@ def test_monitor_shows_every_chart_and_alert_of_a_run(tmp_path):
     assert m.progress.value == 1.0 and "finished" in m.status.value and m.stop_button.disabled
 
 
+def test_monitor_redraws_census_and_alerts_only_when_they_change(tmp_path):
+    for name in ("a", "b"):
+        _write_synthetic_run(tmp_path / "runs" / name)
+    m = RunMonitor()
+    m.attach(tmp_path / "runs" / "a")
+    m.wait_sync(10)
+    assert "wb-census" in m.census_table.value and "run finished" in m.alerts.value
+    m.census_table.value = m.alerts.value = "untouched"
+    m.state.version += 1
+    m.redraw()  # neither the census nor the alerts changed: both are left as drawn
+    assert m.census_table.value == m.alerts.value == "untouched"
+    m.state.apply([Census(step=5, rows=[{"group": "lm_head", "dtype": "bfloat16", "trainable": False, "count": 3,
+                                         "bytes": 6}], totals={"bfloat16": 3})])
+    m.redraw()  # a new census: redrawn; still no new alert
+    assert "lm_head" in m.census_table.value and "at step 5" in m.census_fig.layout.title.text
+    assert m.alerts.value == "untouched"
+    m.state.apply([{"type": "diagnosis", "step": 5, "cause": "something new"}])
+    m.redraw()
+    assert "something new" in m.alerts.value and "run finished" in m.alerts.value
+    m.census_table.value = m.alerts.value = "untouched"
+    m.attach(tmp_path / "runs" / "b")  # a new run always draws
+    m.wait_sync(10)
+    assert "wb-census" in m.census_table.value and "run finished" in m.alerts.value
+    assert {t.name for t in m.census_fig.data} == {"float16", "float32"}
+
+
 def test_workbench_launch_watch_and_chat_compare(make_cfg):
     """The quickstart path without a browser: Launch button -> live charts -> adapter served -> two answers."""
     from workbench.serve import start_server

@@ -91,6 +91,10 @@ class RunMonitor(W.VBox):
         self.census_fig.update_xaxes(title=None)
         self._census_traces: dict[str, int] = {}
         self._memory_traces: dict[str, int] = {}
+        # What the census and alert views last drew: they are rebuilt only when that changes. RunState
+        # replaces its census dict on each census event and only appends to its alerts list.
+        self._drawn_census: Optional[dict] = None
+        self._drawn_alerts: tuple = (None, -1)  # (the alerts list, how many of its alerts)
         self.census_table = W.HTML()
         self.alerts = W.HTML()
         self.alerts.add_class("wb-alerts")
@@ -239,6 +243,7 @@ class RunMonitor(W.VBox):
         self.memory_fig.data = []
         self.census_fig.data = []
         self._memory_traces, self._census_traces = {}, {}
+        self._drawn_census, self._drawn_alerts = None, (None, -1)  # a new run always draws
 
     def redraw(self) -> None:
         s = self.state
@@ -292,7 +297,7 @@ class RunMonitor(W.VBox):
 
     def _draw_census(self) -> None:
         s = self.state
-        if not s.census:
+        if not s.census or s.census is self._drawn_census:
             return
         by_dtype = s.census_by_group()
         groups = sorted({g for d in by_dtype.values() for g in d})
@@ -312,6 +317,7 @@ class RunMonitor(W.VBox):
                        f"<td style='text-align:right'>{r['bytes'] / MiB:,.2f}</td></tr>" for r in s.census["rows"])
         self.census_table.value = (f"<table class='wb-census' style='font-size:85%'><tr><th>group</th><th>dtype</th>"
                                    f"<th>trained</th><th>params</th><th>MiB</th></tr>{rows}</table>")
+        self._drawn_census = s.census
 
     def _draw_progress(self) -> None:
         s = self.state
@@ -322,8 +328,11 @@ class RunMonitor(W.VBox):
         self.stop_button.disabled = s.done or self.handle is None
 
     def _draw_alerts(self) -> None:
+        alerts = self.state.alerts
+        if self._drawn_alerts[0] is alerts and self._drawn_alerts[1] == len(alerts):
+            return
         items = []
-        for a in reversed(self.state.alerts[-30:]):
+        for a in reversed(alerts[-30:]):
             color = ALERT_COLORS.get(a.level, "#444")
             detail = (f"<details><summary>details</summary><pre style='white-space:pre-wrap'>{html.escape(a.detail)}"
                       f"</pre></details>" if a.detail and len(a.detail) > 160 else
@@ -331,3 +340,4 @@ class RunMonitor(W.VBox):
             items.append(f"<div class='wb-alert wb-alert-{a.kind}' style='border-left:4px solid {color};padding:2px 8px;"
                          f"margin:2px 0'><b style='color:{color}'>{html.escape(a.title)}</b>{detail}</div>")
         self.alerts.value = f"<div style='max-height:220px;overflow-y:auto'>{''.join(items)}</div>" if items else ""
+        self._drawn_alerts = (alerts, len(alerts))
