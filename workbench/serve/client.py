@@ -94,14 +94,20 @@ def _in_notebook() -> bool:
     return shell is not None and "IPKernelApp" in getattr(shell, "config", {})
 
 
+def _absorb(reply: Reply, chunk) -> tuple[str, str]:
+    """Add one streamed message chunk's reasoning and text to ``reply``; returns (reasoning, text)."""
+    reasoning = chunk.additional_kwargs.get("reasoning_content") or ""
+    text = chunk.content if isinstance(chunk.content, str) else ""
+    reply.reasoning += reasoning
+    reply.content += text
+    return reasoning, text
+
+
 def _stream_reply(llm: ReasoningChatOpenAI, reply: Reply, messages: list, on_update=None) -> Reply:
     start = time.monotonic()
     try:
         for chunk in llm.stream(messages):
-            reasoning = chunk.additional_kwargs.get("reasoning_content") or ""
-            text = chunk.content if isinstance(chunk.content, str) else ""
-            reply.reasoning += reasoning
-            reply.content += text
+            reasoning, text = _absorb(reply, chunk)
             if on_update and (reasoning or text):
                 on_update(reasoning, text)
     except Exception as err:  # shown in place of the answer; the other columns keep going

@@ -13,7 +13,7 @@ from typing import Any, Iterable, Optional
 
 import ipywidgets as W
 
-from ..serve.client import Reply, _messages, chat_model, served_models
+from ..serve.client import Reply, _absorb, _messages, chat_model, served_models
 from .state import Throttle
 
 MAX_MODELS = 3
@@ -138,8 +138,7 @@ class ChatComparePanel(W.VBox):
             t0 = time.monotonic()
             try:
                 async for chunk in llm.astream(messages):
-                    reply.reasoning += chunk.additional_kwargs.get("reasoning_content") or ""
-                    reply.content += chunk.content if isinstance(chunk.content, str) else ""
+                    _absorb(reply, chunk)
                     reply.seconds = time.monotonic() - t0
                     if throttle.ready():
                         for m, col in self.columns.items():
