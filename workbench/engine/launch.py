@@ -13,9 +13,9 @@ import time
 from pathlib import Path
 from typing import Optional
 
-from ..config import ConfigError, RunConfig, replace, save_config
+from ..config import RunConfig, replace, save_config
 from ..events import EventWriter, RunFailed, read_events
-from .run import STOP_FILE, new_run_dir
+from .run import STOP_FILE, new_run_dir, refuse_existing_run
 
 TERMINAL = {"run_finished", "run_failed"}
 
@@ -113,9 +113,8 @@ def launch(cfg: RunConfig, run_dir: str | Path | None = None) -> RunHandle:
     suffix = f"-node{node}" if node else ""
     if cfg.sharding.distributed:
         # torchrun (through the workbench agent, which reports a failed rank) starts the ranks.
-        if not node and (run_dir / "events.jsonl").exists() and not cfg.checkpointing.resume_from:
-            raise ConfigError([("output.run_name", f"{run_dir} already holds a run: choose another name, or continue "
-                                "it with checkpointing.resume_from=latest")])
+        if not node:
+            refuse_existing_run(cfg, run_dir)
         config_path = run_dir / f"config{suffix}.json"
         command = [sys.executable, "-m", "workbench.distributed.agent", str(run_dir), str(config_path)]
     else:

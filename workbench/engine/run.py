@@ -386,11 +386,16 @@ class _Engine:
         return target
 
 
-def _prepare_run_dir(cfg: RunConfig, run_dir: Path) -> None:
-    run_dir.mkdir(parents=True, exist_ok=True)
+def refuse_existing_run(cfg: RunConfig, run_dir: Path) -> None:
+    """A run directory that already holds a run is only reused to continue it."""
     if (run_dir / "events.jsonl").exists() and not cfg.checkpointing.resume_from:
         raise ConfigError([("output.run_name", f"{run_dir} already holds a run: choose another name, or continue it "
                             "with checkpointing.resume_from=latest")])
+
+
+def _prepare_run_dir(cfg: RunConfig, run_dir: Path) -> None:
+    run_dir.mkdir(parents=True, exist_ok=True)
+    refuse_existing_run(cfg, run_dir)
     save_config(cfg, run_dir / "config.json")
     (run_dir / STOP_FILE).unlink(missing_ok=True)
 
