@@ -5,8 +5,6 @@ from __future__ import annotations
 from collections import deque
 from typing import Optional
 
-import torch
-
 from ..engine.observers import Observer
 from ..events.schema import Coverage, Diagnosis, OverflowOrigin, PrecisionRules
 from ..models.loading import model_family
@@ -14,10 +12,6 @@ from .collapse import ScaleHistory, cause_and_fixes, collapse_reason
 from .coverage import CoverageSampler
 from .overflow import BatchCapture, parameter_attribution, replay_attribution
 from .rules import apply_module_rules, resolve_rules
-
-
-def _multi_process() -> bool:
-    return torch.distributed.is_available() and torch.distributed.is_initialized() and torch.distributed.get_world_size() > 1
 
 
 class ModulePrecisionObserver(Observer):
@@ -58,7 +52,7 @@ class DiagnosisObserver(Observer):
         if self.d.coverage_every:
             self.coverage = CoverageSampler(engine.model)
             self._arm_if_sampled(self.first_step)
-        if self.d.attribute_overflows and not _multi_process():
+        if self.d.attribute_overflows and engine.ctx.world_size == 1:
             self.capture = BatchCapture(engine.model)
 
     def before_optimizer_step(self, engine, step: int) -> None:

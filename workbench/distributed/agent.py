@@ -32,10 +32,6 @@ def torchrun_args(sharding, run_dir: str | Path) -> list[str]:
     return args + ["-m", "workbench.engine.worker", str(run_dir)]
 
 
-def torchrun_command(sharding, run_dir: str | Path) -> list[str]:
-    return [sys.executable, "-m", "torch.distributed.run", *torchrun_args(sharding, run_dir)]
-
-
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     run_dir = Path(argv[0])

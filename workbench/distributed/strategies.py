@@ -51,7 +51,7 @@ class Strategy:
 
     def plan_setting(self) -> dict:
         """This strategy as the planner's (strategy, stage, offload)."""
-        return {"strategy": "none", "stage": 0, "offload": "none"}
+        return {"strategy": self.name, "stage": 0, "offload": "none"}
 
     # ---- the step -------------------------------------------------------------------------------
     def accumulating(self, last: bool):
@@ -107,9 +107,6 @@ class DDPStrategy(Strategy):
 
         ids = [self.device.index] if self.device.type == "cuda" else None
         return DistributedDataParallel(model, device_ids=ids)
-
-    def plan_setting(self) -> dict:
-        return {"strategy": "ddp", "stage": 0, "offload": "none"}
 
     def accumulating(self, last: bool):
         return contextlib.nullcontext() if last else self.model.no_sync()
