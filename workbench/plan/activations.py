@@ -32,7 +32,7 @@ FP32 = torch.float32
 
 
 def _size(dtype: Optional[torch.dtype]) -> int:
-    return 1 if dtype is torch.bool else torch.empty((), dtype=dtype).element_size()
+    return (dtype or torch.get_default_dtype()).itemsize  # None: no autocast, the default dtype
 
 
 @dataclass(frozen=True)

@@ -116,11 +116,7 @@ class ParamInfo:
 
     @property
     def nbytes(self) -> int:
-        return self.numel * _itemsize(self.dtype)
-
-
-def _itemsize(dtype: torch.dtype) -> int:
-    return torch.empty((), dtype=dtype).element_size()
+        return self.numel * self.dtype.itemsize
 
 
 @dataclass(frozen=True)

@@ -196,10 +196,6 @@ def policy_for(precision: str, lora: LoraSection, device_type: str = "cuda", mod
     return dataclasses.replace(pol, device_type=device_type)
 
 
-def _size(dtype) -> int:
-    return torch.empty((), dtype=dtype).element_size()
-
-
 def predict(model: str, setting: Setting, devices: DeviceSet = DEFAULT_DEVICES, lora: Optional[LoraSection] = None,
             policy: Optional[PrecisionPolicy] = None, device_type: str = "cuda", attn_implementation: str = "sdpa") -> Plan:
     """Predict memory for ``model`` (a preset, or a directory with config.json) under ``setting``."""
@@ -282,7 +278,7 @@ def _model_state(c: Census, s: Setting, policy: PrecisionPolicy, lowp, n: int, n
         steps = ADAMW_STEP_BYTES * sum(1 for p in trainable if p.reached)
         state = ModelState(weights=-(-c.bytes() // n), gradients=-(-grads // n), optimizer_state=-(-opt // n) + steps,
                            master_weights=0)
-        compute = _size(lowp) if (lowp is not None) else _size(policy.base_dtype)
+        compute = (lowp if lowp is not None else policy.base_dtype).itemsize
         root = c.units.get("root", 0)  # embeddings, lm_head, ...: the root stays unsharded all step
         if s.stage == 3:
             unsharded = (root + 2 * c.largest_layer) * compute  # root + the layer computing + the one prefetched
@@ -294,7 +290,7 @@ def _model_state(c: Census, s: Setting, policy: PrecisionPolicy, lowp, n: int, n
         return state, unsharded + reduce, host
 
     # DeepSpeed
-    lp = _size(lowp) if lowp is not None else 4
+    lp = lowp.itemsize if lowp is not None else 4
     mixed = lowp is not None
     persist = sum(p.numel for p in c.params if p.numel < DS_PERSISTENCE_THRESHOLD) if s.stage == 3 else 0
     weights = (total * lp) if s.stage < 3 else -(-(total - persist) * lp // n) + persist * lp
