@@ -15,7 +15,8 @@ from typing import Optional
 
 import torch
 
-from ..engine.census import dtype_name, module_group
+from ..engine.census import module_group
+from ..precision import dtype_name
 from .rules import short_name
 
 LOW_PRECISION = (torch.float16, torch.bfloat16)

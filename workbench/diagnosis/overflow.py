@@ -27,8 +27,7 @@ from typing import Optional
 
 import torch
 
-from ..data import collate
-from ..precision import count_target_tokens, token_loss_sum, window_loss_divisor
+from ..precision import count_target_tokens, dtype_name, token_loss_sum, window_loss_divisor
 from .rules import display_name, short_name
 
 
@@ -100,7 +99,7 @@ class _Tracer:
                     bad = next(t for t in outs if not torch.isfinite(t).all())
                     finite_in = [t.detach().abs().max().item() for t in inputs if t.numel()]
                     self.forward_origin = {
-                        "module": name, "module_type": type(module).__name__, "output_dtype": str(bad.dtype)[6:],
+                        "module": name, "module_type": type(module).__name__, "output_dtype": dtype_name(bad.dtype),
                         "output_inf": int(torch.isinf(bad).sum()), "output_nan": int(torch.isnan(bad).sum()),
                         "input_abs_max": max(finite_in) if finite_in else None}
             if torch.is_grad_enabled():

@@ -22,7 +22,7 @@ from typing import Optional
 import torch
 
 from ..config import ConfigError, RunConfig
-from ..precision import DTYPE_BY_NAME
+from ..precision import DTYPE_BY_NAME, dtype_name
 
 _WRAPPER_PREFIXES = ("module.", "base_model.model.")  # in the order they nest
 _ADAPTER_PARTS = (".base_layer", ".lora_A", ".lora_B", ".lora_dropout", ".lora_embedding_A", ".lora_embedding_B",
@@ -168,7 +168,7 @@ def apply_module_rules(model: torch.nn.Module, rules: list[Rule], device_type: s
                     if p.requires_grad:
                         if rule.compute == "float32" and p.dtype != torch.float32:
                             raise ConfigError([(f"{rule.source}.compute" if user_rule else "precision.family_defaults",
-                                                f"{display_name(name)}.{pname} is trained in {str(p.dtype)[6:]}, so it "
+                                                f"{display_name(name)}.{pname} is trained in {dtype_name(p.dtype)}, so it "
                                                 "cannot compute in fp32 (the optimizer already holds it): use bf16 mode "
                                                 "(fp32 master weights) or LoRA, or drop the rule")])
                         kept_trained += p.numel()

@@ -5,6 +5,8 @@ from collections import defaultdict
 
 import torch
 
+from ..precision import dtype_name
+
 GROUP_RULES = (  # first match wins; names are peft/transformers parameter names
     ("lora", ("lora_",)),
     ("vision", (".visual.", "vision_tower", "vision_model")),
@@ -19,10 +21,6 @@ def module_group(name: str) -> str:
         if any(n in name for n in needles):
             return group
     return "decoder"
-
-
-def dtype_name(dtype: torch.dtype) -> str:
-    return str(dtype).replace("torch.", "")
 
 
 def parameter_census(model: torch.nn.Module) -> tuple[list[dict], dict]:

@@ -18,6 +18,11 @@ from ..config import ConfigError, PrecisionSection, RunConfig
 DTYPE_BY_NAME = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}
 
 
+def dtype_name(dtype: torch.dtype) -> str:
+    """``torch.bfloat16`` -> ``"bfloat16"``: how events, configs and messages name a dtype."""
+    return str(dtype).replace("torch.", "")
+
+
 class PrecisionWarning(UserWarning):
     pass
 
@@ -48,7 +53,7 @@ class PrecisionPolicy:
     def to_dict(self) -> dict:
         d = asdict(self)
         for k in ("autocast_dtype", "base_dtype", "trainable_dtype"):
-            d[k] = None if d[k] is None else str(d[k]).replace("torch.", "")
+            d[k] = None if d[k] is None else dtype_name(d[k])
         d["notes"] = list(self.notes)
         return d
 
