@@ -14,7 +14,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-from ..plan import STATE_CATEGORIES
+from ..plan import MEASURED_NAMES, STATE_CATEGORIES
 
 SETTINGS = {
     "none": {"sharding.strategy": "none"},
@@ -52,8 +52,7 @@ def measure(name: str, runs_dir: Path, nproc: int, precision: str, model: str, t
     for e in events:
         # The first step-2 memory event: taken after backward (gradients allocated); the run's closing one has none.
         if e["type"] == "memory" and e["step"] == 2 and e["rank"] not in measured:
-            measured[e["rank"]] = {"weights": e["params_bytes"], "gradients": e["grads_bytes"],
-                                   "optimizer_state": e["optimizer_bytes"], "master_weights": e["master_weights_bytes"]}
+            measured[e["rank"]] = {k: e[v] for k, v in MEASURED_NAMES.items()}
     return {"name": name, "measured": measured, "predicted": plan.get("model_state", {}),
             "label": plan.get("label"), "error": plan.get("error")}
 

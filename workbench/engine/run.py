@@ -30,7 +30,7 @@ from ..events import (
     Census, Checkpoint, Eval, EventWriter, Memory, Overflow, PlanPrediction, RunFailed, RunFinished, RunStarted, Step,
 )
 from ..models import apply_lora, enable_gradient_checkpointing, load_base_model
-from ..plan import measure_model_state, predict_for_run
+from ..plan import MEASURED_NAMES, measure_model_state, predict_for_run
 from ..precision import (
     PrecisionPolicy, count_target_tokens, resolve_device, resolve_precision, token_loss_sum, window_loss_divisor,
 )
@@ -168,8 +168,7 @@ class _Engine:
 
     def emit_memory(self, state: dict) -> None:
         self.writer.emit(Memory(step=self.state.step, devices=memory.device_memory(), host_rss=memory.host_rss(),
-                                params_bytes=state["weights"], grads_bytes=state["gradients"],
-                                optimizer_bytes=state["optimizer_state"], master_weights_bytes=state["master_weights"]))
+                                **{field: state[category] for category, field in MEASURED_NAMES.items()}))
 
     def emit_plan(self) -> None:
         if not self.ctx.is_main:

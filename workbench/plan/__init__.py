@@ -9,11 +9,11 @@ from .arch import PRESETS, Census, census, load_model_config
 from .planner import (
     DEFAULT_DEVICES, DeviceSet, Matrix, Plan, Setting, cost_key, plan_matrix, policy_for, predict, predict_for_run,
 )
-from .state import STATE_CATEGORIES, ComparisonRow, ModelState, compare, format_comparison, measure_model_state
+from .state import MEASURED_NAMES, STATE_CATEGORIES, ComparisonRow, ModelState, compare, format_comparison, measure_model_state
 
 __all__ = [
     "ActivationEstimate", "ActivationInputs", "estimate_activations", "measure_saved_activations", "PRESETS",
     "Census", "census", "load_model_config", "DEFAULT_DEVICES", "DeviceSet", "Matrix", "Plan", "Setting", "cost_key",
-    "plan_matrix", "policy_for", "predict", "predict_for_run", "STATE_CATEGORIES", "ComparisonRow", "ModelState",
+    "plan_matrix", "policy_for", "predict", "predict_for_run", "MEASURED_NAMES", "STATE_CATEGORIES", "ComparisonRow", "ModelState",
     "compare", "format_comparison", "measure_model_state",
 ]

@@ -12,11 +12,7 @@ import json
 from pathlib import Path
 
 from ..events import read_events
-from .state import compare, format_comparison
-
-MEASURED_NAMES = {"weights": "params_bytes", "gradients": "grads_bytes", "optimizer_state": "optimizer_bytes",
-                  "master_weights": "master_weights_bytes"}
-
+from .state import MEASURED_NAMES, compare, format_comparison
 
 def run_report(run_dir: str | Path) -> dict:
     """{rank: [ComparisonRow]} for every rank that measured its model state with gradients allocated."""

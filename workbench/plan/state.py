@@ -9,6 +9,9 @@ import torch
 from .arch import Census
 
 STATE_CATEGORIES = ("weights", "gradients", "optimizer_state", "master_weights")
+# The memory event field that carries each category as measured.
+MEASURED_NAMES = {"weights": "params_bytes", "gradients": "grads_bytes", "optimizer_state": "optimizer_bytes",
+                  "master_weights": "master_weights_bytes"}
 ADAMW_STEP_BYTES = 4  # torch AdamW keeps a float32 scalar 'step' tensor per parameter (on the CPU)
 
 
