@@ -1,2 +1,16 @@
-"""Workbench: mixed-precision LoRA fine-tuning with the precision machinery in plain sight."""
+"""Workbench: mixed-precision LoRA fine-tuning with the precision machinery in plain sight.
+
+``workbench.train(cfg)`` runs a fine-tune in this process, ``workbench.launch(cfg)`` in a worker
+process (both with the instruments the config asks for).
+"""
 __version__ = "0.1.0"
+
+_LAZY = {"train": "workbench.training", "launch": "workbench.engine.launch"}  # keep `import workbench` light
+
+
+def __getattr__(name: str):
+    if name in _LAZY:
+        import importlib
+
+        return getattr(importlib.import_module(_LAZY[name]), name)
+    raise AttributeError(f"module 'workbench' has no attribute {name!r}")

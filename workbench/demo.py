@@ -112,7 +112,7 @@ def print_side_by_side(rows: list[tuple[str, str, str]], width: Optional[int] = 
 
 
 def run_demo(steps: Optional[int] = None, runs_dir: str = "runs", model: Optional[str] = None) -> dict:
-    from .engine import train
+    from .training import train
 
     t0 = time.time()
     cfg = demo_config(steps, runs_dir, model)

@@ -113,13 +113,19 @@ def test_seed_import_validates_as_a_runconfig_for_gpus(tmp_path, monkeypatch):
     assert cfg.sharding.world_size == 2 and cfg.precision.growth_interval >= 10**9
 
 
+def gpu_policy(cfg):
+    from workbench.precision import Hardware, resolve_policy
+
+    return resolve_policy(cfg.precision, Hardware.gpu(), cfg.lora.enabled, cfg.model.dtype)
+
+
 def test_export_round_trip(tmp_path):
     from workbench.distributed.ds_config import import_deepspeed_config, to_deepspeed_config
 
     cfg = load_config(None, base_overrides(tmp_path, **{"sharding.strategy": "deepspeed", "sharding.deepspeed_stage": 2,
                                                         "sharding.nproc_per_node": 2, "precision.mode": "bf16",
                                                         "precision.max_grad_norm": 0.5}))
-    ds = to_deepspeed_config(cfg)
+    ds = to_deepspeed_config(cfg, gpu_policy(cfg))
     assert ds["train_batch_size"] == 2 * 2 * 2 and ds["zero_optimization"] == {"stage": 2}
     assert ds["bf16"] == {"enabled": True} and ds["gradient_clipping"] == 0.5
     with warnings.catch_warnings():
@@ -136,7 +142,7 @@ def test_export_fp16_is_dynamic_and_backs_off_every_overflow(tmp_path):
     from workbench.distributed.ds_config import to_deepspeed_config
 
     cfg = load_config(None, base_overrides(tmp_path, **{"precision.mode": "fp16", "precision.init_scale": 1024.0}))
-    fp16 = to_deepspeed_config(cfg, world_size=2)["fp16"]
+    fp16 = to_deepspeed_config(cfg, gpu_policy(cfg), world_size=2)["fp16"]
     assert fp16["loss_scale"] == 0 and fp16["initial_scale_power"] == 10 and fp16["hysteresis"] == 1
 
 
@@ -147,7 +153,7 @@ def test_torchrun_arguments(tmp_path):
 
     one = load_config(None, base_overrides(tmp_path, **{"sharding.strategy": "ddp", "sharding.nproc_per_node": 2}))
     args = torchrun_args(one.sharding, "RUN")
-    assert "--standalone" in args and args[-3:] == ["-m", "workbench.engine.worker", "RUN"]
+    assert "--standalone" in args and args[-3:] == ["-m", "workbench.training", "RUN"]
     assert args[args.index("--nproc_per_node") + 1] == "2"
     multi = load_config(None, base_overrides(tmp_path, **{
         "sharding.strategy": "fsdp", "sharding.nproc_per_node": 2, "sharding.nnodes": 2, "sharding.node_rank": 1,
@@ -159,10 +165,10 @@ def test_torchrun_arguments(tmp_path):
 
 
 def _hammer(path, rank, n):
-    from workbench.distributed.eventlog import SharedEventWriter
+    from workbench.events import EventWriter
     from workbench.events import Census
 
-    w = SharedEventWriter(path, rank=rank)
+    w = EventWriter(path, rank=rank)
     for i in range(n):  # 20 KiB lines: far above the 4 KiB pipe limit and Python's 8 KiB buffer
         w.emit(Census(step=i, rows=[{"group": "x" * 20_000, "rank": rank}], totals={}))
     w.close()

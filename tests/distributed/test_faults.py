@@ -15,7 +15,7 @@ def _ranks(agent_pid: int) -> dict[int, psutil.Process]:
     out = {}
     for p in psutil.Process(agent_pid).children(recursive=True):
         try:
-            if "workbench.engine.worker" in " ".join(p.cmdline()):
+            if "workbench.training" in " ".join(p.cmdline()):
                 out[int(p.environ()["RANK"])] = p
         except (psutil.NoSuchProcess, KeyError):
             continue

@@ -30,7 +30,7 @@ CKPT = {"checkpointing.every_steps": 5, "checkpointing.keep_last": 5}
 
 @pytest.fixture(scope="module")
 def runs(tmp_path_factory):
-    from workbench.engine import train
+    from workbench import train
 
     root = tmp_path_factory.mktemp("strategies")
     single = train(make_config(root, **CKPT, **{"schedule.micro_batch_size": PER_RANK * WORLD,

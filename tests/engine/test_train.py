@@ -7,7 +7,7 @@ from safetensors.torch import load_file
 
 from workbench.config import ConfigError
 from workbench.data import DataError
-from workbench.engine import train
+from workbench import train
 from workbench.events import iter_events
 from tests.conftest import write_jsonl
 

@@ -3,7 +3,7 @@ import importlib.util
 import json
 from pathlib import Path
 
-from workbench.engine import train
+from workbench import train
 
 SPEC = importlib.util.spec_from_file_location("export_csv", Path(__file__).parents[2] / "extensions" / "export_csv.py")
 export_csv = importlib.util.module_from_spec(SPEC)

@@ -1,6 +1,6 @@
 import torch
 
-from workbench.engine import train
+from workbench import train
 
 
 def test_gradient_checkpointing_changes_memory_not_results(make_cfg):
@@ -14,10 +14,8 @@ def test_gradient_checkpointing_changes_memory_not_results(make_cfg):
 def test_checkpointing_is_active_on_the_blocks():
     from workbench.config import LoraSection, ModelSection
     from workbench.models import apply_lora, enable_gradient_checkpointing, load_base_model
-    from workbench.precision import PrecisionPolicy
 
-    pol = PrecisionPolicy("fp32", "fp32", "cpu", None, torch.float32, torch.float32, False)
-    model = apply_lora(load_base_model(ModelSection(source="tiny-glm4"), pol), LoraSection(r=2), pol)
+    model = apply_lora(load_base_model(ModelSection(source="tiny-glm4"), torch.float32), LoraSection(r=2), torch.float32)
     enable_gradient_checkpointing(model)
     model.train()
     saved = []

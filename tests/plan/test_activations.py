@@ -21,7 +21,7 @@ def _measure(source, mode, lora, ckpt, batch, seq, dropout=0.05):
         "schedule": {"micro_batch_size": batch},
     })
     policy = resolve_precision(cfg, torch.device("cpu"))
-    model = apply_lora(load_base_model(cfg.model, policy), cfg.lora, policy)
+    model = apply_lora(load_base_model(cfg.model, policy.base_dtype), cfg.lora, policy.trainable_dtype)
     model.train()
     if ckpt:
         enable_gradient_checkpointing(model)

@@ -3,7 +3,7 @@ import pytest
 import torch
 
 from workbench.config import RunConfig
-from workbench.models import apply_lora, load_base_model
+from workbench.engine.build import build_model
 from workbench.plan import STATE_CATEGORIES, compare, measure_model_state, predict_for_run
 from workbench.precision import resolve_precision, token_loss_sum
 
@@ -17,14 +17,12 @@ def _config(source, mode, lora):
 
 def _train_one_step(cfg):
     policy = resolve_precision(cfg, torch.device("cpu"))
-    loaded = load_base_model(cfg.model, policy)
-    model = apply_lora(loaded, cfg.lora, policy)
-    model.train()
+    model = build_model(cfg, policy, torch.device("cpu")).model  # as the engine builds it, module rules included
     opt = torch.optim.AdamW([p for p in model.parameters() if p.requires_grad], lr=1e-4)
     scaler = policy.make_grad_scaler()
     ids = torch.randint(0, 250, (2, 12), generator=torch.Generator().manual_seed(0))
     with policy.autocast():
-        logits = model(input_ids=ids, use_cache=False).logits
+        logits = model(input_ids=ids).logits
     loss = token_loss_sum(logits, ids) / ids.numel()
     if scaler is None:
         loss.backward()

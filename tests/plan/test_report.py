@@ -1,5 +1,5 @@
 from workbench.cli.main import main
-from workbench.engine import train
+from workbench import train
 from workbench.plan.report import run_report
 
 

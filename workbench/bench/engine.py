@@ -33,19 +33,15 @@ def _config(args, runs_dir: str):
 
 def _prepared(cfg):
     """Model with LoRA, tokenized examples and the precision policy, built as the engine builds them."""
-    import torch
-
     from ..data import load_examples
-    from ..models import apply_lora, load_base_model
+    from ..engine.build import build_model
     from ..precision import resolve_device, resolve_precision
 
-    policy = resolve_precision(cfg, resolve_device(cfg.device))
-    torch.manual_seed(cfg.schedule.seed)
-    loaded = load_base_model(cfg.model, policy)
-    model = apply_lora(loaded, cfg.lora, policy)
-    model.config.use_cache = False
-    examples, _ = load_examples(cfg.data.train, loaded.tokenizer, cfg.data.max_length)
-    return model, loaded.tokenizer, examples, policy
+    device = resolve_device(cfg.device)
+    policy = resolve_precision(cfg, device)
+    built = build_model(cfg, policy, device)
+    examples, _ = load_examples(cfg.data.train, built.tokenizer, cfg.data.max_length)
+    return built.model, built.tokenizer, examples, policy
 
 
 def _batches(cfg, examples, tokenizer, n_steps):
@@ -58,8 +54,8 @@ def _batches(cfg, examples, tokenizer, n_steps):
 
 
 def run_engine(args) -> dict:
-    from ..engine import train
     from ..events import iter_events
+    from ..training import train
 
     with tempfile.TemporaryDirectory() as tmp:
         result = train(_config(args, tmp))

@@ -65,7 +65,7 @@ def _cmd_train(args) -> int:
         status = handle.wait()
         print(f"run {status}: {handle.run_dir}")
         return 0 if status in ("finished", "stopped") else 1
-    from ..engine import train
+    from ..training import train
     from ..engine.run import new_run_dir
 
     run_dir = new_run_dir(cfg)

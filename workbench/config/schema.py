@@ -68,8 +68,8 @@ class ModuleRule(Section):
 
     pattern: str = Field(..., description="Python regex searched in module names (e.g. lm_head, \\.visual$, "
                          "layers\\.\\d+\\.mlp\\.down_proj$); peft's base_model.model. prefix may be left out.")
-    storage: StorageDtype = Field("auto", description="Dtype of the matched modules' frozen weights; trained weights keep "
-                                  "the policy's (fp32 master weights under AMP). auto: float32 when compute=float32, else unchanged.")
+    storage: StorageDtype = Field("auto", description="Dtype of the matched modules' weights, trained ones included (the "
+                                  "rules apply before the optimizer exists). auto: float32 when compute=float32, else unchanged.")
     compute: Literal["autocast", "float32"] = Field(
         "autocast", description="float32 runs the matched modules with autocast disabled and fp32 inputs; autocast "
         "follows the precision mode.")
@@ -223,6 +223,14 @@ class ShardingSection(Section):
     def distributed(self) -> bool:
         """Runs under torchrun (any strategy but none), even with a single process."""
         return self.strategy != "none"
+
+    @property
+    def stage(self) -> int:
+        """The ZeRO stage the strategy shards at, as the planner counts it: 0 for none and ddp, 2 or 3
+        for FSDP zero2 / zero3, 1-3 for DeepSpeed."""
+        if self.strategy == "fsdp":
+            return 3 if self.fsdp_stage == "zero3" else 2
+        return self.deepspeed_stage if self.strategy == "deepspeed" else 0
 
     def problems(self, path: str) -> list[tuple[str, str]]:
         out = []

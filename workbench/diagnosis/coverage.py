@@ -15,9 +15,9 @@ from typing import Optional
 
 import torch
 
-from ..engine.census import module_group
+from ..models.groups import module_group
 from ..precision import dtype_name
-from .rules import short_name
+from ..precision.module_rules import short_name
 
 LOW_PRECISION = (torch.float16, torch.bfloat16)
 _CONVS = (torch.nn.Conv1d, torch.nn.Conv2d, torch.nn.Conv3d)

@@ -28,7 +28,7 @@ from typing import Optional
 import torch
 
 from ..precision import count_target_tokens, dtype_name, token_loss_sum, window_loss_divisor
-from .rules import display_name, short_name
+from ..precision.module_rules import display_name, short_name
 
 
 def _floats(obj, out: list) -> list:
@@ -138,23 +138,26 @@ class _Tracer:
         self.handles = []
 
 
-def _labels_for(engine, ids: torch.Tensor, mask: Optional[torch.Tensor]) -> torch.Tensor:
-    """The labels the engine collated for these rows, found by their token ids (index built on first use).
+class LabelIndex:
+    """The labels the engine collated for replayed rows, found by their token ids (built on first use).
     A row not found (data changed under the run) gets next-token labels over its non-pad tokens."""
-    index = getattr(engine, "_diagnosis_example_index", None)
-    if index is None:
-        index = {tuple(e.input_ids): e for e in engine.train_examples}
-        engine._diagnosis_example_index = index
-    rows = []
-    lengths = mask.sum(dim=1).tolist() if mask is not None else [ids.shape[1]] * ids.shape[0]
-    for row, n in zip(ids.tolist(), lengths):
-        ex = index.get(tuple(row[:n]))
-        rows.append(ex.labels if ex is not None else row[:n])
-    width = ids.shape[1]
-    labels = torch.full((len(rows), width), -100, dtype=torch.long)
-    for i, r in enumerate(rows):
-        labels[i, :len(r)] = torch.tensor(r)
-    return labels.to(ids.device)
+
+    def __init__(self, examples):
+        self._examples = examples
+        self._index: Optional[dict] = None
+
+    def __call__(self, ids: torch.Tensor, mask: Optional[torch.Tensor]) -> torch.Tensor:
+        if self._index is None:
+            self._index = {tuple(e.input_ids): e for e in self._examples}
+        rows = []
+        lengths = mask.sum(dim=1).tolist() if mask is not None else [ids.shape[1]] * ids.shape[0]
+        for row, n in zip(ids.tolist(), lengths):
+            ex = self._index.get(tuple(row[:n]))
+            rows.append(ex.labels if ex is not None else row[:n])
+        labels = torch.full((len(rows), ids.shape[1]), -100, dtype=torch.long)
+        for i, r in enumerate(rows):
+            labels[i, :len(r)] = torch.tensor(r)
+        return labels.to(ids.device)
 
 
 def _set_rng(state: dict, device) -> None:
@@ -163,21 +166,21 @@ def _set_rng(state: dict, device) -> None:
         torch.cuda.set_rng_state(state["cuda"], device)
 
 
-def replay_attribution(engine, window: list[dict], scale: Optional[float]) -> dict:
-    """Replay an overflow window with tracing hooks; a dict {phase, module, evidence}."""
-    model = engine.model
+def replay_attribution(run, labels_for: LabelIndex, window: list[dict], scale: Optional[float]) -> dict:
+    """Replay an overflow window of ``run`` (a RunView) with tracing hooks; a dict {phase, module, evidence}."""
+    model = run.model
     window = list(window)  # the capture hook appends the replay's own forwards to the live list
     device = window[0]["input_ids"].device
     saved = {"cpu": torch.get_rng_state()}
     if device.type == "cuda":
         saved["cuda"] = torch.cuda.get_rng_state(device)
-    labels = [_labels_for(engine, mb["input_ids"], mb["attention_mask"]) for mb in window]
+    labels = [labels_for(mb["input_ids"], mb["attention_mask"]) for mb in window]
     divisor = window_loss_divisor(sum(count_target_tokens(lb) for lb in labels))
-    tracer = _Tracer(model, engine.named_trainable)
+    tracer = _Tracer(model, run.named_trainable)
     try:
         for k, (mb, lb) in enumerate(zip(window, labels)):
             _set_rng(mb["rng"], device)
-            with engine.policy.autocast():
+            with run.policy.autocast():
                 logits = model(input_ids=mb["input_ids"], attention_mask=mb["attention_mask"]).logits
             loss = token_loss_sum(logits, lb)
             if tracer.forward_origin is not None:
@@ -202,14 +205,14 @@ def replay_attribution(engine, window: list[dict], scale: Optional[float]) -> di
                              "note": "no single micro-batch overflowed on replay (the accumulated sum may have)"}}
     finally:
         tracer.remove()
-        engine.optimizer.zero_grad(set_to_none=True)
+        run.zero_grad()
         _set_rng(saved, device)
 
 
-def parameter_attribution(engine, nonfinite_params: list[str]) -> dict:
+def parameter_attribution(run, nonfinite_params: list[str]) -> dict:
     """Fallback without a replay: of the parameters with non-finite gradients, the one nearest the
     output (parameters are registered roughly in forward order, and backward runs in reverse)."""
-    order = {n: i for i, (n, _) in enumerate(engine.named_trainable)}
+    order = {n: i for i, (n, _) in enumerate(run.named_trainable)}
     known = sorted((order[n], n) for n in nonfinite_params if n in order)
     if not known:
         return {"phase": "parameter_grads", "module": None, "evidence": {"nonfinite_params": nonfinite_params[:10]}}

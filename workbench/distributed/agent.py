@@ -3,7 +3,7 @@
 ``python -m workbench.distributed.agent RUN_DIR [CONFIG]`` reads ``RUN_DIR/config.json`` (or CONFIG: nodes other
 than 0 pass their own, which differs in node_rank) and runs exactly
 what ``torchrun --nproc_per_node N --nnodes M [--node_rank R --master_addr A --master_port P |
---standalone] -m workbench.engine.worker RUN_DIR`` runs (torch.distributed.run's own entry point).
+--standalone] -m workbench.training RUN_DIR`` runs (torch.distributed.run's own entry point).
 torchrun tears the job down when any rank fails; this wrapper then writes the one ``run_failed``
 event naming the rank that failed first and how.
 """
@@ -29,7 +29,7 @@ def torchrun_args(sharding, run_dir: str | Path) -> list[str]:
     else:
         args += ["--node_rank", str(sh.node_rank), "--master_addr", sh.master_addr,
                  "--master_port", str(sh.master_port or DEFAULT_MULTINODE_PORT)]
-    return args + ["-m", "workbench.engine.worker", str(run_dir)]
+    return args + ["-m", "workbench.training", str(run_dir)]
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -39,7 +39,7 @@ def main(argv: list[str] | None = None) -> int:
     from torch.distributed.run import parse_args, run
 
     from ..config import load_config
-    from .eventlog import SharedEventWriter
+    from ..events import EventWriter
 
     cfg = load_config(argv[1] if len(argv) > 1 else run_dir / "config.json")  # other nodes: their own node_rank
     os.environ[AGENT_ENV] = "1"
@@ -58,7 +58,7 @@ def main(argv: list[str] | None = None) -> int:
                               error_type=type(err).__name__, rank=-1)
     else:
         return 0
-    writer = SharedEventWriter(run_dir / "events.jsonl", rank=event.rank)
+    writer = EventWriter(run_dir / "events.jsonl", rank=event.rank)
     writer.emit(event)
     writer.close()
     print(f"run failed: {event.error}", file=sys.stderr)

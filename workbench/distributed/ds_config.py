@@ -197,11 +197,12 @@ def import_deepspeed_config(source: str | Path | dict, world_size: Optional[int]
     return out
 
 
-def to_deepspeed_config(cfg, world_size: Optional[int] = None) -> dict:
-    """The DeepSpeed config this RunConfig means (for its own world size unless ``world_size`` is given)."""
+def to_deepspeed_config(cfg, policy, world_size: Optional[int] = None) -> dict:
+    """The DeepSpeed config this RunConfig means under ``policy`` (its precision resolved for the devices:
+    ``auto`` is never guessed here), for its own world size unless ``world_size`` is given."""
     s, p, sh = cfg.schedule, cfg.precision, cfg.sharding
     world = world_size or sh.world_size
-    mode = p.mode
+    mode = policy.mode
     out: dict[str, Any] = {
         "train_batch_size": s.micro_batch_size * s.grad_accum_steps * world,
         "train_micro_batch_size_per_gpu": s.micro_batch_size,
@@ -219,8 +220,9 @@ def to_deepspeed_config(cfg, world_size: Optional[int] = None) -> dict:
         power = math.log2(p.init_scale)
         out["fp16"] = {"enabled": True, "loss_scale": 0, "initial_scale_power": int(round(power)),
                        "loss_scale_window": p.growth_interval, "hysteresis": 1, "min_loss_scale": 1}
-    elif mode in ("bf16", "pure-bf16", "auto"):
+    elif mode in ("bf16", "pure-bf16"):
         out["bf16"] = {"enabled": True}
+    # fp32: neither section, DeepSpeed trains in fp32
     zero = out["zero_optimization"]
     if sh.offload in ("optimizer", "optimizer+params"):
         zero["offload_optimizer"] = {"device": "cpu", "pin_memory": True}
@@ -241,10 +243,10 @@ def export_notes(cfg) -> list[str]:
     return notes
 
 
-def engine_deepspeed_config(cfg, world_size: int) -> dict:
+def engine_deepspeed_config(cfg, policy, world_size: int) -> dict:
     """``to_deepspeed_config`` plus what the workbench engine needs: its own optimizer (torch AdamW, no
     compiled ops) and schedule, and the loop's accumulation boundary rather than DeepSpeed's counter."""
-    ds = to_deepspeed_config(cfg, world_size)
+    ds = to_deepspeed_config(cfg, policy, world_size)
     ds.pop("optimizer")
     ds.pop("scheduler")
     ds["zero_allow_untested_optimizer"] = True
@@ -268,6 +270,7 @@ def main(argv: list[str] | None = None) -> int:
     e = sub.add_parser("export", help="RunConfig (YAML/JSON) -> DeepSpeed JSON")
     e.add_argument("config", nargs="?")
     e.add_argument("--set", action="append", default=[])
+    e.add_argument("--no-bf16", action="store_true", help="the target GPUs lack bf16 (precision auto -> fp16)")
     args = ap.parse_args(argv)
     if args.cmd == "import":
         with warnings.catch_warnings():
@@ -283,9 +286,13 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     from ..config import load_config
 
+    from ..precision import Hardware, resolve_policy
+
     cfg = load_config(args.config, args.set)
-    print(json.dumps(to_deepspeed_config(cfg), indent=2))
-    for n in export_notes(cfg):
+    # The file is for the user's GPUs, not this machine: resolve precision for them.
+    policy = resolve_policy(cfg.precision, Hardware.gpu(bf16=not args.no_bf16), cfg.lora.enabled, cfg.model.dtype)
+    print(json.dumps(to_deepspeed_config(cfg, policy), indent=2))
+    for n in policy.notes + tuple(export_notes(cfg)):
         print(f"note: {n}", file=__import__("sys").stderr)
     return 0
 

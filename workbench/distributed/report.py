@@ -29,7 +29,8 @@ SETTINGS = {
 
 def measure(name: str, runs_dir: Path, nproc: int, precision: str, model: str, train_file: str) -> dict:
     from ..config import load_config
-    from ..engine import launch, train
+    from ..engine import launch
+    from ..training import train
     from ..events import iter_events
 
     overrides = {"model.source": model, "data.train": train_file, "data.eval": None, "data.max_length": 64,

@@ -18,7 +18,9 @@ from typing import Callable, Optional
 
 import torch
 
-from ..engine.checkpoint import trainable_state
+from ..engine.checkpoint import (
+    OPTIMIZER_FILE, TRAINABLE_FILE, load_trainable_weights, optimizer_file, trainable_state,
+)
 from ..plan import measure_model_state
 from ..precision import PrecisionPolicy, StepOutcome, optimizer_step
 from .context import DistContext
@@ -35,9 +37,15 @@ class Strategy:
         self.cfg, self.ctx, self.policy, self.device = cfg, ctx, policy, device
 
     # ---- set-up ---------------------------------------------------------------------------------
-    def prepare(self, model: torch.nn.Module, make_optimizer: OptimizerFactory) -> None:
-        """Wrap ``model`` (the peft/transformers module, already on its device) and build the optimizer."""
+    # Rank 0 holds the whole model and optimizer state, so it can save a checkpoint after a failure
+    # without its peers (which may be gone): the emergency checkpoint.
+    can_save_alone = True
+
+    def prepare(self, model: torch.nn.Module, make_optimizer: OptimizerFactory, fp32_modules=()) -> None:
+        """Wrap ``model`` (the peft/transformers module, already on its device) and build the optimizer.
+        ``fp32_modules``: (name, module) that precision rules keep computing in fp32."""
         self.module = model  # the unwrapped model: names, save_pretrained
+        self.fp32_modules = list(fp32_modules)
         self.model = self.wrap(model)  # what forward is called on
         self.named_trainable = [(n, p) for n, p in self.model.named_parameters() if p.requires_grad]
         self.optimizer = make_optimizer([p for _, p in self.named_trainable])
@@ -48,10 +56,6 @@ class Strategy:
 
     def make_scaler(self):
         return self.policy.make_grad_scaler()
-
-    def plan_setting(self) -> dict:
-        """This strategy as the planner's (strategy, stage, offload)."""
-        return {"strategy": self.name, "stage": 0, "offload": "none"}
 
     # ---- the step -------------------------------------------------------------------------------
     def accumulating(self, last: bool):
@@ -69,21 +73,20 @@ class Strategy:
         """This rank's model-state bytes (local shards only; see workbench.plan.measure_model_state)."""
         return measure_model_state(self.model, self.optimizer)
 
-    def save_shards(self, directory: Path) -> None:
-        """Model + optimizer (+ scaler) state of this strategy into ``directory`` (all ranks call)."""
+    def save_state(self, directory: Path) -> None:
+        """Trained weights + optimizer (+ scaler) state into a checkpoint ``directory``. Every rank calls
+        it, except for an emergency save (``can_save_alone``), which only rank 0 makes."""
         if self.ctx.is_main:
             from safetensors.torch import save_file
 
-            save_file(trainable_state(self.module), str(directory / "trainable.safetensors"))
+            save_file(trainable_state(self.module), str(directory / TRAINABLE_FILE))
             torch.save({"optimizer": self.optimizer.state_dict(),
                         "scaler": self.scaler.state_dict() if self.scaler is not None else None},
-                       directory / "optimizer.pt")
+                       directory / OPTIMIZER_FILE)
 
-    def load_shards(self, directory: Path) -> None:
-        from ..engine.checkpoint import load_trainable_weights
-
+    def load_state(self, directory: Path) -> None:
         load_trainable_weights(directory, self.module)
-        blob = torch.load(directory / "optimizer.pt", weights_only=False)
+        blob = torch.load(optimizer_file(directory), weights_only=False)
         self.optimizer.load_state_dict(blob["optimizer"])
         if self.scaler is not None and blob["scaler"] is not None:
             self.scaler.load_state_dict(blob["scaler"])
@@ -120,6 +123,7 @@ class FSDPStrategy(Strategy):
     forward to backward (``reshard_after_forward=False``); zero3 re-gathers them per layer."""
 
     name = "fsdp"
+    can_save_alone = False  # every rank holds a shard
 
     def wrap(self, model):
         from torch.distributed.fsdp import CPUOffloadPolicy, MixedPrecisionPolicy, OffloadPolicy, fully_shard
@@ -130,6 +134,11 @@ class FSDPStrategy(Strategy):
         mp = MixedPrecisionPolicy(param_dtype=low, reduce_dtype=torch.float32) if low is not None else MixedPrecisionPolicy()
         offload = CPUOffloadPolicy() if sh.offload == "optimizer+params" else OffloadPolicy()
         kw = dict(reshard_after_forward=sh.fsdp_stage == "zero3", mp_policy=mp, offload_policy=offload)
+        # Modules a precision rule keeps in fp32 get units of their own that gather their own dtype:
+        # under the layers' low-precision param_dtype their fp32 weights would be cast down.
+        fp32_kw = dict(kw, mp_policy=MixedPrecisionPolicy(reduce_dtype=torch.float32))
+        for _, module in self.fp32_modules:
+            fully_shard(module, **fp32_kw)
         for layer in _decoder_layers(model):
             fully_shard(layer, **kw)
         fully_shard(model, **kw)
@@ -142,10 +151,6 @@ class FSDPStrategy(Strategy):
 
         # Agrees on found-inf across ranks, so every rank skips the same steps.
         return ShardedGradScaler(self.policy.device_type, **self.policy.scaler)
-
-    def plan_setting(self) -> dict:
-        sh = self.cfg.sharding
-        return {"strategy": "fsdp", "stage": 3 if sh.fsdp_stage == "zero3" else 2, "offload": sh.offload}
 
     @contextlib.contextmanager
     def accumulating(self, last: bool):
@@ -160,14 +165,14 @@ class FSDPStrategy(Strategy):
         # Frozen base weights come back from the model source; saving them would copy the base per checkpoint.
         return {"model": {k: v for k, v in msd.items() if k in trained}, "optim": osd}
 
-    def save_shards(self, directory: Path) -> None:
+    def save_state(self, directory: Path) -> None:
         import torch.distributed.checkpoint as dcp
 
         dcp.save(self._state_dicts(), checkpoint_id=str(directory / "dcp"))
         if self.ctx.is_main and self.scaler is not None:
             torch.save(self.scaler.state_dict(), directory / "scaler.pt")
 
-    def load_shards(self, directory: Path) -> None:
+    def load_state(self, directory: Path) -> None:
         import torch.distributed.checkpoint as dcp
         from torch.distributed.checkpoint.state_dict import StateDictOptions, set_state_dict
 
@@ -191,8 +196,9 @@ class DeepSpeedStrategy(Strategy):
     clips and steps; ``step`` reads its verdict back into a StepOutcome."""
 
     name = "deepspeed"
+    can_save_alone = False  # every rank holds a partition
 
-    def prepare(self, model, make_optimizer) -> None:
+    def prepare(self, model, make_optimizer, fp32_modules=()) -> None:
         import deepspeed
 
         from .ds_config import engine_deepspeed_config
@@ -200,7 +206,7 @@ class DeepSpeedStrategy(Strategy):
         self.module = model
         self.named_trainable = [(n, p) for n, p in model.named_parameters() if p.requires_grad]
         self.optimizer = make_optimizer([p for _, p in self.named_trainable])  # DeepSpeed wraps it; LR schedule acts on it
-        self.ds_config = engine_deepspeed_config(self.cfg, self.ctx.world_size)
+        self.ds_config = engine_deepspeed_config(self.cfg, self.policy, self.ctx.world_size)
         if self.device.type == "cpu":
             # DeepSpeed's CPU shared-memory collectives are a JIT-compiled C++ op (minutes of compiling, and a
             # compiler) that only speeds up large CPU reductions; plain gloo is what the other strategies use.
@@ -208,11 +214,6 @@ class DeepSpeedStrategy(Strategy):
         self.model, self.ds_optimizer, _, _ = deepspeed.initialize(
             model=model, optimizer=self.optimizer, config=self.ds_config, dist_init_required=False)
         self.scaler = None
-        self.stage = self.cfg.sharding.deepspeed_stage
-
-    def plan_setting(self) -> dict:
-        sh = self.cfg.sharding
-        return {"strategy": "deepspeed", "stage": sh.deepspeed_stage, "offload": sh.offload}
 
     def backward(self, loss):
         # Our divisor already normalises over the window; DeepSpeed must not divide by the accumulation steps again.
@@ -235,11 +236,11 @@ class DeepSpeedStrategy(Strategy):
         state["gradients"] += _deepspeed_gradient_bytes(self.ds_optimizer)
         return state
 
-    def save_shards(self, directory: Path) -> None:
+    def save_state(self, directory: Path) -> None:
         self.model.save_checkpoint(str(directory), tag="deepspeed", save_latest=False,
                                    exclude_frozen_parameters=True)
 
-    def load_shards(self, directory: Path) -> None:
+    def load_state(self, directory: Path) -> None:
         path, _ = self.model.load_checkpoint(str(directory), tag="deepspeed", load_module_strict=False,
                                              load_lr_scheduler_states=False)
         if path is None:

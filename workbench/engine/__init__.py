@@ -1,6 +1,6 @@
 """The training engine. Never imports ipywidgets: UIs read the event log it writes."""
-from .census import module_group, parameter_census
+from .census import parameter_census
 from .launch import RunHandle, attach, launch
 from .run import STOP_FILE, RunResult, new_run_dir, train
 
-__all__ = ["RunHandle", "attach", "launch", "module_group", "parameter_census", "STOP_FILE", "RunResult", "new_run_dir", "train"]
+__all__ = ["RunHandle", "attach", "launch", "parameter_census", "STOP_FILE", "RunResult", "new_run_dir", "train"]

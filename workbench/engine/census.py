@@ -5,23 +5,8 @@ from collections import defaultdict
 
 import torch
 
+from ..models.groups import module_group
 from ..precision import dtype_name
-
-GROUP_RULES = (  # first match wins; names are peft/transformers parameter names
-    ("lora", ("lora_",)),
-    ("vision", (".visual.", "vision_tower", "vision_model")),
-    ("embeddings", ("embed_tokens", "wte", "word_embeddings")),
-    ("lm_head", ("lm_head", "output_layer")),
-    ("norms", ("norm",)),
-)
-
-
-def module_group(name: str) -> str:
-    for group, needles in GROUP_RULES:
-        if any(n in name for n in needles):
-            return group
-    return "decoder"
-
 
 def parameter_census(model: torch.nn.Module) -> tuple[list[dict], dict]:
     """Rows {group, dtype, trainable, count, bytes} and totals {dtype: count}. Shared (tied)

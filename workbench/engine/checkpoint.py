@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Optional
 
 import torch
-from safetensors.torch import load_file, save_file
+from safetensors.torch import load_file
 
 PREFIX = "step-"
 
@@ -54,24 +54,62 @@ def trainable_state(model: torch.nn.Module) -> dict[str, torch.Tensor]:
     return {n: p.detach().contiguous() for n, p in model.named_parameters() if p.requires_grad}
 
 
-def save_checkpoint(ckpt_root: Path, state: TrainState, model, optimizer, scheduler, scaler, keep_last: int,
-                    rng: Optional[dict] = None) -> Path:
-    """Save the run at ``state.step``. ``rng``: the generators' state to resume with (default: now)."""
-    ckpt_root.mkdir(parents=True, exist_ok=True)
+# ---- the checkpoint directory ----------------------------------------------------------------------
+# One directory per step, for every strategy (one process is a world of one):
+#   state.json        TrainState (step, data position, ...)                       rank 0
+#   sharding.json     {"strategy", "world_size"} that wrote it                      rank 0
+#   training.pt       {"scheduler": ...}                                            rank 0
+#   rng-rankNNNNN.pt  the generators of each rank                                   each rank
+#   + the strategy's own files (Strategy.save_state): trainable.safetensors + optimizer.pt for one
+#     process and DDP, DCP shards for FSDP, DeepSpeed's checkpoint for DeepSpeed.
+# It is written to a temporary directory that rank 0 renames into place after every rank finished,
+# so a crash mid-save never leaves a checkpoint that looks complete but is not.
+# One-process checkpoints written before this layout (no sharding.json; optimizer, scaler and RNG
+# inside training.pt) still load.
+TRAINABLE_FILE = "trainable.safetensors"
+OPTIMIZER_FILE = "optimizer.pt"
+SHARDING_FILE = "sharding.json"
+
+
+def _rng_file(directory: Path, rank: int) -> Path:
+    return directory / f"rng-rank{rank:05d}.pt"
+
+
+def optimizer_file(directory: Path) -> Path:
+    """Where a one-process/DDP checkpoint keeps the optimizer and scaler (older ones: training.pt)."""
+    path = directory / OPTIMIZER_FILE
+    return path if path.is_file() else directory / "training.pt"
+
+
+def save_checkpoint(ckpt_root: Path, state: TrainState, strategy, scheduler, keep_last: int,
+                    rng: Optional[dict] = None, alone: bool = False) -> Path:
+    """Save the run at ``state.step`` through ``strategy``; every rank calls it. ``rng``: this rank's
+    generators to resume with (default: now). ``alone``: rank 0 saves without its peers (an emergency
+    save after a failure; only for strategies that ``can_save_alone``), with rank 0's RNG only."""
+    ctx = strategy.ctx
+    barrier = (lambda: None) if alone else ctx.barrier
     final = ckpt_root / f"{PREFIX}{state.step:07d}"
     tmp = ckpt_root / f".tmp-{final.name}"
-    if tmp.exists():
-        shutil.rmtree(tmp)
-    tmp.mkdir()
-    save_file(trainable_state(model), str(tmp / "trainable.safetensors"))
-    torch.save({"optimizer": optimizer.state_dict(), "scheduler": scheduler.state_dict(),
-                "scaler": scaler.state_dict() if scaler is not None else None, "rng": rng or rng_state()}, tmp / "training.pt")
-    (tmp / "state.json").write_text(json.dumps(asdict(state)) + "\n")
-    if final.exists():
-        shutil.rmtree(final)
-    tmp.rename(final)
-    for old in list_checkpoints(ckpt_root)[:-keep_last]:
-        shutil.rmtree(old, ignore_errors=True)
+    if ctx.is_main:
+        ckpt_root.mkdir(parents=True, exist_ok=True)
+        if tmp.exists():
+            shutil.rmtree(tmp)
+        tmp.mkdir()
+    barrier()
+    strategy.save_state(tmp)
+    torch.save(rng or rng_state(), _rng_file(tmp, ctx.rank))
+    if ctx.is_main:
+        torch.save({"scheduler": scheduler.state_dict()}, tmp / "training.pt")
+        (tmp / SHARDING_FILE).write_text(json.dumps({"strategy": strategy.name, "world_size": ctx.world_size}) + "\n")
+        (tmp / "state.json").write_text(json.dumps(asdict(state)) + "\n")
+    barrier()
+    if ctx.is_main:
+        if final.exists():
+            shutil.rmtree(final)
+        tmp.rename(final)
+        for old in list_checkpoints(ckpt_root)[:-keep_last]:
+            shutil.rmtree(old, ignore_errors=True)
+    barrier()
     return final
 
 
@@ -83,7 +121,7 @@ def list_checkpoints(ckpt_root: Path) -> list[Path]:
 
 def load_trainable_weights(path: Path, model) -> None:
     """Copy ``path/trainable.safetensors`` into the model's parameters of the same names."""
-    weights = load_file(str(path / "trainable.safetensors"))
+    weights = load_file(str(path / TRAINABLE_FILE))
     params = dict(model.named_parameters())
     missing = [n for n in weights if n not in params]
     if missing:
@@ -94,68 +132,24 @@ def load_trainable_weights(path: Path, model) -> None:
             params[n].copy_(t)
 
 
-def load_checkpoint(path: Path, model, optimizer, scheduler, scaler) -> TrainState:
-    load_trainable_weights(path, model)
-    blob = torch.load(path / "training.pt", weights_only=False)
-    optimizer.load_state_dict(blob["optimizer"])
-    scheduler.load_state_dict(blob["scheduler"])
-    if scaler is not None and blob["scaler"] is not None:
-        scaler.load_state_dict(blob["scaler"])
-    set_rng_state(blob["rng"])
-    return TrainState(**json.loads((path / "state.json").read_text()))
-
-
-# ---- sharded checkpoints (any strategy but none) ---------------------------------------------------
-# One directory per step, as above, written by every rank: the strategy's own shards (DCP files for
-# FSDP, DeepSpeed's checkpoint for DeepSpeed, rank 0's copy for DDP), each rank's RNG state, and rank
-# 0's schedule and state.json. Rank 0 renames it into place only after every rank has finished.
-
-def _rng_file(directory: Path, rank: int) -> Path:
-    return directory / f"rng-rank{rank:05d}.pt"
-
-
-def save_sharded_checkpoint(ckpt_root: Path, state: TrainState, strategy, scheduler, keep_last: int) -> Path:
+def load_checkpoint(path: Path, strategy, scheduler) -> TrainState:
+    """Restore a checkpoint written by the same strategy (FSDP's also at another world size)."""
     ctx = strategy.ctx
-    final = ckpt_root / f"{PREFIX}{state.step:07d}"
-    tmp = ckpt_root / f".tmp-{final.name}"
-    if ctx.is_main:
-        ckpt_root.mkdir(parents=True, exist_ok=True)
-        if tmp.exists():
-            shutil.rmtree(tmp)
-        tmp.mkdir()
-    ctx.barrier()
-    strategy.save_shards(tmp)
-    torch.save(rng_state(), _rng_file(tmp, ctx.rank))
-    if ctx.is_main:
-        torch.save({"scheduler": scheduler.state_dict()}, tmp / "training.pt")
-        (tmp / "sharding.json").write_text(json.dumps({"strategy": strategy.name, "world_size": ctx.world_size}) + "\n")
-        (tmp / "state.json").write_text(json.dumps(asdict(state)) + "\n")
-    ctx.barrier()
-    if ctx.is_main:
-        if final.exists():
-            shutil.rmtree(final)
-        tmp.rename(final)
-        for old in list_checkpoints(ckpt_root)[:-keep_last]:
-            shutil.rmtree(old, ignore_errors=True)
-    ctx.barrier()
-    return final
-
-
-def load_sharded_checkpoint(path: Path, strategy, scheduler) -> TrainState:
-    ctx = strategy.ctx
-    meta_file = path / "sharding.json"
-    if not meta_file.is_file():
-        raise ValueError(f"{path} was written by a one-process run: resume it with sharding.strategy=none")
-    meta = json.loads(meta_file.read_text())
+    meta_file = path / SHARDING_FILE
+    meta = json.loads(meta_file.read_text()) if meta_file.is_file() else {"strategy": "none", "world_size": 1}
     if meta["strategy"] != strategy.name:
         raise ValueError(f"{path} was written by strategy {meta['strategy']}, this run uses {strategy.name}: resume "
                          "with the same strategy")
     if meta["world_size"] != ctx.world_size and strategy.name != "fsdp":
         raise ValueError(f"{path} was written by {meta['world_size']} ranks, this run has {ctx.world_size}: only FSDP "
                          "checkpoints reshard to another world size")
-    strategy.load_shards(path)
-    scheduler.load_state_dict(torch.load(path / "training.pt", weights_only=False)["scheduler"])
+    strategy.load_state(path)
+    training = torch.load(path / "training.pt", weights_only=False)
+    scheduler.load_state_dict(training["scheduler"])
     rng = _rng_file(path, ctx.rank)
-    if rng.is_file():  # a resharded FSDP resume has no file for new ranks: they keep their fresh RNG
+    if rng.is_file():
         set_rng_state(torch.load(rng, weights_only=False))
+    elif "rng" in training:  # a one-process checkpoint of the older layout
+        set_rng_state(training["rng"])
+    # else: a rank the checkpoint has no RNG for (resharded FSDP, a DDP emergency save) keeps its fresh RNG
     return TrainState(**json.loads((path / "state.json").read_text()))

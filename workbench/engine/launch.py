@@ -119,7 +119,7 @@ def launch(cfg: RunConfig, run_dir: str | Path | None = None) -> RunHandle:
         command = [sys.executable, "-m", "workbench.distributed.agent", str(run_dir), str(config_path)]
     else:
         config_path = run_dir / "config.json"
-        command = [sys.executable, "-m", "workbench.engine.worker", str(run_dir)]
+        command = [sys.executable, "-m", "workbench.training", str(run_dir)]
     save_config(cfg, config_path)
     log = open(run_dir / f"worker{suffix}.log", "ab")
     # A new session: stop() can signal the launcher and every rank it started as one process group.

@@ -8,7 +8,6 @@ events; every rank writes its own memory and overflow events.
 """
 from __future__ import annotations
 
-import math
 import os
 import platform
 import re
@@ -29,18 +28,16 @@ from ..data import collate, load_examples, micro_batch_indices
 from ..events import (
     Census, Checkpoint, Eval, EventWriter, Memory, Overflow, PlanPrediction, RunFailed, RunFinished, RunStarted, Step,
 )
-from ..models import apply_lora, enable_gradient_checkpointing, load_base_model
-from ..plan import MEASURED_NAMES, measure_model_state, predict_for_run
+from ..events.schema import PrecisionRules
+from ..plan import MEASURED_NAMES, predict_for_run
 from ..precision import (
     PrecisionPolicy, count_target_tokens, resolve_device, resolve_precision, token_loss_sum, window_loss_divisor,
 )
 from . import memory
+from .build import build_model
 from .census import parameter_census
-from .checkpoint import (
-    TrainState, list_checkpoints, load_checkpoint, load_sharded_checkpoint, rng_state, save_checkpoint,
-    save_sharded_checkpoint,
-)
-from .observers import default_observers
+from .checkpoint import TrainState, list_checkpoints, load_checkpoint, rng_state, save_checkpoint
+from .observers import Observer, RunView
 from .schedule import lr_factor
 
 STOP_FILE = "STOP"  # created by RunHandle.stop(); polled between optimizer steps
@@ -82,15 +79,13 @@ def _versions() -> dict:
 
 
 class _Engine:
-    def __init__(self, cfg: RunConfig, run_dir: Path, writer: EventWriter, ctx=None):
-        from ..distributed.context import DistContext
-
-        self.cfg, self.run_dir, self.writer = cfg, run_dir, writer
-        self.ctx = ctx or DistContext()
+    def __init__(self, cfg: RunConfig, run_dir: Path, writer: EventWriter, ctx, observers=()):
+        self.cfg, self.run_dir, self.writer, self.ctx = cfg, run_dir, writer, ctx
         self.ckpt_root = run_dir / "checkpoints"
         self.state = TrainState(step=0, micro_batches=0)
         self.result = RunResult(run_dir=run_dir, step=0)
-        self.observers = default_observers(cfg)
+        self.observers: list[Observer] = list(observers)
+        self.strategy = None  # until set-up has built the model
         # For the emergency checkpoint: weights, optimizer and data position agree with ``state`` except while
         # an optimizer update is being applied; the RNG is snapshotted as each step completes, so a run resumed
         # from it redraws the interrupted step's dropout exactly.
@@ -105,16 +100,10 @@ class _Engine:
         from ..distributed.strategies import make_strategy
 
         self.device = rank_device(resolve_device(cfg.device), self.ctx)
-        self.policy: PrecisionPolicy = resolve_precision(cfg, self.device)
-        torch.manual_seed(cfg.schedule.seed)
-        loaded = load_base_model(cfg.model, self.policy, seed=cfg.schedule.seed)
-        self.tokenizer = loaded.tokenizer
-        model = apply_lora(loaded, cfg.lora, self.policy)
-        if cfg.model.gradient_checkpointing:
-            enable_gradient_checkpointing(model)
-        model.config.use_cache = False
-        model = model.to(self.device)
-        model.train()
+        self.policy: PrecisionPolicy = resolve_precision(cfg, self.device)  # the one resolution of the run
+        built = build_model(cfg, self.policy, self.device)
+        self.tokenizer = built.tokenizer
+        self.rule_reports = built.rules.reports
         d = cfg.data
         self.train_examples, self.train_stats = load_examples(d.train, self.tokenizer, d.max_length, d.format,
                                                               d.skip_bad_rows, d.system_prompt)
@@ -124,18 +113,21 @@ class _Engine:
                                                                 d.skip_bad_rows, d.system_prompt)
         s = cfg.schedule
         self.strategy = make_strategy(cfg, self.ctx, self.policy, self.device)
-        self.strategy.prepare(model, lambda params: torch.optim.AdamW(params, lr=s.learning_rate,
-                                                                       weight_decay=s.weight_decay, foreach=True))
+        self.strategy.prepare(built.model, lambda params: torch.optim.AdamW(params, lr=s.learning_rate,
+                                                                             weight_decay=s.weight_decay, foreach=True),
+                              built.rules.fp32_modules)
         self.model = self.strategy.model  # forward goes through the wrapper (DDP, FSDP root, DeepSpeed engine)
-        self.named_trainable = self.strategy.named_trainable
         self.optimizer = self.strategy.optimizer
-        self.scaler = self.strategy.scaler
         self.scheduler = torch.optim.lr_scheduler.LambdaLR(
             self.optimizer, lambda k: lr_factor(k, s.resolved_warmup_steps, s.max_steps, s.min_lr_ratio))
         if cfg.checkpointing.resume_from:
             self._resume(cfg.checkpointing.resume_from)
+        self.view = RunView(cfg=cfg, model=self.model, named_trainable=tuple(self.strategy.named_trainable),
+                            policy=self.policy, rank=self.ctx.rank, world_size=self.ctx.world_size,
+                            start_step=self.state.step, train_examples=self.train_examples, emit=self.writer.emit,
+                            zero_grad=lambda: self.optimizer.zero_grad(set_to_none=True))
         for o in self.observers:
-            o.setup(self)
+            o.setup(self.view)
 
     def _resume(self, where: str) -> None:
         path = Path(where)
@@ -147,10 +139,7 @@ class _Engine:
         elif not (path / "state.json").is_file():
             raise FileNotFoundError(f"checkpointing.resume_from={where!r} is not a checkpoint directory "
                                     f"(expected {path}/state.json)")
-        if self.strategy.name == "none":
-            self.state = load_checkpoint(path, self.model, self.optimizer, self.scheduler, self.scaler)
-        else:
-            self.state = load_sharded_checkpoint(path, self.strategy, self.scheduler)
+        self.state = load_checkpoint(path, self.strategy, self.scheduler)
         self._saved_step, self._saved_path = self.state.step, path
 
     # ---- events -------------------------------------------------------------------------------
@@ -163,9 +152,6 @@ class _Engine:
         rows, totals = parameter_census(self.strategy.module)
         self.emit_run(Census(step=self.state.step, rows=rows, totals=totals))
 
-    def measure_state(self) -> dict:
-        return self.strategy.measure_state()
-
     def emit_memory(self, state: dict) -> None:
         self.writer.emit(Memory(step=self.state.step, devices=memory.device_memory(), host_rss=memory.host_rss(),
                                 **{field: state[category] for category, field in MEASURED_NAMES.items()}))
@@ -174,7 +160,7 @@ class _Engine:
         if not self.ctx.is_main:
             return
         try:
-            plan = predict_for_run(self.cfg, self.policy, self.ctx.world_size, **self.strategy.plan_setting()).to_dict()
+            plan = predict_for_run(self.cfg, self.policy, self.ctx.world_size).to_dict()
         except Exception as err:  # noqa: BLE001 - a planner gap must not stop a training run
             plan = {"error": f"{type(err).__name__}: {err}"}
         self.emit_run(PlanPrediction(step=self.state.step, plan=plan))
@@ -208,9 +194,9 @@ class _Engine:
                 self.strategy.backward(part / divisor)
             parts.append(part.detach())
         loss_sum = float(torch.stack(parts).double().sum())  # one device sync for the window, not one per micro-batch
-        state = self.measure_state() if measure else None
+        state = self.strategy.measure_state() if measure else None
         for o in self.observers:
-            o.before_optimizer_step(self, self.state.step + 1)
+            o.before_optimizer_step(self.view, self.state.step + 1)
         self._consistent = False  # until the run loop has recorded this update in ``state``
         outcome = self.strategy.step(self.cfg.precision.max_grad_norm)
         with warnings.catch_warnings():
@@ -248,11 +234,7 @@ class _Engine:
         return loss
 
     def checkpoint(self) -> Path:
-        keep = self.cfg.checkpointing.keep_last
-        if self.strategy.name == "none":
-            path = save_checkpoint(self.ckpt_root, self.state, self.model, self.optimizer, self.scheduler, self.scaler, keep)
-        else:
-            path = save_sharded_checkpoint(self.ckpt_root, self.state, self.strategy, self.scheduler, keep)
+        path = save_checkpoint(self.ckpt_root, self.state, self.strategy, self.scheduler, self.cfg.checkpointing.keep_last)
         self.emit_run(Checkpoint(step=self.state.step, path=str(path), kind="resumable"))
         self._saved_step, self._saved_path = self.state.step, path
         return path
@@ -266,13 +248,15 @@ class _Engine:
             run_dir=str(self.run_dir), config=config_to_dict(cfg), hardware=_hardware(self.device), versions=_versions(),
             precision=self.policy.to_dict(), total_steps=s.max_steps, start_step=start_step,
             data={"train": self.train_stats.to_dict(), "eval": self.eval_stats.to_dict() if self.eval_stats else None}))
+        if self.rule_reports:
+            self.emit_run(PrecisionRules(step=start_step, rules=self.rule_reports))
         self.emit_plan()
         self.emit_census()
-        self.emit_memory(self.measure_state())
+        self.emit_memory(self.strategy.measure_state())
         stream = micro_batch_indices(len(self.train_examples), s.micro_batch_size * self.ctx.world_size, s.seed,
                                     self.state.micro_batches)  # global micro-batches; each rank slices its own
-        one_process = self.strategy.name == "none"
-        self._rng_after_step = rng_state() if one_process else None
+        can_save_alone = self.strategy.can_save_alone  # only the emergency checkpoint reads the RNG snapshot
+        self._rng_after_step = rng_state() if can_save_alone else None
         bar = None
         if out.progress_bar and self.ctx.is_main:
             from tqdm.auto import tqdm
@@ -296,7 +280,7 @@ class _Engine:
                 self.state.tokens += target_tokens
                 self.state.last_loss = loss
                 self._consistent = True
-                if one_process:  # only the one-process emergency checkpoint reads it
+                if can_save_alone:
                     self._rng_after_step = rng_state()
                 self.result.losses.append(loss)
                 self.result.skipped_steps += outcome.skipped
@@ -314,7 +298,7 @@ class _Engine:
                     self.emit_memory(state)
                 if out.census_every and step % out.census_every == 0:
                     self.emit_census()
-                stop_reasons = [r for o in self.observers if (r := o.after_step(self, step, outcome, loss))]
+                stop_reasons = [r for o in self.observers if (r := o.after_step(self.view, step, outcome, loss))]
                 if self.ctx.any(bool(stop_reasons)):
                     stop_reasons = stop_reasons or ["stopped by another rank's observer"]
                     self.result.stopped = True
@@ -326,7 +310,8 @@ class _Engine:
                     self.checkpoint()
                 if bar is not None:
                     bar.update(1)
-                    bar.set_postfix(loss=f"{loss:.4f}", **({"scale": f"{outcome.scale_after:g}"} if self.scaler else {}))
+                    bar.set_postfix(loss=f"{loss:.4f}", **({"scale": f"{outcome.scale_after:g}"}
+                                                           if outcome.scale_after is not None else {}))
         finally:
             if bar is not None:
                 bar.close()
@@ -335,9 +320,9 @@ class _Engine:
             self.evaluate()
         self.checkpoint()
         self.emit_census()
-        self.emit_memory(self.measure_state())
+        self.emit_memory(self.strategy.measure_state())
         for o in self.observers:
-            o.finish(self)
+            o.finish(self.view)
         self.result.adapter_path = self.save_final()
         self.emit_run(RunFinished(step=self.state.step, final_loss=self.state.last_loss,
                                      adapter_path=str(self.result.adapter_path) if self.result.adapter_path else None,
@@ -346,27 +331,29 @@ class _Engine:
         return self.result
 
     def emergency_checkpoint(self) -> Optional[Path]:
-        """After a failure (an exception, Ctrl-C, the SIGTERM of a stop that timed out) in a
-        one-process run: save the last completed step unless it is saved already, so that
-        ``resume_from=latest`` loses nothing. Returns the checkpoint holding that step (possibly an
-        earlier periodic one), or None. Sharded runs are left alone: saving needs every rank, and
-        after a failure some may be gone."""
-        if self.strategy_name() != "none" or not self._consistent or self.state.step == 0:
+        """After a failure (an exception, Ctrl-C, the SIGTERM of a stop that timed out): save the last
+        completed step unless it is saved already, so that ``resume_from=latest`` loses nothing. Returns
+        the checkpoint holding that step (possibly an earlier periodic one), or None. Only strategies whose
+        rank 0 holds the whole state save here (one process, DDP), without their peers, which may be gone;
+        sharded strategies (FSDP, DeepSpeed) would need every rank and keep their last periodic checkpoint."""
+        if self.strategy is None or not self.strategy.can_save_alone or not self._consistent or self.state.step == 0:
             return None
         if self.state.step == self._saved_step:
             return self._saved_path
+        if not self.ctx.is_main:
+            return None
         try:
-            path = save_checkpoint(self.ckpt_root, self.state, self.model, self.optimizer, self.scheduler, self.scaler,
-                                   self.cfg.checkpointing.keep_last, rng=self._rng_after_step)
+            path = save_checkpoint(self.ckpt_root, self.state, self.strategy, self.scheduler,
+                                   self.cfg.checkpointing.keep_last, rng=self._rng_after_step, alone=True)
         except Exception:  # noqa: BLE001 - the original failure is what gets reported
             return None
         self.writer.emit(Checkpoint(step=self.state.step, path=str(path), kind="emergency"))
         self._saved_step, self._saved_path = self.state.step, path
         return path
 
-    def strategy_name(self) -> Optional[str]:
-        strategy = getattr(self, "strategy", None)  # None when set-up failed before the model was ready
-        return strategy.name if strategy is not None else None
+    def close(self) -> None:
+        if self.strategy is not None:
+            self.strategy.close()
 
     def save_final(self) -> Path:
         """The adapter in peft format (or the full model), with the tokenizer, ready to serve."""
@@ -392,71 +379,60 @@ def refuse_existing_run(cfg: RunConfig, run_dir: Path) -> None:
                             "with checkpointing.resume_from=latest")])
 
 
-def _prepare_run_dir(cfg: RunConfig, run_dir: Path) -> None:
-    run_dir.mkdir(parents=True, exist_ok=True)
-    refuse_existing_run(cfg, run_dir)
-    save_config(cfg, run_dir / "config.json")
-    (run_dir / STOP_FILE).unlink(missing_ok=True)
-
-
-def train(cfg: RunConfig, run_dir: str | Path | None = None) -> RunResult:
-    """Run a fine-tune in this process (or as this rank of a torchrun job, for a distributed
-    ``sharding.strategy``). Events go to ``<run_dir>/events.jsonl``; any failure is logged as
-    ``run_failed`` (with the error) before it propagates."""
-    if cfg.sharding.distributed:
-        return _train_rank(cfg, run_dir)
-    run_dir = Path(run_dir) if run_dir else new_run_dir(cfg)
-    _prepare_run_dir(cfg, run_dir)
-    with EventWriter(run_dir / "events.jsonl") as writer:
-        engine = _Engine(cfg, run_dir, writer)
-        try:
-            engine.setup()
-            return engine.run()
-        except BaseException as err:  # noqa: BLE001 - logged, then re-raised unchanged
-            saved = engine.emergency_checkpoint()
-            writer.emit(RunFailed(step=engine.state.step, error=str(err) or type(err).__name__,
-                                  error_type=type(err).__name__, traceback=traceback.format_exc(limit=20),
-                                  checkpoint=str(saved) if saved else None))
-            raise
-
-
-def _train_rank(cfg: RunConfig, run_dir: str | Path | None) -> RunResult:
-    """One rank of a distributed run. Under the workbench launcher a failing rank records its error
-    for the launcher, which writes the single run_failed naming the rank that failed first."""
-    from ..distributed.context import init_distributed, shutdown
-    from ..distributed.eventlog import SharedEventWriter
-    from ..distributed.faults import record_failure
-
-    ctx = init_distributed(cfg.sharding, resolve_device(cfg.device).type)
-    # Rank 0 names the run directory and checks it; every rank gets the same verdict (no rank left waiting).
+def _open_run_dir(cfg: RunConfig, run_dir: str | Path | None, ctx) -> Path:
+    """Rank 0 names the run directory, checks it and saves the config; every rank gets the same
+    verdict (no rank left waiting)."""
     verdict = None
     if ctx.is_main:
         run_dir = Path(run_dir) if run_dir else new_run_dir(cfg)
         try:
-            _prepare_run_dir(cfg, run_dir)
+            run_dir.mkdir(parents=True, exist_ok=True)
+            refuse_existing_run(cfg, run_dir)
+            save_config(cfg, run_dir / "config.json")
+            (run_dir / STOP_FILE).unlink(missing_ok=True)
         except ConfigError as err:
             verdict = err.problems
     run_dir, verdict = ctx.broadcast_object((str(run_dir), verdict))
-    run_dir = Path(run_dir)
     if verdict:
-        shutdown(ctx)
         raise ConfigError(verdict)
+    run_dir = Path(run_dir)
     run_dir.mkdir(parents=True, exist_ok=True)  # other nodes: the shared run directory may not be visible yet
-    writer = SharedEventWriter(run_dir / "events.jsonl", rank=ctx.rank)
-    engine = _Engine(cfg, run_dir, writer, ctx)
+    return run_dir
+
+
+def train(cfg: RunConfig, run_dir: str | Path | None = None, observers=()) -> RunResult:
+    """Run a fine-tune in this process: one process, or this rank of a torchrun job for a distributed
+    ``sharding.strategy`` (without torchrun, a world of one). Events go to ``<run_dir>/events.jsonl``.
+
+    This is the bare engine: ``observers`` are the instruments to attach (``workbench.train`` adds the
+    ones the config asks for). A failure saves an emergency checkpoint where the strategy can and is
+    logged as ``run_failed`` before it propagates; under the workbench launcher a rank records it for
+    the launcher instead, which writes the single run_failed naming the rank that failed first."""
+    from ..distributed.context import init_distributed, shutdown
+    from ..distributed.faults import record_failure
+
+    ctx = init_distributed(cfg.sharding, resolve_device(cfg.device).type if cfg.sharding.distributed else "cpu")
+    try:
+        run_dir = _open_run_dir(cfg, run_dir, ctx)
+    except ConfigError:
+        shutdown(ctx)
+        raise
+    writer = EventWriter(run_dir / "events.jsonl", rank=ctx.rank)
+    engine = _Engine(cfg, run_dir, writer, ctx, observers)
     try:
         engine.setup()
         result = engine.run()
     except BaseException as err:  # noqa: BLE001 - logged, then re-raised unchanged
+        saved = engine.emergency_checkpoint()
         if ctx.under_agent:
-            record_failure(run_dir, ctx.rank, engine.state.step, err)
+            record_failure(run_dir, ctx.rank, engine.state.step, err, checkpoint=saved)
         else:
             writer.emit(RunFailed(step=engine.state.step, error=str(err) or type(err).__name__,
-                                  error_type=type(err).__name__, traceback=traceback.format_exc(limit=20)))
+                                  error_type=type(err).__name__, traceback=traceback.format_exc(limit=20),
+                                  checkpoint=str(saved) if saved else None))
         writer.close()
-        raise  # the process group is left to torchrun's teardown: peers may be gone
+        raise  # a process group is left to torchrun's teardown: peers may be gone
     writer.close()
-    if hasattr(engine, "strategy"):
-        engine.strategy.close()
+    engine.close()
     shutdown(ctx)
     return result

@@ -22,24 +22,32 @@ def _clean(value):
 
 
 class EventWriter:
-    """Appends events; each line is flushed so a crash loses at most the line being written."""
+    """Appends events to a run's log; every process of a run (each rank, the launcher) may hold one.
+
+    Each event is one ``write(2)`` on an ``O_APPEND`` descriptor: nothing is buffered, so a crash loses
+    at most the line being written, and on Linux a regular-file write holds the inode lock for its
+    whole length, so lines of concurrent writers never interleave, whatever their size. Multi-node
+    runs need the run directory on a filesystem with local semantics (NFS does not make O_APPEND
+    atomic across hosts: docs/distributed.md)."""
 
     def __init__(self, path: str | Path, rank: int = 0):
         self.path = Path(path)
         self.rank = rank
-        self._fh = open(self.path, "a", encoding="utf-8", buffering=1)
+        self._fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
 
     def emit(self, event: Event) -> None:
         d = event.to_dict()
         d["rank"] = self.rank
-        self._fh.write(json.dumps(_clean(d), ensure_ascii=False, allow_nan=False) + "\n")
-        self._fh.flush()
+        line = (json.dumps(_clean(d), ensure_ascii=False, allow_nan=False) + "\n").encode("utf-8")
+        written = os.write(self._fd, line)
+        if written != len(line):  # a full disk; never leave half a line for readers to choke on
+            raise OSError(f"short write to {self.path}: {written} of {len(line)} bytes")
 
     def close(self) -> None:
-        if not self._fh.closed:
-            self._fh.flush()
-            os.fsync(self._fh.fileno())
-            self._fh.close()
+        if self._fd is not None:
+            os.fsync(self._fd)
+            os.close(self._fd)
+            self._fd = None
 
     def __enter__(self):
         return self

@@ -1,9 +1,10 @@
 """Model sources (built-in, local, hub), LoRA wrapping, gradient checkpointing."""
 from . import packaged, tiny
+from .groups import GROUPS, module_group
 from .loading import (
     BUILTIN, LoadedModel, apply_lora, enable_gradient_checkpointing, list_models, load_base_model, load_for_inference, lora_targets,
     model_family,
 )
 
-__all__ = ["packaged", "tiny", "BUILTIN", "LoadedModel", "apply_lora", "enable_gradient_checkpointing",
+__all__ = ["packaged", "tiny", "GROUPS", "module_group", "BUILTIN", "LoadedModel", "apply_lora", "enable_gradient_checkpointing",
            "list_models", "load_base_model", "load_for_inference", "lora_targets", "model_family"]

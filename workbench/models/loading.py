@@ -8,7 +8,7 @@ from typing import Any, Callable
 import torch
 
 from ..config import ConfigError, LoraSection, ModelSection
-from ..precision import DTYPE_BY_NAME, PrecisionPolicy
+from ..precision import DTYPE_BY_NAME
 from . import packaged, tiny
 
 
@@ -71,10 +71,10 @@ def _load_pretrained(where: str, section: ModelSection, dtype: torch.dtype):
     return model, tok, model_family(config)
 
 
-def load_base_model(section: ModelSection, policy: PrecisionPolicy, seed: int = 0) -> LoadedModel:
-    """The base model on CPU in ``policy.base_dtype`` plus its tokenizer (moving to a device is the caller's)."""
+def load_base_model(section: ModelSection, dtype: torch.dtype, seed: int = 0) -> LoadedModel:
+    """The base model on CPU stored in ``dtype`` (a run's ``policy.base_dtype``) plus its tokenizer
+    (moving to a device is the caller's)."""
     name = section.source
-    dtype = policy.base_dtype
     if name in _TINY:
         model, tok = _TINY[name](seed=seed, dtype=dtype)
         loaded = LoadedModel(model, tok, BUILTIN[name].family, name)
@@ -106,12 +106,13 @@ def lora_targets(section: LoraSection, family: str) -> dict:
     return kw
 
 
-def apply_lora(loaded: LoadedModel, section: LoraSection, policy: PrecisionPolicy) -> torch.nn.Module:
-    """Wrap in peft LoRA (or unfreeze everything for full fine-tuning); trained weights in policy.trainable_dtype."""
+def apply_lora(loaded: LoadedModel, section: LoraSection, trainable_dtype: torch.dtype) -> torch.nn.Module:
+    """Wrap in peft LoRA (or unfreeze everything for full fine-tuning); trained weights stored in
+    ``trainable_dtype`` (a run's ``policy.trainable_dtype``)."""
     model = loaded.model
     if not section.enabled:
         model.requires_grad_(True)
-        return model.to(policy.trainable_dtype)
+        return model.to(trainable_dtype)
     from peft import LoraConfig, get_peft_model
 
     cfg = LoraConfig(r=section.r, lora_alpha=section.alpha, lora_dropout=section.dropout, bias=section.bias,
@@ -123,7 +124,7 @@ def apply_lora(loaded: LoadedModel, section: LoraSection, policy: PrecisionPolic
                             f"{loaded.source}: {str(err).splitlines()[0]}")]) from None
     for p in model.parameters():
         if p.requires_grad:
-            p.data = p.data.to(policy.trainable_dtype)
+            p.data = p.data.to(trainable_dtype)
     return model
 
 
@@ -142,9 +143,6 @@ def list_models() -> list[dict]:
 
 def load_for_inference(source: str = packaged.NAME, dtype: str = "float32", seed: int = 0) -> LoadedModel:
     """A model for generation only (the server, the demo's base answers): no RunConfig needed."""
-    torch_dtype = DTYPE_BY_NAME[dtype]
-    policy = PrecisionPolicy(requested="inference", mode="inference", device_type="cpu", autocast_dtype=None,
-                             base_dtype=torch_dtype, trainable_dtype=torch_dtype, use_grad_scaler=False)
-    loaded = load_base_model(ModelSection(source=source), policy, seed=seed)
+    loaded = load_base_model(ModelSection(source=source), DTYPE_BY_NAME[dtype], seed=seed)
     loaded.model.eval()
     return loaded

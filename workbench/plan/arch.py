@@ -15,7 +15,8 @@ from typing import Optional
 
 import torch
 
-from ..config import ConfigError, LoraSection
+from ..config import ConfigError, LoraSection, PrecisionSection
+from ..models.groups import module_group
 from ..precision import PrecisionPolicy
 
 # SmolLM2-135M-Instruct's config.json, so the default model plans without fetching its wheel.
@@ -171,18 +172,6 @@ class Census:
                 "largest_layer_params": self.largest_layer}
 
 
-def _group(name: str) -> str:
-    if ".visual." in name or name.startswith("visual.") or ".visual" in name.split(".lora_")[0]:
-        return "vision"
-    if "lora_" in name:
-        return "lora"
-    if "embed_tokens" in name:
-        return "embedding"
-    if name.endswith("lm_head.weight"):
-        return "lm_head"
-    return "decoder"
-
-
 def _unit(name: str) -> str:
     parts = name.split(".")
     for key in ("layers", "blocks"):
@@ -203,26 +192,31 @@ def build_meta_model(config):
 
 
 @functools.lru_cache(maxsize=32)
-def _census_cached(source: str, lora_json: str, base_dtype: torch.dtype, trainable_dtype: torch.dtype) -> Census:
+def _census_cached(source: str, lora_json: str, base_dtype: torch.dtype, trainable_dtype: torch.dtype, mode: str,
+                   precision_json: Optional[str]) -> Census:
     from ..models import LoadedModel, apply_lora, model_family
+    from ..precision.module_rules import apply_module_rules, resolve_rules
 
     config = load_model_config(source)
     family = model_family(config)
     model = build_meta_model(config).to(base_dtype)  # load_base_model loads in policy.base_dtype
     lora = LoraSection.model_validate_json(lora_json)
-    policy = PrecisionPolicy(requested="plan", mode="plan", device_type="meta", autocast_dtype=None,
-                             base_dtype=base_dtype, trainable_dtype=trainable_dtype, use_grad_scaler=False)
-    wrapped = apply_lora(LoadedModel(model, None, family, source), lora, policy)
+    wrapped = apply_lora(LoadedModel(model, None, family, source), lora, trainable_dtype)
+    if precision_json is not None:  # the run's per-module rules change storage dtypes as the engine applies them
+        rules = resolve_rules(PrecisionSection.model_validate_json(precision_json), family, mode)
+        apply_module_rules(wrapped, rules, "meta")
     infos = []
     for name, p in wrapped.named_parameters():  # de-duplicates tied weights, as the real model does
         name = name.removeprefix("base_model.model.")
-        group = _group(name)
+        group = module_group(name)
         infos.append(ParamInfo(name=name, numel=p.numel(), dtype=p.dtype, trainable=p.requires_grad, group=group,
                                unit=_unit(name), reached=group != "vision"))
     return Census(source=source, model_class=type(model).__name__, family=family, params=tuple(infos),
                   shape=DecoderShape.from_config(config), lora_enabled=lora.enabled)
 
 
-def census(source: str, lora: LoraSection, policy: PrecisionPolicy) -> Census:
-    """Parameter census of ``source`` as ``apply_lora(load_base_model(...), lora, policy)`` would hold it."""
-    return _census_cached(source, lora.model_dump_json(), policy.base_dtype, policy.trainable_dtype)
+def census(source: str, lora: LoraSection, policy: PrecisionPolicy, precision: Optional[PrecisionSection] = None) -> Census:
+    """Parameter census of ``source`` as the engine's ``build_model`` holds it under ``policy``: base,
+    LoRA and (given a run's ``precision`` section) its per-module rules."""
+    return _census_cached(source, lora.model_dump_json(), policy.base_dtype, policy.trainable_dtype, policy.mode,
+                          precision.model_dump_json() if precision is not None else None)

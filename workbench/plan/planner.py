@@ -18,15 +18,14 @@ Framework rules modelled (``docs/memory_planner.md`` has the derivations and eve
 """
 from __future__ import annotations
 
-import dataclasses
 import re
 from dataclasses import asdict, dataclass, field
 from typing import Optional
 
 import torch
 
-from ..config import ConfigError, LoraSection, RunConfig
-from ..precision import PrecisionPolicy
+from ..config import ConfigError, LoraSection, PrecisionSection, RunConfig
+from ..precision import Hardware, PrecisionPolicy, resolve_policy
 from .activations import ActivationInputs, estimate_activations, lora_targets_in_layer
 from .arch import Census, census
 from .state import ADAMW_STEP_BYTES, ModelState, predict_single_process_state
@@ -57,6 +56,14 @@ class DeviceSet:
     host_ram: int
     name: str = "GPU"
     bf16: bool = True
+    device_type: str = "cuda"  # cpu: the run's own host (a CPU run's plan)
+
+    @property
+    def hardware(self) -> Hardware:
+        """These devices as the precision policy resolves against them (GPUs with bf16 run it natively)."""
+        if self.device_type == "cpu":
+            return Hardware.of(torch.device("cpu"))
+        return Hardware.gpu(self.bf16)
 
     @classmethod
     def parse(cls, devices: str, host_ram: str = "64GiB", name: str = "GPU") -> "DeviceSet":
@@ -186,27 +193,26 @@ class Plan:
         }
 
 
-def policy_for(precision: str, lora: LoraSection, device_type: str = "cuda", model_dtype: str = "auto") -> PrecisionPolicy:
-    """The project's PrecisionPolicy for a precision mode (resolved for a device with bf16)."""
-    from ..precision import resolve_precision
-
-    cfg = RunConfig.model_validate({"precision": {"mode": precision}, "lora": lora.model_dump(),
-                                    "model": {"dtype": model_dtype}, "data": {"train": "x", "eval": None}})
-    pol = resolve_precision(cfg, torch.device("cpu"))  # dtype rules are device-independent once mode is explicit
-    return dataclasses.replace(pol, device_type=device_type)
+def policy_for(precision: str, lora: LoraSection, devices: "DeviceSet | None" = None,
+               model_dtype: str = "auto") -> PrecisionPolicy:
+    """The project's PrecisionPolicy for a precision mode on ``devices`` (default: the 2x RTX 4090)."""
+    return resolve_policy(PrecisionSection(mode=precision), (devices or DEFAULT_DEVICES).hardware, lora.enabled,
+                          model_dtype)
 
 
 def predict(model: str, setting: Setting, devices: DeviceSet = DEFAULT_DEVICES, lora: Optional[LoraSection] = None,
-            policy: Optional[PrecisionPolicy] = None, device_type: str = "cuda", attn_implementation: str = "sdpa") -> Plan:
-    """Predict memory for ``model`` (a preset, or a directory with config.json) under ``setting``."""
+            policy: Optional[PrecisionPolicy] = None, device_type: str = "cuda", attn_implementation: str = "sdpa",
+            precision: Optional[PrecisionSection] = None) -> Plan:
+    """Predict memory for ``model`` (a preset, or a directory with config.json) under ``setting``.
+    ``precision``: a run's precision section, whose per-module rules the census applies."""
     lora = (lora or LoraSection()).model_copy(update={"enabled": setting.lora})
     invalid = setting.invalid_reason()
     if invalid is None and setting.world_size > devices.count:
         invalid = f"world_size {setting.world_size} exceeds the {devices.count} device(s) given"
     prec = setting.precision if setting.precision in PRECISIONS else "bf16"
     if policy is None:
-        policy = policy_for(prec, lora, device_type)
-    c = census(model, lora, policy)
+        policy = policy_for(prec, lora, devices)
+    c = census(model, lora, policy, precision)
     n = max(1, setting.world_size)
     notes: list[str] = []
 
@@ -319,21 +325,25 @@ def _model_state(c: Census, s: Setting, policy: PrecisionPolicy, lowp, n: int, n
     return state, buffers, host
 
 
-def predict_for_run(cfg: RunConfig, policy: PrecisionPolicy, world_size: int = 1, strategy: str = "none",
-                    stage: int = 0, offload: str = "none", devices: Optional[DeviceSet] = None,
+def predict_for_run(cfg: RunConfig, policy: PrecisionPolicy, world_size: int = 1, strategy: Optional[str] = None,
+                    stage: Optional[int] = None, offload: Optional[str] = None, devices: Optional[DeviceSet] = None,
                     micro_batch: Optional[int] = None, seq_len: Optional[int] = None) -> Plan:
-    """The plan a run emits at start: its own model, precision policy, LoRA section and batch shape.
+    """The plan of a run: its own model, precision policy (resolved by the caller: the engine for its
+    device, the plan panel for the target devices), LoRA section, module rules, batch shape and, unless a
+    what-if overrides them, its ``sharding`` strategy, stage and offload.
 
     ``devices`` defaults to the run's own device: a GPU of torch's reported size, or the host RAM on CPU.
     """
+    sh = cfg.sharding
     if devices is None:
         devices = _local_devices(policy.device_type, world_size)
-    setting = Setting(precision=policy.mode if policy.mode in PRECISIONS else "fp32", strategy=strategy, stage=stage,
-                      offload=offload, lora=cfg.lora.enabled, world_size=world_size,
+    setting = Setting(precision=policy.mode, strategy=strategy or sh.strategy,
+                      stage=sh.stage if stage is None else stage, offload=offload or sh.offload,
+                      lora=cfg.lora.enabled, world_size=world_size,
                       micro_batch=micro_batch or cfg.schedule.micro_batch_size, seq_len=seq_len or cfg.data.max_length,
                       gradient_checkpointing=cfg.model.gradient_checkpointing)
     return predict(cfg.model.source, setting, devices, lora=cfg.lora, policy=policy, device_type=policy.device_type,
-                   attn_implementation=cfg.model.attn_implementation)
+                   attn_implementation=cfg.model.attn_implementation, precision=cfg.precision)
 
 
 def _local_devices(device_type: str, world_size: int) -> DeviceSet:
@@ -344,7 +354,7 @@ def _local_devices(device_type: str, world_size: int) -> DeviceSet:
         props = torch.cuda.get_device_properties(0)
         return DeviceSet(count=max(world_size, torch.cuda.device_count()), bytes_per_device=props.total_memory,
                          host_ram=host, name=props.name, bf16=torch.cuda.is_bf16_supported())
-    return DeviceSet(count=max(world_size, 1), bytes_per_device=host, host_ram=host, name="CPU")
+    return DeviceSet(count=max(world_size, 1), bytes_per_device=host, host_ram=host, name="CPU", device_type="cpu")
 
 
 # ---------------------------------------------------------------------------------------------

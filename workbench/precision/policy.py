@@ -87,28 +87,49 @@ def resolve_device(name: str) -> torch.device:
     return dev
 
 
-def resolve_precision(cfg: RunConfig, device: torch.device) -> PrecisionPolicy:
-    """Resolve ``cfg.precision`` (and the base storage dtype) for ``device``; warn about known traps."""
-    p: PrecisionSection = cfg.precision
+@dataclass(frozen=True)
+class Hardware:
+    """What resolving a precision mode needs to know about the devices a run will use: read from a live
+    device (``Hardware.of``), or described (the planner's target GPUs, ``Hardware.gpu``)."""
+
+    device_type: str  # cpu | cuda
+    bf16: bool  # bfloat16 runs at all
+    fast_bf16: bool  # bfloat16 matmuls are native (on a CPU without them bf16 and fp16 are emulated)
+
+    @classmethod
+    def of(cls, device: torch.device) -> "Hardware":
+        bf16 = device_supports_bf16(device)
+        return cls(device.type, bf16, bf16 if device.type != "cpu" else cpu_has_fast_bf16())
+
+    @classmethod
+    def gpu(cls, bf16: bool = True) -> "Hardware":
+        return cls("cuda", bf16, bf16)
+
+
+def resolve_policy(precision: PrecisionSection, hardware: Hardware, lora_enabled: bool,
+                   model_dtype: str = "auto") -> PrecisionPolicy:
+    """The one place a requested precision mode becomes dtypes, for ``hardware``. Returns the policy
+    with its notes (known traps); raises ConfigError naming ``precision.mode`` when it cannot run."""
+    p = precision
     notes: list[str] = []
-    bf16_ok = device_supports_bf16(device)
     mode = p.mode
-    slow_cpu_bf16 = device.type == "cpu" and not cpu_has_fast_bf16()
+    slow_cpu_bf16 = hardware.device_type == "cpu" and not hardware.fast_bf16
     if mode == "auto" and slow_cpu_bf16:
         mode = "fp32"
         notes.append("precision.mode=auto chose fp32: this CPU has no native bf16 (AVX512-BF16/AMX), where "
                      "bf16 and fp16 are emulated and many times slower than fp32")
     elif mode == "auto":
-        mode = "bf16" if bf16_ok else "fp16"
+        mode = "bf16" if hardware.bf16 else "fp16"
         if mode == "fp16":
             notes.append("precision.mode=auto chose fp16 because this device has no bf16; GLM-family models are "
                          "known to diverge in fp16 (overflowing activations): watch the overflow events")
-    if mode in ("bf16", "pure-bf16") and not bf16_ok:
-        raise ConfigError([("precision.mode", f"{mode} needs bfloat16 support, which {device} lacks: use fp16 or fp32")])
+    if mode in ("bf16", "pure-bf16") and not hardware.bf16:
+        raise ConfigError([("precision.mode", f"{mode} needs bfloat16 support, which this {hardware.device_type} "
+                            "device lacks: use fp16 or fp32")])
     if mode in ("bf16", "pure-bf16") and slow_cpu_bf16:
         notes.append(f"{mode} on this CPU is emulated (no AVX512-BF16/AMX) and ~25x slower than fp32: fine for "
                      "tiny models, use fp32 for real runs here")
-    if mode == "fp16" and device.type == "cpu":
+    if mode == "fp16" and hardware.device_type == "cpu":
         notes.append("fp16 autocast on CPU is correct but ~40x slower than bf16 here: use it to study loss "
                      "scaling on tiny models, bf16 or fp32 for real runs")
 
@@ -117,19 +138,26 @@ def resolve_precision(cfg: RunConfig, device: torch.device) -> PrecisionPolicy:
         base = trainable = torch.bfloat16
     else:
         trainable = torch.float32  # master weights / LoRA adapters stay fp32 under AMP
-        if cfg.model.dtype != "auto":
-            base = DTYPE_BY_NAME[cfg.model.dtype]
-        elif cfg.lora.enabled and autocast_dtype is not None:
+        if model_dtype != "auto":
+            base = DTYPE_BY_NAME[model_dtype]
+        elif lora_enabled and autocast_dtype is not None:
             base = autocast_dtype  # frozen base needs no fp32 copy: store it in the compute dtype
         else:
             base = torch.float32
-    for n in notes:
-        warnings.warn(n, PrecisionWarning, stacklevel=2)
     scaler = {}
     if mode == "fp16":
         scaler = dict(init_scale=p.init_scale, growth_factor=p.growth_factor,
                       backoff_factor=p.backoff_factor, growth_interval=p.growth_interval)
     return PrecisionPolicy(
-        requested=p.mode, mode=mode, device_type=device.type, autocast_dtype=autocast_dtype, base_dtype=base,
+        requested=p.mode, mode=mode, device_type=hardware.device_type, autocast_dtype=autocast_dtype, base_dtype=base,
         trainable_dtype=trainable, use_grad_scaler=mode == "fp16", scaler=scaler, notes=tuple(notes),
     )
+
+
+def resolve_precision(cfg: RunConfig, device: torch.device) -> PrecisionPolicy:
+    """A run's policy: ``cfg.precision`` (and the base storage dtype) resolved for ``device``, warning
+    about known traps."""
+    policy = resolve_policy(cfg.precision, Hardware.of(device), cfg.lora.enabled, cfg.model.dtype)
+    for n in policy.notes:
+        warnings.warn(n, PrecisionWarning, stacklevel=2)
+    return policy

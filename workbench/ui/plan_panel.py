@@ -13,8 +13,9 @@ from typing import Optional
 import ipywidgets as W
 
 from ..config import ConfigError, RunConfig
-from ..plan import DEFAULT_DEVICES, DeviceSet, Plan, policy_for, predict_for_run
+from ..plan import DEFAULT_DEVICES, DeviceSet, Plan, predict_for_run
 from ..plan.planner import OFFLOADS, STRATEGIES
+from ..precision import resolve_policy
 
 GiB = 1024**3
 DEBOUNCE_S = 0.3
@@ -25,27 +26,16 @@ def _gib(n: float) -> str:
 
 
 def sharding_of(cfg: RunConfig) -> dict:
-    """strategy / stage / offload / world size from the config's ``sharding`` section (empty if the schema has none)."""
-    sh = getattr(cfg, "sharding", None)
-    if sh is None:
-        return {}
-    strategy = getattr(sh, "strategy", "none")
-    stage = 0
-    if strategy == "fsdp":
-        stage = {"zero2": 2, "zero3": 3}.get(str(getattr(sh, "fsdp_stage", "zero3")), 3)
-    elif strategy == "deepspeed":
-        stage = int(getattr(sh, "deepspeed_stage", 3))
-    world = getattr(sh, "world_size", None) or getattr(sh, "nproc_per_node", 1)
-    return {"strategy": strategy, "stage": stage, "offload": getattr(sh, "offload", "none"), "world_size": int(world)}
+    """strategy / stage / offload / world size from the config's ``sharding`` section."""
+    sh = cfg.sharding
+    return {"strategy": sh.strategy, "stage": sh.stage, "offload": sh.offload, "world_size": sh.world_size}
 
 
 def plan_for(cfg: RunConfig, devices: DeviceSet, strategy: str = "none", stage: int = 0, offload: str = "none",
              world_size: int = 1) -> Plan:
-    """The planner's prediction for ``cfg`` on ``devices`` (precision auto -> bf16 where the devices have it)."""
-    mode = cfg.precision.mode
-    if mode == "auto":
-        mode = "bf16" if devices.bf16 else "fp16"
-    policy = policy_for(mode, cfg.lora, "cuda", cfg.model.dtype)
+    """The planner's prediction for ``cfg`` on ``devices``, its precision resolved for those devices by the
+    shared policy (``auto``: bf16 where they have it, else fp16)."""
+    policy = resolve_policy(cfg.precision, devices.hardware, cfg.lora.enabled, cfg.model.dtype)
     if strategy == "none":
         world_size = 1
     return predict_for_run(cfg, policy, world_size=world_size, strategy=strategy, stage=stage, offload=offload,

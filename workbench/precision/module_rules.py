@@ -1,16 +1,16 @@
 """Per-module precision rules: keep chosen modules (a vision tower, lm_head, norms) in fp32 storage and
 fp32 compute while the rest of the model follows the precision mode.
 
-Rules are applied to the built model (after LoRA wrapping, the optimizer already created: the engine
-calls observers there). That fixes what a rule may change:
+Rules are applied by the engine to the built model after LoRA wrapping and before the strategy
+wraps it and the optimizer exists (``workbench.engine.build``). So a rule may re-cast any parameter,
+trained ones included (the optimizer is created afterwards, over the re-cast parameters), and it
+works the same under FSDP and DeepSpeed ZeRO-3, whose shards are made from the re-cast module.
 
-* Storage: only *frozen* parameters are re-cast. The optimizer holds the trained parameters (and,
-  after a resume, state cast to their dtype); trained weights keep the policy's dtype (fp32 master
-  weights under AMP), which is also what a rule asking for fp32 wants.
+* Storage: the rule's dtype (``auto``: fp32 when the rule asks for fp32 compute, else unchanged).
 * Compute: a float32 module runs its forward with autocast disabled and its floating inputs cast to
-  fp32. Its weights must then be fp32: a rule asking fp32 compute for a module whose *trained*
-  weights are bf16 (pure-bf16 full fine-tuning) is refused with a ConfigError, because re-casting a
-  parameter the optimizer already tracks would desynchronise its state.
+  fp32. The strategy must then not cast its weights back down: FSDP gives such modules a shard unit
+  of their own without a low-precision ``param_dtype``; DeepSpeed casts the whole module to
+  fp16/bf16, so rules are refused there (``apply_module_rules(..., strategy="deepspeed")``).
 """
 from __future__ import annotations
 
@@ -21,8 +21,8 @@ from typing import Optional
 
 import torch
 
-from ..config import ConfigError, RunConfig
-from ..precision import DTYPE_BY_NAME, dtype_name
+from ..config import ConfigError, PrecisionSection
+from .policy import DTYPE_BY_NAME
 
 _WRAPPER_PREFIXES = ("module.", "base_model.model.")  # in the order they nest
 _ADAPTER_PARTS = (".base_layer", ".lora_A", ".lora_B", ".lora_dropout", ".lora_embedding_A", ".lora_embedding_B",
@@ -75,10 +75,11 @@ def family_default_rules(family: str, mode: str) -> list[Rule]:
     return []
 
 
-def resolve_rules(cfg: RunConfig, family: str, mode: str) -> list[Rule]:
+def resolve_rules(precision: PrecisionSection, family: str, mode: str) -> list[Rule]:
+    """The rules a run applies: ``precision.module_rules`` in order, then the family defaults."""
     rules = [Rule(r.pattern, r.storage, r.compute, f"precision.module_rules[{i}]")
-             for i, r in enumerate(cfg.precision.module_rules)]
-    if cfg.precision.family_defaults:
+             for i, r in enumerate(precision.module_rules)]
+    if precision.family_defaults:
         rules += family_default_rules(family, mode)
     return rules
 
@@ -129,14 +130,19 @@ def run_in_fp32(module: torch.nn.Module, device_type: str) -> None:
     module.forward = forward
 
 
-def _sharded(p: torch.nn.Parameter) -> bool:
-    # FSDP2 DTensor shards and DeepSpeed ZeRO-3 partitions: swapping their .data would break the wrapper.
-    return type(p).__name__ == "DTensor" or hasattr(p, "ds_id")
+@dataclass
+class RulesApplied:
+    """What ``apply_module_rules`` did: one report per rule (the ``precision_rules`` event), and the
+    modules that must compute in fp32 (a strategy that casts parameters per module must leave them)."""
+
+    reports: list
+    fp32_modules: list  # (name, module)
 
 
-def apply_module_rules(model: torch.nn.Module, rules: list[Rule], device_type: str) -> list[dict]:
-    """Apply ``rules`` (first match wins; a matched module's descendants are not matched again) and
-    return one report per rule. Raises ConfigError for a rule the model cannot honour."""
+def apply_module_rules(model: torch.nn.Module, rules: list[Rule], device_type: str,
+                       strategy: str = "none") -> RulesApplied:
+    """Apply ``rules`` (first match wins; a matched module's descendants are not matched again) to a
+    model no strategy has wrapped yet. Raises ConfigError for a rule the strategy cannot honour."""
     matched: dict[int, list[tuple[str, torch.nn.Module]]] = {i: [] for i in range(len(rules))}
     claimed: list[str] = []
     for name, module in model.named_modules():
@@ -147,40 +153,27 @@ def apply_module_rules(model: torch.nn.Module, rules: list[Rule], device_type: s
                 matched[i].append((name, module))
                 claimed.append(name)
                 break
-    reports = []
+    reports, fp32_modules = [], []
     for i, rule in enumerate(rules):
-        target = rule.target_storage()
-        recast = kept_trained = 0
-        user_rule = rule.source.startswith("precision")
-        if any(_sharded(p) for _, module in matched[i] for p in module.parameters()):
-            if user_rule:
-                raise ConfigError([(rule.source, f"matches {display_name(matched[i][0][0])}, whose parameters are already "
-                                    "sharded (FSDP / DeepSpeed ZeRO-3) when rules are applied: module rules need "
-                                    "unsharded parameters (single process or DDP)")])
-            reports.append({"source": rule.source, "pattern": rule.pattern, "storage": rule.storage,
-                            "compute": rule.compute, "why": rule.why, "module_count": 0, "modules": [],
-                            "params_recast": 0, "trained_params_kept": 0,
-                            "skipped": "parameters already sharded when rules are applied"})
+        report = {"source": rule.source, "pattern": rule.pattern, "storage": rule.storage, "compute": rule.compute,
+                  "why": rule.why, "module_count": len(matched[i]), "modules": [display_name(n) for n, _ in matched[i][:20]],
+                  "params_recast": 0, "trained_params_recast": 0}
+        if strategy == "deepspeed" and matched[i]:
+            if rule.source.startswith("precision"):
+                raise ConfigError([(rule.source, f"matches {display_name(matched[i][0][0])}, but DeepSpeed casts the whole "
+                                    "model to its fp16/bf16 dtype: module rules need strategy none, ddp or fsdp")])
+            reports.append({**report, "module_count": 0, "modules": [],
+                            "skipped": "DeepSpeed casts the whole model to fp16/bf16"})
             continue
+        target = rule.target_storage()
         for name, module in matched[i]:
-            for pname, p in module.named_parameters():
+            for p in module.parameters():
                 if target is not None and p.dtype != target:
-                    if p.requires_grad:
-                        if rule.compute == "float32" and p.dtype != torch.float32:
-                            raise ConfigError([(f"{rule.source}.compute" if user_rule else "precision.family_defaults",
-                                                f"{display_name(name)}.{pname} is trained in {dtype_name(p.dtype)}, so it "
-                                                "cannot compute in fp32 (the optimizer already holds it): use bf16 mode "
-                                                "(fp32 master weights) or LoRA, or drop the rule")])
-                        kept_trained += p.numel()
-                        continue
                     p.data = p.data.to(target)
-                    recast += p.numel()
+                    report["params_recast"] += p.numel()
+                    report["trained_params_recast"] += p.numel() if p.requires_grad else 0
             if rule.compute == "float32":
                 run_in_fp32(module, device_type)
-        reports.append({
-            "source": rule.source, "pattern": rule.pattern, "storage": rule.storage, "compute": rule.compute,
-            "why": rule.why, "module_count": len(matched[i]),
-            "modules": [display_name(n) for n, _ in matched[i][:20]],
-            "params_recast": recast, "trained_params_kept": kept_trained,
-        })
-    return reports
+                fp32_modules.append((name, module))
+        reports.append(report)
+    return RulesApplied(reports, fp32_modules)

@@ -1,0 +1,42 @@
+"""The model a run trains, built in one order for every strategy:
+
+    load the base (policy.base_dtype) -> LoRA (policy.trainable_dtype) -> per-module precision rules
+    -> gradient checkpointing -> device
+
+and only then does the strategy wrap it and create the optimizer, so the rules' dtypes hold for
+trained and (under FSDP / ZeRO-3) sharded parameters alike, and the planner, which counts the same
+steps, predicts what is built.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import torch
+
+from ..config import RunConfig
+from ..models import apply_lora, enable_gradient_checkpointing, load_base_model
+from ..precision import PrecisionPolicy
+from ..precision.module_rules import RulesApplied, apply_module_rules, resolve_rules
+
+
+@dataclass
+class BuiltModel:
+    model: torch.nn.Module  # peft/transformers module on its device, in train mode, not yet wrapped
+    tokenizer: Any
+    family: str
+    rules: RulesApplied
+
+
+def build_model(cfg: RunConfig, policy: PrecisionPolicy, device: torch.device) -> BuiltModel:
+    torch.manual_seed(cfg.schedule.seed)
+    loaded = load_base_model(cfg.model, policy.base_dtype, seed=cfg.schedule.seed)
+    model = apply_lora(loaded, cfg.lora, policy.trainable_dtype)
+    rules = apply_module_rules(model, resolve_rules(cfg.precision, loaded.family, policy.mode), policy.device_type,
+                               cfg.sharding.strategy)
+    if cfg.model.gradient_checkpointing:
+        enable_gradient_checkpointing(model)
+    model.config.use_cache = False
+    model = model.to(device)
+    model.train()
+    return BuiltModel(model, loaded.tokenizer, loaded.family, rules)
