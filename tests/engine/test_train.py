@@ -55,7 +55,8 @@ def test_bf16_never_overflows_even_with_huge_scale_setting(make_cfg):
 
 
 def _trained(result):
-    return load_file(str(sorted((result.run_dir / "checkpoints").iterdir())[-1] / "trainable.safetensors"))
+    """The trained LoRA weights the run saved at its end (the same file for every strategy)."""
+    return load_file(str(result.run_dir / "adapter" / "adapter_model.safetensors"))
 
 
 def test_accumulation_2x2_equals_4x1_with_unequal_lengths(make_cfg):
@@ -73,13 +74,18 @@ def test_accumulation_2x2_equals_4x1_with_unequal_lengths(make_cfg):
 
 
 def test_resume_continues_exactly(make_cfg):
-    # fp16 (scaler state) and dropout (RNG state) make an inexact resume visible.
+    # fp16 (scaler state) and dropout (RNG state) make an inexact resume visible: the loss scale grows every
+    # 2 clean steps, so a resume that dropped the scaler's state would restart at init_scale and differ.
     common = {"precision.mode": "fp16", "lora.dropout": 0.1, "schedule.max_steps": 10, "schedule.warmup_steps": 2,
-              "checkpointing.every_steps": 5, "checkpointing.keep_last": 5}
+              "checkpointing.every_steps": 5, "checkpointing.keep_last": 5, "precision.growth_interval": 2,
+              "precision.init_scale": 256.0}
     full = train(make_cfg(**common, **{"output.run_name": "full"}))
+    scales = {e.step: e.loss_scale for e in events_of(full, "step")}
+    assert scales[5] > 256.0, scales  # the scaler's state at the checkpoint is not its initial one
     ckpt = full.run_dir / "checkpoints" / "step-0000005"
     resumed = train(make_cfg(**common, **{"output.run_name": "resumed", "checkpointing.resume_from": str(ckpt)}))
     assert resumed.losses == full.losses[5:]  # bitwise: same ops, same order, same RNG
+    assert {e.step: e.loss_scale for e in events_of(resumed, "step")} == {k: v for k, v in scales.items() if k > 5}
     wa, wb = _trained(full), _trained(resumed)
     for k in wa:
         assert torch.equal(wa[k], wb[k]), k
@@ -87,11 +93,18 @@ def test_resume_continues_exactly(make_cfg):
     assert started.start_step == 5
 
 
-def test_a_crash_mid_step_keeps_every_completed_step(make_cfg, fail_forward):
+@pytest.mark.parametrize("strategy,mode,saved", [
+    ("none", "fp16", [(2, "resumable"), (3, "emergency")]),
+    ("ddp", "fp16", [(2, "resumable"), (3, "emergency")]),  # rank 0 holds everything: it saves without peers
+    ("fsdp", "fp32", [(2, "resumable")]),  # shards on every rank: run_failed names the last periodic checkpoint
+])
+def test_a_crash_mid_step_keeps_every_completed_step(make_cfg, fail_forward, strategy, mode, saved):
     """Ctrl-C in the middle of step 4 (its first micro-batch already trained, dropout drawn): the run_failed
-    event points at an emergency checkpoint of step 3, and resuming it gives the uninterrupted run exactly."""
-    common = {"precision.mode": "fp16", "lora.dropout": 0.1, "schedule.max_steps": 6, "schedule.micro_batch_size": 2,
-              "schedule.grad_accum_steps": 2, "checkpointing.every_steps": 2, "checkpointing.keep_last": 5}
+    event points at an emergency checkpoint of step 3 where the strategy can save one (else the last periodic
+    one), and resuming it gives the uninterrupted run exactly. Distributed strategies run as a world of one."""
+    common = {"precision.mode": mode, "lora.dropout": 0.1, "schedule.max_steps": 6, "schedule.micro_batch_size": 2,
+              "schedule.grad_accum_steps": 2, "checkpointing.every_steps": 2, "checkpointing.keep_last": 5,
+              "sharding.strategy": strategy}
     full = train(make_cfg(**common, **{"output.run_name": "full"}))
     patch = fail_forward(3 * 2 + 2, KeyboardInterrupt())  # step 4, second micro-batch
     with pytest.raises(KeyboardInterrupt):
@@ -100,12 +113,15 @@ def test_a_crash_mid_step_keeps_every_completed_step(make_cfg, fail_forward):
     crashed_dir = full.run_dir.parent / "crashed"
     events = list(iter_events(crashed_dir / "events.jsonl"))
     failed = [e for e in events if e.type == "run_failed"]
+    last = saved[-1][0]
     assert len(failed) == 1 and failed[0].step == 3 and failed[0].error_type == "KeyboardInterrupt"
-    assert failed[0].checkpoint == str(crashed_dir / "checkpoints" / "step-0000003")
-    assert [(e.step, e.kind) for e in events if e.type == "checkpoint"] == [(2, "resumable"), (3, "emergency")]
+    assert failed[0].checkpoint == str(crashed_dir / "checkpoints" / f"step-{last:07d}")
+    assert [(e.step, e.kind) for e in events if e.type == "checkpoint"] == saved
+    assert json.loads((crashed_dir / "checkpoints" / f"step-{last:07d}" / "sharding.json").read_text()) == {
+        "strategy": strategy, "world_size": 1}
 
     resumed = train(make_cfg(**common, **{"output.run_name": "crashed", "checkpointing.resume_from": "latest"}))
-    assert resumed.losses == full.losses[3:]  # bitwise: the step's RNG was saved as it was when the step began
+    assert resumed.losses == full.losses[last:]  # bitwise: the step's RNG was saved as it was when the step began
     wa, wb = _trained(full), _trained(resumed)
     for k in wa:
         assert torch.equal(wa[k], wb[k]), k
@@ -193,8 +209,43 @@ def test_failure_is_logged_as_run_failed(make_cfg, tmp_path):
 
 
 def test_merge_adapter_writes_a_loadable_model(make_cfg):
+    """The merged model computes what base + adapter compute, and not what the base alone does (a merge that
+    saved the base without the adapter would fail here)."""
+    from peft import PeftModel
     from transformers import AutoModelForCausalLM
 
-    r = train(make_cfg(**{"schedule.max_steps": 2, "checkpointing.merge_adapter": True}))
+    from workbench.models import tiny
+
+    r = train(make_cfg(**{"schedule.max_steps": 4, "checkpointing.merge_adapter": True}))
     merged = AutoModelForCausalLM.from_pretrained(r.run_dir / "merged")
     assert not any("lora" in n for n, _ in merged.named_parameters())
+    base, _ = tiny.tiny_glm4(seed=0)  # the run's base (seed 0, fp32)
+    ids = torch.randint(0, 300, (2, 24), generator=torch.Generator().manual_seed(1))
+    with torch.no_grad():
+        base_logits = base(input_ids=ids).logits
+        adapted = PeftModel.from_pretrained(base, r.run_dir / "adapter")
+        adapted_logits = adapted(input_ids=ids).logits
+        merged_logits = merged(input_ids=ids).logits
+    torch.testing.assert_close(merged_logits, adapted_logits, rtol=1e-4, atol=1e-5)  # fp32 sums in another order
+    assert (merged_logits - base_logits).abs().max() > 1e-3  # the adapter changed the model
+
+
+def test_a_checkpoint_of_the_older_one_process_layout_still_resumes(make_cfg, tmp_path):
+    """Before one process became a world of one, its checkpoints kept optimizer, scaler and RNG in training.pt
+    and had no sharding.json: such a checkpoint still resumes exactly."""
+    import shutil
+
+    common = {"precision.mode": "fp16", "lora.dropout": 0.1, "schedule.max_steps": 6, "checkpointing.every_steps": 3,
+              "precision.growth_interval": 2}
+    full = train(make_cfg(**common, **{"output.run_name": "full"}))
+    legacy = tmp_path / "legacy" / "step-0000003"
+    shutil.copytree(full.run_dir / "checkpoints" / "step-0000003", legacy)
+    opt = torch.load(legacy / "optimizer.pt", weights_only=False)
+    rng = torch.load(legacy / "rng-rank00000.pt", weights_only=False)
+    scheduler = torch.load(legacy / "training.pt", weights_only=False)["scheduler"]
+    torch.save({"optimizer": opt["optimizer"], "scheduler": scheduler, "scaler": opt["scaler"], "rng": rng},
+               legacy / "training.pt")
+    for name in ("optimizer.pt", "rng-rank00000.pt", "sharding.json"):
+        (legacy / name).unlink()
+    resumed = train(make_cfg(**common, **{"output.run_name": "resumed", "checkpointing.resume_from": str(legacy)}))
+    assert resumed.losses == full.losses[3:]

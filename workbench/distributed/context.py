@@ -15,6 +15,8 @@ import torch
 
 # Set by the workbench launcher so ranks leave run_failed to it (it knows which rank failed first).
 AGENT_ENV = "WORKBENCH_AGENT"
+# Set by init_distributed when it made this process a world of one itself (no torchrun); see shutdown.
+WORLD_OF_ONE_ENV = "WORKBENCH_WORLD_OF_ONE"
 
 
 def free_port() -> int:
@@ -89,7 +91,7 @@ def init_distributed(sharding, device_type: str) -> DistContext:
     backend = sharding.backend if sharding.backend != "auto" else ("nccl" if device_type == "cuda" else "gloo")
     if "RANK" not in os.environ:
         os.environ.update(RANK="0", LOCAL_RANK="0", WORLD_SIZE="1", LOCAL_WORLD_SIZE="1",
-                          MASTER_ADDR="127.0.0.1", MASTER_PORT=str(free_port()))
+                          MASTER_ADDR="127.0.0.1", MASTER_PORT=str(free_port()), **{WORLD_OF_ONE_ENV: "1"})
     ctx = DistContext(rank=int(os.environ["RANK"]), world_size=int(os.environ["WORLD_SIZE"]),
                       local_rank=int(os.environ.get("LOCAL_RANK", 0)), backend=backend)
     if not torch.distributed.is_initialized():
@@ -99,5 +101,7 @@ def init_distributed(sharding, device_type: str) -> DistContext:
 
 
 def shutdown(ctx: DistContext) -> None:
-    if ctx.active and torch.distributed.is_initialized():
+    """Leave the process group torchrun made. A world of one made here stays for the next run of this
+    process (a notebook kernel): DeepSpeed caches the group, and a new one would orphan its cache."""
+    if ctx.active and torch.distributed.is_initialized() and os.environ.get(WORLD_OF_ONE_ENV) != "1":
         torch.distributed.destroy_process_group()

@@ -333,12 +333,13 @@ class _Engine:
     def emergency_checkpoint(self) -> Optional[Path]:
         """After a failure (an exception, Ctrl-C, the SIGTERM of a stop that timed out): save the last
         completed step unless it is saved already, so that ``resume_from=latest`` loses nothing. Returns
-        the checkpoint holding that step (possibly an earlier periodic one), or None. Only strategies whose
-        rank 0 holds the whole state save here (one process, DDP), without their peers, which may be gone;
-        sharded strategies (FSDP, DeepSpeed) would need every rank and keep their last periodic checkpoint."""
-        if self.strategy is None or not self.strategy.can_save_alone or not self._consistent or self.state.step == 0:
+        the newest checkpoint to resume from: that step's, or an earlier periodic one where it cannot be
+        saved, or None. Only strategies whose rank 0 holds the whole state save here (one process, DDP),
+        without their peers, which may be gone; sharded strategies (FSDP, DeepSpeed) would need every rank.
+        Nor is a step saved while its optimizer update was being applied (weights half-updated)."""
+        if self.strategy is None or self.state.step == 0:
             return None
-        if self.state.step == self._saved_step:
+        if self.state.step == self._saved_step or not (self.strategy.can_save_alone and self._consistent):
             return self._saved_path
         if not self.ctx.is_main:
             return None

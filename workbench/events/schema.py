@@ -126,8 +126,8 @@ class RunFailed(Event):
     error: str
     error_type: str
     traceback: str = ""
-    # The last completed step, saved after the failure so nothing is lost (resume with resume_from=latest);
-    # None when there was nothing new to save or it could not be saved safely.
+    # The newest checkpoint to resume from (resume_from=latest): the last completed step, saved after the
+    # failure so nothing is lost, where the strategy can (one process, DDP); else the last periodic one; or None.
     checkpoint: Optional[str] = None
 
 
