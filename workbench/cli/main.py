@@ -66,7 +66,7 @@ def _cmd_train(args) -> int:
         print(f"run {status}: {handle.run_dir}")
         return 0 if status in ("finished", "stopped") else 1
     from ..training import train
-    from ..engine.run import new_run_dir
+    from ..engine.rundir import new_run_dir
 
     run_dir = new_run_dir(cfg)
     try:

@@ -15,7 +15,7 @@ from typing import Optional
 
 from ..config import RunConfig, replace, save_config
 from ..events import EventWriter, RunFailed, read_events
-from .run import STOP_FILE, new_run_dir, refuse_existing_run
+from .rundir import STOP_FILE, new_run_dir, refuse_existing_run
 
 TERMINAL = {"run_finished", "run_failed"}
 

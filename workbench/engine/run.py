@@ -8,22 +8,18 @@ events; every rank writes its own memory and overflow events.
 """
 from __future__ import annotations
 
-import os
-import platform
 import re
 import sys
 import time
 import traceback
 import warnings
 from dataclasses import dataclass, field
-from datetime import datetime
 from pathlib import Path
 from typing import Optional
 
 import torch
 
-from .. import __version__
-from ..config import ConfigError, RunConfig, config_to_dict, save_config
+from ..config import ConfigError, RunConfig, config_to_dict
 from ..data import collate, load_examples, micro_batch_indices
 from ..events import (
     Census, Checkpoint, Eval, EventWriter, Memory, Overflow, PlanPrediction, RunFailed, RunFinished, RunStarted, Step,
@@ -37,10 +33,11 @@ from . import memory
 from .build import build_model
 from .census import parameter_census
 from .checkpoint import TrainState, list_checkpoints, load_checkpoint, rng_state, save_checkpoint
+from .environment import hardware, versions
 from .observers import Observer, RunView
+from .rundir import STOP_FILE, open_run_dir
 from .schedule import lr_factor
 
-STOP_FILE = "STOP"  # created by RunHandle.stop(); polled between optimizer steps
 
 
 @dataclass
@@ -53,29 +50,6 @@ class RunResult:
     stopped: bool = False
     stop_reason: Optional[str] = None  # why an observer or a stop request ended the run early
     skipped_steps: int = 0
-
-
-def new_run_dir(cfg: RunConfig) -> Path:
-    name = cfg.output.run_name or datetime.now().strftime("%Y%m%d-%H%M%S-%f")[:-3]
-    run_dir = Path(cfg.output.runs_dir) / name
-    run_dir.mkdir(parents=True, exist_ok=True)
-    return run_dir
-
-
-def _hardware(device: torch.device) -> dict:
-    hw = {"device": str(device), "platform": platform.platform(), "cpu_count": os.cpu_count(),
-          "torch_threads": torch.get_num_threads()}
-    if device.type == "cuda":
-        hw["gpus"] = [torch.cuda.get_device_name(i) for i in range(torch.cuda.device_count())]
-    return hw
-
-
-def _versions() -> dict:
-    import peft
-    import transformers
-
-    return {"workbench": __version__, "python": sys.version.split()[0], "torch": torch.__version__,
-            "transformers": transformers.__version__, "peft": peft.__version__}
 
 
 class _Engine:
@@ -245,7 +219,7 @@ class _Engine:
         t_start = time.time()
         start_step = self.state.step
         self.emit_run(RunStarted(
-            run_dir=str(self.run_dir), config=config_to_dict(cfg), hardware=_hardware(self.device), versions=_versions(),
+            run_dir=str(self.run_dir), config=config_to_dict(cfg), hardware=hardware(self.device), versions=versions(),
             precision=self.policy.to_dict(), total_steps=s.max_steps, start_step=start_step,
             data={"train": self.train_stats.to_dict(), "eval": self.eval_stats.to_dict() if self.eval_stats else None}))
         if self.rule_reports:
@@ -373,34 +347,6 @@ class _Engine:
         return target
 
 
-def refuse_existing_run(cfg: RunConfig, run_dir: Path) -> None:
-    """A run directory that already holds a run is only reused to continue it."""
-    if (run_dir / "events.jsonl").exists() and not cfg.checkpointing.resume_from:
-        raise ConfigError([("output.run_name", f"{run_dir} already holds a run: choose another name, or continue it "
-                            "with checkpointing.resume_from=latest")])
-
-
-def _open_run_dir(cfg: RunConfig, run_dir: str | Path | None, ctx) -> Path:
-    """Rank 0 names the run directory, checks it and saves the config; every rank gets the same
-    verdict (no rank left waiting)."""
-    verdict = None
-    if ctx.is_main:
-        run_dir = Path(run_dir) if run_dir else new_run_dir(cfg)
-        try:
-            run_dir.mkdir(parents=True, exist_ok=True)
-            refuse_existing_run(cfg, run_dir)
-            save_config(cfg, run_dir / "config.json")
-            (run_dir / STOP_FILE).unlink(missing_ok=True)
-        except ConfigError as err:
-            verdict = err.problems
-    run_dir, verdict = ctx.broadcast_object((str(run_dir), verdict))
-    if verdict:
-        raise ConfigError(verdict)
-    run_dir = Path(run_dir)
-    run_dir.mkdir(parents=True, exist_ok=True)  # other nodes: the shared run directory may not be visible yet
-    return run_dir
-
-
 def train(cfg: RunConfig, run_dir: str | Path | None = None, observers=()) -> RunResult:
     """Run a fine-tune in this process: one process, or this rank of a torchrun job for a distributed
     ``sharding.strategy`` (without torchrun, a world of one). Events go to ``<run_dir>/events.jsonl``.
@@ -414,7 +360,7 @@ def train(cfg: RunConfig, run_dir: str | Path | None = None, observers=()) -> Ru
 
     ctx = init_distributed(cfg.sharding, resolve_device(cfg.device).type if cfg.sharding.distributed else "cpu")
     try:
-        run_dir = _open_run_dir(cfg, run_dir, ctx)
+        run_dir = open_run_dir(cfg, run_dir, ctx)
     except ConfigError:
         shutdown(ctx)
         raise

@@ -1,0 +1,44 @@
+"""Run directories: where a run's config, events, checkpoints and adapter live, and the stop request."""
+from __future__ import annotations
+
+from datetime import datetime
+from pathlib import Path
+
+from ..config import ConfigError, RunConfig, save_config
+
+STOP_FILE = "STOP"  # created by RunHandle.stop(); polled between optimizer steps
+
+
+def new_run_dir(cfg: RunConfig) -> Path:
+    name = cfg.output.run_name or datetime.now().strftime("%Y%m%d-%H%M%S-%f")[:-3]
+    run_dir = Path(cfg.output.runs_dir) / name
+    run_dir.mkdir(parents=True, exist_ok=True)
+    return run_dir
+
+
+def refuse_existing_run(cfg: RunConfig, run_dir: Path) -> None:
+    """A run directory that already holds a run is only reused to continue it."""
+    if (run_dir / "events.jsonl").exists() and not cfg.checkpointing.resume_from:
+        raise ConfigError([("output.run_name", f"{run_dir} already holds a run: choose another name, or continue it "
+                            "with checkpointing.resume_from=latest")])
+
+
+def open_run_dir(cfg: RunConfig, run_dir: str | Path | None, ctx) -> Path:
+    """Rank 0 names the run directory, checks it and saves the config; every rank gets the same
+    verdict (no rank left waiting)."""
+    verdict = None
+    if ctx.is_main:
+        run_dir = Path(run_dir) if run_dir else new_run_dir(cfg)
+        try:
+            run_dir.mkdir(parents=True, exist_ok=True)
+            refuse_existing_run(cfg, run_dir)
+            save_config(cfg, run_dir / "config.json")
+            (run_dir / STOP_FILE).unlink(missing_ok=True)
+        except ConfigError as err:
+            verdict = err.problems
+    run_dir, verdict = ctx.broadcast_object((str(run_dir), verdict))
+    if verdict:
+        raise ConfigError(verdict)
+    run_dir = Path(run_dir)
+    run_dir.mkdir(parents=True, exist_ok=True)  # other nodes: the shared run directory may not be visible yet
+    return run_dir
