@@ -61,6 +61,10 @@ class RunResult:
 def new_run_dir(cfg: RunConfig) -> Path:
     name = cfg.output.run_name or datetime.now().strftime("%Y%m%d-%H%M%S-%f")[:-3]
     run_dir = Path(cfg.output.runs_dir) / name
+    # The schema refuses path-like names; this also catches a symlink inside runs_dir pointing elsewhere.
+    if run_dir.resolve().parent != Path(cfg.output.runs_dir).resolve():
+        raise ConfigError([("output.run_name", f"{name!r}: the run directory {run_dir} resolves to "
+                            f"{run_dir.resolve()}, outside output.runs_dir: use another name")])
     run_dir.mkdir(parents=True, exist_ok=True)
     return run_dir
 
