@@ -2,8 +2,9 @@
 from . import packaged, tiny
 from .loading import (
     BUILTIN, LoadedModel, apply_lora, enable_gradient_checkpointing, list_models, load_base_model, load_for_inference, lora_targets,
-    model_family,
+    model_family, peft_deprecation_hidden,
 )
 
 __all__ = ["packaged", "tiny", "BUILTIN", "LoadedModel", "apply_lora", "enable_gradient_checkpointing",
-           "list_models", "load_base_model", "load_for_inference", "lora_targets", "model_family"]
+           "list_models", "load_base_model", "load_for_inference", "lora_targets", "model_family",
+           "peft_deprecation_hidden"]
