@@ -58,6 +58,9 @@ MISSING = [
     (["train", "--schedule.max_steps", "-3"], "schedule.max_steps: Input should be greater than or equal to 1 (got -3)"),
     (["train", "--lora.r", "many"], "lora.r: Input should be a valid integer"),
     (["train", "--output.run_name", "/tmp/elsewhere"], "output.run_name: '/tmp/elsewhere' is not a directory name"),
+    (["train", "--output.runs_dir", "data/a.jsonl"], "output.runs_dir: cannot create data/a.jsonl/"),
+    (["train", "--checkpointing.resume_from", "runs/x/checkpoints/step-1"],
+     "checkpointing.resume_from: 'runs/x/checkpoints/step-1' is not a directory"),
     (["train", "--no-such-flag", "1"], "unrecognized arguments: --no-such-flag"),
     (["demo", "--steps", "0"], "schedule.max_steps: Input should be greater than or equal to 1 (got 0)"),
 ]

@@ -166,6 +166,13 @@ class CheckpointSection(Section):
     resume_from: Optional[str] = Field(None, description="A checkpoint directory, or 'latest' in the run directory.")
     merge_adapter: bool = Field(False, description="Also save the base with the adapter merged in (final/merged).")
 
+    def problems(self, path: str) -> list[tuple[str, str]]:
+        where = self.resume_from
+        if where is None or where == "latest" or Path(where).is_dir():
+            return []  # the engine checks that a directory holds a checkpoint
+        return [(f"{path}.resume_from", f"{where!r} is not a directory: give a checkpoint directory "
+                 "(runs/NAME/checkpoints/step-...), or latest")]
+
 
 class OutputSection(Section):
     runs_dir: str = Field("runs", description="Folder holding one directory per run.")

@@ -65,7 +65,10 @@ def new_run_dir(cfg: RunConfig) -> Path:
     if run_dir.resolve().parent != Path(cfg.output.runs_dir).resolve():
         raise ConfigError([("output.run_name", f"{name!r}: the run directory {run_dir} resolves to "
                             f"{run_dir.resolve()}, outside output.runs_dir: use another name")])
-    run_dir.mkdir(parents=True, exist_ok=True)
+    try:
+        run_dir.mkdir(parents=True, exist_ok=True)
+    except OSError as err:  # runs_dir is (under) a file, or not writable
+        raise ConfigError([("output.runs_dir", f"cannot create {run_dir}: {err.strerror}")]) from None
     return run_dir
 
 
