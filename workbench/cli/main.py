@@ -45,36 +45,41 @@ def _train_parser(sub) -> None:
 def _resolved(args):
     from ..config import apply_overrides, config_from_dict, read_config_file
 
+    def with_command_line(data: dict) -> dict:
+        return apply_overrides(apply_overrides(data, args.set), overrides_from_args(args))
+
     data = read_config_file(args.config) if args.config else {}
-    flags = overrides_from_args(args)
     if args.deepspeed:
-        data = apply_overrides(data, _deepspeed_settings(args.deepspeed, data, args.set, flags))
-    data = apply_overrides(data, args.set)
-    data = apply_overrides(data, flags)
+        # Precedence: --config < --deepspeed < --set and --section.field flags. A process count given
+        # anywhere is the world size that splits the JSON's train_batch_size.
+        sharding = with_command_line(data).get("sharding") or {}
+        world = _world_size(sharding) if {"nproc_per_node", "nnodes"} & set(sharding) else None
+        data = apply_overrides(data, _deepspeed_settings(args.deepspeed, world))
+    data = with_command_line(data)
     sharding = data.get("sharding") or {}
-    counts = [sharding.get(k, 1) for k in ("nproc_per_node", "nnodes")]
-    if "strategy" not in sharding and all(isinstance(c, int) for c in counts) and counts[0] * counts[1] > 1:
+    if "strategy" not in sharding and (_world_size(sharding) or 1) > 1:
         data = apply_overrides(data, {"sharding.strategy": "ddp"})
     return config_from_dict(data)
 
 
-def _deepspeed_settings(path: str, data: dict, sets: list[str], flags: dict) -> dict:
-    """RunConfig settings of a DeepSpeed JSON, through the importer, its warnings and notes printed.
-    An explicit process count (--nproc, --sharding.nproc_per_node) sets the world size that turns
-    train_batch_size into accumulation steps."""
+def _world_size(sharding: dict) -> int | None:
+    """nproc_per_node x nnodes as given (None when either is not a number yet: validation reports it)."""
+    counts = [sharding.get(k, 1) for k in ("nproc_per_node", "nnodes")]
+    return counts[0] * counts[1] if all(isinstance(c, int) for c in counts) else None
+
+
+def _deepspeed_settings(path: str, world_size: int | None) -> dict:
+    """RunConfig settings of a DeepSpeed JSON, through the importer; its warnings and notes printed."""
     import warnings
 
-    from ..config import apply_overrides, read_mapping_file
+    from ..config import read_mapping_file
     from ..distributed.ds_config import DeepSpeedConfigWarning, import_deepspeed_config
 
     ds = read_mapping_file(path, "--deepspeed", "a DeepSpeed configuration object")
-    sharding = apply_overrides(apply_overrides(data, sets), flags).get("sharding") or {}
-    counts = [sharding.get(k, 1) for k in ("nproc_per_node", "nnodes")]
-    explicit = any(k in sharding for k in ("nproc_per_node", "nnodes")) and all(isinstance(c, int) for c in counts)
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", DeepSpeedConfigWarning)  # printed below, once each
-            result = import_deepspeed_config(ds, counts[0] * counts[1] if explicit else None)
+            result = import_deepspeed_config(ds, world_size)
     except (TypeError, ValueError, AttributeError, ZeroDivisionError) as err:
         raise ConfigError([("--deepspeed", f"{path}: a value has the wrong type or shape for DeepSpeed ({err})")]) from None
     for key, msg in result.warnings:
