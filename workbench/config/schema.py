@@ -328,7 +328,7 @@ class RunConfig(Section):
     """Everything a fine-tuning run needs. Saved resolved as ``config.json`` in the run directory."""
 
     model: ModelSection = ModelSection()
-    data: DataSection = Field(default_factory=DataSection)  # built per config: sample paths resolve in today's cwd
+    data: DataSection = Field(default_factory=DataSection)  # fresh per config: data_samples/ paths resolve in the current cwd
     precision: PrecisionSection = PrecisionSection()
     lora: LoraSection = LoraSection()
     schedule: ScheduleSection = ScheduleSection()
