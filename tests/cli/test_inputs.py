@@ -6,7 +6,6 @@ import pytest
 
 from workbench.cli.main import main
 from tests.cli.helpers import run_cli
-from tests.conftest import SAMPLES
 
 
 def tiny_train(tmp_path, *extra: str) -> list[str]:
