@@ -1,3 +1,3 @@
-from .cli.main import main
+from .cli.main import entry_point
 import sys
-sys.exit(main())
+sys.exit(entry_point())

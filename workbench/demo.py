@@ -12,8 +12,9 @@ from typing import Optional
 import torch
 
 from .config import RunConfig, load_config
+from .config.samples import samples_dir
 
-SAMPLES = Path(__file__).resolve().parent.parent / "data_samples"
+SAMPLES = samples_dir()
 
 # Tuned on 2 CPU cores: precision auto (bf16 where the CPU has native bf16, else fp32), LoRA on
 # every linear layer, a high learning rate because the identity set is small and the run is short.
@@ -67,10 +68,11 @@ def compare_answers(source: str, adapter: Path, prompts: list[str]) -> list[tupl
     """(prompt, base answer, fine-tuned answer): one base load, the adapter toggled off for the base."""
     from peft import PeftModel
 
-    from .models import load_for_inference
+    from .models import load_for_inference, peft_deprecation_hidden
 
     loaded = load_for_inference(source)
-    model = PeftModel.from_pretrained(loaded.model, str(adapter))
+    with peft_deprecation_hidden():
+        model = PeftModel.from_pretrained(loaded.model, str(adapter))
     model.eval()
     tuned = generate_answers(model, loaded.tokenizer, prompts)
     with model.disable_adapter():

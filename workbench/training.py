@@ -40,4 +40,7 @@ def worker_main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
+    from .user_output import hide_third_party_deprecations
+
+    hide_third_party_deprecations()  # worker.log is the user's output too
     sys.exit(worker_main())

@@ -2,6 +2,8 @@ import json
 import shlex
 
 from workbench.cli.main import main
+from tests.cli.helpers import run_cli
+from tests.conftest import REPO, SAMPLES
 
 
 def test_print_config_applies_typed_flags(capsys, tmp_path):
@@ -61,3 +63,67 @@ def test_ctrl_c_keeps_the_completed_steps_and_prints_how_to_continue(capsys, tmp
     assert main(["events", f"{runs}/cli", "--type", "step"]) == 0
     steps = [json.loads(line)["step"] for line in capsys.readouterr().out.splitlines()]
     assert steps == [1, 2, 3, 4]
+
+
+def test_deepspeed_json_is_imported_with_its_warnings_and_flags_win(capsys):
+    ds = str(SAMPLES / "deepspeed" / "seed000_ds_config.json")
+    assert main(["train", "--deepspeed", ds, "--print-config"]) == 0
+    out = capsys.readouterr()
+    cfg = json.loads(out.out)
+    # What the file says: ZeRO-3 with the optimizer offloaded, fp16 at a fixed scale of 128, AdamW lr 5e-5;
+    # train_batch_size 64 = 4 per GPU x 16 accumulation steps on one process.
+    assert cfg["sharding"]["strategy"] == "deepspeed" and cfg["sharding"]["deepspeed_stage"] == 3
+    assert cfg["sharding"]["offload"] == "optimizer" and cfg["precision"]["mode"] == "fp16"
+    assert cfg["precision"]["init_scale"] == 128 and cfg["schedule"]["learning_rate"] == 5e-5
+    assert cfg["schedule"]["micro_batch_size"] == 4 and cfg["schedule"]["grad_accum_steps"] == 16
+    # The importer's warnings reach the user: the key the optimizer refuses, the static loss scale.
+    assert f"warning: {ds}: optimizer.params.fp16_optimizer_state:" in out.err
+    assert f"warning: {ds}: fp16.loss_scale: 128 is non-zero" in out.err
+    # Flags on the same command line win over the JSON; --nproc is the world size that splits train_batch_size.
+    assert main(["train", "--deepspeed", ds, "--precision.mode", "bf16", "--set", "schedule.learning_rate=1e-4",
+                 "--nproc", "2", "--print-config"]) == 0
+    cfg = json.loads(capsys.readouterr().out)
+    assert cfg["precision"]["mode"] == "bf16" and cfg["schedule"]["learning_rate"] == 1e-4
+    assert cfg["sharding"]["nproc_per_node"] == 2 and cfg["schedule"]["grad_accum_steps"] == 8
+
+
+def test_env_reports_versions_devices_and_what_auto_picks():
+    import torch
+
+    from workbench import __version__
+    from workbench.config import RunConfig
+    from workbench.precision import resolve_precision
+
+    res = run_cli("env", cwd=REPO)
+    assert res.returncode == 0, res.stderr
+    out = res.stdout
+    assert out.startswith(f"workbench {__version__}\n") and f"torch         {torch.__version__}" in out
+    assert "bf16: " in out and "fp16: " in out
+    expected = resolve_precision(RunConfig(), torch.device("cpu")).mode  # the policy's own answer for this CPU
+    assert f"precision.mode=auto -> {expected}" in out
+    assert "jupyterlab    " in out and "extension     not installed" in out and "browser       " in out
+    version = run_cli("--version", cwd=REPO)
+    assert version.returncode == 0 and version.stdout.strip() == f"workbench {__version__}"
+
+
+def test_no_third_party_deprecation_noise_with_gradient_checkpointing(tmp_path):
+    res = run_cli("train", "--model.source", "tiny-glm4", "--model.gradient_checkpointing", "true",
+                  "--data.eval", "null", "--schedule.max_steps", "1", "--output.runs_dir", str(tmp_path),
+                  "--output.progress_bar", "false", cwd=tmp_path)
+    assert res.returncode == 0, res.stderr
+    assert "FutureWarning" not in res.stderr and "DeprecationWarning" not in res.stderr, res.stderr
+    assert "run directory:" in res.stdout
+
+
+def test_the_entry_points_hide_only_third_party_deprecations():
+    import warnings
+
+    from workbench.user_output import hide_third_party_deprecations
+
+    with warnings.catch_warnings(record=True) as seen:
+        warnings.simplefilter("always")
+        hide_third_party_deprecations()
+        for module, category in (("transformers.modeling_utils", FutureWarning), ("peft.peft_model", DeprecationWarning),
+                                 ("workbench.engine.run", FutureWarning), ("peft.tuners", UserWarning)):
+            warnings.warn_explicit(f"{module} {category.__name__}", category, "file.py", 1, module=module)
+    assert [str(w.message) for w in seen] == ["workbench.engine.run FutureWarning", "peft.tuners UserWarning"]

@@ -102,3 +102,84 @@ def test_list_items_are_named_with_their_index():
     probs = problems_of({"precision": {"module_rules": [{"pattern": "lm_head", "storage": "float32"},
                                                         {"pattern": "x", "storage": "int4"}]}})
     assert any(path.startswith("precision.module_rules[1].storage") for path in probs), probs
+
+
+# (file bytes, or None for a directory; the problem the --config line must state)
+UNREADABLE_CONFIGS = [
+    (bytes(range(128, 256)), "cfg.yaml:1: not UTF-8 text (byte 0x80 at column 1)"),
+    ("precision:\n  mode: fp16\n# café\n".encode("latin-1"), "cfg.yaml:3: not UTF-8 text (byte 0xe9 at column 6)"),
+    (None, "cfg.yaml: is a directory, not a file"),
+    (b"\x00\x01\x02binary", "not valid YAML"),
+]
+
+
+@pytest.mark.parametrize("content,problem", UNREADABLE_CONFIGS, ids=["random-bytes", "latin-1", "directory", "binary"])
+def test_unreadable_config_files_name_the_file_and_line(tmp_path, content, problem):
+    f = tmp_path / "cfg.yaml"
+    f.mkdir() if content is None else f.write_bytes(content)
+    assert problem in problems_of_file(f)["--config"]
+
+
+def problems_of_file(path) -> dict[str, str]:
+    with pytest.raises(ConfigError) as exc:
+        load_config(path)
+    return dict(exc.value.problems)
+
+
+def test_missing_config_file():
+    assert problems_of_file("no/such/run.yaml") == {"--config": "no/such/run.yaml: file not found"}
+
+
+@pytest.mark.parametrize("suffix,text", [(".yaml", "precision:\n  mode: fp16\n"), (".json", '{"precision": {"mode": "fp16"}}')])
+def test_byte_order_mark_and_empty_files_load(tmp_path, suffix, text):
+    f = tmp_path / f"cfg{suffix}"
+    f.write_bytes(b"\xef\xbb\xbf" + text.encode())
+    assert load_config(f).precision.mode == "fp16"
+    empty = tmp_path / "empty.yaml"
+    empty.write_bytes(b"")
+    assert load_config(empty) == load_config(None)
+    section_not_mapping = tmp_path / "section.yaml"
+    section_not_mapping.write_text("precision: fp16\n")
+    assert "valid dictionary" in problems_of_file(section_not_mapping)["precision"]
+
+
+@pytest.mark.parametrize("name", ["../../x", "../x", "/tmp/x", "a/b", "a\\b", "..", ".", "", "  ", "x\x00y"])
+def test_run_name_is_one_directory_name(name):
+    probs = problems_of({"output": {"run_name": name}})
+    assert "inside output.runs_dir" in probs["output.run_name"], probs
+
+
+def test_run_directory_never_resolves_outside_runs_dir(tmp_path):
+    from workbench.engine.rundir import new_run_dir
+
+    runs, outside = tmp_path / "runs", tmp_path / "outside"
+    runs.mkdir()
+    outside.mkdir()
+    (runs / "link").symlink_to(outside)  # a name the schema accepts, leading elsewhere
+    with pytest.raises(ConfigError) as exc:
+        new_run_dir(config_from_dict({"output": {"runs_dir": str(runs), "run_name": "link"}}))
+    assert exc.value.problems[0][0] == "output.run_name" and "outside output.runs_dir" in exc.value.problems[0][1]
+    made = new_run_dir(config_from_dict({"output": {"runs_dir": str(runs), "run_name": "fine-1"}}))
+    assert made == runs / "fine-1" and made.is_dir()
+
+
+def test_sample_data_paths_work_from_any_directory(tmp_path, monkeypatch):
+    from workbench.config.samples import samples_dir
+
+    monkeypatch.chdir(tmp_path)  # no data_samples/ here
+    cfg = config_from_dict({})  # the defaults name data_samples/identity/*.jsonl
+    assert cfg.data.train == str(samples_dir() / "identity" / "train.jsonl")
+    assert cfg.data.eval == str(samples_dir() / "identity" / "heldout.jsonl")
+    assert load_config(None, {"data.train": "data_samples/phone_actions/train.jsonl"}).data.train == str(
+        samples_dir() / "phone_actions" / "train.jsonl")
+    # A data_samples/ folder of the user's own, in the working directory, comes first.
+    own = tmp_path / "data_samples" / "identity" / "train.jsonl"
+    own.parent.mkdir(parents=True)
+    own.write_text(VALID_TRAIN_ROW)
+    assert config_from_dict({}).data.train == "data_samples/identity/train.jsonl"
+    assert problems_of({"data": {"train": "data_samples/nope.jsonl"}})["data.train"].startswith(
+        "file not found: 'data_samples/nope.jsonl'")
+    assert "is a directory" in problems_of({"data": {"train": str(tmp_path)}})["data.train"]
+
+
+VALID_TRAIN_ROW = json.dumps({"messages": [{"role": "user", "content": "q"}, {"role": "assistant", "content": "a"}]})

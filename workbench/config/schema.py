@@ -9,7 +9,9 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Literal, Optional, Union
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+from .samples import resolve_sample_path
 
 PrecisionMode = Literal["auto", "fp32", "fp16", "bf16", "pure-bf16"]
 StorageDtype = Literal["auto", "float32", "bfloat16", "float16"]
@@ -53,12 +55,19 @@ class DataSection(Section):
     skip_bad_rows: bool = Field(False, description="Skip and count malformed rows instead of stopping at the first one.")
     system_prompt: Optional[str] = Field(None, description="System message prepended to rows that have none.")
 
+    @field_validator("train", "eval")
+    @classmethod
+    def _packaged_samples(cls, value: Optional[str]) -> Optional[str]:
+        return value if value is None else resolve_sample_path(value)
+
     def problems(self, path: str) -> list[tuple[str, str]]:
         out = []
         for name in ("train", "eval"):
             value = getattr(self, name)
-            if value is not None and not Path(value).is_file():
-                out.append((f"{path}.{name}", f"file not found: {value!r} (give an existing JSONL file)"))
+            if value is None or Path(value).is_file():
+                continue
+            problem = f"{value!r} is a directory" if Path(value).is_dir() else f"file not found: {value!r}"
+            out.append((f"{path}.{name}", f"{problem} (give an existing JSONL file)"))
         return out
 
 
@@ -157,6 +166,13 @@ class CheckpointSection(Section):
     resume_from: Optional[str] = Field(None, description="A checkpoint directory, or 'latest' in the run directory.")
     merge_adapter: bool = Field(False, description="Also save the base with the adapter merged in (final/merged).")
 
+    def problems(self, path: str) -> list[tuple[str, str]]:
+        where = self.resume_from
+        if where is None or where == "latest" or Path(where).is_dir():
+            return []  # the engine checks that a directory holds a checkpoint
+        return [(f"{path}.resume_from", f"{where!r} is not a directory: give a checkpoint directory "
+                 "(runs/NAME/checkpoints/step-...), or latest")]
+
 
 class OutputSection(Section):
     runs_dir: str = Field("runs", description="Folder holding one directory per run.")
@@ -165,6 +181,16 @@ class OutputSection(Section):
     log_every: int = Field(1, ge=1, description="Emit a step event every N optimizer steps.")
     memory_every: int = Field(10, ge=1, description="Emit a memory event every N optimizer steps.")
     census_every: int = Field(0, ge=0, description="Re-emit the parameter census every N steps (0 = at start and end).")
+
+    def problems(self, path: str) -> list[tuple[str, str]]:
+        name = self.run_name
+        if name is None:
+            return []
+        # The run directory is runs_dir/run_name: a name that is a path (../x, /tmp/x, a/b) would put it elsewhere.
+        if name.strip() in ("", ".", "..") or any(c in name for c in "/\\\0") or Path(name).is_absolute():
+            return [(f"{path}.run_name", f"{name!r} is not a directory name: use one name without '/', '\\' or "
+                     "'..' (the run directory is always created inside output.runs_dir)")]
+        return []
 
 
 class DiagnosisSection(Section):
@@ -310,7 +336,7 @@ class RunConfig(Section):
     """Everything a fine-tuning run needs. Saved resolved as ``config.json`` in the run directory."""
 
     model: ModelSection = ModelSection()
-    data: DataSection = DataSection()
+    data: DataSection = Field(default_factory=DataSection)  # fresh per config: data_samples/ paths resolve in the current cwd
     precision: PrecisionSection = PrecisionSection()
     lora: LoraSection = LoraSection()
     schedule: ScheduleSection = ScheduleSection()

@@ -8,6 +8,7 @@ from typing import Iterator, Optional
 
 import torch
 
+from ..config.files import UnreadableFile, binary_lines, decode_line
 from ..precision import IGNORE_INDEX
 from .formats import DataError, row_to_messages
 from .tokenize import TokenizedExample, tokenize_messages
@@ -35,15 +36,12 @@ def load_examples(path: str | Path, tokenizer, max_length: int, fmt: str = "auto
     stats = DataStats(path)
     examples: list[TokenizedExample] = []
     try:
-        fh = open(path, encoding="utf-8")
-    except OSError as err:
-        raise DataError(path, None, f"cannot open: {err.strerror}") from None
-    with fh:
-        for lineno, line in enumerate(fh, start=1):
-            if not line.strip():
+        for lineno, raw in binary_lines(path):
+            if not raw.strip():
                 continue
             stats.rows += 1
             try:
+                line = decode_line(raw, lineno)
                 try:
                     row = json.loads(line)
                 except json.JSONDecodeError as err:
@@ -62,6 +60,8 @@ def load_examples(path: str | Path, tokenizer, max_length: int, fmt: str = "auto
             stats.truncated += ex.truncated
             stats.target_tokens += ex.target_tokens
             examples.append(ex)
+    except UnreadableFile as err:
+        raise DataError(path, err.line, err.reason) from None
     stats.examples = len(examples)
     if not examples:
         raise DataError(path, None, f"no usable examples ({stats.rows} rows, {stats.skipped_bad} bad, "

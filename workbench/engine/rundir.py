@@ -12,7 +12,14 @@ STOP_FILE = "STOP"  # created by RunHandle.stop(); polled between optimizer step
 def new_run_dir(cfg: RunConfig) -> Path:
     name = cfg.output.run_name or datetime.now().strftime("%Y%m%d-%H%M%S-%f")[:-3]
     run_dir = Path(cfg.output.runs_dir) / name
-    run_dir.mkdir(parents=True, exist_ok=True)
+    # The schema refuses path-like names; this also catches a symlink inside runs_dir pointing elsewhere.
+    if run_dir.resolve().parent != Path(cfg.output.runs_dir).resolve():
+        raise ConfigError([("output.run_name", f"{name!r}: the run directory {run_dir} resolves to "
+                            f"{run_dir.resolve()}, outside output.runs_dir: use another name")])
+    try:
+        run_dir.mkdir(parents=True, exist_ok=True)
+    except OSError as err:  # runs_dir is (under) a file, or not writable
+        raise ConfigError([("output.runs_dir", f"cannot create {run_dir}: {err.strerror}")]) from None
     return run_dir
 
 
@@ -28,8 +35,8 @@ def open_run_dir(cfg: RunConfig, run_dir: str | Path | None, ctx) -> Path:
     verdict (no rank left waiting)."""
     verdict = None
     if ctx.is_main:
-        run_dir = Path(run_dir) if run_dir else new_run_dir(cfg)
         try:
+            run_dir = Path(run_dir) if run_dir else new_run_dir(cfg)
             run_dir.mkdir(parents=True, exist_ok=True)
             refuse_existing_run(cfg, run_dir)
             save_config(cfg, run_dir / "config.json")

@@ -1,6 +1,8 @@
 """Load the model a config names, in the storage dtype the precision policy chose, and wrap it in LoRA."""
 from __future__ import annotations
 
+import contextlib
+import warnings
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable
@@ -118,7 +120,8 @@ def apply_lora(loaded: LoadedModel, section: LoraSection, trainable_dtype: torch
     cfg = LoraConfig(r=section.r, lora_alpha=section.alpha, lora_dropout=section.dropout, bias=section.bias,
                      task_type="CAUSAL_LM", **lora_targets(section, loaded.family))
     try:
-        model = get_peft_model(model, cfg)
+        with peft_deprecation_hidden():
+            model = get_peft_model(model, cfg)
     except ValueError as err:
         raise ConfigError([("lora.target_modules", f"{section.target_modules!r} matched nothing usable in "
                             f"{loaded.source}: {str(err).splitlines()[0]}")]) from None
@@ -128,9 +131,19 @@ def apply_lora(loaded: LoadedModel, section: LoraSection, trainable_dtype: torch
     return model
 
 
+@contextlib.contextmanager
+def peft_deprecation_hidden():
+    """peft (0.21) reads transformers' deprecated ``is_gradient_checkpointing`` whenever it wraps a model;
+    the FutureWarning is peft's to fix, and would otherwise reach every notebook and CLI run."""
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message="`is_gradient_checkpointing` is deprecated", category=FutureWarning)
+        yield
+
+
 def enable_gradient_checkpointing(model: torch.nn.Module) -> None:
     # Non-reentrant checkpointing needs no input-grad hack for a frozen embedding under LoRA.
-    model.gradient_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrant": False})
+    # transformers 5 renamed gradient_checkpointing_enable (now a deprecated alias) to this.
+    model.activation_checkpointing_enable(activation_checkpointing_kwargs={"use_reentrant": False})
 
 
 def list_models() -> list[dict]:
