@@ -249,3 +249,9 @@ def test_a_checkpoint_of_the_older_one_process_layout_still_resumes(make_cfg, tm
         (legacy / name).unlink()
     resumed = train(make_cfg(**common, **{"output.run_name": "resumed", "checkpointing.resume_from": str(legacy)}))
     assert resumed.losses == full.losses[3:]
+
+
+def test_resume_latest_without_a_checkpoint_names_the_field(make_cfg):
+    with pytest.raises(ConfigError) as exc:
+        train(make_cfg(**{"checkpointing.resume_from": "latest", "output.run_name": "fresh"}))
+    assert "holds no checkpoint" in dict(exc.value.problems)["checkpointing.resume_from"]

@@ -66,4 +66,7 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
+    from ..user_output import hide_third_party_deprecations
+
+    hide_third_party_deprecations()  # worker.log is the user's output too
     sys.exit(main())

@@ -108,11 +108,12 @@ class _Engine:
         if where == "latest":
             found = list_checkpoints(self.ckpt_root)
             if not found:
-                raise FileNotFoundError(f"checkpointing.resume_from=latest but {self.ckpt_root} holds no checkpoint")
+                raise ConfigError([("checkpointing.resume_from", f"latest, but {self.ckpt_root} holds no checkpoint: "
+                                    "start the run without resume_from, or name a checkpoint directory")])
             path = found[-1]
         elif not (path / "state.json").is_file():
-            raise FileNotFoundError(f"checkpointing.resume_from={where!r} is not a checkpoint directory "
-                                    f"(expected {path}/state.json)")
+            raise ConfigError([("checkpointing.resume_from", f"{where!r} is not a checkpoint directory (expected "
+                                f"{path}/state.json): name a checkpoints/step-NNNNNNN directory, or latest")])
         self.state = load_checkpoint(path, self.strategy, self.scheduler)
         self._saved_step, self._saved_path = self.state.step, path
 
