@@ -190,8 +190,10 @@ class ModelList(BaseModel):
 
 
 class Health(BaseModel):
+    """Open to anyone, also on a server with an API key: it names no model (GET /v1/models does, with the key)."""
+
     status: Literal["ok", "loading", "error"]
-    model: Optional[str]
     running: int = 0
     waiting: int = 0
+    peak_batch: int = Field(0, description="The most requests decoded in one step since the server started")
     detail: Optional[str] = None
