@@ -84,7 +84,7 @@ class ServerHandle:
         self.api_key = api_key
         self.runtime = runtime
         self._server, self._thread, self._process, self._sock = server, thread, process, sock
-        self._config_file = config_file  # a subprocess's configuration, removed on stop
+        self.config_file = config_file  # a subprocess server's configuration, removed on stop
 
     @property
     def base_url(self) -> str:
@@ -176,9 +176,9 @@ class ServerHandle:
             except subprocess.TimeoutExpired:
                 self._process.kill()
                 self._process.wait()
-        if self._config_file is not None:
-            self._config_file.unlink(missing_ok=True)
-            self._config_file = None
+        if self.config_file is not None:
+            self.config_file.unlink(missing_ok=True)
+            self.config_file = None
 
     def __enter__(self) -> "ServerHandle":
         return self
