@@ -135,6 +135,8 @@ def test_unsupported_or_invalid_fields_are_400_with_param(tiny_server, extra, pa
     ({"model": MODEL, "messages": MSG, "temperature": "hot"}, "temperature"),
     ({"model": MODEL, "messages": MSG, "top_p": 1.5}, "top_p"),
     ({"model": MODEL, "messages": MSG, "stream": "yes"}, "stream"),
+    ({"model": MODEL, "messages": MSG, "max_tokens": "10"}, "max_tokens"),
+    ({"model": MODEL, "messages": MSG, "max_tokens": 2.5}, "max_tokens"),
     ({"model": MODEL, "messages": MSG, "stop": ["x"] * 17}, "stop"),
     ({"model": 7, "messages": MSG}, "model"),
     ({"messages": MSG}, "model"),
@@ -205,7 +207,7 @@ def test_api_key_protects_every_v1_route_and_health_names_no_model():
             bad.models.list()
         with pytest.raises(openai.AuthenticationError):
             bad.chat.completions.create(model=MODEL, messages=MSG)
-        r = httpx.get(srv.url + "/v1/models", headers={"Authorization": "Bearer sekrité"})
+        r = httpx.get(srv.url + "/v1/models", headers={"Authorization": "Bearer sekrité".encode()})
         assert r.status_code == 401  # a non-ASCII header is a wrong key, not a server error
         good = openai.OpenAI(base_url=srv.base_url, api_key="sekrit", max_retries=0)
         assert [m.id for m in good.models.list().data] == [MODEL] and srv.models() == [MODEL]

@@ -178,6 +178,22 @@ def _truthful_openapi(app: FastAPI) -> None:
 
 # ---- errors -----------------------------------------------------------------------------------
 
+def _field_loc(first: dict, errors: list[dict]) -> tuple:
+    """The location of the first error without pydantic's union-member tags: a value that fits no member of
+    a union (``stop``) fails once per member, at ``stop.str``, ``stop.list[str]``...; their common prefix
+    is the field."""
+    loc = tuple(first.get("loc", ()))
+    for other in errors[1:]:
+        theirs = tuple(other.get("loc", ()))
+        if theirs[:2] != loc[:2]:
+            continue
+        n = 0
+        while n < min(len(loc), len(theirs)) and loc[n] == theirs[n]:
+            n += 1
+        loc = loc[:n]
+    return loc
+
+
 class _RequireKey:
     """With an API key, every /v1 route needs it, unknown ones included: without the key nothing under /v1
     answers, not even which model ids (adapter names are run names) are served. Plain ASGI rather than
@@ -215,8 +231,7 @@ def _install_error_handlers(app: FastAPI) -> None:
                 json.loads(await request.body())
             except ValueError as err:  # UnicodeDecodeError included
                 return error_response(400, f"We could not parse the JSON body of your request: {err}")
-        loc = [str(p) for p in first.get("loc", ()) if p != "body"]
-        param = ".".join(loc) or None
+        param = ".".join(str(p) for p in _field_loc(first, errors) if p != "body") or None
         if first.get("type") == "missing" and param:
             message = f"Missing required parameter: '{param}'."
         elif param:

@@ -3,7 +3,8 @@
 The constraints live in the models (not only in handler code) so that /openapi.json tells clients
 exactly what is accepted: a field the server does not implement is typed so that only its neutral
 value validates (``n`` at most 1, ``tools`` empty, ``logprobs`` false...), and anything else is a 400
-naming the field. Unknown fields are ignored, as clients add new ones faster than servers.
+naming the field. Unknown fields are ignored, as clients add new ones faster than servers. Known fields
+are strict about their JSON type (``"stream": "yes"`` or ``"max_tokens": "10"`` is a 400, not a guess).
 """
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ from typing import Annotated, Any, Literal, Optional, Union
 
 from pydantic import BaseModel, ConfigDict, Field
 
-_IGNORE_EXTRA = ConfigDict(extra="ignore")
+_IGNORE_EXTRA = ConfigDict(extra="ignore", strict=True)
 
 
 class ContentPart(BaseModel):
