@@ -126,8 +126,11 @@ def test_adapter_for_another_base_is_refused(small_server, tmp_path):
                    json={"lora_name": "glm2", "lora_path": str(wrong / "adapter")})
     assert r.status_code == 400
     assert "glm" not in small_server.models() and "glm2" not in small_server.models()
-    missing = httpx.post(small_server.url + "/v1/load_lora_adapter", json={"lora_name": "x", "lora_path": "/nope"})
+    missing = httpx.post(small_server.url + "/v1/load_lora_adapter",
+                         json={"lora_name": "x", "lora_path": str(tmp_path / "nope")})
     assert missing.status_code == 400 and "does not exist" in missing.json()["error"]["message"]
+    outside = httpx.post(small_server.url + "/v1/load_lora_adapter", json={"lora_name": "x", "lora_path": "/nope"})
+    assert outside.status_code == 400 and "outside the adapter root" in outside.json()["error"]["message"]
 
 
 def test_cli_refuses_run_of_another_base(tmp_path):
