@@ -79,7 +79,7 @@ class ServeConfig(Section):
             return value
         bad = [item for item in value if not isinstance(item, str) or not _split_spec(item)]
         if bad:
-            raise ValueError(f"each adapter is NAME=PATH with both parts non-empty, got {', '.join(map(repr, bad))}")
+            raise ValueError("each adapter is NAME=PATH with both parts non-empty")
         return dict(_split_spec(item) for item in value)
 
     @property
