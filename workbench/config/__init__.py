@@ -27,6 +27,7 @@ from .schema import (
 
 __all__ = [
     "ConfigError", "apply_overrides", "config_from_dict", "config_to_dict", "load_config", "parse_value",
-    "read_config_file", "replace", "save_config", "CheckpointSection", "CliFlag", "DataSection", "LoraSection",
-    "ModelSection", "OutputSection", "PrecisionSection", "RunConfig", "ScheduleSection", "Section", "cli_flag", "leaf_fields",
+    "read_config_file", "replace", "save_config", "CheckpointSection", "DataSection", "LoraSection",
+    "ModelSection", "OutputSection", "PrecisionSection", "RunConfig", "ScheduleSection", "Section", "leaf_fields",
+    "CliFlag", "cli_flag",
 ]

@@ -123,23 +123,19 @@ def _split(text: str) -> tuple[str, Any]:
     return key.strip(), parse_value(value)
 
 
-def read_config_file(path: str | Path, what: str = "run configuration") -> dict:
+def read_config_file(path: str | Path) -> dict:
     path = Path(path)
     if not path.is_file():
-        raise ConfigError([("--config", f"file not found: {str(path)!r}")], what)
-    try:
-        text = path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as err:  # unreadable, or bytes that are not UTF-8
-        raise ConfigError([("--config", f"cannot read {path}: {err}")], what) from None
+        raise ConfigError([("--config", f"file not found: {str(path)!r}")])
+    text = path.read_text(encoding="utf-8")
     try:
         data = json.loads(text) if path.suffix == ".json" else yaml.safe_load(text)
     except (json.JSONDecodeError, yaml.YAMLError) as err:
-        raise ConfigError([("--config", f"{path} is not valid {'JSON' if path.suffix == '.json' else 'YAML'}: {err}")],
-                          what) from None
+        raise ConfigError([("--config", f"{path} is not valid {'JSON' if path.suffix == '.json' else 'YAML'}: {err}")]) from None
     if data is None:
         data = {}
     if not isinstance(data, dict):
-        raise ConfigError([("--config", f"{path} must hold a mapping of sections, not {type(data).__name__}")], what)
+        raise ConfigError([("--config", f"{path} must hold a mapping of sections, not {type(data).__name__}")])
     return data
 
 

@@ -31,11 +31,20 @@ def config_from_args(args) -> ServeConfig:
     """The validated configuration of ``--config`` and the flags; ConfigError naming every bad option."""
     from .server import API_KEY_ENV
 
-    data = read_config_file(args.config, ServeConfig.config_title) if args.config else {}
+    data = _read_file(args.config) if args.config else {}
     data = apply_overrides(data, overrides_from_args(args, ServeConfig))
     if data.get("api_key") is None and os.environ.get(API_KEY_ENV):
         data["api_key"] = os.environ[API_KEY_ENV]
     return config_from_dict(data, ServeConfig)
+
+
+def _read_file(path: str) -> dict:
+    try:
+        return read_config_file(path)
+    except ConfigError as err:  # it says "run configuration"
+        raise ConfigError(err.problems, ServeConfig.config_title) from None
+    except (OSError, UnicodeDecodeError) as err:  # unreadable, or bytes that are not UTF-8
+        raise ConfigError([("--config", f"cannot read {path}: {err}")], ServeConfig.config_title) from None
 
 
 def run(args) -> int:

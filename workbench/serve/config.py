@@ -156,7 +156,7 @@ def inspect_adapter(path: str | Path) -> AdapterSource:
     else:
         raise ServeError(f"{str(p)!r} holds no peft adapter (adapter_config.json, or adapter/adapter_config.json "
                          "in a run directory)")
-    adapter_config = _read_json_object(adir / "adapter_config.json", "adapter configuration")
+    adapter_config = _read_json_object(adir / "adapter_config.json")
     declared = adapter_config.get("base_model_name_or_path") or ""
     run = None
     if run_dir is not None and (run_dir / "config.json").is_file():
@@ -164,17 +164,19 @@ def inspect_adapter(path: str | Path) -> AdapterSource:
     return AdapterSource(adir, declared if isinstance(declared, str) else "", run)
 
 
-def _read_json_object(file: Path, what: str) -> dict:
+def _read_json_object(file: Path) -> dict:
     try:
-        return read_config_file(file, what)
+        return read_config_file(file)
     except ConfigError as err:
         raise ServeError(_problem_text(err)) from None
+    except (OSError, UnicodeDecodeError) as err:  # unreadable, or bytes that are not UTF-8
+        raise ServeError(f"cannot read {file}: {err}") from None
 
 
 def read_run_config(file: Path) -> RunConfig:
     """A run's saved config.json as a typed RunConfig, schema-checked only: the data files and devices it was
     trained with need not exist where the adapter is served."""
-    data = _read_json_object(file, "run configuration")
+    data = _read_json_object(file)
     try:
         return config_from_dict(data, checks=False)
     except ConfigError as err:
