@@ -6,8 +6,8 @@ import os
 import sys
 
 from ..cli.config_args import add_config_arguments, overrides_from_args
-from ..config import ConfigError, apply_overrides, config_from_dict, read_config_file
-from .config import ServeConfig, ServeError
+from ..config import ConfigError, apply_overrides, config_from_dict
+from .config import ServeConfig, ServeError, read_mapping
 
 
 def add_parser(subparsers) -> argparse.ArgumentParser:
@@ -40,11 +40,9 @@ def config_from_args(args) -> ServeConfig:
 
 def _read_file(path: str) -> dict:
     try:
-        return read_config_file(path)
+        return read_mapping(path)
     except ConfigError as err:  # it says "run configuration"
         raise ConfigError(err.problems, ServeConfig.config_title) from None
-    except (OSError, UnicodeDecodeError) as err:  # unreadable, or bytes that are not UTF-8
-        raise ConfigError([("--config", f"cannot read {path}: {err}")], ServeConfig.config_title) from None
 
 
 def run(args) -> int:

@@ -164,13 +164,19 @@ def inspect_adapter(path: str | Path) -> AdapterSource:
     return AdapterSource(adir, declared if isinstance(declared, str) else "", run)
 
 
-def _read_json_object(file: Path) -> dict:
+def read_mapping(file: str | Path) -> dict:
+    """A JSON or YAML file holding a mapping; ConfigError (field ``--config``) naming the file otherwise."""
     try:
         return read_config_file(file)
+    except (OSError, UnicodeDecodeError) as err:  # unreadable, or bytes that are not UTF-8
+        raise ConfigError([("--config", f"cannot read {file}: {err}")]) from None
+
+
+def _read_json_object(file: Path) -> dict:
+    try:
+        return read_mapping(file)
     except ConfigError as err:
         raise ServeError(_problem_text(err)) from None
-    except (OSError, UnicodeDecodeError) as err:  # unreadable, or bytes that are not UTF-8
-        raise ServeError(f"cannot read {file}: {err}") from None
 
 
 def read_run_config(file: Path) -> RunConfig:
