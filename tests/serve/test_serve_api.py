@@ -147,6 +147,12 @@ def test_bad_requests_are_400_naming_the_field(tiny_server, body, param):
     assert r.json()["error"]["param"] == param and r.json()["error"]["type"] == "invalid_request_error"
 
 
+def test_a_value_fitting_no_member_of_a_union_names_every_alternative(tiny_server):
+    r = httpx.post(tiny_server.url + "/v1/chat/completions", json={"model": MODEL, "messages": MSG, "stop": ["x"] * 17})
+    message = r.json()["error"]["message"]
+    assert r.status_code == 400 and "valid string" in message and "at most 16 items" in message
+
+
 def test_malformed_json_and_missing_fields_are_400(tiny_server):
     for raw in (b"{not json", b"", b"[1, 2]", "\"\xff\"".encode("latin-1")):
         r = httpx.post(tiny_server.url + "/v1/chat/completions", content=raw, headers={"content-type": "application/json"})

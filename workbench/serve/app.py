@@ -178,20 +178,19 @@ def _truthful_openapi(app: FastAPI) -> None:
 
 # ---- errors -----------------------------------------------------------------------------------
 
-def _field_loc(first: dict, errors: list[dict]) -> tuple:
-    """The location of the first error without pydantic's union-member tags: a value that fits no member of
-    a union (``stop``) fails once per member, at ``stop.str``, ``stop.list[str]``...; their common prefix
-    is the field."""
+def _field_errors(first: dict, errors: list[dict]) -> tuple[tuple, list[dict]]:
+    """The field of the first error, without pydantic's union-member tags, and the errors about it: a value
+    that fits no member of a union (``stop``) fails once per member, at ``stop.str``, ``stop.list[str]``...;
+    their common prefix is the field."""
     loc = tuple(first.get("loc", ()))
-    for other in errors[1:]:
+    same = [e for e in errors if tuple(e.get("loc", ()))[:2] == loc[:2]]
+    for other in same[1:]:
         theirs = tuple(other.get("loc", ()))
-        if theirs[:2] != loc[:2]:
-            continue
         n = 0
         while n < min(len(loc), len(theirs)) and loc[n] == theirs[n]:
             n += 1
         loc = loc[:n]
-    return loc
+    return loc, same
 
 
 class _RequireKey:
@@ -231,15 +230,18 @@ def _install_error_handlers(app: FastAPI) -> None:
                 json.loads(await request.body())
             except ValueError as err:  # UnicodeDecodeError included
                 return error_response(400, f"We could not parse the JSON body of your request: {err}")
-        param = ".".join(str(p) for p in _field_loc(first, errors) if p != "body") or None
+        loc, same_field = _field_errors(first, errors)
+        param = ".".join(str(p) for p in loc if p != "body") or None
+        # a union's alternatives each failed: "A, or B", as the config errors read
+        reason = ", or ".join(dict.fromkeys(e.get("msg", "invalid") for e in same_field))
         if first.get("type") == "missing" and param:
             message = f"Missing required parameter: '{param}'."
         elif param:
-            message = f"Invalid value for '{param}': {first.get('msg', 'invalid')}."
+            message = f"Invalid value for '{param}': {reason}."
         else:
-            message = f"Invalid request body: {first.get('msg', 'invalid')}."
-        if len(errors) > 1:
-            message += f" ({len(errors) - 1} more error(s))"
+            message = f"Invalid request body: {reason}."
+        if len(errors) > len(same_field):
+            message += f" ({len(errors) - len(same_field)} more error(s))"
         return error_response(400, message, param=param)
 
     @app.exception_handler(StarletteHTTPException)
