@@ -157,8 +157,9 @@ def test_subprocess_mode_hands_the_config_over_as_a_file(tiny_run, monkeypatch):
         assert oct(config_file.stat().st_mode & 0o777) == "0o600"
         assert httpx.get(srv.url + "/v1/models").status_code == 401
         assert srv.models() == ["tiny-glm4", "exp1"]
-        r = srv.openai_client(max_retries=0).chat.completions.create(model="exp1", messages=[{"role": "user", "content": "hi"}])
-        assert r.usage.completion_tokens == 3
+        r = srv.openai_client(max_retries=0).chat.completions.create(
+            model="exp1", messages=[{"role": "user", "content": "hi"}], extra_body={"ignore_eos": True})
+        assert r.usage.completion_tokens == 3  # default_max_tokens reached the child (ignore_eos: never fewer)
     assert not config_file.exists()
 
 
@@ -186,5 +187,6 @@ def test_serves_a_run_from_the_training_engine(tmp_path):
     with start_server("tiny-glm4", runs=[str(tmp_path / "t")], default_max_tokens=4) as srv:
         cards = {m["id"]: m for m in httpx.get(srv.url + "/v1/models").json()["data"]}
         assert cards["t"]["parent"] == "tiny-glm4" and cards["t"]["root"] == str((tmp_path / "t" / "adapter").resolve())
-        r = srv.openai_client(max_retries=0).chat.completions.create(model="t", messages=[{"role": "user", "content": "hi"}])
+        r = srv.openai_client(max_retries=0).chat.completions.create(
+            model="t", messages=[{"role": "user", "content": "hi"}], extra_body={"ignore_eos": True})
         assert r.usage.completion_tokens == 4
