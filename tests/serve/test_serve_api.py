@@ -29,7 +29,7 @@ def sse_events(response: httpx.Response) -> list:
 
 def test_health_and_models(tiny_server):
     r = httpx.get(tiny_server.url + "/health")
-    assert r.status_code == 200 and r.json()["status"] == "ok" and r.json()["model"] == MODEL
+    assert r.status_code == 200 and r.json()["status"] == "ok" and "model" not in r.json()
     models = tiny_server.openai_client().models.list().data
     assert [m.id for m in models] == [MODEL]
     assert models[0].object == "model"
@@ -126,6 +126,33 @@ def test_unsupported_or_invalid_fields_are_400_with_param(tiny_server, extra, pa
     assert err["param"] == param and err["type"] == "invalid_request_error" and err["message"]
 
 
+@pytest.mark.parametrize("body, param", [
+    ({"model": MODEL, "messages": MSG, "max_tokens": -5}, "max_tokens"),
+    ({"model": MODEL, "messages": MSG, "max_tokens": "ten"}, "max_tokens"),
+    ({"model": MODEL, "messages": "hello"}, "messages"),
+    ({"model": MODEL, "messages": []}, "messages"),
+    ({"model": MODEL, "messages": [{"role": "wizard", "content": "hi"}]}, "messages.0.role"),
+    ({"model": MODEL, "messages": MSG, "temperature": "hot"}, "temperature"),
+    ({"model": MODEL, "messages": MSG, "top_p": 1.5}, "top_p"),
+    ({"model": MODEL, "messages": MSG, "stream": "yes"}, "stream"),
+    ({"model": MODEL, "messages": MSG, "max_tokens": "10"}, "max_tokens"),
+    ({"model": MODEL, "messages": MSG, "max_tokens": 2.5}, "max_tokens"),
+    ({"model": MODEL, "messages": MSG, "stop": ["x"] * 17}, "stop"),
+    ({"model": 7, "messages": MSG}, "model"),
+    ({"messages": MSG}, "model"),
+])
+def test_bad_requests_are_400_naming_the_field(tiny_server, body, param):
+    r = httpx.post(tiny_server.url + "/v1/chat/completions", json=body)
+    assert r.status_code == 400, (body, r.text)
+    assert r.json()["error"]["param"] == param and r.json()["error"]["type"] == "invalid_request_error"
+
+
+def test_a_value_fitting_no_member_of_a_union_names_every_alternative(tiny_server):
+    r = httpx.post(tiny_server.url + "/v1/chat/completions", json={"model": MODEL, "messages": MSG, "stop": ["x"] * 17})
+    message = r.json()["error"]["message"]
+    assert r.status_code == 400 and "valid string" in message and "at most 16 items" in message
+
+
 def test_malformed_json_and_missing_fields_are_400(tiny_server):
     for raw in (b"{not json", b"", b"[1, 2]", "\"\xff\"".encode("latin-1")):
         r = httpx.post(tiny_server.url + "/v1/chat/completions", content=raw, headers={"content-type": "application/json"})
@@ -166,19 +193,32 @@ def test_image_content_is_400(tiny_server):
     assert r.status_code == 400 and r.json()["error"]["param"].startswith("messages.0.content")
 
 
-def test_api_key_protects_generation_but_not_health_or_models():
+def test_api_key_protects_every_v1_route_and_health_names_no_model():
     from workbench.serve import start_server
 
     with start_server("tiny-glm4", api_key="sekrit", default_max_tokens=2) as srv:
-        assert httpx.get(srv.url + "/health").status_code == 200
-        assert httpx.get(srv.url + "/v1/models").status_code == 200
+        health = httpx.get(srv.url + "/health")
+        assert health.status_code == 200 and MODEL not in health.text
+        for method, path in (("GET", "/v1/models"), ("GET", f"/v1/models/{MODEL}"), ("GET", "/v1/nothing"),
+                             ("POST", "/v1/completions"), ("POST", "/v1/load_lora_adapter"), ("GET", "/v1")):
+            missing = httpx.request(method, srv.url + path, json={"model": MODEL, "prompt": "a"})
+            assert missing.status_code == 401, (path, missing.text)
+            assert set(missing.json()["error"]) == {"message", "type", "param", "code"}
+            assert "didn't provide an API key" in missing.json()["error"]["message"] and MODEL not in missing.text
+            wrong = httpx.request(method, srv.url + path, headers={"Authorization": "Bearer sekri"})
+            assert wrong.status_code == 401 and wrong.json()["error"]["code"] == "invalid_api_key"
+            assert "sekri" not in wrong.text  # the key given is not echoed
         bad = openai.OpenAI(base_url=srv.base_url, api_key="wrong", max_retries=0)
         with pytest.raises(openai.AuthenticationError):
+            bad.models.list()
+        with pytest.raises(openai.AuthenticationError):
             bad.chat.completions.create(model=MODEL, messages=MSG)
-        r = httpx.post(srv.url + "/v1/completions", json={"model": MODEL, "prompt": "a"})
-        assert r.status_code == 401 and r.json()["error"]["code"] == "invalid_api_key"
+        r = httpx.get(srv.url + "/v1/models", headers={"Authorization": "Bearer sekrité".encode()})
+        assert r.status_code == 401  # a non-ASCII header is a wrong key, not a server error
         good = openai.OpenAI(base_url=srv.base_url, api_key="sekrit", max_retries=0)
-        assert good.chat.completions.create(model=MODEL, messages=MSG).usage.completion_tokens == 2
+        assert [m.id for m in good.models.list().data] == [MODEL] and srv.models() == [MODEL]
+        r = good.chat.completions.create(model=MODEL, messages=MSG, extra_body={"ignore_eos": True})
+        assert r.usage.completion_tokens == 2
 
 
 def test_health_is_503_while_loading():
@@ -206,11 +246,39 @@ def test_adapter_management_from_another_machine_needs_a_key():
     remote = TestClient(create_app(runtime), client=("192.0.2.7", 5000))
     r = remote.post("/v1/load_lora_adapter", json={"lora_name": "x", "lora_path": "/etc"})
     assert r.status_code == 403 and r.json()["error"]["type"] == "permission_error"
-    keyed = Runtime(ServeConfig(model="tiny-glm4", api_key="k"))
+    keyed = Runtime(ServeConfig(model="tiny-glm4", api_key="k", adapter_root="/nonexistent"))
     keyed.status = "ok"
     r = TestClient(create_app(keyed), client=("192.0.2.7", 5000)).post(
-        "/v1/load_lora_adapter", json={"lora_name": "x", "lora_path": "/nonexistent"}, headers={"Authorization": "Bearer k"})
+        "/v1/load_lora_adapter", json={"lora_name": "x", "lora_path": "/nonexistent/x"}, headers={"Authorization": "Bearer k"})
     assert r.status_code == 400 and "does not exist" in r.json()["error"]["message"]
+
+
+def test_http_adapter_paths_stay_inside_the_adapter_root(tmp_path):
+    from fastapi.testclient import TestClient
+
+    from workbench.serve.app import create_app
+    from workbench.serve.runtime import Runtime, ServeConfig
+
+    root = tmp_path / "runs"
+    (root / "inside").mkdir(parents=True)
+    outside = tmp_path / "elsewhere"
+    outside.mkdir()
+    (root / "link").symlink_to(outside)
+    runtime = Runtime(ServeConfig(model="tiny-glm4", adapter_root=str(root)))
+    runtime.status = "ok"  # refused before any model is needed
+    tc = TestClient(create_app(runtime))
+    for path in (str(root / ".." / "elsewhere"), str(outside), str(root / "link"), str(root / "inside" / ".." / ".."),
+                 "/etc", "~"):
+        r = tc.post("/v1/load_lora_adapter", json={"lora_name": "x", "lora_path": path})
+        err = r.json()["error"]
+        assert r.status_code == 400 and err["param"] == "lora_path" and "outside the adapter root" in err["message"], path
+    # inside the root, the path is checked for what it holds (nothing here)
+    r = tc.post("/v1/load_lora_adapter", json={"lora_name": "x", "lora_path": str(root / "inside")})
+    assert r.status_code == 400 and "holds no peft adapter" in r.json()["error"]["message"]
+    for name in ("../../etc", " x", "a" * 200, ""):
+        r = tc.post("/v1/load_lora_adapter", json={"lora_name": name, "lora_path": str(root / "inside")})
+        assert r.status_code == 400 and r.json()["error"]["param"] == "lora_name", name
+    assert runtime.adapters == {}
 
 
 def test_openapi_describes_what_is_accepted(tiny_server):

@@ -11,8 +11,9 @@ from workbench.models import load_for_inference
 from workbench.serve.engine import Engine, GenerationRequest, SamplingParams
 
 
-def _run(engine, jobs):
-    """Submit all jobs at once; return [(text, finish_reason, completion_tokens)] in order."""
+def _run(engine, jobs, start: bool = False):
+    """Submit all jobs at once (with ``start``, before starting the engine, so that all of them wait for its
+    first step); return [(text, finish_reason, completion_tokens)] in order."""
     results, done = {}, []
     for i, (ids, params, adapter) in enumerate(jobs):
         ev, buf = threading.Event(), []
@@ -26,6 +27,8 @@ def _run(engine, jobs):
 
         done.append(ev)
         engine.submit(GenerationRequest(ids, params, sink, adapter=adapter))
+    if start:
+        engine.start()
     for ev in done:
         assert ev.wait(120)
     return [results[i] for i in range(len(jobs))]
@@ -65,14 +68,19 @@ def test_batched_greedy_equals_sequential_and_generate(tiny_any):
         greedy = SamplingParams(max_new_tokens=12, temperature=0)
         prompts = _prompts(tiny.tokenizer, 8)
         sequential = [_run(engine, [(p, greedy, None)])[0] for p in prompts]
-        batched = _run(engine, [(p, greedy, None) for p in prompts])
+        assert engine.stats()["peak_batch"] == 1
+    fresh = Engine(tiny.model, tiny.tokenizer, max_batch=8)
+    try:
+        batched = _run(fresh, [(p, greedy, None) for p in prompts], start=True)
         assert batched == sequential
-        assert engine.stats()["running"] == 0
-        # and both match transformers' own greedy generate for a lone prompt
-        x = torch.tensor([prompts[1]])
-        ref = tiny.model.generate(x, max_new_tokens=12, do_sample=False, eos_token_id=None)[0, x.shape[1]:]
-        detok = tiny.tokenizer.decode(ref, skip_special_tokens=False)
-        assert sequential[1][0] == detok
+        # all 8 were waiting before the first step: an engine decoding one at a time would show 1
+        assert fresh.stats()["peak_batch"] == 8 and fresh.stats()["running"] == 0
+    finally:
+        fresh.shutdown()
+    # and both match transformers' own greedy generate for a lone prompt
+    x = torch.tensor([prompts[1]])
+    ref = tiny.model.generate(x, max_new_tokens=12, do_sample=False, eos_token_id=None)[0, x.shape[1]:]
+    assert sequential[1][0] == tiny.tokenizer.decode(ref, skip_special_tokens=False)
 
 
 def test_seeded_sampling_is_reproducible_and_batch_independent(tiny):

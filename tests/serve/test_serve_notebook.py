@@ -1,10 +1,8 @@
 """The notebook helpers inside a real Jupyter kernel (headless): the side-by-side cell renders HTML."""
 from __future__ import annotations
 
-import pytest
-
-nbformat = pytest.importorskip("nbformat")
-nbclient = pytest.importorskip("nbclient")
+import nbclient  # test tools (pyproject's test extra): missing, this test fails rather than skips
+import nbformat
 
 
 def test_compare_and_chat_cells_in_a_kernel():

@@ -12,9 +12,6 @@ import pytest
 
 from .helpers import SMALL, make_adapter
 
-pytestmark = pytest.mark.skipif(not __import__("workbench.models.packaged", fromlist=["x"]).is_cached(),
-                                reason="SmolLM2 not cached")
-
 PROMPTS = ["What is the capital of France?", "Name three colors.", "What is 2+2?", "Who wrote Hamlet?",
            "Say hello in French.", "What color is the sky?", "Count to three.", "What is water made of?"]
 PROBE = "What is the capital of France? Answer briefly."
@@ -44,6 +41,8 @@ def test_eight_concurrent_streams_equal_their_sequential_outputs(small_server):
     with ThreadPoolExecutor(8) as pool:
         concurrent = list(pool.map(lambda p: _stream_text(client, SMALL, p), PROMPTS))
     assert concurrent == sequential
+    # and they were decoded together: a server taking one request at a time would pass the line above
+    assert httpx.get(small_server.url + "/health").json()["peak_batch"] >= 2
     assert len(set(sequential)) == len(PROMPTS)  # distinct answers: a mix-up between streams would show
 
 
@@ -127,8 +126,11 @@ def test_adapter_for_another_base_is_refused(small_server, tmp_path):
                    json={"lora_name": "glm2", "lora_path": str(wrong / "adapter")})
     assert r.status_code == 400
     assert "glm" not in small_server.models() and "glm2" not in small_server.models()
-    missing = httpx.post(small_server.url + "/v1/load_lora_adapter", json={"lora_name": "x", "lora_path": "/nope"})
+    missing = httpx.post(small_server.url + "/v1/load_lora_adapter",
+                         json={"lora_name": "x", "lora_path": str(tmp_path / "nope")})
     assert missing.status_code == 400 and "does not exist" in missing.json()["error"]["message"]
+    outside = httpx.post(small_server.url + "/v1/load_lora_adapter", json={"lora_name": "x", "lora_path": "/nope"})
+    assert outside.status_code == 400 and "outside the adapter root" in outside.json()["error"]["message"]
 
 
 def test_cli_refuses_run_of_another_base(tmp_path):
@@ -138,4 +140,5 @@ def test_cli_refuses_run_of_another_base(tmp_path):
     wrong = make_adapter("tiny-glm4", tmp_path / "glm-run", seed=0)
     res = subprocess.run([sys.executable, "-m", "workbench.serve", "--model", SMALL, "--run", str(wrong), "--port", "0"],
                          capture_output=True, text=True, timeout=120)
-    assert res.returncode != 0 and "trained on 'tiny-glm4'" in res.stderr and "--model tiny-glm4" in res.stderr
+    assert res.returncode == 2 and "trained on 'tiny-glm4'" in res.stderr and "--model tiny-glm4" in res.stderr
+    assert "Traceback" not in res.stderr

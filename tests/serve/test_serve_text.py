@@ -19,14 +19,10 @@ def test_detokenizer_never_emits_broken_utf8():
     assert not any("\ufffd" in d for d in deltas)
 
 
-def test_detokenizer_keeps_spaces_of_sentencepiece_style_tokens():
-    from workbench.models import packaged
-
-    if not packaged.is_cached():
-        pytest.skip("SmolLM2 not cached")
+def test_detokenizer_keeps_spaces_of_sentencepiece_style_tokens(small_model):
     from transformers import AutoTokenizer
 
-    tok = AutoTokenizer.from_pretrained(packaged.checkpoint_dir())
+    tok = AutoTokenizer.from_pretrained(small_model)
     text = "The capital of France is Paris. 北京是中国的首都。"
     ids = tok(text, add_special_tokens=False)["input_ids"]
     detok = IncrementalDetokenizer(tok)

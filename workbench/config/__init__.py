@@ -13,6 +13,7 @@ from .loading import (
 )
 from .schema import (
     CheckpointSection,
+    CliFlag,
     DataSection,
     LoraSection,
     ModelSection,
@@ -21,6 +22,7 @@ from .schema import (
     RunConfig,
     ScheduleSection,
     Section,
+    cli_flag,
     leaf_fields,
 )
 
@@ -28,4 +30,5 @@ __all__ = [
     "ConfigError", "apply_overrides", "config_from_dict", "config_to_dict", "load_config", "parse_value",
     "read_config_file", "read_mapping_file", "replace", "save_config", "CheckpointSection", "DataSection", "LoraSection",
     "ModelSection", "OutputSection", "PrecisionSection", "RunConfig", "ScheduleSection", "Section", "leaf_fields",
+    "CliFlag", "cli_flag",
 ]

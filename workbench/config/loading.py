@@ -16,15 +16,16 @@ from .schema import RunConfig, Section
 class ConfigError(ValueError):
     """All problems of a configuration, each as ``field.path: message``."""
 
-    def __init__(self, problems: list[tuple[str, str]]):
+    def __init__(self, problems: list[tuple[str, str]], what: str = "run configuration"):
         self.problems = problems
         lines = "\n".join(f"  - {path or '(top level)'}: {msg}" for path, msg in problems)
-        super().__init__(f"{len(problems)} problem(s) in the run configuration:\n{lines}")
+        super().__init__(f"{len(problems)} problem(s) in the {what}:\n{lines}")
 
 
 def _is_field_name(part) -> bool:
-    # pydantic adds union-member tags ("literal['all-linear']", "list[str]") to a location
-    return isinstance(part, int) or str(part).isidentifier()
+    # pydantic adds union-member tags ("literal['all-linear']", "list[str]") and "[key]" (a mapping's key
+    # was wrong) to a location; mapping keys themselves may be any text ("adapters.my-run")
+    return isinstance(part, int) or not (str(part).endswith("]") and "[" in str(part))
 
 
 def _field_path(prefix: str, loc) -> str:
@@ -38,16 +39,17 @@ def _field_path(prefix: str, loc) -> str:
     return path
 
 
-def _pydantic_problems(err: ValidationError, prefix: str = "") -> list[tuple[str, str]]:
+def _pydantic_problems(err: ValidationError, prefix: str = "",
+                       help_command: str = RunConfig.help_command) -> list[tuple[str, str]]:
     messages: dict[str, list[str]] = {}
     inputs: dict[str, str] = {}
     for e in err.errors():
         path = _field_path(prefix, e["loc"])
         if e["type"] == "extra_forbidden":
-            messages.setdefault(path, []).append("unknown key (check the spelling; `workbench train --help` lists every key)")
+            messages.setdefault(path, []).append(f"unknown key (check the spelling; `{help_command}` lists every key)")
             continue
-        messages.setdefault(path, []).append(e["msg"])
-        if "input" in e and e["type"] != "missing":
+        messages.setdefault(path, []).append(e["msg"].removeprefix("Value error, "))
+        if "input" in e and e["type"] != "missing" and repr(e["input"]) not in e["msg"]:
             inputs[path] = f" (got {e['input']!r})"
     # One line per field: the alternatives of a union read "A, or B (got X)".
     return [(path, ", or ".join(msgs) + inputs.get(path, "")) for path, msgs in messages.items()]
@@ -62,27 +64,31 @@ def _section_problems(cfg: Section, path: str) -> list[tuple[str, str]]:
     return out
 
 
-def config_from_dict(data: Mapping[str, Any]) -> RunConfig:
-    """Validate ``data`` into a RunConfig or raise ConfigError listing every problem."""
+def config_from_dict(data: Mapping[str, Any], model: type[Section] = RunConfig, *, checks: bool = True):
+    """Validate ``data`` into ``model`` (a RunConfig unless told) or raise ConfigError listing every problem.
+
+    ``checks=False`` validates the schema only, skipping the sections' cross-field and environment checks
+    (files that must exist, visible GPUs): for a configuration saved elsewhere that is read, not run."""
+    what = model.config_title
     if not isinstance(data, Mapping):
-        raise ConfigError([("", f"a configuration is a mapping of sections, got {type(data).__name__}")])
+        raise ConfigError([("", f"a configuration is a mapping of sections, got {type(data).__name__}")], what)
     try:
-        cfg = RunConfig.model_validate(dict(data))
+        cfg = model.model_validate(dict(data))
     except ValidationError as err:
-        problems = _pydantic_problems(err)
+        problems = _pydantic_problems(err, help_command=model.help_command)
         # Sections that parsed on their own still get their cross-field checks, so one run of the
         # validator shows everything wrong rather than one layer at a time.
-        for name, field in RunConfig.model_fields.items():
+        for name, field in (model.model_fields.items() if checks else ()):
             ann = field.annotation
             if name in data and isinstance(ann, type) and issubclass(ann, Section):
                 try:
                     problems += ann.model_validate(data[name]).problems(name)
                 except (ValidationError, TypeError):
                     pass
-        raise ConfigError(problems) from None
-    problems = _section_problems(cfg, "")
+        raise ConfigError(problems, what) from None
+    problems = _section_problems(cfg, "") if checks else []
     if problems:
-        raise ConfigError(problems)
+        raise ConfigError(problems, what)
     return cfg
 
 

@@ -6,8 +6,9 @@ derives the mechanics (autocast dtype, whether a GradScaler exists) in ``workben
 """
 from __future__ import annotations
 
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Literal, Optional, Union
+from typing import ClassVar, Literal, Optional, Union
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
@@ -17,10 +18,24 @@ PrecisionMode = Literal["auto", "fp32", "fp16", "bf16", "pure-bf16"]
 StorageDtype = Literal["auto", "float32", "bfloat16", "float16"]
 
 
+@dataclass(frozen=True)
+class CliFlag:
+    """Field metadata (``Annotated[type, CliFlag(...)]``) for a command-line flag that differs from the
+    generated ``--path VALUE``: a repeatable flag for a list or mapping, under a singular name
+    (``adapters`` -> ``--adapter NAME=PATH``, each occurrence one raw string item)."""
+
+    name: Optional[str] = None
+    metavar: str = "VALUE"
+    repeat: bool = False
+
+
 class Section(BaseModel):
     """Frozen, strict about unknown keys: a typo is an error naming the key, not a silent default."""
 
     model_config = ConfigDict(frozen=True, extra="forbid", validate_default=True)
+    # what a top-level configuration is called in error messages, and the command that lists its keys
+    config_title: ClassVar[str] = "configuration"
+    help_command: ClassVar[str] = "--help"
 
     def problems(self, path: str) -> list[tuple[str, str]]:
         """Cross-field problems of this section as (field path, message); empty when fine."""
@@ -335,6 +350,8 @@ def _visible_gpus() -> int:
 class RunConfig(Section):
     """Everything a fine-tuning run needs. Saved resolved as ``config.json`` in the run directory."""
 
+    config_title: ClassVar[str] = "run configuration"
+    help_command: ClassVar[str] = "workbench train --help"
     model: ModelSection = ModelSection()
     data: DataSection = Field(default_factory=DataSection)  # fresh per config: data_samples/ paths resolve in the current cwd
     precision: PrecisionSection = PrecisionSection()
@@ -357,6 +374,11 @@ class RunConfig(Section):
             out.append(("model.dtype", f"pure-bf16 stores weights in bfloat16, not {self.model.dtype}: use auto or bfloat16"))
         out += self.sharding.run_problems(self)
         return out
+
+
+def cli_flag(field) -> CliFlag:
+    """The CliFlag of a pydantic field (the default when it declares none)."""
+    return next((m for m in field.metadata if isinstance(m, CliFlag)), CliFlag())
 
 
 def leaf_fields(model: type[BaseModel] = RunConfig, prefix: str = ""):

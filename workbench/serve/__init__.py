@@ -3,7 +3,7 @@
 ``start_server(...)`` runs it in the background and returns a ``ServerHandle``; ``workbench.serve.client``
 has ``chat`` and ``compare`` for notebooks. Nothing here imports ipywidgets.
 """
-from .runtime import ServeConfig, ServeError
+from .config import ServeConfig, ServeError
 from .server import ServerHandle, serve_forever, start_server
 
 __all__ = ["ServeConfig", "ServeError", "ServerHandle", "serve_forever", "start_server"]

@@ -7,6 +7,7 @@ clients retry 5xx answers, and a bad request retried is still bad.
 from __future__ import annotations
 
 import asyncio
+import hmac
 import json
 import logging
 import time
@@ -45,7 +46,8 @@ def error_response(status: int, message: str, *, type: str = "invalid_request_er
 
 _ERRORS = {
     400: {"model": P.ErrorResponse, "description": "Bad request (malformed JSON, invalid or unsupported field, context overflow)"},
-    401: {"model": P.ErrorResponse, "description": "Missing or wrong API key (only when the server has one)"},
+    401: {"model": P.ErrorResponse, "description": "Missing or wrong API key (only when the server has one: then "
+                                                    "every /v1 route needs it)"},
     403: {"model": P.ErrorResponse, "description": "Adapter management from another machine without an API key"},
     404: {"model": P.ErrorResponse, "description": "Unknown model id"},
     503: {"model": P.ErrorResponse, "description": "The model is still loading"},
@@ -64,13 +66,7 @@ def create_app(runtime: Runtime) -> FastAPI:
     app.state.runtime = runtime
     _install_error_handlers(app)
 
-    def require_key(request: Request) -> None:
-        key = runtime.config.api_key
-        if not key:
-            return
-        header = request.headers.get("authorization", "")
-        if header != f"Bearer {key}":
-            raise APIError(401, "Incorrect API key provided.", code="invalid_api_key")
+    app.add_middleware(_RequireKey, key=runtime.config.api_key)
 
     def require_admin(request: Request) -> None:
         # Loading an adapter reads server-side paths: without an API key, only this machine may do it.
@@ -89,23 +85,24 @@ def create_app(runtime: Runtime) -> FastAPI:
 
     @app.get("/health", response_model=P.Health, responses={503: {"model": P.Health, "description": "Loading or failed"}})
     def health():
+        # open to anyone even with an API key (load balancers probe it), so it names no model
         stats = runtime.engine.stats() if runtime.engine is not None and runtime.status == "ok" else {}
-        body = {"status": runtime.status, "model": runtime.config.base_id, "running": stats.get("running", 0),
-                "waiting": stats.get("waiting", 0), "detail": runtime.error}
+        body = {"status": runtime.status, "running": stats.get("running", 0), "waiting": stats.get("waiting", 0),
+                "peak_batch": stats.get("peak_batch", 0), "detail": runtime.error}
         return JSONResponse(body, status_code=200 if runtime.status == "ok" else 503)
 
-    @app.get("/v1/models", response_model=P.ModelList)
+    @app.get("/v1/models", response_model=P.ModelList, responses={401: _ERRORS[401]})
     def list_models():
         return {"object": "list", "data": runtime.cards() if runtime.status == "ok" else []}
 
-    @app.get("/v1/models/{model_id:path}", response_model=P.ModelCard, responses={404: _ERRORS[404]})
+    @app.get("/v1/models/{model_id:path}", response_model=P.ModelCard, responses={401: _ERRORS[401], 404: _ERRORS[404]})
     def get_model(model_id: str):
         for card in runtime.cards() if runtime.status == "ok" else []:
             if card["id"] == model_id:
                 return card
         raise APIError(404, f"The model {model_id!r} does not exist", param="model", code="model_not_found")
 
-    @app.post("/v1/chat/completions", dependencies=[Depends(require_key), Depends(require_ready)],
+    @app.post("/v1/chat/completions", dependencies=[Depends(require_ready)],
               response_model=P.ChatCompletion,
               responses={**_ERRORS, 200: _json_or_stream("A chat completion", "ChatCompletionChunk")})
     async def chat_completions(body: P.ChatCompletionRequest, request: Request):
@@ -120,7 +117,7 @@ def create_app(runtime: Runtime) -> FastAPI:
         events = await _collect(runtime, request, prompt_ids, params, adapter)
         return chat.complete(events)
 
-    @app.post("/v1/completions", dependencies=[Depends(require_key), Depends(require_ready)],
+    @app.post("/v1/completions", dependencies=[Depends(require_ready)],
               response_model=P.Completion,
               responses={**_ERRORS, 200: _json_or_stream("A completion", "Completion")})
     async def completions(body: P.CompletionRequest, request: Request):
@@ -137,17 +134,17 @@ def create_app(runtime: Runtime) -> FastAPI:
         events = await _collect(runtime, request, prompt_ids, params, adapter)
         return fmt.complete(events)
 
-    @app.post("/v1/load_lora_adapter", dependencies=[Depends(require_key), Depends(require_admin), Depends(require_ready)],
+    @app.post("/v1/load_lora_adapter", dependencies=[Depends(require_admin), Depends(require_ready)],
               response_model=P.ModelCard, responses={400: _ERRORS[400], 401: _ERRORS[401], 403: _ERRORS[403],
                                                      503: _ERRORS[503]})
     def load_lora_adapter(body: P.LoadAdapterRequest):
         try:
-            runtime.add_adapter(body.lora_name, body.lora_path)
+            runtime.add_adapter(body.lora_name, body.lora_path, within=runtime.config.adapter_root)
         except ServeError as err:
-            raise APIError(400, str(err), param="lora_path") from None
+            raise APIError(400, str(err), param="lora_name" if err.about == "id" else "lora_path") from None
         return next(c for c in runtime.cards() if c["id"] == body.lora_name)
 
-    @app.post("/v1/unload_lora_adapter", dependencies=[Depends(require_key), Depends(require_admin), Depends(require_ready)],
+    @app.post("/v1/unload_lora_adapter", dependencies=[Depends(require_admin), Depends(require_ready)],
               response_model=P.ModelList, responses={**_ERRORS, 403: _ERRORS[403]})
     def unload_lora_adapter(body: P.UnloadAdapterRequest):
         try:
@@ -181,6 +178,44 @@ def _truthful_openapi(app: FastAPI) -> None:
 
 # ---- errors -----------------------------------------------------------------------------------
 
+def _field_errors(first: dict, errors: list[dict]) -> tuple[tuple, list[dict]]:
+    """The field of the first error, without pydantic's union-member tags, and the errors about it: a value
+    that fits no member of a union (``stop``) fails once per member, at ``stop.str``, ``stop.list[str]``...;
+    their common prefix is the field."""
+    loc = tuple(first.get("loc", ()))
+    same = [e for e in errors if tuple(e.get("loc", ()))[:2] == loc[:2]]
+    for other in same[1:]:
+        theirs = tuple(other.get("loc", ()))
+        n = 0
+        while n < min(len(loc), len(theirs)) and loc[n] == theirs[n]:
+            n += 1
+        loc = loc[:n]
+    return loc, same
+
+
+class _RequireKey:
+    """With an API key, every /v1 route needs it, unknown ones included: without the key nothing under /v1
+    answers, not even which model ids (adapter names are run names) are served. Plain ASGI rather than
+    FastAPI's http middleware, which would get between streams and their disconnect detection."""
+
+    def __init__(self, app, key: str | None):
+        self.app = app
+        self.expected = f"Bearer {key}".encode() if key else None
+
+    async def __call__(self, scope, receive, send):
+        path = scope.get("path", "")
+        if self.expected is not None and scope["type"] == "http" and (path == "/v1" or path.startswith("/v1/")):
+            given = dict(scope["headers"]).get(b"authorization")
+            if not given:
+                return await error_response(
+                    401, "You didn't provide an API key. You need to provide your API key in an Authorization "
+                    "header using Bearer auth (i.e. Authorization: Bearer YOUR_KEY).")(scope, receive, send)
+            if not hmac.compare_digest(given, self.expected):  # constant time; the key given is never echoed
+                return await error_response(401, "Incorrect API key provided.", code="invalid_api_key")(
+                    scope, receive, send)
+        await self.app(scope, receive, send)
+
+
 def _install_error_handlers(app: FastAPI) -> None:
     @app.exception_handler(APIError)
     async def _api_error(_request: Request, exc: APIError):
@@ -195,16 +230,18 @@ def _install_error_handlers(app: FastAPI) -> None:
                 json.loads(await request.body())
             except ValueError as err:  # UnicodeDecodeError included
                 return error_response(400, f"We could not parse the JSON body of your request: {err}")
-        loc = [str(p) for p in first.get("loc", ()) if p != "body"]
-        param = ".".join(loc) or None
+        loc, same_field = _field_errors(first, errors)
+        param = ".".join(str(p) for p in loc if p != "body") or None
+        # a union's alternatives each failed: "A, or B", as the config errors read
+        reason = ", or ".join(dict.fromkeys(e.get("msg", "invalid") for e in same_field))
         if first.get("type") == "missing" and param:
             message = f"Missing required parameter: '{param}'."
         elif param:
-            message = f"Invalid value for '{param}': {first.get('msg', 'invalid')}."
+            message = f"Invalid value for '{param}': {reason}."
         else:
-            message = f"Invalid request body: {first.get('msg', 'invalid')}."
-        if len(errors) > 1:
-            message += f" ({len(errors) - 1} more error(s))"
+            message = f"Invalid request body: {reason}."
+        if len(errors) > len(same_field):
+            message += f" ({len(errors) - len(same_field)} more error(s))"
         return error_response(400, message, param=param)
 
     @app.exception_handler(StarletteHTTPException)

@@ -99,7 +99,8 @@ class Engine:
         self._wake = threading.Condition()
         self._stop = False
         self._thread: threading.Thread | None = None
-        self.counters = {"finished": 0, "cancelled": 0, "steps": 0}
+        # peak_batch: the most requests decoded in one forward pass (1 forever would mean no batching)
+        self.counters = {"finished": 0, "cancelled": 0, "steps": 0, "peak_batch": 0}
 
     # ---- public API (any thread) -------------------------------------------------------------
 
@@ -271,6 +272,7 @@ class Engine:
         last = torch.tensor([[r.generated[-1]] for r in self._running], device=self.device)
         logits = self._forward(last, mask, positions, self._cache, [r.adapter for r in self._running])
         self.counters["steps"] += 1
+        self.counters["peak_batch"] = max(self.counters["peak_batch"], batch)
         tokens = self._sample(logits, self._running)
         keep = [i for i, (req, tok) in enumerate(zip(self._running, tokens)) if not self._accept(req, tok)]
         if len(keep) < batch:

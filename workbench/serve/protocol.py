@@ -3,7 +3,8 @@
 The constraints live in the models (not only in handler code) so that /openapi.json tells clients
 exactly what is accepted: a field the server does not implement is typed so that only its neutral
 value validates (``n`` at most 1, ``tools`` empty, ``logprobs`` false...), and anything else is a 400
-naming the field. Unknown fields are ignored, as clients add new ones faster than servers.
+naming the field. Unknown fields are ignored, as clients add new ones faster than servers. Known fields
+are strict about their JSON type (``"stream": "yes"`` or ``"max_tokens": "10"`` is a 400, not a guess).
 """
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ from typing import Annotated, Any, Literal, Optional, Union
 
 from pydantic import BaseModel, ConfigDict, Field
 
-_IGNORE_EXTRA = ConfigDict(extra="ignore")
+_IGNORE_EXTRA = ConfigDict(extra="ignore", strict=True)
 
 
 class ContentPart(BaseModel):
@@ -190,8 +191,10 @@ class ModelList(BaseModel):
 
 
 class Health(BaseModel):
+    """Open to anyone, also on a server with an API key: it names no model (GET /v1/models does, with the key)."""
+
     status: Literal["ok", "loading", "error"]
-    model: Optional[str]
     running: int = 0
     waiting: int = 0
+    peak_batch: int = Field(0, description="The most requests decoded in one step since the server started")
     detail: Optional[str] = None

@@ -6,13 +6,18 @@ import os
 import socket
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 import urllib.error
 import urllib.request
 from pathlib import Path
 
-from .runtime import Runtime, ServeConfig, add_run_adapters
+from ..config import config_from_dict
+from .config import ServeConfig, ServeError
+from .runtime import Runtime
+
+API_KEY_ENV = "WORKBENCH_API_KEY"  # the key when no option names one (the CLI; a server in a subprocess)
 
 
 def _bind(host: str, port: int) -> socket.socket:
@@ -38,43 +43,60 @@ def _uvicorn_server(runtime: Runtime, log_level: str):
     return uvicorn.Server(config)
 
 
-def serve_forever(config: ServeConfig, log_level: str = "info", on_listening=None) -> None:
-    """Blocking: bind, start loading the model in the background, serve until interrupted."""
+def serve_forever(config: ServeConfig, on_listening=None, loaded=None) -> None:
+    """Blocking: bind, start loading the model in the background, serve until interrupted.
+
+    A model or adapter that fails to load stops the server and raises that failure (a ConfigError or
+    ServeError when the input was wrong): a server that can never answer must not keep running."""
     import asyncio
 
-    runtime = Runtime(config)
+    runtime = Runtime(config, loaded=loaded)
     sock = _bind(config.host, config.port)
-    server = _uvicorn_server(runtime, log_level)
+    server = _uvicorn_server(runtime, config.log_level)
     host, port = sock.getsockname()[:2]
     print(f"[workbench serve] listening on http://{host}:{port} (loading {config.model} ...)", file=sys.stderr, flush=True)
     if on_listening:
         on_listening(host, port)
-    loader = threading.Thread(target=runtime.load, name="workbench-load", daemon=True)
+
+    def load():
+        runtime.load()
+        if runtime.failure is not None:
+            server.should_exit = True
+
+    loader = threading.Thread(target=load, name="workbench-load", daemon=True)
     loader.start()
     try:
         asyncio.run(server.serve(sockets=[sock]))
     finally:
         runtime.shutdown()
         sock.close()
+    if runtime.failure is not None:
+        raise runtime.failure
 
 
 class ServerHandle:
     """A server running in the background. ``url`` is the root; ``base_url`` is what OpenAI clients take."""
 
     def __init__(self, url: str, api_key: str | None, *, runtime: Runtime | None = None, server=None,
-                 thread: threading.Thread | None = None, process: subprocess.Popen | None = None, sock=None):
+                 thread: threading.Thread | None = None, process: subprocess.Popen | None = None, sock=None,
+                 config_file: Path | None = None):
         self.url = url
         self.api_key = api_key
         self.runtime = runtime
         self._server, self._thread, self._process, self._sock = server, thread, process, sock
+        self.config_file = config_file  # a subprocess server's configuration, removed on stop
 
     @property
     def base_url(self) -> str:
         return self.url + "/v1"
 
+    def _headers(self) -> dict:
+        return {"Authorization": f"Bearer {self.api_key}"} if self.api_key else {}
+
     def _get(self, path: str, timeout: float = 5.0) -> tuple[int, dict]:
         try:
-            with urllib.request.urlopen(self.url + path, timeout=timeout) as resp:
+            with urllib.request.urlopen(urllib.request.Request(self.url + path, headers=self._headers()),
+                                        timeout=timeout) as resp:
                 return resp.status, json.loads(resp.read())
         except urllib.error.HTTPError as err:
             return err.code, json.loads(err.read() or b"{}")
@@ -105,20 +127,31 @@ class ServerHandle:
 
     def _post(self, path: str, body: dict) -> dict:
         req = urllib.request.Request(self.url + path, data=json.dumps(body).encode(), method="POST",
-                                     headers={"Content-Type": "application/json",
-                                              **({"Authorization": f"Bearer {self.api_key}"} if self.api_key else {})})
+                                     headers={"Content-Type": "application/json", **self._headers()})
         try:
             with urllib.request.urlopen(req, timeout=600) as resp:
                 return json.loads(resp.read())
         except urllib.error.HTTPError as err:
             detail = json.loads(err.read() or b"{}").get("error", {}).get("message", str(err))
-            raise RuntimeError(detail) from None
+            raise ServeError(detail) from None
 
     def add_adapter(self, model_id: str, path: str | Path) -> dict:
-        """Serve another adapter (a run directory or a peft adapter directory) under ``model_id``."""
+        """Serve another adapter (a run directory or a peft adapter directory) under ``model_id``.
+
+        In this process the path may lie anywhere (it is the caller's); a server in a subprocess is asked
+        over HTTP, like any client, so the path must lie inside its adapter_root."""
+        if self.runtime is not None:
+            self.runtime.add_adapter(model_id, path)
+            return next(c for c in self.runtime.cards() if c["id"] == model_id)
         return self._post("/v1/load_lora_adapter", {"lora_name": model_id, "lora_path": str(path)})
 
     def remove_adapter(self, model_id: str) -> None:
+        if self.runtime is not None:
+            try:
+                self.runtime.remove_adapter(model_id)
+            except KeyError:
+                raise ServeError(f"no adapter {model_id!r} is loaded") from None
+            return
         self._post("/v1/unload_lora_adapter", {"lora_name": model_id})
 
     def openai_client(self, **kw):
@@ -143,6 +176,9 @@ class ServerHandle:
             except subprocess.TimeoutExpired:
                 self._process.kill()
                 self._process.wait()
+        if self.config_file is not None:
+            self.config_file.unlink(missing_ok=True)
+            self.config_file = None
 
     def __enter__(self) -> "ServerHandle":
         return self
@@ -157,20 +193,25 @@ class ServerHandle:
 def start_server(model: str = "smollm2-135m-instruct", *, adapters: dict[str, str] | None = None,
                  runs: list[str] | None = None, port: int = 0, host: str = "127.0.0.1", api_key: str | None = None,
                  subprocess_mode: bool = False, wait: bool = True, timeout: float = 300.0, log_level: str = "warning",
-                 **options) -> ServerHandle:
+                 loaded=None, **options) -> ServerHandle:
     """Start a server in the background and return its handle (``with start_server() as srv: ...``).
 
     ``adapters`` maps model ids to adapter or run directories; ``runs`` are run directories served under
     their names. ``port=0`` picks a free port. By default the server runs in a thread of this process
     (the model lives here too); ``subprocess_mode=True`` runs it in a child process instead, so a busy
-    notebook kernel cannot slow it down. Other options: see ServeConfig (max_batch, dtype, threads...).
+    notebook kernel cannot slow it down. ``loaded`` (a workbench.models.LoadedModel) serves a model already
+    in memory. Other options: the fields of ServeConfig (max_batch, dtype, threads, adapter_root...). Bad
+    options raise ConfigError listing every problem with its field.
     """
-    all_adapters = add_run_adapters(dict(adapters or {}), runs or [])
-    config = ServeConfig(model=model, adapters=all_adapters, host=host, port=port, api_key=api_key, **options)
+    config = config_from_dict({"model": model, "adapters": {k: str(v) for k, v in (adapters or {}).items()},
+                               "runs": [str(r) for r in runs or []], "port": port, "host": host, "api_key": api_key,
+                               "log_level": log_level, **options}, ServeConfig)
     if subprocess_mode:
-        handle = _start_subprocess(config, log_level)
+        if loaded is not None:
+            raise ValueError("a preloaded model cannot be handed to a subprocess: pass its source instead")
+        handle = _start_subprocess(config)
     else:
-        handle = _start_thread(config, log_level, load_here=wait)
+        handle = _start_thread(config, loaded, load_here=wait)
     if wait:
         try:
             handle.wait_ready(timeout)
@@ -180,12 +221,12 @@ def start_server(model: str = "smollm2-135m-instruct", *, adapters: dict[str, st
     return handle
 
 
-def _start_thread(config: ServeConfig, log_level: str, load_here: bool) -> ServerHandle:
+def _start_thread(config: ServeConfig, loaded, load_here: bool) -> ServerHandle:
     import asyncio
 
-    runtime = Runtime(config)
+    runtime = Runtime(config, loaded=loaded)
     sock = _bind(config.host, config.port)
-    server = _uvicorn_server(runtime, log_level)
+    server = _uvicorn_server(runtime, config.log_level)
     host, port = sock.getsockname()[:2]
 
     def run():
@@ -216,27 +257,22 @@ def _load_quietly(runtime: Runtime) -> None:
             hf_logging.enable_progress_bar()
 
 
-def _start_subprocess(config: ServeConfig, log_level: str) -> ServerHandle:
-    if config.loaded is not None:
-        raise ValueError("a preloaded model cannot be handed to a subprocess: pass its source instead")
-    port = config.port
-    if port == 0:
+def _start_subprocess(config: ServeConfig) -> ServerHandle:
+    if config.port == 0:
         probe = _bind(config.host, 0)
-        port = probe.getsockname()[1]
+        config = config.model_copy(update={"port": probe.getsockname()[1]})
         probe.close()
-    args = [sys.executable, "-m", "workbench.serve", "--model", config.model, "--host", config.host, "--port", str(port),
-            "--dtype", config.dtype, "--max-batch", str(config.max_batch), "--log-level", log_level]
-    for name, path in config.adapters.items():
-        args += ["--adapter", f"{name}={path}"]
-    for flag, value in (("--model-id", config.model_id), ("--max-context", config.max_context),
-                        ("--default-max-tokens", config.default_max_tokens), ("--threads", config.threads)):
-        if value is not None:
-            args += [flag, str(value)]
-    env = dict(os.environ)
+    # The child reads the same validated configuration from a file (private to this user); the key travels
+    # in its environment instead, so it is neither on disk nor on the command line, where ps shows it.
+    fd, name = tempfile.mkstemp(prefix="workbench-serve-", suffix=".json")
+    with os.fdopen(fd, "w", encoding="utf-8") as fh:
+        json.dump(config.model_dump(mode="json", exclude={"api_key"}), fh)
+    env = {k: v for k, v in os.environ.items() if k != API_KEY_ENV}
     if config.api_key:
-        env["WORKBENCH_API_KEY"] = config.api_key  # not on the command line, where ps shows it
-    process = subprocess.Popen(args, env=env)
-    return ServerHandle(f"http://{_url_host(config.host)}:{port}", config.api_key, process=process)
+        env[API_KEY_ENV] = config.api_key
+    process = subprocess.Popen([sys.executable, "-m", "workbench.serve", "--config", name], env=env)
+    return ServerHandle(f"http://{_url_host(config.host)}:{config.port}", config.api_key, process=process,
+                        config_file=Path(name))
 
 
 def _url_host(host: str) -> str:

@@ -1,0 +1,219 @@
+"""The one typed configuration of a server, and the checks of what it is asked to serve.
+
+The serve CLI's flags are generated from ``ServeConfig`` (``workbench.cli.config_args``), ``start_server``
+validates the same model, and a server in a subprocess reads it from a file: the options are written once.
+"""
+from __future__ import annotations
+
+import unicodedata
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Annotated, ClassVar, Literal, Optional
+
+from pydantic import AfterValidator, Field, field_validator
+
+from ..config import CliFlag, ConfigError, RunConfig, Section, config_from_dict, read_config_file
+
+MAX_ID_LENGTH = 256
+
+
+class ServeError(ValueError):
+    """A problem with what the user asked to serve (bad adapter path, wrong base...); ``about`` says which
+    part was wrong: the adapter's ``path`` or its model ``id``."""
+
+    def __init__(self, message: str, about: Literal["path", "id"] = "path"):
+        super().__init__(message)
+        self.about = about
+
+
+def _checked_id(model_id: str) -> str:
+    problem = model_id_problem(model_id)
+    if problem:
+        raise ValueError(problem)
+    return model_id
+
+
+def _servable(path: str) -> str:
+    inspect_adapter(path)  # ServeError is a ValueError: pydantic reports it at this item's field path
+    return path
+
+
+ModelId = Annotated[str, AfterValidator(_checked_id)]
+AdapterPath = Annotated[str, AfterValidator(_servable)]
+
+
+class ServeConfig(Section):
+    config_title: ClassVar[str] = "serve configuration"
+    help_command: ClassVar[str] = "workbench serve --help"
+
+    model: str = Field("smollm2-135m-instruct", min_length=1, description="Base model: a built-in name (see "
+                       "`workbench models`), a local Hugging Face directory or a hub id.")
+    model_id: Optional[ModelId] = Field(None, description="Id clients use for the base model; null: the model value.")
+    dtype: Literal["float32", "bfloat16", "float16"] = Field(
+        "float32", description="Weights dtype; on a CPU use float32 or bfloat16.")
+    adapters: Annotated[dict[ModelId, AdapterPath], CliFlag("adapter", "NAME=PATH", repeat=True)] = Field(
+        default_factory=dict, description="Serve a peft adapter (or a run directory) at PATH under model id NAME.")
+    runs: Annotated[list[AdapterPath], CliFlag("run", "runs/NAME", repeat=True)] = Field(
+        default_factory=list, description="Serve a training run's adapter under the run's name; its config.json "
+        "must name this base model.")
+    adapter_root: str = Field("runs", min_length=1, description="The only folder POST /v1/load_lora_adapter loads "
+                              "from (after resolving links and '..'); adapters named here, by flags or from Python "
+                              "may lie anywhere.")
+    host: str = Field("127.0.0.1", min_length=1, description="Address to bind; the default answers this machine only.")
+    port: int = Field(8000, ge=0, le=65535, description="Port; 0 picks a free one.")
+    api_key: Optional[str] = Field(None, min_length=1, description="Require `Authorization: Bearer KEY` on every "
+                                   "/v1 route; default: $WORKBENCH_API_KEY, else no key.")
+    max_batch: int = Field(16, ge=1, le=4096, description="Requests decoded together.")
+    max_context: Optional[int] = Field(None, ge=2, description="Context length in tokens; null: the model's "
+                                       "max_position_embeddings.")
+    default_max_tokens: Optional[int] = Field(None, ge=1, description="Completion length when a request names "
+                                              "none; null: fill the context.")
+    threads: Optional[int] = Field(None, ge=1, le=4096, description="Torch CPU threads; null: torch's choice.")
+    log_level: Literal["critical", "error", "warning", "info", "debug"] = Field("info", description="Server log level.")
+
+    @field_validator("adapters", mode="before")
+    @classmethod
+    def _name_path_items(cls, value):
+        """The command line gives ``NAME=PATH`` strings; a file or Python gives a mapping."""
+        if not isinstance(value, list):
+            return value
+        bad = [item for item in value if not isinstance(item, str) or not _split_spec(item)]
+        if bad:
+            raise ValueError("each adapter is NAME=PATH with both parts non-empty")
+        return dict(_split_spec(item) for item in value)
+
+    @property
+    def base_id(self) -> str:
+        return self.model_id or self.model
+
+    def served_adapters(self) -> dict[str, str]:
+        """Every adapter to load at start: ``adapters`` plus each run under its directory's name."""
+        return {**self.adapters, **{default_adapter_id(run): run for run in self.runs}}
+
+    def problems(self, path: str = "") -> list[tuple[str, str]]:
+        """Ids taken twice, and adapters trained on another base (each path was read by its validator)."""
+        at = (lambda name: f"{path}.{name}" if path else name)
+        out = []
+        taken = {self.base_id: at("model_id" if self.model_id else "model")}
+        sources = [(at(f"adapters.{name}"), name, p) for name, p in self.adapters.items()]
+        sources += [(at(f"runs[{i}]"), default_adapter_id(run), run) for i, run in enumerate(self.runs)]
+        for field, adapter_id, source in sources:
+            if adapter_id in taken:
+                out.append((field, f"model id {adapter_id!r} is already taken by {taken[adapter_id]}: give it "
+                            "another NAME with --adapter NAME=PATH"))
+            elif msg := model_id_problem(adapter_id):
+                out.append((field, msg))
+            taken.setdefault(adapter_id, field)
+            base = base_mismatch(inspect_adapter(source), self.model)
+            if base:
+                out.append((field, f"{source} was trained on {base!r}, but the served base is {self.model!r}; "
+                            f"pass --model {base}"))
+        return out
+
+
+def _split_spec(item: str) -> tuple[str, str] | None:
+    name, sep, value = item.partition("=")
+    return (name, value) if sep and name and value else None
+
+
+def model_id_problem(model_id: str) -> str | None:
+    """Why ``model_id`` cannot be a served id (it travels in JSON and headers, and is shown in panels)."""
+    if not model_id or not model_id.strip():
+        return "a model id cannot be empty"
+    if len(model_id) > MAX_ID_LENGTH:
+        return f"a model id has at most {MAX_ID_LENGTH} characters, got {len(model_id)}"
+    if model_id != model_id.strip() or any(unicodedata.category(c).startswith("C") for c in model_id):
+        return f"{model_id!r} has surrounding spaces or control characters"
+    return None
+
+
+def default_adapter_id(path: str | Path) -> str:
+    """``runs/NAME`` and ``runs/NAME/adapter`` are both served as NAME."""
+    p = Path(path).expanduser().resolve()
+    return p.parent.name if p.name == "adapter" else p.name
+
+
+@dataclass(frozen=True)
+class AdapterSource:
+    """What a path to serve holds: the peft adapter directory, the base its adapter_config.json declares,
+    and the run's typed configuration when the path is (in) a run directory."""
+
+    dir: Path
+    declared_base: str
+    run: RunConfig | None
+
+
+def inspect_adapter(path: str | Path) -> AdapterSource:
+    """Read an adapter directory or a run directory; ServeError naming the file when it cannot be served."""
+    p = Path(path).expanduser()
+    if not p.exists():
+        raise ServeError(f"adapter path {str(p)!r} does not exist")
+    if (p / "adapter" / "adapter_config.json").is_file():
+        run_dir, adir = p, p / "adapter"
+    elif (p / "adapter_config.json").is_file():
+        adir = p
+        run_dir = p.parent if (p.parent / "config.json").is_file() and p.name == "adapter" else None
+    else:
+        raise ServeError(f"{str(p)!r} holds no peft adapter (adapter_config.json, or adapter/adapter_config.json "
+                         "in a run directory)")
+    adapter_config = _read_json_object(adir / "adapter_config.json")
+    declared = adapter_config.get("base_model_name_or_path") or ""
+    run = None
+    if run_dir is not None and (run_dir / "config.json").is_file():
+        run = read_run_config(run_dir / "config.json")
+    return AdapterSource(adir, declared if isinstance(declared, str) else "", run)
+
+
+def read_mapping(file: str | Path) -> dict:
+    """A JSON or YAML file holding a mapping; ConfigError (field ``--config``) naming the file otherwise."""
+    try:
+        return read_config_file(file)
+    except (OSError, UnicodeDecodeError) as err:  # unreadable, or bytes that are not UTF-8
+        raise ConfigError([("--config", f"cannot read {file}: {err}")]) from None
+
+
+def _read_json_object(file: Path) -> dict:
+    try:
+        return read_mapping(file)
+    except ConfigError as err:
+        raise ServeError(_problem_text(err)) from None
+
+
+def read_run_config(file: Path) -> RunConfig:
+    """A run's saved config.json as a typed RunConfig, schema-checked only: the data files and devices it was
+    trained with need not exist where the adapter is served."""
+    data = _read_json_object(file)
+    try:
+        return config_from_dict(data, checks=False)
+    except ConfigError as err:
+        raise ServeError(f"{file} is not a valid run configuration: {_problem_text(err)}") from None
+
+
+def _problem_text(err: ConfigError) -> str:
+    return "; ".join(msg if field == "--config" else f"{field}: {msg}" for field, msg in err.problems)
+
+
+def base_mismatch(found: AdapterSource, served_source: str, served_root: str | None = None) -> str | None:
+    """The base ``found`` was trained on when it is not the served one; None when it matches or is unknown.
+
+    A run's config names its base; without one, adapter_config.json's declared base is compared with what
+    was loaded (``served_root``, known once the model is loaded: a hub id or the local directory)."""
+    if found.run is not None:
+        base = found.run.model.source
+        return base if base not in (served_source, served_root) else None
+    declared = found.declared_base
+    if not declared or served_root is None:
+        return None
+    if declared in (served_source, served_root) or Path(declared).name == Path(served_root).name:
+        return None
+    return declared
+
+
+def inside_root(path: str | Path, root: str | Path) -> Path:
+    """``path`` resolved (links and '..' followed); ServeError unless it lies inside ``root``."""
+    resolved, root_resolved = Path(path).expanduser().resolve(), Path(root).expanduser().resolve()
+    if not resolved.is_relative_to(root_resolved):
+        raise ServeError(f"{str(path)!r} resolves to {str(resolved)!r}, outside the adapter root "
+                         f"{str(root_resolved)!r}: adapters are loaded over HTTP only from there (start the server "
+                         "with --adapter-root DIR to choose another)")
+    return resolved
