@@ -9,7 +9,7 @@ from workbench.cli.main import _resolved
 from workbench.config import load_config
 from workbench.events import Census, EventWriter, Memory, Overflow, RunFinished, RunStarted, Step
 from workbench.plan import DeviceSet
-from workbench.ui.config_panel import ConfigPanel, preview_rows
+from workbench.ui.config_panel import ConfigPanel
 from workbench.ui.monitor import RunMonitor
 from workbench.ui.plan_panel import PlanPanel
 from workbench.ui.runs_panel import RunsPanel, config_diff
@@ -19,7 +19,7 @@ from tests.conftest import SAMPLES
 
 def test_config_panel_is_generated_from_the_schema():
     from workbench.config import RunConfig
-    from workbench.ui.config_panel import schema_leaves
+    from workbench.config import leaf_fields as schema_leaves
 
     panel = ConfigPanel()
     assert set(panel.editors) == {p for p, _ in schema_leaves(RunConfig)}
@@ -79,16 +79,29 @@ def test_load_and_save(tmp_path):
     assert not other.save(tmp_path / "bad.yaml") and not (tmp_path / "bad.yaml").exists()
 
 
-def test_data_preview_marks_trained_tokens():
+def test_data_preview_marks_trained_tokens_through_the_engines_loading():
     panel = ConfigPanel()
     panel.set("model.source", "tiny-glm4")
-    rows = panel.preview.refresh()
-    assert len(rows) == 3
-    for r in rows:
-        trained = "".join(t for t, on in r["tokens"] if on)
-        context = "".join(t for t, on in r["tokens"] if not on)
-        assert 0 < r["trained"] < r["total"] and "user" in context.lower() and trained.strip()
-    assert "background:#c8e6c9" in panel.preview.output.value
+    preview = panel.preview.refresh()
+    assert len(preview.examples) == 3 and preview.stats.examples >= 3  # counts of the whole file, 3 shown
+    for tokens in preview.examples:
+        trained = "".join(t for t, on in tokens if on)
+        context = "".join(t for t, on in tokens if not on)
+        assert 0 < len(trained) < len(trained + context) and "user" in context.lower() and trained.strip()
+    assert "background:#c8e6c9" in panel.preview.output.value and "example 3" in panel.preview.output.value
+
+
+def test_data_preview_stops_at_a_bad_row_as_the_run_would(tmp_path):
+    good = (SAMPLES / "identity" / "train.jsonl").read_text().splitlines()[0]
+    (tmp_path / "bad.jsonl").write_text(good + "\n" + "{not json\n")
+    panel = ConfigPanel()
+    panel.set("model.source", "tiny-glm4")
+    panel.set("data.train", str(tmp_path / "bad.jsonl"))
+    assert panel.config is not None and panel.preview.refresh() is None
+    assert "bad.jsonl:2" in panel.preview.output.value and "not valid JSON" in panel.preview.output.value
+    panel.set("data.skip_bad_rows", True)  # the engine's own switch: the preview then counts the row
+    preview = panel.preview.refresh()
+    assert len(preview.examples) == 1 and preview.stats.skipped_bad == 1 and "1 bad row(s) skipped" in panel.preview.output.value
 
 
 def test_plan_panel_follows_the_config():
@@ -209,7 +222,7 @@ def test_workbench_launch_watch_and_chat_compare(make_cfg):
         assert m.latencies and max(m.latencies) < 5
         run_id = m.handle.run_dir.name
         assert run_id in srv.models() and set(wb.chat.models.value) == {"tiny-glm4", run_id}
-        assert run_id in {r["name"] for r in wb.runs.runs}
+        assert run_id in {r.name for r in wb.runs.runs}
         wb.chat.prompt.value = "Who are you?"
         replies = wb.chat.ask()  # no event loop here: answers synchronously
         assert set(replies) == {"tiny-glm4", run_id}
