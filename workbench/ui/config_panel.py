@@ -84,16 +84,16 @@ class ConfigPanel(W.VBox):
         self.tabs = W.Tab(children=tabs, titles=titles)
         self.status = W.HTML()
         self.other_problems = W.HTML()
-        file_style = {"description_width": "40px"}
+        file_style = {"description_width": "80px"}
         self.path_text = W.Text(value=path, description="file", placeholder="run.yaml (YAML or JSON)", style=file_style,
-                                layout=W.Layout(width="360px"))
+                                layout=W.Layout(width="400px"))
         self.load_button = W.Button(description="Load", icon="folder-open", layout=W.Layout(width="90px"))
         self.save_button = W.Button(description="Save", icon="save", layout=W.Layout(width="90px"))
         self.load_button.on_click(lambda _: self.load(self.path_text.value))
         self.save_button.on_click(lambda _: self.save(self.path_text.value))
         self.file_message = W.HTML()
-        self.deepspeed_text = W.Text(description="DeepSpeed", placeholder="ds_config.json",
-                                     style={"description_width": "70px"}, layout=W.Layout(width="360px"))
+        self.deepspeed_text = W.Text(description="DeepSpeed", placeholder="ds_config.json", style=file_style,
+                                     layout=W.Layout(width="400px"))
         self.deepspeed_button = W.Button(description="Load DeepSpeed JSON", icon="file-import",
                                          tooltip="take batch, precision, ZeRO stage and offload from a DeepSpeed config",
                                          layout=W.Layout(width="190px"))

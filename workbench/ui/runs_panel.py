@@ -73,7 +73,7 @@ class RunsPanel(W.VBox):
             f"<tr><td>{html.escape(r.name)}</td><td class='wb-run-{r.status}'>{r.status}</td>"
             f"<td>{r.step}/{r.total_steps or '?'}</td><td>{_fmt_loss(r.loss)}</td>"
             f"<td>{html.escape(r.model or '')}</td><td>{html.escape(r.precision or '')}</td></tr>" for r in self.runs)
-        self.table.value = ("<table class='wb-runs' style='font-size:90%'><tr><th>run</th><th>status</th><th>step</th>"
+        self.table.value = ("<table class='wb-runs' style='font-size:90%;border-spacing:12px 2px'><tr><th>run</th><th>status</th><th>step</th>"
                             f"<th>loss</th><th>model</th><th>precision</th></tr>{rows}</table>" if self.runs
                             else f"<i>no runs in {html.escape(self.runs_dir.value)}</i>")
         names = [r.name for r in self.runs]
@@ -127,6 +127,6 @@ class RunsPanel(W.VBox):
         head = "".join(f"<th>{html.escape(n)}</th>" for n in names)
         body = "".join(f"<tr><td>{html.escape(k)}</td>" + "".join(f"<td>{html.escape(repr(v[n]))}</td>" for n in names)
                        + "</tr>" for k, v in diff.items() if not k.startswith("output.run_name"))
-        self.diff.value = (f"<table class='wb-config-diff' style='font-size:90%'><tr><th>config field</th>{head}</tr>"
+        self.diff.value = (f"<table class='wb-config-diff' style='font-size:90%;border-spacing:12px 2px'><tr><th>config field</th>{head}</tr>"
                            f"{body}</table>" if body else "<i>same configuration</i>")
         return diff
