@@ -230,7 +230,14 @@ class ConfigForm:
     def load(self, path: str | Path) -> Optional[RunConfig]:
         """Fill the form from a YAML/JSON config file (missing fields at their defaults); raises ConfigError
         (naming the file) for a file that cannot be read."""
-        return self.set_config(read_config_file(path))
+        try:
+            data = read_config_file(path)
+        except ConfigError as err:  # named for the form's file box, not the CLI's --config flag
+            raise ConfigError([("file", msg) for _, msg in err.problems]) from None
+        except (UnicodeDecodeError, IsADirectoryError) as err:
+            reason = "a folder" if isinstance(err, IsADirectoryError) else "not UTF-8 text"
+            raise ConfigError([("file", f"{str(path)!r} is {reason}: give a YAML or JSON config file")]) from None
+        return self.set_config(data)
 
     def save(self, path: str | Path) -> Path:
         """Write the valid config to ``path`` (.yaml/.yml: YAML, else JSON); raises ConfigError while the form
