@@ -83,7 +83,9 @@ def test_load_fills_missing_fields_with_defaults_and_names_a_bad_file(tmp_path):
     (tmp_path / "typed.yaml").write_text("lora: {r: abc}\n")
     assert form.load(tmp_path / "typed.yaml") is None and "valid integer" in form.field_problems("lora.r")[0]
     (tmp_path / "broken.yaml").write_text("lora: {r: [\n")
-    for bad in ("missing.yaml", "broken.yaml"):
+    (tmp_path / "binary.yaml").write_bytes(b"\xff\xfe\x00\x01")
+    (tmp_path / "list.yaml").write_text("- 1\n")
+    for bad in ("missing.yaml", "broken.yaml", "binary.yaml", "list.yaml"):
         with pytest.raises(ConfigError, match=bad):
             form.load(tmp_path / bad)
 
