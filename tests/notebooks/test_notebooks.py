@@ -55,4 +55,4 @@ def test_04_side_by_side_chat(tmp_path):
                  MAX_TOKENS=6)
     text = all_text(nb)
     assert text.count("thinking=True") >= 2 and text.count("thinking=False") >= 2
-    assert "thinking=True: {" in text and "thinking=False: {" in text
+    assert "thinking=on: {" in text and "thinking=off: {" in text  # the chat panel's thinking choices

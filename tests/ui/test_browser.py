@@ -138,7 +138,8 @@ def test_quickstart_in_jupyterlab(jupyter_lab):
     shots = lambda name: page.screenshot(path=str(ARTIFACTS / f"{name}.png"), full_page=False)  # noqa: E731
     with sync_playwright() as pw:
         browser = pw.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
-        page = browser.new_page(viewport={"width": 1500, "height": 1000})
+        # 1400 px: a laptop-sized window with JupyterLab's file browser open (a ~1000 px wide notebook)
+        page = browser.new_page(viewport={"width": 1400, "height": 1000})
         page.set_default_timeout(120_000)
         try:
             page.goto(f"{url}/lab/tree/01_quickstart.ipynb?token={token}")
@@ -155,8 +156,20 @@ def test_quickstart_in_jupyterlab(jupyter_lab):
             expect(page.locator(".wb-config-status").first).to_contain_text("valid configuration", timeout=60_000)
             expect(page.locator(".wb-plan-verdict").first).to_be_visible(timeout=120_000)
             page.locator(".wb-fig-loss .js-plotly-plot").first.wait_for(state="attached")
+            page.locator(".wb-config-panel").first.scroll_into_view_if_needed()
+            shots("0-config")
+            assert page.locator(".wb-config-panel input[placeholder^='run.yaml']").first.input_value() == ""
             page.locator(".wb-monitor-panel").first.scroll_into_view_if_needed()
             shots("1-panels")
+            # the monitor uses the notebook's width: more than one column, and every chart readable
+            grid = page.evaluate("""() => {
+                const grid = document.querySelector('.wb-monitor-grid');
+                const charts = [...grid.querySelectorAll('[class*=wb-fig-] .js-plotly-plot')]
+                    .map(p => p.getBoundingClientRect().width).filter(w => w > 0);
+                return {columns: getComputedStyle(grid).gridTemplateColumns.split(' ').length, widths: charts};
+            }""")
+            assert grid["columns"] > 1, f"the monitor draws its charts in {grid['columns']} column at 1400 px"
+            assert len(grid["widths"]) >= 6 and min(grid["widths"]) >= 420, f"chart widths {grid['widths']} px"
             overflow = page.evaluate("""() => [...document.querySelectorAll('[class*=wb-fig-]')].map(box => {
                 const plot = box.querySelector('.js-plotly-plot');
                 return plot ? plot.getBoundingClientRect().right - box.getBoundingClientRect().right : 0;
@@ -207,6 +220,10 @@ def test_quickstart_in_jupyterlab(jupyter_lab):
             shown = page.evaluate("() => document.querySelector('.wb-fig-loss .js-plotly-plot')._fullLayout.xaxis.range")
             assert shown[0] <= 1 and shown[1] >= 40, f"the loss chart shows steps {shown}, not 1..40"
             shots("4-finished")
+            # no empty loss-scale axes in a precision without a scaler (tiny-glm4 here: fp32 or bf16)
+            expect(page.locator(".wb-no-loss-scaling").first).to_contain_text("no loss scaling in")
+            page.locator(".wb-fig-census").first.scroll_into_view_if_needed()
+            shots("4b-memory-and-census")
             _report_latency(page.evaluate("() => window.wbDraws"), next((root / "runs").iterdir()) / "events.jsonl")
 
             # chat compare: the finished run's adapter is served next to the base; ask both
@@ -222,6 +239,11 @@ def test_quickstart_in_jupyterlab(jupyter_lab):
                 assert columns.nth(i).locator(".wb-answer-text").inner_text().strip(), f"answer {i} is empty"
             chat.scroll_into_view_if_needed()
             shots("5-chat")
+            runs = page.locator(".wb-runs-panel").first
+            runs.scroll_into_view_if_needed()
+            expect(runs.locator(".wb-runs")).to_contain_text("finished")
+            assert not runs.locator(".wb-compare-chart").first.is_visible()  # nothing compared: no empty chart
+            shots("6-runs")
         except BaseException:
             shots("failure")
             raise

@@ -9,7 +9,7 @@ from workbench.cli.main import _resolved
 from workbench.config import load_config
 from workbench.events import Census, EventWriter, Memory, Overflow, RunFinished, RunStarted, Step
 from workbench.plan import DeviceSet
-from workbench.ui.config_panel import ConfigPanel, preview_rows
+from workbench.ui.config_panel import ConfigPanel
 from workbench.ui.monitor import RunMonitor
 from workbench.ui.plan_panel import PlanPanel
 from workbench.ui.runs_panel import RunsPanel, config_diff
@@ -19,7 +19,7 @@ from tests.conftest import SAMPLES
 
 def test_config_panel_is_generated_from_the_schema():
     from workbench.config import RunConfig
-    from workbench.ui.config_panel import schema_leaves
+    from workbench.config import leaf_fields as schema_leaves
 
     panel = ConfigPanel()
     assert set(panel.editors) == {p for p, _ in schema_leaves(RunConfig)}
@@ -79,16 +79,29 @@ def test_load_and_save(tmp_path):
     assert not other.save(tmp_path / "bad.yaml") and not (tmp_path / "bad.yaml").exists()
 
 
-def test_data_preview_marks_trained_tokens():
+def test_data_preview_marks_trained_tokens_through_the_engines_loading():
     panel = ConfigPanel()
     panel.set("model.source", "tiny-glm4")
-    rows = panel.preview.refresh()
-    assert len(rows) == 3
-    for r in rows:
-        trained = "".join(t for t, on in r["tokens"] if on)
-        context = "".join(t for t, on in r["tokens"] if not on)
-        assert 0 < r["trained"] < r["total"] and "user" in context.lower() and trained.strip()
-    assert "background:#c8e6c9" in panel.preview.output.value
+    preview = panel.preview.refresh()
+    assert len(preview.examples) == 3 and preview.stats.examples >= 3  # counts of the whole file, 3 shown
+    for tokens in preview.examples:
+        trained = "".join(t for t, on in tokens if on)
+        context = "".join(t for t, on in tokens if not on)
+        assert 0 < len(trained) < len(trained + context) and "user" in context.lower() and trained.strip()
+    assert "background:#c8e6c9" in panel.preview.output.value and "example 3" in panel.preview.output.value
+
+
+def test_data_preview_stops_at_a_bad_row_as_the_run_would(tmp_path):
+    good = (SAMPLES / "identity" / "train.jsonl").read_text().splitlines()[0]
+    (tmp_path / "bad.jsonl").write_text(good + "\n" + "{not json\n")
+    panel = ConfigPanel()
+    panel.set("model.source", "tiny-glm4")
+    panel.set("data.train", str(tmp_path / "bad.jsonl"))
+    assert panel.config is not None and panel.preview.refresh() is None
+    assert "bad.jsonl:2" in panel.preview.output.value and "not valid JSON" in panel.preview.output.value
+    panel.set("data.skip_bad_rows", True)  # the engine's own switch: the preview then counts the row
+    preview = panel.preview.refresh()
+    assert len(preview.examples) == 1 and preview.stats.skipped_bad == 1 and "1 bad row(s) skipped" in panel.preview.output.value
 
 
 def test_plan_panel_follows_the_config():
@@ -122,7 +135,7 @@ def _write_synthetic_run(run_dir):
     (run_dir / "config.json").write_text('{"model": {"source": "tiny-glm4"}}')
     with EventWriter(run_dir / "events.jsonl") as w:
         w.emit(RunStarted(run_dir=str(run_dir), config={"model": {"source": "tiny-glm4"}, "lora": {"r": 4}}, hardware={},
-                          versions={}, precision={"mode": "fp16"}, total_steps=4))
+                          versions={}, precision={"mode": "fp16", "use_grad_scaler": True}, total_steps=4))
         w.emit(Census(step=0, rows=[{"group": "decoder", "dtype": "float16", "trainable": False, "count": 100, "bytes": 200},
                                     {"group": "lora", "dtype": "float32", "trainable": True, "count": 8, "bytes": 32}],
                       totals={"float16": 100, "float32": 8}))
@@ -172,7 +185,7 @@ def test_monitor_redraws_census_and_alerts_only_when_they_change(tmp_path):
     m.state.apply([Census(step=5, rows=[{"group": "lm_head", "dtype": "bfloat16", "trainable": False, "count": 3,
                                          "bytes": 6}], totals={"bfloat16": 3})])
     m.redraw()  # a new census: redrawn; still no new alert
-    assert "lm_head" in m.census_table.value and "at step 5" in m.census_fig.layout.title.text
+    assert "lm_head" in m.census_table.value and "(step 5)" in m.census_fig.layout.title.text
     assert m.alerts.value == "untouched"
     m.state.apply([{"type": "diagnosis", "step": 5, "cause": "something new"}])
     m.redraw()
@@ -205,7 +218,7 @@ def test_workbench_launch_watch_and_chat_compare(make_cfg):
         assert m.latencies and max(m.latencies) < 5
         run_id = m.handle.run_dir.name
         assert run_id in srv.models() and set(wb.chat.models.value) == {"tiny-glm4", run_id}
-        assert run_id in {r["name"] for r in wb.runs.runs}
+        assert run_id in {r.name for r in wb.runs.runs}
         wb.chat.prompt.value = "Who are you?"
         replies = wb.chat.ask()  # no event loop here: answers synchronously
         assert set(replies) == {"tiny-glm4", run_id}
@@ -268,3 +281,127 @@ def test_runs_panel_lists_compares_and_attaches(tmp_path):
     assert m.state.run_dir.endswith("a") and m.state.status == "finished"
     assert config_diff({"a": {"lora": {"r": 4}, "x": 1}, "b": {"lora": {"r": 8}, "x": 1}}) == {"lora.r": {"a": 4, "b": 8}}
     assert cfg_b == {"model": {"source": "tiny-glm4"}}
+
+
+# ---- layout and empty states (issue #14.5) ---------------------------------------------------------------
+def _write_bf16_run(run_dir, steps=3):
+    run_dir.mkdir(parents=True)
+    (run_dir / "config.json").write_text("{}")
+    with EventWriter(run_dir / "events.jsonl") as w:
+        w.emit(RunStarted(run_dir=str(run_dir), config={"model": {"source": "tiny-glm4"}}, hardware={}, versions={},
+                          precision={"mode": "bf16", "use_grad_scaler": False}, total_steps=steps))
+        for n in range(1, steps + 1):
+            w.emit(Step(step=n, loss=2.0, lr=1e-3, grad_norm=1.0, loss_scale=None, skipped=False, tokens=10,
+                        tokens_per_s=1.0, step_time_s=1.0, eta_s=0.0))
+        w.emit(RunFinished(step=steps, final_loss=2.0, adapter_path=None, wall_s=1.0))
+
+
+def test_monitor_lays_its_charts_in_a_grid_of_readable_columns():
+    from workbench.ui.monitor import CHART_WIDTH_PX
+
+    m = RunMonitor()
+    assert CHART_WIDTH_PX >= 420 and {f.layout.width for f in m.figures.values()} == {CHART_WIDTH_PX}
+    # as many columns as fit: 2 on a ~1000 px notebook, 1 on a narrow one (the browser test measures it)
+    assert m.charts.layout.grid_template_columns == f"repeat(auto-fill, {CHART_WIDTH_PX + 10}px)"
+    assert len(m.charts.children) == len(m.figures) + 1  # seven charts and the census table
+    # before a run: every chart says it waits, no bare axes
+    for fig in m.figures.values():
+        assert fig.layout.annotations[0].visible and fig.layout.annotations[0].text.startswith("waiting")
+        assert fig.layout.xaxis.visible is False
+
+
+def test_monitor_says_there_is_no_loss_scaling_instead_of_an_empty_chart(tmp_path):
+    _write_bf16_run(tmp_path / "runs" / "bf16")
+    m = RunMonitor()
+    m.attach(tmp_path / "runs" / "bf16")
+    m.wait_sync(10)
+    assert m.figure_boxes["loss_scale"].layout.display == "none" and m.scale_note.layout.display is None
+    assert "no loss scaling in bf16" in m.scale_note.value
+    assert not m.loss_fig.layout.annotations[0].visible and m.loss_fig.layout.xaxis.visible  # data: axes back
+    assert m.census_fig.layout.annotations[0].visible  # this run logged no census: that chart still waits
+
+    _write_synthetic_run(tmp_path / "runs" / "fp16")  # an fp16 run on the same monitor: the chart comes back
+    m.attach(tmp_path / "runs" / "fp16")
+    m.wait_sync(10)
+    assert m.figure_boxes["loss_scale"].layout.display is None and m.scale_note.layout.display == "none"
+    assert list(m.scale_fig.data[0].y) == [32768.0] * 4 and not m.scale_fig.layout.annotations[0].visible
+    assert "1 overflow(s)" in m.scale_fig.layout.title.text
+
+
+def test_runs_panel_shows_no_chart_until_runs_are_compared(tmp_path):
+    for name in ("a", "b"):
+        _write_synthetic_run(tmp_path / "runs" / name)
+    (tmp_path / "runs" / "empty").mkdir()
+    (tmp_path / "runs" / "empty" / "config.json").write_text("{}")
+    (tmp_path / "runs" / "empty" / "events.jsonl").write_text("")
+    panel = RunsPanel(str(tmp_path / "runs"))
+    assert panel.compare_box.layout.display == "none" and not panel.compare_fig.data
+    assert [(r.name, r.step, r.loss) for r in panel.runs][:2] == [("a", 4, 1.0), ("b", 4, 1.0)]
+    panel.compare(["a"])
+    assert "two or more" in panel.message.value and panel.compare_box.layout.display == "none"
+    panel.compare(["a", "b"])
+    assert panel.compare_box.layout.display is None and [t.name for t in panel.compare_fig.data] == ["a", "b"]
+    panel.compare(["a"])  # back to one: the old curves do not stay up
+    assert panel.compare_box.layout.display == "none" and not panel.compare_fig.data
+
+
+def test_config_panel_file_box_starts_empty_and_says_what_to_type(tmp_path):
+    panel = ConfigPanel()
+    assert panel.path_text.value == "" and panel.path_text.placeholder.startswith("run.yaml")
+    assert panel.load(panel.path_text.value) is None and "type the path" in panel.file_message.value
+    assert not panel.save("") and "type a file name" in panel.file_message.value
+    panel.path_text.value = str(tmp_path / "run.yaml")
+    panel.set("lora.r", 12)
+    panel.save_button.click()
+    assert (tmp_path / "run.yaml").exists() and "saved" in panel.file_message.value
+    panel.set("lora.r", 4)
+    panel.load_button.click()  # the widgets show what was loaded
+    assert panel.editors["lora.r"].widget.value == 12 and panel.config.lora.r == 12
+
+
+def test_config_panel_loads_a_deepspeed_json_and_shows_its_warnings(tmp_path):
+    panel = ConfigPanel()
+    panel.deepspeed_text.value = str(SAMPLES / "deepspeed" / "seed000_ds_config.json")
+    panel.deepspeed_button.click()
+    assert panel.editors["precision.mode"].widget.value == "fp16"
+    assert panel.editors["sharding.deepspeed_stage"].widget.value == 3
+    assert panel.editors["schedule.grad_accum_steps"].widget.value == 16
+    assert "wb-deepspeed-warning" in panel.deepspeed_message.value and "fp16.loss_scale" in panel.deepspeed_message.value
+    assert "--precision.mode fp16" in panel.cli.value
+    (tmp_path / "bad.json").write_text("{\"fp16\": ")
+    panel.deepspeed_text.value = str(tmp_path / "bad.json")
+    panel.deepspeed_button.click()
+    assert "not valid JSON" in panel.deepspeed_message.value and "bad.json" in panel.deepspeed_message.value
+    assert panel.editors["precision.mode"].widget.value == "fp16"  # a bad file changes nothing
+
+
+def test_config_panel_shows_a_loaded_value_its_widget_cannot_hold(tmp_path):
+    (tmp_path / "c.yaml").write_text("lora: {r: abc}\nprecision: {mode: fp8}\n")
+    panel = ConfigPanel()
+    panel.load(tmp_path / "c.yaml")
+    assert panel.config is None and "valid integer" in panel.editors["lora.r"].error.value
+    assert "fp8" in panel.editors["precision.mode"].error.value and "2 problem(s)" in panel.status.value
+
+
+def test_chat_thinking_starts_on_the_template_default_and_passes_the_choice(monkeypatch):
+    from workbench.ui import chat_panel
+
+    seen = []
+
+    class Refusing:
+        async def astream(self, messages):
+            raise RuntimeError("no server in this test")
+            yield  # an async generator
+
+    def fake_chat_model(model, enable_thinking=None, **kw):
+        seen.append(enable_thinking)
+        return Refusing()
+
+    monkeypatch.setattr(chat_panel, "chat_model", fake_chat_model)
+    panel = chat_panel.ChatComparePanel(base_url="http://127.0.0.1:9/v1", models=["a", "b"])
+    assert panel.thinking.label == "template default" and panel.thinking.index == 0
+    for choice, passed in (("template default", None), ("on", True), ("off", False)):
+        panel.thinking.value = choice
+        seen.clear()
+        replies = panel.ask("hi", ["a", "b"])
+        assert seen == [passed, passed] and all("no server" in r.error for r in replies.values())

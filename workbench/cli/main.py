@@ -197,18 +197,14 @@ def _runs_parser(sub) -> None:
 
 
 def _cmd_runs(args) -> int:
-    from ..engine import attach
+    from ..engine.runs import list_runs
 
-    root = Path(args.runs_dir)
-    dirs = sorted(p for p in root.iterdir() if (p / "config.json").exists()) if root.is_dir() else []
-    if not dirs:
-        print(f"no runs in {root}")
-    for d in dirs:
-        h = attach(d)
-        events, _ = h.events()
-        steps = [e for e in events if getattr(e, "type", "") == "step"]
-        last = f"step {steps[-1].step} loss {steps[-1].loss:.4f}" if steps else "no steps"
-        print(f"{d.name:<28} {h.status():<9} {last}")
+    rows = list_runs(args.runs_dir)
+    if not rows:
+        print(f"no runs in {args.runs_dir}")
+    for r in rows:
+        last = f"step {r.step} loss {r.loss:.4f}" if r.loss is not None else f"step {r.step}" if r.step else "no steps"
+        print(f"{r.name:<28} {r.status:<9} {last}")
     return 0
 
 

@@ -27,7 +27,17 @@ def _pid_alive(pid: int) -> bool:
         return False
     except PermissionError:
         return True
-    return True
+    return not _is_zombie(pid)
+
+
+def _is_zombie(pid: int) -> bool:
+    # A worker that exited but that its launcher (another process) has not reaped yet still answers kill(0):
+    # a handle from attach() must see it as ended, not wait on it forever. Linux /proc; elsewhere: not known.
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return False
+    return stat[stat.rindex(")") + 2:].startswith("Z")  # the state follows "(comm) ", comm may hold spaces
 
 
 class RunHandle:

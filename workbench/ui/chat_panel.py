@@ -17,6 +17,7 @@ from ..serve.client import Reply, _absorb, _messages, chat_model, served_models
 from .state import Throttle
 
 MAX_MODELS = 3
+THINKING = {"template default": None, "on": True, "off": False}  # the thinking choice -> chat_model(enable_thinking=)
 REDRAWS_PER_S = 4
 
 
@@ -60,8 +61,10 @@ class ChatComparePanel(W.VBox):
         self.refresh_button = W.Button(description="Refresh models", icon="refresh")
         self.refresh_button.on_click(lambda _: self.refresh_models())
         self.prompt = W.Textarea(placeholder="Ask the selected models...", layout=W.Layout(width="98%", height="60px"))
-        self.thinking = W.Dropdown(options=[("template default", None), ("on", True), ("off", False)], value=None,
-                                   description="thinking", style={"description_width": "60px"})
+        # Option values are labels, not None/True/False: a Dropdown reads value None as "nothing selected"
+        # and would start blank instead of on "template default".
+        self.thinking = W.Dropdown(options=list(THINKING), value="template default", description="thinking",
+                                   style={"description_width": "60px"})
         self.max_tokens = W.BoundedIntText(value=max_tokens, min=1, max=32768, description="max tokens",
                                            style={"description_width": "80px"}, layout=W.Layout(width="180px"))
         self.ask_button = W.Button(description="Ask", icon="paper-plane", button_style="primary")
@@ -134,7 +137,7 @@ class ChatComparePanel(W.VBox):
 
         async def one(model: str) -> None:
             reply = self.replies[model]
-            llm = chat_model(model, enable_thinking=self.thinking.value, max_tokens=self.max_tokens.value, **self._conn())
+            llm = chat_model(model, enable_thinking=THINKING[self.thinking.value], max_tokens=self.max_tokens.value, **self._conn())
             t0 = time.monotonic()
             try:
                 async for chunk in llm.astream(messages):

@@ -26,17 +26,33 @@ DTYPE_COLORS = {"float32": "#1e88e5", "bfloat16": "#43a047", "float16": "#fb8c00
 ALERT_COLORS = {"error": "#c62828", "warning": "#ef6c00", "info": "#1565c0", "success": "#2e7d32"}
 MiB = 2**20
 # Charts get a fixed width: a FigureWidget in a grid cell first draws at plotly's default 700 px and only
-# refits on a window resize, so it would spill out of its cell. Cells wrap to one column on narrow screens.
-CHART_WIDTH_PX = 480
+# refits on a window resize, so it would spill out of its cell. The grid fits as many such columns as the
+# notebook is wide (2 on a ~1000 px notebook, 3 on a very wide one) and wraps to 1 on a narrow one.
+CHART_WIDTH_PX = 440
+WAITING = "waiting for the run's first events"
+CENSUS_WAITING = f"<i style='color:#999'>{WAITING}</i>"
 
 
-def _figure(title: str, ytitle: str = "", height: int = 260, log_y: bool = False) -> go.FigureWidget:
-    fig = go.FigureWidget(layout=go.Layout(
+def _figure(title: str, ytitle: str = "", traces: tuple = (), height: int = 280, log_y: bool = False,
+            xtitle: Optional[str] = "step", **layout) -> go.FigureWidget:
+    # Everything is given to the constructor: the front end gets the whole figure in its first state.
+    fig = go.FigureWidget(data=list(traces), layout=go.Layout(
         title=dict(text=title, font=dict(size=13)), width=CHART_WIDTH_PX, height=height,
-        margin=dict(l=50, r=10, t=35, b=35),
-        xaxis=dict(title=dict(text="step")), yaxis=dict(title=dict(text=ytitle), type="log" if log_y else "linear"),
-        legend=dict(orientation="h", y=-0.25), template="plotly_white"))
+        margin=dict(l=55, r=10, t=35, b=35),
+        xaxis=dict(title=dict(text=xtitle) if xtitle else None, visible=False),
+        yaxis=dict(title=dict(text=ytitle), type="log" if log_y else "linear", visible=False),
+        legend=dict(orientation="h", y=-0.25), template="plotly_white", **layout,
+        # An empty chart says it waits for data instead of showing bare -1..6 axes
+        annotations=[dict(text=WAITING, showarrow=False, xref="paper", yref="paper", x=0.5, y=0.5,
+                          font=dict(color="#999", size=13), visible=True)]))
     return fig
+
+
+def _show_waiting(fig: go.FigureWidget, waiting: bool) -> None:
+    # The note is shown and hidden, never added and removed: the front end applies a changed flag reliably
+    with fig.batch_update():
+        fig.layout.annotations[0].visible = waiting
+        fig.layout.xaxis.visible = fig.layout.yaxis.visible = not waiting
 
 
 class RunMonitor(W.VBox):
@@ -70,48 +86,52 @@ class RunMonitor(W.VBox):
         self.progress = W.FloatProgress(value=0.0, min=0.0, max=1.0, description="", layout=W.Layout(width="50%"))
         self.status = W.HTML("<span class='wb-run-status'>idle</span>")
 
-        self.loss_fig = _figure("loss", "token loss")
-        self.loss_fig.add_scatter(name="loss", mode="lines+markers", marker=dict(size=4))
-        self.loss_fig.add_scatter(name="eval loss", mode="lines+markers", marker=dict(size=8, symbol="diamond"))
-        self.scale_fig = _figure("loss scale (fp16)", "scale", log_y=True)
-        self.scale_fig.add_scatter(name="loss scale", mode="lines")
-        self.scale_fig.add_scatter(name="overflow (step skipped)", mode="markers",
-                                   marker=dict(color="#c62828", size=10, symbol="x"))
-        self.grad_fig = _figure("grad norm", "L2 norm (unscaled)")
-        self.grad_fig.add_scatter(name="grad norm", mode="lines")
-        self.lr_fig = _figure("learning rate", "lr")
-        self.lr_fig.add_scatter(name="lr", mode="lines")
-        self.memory_fig = _figure("memory per device", "MiB")
-        self.breakdown_fig = _figure("model state (rank 0)", "MiB")
-        self.breakdown_fig.add_bar(name="bytes", x=["params", "grads", "optimizer", "master weights"], y=[0, 0, 0, 0],
-                                   marker=dict(color=["#5c6bc0", "#26a69a", "#ffa726", "#ab47bc"]))
-        self.breakdown_fig.update_xaxes(title=None)
-        self.census_fig = _figure("parameter census by module group", "parameters")
-        self.census_fig.update_layout(barmode="stack")
-        self.census_fig.update_xaxes(title=None)
+        self.loss_fig = _figure("loss", "token loss", (
+            go.Scatter(name="loss", mode="lines+markers", marker=dict(size=4)),
+            go.Scatter(name="eval loss", mode="lines+markers", marker=dict(size=8, symbol="diamond"))))
+        self.scale_fig = _figure("loss scale", "scale", (
+            go.Scatter(name="loss scale", mode="lines"),
+            go.Scatter(name="overflow (step skipped)", mode="markers", marker=dict(color="#c62828", size=10, symbol="x"))),
+            log_y=True)
+        self.grad_fig = _figure("grad norm", "L2 norm (unscaled)", (go.Scatter(name="grad norm", mode="lines"),))
+        self.lr_fig = _figure("learning rate", "lr", (go.Scatter(name="lr", mode="lines"),))
+        self.memory_fig = _figure("memory per device", "MiB", showlegend=True)  # a lone series still says what it is
+        self.breakdown_fig = _figure("model state (rank 0)", "MiB", (go.Bar(
+            name="bytes", x=["params", "grads", "optimizer", "master weights"], y=[0, 0, 0, 0],
+            marker=dict(color=["#5c6bc0", "#26a69a", "#ffa726", "#ab47bc"]), textposition="outside", cliponaxis=False),),
+            xtitle=None)
+        self.census_fig = _figure("parameters by module group and dtype", "parameters", xtitle=None, barmode="stack",
+                                  yaxis_tickformat="~s")
         self._census_traces: dict[str, int] = {}
         self._memory_traces: dict[str, int] = {}
         # What the census and alert views last drew: they are rebuilt only when that changes. RunState
         # replaces its census dict on each census event and only appends to its alerts list.
         self._drawn_census: Optional[dict] = None
         self._drawn_alerts: tuple = (None, -1)  # (the alerts list, how many of its alerts)
-        self.census_table = W.HTML()
+        self.census_table = W.HTML(CENSUS_WAITING)
         self.alerts = W.HTML()
         self.alerts.add_class("wb-alerts")
         self.figures = {"loss": self.loss_fig, "loss_scale": self.scale_fig, "grad_norm": self.grad_fig,
                         "lr": self.lr_fig, "memory": self.memory_fig, "breakdown": self.breakdown_fig,
                         "census": self.census_fig}
-        boxes = []
+        self.figure_boxes = {}
         for name, fig in self.figures.items():
             box = W.Box([fig])  # the class goes on a plain box: a FigureWidget's own view may not apply it
             box.add_class(f"wb-fig-{name}")
-            boxes.append(box)
-        charts = W.GridBox(boxes + [W.VBox([W.HTML("<b>census</b>"), self.census_table])],
-                           layout=W.Layout(grid_template_columns=f"repeat(auto-fill, {CHART_WIDTH_PX + 10}px)",
-                                           grid_gap="4px"))
+            self.figure_boxes[name] = box
+        # In fp32/bf16 there is no loss scale to draw: the cell says so instead of showing empty axes
+        self.scale_note = W.HTML(layout=W.Layout(display="none", width=f"{CHART_WIDTH_PX}px"))
+        self.scale_note.add_class("wb-no-loss-scaling")
+        cells = [W.VBox([box, self.scale_note]) if name == "loss_scale" else box
+                 for name, box in self.figure_boxes.items()]
+        census_cell = W.VBox([W.HTML("<b>parameter census</b>"), self.census_table],
+                             layout=W.Layout(width=f"{CHART_WIDTH_PX}px", overflow="auto"))
+        self.charts = W.GridBox(cells + [census_cell], layout=W.Layout(
+            grid_template_columns=f"repeat(auto-fill, {CHART_WIDTH_PX + 10}px)", grid_gap="4px"))
+        self.charts.add_class("wb-monitor-grid")
         super().__init__([W.HTML("<b>Launch and monitor</b>"),
                           W.HBox([self.launch_button, self.stop_button, self.message]),
-                          W.HBox([self.progress, self.status]), self.alerts, charts])
+                          W.HBox([self.progress, self.status]), self.alerts, self.charts])
         self.add_class("wb-monitor-panel")
 
     # ---- actions --------------------------------------------------------------------------------
@@ -242,7 +262,14 @@ class RunMonitor(W.VBox):
             fig.layout.xaxis.range, fig.layout.xaxis.autorange = None, True
         self.memory_fig.data = []
         self.census_fig.data = []
+        self.census_fig.layout.title.text = "parameters by module group and dtype"
+        self.breakdown_fig.data[0].y = [0, 0, 0, 0]
+        self.breakdown_fig.data[0].texttemplate = None
+        self.census_table.value = CENSUS_WAITING
         self._memory_traces, self._census_traces = {}, {}
+        for fig in self.figures.values():
+            _show_waiting(fig, True)
+        self._draw_loss_scaling_note()
         self._drawn_census, self._drawn_alerts = None, (None, -1)  # a new run always draws
 
     def redraw(self) -> None:
@@ -257,8 +284,14 @@ class RunMonitor(W.VBox):
             self.scale_fig.data[0].x, self.scale_fig.data[0].y = list(s.loss_scale.x), list(s.loss_scale.y)
             self.scale_fig.data[1].x = [o["step"] for o in s.overflows]
             self.scale_fig.data[1].y = [o["scale_before"] for o in s.overflows]
-            self.scale_fig.layout.title.text = (f"loss scale (fp16): {len(s.overflows)} overflow(s)" if s.loss_scale.x
-                                                else "loss scale (no scaler in this precision)")
+            self.scale_fig.layout.title.text = f"loss scale: {len(s.overflows)} overflow(s)"
+        self._draw_loss_scaling_note()
+        for fig, has_data in ((self.loss_fig, s.loss.x or s.eval_loss.x), (self.scale_fig, s.loss_scale.x),
+                              (self.grad_fig, s.grad_norm.x), (self.lr_fig, s.lr.x),
+                              (self.memory_fig, s.memory_series), (self.breakdown_fig, s.memory),
+                              (self.census_fig, s.census)):
+            if bool(has_data) == fig.layout.annotations[0].visible:
+                _show_waiting(fig, not has_data)
         with self.grad_fig.batch_update():
             self.grad_fig.data[0].x, self.grad_fig.data[0].y = list(s.grad_norm.x), list(s.grad_norm.y)
         with self.lr_fig.batch_update():
@@ -271,6 +304,17 @@ class RunMonitor(W.VBox):
         for t in s.take_pending_step_times():
             if t is not None:
                 self.latencies.append(now - t)
+
+    def _draw_loss_scaling_note(self) -> None:
+        s = self.state
+        no_scaler = s.precision.get("use_grad_scaler") is False and not s.loss_scale.x
+        mode = s.precision.get("mode") or "this precision"
+        self.scale_note.value = (f"<div style='padding:40px 12px;color:#555;border:1px dashed #ccc'><b>loss scale</b><br>"
+                                 f"no loss scaling in {html.escape(mode)}: bf16 and fp32 keep fp32's exponent range, so "
+                                 f"gradients do not underflow and nothing is scaled (only fp16 uses a loss scaler)</div>"
+                                 if no_scaler else "")
+        self.scale_note.layout.display = None if no_scaler else "none"
+        self.figure_boxes["loss_scale"].layout.display = "none" if no_scaler else None
 
     def _fix_step_axes(self) -> None:
         # The step axes span the whole run once its length is known: the user sees how far it has got, and the
@@ -293,7 +337,9 @@ class RunMonitor(W.VBox):
                 trace = self.memory_fig.data[self._memory_traces[name]]
                 trace.x, trace.y = list(series.x), [v / MiB for v in series.y]
         b = s.memory_breakdown()
-        self.breakdown_fig.data[0].y = [b[k] / MiB for k in ("params", "grads", "optimizer", "master weights")]
+        with self.breakdown_fig.batch_update():
+            self.breakdown_fig.data[0].y = [b[k] / MiB for k in ("params", "grads", "optimizer", "master weights")]
+            self.breakdown_fig.data[0].texttemplate = "%{y:.3~f} MiB" if s.memory else None
 
     def _draw_census(self) -> None:
         s = self.state
@@ -310,12 +356,13 @@ class RunMonitor(W.VBox):
                 counts = by_dtype.get(dtype, {})  # a dtype that disappeared (e.g. after a cast) drops to 0
                 self.census_fig.data[index].x = groups
                 self.census_fig.data[index].y = [counts.get(g, 0) for g in groups]
-            totals = ", ".join(f"{k}: {v:,}" for k, v in s.census["totals"].items())
-            self.census_fig.layout.title.text = f"parameter census at step {s.census['step']} ({totals})"
+            self.census_fig.layout.title.text = f"parameters by module group and dtype (step {s.census['step']})"
         rows = "".join(f"<tr><td>{html.escape(r['group'])}</td><td>{html.escape(r['dtype'])}</td>"
                        f"<td>{'yes' if r.get('trainable') else ''}</td><td style='text-align:right'>{r['count']:,}</td>"
                        f"<td style='text-align:right'>{r['bytes'] / MiB:,.2f}</td></tr>" for r in s.census["rows"])
-        self.census_table.value = (f"<table class='wb-census' style='font-size:85%'><tr><th>group</th><th>dtype</th>"
+        totals = ", ".join(f"{html.escape(k)}: {v:,}" for k, v in s.census["totals"].items())
+        self.census_table.value = (f"<div style='font-size:85%;color:#555'>step {s.census['step']}; {totals}</div>"
+                                   f"<table class='wb-census' style='font-size:85%;border-spacing:10px 1px'><tr><th>group</th><th>dtype</th>"
                                    f"<th>trained</th><th>params</th><th>MiB</th></tr>{rows}</table>")
         self._drawn_census = s.census
 

@@ -8,24 +8,10 @@ from typing import Optional
 import ipywidgets as W
 import plotly.graph_objects as go
 
-from ..engine import attach
+from ..engine.runs import RunRow, list_runs
 from .state import RunState, load_run_state
 
 PALETTE = ["#1e88e5", "#e53935", "#43a047", "#fb8c00", "#8e24aa", "#00897b"]
-
-
-def list_runs(runs_dir: str | Path) -> list[dict]:
-    """[{name, path, status, step, total_steps, loss, model, precision}] sorted by name (= start time by default)."""
-    root = Path(runs_dir)
-    out = []
-    for d in sorted(p for p in root.iterdir() if (p / "config.json").exists()) if root.is_dir() else []:
-        state = load_run_state(d)
-        status = state.status if state.done else attach(d).status()
-        cfg = state.config
-        out.append({"name": d.name, "path": str(d), "status": status, "step": state.step, "total_steps": state.total_steps,
-                    "loss": state.loss.y[-1] if state.loss.y else None,
-                    "model": (cfg.get("model") or {}).get("source"), "precision": state.precision.get("mode")})
-    return out
 
 
 def _fmt_loss(loss: Optional[float]) -> str:
@@ -53,7 +39,7 @@ def config_diff(configs: dict[str, dict]) -> dict[str, dict]:
 class RunsPanel(W.VBox):
     def __init__(self, runs_dir: str = "runs", monitor=None):
         self.monitor = monitor
-        self.runs: list[dict] = []
+        self.runs: list[RunRow] = []
         self.states: dict[str, RunState] = {}
         self.runs_dir = W.Text(value=runs_dir, description="runs dir", style={"description_width": "60px"})
         self.refresh_button = W.Button(description="Refresh", icon="refresh")
@@ -67,29 +53,42 @@ class RunsPanel(W.VBox):
         self.attach_button.on_click(lambda _: self.attach_selected())
         self.compare_button.on_click(lambda _: self.compare())
         self.message = W.HTML()
+        # Shown only once runs are compared: an empty chart (plotly's default -1..6 axes) says nothing
         self.compare_fig = go.FigureWidget(layout=go.Layout(title=dict(text="loss (solid) and eval loss (dashed)"),
                                                             height=320, template="plotly_white",
-                                                            xaxis=dict(title=dict(text="step"))))
+                                                            xaxis=dict(title=dict(text="step")),
+                                                            yaxis=dict(title=dict(text="token loss"))))
+        self.compare_box = W.Box([self.compare_fig], layout=W.Layout(display="none"))
+        self.compare_box.add_class("wb-compare-chart")
         self.diff = W.HTML()
         super().__init__([W.HTML("<b>Runs</b>"), W.HBox([self.runs_dir, self.refresh_button]), self.table,
                           W.HBox([self.select, W.VBox([self.attach_button, self.compare_button])]), self.message,
-                          self.compare_fig, self.diff])
+                          self.compare_box, self.diff])
         self.add_class("wb-runs-panel")
         self.refresh()
 
-    def refresh(self) -> list[dict]:
+    def refresh(self) -> list[RunRow]:
         self.runs = list_runs(self.runs_dir.value)
         rows = "".join(
-            f"<tr><td>{html.escape(r['name'])}</td><td class='wb-run-{r['status']}'>{r['status']}</td>"
-            f"<td>{r['step']}/{r['total_steps'] or '?'}</td><td>{_fmt_loss(r['loss'])}</td>"
-            f"<td>{html.escape(str(r['model']))}</td><td>{html.escape(str(r['precision']))}</td></tr>" for r in self.runs)
-        self.table.value = ("<table class='wb-runs' style='font-size:90%'><tr><th>run</th><th>status</th><th>step</th>"
+            f"<tr><td>{html.escape(r.name)}</td><td class='wb-run-{r.status}'>{r.status}</td>"
+            f"<td>{r.step}/{r.total_steps or '?'}</td><td>{_fmt_loss(r.loss)}</td>"
+            f"<td>{html.escape(r.model or '')}</td><td>{html.escape(r.precision or '')}</td></tr>" for r in self.runs)
+        self.table.value = ("<table class='wb-runs' style='font-size:90%;border-spacing:12px 2px'><tr><th>run</th><th>status</th><th>step</th>"
                             f"<th>loss</th><th>model</th><th>precision</th></tr>{rows}</table>" if self.runs
                             else f"<i>no runs in {html.escape(self.runs_dir.value)}</i>")
-        selected = [v for v in self.select.value if v in {r["name"] for r in self.runs}]
-        self.select.options = [r["name"] for r in self.runs]
-        self.select.value = tuple(selected)
+        names = [r.name for r in self.runs]
+        selected = tuple(v for v in self.select.value if v in names)
+        self.select.options = names
+        self.select.value = selected
+        if set(self.states) - set(names):  # a compared run is gone: its curves go with it
+            self._clear_comparison()
         return self.runs
+
+    def _clear_comparison(self) -> None:
+        self.states = {}
+        self.compare_fig.data = []
+        self.compare_box.layout.display = "none"
+        self.diff.value = ""
 
     def _path(self, name: str) -> Path:
         return Path(self.runs_dir.value) / name
@@ -105,6 +104,7 @@ class RunsPanel(W.VBox):
         names = list(names or self.select.value)
         if len(names) < 2:
             self.message.value = "select two or more runs to compare"
+            self._clear_comparison()
             return {}
         self.message.value = ""
         self.states = {n: load_run_state(self._path(n)) for n in names}
@@ -119,10 +119,14 @@ class RunsPanel(W.VBox):
             self.compare_fig.data = []
             for t in traces:
                 self.compare_fig.add_trace(t)
+        has_points = any(s.loss.x or s.eval_loss.x for s in self.states.values())
+        self.compare_box.layout.display = None if has_points else "none"
+        if not has_points:
+            self.message.value = "none of the selected runs has logged a step yet"
         diff = config_diff({n: s.config for n, s in self.states.items()})
         head = "".join(f"<th>{html.escape(n)}</th>" for n in names)
         body = "".join(f"<tr><td>{html.escape(k)}</td>" + "".join(f"<td>{html.escape(repr(v[n]))}</td>" for n in names)
                        + "</tr>" for k, v in diff.items() if not k.startswith("output.run_name"))
-        self.diff.value = (f"<table class='wb-config-diff' style='font-size:90%'><tr><th>config field</th>{head}</tr>"
+        self.diff.value = (f"<table class='wb-config-diff' style='font-size:90%;border-spacing:12px 2px'><tr><th>config field</th>{head}</tr>"
                            f"{body}</table>" if body else "<i>same configuration</i>")
         return diff

@@ -1,0 +1,52 @@
+"""The runs of a runs directory, one typed row each: what ``workbench runs`` prints and the runs panel lists."""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Optional
+
+from ..events import read_events
+from .launch import attach
+
+
+@dataclass(frozen=True)
+class RunRow:
+    name: str
+    path: Path
+    status: str  # running | finished | stopped | failed (RunHandle.status)
+    step: int  # the last step logged (0 before the first)
+    total_steps: Optional[int]
+    loss: Optional[float]  # the last step's loss; None before the first step or when it was not finite
+    model: Optional[str]
+    precision: Optional[str]  # the resolved precision mode
+
+
+def _finite(value) -> Optional[float]:
+    try:
+        v = float(value)
+    except (TypeError, ValueError):
+        return None
+    return v if math.isfinite(v) else None
+
+
+def run_row(run_dir: str | Path) -> RunRow:
+    """One run's row from its event log (only rank 0's events) and its worker's liveness."""
+    run_dir = Path(run_dir)
+    events, _ = read_events(run_dir / "events.jsonl", 0, typed=False)
+    started = next((e for e in events if e.get("type") == "run_started" and not e.get("rank")), {})
+    steps = [e for e in events if e.get("type") == "step" and not e.get("rank")]
+    last = steps[-1] if steps else {}
+    return RunRow(name=run_dir.name, path=run_dir, status=attach(run_dir).status(), step=last.get("step", 0),
+                  total_steps=started.get("total_steps"), loss=_finite(last.get("loss")),
+                  model=(started.get("config") or {}).get("model", {}).get("source"),
+                  precision=(started.get("precision") or {}).get("mode"))
+
+
+def list_runs(runs_dir: str | Path) -> list[RunRow]:
+    """The runs under ``runs_dir`` (folders with a config.json), sorted by name (= start time by default);
+    none when the folder does not exist."""
+    root = Path(runs_dir)
+    if not root.is_dir():
+        return []
+    return [run_row(d) for d in sorted(p for p in root.iterdir() if (p / "config.json").is_file())]
