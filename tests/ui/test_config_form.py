@@ -116,7 +116,7 @@ def test_deepspeed_json_is_imported_through_the_importer_with_its_warnings():
 @pytest.mark.parametrize("content, reason", [
     (None, "file not found"),
     ("{\"fp16\": {\"enabled\": true,}", "not valid JSON"),
-    ("[1, 2]", "holds a JSON list"),
+    ("[1, 2]", "must hold a DeepSpeed configuration object, not list"),
     ("{\"train_micro_batch_size_per_gpu\": \"four\"}", "wrong type"),
 ])
 def test_a_bad_deepspeed_json_is_named_and_changes_nothing(tmp_path, content, reason):

@@ -57,7 +57,7 @@ def test_run_failed_and_memory_series():
                                                                    "peak": 15}], "host_rss": 100, "params_bytes": 1,
               "grads_bytes": 2, "optimizer_bytes": 3, "master_weights_bytes": 0}])
     assert set(s.memory_series) == {"cuda:0 allocated", "cuda:0 reserved", "cuda:0 peak", "rank0 host RSS"}
-    assert s.memory_breakdown() == {"params": 1, "grads": 2, "optimizer": 3, "master weights": 0}
+    assert s.memory_breakdown() == {"weights": 1, "gradients": 2, "optimizer_state": 3, "master_weights": 0}
     s.apply([{"type": "run_failed", "rank": 1, "step": 2, "error": "boom", "error_type": "RuntimeError"}])
     assert s.status == "failed" and "boom" in s.error and s.alerts[-1].level == "error"
     assert "resume_from" not in s.alerts[-1].detail  # nothing was saved: no resume advice

@@ -70,18 +70,9 @@ def _world_size(sharding: dict) -> int | None:
 
 def _deepspeed_settings(path: str, world_size: int | None) -> dict:
     """RunConfig settings of a DeepSpeed JSON, through the importer; its warnings and notes printed."""
-    import warnings
+    from ..distributed.ds_config import import_deepspeed_file
 
-    from ..config import read_mapping_file
-    from ..distributed.ds_config import DeepSpeedConfigWarning, import_deepspeed_config
-
-    ds = read_mapping_file(path, "--deepspeed", "a DeepSpeed configuration object")
-    try:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore", DeepSpeedConfigWarning)  # printed below, once each
-            result = import_deepspeed_config(ds, world_size)
-    except (TypeError, ValueError, AttributeError, ZeroDivisionError) as err:
-        raise ConfigError([("--deepspeed", f"{path}: a value has the wrong type or shape for DeepSpeed ({err})")]) from None
+    result = import_deepspeed_file(path, world_size, "--deepspeed")
     for key, msg in result.warnings:
         print(f"warning: {path}: {key}: {msg}", file=sys.stderr)
     for key, msg in result.notes:

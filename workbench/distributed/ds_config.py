@@ -62,6 +62,22 @@ class DeepSpeedImport:
         return config_from_dict(apply_overrides(base or {}, self.overrides))
 
 
+def import_deepspeed_file(path: str | Path, world_size: Optional[int] = None, field: str = "--deepspeed") -> DeepSpeedImport:
+    """``import_deepspeed_config`` of a file, for the CLI's ``--deepspeed`` and the config panel: every way the
+    file is unusable (unreadable, not JSON, not an object, a value of the wrong shape) is one ConfigError
+    naming ``field`` and the file. The result's ``warnings`` and ``notes`` are for the caller to show."""
+    from ..config import ConfigError, read_mapping_file
+
+    ds = read_mapping_file(path, field, "a DeepSpeed configuration object")
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", DeepSpeedConfigWarning)  # returned in .warnings instead
+            return import_deepspeed_config(ds, world_size)
+    except (TypeError, ValueError, AttributeError, KeyError, ZeroDivisionError) as err:
+        raise ConfigError([(field, f"{path}: a value has the wrong type or shape for DeepSpeed "
+                            f"({type(err).__name__}: {err})")]) from None
+
+
 def _warn(out: DeepSpeedImport, key: str, message: str) -> None:
     out.warnings.append((key, message))
     warnings.warn(f"{key}: {message}", DeepSpeedConfigWarning, stacklevel=3)
@@ -273,10 +289,13 @@ def main(argv: list[str] | None = None) -> int:
     e.add_argument("--no-bf16", action="store_true", help="the target GPUs lack bf16 (precision auto -> fp16)")
     args = ap.parse_args(argv)
     if args.cmd == "import":
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore", DeepSpeedConfigWarning)  # printed below, once each
-            result = import_deepspeed_config(args.file, args.world_size)
-        from ..config import apply_overrides
+        from ..config import ConfigError, apply_overrides
+
+        try:
+            result = import_deepspeed_file(args.file, args.world_size, "file")
+        except ConfigError as err:
+            print(f"error: {err}", file=__import__("sys").stderr)
+            return 2
 
         print(yaml.safe_dump(apply_overrides({}, result.overrides), sort_keys=False), end="")
         for key, msg in result.warnings:

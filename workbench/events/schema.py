@@ -71,6 +71,12 @@ class Census(Event):
     totals: dict  # {dtype: count}
 
 
+# The model-state categories, in the order every report and chart shows them, and the memory event's field
+# that carries each as measured (the planner predicts the same categories by these names).
+MODEL_STATE_FIELDS = {"weights": "params_bytes", "gradients": "grads_bytes", "optimizer_state": "optimizer_bytes",
+                      "master_weights": "master_weights_bytes"}
+
+
 @dataclass(frozen=True)
 class Memory(Event):
     type: ClassVar[str] = "memory"

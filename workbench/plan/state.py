@@ -6,12 +6,11 @@ from dataclasses import asdict, dataclass
 
 import torch
 
+from ..events.schema import MODEL_STATE_FIELDS
 from .arch import Census
 
-STATE_CATEGORIES = ("weights", "gradients", "optimizer_state", "master_weights")
-# The memory event field that carries each category as measured.
-MEASURED_NAMES = {"weights": "params_bytes", "gradients": "grads_bytes", "optimizer_state": "optimizer_bytes",
-                  "master_weights": "master_weights_bytes"}
+MEASURED_NAMES = MODEL_STATE_FIELDS  # category -> the memory event field that carries it as measured
+STATE_CATEGORIES = tuple(MODEL_STATE_FIELDS)
 ADAMW_STEP_BYTES = 4  # torch AdamW keeps a float32 scalar 'step' tensor per parameter (on the CPU)
 
 

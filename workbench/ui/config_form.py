@@ -261,35 +261,12 @@ class ConfigForm:
         ZeRO and offload settings). Returns the importer's result: ``.warnings`` and ``.notes`` are
         ``(DeepSpeed key, message)``. Raises ConfigError naming the file for one that is not a DeepSpeed JSON
         object."""
-        import json
-        import warnings
+        from ..distributed.ds_config import import_deepspeed_file
 
-        from ..distributed.ds_config import DeepSpeedConfigWarning, import_deepspeed_config
-
-        path = Path(path)
-        where = f"DeepSpeed config {str(path)!r}"
-        try:
-            text = path.read_text(encoding="utf-8")
-            ds = json.loads(text)
-        except FileNotFoundError:
-            raise ConfigError([("file", f"{where}: file not found (give the path of a ds_config.json)")]) from None
-        except (OSError, UnicodeDecodeError) as err:
-            raise ConfigError([("file", f"{where}: cannot read it: {getattr(err, 'strerror', None) or err}")]) from None
-        except json.JSONDecodeError as err:
-            raise ConfigError([("file", f"{where}: not valid JSON ({err.msg} at line {err.lineno} column "
-                                f"{err.colno})")]) from None
-        if not isinstance(ds, dict):
-            raise ConfigError([("file", f"{where}: holds a JSON {type(ds).__name__}, not an object of DeepSpeed "
-                                "settings ({\"zero_optimization\": ..., ...})")])
-        try:
-            with warnings.catch_warnings():  # the form shows the importer's warnings itself
-                warnings.simplefilter("ignore", DeepSpeedConfigWarning)
-                imported = import_deepspeed_config(ds, world_size)
-        except (TypeError, ValueError, AttributeError, KeyError) as err:
-            raise ConfigError([("file", f"{where}: a setting has the wrong type ({type(err).__name__}: {err})")]) from None
+        imported = import_deepspeed_file(path, world_size, "file")
         unknown = sorted(set(imported.overrides) - set(self.fields))
         if unknown:  # the importer and this schema disagree: say so rather than drop settings silently
-            raise ConfigError([("file", f"{where}: maps to fields this config does not have: {', '.join(unknown)}")])
+            raise ConfigError([("file", f"{path}: maps to fields this config does not have: {', '.join(unknown)}")])
         self.update(imported.overrides)
         return imported
 

@@ -18,6 +18,7 @@ import plotly.graph_objects as go
 
 from ..config import RunConfig
 from ..engine import RunHandle, attach, launch
+from ..events.schema import MODEL_STATE_FIELDS
 from .state import EventTail, RunState, Throttle
 
 POLL_INTERVAL_S = 0.1
@@ -97,7 +98,7 @@ class RunMonitor(W.VBox):
         self.lr_fig = _figure("learning rate", "lr", (go.Scatter(name="lr", mode="lines"),))
         self.memory_fig = _figure("memory per device", "MiB", showlegend=True)  # a lone series still says what it is
         self.breakdown_fig = _figure("model state (rank 0)", "MiB", (go.Bar(
-            name="bytes", x=["params", "grads", "optimizer", "master weights"], y=[0, 0, 0, 0],
+            name="bytes", x=[c.replace("_", " ") for c in MODEL_STATE_FIELDS], y=[0] * len(MODEL_STATE_FIELDS),
             marker=dict(color=["#5c6bc0", "#26a69a", "#ffa726", "#ab47bc"]), textposition="outside", cliponaxis=False),),
             xtitle=None)
         self.census_fig = _figure("parameters by module group and dtype", "parameters", xtitle=None, barmode="stack",
@@ -338,7 +339,7 @@ class RunMonitor(W.VBox):
                 trace.x, trace.y = list(series.x), [v / MiB for v in series.y]
         b = s.memory_breakdown()
         with self.breakdown_fig.batch_update():
-            self.breakdown_fig.data[0].y = [b[k] / MiB for k in ("params", "grads", "optimizer", "master weights")]
+            self.breakdown_fig.data[0].y = [v / MiB for v in b.values()]
             self.breakdown_fig.data[0].texttemplate = "%{y:.3~f} MiB" if s.memory else None
 
     def _draw_census(self) -> None:

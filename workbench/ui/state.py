@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any, Iterable, Optional
 
 from ..events import event_from_dict, read_events
+from ..events.schema import MODEL_STATE_FIELDS
 
 # Event types only rank 0's copy counts for: every rank logs them alike (the same global step, say), so rank 0
 # speaks for the run. Other ranks' copies still record their rank but change nothing. Memory, failures and
@@ -175,8 +176,7 @@ class RunState:
         self.census = {"step": _get(e, "step"), "rows": list(_get(e, "rows") or []), "totals": dict(_get(e, "totals") or {})}
 
     def _on_memory(self, e, rank):
-        d = e if isinstance(e, dict) else {k: _get(e, k) for k in (
-            "step", "devices", "host_rss", "params_bytes", "grads_bytes", "optimizer_bytes", "master_weights_bytes")}
+        d = e if isinstance(e, dict) else {k: _get(e, k) for k in ("step", "devices", "host_rss", *MODEL_STATE_FIELDS.values())}
         self.memory[rank] = d
         step = d.get("step")
         for dev in d.get("devices") or []:
@@ -255,9 +255,9 @@ class RunState:
         return out
 
     def memory_breakdown(self, rank: int = 0) -> dict:
+        """Model-state bytes of ``rank`` by category (weights, gradients, optimizer_state, master_weights)."""
         m = self.memory.get(rank) or {}
-        return {"params": m.get("params_bytes", 0), "grads": m.get("grads_bytes", 0),
-                "optimizer": m.get("optimizer_bytes", 0), "master weights": m.get("master_weights_bytes", 0)}
+        return {category: m.get(field, 0) or 0 for category, field in MODEL_STATE_FIELDS.items()}
 
     def summary(self) -> str:
         parts = [self.status]
