@@ -1,7 +1,9 @@
 """One listing of a runs directory, typed rows, for ``workbench runs`` and the runs panel."""
+import pytest
+
 from workbench.cli.main import main
 from workbench.engine.runs import RunRow, list_runs
-from workbench.events import EventWriter, RunFinished, RunStarted, Step
+from workbench.events import EventWriter, RunFinished, RunStarted, Step, read_events
 
 
 def _run(root, name, losses=(), rank1_step=None, finished=True):
@@ -44,5 +46,26 @@ def test_the_cli_prints_the_same_rows(capsys, tmp_path):
     lines = capsys.readouterr().out.splitlines()
     assert lines[0].split() == ["a", "finished", "step", "2", "loss", "1.2500"]
     assert lines[1].split() == ["c", "finished", "no", "steps"]
-    assert main(["runs", "--runs-dir", str(tmp_path / "missing")]) == 0
-    assert "no runs in" in capsys.readouterr().out
+    with pytest.raises(SystemExit) as exc:  # a runs directory that does not exist is named, exit 2 (#14)
+        main(["runs", "--runs-dir", str(tmp_path / "missing")])
+    assert exc.value.code == 2 and "does not exist" in capsys.readouterr().err
+
+
+def test_a_run_training_in_the_foreground_is_running_not_failed(make_cfg):
+    """A run trained in the user's own process (a terminal, a notebook) has no worker.pid: while it trains the
+    runs list must say running (not record a silent death), and finished after."""
+    from workbench.engine import train
+    from workbench.engine.launch import attach
+    from workbench.engine.observers import Observer
+
+    seen = []
+
+    class Look(Observer):
+        def after_step(self, run, step, outcome, loss):
+            seen.append([r.status for r in list_runs(run.cfg.output.runs_dir)])
+
+    result = train(make_cfg(**{"schedule.max_steps": 2, "output.run_name": "fg"}), observers=[Look()])
+    assert seen == [["running"], ["running"]]
+    handle = attach(result.run_dir)
+    assert handle.foreground and handle.status() == "finished"
+    assert not [e for e in read_events(result.run_dir / "events.jsonl", 0, typed=False)[0] if e["type"] == "run_failed"]

@@ -14,7 +14,6 @@ import json
 import os
 import re
 import secrets
-import shutil
 import socket
 import subprocess
 import sys
@@ -41,11 +40,11 @@ def _free_port() -> int:
 
 @pytest.fixture
 def jupyter_lab(tmp_path):
-    # CI sets WORKBENCH_REQUIRE_BROWSER=1 so that a missing browser fails the run instead of skipping it.
+    # A missing browser fails the test (it is opt-in: -m browser), never skips it.
     missing = (f"no Chromium at {CHROMIUM} (apt-get install -y chromium)" if not Path(CHROMIUM).exists() else
                None if importlib.util.find_spec("playwright") else "no playwright (pip install -e '.[test]')")
     if missing:
-        (pytest.fail if os.environ.get("WORKBENCH_REQUIRE_BROWSER") == "1" else pytest.skip)(missing)
+        pytest.fail(missing)
     from tests.notebooks.nbrun import prepare
 
     root = tmp_path / "lab"

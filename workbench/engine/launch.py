@@ -15,7 +15,7 @@ from typing import Optional
 
 from ..config import RunConfig, replace, save_config
 from ..events import EventWriter, RunFailed, read_events
-from .rundir import STOP_FILE, new_run_dir, refuse_existing_run
+from .rundir import FOREGROUND_PID, LAUNCHED_ENV, STOP_FILE, new_run_dir, refuse_existing_run
 
 TERMINAL = {"run_finished", "run_failed"}
 
@@ -41,10 +41,14 @@ def _is_zombie(pid: int) -> bool:
 
 
 class RunHandle:
-    def __init__(self, run_dir: Path, process: Optional[subprocess.Popen] = None, pid: Optional[int] = None):
+    def __init__(self, run_dir: Path, process: Optional[subprocess.Popen] = None, pid: Optional[int] = None,
+                 foreground: bool = False):
         self.run_dir = Path(run_dir)
         self.process = process
         self.pid = process.pid if process is not None else pid
+        # A run trained in a process of the user's own (a terminal, a notebook kernel): its pid tells whether it
+        # is alive, but stop() only asks it to stop and never signals that process.
+        self.foreground = foreground
 
     @property
     def events_path(self) -> Path:
@@ -61,6 +65,8 @@ class RunHandle:
     def is_running(self) -> bool:
         if self.process is not None:
             return self.process.poll() is None
+        if self.foreground and self._terminal_event() is not None:
+            return False  # ended; its pid may long since belong to another process
         return self.pid is not None and _pid_alive(self.pid)
 
     def status(self) -> str:
@@ -104,7 +110,7 @@ class RunHandle:
         try:
             return self.wait(timeout)
         except TimeoutError:
-            if self.pid is not None:
+            if self.pid is not None and not self.foreground:
                 os.killpg(self.pid, signal.SIGTERM)
             return self.wait(30)
 
@@ -133,7 +139,8 @@ def launch(cfg: RunConfig, run_dir: str | Path | None = None) -> RunHandle:
     save_config(cfg, config_path)
     log = open(run_dir / f"worker{suffix}.log", "ab")
     # A new session: stop() can signal the launcher and every rank it started as one process group.
-    proc = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, start_new_session=True, cwd=os.getcwd())
+    proc = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, start_new_session=True, cwd=os.getcwd(),
+                            env={**os.environ, LAUNCHED_ENV: "1"})
     log.close()
     (run_dir / f"worker{suffix}.pid").write_text(str(proc.pid))
     return RunHandle(run_dir, proc)
@@ -142,6 +149,7 @@ def launch(cfg: RunConfig, run_dir: str | Path | None = None) -> RunHandle:
 def attach(run_dir: str | Path) -> RunHandle:
     """A handle on an existing run (running or not), e.g. after a kernel restart."""
     run_dir = Path(run_dir)
-    pid_file = run_dir / "worker.pid"
-    pid = int(pid_file.read_text()) if pid_file.exists() else None
-    return RunHandle(run_dir, None, pid)
+    for name, foreground in (("worker.pid", False), (FOREGROUND_PID, True)):
+        if (run_dir / name).exists():
+            return RunHandle(run_dir, None, int((run_dir / name).read_text()), foreground=foreground)
+    return RunHandle(run_dir, None, None)

@@ -1,12 +1,18 @@
 """Run directories: where a run's config, events, checkpoints and adapter live, and the stop request."""
 from __future__ import annotations
 
+import os
 from datetime import datetime
 from pathlib import Path
 
 from ..config import ConfigError, RunConfig, save_config
+from ..distributed.context import AGENT_ENV
 
 STOP_FILE = "STOP"  # created by RunHandle.stop(); polled between optimizer steps
+# The pid of a run trained in the user's own process (not launched), so that `workbench runs` and the runs
+# panel can tell a live foreground run from one that died; the launcher writes worker.pid instead.
+FOREGROUND_PID = "foreground.pid"
+LAUNCHED_ENV = "WORKBENCH_LAUNCHED"  # set by launch() for its worker process
 
 
 def new_run_dir(cfg: RunConfig) -> Path:
@@ -41,6 +47,8 @@ def open_run_dir(cfg: RunConfig, run_dir: str | Path | None, ctx) -> Path:
             refuse_existing_run(cfg, run_dir)
             save_config(cfg, run_dir / "config.json")
             (run_dir / STOP_FILE).unlink(missing_ok=True)
+            if os.environ.get(LAUNCHED_ENV) != "1" and not os.environ.get(AGENT_ENV):
+                (run_dir / FOREGROUND_PID).write_text(str(os.getpid()))
         except ConfigError as err:
             verdict = err.problems
     run_dir, verdict = ctx.broadcast_object((str(run_dir), verdict))
