@@ -11,6 +11,7 @@ from workbench.engine import train
 from workbench.engine.observers import Observer
 
 MODES = ["auto", "fp32", "fp16", "bf16", "pure-bf16"]
+LINEAR = torch.nn.functional.linear
 STRATEGIES = ["none", "ddp", "fsdp", "deepspeed"]
 # DeepSpeed keeps fp32 master weights (no pure-bf16), and its CPU accelerator has no fp16.
 REFUSED = {("deepspeed", "pure-bf16"), ("deepspeed", "fp16", "cpu")}
@@ -61,6 +62,8 @@ def test_every_strategy_computes_in_the_policys_dtype(make_cfg, strategy, mode, 
     assert probe.policy.requested == mode and probe.policy.mode != "auto"
     assert probe.seen == {want}, f"{strategy}/{mode}: policy {probe.policy.mode} computes in {want}, saw {probe.seen}"
     if strategy == "deepspeed":
+        # ZeRO-3's memory-efficient linear would replace F.linear for the whole process: the engine turns it off
+        assert torch.nn.functional.linear is LINEAR
         assert probe.deepspeed == {"fp16": probe.policy.mode == "fp16",
                                    "bf16": probe.policy.mode in ("bf16", "pure-bf16")}, probe.policy.mode
 

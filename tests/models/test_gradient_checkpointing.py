@@ -37,12 +37,10 @@ def test_checkpointing_and_lora_use_current_transformers_apis():
 
     from workbench.config import LoraSection, ModelSection
     from workbench.models import apply_lora, enable_gradient_checkpointing, load_base_model
-    from workbench.precision import PrecisionPolicy
 
-    pol = PrecisionPolicy("fp32", "fp32", "cpu", None, torch.float32, torch.float32, False)
-    loaded = load_base_model(ModelSection(source="tiny-glm4"), pol)
+    loaded = load_base_model(ModelSection(source="tiny-glm4"), torch.float32)
     with warnings.catch_warnings():
         warnings.simplefilter("error", FutureWarning)
-        model = apply_lora(loaded, LoraSection(r=2), pol)
+        model = apply_lora(loaded, LoraSection(r=2), torch.float32)
         enable_gradient_checkpointing(model)
     assert model.is_activation_checkpointing

@@ -88,7 +88,7 @@ def test_a_model_that_does_not_exist_ends_the_server_with_exit_2(tmp_path):
 
 
 @pytest.mark.parametrize("content, says", [
-    (b"\xff\xfe\x00garbage", "cannot read"),
+    (b"\xff\xfe\x00garbage", "not UTF-8 text"),
     (b"{not json", "is not valid JSON"),
     (b"[1, 2]", "must hold a mapping"),
     (b'{"model": {"source": 5}}', "model.source"),

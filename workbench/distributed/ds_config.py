@@ -266,6 +266,10 @@ def engine_deepspeed_config(cfg, policy, world_size: int) -> dict:
     ds.pop("optimizer")
     ds.pop("scheduler")
     ds["zero_allow_untested_optimizer"] = True
+    # ZeRO-3's memory-efficient linear replaces torch.nn.functional.linear for the whole process, for good
+    # ("persists unless manually reset"): a notebook kernel's later runs, the planner's measurements and any
+    # other model would all run through DeepSpeed's function. Off: the engine stays a guest in the process.
+    ds["zero_optimization"]["memory_efficient_linear"] = False
     ds["managed_gradient_accumulation"] = False  # step() is the boundary, as in the other strategies
     ds["steps_per_print"] = 10**9
     ds["wall_clock_breakdown"] = False

@@ -1,4 +1,4 @@
-"""``workbench serve``: flags generated from ServeConfig (the lead registers it with ``add_parser(subparsers)``)."""
+"""``workbench serve``: flags generated from ServeConfig (``add_parser(subparsers)`` registers the subcommand)."""
 from __future__ import annotations
 
 import argparse
@@ -6,8 +6,8 @@ import os
 import sys
 
 from ..cli.config_args import add_config_arguments, overrides_from_args
-from ..config import ConfigError, apply_overrides, config_from_dict
-from .config import ServeConfig, ServeError, read_mapping
+from ..config import ConfigError, apply_overrides, config_from_dict, read_config_file
+from .config import ServeConfig, ServeError
 
 
 def add_parser(subparsers) -> argparse.ArgumentParser:
@@ -40,7 +40,7 @@ def config_from_args(args) -> ServeConfig:
 
 def _read_file(path: str) -> dict:
     try:
-        return read_mapping(path)
+        return read_config_file(path)
     except ConfigError as err:  # it says "run configuration"
         raise ConfigError(err.problems, ServeConfig.config_title) from None
 

@@ -164,17 +164,9 @@ def inspect_adapter(path: str | Path) -> AdapterSource:
     return AdapterSource(adir, declared if isinstance(declared, str) else "", run)
 
 
-def read_mapping(file: str | Path) -> dict:
-    """A JSON or YAML file holding a mapping; ConfigError (field ``--config``) naming the file otherwise."""
-    try:
-        return read_config_file(file)
-    except (OSError, UnicodeDecodeError) as err:  # unreadable, or bytes that are not UTF-8
-        raise ConfigError([("--config", f"cannot read {file}: {err}")]) from None
-
-
 def _read_json_object(file: Path) -> dict:
     try:
-        return read_mapping(file)
+        return read_config_file(file)
     except ConfigError as err:
         raise ServeError(_problem_text(err)) from None
 
