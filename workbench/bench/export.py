@@ -1,0 +1,109 @@
+"""Exports of one run, measured side by side: size on disk, forward latency (1 x 128 tokens), greedy
+generation tokens/s, held-out loss and greedy agreement with the fp32 adapter (the parity figures), and
+the export's wall time.
+
+    python -m workbench.bench.export runs/NAME [--targets merged,merged-bfloat16,int8,int8-weight,onnx,onnx-int8]
+
+Each export is written with ``workbench.export.export`` under ``OUT`` (default RUN/exports-bench/) and
+measured in this process, one at a time, after a warm-up; latency is the median of ``--repeats`` forwards.
+Generation: 32 new tokens after a chat prompt, greedy; transformers models decode with their KV cache, the
+ONNX runner has none (each token re-runs the whole sequence). A benchmark, not a test: it prints figures.
+"""
+from __future__ import annotations
+
+import argparse
+import statistics
+import time
+from pathlib import Path
+
+import torch
+
+TARGETS = {  # label -> export() arguments
+    "merged": dict(target="merged"),
+    "merged-bfloat16": dict(target="merged", dtype="bfloat16"),
+    "int8": dict(target="int8", int8_mode="dynamic"),
+    "int8-weight": dict(target="int8", int8_mode="weight"),
+    "onnx": dict(target="onnx"),
+    "onnx-int8": dict(target="onnx-int8"),
+}
+PROMPT = "Who exactly are you?"
+
+
+def _median_s(fn, repeats: int) -> float:
+    fn()  # warm-up
+    times = []
+    for _ in range(repeats):
+        t = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - t)
+    return statistics.median(times)
+
+
+def _measure_torch(path: Path, dtype: str, repeats: int, new_tokens: int) -> tuple[float, float]:
+    from ..models import load_for_inference
+
+    loaded = load_for_inference(str(path), dtype=dtype)
+    model, tok = loaded.model, loaded.tokenizer
+    ids = torch.randint(0, tok.vocab_size, (1, 128))
+    with torch.no_grad():
+        latency = _median_s(lambda: model(input_ids=ids, use_cache=False), repeats)
+        prompt = tok.apply_chat_template([{"role": "user", "content": PROMPT}], tokenize=False, add_generation_prompt=True)
+        p = tok(prompt, add_special_tokens=False, return_tensors="pt")["input_ids"]
+        gen = lambda: model.generate(p, max_new_tokens=new_tokens, min_new_tokens=new_tokens, do_sample=False)  # noqa: E731
+        gen_s = _median_s(gen, 1)
+    return latency, new_tokens / gen_s
+
+
+def _measure_onnx(path: Path, repeats: int, new_tokens: int) -> tuple[float, float]:
+    import numpy as np
+
+    from ..export.onnx_runner import OnnxCausalLM
+
+    runner = OnnxCausalLM(path)
+    ids = np.random.randint(0, runner.tokenizer.vocab_size, (1, 128)).astype(np.int64)
+    latency = _median_s(lambda: runner.logits(ids, np.ones_like(ids)), repeats)
+    prompt = runner.tokenizer.apply_chat_template([{"role": "user", "content": PROMPT}], tokenize=False,
+                                                  add_generation_prompt=True)
+    p = runner.tokenizer(prompt, add_special_tokens=False)["input_ids"]
+    runner.eos_ids = set()  # always generate new_tokens, as min_new_tokens does for the torch models
+    gen_s = _median_s(lambda: runner.generate_ids(p, new_tokens), 1)
+    return latency, new_tokens / gen_s
+
+
+def main(argv: list[str] | None = None) -> int:
+    from ..export import export
+
+    p = argparse.ArgumentParser(prog="python -m workbench.bench.export", description=__doc__.splitlines()[0])
+    p.add_argument("run_dir")
+    p.add_argument("--targets", default=",".join(TARGETS), help=f"comma-separated, of {', '.join(TARGETS)}")
+    p.add_argument("--out", help="where the exports go (default RUN/exports-bench)")
+    p.add_argument("--repeats", type=int, default=5)
+    p.add_argument("--new-tokens", type=int, default=32)
+    p.add_argument("--threads", type=int, default=None, help="torch threads (default: torch's choice)")
+    args = p.parse_args(argv)
+    if args.threads:
+        torch.set_num_threads(args.threads)
+    out_root = Path(args.out) if args.out else Path(args.run_dir) / "exports-bench"
+    rows = []
+    for label in args.targets.split(","):
+        kw = TARGETS[label]
+        t = time.perf_counter()
+        result = export(args.run_dir, out=out_root / label, overwrite=True, **kw)
+        wall = time.perf_counter() - t
+        if kw["target"].startswith("onnx"):
+            latency, tps = _measure_onnx(result.path, args.repeats, args.new_tokens)
+        else:
+            latency, tps = _measure_torch(result.path, kw.get("dtype", "float32"), args.repeats, args.new_tokens)
+        par, size = result.parity, result.manifest["sizes"]["total_bytes"]
+        rows.append((label, size / 1e6, latency * 1e3, tps, par["export_loss"], par["reference_loss"],
+                     par["greedy_agreement"], par["max_logit_diff"], wall))
+        print(f"[{label}] done in {wall:.1f} s", flush=True)
+    print(f"\n{'export':<16} {'MB':>7} {'fwd 1x128 ms':>12} {'gen tok/s':>9} {'loss':>7} {'ref loss':>8} "
+          f"{'agree':>6} {'max|dlogit|':>11} {'export s':>8}")
+    for r in rows:
+        print(f"{r[0]:<16} {r[1]:7.1f} {r[2]:12.1f} {r[3]:9.1f} {r[4]:7.4f} {r[5]:8.4f} {r[6]:6.3f} {r[7]:11.3g} {r[8]:8.1f}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
