@@ -48,7 +48,20 @@ def _gate(args, target: str, dtype: str, int8_mode: str):
     return ParityGate(**{k: default[k] if v is None else v for k, v in given.items()})
 
 
+# Loggers that tell library maintainers about their own internals (torchao's skipped C++ kernels, torch's pytree
+# registrations, the ONNX exporter's missing torchvision ops): kept off the terminal of `workbench export`.
+QUIET_LOGGERS = ("torchao", "torch.utils._pytree", "torch.onnx._internal.exporter._registration")
+
+
+def _quiet_third_party_logs() -> None:
+    import logging
+
+    for name in QUIET_LOGGERS:
+        logging.getLogger(name).setLevel(logging.ERROR)
+
+
 def run(args) -> int:
+    _quiet_third_party_logs()
     from .exporter import export, verify
     from .parity import ParityFailed
     from .source import ExportInputError

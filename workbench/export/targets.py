@@ -8,6 +8,7 @@ directory; every reader loads what was written, from disk, as the logits functio
 """
 from __future__ import annotations
 
+import logging
 import os
 import shutil
 import tempfile
@@ -134,7 +135,13 @@ def write_onnx(merged: torch.nn.Module, tokenizer, base_path: str, out: Path, sp
         with tempfile.TemporaryDirectory(prefix="workbench-onnx-") as staging:
             fp32 = Path(staging) / MODEL_FILE
             _export_onnx(merged, fp32)
-            quantize_dynamic(str(fp32), str(out / MODEL_FILE), weight_type=QuantType.QInt8)
+            root = logging.getLogger()
+            level = root.level
+            root.setLevel(logging.ERROR)  # its advice to pre-process the graph is for image models
+            try:
+                quantize_dynamic(str(fp32), str(out / MODEL_FILE), weight_type=QuantType.QInt8)
+            finally:
+                root.setLevel(level)
     merged.config.save_pretrained(out)
     merged.generation_config.save_pretrained(out)
     save_tokenizer_files(tokenizer, base_path, out)
