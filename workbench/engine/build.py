@@ -26,7 +26,6 @@ class BuiltModel:
     tokenizer: Any
     family: str
     rules: RulesApplied
-    qat_layers: int = 0  # linear layers fake-quantized for quantization-aware training
 
 
 def build_model(cfg: RunConfig, policy: PrecisionPolicy, device: torch.device) -> BuiltModel:
@@ -35,16 +34,17 @@ def build_model(cfg: RunConfig, policy: PrecisionPolicy, device: torch.device) -
     model = apply_lora(loaded, cfg.lora, policy.trainable_dtype)
     rules = apply_module_rules(model, resolve_rules(cfg.precision, loaded.family, policy.mode), policy.device_type,
                                cfg.sharding.strategy)
-    qat_layers = prepare_qat_for_run(model, cfg.quantization.qat) if cfg.quantization.qat else 0
+    if cfg.quantization.qat:
+        prepare_qat_for_run(model, cfg.quantization.qat)
     if cfg.model.gradient_checkpointing:
         enable_gradient_checkpointing(model)
     model.config.use_cache = False
     model = model.to(device)
     model.train()
-    return BuiltModel(model, loaded.tokenizer, loaded.family, rules, qat_layers)
+    return BuiltModel(model, loaded.tokenizer, loaded.family, rules)
 
 
-def prepare_qat_for_run(model: torch.nn.Module, scheme: str) -> int:
+def prepare_qat_for_run(model: torch.nn.Module, scheme: str) -> None:
     """Fake-quantize for ``quantization.qat`` after the precision rules (so the fake quantizers see the storage
     dtypes training uses); a model the scheme cannot quantize is a config error naming why."""
     from ..precision.qat import prepare_qat, qat_problems
@@ -52,4 +52,4 @@ def prepare_qat_for_run(model: torch.nn.Module, scheme: str) -> int:
     problems = qat_problems(model, scheme)
     if problems:
         raise ConfigError([("quantization.qat", p) for p in problems])
-    return prepare_qat(model, scheme)
+    prepare_qat(model, scheme)
