@@ -84,14 +84,16 @@ def main(argv: list[str] | None = None) -> int:
     if args.threads:
         torch.set_num_threads(args.threads)
     out_root = Path(args.out) if args.out else Path(args.run_dir) / "exports-bench"
-    rows = []
+    header = (f"{'export':<16} {'MB':>7} {'fwd 1x128 ms':>12} {'gen tok/s':>9} {'loss':>7} {'ref loss':>8} "
+              f"{'agree':>6} {'max|dlogit|':>11} {'export s':>8}")
+    print(header, flush=True)
     for label in args.targets.split(","):
         kw = TARGETS[label]
         t = time.perf_counter()
         try:
             result = export(args.run_dir, out=out_root / label, overwrite=True, **kw)
         except ParityFailed as err:  # a figure to report, not a reason to stop measuring the others
-            print(f"[{label}] {err}", flush=True)
+            print(f"{label:<16} FAILED: {err}", flush=True)
             continue
         wall = time.perf_counter() - t
         if kw["target"].startswith("onnx"):
@@ -99,13 +101,10 @@ def main(argv: list[str] | None = None) -> int:
         else:
             latency, tps = _measure_torch(result.path, kw.get("dtype", "float32"), args.repeats, args.new_tokens)
         par, size = result.parity, result.manifest["sizes"]["total_bytes"]
-        rows.append((label, size / 1e6, latency * 1e3, tps, par["export_loss"], par["reference_loss"],
-                     par["greedy_agreement"], par["max_logit_diff"], wall))
-        print(f"[{label}] done in {wall:.1f} s", flush=True)
-    print(f"\n{'export':<16} {'MB':>7} {'fwd 1x128 ms':>12} {'gen tok/s':>9} {'loss':>7} {'ref loss':>8} "
-          f"{'agree':>6} {'max|dlogit|':>11} {'export s':>8}")
-    for r in rows:
-        print(f"{r[0]:<16} {r[1]:7.1f} {r[2]:12.1f} {r[3]:9.1f} {r[4]:7.4f} {r[5]:8.4f} {r[6]:6.3f} {r[7]:11.3g} {r[8]:8.1f}")
+        # one row as each export is measured: a long benchmark interrupted still leaves its figures
+        print(f"{label:<16} {size / 1e6:7.1f} {latency * 1e3:12.1f} {tps:9.1f} {par['export_loss']:7.4f} "
+              f"{par['reference_loss']:8.4f} {par['greedy_agreement']:6.3f} {par['max_logit_diff']:11.3g} {wall:8.1f}",
+              flush=True)
     return 0
 
 
