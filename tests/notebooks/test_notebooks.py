@@ -6,7 +6,8 @@ import pytest
 
 from .nbrun import NOTEBOOKS, all_text, execute, parameters_cell
 
-NAMES = ["01_quickstart.ipynb", "02_precision_lab.ipynb", "03_zero_and_offload.ipynb", "04_side_by_side_chat.ipynb"]
+NAMES = ["01_quickstart.ipynb", "02_precision_lab.ipynb", "03_zero_and_offload.ipynb", "04_side_by_side_chat.ipynb",
+         "06_export_and_quantize.ipynb"]
 
 
 @pytest.mark.parametrize("name", NAMES)
@@ -56,3 +57,12 @@ def test_04_side_by_side_chat(tmp_path):
     text = all_text(nb)
     assert text.count("thinking=True") >= 2 and text.count("thinking=False") >= 2
     assert "thinking=on: {" in text and "thinking=off: {" in text  # the chat panel's thinking choices
+
+
+def test_06_export_and_quantize(tmp_path):
+    nb = execute("06_export_and_quantize.ipynb", tmp_path, MODEL="tiny-glm4", MAX_STEPS=3, MICRO_BATCH=2, MAX_LENGTH=64,
+                 MAX_TOKENS=6, RUNS_DIR=str(tmp_path / "runs"))
+    text = all_text(nb)
+    for target in ("merged", "int8", "onnx"):
+        assert re.search(rf"^{target} +parity passed \| +[\d.]+ MB on disk", text, re.M), text
+        assert len(re.findall(rf"^  {target} +['\"]", text, re.M)) == 2, text  # an answer to each of the two prompts

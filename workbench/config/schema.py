@@ -154,6 +154,13 @@ class LoraSection(Section):
         return []
 
 
+class QuantizationSection(Section):
+    qat: Optional[Literal["int8-weight", "int8-dynamic", "int4-weight"]] = Field(
+        None, description="Quantization-aware training (torchao): fake-quantize the decoder's linear layers while "
+        "training (under LoRA: the frozen base layers), convert them to real int8/int4 weights at the end; "
+        "int8-dynamic also quantizes activations. null: off.")
+
+
 class ScheduleSection(Section):
     max_steps: int = Field(100, ge=1, description="Optimizer steps (each = grad_accum_steps micro-batches).")
     micro_batch_size: int = Field(4, ge=1, description="Examples per forward/backward.")
@@ -361,6 +368,7 @@ class RunConfig(Section):
     output: OutputSection = OutputSection()
     sharding: ShardingSection = ShardingSection()
     diagnosis: DiagnosisSection = DiagnosisSection()
+    quantization: QuantizationSection = QuantizationSection()
     device: str = Field("auto", description="auto, cpu, cuda or cuda:N.")
 
     def problems(self, path: str = "") -> list[tuple[str, str]]:
@@ -372,6 +380,10 @@ class RunConfig(Section):
                         "be trained directly (and GradScaler refuses fp16 gradients): use auto or float32, or enable LoRA"))
         if self.precision.mode == "pure-bf16" and self.model.dtype not in ("auto", "bfloat16"):
             out.append(("model.dtype", f"pure-bf16 stores weights in bfloat16, not {self.model.dtype}: use auto or bfloat16"))
+        if self.quantization.qat and self.sharding.strategy in ("fsdp", "deepspeed"):
+            out.append(("quantization.qat", f"QAT swaps linear layers for fake-quantized ones before the strategy wraps "
+                        f"the model; sharding them with {self.sharding.strategy} is not supported: use "
+                        "sharding.strategy none or ddp, or turn QAT off"))
         out += self.sharding.run_problems(self)
         return out
 

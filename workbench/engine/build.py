@@ -1,7 +1,7 @@
 """The model a run trains, built in one order for every strategy:
 
     load the base (policy.base_dtype) -> LoRA (policy.trainable_dtype) -> per-module precision rules
-    -> gradient checkpointing -> device
+    -> QAT fake quantization (quantization.qat) -> gradient checkpointing -> device
 
 and only then does the strategy wrap it and create the optimizer, so the rules' dtypes hold for
 trained and (under FSDP / ZeRO-3) sharded parameters alike, and the planner, which counts the same
@@ -14,7 +14,7 @@ from typing import Any
 
 import torch
 
-from ..config import RunConfig
+from ..config import ConfigError, RunConfig
 from ..models import apply_lora, enable_gradient_checkpointing, load_base_model
 from ..precision import PrecisionPolicy
 from ..precision.module_rules import RulesApplied, apply_module_rules, resolve_rules
@@ -34,9 +34,22 @@ def build_model(cfg: RunConfig, policy: PrecisionPolicy, device: torch.device) -
     model = apply_lora(loaded, cfg.lora, policy.trainable_dtype)
     rules = apply_module_rules(model, resolve_rules(cfg.precision, loaded.family, policy.mode), policy.device_type,
                                cfg.sharding.strategy)
+    if cfg.quantization.qat:
+        prepare_qat_for_run(model, cfg.quantization.qat)
     if cfg.model.gradient_checkpointing:
         enable_gradient_checkpointing(model)
     model.config.use_cache = False
     model = model.to(device)
     model.train()
     return BuiltModel(model, loaded.tokenizer, loaded.family, rules)
+
+
+def prepare_qat_for_run(model: torch.nn.Module, scheme: str) -> None:
+    """Fake-quantize for ``quantization.qat`` after the precision rules (so the fake quantizers see the storage
+    dtypes training uses); a model the scheme cannot quantize is a config error naming why."""
+    from ..precision.qat import prepare_qat, qat_problems
+
+    problems = qat_problems(model, scheme)
+    if problems:
+        raise ConfigError([("quantization.qat", p) for p in problems])
+    prepare_qat(model, scheme)

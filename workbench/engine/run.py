@@ -24,7 +24,7 @@ from ..data import collate, load_examples, micro_batch_indices
 from ..events import (
     Census, Checkpoint, Eval, EventWriter, Memory, Overflow, PlanPrediction, RunFailed, RunFinished, RunStarted, Step,
 )
-from ..events.schema import PrecisionRules
+from ..events.schema import PrecisionRules, QatConverted
 from ..plan import MEASURED_NAMES, predict_for_run
 from ..precision import (
     PrecisionPolicy, count_target_tokens, resolve_device, resolve_precision, token_loss_sum, window_loss_divisor,
@@ -299,11 +299,39 @@ class _Engine:
         for o in self.observers:
             o.finish(self.view)
         self.result.adapter_path = self.save_final()
+        if cfg.quantization.qat:
+            self.convert_qat()
         self.emit_run(RunFinished(step=self.state.step, final_loss=self.state.last_loss,
                                      adapter_path=str(self.result.adapter_path) if self.result.adapter_path else None,
                                      wall_s=time.time() - t_start, stopped=self.result.stopped,
                                      stop_reason=self.result.stop_reason))
         return self.result
+
+    @torch.no_grad()
+    def convert_qat(self) -> None:
+        """Quantization-aware training's last step (after the adapter is saved): real quantized weights replace
+        the fake quantizers, checked against the fake-quantized model on one batch (held-out when there is one)."""
+        from ..precision.qat import convert_qat
+
+        module = self.strategy.module
+        examples = (self.eval_examples or self.train_examples)[:self.cfg.schedule.micro_batch_size]
+        batch = {k: v.to(self.device) for k, v in collate(examples, self.tokenizer.pad_token_id).items()}
+        module.eval()
+
+        def logits() -> torch.Tensor:
+            with self.policy.autocast():
+                return module(input_ids=batch["input_ids"], attention_mask=batch["attention_mask"]).logits.float()
+
+        fake_quantized = logits()
+        layers = convert_qat(module, self.cfg.quantization.qat)
+        converted = logits()
+        real = batch["attention_mask"].bool()
+        self.emit_run(QatConverted(
+            step=self.state.step, scheme=self.cfg.quantization.qat, layers=layers,
+            max_logit_diff=float((converted - fake_quantized).abs()[real].max()),
+            greedy_agreement=float((converted.argmax(-1) == fake_quantized.argmax(-1))[real].float().mean()),
+            positions=int(real.sum())))
+        self.emit_census()
 
     def emergency_checkpoint(self) -> Optional[Path]:
         """After a failure (an exception, Ctrl-C, the SIGTERM of a stop that timed out): save the last

@@ -67,7 +67,7 @@ class Overflow(Event):
 class Census(Event):
     type: ClassVar[str] = "census"
     step: int
-    rows: list  # [{group, dtype, trainable, count, bytes}]
+    rows: list  # [{group, dtype, trainable, quantized, count, bytes}]; quantized: '', fake-quant or the int type
     totals: dict  # {dtype: count}
 
 
@@ -184,10 +184,24 @@ class Diagnosis(Event):
     stopping: bool = False  # the run stops after this event (diagnosis.stop_on_collapse)
 
 
+@dataclass(frozen=True)
+class QatConverted(Event):
+    """Quantization-aware training converted: the fake-quantized layers now hold real quantized weights, and how
+    far the converted model's logits are from the fake-quantized model's on one batch."""
+
+    type: ClassVar[str] = "qat_converted"
+    step: int
+    scheme: str  # quantization.qat
+    layers: int  # linear layers converted
+    max_logit_diff: float  # converted vs fake-quantized, on the batch below
+    greedy_agreement: float
+    positions: int
+
+
 EVENT_TYPES: dict[str, type[Event]] = {
     cls.type: cls for cls in (RunStarted, PlanPrediction, Step, Overflow, Census, Memory, Eval, Checkpoint, RunFinished, RunFailed)
 }
-EVENT_TYPES.update({cls.type: cls for cls in (PrecisionRules, Coverage, OverflowOrigin, Diagnosis)})
+EVENT_TYPES.update({cls.type: cls for cls in (PrecisionRules, Coverage, OverflowOrigin, Diagnosis, QatConverted)})
 
 
 def event_from_dict(d: dict[str, Any]) -> Event | dict:

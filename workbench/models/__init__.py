@@ -3,9 +3,9 @@ from . import packaged, tiny
 from .groups import GROUPS, module_group
 from .loading import (
     BUILTIN, LoadedModel, apply_lora, enable_gradient_checkpointing, list_models, load_base_model, load_for_inference, lora_targets,
-    model_family, peft_deprecation_hidden,
+    model_family, peft_deprecation_hidden, pretrained_class,
 )
 
 __all__ = ["packaged", "tiny", "GROUPS", "module_group", "BUILTIN", "LoadedModel", "apply_lora",
            "enable_gradient_checkpointing", "list_models", "load_base_model", "load_for_inference", "lora_targets",
-           "model_family", "peft_deprecation_hidden"]
+           "model_family", "peft_deprecation_hidden", "pretrained_class"]

@@ -58,8 +58,15 @@ def _is_vision_language(config) -> bool:
     return hasattr(config, "vision_config") and hasattr(config, "text_config")
 
 
+def pretrained_class(config):
+    """The transformers auto class that loads a model of ``config`` (vision-language or text-only)."""
+    from transformers import AutoModelForCausalLM, AutoModelForImageTextToText
+
+    return AutoModelForImageTextToText if _is_vision_language(config) else AutoModelForCausalLM
+
+
 def _load_pretrained(where: str, section: ModelSection, dtype: torch.dtype):
-    from transformers import AutoConfig, AutoModelForCausalLM, AutoModelForImageTextToText, AutoTokenizer
+    from transformers import AutoConfig, AutoTokenizer
 
     kw = dict(trust_remote_code=section.trust_remote_code)
     try:
@@ -67,8 +74,7 @@ def _load_pretrained(where: str, section: ModelSection, dtype: torch.dtype):
     except (OSError, ValueError) as err:
         raise ConfigError([("model.source", f"{where!r} is neither a built-in model ({', '.join(BUILTIN)}), a local "
                             f"model directory, nor a reachable hub id: {str(err).splitlines()[0]}")]) from None
-    auto = AutoModelForImageTextToText if _is_vision_language(config) else AutoModelForCausalLM
-    model = auto.from_pretrained(where, dtype=dtype, attn_implementation=section.attn_implementation, **kw)
+    model = pretrained_class(config).from_pretrained(where, dtype=dtype, attn_implementation=section.attn_implementation, **kw)
     tok = AutoTokenizer.from_pretrained(where, **kw)
     return model, tok, model_family(config)
 

@@ -1,0 +1,170 @@
+"""export(): a run's adapter -> a deployable directory with a manifest, accepted only if it passes parity.
+
+The export is written to ``OUT.partial``, read back from disk and compared with the unexported model
+(fp32 base + adapter) on held-out examples. It is renamed to ``OUT`` only when the figures are inside
+the gate; otherwise it is left as ``OUT.failed`` (manifest included, for inspection) and ParityFailed
+carries the figures.
+"""
+from __future__ import annotations
+
+import json
+import shutil
+import time
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Optional
+
+from .parity import ParityFailed, ParityGate, ParityReport, compare, heldout_batches, reference_logits, torch_logits
+from .source import ExportInputError, load_reference, open_run
+from .targets import DTYPES, INT8_MODES, TARGETS, WRITERS, TargetSpec, read_export, unsupported_reason
+
+MANIFEST = "manifest.json"
+MANIFEST_VERSION = 1
+DEFAULT_MAX_EXAMPLES = 16
+
+
+@dataclass
+class ExportResult:
+    path: Path
+    manifest: dict
+
+    @property
+    def parity(self) -> dict:
+        return self.manifest["parity"]
+
+
+def _spec(target: str, dtype: str, int8_mode: str) -> TargetSpec:
+    problems = []
+    if target not in TARGETS:
+        problems.append(f"unsupported target {target!r}: choose one of {', '.join(TARGETS)}")
+    if dtype not in DTYPES:
+        problems.append(f"dtype {dtype!r}: choose one of {', '.join(DTYPES)}")
+    elif dtype != "float32" and target != "merged":
+        problems.append(f"dtype {dtype} applies to --target merged only ({target} starts from the fp32 merge)")
+    if int8_mode not in INT8_MODES:
+        problems.append(f"int8 mode {int8_mode!r}: choose one of {', '.join(INT8_MODES)}")
+    if problems:
+        raise ExportInputError("; ".join(problems))
+    return TargetSpec(target, dtype, int8_mode)
+
+
+def _files(directory: Path) -> dict[str, int]:
+    return {str(p.relative_to(directory)): p.stat().st_size for p in sorted(directory.rglob("*")) if p.is_file()}
+
+
+def _versions() -> dict:
+    import importlib.metadata as md
+
+    out = {}
+    for dist in ("torch", "transformers", "peft", "torchao", "onnx", "onnxruntime", "onnxscript"):
+        try:
+            out[dist] = md.version(dist)
+        except md.PackageNotFoundError:
+            pass
+    return out
+
+
+def export(run_dir: str | Path, target: str = "merged", out: str | Path | None = None, *, dtype: str = "float32",
+           int8_mode: str = "dynamic", heldout: str | Path | None = None, max_examples: int = DEFAULT_MAX_EXAMPLES,
+           gate: Optional[ParityGate] = None, overwrite: bool = False) -> ExportResult:
+    """Export run ``run_dir``'s adapter as ``target`` into ``out`` (default ``RUN/exports/<target>``).
+
+    ``heldout``: the JSONL parity is measured on (default: the run's data.eval). ``gate``: the parity bounds
+    (default: the target's, see TargetSpec.default_gate). Raises ExportInputError for a run, target or option
+    that cannot be exported, ParityFailed (with the figures) when the written export misses its gate."""
+    spec = _spec(target, dtype, int8_mode)
+    source = open_run(run_dir)
+    out = Path(out) if out else source.run_dir / "exports" / spec.name
+    if out.exists() and not overwrite:
+        raise ExportInputError(f"{out} exists: choose another output directory, or overwrite it (--force)")
+    held = Path(heldout) if heldout else (Path(source.config.data.eval) if source.config.data.eval else None)
+    if held is None:
+        raise ExportInputError(f"{source.run_dir} was trained without data.eval: name the held-out JSONL parity is "
+                               "measured on (--heldout FILE)")
+    if not held.is_file():
+        raise ExportInputError(f"held-out file {str(held)!r} not found (--heldout FILE)")
+    if max_examples < 1:
+        raise ExportInputError(f"max_examples must be at least 1 (got {max_examples})")
+
+    t0 = time.perf_counter()
+    ref = load_reference(source)
+    if reason := unsupported_reason(spec, ref.family):
+        raise ExportInputError(reason)
+    batches = heldout_batches(held, ref.tokenizer, source.config.data.max_length, max_examples)
+    reference = reference_logits(torch_logits(ref.model), batches)
+    gate = gate or spec.default_gate()
+
+    partial, failed = out.with_name(out.name + ".partial"), out.with_name(out.name + ".failed")
+    for stale in (partial, failed):
+        shutil.rmtree(stale, ignore_errors=True)
+    partial.mkdir(parents=True)
+    merged = ref.merged_copy()
+    reference_bytes = sum(p.numel() * p.element_size() for p in merged.parameters())
+    t_write = time.perf_counter()
+    WRITERS[spec.target](merged, ref.tokenizer, ref.base_path, partial, spec)
+    del merged
+    write_s = time.perf_counter() - t_write
+    t_check = time.perf_counter()
+    report = compare(reference, read_export(partial, spec), batches, gate)
+    manifest = _manifest(source, ref, spec, partial, report, heldout=held, reference_bytes=reference_bytes,
+                         wall={"write_s": write_s, "parity_s": time.perf_counter() - t_check,
+                               "total_s": time.perf_counter() - t0})
+    (partial / MANIFEST).write_text(json.dumps(manifest, indent=2) + "\n")
+    if not report.passed:
+        partial.rename(failed)
+        raise ParityFailed(failed, report)
+    if out.exists():
+        shutil.rmtree(out)
+    partial.rename(out)
+    return ExportResult(out, manifest)
+
+
+def _manifest(source, ref, spec: TargetSpec, directory: Path, report: ParityReport, *, heldout: Path,
+              reference_bytes: int, wall: dict) -> dict:
+    files = _files(directory)
+    weights = sum(size for name, size in files.items() if name.endswith((".safetensors", ".onnx", ".onnx.data", ".bin")))
+    return {
+        "format_version": MANIFEST_VERSION,
+        "status": "passed" if report.passed else "failed parity",
+        "created": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        "target": spec.target,
+        "precision": spec.precision,
+        "options": {"dtype": spec.dtype, "int8_mode": spec.int8_mode},
+        "source_run": str(source.run_dir.resolve()),
+        "adapter": str(source.adapter_dir.resolve()),
+        "base": source.base,
+        "base_path": ref.base_path,
+        "family": ref.family,
+        "sizes": {"total_bytes": sum(files.values()), "weights_bytes": weights,
+                  "reference_fp32_bytes": reference_bytes, "files": files},
+        "parity": {**report.to_dict(), "heldout": str(Path(heldout).resolve()),
+                   "reference": "fp32 base + adapter (unmerged peft model)"},
+        "wall_s": wall,
+        "versions": _versions(),
+    }
+
+
+def read_manifest(export_dir: str | Path) -> dict:
+    path = Path(export_dir) / MANIFEST
+    if not path.is_file():
+        raise ExportInputError(f"{str(export_dir)!r} is not an export (it holds no {MANIFEST})")
+    return json.loads(path.read_text())
+
+
+def verify(export_dir: str | Path, max_examples: Optional[int] = None) -> ParityReport:
+    """Re-check an existing export against its source run, on the held-out data and gate its manifest names
+    (e.g. after copying it, or to catch a corrupted file). Raises ParityFailed with the figures."""
+    export_dir = Path(export_dir)
+    m = read_manifest(export_dir)
+    spec = TargetSpec(m["target"], **m["options"])
+    source = open_run(m["source_run"])
+    ref = load_reference(source)
+    parity = m["parity"]
+    batches = heldout_batches(parity["heldout"], ref.tokenizer, source.config.data.max_length,
+                              max_examples or parity["examples"])
+    report = compare(reference_logits(torch_logits(ref.model), batches), read_export(export_dir, spec), batches,
+                     ParityGate(**parity["gate"]))
+    if not report.passed:
+        raise ParityFailed(export_dir, report)
+    return report

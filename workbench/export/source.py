@@ -1,0 +1,77 @@
+"""The run an export starts from: its saved configuration, its adapter, and the unexported model
+(the base in fp32 with the adapter applied), which every export is checked against."""
+from __future__ import annotations
+
+import copy
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from ..config import ConfigError, RunConfig, config_from_dict, read_config_file
+
+
+class ExportInputError(ValueError):
+    """The run, target or options asked for cannot be exported (CLI exit code 2)."""
+
+
+@dataclass
+class RunSource:
+    run_dir: Path
+    config: RunConfig
+    adapter_dir: Path
+
+    @property
+    def base(self) -> str:
+        return self.config.model.source
+
+
+@dataclass
+class Reference:
+    """The unexported model: fp32 base + the run's adapter, in eval mode, plus what was loaded."""
+
+    model: torch.nn.Module  # a peft model
+    tokenizer: Any
+    family: str
+    base_path: str  # the directory or hub id the base was loaded from
+
+    def merged_copy(self) -> torch.nn.Module:
+        """The adapter merged into a copy of the base (the reference itself stays unmerged)."""
+        return copy.deepcopy(self.model).merge_and_unload()
+
+
+def open_run(run_dir: str | Path) -> RunSource:
+    """A finished run with a LoRA adapter; ExportInputError naming what is missing otherwise."""
+    run_dir = Path(run_dir)
+    if not run_dir.is_dir():
+        raise ExportInputError(f"run directory {str(run_dir)!r} does not exist")
+    config_file = run_dir / "config.json"
+    if not config_file.is_file():
+        raise ExportInputError(f"{str(run_dir)!r} is not a run directory (it holds no config.json)")
+    try:
+        cfg = config_from_dict(read_config_file(config_file), checks=False)
+    except ConfigError as err:
+        raise ExportInputError(f"{config_file} is not a valid run configuration: {err}") from None
+    adapter = run_dir / "adapter"
+    if not (adapter / "adapter_config.json").is_file():
+        why = ("it was a full fine-tune (lora.enabled=false): its model/ directory is already a plain transformers "
+               "model" if (run_dir / "model" / "config.json").is_file() else
+               "the run has not finished (the adapter is saved at its end)")
+        raise ExportInputError(f"{run_dir} has no LoRA adapter ({adapter}/adapter_config.json): {why}")
+    return RunSource(run_dir, cfg, adapter)
+
+
+def load_reference(source: RunSource) -> Reference:
+    """The base exactly as the run built it (same source and seed, fp32) with the saved adapter applied."""
+    from peft import PeftModel
+
+    from ..models import load_base_model, peft_deprecation_hidden
+
+    cfg = source.config
+    torch.manual_seed(cfg.schedule.seed)
+    loaded = load_base_model(cfg.model, torch.float32, seed=cfg.schedule.seed)
+    with peft_deprecation_hidden():
+        model = PeftModel.from_pretrained(loaded.model, str(source.adapter_dir))
+    model.eval()
+    return Reference(model, loaded.tokenizer, loaded.family, loaded.source)
