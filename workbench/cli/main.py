@@ -19,6 +19,7 @@ SUBPACKAGE_COMMANDS = (
     ("workbench.plan.cli", "add_fact_check_parser", "run_fact_check"),
     ("workbench.plan.report", "add_parser", "run"),
     ("workbench.serve.cli", "add_parser", "run"),
+    ("workbench.eval.cli", "add_parser", "run"),
 )
 
 
