@@ -6,7 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from workbench.eval.runner import RESULTS_FILE, EvalError, evaluate, read_results
+from workbench.eval.results import RESULTS_FILE, read_results
+from workbench.eval.runner import EvalError, evaluate
 
 from ..conftest import SAMPLES, tiny_run_overrides, write_jsonl
 from ..serve.helpers import make_adapter

@@ -8,16 +8,15 @@ reads it.
 """
 from __future__ import annotations
 
-import json
 import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterable, Optional
 
+from .results import RESULTS_FILE, read_results, write_results
 from .tasks import Reply, Task, get_task, load_examples
 
-RESULTS_FILE = "eval_results.json"
 THINKING_MODES = {"default": None, "on": True, "off": False}  # mode name -> the request's enable_thinking
 
 
@@ -194,28 +193,6 @@ def _run_dir_of(card: dict) -> Optional[Path]:
         if (candidate / "config.json").is_file() and (candidate / "adapter").is_dir():
             return candidate
     return None
-
-
-def write_results(run_dir: str | Path, report: EvalReport, model: str) -> Path:
-    """Store ``report`` (without per-example records) under its task in RUN_DIR/eval_results.json, keeping
-    the other tasks' entries; ``model`` is the id this run's adapter was served as."""
-    path = Path(run_dir) / RESULTS_FILE
-    stored = read_results(run_dir)
-    stored.setdefault("tasks", {})[report.task] = {**report.to_dict(records=False), "model": model,
-                                                   "time": time.strftime("%Y-%m-%dT%H:%M:%S%z")}
-    tmp = path.with_suffix(".tmp")
-    tmp.write_text(json.dumps(stored, indent=1, ensure_ascii=False), encoding="utf-8")
-    tmp.replace(path)
-    return path
-
-
-def read_results(run_dir: str | Path) -> dict:
-    """RUN_DIR/eval_results.json ({"tasks": {name: entry}}); empty when there is none or it is unreadable."""
-    try:
-        stored = json.loads((Path(run_dir) / RESULTS_FILE).read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return {}
-    return stored if isinstance(stored, dict) else {}
 
 
 def _progress(total: int, desc: str, enabled: bool):
