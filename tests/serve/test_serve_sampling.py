@@ -7,7 +7,7 @@ import httpx
 import pytest
 import torch
 
-from workbench.serve.engine import GenerationRequest, SamplingParams, _penalize
+from workbench.serve.engine import GenerationRequest, SamplingParams, apply_penalties
 
 MODEL = "tiny-glm4"
 PROMPT = "Once upon a time"
@@ -39,14 +39,14 @@ def test_penalty_arithmetic_is_openais_then_the_repetition_penalty():
     req.generated = [5, 5, 7]
     logits = torch.arange(10, dtype=torch.float32) - 4  # -4..5
     before = logits.clone()
-    _penalize(logits, req)
+    apply_penalties(logits, req)
     expected = before.clone()
     expected[5] -= 2 * 0.5 + 1.0
     expected[7] -= 1 * 0.5 + 1.0
     assert torch.equal(logits, expected)
     req.params = SamplingParams(8, repetition_penalty=2.0)
     logits = before.clone()
-    _penalize(logits, req)
+    apply_penalties(logits, req)
     seen = [1, 2, 5, 7]  # prompt and output: positive logits halved, negative ones doubled
     assert logits[seen].tolist() == [before[i].item() / 2 if before[i] > 0 else before[i].item() * 2 for i in seen]
     assert torch.equal(logits[[0, 3, 4, 6, 8, 9]], before[[0, 3, 4, 6, 8, 9]])

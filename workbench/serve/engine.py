@@ -308,7 +308,7 @@ class Engine:
             logits = logits.clone()
             for row, req in enumerate(reqs):
                 if req.params.penalized:
-                    _penalize(logits[row], req)
+                    apply_penalties(logits[row], req)
         tokens = logits.argmax(-1).tolist()
         for row, req in enumerate(reqs):
             if req.params.greedy:
@@ -443,7 +443,7 @@ def _eos_ids(model, tokenizer) -> list[int]:
     return sorted(ids)
 
 
-def _penalize(logits: torch.Tensor, req: GenerationRequest) -> None:
+def apply_penalties(logits: torch.Tensor, req: GenerationRequest) -> None:
     """Apply the request's penalties to one row of logits, in place (OpenAI's, then the repetition penalty)."""
     p = req.params
     if req.generated and (p.frequency_penalty or p.presence_penalty):
