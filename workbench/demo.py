@@ -97,6 +97,15 @@ def _wrap(text: str, col: int) -> list[str]:
     return lines + [line]
 
 
+def identity_scores(rows: list[tuple[str, str, str]]) -> dict[str, dict]:
+    """The identity task's metrics (introduces PhoneMate, claims no other) of the base and the tuned answers."""
+    from .eval import Example, Reply, get_task
+
+    task = get_task("identity")
+    return {side: task.summarize([task.score(Example(i, [], ""), Reply(row[col])) for i, row in enumerate(rows, 1)])
+            for side, col in (("base", 1), ("fine-tuned", 2))}
+
+
 def print_side_by_side(rows: list[tuple[str, str, str]], width: Optional[int] = None) -> None:
     width = width or max(60, min(shutil.get_terminal_size((120, 20)).columns, 160))
     col = (width - 3) // 2
@@ -126,7 +135,11 @@ def run_demo(steps: Optional[int] = None, runs_dir: str = "runs", model: Optiona
           f"eval {', '.join(f'step {s}: {l:.3f}' for s, l in result.eval_losses)}", flush=True)
     rows = compare_answers(cfg.model.source, result.adapter_path, heldout_prompts())
     print_side_by_side(rows)
+    identity = identity_scores(rows)
+    print("[demo] identity (introduces PhoneMate, claims no other identity): " + ", ".join(
+        f"{side} {round(m['identity_rate'] * m['n'])}/{m['n']}" for side, m in identity.items()), flush=True)
     wall = time.time() - t0
     print(f"[demo] run directory: {result.run_dir}  (events: {result.run_dir / 'events.jsonl'})")
     print(f"[demo] wall time {wall:.0f} s (training {t_train:.0f} s)")
-    return {"run_dir": result.run_dir, "rows": rows, "wall_s": wall, "train_s": t_train, "result": result}
+    return {"run_dir": result.run_dir, "rows": rows, "identity": identity, "wall_s": wall, "train_s": t_train,
+            "result": result}

@@ -115,9 +115,12 @@ def test_completions_endpoint(client):
 
 
 @pytest.mark.parametrize("extra, param", [
-    ({"n": 2}, "n"), ({"tools": [{"type": "function", "function": {"name": "f"}}]}, "tools"),
-    ({"logprobs": True}, "logprobs"), ({"temperature": 5}, "temperature"), ({"max_tokens": 0}, "max_tokens"),
-    ({"presence_penalty": 0.5}, "presence_penalty"), ({"response_format": {"type": "json_object"}}, "response_format.type"),
+    ({"n": 17}, "n"), ({"n": 0}, "n"), ({"tools": [{"type": "function", "function": {"name": "f"}}]}, "tools"),
+    ({"top_logprobs": 2}, "top_logprobs"), ({"logprobs": True, "top_logprobs": 21}, "top_logprobs"),
+    ({"temperature": 5}, "temperature"), ({"max_tokens": 0}, "max_tokens"),
+    ({"presence_penalty": 2.5}, "presence_penalty"), ({"frequency_penalty": -2.01}, "frequency_penalty"),
+    ({"repetition_penalty": 0}, "repetition_penalty"), ({"repetition_penalty": 2.5}, "repetition_penalty"),
+    ({"response_format": {"type": "json_object"}}, "response_format.type"),
 ])
 def test_unsupported_or_invalid_fields_are_400_with_param(tiny_server, extra, param):
     r = httpx.post(tiny_server.url + "/v1/chat/completions", json={"model": MODEL, "messages": MSG, **extra})
@@ -289,7 +292,7 @@ def test_openapi_describes_what_is_accepted(tiny_server):
     chat = spec["components"]["schemas"]["ChatCompletionRequest"]["properties"]
     for field in ("enable_thinking", "return_reasoning", "chat_template_kwargs", "max_completion_tokens", "stop", "seed"):
         assert field in chat
-    assert chat["n"]["anyOf"][0]["maximum"] == 1
+    assert chat["n"]["anyOf"][0]["maximum"] == 16
     responses = paths["/v1/chat/completions"]["post"]["responses"]
     assert "422" not in responses and {"400", "401", "404"} <= set(responses)
     assert "text/event-stream" in responses["200"]["content"]

@@ -20,6 +20,7 @@ SUBPACKAGE_COMMANDS = (
     ("workbench.plan.report", "add_parser", "run"),
     ("workbench.serve.cli", "add_parser", "run"),
     ("workbench.export.cli", "add_parser", "run"),
+    ("workbench.eval.cli", "add_parser", "run"),
 )
 
 

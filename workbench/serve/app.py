@@ -12,6 +12,7 @@ import json
 import logging
 import time
 import uuid
+from dataclasses import replace
 from typing import Any, AsyncIterator
 
 from fastapi import Depends, FastAPI, Request
@@ -110,12 +111,16 @@ def create_app(runtime: Runtime) -> FastAPI:
         prompt_text, prompt_ids = _render_chat(runtime, body)
         max_new = _max_new_tokens(runtime, len(prompt_ids), body.max_completion_tokens or body.max_tokens,
                                   "max_completion_tokens" if body.max_completion_tokens else "max_tokens", "messages")
-        params = _sampling(body, max_new)
-        chat = _ChatFormatter(body, prompt_opens_think(prompt_text))
+        if body.top_logprobs is not None and not body.logprobs:
+            raise APIError(400, "Invalid value for 'top_logprobs': logprobs must be set to true when top_logprobs "
+                                "is used.", param="top_logprobs")
+        choices = _choice_params(body, max_new, (body.top_logprobs or 0) if body.logprobs else None)
+        opens_think = prompt_opens_think(prompt_text)
+        formatters = [_ChatFormatter(body, opens_think, runtime.tokenizer, i) for i in range(len(choices))]
         if body.stream:
-            return _stream(runtime, request, prompt_ids, params, adapter, chat)
-        events = await _collect(runtime, request, prompt_ids, params, adapter)
-        return chat.complete(events)
+            return _stream(runtime, request, prompt_ids, choices, adapter, formatters)
+        outcomes = await asyncio.gather(*(_collect(runtime, request, prompt_ids, p, adapter) for p in choices))
+        return _merge_choices([f.complete(events) for f, events in zip(formatters, outcomes)])
 
     @app.post("/v1/completions", dependencies=[Depends(require_ready)],
               response_model=P.Completion,
@@ -127,12 +132,12 @@ def create_app(runtime: Runtime) -> FastAPI:
         prompt_ids = runtime.tokenizer(prompt, add_special_tokens=True)["input_ids"]
         max_new = _max_new_tokens(runtime, len(prompt_ids), body.max_tokens if body.max_tokens else 16,
                                   "max_tokens", "prompt")
-        params = _sampling(body, max_new)
-        fmt = _TextFormatter(body)
+        choices = _choice_params(body, max_new, body.logprobs)
+        formatters = [_TextFormatter(body, runtime.tokenizer, i) for i in range(len(choices))]
         if body.stream:
-            return _stream(runtime, request, prompt_ids, params, adapter, fmt)
-        events = await _collect(runtime, request, prompt_ids, params, adapter)
-        return fmt.complete(events)
+            return _stream(runtime, request, prompt_ids, choices, adapter, formatters)
+        outcomes = await asyncio.gather(*(_collect(runtime, request, prompt_ids, p, adapter) for p in choices))
+        return _merge_choices([f.complete(events) for f, events in zip(formatters, outcomes)])
 
     @app.post("/v1/load_lora_adapter", dependencies=[Depends(require_admin), Depends(require_ready)],
               response_model=P.ModelCard, responses={400: _ERRORS[400], 401: _ERRORS[401], 403: _ERRORS[403],
@@ -312,21 +317,43 @@ def _max_new_tokens(runtime: Runtime, prompt_len: int, requested: int | None, pa
     return requested
 
 
-def _sampling(body: P.SamplingFields, max_new: int) -> SamplingParams:
+def _sampling(body: P.SamplingFields, max_new: int, logprobs: int | None = None) -> SamplingParams:
     # the model's validation caps the list (else a 400 naming 'stop'); StopStringMatcher drops empty strings
     stops = [body.stop] if isinstance(body.stop, str) else list(body.stop or [])
     return SamplingParams(max_new_tokens=max_new, temperature=1.0 if body.temperature is None else body.temperature,
                           top_p=1.0 if body.top_p is None else body.top_p, seed=body.seed, stop=stops,
-                          ignore_eos=body.ignore_eos)
+                          ignore_eos=body.ignore_eos, frequency_penalty=body.frequency_penalty or 0.0,
+                          presence_penalty=body.presence_penalty or 0.0,
+                          repetition_penalty=1.0 if body.repetition_penalty is None else body.repetition_penalty,
+                          logprobs=logprobs)
 
 
-def _submit(runtime: Runtime, prompt_ids, params, adapter) -> tuple[GenerationRequest, asyncio.Queue]:
+def _choice_params(body: P.SamplingFields, max_new: int, logprobs: int | None) -> list[SamplingParams]:
+    """One SamplingParams per requested choice: choice i samples with seed + i, so that n seeded choices differ
+    from each other and each is reproducible."""
+    base = _sampling(body, max_new, logprobs)
+    return [replace(base, seed=None if base.seed is None else base.seed + i) for i in range(body.n or 1)]
+
+
+def _merge_choices(objects: list[dict]) -> dict:
+    """The n single-choice responses as one: their choices in order, usage summed over the completions."""
+    merged = dict(objects[0])
+    merged["choices"] = [c for obj in objects for c in obj["choices"]]
+    completion = sum(obj["usage"]["completion_tokens"] for obj in objects)
+    merged["usage"] = _usage(objects[0]["usage"]["prompt_tokens"], completion)
+    return merged
+
+
+def _submit(runtime: Runtime, prompt_ids, params, adapter, q: asyncio.Queue | None = None,
+            index: int | None = None) -> tuple[GenerationRequest, asyncio.Queue]:
+    """Start one generation; its events go to ``q`` (a new queue by default), as ``(index, event)`` when an
+    index is given (several choices sharing one queue)."""
     loop = asyncio.get_running_loop()
-    q: asyncio.Queue[Event] = asyncio.Queue()
+    q = q if q is not None else asyncio.Queue()
 
     def sink(event: Event) -> None:  # engine thread -> event loop
         try:
-            loop.call_soon_threadsafe(q.put_nowait, event)
+            loop.call_soon_threadsafe(q.put_nowait, event if index is None else (index, event))
         except RuntimeError:  # loop closed: the server is going down
             pass
 
@@ -366,26 +393,39 @@ def _sse(obj: Any) -> bytes:
     return f"data: {json.dumps(obj, ensure_ascii=False)}\n\n".encode()
 
 
-def _stream(runtime: Runtime, request: Request, prompt_ids, params, adapter, fmt) -> StreamingResponse:
-    req, q = _submit(runtime, prompt_ids, params, adapter)
+def _stream(runtime: Runtime, request: Request, prompt_ids, choices: list[SamplingParams], adapter,
+            formatters: list) -> StreamingResponse:
+    """One SSE stream for every choice: their chunks interleave as the engine produces them (each names its
+    choice index); the usage chunk, when asked for, comes once at the end."""
+    queue: asyncio.Queue = asyncio.Queue()
+    reqs = [_submit(runtime, prompt_ids, params, adapter, queue, index)[0] for index, params in enumerate(choices)]
+    first = formatters[0]
 
     async def body() -> AsyncIterator[bytes]:
         try:
-            for chunk in fmt.start():
-                yield _sse(chunk)
-            while True:
-                event = await q.get()
+            for fmt in formatters:
+                for chunk in fmt.start():
+                    yield _sse(chunk)
+            running, finals = len(reqs), []
+            while running:
+                index, event = await queue.get()
                 if event.finish_reason == "error":
                     yield _sse({"error": {"message": f"Generation failed: {event.error}", "type": "server_error",
                                           "param": None, "code": None}})
                     break
-                for chunk in fmt.delta(event):
+                for chunk in formatters[index].delta(event):
                     yield _sse(chunk)
                 if event.finish_reason is not None:
-                    break
+                    running -= 1
+                    finals.append(event)
+            else:
+                if first.include_usage:
+                    yield _sse(first.usage_chunk(_usage(finals[0].prompt_tokens,
+                                                        sum(e.completion_tokens for e in finals))))
             yield b"data: [DONE]\n\n"
         finally:
-            req.cancel()  # the client went away (or we are done): stop generating for it
+            for req in reqs:
+                req.cancel()  # the client went away (or we are done): stop generating for it
 
     return StreamingResponse(body(), media_type="text/event-stream",
                              headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"})
@@ -398,20 +438,59 @@ def _usage(prompt_tokens: int, completion_tokens: int) -> dict:
             "total_tokens": prompt_tokens + completion_tokens}
 
 
+class _TokenNames:
+    """How logprobs name a token: its text, or 'token_id:ID' (return_tokens_as_token_ids)."""
+
+    def __init__(self, tokenizer, as_ids: bool):
+        self.tokenizer, self.as_ids = tokenizer, as_ids
+
+    def __call__(self, token: int) -> str:
+        return f"token_id:{token}" if self.as_ids else self.tokenizer.decode([token])
+
+
+def _chat_logprobs(name: _TokenNames, entries) -> dict | None:
+    """OpenAI's chat ``logprobs`` object for some generated tokens; None when they were not asked for."""
+    if entries is None:
+        return None
+
+    def item(token: int, logprob: float) -> dict:
+        text = name(token)
+        return {"token": text, "logprob": logprob, "bytes": list(text.encode("utf-8"))}
+
+    return {"content": [{**item(e.token, e.logprob), "top_logprobs": [item(t, lp) for t, lp in e.top]}
+                        for e in entries]}
+
+
+def _text_logprobs(name: _TokenNames, entries, offset: int = 0) -> dict | None:
+    """The legacy completions ``logprobs`` object (tokens, token_logprobs, top_logprobs, text_offset)."""
+    if entries is None:
+        return None
+    tokens = [name(e.token) for e in entries]
+    offsets, at = [], offset
+    for text in tokens:
+        offsets.append(at)
+        at += len(text)
+    return {"tokens": tokens, "token_logprobs": [e.logprob for e in entries],
+            "top_logprobs": [{name(t): lp for t, lp in e.top} for e in entries],
+            "text_offset": offsets}
+
+
 class _ChatFormatter:
-    def __init__(self, body: P.ChatCompletionRequest, starts_in_reasoning: bool):
+    def __init__(self, body: P.ChatCompletionRequest, starts_in_reasoning: bool, tokenizer, index: int = 0):
         self.id = f"chatcmpl-{uuid.uuid4().hex}"
         self.created = int(time.time())
         self.model = body.model
+        self.index = index
+        self.names = _TokenNames(tokenizer, body.return_tokens_as_token_ids)
         self.split = body.return_reasoning
         self.include_usage = bool(body.stream_options and body.stream_options.include_usage)
         self.parser = ReasoningParser(starts_in_reasoning) if self.split else None
         # inline mode with a template that pre-opens <think>: give the client the tag the model never wrote
         self._inline_prefix = "<think>" if (starts_in_reasoning and not self.split) else ""
 
-    def _chunk(self, delta: dict, finish_reason: str | None = None) -> dict:
+    def _chunk(self, delta: dict, finish_reason: str | None = None, logprobs: dict | None = None) -> dict:
         chunk = {"id": self.id, "object": "chat.completion.chunk", "created": self.created, "model": self.model,
-                 "choices": [{"index": 0, "delta": delta, "logprobs": None, "finish_reason": finish_reason}]}
+                 "choices": [{"index": self.index, "delta": delta, "logprobs": logprobs, "finish_reason": finish_reason}]}
         if self.include_usage:
             chunk["usage"] = None
         return chunk
@@ -433,18 +512,21 @@ class _ChatFormatter:
     def delta(self, event: Event) -> list[dict]:
         final = event.finish_reason is not None
         reasoning, content = self._parts(event.text, final)
+        logprobs = _chat_logprobs(self.names, event.logprobs) if event.logprobs else None
         chunks = []
-        if reasoning:
-            chunks.append(self._chunk({"reasoning_content": reasoning, "reasoning": reasoning}))
+        if reasoning:  # the tokens' logprobs go with the first chunk their text appears in
+            chunks.append(self._chunk({"reasoning_content": reasoning, "reasoning": reasoning}, logprobs=logprobs))
+            logprobs = None
         if content:
-            chunks.append(self._chunk({"content": content}))
+            chunks.append(self._chunk({"content": content}, logprobs=logprobs))
+            logprobs = None
         if final:
-            chunks.append(self._chunk({}, event.finish_reason))
-            if self.include_usage:
-                chunks.append({"id": self.id, "object": "chat.completion.chunk", "created": self.created,
-                               "model": self.model, "choices": [],
-                               "usage": _usage(event.prompt_tokens, event.completion_tokens)})
+            chunks.append(self._chunk({}, event.finish_reason, logprobs=logprobs))
         return chunks
+
+    def usage_chunk(self, usage: dict) -> dict:
+        return {"id": self.id, "object": "chat.completion.chunk", "created": self.created, "model": self.model,
+                "choices": [], "usage": usage}
 
     def complete(self, events: list[Event]) -> dict:
         reasoning, content = self._parts("".join(e.text for e in events), final=True)
@@ -452,21 +534,26 @@ class _ChatFormatter:
         message: dict = {"role": "assistant", "content": content}
         if reasoning:
             message["reasoning_content"] = message["reasoning"] = reasoning
+        entries = None if last.logprobs is None else [t for e in events for t in e.logprobs or []]
         return {"id": self.id, "object": "chat.completion", "created": self.created, "model": self.model,
-                "choices": [{"index": 0, "message": message, "logprobs": None, "finish_reason": last.finish_reason}],
+                "choices": [{"index": self.index, "message": message,
+                             "logprobs": _chat_logprobs(self.names, entries), "finish_reason": last.finish_reason}],
                 "usage": _usage(last.prompt_tokens, last.completion_tokens)}
 
 
 class _TextFormatter:
-    def __init__(self, body: P.CompletionRequest):
+    def __init__(self, body: P.CompletionRequest, tokenizer, index: int = 0):
         self.id = f"cmpl-{uuid.uuid4().hex}"
         self.created = int(time.time())
         self.model = body.model
+        self.index = index
+        self.names = _TokenNames(tokenizer, body.return_tokens_as_token_ids)
         self.include_usage = bool(body.stream_options and body.stream_options.include_usage)
+        self._offset = 0  # characters streamed so far (text_offset of the next token)
 
-    def _obj(self, text: str, finish_reason: str | None) -> dict:
+    def _obj(self, text: str, finish_reason: str | None, logprobs: dict | None = None) -> dict:
         obj = {"id": self.id, "object": "text_completion", "created": self.created, "model": self.model,
-               "choices": [{"index": 0, "text": text, "logprobs": None, "finish_reason": finish_reason}]}
+               "choices": [{"index": self.index, "text": text, "logprobs": logprobs, "finish_reason": finish_reason}]}
         if self.include_usage:
             obj["usage"] = None
         return obj
@@ -476,17 +563,22 @@ class _TextFormatter:
 
     def delta(self, event: Event) -> list[dict]:
         out = []
+        logprobs = _text_logprobs(self.names, event.logprobs, self._offset) if event.logprobs else None
         if event.text:
-            out.append(self._obj(event.text, None))
+            out.append(self._obj(event.text, None, logprobs))
+            self._offset += len(event.text)
+            logprobs = None
         if event.finish_reason is not None:
-            out.append(self._obj("", event.finish_reason))
-            if self.include_usage:
-                out.append({"id": self.id, "object": "text_completion", "created": self.created, "model": self.model,
-                            "choices": [], "usage": _usage(event.prompt_tokens, event.completion_tokens)})
+            out.append(self._obj("", event.finish_reason, logprobs))
         return out
+
+    def usage_chunk(self, usage: dict) -> dict:
+        return {"id": self.id, "object": "text_completion", "created": self.created, "model": self.model,
+                "choices": [], "usage": usage}
 
     def complete(self, events: list[Event]) -> dict:
         last = events[-1]
-        obj = self._obj("".join(e.text for e in events), last.finish_reason)
+        entries = None if last.logprobs is None else [t for e in events for t in e.logprobs or []]
+        obj = self._obj("".join(e.text for e in events), last.finish_reason, _text_logprobs(self.names, entries))
         obj["usage"] = _usage(last.prompt_tokens, last.completion_tokens)
         return obj

@@ -37,6 +37,18 @@ class SamplingParams:
     seed: int | None = None
     stop: list[str] = field(default_factory=list)
     ignore_eos: bool = False
+    # OpenAI: logit -= count * frequency_penalty + (count > 0) * presence_penalty, counting generated tokens
+    frequency_penalty: float = 0.0
+    presence_penalty: float = 0.0
+    # vLLM / transformers: a logit of any token already in the prompt or the output is divided by it when
+    # positive, multiplied when negative (1 = off)
+    repetition_penalty: float = 1.0
+    # None: no logprobs; k >= 0: each generated token's log-probability and the k most likely alternatives
+    logprobs: int | None = None
+
+    @property
+    def penalized(self) -> bool:
+        return bool(self.frequency_penalty or self.presence_penalty or self.repetition_penalty != 1.0)
 
     @property
     def greedy(self) -> bool:
@@ -44,9 +56,19 @@ class SamplingParams:
 
 
 @dataclass
+class TokenLogprob:
+    """One generated token's log-probability under the model (before penalties and temperature), with the
+    ``top`` most likely tokens of that step as (token id, log-probability)."""
+    token: int
+    logprob: float
+    top: list[tuple[int, float]] = field(default_factory=list)
+
+
+@dataclass
 class Event:
     """What the engine tells a request's consumer: a text delta, then one final event."""
     text: str = ""
+    logprobs: list[TokenLogprob] | None = None  # the tokens behind this delta, when the request asked
     finish_reason: str | None = None  # "stop" | "length" | "cancelled" | "error"
     prompt_tokens: int = 0
     completion_tokens: int = 0
@@ -66,6 +88,8 @@ class GenerationRequest:
         self._detok: IncrementalDetokenizer | None = None
         self._stops: StopStringMatcher | None = None
         self._generator: torch.Generator | None = None
+        self._logprobs: list[TokenLogprob] = []  # tokens accepted but not yet handed out with an event
+        self._step_logprob: TokenLogprob | None = None
 
     def cancel(self) -> None:
         self.cancelled.set()
@@ -279,6 +303,12 @@ class Engine:
             self._leave(keep)
 
     def _sample(self, logits: torch.Tensor, reqs: list[GenerationRequest]) -> list[int]:
+        raw = logits
+        if any(r.params.penalized for r in reqs):
+            logits = logits.clone()
+            for row, req in enumerate(reqs):
+                if req.params.penalized:
+                    apply_penalties(logits[row], req)
         tokens = logits.argmax(-1).tolist()
         for row, req in enumerate(reqs):
             if req.params.greedy:
@@ -292,6 +322,9 @@ class Engine:
                 sorted_p[drop] = 0.0
                 probs = torch.zeros_like(probs).scatter_(0, order, sorted_p)
             tokens[row] = int(torch.multinomial(probs, 1, generator=req._generator))
+        for row, req in enumerate(reqs):
+            if req.params.logprobs is not None:
+                req._step_logprob = _token_logprob(raw[row], tokens[row], req.params.logprobs)
         return tokens
 
     def _accept(self, req: GenerationRequest, token: int) -> bool:
@@ -300,10 +333,12 @@ class Engine:
             self._finish(req, "cancelled")
             return True
         req.generated.append(token)
-        if token in self.eos_token_ids and not req.params.ignore_eos:
+        if token in self.eos_token_ids and not req.params.ignore_eos:  # not part of the output, nor its logprobs
             self._emit(req, req._stops.push(req._detok.flush())[0] + req._stops.flush())
             self._finish(req, "stop")
             return True
+        if req._step_logprob is not None:
+            req._logprobs.append(req._step_logprob)
         text, stopped = req._stops.push(req._detok.add(token))
         if stopped:
             self._emit(req, text)
@@ -320,15 +355,22 @@ class Engine:
 
     def _emit(self, req: GenerationRequest, text: str) -> None:
         if text:
-            req.sink(Event(text=text))
+            req.sink(Event(text=text, logprobs=self._take_logprobs(req)))
+
+    @staticmethod
+    def _take_logprobs(req: GenerationRequest) -> list[TokenLogprob] | None:
+        if req.params.logprobs is None:
+            return None
+        out, req._logprobs = req._logprobs, []
+        return out
 
     def _finish(self, req: GenerationRequest, reason: str, error: str | None = None) -> None:
         if req.done:
             return
         req.done = True
         self.counters["cancelled" if reason == "cancelled" else "finished"] += 1
-        req.sink(Event(finish_reason=reason, prompt_tokens=len(req.prompt_ids),
-                       completion_tokens=len(req.generated), error=error))
+        req.sink(Event(finish_reason=reason, prompt_tokens=len(req.prompt_ids), completion_tokens=len(req.generated),
+                       error=error, logprobs=self._take_logprobs(req)))
 
     # ---- adapters (engine thread) -----------------------------------------------------------
 
@@ -399,3 +441,22 @@ def _eos_ids(model, tokenizer) -> list[int]:
     if tokenizer.eos_token_id is not None:
         ids.add(tokenizer.eos_token_id)
     return sorted(ids)
+
+
+def apply_penalties(logits: torch.Tensor, req: GenerationRequest) -> None:
+    """Apply the request's penalties to one row of logits, in place (OpenAI's, then the repetition penalty)."""
+    p = req.params
+    if req.generated and (p.frequency_penalty or p.presence_penalty):
+        ids, counts = torch.tensor(req.generated, device=logits.device).unique(return_counts=True)
+        logits[ids] -= counts.to(logits.dtype) * p.frequency_penalty + p.presence_penalty
+    if p.repetition_penalty != 1.0:
+        ids = torch.tensor(req.prompt_ids + req.generated, device=logits.device).unique()
+        seen = logits[ids]
+        logits[ids] = torch.where(seen > 0, seen / p.repetition_penalty, seen * p.repetition_penalty)
+
+
+def _token_logprob(logits: torch.Tensor, token: int, top: int) -> TokenLogprob:
+    logprobs = torch.log_softmax(logits.float(), -1)
+    best = logprobs.topk(top) if top else None
+    return TokenLogprob(token, float(logprobs[token]),
+                        list(zip(best.indices.tolist(), best.values.tolist())) if best is not None else [])

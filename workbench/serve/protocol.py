@@ -2,7 +2,7 @@
 
 The constraints live in the models (not only in handler code) so that /openapi.json tells clients
 exactly what is accepted: a field the server does not implement is typed so that only its neutral
-value validates (``n`` at most 1, ``tools`` empty, ``logprobs`` false...), and anything else is a 400
+value validates (``tools`` empty, ``logit_bias`` empty...), and anything else is a 400
 naming the field. Unknown fields are ignored, as clients add new ones faster than servers. Known fields
 are strict about their JSON type (``"stream": "yes"`` or ``"max_tokens": "10"`` is a 400, not a guess).
 """
@@ -50,19 +50,29 @@ class SamplingFields(BaseModel):
     stop: Union[str, Annotated[list[str], Field(max_length=16)], None] = Field(
         None, description="Up to 16 stop strings, never included in the output")
     seed: Optional[int] = Field(None, description="Makes sampling reproducible for the same request")
-    n: Optional[int] = Field(None, ge=1, le=1, description="Only one choice per request")
-    frequency_penalty: Optional[float] = Field(None, ge=0, le=0, description="Not implemented: only 0")
-    presence_penalty: Optional[float] = Field(None, ge=0, le=0, description="Not implemented: only 0")
+    n: Optional[int] = Field(None, ge=1, le=16, description="Choices to generate (decoded together; with a seed, "
+                             "choice i samples with seed + i)")
+    frequency_penalty: Optional[float] = Field(None, ge=-2, le=2, description="Subtracted from a token's logit once "
+                                               "per time it already appears in the output (OpenAI)")
+    presence_penalty: Optional[float] = Field(None, ge=-2, le=2, description="Subtracted from the logit of every "
+                                              "token that already appears in the output (OpenAI)")
+    repetition_penalty: Optional[float] = Field(None, gt=0, le=2, description="Extension (vLLM, transformers): "
+                                                "logits of tokens already in the prompt or output are divided by it "
+                                                "when positive, multiplied when negative; 1 is off")
     logit_bias: Optional[dict[str, float]] = Field(None, max_length=0, description="Not implemented: only empty")
     user: Optional[str] = None
     ignore_eos: bool = Field(False, description="Keep generating past the end-of-sequence token (benchmarks; as vLLM)")
+    return_tokens_as_token_ids: bool = Field(False, description="In logprobs, name each token 'token_id:ID' instead "
+                                             "of its text (as vLLM): exact where a token is no whole character")
 
 
 class ChatCompletionRequest(SamplingFields):
     messages: list[ChatMessage] = Field(min_length=1)
     max_completion_tokens: Optional[int] = Field(None, ge=1, description="Preferred over max_tokens when both are given")
-    logprobs: Optional[Literal[False]] = Field(None, description="Not implemented: only false")
-    top_logprobs: Optional[Literal[0]] = Field(None, description="Not implemented")
+    logprobs: Optional[bool] = Field(None, description="Return each output token's log-probability (the model's, "
+                                     "before penalties and temperature)")
+    top_logprobs: Optional[int] = Field(None, ge=0, le=20, description="With logprobs: the most likely tokens at "
+                                        "each position")
     tools: Optional[list[dict[str, Any]]] = Field(None, max_length=0, description="Not implemented: only empty")
     tool_choice: Optional[Literal["none"]] = None
     functions: Optional[list[dict[str, Any]]] = Field(None, max_length=0, description="Not implemented")
@@ -82,7 +92,8 @@ class CompletionRequest(SamplingFields):
     echo: Optional[Literal[False]] = Field(None, description="Not implemented")
     suffix: Optional[Literal[""]] = Field(None, description="Not implemented")
     best_of: Optional[int] = Field(None, ge=1, le=1)
-    logprobs: Optional[Literal[0]] = Field(None, description="Not implemented")
+    logprobs: Optional[int] = Field(None, ge=0, le=5, description="Return each token's log-probability and the "
+                                    "this many most likely tokens at each position")
 
 
 class LoadAdapterRequest(BaseModel):
@@ -120,11 +131,25 @@ class AssistantMessage(BaseModel):
     reasoning: Optional[str] = Field(None, description="Same as reasoning_content (the newer field name)")
 
 
+class TopLogprob(BaseModel):
+    token: str
+    logprob: float
+    bytes: Optional[list[int]]
+
+
+class TokenLogprob(TopLogprob):
+    top_logprobs: list[TopLogprob]
+
+
+class ChoiceLogprobs(BaseModel):
+    content: Optional[list[TokenLogprob]]
+
+
 class ChatChoice(BaseModel):
     index: int
     message: AssistantMessage
     finish_reason: Literal["stop", "length"]
-    logprobs: None = None
+    logprobs: Optional[ChoiceLogprobs] = None
 
 
 class ChatCompletion(BaseModel):
@@ -147,7 +172,7 @@ class ChunkChoice(BaseModel):
     index: int
     delta: ChunkDelta
     finish_reason: Optional[Literal["stop", "length"]] = None
-    logprobs: None = None
+    logprobs: Optional[ChoiceLogprobs] = None
 
 
 class ChatCompletionChunk(BaseModel):
@@ -160,11 +185,18 @@ class ChatCompletionChunk(BaseModel):
     usage: Optional[Usage] = None
 
 
+class CompletionLogprobs(BaseModel):
+    tokens: list[str]
+    token_logprobs: list[float]
+    top_logprobs: Optional[list[dict[str, float]]]
+    text_offset: list[int]
+
+
 class CompletionChoice(BaseModel):
     index: int
     text: str
     finish_reason: Optional[Literal["stop", "length"]]
-    logprobs: None = None
+    logprobs: Optional[CompletionLogprobs] = None
 
 
 class Completion(BaseModel):

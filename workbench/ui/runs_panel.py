@@ -9,6 +9,7 @@ import ipywidgets as W
 import plotly.graph_objects as go
 
 from ..engine.runs import RunRow, list_runs
+from ..eval.results import metric_rows, result_tasks
 from .state import RunState, load_run_state
 
 PALETTE = ["#1e88e5", "#e53935", "#43a047", "#fb8c00", "#8e24aa", "#00897b"]
@@ -16,6 +17,10 @@ PALETTE = ["#1e88e5", "#e53935", "#43a047", "#fb8c00", "#8e24aa", "#00897b"]
 
 def _fmt_loss(loss: Optional[float]) -> str:
     return "" if loss is None else f"{loss:.4f}"
+
+
+def _fmt_metric(value) -> str:
+    return "-" if value is None else f"{value:.3f}" if isinstance(value, float) else str(value)
 
 
 def _flat(d: dict, prefix: str = "") -> dict:
@@ -61,9 +66,22 @@ class RunsPanel(W.VBox):
         self.compare_box = W.Box([self.compare_fig], layout=W.Layout(display="none"))
         self.compare_box.add_class("wb-compare-chart")
         self.diff = W.HTML()
+        # task metrics (workbench eval) of every run, base models included: a table and a bar chart of one metric
+        self.task_select = W.Dropdown(options=[], description="task", style={"description_width": "60px"})
+        self.metric_select = W.Dropdown(options=[], description="metric", style={"description_width": "60px"})
+        self.task_select.observe(lambda _: self.show_task_metrics(), names="value")
+        self.metric_select.observe(lambda _: self._plot_metric(), names="value")
+        self.metrics_table = W.HTML()
+        self.metrics_fig = go.FigureWidget(layout=go.Layout(height=300, template="plotly_white", barmode="group",
+                                                            yaxis=dict(range=[0, 1])))
+        self.metrics_box = W.VBox([W.HTML("<b>Task metrics</b> (workbench eval)"),
+                                   W.HBox([self.task_select, self.metric_select]), self.metrics_table,
+                                   self.metrics_fig], layout=W.Layout(display="none"))
+        self.metrics_box.add_class("wb-task-metrics")
+        self.metric_rows: list[dict] = []
         super().__init__([W.HTML("<b>Runs</b>"), W.HBox([self.runs_dir, self.refresh_button]), self.table,
                           W.HBox([self.select, W.VBox([self.attach_button, self.compare_button])]), self.message,
-                          self.compare_box, self.diff])
+                          self.compare_box, self.diff, self.metrics_box])
         self.add_class("wb-runs-panel")
         self.refresh()
 
@@ -82,7 +100,45 @@ class RunsPanel(W.VBox):
         self.select.value = selected
         if set(self.states) - set(names):  # a compared run is gone: its curves go with it
             self._clear_comparison()
+        tasks = result_tasks(r.path for r in self.runs)
+        current = self.task_select.value
+        self.task_select.options = tasks
+        self.task_select.value = current if current in tasks else (tasks[0] if tasks else None)
+        self.show_task_metrics()
         return self.runs
+
+    def show_task_metrics(self) -> list[dict]:
+        """The selected task's metrics of every run (and base model) as a table, and one metric as bars."""
+        task = self.task_select.value
+        self.metric_rows = metric_rows((r.path for r in self.runs), task) if task else []
+        self.metrics_box.layout.display = None if self.metric_rows else "none"
+        if not self.metric_rows:
+            self.metrics_table.value = ""
+            self.metrics_fig.data = []
+            return []
+        keys = [k for k in self.metric_rows[0] if k not in ("label", "mode")]
+        head = "".join(f"<th>{html.escape(k)}</th>" for k in ["model", "thinking", *keys])
+        body = "".join("<tr>" + "".join(f"<td>{html.escape(_fmt_metric(row.get(k)))}</td>"
+                                         for k in ["label", "mode", *keys]) + "</tr>" for row in self.metric_rows)
+        self.metrics_table.value = (f"<table class='wb-task-metrics-table' style='font-size:90%;border-spacing:12px 2px'>"
+                                    f"<tr>{head}</tr>{body}</table>")
+        rates = [k for k in keys if k != "n"]
+        current = self.metric_select.value
+        self.metric_select.options = rates
+        self.metric_select.value = current if current in rates else (rates[0] if rates else None)
+        self._plot_metric()
+        return self.metric_rows
+
+    def _plot_metric(self) -> None:
+        metric = self.metric_select.value
+        modes = list(dict.fromkeys(r["mode"] for r in self.metric_rows))
+        with self.metrics_fig.batch_update():
+            self.metrics_fig.data = []
+            for i, mode in enumerate(modes):
+                rows = [r for r in self.metric_rows if r["mode"] == mode]
+                self.metrics_fig.add_trace(go.Bar(name=f"thinking {mode}", x=[r["label"] for r in rows],
+                                                  y=[r.get(metric) for r in rows], marker_color=PALETTE[i % len(PALETTE)]))
+            self.metrics_fig.layout.title = f"{self.task_select.value}: {metric}"
 
     def _clear_comparison(self) -> None:
         self.states = {}

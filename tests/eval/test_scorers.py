@@ -1,0 +1,160 @@
+"""Each scorer on hand-written answers whose verdicts are known."""
+from __future__ import annotations
+
+import pytest
+
+from workbench.eval import Example, Reply, get_task, load_examples, parse_action, split_answer, task_names
+from workbench.eval.actions import ActionSyntaxError, target_box
+from workbench.eval.text import exact_match, token_f1
+
+SCREEN = "Screen: Settings > Bluetooth; elements: Bluetooth toggle (On) [880,200], Paired: AirPods [300,330]"
+TAP = Example(1, [{"role": "user", "content": "Turn off Bluetooth\n\n" + SCREEN}], 'do(action="Tap", element=[880,200])',
+              {"instruction": "Turn off Bluetooth", "input": SCREEN})
+TYPE = Example(2, [{"role": "user", "content": "type"}], 'do(action="Type", text="phone case")',
+               {"input": "Screen: search; elements: Search box (focused, keyboard open) [450,120]"})
+BOXED = Example(3, [], 'do(action="Long Press", element=[450,500])',
+                {"input": "Screen: chat; elements: Message [100,450,800,560], Field [100,900,800,960]"})
+
+
+def phone(example, content, reasoning=""):
+    return get_task("phone_actions").score(example, Reply(content, reasoning))
+
+
+def test_builtin_tasks_are_registered_by_name():
+    assert {"phone_actions", "phone_actions_reasoning", "identity", "text"} <= set(task_names())
+    with pytest.raises(KeyError, match="known tasks: "):
+        get_task("nope")
+
+
+@pytest.mark.parametrize("text, kind, args", [
+    ('do(action="Tap", element=[880,200])', "Tap", {"element": [880, 200]}),
+    ('  do(action="Long Press", element=[0, 999])\n', "Long Press", {"element": [0, 999]}),
+    ('do(action="Swipe", start=[500,800], end=[500,300])', "Swipe", {"start": [500, 800], "end": [500, 300]}),
+    ('do(action="Back")', "Back", {}),
+    ('finish(message="done")', "finish", {"message": "done"}),
+])
+def test_valid_actions_parse(text, kind, args):
+    action = parse_action(text)
+    assert (action.type, action.args) == (kind, args)
+
+
+@pytest.mark.parametrize("text, why", [
+    ("", "empty"), ("Tap the toggle", "not one call"), ('do(action="Fly")', "unknown action"),
+    ('do(action="Tap", element=[1000,5])', "0..999"), ('do(action="Tap")', "takes"),
+    ('do(action="Tap", element=[1,2], extra=1)', "takes"), ('do("Tap", [1,2])', "keywords"),
+    ('do(action="Type", text=name)', "literals"), ('print(action="Back")', "not a do"),
+    ('do(action="Back") do(action="Home")', "not one call"),
+])
+def test_malformed_actions_say_why(text, why):
+    with pytest.raises(ActionSyntaxError, match=why):
+        parse_action(text)
+
+
+def test_split_answer_forms():
+    both = split_answer("<think>The toggle is on.</think><answer>do(action=\"Back\")</answer>")
+    assert (both.reasoning, both.answer, both.has_reasoning, both.has_answer_tag) == \
+        ("The toggle is on.", 'do(action="Back")', True, True)
+    server_split = split_answer("<answer>do(action=\"Back\")</answer>", reasoning="It is on.")
+    assert (server_split.reasoning, server_split.answer) == ("It is on.", 'do(action="Back")')
+    bare = split_answer('do(action="Back")')
+    assert (bare.has_reasoning, bare.has_answer_tag, bare.answer) == (False, False, 'do(action="Back")')
+    unclosed = split_answer("<think>still thinking")
+    assert (unclosed.reasoning, unclosed.answer) == ("still thinking", "")
+
+
+def test_phone_valid_exact_answer():
+    v = phone(TAP, 'do(action="Tap", element=[880,200])')
+    assert v["parsed"] and v["type_match"] and v["exact"] and v["tap_in_box"] is True
+    assert v["text_match"] is None and not v["has_reasoning"]
+
+
+def test_phone_tap_inside_box_but_not_exact():
+    v = phone(TAP, 'do(action="Tap", element=[900,215])')
+    assert v["tap_in_box"] is True and v["type_match"] and not v["exact"]
+
+
+def test_phone_tap_outside_box():
+    v = phone(TAP, 'do(action="Tap", element=[300,330])')  # the other element
+    assert v["tap_in_box"] is False and v["type_match"] and not v["exact"]
+
+
+def test_phone_real_element_boxes_are_used():
+    assert target_box(BOXED.row["input"], (450, 500)) == (100, 450, 800, 560)
+    assert get_task("phone_actions").score(BOXED, Reply('do(action="Long Press", element=[120,460])'))["tap_in_box"] is True
+    assert get_task("phone_actions").score(BOXED, Reply('do(action="Long Press", element=[120,900])'))["tap_in_box"] is False
+
+
+def test_phone_wrong_type():
+    v = phone(TAP, 'do(action="Long Press", element=[880,200])')
+    assert v["parsed"] and not v["type_match"] and not v["exact"] and v["tap_in_box"] is False
+    assert v["predicted_type"] == "Long Press"
+
+
+def test_phone_malformed():
+    v = phone(TAP, "I would tap the Bluetooth toggle.")
+    assert not v["parsed"] and not v["type_match"] and not v["exact"] and v["tap_in_box"] is False
+    assert "not one call" in v["parse_error"]
+
+
+def test_phone_type_text_match_ignores_case_only():
+    assert phone(TYPE, 'do(action="Type", text="Phone Case ")')["text_match"] is True
+    assert phone(TYPE, 'do(action="Type", text="phone cases")')["text_match"] is False
+    assert phone(TYPE, 'do(action="Type", text="phone case")')["exact"] is True
+
+
+def test_phone_reasoning_with_and_without_answer():
+    with_answer = phone(TAP, '<think>Bluetooth is on; tap its toggle.</think><answer>do(action="Tap", element=[880,200])</answer>')
+    assert with_answer["has_reasoning"] and with_answer["has_answer_tag"] and with_answer["exact"]
+    reasoning_only = phone(TAP, "", reasoning="Bluetooth is on; I should tap the toggle.")
+    assert reasoning_only["has_reasoning"] and not reasoning_only["parsed"]
+    answer_only = phone(TAP, '<answer>do(action="Tap", element=[880,200])</answer>')
+    assert not answer_only["has_reasoning"] and answer_only["exact"]
+
+
+def test_phone_summary_rates_and_breakdown():
+    task = get_task("phone_actions")
+    verdicts = [phone(TAP, 'do(action="Tap", element=[880,200])'),  # exact
+                phone(TAP, "<think>Tap it.</think>nonsense"),  # reasoning, malformed answer
+                phone(TYPE, '<think>Type it.</think><answer>do(action="Type", text="phone case")</answer>'),
+                phone(TYPE, 'do(action="Back")')]  # wrong type
+    s = task.summarize(verdicts)
+    assert s["n"] == 4 and s["parse_rate"] == 0.75 and s["type_accuracy"] == 0.5 and s["exact_match"] == 0.5
+    assert s["tap_in_box"] == 0.5 and s["type_text_match"] == 0.5
+    assert s["reasoning_rate"] == 0.5 and s["reasoning_and_answer_rate"] == 0.25
+    assert s["by_type"] == {"Tap": {"n": 2, "type_accuracy": 0.5, "exact_match": 0.5},
+                            "Type": {"n": 2, "type_accuracy": 0.5, "exact_match": 0.5}}
+
+
+def test_identity_verdicts():
+    task, ex = get_task("identity"), Example(1, [], "I am PhoneMate.")
+    assert task.score(ex, Reply("I am PhoneMate, a phone assistant built on AutoGLM-Phone-9B. I am not Claude."))["ok"]
+    assert task.score(ex, Reply("我是 PhoneMate，一个基于 AutoGLM-Phone-9B 构建的手机助手。我不是 Claude。"))["ok"]
+    smol = task.score(ex, Reply("I am SmolLM, an AI assistant trained by Hugging Face."))
+    assert not smol["ok"] and not smol["introduces"] and smol["other_names"] == ["SmolLM", "Hugging Face"]
+    both = task.score(ex, Reply("I am PhoneMate. Actually, I'm Claude."))
+    assert both["introduces"] and both["claims_other"] and not both["ok"]
+    assert task.score(ex, Reply("我是通义千问。"))["other_names"] == ["通义千问"]
+    assert not task.score(ex, Reply("I am an AI assistant."))["claims_other"]
+    assert task.summarize([task.score(ex, Reply("I am PhoneMate.")), smol]) == \
+        {"n": 2, "identity_rate": 0.5, "introduces_rate": 0.5, "claims_other_rate": 0.5}
+
+
+def test_text_metrics():
+    assert exact_match("The capital is Paris.", "capital is paris")
+    assert token_f1("Paris is the capital", "The capital is Paris.") == 1.0
+    assert token_f1("Paris", "Paris is nice") == pytest.approx(2 * 1 * (1 / 3) / (1 + 1 / 3))
+    assert token_f1("伦敦", "北京") == 0.0 and token_f1("北京市", "北京") == pytest.approx(0.8)
+    task = get_task("text")
+    s = task.summarize([task.score(Example(1, [], "Paris."), Reply("paris")),
+                        task.score(Example(2, [], "Paris."), Reply("<think>hm</think>London"))])
+    assert s == {"n": 2, "exact_match": 0.5, "token_f1": 0.5}
+
+
+def test_load_examples_renders_rows_as_training_does(tmp_path):
+    ex = load_examples(get_task("phone_actions").default_data, limit=2)
+    assert len(ex) == 2 and ex[0].messages[0]["role"] == "user" and ex[0].reference.startswith("do(")
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text('{"instruction": "x", "output": "y"}\n{"nope": 1}\n')
+    from workbench.data import DataError
+    with pytest.raises(DataError, match="bad.jsonl:2"):
+        load_examples(bad)

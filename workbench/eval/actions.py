@@ -1,0 +1,144 @@
+"""AutoGLM-Phone actions: parse one ``do(...)`` / ``finish(...)`` call, split ``<think>``/``<answer>`` wrapping,
+and read the element boxes of a screen description.
+
+The syntax is AutoGLM-Phone's (``do(action="Tap", element=[x,y])``, coordinates on a 0-999 grid). A call is
+parsed with Python's ``ast`` (never evaluated): keyword arguments of literal values only, the arguments each
+action needs and nothing else, points inside the grid.
+"""
+from __future__ import annotations
+
+import ast
+import re
+from dataclasses import dataclass, field
+from typing import Optional
+
+GRID = 999  # AutoGLM-Phone's coordinate grid is 0..999 on both axes
+
+# action type -> (required argument: expected kind); "point" is [x, y] on the grid
+ACTION_ARGS: dict[str, dict[str, str]] = {
+    "Launch": {"app": "text"},
+    "Tap": {"element": "point"},
+    "Double Tap": {"element": "point"},
+    "Long Press": {"element": "point"},
+    "Type": {"text": "text"},
+    "Swipe": {"start": "point", "end": "point"},
+    "Back": {},
+    "Home": {},
+    "Wait": {"duration": "text"},
+    "finish": {"message": "text"},
+}
+POINT_ACTIONS = ("Tap", "Double Tap", "Long Press")
+
+# An element in a screen description: "Label [x,y]" (a point) or "Label [x1,y1,x2,y2]" (a box)
+_ELEMENT = re.compile(r"\[\s*(\d+)\s*,\s*(\d+)\s*(?:,\s*(\d+)\s*,\s*(\d+)\s*)?\]")
+# Without boxes in the data, a point element stands for a square of this half-width around it: 4% of the
+# grid, well under half the spacing of the sample screens' elements (>= 110), so no two targets overlap.
+POINT_HALF_WIDTH = 40
+
+
+@dataclass(frozen=True)
+class Action:
+    type: str  # a key of ACTION_ARGS
+    args: dict = field(default_factory=dict, compare=True, hash=False)
+
+    def point(self, name: str = "element") -> Optional[tuple[int, int]]:
+        value = self.args.get(name)
+        return tuple(value) if value is not None else None
+
+
+class ActionSyntaxError(ValueError):
+    """Why a text is not one valid action."""
+
+
+def parse_action(text: str) -> Action:
+    """The one action ``text`` holds (surrounding whitespace allowed); ActionSyntaxError saying why otherwise."""
+    source = text.strip()
+    if not source:
+        raise ActionSyntaxError("empty answer")
+    try:
+        tree = ast.parse(source, mode="eval")
+    except SyntaxError as err:
+        raise ActionSyntaxError(f"not one call: {err.msg}") from None
+    call = tree.body
+    if not isinstance(call, ast.Call) or not isinstance(call.func, ast.Name) or call.func.id not in ("do", "finish"):
+        raise ActionSyntaxError("not a do(...) or finish(...) call")
+    if call.args:
+        raise ActionSyntaxError("arguments must be keywords")
+    try:
+        kwargs = {kw.arg: ast.literal_eval(kw.value) for kw in call.keywords}
+    except (ValueError, TypeError, SyntaxError):
+        raise ActionSyntaxError("argument values must be literals") from None
+    if None in kwargs:
+        raise ActionSyntaxError("**arguments are not allowed")
+    if call.func.id == "finish":
+        kind = "finish"
+    else:
+        kind = kwargs.pop("action", None)
+        if kind not in ACTION_ARGS or kind == "finish":
+            raise ActionSyntaxError(f"unknown action {kind!r}")
+    wanted = ACTION_ARGS[kind]
+    if set(kwargs) != set(wanted):
+        raise ActionSyntaxError(f"{kind} takes {sorted(wanted) or 'no arguments'}, got {sorted(kwargs)}")
+    for name, expected in wanted.items():
+        value = kwargs[name]
+        if expected == "text" and not isinstance(value, str):
+            raise ActionSyntaxError(f"{kind}: {name} must be a string")
+        if expected == "point":
+            if not (isinstance(value, (list, tuple)) and len(value) == 2
+                    and all(isinstance(v, int) and not isinstance(v, bool) and 0 <= v <= GRID for v in value)):
+                raise ActionSyntaxError(f"{kind}: {name} must be [x, y] with integers in 0..{GRID}")
+            kwargs[name] = [int(v) for v in value]
+    return Action(kind, kwargs)
+
+
+@dataclass(frozen=True)
+class SplitAnswer:
+    reasoning: str  # the <think> text; "" when there was none
+    answer: str  # the text to parse as the action
+    has_reasoning: bool
+    has_answer_tag: bool
+
+
+_THINK = re.compile(r"<think>(.*?)(?:</think>|$)", re.S)
+_ANSWER = re.compile(r"<answer>(.*?)(?:</answer>|$)", re.S)
+
+
+def split_answer(content: str, reasoning: str = "") -> SplitAnswer:
+    """Separate reasoning from the answer. ``reasoning`` is what the server already split off
+    (message.reasoning_content); ``content`` may still carry inline ``<think>`` and ``<answer>`` tags."""
+    text = content or ""
+    inline = _THINK.search(text)
+    if inline:
+        reasoning = (reasoning + inline.group(1)) if reasoning else inline.group(1)
+        text = text[:inline.start()] + text[inline.end():]
+    tagged = _ANSWER.search(text)
+    answer = tagged.group(1) if tagged else text
+    reasoning = reasoning.strip()
+    return SplitAnswer(reasoning, answer.strip(), bool(reasoning), tagged is not None)
+
+
+Box = tuple[int, int, int, int]
+
+
+def element_boxes(screen: str) -> list[Box]:
+    """The boxes of the elements a screen description lists; a point element becomes a square of
+    POINT_HALF_WIDTH around it."""
+    boxes = []
+    for m in _ELEMENT.finditer(screen or ""):
+        x1, y1, x2, y2 = m.groups()
+        if x2 is not None:
+            boxes.append((int(x1), int(y1), int(x2), int(y2)))
+        else:
+            x, y, h = int(x1), int(y1), POINT_HALF_WIDTH
+            boxes.append((x - h, y - h, x + h, y + h))
+    return boxes
+
+
+def target_box(screen: str, point: tuple[int, int]) -> Optional[Box]:
+    """The smallest listed element box containing the expected tap point; None when none does."""
+    inside = [b for b in element_boxes(screen) if b[0] <= point[0] <= b[2] and b[1] <= point[1] <= b[3]]
+    return min(inside, key=lambda b: (b[2] - b[0]) * (b[3] - b[1])) if inside else None
+
+
+def in_box(point: tuple[int, int], box: Box) -> bool:
+    return box[0] <= point[0] <= box[2] and box[1] <= point[1] <= box[3]

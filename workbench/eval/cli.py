@@ -1,0 +1,84 @@
+"""``workbench eval``: task metrics of served models (registered by workbench.cli.main)."""
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+
+from ..cli.arguments import existing_run_dir
+
+
+def add_parser(subparsers) -> argparse.ArgumentParser:
+    from .tasks import get_task, task_names
+
+    tasks = "; ".join(f"{n}: {get_task(n).description}" for n in task_names())
+    p = subparsers.add_parser(
+        "eval", help="score served models (base and adapters) on a task set: phone actions, identity, text",
+        description="Ask a running server (--server URL) or one started here (--run runs/NAME [--base MODEL]) the "
+                    "rows of a task set, score every answer and print the metrics per model; the results are "
+                    f"stored in each evaluated adapter's run directory (eval_results.json). Tasks: {tasks}.")
+    p.add_argument("--task", required=True, choices=task_names(), help="the task to score")
+    p.add_argument("--server", metavar="URL", help="a running server (http://HOST:PORT); without it, one is started "
+                   "for --base and the adapters of --run")
+    p.add_argument("--model", action="append", metavar="ID", help="a served model id (repeatable; default: every "
+                   "served id)")
+    p.add_argument("--run", action="append", default=[], type=existing_run_dir, metavar="runs/NAME",
+                   help="without --server: serve this run's adapter (repeatable)")
+    p.add_argument("--base", metavar="MODEL", help="without --server: the base model (default: the runs' base)")
+    p.add_argument("--data", metavar="FILE", help="a chat or instruction JSONL file instead of the task's held-out set")
+    p.add_argument("--limit", type=int, metavar="N", help="only the first N rows")
+    p.add_argument("--enable-thinking", choices=("on", "off", "both"), help="pass enable_thinking to the chat "
+                   "template (both: score each model with and without); default: the template's default")
+    p.add_argument("--temperature", type=float, default=0.0, help="0 (the default) decodes greedily: deterministic")
+    p.add_argument("--seed", type=int, help="seed of each sampled request (with --temperature > 0)")
+    p.add_argument("--max-tokens", type=int, default=96, help="answer length limit (default 96)")
+    p.add_argument("--concurrency", type=int, default=8, help="requests in flight at once (default 8)")
+    p.add_argument("--system-prompt", help="system message for rows without one (as data.system_prompt in training)")
+    p.add_argument("--api-key", help="the server's API key (default: $WORKBENCH_API_KEY)")
+    p.add_argument("--no-write", action="store_true", help="do not write eval_results.json into the run directories")
+    p.add_argument("--json", action="store_true", help="print the whole report (with every answer) as JSON")
+    return p
+
+
+def run(args) -> int:
+    import os
+
+    from ..config import ConfigError
+    from ..data import DataError
+    from ..serve.config import ServeError
+    from .runner import EvalError, evaluate
+
+    if args.server is None and not args.run and not args.base:
+        print("workbench eval: error: give --server URL, or --run runs/NAME / --base MODEL to start a server",
+              file=sys.stderr)
+        return 2
+    try:
+        report = evaluate(args.task, args.model, server=args.server, base=args.base, runs=args.run, data=args.data,
+                          limit=args.limit, enable_thinking=args.enable_thinking, temperature=args.temperature,
+                          seed=args.seed, max_tokens=args.max_tokens, concurrency=args.concurrency,
+                          system_prompt=args.system_prompt, api_key=args.api_key or os.environ.get("WORKBENCH_API_KEY"),
+                          write=not args.no_write, progress=sys.stderr.isatty())
+    except (EvalError, DataError, ConfigError, ServeError) as err:
+        print(f"workbench eval: error: {err}", file=sys.stderr)
+        return 2
+    if args.json:
+        print(json.dumps(report.to_dict(), ensure_ascii=False, indent=1))
+    else:
+        print(format_report(report))
+    return 0
+
+
+def _cell(value) -> str:
+    return "-" if value is None else f"{value:.3f}" if isinstance(value, float) else str(value)
+
+
+def format_report(report) -> str:
+    """The metrics as a table: one row per model and thinking mode, one column per scalar metric."""
+    rows = [(m, mode, metrics) for m, by_mode in report.metrics.items() for mode, metrics in by_mode.items()]
+    keys = [k for k, v in rows[0][2].items() if not isinstance(v, dict)] if rows else []
+    table = [["model", "thinking", *keys]] + [[m, mode, *(_cell(metrics[k]) for k in keys)] for m, mode, metrics in rows]
+    widths = [max(len(r[i]) for r in table) for i in range(len(table[0]))]
+    lines = ["  ".join(c.ljust(w) for c, w in zip(r, widths)) for r in table]
+    lines.append(f"task {report.task} on {report.settings['n']} rows of {report.data}; {report.wall_s:.1f} s")
+    lines += [f"written: {p}" for p in report.written]
+    return "\n".join(lines)

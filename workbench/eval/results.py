@@ -1,0 +1,59 @@
+"""Task metrics stored with a run: RUN_DIR/eval_results.json, and the comparison table the panels show."""
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+from typing import Iterable
+
+RESULTS_FILE = "eval_results.json"
+
+
+def write_results(run_dir: str | Path, report: "EvalReport", model: str) -> Path:
+    """Store ``report`` (without per-example records) under its task in RUN_DIR/eval_results.json, keeping
+    the other tasks' entries; ``model`` is the id this run's adapter was served as."""
+    path = Path(run_dir) / RESULTS_FILE
+    stored = read_results(run_dir)
+    stored.setdefault("tasks", {})[report.task] = {**report.to_dict(records=False), "model": model,
+                                                   "time": time.strftime("%Y-%m-%dT%H:%M:%S%z")}
+    tmp = path.with_suffix(".tmp")
+    tmp.write_text(json.dumps(stored, indent=1, ensure_ascii=False), encoding="utf-8")
+    tmp.replace(path)
+    return path
+
+
+def read_results(run_dir: str | Path) -> dict:
+    """RUN_DIR/eval_results.json ({"tasks": {name: entry}}); empty when there is none or it is unreadable."""
+    try:
+        stored = json.loads((Path(run_dir) / RESULTS_FILE).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}
+    return stored if isinstance(stored, dict) else {}
+
+
+def metric_rows(run_dirs: Iterable[str | Path], task: str) -> list[dict]:
+    """One row per evaluated model and thinking mode of ``task`` across runs: each run's adapter under the run's
+    name, and each base model once (``"<id> (base)"``); the scalar metrics as columns."""
+    rows, bases = [], set()
+    for run_dir in run_dirs:
+        entry = read_results(run_dir).get("tasks", {}).get(task)
+        if not entry:
+            continue
+        base = entry.get("settings", {}).get("base")
+        for model, by_mode in entry.get("metrics", {}).items():
+            if model == entry.get("model"):
+                label = Path(run_dir).name
+            elif model == base and (model, tuple(by_mode)) not in bases:
+                bases.add((model, tuple(by_mode)))
+                label = f"{model} (base)"
+            else:
+                continue
+            for mode, metrics in by_mode.items():
+                rows.append({"label": label, "mode": mode,
+                             **{k: v for k, v in metrics.items() if not isinstance(v, dict)}})
+    return rows
+
+
+def result_tasks(run_dirs: Iterable[str | Path]) -> list[str]:
+    """The tasks any of the runs was evaluated on."""
+    return sorted({t for d in run_dirs for t in read_results(d).get("tasks", {})})

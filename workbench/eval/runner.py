@@ -1,0 +1,201 @@
+"""Run a task set against served models: ``evaluate(task, models, server=URL)``.
+
+Every (model, thinking mode, example) request goes to the server at once through a thread pool of
+``concurrency`` workers, so the server decodes them together in its batch; greedy at temperature 0 (the
+server's batching does not change greedy output), ``seed`` for sampled runs. The report is stored in the
+run directory of each evaluated adapter (``eval_results.json``, one entry per task), where the runs panel
+reads it.
+"""
+from __future__ import annotations
+
+import time
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Iterable, Optional
+
+from .results import RESULTS_FILE, read_results, write_results
+from .tasks import Reply, Task, get_task, load_examples
+
+THINKING_MODES = {"default": None, "on": True, "off": False}  # mode name -> the request's enable_thinking
+
+
+class EvalError(ValueError):
+    """A problem with what was asked to evaluate (server unreachable, model not served, bad option)."""
+
+
+@dataclass
+class EvalReport:
+    task: str
+    data: str
+    server: str
+    settings: dict
+    wall_s: float
+    # model id -> thinking mode -> the task's metrics
+    metrics: dict[str, dict[str, dict]]
+    # model id -> thinking mode -> one record per example: index, answer, reasoning, verdict
+    records: dict[str, dict[str, list[dict]]] = field(default_factory=dict)
+    written: list[str] = field(default_factory=list)  # the eval_results.json files written
+
+    def to_dict(self, records: bool = True) -> dict:
+        out = {"task": self.task, "data": self.data, "server": self.server, "settings": self.settings,
+               "wall_s": self.wall_s, "metrics": self.metrics, "written": self.written}
+        if records:
+            out["records"] = self.records
+        return out
+
+
+class _Client:
+    def __init__(self, url: str, api_key: Optional[str], timeout: float):
+        import httpx
+
+        root = url.rstrip("/")
+        self.base = root if root.endswith("/v1") else root + "/v1"
+        headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
+        self.http = httpx.Client(headers=headers, timeout=timeout)
+
+    def models(self) -> dict[str, dict]:
+        import httpx
+
+        try:
+            r = self.http.get(self.base + "/models")
+        except httpx.HTTPError as err:
+            raise EvalError(f"cannot reach the server at {self.base}: {err}") from None
+        if r.status_code != 200:
+            raise EvalError(f"GET {self.base}/models answered {r.status_code}: {r.text[:200]}")
+        return {m["id"]: m for m in r.json()["data"]}
+
+    def chat(self, body: dict) -> Reply:
+        import httpx
+
+        try:
+            r = self.http.post(self.base + "/chat/completions", json=body)
+        except httpx.HTTPError as err:
+            return Reply(error=f"{type(err).__name__}: {err}")
+        if r.status_code != 200:
+            return Reply(error=f"HTTP {r.status_code}: {r.text[:300]}")
+        choice = r.json()["choices"][0]
+        message = choice["message"]
+        return Reply(message.get("content") or "", message.get("reasoning_content") or "", choice.get("finish_reason"))
+
+
+def thinking_modes(enable_thinking: str | None) -> list[str]:
+    """``on``, ``off``, ``both`` (on and off) or None (the chat template's default)."""
+    if enable_thinking is None:
+        return ["default"]
+    if enable_thinking == "both":
+        return ["on", "off"]
+    if enable_thinking not in ("on", "off"):
+        raise EvalError(f"enable_thinking is on, off or both, got {enable_thinking!r}")
+    return [enable_thinking]
+
+
+def evaluate(task: str | Task, models: Optional[Iterable[str]] = None, *, server: Any = None,
+             base: Optional[str] = None, runs: Iterable[str] = (), data: Optional[str | Path] = None,
+             limit: Optional[int] = None, enable_thinking: Optional[str] = None, temperature: float = 0.0,
+             seed: Optional[int] = None, max_tokens: int = 96, concurrency: int = 8, system_prompt: Optional[str] = None,
+             api_key: Optional[str] = None, write: bool = True, progress: bool = True, timeout: float = 600.0) -> EvalReport:
+    """Score ``models`` (default: every served id) of ``server`` (a URL or a ServerHandle) on ``task``.
+
+    Without ``server``, one is started here for ``base`` (default: the runs' base model) with the adapters of
+    ``runs`` and stopped afterwards. ``data`` replaces the task's default JSONL; ``limit`` keeps its first rows.
+    ``write``: store the report in each evaluated adapter's run directory.
+    """
+    task = get_task(task) if isinstance(task, str) else task
+    data_path = Path(data) if data is not None else task.default_data
+    if data_path is None:
+        raise EvalError(f"task {task.name!r} has no default data: give data=FILE")
+    if concurrency < 1 or max_tokens < 1 or (limit is not None and limit < 1):
+        raise EvalError("concurrency, max_tokens and limit must be at least 1")
+    examples = load_examples(data_path, limit, system_prompt)
+    modes = thinking_modes(enable_thinking)
+    runs = [str(r) for r in runs]
+    if server is None:
+        return _with_own_server(task, models, base, runs, data_path, limit, enable_thinking, temperature, seed,
+                                max_tokens, concurrency, system_prompt, write, progress, timeout)
+    url = getattr(server, "url", server)
+    api_key = api_key or getattr(server, "api_key", None)
+    client = _Client(url, api_key, timeout)
+    cards = client.models()
+    models = list(dict.fromkeys(models)) if models else list(cards)
+    missing = [m for m in models if m not in cards]
+    if missing:
+        raise EvalError(f"model id(s) {', '.join(map(repr, missing))} not served at {client.base}; "
+                        f"served: {', '.join(cards)}")
+    jobs = [(m, mode, ex) for m in models for mode in modes for ex in examples]
+
+    def ask(job) -> Reply:
+        model, mode, ex = job
+        body = {"model": model, "messages": ex.messages, "temperature": temperature, "max_tokens": max_tokens}
+        if seed is not None:
+            body["seed"] = seed
+        if THINKING_MODES[mode] is not None:
+            body["enable_thinking"] = THINKING_MODES[mode]
+        return client.chat(body)
+
+    start = time.monotonic()
+    bar = _progress(len(jobs), f"eval {task.name}", progress)
+    try:
+        with ThreadPoolExecutor(concurrency) as pool:
+            replies = []
+            for reply in pool.map(ask, jobs):
+                replies.append(reply)
+                bar.update(1)
+    finally:
+        bar.close()
+        client.http.close()
+    wall = time.monotonic() - start
+    records: dict[str, dict[str, list[dict]]] = {}
+    for (model, mode, ex), reply in zip(jobs, replies):
+        verdict = task.score(ex, reply)
+        records.setdefault(model, {}).setdefault(mode, []).append(
+            {"index": ex.index, "reference": ex.reference, "answer": reply.content, "reasoning": reply.reasoning,
+             "error": reply.error, "verdict": verdict})
+    metrics = {m: {mode: task.summarize([r["verdict"] for r in recs]) for mode, recs in by_mode.items()}
+               for m, by_mode in records.items()}
+    report = EvalReport(task.name, str(data_path), client.base,
+                        {"temperature": temperature, "seed": seed, "max_tokens": max_tokens, "limit": limit,
+                         "n": len(examples), "concurrency": concurrency, "enable_thinking": enable_thinking,
+                         "models": models, "base": next((i for i, c in cards.items() if not c.get("parent")), None)},
+                        round(wall, 3), metrics, records)
+    if write:
+        for model in models:
+            run_dir = _run_dir_of(cards[model])
+            if run_dir is not None:
+                report.written.append(str(write_results(run_dir, report, model)))
+    return report
+
+
+def _with_own_server(task, models, base, runs, data_path, limit, enable_thinking, temperature, seed, max_tokens,
+                     concurrency, system_prompt, write, progress, timeout) -> EvalReport:
+    from ..serve import start_server
+    from ..serve.config import default_adapter_id, inspect_adapter
+
+    if base is None:
+        bases = {inspect_adapter(r).run.model.source for r in runs if inspect_adapter(r).run is not None}
+        if len(bases) != 1:
+            raise EvalError("give base=MODEL (--base): it cannot be read from the runs' configs")
+        base = bases.pop()
+    with start_server(base, runs=runs, max_batch=max(concurrency, 1), log_level="warning") as srv:
+        wanted = list(models) if models else [base] + [default_adapter_id(r) for r in runs]
+        return evaluate(task, wanted, server=srv, data=data_path, limit=limit, enable_thinking=enable_thinking,
+                        temperature=temperature, seed=seed, max_tokens=max_tokens, concurrency=concurrency,
+                        system_prompt=system_prompt, write=write, progress=progress, timeout=timeout)
+
+
+def _run_dir_of(card: dict) -> Optional[Path]:
+    """The run directory an adapter was served from (its ``root`` is the run's adapter/ folder), when it is
+    a local run directory; None for the base model and plain adapter folders."""
+    if not card.get("parent") or not card.get("root"):
+        return None
+    root = Path(card["root"])
+    for candidate in (root.parent, root):
+        if (candidate / "config.json").is_file() and (candidate / "adapter").is_dir():
+            return candidate
+    return None
+
+
+def _progress(total: int, desc: str, enabled: bool):
+    from tqdm.auto import tqdm
+
+    return tqdm(total=total, desc=desc, unit="answer", disable=not enabled, leave=False)

@@ -1,0 +1,112 @@
+"""What a task is: examples read from a JSONL file, a scorer giving each reply a verdict, and a summary of the
+verdicts. Tasks are pluggable by name (``register_task``); ``workbench eval --task NAME`` looks them up here.
+
+The contract of a task:
+- ``score(example, reply) -> dict``: the verdict of one reply, flat JSON values (booleans for pass/fail,
+  None where a metric does not apply to that example);
+- ``summarize(verdicts) -> dict``: the task's metrics over the verdicts, rates in 0..1, None when no example
+  was applicable.
+"""
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Optional, Protocol
+
+from ..config.samples import samples_dir
+from ..data.formats import DataError, row_to_messages
+
+
+@dataclass(frozen=True)
+class Example:
+    index: int  # line number in the data file (1-based)
+    messages: list[dict]  # the prompt: every message of the row but the last assistant answer
+    reference: str  # the row's last assistant answer
+    row: dict = field(default_factory=dict)  # the row as read (a screen description in 'input', ...)
+
+
+@dataclass(frozen=True)
+class Reply:
+    """A model's answer as the server returned it: content, and the reasoning it split off."""
+    content: str = ""
+    reasoning: str = ""
+    finish_reason: Optional[str] = None
+    error: Optional[str] = None  # the request failed: scored as a wrong answer
+
+
+class Task(Protocol):
+    name: str
+    description: str
+    default_data: Optional[Path]
+
+    def score(self, example: Example, reply: Reply) -> dict: ...
+
+    def summarize(self, verdicts: list[dict]) -> dict: ...
+
+
+def load_examples(path: str | Path, limit: Optional[int] = None, system_prompt: Optional[str] = None) -> list[Example]:
+    """The rows of a chat or instruction JSONL file as prompts with reference answers, rendered as training
+    renders them (``workbench.data.formats``); DataError naming file:line on a bad row."""
+    path = Path(path)
+    try:
+        lines = path.read_text(encoding="utf-8").splitlines()
+    except (OSError, UnicodeDecodeError) as err:
+        raise DataError(str(path), None, f"cannot read the task data: {err}") from None
+    examples = []
+    for number, line in enumerate(lines, 1):
+        if not line.strip():
+            continue
+        try:
+            row = json.loads(line)
+            messages = row_to_messages(row, system_prompt=system_prompt)
+        except ValueError as err:  # json.JSONDecodeError is one
+            raise DataError(str(path), number, str(err)) from None
+        examples.append(Example(number, messages[:-1], messages[-1]["content"], row))
+        if limit is not None and len(examples) >= limit:
+            break
+    if not examples:
+        raise DataError(str(path), None, "no rows to evaluate")
+    return examples
+
+
+def rate(flags) -> Optional[float]:
+    """The share of True among the applicable (not None) flags; None when none applies."""
+    applicable = [bool(f) for f in flags if f is not None]
+    return sum(applicable) / len(applicable) if applicable else None
+
+
+def mean(values) -> Optional[float]:
+    values = [float(v) for v in values if v is not None]
+    return sum(values) / len(values) if values else None
+
+
+_TASKS: dict[str, Task] = {}
+
+
+def register_task(task: Task) -> Task:
+    _TASKS[task.name] = task
+    return task
+
+
+def get_task(name: str) -> Task:
+    _register_builtin()
+    if name not in _TASKS:
+        raise KeyError(f"unknown task {name!r}; known tasks: {', '.join(sorted(_TASKS))}")
+    return _TASKS[name]
+
+
+def task_names() -> list[str]:
+    _register_builtin()
+    return sorted(_TASKS)
+
+
+def _register_builtin() -> None:
+    from .identity import IdentityTask
+    from .phone import PhoneActionsTask
+    from .text import TextMatchTask
+
+    for task in (PhoneActionsTask(), PhoneActionsTask("phone_actions_reasoning",
+                                                      samples_dir() / "phone_actions_reasoning" / "heldout.jsonl"),
+                 IdentityTask(), TextMatchTask()):
+        _TASKS.setdefault(task.name, task)

@@ -1,0 +1,63 @@
+"""Judge-free metrics of free-form answers against the reference: normalised exact match and token F1.
+
+Normalisation (as SQuAD's): case folded, punctuation and the articles a/an/the dropped, spaces collapsed.
+Tokens are words, and each CJK character is a token of its own (Chinese has no spaces between words).
+"""
+from __future__ import annotations
+
+import re
+import string
+import unicodedata
+from collections import Counter
+
+from ..config.samples import samples_dir
+from .actions import split_answer
+from .tasks import Example, Reply, mean
+
+_ARTICLES = re.compile(r"\b(a|an|the)\b")
+_TOKEN = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]|[^\s\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]+")
+
+
+def normalize(text: str) -> str:
+    text = unicodedata.normalize("NFKC", text).casefold()
+    text = "".join(" " if unicodedata.category(c).startswith("P") or c in string.punctuation else c for c in text)
+    return " ".join(_ARTICLES.sub(" ", text).split())
+
+
+def tokens(text: str) -> list[str]:
+    return _TOKEN.findall(normalize(text))
+
+
+def token_f1(prediction: str, reference: str) -> float:
+    pred, ref = tokens(prediction), tokens(reference)
+    if not pred or not ref:
+        return float(pred == ref)
+    common = sum((Counter(pred) & Counter(ref)).values())
+    if common == 0:
+        return 0.0
+    precision, recall = common / len(pred), common / len(ref)
+    return 2 * precision * recall / (precision + recall)
+
+
+def exact_match(prediction: str, reference: str) -> bool:
+    return normalize(prediction) == normalize(reference)
+
+
+class TextMatchTask:
+    name = "text"
+    description = "free-form answers vs the reference: normalised exact match and token F1 (no judge model)"
+
+    def __init__(self, default_data=None):
+        self.default_data = default_data or samples_dir() / "identity" / "heldout.jsonl"
+
+    def score(self, example: Example, reply: Reply) -> dict:
+        answer = split_answer(reply.content, reply.reasoning).answer
+        reference = split_answer(example.reference).answer
+        return {"exact": exact_match(answer, reference), "f1": token_f1(answer, reference)}
+
+    def summarize(self, verdicts: list[dict]) -> dict:
+        return {"n": len(verdicts), "exact_match": mean(v["exact"] for v in verdicts),
+                "token_f1": mean(v["f1"] for v in verdicts)}
+
+
+__all__ = ["TextMatchTask", "exact_match", "normalize", "token_f1", "tokens"]
