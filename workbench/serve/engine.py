@@ -377,12 +377,15 @@ class Engine:
     def _load_adapter(self, name: str, path: str) -> None:
         from peft import PeftModel
 
+        from ..models import peft_deprecation_hidden
+
         if name in self._adapters:
             raise EngineError(f"adapter {name!r} is already loaded")
-        if self.model is self.base_model:
-            self.model = PeftModel.from_pretrained(self.base_model, path, adapter_name=name, is_trainable=False)
-        else:
-            self.model.load_adapter(path, adapter_name=name, is_trainable=False)
+        with peft_deprecation_hidden():
+            if self.model is self.base_model:
+                self.model = PeftModel.from_pretrained(self.base_model, path, adapter_name=name, is_trainable=False)
+            else:
+                self.model.load_adapter(path, adapter_name=name, is_trainable=False)
         self.model.eval()
         self._adapters.add(name)
 
