@@ -307,30 +307,15 @@ class _Engine:
                                      stop_reason=self.result.stop_reason))
         return self.result
 
-    @torch.no_grad()
     def convert_qat(self) -> None:
         """Quantization-aware training's last step (after the adapter is saved): real quantized weights replace
         the fake quantizers, checked against the fake-quantized model on one batch (held-out when there is one)."""
-        from ..precision.qat import convert_qat
+        from ..precision.qat import convert_and_compare
 
-        module = self.strategy.module
         examples = (self.eval_examples or self.train_examples)[:self.cfg.schedule.micro_batch_size]
         batch = {k: v.to(self.device) for k, v in collate(examples, self.tokenizer.pad_token_id).items()}
-        module.eval()
-
-        def logits() -> torch.Tensor:
-            with self.policy.autocast():
-                return module(input_ids=batch["input_ids"], attention_mask=batch["attention_mask"]).logits.float()
-
-        fake_quantized = logits()
-        layers = convert_qat(module, self.cfg.quantization.qat)
-        converted = logits()
-        real = batch["attention_mask"].bool()
-        self.emit_run(QatConverted(
-            step=self.state.step, scheme=self.cfg.quantization.qat, layers=layers,
-            max_logit_diff=float((converted - fake_quantized).abs()[real].max()),
-            greedy_agreement=float((converted.argmax(-1) == fake_quantized.argmax(-1))[real].float().mean()),
-            positions=int(real.sum())))
+        figures = convert_and_compare(self.strategy.module, self.cfg.quantization.qat, batch, self.policy.autocast)
+        self.emit_run(QatConverted(step=self.state.step, scheme=self.cfg.quantization.qat, **figures))
         self.emit_census()
 
     def emergency_checkpoint(self) -> Optional[Path]:

@@ -82,6 +82,24 @@ def convert_qat(model: torch.nn.Module, scheme: str) -> int:
     return count
 
 
+@torch.no_grad()
+def convert_and_compare(model: torch.nn.Module, scheme: str, batch: dict, autocast) -> dict:
+    """Convert in place (``convert_qat``) and compare the converted model with the fake-quantized one on
+    ``batch`` (input_ids, attention_mask): the ``qat_converted`` event's figures, over unpadded positions."""
+    def logits() -> torch.Tensor:
+        with autocast():
+            return model(input_ids=batch["input_ids"], attention_mask=batch["attention_mask"]).logits.float()
+
+    model.eval()
+    fake_quantized = logits()
+    layers = convert_qat(model, scheme)
+    converted = logits()
+    real = batch["attention_mask"].bool()
+    return {"layers": layers, "max_logit_diff": float((converted - fake_quantized).abs()[real].max()),
+            "greedy_agreement": float((converted.argmax(-1) == fake_quantized.argmax(-1))[real].float().mean()),
+            "positions": int(real.sum())}
+
+
 def is_fake_quantized(module: torch.nn.Module) -> bool:
     return hasattr(module, "weight_fake_quantizer")  # torchao's FakeQuantizedLinear (duck-typed: no torchao import)
 
