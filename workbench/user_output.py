@@ -4,6 +4,7 @@ hide them. Library use (notebooks, the Python API, the test suite) keeps Python'
 filters: there they stay visible to the developers who can act on them."""
 from __future__ import annotations
 
+import logging
 import warnings
 
 DEPRECATIONS = (DeprecationWarning, PendingDeprecationWarning, FutureWarning)
@@ -13,3 +14,25 @@ def hide_third_party_deprecations() -> None:
     """Ignore deprecation warnings raised from modules outside ``workbench`` (ours still show)."""
     for category in DEPRECATIONS:
         warnings.filterwarnings("ignore", category=category, module=r"(?!workbench(\.|$))")
+
+
+class _ImportChatter(logging.Filter):
+    """Log lines third-party imports emit on every model load, for those libraries' maintainers: transformers
+    imports torchao (installed with the export and test extras) as it loads any model class; torchao logs each
+    compiled kernel it cannot load on this machine, and torch warns about torchao's pytree registrations."""
+
+    NOISE = ("Skipping import of cpp extensions", "Failed to load ", "Calling register_constant() on Enum subclasses")
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        message = record.getMessage()
+        return not any(n in message for n in self.NOISE)
+
+
+_IMPORT_CHATTER = _ImportChatter()
+
+
+def hide_import_chatter() -> None:
+    """Drop those lines (only those) wherever workbench loads models: the CLI, workers, notebooks, the server.
+    A filter on the two loggers: no import, nothing else of theirs is hidden; adding it again is a no-op."""
+    for name in ("torchao", "torch.utils._pytree"):
+        logging.getLogger(name).addFilter(_IMPORT_CHATTER)

@@ -1,4 +1,5 @@
 """Model sources (built-in, local, hub), LoRA wrapping, gradient checkpointing."""
+from ..user_output import hide_import_chatter
 from . import packaged, tiny
 from .groups import GROUPS, module_group
 from .loading import (
@@ -9,3 +10,5 @@ from .loading import (
 __all__ = ["packaged", "tiny", "GROUPS", "module_group", "BUILTIN", "LoadedModel", "apply_lora",
            "enable_gradient_checkpointing", "list_models", "load_base_model", "load_for_inference", "lora_targets",
            "model_family", "peft_deprecation_hidden", "pretrained_class"]
+
+hide_import_chatter()  # before anything here imports transformers' model classes

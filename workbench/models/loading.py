@@ -2,7 +2,6 @@
 from __future__ import annotations
 
 import contextlib
-import logging
 import warnings
 from dataclasses import dataclass
 from pathlib import Path
@@ -145,25 +144,6 @@ def peft_deprecation_hidden():
     with warnings.catch_warnings():
         warnings.filterwarnings("ignore", message="`is_gradient_checkpointing` is deprecated", category=FutureWarning)
         yield
-
-
-def _import_transformers_quantizers_quietly() -> None:
-    """transformers imports torchao, when installed (the export extra), as it loads any model; torchao's import
-    logs a line per compiled kernel it cannot load on this machine and torch warns about its pytree
-    registrations: chatter for those libraries' maintainers that would reach every notebook and CLI run. Done
-    once here with those two loggers raised to ERROR (restored after)."""
-    chatty = [logging.getLogger(name) for name in ("torchao", "torch.utils._pytree")]
-    levels = [logger.level for logger in chatty]
-    for logger in chatty:
-        logger.setLevel(logging.ERROR)
-    try:
-        import transformers.quantizers.auto  # noqa: F401
-    finally:
-        for logger, level in zip(chatty, levels):
-            logger.setLevel(level)
-
-
-_import_transformers_quantizers_quietly()
 
 
 def enable_gradient_checkpointing(model: torch.nn.Module) -> None:
