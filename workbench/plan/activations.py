@@ -276,6 +276,169 @@ def estimate_activations(shape: DecoderShape, a: ActivationInputs) -> Activation
     )
 
 
+# ---------------------------------------------------------------------------------------------
+# The vision tower (GLM-4.1V) over a batch of images
+
+
+@dataclass(frozen=True)
+class VisionShape:
+    """Dimensions of a GLM-4.1V vision tower (transformers' Glm4vVisionModel) that activations scale with."""
+
+    depth: int
+    hidden: int
+    heads: int
+    mlp: int  # a block's gate/up width (Glm4VisionMlp uses out_hidden_size)
+    out_hidden: int  # after the 2x2 downsample conv: the language model's hidden size
+    merger: int  # the patch merger's gate/up width (intermediate_size)
+    patch_dim: int  # in_channels x temporal_patch_size x patch_size^2 values per patch
+    positions: int  # learned position table, interpolated per image
+    merge: int
+
+    @classmethod
+    def from_config(cls, config) -> "VisionShape":
+        v = config.vision_config
+        return cls(depth=v.depth, hidden=v.hidden_size, heads=v.num_heads, mlp=v.out_hidden_size,
+                   out_hidden=v.out_hidden_size, merger=v.intermediate_size,
+                   patch_dim=v.in_channels * v.temporal_patch_size * v.patch_size**2,
+                   positions=(v.image_size // v.patch_size) ** 2, merge=v.spatial_merge_size)
+
+
+@dataclass(frozen=True)
+class VisionEstimate:
+    """Bytes of the vision tower for one micro-batch of images. A frozen tower saves nothing for backward
+    (neither its weights nor its input need a gradient); its forward still needs a working set."""
+
+    patches: int  # over the micro-batch
+    image_tokens: int  # after the merge, over the micro-batch
+    saved_forward: int  # saved for backward (0 when the tower is frozen)
+    per_block: int  # one block, without checkpointing (0 when frozen)
+    forward_transient: int  # live while one block computes: pixel values + the block's working set
+    recompute: int  # one block recomputed in backward (checkpointing, trainable tower)
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+
+def _vision_block(tr: _Tracer, layer: "_Layer", v: VisionShape, x: _Tensor, a: ActivationInputs, index: int,
+                  largest_image: int) -> _Tensor:
+    """Glm4vVisionBlock: RMSNorm, fused qkv, 2D RoPE (computed in fp32, cast back), SDPA per image,
+    proj; RMSNorm, gate/up/down MLP."""
+    k = f"vision{index}"
+    h = layer.norm(x, k + ".norm1")
+    qkv = layer.linear(h, "qkv", 3 * v.hidden, k + ".qkv")
+    q_r, k_r = tr.new(v.hidden, qkv.dtype, qkv.rg), tr.new(v.hidden, qkv.dtype, qkv.rg)
+    if qkv.rg:
+        tr.save(q_r, "base")
+        tr.save(k_r, "base")
+        tr.save(qkv, "base")  # v is a view of the fused qkv output: its whole storage stays
+        if a.attn_implementation == "eager":
+            tr.save(tr.new(v.heads * largest_image, FP32, True), "base")
+            tr.save(tr.new(v.heads * largest_image, qkv.dtype, True), "base")
+        else:
+            tr.save(tr.new(v.heads, FP32, False), "base")  # log-sum-exp
+            tr.save(tr.new(v.hidden, qkv.dtype, True), "base")  # SDPA keeps its output
+    attn = tr.new(v.hidden, qkv.dtype, qkv.rg)  # transposed back and concatenated over images: a new tensor
+    o = layer.linear(attn, "proj", v.hidden, k + ".proj")
+    res = tr.new(v.hidden, torch.promote_types(x.dtype, o.dtype), x.rg or o.rg)
+    h2 = layer.norm(res, k + ".norm2")
+    g = layer.linear(h2, "gate_proj", v.mlp, k + ".gate")
+    u = layer.linear(h2, "up_proj", v.mlp, k + ".up")
+    if g.rg:
+        tr.save(g, "base")  # silu's input
+        tr.save(tr.new(v.mlp, g.dtype, True), "base")  # mul keeps silu(gate) for up's gradient
+        tr.save(u, "base")  # ... and up for silu's
+    d = layer.linear(tr.new(v.mlp, g.dtype, g.rg), "down_proj", v.hidden, k + ".down")
+    return tr.new(v.hidden, torch.promote_types(res.dtype, d.dtype), res.rg or d.rg)
+
+
+def _conv(tr: _Tracer, layer: "_Layer", x: _Tensor, out_width: int, key: str) -> _Tensor:
+    """A convolution saves its (autocast-cast) input when its weight trains, like a Linear."""
+    return layer.linear(x, "conv", out_width, key)
+
+
+def estimate_vision_activations(v: VisionShape, a: ActivationInputs, trainable: bool, patches_per_image: int,
+                                images: int, gradient_checkpointing: bool = False,
+                                weight_dtype: Optional[torch.dtype] = None) -> VisionEstimate:
+    """The vision tower over ``images`` images of ``patches_per_image`` patches each (one micro-batch).
+
+    ``a`` gives the autocast dtype as for the text decoder; ``weight_dtype`` the tower's storage dtype (the
+    census's: module rules may keep it fp32); ``trainable``: its weights train (full fine-tuning), else it
+    is frozen (LoRA on the language model) and saves nothing, except that gradient checkpointing (HF's,
+    non-reentrant, on every block) keeps each block's input whether or not anything needs a gradient.
+    """
+    P = patches_per_image * images
+    tokens = P // v.merge**2
+    w = weight_dtype or (a.trainable_dtype if trainable else a.base_dtype)
+    # the forward's working set in one block (all of it freed as the block finishes when frozen)
+    c = _size(a.autocast_dtype or w)
+    block_live = max(9 * v.hidden, 2 * v.hidden + 4 * v.mlp) * P * c
+    if a.attn_implementation == "eager":
+        block_live += v.heads * patches_per_image**2 * (4 + c)  # one image's fp32 scores and their cast
+    pixels = P * v.patch_dim * 4  # the processor's fp32 pixel values, live through the forward
+    tr = _Tracer()
+    va = ActivationInputs(micro_batch=1, seq_len=2, autocast_dtype=a.autocast_dtype, base_dtype=w, trainable_dtype=w,
+                          full_finetune=trainable, attn_implementation=a.attn_implementation, device_type=a.device_type)
+    layer = _Layer(tr, None, va, set())
+    pix = tr.new(v.patch_dim, FP32, False)
+    if w != FP32:
+        pix = tr.new(v.patch_dim, w, False)  # patch_embed casts pixels to its weight dtype
+    x = _conv(tr, layer, pix, v.hidden, "patch_embed")
+    x = layer.norm(x, "post_conv")
+    if trainable:
+        tr.save(tr.new(2, FP32, False), "base")  # grid_sample's sampling grid (position interpolation)
+    x = tr.new(v.hidden, torch.promote_types(x.dtype, w), trainable)  # + interpolated positions
+    block_input = x.width * _size(x.dtype)
+    if not trainable:
+        kept = block_input * P * v.depth if gradient_checkpointing else 0
+        return VisionEstimate(patches=P, image_tokens=tokens, saved_forward=kept, per_block=0,
+                              forward_transient=pixels + block_live, recompute=0)
+    per_patch_fixed = tr.total()
+    block_bytes = []
+    for i in range(v.depth):
+        before = tr.total()
+        x = _vision_block(tr, layer, v, x, va, i, patches_per_image)
+        block_bytes.append(tr.total() - before)
+    # post_layernorm and the downsample conv's input are per patch; the merger runs per merged token
+    tail_tr = _Tracer()
+    tail = _Layer(tail_tr, None, va, set())
+    y = _conv(tail_tr, tail, tail.norm(x, "post_layernorm"), v.out_hidden * v.merge**2, "downsample")
+    per_patch_tail = tail_tr.total()
+    merger_tr = _Tracer()
+    _merger(merger_tr, _Layer(merger_tr, None, va, set()), v, merger_tr.new(v.out_hidden, y.dtype, True))
+    tr.copies += tail_tr.copies + merger_tr.copies
+    shared = 2 * P * (v.hidden // v.heads) * 4  # 2D RoPE cos/sin (fp32), kept once for all blocks
+    if w != FP32:
+        shared += v.positions * v.hidden * 4  # grid_sample's fp32 copy of the position table
+    if gradient_checkpointing:
+        body = block_input * P * v.depth
+        recompute = max(block_bytes) * P
+    else:
+        body = sum(block_bytes) * P
+        recompute = 0
+    saved = (per_patch_fixed + per_patch_tail) * P + body + merger_tr.total() * tokens + shared
+    return VisionEstimate(patches=P, image_tokens=tokens, saved_forward=saved, per_block=max(block_bytes) * P,
+                          forward_transient=pixels + block_live, recompute=recompute)
+
+
+def _merger(tr: _Tracer, layer: "_Layer", v: VisionShape, x: _Tensor) -> _Tensor:
+    """Glm4vVisionPatchMerger: proj, LayerNorm (fp32 under autocast), GELU, gate/up/down."""
+    o = v.out_hidden
+    h = layer.linear(x, "proj", o, "merger.proj")
+    ln_dtype = FP32 if layer.c is not None else h.dtype
+    hin = h if h.dtype == ln_dtype else tr.new(o, ln_dtype, h.rg)
+    tr.save(hin, "base")  # layer_norm keeps its input, mean and rstd
+    tr.save(tr.new(2, FP32, False), "base")
+    ln = tr.new(o, ln_dtype, True)
+    tr.save(ln, "base")  # GELU keeps its input
+    act = tr.new(o, ln_dtype, True)
+    g = layer.linear(act, "gate_proj", v.merger, "merger.gate")
+    u = layer.linear(act, "up_proj", v.merger, "merger.up")
+    tr.save(g, "base")
+    tr.save(tr.new(v.merger, g.dtype, True), "base")
+    tr.save(u, "base")
+    return layer.linear(tr.new(v.merger, g.dtype, True), "down_proj", o, "merger.down")
+
+
 def lora_targets_in_layer(census: Census) -> frozenset:
     """Which linears of a decoder layer carry adapters, read from the census (peft's own matching)."""
     names = set()
@@ -328,11 +491,13 @@ def _is_weight_copy(t: torch.Tensor, param_dtype_by_shape: dict) -> bool:
     return False
 
 
-def measure_saved_activations(model: torch.nn.Module, input_ids: torch.Tensor, autocast=None) -> ActivationMeasurement:
+def measure_saved_activations(model: torch.nn.Module, input_ids: torch.Tensor, autocast=None,
+                              **inputs) -> ActivationMeasurement:
     """Run one forward + the project's loss under ``torch.autograd.graph.saved_tensors_hooks`` and sum
     the bytes of the unique storages autograd saves for backward (parameters excluded: they are weights,
     not activations; autocast's weight copies reported apart). ``autocast``: a context manager factory
-    (e.g. ``policy.autocast``)."""
+    (e.g. ``policy.autocast``). ``inputs``: further model inputs (``pixel_values`` and ``image_grid_thw``
+    of a vision-language batch)."""
     import contextlib
 
     from ..precision import token_loss_sum
@@ -354,7 +519,7 @@ def measure_saved_activations(model: torch.nn.Module, input_ids: torch.Tensor, a
     ctx = autocast() if autocast is not None else contextlib.nullcontext()
     with torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t):
         with ctx:
-            logits = model(input_ids=input_ids, use_cache=False).logits
+            logits = model(input_ids=input_ids, use_cache=False, **inputs).logits
         loss = token_loss_sum(logits, input_ids)
     del loss, logits
     acts = sum(n for n, copy in seen.values() if not copy)

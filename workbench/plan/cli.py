@@ -30,7 +30,12 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
     p.set_defaults(lora=None)
     p.add_argument("--lora-r", type=int, default=16, help="LoRA rank (default 16, all-linear)")
     p.add_argument("--micro-batch", type=int, default=1, help="examples per forward per GPU (default 1)")
-    p.add_argument("--seq-len", type=int, default=2048, help="tokens per example (default 2048)")
+    p.add_argument("--seq-len", type=int, default=2048, help="text tokens per example (default 2048); images add theirs")
+    p.add_argument("--images-per-row", type=int, default=0,
+                   help="screenshots per example (vision-language models; default 0): the vision tower's activations "
+                   "and the image tokens the decoder sees, from the image processor's resize rule")
+    p.add_argument("--image-size", default="1080x2400",
+                   help="WIDTHxHEIGHT of each screenshot before the processor resizes it (default 1080x2400, a phone)")
     p.add_argument("--grad-ckpt", default="both", choices=("on", "off", "both"), help="gradient checkpointing (default: both)")
     p.add_argument("--devices", default="2x24564MiB", help="COUNTxSIZE, e.g. 2x24GiB (default: 2x RTX 4090, 24564 MiB each)")
     p.add_argument("--host-ram", default="64GiB", help="host RAM (default 64GiB)")
@@ -68,7 +73,7 @@ def run(args) -> int:
                     for use_lora in (True, False) if args.lora is None else (args.lora,):
                         for ck in {"on": (True,), "off": (False,), "both": (False, True)}[args.grad_ckpt]:
                             s = Setting(prec, strat, stage, off, use_lora, 1 if strat == "none" else devices.count,
-                                        args.micro_batch, args.seq_len, ck)
+                                        args.micro_batch, args.seq_len, ck, args.images_per_row, args.image_size)
                             if s.invalid_reason() is None and s.world_size <= devices.count:
                                 plans.append(predict(args.model, s, devices, lora=lora))
     except ConfigError as err:
@@ -89,12 +94,21 @@ def format_matrix(m) -> str:
     out = [f"model {m.model}: {(m.plans[0].census['total_params'] - m.plans[0].census['lora_params']) / 1e9:.2f} B params "
            f"({m.plans[0].census['vision_params'] / 1e9:.2f} B vision) on {d.count}x {d.bytes_per_device / GiB:.1f} GiB "
            f"({d.name}), host {d.host_ram / GiB:.0f} GiB" if m.plans else f"model {m.model}: no valid combination"]
-    out.append(f"{'configuration':<52}{'fits':>5}{'GPU GiB':>9}{'headroom':>9}{'host GiB':>9}  "
-               "weights/grads/optim/master/acts/buffers per GPU")
+    images = m.plans[0].activations.get("images") if m.plans else None
+    keys = ("weights", "gradients", "optimizer_state", "master_weights", "activations") + (("vision_activations",) if images else ())
+    width = max([52] + [len(p.setting.label) + 2 for p in m.plans])
+    if images:
+        a = m.plans[0].activations
+        out.append(f"images: {images['images_per_row']} x {images['size']} per example -> resized {images['resized']}, "
+                   f"grid {'x'.join(map(str, images['grid_thw']))} = {images['patches_per_image']:,} patches, "
+                   f"{images['tokens_per_image']:,} image tokens each (2x2 merge); decoder sequence {a['text_seq_len']:,} "
+                   f"text + {images['tokens_per_row']:,} image = {a['seq_len']:,} tokens ({images['geometry']['source']})")
+    out.append(f"{'configuration':<{width}}{'fits':>5}{'GPU GiB':>9}{'headroom':>9}{'host GiB':>9}  "
+               f"weights/grads/optim/master/acts{'/vision' if images else ''}/buffers per GPU")
     for p in m.plans:
         g = p.gpu
-        parts = "/".join(f"{g[k] / GiB:.1f}" for k in ("weights", "gradients", "optimizer_state", "master_weights", "activations"))
-        out.append(f"{p.setting.label:<52}{'yes' if p.fits else 'no':>5}{p.gpu_total / GiB:>9.1f}"
+        parts = "/".join(f"{g[k] / GiB:.1f}" for k in keys)
+        out.append(f"{p.setting.label:<{width}}{'yes' if p.fits else 'no':>5}{p.gpu_total / GiB:>9.1f}"
                    f"{p.gpu_headroom / GiB:>9.1f}{p.host_total / GiB:>9.1f}  {parts}/{g['sharding_buffers'] / GiB:.1f}")
     for name, lora in (("overall", None), ("LoRA", True), ("full fine-tuning", False)):
         best = m.cheapest(lora)

@@ -18,6 +18,7 @@ Framework rules modelled (``docs/memory_planner.md`` has the derivations and eve
 """
 from __future__ import annotations
 
+import dataclasses
 import re
 from dataclasses import asdict, dataclass, field
 from typing import Optional
@@ -26,8 +27,11 @@ import torch
 
 from ..config import ConfigError, LoraSection, PrecisionSection, RunConfig
 from ..precision import Hardware, PrecisionPolicy, resolve_policy
-from .activations import ActivationInputs, estimate_activations, lora_targets_in_layer
-from .arch import Census, census
+from .activations import (
+    ActivationInputs, VisionShape, estimate_activations, estimate_vision_activations, lora_targets_in_layer,
+)
+from .arch import Census, census, load_model_config
+from .images import images_for
 from .state import ADAMW_STEP_BYTES, ModelState, predict_single_process_state
 
 GiB = 1024**3
@@ -106,15 +110,19 @@ class Setting:
     lora: bool = True
     world_size: int = 1
     micro_batch: int = 1
-    seq_len: int = 2048
+    seq_len: int = 2048  # text tokens per example; images add their tokens on top
     gradient_checkpointing: bool = True
+    images_per_row: int = 0  # screenshots per example (vision-language models)
+    image_size: str = "1080x2400"  # WIDTHxHEIGHT of each, before the image processor's resize
 
     @property
     def label(self) -> str:
         strat = {"none": "single", "ddp": "DDP"}.get(self.strategy) or (
             f"FSDP-zero{self.stage}" if self.strategy == "fsdp" else f"DS-ZeRO{self.stage}")
         off = "" if self.offload == "none" else f"+off:{self.offload}"
-        return f"{self.precision}/{strat}{off}/{'LoRA' if self.lora else 'full'}{'/ckpt' if self.gradient_checkpointing else ''}"
+        img = f"/{self.images_per_row}img@{self.image_size}" if self.images_per_row else ""
+        return (f"{self.precision}/{strat}{off}/{'LoRA' if self.lora else 'full'}"
+                f"{'/ckpt' if self.gradient_checkpointing else ''}{img}")
 
     def invalid_reason(self) -> Optional[str]:
         """Why a real framework cannot run this combination, or None."""
@@ -226,11 +234,39 @@ def predict(model: str, setting: Setting, devices: DeviceSet = DEFAULT_DEVICES, 
         act_in = dict(autocast_dtype=None, base_dtype=lowp, trainable_dtype=lowp)
     else:
         act_in = dict(autocast_dtype=policy.autocast_dtype, base_dtype=policy.base_dtype, trainable_dtype=policy.trainable_dtype)
-    acts = estimate_activations(c.shape, ActivationInputs(
-        micro_batch=setting.micro_batch, seq_len=setting.seq_len, full_finetune=not setting.lora,
+    images = None
+    if setting.images_per_row:
+        config = load_model_config(model)
+        images = images_for(model, config, setting.image_size, setting.images_per_row)
+        c = _vision_reached(c)
+    seq_len = setting.seq_len + (images.tokens_per_row if images else 0)  # the language model's sequence
+    act_inputs = ActivationInputs(
+        micro_batch=setting.micro_batch, seq_len=seq_len, full_finetune=not setting.lora,
         lora_targets=lora_targets_in_layer(c) if setting.lora else frozenset(), lora_rank=lora.r,
         lora_dropout=lora.dropout if setting.lora else 0.0, gradient_checkpointing=setting.gradient_checkpointing,
-        attn_implementation=attn_implementation, device_type=device_type, **act_in))
+        attn_implementation=attn_implementation, device_type=device_type, **act_in)
+    acts = estimate_activations(c.shape, act_inputs)
+    activations = acts.to_dict()
+    vision_bytes = 0
+    if images is not None:
+        vision = [p for p in c.params if p.group == "vision"]
+        vision_trainable = any(p.trainable for p in vision)
+        vis = estimate_vision_activations(VisionShape.from_config(config), act_inputs, vision_trainable,
+                                          images.patches_per_image, setting.micro_batch * setting.images_per_row,
+                                          setting.gradient_checkpointing, weight_dtype=vision[0].dtype)
+        # inserting the image features keeps the (bool) image-token mask when the decoder's input needs a
+        # gradient: full fine-tuning, or checkpointing (which makes the embeddings' output require grad)
+        mask = setting.micro_batch * seq_len if (vision_trainable or setting.gradient_checkpointing) else 0
+        # the tower runs first: its working set is gone before the decoder saves anything
+        peak = vis.saved_forward + mask + max(vis.forward_transient, acts.peak - acts.recompute + max(acts.recompute, vis.recompute))
+        vision_bytes = peak - acts.peak
+        activations.update(saved_forward=acts.saved_forward + vis.saved_forward + mask, peak=peak,
+                           text_seq_len=setting.seq_len, seq_len=seq_len, images=images.to_dict(),
+                           vision=vis.to_dict(), vision_trainable=vision_trainable)
+        notes.append(f"{setting.images_per_row} image(s) of {images.width}x{images.height} per example: resized to "
+                     f"{images.resized_width}x{images.resized_height}, {images.patches_per_image:,} patches, "
+                     f"{images.tokens_per_image:,} image tokens each (+{images.tokens_per_row - setting.images_per_row * images.tokens_per_image} markers); "
+                     f"decoder sequence {setting.seq_len:,} -> {seq_len:,} tokens")
 
     state, buffers, host_state = _model_state(c, setting, policy, lowp, n, notes)
     gpu = {
@@ -238,7 +274,8 @@ def predict(model: str, setting: Setting, devices: DeviceSet = DEFAULT_DEVICES, 
         "gradients": state.gradients - host_state.get("gradients", 0),
         "optimizer_state": state.optimizer_state - host_state.get("optimizer_state", 0),
         "master_weights": state.master_weights - host_state.get("master_weights", 0),
-        "activations": acts.peak,
+        "activations": acts.peak,  # the text decoder over text + image tokens
+        "vision_activations": vision_bytes,  # what the vision tower adds to the peak
         "autocast_copies": acts.autocast_copies if act_in["autocast_dtype"] is not None else 0,
         "sharding_buffers": buffers,
     }
@@ -259,8 +296,14 @@ def predict(model: str, setting: Setting, devices: DeviceSet = DEFAULT_DEVICES, 
                    "adapter_grads_and_adamw": 3 * lora_bytes + ADAMW_STEP_BYTES * len(lora_params),
                    "lora_activations": acts.lora_per_layer * (0 if setting.gradient_checkpointing else c.shape.layers)}
     return Plan(model=model, setting=setting, devices=devices, state=state, gpu=gpu, host=host,
-                lora_extras=lora_extras, activations=acts.to_dict(), census=c.summary(), notes=tuple(notes),
+                lora_extras=lora_extras, activations=activations, census=c.summary(), notes=tuple(notes),
                 invalid=invalid)
+
+
+def _vision_reached(c: Census) -> Census:
+    """With images in the batch the vision tower takes part: its trainable weights get gradients."""
+    params = tuple(dataclasses.replace(p, reached=True) if p.group == "vision" else p for p in c.params)
+    return dataclasses.replace(c, params=params)
 
 
 def _model_state(c: Census, s: Setting, policy: PrecisionPolicy, lowp, n: int, notes: list):
@@ -327,12 +370,15 @@ def _model_state(c: Census, s: Setting, policy: PrecisionPolicy, lowp, n: int, n
 
 def predict_for_run(cfg: RunConfig, policy: PrecisionPolicy, world_size: int = 1, strategy: Optional[str] = None,
                     stage: Optional[int] = None, offload: Optional[str] = None, devices: Optional[DeviceSet] = None,
-                    micro_batch: Optional[int] = None, seq_len: Optional[int] = None) -> Plan:
+                    micro_batch: Optional[int] = None, seq_len: Optional[int] = None, images_per_row: int = 0,
+                    image_size: str = "1080x2400") -> Plan:
     """The plan of a run: its own model, precision policy (resolved by the caller: the engine for its
     device, the plan panel for the target devices), LoRA section, module rules, batch shape and, unless a
     what-if overrides them, its ``sharding`` strategy, stage and offload.
 
     ``devices`` defaults to the run's own device: a GPU of torch's reported size, or the host RAM on CPU.
+    ``images_per_row`` screenshots of ``image_size`` per example add the vision tower and their image
+    tokens (on top of the text tokens) to the activations.
     """
     sh = cfg.sharding
     if devices is None:
@@ -341,7 +387,8 @@ def predict_for_run(cfg: RunConfig, policy: PrecisionPolicy, world_size: int = 1
                       stage=sh.stage if stage is None else stage, offload=offload or sh.offload,
                       lora=cfg.lora.enabled, world_size=world_size,
                       micro_batch=micro_batch or cfg.schedule.micro_batch_size, seq_len=seq_len or cfg.data.max_length,
-                      gradient_checkpointing=cfg.model.gradient_checkpointing)
+                      gradient_checkpointing=cfg.model.gradient_checkpointing, images_per_row=images_per_row,
+                      image_size=image_size)
     return predict(cfg.model.source, setting, devices, lora=cfg.lora, policy=policy, device_type=policy.device_type,
                    attn_implementation=cfg.model.attn_implementation, precision=cfg.precision)
 

@@ -32,14 +32,15 @@ def sharding_of(cfg: RunConfig) -> dict:
 
 
 def plan_for(cfg: RunConfig, devices: DeviceSet, strategy: str = "none", stage: int = 0, offload: str = "none",
-             world_size: int = 1) -> Plan:
+             world_size: int = 1, images_per_row: int = 0, image_size: str = "1080x2400") -> Plan:
     """The planner's prediction for ``cfg`` on ``devices``, its precision resolved for those devices by the
-    shared policy (``auto``: bf16 where they have it, else fp16)."""
+    shared policy (``auto``: bf16 where they have it, else fp16); ``images_per_row`` screenshots of
+    ``image_size`` per example on top of the text (vision-language models)."""
     policy = resolve_policy(cfg.precision, devices.hardware, cfg.lora.enabled, cfg.model.dtype)
     if strategy == "none":
         world_size = 1
     return predict_for_run(cfg, policy, world_size=world_size, strategy=strategy, stage=stage, offload=offload,
-                           devices=devices)
+                           devices=devices, images_per_row=images_per_row, image_size=image_size)
 
 
 def plan_html(plan: Plan) -> str:
@@ -69,6 +70,11 @@ def plan_html(plan: Plan) -> str:
     host_rows = "".join(f"<tr><td>{html.escape(k)}</td><td style='text-align:right'>{_gib(v)}</td><td></td></tr>"
                         for k, v in plan.host.items() if v)
     notes = "".join(f"<li>{html.escape(n)}</li>" for n in d["notes"])
+    images = plan.activations.get("images")
+    if images:
+        head += (f"<div class='wb-plan-images'>screenshots: {images['images_per_row']} x {images['size']} per example -> "
+                 f"<b>{images['tokens_per_image']:,} image tokens</b> each ({images['patches_per_image']:,} patches); "
+                 f"decoder sequence {plan.activations['seq_len']:,} tokens</div>")
     census = d.get("census") or {}
     census_line = ", ".join(f"{k}: {v:,}" if isinstance(v, int) else f"{k}: {v}" for k, v in list(census.items())[:6])
     return (f"<div class='wb-plan'>{head}<table style='font-size:90%'><tr><th colspan=3 style='text-align:left'>per GPU"
@@ -96,12 +102,17 @@ class PlanPanel(W.VBox):
         self.offload = W.Dropdown(options=list(OFFLOADS), value="none", description="offload", style=style)
         self.world_size = W.BoundedIntText(value=devices.count, min=1, max=64, description="processes", style=style)
         self.what_if = W.HBox([self.strategy, self.stage, self.offload, self.world_size])
+        # screenshots per example (vision-language models): what the phone's images add
+        self.images_per_row = W.BoundedIntText(value=0, min=0, max=64, description="images/row", style=style)
+        self.image_size = W.Text(value="1080x2400", description="image size", style=style,
+                                 tooltip="WIDTHxHEIGHT before the image processor's resize")
         for w in (self.devices_text, self.device_name, self.host_text, self.bf16, self.strategy, self.stage,
-                  self.offload, self.world_size):
+                  self.offload, self.world_size, self.images_per_row, self.image_size):
             w.observe(lambda _: self.schedule(), names="value")
         self.output = W.HTML("<i>no configuration yet</i>")
         super().__init__([W.HTML("<b>Memory plan</b>"), W.HBox([self.devices_text, self.device_name]),
-                          W.HBox([self.host_text, self.bf16]), self.what_if, self.output])
+                          W.HBox([self.host_text, self.bf16]), self.what_if,
+                          W.HBox([self.images_per_row, self.image_size]), self.output])
         self.add_class("wb-plan-panel")
         if cfg is not None:
             self.set_config(cfg)
@@ -130,7 +141,8 @@ class PlanPanel(W.VBox):
             self.plan, self.error = None, "the configuration has problems (see the config panel)"
             return None
         try:
-            plan = plan_for(self.config, self.devices(), **self.setting(self.config))
+            plan = plan_for(self.config, self.devices(), **self.setting(self.config),
+                            images_per_row=self.images_per_row.value, image_size=self.image_size.value)
             self.plan, self.error = plan, None
         except ConfigError as err:
             self.plan, self.error = None, "; ".join(f"{p}: {m}" for p, m in err.problems)
