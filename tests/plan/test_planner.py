@@ -129,6 +129,8 @@ def test_cli_plan_json_and_fact_check(capsys):
     assert main(["fact-check", "--json"]) == 0
     rows = json.loads(capsys.readouterr().out)
     verdicts = {r["id"]: r["verdict"] for r in rows}
-    assert len(verdicts) == 7
+    assert len(verdicts) == 14
+    assert all(verdicts[k] == "impossible once screenshots are counted" for k in ("000-zero3-images", "002-batch16-images"))
+    assert verdicts["002-two-4090"].startswith("wrong for one request")
     assert all(verdicts[k] == "impossible" for k in ("003-fp32", "003-fp16", "003-lora-fp16"))
     assert verdicts["000-zero3"].startswith("impossible with its config")

@@ -7,10 +7,14 @@ claimed figure, no activation or framework detail can rescue the claim.
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass
+from typing import Optional
 
 from ..config import LoraSection
-from .planner import DEFAULT_DEVICES, GiB, T4_DEVICES, Setting, policy_for, predict
+import torch
+
+from .planner import DEFAULT_DEVICES, GiB, T4_DEVICES, DeviceSet, Setting, plan_matrix, policy_for, predict
 from .arch import census
+from .inference import weight_bytes
 
 MODEL = "autoglm-phone-9b"
 
@@ -20,7 +24,7 @@ class Claim:
     id: str
     source: str
     text: str  # the claim as the document states it (translated)
-    claimed_gib: float
+    claimed_gib: Optional[float]  # None: the claim states no figure
     settings: str  # the settings the document evidently means
 
 
@@ -52,20 +56,31 @@ CLAIMS = (
           "LoRA r=8 (its target names 'query'/'value' match no GLM module; we use q_proj,v_proj), fp16 frozen base, batch 8, seq 512"),
     Claim("003-lora-int8", "seed 003 (NVIDIA T4)", "LoRA + INT8 quantization: 5 GB", 5,
           "LoRA r=8 on an int8-quantized base (bitsandbytes LLM.int8: Linear weights 1 byte, embeddings/lm_head fp16), batch 8"),
+    # once images are counted: AutoGLM-Phone's training rows are screenshots (issue 9)
+    Claim("000-zero3-images", "seed 000 §4.1 (2x RTX 4090), screenshots counted",
+          "FP16 + ZeRO-3: ~11 GB per card, batch up to 4 per GPU", 11,
+          "its ZeRO-3 fp16 config at micro-batch 4, read as kindly as possible (LoRA, parameters offloaded too, ckpt), "
+          "each row one 1080x2400 screenshot + 512 text tokens"),
+    Claim("002-batch16-images", "seed 002 §4.1 (RTX 4090), screenshots counted",
+          "FP16 + AMP with gradient accumulation: batch size 16 per 4090", 24,
+          "LoRA, fp16, the cheapest 2x4090 strategy at micro-batch 16 (ckpt), one 1080x2400 screenshot + 512 text tokens per row"),
+    # deployment (issue 12): inference memory of one request, weights in fp16/bf16/int8/int4
+    Claim("002-infer-8gb", "seed 002 §1.2", "one inference uses under 8 GB of GPU memory (INT8/FP16 mixed inference)", 8,
+          "one request: 4,096 text tokens + one 1080x2400 screenshot, weights int8 / fp16 (and int4 for comparison)"),
+    Claim("002-two-4090", "seed 002 §2", "serving needs 2 or more RTX 4090s: one card cannot hold the full model", 24,
+          "one request (4,096 text tokens + one screenshot), bf16 weights, on one 24 GB RTX 4090"),
+    Claim("003-int8-deploy", "seed 003 (deployment)", "dynamic INT8 quantization (quantize_dynamic on Linear) for deployment", None,
+          "int8 weight-only / dynamic on every Linear but lm_head; sizes vs bf16, and SmolLM2's measured exports"),
+    Claim("003-onnx", "seed 003 (deployment)", "export to ONNX (opset 13, a (1, 512) dummy input) and run it with ONNX Runtime / CoreML", None,
+          "torch.onnx.export of the merged model in fp32, as the document's code does"),
+    Claim("003-mobile", "seed 003 (conclusion)", "24 GB -> 5 GB makes deploying and updating the model on mobile devices possible", 5,
+          "inference with int4 weights (the smallest format) and one screenshot; 'updating' = LoRA training"),
 )
 
-
-def quantized_weight_bytes(bits: int) -> int:
-    """Weights of the real model with Linear layers quantized to ``bits`` (embeddings, norms and lm_head
-    stay fp16, as bitsandbytes does; quantization constants ignored, which only flatters the claim)."""
-    lora = LoraSection(enabled=False)
-    c = census(MODEL, lora, policy_for("pure-bf16", lora))
-    out = 0
-    for p in c.params:
-        linear = p.group in ("decoder", "vision") and p.name.endswith(".weight") and any(
-            k in p.name for k in ("_proj", ".qkv", ".proj", ".fc"))
-        out += p.numel * bits // 8 if linear else p.numel * 2
-    return out
+# Sizes measured on SmolLM2-135M-Instruct after the demo's fine-tune (docs/export.md, `python -m workbench.bench.export`),
+# MB (10^6 bytes) of the export directory: weights + tokenizer/config files.
+SMOLLM2_MEASURED_MB = {"fp32": 541.6, "bf16": 272.6, "int8": 224.0, "onnx": 546.2}
+SMOLLM2 = "smollm2-135m-instruct"
 
 
 def fact_check(devices_4090=DEFAULT_DEVICES, devices_t4=T4_DEVICES) -> list[Verdict]:
@@ -112,13 +127,121 @@ def fact_check(devices_4090=DEFAULT_DEVICES, devices_t4=T4_DEVICES) -> list[Verd
     out.append(Verdict(CLAIMS[5], p.gpu_total / GiB, p.state.weights / GiB, "impossible",
                        f"The frozen fp16 base alone is {p.state.weights / GiB:.1f} GiB (> 8, and > the T4's 15 GiB); "
                        "LoRA shrinks gradients and optimizer state, not the base weights. (8 GB is about right for a ~3-4 B model.)"))
-    int8 = quantized_weight_bytes(8)
-    int4 = quantized_weight_bytes(4)
+    int8 = weight_bytes(MODEL, "int8")  # every Linear but lm_head quantized, as bitsandbytes and torchao do
+    int4 = weight_bytes(MODEL, "int4")
     out.append(Verdict(CLAIMS[6], (int8 + p.gpu_total - p.state.weights) / GiB, int8 / GiB,
                        "impossible (even 4-bit weights exceed it)",
                        f"int8 Linear weights + fp16 embeddings/lm_head = {int8 / GiB:.1f} GiB > 5 before any activation; "
-                       f"4-bit would be {int4 / GiB:.1f} GiB of weights, still above 5 GB with CUDA context and activations."))
+                       f"4-bit would be {int4 / GiB:.1f} GiB of weights (scales included), still above 5 GB with CUDA context and activations."))
+    out.extend(_image_verdicts(devices_4090))
+    out.extend(_deployment_verdicts())
     return out
+
+
+def _image_verdicts(devices_4090) -> list:
+    """Seed 000's and 002's training claims once every row carries a phone screenshot."""
+    img = dict(images_per_row=1, image_size="1080x2400")
+    claim = _claim("000-zero3-images")
+    best = min((predict(MODEL, Setting("fp16", "deepspeed", 3, off, True, 2, 4, 512, True, **img), devices_4090)
+                for off in ("optimizer", "optimizer+params")), key=lambda p: p.gpu_total)
+    a = best.activations
+    tokens = a["images"]["tokens_per_image"]
+    out = [Verdict(claim, best.gpu_total / GiB, best.gpu["activations"] / GiB, "impossible once screenshots are counted",
+                   f"A 1080x2400 screenshot is {tokens:,} image tokens (the processor's resize, 2x2 merge), so a row is "
+                   f"{a['seq_len']:,} tokens, not 512. Even as LoRA with everything offloaded, micro-batch 4 needs "
+                   f"{best.gpu_total / GiB:.0f} GiB per card: {best.gpu['activations'] / GiB:.0f} GiB of decoder "
+                   f"activations, most of it the loss head over every position (fp32 log-softmax {a['head'] / GiB:.1f} GiB "
+                   f"kept, logits and their gradients {a['backward_transient'] / GiB:.1f} GiB in backward), and "
+                   f"{best.gpu['vision_activations'] / GiB:.1f} GiB for the vision tower.")]
+    claim = _claim("002-batch16-images")
+    m = plan_matrix(MODEL, devices_4090, 16, 512, lora_choices=(True,), ckpt_choices=(True,), precisions=("fp16",),
+                    **img)
+    cheapest16 = min(m.plans, key=lambda p: p.gpu_total)
+    fits = max((mb for mb in (1, 2, 4, 8) if plan_matrix(MODEL, devices_4090, mb, 512, lora_choices=(True,),
+                                                          ckpt_choices=(True,), precisions=("fp16",), **img).cheapest()),
+               default=0)
+    out.append(Verdict(claim, cheapest16.gpu_total / GiB, cheapest16.gpu["activations"] / GiB,
+                       "impossible once screenshots are counted",
+                       f"At micro-batch 16 the smallest plan ({cheapest16.setting.label}) needs "
+                       f"{cheapest16.gpu_total / GiB:.0f} GiB per card; the largest micro-batch that fits 2x 4090 with one "
+                       f"screenshot per row is {fits}. A batch of 16 is reachable only through gradient accumulation "
+                       "(16 micro-batches of 1), which the document also uses: that is throughput, not memory."))
+    return out
+
+
+def _deployment_verdicts() -> list:
+    """Seed 002's and 003's deployment claims against the inference planner and SmolLM2's measured exports."""
+    from .inference import RTX4090, max_context, predict_inference, weight_bytes
+
+    out = []
+    int8 = predict_inference(MODEL, "int8", RTX4090)
+    fp16 = predict_inference(MODEL, "fp16", RTX4090)
+    int4 = predict_inference(MODEL, "int4", RTX4090)
+    eight_gb = DeviceSet(count=1, bytes_per_device=8 * 10**9, host_ram=32 * GiB, name="8 GB")
+    ctx8 = max_context(MODEL, "int4", eight_gb)
+    text_ctx8 = max_context(MODEL, "int4", eight_gb, images_per_row=0)
+    if ctx8:
+        verdict, tail = f"impossible with int8 or fp16; int4 fits with up to {ctx8:,} text tokens", ""
+    elif text_ctx8:
+        verdict = "impossible with a screenshot (int4 included)"
+        tail = f" int4 fits 8 GB only text-only, up to {text_ctx8:,} tokens."
+    else:
+        verdict = "impossible in every format"
+        tail = (f" Even int4 weights plus the CUDA context ({(int4.gpu['weights'] + int4.gpu['cuda_context']) / GiB:.1f} "
+                f"GiB) exceed 8 GB ({eight_gb.bytes_per_device / GiB:.2f} GiB) before any token.")
+    out.append(Verdict(_claim("002-infer-8gb"), int8.total / GiB, int4.gpu["weights"] / GiB, verdict,
+                       f"One request with a screenshot needs {int8.total / GiB:.1f} GiB with int8 weights "
+                       f"({int8.gpu['weights'] / GiB:.1f} GiB of them) and {fp16.total / GiB:.1f} GiB with fp16; int4 "
+                       f"weights are {int4.gpu['weights'] / GiB:.1f} GiB ({int4.total / GiB:.1f} GiB in all at 4,096 "
+                       f"text tokens).{tail}"))
+    bf16 = predict_inference(MODEL, "bf16", RTX4090)
+    ctx = max_context(MODEL, "bf16", RTX4090)
+    out.append(Verdict(_claim("002-two-4090"), bf16.total / GiB, bf16.gpu["weights"] / GiB,
+                       "wrong for one request: one 4090 holds the bf16 model" if bf16.fits else "right",
+                       f"bf16 weights are {bf16.gpu['weights'] / GiB:.1f} GiB; with one screenshot and 4,096 text tokens "
+                       f"one 4090 needs {bf16.total / GiB:.1f} GiB (headroom {bf16.headroom / GiB:.1f}) and fits up to "
+                       f"{ctx:,} text tokens (GQA with 2 KV heads: 40 KiB of cache per token). A second card buys "
+                       "context, batch or speed (tensor parallel), not the ability to load it; int8 leaves "
+                       f"{int8.headroom / GiB:.0f} GiB free on one card."))
+    # SmolLM2: the planner's weight rule vs the export sizes measured on this machine
+    small = {f: weight_bytes(SMOLLM2, f, torch.float32) / 1e6 for f in ("fp32", "int8")}
+    small["bf16"] = weight_bytes(SMOLLM2, "bf16") / 1e6
+    meas = SMOLLM2_MEASURED_MB
+    bf16_gib = weight_bytes(MODEL, "bf16") / GiB
+    int8_gib = weight_bytes(MODEL, "int8", torch.bfloat16) / GiB
+    out.append(Verdict(_claim("003-int8-deploy"), int8_gib, int8_gib,
+                       "plausible, but int8 about halves the 16-bit size, no more",
+                       f"Weight-only int8 of every Linear but lm_head: {int8_gib:.1f} GiB vs {bf16_gib:.1f} GiB in bf16 "
+                       f"({int8_gib / bf16_gib:.2f}x): embeddings and lm_head ({linear_other_gib():.1f} GiB) stay 16-bit. "
+                       f"Measured on SmolLM2 (tied embeddings are 21% of it): int8 {meas['int8']} MB vs bf16 {meas['bf16']} MB "
+                       f"({meas['int8'] / meas['bf16']:.2f}x) vs fp32 {meas['fp32']} MB; the same rule predicts "
+                       f"{small['int8']:.1f} / {small['bf16']:.1f} / {small['fp32']:.1f} MB of weights (the rest is tokenizer "
+                       "and config files). torch.ao's quantize_dynamic, the document's call, has CPU kernels only: it is a CPU "
+                       "deployment, not a GPU one."))
+    fp32_gib = weight_bytes(MODEL, "fp32") / GiB
+    out.append(Verdict(_claim("003-onnx"), fp32_gib, fp32_gib, "plausible for the text path only; no size saving",
+                       f"ONNX stores the fp32 weights: measured on SmolLM2 {meas['onnx']} MB vs the fp32 merged model's "
+                       f"{meas['fp32']} MB; for the 9B that is {fp32_gib:.1f} GiB, beyond protobuf's 2 GB single-file limit "
+                       "(external data files needed). Its dummy input is token ids of shape (1, 512): the exported graph has "
+                       "no pixel_values, i.e. no screenshots, and a fixed batch/sequence unless dynamic axes are given."))
+    lora = predict(MODEL, Setting("fp16", "none", 0, "none", True, 1, 1, 512, True, images_per_row=1), T4_DEVICES)
+    out.append(Verdict(_claim("003-mobile"), int4.total / GiB, int4.gpu["weights"] / GiB,
+                       "impossible at 5 GB; deployment needs int4 and a phone with ~10 GB free; updating on a phone: no",
+                       f"The smallest format, int4, is {int4.gpu['weights'] / GiB:.1f} GiB of weights and "
+                       f"{int4.total / GiB:.1f} GiB for one request with a screenshot (on a GPU; a phone's NPU runtime "
+                       f"differs, the bytes do not). 'Updating' (LoRA training, fp16 base) needs {lora.gpu_total / GiB:.0f} "
+                       "GiB with one screenshot per row: no phone has that."))
+    return out
+
+
+def linear_other_gib() -> float:
+    from .inference import linear_split
+
+    return linear_split(MODEL).other * 2 / GiB
+
+
+def _claim(claim_id: str) -> Claim:
+    return next(c for c in CLAIMS if c.id == claim_id)
 
 
 def _text_fp16_gib() -> float:
@@ -137,6 +260,7 @@ def format_markdown(verdicts: list[Verdict]) -> str:
              "|---|---|---|---|---|---|---|---|"]
     for v in verdicts:
         c = v.claim
-        lines.append(f"| {c.text} | {c.source} | {c.claimed_gib:g} GB | {c.settings} | {v.planner_gib:.1f} GiB | "
+        claimed = "-" if c.claimed_gib is None else f"{c.claimed_gib:g} GB"
+        lines.append(f"| {c.text} | {c.source} | {claimed} | {c.settings} | {v.planner_gib:.1f} GiB | "
                      f"{v.lower_bound_gib:.1f} GiB | **{v.verdict}** | {v.why} |")
     return "\n".join(lines)

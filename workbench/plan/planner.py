@@ -409,7 +409,8 @@ def _local_devices(device_type: str, world_size: int) -> DeviceSet:
 
 
 def all_settings(devices: DeviceSet, micro_batch: int, seq_len: int, lora_choices=(True, False),
-                 ckpt_choices=(False, True), precisions=PRECISIONS) -> list[Setting]:
+                 ckpt_choices=(False, True), precisions=PRECISIONS, images_per_row: int = 0,
+                 image_size: str = "1080x2400") -> list[Setting]:
     out = []
     strategies = [("none", 0)] + ([("ddp", 0), ("fsdp", 2), ("fsdp", 3), ("deepspeed", 1), ("deepspeed", 2),
                                    ("deepspeed", 3)] if devices.count > 1 else [("deepspeed", 1), ("deepspeed", 2), ("deepspeed", 3)])
@@ -420,7 +421,8 @@ def all_settings(devices: DeviceSet, micro_batch: int, seq_len: int, lora_choice
                     for ck in ckpt_choices:
                         s = Setting(precision=prec, strategy=strat, stage=stage, offload=off, lora=lora,
                                     world_size=1 if strat == "none" else devices.count, micro_batch=micro_batch,
-                                    seq_len=seq_len, gradient_checkpointing=ck)
+                                    seq_len=seq_len, gradient_checkpointing=ck, images_per_row=images_per_row,
+                                    image_size=image_size)
                         if s.invalid_reason() is None:
                             out.append(s)
     return out
@@ -470,8 +472,9 @@ def _row(p: Plan) -> dict:
 
 def plan_matrix(model: str, devices: DeviceSet = DEFAULT_DEVICES, micro_batch: int = 1, seq_len: int = 2048,
                 lora: Optional[LoraSection] = None, lora_choices=(True, False), ckpt_choices=(False, True),
-                precisions=PRECISIONS) -> Matrix:
+                precisions=PRECISIONS, images_per_row: int = 0, image_size: str = "1080x2400") -> Matrix:
     m = Matrix(model, devices)
-    for s in all_settings(devices, micro_batch, seq_len, lora_choices, ckpt_choices, precisions):
+    for s in all_settings(devices, micro_batch, seq_len, lora_choices, ckpt_choices, precisions, images_per_row,
+                          image_size):
         m.plans.append(predict(model, s, devices, lora=lora))
     return m
