@@ -80,6 +80,9 @@ def test_cli_inference(capsys):
                  "--images-per-row", "0"]) == 0
     out = capsys.readouterr().out
     assert "int8" in out and "1,024 text tokens" in out and "screenshot" not in out.split("\n")[0]
-    assert main(["plan", "--inference", "--weights", "int3"]) == 2
+    capsys.readouterr()
+    assert main(["plan", "--inference", "--weights", "int3", "--image-size", "huge", "--context", "0"]) == 2
+    err = capsys.readouterr().err
+    assert "3 problem(s)" in err and all(k in err for k in ("weights: 'int3'", "image_size: 'huge'", "context:"))
     assert main(["plan", "--inference", "--model", "tiny-glm4"]) == 2  # a screenshot for a text-only model
     assert "text-only" in capsys.readouterr().err

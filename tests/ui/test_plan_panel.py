@@ -15,7 +15,7 @@ def test_plan_panel_counts_screenshots():
     plan.image_size.value = "540x1200"
     assert plan.plan.activations["images"]["tokens_per_image"] < 3354
     plan.image_size.value = "big"
-    assert plan.plan is None and "--image-size" in plan.output.value
+    assert plan.plan is None and "image_size" in plan.output.value and "WIDTHxHEIGHT" in plan.output.value
     plan.image_size.value = "1080x2400"
     panel.set("model.source", "tiny-glm4")
     plan.set_config(panel.config)

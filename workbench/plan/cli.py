@@ -8,7 +8,10 @@ import sys
 
 from ..config import ConfigError, LoraSection
 from .arch import PRESETS
-from .inference import DEFAULT_CONTEXT, INFERENCE_DEVICES, WEIGHT_FORMATS
+from ..cli.config_args import add_config_arguments, overrides_from_args
+from ..config import config_from_dict
+from .inference import INFERENCE_DEVICES
+from .options import PlanOptions
 from .planner import DEFAULT_DEVICES, GiB, OFFLOADS, PRECISIONS, DeviceSet, Setting, plan_matrix, predict
 
 STRATEGY_CHOICES = ("all", "none", "ddp", "fsdp-zero2", "fsdp-zero3", "ds-zero1", "ds-zero2", "ds-zero3")
@@ -32,25 +35,15 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
     p.add_argument("--lora-r", type=int, default=16, help="LoRA rank (default 16, all-linear)")
     p.add_argument("--micro-batch", type=int, default=1, help="examples per forward per GPU (default 1)")
     p.add_argument("--seq-len", type=int, default=2048, help="text tokens per example (default 2048); images add theirs")
-    p.add_argument("--images-per-row", type=int, default=None,
-                   help="screenshots per example (vision-language models; default 0, 1 with --inference): the vision "
-                   "tower's activations and the image tokens the decoder sees, from the image processor's resize rule")
-    p.add_argument("--image-size", default="1080x2400",
-                   help="WIDTHxHEIGHT of each screenshot before the processor resizes it (default 1080x2400, a phone)")
     p.add_argument("--grad-ckpt", default="both", choices=("on", "off", "both"), help="gradient checkpointing (default: both)")
     p.add_argument("--devices", default="2x24564MiB", help="COUNTxSIZE, e.g. 2x24GiB (default: 2x RTX 4090, 24564 MiB each)")
     p.add_argument("--host-ram", default="64GiB", help="host RAM (default 64GiB)")
     p.add_argument("--json", action="store_true", help="print JSON instead of a table")
     p.add_argument("--fact-check", action="store_true", help="print the seed documents' claims vs the planner instead")
-    inf = p.add_argument_group("inference (--inference)")
-    inf.add_argument("--inference", action="store_true",
-                     help="serving memory instead of training: weights in each format + KV cache + screenshots, on one "
-                     "GPU (a 16 GB T4 and a 24 GB RTX 4090 unless --devices names one)")
-    inf.add_argument("--weights", default=",".join(WEIGHT_FORMATS),
-                     help=f"weight formats, comma-separated (default {','.join(WEIGHT_FORMATS)})")
-    inf.add_argument("--context", type=int, default=DEFAULT_CONTEXT,
-                     help=f"text tokens per request (prompt + history + answer; default {DEFAULT_CONTEXT}); "
-                     "screenshots add their image tokens")
+    p.add_argument("--inference", action="store_true",
+                   help="serving memory instead of training: weights in each format + KV cache + screenshots, on one "
+                   "GPU (a 16 GB T4 and a 24 GB RTX 4090 unless --devices names one)")
+    add_config_arguments(p, PlanOptions, dashes=True)  # screenshots and inference: typed, validated together
     return p
 
 
@@ -69,10 +62,13 @@ def _strategies(choice: str):
 def run(args) -> int:
     if getattr(args, "fact_check", False):
         return run_fact_check(args)
+    try:
+        options = plan_options(args)
+    except ConfigError as err:
+        print(f"workbench plan: {err}", file=sys.stderr)
+        return 2
     if getattr(args, "inference", False):
-        return run_inference(args)
-    if args.images_per_row is None:
-        args.images_per_row = 0
+        return run_inference(args, options)
     try:
         devices = DeviceSet.parse(args.devices, args.host_ram)
         if args.devices == "2x24564MiB":
@@ -87,7 +83,7 @@ def run(args) -> int:
                     for use_lora in (True, False) if args.lora is None else (args.lora,):
                         for ck in {"on": (True,), "off": (False,), "both": (False, True)}[args.grad_ckpt]:
                             s = Setting(prec, strat, stage, off, use_lora, 1 if strat == "none" else devices.count,
-                                        args.micro_batch, args.seq_len, ck, args.images_per_row, args.image_size)
+                                        args.micro_batch, args.seq_len, ck, options.images(), options.image_size)
                             if s.invalid_reason() is None and s.world_size <= devices.count:
                                 plans.append(predict(args.model, s, devices, lora=lora))
     except ConfigError as err:
@@ -103,7 +99,12 @@ def run(args) -> int:
     return 0
 
 
-def run_inference(args) -> int:
+def plan_options(args) -> PlanOptions:
+    """The typed options given as flags; ConfigError naming every bad one."""
+    return config_from_dict(overrides_from_args(args, PlanOptions), PlanOptions)
+
+
+def run_inference(args, options: PlanOptions) -> int:
     from .inference import format_inference, inference_table
 
     try:
@@ -112,12 +113,8 @@ def run_inference(args) -> int:
             d = DeviceSet.parse(args.devices, args.host_ram)
             devices = (DeviceSet(count=1, bytes_per_device=d.bytes_per_device, host_ram=d.host_ram,
                                  name=f"GPU {d.bytes_per_device / GiB:.1f} GiB"),)
-        formats = tuple(f.strip() for f in args.weights.split(",") if f.strip())
-        bad = [f for f in formats if f not in WEIGHT_FORMATS]
-        if bad or not formats:
-            raise ConfigError([("--weights", f"{args.weights!r}: a comma-separated list of {', '.join(WEIGHT_FORMATS)}")])
-        images = 1 if args.images_per_row is None else args.images_per_row
-        rows = inference_table(args.model, devices, formats, args.context, images, args.image_size, args.micro_batch)
+        rows = inference_table(args.model, devices, options.formats, options.context, options.images(inference=True),
+                               options.image_size, args.micro_batch)
     except ConfigError as err:
         print(f"workbench plan: {err}", file=sys.stderr)
         return 2

@@ -12,8 +12,9 @@ from typing import Optional
 
 import ipywidgets as W
 
-from ..config import ConfigError, RunConfig
+from ..config import ConfigError, RunConfig, config_from_dict
 from ..plan import DEFAULT_DEVICES, DeviceSet, Plan, predict_for_run
+from ..plan.options import PlanOptions
 from ..plan.planner import OFFLOADS, STRATEGIES
 from ..precision import resolve_policy
 
@@ -141,8 +142,10 @@ class PlanPanel(W.VBox):
             self.plan, self.error = None, "the configuration has problems (see the config panel)"
             return None
         try:
+            images = config_from_dict({"images_per_row": self.images_per_row.value,
+                                       "image_size": self.image_size.value}, PlanOptions)
             plan = plan_for(self.config, self.devices(), **self.setting(self.config),
-                            images_per_row=self.images_per_row.value, image_size=self.image_size.value)
+                            images_per_row=images.images(), image_size=images.image_size)
             self.plan, self.error = plan, None
         except ConfigError as err:
             self.plan, self.error = None, "; ".join(f"{p}: {m}" for p, m in err.problems)

@@ -1,0 +1,53 @@
+"""The planner's own typed options (screenshots, inference), validated like every configuration of the
+project: ``workbench plan`` generates their flags from this schema and the plan panel validates its
+inputs with it, so both report a bad value the same way, naming the field."""
+from __future__ import annotations
+
+from typing import ClassVar, Optional
+
+from pydantic import Field, field_validator
+
+from ..config import ConfigError, Section
+from .images import parse_image_size
+from .inference import DEFAULT_CONTEXT, WEIGHT_FORMATS
+
+
+class PlanOptions(Section):
+    config_title: ClassVar[str] = "plan options"
+    help_command: ClassVar[str] = "workbench plan --help"
+
+    images_per_row: Optional[int] = Field(
+        None, ge=0, le=64, description="Screenshots per example (vision-language models): the vision tower's "
+        "activations and the image tokens the decoder sees, from the image processor's resize rule; null: 0 for "
+        "training plans, 1 with --inference.")
+    image_size: str = Field("1080x2400", description="WIDTHxHEIGHT of each screenshot before the image processor "
+                            "resizes it (1080x2400: a phone's portrait screen).")
+    weights: str = Field(",".join(WEIGHT_FORMATS), description="With --inference: weight formats, comma-separated, "
+                         f"of {', '.join(WEIGHT_FORMATS)}.")
+    context: int = Field(DEFAULT_CONTEXT, ge=1, description="With --inference: text tokens per request (prompt + "
+                         "history + answer); screenshots add their image tokens.")
+
+    @field_validator("image_size")
+    @classmethod
+    def _size(cls, v: str) -> str:
+        try:
+            parse_image_size(v)
+        except ConfigError as err:
+            raise ValueError(err.problems[0][1]) from None
+        return v
+
+    @field_validator("weights")
+    @classmethod
+    def _formats(cls, v: str) -> str:
+        formats = [f.strip() for f in v.split(",") if f.strip()]
+        bad = [f for f in formats if f not in WEIGHT_FORMATS]
+        if bad or not formats:
+            raise ValueError(f"{v!r}: a comma-separated list of {', '.join(WEIGHT_FORMATS)}")
+        return ",".join(formats)
+
+    @property
+    def formats(self) -> tuple:
+        return tuple(self.weights.split(","))
+
+    def images(self, inference: bool = False) -> int:
+        return (1 if inference else 0) if self.images_per_row is None else self.images_per_row
