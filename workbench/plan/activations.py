@@ -17,6 +17,9 @@ rules PyTorch actually applies (verified against ``measure_saved_activations``):
 
 Gradient checkpointing (HF, non-reentrant) keeps only each layer's input; backward recomputes one
 layer at a time, which the peak estimate adds back.
+
+The GLM-4.1V vision tower (``estimate_vision_activations``) is walked the same way over its patches;
+the planner adds its image tokens to the decoder's sequence (``workbench/plan/images.py``).
 """
 from __future__ import annotations
 
@@ -306,11 +309,12 @@ class VisionShape:
 @dataclass(frozen=True)
 class VisionEstimate:
     """Bytes of the vision tower for one micro-batch of images. A frozen tower saves nothing for backward
-    (neither its weights nor its input need a gradient); its forward still needs a working set."""
+    (neither its weights nor its input need a gradient) but each block's input under checkpointing; its
+    forward still needs a working set."""
 
     patches: int  # over the micro-batch
     image_tokens: int  # after the merge, over the micro-batch
-    saved_forward: int  # saved for backward (0 when the tower is frozen)
+    saved_forward: int  # saved for backward (frozen: 0, or the blocks' inputs under checkpointing)
     per_block: int  # one block, without checkpointing (0 when frozen)
     forward_transient: int  # live while one block computes: pixel values + the block's working set
     recompute: int  # one block recomputed in backward (checkpointing, trainable tower)

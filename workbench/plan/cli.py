@@ -6,10 +6,9 @@ import argparse
 import json
 import sys
 
-from ..config import ConfigError, LoraSection
-from .arch import PRESETS
 from ..cli.config_args import add_config_arguments, overrides_from_args
-from ..config import config_from_dict
+from ..config import ConfigError, LoraSection, config_from_dict
+from .arch import PRESETS
 from .inference import INFERENCE_DEVICES
 from .options import PlanOptions
 from .planner import DEFAULT_DEVICES, GiB, OFFLOADS, PRECISIONS, DeviceSet, Setting, plan_matrix, predict

@@ -257,16 +257,18 @@ def predict(model: str, setting: Setting, devices: DeviceSet = DEFAULT_DEVICES, 
         # inserting the image features keeps the (bool) image-token mask when the decoder's input needs a
         # gradient: full fine-tuning, or checkpointing (which makes the embeddings' output require grad)
         mask = setting.micro_batch * seq_len if (vision_trainable or setting.gradient_checkpointing) else 0
-        # the tower runs first: its working set is gone before the decoder saves anything
-        peak = vis.saved_forward + mask + max(vis.forward_transient, acts.peak - acts.recompute + max(acts.recompute, vis.recompute))
+        # the tower runs first: its working set is gone before the decoder saves anything; in backward one
+        # recomputed layer or block (checkpointing) is live at a time
+        decoder_peak = acts.peak - acts.recompute + max(acts.recompute, vis.recompute)
+        peak = vis.saved_forward + mask + max(vis.forward_transient, decoder_peak)
         vision_bytes = peak - acts.peak
         activations.update(saved_forward=acts.saved_forward + vis.saved_forward + mask, peak=peak,
                            text_seq_len=setting.seq_len, seq_len=seq_len, images=images.to_dict(),
                            vision=vis.to_dict(), vision_trainable=vision_trainable)
         notes.append(f"{setting.images_per_row} image(s) of {images.width}x{images.height} per example: resized to "
-                     f"{images.resized_width}x{images.resized_height}, {images.patches_per_image:,} patches, "
-                     f"{images.tokens_per_image:,} image tokens each (+{images.tokens_per_row - setting.images_per_row * images.tokens_per_image} markers); "
-                     f"decoder sequence {setting.seq_len:,} -> {seq_len:,} tokens")
+                     f"{images.resized_width}x{images.resized_height}, {images.patches_per_image:,} patches and "
+                     f"{images.tokens_per_image:,} image tokens each; decoder sequence {setting.seq_len:,} text -> "
+                     f"{seq_len:,} tokens with the images and their markers")
 
     state, buffers, host_state = _model_state(c, setting, policy, lowp, n, notes)
     gpu = {
