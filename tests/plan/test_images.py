@@ -104,3 +104,18 @@ def test_screenshots_raise_the_plan_and_cli(capsys):
     assert main(["plan", "--images-per-row", "1", "--image-size", "wide"]) == 2
     assert main(["plan", "--model", "tiny-glm4", "--images-per-row", "1"]) == 2
     assert "text-only" in capsys.readouterr().err
+
+
+def test_a_model_directory_brings_its_own_processor_limits(tmp_path):
+    config = load_model_config("tiny-glm4v")
+    config.save_pretrained(tmp_path)
+    (tmp_path / "preprocessor_config.json").write_text(json.dumps(
+        {"patch_size": 14, "merge_size": 2, "temporal_patch_size": 2,
+         "size": {"shortest_edge": 3136, "longest_edge": 2 * 28 * 28 * 100}}))  # at most ~100 merged tokens
+    geo = image_geometry(str(tmp_path), load_model_config(str(tmp_path)))
+    assert geo.source.endswith("preprocessor_config.json")
+    assert image_load(geo, 1080, 2400, 1).tokens_per_image <= 100
+    (tmp_path / "preprocessor_config.json").write_text(json.dumps({"patch_size": 16, "size": {"shortest_edge": 1,
+                                                                                               "longest_edge": 10**7}}))
+    with pytest.raises(ConfigError, match="disagree with the model's vision config"):
+        image_geometry(str(tmp_path), config)
