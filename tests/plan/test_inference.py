@@ -12,7 +12,6 @@ from workbench.models import tiny
 from workbench.plan.cli import main
 from workbench.plan.factcheck import SMOLLM2_MEASURED_MB
 from workbench.plan.inference import RTX4090, T4, inference_table, linear_split, predict_inference, weight_bytes
-from workbench.plan.planner import GiB
 
 
 def _tensor_bytes(path) -> int:
