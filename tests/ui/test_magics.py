@@ -1,0 +1,62 @@
+"""The IPython magics in a real kernel (nbclient): train from a YAML cell, list the runs, chat with the run."""
+from __future__ import annotations
+
+import json
+
+import nbclient
+import nbformat
+import yaml
+
+from tests.conftest import tiny_run_overrides
+from workbench.config import apply_overrides
+
+WIDGET = "application/vnd.jupyter.widget-view+json"
+
+
+def code(source: str, *tags: str):
+    return nbformat.v4.new_code_cell(source, metadata={"tags": list(tags)})
+
+
+def stream_text(cell) -> str:
+    return "".join(o.get("text", "") for o in cell.outputs if o.get("output_type") == "stream")
+
+
+def test_train_runs_chat_and_dashboard_magics(tmp_path):
+    runs = tmp_path / "runs"
+    # the cell holds a run configuration as a YAML file would; the magic line overrides two of its values
+    body = yaml.safe_dump(apply_overrides({}, tiny_run_overrides(runs, **{"output.run_name": "magic-run",
+                                                                           "schedule.max_steps": 50})))
+    nb = nbformat.v4.new_notebook(metadata={"kernelspec": {"name": "python3", "display_name": "Python 3",
+                                                           "language": "python"}})
+    nb.cells = [
+        code("%load_ext workbench"),
+        code(f"%%workbench_train --wait --schedule.max_steps 2 --set schedule.micro_batch_size=2\n{body}"),
+        code(f"%workbench_runs --runs-dir {runs}"),
+        code(f"%workbench_chat --runs-dir {runs} --max-tokens 4 magic-run Who are you?"),
+        code(f"%workbench --runs-dir {runs}"),
+        code("%%workbench_train --lora.r 0\nprecision: {mode: fp8}", "raises-exception"),
+        code("%workbench_chat no-such-model hello", "raises-exception"),
+    ]
+    nbclient.NotebookClient(nb, timeout=300, kernel_name="python3",
+                            resources={"metadata": {"path": str(tmp_path)}}).execute()
+    load, train, listed, chat, dashboard, bad_config, bad_model = nb.cells
+
+    assert load.outputs == []
+    assert any(WIDGET in o.get("data", {}) for o in train.outputs), "the monitor was not shown"
+    assert f"run finished: {runs / 'magic-run'}" in stream_text(train)
+    config = json.loads((runs / "magic-run" / "config.json").read_text())
+    assert config["schedule"]["max_steps"] == 2 and config["schedule"]["micro_batch_size"] == 2  # the line won
+    assert config["data"]["max_length"] == 128  # the cell's value
+    row = next(line for line in stream_text(listed).splitlines() if line.startswith("magic-run")).split()
+    assert row[1:3] == ["finished", "2/2"] and float(row[3]) > 0 and row[4] == "tiny-glm4"
+
+    answer = stream_text(chat)
+    assert answer.strip() and "[error]" not in answer, answer  # a random tiny model answers, in no language
+    assert any(WIDGET in o.get("data", {}) for o in dashboard.outputs), "the dashboard was not shown"
+
+    # a bad line or configuration is IPython's UsageError: one message, every problem, no traceback
+    config_error, model_error = stream_text(bad_config), stream_text(bad_model)
+    assert config_error.startswith("UsageError: 2 problem(s) in the run configuration:") and "Traceback" not in config_error
+    assert "  - lora.r: " in config_error and "  - precision.mode: " in config_error
+    assert model_error.startswith("UsageError: %workbench_chat: 'no-such-model' is neither a run")
+    assert "give --server URL" in model_error
