@@ -68,8 +68,8 @@ def train_config(line: str, cell: str) -> tuple[RunConfig, argparse.Namespace]:
     return config_from_dict(apply_overrides(apply_overrides(data, args.set), overrides_from_args(args))), args
 
 
-def _runs_dir_parser(prog: str, description: str) -> MagicArgumentParser:
-    p = MagicArgumentParser(prog=prog, description=description)
+def _runs_dir_parser(prog: str, description: str, usage: Optional[str] = None) -> MagicArgumentParser:
+    p = MagicArgumentParser(prog=prog, description=description, usage=usage)
     p.add_argument("--runs-dir", default=DEFAULT_RUNS_DIR, help=f"the runs directory (default: {DEFAULT_RUNS_DIR})")
     return p
 
@@ -77,7 +77,8 @@ def _runs_dir_parser(prog: str, description: str) -> MagicArgumentParser:
 def _chat_parser() -> MagicArgumentParser:
     p = _runs_dir_parser("%workbench_chat", "Ask MODEL the rest of the line. MODEL is a run (a run directory, or "
                          "a run's name in --runs-dir) or a built-in model, served from this kernel, or with --server "
-                         "(or $WORKBENCH_SERVE_URL) a model id of a running server.")
+                         "(or $WORKBENCH_SERVE_URL) a model id of a running server.",
+                         usage="%%workbench_chat [--server URL] [--max-tokens N] [--runs-dir DIR] MODEL PROMPT")
     p.add_argument("--server", metavar="URL", help="an OpenAI-compatible server's base URL (http://HOST:PORT/v1)")
     p.add_argument("--max-tokens", type=int, default=128, help="answer length cap (default: 128)")
     return p
