@@ -10,7 +10,7 @@ import pytest
 from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
 
 from tests.conftest import REPO
-from tests.events.exporters.conftest import fp16_run_events, started, step, write_run
+from tests.events.exporters.sample_logs import fp16_run_events, started, step, write_run
 from workbench.cli.main import main
 from workbench.events import RunFinished
 

@@ -8,7 +8,7 @@ from workbench.events import read_events
 from workbench.events.exporters import export_events
 from workbench.events.exporters.tensorboard import TensorBoardExporter
 
-from .conftest import MiB
+from .sample_logs import MiB
 
 
 def scalars(logdir) -> dict[str, list[tuple[int, float, float]]]:
