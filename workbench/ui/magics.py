@@ -4,7 +4,7 @@
     %%workbench_train [--wait] [--name VAR] [--set KEY=VALUE] [--section.field VALUE ...]
     <a YAML run configuration>                      launched in a worker process, its monitor shown
     %workbench_runs [--runs-dir DIR]                the runs and their status
-    %workbench_chat [--server URL] [--max-tokens N] [--runs-dir DIR] MODEL PROMPT
+    %workbench_chat [--server URL] [--max-tokens N] [--runs-dir DIR] MODEL PROMPT   (quote a PROMPT ending in ?)
 
 The cell of ``%%workbench_train`` is what ``workbench train --config FILE`` reads, and the magic line takes the
 command's overrides (``--lora.r 8``, ``--set precision.mode=fp16``), so a cell and a command line mean the
@@ -82,6 +82,24 @@ def _chat_parser() -> MagicArgumentParser:
     p.add_argument("--server", metavar="URL", help="an OpenAI-compatible server's base URL (http://HOST:PORT/v1)")
     p.add_argument("--max-tokens", type=int, default=128, help="answer length cap (default: 128)")
     return p
+
+
+def split_chat_line(line: str) -> tuple[str, str, str]:
+    """``%workbench_chat``'s line as (options, model, prompt). The prompt is the rest of the line as typed, or
+    what a quoted prompt holds: a line ending in ``?`` must quote it, or IPython reads the ``?`` as a help
+    request before the magic sees the line."""
+    match = CHAT_LINE.match(line)
+    if not match or not (match.group(3) or "").strip():
+        raise UsageError("%workbench_chat: give a model and a prompt: %workbench_chat [options] MODEL PROMPT")
+    options, model, prompt = match.group(1), match.group(2), match.group(3).strip()
+    if len(prompt) >= 2 and prompt[0] == prompt[-1] and prompt[0] in "\"'":
+        try:
+            words = shlex.split(prompt)
+        except ValueError:  # unbalanced quotes inside: the text as typed
+            words = []
+        if len(words) == 1:
+            prompt = words[0]
+    return options, model, prompt
 
 
 def runs_table(runs_dir: str | Path) -> str:
@@ -162,21 +180,21 @@ class WorkbenchMagics(Magics):
 
         from ..serve.client import chat
 
-        match = CHAT_LINE.match(line)
-        if not match or not (match.group(3) or "").strip():
-            if "-h" in line.split() or "--help" in line.split():
-                _chat_parser().print_help()
-                return
-            raise UsageError("%workbench_chat: give a model and a prompt: %workbench_chat [options] MODEL PROMPT")
-        options, model, prompt = match.group(1), match.group(2), match.group(3).strip()
+        if {"-h", "--help"} & set(line.split()) and not CHAT_LINE.match(line):
+            _chat_parser().print_help()
+            return
+        options, model, prompt = split_chat_line(line)
         args = self._parse(_chat_parser(), options)
         if args is None:
             return
         server_url = args.server or os.environ.get("WORKBENCH_SERVE_URL")
         if server_url:
-            return chat(model, prompt, base_url=server_url, max_tokens=args.max_tokens)
-        server, model_id = self._local_server(model, Path(args.runs_dir))
-        return chat(model_id, prompt, server=server, max_tokens=args.max_tokens)
+            connection = {"base_url": server_url}
+        else:
+            server, model = self._local_server(model, Path(args.runs_dir))
+            connection = {"server": server}
+        print(f"{model}: ", end="", flush=True)  # the answer streams after the name of who gives it
+        chat(model, prompt, max_tokens=args.max_tokens, **connection)
 
     def _local_server(self, model: str, runs_dir: Path):
         """A server in this kernel for ``model`` (a run: its base with its adapter; a built-in model: itself),
@@ -212,4 +230,4 @@ def load_ipython_extension(ipython) -> None:
     ipython.register_magics(WorkbenchMagics)
 
 
-__all__ = ["WorkbenchMagics", "load_ipython_extension", "runs_table", "train_config"]
+__all__ = ["WorkbenchMagics", "load_ipython_extension", "runs_table", "split_chat_line", "train_config"]
