@@ -41,12 +41,13 @@ def test_train_runs_chat_and_dashboard_magics(tmp_path):
         code('%workbench_chat --server {url} --max-tokens 3 tiny-glm4 "It\'s a question: who are you?"'),
         code("%%workbench_train --lora.r 0\nprecision: {mode: fp8}", "raises-exception"),
         code("%workbench_chat no-such-model hello", "raises-exception"),
+        code("%workbench_chat --help"),
     ]
     with start_server("tiny-glm4") as srv:  # a server of this process, asked by URL from the kernel
         nb.cells[5].source = nb.cells[5].source.format(url=srv.base_url)
         nbclient.NotebookClient(nb, timeout=300, kernel_name="python3",
                                 resources={"metadata": {"path": str(tmp_path)}}).execute()
-    load, train, listed, chat, dashboard, remote_chat, bad_config, bad_model = nb.cells
+    load, train, listed, chat, dashboard, remote_chat, bad_config, bad_model, chat_help = nb.cells
 
     assert load.outputs == []
     assert any(WIDGET in o.get("data", {}) for o in train.outputs), "the monitor was not shown"
@@ -70,6 +71,7 @@ def test_train_runs_chat_and_dashboard_magics(tmp_path):
     assert "  - lora.r: " in config_error and "  - precision.mode: " in config_error
     assert model_error.startswith("UsageError: %workbench_chat: 'no-such-model' is neither a run")
     assert "give --server URL" in model_error
+    assert stream_text(chat_help).startswith("usage: %workbench_chat [--server URL] [--max-tokens N] [--runs-dir DIR] MODEL PROMPT")
 
 
 @pytest.mark.parametrize("line, expected", [

@@ -180,7 +180,7 @@ class WorkbenchMagics(Magics):
 
         from ..serve.client import chat
 
-        if {"-h", "--help"} & set(line.split()) and not CHAT_LINE.match(line):
+        if line.split()[:1] in (["-h"], ["--help"]):
             _chat_parser().print_help()
             return
         options, model, prompt = split_chat_line(line)
