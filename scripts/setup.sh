@@ -27,3 +27,5 @@ EXTRAS=""
 [ "${1:-}" = "--test" ] && EXTRAS="[test]"
 "${PIP[@]}" install -q -e ".$EXTRAS"
 echo "workbench is set up in $VENV (torch $("$VENV/bin/python" -c 'import torch; print(torch.__version__)'))"
+# JupyterLab defaults for a workbench session (no news prompt, no web fetches): workbench/ui/lab_settings.py
+"$VENV/bin/python" -m workbench.ui.lab_settings

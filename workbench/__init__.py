@@ -1,11 +1,14 @@
 """Workbench: mixed-precision LoRA fine-tuning with the precision machinery in plain sight.
 
 ``workbench.train(cfg)`` runs a fine-tune in this process, ``workbench.launch(cfg)`` in a worker
-process (both with the instruments the config asks for).
+process (both with the instruments the config asks for). ``%load_ext workbench`` in IPython/Jupyter
+registers the magics (``workbench.ui.magics``).
 """
 __version__ = "0.1.0"
 
-_LAZY = {"train": "workbench.training", "launch": "workbench.engine.launch"}  # keep `import workbench` light
+# keep `import workbench` light: these load their modules on first use
+_LAZY = {"train": "workbench.training", "launch": "workbench.engine.launch",
+         "load_ipython_extension": "workbench.ui.magics"}
 
 
 def __getattr__(name: str):

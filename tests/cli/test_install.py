@@ -82,3 +82,17 @@ def test_demo_runs_on_the_tiny_model(installed):
     events = [json.loads(line) for line in (run_dir / "events.jsonl").read_text().splitlines()]
     assert [e["step"] for e in events if e["type"] == "step"] == [1, 2]
     assert events[-1]["type"] == "run_finished"
+
+
+def test_the_installed_metadata_declares_the_event_exporters(installed):
+    """pyproject's entry points reach the installed package's metadata: export-events finds csv and tensorboard."""
+    workbench, env, cwd = installed
+    run = cwd / "runs" / "from-wheel"  # trained by the test above; a run of its own when run alone
+    if not run.is_dir():
+        assert _run([str(workbench), "train", "--model.source", "tiny-glm4", "--schedule.max_steps", "2",
+                     "--data.max_length", "64", "--output.run_name", "from-wheel"], cwd=cwd, env=env).returncode == 0
+    unknown = _run([str(workbench), "export-events", str(run), "--to", "nope"], cwd=cwd, env=env)
+    assert unknown.returncode == 2 and "the installed exporters are csv, tensorboard;" in unknown.stderr, unknown.stderr
+    exported = _run([str(workbench), "export-events", str(run), "--to", "tensorboard"], cwd=cwd, env=env)
+    assert exported.returncode == 0, exported.stderr
+    assert list((run / "tensorboard").glob("events.out.tfevents.*.workbench"))

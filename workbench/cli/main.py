@@ -21,6 +21,7 @@ SUBPACKAGE_COMMANDS = (
     ("workbench.serve.cli", "add_parser", "run"),
     ("workbench.export.cli", "add_parser", "run"),
     ("workbench.eval.cli", "add_parser", "run"),
+    ("workbench.cli.export_events", "add_parser", "run"),
 )
 
 

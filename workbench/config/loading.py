@@ -132,14 +132,20 @@ def read_mapping_file(path: str | Path, option: str, what: str = "a mapping of s
         text = read_text(path)
     except UnreadableFile as err:
         raise ConfigError([(option, str(err))]) from None
+    return mapping_from_text(text, str(path), option, what, is_json=path.suffix == ".json")
+
+
+def mapping_from_text(text: str, source: str, option: str, what: str = "a mapping of sections", *,
+                      is_json: bool = False) -> dict:
+    """The mapping a YAML (or JSON) text holds, e.g. a notebook cell's; ``source`` names it in the ConfigError."""
     try:
-        data = json.loads(text) if path.suffix == ".json" else yaml.safe_load(text)
+        data = json.loads(text) if is_json else yaml.safe_load(text)
     except (json.JSONDecodeError, yaml.YAMLError) as err:
-        raise ConfigError([(option, f"{path} is not valid {'JSON' if path.suffix == '.json' else 'YAML'}: {err}")]) from None
+        raise ConfigError([(option, f"{source} is not valid {'JSON' if is_json else 'YAML'}: {err}")]) from None
     if data is None:
         data = {}
     if not isinstance(data, dict):
-        raise ConfigError([(option, f"{path} must hold {what}, not {type(data).__name__}")])
+        raise ConfigError([(option, f"{source} must hold {what}, not {type(data).__name__}")])
     return data
 
 
