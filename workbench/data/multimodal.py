@@ -18,11 +18,13 @@ API
   normalised parts (text / image_url); ValueError saying what is wrong.
 * ``resolve_images(messages, base_dir=None, allow_local_files=True)``: the messages with every image part
   decoded to ``{"type": "image", "image": PIL.Image}`` (what ``encode_chat`` takes).
-* ``encode_chat(processor, messages, max_length=None, add_generation_prompt=False)`` -> ``TokenizedExample``:
+* ``encode_chat(processor, messages, max_length=None, add_generation_prompt=False, template_kwargs=None)`` ->
+  ``TokenizedExample``:
   rendered with the processor's chat template, each ``<|image|>`` expanded to the image's token count.
   Training (default): labels on assistant tokens only (their ``<think>`` reasoning included), image and
   prompt tokens are context; a row whose image tokens would be cut by ``max_length`` is a ValueError.
-  Generation (``add_generation_prompt=True``): the prompt up to the assistant tag, every label ignored.
+  Generation (``add_generation_prompt=True``): the prompt up to the assistant tag, every label ignored;
+  ``template_kwargs`` (e.g. ``enable_thinking``) reach the chat template.
   The example's ``vision`` (``VisionInputs``) holds the images and their grids; pixel values are computed
   when a batch is made.
 * ``vision_batch(input_ids, visions)`` -> ``{"pixel_values", "image_grid_thw", "mm_token_type_ids"}``: what a
@@ -192,7 +194,7 @@ def _image_grids(processor, images: list) -> torch.Tensor:
 
 
 def encode_chat(processor, messages: list[dict], max_length: Optional[int] = None,
-                add_generation_prompt: bool = False) -> TokenizedExample:
+                add_generation_prompt: bool = False, template_kwargs: Optional[dict] = None) -> TokenizedExample:
     """Token ids, labels and images of ``messages`` (images already decoded by ``resolve_images``)."""
     images = [p["image"] for m in messages if isinstance(m["content"], list) for p in m["content"] if p["type"] == "image"]
     grids = _image_grids(processor, images)
@@ -212,7 +214,7 @@ def encode_chat(processor, messages: list[dict], max_length: Optional[int] = Non
     tok = processor.tokenizer
     if add_generation_prompt:
         text = expand(tok.apply_chat_template(messages, chat_template=processor.chat_template, tokenize=False,
-                                              add_generation_prompt=True))
+                                              add_generation_prompt=True, **(template_kwargs or {})))
         ids = tok(text, add_special_tokens=False)["input_ids"]
         example = TokenizedExample(ids, [IGNORE_INDEX] * len(ids), False)
     else:
