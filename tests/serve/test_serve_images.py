@@ -329,3 +329,57 @@ def test_serve_flag_allow_local_images_is_generated_from_the_config():
     configure_parser(parser)
     assert config_from_args(parser.parse_args(["--model", MODEL])).allow_local_images is False
     assert config_from_args(parser.parse_args(["--model", MODEL, "--allow-local-images", "true"])).allow_local_images
+
+
+# ---- an adapter trained on screenshots ------------------------------------------------------------
+
+@pytest.fixture(scope="module")
+def screenshot_run(tmp_path_factory):
+    """A 3-step tiny-glm4v LoRA run on two screenshot rows of data_samples/phone_screens (the training data
+    format: image parts with paths relative to the JSONL file)."""
+    import json
+
+    from tests.conftest import tiny_run_overrides
+    from workbench import train
+    from workbench.config import load_config
+
+    root = tmp_path_factory.mktemp("screens")
+    rows = (SAMPLES / "phone_screens" / "train.jsonl").read_text(encoding="utf-8").splitlines()[:2]
+    for row in map(json.loads, rows):
+        for part in row["messages"][0]["content"]:
+            if part["type"] == "image_url":  # the rows' images, where the copied JSONL can find them
+                part["image_url"]["url"] = str(SAMPLES / "phone_screens" / part["image_url"]["url"])
+        with open(root / "train.jsonl", "a", encoding="utf-8") as f:
+            f.write(json.dumps(row) + "\n")
+    cfg = load_config(None, tiny_run_overrides(root / "runs", **{
+        "model.source": MODEL, "data.train": str(root / "train.jsonl"), "data.max_length": 256,
+        "schedule.max_steps": 3, "schedule.micro_batch_size": 2, "output.run_name": "screens"}))
+    train(cfg)
+    return root / "runs" / "screens"
+
+
+def test_openai_client_streams_an_image_chat_from_a_served_adapter(screenshot_run):
+    """The adapter of a run trained on screenshots, served beside its base: the stream's tokens and logprobs are
+    the trained model's own (base + adapter, in-process), and differ from the base's."""
+    from peft import PeftModel
+
+    from workbench.models import load_for_inference, peft_deprecation_hidden
+    from workbench.serve import start_server
+
+    messages = image_message(png_data_url(SCREEN))
+    with start_server(MODEL, runs=[str(screenshot_run)], threads=1) as srv:
+        client = srv.openai_client(max_retries=0)
+        tokens, logprobs, usage = streamed(client, "screens", messages, 10)
+        _, base_logprobs, base_usage = streamed(client, MODEL, messages, 10)
+    loaded = load_for_inference(MODEL)
+    with peft_deprecation_hidden():
+        tuned = PeftModel.from_pretrained(loaded.model, str(screenshot_run / "adapter")).eval()
+    want_tokens, want_logprobs = reference(tuned, loaded.processor, messages, 10)
+    assert tokens == want_tokens
+    assert logprobs == pytest.approx(want_logprobs, abs=1e-4)
+    assert abs(logprobs[0] - base_logprobs[0]) > 1e-3  # the adapter is applied (B starts at zero: training moved it)
+    assert usage.prompt_tokens == base_usage.prompt_tokens and usage.completion_tokens == 10
+    plain_prompt = len(loaded.processor.tokenizer(loaded.tokenizer.apply_chat_template(
+        [{"role": "user", "content": "Task: Open Mail\nWhat is the next action?"}], add_generation_prompt=True,
+        tokenize=False), add_special_tokens=False)["input_ids"])
+    assert usage.prompt_tokens == plain_prompt + 36 + 2  # the screenshot's 36 tokens and its two markers
