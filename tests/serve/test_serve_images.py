@@ -383,3 +383,33 @@ def test_openai_client_streams_an_image_chat_from_a_served_adapter(screenshot_ru
         [{"role": "user", "content": "Task: Open Mail\nWhat is the next action?"}], add_generation_prompt=True,
         tokenize=False), add_special_tokens=False)["input_ids"])
     assert usage.prompt_tokens == plain_prompt + 36 + 2  # the screenshot's 36 tokens and its two markers
+
+
+def test_an_adapter_with_lora_in_the_vision_tower_serves_images(vision_server, tmp_path):
+    """An adapter trained with the vision projector (LoRA layers that see image patches, not batch rows): its image
+    prefill runs with that adapter alone, and the base beside it stays the base."""
+    from peft import LoraConfig, PeftModel, get_peft_model
+
+    from workbench.models import load_for_inference, peft_deprecation_hidden
+
+    torch.manual_seed(0)
+    with peft_deprecation_hidden():
+        tower = get_peft_model(load_for_inference(MODEL).model, LoraConfig(
+            r=4, lora_alpha=32, target_modules=["proj", "gate_proj", "up_proj", "down_proj"], init_lora_weights=False))
+    assert any(".visual.merger." in name for name, _ in tower.named_modules())
+    tower.save_pretrained(tmp_path / "tower")
+    messages = image_message(png_data_url(SCREEN))
+    vision_server.add_adapter("tower", str(tmp_path / "tower"))
+    try:
+        client = vision_server.openai_client(max_retries=0)
+        tuned_tokens, tuned_logprobs, _ = streamed(client, "tower", messages, 6)
+        base_tokens, base_logprobs, _ = streamed(client, MODEL, messages, 6)
+    finally:
+        vision_server.remove_adapter("tower")
+    loaded = load_for_inference(MODEL)
+    want_base = reference(loaded.model, loaded.processor, messages, 6)
+    with peft_deprecation_hidden():
+        tuned = PeftModel.from_pretrained(loaded.model, str(tmp_path / "tower")).eval()
+    want_tuned = reference(tuned, loaded.processor, messages, 6)
+    assert tuned_tokens == want_tuned[0] and tuned_logprobs == pytest.approx(want_tuned[1], abs=1e-4)
+    assert base_tokens == want_base[0] and base_logprobs == pytest.approx(want_base[1], abs=1e-4)

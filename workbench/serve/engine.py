@@ -18,6 +18,7 @@ text-only rows.
 """
 from __future__ import annotations
 
+import contextlib
 import logging
 import queue
 import random
@@ -236,10 +237,15 @@ class Engine:
 
     def _forward(self, input_ids, attention_mask, position_ids, cache, adapters: list[str | None], **inputs):
         kwargs = dict(inputs)
-        if self.model is not self.base_model:  # peft: every row names its adapter
-            kwargs["adapter_names"] = [a or BASE for a in adapters]
-        out = self.model(input_ids=input_ids, attention_mask=attention_mask, position_ids=position_ids,
-                         cache=cache, use_cache=True, logits_to_keep=1, **kwargs)
+        routing = contextlib.nullcontext()
+        if self.model is not self.base_model:
+            if inputs:  # a prefill with images (one request): see _one_adapter
+                routing = _one_adapter(self.model, adapters[0])
+            else:  # peft: every row names its adapter
+                kwargs["adapter_names"] = [a or BASE for a in adapters]
+        with routing:
+            out = self.model(input_ids=input_ids, attention_mask=attention_mask, position_ids=position_ids,
+                             cache=cache, use_cache=True, logits_to_keep=1, **kwargs)
         return out.logits[:, -1, :].float()
 
     def _start(self, req: GenerationRequest) -> None:
@@ -432,6 +438,19 @@ def _plain_dynamic_cache(model) -> bool:
     except Exception:
         return False
     return all(type(layer) is DynamicLayer for layer in layers)
+
+
+@contextlib.contextmanager
+def _one_adapter(peft_model, name: str | None):
+    """Only ``name`` (None: no adapter) active for one forward. LoRA layers in the vision tower (an adapter
+    trained with its projector) see image patches, not batch rows, so peft's per-row ``adapter_names`` cannot
+    route them; a prefill is one request, so activating its adapter routes every layer."""
+    if name is None:
+        with peft_model.disable_adapter():
+            yield
+    else:
+        peft_model.set_adapter(name)
+        yield
 
 
 def _image_positions(model, ids: torch.Tensor, inputs: dict) -> tuple[torch.Tensor, int]:
