@@ -54,7 +54,7 @@ def test_picked_screenshot_goes_to_every_compared_model(tmp_path):
     the same image request (greedy), and the reasoning block shows only where there is reasoning."""
     from tests.serve.helpers import make_adapter
     from workbench.serve import start_server
-    from workbench.serve.client import Reply, image_data_url
+    from workbench.serve.client import Reply, compare, image_data_url
     from workbench.ui.chat_panel import AnswerColumn, ChatComparePanel
 
     run = make_adapter(MODEL, tmp_path / "tuned", seed=1)
@@ -76,6 +76,8 @@ def test_picked_screenshot_goes_to_every_compared_model(tmp_path):
             assert not reply.error, reply.error
             assert (reply.content, reply.reasoning or None) == (with_image.content, getattr(with_image, "reasoning_content", None))
             assert (text_only.content, getattr(text_only, "reasoning_content", None)) != (with_image.content, getattr(with_image, "reasoning_content", None))
+        helper = compare(prompt, models=[MODEL, "tuned"], images=[SCREEN], server=srv, show=False, max_tokens=6)
+        assert {m: (r.content, r.error) for m, r in helper.items()} == {m: (r.content, None) for m, r in replies.items()}
         for column in panel.answers.children:
             assert column.reasoning_box.layout.display == (None if replies[column.model].reasoning else "none")
     column = AnswerColumn(MODEL)
