@@ -11,6 +11,7 @@ import torch
 from ..config.files import UnreadableFile, binary_lines, decode_line
 from ..precision import IGNORE_INDEX
 from .formats import DataError, row_to_messages
+from .multimodal import encode_chat, has_images, resolve_images, vision_batch
 from .tokenize import TokenizedExample, tokenize_messages
 
 
@@ -24,15 +25,20 @@ class DataStats:
     dropped_no_target: int = 0  # rows whose assistant tokens were all cut by truncation
     bad_rows: list = field(default_factory=list)  # "file:line: reason" of skipped rows (first 20)
     target_tokens: int = 0
+    images: int = 0  # images in the kept examples
+    image_tokens: int = 0  # their tokens (context, never targets)
 
     def to_dict(self) -> dict:
         return dict(self.__dict__)
 
 
 def load_examples(path: str | Path, tokenizer, max_length: int, fmt: str = "auto",
-                  skip_bad_rows: bool = False, system_prompt: Optional[str] = None) -> tuple[list[TokenizedExample], DataStats]:
-    """Tokenized examples of a JSONL file. A bad row raises DataError (file:line) unless skipped and counted."""
+                  skip_bad_rows: bool = False, system_prompt: Optional[str] = None,
+                  processor=None) -> tuple[list[TokenizedExample], DataStats]:
+    """Tokenized examples of a JSONL file. A bad row raises DataError (file:line) unless skipped and counted.
+    With a vision ``processor`` (``LoadedModel.processor``) rows may hold images, read relative to the file."""
     path = str(path)
+    base_dir = Path(path).parent
     stats = DataStats(path)
     examples: list[TokenizedExample] = []
     try:
@@ -46,7 +52,7 @@ def load_examples(path: str | Path, tokenizer, max_length: int, fmt: str = "auto
                     row = json.loads(line)
                 except json.JSONDecodeError as err:
                     raise ValueError(f"not valid JSON ({err.msg} at column {err.colno})") from None
-                ex = tokenize_messages(tokenizer, row_to_messages(row, fmt, system_prompt), max_length)
+                ex = _encode(row_to_messages(row, fmt, system_prompt), tokenizer, processor, max_length, base_dir)
             except (ValueError, TypeError) as err:
                 if not skip_bad_rows:
                     raise DataError(path, lineno, f"{err} (set data.skip_bad_rows=true to skip such rows)") from None
@@ -59,6 +65,9 @@ def load_examples(path: str | Path, tokenizer, max_length: int, fmt: str = "auto
                 continue
             stats.truncated += ex.truncated
             stats.target_tokens += ex.target_tokens
+            if ex.vision is not None:
+                stats.images += len(ex.vision.images)
+                stats.image_tokens += ex.vision.image_tokens
             examples.append(ex)
     except UnreadableFile as err:
         raise DataError(path, err.line, err.reason) from None
@@ -68,6 +77,15 @@ def load_examples(path: str | Path, tokenizer, max_length: int, fmt: str = "auto
                         f"{stats.dropped_no_target} with no assistant tokens left after truncation to "
                         f"data.max_length): add rows or raise data.max_length")
     return examples, stats
+
+
+def _encode(messages: list[dict], tokenizer, processor, max_length: int, base_dir: Path) -> TokenizedExample:
+    if processor is None:
+        if has_images(messages):
+            raise ValueError("the row holds images, but the model is text-only: use a vision-language model "
+                             "(e.g. tiny-glm4v, autoglm-phone-9b) or remove the images")
+        return tokenize_messages(tokenizer, messages, max_length)
+    return encode_chat(processor, resolve_images(messages, base_dir), max_length)
 
 
 def micro_batch_indices(num_examples: int, micro_batch_size: int, seed: int, start: int = 0) -> Iterator[list[int]]:
@@ -92,8 +110,14 @@ def micro_batch_indices(num_examples: int, micro_batch_size: int, seed: int, sta
         k += 1
 
 
+def model_inputs(batch: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
+    """What the model's forward takes from a collated batch: every key but the labels (the loss is the engine's)."""
+    return {k: v for k, v in batch.items() if k != "labels"}
+
+
 def collate(examples: list[TokenizedExample], pad_token_id: int) -> dict[str, torch.Tensor]:
-    """Right-pad to the longest example in the micro-batch (dynamic padding)."""
+    """Right-pad to the longest example in the micro-batch (dynamic padding). Rows with images add their
+    pixel values, grids and token types (``vision_batch``): the model takes every key but labels."""
     width = max(len(e.input_ids) for e in examples)
     ids = torch.full((len(examples), width), pad_token_id, dtype=torch.long)
     labels = torch.full((len(examples), width), IGNORE_INDEX, dtype=torch.long)
@@ -103,4 +127,8 @@ def collate(examples: list[TokenizedExample], pad_token_id: int) -> dict[str, to
         ids[i, :n] = torch.tensor(e.input_ids)
         labels[i, :n] = torch.tensor(e.labels)
         mask[i, :n] = 1
-    return {"input_ids": ids, "attention_mask": mask, "labels": labels}
+    batch = {"input_ids": ids, "attention_mask": mask, "labels": labels}
+    visions = [e.vision for e in examples if e.vision is not None]
+    if visions:
+        batch.update(vision_batch(ids, visions))
+    return batch

@@ -1,9 +1,19 @@
-"""Row formats of training JSONL, normalised to chat messages. Bad rows raise DataError naming file:line."""
+"""Row formats of training JSONL, normalised to chat messages. Bad rows raise DataError naming file:line.
+
+A user message's content may be a list of OpenAI-style parts (text / image_url), and a row may carry
+``"images": ["a.png", ...]`` with one ``<image>`` placeholder per image in its user text (LLaMA-Factory's
+convention): the placeholders become image_url parts, in order. Images are decoded later
+(``workbench.data.multimodal``), relative to the JSONL file.
+"""
 from __future__ import annotations
 
+import re
 from typing import Any, Optional
 
+from .multimodal import content_parts
+
 ROLES = ("system", "user", "assistant")
+IMAGE_PLACEHOLDER = "<image>"
 
 
 class DataError(ValueError):
@@ -34,9 +44,38 @@ def row_to_messages(row: Any, fmt: str = "auto", system_prompt: Optional[str] = 
         messages = _instruction(row)
     else:
         raise ValueError(f"unknown row format (keys: {sorted(row)}): use 'messages' (chat) or 'instruction'/'input'/'output'")
+    if "images" in row:
+        messages = _place_images(messages, row["images"])
     if system_prompt and messages[0]["role"] != "system":
         messages = [{"role": "system", "content": system_prompt}] + messages
     return messages
+
+
+def _place_images(messages: list[dict], images: Any) -> list[dict]:
+    """The ``images`` shortcut: each ``<image>`` placeholder of the user text becomes the next image's part."""
+    if not isinstance(images, list) or not all(isinstance(i, str) and i.strip() for i in images):
+        raise ValueError("'images' must be a list of image paths (relative to the JSONL file) or data: URLs")
+    placeholders = sum(m["content"].count(IMAGE_PLACEHOLDER) for m in messages if isinstance(m["content"], str))
+    if placeholders != len(images):
+        more = "more <image> placeholders than images" if placeholders > len(images) else "fewer <image> placeholders than images"
+        raise ValueError(f"{more}: {placeholders} placeholder(s) for {len(images)} image(s); put one <image> in the "
+                         "user text where each image goes")
+    pending = iter(images)
+    out = []
+    for i, m in enumerate(messages):
+        if not isinstance(m["content"], str) or IMAGE_PLACEHOLDER not in m["content"]:
+            out.append(m)
+            continue
+        if m["role"] != "user":
+            raise ValueError(f"messages[{i}] ({m['role']}) holds an <image> placeholder; images go in user messages")
+        parts = []
+        for j, piece in enumerate(re.split(re.escape(IMAGE_PLACEHOLDER), m["content"])):
+            if j:
+                parts.append({"type": "image_url", "image_url": {"url": next(pending)}})
+            if piece:
+                parts.append({"type": "text", "text": piece})
+        out.append({"role": m["role"], "content": parts})
+    return out
 
 
 def _chat(row: dict) -> list[dict]:
@@ -50,8 +89,11 @@ def _chat(row: dict) -> list[dict]:
         role, content = m.get("role"), m.get("content")
         if role not in ROLES:
             raise ValueError(f"messages[{i}].role is {role!r}; expected one of {', '.join(ROLES)}")
-        if not isinstance(content, str):
-            raise ValueError(f"messages[{i}].content must be a string, got {type(content).__name__}")
+        if role == "user":
+            content = content_parts(content, f"messages[{i}].content")
+        elif not isinstance(content, str):
+            raise ValueError(f"messages[{i}].content must be a string, got {type(content).__name__} (only user "
+                             "messages may hold a list of parts with images)")
         if role == "system" and i != 0:
             raise ValueError(f"messages[{i}] is a system message; only the first message may be one")
         out.append({"role": role, "content": content})

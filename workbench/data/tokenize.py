@@ -7,6 +7,7 @@ its own, so the boundary between prompt and answer falls exactly where generatio
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any, Callable, Optional
 
 from ..precision import IGNORE_INDEX
 
@@ -16,24 +17,31 @@ class TokenizedExample:
     input_ids: list[int]
     labels: list[int]
     truncated: bool
+    vision: Any = None  # the row's images (workbench.data.multimodal.VisionInputs), None for text-only rows
 
     @property
     def target_tokens(self) -> int:
         return sum(1 for t in self.labels[1:] if t != IGNORE_INDEX)
 
 
-def _render(tokenizer, messages, add_generation_prompt: bool) -> str:
-    return tokenizer.apply_chat_template(messages, tokenize=False, add_generation_prompt=add_generation_prompt)
+def _render(tokenizer, messages, add_generation_prompt: bool, chat_template: Optional[str]) -> str:
+    return tokenizer.apply_chat_template(messages, tokenize=False, add_generation_prompt=add_generation_prompt,
+                                         chat_template=chat_template)
 
 
-def tokenize_messages(tokenizer, messages: list[dict], max_length: int) -> TokenizedExample:
-    """Token ids and labels (IGNORE_INDEX outside assistant turns), truncated to ``max_length``."""
+def tokenize_messages(tokenizer, messages: list[dict], max_length: int, chat_template: Optional[str] = None,
+                      expand: Optional[Callable[[str], str]] = None) -> TokenizedExample:
+    """Token ids and labels (IGNORE_INDEX outside assistant turns), truncated to ``max_length``.
+    ``chat_template`` overrides the tokenizer's; ``expand`` rewrites each rendered segment before it is
+    tokenized, in order (a vision processor expands image placeholders to the image's token count)."""
     input_ids: list[int] = []
     labels: list[int] = []
     done_text = ""
     eos = tokenizer.eos_token_id
 
     def add(text: str, train: bool) -> None:
+        if expand is not None:
+            text = expand(text)
         ids = tokenizer(text, add_special_tokens=False)["input_ids"] if text else []
         input_ids.extend(ids)
         labels.extend(ids if train else [IGNORE_INDEX] * len(ids))
@@ -41,8 +49,8 @@ def tokenize_messages(tokenizer, messages: list[dict], max_length: int) -> Token
     for i, m in enumerate(messages):
         if m["role"] != "assistant":
             continue
-        prompt_text = _render(tokenizer, messages[:i], add_generation_prompt=True)
-        full_text = _render(tokenizer, messages[: i + 1], add_generation_prompt=False)
+        prompt_text = _render(tokenizer, messages[:i], True, chat_template)
+        full_text = _render(tokenizer, messages[: i + 1], False, chat_template)
         if not prompt_text.startswith(done_text) or not full_text.startswith(prompt_text):
             raise ValueError("the chat template does not render conversations as growing prefixes, so assistant "
                              "tokens cannot be located; use a model whose template does")

@@ -64,7 +64,10 @@ class BatchCapture:
         rng = {"cpu": torch.get_rng_state()}
         if ids.device.type == "cuda":
             rng["cuda"] = torch.cuda.get_rng_state(ids.device)
-        self.window.append({"input_ids": ids, "attention_mask": kwargs.get("attention_mask"), "rng": rng})
+        # every input the forward took (a vision batch's pixel values and grids too), for an exact replay
+        inputs = {k: v for k, v in kwargs.items() if isinstance(v, torch.Tensor)}
+        inputs.setdefault("input_ids", ids)
+        self.window.append({"input_ids": ids, "attention_mask": kwargs.get("attention_mask"), "inputs": inputs, "rng": rng})
         return None
 
     def reset(self) -> None:
@@ -181,7 +184,7 @@ def replay_attribution(run, labels_for: LabelIndex, window: list[dict], scale: O
         for k, (mb, lb) in enumerate(zip(window, labels)):
             _set_rng(mb["rng"], device)
             with run.policy.autocast():
-                logits = model(input_ids=mb["input_ids"], attention_mask=mb["attention_mask"]).logits
+                logits = model(**mb["inputs"]).logits
             loss = token_loss_sum(logits, lb)
             if tracer.forward_origin is not None:
                 origin = tracer.forward_origin

@@ -26,6 +26,7 @@ class BuiltModel:
     tokenizer: Any
     family: str
     rules: RulesApplied
+    processor: Any = None  # vision-language models: what turns rows with images into inputs
 
 
 def build_model(cfg: RunConfig, policy: PrecisionPolicy, device: torch.device) -> BuiltModel:
@@ -41,7 +42,7 @@ def build_model(cfg: RunConfig, policy: PrecisionPolicy, device: torch.device) -
     model.config.use_cache = False
     model = model.to(device)
     model.train()
-    return BuiltModel(model, loaded.tokenizer, loaded.family, rules)
+    return BuiltModel(model, loaded.tokenizer, loaded.family, rules, loaded.processor)
 
 
 def prepare_qat_for_run(model: torch.nn.Module, scheme: str) -> None:

@@ -20,7 +20,7 @@ from typing import Optional
 import torch
 
 from ..config import ConfigError, RunConfig, config_to_dict
-from ..data import collate, load_examples, micro_batch_indices
+from ..data import collate, load_examples, micro_batch_indices, model_inputs
 from ..events import (
     Census, Checkpoint, Eval, EventWriter, Memory, Overflow, PlanPrediction, RunFailed, RunFinished, RunStarted, Step,
 )
@@ -77,14 +77,15 @@ class _Engine:
         self.policy: PrecisionPolicy = resolve_precision(cfg, self.device)  # the one resolution of the run
         built = build_model(cfg, self.policy, self.device)
         self.tokenizer = built.tokenizer
+        self.processor = built.processor
         self.rule_reports = built.rules.reports
         d = cfg.data
         self.train_examples, self.train_stats = load_examples(d.train, self.tokenizer, d.max_length, d.format,
-                                                              d.skip_bad_rows, d.system_prompt)
+                                                              d.skip_bad_rows, d.system_prompt, self.processor)
         self.eval_examples, self.eval_stats = ([], None)
         if d.eval:
             self.eval_examples, self.eval_stats = load_examples(d.eval, self.tokenizer, d.max_length, d.format,
-                                                                d.skip_bad_rows, d.system_prompt)
+                                                                d.skip_bad_rows, d.system_prompt, self.processor)
         s = cfg.schedule
         self.strategy = make_strategy(cfg, self.ctx, self.policy, self.device)
         self.strategy.prepare(built.model, lambda params: torch.optim.AdamW(params, lr=s.learning_rate,
@@ -143,7 +144,7 @@ class _Engine:
     # ---- the step -----------------------------------------------------------------------------
     def _forward_loss_sum(self, batch: dict) -> torch.Tensor:
         with self.policy.autocast():
-            logits = self.model(input_ids=batch["input_ids"], attention_mask=batch["attention_mask"]).logits
+            logits = self.model(**model_inputs(batch)).logits
         return token_loss_sum(logits, batch["labels"])
 
     def train_step(self, stream, measure: bool = False) -> tuple[float, int, int, object, Optional[dict]]:

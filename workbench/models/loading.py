@@ -43,6 +43,7 @@ class LoadedModel:
     tokenizer: Any
     family: str
     source: str  # what was loaded: a path or hub id
+    processor: Any = None  # vision-language models: images + chat template -> inputs (models.processor)
 
 
 def model_family(config) -> str:
@@ -99,6 +100,10 @@ def load_base_model(section: ModelSection, dtype: torch.dtype, seed: int = 0) ->
     tok = loaded.tokenizer
     if tok.pad_token_id is None:
         tok.pad_token = tok.eos_token
+    if loaded.family == "glm4v":
+        from .processor import load_processor
+
+        loaded.processor = load_processor(None if name in _TINY else loaded.source, tok, section.trust_remote_code)
     if getattr(tok, "chat_template", None) is None:
         raise ConfigError([("model.source", f"{name!r} has a tokenizer without a chat template; fine-tuning on chat "
                             "data needs one: use an instruct/chat model")])

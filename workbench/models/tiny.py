@@ -15,11 +15,15 @@ CHAT_TEMPLATE = (
     "{% else %}<|{{ m['role'] }}|>\n{{ m['content'] }}{% endif %}"
     "{% endfor %}{% if add_generation_prompt %}<|assistant|>\n{% endif %}"
 )
+# GLM-4.1V's image and video markup (the real tokenizer's names, so the processor finds them)
+VISION_TOKENS = ["<|begin_of_image|>", "<|image|>", "<|end_of_image|>", "<|begin_of_video|>", "<|video|>",
+                 "<|end_of_video|>"]
 VOCAB_SIZE = 320  # 256 bytes + specials, rounded up
 
 
-def byte_tokenizer():
-    """A real PreTrainedTokenizerFast over UTF-8 bytes (any text, Chinese included) with GLM-4 specials."""
+def byte_tokenizer(vision: bool = False):
+    """A real PreTrainedTokenizerFast over UTF-8 bytes (any text, Chinese included) with GLM-4 specials;
+    ``vision`` adds GLM-4.1V's image/video tokens and its chat template (``workbench.models.processor``)."""
     from tokenizers import Tokenizer, decoders, models, pre_tokenizers
     from transformers import PreTrainedTokenizerFast
 
@@ -30,8 +34,13 @@ def byte_tokenizer():
     tk.decoder = decoders.ByteLevel()
     tok = PreTrainedTokenizerFast(tokenizer_object=tk)
     tok.add_special_tokens({"eos_token": "<|endoftext|>", "pad_token": "<|endoftext|>", "bos_token": "[gMASK]",
-                            "additional_special_tokens": SPECIAL_TOKENS[2:]})
-    tok.chat_template = CHAT_TEMPLATE
+                            "additional_special_tokens": SPECIAL_TOKENS[2:] + (VISION_TOKENS if vision else [])})
+    if vision:
+        from .processor import GLM4V_CHAT_TEMPLATE
+
+        tok.chat_template = GLM4V_CHAT_TEMPLATE
+    else:
+        tok.chat_template = CHAT_TEMPLATE
     assert len(tok) <= VOCAB_SIZE
     return tok
 
@@ -58,16 +67,16 @@ def tiny_glm4(seed: int = 0, dtype: torch.dtype = torch.float32):
 def tiny_glm4v(seed: int = 0, dtype: torch.dtype = torch.float32):
     from transformers import Glm4vConfig, Glm4vForConditionalGeneration
 
-    tok = byte_tokenizer()
+    tok = byte_tokenizer(vision=True)
     text = _text_kwargs(tok)
     text.pop("bos_token_id")
     text["rope_parameters"] = {"rope_type": "default", "rope_theta": 10000.0, "mrope_section": [1, 1, 2], "partial_rotary_factor": 0.5}
     vision = dict(depth=1, hidden_size=32, intermediate_size=64, num_heads=2, out_hidden_size=64, patch_size=14,
                   spatial_merge_size=2, temporal_patch_size=2, image_size=56)
     torch.manual_seed(seed)
-    cfg = Glm4vConfig(text_config=text, vision_config=vision, image_token_id=VOCAB_SIZE - 1,
-                      video_token_id=VOCAB_SIZE - 2, image_start_token_id=VOCAB_SIZE - 3,
-                      image_end_token_id=VOCAB_SIZE - 4, video_start_token_id=VOCAB_SIZE - 5, video_end_token_id=VOCAB_SIZE - 6)
+    ids = dict(zip(("image_start_token_id", "image_token_id", "image_end_token_id", "video_start_token_id",
+                    "video_token_id", "video_end_token_id"), tok.convert_tokens_to_ids(VISION_TOKENS)))
+    cfg = Glm4vConfig(text_config=text, vision_config=vision, **ids)
     model = Glm4vForConditionalGeneration(cfg).to(dtype)
     model.generation_config.eos_token_id = tok.eos_token_id
     model.generation_config.pad_token_id = tok.pad_token_id

@@ -3,6 +3,11 @@
 Every error leaves in OpenAI's shape ``{"error": {"message", "type", "param", "code"}}``. Bad input is
 always a 4xx (malformed JSON and validation errors included: 400, not FastAPI's 422), because the official
 clients retry 5xx answers, and a bad request retried is still bad.
+
+Image parts of chat messages (vision-language models) are decoded and encoded by ``workbench.data.multimodal``,
+the path training rows take: base64 ``data:`` URLs; local paths only with ``allow_local_images``; remote URLs
+refused, never fetched. Their tokens count in usage and in the context check; pixel values reach the engine as
+the request's prefill inputs.
 """
 from __future__ import annotations
 
@@ -12,12 +17,13 @@ import json
 import logging
 import time
 import uuid
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from typing import Any, AsyncIterator
 
 from fastapi import Depends, FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse, StreamingResponse
+from starlette.concurrency import run_in_threadpool
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from . import protocol as P
@@ -108,18 +114,22 @@ def create_app(runtime: Runtime) -> FastAPI:
               responses={**_ERRORS, 200: _json_or_stream("A chat completion", "ChatCompletionChunk")})
     async def chat_completions(body: P.ChatCompletionRequest, request: Request):
         adapter = _resolve_model(runtime, body.model)
-        prompt_text, prompt_ids = _render_chat(runtime, body)
+        # decoding and resizing images takes a while: off the event loop, which serves every stream
+        prompt = await run_in_threadpool(_render_chat, runtime, body) if _image_parts(body) else _render_chat(runtime, body)
+        prompt_ids = prompt.ids
         max_new = _max_new_tokens(runtime, len(prompt_ids), body.max_completion_tokens or body.max_tokens,
-                                  "max_completion_tokens" if body.max_completion_tokens else "max_tokens", "messages")
+                                  "max_completion_tokens" if body.max_completion_tokens else "max_tokens", "messages",
+                                  image_tokens=prompt.image_tokens)
         if body.top_logprobs is not None and not body.logprobs:
             raise APIError(400, "Invalid value for 'top_logprobs': logprobs must be set to true when top_logprobs "
                                 "is used.", param="top_logprobs")
         choices = _choice_params(body, max_new, (body.top_logprobs or 0) if body.logprobs else None)
-        opens_think = prompt_opens_think(prompt_text)
+        opens_think = prompt_opens_think(prompt.text)
         formatters = [_ChatFormatter(body, opens_think, runtime.tokenizer, i) for i in range(len(choices))]
+        images = await run_in_threadpool(prompt.prefill_inputs) if prompt.vision is not None else None
         if body.stream:
-            return _stream(runtime, request, prompt_ids, choices, adapter, formatters)
-        outcomes = await asyncio.gather(*(_collect(runtime, request, prompt_ids, p, adapter) for p in choices))
+            return _stream(runtime, request, prompt_ids, choices, adapter, formatters, images)
+        outcomes = await asyncio.gather(*(_collect(runtime, request, prompt_ids, p, adapter, images) for p in choices))
         return _merge_choices([f.complete(events) for f, events in zip(formatters, outcomes)])
 
     @app.post("/v1/completions", dependencies=[Depends(require_ready)],
@@ -195,7 +205,29 @@ def _field_errors(first: dict, errors: list[dict]) -> tuple[tuple, list[dict]]:
         while n < min(len(loc), len(theirs)) and loc[n] == theirs[n]:
             n += 1
         loc = loc[:n]
+    # A member the value's JSON type matched failed inside (a content list whose part lacks a field): that
+    # member's errors say what is wrong, not "should be a string, or ...".
+    deepest = max(len(e.get("loc", ())) for e in same)
+    if deepest > len(loc) + 1:
+        same = [e for e in same if len(e.get("loc", ())) == deepest]
+        loc = _without_tags(tuple(same[0]["loc"]))
     return loc, same
+
+
+def _without_tags(loc: tuple) -> tuple:
+    """A pydantic error location without its type tags: ``list[...]`` members, and in a list of a tagged union
+    the tag after each index (``content.list[tagged-union[...]].0.image_url.image_url`` -> ``content.0.image_url``)."""
+    out, tagged, skip = [], False, False
+    for part in loc:
+        if skip:
+            skip = False
+            continue
+        if isinstance(part, str) and "[" in part:
+            tagged = "tagged-union[" in part
+            continue
+        out.append(part)
+        skip = tagged and isinstance(part, int)
+    return tuple(out)
 
 
 class _RequireKey:
@@ -239,7 +271,7 @@ def _install_error_handlers(app: FastAPI) -> None:
         param = ".".join(str(p) for p in loc if p != "body") or None
         # a union's alternatives each failed: "A, or B", as the config errors read
         reason = ", or ".join(dict.fromkeys(e.get("msg", "invalid") for e in same_field))
-        if first.get("type") == "missing" and param:
+        if same_field[0].get("type") == "missing" and param:
             message = f"Missing required parameter: '{param}'."
         elif param:
             message = f"Invalid value for '{param}': {reason}."
@@ -278,9 +310,65 @@ def _message_text(content) -> str:
     return "".join(part.text for part in content)
 
 
-def _render_chat(runtime: Runtime, body: P.ChatCompletionRequest) -> tuple[str, list[int]]:
-    messages = [{"role": "system" if m.role == "developer" else m.role, "content": _message_text(m.content)}
-                for m in body.messages]
+@dataclass
+class _ChatPrompt:
+    text: str
+    ids: list[int]
+    vision: Any = None  # the images' VisionInputs (workbench.data.multimodal) when the messages hold images
+
+    @property
+    def image_tokens(self) -> int:
+        return self.vision.image_tokens if self.vision is not None else 0
+
+    def prefill_inputs(self) -> dict:
+        """Pixel values, image grids and token types for the prefill forward (computed on demand: the costly
+        part of an image request, done once the request passed every check)."""
+        import torch
+
+        from ..data.multimodal import vision_batch
+
+        return vision_batch(torch.tensor([self.ids]), [self.vision])
+
+
+def _image_parts(body: P.ChatCompletionRequest) -> list[tuple[int, int]]:
+    """(message, part) positions of the image parts."""
+    return [(i, j) for i, m in enumerate(body.messages) if isinstance(m.content, list)
+            for j, part in enumerate(m.content) if part.type == "image_url"]
+
+
+def _image_messages(runtime: Runtime, body: P.ChatCompletionRequest, where: list[tuple[int, int]]) -> list[dict]:
+    """The messages with their images decoded; a 400 naming the reason for anything that cannot be used."""
+    from ..data.multimodal import ImageSourceError, resolve_images
+
+    i, j = where[0]
+    if runtime.processor is None:
+        raise APIError(400, f"The model {body.model!r} is a text-only model and cannot read images "
+                            f"(messages[{i}].content[{j}] is an image part): send text only, or ask a "
+                            "vision-language model (e.g. a server started with --model tiny-glm4v).",
+                       param=f"messages.{i}.content.{j}", code="image_input_not_supported")
+    for i, j in where:
+        if body.messages[i].role != "user":
+            raise APIError(400, f"Image parts are only accepted in user messages; messages[{i}] has role "
+                                f"{body.messages[i].role!r}.", param=f"messages.{i}.content.{j}")
+    messages = [{"role": "system" if m.role == "developer" else m.role,
+                 "content": [p.model_dump(exclude_none=True) for p in m.content] if isinstance(m.content, list)
+                 else (m.content or "")} for m in body.messages]
+    try:
+        return resolve_images(messages, allow_local_files=runtime.config.allow_local_images)
+    except ImageSourceError as err:
+        hint = ("" if runtime.config.allow_local_images or "local image paths" not in str(err)
+                else " (this server was not started with --allow-local-images)")
+        raise APIError(400, f"Invalid image in the messages: {err}{hint}", param="messages",
+                       code="invalid_image") from None
+
+
+def _template_problem(err: Exception) -> APIError:
+    # template errors (e.g. "roles must alternate") come from the input
+    return APIError(400, f"The chat template rejected the messages: {str(err).splitlines()[0] if str(err) else type(err).__name__}",
+                    param="messages")
+
+
+def _render_chat(runtime: Runtime, body: P.ChatCompletionRequest) -> _ChatPrompt:
     kwargs: dict[str, Any] = dict(body.chat_template_kwargs or {})
     for reserved in ("conversation", "messages", "tokenize", "add_generation_prompt", "return_dict", "tools",
                      "documents", "chat_template", "continue_final_message", "return_tensors"):
@@ -288,31 +376,47 @@ def _render_chat(runtime: Runtime, body: P.ChatCompletionRequest) -> tuple[str, 
             raise APIError(400, f"chat_template_kwargs may not set {reserved!r}", param="chat_template_kwargs")
     if body.enable_thinking is not None:
         kwargs["enable_thinking"] = body.enable_thinking
+    images = _image_parts(body)
+    if images:
+        from ..data.multimodal import ImageSourceError, encode_chat
+
+        messages = _image_messages(runtime, body, images)
+        try:
+            example = encode_chat(runtime.processor, messages, add_generation_prompt=True, template_kwargs=kwargs)
+        except ImageSourceError as err:  # e.g. an aspect ratio the image processor cannot resize
+            raise APIError(400, f"Invalid image in the messages: {err}", param="messages", code="invalid_image") from None
+        except Exception as err:
+            raise _template_problem(err) from None
+        return _ChatPrompt(runtime.tokenizer.decode(example.input_ids), example.input_ids, example.vision)
+    messages = [{"role": "system" if m.role == "developer" else m.role, "content": _message_text(m.content)}
+                for m in body.messages]
     try:
         text = runtime.tokenizer.apply_chat_template(messages, add_generation_prompt=True, tokenize=False, **kwargs)
-    except Exception as err:  # template errors (e.g. "roles must alternate") come from the input
-        raise APIError(400, f"The chat template rejected the messages: {str(err).splitlines()[0] if str(err) else type(err).__name__}",
-                       param="messages") from None
+    except Exception as err:
+        raise _template_problem(err) from None
     ids = runtime.tokenizer(text, add_special_tokens=False)["input_ids"]
     if not ids:
         raise APIError(400, "The messages render to an empty prompt", param="messages")
-    return text, ids
+    return _ChatPrompt(text, ids)
 
 
-def _max_new_tokens(runtime: Runtime, prompt_len: int, requested: int | None, param: str, prompt_param: str) -> int:
+def _max_new_tokens(runtime: Runtime, prompt_len: int, requested: int | None, param: str, prompt_param: str,
+                    image_tokens: int = 0) -> int:
     limit = runtime.engine.max_context
+    of_images = f", {image_tokens} of them image tokens" if image_tokens else ""
+    fix = " (or use fewer or smaller images)" if image_tokens else ""
     if requested is None:
         requested = runtime.config.default_max_tokens or (limit - prompt_len)
         requested = min(requested, limit - prompt_len)
         if requested < 1:
             raise APIError(400, f"This model's maximum context length is {limit} tokens. However, your messages "
-                                f"resulted in {prompt_len} tokens. Please reduce the length of the messages.",
-                           param=prompt_param, code="context_length_exceeded")
+                                f"resulted in {prompt_len} tokens{of_images}. Please reduce the length of the "
+                                f"messages{fix}.", param=prompt_param, code="context_length_exceeded")
         return requested
     if prompt_len + requested > limit:
         raise APIError(400, f"This model's maximum context length is {limit} tokens. However, you requested "
-                            f"{prompt_len + requested} tokens ({prompt_len} in the messages, {requested} in the "
-                            f"completion). Please reduce the length of the messages or completion.",
+                            f"{prompt_len + requested} tokens ({prompt_len} in the messages{of_images}, {requested} "
+                            f"in the completion). Please reduce the length of the messages or completion{fix}.",
                        param=prompt_param, code="context_length_exceeded")
     return requested
 
@@ -345,9 +449,9 @@ def _merge_choices(objects: list[dict]) -> dict:
 
 
 def _submit(runtime: Runtime, prompt_ids, params, adapter, q: asyncio.Queue | None = None,
-            index: int | None = None) -> tuple[GenerationRequest, asyncio.Queue]:
+            index: int | None = None, images: dict | None = None) -> tuple[GenerationRequest, asyncio.Queue]:
     """Start one generation; its events go to ``q`` (a new queue by default), as ``(index, event)`` when an
-    index is given (several choices sharing one queue)."""
+    index is given (several choices sharing one queue). ``images``: the prompt's prefill inputs."""
     loop = asyncio.get_running_loop()
     q = q if q is not None else asyncio.Queue()
 
@@ -357,13 +461,13 @@ def _submit(runtime: Runtime, prompt_ids, params, adapter, q: asyncio.Queue | No
         except RuntimeError:  # loop closed: the server is going down
             pass
 
-    req = GenerationRequest(prompt_ids, params, sink, adapter=adapter)
+    req = GenerationRequest(prompt_ids, params, sink, adapter=adapter, prefill_inputs=images)
     runtime.engine.submit(req)
     return req, q
 
 
-async def _collect(runtime: Runtime, request: Request, prompt_ids, params, adapter) -> list[Event]:
-    req, q = _submit(runtime, prompt_ids, params, adapter)
+async def _collect(runtime: Runtime, request: Request, prompt_ids, params, adapter, images: dict | None = None) -> list[Event]:
+    req, q = _submit(runtime, prompt_ids, params, adapter, images=images)
     events: list[Event] = []
     next_check = time.monotonic() + DISCONNECT_POLL_S
     try:
@@ -394,11 +498,11 @@ def _sse(obj: Any) -> bytes:
 
 
 def _stream(runtime: Runtime, request: Request, prompt_ids, choices: list[SamplingParams], adapter,
-            formatters: list) -> StreamingResponse:
+            formatters: list, images: dict | None = None) -> StreamingResponse:
     """One SSE stream for every choice: their chunks interleave as the engine produces them (each names its
     choice index); the usage chunk, when asked for, comes once at the end."""
     queue: asyncio.Queue = asyncio.Queue()
-    reqs = [_submit(runtime, prompt_ids, params, adapter, queue, index)[0] for index, params in enumerate(choices)]
+    reqs = [_submit(runtime, prompt_ids, params, adapter, queue, index, images)[0] for index, params in enumerate(choices)]
     first = formatters[0]
 
     async def body() -> AsyncIterator[bytes]:

@@ -5,15 +5,20 @@ that thinking models return, so ``ReasoningChatOpenAI`` keeps them in
 ``message.additional_kwargs["reasoning_content"]`` (streamed and not), as langchain-deepseek does.
 
 Output streams as plain text, or as a live HTML table inside Jupyter (IPython's display, no ipywidgets).
+Images (vision-language models): ``images=[...]`` (file paths, bytes or data: URLs) go with the prompt as
+OpenAI image parts, inline as base64 data: URLs (``image_data_url``): the server never fetches URLs.
 """
 from __future__ import annotations
 
+import base64
 import html
+import mimetypes
 import os
 import sys
 import threading
 import time
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, Iterable
 
 from langchain_openai import ChatOpenAI
@@ -79,10 +84,30 @@ class Reply:
         return self.content
 
 
-def _messages(prompt: str | list, system: str | None) -> list:
+def image_data_url(source: str | Path | bytes, name: str | None = None) -> str:
+    """An image as a base64 ``data:`` URL (what the server accepts): a data: URL as is, a file's or raw bytes
+    (``name`` or the path gives the media type; PNG when unknown)."""
+    if isinstance(source, str) and source.startswith("data:"):
+        return source
+    if isinstance(source, (bytes, bytearray, memoryview)):
+        data = bytes(source)
+    else:
+        data, name = Path(source).read_bytes(), name or str(source)
+    media = mimetypes.guess_type(name or "")[0] if name else None
+    media = media if media and media.startswith("image/") else "image/png"
+    return f"data:{media};base64,{base64.b64encode(data).decode()}"
+
+
+def _messages(prompt: str | list, system: str | None, images: Iterable = ()) -> list:
+    """langchain messages: the prompt as the user's message, with image parts first when ``images`` are given."""
     if isinstance(prompt, list):
         return prompt
-    return ([("system", system)] if system else []) + [("human", prompt)]
+    if isinstance(images, (str, Path, bytes)):  # one image given bare
+        images = [images]
+    urls = [image_data_url(i) for i in images]
+    content = ([{"type": "image_url", "image_url": {"url": u}} for u in urls] + [{"type": "text", "text": prompt}]
+               if urls else prompt)
+    return ([("system", system)] if system else []) + [("human", content)]
 
 
 def _in_notebook() -> bool:
@@ -116,9 +141,10 @@ def _stream_reply(llm: ReasoningChatOpenAI, reply: Reply, messages: list, on_upd
     return reply
 
 
-def chat(model: str, prompt: str | list, *, system: str | None = None, stream: bool = True, show: bool = True,
-         out=None, **llm_options) -> Reply:
+def chat(model: str, prompt: str | list, *, system: str | None = None, images: Iterable = (), stream: bool = True,
+         show: bool = True, out=None, **llm_options) -> Reply:
     """Ask one served model; stream the answer (reasoning first, marked) as it comes. Returns a Reply.
+    ``images``: screenshots sent with the prompt (paths, bytes or data: URLs).
 
     ``llm_options``: base_url / server / api_key / enable_thinking / temperature / max_tokens (see chat_model).
     """
@@ -140,15 +166,16 @@ def chat(model: str, prompt: str | list, *, system: str | None = None, stream: b
             out.write(text)
         out.flush()
 
+    messages = _messages(prompt, system, images)
     if stream:
-        _stream_reply(llm, reply, _messages(prompt, system), echo if show else None)
+        _stream_reply(llm, reply, messages, echo if show else None)
         if show:
             out.write(f"\n[error] {reply.error}\n" if reply.error else "\n")
             out.flush()
     else:
         start = time.monotonic()
         try:
-            msg = llm.invoke(_messages(prompt, system))
+            msg = llm.invoke(messages)
             reply.content = msg.content if isinstance(msg.content, str) else str(msg.content)
             reply.reasoning = msg.additional_kwargs.get("reasoning_content", "")
         except Exception as err:
@@ -170,15 +197,15 @@ def served_models(*, base_url: str | None = None, server: Any = None, api_key: s
 
 
 def compare(prompt: str | list, models: Iterable[str] | None = None, *, system: str | None = None,
-            show: bool = True, html_output: bool | None = None, out=None, refresh_s: float = 0.25,
-            **llm_options) -> dict[str, Reply]:
-    """Ask several served models the same prompt at once (default: every model the server lists) and show
-    the answers side by side as they stream. Returns {model id: Reply}."""
+            images: Iterable = (), show: bool = True, html_output: bool | None = None, out=None,
+            refresh_s: float = 0.25, **llm_options) -> dict[str, Reply]:
+    """Ask several served models the same prompt (and ``images``) at once (default: every model the server
+    lists) and show the answers side by side as they stream. Returns {model id: Reply}."""
     conn = {k: llm_options[k] for k in ("base_url", "server", "api_key") if k in llm_options}
     # a repeated id would stream twice into one column: each model once
     models = list(dict.fromkeys(models)) if models is not None else served_models(**conn)
     replies = {m: Reply(m) for m in models}
-    messages = _messages(prompt, system)
+    messages = _messages(prompt, system, images)
     threads = [threading.Thread(target=_stream_reply, args=(chat_model(m, **llm_options), replies[m], messages),
                                 daemon=True) for m in models]
     for t in threads:
@@ -226,4 +253,4 @@ def _print_side_by_side(replies: dict[str, Reply], out) -> None:
     out.flush()
 
 
-__all__ = ["ReasoningChatOpenAI", "Reply", "chat", "chat_model", "compare", "served_models"]
+__all__ = ["ReasoningChatOpenAI", "Reply", "chat", "chat_model", "compare", "image_data_url", "served_models"]

@@ -63,6 +63,10 @@ class ServeConfig(Section):
     port: int = Field(8000, ge=0, le=65535, description="Port; 0 picks a free one.")
     api_key: Optional[str] = Field(None, min_length=1, description="Require `Authorization: Bearer KEY` on every "
                                    "/v1 route; default: $WORKBENCH_API_KEY, else no key.")
+    allow_local_images: bool = Field(False, description="Accept image parts whose url is a file path on this "
+                                     "machine (relative to the server's working directory); any client may then "
+                                     "read any image file the server can. Off: only base64 data: URLs. Remote "
+                                     "http(s) URLs are always refused, never fetched.")
     max_batch: int = Field(16, ge=1, le=4096, description="Requests decoded together.")
     max_context: Optional[int] = Field(None, ge=2, description="Context length in tokens; null: the model's "
                                        "max_position_embeddings.")

@@ -9,9 +9,16 @@ which other requests share the batch.
 
 LoRA adapters ride on one peft model over the shared base (never merged): each row of a batch names its
 adapter (``adapter_names=``, "__base__" for the plain base), so base and adapters decode together.
+
+Images (vision-language models) enter at the prefill only: a request's ``prefill_inputs`` (pixel values,
+image grids, token types: ``workbench.data.multimodal.vision_batch``) go to its prefill forward with the 3D
+rotary positions the model computes for them. Image tokens take fewer rotary positions than cache slots, so
+such a row keeps a ``position_offset`` and decodes with text positions shifted by it, in the same batch as
+text-only rows.
 """
 from __future__ import annotations
 
+import contextlib
 import logging
 import queue
 import random
@@ -77,11 +84,13 @@ class Event:
 
 class GenerationRequest:
     def __init__(self, prompt_ids: list[int], params: SamplingParams, sink: Callable[[Event], None],
-                 adapter: str | None = None):
+                 adapter: str | None = None, prefill_inputs: dict[str, torch.Tensor] | None = None):
         self.prompt_ids = list(prompt_ids)
         self.params = params
         self.sink = sink  # called from the engine thread; must not block
         self.adapter = adapter  # internal adapter name, None for the base model
+        self.prefill_inputs = prefill_inputs  # images: extra model inputs of the prefill forward only
+        self.position_offset = 0  # decode position = cache position + this (rotary positions of images)
         self.cancelled = threading.Event()
         self.generated: list[int] = []
         self.done = False
@@ -226,12 +235,17 @@ class Engine:
                 log.exception("prefill failed")
                 self._finish(req, "error", error=f"{type(err).__name__}: {err}")
 
-    def _forward(self, input_ids, attention_mask, position_ids, cache, adapters: list[str | None]):
-        kwargs = {}
-        if self.model is not self.base_model:  # peft: every row names its adapter
-            kwargs["adapter_names"] = [a or BASE for a in adapters]
-        out = self.model(input_ids=input_ids, attention_mask=attention_mask, position_ids=position_ids,
-                         cache=cache, use_cache=True, logits_to_keep=1, **kwargs)
+    def _forward(self, input_ids, attention_mask, position_ids, cache, adapters: list[str | None], **inputs):
+        kwargs = dict(inputs)
+        routing = contextlib.nullcontext()
+        if self.model is not self.base_model:
+            if inputs:  # a prefill with images (one request): see _one_adapter
+                routing = _one_adapter(self.model, adapters[0])
+            else:  # peft: every row names its adapter
+                kwargs["adapter_names"] = [a or BASE for a in adapters]
+        with routing:
+            out = self.model(input_ids=input_ids, attention_mask=attention_mask, position_ids=position_ids,
+                             cache=cache, use_cache=True, logits_to_keep=1, **kwargs)
         return out.logits[:, -1, :].float()
 
     def _start(self, req: GenerationRequest) -> None:
@@ -246,7 +260,11 @@ class Engine:
         n = len(req.prompt_ids)
         ids = torch.tensor([req.prompt_ids], device=self.device)
         cache = DynamicCache(config=self.model.config)
-        logits = self._forward(ids, torch.ones_like(ids), torch.arange(n, device=self.device)[None], cache, [req.adapter])
+        positions, inputs = torch.arange(n, device=self.device)[None], {}
+        if req.prefill_inputs:
+            inputs = {k: v.to(self.device) for k, v in req.prefill_inputs.items()}
+            positions, req.position_offset = _image_positions(self.base_model, ids, inputs)
+        logits = self._forward(ids, torch.ones_like(ids), positions, cache, [req.adapter], **inputs)
         token = self._sample(logits, [req])[0]
         if self._accept(req, token):
             return
@@ -292,7 +310,8 @@ class Engine:
         mask = torch.ones(batch, width + 1, dtype=torch.long, device=self.device)
         for row, pad in enumerate(self._pad):
             mask[row, :pad] = 0
-        positions = torch.tensor([[width - pad] for pad in self._pad], device=self.device)
+        positions = torch.tensor([[width - pad + r.position_offset] for pad, r in zip(self._pad, self._running)],
+                                 device=self.device)
         last = torch.tensor([[r.generated[-1]] for r in self._running], device=self.device)
         logits = self._forward(last, mask, positions, self._cache, [r.adapter for r in self._running])
         self.counters["steps"] += 1
@@ -419,6 +438,26 @@ def _plain_dynamic_cache(model) -> bool:
     except Exception:
         return False
     return all(type(layer) is DynamicLayer for layer in layers)
+
+
+@contextlib.contextmanager
+def _one_adapter(peft_model, name: str | None):
+    """Only ``name`` (None: no adapter) active for one forward. LoRA layers in the vision tower (an adapter
+    trained with its projector) see image patches, not batch rows, so peft's per-row ``adapter_names`` cannot
+    route them; a prefill is one request, so activating its adapter routes every layer."""
+    if name is None:
+        with peft_model.disable_adapter():
+            yield
+    else:
+        peft_model.set_adapter(name)
+        yield
+
+
+def _image_positions(model, ids: torch.Tensor, inputs: dict) -> tuple[torch.Tensor, int]:
+    """The 3D rotary positions (3, 1, n) of a prompt with images, and the offset of the positions after it
+    (the model's own rule: ``get_rope_index`` of GLM-4.1V / Qwen2-VL-style models)."""
+    positions, delta = model.model.get_rope_index(ids, **inputs)
+    return positions, int(delta.reshape(-1)[0])
 
 
 def _left_pad(t: torch.Tensor, width: int) -> torch.Tensor:

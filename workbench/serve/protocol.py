@@ -15,10 +15,28 @@ from pydantic import BaseModel, ConfigDict, Field
 _IGNORE_EXTRA = ConfigDict(extra="ignore", strict=True)
 
 
-class ContentPart(BaseModel):
+class TextPart(BaseModel):
     model_config = _IGNORE_EXTRA
-    type: Literal["text"] = Field(description="Only text parts: images and audio are not supported yet")
+    type: Literal["text"]
     text: str
+
+
+class ImageUrl(BaseModel):
+    model_config = _IGNORE_EXTRA
+    url: str = Field(min_length=1, description="A base64 `data:image/...;base64,` URL; a local file path only on a "
+                     "server started with --allow-local-images. Remote http(s) URLs are refused, never fetched.")
+    detail: Optional[Literal["auto", "low", "high"]] = Field(None, description="Accepted and ignored: the model's "
+                                                             "image processor decides the resolution")
+
+
+class ImagePart(BaseModel):
+    model_config = _IGNORE_EXTRA
+    type: Literal["image_url"]
+    image_url: ImageUrl
+
+
+ContentPart = Annotated[Union[TextPart, ImagePart], Field(discriminator="type", description="A text part, or an "
+                        "image part (vision-language models only; audio and files are not supported)")]
 
 
 class ChatMessage(BaseModel):

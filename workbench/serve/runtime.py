@@ -35,6 +35,7 @@ class Runtime:
         self.failure: BaseException | None = None  # why loading failed, for the CLI's exit code
         self.engine = None
         self.tokenizer = None
+        self.processor = None  # vision-language models: images + chat template -> inputs (None: text-only)
         self.base_root = config.model
         self.created = int(time.time())
         self.adapters: dict[str, AdapterEntry] = {}
@@ -73,6 +74,7 @@ class Runtime:
                                   ServeConfig.config_title) from None
         self.base_root = str(loaded.source)
         self.tokenizer = loaded.tokenizer
+        self.processor = loaded.processor
         self.engine = Engine(loaded.model, loaded.tokenizer, max_batch=cfg.max_batch, max_context=cfg.max_context)
         for adapter_id, path in cfg.served_adapters().items():
             self.add_adapter(adapter_id, path)

@@ -3,6 +3,8 @@
 Answers stream through langchain-openai (``workbench.serve.client.chat_model``, which keeps the
 reasoning) with ``astream`` in asyncio tasks on the kernel's loop, so the kernel stays free and
 widgets are only touched from that loop. Reasoning goes in a collapsible section above each answer.
+An image picker (``ImagePicker``: upload, or a sample phone screenshot) attaches one image, shown as a
+thumbnail and sent to every compared model as a base64 data: URL.
 """
 from __future__ import annotations
 
@@ -14,7 +16,7 @@ from typing import Any, Iterable, Optional
 import ipywidgets as W
 
 from ..serve.client import Reply, _absorb, _messages, chat_model, served_models
-from .state import Throttle
+from .state import ChatImage, Throttle, sample_screenshots
 
 MAX_MODELS = 3
 THINKING = {"template default": None, "on": True, "off": False}  # the thinking choice -> chat_model(enable_thinking=)
@@ -73,7 +75,9 @@ class ChatComparePanel(W.VBox):
         self.message = W.HTML()
         self.answers = W.GridBox(layout=W.Layout(grid_template_columns="repeat(2, 1fr)", grid_gap="6px"))
         self.answers.add_class("wb-answers")
+        self.image_picker = ImagePicker()
         super().__init__([W.HTML("<b>Chat compare</b>"), W.HBox([self.models, self.refresh_button]), self.prompt,
+                          self.image_picker,
                           W.HBox([self.thinking, self.max_tokens, self.ask_button, self.message]), self.answers])
         self.add_class("wb-chat-panel")
         if server is not None and not self.models.options:
@@ -132,7 +136,7 @@ class ChatComparePanel(W.VBox):
             return {}
         prompt, models = started
         self.ask_button.disabled = True
-        messages = _messages(prompt, None)
+        messages = _messages(prompt, None, self.image_picker.data_urls())
         throttle = Throttle(1.0 / REDRAWS_PER_S)
 
         async def one(model: str) -> None:
@@ -164,3 +168,72 @@ class ChatComparePanel(W.VBox):
         if self._task is not None:
             await self._task
         return self.replies
+
+
+# ---- image picker (vision-language models) ------------------------------------------------------------
+
+NO_SAMPLE = "(no sample)"
+
+
+class ImagePicker(W.VBox):
+    """One image for the prompt: uploaded, or a sample phone screenshot; a thumbnail shows what will be sent.
+    The image itself is a ``state.ChatImage`` (plain Python); this widget only picks and shows it."""
+
+    def __init__(self):
+        self.image: Optional[ChatImage] = None
+        self.from_sample = False  # whether the image is the chosen sample (choosing none then drops it)
+        self.samples = sample_screenshots()
+        self.upload = W.FileUpload(accept="image/*", multiple=False, description="Upload image")
+        self.upload.observe(lambda change: self._uploaded(change["new"]), names="value")
+        self.sample = W.Dropdown(options=[NO_SAMPLE] + list(self.samples), value=NO_SAMPLE, description="or sample",
+                                 style={"description_width": "70px"}, layout=W.Layout(width="300px"))
+        self.sample.observe(lambda change: self.choose_sample(change["new"]), names="value")
+        self.clear_button = W.Button(description="No image", icon="times")
+        self.clear_button.on_click(lambda _: self.clear())
+        self.thumbnail = W.Image(format="png", layout=W.Layout(max_width=f"{ChatImage.THUMBNAIL_SIDE}px",
+                                                               display="none"))
+        self.status = W.HTML("<small>no image: text only</small>")
+        super().__init__([W.HBox([self.upload, self.sample, self.clear_button]), W.HBox([self.thumbnail, self.status])])
+        self.add_class("wb-image-picker")
+
+    def data_urls(self) -> list[str]:
+        """What the prompt carries: the picked image's data: URL, or nothing."""
+        return [self.image.data_url] if self.image is not None else []
+
+    def choose_sample(self, name: str) -> None:
+        if name == NO_SAMPLE:
+            if self.from_sample:
+                self.clear()
+            return
+        if self.sample.value != name:
+            self.sample.value = name  # its observer comes back here
+            return
+        self._use(lambda: ChatImage.from_source(self.samples[name]), from_sample=True)
+
+    def use_upload(self, name: str, content: bytes) -> None:
+        self._use(lambda: ChatImage.from_source(bytes(content), name), from_sample=False)
+
+    def clear(self) -> None:
+        self.image, self.from_sample = None, False
+        self.thumbnail.layout.display = "none"
+        self.status.value = "<small>no image: text only</small>"
+        self.sample.value = NO_SAMPLE
+
+    def _uploaded(self, files) -> None:
+        for f in files[-1:]:  # ipywidgets 8: a tuple of {"name", "content", ...}
+            self.use_upload(f["name"], f["content"])
+
+    def _use(self, make, from_sample: bool) -> None:
+        try:
+            image = make()
+        except ValueError as err:  # not an image, unreadable: said here, and the previous choice is dropped
+            self.clear()
+            self.status.value = f"<span style='color:#c62828'>{html.escape(str(err))}</span>"
+            return
+        self.image, self.from_sample = image, from_sample
+        if not from_sample:
+            self.sample.value = NO_SAMPLE  # from_sample is False already: the observer leaves the upload
+        self.thumbnail.value = image.thumbnail
+        self.thumbnail.layout.display = None
+        self.status.value = (f"<small><b>{html.escape(image.name)}</b> {image.width}x{image.height}, sent to every "
+                             "compared model</small>")

@@ -328,3 +328,51 @@ class Throttle:
             self.last = now
             return True
         return False
+
+
+# ---- the chat panel's image (plain Python: the picker widget only shows it) ------------------------
+
+@dataclass(frozen=True)
+class ChatImage:
+    """An image to send with a chat prompt: the base64 data: URL every compared model gets, its size, and a
+    small PNG thumbnail to show. Built only from images the server's decoder reads (``load_image``), so a
+    picked file that is no image is refused here, with the reason, before anything is sent."""
+
+    name: str
+    data_url: str
+    width: int
+    height: int
+    thumbnail: bytes  # PNG, at most THUMBNAIL_SIDE pixels on its longer side
+
+    THUMBNAIL_SIDE = 160
+
+    @classmethod
+    def from_source(cls, source: "str | Path | bytes", name: Optional[str] = None) -> "ChatImage":
+        """From a file path or an upload's bytes (``name``: its file name); ValueError saying why not."""
+        import io
+
+        from ..data.multimodal import load_image
+        from ..serve.client import image_data_url
+
+        raw = isinstance(source, (bytes, bytearray, memoryview))
+        label = name or ("upload" if raw else Path(source).name)
+        try:
+            url = image_data_url(source, name)
+            image = load_image(url, allow_local_files=False)
+        except OSError as err:
+            raise ValueError(f"cannot read {label}: {err.strerror or err}") from None
+        except ValueError as err:  # ImageSourceError: e.g. not an image
+            raise ValueError(f"{label}: {err}") from None
+        thumb = image.copy()
+        thumb.thumbnail((cls.THUMBNAIL_SIDE, cls.THUMBNAIL_SIDE))
+        buf = io.BytesIO()
+        thumb.save(buf, format="PNG")
+        return cls(label, url, image.width, image.height, buf.getvalue())
+
+
+def sample_screenshots() -> dict[str, Path]:
+    """The sample phone screenshots (data_samples/phone_screens/images), by file name."""
+    from ..config.samples import sample_path
+
+    folder = sample_path("phone_screens", "images")
+    return {p.name: p for p in sorted(folder.glob("*.png"))} if folder.is_dir() else {}

@@ -1,0 +1,109 @@
+"""Messages with images -> model inputs (workbench.data.multimodal) on the tiny GLM-4V and its offline processor."""
+import base64
+import io
+
+import pytest
+import torch
+from PIL import Image
+
+from workbench.data import collate, model_inputs
+from workbench.data.multimodal import (
+    ImageSourceError, content_parts, count_image_tokens, encode_chat, load_image, resolve_images, vision_batch,
+)
+from workbench.models import load_for_inference
+from workbench.models.processor import GLM4V_CHAT_TEMPLATE, image_token_count, keeps_reasoning
+from workbench.precision import IGNORE_INDEX
+
+ANSWER = '<think>The OK button is at the bottom.</think><answer>do(action="Tap", element=[500,880])</answer>'
+
+
+@pytest.fixture(scope="module")
+def tiny():
+    return load_for_inference("tiny-glm4v")
+
+
+def png_data_url(size=(112, 252), color=(10, 200, 30), fmt="PNG") -> str:
+    buf = io.BytesIO()
+    Image.new("RGB", size, color).save(buf, fmt)
+    return f"data:image/{fmt.lower()};base64," + base64.b64encode(buf.getvalue()).decode()
+
+
+def screenshot_chat(url: str, task: str = "Tap OK") -> list[dict]:
+    return [{"role": "user", "content": content_parts([{"type": "image_url", "image_url": {"url": url}},
+                                                       {"type": "text", "text": task}])},
+            {"role": "assistant", "content": ANSWER}]
+
+
+def test_offline_processor_and_template(tiny):
+    p = tiny.processor
+    assert type(p).__name__ == "ImageOnlyGlm4vProcessor" and p.chat_template == GLM4V_CHAT_TEMPLATE
+    assert p.image_token_id == tiny.model.config.image_token_id
+    assert keeps_reasoning(p.tokenizer, p.chat_template)
+    # GLM-4.1V-Thinking's stock behaviour (reasoning dropped from assistant turns) is detected
+    dropping = GLM4V_CHAT_TEMPLATE.replace("{{ m['content'] }}", "{{ m['content'].split('</think>')[-1] }}")
+    assert not keeps_reasoning(p.tokenizer, dropping)
+    # 112x252 is 4x9 merged patches; 1080x2400 follows GLM-4.1V's resize rules (multiples of 28)
+    assert image_token_count(p, 112, 252) == 36
+    assert image_token_count(p, 1080, 2400) == (2408 // 28) * (1092 // 28)
+
+
+def test_labels_token_by_token_image_and_prompt_are_context_reasoning_is_target(tiny):
+    p, tok = tiny.processor, tiny.tokenizer
+    ex = encode_chat(p, resolve_images(screenshot_chat(png_data_url())), max_length=512)
+    ids, labels = ex.input_ids, ex.labels
+    assert count_image_tokens(ex) == 36 == sum(1 for t in ids if t == p.image_token_id)
+    answer_start = len(ids) - len(tok(ANSWER, add_special_tokens=False)["input_ids"]) - 1  # + the trained EOS
+    for i, (t, lb) in enumerate(zip(ids, labels)):
+        if i < answer_start:
+            assert lb == IGNORE_INDEX, (i, tok.decode([t]))  # image, markup and task tokens are context
+        else:
+            assert lb == t, (i, tok.decode([t]))
+    assert tok.decode(ids[:answer_start]).endswith("Tap OK<|assistant|>\n")
+    assert tok.decode(labels[answer_start:]) == ANSWER + "<|endoftext|>"  # <think> included
+
+
+def test_generation_prompt_and_batch_of_different_sizes_runs_the_model(tiny):
+    p = tiny.processor
+    a = encode_chat(p, resolve_images(screenshot_chat(png_data_url((112, 252)))), 512)
+    b = encode_chat(p, resolve_images(screenshot_chat(png_data_url((224, 476), (200, 10, 10)))), 512)
+    text = encode_chat(p, [{"role": "user", "content": "hi"}, {"role": "assistant", "content": "hello"}], 512)
+    batch = collate([a, text, b], tiny.tokenizer.pad_token_id)
+    assert batch["image_grid_thw"].tolist() == [[1, 18, 8], [1, 34, 16]]
+    assert batch["pixel_values"].shape[0] == 18 * 8 + 34 * 16
+    assert batch["mm_token_type_ids"].sum(1).tolist() == [36, 0, 136]
+    logits = tiny.model(**model_inputs(batch)).logits
+    assert logits.shape[:2] == batch["input_ids"].shape and torch.isfinite(logits).all()
+    prompt = encode_chat(p, resolve_images(screenshot_chat(png_data_url())[:1]), add_generation_prompt=True)
+    assert all(lb == IGNORE_INDEX for lb in prompt.labels)
+    assert tiny.tokenizer.decode(prompt.input_ids).endswith("<|end_of_image|>Tap OK<|assistant|>\n")
+    ids = torch.tensor([prompt.input_ids])
+    extra = vision_batch(ids, [prompt.vision])
+    out = tiny.model.generate(input_ids=ids, attention_mask=torch.ones_like(ids), **extra, max_new_tokens=3, do_sample=False)
+    assert out.shape[1] == ids.shape[1] + 3
+
+
+@pytest.mark.parametrize("url,reason", [
+    ("http://example.com/a.png", "remote image URLs are not fetched"),
+    ("https://example.com/a.png", "remote image URLs are not fetched"),
+    ("ftp://example.com/a.png", "unsupported image URL scheme 'ftp'"),
+    ("data:image/png;base64,@@@", "not valid base64"),
+    ("data:text/plain;base64,aGk=", "is not an image"),
+    ("data:image/png,rawbytes", "must be base64"),
+    ("data:image/png;base64," + base64.b64encode(b"not a png").decode(), "not an image PIL can read"),
+    ("missing.png", "image file not found"),
+    ("", "non-empty string"),
+])
+def test_bad_image_sources_are_refused_with_the_reason(tmp_path, url, reason, monkeypatch):
+    import urllib.request
+
+    monkeypatch.setattr(urllib.request, "urlopen", lambda *a, **k: pytest.fail("an image URL was fetched"))
+    with pytest.raises(ImageSourceError, match=reason):
+        load_image(url, base_dir=tmp_path)
+
+
+def test_local_files_relative_to_base_dir_and_refused_when_not_allowed(tmp_path):
+    Image.new("RGB", (30, 40)).save(tmp_path / "s.png")
+    assert load_image("s.png", base_dir=tmp_path).size == (30, 40)
+    with pytest.raises(ImageSourceError, match="local image paths are not accepted"):
+        load_image(str(tmp_path / "s.png"), allow_local_files=False)
+    assert load_image(png_data_url(), allow_local_files=False).size == (112, 252)
