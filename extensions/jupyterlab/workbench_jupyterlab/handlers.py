@@ -9,6 +9,7 @@
     POST runs/NAME/stop               ask it to stop after the current step (it saves a checkpoint) -> 202
     GET  models                       the chat server's model ids (503 when none answers)
     POST notebooks                    {"kind": "finetune"|"dashboard"|"monitor"|"compare", "runs": [...]} -> {"path"}
+                                      (a new fine-tune notebook each time; the others are reused once made)
 """
 from __future__ import annotations
 
@@ -244,7 +245,8 @@ class NotebooksHandler(BaseHandler):
                              self.wb_settings["template"] or None)
         stem = {"finetune": "fine-tune", "dashboard": "workbench-dashboard", "monitor": f"monitor-{runs[0] if runs else ''}",
                 "compare": "compare-" + "-vs-".join(runs)}[kind]
-        path = notebooks.write_new(root, root, stem, nb)
+        # a fine-tune notebook is new each time; the dashboard, a run's monitor or a comparison opens the one made before
+        path = notebooks.write_new(root, root, stem, nb, reuse=kind != "finetune")
         self.set_status(201)
         self.finish(json.dumps({"path": path.as_posix()}))
 

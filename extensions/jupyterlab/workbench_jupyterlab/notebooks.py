@@ -60,11 +60,14 @@ def build(kind: str, runs_dir: str, runs: list[str], template: Optional[Path] = 
     raise ValueError(kind)
 
 
-def write_new(root_dir: Path, folder: Path, stem: str, nb) -> Path:
+def write_new(root_dir: Path, folder: Path, stem: str, nb, reuse: bool = False) -> Path:
     """Save ``nb`` as ``folder/stem.ipynb`` (``stem-1``, ``stem-2``... when taken: a user's notebook is never
-    overwritten); returns the path relative to ``root_dir``."""
+    overwritten; with ``reuse``, an existing ``stem.ipynb`` is returned as it is); returns the path relative to
+    ``root_dir``."""
     folder.mkdir(parents=True, exist_ok=True)
     path, n = folder / f"{stem}.ipynb", 0
+    if reuse and path.is_file():
+        return path.relative_to(root_dir)
     while path.exists():
         n += 1
         path = folder / f"{stem}-{n}.ipynb"

@@ -137,17 +137,26 @@ async def test_notebooks_are_created_next_to_the_runs_and_never_overwrite(jp_fet
     _fake_run(jp_root_dir / "runs", "a")
     _fake_run(jp_root_dir / "runs", "b")
     paths = []
-    for kind, runs in (("finetune", []), ("finetune", []), ("monitor", ["a"]), ("compare", ["a", "b"]), ("dashboard", [])):
+    (jp_root_dir / "workbench-dashboard.ipynb").write_text("a notebook of the user's")
+    for kind, runs in (("finetune", []), ("finetune", []), ("monitor", ["a"]), ("compare", ["a", "b"]),
+                       ("monitor", ["a"]), ("dashboard", [])):
         code, body = await _json(jp_fetch, "notebooks", method="POST", body=json.dumps({"kind": kind, "runs": runs}))
         assert code == 201
         paths.append(body["path"])
+    # a fine-tune notebook is new each time; a monitor, a comparison or the dashboard opens the one already there
     assert paths == ["fine-tune.ipynb", "fine-tune-1.ipynb", "monitor-a.ipynb", "compare-a-vs-b.ipynb",
-                     "workbench-dashboard.ipynb"]
+                     "monitor-a.ipynb", "workbench-dashboard.ipynb"]
+    assert (jp_root_dir / "workbench-dashboard.ipynb").read_text() == "a notebook of the user's"
+    (jp_root_dir / "workbench-dashboard.ipynb").unlink()
+    paths.remove("workbench-dashboard.ipynb")
+    code, body = await _json(jp_fetch, "notebooks", method="POST", body=json.dumps({"kind": "dashboard"}))
+    paths.append(body["path"])
     sources = {p: "\n".join(c.source for c in nbformat.read(jp_root_dir / p, as_version=4).cells) for p in paths}
     assert 'RUNS_DIR = "runs"' in sources["fine-tune.ipynb"]
     assert 'monitor.attach("runs/a")' in sources["monitor-a.ipynb"]
     assert 'runs.compare(["a", "b"])' in sources["compare-a-vs-b.ipynb"]
-    for p in paths:
+    assert 'Workbench(runs_dir="runs")' in sources["workbench-dashboard.ipynb"]
+    for p in set(paths):
         nbformat.validate(nbformat.read(jp_root_dir / p, as_version=4))
 
 
