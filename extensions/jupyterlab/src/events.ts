@@ -3,13 +3,22 @@ import { Widget } from '@lumino/widgets';
 
 import { openStream } from './api';
 
-const SHOWN = ['step', 'loss', 'lr', 'grad_norm', 'loss_scale', 'skipped', 'scale_before', 'scale_after',
-  'nonfinite_count', 'kind', 'path', 'final_loss', 'stopped', 'stop_reason', 'error_type', 'error', 'total_steps'];
+const SHOWN = ['step', 'loss', 'lr', 'grad_norm', 'loss_scale', 'skipped', 'tokens_per_s', 'scale_before',
+  'scale_after', 'nonfinite_count', 'kind', 'path', 'final_loss', 'stopped', 'stop_reason', 'error_type', 'error',
+  'total_steps', 'host_rss', 'params_bytes', 'grads_bytes', 'optimizer_bytes', 'low_precision_share', 'totals'];
 const MAX_ROWS = 2000;
+
+function value(key: string, v: any): string {
+  if (typeof v === 'number') {
+    // byte counts in MB; other numbers to 5 significant digits
+    return key.endsWith('bytes') || key === 'host_rss' ? `${(v / 2 ** 20).toFixed(1)} MB` : String(Number(v.toPrecision(5)));
+  }
+  return (typeof v === 'object' ? JSON.stringify(v) : String(v)).slice(0, 120);
+}
 
 function summary(e: { [key: string]: any }): string {
   return SHOWN.filter(k => e[k] !== undefined && e[k] !== null && k !== 'step')
-    .map(k => `${k}=${typeof e[k] === 'number' ? Number(e[k].toPrecision(5)) : String(e[k]).slice(0, 120)}`)
+    .map(k => `${k}=${value(k, e[k])}`)
     .join('  ');
 }
 
@@ -23,7 +32,7 @@ export class EventsView extends Widget {
   constructor(readonly run: string) {
     super();
     this.id = `workbench-events-${run}`;
-    this.title.label = `${run}: events`;
+    this.title.label = `events · ${run}`;
     this.title.closable = true;
     this.addClass('wb-EventsView');
     this._state = document.createElement('div');

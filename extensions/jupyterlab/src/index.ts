@@ -129,7 +129,7 @@ const plugin: JupyterFrontEndPlugin<void> = {
         }
         const view = new MainAreaWidget({ content: new EventsView(name) });
         view.id = id;
-        view.title.label = `${name}: events`;
+        view.title.label = `events · ${name}`;
         view.title.icon = runsIcon;
         app.shell.add(view, 'main');
       }

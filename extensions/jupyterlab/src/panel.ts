@@ -28,7 +28,7 @@ function el<K extends keyof HTMLElementTagNameMap>(
 }
 
 function button(label: string, cls: string, title: string, onClick: () => void): HTMLButtonElement {
-  const b = el('button', `jp-Button jp-mod-styled jp-mod-reject wb-button ${cls}`, label);
+  const b = el('button', `wb-button ${cls}`, label);
   b.title = title;
   b.addEventListener('click', onClick);
   return b;
@@ -114,6 +114,7 @@ export class RunsPanel extends Widget {
   private _cards = new Map<string, RunCard>();
   private _list: HTMLElement;
   private _info: HTMLElement;
+  private _dir: HTMLElement;
   private _empty: HTMLElement;
   private _compare: HTMLButtonElement;
   sparklinePoints = 60;
@@ -125,7 +126,8 @@ export class RunsPanel extends Widget {
     const head = el('div', 'wb-RunsPanel-header');
     head.appendChild(el('h2', 'wb-RunsPanel-title', 'Workbench runs'));
     this._info = el('div', 'wb-RunsPanel-info', 'connecting…');
-    head.appendChild(this._info);
+    this._dir = el('div', 'wb-RunsPanel-dir');
+    head.append(this._info, this._dir);
     const tools = el('div', 'wb-RunsPanel-tools');
     this._compare = button('Compare', 'wb-compare', 'Tick two runs, then compare their loss curves and configs', () =>
       this._actions.compare([...this._selected]));
@@ -166,7 +168,10 @@ export class RunsPanel extends Widget {
     const running = this._model.running.length;
     this._info.textContent = !this._model.connected
       ? 'not connected to the server (retrying)…'
-      : `${runs.length} run${runs.length === 1 ? '' : 's'}${running ? `, ${running} running` : ''} in ${this._model.runsDir}`;
+      : `${runs.length} run${runs.length === 1 ? '' : 's'}${running ? `, ${running} running` : ''} in`;
+    // the end of the path is what tells runs directories apart: the start is elided (CSS) and in the tooltip
+    this._dir.textContent = `\u200e${this._model.runsDir}\u200e`; // left-to-right marks: '/' stays in place under rtl
+    this._dir.title = this._model.runsDir;
     this._compare.disabled = this._selected.size !== 2;
     this._compare.textContent = `Compare (${this._selected.size}/2)`;
     for (const [name, card] of this._cards) {

@@ -24,10 +24,19 @@
   color: var(--jp-ui-font-color1);
 }
 
-.wb-RunsPanel-info {
+.wb-RunsPanel-info,
+.wb-RunsPanel-dir {
   color: var(--jp-ui-font-color2);
   font-size: var(--jp-ui-font-size0);
-  word-break: break-all;
+}
+
+.wb-RunsPanel-dir {
+  overflow: hidden;
+  white-space: nowrap;
+  text-overflow: ellipsis;
+  direction: rtl;
+  text-align: left;
+  font-family: var(--jp-code-font-family);
 }
 
 .wb-RunsPanel-tools,
@@ -42,6 +51,7 @@
   height: 22px;
   line-height: 20px;
   padding: 0 8px;
+  font-family: var(--jp-ui-font-family);
   font-size: var(--jp-ui-font-size0);
   border-radius: var(--jp-border-radius);
   color: var(--jp-ui-font-color1);
@@ -189,9 +199,18 @@
 }
 
 .wb-RunsStatus {
-  cursor: pointer;
+  display: flex;
+  align-items: center;
+  height: 100%;
   padding: 0 6px;
+  cursor: pointer;
   white-space: nowrap;
+  font-size: var(--jp-ui-font-size1);
+  line-height: 24px;
+}
+
+.wb-RunsStatus:hover {
+  background: var(--jp-layout-color2);
 }
 
 .wb-RunsStatus[data-running]:not([data-running='0']) {
@@ -243,4 +262,4 @@
 .wb-event-checkpoint td {
   color: var(--jp-success-color1);
 }
-`,""]),e.d(o,{},{A:i})},314(r){r.exports=function(r){var o=[];return o.toString=function(){return this.map(function(o){var e="",t=void 0!==o[5];return o[4]&&(e+="@supports (".concat(o[4],") {")),o[2]&&(e+="@media ".concat(o[2]," {")),t&&(e+="@layer".concat(o[5].length>0?" ".concat(o[5]):""," {")),e+=r(o),t&&(e+="}"),o[2]&&(e+="}"),o[4]&&(e+="}"),e}).join("")},o.i=function(r,e,t,n,a){"string"==typeof r&&(r=[[null,r,void 0]]);var i={};if(t)for(var s=0;s<this.length;s++){var l=this[s][0];null!=l&&(i[l]=!0)}for(var p=0;p<r.length;p++){var c=[].concat(r[p]);t&&i[c[0]]||(void 0!==a&&(void 0===c[5]||(c[1]="@layer".concat(c[5].length>0?" ".concat(c[5]):""," {").concat(c[1],"}")),c[5]=a),e&&(c[2]&&(c[1]="@media ".concat(c[2]," {").concat(c[1],"}")),c[2]=e),n&&(c[4]?(c[1]="@supports (".concat(c[4],") {").concat(c[1],"}"),c[4]=n):c[4]="".concat(n)),o.push(c))}},o}},601(r){r.exports=function(r){return r[1]}},72(r){var o=[];function e(r){for(var e=-1,t=0;t<o.length;t++)if(o[t].identifier===r){e=t;break}return e}function t(r,t){for(var n={},a=[],i=0;i<r.length;i++){var s=r[i],l=t.base?s[0]+t.base:s[0],p=n[l]||0,c="".concat(l," ").concat(p);n[l]=p+1;var u=e(c),d={css:s[1],media:s[2],sourceMap:s[3],supports:s[4],layer:s[5]};if(-1!==u)o[u].references++,o[u].updater(d);else{var f=function(r,o){var e=o.domAPI(o);return e.update(r),function(o){o?(o.css!==r.css||o.media!==r.media||o.sourceMap!==r.sourceMap||o.supports!==r.supports||o.layer!==r.layer)&&e.update(r=o):e.remove()}}(d,t);t.byIndex=i,o.splice(i,0,{identifier:c,updater:f,references:1})}a.push(c)}return a}r.exports=function(r,n){var a=t(r=r||[],n=n||{});return function(r){r=r||[];for(var i=0;i<a.length;i++){var s=e(a[i]);o[s].references--}for(var l=t(r,n),p=0;p<a.length;p++){var c=e(a[p]);0===o[c].references&&(o[c].updater(),o.splice(c,1))}a=l}}},659(r){var o={};r.exports=function(r,e){var t=function(r){if(void 0===o[r]){var e=document.querySelector(r);if(window.HTMLIFrameElement&&e instanceof window.HTMLIFrameElement)try{e=e.contentDocument.head}catch(r){e=null}o[r]=e}return o[r]}(r);if(!t)throw Error("Couldn't find a style target. This probably means that the value for the 'insert' parameter is invalid.");t.appendChild(e)}},540(r){r.exports=function(r){var o=document.createElement("style");return r.setAttributes(o,r.attributes),r.insert(o,r.options),o}},56(r,o,e){r.exports=function(r){var o=e.nc;o&&r.setAttribute("nonce",o)}},825(r){r.exports=function(r){if("u"<typeof document)return{update:function(){},remove:function(){}};var o=r.insertStyleElement(r);return{update:function(e){var t,n,a;t="",e.supports&&(t+="@supports (".concat(e.supports,") {")),e.media&&(t+="@media ".concat(e.media," {")),(n=void 0!==e.layer)&&(t+="@layer".concat(e.layer.length>0?" ".concat(e.layer):""," {")),t+=e.css,n&&(t+="}"),e.media&&(t+="}"),e.supports&&(t+="}"),(a=e.sourceMap)&&"u">typeof btoa&&(t+="\n/*# sourceMappingURL=data:application/json;base64,".concat(btoa(unescape(encodeURIComponent(JSON.stringify(a))))," */")),r.styleTagTransform(t,o,r.options)},remove:function(){var r;null===(r=o).parentNode||r.parentNode.removeChild(r)}}}},113(r){r.exports=function(r,o){if(o.styleSheet)o.styleSheet.cssText=r;else{for(;o.firstChild;)o.removeChild(o.firstChild);o.appendChild(document.createTextNode(r))}}},579(r,o,e){var t=e(72),n=e.n(t),a=e(825),i=e.n(a),s=e(659),l=e.n(s),p=e(56),c=e.n(p),u=e(540),d=e.n(u),f=e(113),b=e.n(f),v=e(475),w={};w.styleTagTransform=b(),w.setAttributes=c(),w.insert=l().bind(null,"head"),w.domAPI=i(),w.insertStyleElement=d(),n()(v.A,w),v.A&&v.A.locals&&v.A.locals}}]);
+`,""]),e.d(o,{},{A:i})},314(r){r.exports=function(r){var o=[];return o.toString=function(){return this.map(function(o){var e="",t=void 0!==o[5];return o[4]&&(e+="@supports (".concat(o[4],") {")),o[2]&&(e+="@media ".concat(o[2]," {")),t&&(e+="@layer".concat(o[5].length>0?" ".concat(o[5]):""," {")),e+=r(o),t&&(e+="}"),o[2]&&(e+="}"),o[4]&&(e+="}"),e}).join("")},o.i=function(r,e,t,n,a){"string"==typeof r&&(r=[[null,r,void 0]]);var i={};if(t)for(var l=0;l<this.length;l++){var s=this[l][0];null!=s&&(i[s]=!0)}for(var p=0;p<r.length;p++){var c=[].concat(r[p]);t&&i[c[0]]||(void 0!==a&&(void 0===c[5]||(c[1]="@layer".concat(c[5].length>0?" ".concat(c[5]):""," {").concat(c[1],"}")),c[5]=a),e&&(c[2]&&(c[1]="@media ".concat(c[2]," {").concat(c[1],"}")),c[2]=e),n&&(c[4]?(c[1]="@supports (".concat(c[4],") {").concat(c[1],"}"),c[4]=n):c[4]="".concat(n)),o.push(c))}},o}},601(r){r.exports=function(r){return r[1]}},72(r){var o=[];function e(r){for(var e=-1,t=0;t<o.length;t++)if(o[t].identifier===r){e=t;break}return e}function t(r,t){for(var n={},a=[],i=0;i<r.length;i++){var l=r[i],s=t.base?l[0]+t.base:l[0],p=n[s]||0,c="".concat(s," ").concat(p);n[s]=p+1;var u=e(c),d={css:l[1],media:l[2],sourceMap:l[3],supports:l[4],layer:l[5]};if(-1!==u)o[u].references++,o[u].updater(d);else{var f=function(r,o){var e=o.domAPI(o);return e.update(r),function(o){o?(o.css!==r.css||o.media!==r.media||o.sourceMap!==r.sourceMap||o.supports!==r.supports||o.layer!==r.layer)&&e.update(r=o):e.remove()}}(d,t);t.byIndex=i,o.splice(i,0,{identifier:c,updater:f,references:1})}a.push(c)}return a}r.exports=function(r,n){var a=t(r=r||[],n=n||{});return function(r){r=r||[];for(var i=0;i<a.length;i++){var l=e(a[i]);o[l].references--}for(var s=t(r,n),p=0;p<a.length;p++){var c=e(a[p]);0===o[c].references&&(o[c].updater(),o.splice(c,1))}a=s}}},659(r){var o={};r.exports=function(r,e){var t=function(r){if(void 0===o[r]){var e=document.querySelector(r);if(window.HTMLIFrameElement&&e instanceof window.HTMLIFrameElement)try{e=e.contentDocument.head}catch(r){e=null}o[r]=e}return o[r]}(r);if(!t)throw Error("Couldn't find a style target. This probably means that the value for the 'insert' parameter is invalid.");t.appendChild(e)}},540(r){r.exports=function(r){var o=document.createElement("style");return r.setAttributes(o,r.attributes),r.insert(o,r.options),o}},56(r,o,e){r.exports=function(r){var o=e.nc;o&&r.setAttribute("nonce",o)}},825(r){r.exports=function(r){if("u"<typeof document)return{update:function(){},remove:function(){}};var o=r.insertStyleElement(r);return{update:function(e){var t,n,a;t="",e.supports&&(t+="@supports (".concat(e.supports,") {")),e.media&&(t+="@media ".concat(e.media," {")),(n=void 0!==e.layer)&&(t+="@layer".concat(e.layer.length>0?" ".concat(e.layer):""," {")),t+=e.css,n&&(t+="}"),e.media&&(t+="}"),e.supports&&(t+="}"),(a=e.sourceMap)&&"u">typeof btoa&&(t+="\n/*# sourceMappingURL=data:application/json;base64,".concat(btoa(unescape(encodeURIComponent(JSON.stringify(a))))," */")),r.styleTagTransform(t,o,r.options)},remove:function(){var r;null===(r=o).parentNode||r.parentNode.removeChild(r)}}}},113(r){r.exports=function(r,o){if(o.styleSheet)o.styleSheet.cssText=r;else{for(;o.firstChild;)o.removeChild(o.firstChild);o.appendChild(document.createTextNode(r))}}},579(r,o,e){var t=e(72),n=e.n(t),a=e(825),i=e.n(a),l=e(659),s=e.n(l),p=e(56),c=e.n(p),u=e(540),d=e.n(u),f=e(113),b=e.n(f),v=e(475),w={};w.styleTagTransform=b(),w.setAttributes=c(),w.insert=s().bind(null,"head"),w.domAPI=i(),w.insertStyleElement=d(),n()(v.A,w),v.A&&v.A.locals&&v.A.locals}}]);
