@@ -48,7 +48,7 @@ def build(kind: str, runs_dir: str, runs: list[str], template: Optional[Path] = 
     if kind == "monitor":
         (name,) = runs
         path = json.dumps(f"{runs_dir}/{name}")
-        return _notebook([("md", f"# Run `{name}`\nThe live monitor attached to the run (it may already be running: "
+        return _notebook([("md", f"# Run {name}\nThe live monitor attached to the run (it may already be running: "
                            "attaching does not disturb it)."),
                           ("code", f"from workbench.ui import RunMonitor\n\nmonitor = RunMonitor()\n"
                                    f"monitor.attach({path})\nmonitor")])

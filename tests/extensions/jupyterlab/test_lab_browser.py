@@ -2,7 +2,7 @@
 
 JupyterLab + Debian Chromium (playwright): the side panel and the status-bar item show; a run launched from a
 notebook appears in the side panel and its step advances without a page reload; Stop in the side panel stops it
-(status stopped, a checkpoint on disk); the events view, the launcher's commands; screenshots in the light and dark
+(status stopped, a checkpoint on disk); the events view, the monitor notebook, the launcher's commands; screenshots in the light and dark
 themes under ``$WORKBENCH_TEST_ARTIFACTS/browser`` (default ``test-artifacts/browser``), and the event -> side-panel
 latency (a figure, printed and saved as lab-extension-latency.json; never asserted).
 
@@ -153,6 +153,13 @@ def test_side_panel_follows_and_stops_a_run_launched_from_a_notebook(tmp_path):
             expect(view.locator(".wb-event-run_finished")).to_have_count(1)
             expect(view.locator(".wb-EventsView-state")).to_contain_text("the run is stopped")
             shot("dark-stopped-events")
+
+            # Monitor: a notebook with the run's monitor attached opens and runs (the stopped run's whole log drawn)
+            card.locator(".wb-monitor").click()
+            _wait_accepting_dialogs(page, ".wb-monitor-panel", 120)
+            expect(page.locator(".wb-monitor-panel .wb-run-status").first).to_contain_text("stopped", timeout=120_000)
+            assert (root / f"monitor-{name}.ipynb").is_file()
+            shot("dark-monitor-notebook")
 
             # the launcher's Workbench commands, in the light theme again; New fine-tune notebook opens the template
             command("apputils:change-theme", {"theme": "JupyterLab Light"})
