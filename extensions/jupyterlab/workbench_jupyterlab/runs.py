@@ -33,6 +33,13 @@ def _finite(value: Any) -> Optional[float]:
     return v if math.isfinite(v) else None
 
 
+def _size(path: Path) -> int:
+    try:
+        return path.stat().st_size
+    except OSError:
+        return -1
+
+
 def thin(xs: list, ys: list, limit: int = SPARKLINE_POINTS) -> list[list]:
     """At most ``limit`` [x, y] points spread over the whole series, always keeping the newest."""
     points = [[x, _finite(y)] for x, y in zip(xs, ys)]
@@ -47,6 +54,7 @@ class RunsDirectory:
         self.root = Path(runs_dir)
         self._states: dict[str, tuple[Any, Any]] = {}  # name -> (EventTail, RunState): logs are read incrementally
         self._launched: dict[str, Any] = {}  # name -> RunHandle of runs this server started (their exit is reaped)
+        self._ended: dict[str, tuple[int, dict]] = {}  # name -> (log size, row) of runs that are not running
         self._lock = threading.Lock()  # handlers run this in executor threads
 
     # ---- names -----------------------------------------------------------------------------------------------
@@ -64,16 +72,9 @@ class RunsDirectory:
     # ---- rows ------------------------------------------------------------------------------------------------
     def signature(self) -> tuple:
         """Changes whenever a run appears or logs an event: when a stream must send the rows again."""
-        if not self.root.is_dir():
-            return ()
-        sig = []
-        for d in sorted(self.root.iterdir()):
-            log = d / "events.jsonl"
-            try:
-                sig.append((d.name, log.stat().st_size if log.exists() else -1))
-            except OSError:
-                continue
-        return tuple(sig)
+        from workbench.engine.runs import run_dirs
+
+        return tuple((d.name, _size(d / "events.jsonl")) for d in run_dirs(self.root))
 
     def _state(self, path: Path):
         from workbench.ui.state import EventTail, RunState
@@ -104,9 +105,19 @@ class RunsDirectory:
             handle.process.poll()
 
     def rows(self) -> list[dict]:
-        from workbench.engine.runs import list_runs
+        """Every run's row. A run that has ended keeps its row until its log changes (resumed): a stream re-reads
+        only the logs of running runs, not every log of the directory at every step."""
+        from workbench.engine.runs import run_dirs, run_row
 
-        return [self._row(r) for r in list_runs(self.root)]
+        rows = []
+        for path in run_dirs(self.root):
+            size = _size(path / "events.jsonl")
+            cached = self._ended.get(path.name)
+            row = cached[1] if cached and cached[0] == size else self._row(run_row(path))
+            if row["status"] != "running":
+                self._ended[path.name] = (size, row)
+            rows.append(row)
+        return rows
 
     def row(self, name: str) -> dict:
         from workbench.engine.runs import run_row
