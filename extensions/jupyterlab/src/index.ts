@@ -114,7 +114,10 @@ const plugin: JupyterFrontEndPlugin<void> = {
           }
         }
         panel.stopping(name);
-        await requestAPI(`runs/${encodeURIComponent(name)}/stop`, { method: 'POST', body: '{}' }).catch(fail('stop'));
+        await requestAPI(`runs/${encodeURIComponent(name)}/stop`, { method: 'POST', body: '{}' }).catch(err => {
+          panel.stopping(name, false);
+          return fail('stop')(err);
+        });
       }
     });
     app.commands.addCommand(CommandIDs.events, {

@@ -103,9 +103,9 @@ class RunCard {
     this._stop.style.display = run.status === 'running' ? '' : 'none';
   }
 
-  stopping(): void {
-    this._stop.disabled = true;
-    this._stop.textContent = 'Stopping…';
+  stopping(on: boolean): void {
+    this._stop.disabled = on;
+    this._stop.textContent = on ? 'Stopping…' : 'Stop';
   }
 }
 
@@ -156,9 +156,9 @@ export class RunsPanel extends Widget {
     this.render();
   }
 
-  /** Mark a run's Stop as pending until the stream shows it stopped. */
-  stopping(name: string): void {
-    this._cards.get(name)?.stopping();
+  /** Mark a run's Stop as pending (the stream then shows it stopped), or no longer pending (the request failed). */
+  stopping(name: string, on = true): void {
+    this._cards.get(name)?.stopping(on);
   }
 
   render(): void {

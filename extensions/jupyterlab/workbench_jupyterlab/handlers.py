@@ -62,7 +62,7 @@ class BaseHandler(APIHandler):
 
 
 class SSEHandler(BaseHandler):
-    """A text/event-stream response: ``send`` one event, poll with ``every``, stop when the client goes."""
+    """A text/event-stream response: ``send`` one event; ``loop`` polls until the client goes or the stream ends."""
 
     def prepare_stream(self) -> None:
         self.set_header("Content-Type", "text/event-stream")
@@ -74,8 +74,8 @@ class SSEHandler(BaseHandler):
         await self.flush()
 
     async def loop(self, tick: Callable[[], Awaitable[bool]]) -> None:
-        """Call ``tick`` every poll interval until it returns False or the client disconnects; a comment line
-        every 15 s keeps proxies from closing an idle stream."""
+        """Call ``tick`` (True: it sent something) every poll interval until the client disconnects or ``tick`` raises
+        _StreamEnded; a comment line after 15 quiet seconds keeps proxies from closing the stream."""
         quiet_since = time.monotonic()
         try:
             while not self.request.connection.stream.closed():
@@ -119,12 +119,14 @@ class RunsStreamHandler(SSEHandler):
         self.prepare_stream()
         last: dict = {"signature": None, "rows": None, "at": 0.0}
 
+        loop = asyncio.get_running_loop()
+
         async def tick() -> bool:
-            signature = self.runs.signature()
+            signature = await loop.run_in_executor(None, self.runs.signature)
             # a log that grew, a run that appeared, or every 2 s (a worker that died silently changes no file)
             if signature == last["signature"] and time.monotonic() - last["at"] < 2:
                 return False
-            rows = await asyncio.get_running_loop().run_in_executor(None, self.runs.rows)
+            rows = await loop.run_in_executor(None, self.runs.rows)
             last.update(signature=signature, at=time.monotonic())
             if rows == last["rows"]:
                 return False
