@@ -105,7 +105,7 @@ def jupyter_lab(tmp_path):
         yield url, token, root
 
 
-def _wait_accepting_dialogs(page, selector: str, timeout_s: float = 180.0) -> None:
+def wait_accepting_dialogs(page, selector: str, timeout_s: float = 180.0) -> None:
     """Wait for ``selector``; JupyterLab may ask which kernel to start (even with kernelspec metadata):
     accept the preselected kernel whenever that dialog shows."""
     deadline = time.monotonic() + timeout_s
@@ -160,12 +160,12 @@ def test_quickstart_in_jupyterlab(jupyter_lab):
             page.goto(f"{url}/lab/tree/01_quickstart.ipynb?token={token}")
             page.locator(".jp-Notebook").first.wait_for()
             time.sleep(2)  # let the kernel session settle before using the menu
-            _wait_accepting_dialogs(page, ".jp-Notebook", 10)
+            wait_accepting_dialogs(page, ".jp-Notebook", 10)
             page.locator(".lm-MenuBar-itemLabel", has_text=re.compile(r"^Run$")).click()
             page.locator(".lm-Menu-itemLabel", has_text=re.compile(r"^Run All Cells$")).click()
 
             # the panels render
-            _wait_accepting_dialogs(page, ".wb-config-panel", 180)
+            wait_accepting_dialogs(page, ".wb-config-panel", 180)
             for panel in (".wb-config-panel", ".wb-plan-panel", ".wb-monitor-panel", ".wb-chat-panel", ".wb-runs-panel"):
                 page.locator(panel).first.wait_for(state="attached", timeout=180_000)
             expect(page.locator(".wb-config-status").first).to_contain_text("valid configuration", timeout=60_000)

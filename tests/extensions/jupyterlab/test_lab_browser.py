@@ -21,8 +21,8 @@ import pytest
 from nbformat import v4
 
 from tests.conftest import tiny_run_overrides
-from tests.ui.test_browser import (ARTIFACTS, CHROMIUM, CHROMIUM_ARGS, _wait_accepting_dialogs, require_browser,
-                                   running_jupyter_lab)
+from tests.ui.test_browser import (ARTIFACTS, CHROMIUM, CHROMIUM_ARGS, require_browser, running_jupyter_lab,
+                                   wait_accepting_dialogs)
 
 pytestmark = pytest.mark.browser
 BUILT = Path(__file__).resolve().parents[3] / "extensions" / "jupyterlab" / "workbench_jupyterlab" / "labextension"
@@ -89,7 +89,7 @@ def test_side_panel_follows_and_stops_a_run_launched_from_a_notebook(tmp_path):
             status = page.locator(".wb-RunsStatus")
             expect(status).to_have_text("Workbench: no run going")
             time.sleep(2)  # let the kernel session settle before using the menu
-            _wait_accepting_dialogs(page, ".jp-Notebook", 10)
+            wait_accepting_dialogs(page, ".jp-Notebook", 10)
             page.locator(".lm-MenuBar-itemLabel", has_text=re.compile(r"^Run$")).click()
             page.locator(".lm-Menu-itemLabel", has_text=re.compile(r"^Run All Cells$")).click()
             # a click on the status-bar item opens the side panel
@@ -97,7 +97,7 @@ def test_side_panel_follows_and_stops_a_run_launched_from_a_notebook(tmp_path):
             panel = page.locator(".wb-RunsPanel")
             expect(panel).to_be_visible()
             # the run launched from the notebook shows up in the panel, running
-            _wait_accepting_dialogs(page, ".wb-run[data-status=running]", 120)  # JupyterLab may ask for the kernel
+            wait_accepting_dialogs(page, ".wb-run[data-status=running]", 120)  # JupyterLab may ask for the kernel
             card = panel.locator(".wb-run").first
             name = card.get_attribute("data-run")
             run_dir = root / "runs" / name
@@ -156,7 +156,7 @@ def test_side_panel_follows_and_stops_a_run_launched_from_a_notebook(tmp_path):
 
             # Monitor: a notebook with the run's monitor attached opens and runs (the stopped run's whole log drawn)
             card.locator(".wb-monitor").click()
-            _wait_accepting_dialogs(page, ".wb-monitor-panel", 120)
+            wait_accepting_dialogs(page, ".wb-monitor-panel", 120)
             expect(page.locator(".wb-monitor-panel .wb-run-status").first).to_contain_text("stopped", timeout=120_000)
             assert (root / f"monitor-{name}.ipynb").is_file()
             shot("dark-monitor-notebook")
