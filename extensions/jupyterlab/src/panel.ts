@@ -79,7 +79,7 @@ class RunCard {
     this.node.className = `wb-run wb-run-${run.status}`;
     this.node.dataset.step = String(run.step);
     this.node.dataset.status = run.status;
-    this._name.title = [run.model, run.precision].filter(Boolean).join(' · ');
+    this._name.title = [run.name, run.model, run.precision].filter(Boolean).join(' · '); // the name may be cut short
     this._status.className = `wb-run-status wb-status-${run.status}`;
     this._status.textContent = run.status;
     this._bar.style.width = `${run.total_steps ? Math.min(100, (100 * run.step) / run.total_steps) : 0}%`;

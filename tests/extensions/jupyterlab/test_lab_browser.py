@@ -2,7 +2,7 @@
 
 JupyterLab + Debian Chromium (playwright): the side panel and the status-bar item show; a run launched from a
 notebook appears in the side panel and its step advances without a page reload; Stop in the side panel stops it
-(status stopped, a checkpoint on disk); the events view, the monitor notebook, the launcher's commands; screenshots in the light and dark
+(status stopped, a checkpoint on disk); the events view, the monitor and compare notebooks, the launcher's commands; screenshots in the light and dark
 themes under ``$WORKBENCH_TEST_ARTIFACTS/browser`` (default ``test-artifacts/browser``), and the event -> side-panel
 latency (a figure, printed and saved as lab-extension-latency.json; never asserted).
 
@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import re
+import shutil
 import sys
 import time
 from pathlib import Path
@@ -100,6 +101,7 @@ def test_side_panel_follows_and_stops_a_run_launched_from_a_notebook(tmp_path):
             wait_accepting_dialogs(page, ".wb-run[data-status=running]", 120)  # JupyterLab may ask for the kernel
             card = panel.locator(".wb-run").first
             name = card.get_attribute("data-run")
+            card = panel.locator(f'.wb-run[data-run="{name}"]')  # this run's card, wherever later runs put it
             run_dir = root / "runs" / name
             # every change of the card's step, as the page saw it: the browser end of event -> side panel
             page.evaluate("""() => {
@@ -160,6 +162,21 @@ def test_side_panel_follows_and_stops_a_run_launched_from_a_notebook(tmp_path):
             expect(page.locator(".wb-monitor-panel .wb-run-status").first).to_contain_text("stopped", timeout=120_000)
             assert (root / f"monitor-{name}.ipynb").is_file()
             shot("dark-monitor-notebook")
+
+            # Compare: a second (copied) run appears; tick both, Compare opens a notebook with both loss curves
+            shutil.copytree(run_dir, root / "runs" / f"{name}-copy")
+            copy = panel.locator(f'.wb-run[data-run="{name}-copy"]')
+            expect(copy).to_have_attribute("data-status", "stopped")
+            compare = panel.locator(".wb-compare")
+            expect(compare).to_be_disabled()
+            card.locator(".wb-run-pick").check()
+            copy.locator(".wb-run-pick").check()
+            expect(compare).to_have_text("Compare (2/2)")
+            compare.click()
+            wait_accepting_dialogs(page, ".wb-compare-chart .js-plotly-plot", 120)
+            assert (root / f"compare-{name}-copy-vs-{name}.ipynb").is_file() or \
+                (root / f"compare-{name}-vs-{name}-copy.ipynb").is_file()
+            shot("dark-compare-notebook")
 
             # the launcher's Workbench commands, in the light theme again; New fine-tune notebook opens the template
             command("apputils:change-theme", {"theme": "JupyterLab Light"})
