@@ -25,7 +25,10 @@ fi
 
 EXTRAS=""
 [ "${1:-}" = "--test" ] && EXTRAS="[test]"
-"${PIP[@]}" install -q -e ".$EXTRAS"
+# The JupyterLab extension (extensions/jupyterlab: server routes + the prebuilt side panel, no Node needed) in the
+# same pip call, so that its "workbench" dependency is this checkout. Its install puts the frontend in
+# $VENV/share/jupyter/labextensions and enables the server extension in $VENV/etc/jupyter.
+"${PIP[@]}" install -q -e ".$EXTRAS" -e extensions/jupyterlab
 echo "workbench is set up in $VENV (torch $("$VENV/bin/python" -c 'import torch; print(torch.__version__)'))"
 # JupyterLab defaults for a workbench session (no news prompt, no web fetches): workbench/ui/lab_settings.py
 "$VENV/bin/python" -m workbench.ui.lab_settings

@@ -9,6 +9,7 @@ finish, then asks the chat compare panel and waits for two answers. Screenshots 
 """
 from __future__ import annotations
 
+import contextlib
 import importlib.util
 import json
 import os
@@ -38,18 +39,18 @@ def _free_port() -> int:
         return s.getsockname()[1]
 
 
-@pytest.fixture
-def jupyter_lab(tmp_path):
-    # A missing browser fails the test (it is opt-in: -m browser), never skips it.
+def require_browser() -> None:
+    """A missing browser fails the test (it is opt-in: -m browser), never skips it."""
     missing = (f"no Chromium at {CHROMIUM} (apt-get install -y chromium)" if not Path(CHROMIUM).exists() else
                None if importlib.util.find_spec("playwright") else "no playwright (pip install -e '.[test]')")
     if missing:
         pytest.fail(missing)
-    from tests.notebooks.nbrun import prepare
 
-    root = tmp_path / "lab"
-    prepare("01_quickstart.ipynb", root, MODEL="tiny-glm4", MAX_STEPS=40, MICRO_BATCH=2, MAX_LENGTH=64, MAX_TOKENS=8,
-            AUTO_LAUNCH=False, WAIT_FOR_RUN=False)
+
+@contextlib.contextmanager
+def running_jupyter_lab(tmp_path: Path, root: Path, extra_args: tuple = ()):
+    """``jupyter lab`` serving ``root`` with this venv's kernels and extensions, fresh settings and no news prompt;
+    yields (url, token)."""
     port, token = _free_port(), secrets.token_hex(16)
     env = dict(os.environ, JUPYTER_CONFIG_DIR=str(tmp_path / "jcfg"), JUPYTER_RUNTIME_DIR=str(tmp_path / "jrt"),
                JUPYTER_DATA_DIR=str(tmp_path / "jdata"), TOKENIZERS_PARALLELISM="false")
@@ -63,12 +64,13 @@ def jupyter_lab(tmp_path):
     apputils.mkdir(parents=True)
     (apputils / "notification.jupyterlab-settings").write_text('{"fetchNews": "false"}')
     env["JUPYTERLAB_SETTINGS_DIR"] = str(tmp_path / "lab-settings")
-    # the venv's kernelspec and lab extensions (widgets, plotly/anywidget) live under sys.prefix
+    # the venv's kernelspec and lab extensions (widgets, plotly/anywidget, workbench's) live under sys.prefix
     env["JUPYTER_PATH"] = str(Path(sys.prefix) / "share" / "jupyter")
     log = open(tmp_path / "jupyter.log", "wb")
     proc = subprocess.Popen([sys.executable, "-m", "jupyter", "lab", "--no-browser", "--allow-root", "--ip=127.0.0.1",
                              f"--port={port}", "--ServerApp.port_retries=0", f"--IdentityProvider.token={token}",
-                             f"--ServerApp.root_dir={root}"], env=env, stdout=log, stderr=subprocess.STDOUT, cwd=root)
+                             f"--ServerApp.root_dir={root}", *extra_args], env=env, stdout=log,
+                            stderr=subprocess.STDOUT, cwd=root)
     url = f"http://127.0.0.1:{port}"
     deadline = time.monotonic() + 90
     while True:
@@ -80,16 +82,30 @@ def jupyter_lab(tmp_path):
                 proc.kill()
                 raise RuntimeError(f"jupyter lab did not start:\n{(tmp_path / 'jupyter.log').read_text()[-3000:]}")
             time.sleep(0.5)
-    yield url, token, root
-    proc.terminate()
     try:
-        proc.wait(20)
-    except subprocess.TimeoutExpired:
-        proc.kill()
-    log.close()
+        yield url, token
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(20)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+        log.close()
 
 
-def _wait_accepting_dialogs(page, selector: str, timeout_s: float = 180.0) -> None:
+@pytest.fixture
+def jupyter_lab(tmp_path):
+    require_browser()
+    from tests.notebooks.nbrun import prepare
+
+    root = tmp_path / "lab"
+    prepare("01_quickstart.ipynb", root, MODEL="tiny-glm4", MAX_STEPS=40, MICRO_BATCH=2, MAX_LENGTH=64, MAX_TOKENS=8,
+            AUTO_LAUNCH=False, WAIT_FOR_RUN=False)
+    with running_jupyter_lab(tmp_path, root) as (url, token):
+        yield url, token, root
+
+
+def wait_accepting_dialogs(page, selector: str, timeout_s: float = 180.0) -> None:
     """Wait for ``selector``; JupyterLab may ask which kernel to start (even with kernelspec metadata):
     accept the preselected kernel whenever that dialog shows."""
     deadline = time.monotonic() + timeout_s
@@ -144,12 +160,12 @@ def test_quickstart_in_jupyterlab(jupyter_lab):
             page.goto(f"{url}/lab/tree/01_quickstart.ipynb?token={token}")
             page.locator(".jp-Notebook").first.wait_for()
             time.sleep(2)  # let the kernel session settle before using the menu
-            _wait_accepting_dialogs(page, ".jp-Notebook", 10)
+            wait_accepting_dialogs(page, ".jp-Notebook", 10)
             page.locator(".lm-MenuBar-itemLabel", has_text=re.compile(r"^Run$")).click()
             page.locator(".lm-Menu-itemLabel", has_text=re.compile(r"^Run All Cells$")).click()
 
             # the panels render
-            _wait_accepting_dialogs(page, ".wb-config-panel", 180)
+            wait_accepting_dialogs(page, ".wb-config-panel", 180)
             for panel in (".wb-config-panel", ".wb-plan-panel", ".wb-monitor-panel", ".wb-chat-panel", ".wb-runs-panel"):
                 page.locator(panel).first.wait_for(state="attached", timeout=180_000)
             expect(page.locator(".wb-config-status").first).to_contain_text("valid configuration", timeout=60_000)

@@ -43,10 +43,15 @@ def run_row(run_dir: str | Path) -> RunRow:
                   precision=(started.get("precision") or {}).get("mode"))
 
 
-def list_runs(runs_dir: str | Path) -> list[RunRow]:
-    """The runs under ``runs_dir`` (folders with a config.json), sorted by name (= start time by default);
-    none when the folder does not exist."""
+def run_dirs(runs_dir: str | Path) -> list[Path]:
+    """The run directories under ``runs_dir`` (folders with a config.json), sorted by name (= start time by
+    default); none when the folder does not exist."""
     root = Path(runs_dir)
     if not root.is_dir():
         return []
-    return [run_row(d) for d in sorted(p for p in root.iterdir() if (p / "config.json").is_file())]
+    return sorted(p for p in root.iterdir() if (p / "config.json").is_file())
+
+
+def list_runs(runs_dir: str | Path) -> list[RunRow]:
+    """One row per run of ``run_dirs(runs_dir)``."""
+    return [run_row(d) for d in run_dirs(runs_dir)]
