@@ -512,12 +512,16 @@ def measure_saved_activations(model: torch.nn.Module, input_ids: torch.Tensor, a
         if p.dim() == 2:
             param_shapes.setdefault(tuple(p.shape), set()).add(p.dtype)
     seen: dict[int, tuple[int, bool]] = {}
+    # Saved storages are kept alive until the measurement ends: under checkpointing autograd drops what it
+    # saved, and the allocator could hand the same address to a later tensor, which would then go uncounted.
+    alive: list = []
 
     def pack(t: torch.Tensor):
         storage = t.untyped_storage()
         ptr = storage.data_ptr()
         if ptr not in param_ptrs and ptr not in seen:
             seen[ptr] = (storage.nbytes(), _is_weight_copy(t, param_shapes))
+            alive.append(storage)
         return t
 
     ctx = autocast() if autocast is not None else contextlib.nullcontext()
@@ -525,7 +529,7 @@ def measure_saved_activations(model: torch.nn.Module, input_ids: torch.Tensor, a
         with ctx:
             logits = model(input_ids=input_ids, use_cache=False, **inputs).logits
         loss = token_loss_sum(logits, input_ids)
-    del loss, logits
+    del loss, logits, alive
     acts = sum(n for n, copy in seen.values() if not copy)
     copies = sum(n for n, copy in seen.values() if copy)
     return ActivationMeasurement(saved_forward=acts, autocast_copies=copies, tensors=len(seen))
