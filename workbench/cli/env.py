@@ -3,6 +3,7 @@ support and what ``precision.mode=auto`` resolves to on each (asked of the preci
 itself), and whether the notebook side (JupyterLab, the extension, a browser) is installed."""
 from __future__ import annotations
 
+import json
 import os
 import platform
 import shutil
@@ -60,8 +61,17 @@ def _device_lines(device) -> list[str]:
 
 def _lab_extension() -> str:
     folder = Path(sys.prefix) / "share" / "jupyter" / "labextensions"
-    found = sorted(p.name for p in folder.glob("*workbench*")) if folder.is_dir() else []
-    return ", ".join(found) or "not installed"
+    found = sorted(folder.glob("*workbench*")) if folder.is_dir() else []
+    if not found:
+        return "not installed (bash scripts/setup.sh installs extensions/jupyterlab)"
+    return ", ".join(f"{p.name} {_package_version(p / 'package.json')}".strip() for p in found)
+
+
+def _package_version(package_json: Path) -> str:
+    try:
+        return json.loads(package_json.read_text())["version"]
+    except (OSError, ValueError, KeyError):
+        return ""
 
 
 def _browser() -> str:
