@@ -147,6 +147,10 @@ class LoraSection(Section):
         "all-linear", description="Module names to adapt, e.g. [q_proj, v_proj], or all-linear."
     )
     bias: Literal["none", "all", "lora_only"] = Field("none", description="Which biases are trained.")
+    train_projector: bool = Field(
+        False, description="Vision-language models (GLM-4.1V): also train the vision projector (visual.merger, the MLP "
+        "that maps image features into the language model): LoRA adapters on it, or its weights when LoRA is off. "
+        "The vision encoder stays frozen either way; by default only the language model is trained.")
 
     def problems(self, path: str) -> list[tuple[str, str]]:
         if isinstance(self.target_modules, list) and not self.target_modules:

@@ -29,6 +29,8 @@ API
   batch adds for the rows with images (``collate`` calls it; a server batching prompts can call it on its
   left-padded ids). Pass the dict to the model with ``input_ids`` and ``attention_mask``.
 * ``count_image_tokens(example)``: the image tokens in an encoded example (usage counts, length checks).
+* ``greedy_reply(model, processor, messages, max_new_tokens)``: in-process greedy decoding of one conversation
+  with images (tests, notebooks; the server has its own batched engine), special tokens such as ``<think>`` kept.
 """
 from __future__ import annotations
 
@@ -241,3 +243,19 @@ def vision_batch(input_ids: torch.Tensor, visions: list[VisionInputs]) -> dict[s
 
 def count_image_tokens(example: TokenizedExample) -> int:
     return example.vision.image_tokens if example.vision is not None else 0
+
+
+@torch.no_grad()
+def greedy_reply(model, processor, messages: list[dict], max_new_tokens: int) -> str:
+    """The model's greedy answer to ``messages`` (images decoded), up to its end-of-text token."""
+    prompt = encode_chat(processor, messages, add_generation_prompt=True)
+    ids = torch.tensor([prompt.input_ids], device=model.device)
+    extra = vision_batch(ids, [prompt.vision]) if prompt.vision is not None else {}
+    out = model.generate(input_ids=ids, attention_mask=torch.ones_like(ids), max_new_tokens=max_new_tokens,
+                         do_sample=False, **{k: v.to(model.device) for k, v in extra.items()})
+    tok = processor.tokenizer
+    text = tok.decode(out[0, ids.shape[1]:], skip_special_tokens=False)
+    for stop in (tok.eos_token, tok.pad_token):
+        if stop:
+            text = text.split(stop)[0]
+    return text
