@@ -82,3 +82,45 @@ def test_accumulation_2x2_equals_4x1_with_screenshots_of_different_sizes(make_cf
     assert wa.keys() == wb.keys()
     for k in wa:
         torch.testing.assert_close(wa[k], wb[k], rtol=1e-4, atol=1e-5)
+
+
+APPS = ["Maps", "Clock", "WeChat", "Notes", "Phone", "Books", "Video", "Food"]
+
+
+def _eight_screens(tmp_path):
+    """Eight screenshots (a differently coloured button in a different place on each) with a task each, and
+    the AutoGLM-format answer to learn: the app named in the task, and the button's position."""
+    rows = []
+    for k, app in enumerate(APPS):
+        img = Image.new("RGB", (112, 112), (245, 245, 247))
+        ImageDraw.Draw(img).rectangle([4 + 13 * k, 40, 16 + 13 * k, 72], fill=(30 * k, 255 - 30 * k, 120))
+        img.save(tmp_path / f"button{k}.png")
+        rows.append({"messages": [
+            {"role": "user", "content": [{"type": "image_url", "image_url": {"url": f"button{k}.png"}},
+                                         {"type": "text", "text": f"Open {app}"}]},
+            {"role": "assistant", "content": f'<think>Tap {app}.</think><answer>do(action="Tap", element=[{k + 1}47,500])</answer>'}]})
+    path = tmp_path / "eight.jsonl"
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    return path, rows
+
+
+@pytest.mark.slow  # ~200 optimizer steps: about a minute on 2 free cores, several on a shared machine
+def test_tiny_glm4v_overfits_eight_screenshot_rows_and_greedy_reproduces_them(make_cfg, tmp_path):
+    """The path learns, not just runs: after training on eight screenshot rows, greedy decoding with the screenshot
+    reproduces each answer exactly (reasoning, tags and coordinates). Full fine-tuning of the language model (the
+    vision tower frozen), as a random tiny model memorises faster that way than through LoRA."""
+    from workbench.data.formats import row_to_messages
+    from workbench.data.multimodal import greedy_reply, resolve_images
+    from workbench.models import load_for_inference
+
+    path, rows = _eight_screens(tmp_path)
+    r = train(make_cfg(**vision_overrides(path, **{
+        "lora.enabled": False, "schedule.max_steps": 200, "schedule.micro_batch_size": 8, "schedule.min_lr_ratio": 0.05,
+        "diagnosis.enabled": False})))
+    loaded = load_for_inference("tiny-glm4v")
+    from transformers import Glm4vForConditionalGeneration
+
+    model = Glm4vForConditionalGeneration.from_pretrained(str(r.run_dir / "model")).eval()
+    for row in rows:
+        messages = resolve_images(row_to_messages(row)[:1], tmp_path)
+        assert greedy_reply(model, loaded.processor, messages, 80) == row["messages"][1]["content"]
