@@ -107,8 +107,8 @@ def _eight_screens(tmp_path):
 @pytest.mark.slow  # ~200 optimizer steps: about a minute on 2 free cores, several on a shared machine
 def test_tiny_glm4v_overfits_eight_screenshot_rows_and_greedy_reproduces_them(make_cfg, tmp_path):
     """The path learns, not just runs: after training on eight screenshot rows, greedy decoding with the screenshot
-    reproduces each answer exactly (reasoning, tags and coordinates). Full fine-tuning of the language model (the
-    vision tower frozen), as a random tiny model memorises faster that way than through LoRA."""
+    reproduces each answer exactly (reasoning, tags and coordinates). Full fine-tuning, as a random tiny model
+    memorises faster that way than through LoRA."""
     from workbench.data.formats import row_to_messages
     from workbench.data.multimodal import greedy_reply, resolve_images
     from workbench.models import load_for_inference

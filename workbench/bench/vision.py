@@ -20,7 +20,9 @@ import tempfile
 import warnings
 from pathlib import Path
 
-SAMPLES = Path(__file__).resolve().parents[2] / "data_samples"
+from ..config.samples import samples_dir
+
+SAMPLES = samples_dir()
 
 
 def _rows(folder: Path, with_images: bool, out: Path) -> Path:

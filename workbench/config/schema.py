@@ -148,9 +148,9 @@ class LoraSection(Section):
     )
     bias: Literal["none", "all", "lora_only"] = Field("none", description="Which biases are trained.")
     train_projector: bool = Field(
-        False, description="Vision-language models (GLM-4.1V): also train the vision projector (visual.merger, the MLP "
-        "that maps image features into the language model): LoRA adapters on it, or its weights when LoRA is off. "
-        "The vision encoder stays frozen either way; by default only the language model is trained.")
+        False, description="Vision-language models (GLM-4.1V): also put LoRA adapters on the vision projector "
+        "(visual.merger, the MLP that maps image features into the language model). The vision encoder stays frozen; "
+        "by default LoRA adapts the language model only (full fine-tuning, lora.enabled=false, trains every weight).")
 
     def problems(self, path: str) -> list[tuple[str, str]]:
         if isinstance(self.target_modules, list) and not self.target_modules:

@@ -119,9 +119,6 @@ def lora_targets(section: LoraSection, family: str) -> dict:
     the pretrained model's, and a text-only row never reaches it); ``lora.train_projector`` adds the
     projector between the tower and the language model."""
     kw: dict = {"target_modules": section.target_modules}
-    if section.train_projector and family != "glm4v":
-        raise ConfigError([("lora.train_projector", f"a {family} model has no vision projector: set it false, or "
-                            "fine-tune a vision-language model (GLM-4.1V)")])
     if family == "glm4v":
         if section.train_projector:
             kw["exclude_modules"] = rf".*\.visual\.(?!{VISION_PROJECTOR.split('.')[1]}\.).*"
@@ -135,16 +132,13 @@ def lora_targets(section: LoraSection, family: str) -> dict:
 
 def apply_lora(loaded: LoadedModel, section: LoraSection, trainable_dtype: torch.dtype) -> torch.nn.Module:
     """Wrap in peft LoRA (or unfreeze everything for full fine-tuning); trained weights stored in
-    ``trainable_dtype`` (a run's ``policy.trainable_dtype``). A GLM-4V vision tower stays frozen either way."""
+    ``trainable_dtype`` (a run's ``policy.trainable_dtype``). Under LoRA a GLM-4V vision tower stays frozen."""
     model = loaded.model
+    if section.train_projector and loaded.family != "glm4v":
+        raise ConfigError([("lora.train_projector", f"a {loaded.family} model has no vision projector: set it false, "
+                            "or fine-tune a vision-language model (GLM-4.1V)")])
     if not section.enabled:
         model.requires_grad_(True)
-        if loaded.family == "glm4v":  # the vision tower stays frozen (its projector trains with lora.train_projector)
-            for name, module in model.named_modules():
-                if name.endswith("visual"):
-                    module.requires_grad_(False)
-                    if section.train_projector:
-                        module.get_submodule(VISION_PROJECTOR.split(".")[1]).requires_grad_(True)
         return model.to(trainable_dtype)
     from peft import LoraConfig, get_peft_model
 
