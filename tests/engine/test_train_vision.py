@@ -124,3 +124,33 @@ def test_tiny_glm4v_overfits_eight_screenshot_rows_and_greedy_reproduces_them(ma
     for row in rows:
         messages = resolve_images(row_to_messages(row)[:1], tmp_path)
         assert greedy_reply(model, loaded.processor, messages, 80) == row["messages"][1]["content"]
+
+
+def test_fp16_overflows_on_screenshot_rows_are_attributed_and_coverage_sees_the_fp32_tower(make_cfg, tmp_path):
+    """Overflow attribution on screenshot rows traces each skipped step to a module (the replay gets every captured
+    input: the next test), and the coverage sample counts the vision tower's matmuls in fp32."""
+    r = train(make_cfg(**vision_overrides(sample_rows(tmp_path / "rows.jsonl", 4), **{
+        "precision.mode": "fp16", "precision.init_scale": 2.0 ** 24, "schedule.max_steps": 3,
+        "schedule.micro_batch_size": 2, "schedule.grad_accum_steps": 2, "diagnosis.attribute_overflows": 10,
+        "diagnosis.coverage_every": 1})))
+    origins = events_of(r, "overflow_origin")
+    assert r.skipped_steps >= 1 and len(origins) == r.skipped_steps
+    assert all(o.phase in ("forward", "backward") and o.module for o in origins), origins
+    vision = events_of(r, "coverage")[0].groups["vision"]
+    assert vision["flops"] > 0 and set(vision["dtypes"]) == {"float32"}
+
+
+def test_the_overflow_capture_keeps_every_model_input_for_the_replay(tmp_path):
+    from workbench.data import collate, load_examples, model_inputs
+    from workbench.diagnosis import BatchCapture
+    from workbench.models import load_for_inference
+
+    loaded = load_for_inference("tiny-glm4v")
+    examples, _ = load_examples(sample_rows(tmp_path / "rows.jsonl", 2), loaded.tokenizer, 512, processor=loaded.processor)
+    batch = model_inputs(collate(examples, loaded.tokenizer.pad_token_id))
+    model = loaded.model.train()
+    capture = BatchCapture(model)
+    model(**batch)
+    capture.remove()
+    assert capture.window[0]["inputs"].keys() == batch.keys()  # pixel values, grids and token types included
+    assert all(capture.window[0]["inputs"][k] is v for k, v in batch.items())
