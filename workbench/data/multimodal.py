@@ -201,11 +201,10 @@ def encode_chat(processor, messages: list[dict], max_length: Optional[int] = Non
     merge = processor.image_processor.merge_size ** 2
     counts = [int(g.prod()) // merge for g in grids]
     image_token = processor.image_token
-    limit = max_length if max_length is not None else None
     for i, (img, n) in enumerate(zip(images, counts), start=1):
-        if limit is not None and n > limit:
+        if max_length is not None and n > max_length:
             raise ValueError(f"image {i} ({img.width}x{img.height}) is {n} tokens alone, more than data.max_length="
-                             f"{limit}: raise data.max_length or use smaller images")
+                             f"{max_length}: raise data.max_length or use smaller images")
     pending = iter(counts)
 
     def expand(text: str) -> str:  # each <|image|> of the rendered text -> that image's token count, in order
@@ -224,10 +223,9 @@ def encode_chat(processor, messages: list[dict], max_length: Optional[int] = Non
     if images:
         kept = sum(1 for t in example.input_ids if t == image_token_id)
         if kept != sum(counts):
-            last = max(i for i, t in enumerate(example.input_ids + [image_token_id]) if t == image_token_id)
             raise ValueError(f"the row is longer than data.max_length={max_length} and truncation would cut its image "
-                             f"tokens ({sum(counts)} for {len(images)} image(s), {kept} kept, the last at position "
-                             f"{last}): raise data.max_length, shorten the text or use smaller images")
+                             f"tokens ({kept} of {sum(counts)} kept, {len(images)} image(s)): raise data.max_length, "
+                             "shorten the text or use smaller images")
         example.vision = VisionInputs(tuple(images), grids, processor.image_processor, image_token_id)
     return example
 
