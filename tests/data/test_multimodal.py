@@ -107,3 +107,80 @@ def test_local_files_relative_to_base_dir_and_refused_when_not_allowed(tmp_path)
     with pytest.raises(ImageSourceError, match="local image paths are not accepted"):
         load_image(str(tmp_path / "s.png"), allow_local_files=False)
     assert load_image(png_data_url(), allow_local_files=False).size == (112, 252)
+
+
+# ---- rows with images in JSONL files: each bad one is file:line and the reason ------------------------------
+def image_row(content, answer=ANSWER, **extra) -> str:
+    import json
+
+    return json.dumps({"messages": [{"role": "user", "content": content}, {"role": "assistant", "content": answer}],
+                       **extra})
+
+
+def parts(url, text="Tap OK"):
+    return [{"type": "image_url", "image_url": {"url": url}}, {"type": "text", "text": text}]
+
+
+BAD_IMAGE_ROWS = [
+    (image_row(parts("missing.png")), "image 1: image file not found"),
+    (image_row(parts("notes.txt")), "image 1: cannot read the image"),
+    (image_row(parts("screens")), "image file is a directory"),
+    (image_row(parts("http://example.com/a.png")), "remote image URLs are not fetched"),
+    (image_row(parts("data:image/png;base64,!!")), "not valid base64"),
+    (image_row(parts("ok.png") + [{"type": "audio", "audio": "x"}]), "messages[0].content[2].type is 'audio'"),
+    (image_row([{"type": "image_url", "image_url": {}}]), "messages[0].content[0].image_url.url must be a non-empty string"),
+    (image_row("<image> and <image> Tap OK", images=["ok.png"]), "more <image> placeholders than images: 2 placeholder(s) for 1"),
+    (image_row("Tap OK", images=["ok.png"]), "fewer <image> placeholders than images"),
+    (image_row("<image>Tap OK", images="ok.png"), "'images' must be a list of image paths"),
+    (image_row("<image>Tap OK", images=["big.png"]), "image 1 (1080x2400) is 3354 tokens alone, more than data.max_length=512"),
+    (image_row(parts("long.png")), "truncation would cut its image tokens"),
+    (image_row(parts("thin.png")), "image 1 (6000x28) cannot be used"),
+    (image_row("Tap OK", answer="<image>", images=["ok.png"]), "holds an <image> placeholder; images go in user messages"),
+]
+
+
+@pytest.fixture(scope="module")
+def image_dir(tmp_path_factory):
+    d = tmp_path_factory.mktemp("images")
+    Image.new("RGB", (112, 252), (9, 9, 9)).save(d / "ok.png")
+    Image.new("RGB", (1080, 2400), (9, 9, 9)).save(d / "big.png")
+    Image.new("RGB", (1000, 1000), (9, 9, 9)).save(d / "long.png")  # 1296 tokens: fits 512? no: cut by the text budget
+    Image.new("RGB", (6000, 28), (9, 9, 9)).save(d / "thin.png")
+    (d / "notes.txt").write_text("not an image")
+    (d / "screens").mkdir()
+    return d
+
+
+@pytest.mark.parametrize("line,reason", BAD_IMAGE_ROWS, ids=[r for _, r in BAD_IMAGE_ROWS])
+def test_bad_image_rows_stop_with_file_line_and_reason(tiny, image_dir, line, reason):
+    from workbench.data import DataError, load_examples
+    from tests.conftest import write_jsonl
+
+    good = image_row(parts("ok.png"))
+    path = write_jsonl(image_dir / f"d{abs(hash(line))}.jsonl", [good, line, good])
+    max_length = 1300 if "long.png" in line else 512
+    with pytest.raises(DataError) as exc:
+        load_examples(path, tiny.tokenizer, max_length, processor=tiny.processor)
+    assert str(exc.value).startswith(f"{path}:2: ") and reason in str(exc.value), str(exc.value)
+
+
+def test_image_rows_on_a_text_model_and_both_row_forms(tiny, image_dir):
+    from workbench.data import DataError, load_examples
+    from tests.conftest import write_jsonl
+
+    path = write_jsonl(image_dir / "forms.jsonl", [image_row(parts("ok.png")), image_row("<image>Tap OK", images=["ok.png"])])
+    with pytest.raises(DataError, match=r"forms.jsonl:1: the row holds images, but the model is text-only"):
+        load_examples(path, tiny.tokenizer, 512)
+    (a, b), stats = load_examples(path, tiny.tokenizer, 512, processor=tiny.processor)
+    assert a.input_ids == b.input_ids and a.labels == b.labels  # the shortcut is the same conversation
+    assert stats.images == 2 and stats.image_tokens == 72
+
+
+def test_the_phone_screens_samples_load_and_check():
+    import subprocess
+    import sys
+
+    from tests.conftest import SAMPLES
+
+    res = subprocess.run([sys.executable, str(SAMPLES / "make_phone_screens.py"), "--check"], capture_output=True, text=True)
+    assert res.returncode == 0 and res.stdout.strip().endswith("phone_screens: ok"), res.stderr

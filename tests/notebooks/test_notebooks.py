@@ -7,7 +7,7 @@ import pytest
 from .nbrun import NOTEBOOKS, all_text, execute, parameters_cell
 
 NAMES = ["01_quickstart.ipynb", "02_precision_lab.ipynb", "03_zero_and_offload.ipynb", "04_side_by_side_chat.ipynb",
-         "06_export_and_quantize.ipynb"]
+         "05_screenshots_to_actions.ipynb", "06_export_and_quantize.ipynb"]
 
 
 @pytest.mark.parametrize("name", NAMES)
@@ -57,6 +57,19 @@ def test_04_side_by_side_chat(tmp_path):
     text = all_text(nb)
     assert text.count("thinking=True") >= 2 and text.count("thinking=False") >= 2
     assert "thinking=on: {" in text and "thinking=off: {" in text  # the chat panel's thinking choices
+
+
+def test_05_screenshots_to_actions(tmp_path):
+    nb = execute("05_screenshots_to_actions.ipynb", tmp_path, MAX_STEPS=3, MICRO_BATCH=2, MAX_TOKENS=8,
+                 RUNS_DIR=str(tmp_path / "runs"))
+    text = all_text(nb)
+    assert "178 training rows, 40 held-out rows" in text
+    assert re.search(r"one 1080x2400 screenshot = 3354 image tokens", text), text
+    assert re.search(r"cheapest fitting LoRA setting for autoglm-phone-9b, 3866 tokens per row: .+ GiB per GPU", text), text
+    assert "finished | step 3/3" in text
+    assert re.search(r"^base: +'", text, re.M) and re.search(r"^fine-tuned: '", text, re.M), text
+    images = [o for c in nb.cells for o in c.get("outputs", []) if "image/png" in o.get("data", {})]
+    assert len(images) == 2  # the browsed screenshots and the base / fine-tuned pair, targets drawn
 
 
 def test_06_export_and_quantize(tmp_path):

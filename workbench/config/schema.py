@@ -147,6 +147,10 @@ class LoraSection(Section):
         "all-linear", description="Module names to adapt, e.g. [q_proj, v_proj], or all-linear."
     )
     bias: Literal["none", "all", "lora_only"] = Field("none", description="Which biases are trained.")
+    train_projector: bool = Field(
+        False, description="Vision-language models (GLM-4.1V): also put LoRA adapters on the vision projector "
+        "(visual.merger, the MLP that maps image features into the language model). The vision encoder stays frozen; "
+        "by default LoRA adapts the language model only (full fine-tuning, lora.enabled=false, trains every weight).")
 
     def problems(self, path: str) -> list[tuple[str, str]]:
         if isinstance(self.target_modules, list) and not self.target_modules:

@@ -31,6 +31,8 @@ API
   batch adds for the rows with images (``collate`` calls it; a server batching prompts can call it on its
   left-padded ids). Pass the dict to the model with ``input_ids`` and ``attention_mask``.
 * ``count_image_tokens(example)``: the image tokens in an encoded example (usage counts, length checks).
+* ``greedy_reply(model, processor, messages, max_new_tokens)``: in-process greedy decoding of one conversation
+  with images (tests, notebooks; the server has its own batched engine), special tokens such as ``<think>`` kept.
 """
 from __future__ import annotations
 
@@ -201,11 +203,10 @@ def encode_chat(processor, messages: list[dict], max_length: Optional[int] = Non
     merge = processor.image_processor.merge_size ** 2
     counts = [int(g.prod()) // merge for g in grids]
     image_token = processor.image_token
-    limit = max_length if max_length is not None else None
     for i, (img, n) in enumerate(zip(images, counts), start=1):
-        if limit is not None and n > limit:
+        if max_length is not None and n > max_length:
             raise ValueError(f"image {i} ({img.width}x{img.height}) is {n} tokens alone, more than data.max_length="
-                             f"{limit}: raise data.max_length or use smaller images")
+                             f"{max_length}: raise data.max_length or use smaller images")
     pending = iter(counts)
 
     def expand(text: str) -> str:  # each <|image|> of the rendered text -> that image's token count, in order
@@ -224,10 +225,9 @@ def encode_chat(processor, messages: list[dict], max_length: Optional[int] = Non
     if images:
         kept = sum(1 for t in example.input_ids if t == image_token_id)
         if kept != sum(counts):
-            last = max(i for i, t in enumerate(example.input_ids + [image_token_id]) if t == image_token_id)
             raise ValueError(f"the row is longer than data.max_length={max_length} and truncation would cut its image "
-                             f"tokens ({sum(counts)} for {len(images)} image(s), {kept} kept, the last at position "
-                             f"{last}): raise data.max_length, shorten the text or use smaller images")
+                             f"tokens ({kept} of {sum(counts)} kept, {len(images)} image(s)): raise data.max_length, "
+                             "shorten the text or use smaller images")
         example.vision = VisionInputs(tuple(images), grids, processor.image_processor, image_token_id)
     return example
 
@@ -243,3 +243,19 @@ def vision_batch(input_ids: torch.Tensor, visions: list[VisionInputs]) -> dict[s
 
 def count_image_tokens(example: TokenizedExample) -> int:
     return example.vision.image_tokens if example.vision is not None else 0
+
+
+@torch.no_grad()
+def greedy_reply(model, processor, messages: list[dict], max_new_tokens: int) -> str:
+    """The model's greedy answer to ``messages`` (images decoded), up to its end-of-text token."""
+    prompt = encode_chat(processor, messages, add_generation_prompt=True)
+    ids = torch.tensor([prompt.input_ids], device=model.device)
+    extra = vision_batch(ids, [prompt.vision]) if prompt.vision is not None else {}
+    out = model.generate(input_ids=ids, attention_mask=torch.ones_like(ids), max_new_tokens=max_new_tokens,
+                         do_sample=False, **{k: v.to(model.device) for k, v in extra.items()})
+    tok = processor.tokenizer
+    text = tok.decode(out[0, ids.shape[1]:], skip_special_tokens=False)
+    for stop in (tok.eos_token, tok.pad_token):
+        if stop:
+            text = text.split(stop)[0]
+    return text

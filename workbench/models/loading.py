@@ -110,19 +110,33 @@ def load_base_model(section: ModelSection, dtype: torch.dtype, seed: int = 0) ->
     return loaded
 
 
+VISION_PROJECTOR = "visual.merger"  # GLM-4.1V: the MLP from the vision tower into the language model
+_PROJECTOR_LINEARS = ("proj", "gate_proj", "up_proj", "down_proj")
+
+
 def lora_targets(section: LoraSection, family: str) -> dict:
-    """peft arguments for the targets. For GLM-4V the vision tower is left out: text-only
-    fine-tuning data never reaches it, so adapters there would be dead weight."""
+    """peft arguments for the targets. For GLM-4V the vision tower is left out (frozen: its features are
+    the pretrained model's, and a text-only row never reaches it); ``lora.train_projector`` adds the
+    projector between the tower and the language model."""
     kw: dict = {"target_modules": section.target_modules}
     if family == "glm4v":
-        kw["exclude_modules"] = r".*\.visual\..*"
+        if section.train_projector:
+            kw["exclude_modules"] = rf".*\.visual\.(?!{VISION_PROJECTOR.split('.')[1]}\.).*"
+            if isinstance(section.target_modules, list):  # a named list adapts the projector's linears too
+                kw["target_modules"] = [*section.target_modules,
+                                        *(f"{VISION_PROJECTOR}.{name}" for name in _PROJECTOR_LINEARS)]
+        else:
+            kw["exclude_modules"] = r".*\.visual\..*"
     return kw
 
 
 def apply_lora(loaded: LoadedModel, section: LoraSection, trainable_dtype: torch.dtype) -> torch.nn.Module:
     """Wrap in peft LoRA (or unfreeze everything for full fine-tuning); trained weights stored in
-    ``trainable_dtype`` (a run's ``policy.trainable_dtype``)."""
+    ``trainable_dtype`` (a run's ``policy.trainable_dtype``). Under LoRA a GLM-4V vision tower stays frozen."""
     model = loaded.model
+    if section.train_projector and loaded.family != "glm4v":
+        raise ConfigError([("lora.train_projector", f"a {loaded.family} model has no vision projector: set it false, "
+                            "or fine-tune a vision-language model (GLM-4.1V)")])
     if not section.enabled:
         model.requires_grad_(True)
         return model.to(trainable_dtype)

@@ -71,8 +71,11 @@ def tiny_glm4v(seed: int = 0, dtype: torch.dtype = torch.float32):
     text = _text_kwargs(tok)
     text.pop("bos_token_id")
     text["rope_parameters"] = {"rope_type": "default", "rope_theta": 10000.0, "mrope_section": [1, 1, 2], "partial_rotary_factor": 0.5}
+    # initializer_range: at the real model's 0.02 this random tower maps every screenshot to nearly the same
+    # ~1e-3 vectors (20x below the text embeddings), so nothing could learn from images; at 0.1 screenshots
+    # differ (features ~0.1) and a fine-tune can use them.
     vision = dict(depth=1, hidden_size=32, intermediate_size=64, num_heads=2, out_hidden_size=64, patch_size=14,
-                  spatial_merge_size=2, temporal_patch_size=2, image_size=56)
+                  spatial_merge_size=2, temporal_patch_size=2, image_size=56, initializer_range=0.1)
     torch.manual_seed(seed)
     ids = dict(zip(("image_start_token_id", "image_token_id", "image_end_token_id", "video_start_token_id",
                     "video_token_id", "video_end_token_id"), tok.convert_tokens_to_ids(VISION_TOKENS)))
