@@ -65,9 +65,12 @@ def test_05_screenshots_to_actions(tmp_path):
     text = all_text(nb)
     assert "178 training rows, 40 held-out rows" in text
     assert re.search(r"one 1080x2400 screenshot = 3354 image tokens", text), text
-    assert re.search(r"cheapest fitting LoRA setting for autoglm-phone-9b, 3866 tokens per row: .+ GiB per GPU", text), text
+    assert re.search(r"cheapest fitting LoRA setting for autoglm-phone-9b, one 1080x2400 screenshot \+ 512 text tokens per row: "
+                     r".+/1img@1080x2400: .+ GiB per GPU", text), text
     assert "finished | step 3/3" in text
     assert re.search(r"^base: +'", text, re.M) and re.search(r"^fine-tuned: '", text, re.M), text
+    served = dict(re.findall(r"^ +(\S+): ('.*')$", text, re.M))  # the served replies, right-aligned model ids
+    assert "tiny-glm4v" in served and len(served) == 2, text  # base and adapter answered the screenshot through the server
     images = [o for c in nb.cells for o in c.get("outputs", []) if "image/png" in o.get("data", {})]
     assert len(images) == 2  # the browsed screenshots and the base / fine-tuned pair, targets drawn
 
