@@ -59,6 +59,12 @@ class TargetSpec:
         return ParityGate(max_logit_diff=8.0, min_agreement=0.85, max_loss_increase=0.1)  # int8
 
 
+def target_choices() -> list[TargetSpec]:
+    """Every export there is to ask for, once each: merged per dtype, int8 per mode, onnx, onnx-int8."""
+    return ([TargetSpec("merged", dtype=d) for d in DTYPES] + [TargetSpec("int8", int8_mode=m) for m in INT8_MODES]
+            + [TargetSpec("onnx"), TargetSpec("onnx-int8")])
+
+
 def unsupported_reason(spec: TargetSpec, family: str) -> str | None:
     if spec.target.startswith("onnx") and family not in ONNX_FAMILIES:
         return (f"--target {spec.target} exports text-only decoders ({', '.join(ONNX_FAMILIES)}); this run's model is "
