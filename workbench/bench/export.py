@@ -7,8 +7,8 @@ the export's wall time; then, with ``--qat-runs``, quantization-aware training a
 
 Each export is written with ``workbench.export.export`` under ``OUT`` (default RUN/exports-bench/) and
 measured in this process, one at a time, after a warm-up; latency is the median of ``--repeats`` forwards.
-Generation: 32 new tokens after a chat prompt, greedy; transformers models decode with their KV cache, the
-ONNX runner has none (each token re-runs the whole sequence). A benchmark, not a test: it prints figures.
+Generation: 32 new tokens after a chat prompt, greedy, each with its KV cache (transformers' own; the ONNX
+graph's past/present tensors). A benchmark, not a test: it prints figures.
 
 QAT vs post-training int8 (``--qat-runs``): RUN is a plain LoRA run, each QAT run the same data and settings
 with ``quantization.qat``. Every row is measured on RUN's held-out examples against RUN's fp32 adapter (the
