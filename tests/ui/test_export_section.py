@@ -50,8 +50,8 @@ def test_export_section_exports_a_run_and_shows_its_manifest_and_failures(tmp_pa
                 await asyncio.sleep(0.05)
 
         ticker = asyncio.get_running_loop().create_task(tick())
-        section.start(target="int8-dynamic", max_examples=4, gate=ParityGate(0.0, 0.5, 1.0))
-        assert section._task is not None  # polled from the loop, not waited on
+        job = section.start(target="int8-dynamic", max_examples=4, gate=ParityGate(0.0, 0.5, 1.0))
+        assert not job.state.done  # start() returned at once; the loop polls the child
         state = await section.wait(300)
         ticker.cancel()
         return state, ticks
