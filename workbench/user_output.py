@@ -19,9 +19,12 @@ def hide_third_party_deprecations() -> None:
 class _ImportChatter(logging.Filter):
     """Log lines third-party imports emit on every model load, for those libraries' maintainers: transformers
     imports torchao (installed with the export and test extras) as it loads any model class; torchao logs each
-    compiled kernel it cannot load on this machine, and torch warns about torchao's pytree registrations."""
+    compiled kernel it cannot load on this machine, and torch warns about torchao's pytree registrations;
+    accelerate (imported by peft) imports DeepSpeed where it is installed, whose logger tells stdout, not
+    stderr, that it found no GPU: a line that broke ``workbench export --json``'s output."""
 
-    NOISE = ("Skipping import of cpp extensions", "Failed to load ", "Calling register_constant() on Enum subclasses")
+    NOISE = ("Skipping import of cpp extensions", "Failed to load ", "Calling register_constant() on Enum subclasses",
+             "Setting accelerator to CPU")
 
     def filter(self, record: logging.LogRecord) -> bool:
         message = record.getMessage()
@@ -34,5 +37,5 @@ _IMPORT_CHATTER = _ImportChatter()
 def hide_import_chatter() -> None:
     """Drop those lines (only those) wherever workbench loads models: the CLI, workers, notebooks, the server.
     A filter on the two loggers: no import, nothing else of theirs is hidden; adding it again is a no-op."""
-    for name in ("torchao", "torch.utils._pytree"):
+    for name in ("torchao", "torch.utils._pytree", "DeepSpeed"):
         logging.getLogger(name).addFilter(_IMPORT_CHATTER)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import shutil
 
+import numpy as np
 import pytest
 import torch
 
@@ -105,7 +106,16 @@ def test_onnx_export_passes_parity_and_generates_like_the_merged_model(glm4_run,
     ids = merged.tokenizer(prompt, add_special_tokens=False, return_tensors="pt")["input_ids"]
     expected = merged.model.generate(ids, max_new_tokens=8, do_sample=False)[0, ids.shape[1]:].tolist()
     expected = expected[:expected.index(merged.tokenizer.eos_token_id)] if merged.tokenizer.eos_token_id in expected else expected
-    assert runner.generate_ids(ids[0].tolist(), max_new_tokens=8) == expected
+    assert runner.generate_ids(ids[0].tolist(), max_new_tokens=8) == expected  # decoded with the graph's KV cache
+    # the cache is real: the prompt less its last token, then that token after the returned past, gives the
+    # whole prompt's last logits (the graph takes and returns the key/values as flat tensors)
+    assert runner.has_cache and len(runner.cache_inputs) == 2 * merged.model.config.num_hidden_layers
+    prompt_ids = ids.numpy()
+    whole, _ = runner.forward(prompt_ids, np.ones_like(prompt_ids))
+    _, past = runner.forward(prompt_ids[:, :-1], np.ones_like(prompt_ids[:, :-1]))
+    assert past[0].shape[2] == prompt_ids.shape[1] - 1
+    last, present = runner.forward(prompt_ids[:, -1:], np.ones_like(prompt_ids), past)
+    assert present[0].shape[2] == prompt_ids.shape[1] and np.abs(last[0, -1] - whole[0, -1]).max() < 1e-4
 
 
 def test_onnx_int8_export_passes_its_gate(glm4_run, tmp_path):

@@ -1,13 +1,20 @@
 """Exports of one run, measured side by side: size on disk, forward latency (1 x 128 tokens), greedy
 generation tokens/s, held-out loss and greedy agreement with the fp32 adapter (the parity figures), and
-the export's wall time.
+the export's wall time; then, with ``--qat-runs``, quantization-aware training against post-training int8.
 
     python -m workbench.bench.export runs/NAME [--targets merged,merged-bfloat16,int8,int8-weight,onnx,onnx-int8]
+    python -m workbench.bench.export runs/PLAIN --targets "" --qat-runs runs/QAT-int8-dynamic,runs/QAT-int8-weight
 
 Each export is written with ``workbench.export.export`` under ``OUT`` (default RUN/exports-bench/) and
 measured in this process, one at a time, after a warm-up; latency is the median of ``--repeats`` forwards.
-Generation: 32 new tokens after a chat prompt, greedy; transformers models decode with their KV cache, the
-ONNX runner has none (each token re-runs the whole sequence). A benchmark, not a test: it prints figures.
+Generation: 32 new tokens after a chat prompt, greedy, each with its KV cache (transformers' own; the ONNX
+graph's past/present tensors). A benchmark, not a test: it prints figures.
+
+QAT vs post-training int8 (``--qat-runs``): RUN is a plain LoRA run, each QAT run the same data and settings
+with ``quantization.qat``. Every row is measured on RUN's held-out examples against RUN's fp32 adapter (the
+model a float fine-tune would deploy): held-out loss and greedy agreement of RUN's int8 exports
+(post-training quantization of the merge) and, per QAT run, its adapter in float, the QAT model as trained
+and converted (int8 base layers + float adapter: what ``qat_converted`` reports) and its int8 export.
 """
 from __future__ import annotations
 
@@ -70,6 +77,83 @@ def _measure_onnx(path: Path, repeats: int, new_tokens: int) -> tuple[float, flo
     return latency, new_tokens / gen_s
 
 
+PTQ_LABEL = {"dynamic": "int8", "weight": "int8-weight"}  # where the exports table above puts them: made once
+QAT_EXPORT_MODE = {"int8-dynamic": "dynamic", "int8-weight": "weight"}  # QAT scheme -> int8 export of the same kind
+
+
+def _export_once(run_dir: Path, out: Path, **kw):
+    """The export at ``out`` when a passed one of this run and kind is there already (the table above made it),
+    else a new one."""
+    from ..export import export, read_manifest
+
+    manifest = out / "manifest.json"
+    if manifest.is_file():
+        m = read_manifest(out)
+        if m["status"] == "passed" and m["source_run"] == str(run_dir.resolve()) and m["target"] == kw["target"] \
+                and all(m["options"].get(k) == v for k, v in kw.items() if k != "target"):
+            from ..export.exporter import ExportResult
+
+            return ExportResult(out, m)
+    return export(run_dir, out=out, overwrite=True, **kw)
+
+
+def qat_comparison(plain_run: str | Path, qat_runs: list[str | Path], out_root: Path, max_examples: int = 16) -> list[dict]:
+    """Rows of (label, held-out loss, greedy agreement with the plain run's fp32 adapter, max |logit diff|),
+    printed as they are measured."""
+    from ..export import ParityFailed, ParityGate
+    from ..export.parity import compare, heldout_batches, reference_logits, torch_logits
+    from ..export.source import load_reference, open_run
+    from ..export.targets import TargetSpec, read_export
+    from ..precision.qat import convert_qat, prepare_qat
+
+    plain = open_run(plain_run)
+    ref = load_reference(plain)
+    batches = heldout_batches(plain.config.data.eval, ref.tokenizer, plain.config.data.max_length, max_examples)
+    reference = reference_logits(torch_logits(ref.model), batches)
+    del ref
+    measure_only = ParityGate(float("inf"), 0.0, float("inf"))  # figures, no verdict
+    rows: list[dict] = []
+
+    def row(label: str, logits, note: str = "") -> None:
+        r = compare(reference, logits, batches, measure_only)
+        if not rows:  # the reference itself heads the table
+            print(f"\nQAT vs post-training int8: held-out loss and greedy agreement with {plain.run_dir.name}'s fp32 adapter "
+                  f"({r.positions} positions of {r.examples} examples of {Path(plain.config.data.eval).name})", flush=True)
+            print(f"{'model':<58} {'loss':>7} {'agree':>6} {'max|dlogit|':>11}", flush=True)
+            rows.append({"label": f"{plain.run_dir.name}: fp32 adapter (the reference)", "loss": r.reference_loss,
+                         "agreement": 1.0, "max_logit_diff": 0.0})
+            print(f"{rows[0]['label']:<58} {r.reference_loss:7.4f} {1.0:6.3f} {0.0:11.3g}", flush=True)
+        rows.append({"label": label, "loss": r.export_loss, "agreement": r.agreement, "max_logit_diff": r.max_logit_diff})
+        print(f"{label:<58} {r.export_loss:7.4f} {r.agreement:6.3f} {r.max_logit_diff:11.3g}  {note}", flush=True)
+
+    def export_row(label: str, run_dir: Path, out: Path, mode: str, note: str) -> None:
+        """An int8 export's row; one that misses its default gate is measured all the same, from OUT.failed."""
+        try:
+            where = _export_once(run_dir, out, target="int8", int8_mode=mode).path
+        except ParityFailed as err:  # the figures still count here
+            where, note = err.where, f"{note}; FAILED its default gate: {'; '.join(err.report.failures())}"
+        row(label, read_export(where, TargetSpec("int8", int8_mode=mode)), note)
+
+    for mode in ("dynamic", "weight"):
+        export_row(f"{plain.run_dir.name}: post-training int8-{mode} export", plain.run_dir, out_root / PTQ_LABEL[mode],
+                   mode, "merged, then quantized")
+    for qat_run in qat_runs:
+        source = open_run(qat_run)
+        scheme = source.config.quantization.qat
+        name = f"{source.run_dir.name} (QAT {scheme})"
+        qat = load_reference(source)
+        row(f"{name}: adapter in float", torch_logits(qat.model))
+        prepare_qat(qat.model, scheme)
+        convert_qat(qat.model, scheme)
+        row(f"{name}: converted, as trained", torch_logits(qat.model), "int8 base layers + float adapter")
+        del qat
+        if scheme in QAT_EXPORT_MODE:
+            mode = QAT_EXPORT_MODE[scheme]
+            export_row(f"{name}: int8-{mode} export", source.run_dir, out_root / f"{source.run_dir.name}-int8-{mode}",
+                       mode, "merged, then quantized")
+    return rows
+
+
 def main(argv: list[str] | None = None) -> int:
     from ..export import ParityFailed, export
 
@@ -80,14 +164,18 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--repeats", type=int, default=5)
     p.add_argument("--new-tokens", type=int, default=32)
     p.add_argument("--threads", type=int, default=None, help="torch threads (default: torch's choice)")
+    p.add_argument("--qat-runs", default="", help="comma-separated QAT runs of RUN's data and settings: print QAT vs "
+                   "post-training int8 (held-out loss, greedy agreement with RUN's fp32 adapter)")
     args = p.parse_args(argv)
     if args.threads:
         torch.set_num_threads(args.threads)
     out_root = Path(args.out) if args.out else Path(args.run_dir) / "exports-bench"
     header = (f"{'export':<16} {'MB':>7} {'fwd 1x128 ms':>12} {'gen tok/s':>9} {'loss':>7} {'ref loss':>8} "
               f"{'agree':>6} {'max|dlogit|':>11} {'export s':>8}")
-    print(header, flush=True)
-    for label in args.targets.split(","):
+    targets = [t for t in args.targets.split(",") if t]
+    if targets:
+        print(header, flush=True)
+    for label in targets:
         kw = TARGETS[label]
         t = time.perf_counter()
         try:
@@ -105,6 +193,8 @@ def main(argv: list[str] | None = None) -> int:
         print(f"{label:<16} {size / 1e6:7.1f} {latency * 1e3:12.1f} {tps:9.1f} {par['export_loss']:7.4f} "
               f"{par['reference_loss']:8.4f} {par['greedy_agreement']:6.3f} {par['max_logit_diff']:11.3g} {wall:8.1f}",
               flush=True)
+    if args.qat_runs:
+        qat_comparison(args.run_dir, [r for r in args.qat_runs.split(",") if r], out_root)
     return 0
 
 

@@ -32,6 +32,8 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
     p.add_argument("--force", action="store_true", help="overwrite an existing output directory")
     p.add_argument("--verify", metavar="EXPORT_DIR", help="re-check an existing export against its source run instead")
     p.add_argument("--json", action="store_true", help="print the manifest (or parity figures) as JSON")
+    p.add_argument("--progress", action="store_true", help="print each phase to stderr as it starts "
+                   "('[i/N] what'; a watcher such as the runs panel's Export section reads them)")
     p.set_defaults(func=run)
     return p
 
@@ -60,6 +62,12 @@ def _quiet_third_party_logs() -> None:
         logging.getLogger(name).setLevel(logging.ERROR)
 
 
+def _print_phase(i: int, what: str) -> None:
+    from .exporter import PHASES
+
+    print(f"workbench export: [{i}/{len(PHASES)}] {what}", file=sys.stderr, flush=True)
+
+
 def run(args) -> int:
     _quiet_third_party_logs()
     from .exporter import export, verify
@@ -82,7 +90,8 @@ def run(args) -> int:
         else:
             gate = _gate(args, args.target, args.dtype, args.int8_mode)
         result = export(args.run_dir, args.target, args.out, dtype=args.dtype, int8_mode=args.int8_mode,
-                        heldout=args.heldout, max_examples=args.max_examples, gate=gate, overwrite=args.force)
+                        heldout=args.heldout, max_examples=args.max_examples, gate=gate, overwrite=args.force,
+                        progress=_print_phase if args.progress else None)
     except ExportInputError as err:
         print(f"workbench export: error: {err}", file=sys.stderr)
         return 2

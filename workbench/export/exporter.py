@@ -13,7 +13,7 @@ import time
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Optional
+from typing import Callable, Optional
 
 from .parity import ParityFailed, ParityGate, ParityReport, compare, heldout_batches, reference_logits, torch_logits
 from .source import ExportInputError, load_reference, open_run
@@ -22,6 +22,9 @@ from .targets import DTYPES, INT8_MODES, TARGETS, WRITERS, TargetSpec, read_expo
 MANIFEST = "manifest.json"
 MANIFEST_VERSION = 1
 DEFAULT_MAX_EXAMPLES = 16
+# what export() does, in order (its ``progress`` callback names them)
+PHASES = ("loading the base and the adapter", "computing the reference logits", "writing the export",
+          "reading it back and checking parity")
 
 
 @dataclass
@@ -49,6 +52,11 @@ def _spec(target: str, dtype: str, int8_mode: str) -> TargetSpec:
     return TargetSpec(target, dtype, int8_mode)
 
 
+def _phase(progress: Optional[Callable[[int, str], None]], i: int) -> None:
+    if progress is not None:
+        progress(i, PHASES[i - 1])
+
+
 def _files(directory: Path) -> dict[str, int]:
     return {str(p.relative_to(directory)): p.stat().st_size for p in sorted(directory.rglob("*")) if p.is_file()}
 
@@ -67,12 +75,14 @@ def _versions() -> dict:
 
 def export(run_dir: str | Path, target: str = "merged", out: str | Path | None = None, *, dtype: str = "float32",
            int8_mode: str = "dynamic", heldout: str | Path | None = None, max_examples: int = DEFAULT_MAX_EXAMPLES,
-           gate: Optional[ParityGate] = None, overwrite: bool = False) -> ExportResult:
+           gate: Optional[ParityGate] = None, overwrite: bool = False,
+           progress: Optional[Callable[[int, str], None]] = None) -> ExportResult:
     """Export run ``run_dir``'s adapter as ``target`` into ``out`` (default ``RUN/exports/<target>``).
 
     ``heldout``: the JSONL parity is measured on (default: the run's data.eval). ``gate``: the parity bounds
     (default: the target's, see TargetSpec.default_gate). Raises ExportInputError for a run, target or option
-    that cannot be exported, ParityFailed (with the figures) when the written export misses its gate."""
+    that cannot be exported, ParityFailed (with the figures) when the written export misses its gate.
+    ``progress(i, what)`` is called as each of the PHASES starts (i counts from 1)."""
     spec = _spec(target, dtype, int8_mode)
     source = open_run(run_dir)
     out = Path(out) if out else source.run_dir / "exports" / spec.name
@@ -88,10 +98,12 @@ def export(run_dir: str | Path, target: str = "merged", out: str | Path | None =
         raise ExportInputError(f"max_examples must be at least 1 (got {max_examples})")
 
     t0 = time.perf_counter()
+    _phase(progress, 1)
     ref = load_reference(source)
     if reason := unsupported_reason(spec, ref.family):
         raise ExportInputError(reason)
     batches = heldout_batches(held, ref.tokenizer, source.config.data.max_length, max_examples)
+    _phase(progress, 2)
     reference = reference_logits(torch_logits(ref.model), batches)
     gate = gate or spec.default_gate()
 
@@ -102,10 +114,12 @@ def export(run_dir: str | Path, target: str = "merged", out: str | Path | None =
     merged = ref.merged_copy()
     reference_bytes = sum(p.numel() * p.element_size() for p in merged.parameters())
     t_write = time.perf_counter()
+    _phase(progress, 3)
     WRITERS[spec.target](merged, ref.tokenizer, ref.base_path, partial, spec)
     del merged
     write_s = time.perf_counter() - t_write
     t_check = time.perf_counter()
+    _phase(progress, 4)
     report = compare(reference, read_export(partial, spec), batches, gate)
     manifest = _manifest(source, ref, spec, partial, report, heldout=held, reference_bytes=reference_bytes,
                          wall={"write_s": write_s, "parity_s": time.perf_counter() - t_check,
@@ -168,3 +182,12 @@ def verify(export_dir: str | Path, max_examples: Optional[int] = None) -> Parity
     if not report.passed:
         raise ParityFailed(export_dir, report)
     return report
+
+
+def run_exports(run_dir: str | Path) -> list[tuple[Path, dict]]:
+    """(directory, manifest) of each export under ``RUN/exports/``, failed ones (``*.failed``) included and
+    unfinished ones (``*.partial``, no manifest yet) left out, in name order."""
+    root = Path(run_dir) / "exports"
+    if not root.is_dir():
+        return []
+    return [(d, json.loads((d / MANIFEST).read_text())) for d in sorted(root.iterdir()) if (d / MANIFEST).is_file()]

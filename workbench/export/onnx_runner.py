@@ -1,8 +1,9 @@
 """A small onnxruntime runner for an ONNX export: logits, and greedy generation from a chat.
 
-The exported graph maps (input_ids, attention_mask) to logits with no KV cache, so each generated
-token re-runs the whole sequence (quadratic in length: fine for short answers, a benchmark figure
-to read as such).
+The exported graph takes (input_ids, attention_mask, position_ids, past.{i}.key/value) and returns the
+logits and the present key/values: generation runs the prompt once with an empty past, then one token per
+call with the cache. (A graph without cache inputs, as exported before the cache was added, is run the old
+way: the whole sequence again for every generated token.)
 
     python -m workbench.export.onnx_runner EXPORT_DIR "Who are you?" [--max-tokens 40]
 """
@@ -38,23 +39,47 @@ class OnnxCausalLM:
         gen = json.loads((self.dir / "generation_config.json").read_text()) if (self.dir / "generation_config.json").is_file() else {}
         eos = gen.get("eos_token_id", self.tokenizer.eos_token_id)
         self.eos_ids = set(eos if isinstance(eos, list) else [eos]) - {None}
+        # past.{i}.key / past.{i}.value: [batch, kv_heads, past, head_dim]; none in a logits-only graph
+        self.cache_inputs = [(i.name, i.shape) for i in self.session.get_inputs() if i.name.startswith("past.")]
+
+    @property
+    def has_cache(self) -> bool:
+        return bool(self.cache_inputs)
+
+    def empty_cache(self, batch: int) -> list[np.ndarray]:
+        return [np.zeros((batch, shape[1], 0, shape[3]), dtype=np.float32) for _, shape in self.cache_inputs]
+
+    def forward(self, input_ids, attention_mask, past: list[np.ndarray] | None = None) -> tuple[np.ndarray, list[np.ndarray]]:
+        """Logits of the new tokens ``input_ids`` after ``past`` (None: no past) and the present cache.
+        ``attention_mask`` covers past and new tokens."""
+        ids, mask = np.asarray(input_ids, dtype=np.int64), np.asarray(attention_mask, dtype=np.int64)
+        if not self.has_cache:
+            return self.session.run(["logits"], {"input_ids": ids, "attention_mask": mask})[0], []
+        positions = np.clip(mask.cumsum(-1) - 1, 0, None)[:, mask.shape[1] - ids.shape[1]:]
+        feed = {"input_ids": ids, "attention_mask": mask, "position_ids": positions}
+        feed.update(zip((name for name, _ in self.cache_inputs), past if past is not None else self.empty_cache(len(ids))))
+        logits, *present = self.session.run(None, feed)
+        return logits, present
 
     def logits(self, input_ids, attention_mask) -> np.ndarray:
         """[batch, seq, vocab] float32 logits for int64 token ids and mask (numpy arrays or torch tensors)."""
-        feed = {"input_ids": np.asarray(input_ids, dtype=np.int64), "attention_mask": np.asarray(attention_mask, dtype=np.int64)}
-        return self.session.run(["logits"], feed)[0]
+        return self.forward(input_ids, attention_mask)[0]
 
     def generate_ids(self, prompt_ids: list[int], max_new_tokens: int = 32) -> list[int]:
         """Greedy continuation of ``prompt_ids`` (stops at an end-of-sequence token)."""
-        ids = list(prompt_ids)
-        out: list[int] = []
+        ids, out, past = list(prompt_ids), [], None
+        new = ids
         for _ in range(max_new_tokens):
-            arr = np.asarray([ids], dtype=np.int64)
-            nxt = int(self.logits(arr, np.ones_like(arr))[0, -1].argmax())
+            if self.has_cache:
+                logits, past = self.forward([new], np.ones((1, len(ids)), dtype=np.int64), past)
+            else:  # no cache: the whole sequence again
+                logits, _ = self.forward([ids], np.ones((1, len(ids)), dtype=np.int64))
+            nxt = int(logits[0, -1].argmax())
             if nxt in self.eos_ids:
                 break
             ids.append(nxt)
             out.append(nxt)
+            new = [nxt]
         return out
 
     def chat(self, messages: list[dict] | str, max_new_tokens: int = 32) -> str:

@@ -14,6 +14,7 @@ import torch
 
 from ..data import collate, load_examples
 from ..precision import count_target_tokens, token_loss_sum
+from ..precision.parity import LogitAgreement, logit_agreement
 
 # logits(input_ids, attention_mask) -> [batch, seq, vocab]
 LogitsFn = Callable[[torch.Tensor, torch.Tensor], torch.Tensor]
@@ -96,23 +97,20 @@ def reference_logits(reference: LogitsFn, batches: list[dict]) -> list[torch.Ten
 @torch.no_grad()
 def compare(reference: list[torch.Tensor], candidate: LogitsFn, batches: list[dict], gate: ParityGate) -> ParityReport:
     """Figures of ``candidate`` against the reference logits of the same ``batches``."""
-    max_diff, agree, positions, tokens = 0.0, 0, 0, 0
+    pooled, tokens = LogitAgreement(), 0
     ref_loss = exp_loss = 0.0
     for ref, batch in zip(reference, batches):
         out = candidate(batch["input_ids"], batch["attention_mask"]).float()
-        real = batch["attention_mask"].bool()
-        diff = (out - ref).abs()[real]
-        max_diff = max(max_diff, float(diff.max()) if torch.isfinite(diff).all() else float("nan"))
-        agree += int((out.argmax(-1) == ref.argmax(-1))[real].sum())
-        positions += int(real.sum())
+        pooled = pooled + logit_agreement(ref, out, batch["attention_mask"])
         tokens += count_target_tokens(batch["labels"])
         ref_loss += float(token_loss_sum(ref, batch["labels"]))
         exp_loss += float(token_loss_sum(out, batch["labels"]))
-        if max_diff != max_diff:  # NaN: nothing below changes the verdict
+        if not pooled.finite:  # NaN: nothing below changes the verdict
             break
     examples = sum(len(b["input_ids"]) for b in batches)
-    return ParityReport(max_logit_diff=max_diff, agreement=agree / max(positions, 1), reference_loss=ref_loss / max(tokens, 1),
-                        export_loss=exp_loss / max(tokens, 1), examples=examples, positions=positions, gate=gate)
+    return ParityReport(max_logit_diff=pooled.max_logit_diff, agreement=pooled.greedy_agreement,
+                        reference_loss=ref_loss / max(tokens, 1), export_loss=exp_loss / max(tokens, 1),
+                        examples=examples, positions=pooled.positions, gate=gate)
 
 
 def torch_logits(model: torch.nn.Module) -> LogitsFn:

@@ -41,6 +41,11 @@ class Reference:
         return copy.deepcopy(self.model).merge_and_unload()
 
 
+def has_adapter(run_dir: str | Path) -> bool:
+    """Whether a run directory holds a saved LoRA adapter (what export starts from)."""
+    return (Path(run_dir) / "adapter" / "adapter_config.json").is_file()
+
+
 def open_run(run_dir: str | Path) -> RunSource:
     """A finished run with a LoRA adapter; ExportInputError naming what is missing otherwise."""
     run_dir = Path(run_dir)
@@ -54,7 +59,7 @@ def open_run(run_dir: str | Path) -> RunSource:
     except ConfigError as err:
         raise ExportInputError(f"{config_file} is not a valid run configuration: {err}") from None
     adapter = run_dir / "adapter"
-    if not (adapter / "adapter_config.json").is_file():
+    if not has_adapter(run_dir):
         why = ("it was a full fine-tune (lora.enabled=false): its model/ directory is already a plain transformers "
                "model" if (run_dir / "model" / "config.json").is_file() else
                "the run has not finished (the adapter is saved at its end)")

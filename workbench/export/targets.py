@@ -3,7 +3,8 @@ directory; every reader loads what was written, from disk, as the logits functio
 
     merged     adapter merged into the base, a plain transformers directory (fp32 / bf16 / fp16)
     int8       torchao int8 weights (dynamic int8 activations, or weight-only), reloadable by transformers
-    onnx       torch.onnx.export(dynamo=True): (input_ids, attention_mask) -> logits, no KV cache
+    onnx       torch.onnx.export(dynamo=True): (input_ids, attention_mask, position_ids, past key/values) ->
+               logits + present key/values (a KV cache as flat tensors)
     onnx-int8  the onnx graph with onnxruntime's dynamic int8 quantization
 """
 from __future__ import annotations
@@ -59,6 +60,12 @@ class TargetSpec:
         return ParityGate(max_logit_diff=8.0, min_agreement=0.85, max_loss_increase=0.1)  # int8
 
 
+def target_choices() -> list[TargetSpec]:
+    """Every export there is to ask for, once each: merged per dtype, int8 per mode, onnx, onnx-int8."""
+    return ([TargetSpec("merged", dtype=d) for d in DTYPES] + [TargetSpec("int8", int8_mode=m) for m in INT8_MODES]
+            + [TargetSpec("onnx"), TargetSpec("onnx-int8")])
+
+
 def unsupported_reason(spec: TargetSpec, family: str) -> str | None:
     if spec.target.startswith("onnx") and family not in ONNX_FAMILIES:
         return (f"--target {spec.target} exports text-only decoders ({', '.join(ONNX_FAMILIES)}); this run's model is "
@@ -100,29 +107,59 @@ def write_int8(merged: torch.nn.Module, tokenizer, base_path: str, out: Path, sp
     save_tokenizer_files(tokenizer, base_path, out)
 
 
-class _LogitsOnly(torch.nn.Module):
-    """The graph exported: the model's logits for (input_ids, attention_mask), without a cache."""
+class _CachedLogits(torch.nn.Module):
+    """The graph exported: logits and the updated key/value cache for new tokens after a past.
+
+    transformers 5 passes the cache as a DynamicCache object, which torch.export does not flatten; this wrapper
+    takes and returns it as plain tensors instead (``past.{i}.key`` / ``past.{i}.value`` in,
+    ``present.{i}.key`` / ``present.{i}.value`` out, [batch, kv_heads, length, head_dim]), building the
+    DynamicCache inside the traced forward. An empty past (length 0) is a whole-sequence forward, which is
+    what parity compares; the runner then decodes one token per call.
+    """
 
     def __init__(self, model: torch.nn.Module):
         super().__init__()
         self.model = model
+        self.layers = model.config.get_text_config().num_hidden_layers
 
-    def forward(self, input_ids, attention_mask):
-        return self.model(input_ids=input_ids, attention_mask=attention_mask, use_cache=False).logits
+    def forward(self, input_ids, attention_mask, position_ids, past):
+        from transformers import DynamicCache
+
+        cache = DynamicCache(config=self.model.config)
+        for i in range(self.layers):
+            cache.update(past[2 * i], past[2 * i + 1], i)
+        out = self.model(input_ids=input_ids, attention_mask=attention_mask, position_ids=position_ids, cache=cache,
+                         use_cache=True)
+        present = [t for layer in out.cache.layers for t in (layer.keys, layer.values)]
+        return (out.logits, *present)
+
+
+def cache_names(layers: int, prefix: str = "past") -> list[str]:
+    return [f"{prefix}.{i}.{kv}" for i in range(layers) for kv in ("key", "value")]
 
 
 def _export_onnx(merged: torch.nn.Module, path: Path) -> None:
     import warnings
 
-    ids = torch.randint(0, merged.config.get_text_config().vocab_size, (2, 16))
-    mask = torch.ones_like(ids)
-    mask[1, 12:] = 0  # a padded row, so the traced graph keeps the general attention-mask path
-    batch, seq = torch.export.Dim("batch"), torch.export.Dim("sequence")
+    model = _CachedLogits(merged.eval())
+    vocab = merged.config.get_text_config().vocab_size
+    with torch.no_grad():  # a real past of 3 positions gives the cache tensors' shapes
+        past = merged(input_ids=torch.randint(0, vocab, (2, 3)), use_cache=True).cache
+    past = tuple(t for layer in past.layers for t in (layer.keys, layer.values))
+    ids = torch.randint(0, vocab, (2, 5))
+    mask = torch.ones(2, 8, dtype=torch.long)
+    mask[1, 6:] = 0  # a padded row, so the traced graph keeps the general attention-mask path
+    positions = torch.arange(3, 8).expand(2, 5)
+    batch, seq, total, length = (torch.export.Dim(n) for n in ("batch", "sequence", "total", "past"))
+    names = cache_names(model.layers)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        program = torch.onnx.export(_LogitsOnly(merged.eval()), (ids, mask), dynamo=True, verbose=False,
-                                    input_names=["input_ids", "attention_mask"], output_names=["logits"],
-                                    dynamic_shapes={"input_ids": {0: batch, 1: seq}, "attention_mask": {0: batch, 1: seq}})
+        program = torch.onnx.export(
+            model, (ids, mask, positions, past), dynamo=True, verbose=False,
+            input_names=["input_ids", "attention_mask", "position_ids", *names],
+            output_names=["logits", *cache_names(model.layers, "present")],
+            dynamic_shapes=({0: batch, 1: seq}, {0: batch, 1: total}, {0: batch, 1: seq},
+                            tuple({0: batch, 2: length} for _ in names)))
     program.save(str(path), external_data=True)  # model.onnx + model.onnx.data: weights may exceed protobuf's 2 GB
 
 

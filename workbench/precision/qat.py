@@ -18,6 +18,7 @@ import os
 import torch
 
 from ..models.groups import module_group
+from .parity import logit_agreement
 
 os.environ.setdefault("TORCHAO_FORCE_SKIP_LOADING_SO_FILES", "1")  # CPU: no custom kernels needed
 
@@ -93,11 +94,9 @@ def convert_and_compare(model: torch.nn.Module, scheme: str, batch: dict, autoca
     model.eval()
     fake_quantized = logits()
     layers = convert_qat(model, scheme)
-    converted = logits()
-    real = batch["attention_mask"].bool()
-    return {"layers": layers, "max_logit_diff": float((converted - fake_quantized).abs()[real].max()),
-            "greedy_agreement": float((converted.argmax(-1) == fake_quantized.argmax(-1))[real].float().mean()),
-            "positions": int(real.sum())}
+    figures = logit_agreement(fake_quantized, logits(), batch["attention_mask"])
+    return {"layers": layers, "max_logit_diff": figures.max_logit_diff, "greedy_agreement": figures.greedy_agreement,
+            "positions": figures.positions}
 
 
 def is_fake_quantized(module: torch.nn.Module) -> bool:

@@ -16,6 +16,7 @@ from typing import Any, Iterable, Optional
 import ipywidgets as W
 
 from ..serve.client import Reply, _absorb, _messages, chat_model, served_models
+from .export_chat import ExportChatSection
 from .state import ChatImage, Throttle, sample_screenshots
 
 MAX_MODELS = 3
@@ -52,9 +53,10 @@ class ChatComparePanel(W.VBox):
     """Pick 2-3 model ids the server lists, type a prompt, read the answers side by side."""
 
     def __init__(self, server: Any = None, base_url: Optional[str] = None, models: Iterable[str] = (),
-                 max_tokens: int = 128):
+                 max_tokens: int = 128, runs_dir: str = "runs"):
         self.server = server
         self.base_url = base_url
+        self.endpoints: dict[str, Any] = {}  # model id -> the server of a model served apart (an export)
         self.replies: dict[str, Reply] = {}
         self.columns: dict[str, AnswerColumn] = {}
         self._task: Optional[asyncio.Task] = None
@@ -83,12 +85,28 @@ class ChatComparePanel(W.VBox):
         if server is not None and not self.models.options:
             self.refresh_models()
 
-    def _conn(self) -> dict:
+        # ---- exports of a run, each on a server of its own (workbench/ui/export_chat.py) ----
+        self.export_models = ExportChatSection(self, runs_dir)
+        self.children = (*self.children, self.export_models)
+
+    def add_endpoint(self, model_id: str, server: Any, select: bool = True) -> None:
+        """Offer a model that another server serves (an export): asked there, listed beside this server's."""
+        self.endpoints[model_id] = server
+        self.add_model(model_id, select)
+
+    def remove_endpoint(self, model_id: str) -> None:
+        self.endpoints.pop(model_id, None)
+        self.models.options = [m for m in self.models.options if m != model_id]
+
+    def _conn(self, model: Optional[str] = None) -> dict:
+        if model in self.endpoints:
+            return {"server": self.endpoints[model]}
         return {"server": self.server} if self.server is not None else ({"base_url": self.base_url} if self.base_url else {})
 
     def refresh_models(self) -> list[str]:
         try:
             ids = served_models(**self._conn())
+            ids += [m for m in self.endpoints if m not in ids]
         except Exception as err:  # noqa: BLE001 - no server yet: say so in the panel
             self.message.value = f"<span style='color:#c62828'>cannot list models: {html.escape(str(err))}</span>"
             return list(self.models.options)
@@ -141,7 +159,7 @@ class ChatComparePanel(W.VBox):
 
         async def one(model: str) -> None:
             reply = self.replies[model]
-            llm = chat_model(model, enable_thinking=THINKING[self.thinking.value], max_tokens=self.max_tokens.value, **self._conn())
+            llm = chat_model(model, enable_thinking=THINKING[self.thinking.value], max_tokens=self.max_tokens.value, **self._conn(model))
             t0 = time.monotonic()
             try:
                 async for chunk in llm.astream(messages):

@@ -36,7 +36,7 @@ class Workbench(W.Tab):
         self.config.on_change(self.plan.set_config)
         self.monitor = RunMonitor(lambda: self.config.config)
         self.runs = RunsPanel(cfg.output.runs_dir, monitor=self.monitor)
-        self.chat = ChatComparePanel(server=server, max_tokens=max_tokens)
+        self.chat = ChatComparePanel(server=server, max_tokens=max_tokens, runs_dir=cfg.output.runs_dir)
         self.monitor.on_finished(self._run_ended)
         super().__init__(children=[self.config, self.plan, self.monitor, self.runs, self.chat],
                          titles=("Config", "Plan", "Launch & monitor", "Runs", "Chat"))

@@ -1,4 +1,5 @@
-"""The runs panel: past and running runs of a runs directory; re-attach, compare loss curves and configs."""
+"""The runs panel: past and running runs of a runs directory; re-attach, compare loss curves and configs;
+export a run's adapter (its Export section)."""
 from __future__ import annotations
 
 import html
@@ -10,6 +11,7 @@ import plotly.graph_objects as go
 
 from ..engine.runs import RunRow, list_runs
 from ..eval.results import metric_rows, result_tasks
+from .export_section import ExportSection
 from .state import RunState, load_run_state
 
 PALETTE = ["#1e88e5", "#e53935", "#43a047", "#fb8c00", "#8e24aa", "#00897b"]
@@ -79,9 +81,10 @@ class RunsPanel(W.VBox):
                                    self.metrics_fig], layout=W.Layout(display="none"))
         self.metrics_box.add_class("wb-task-metrics")
         self.metric_rows: list[dict] = []
+        self.export = ExportSection()  # export a run's adapter, read its manifest (workbench.export)
         super().__init__([W.HTML("<b>Runs</b>"), W.HBox([self.runs_dir, self.refresh_button]), self.table,
                           W.HBox([self.select, W.VBox([self.attach_button, self.compare_button])]), self.message,
-                          self.compare_box, self.diff, self.metrics_box])
+                          self.compare_box, self.diff, self.metrics_box, self.export])
         self.add_class("wb-runs-panel")
         self.refresh()
 
@@ -105,6 +108,7 @@ class RunsPanel(W.VBox):
         self.task_select.options = tasks
         self.task_select.value = current if current in tasks else (tasks[0] if tasks else None)
         self.show_task_metrics()
+        self.export.set_runs(r.path for r in self.runs)
         return self.runs
 
     def show_task_metrics(self) -> list[dict]:

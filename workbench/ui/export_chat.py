@@ -1,0 +1,151 @@
+"""The chat compare panel's "Exports of a run" section: serve a run's merged / int8 exports next to its adapter
+and ask them side by side (fp32 merged vs int8 vs the adapter).
+
+Each export is a model of its own, so each gets its own server (``start_server(EXPORT_DIR)``, in a child
+process by default); the adapter is added to the panel's server (base + adapters). The servers start in an
+executor thread that returns plain handles; the widgets are updated on the kernel's loop, which never waits.
+ONNX exports are not served (they run in ``workbench.export.onnx_runner``).
+"""
+from __future__ import annotations
+
+import asyncio
+import html
+from pathlib import Path
+from typing import TYPE_CHECKING, Optional
+
+import ipywidgets as W
+
+from ..export.exporter import run_exports
+from ..export.source import has_adapter
+
+if TYPE_CHECKING:
+    from .chat_panel import ChatComparePanel
+
+SERVABLE_TARGETS = ("merged", "int8")  # what `workbench serve --model DIR` loads
+RED = "#c62828"
+
+
+def servable_exports(run_dir: str | Path) -> dict[str, Path]:
+    """{export name: directory} of a run's exports that passed parity and a server can load."""
+    return {path.name: path for path, m in run_exports(run_dir)
+            if m.get("status") == "passed" and m.get("target") in SERVABLE_TARGETS}
+
+
+def export_model_id(run_dir: str | Path, export_name: str) -> str:
+    return f"{Path(run_dir).name}:{export_name}"
+
+
+class ExportChatSection(W.VBox):
+    """Pick a run, its exports (and its adapter), serve them and put them in the chat panel's choices."""
+
+    def __init__(self, chat: "ChatComparePanel", runs_dir: str = "runs", subprocess_mode: bool = True):
+        self.chat = chat
+        self.subprocess_mode = subprocess_mode
+        self.servers: dict[str, object] = {}  # model id -> ServerHandle of an export this section started
+        self.runs_dir = W.Text(value=runs_dir, description="runs dir", style={"description_width": "60px"})
+        self.run = W.Dropdown(options=[], description="run", style={"description_width": "60px"},
+                              layout=W.Layout(width="320px"))
+        self.exports = W.SelectMultiple(options=[], rows=3, description="exports", style={"description_width": "60px"},
+                                        layout=W.Layout(width="320px"))
+        self.with_adapter = W.Checkbox(value=True, description="and the run's adapter (on the chat's server)", indent=False)
+        self.serve_button = W.Button(description="Serve and compare", icon="server")
+        self.serve_button.add_class("wb-serve-exports")
+        self.refresh_button = W.Button(description="Refresh", icon="refresh")
+        self.status = W.HTML()
+        self.run.observe(lambda _: self._list_exports(), names="value")
+        self.refresh_button.on_click(lambda _: self.refresh())
+        self.serve_button.on_click(lambda _: self.serve())
+        self._task: Optional[asyncio.Future] = None
+        super().__init__([W.HTML("<b>Exports of a run</b> (fp32 merged vs int8 vs the adapter)"),
+                          W.HBox([self.runs_dir, self.refresh_button]), W.HBox([self.run, self.exports]),
+                          W.HBox([self.with_adapter, self.serve_button]), self.status])
+        self.add_class("wb-export-chat")
+        self.refresh()
+
+    def refresh(self) -> list[str]:
+        root = Path(self.runs_dir.value)
+        runs = sorted(p.name for p in root.iterdir() if p.is_dir() and (servable_exports(p) or has_adapter(p))) \
+            if root.is_dir() else []
+        current = self.run.value
+        self.run.options = runs
+        self.run.value = current if current in runs else (runs[0] if runs else None)
+        self._list_exports()
+        return runs
+
+    def _list_exports(self) -> None:
+        names = list(servable_exports(Path(self.runs_dir.value) / self.run.value)) if self.run.value else []
+        self.exports.options = names
+        self.exports.value = tuple(n for n in names if n in ("merged-float32", "int8-dynamic")) or tuple(names[:2])
+
+    def _start_servers(self, run_dir: Path, names: list[str], adapter: bool) -> tuple[dict, list[str]]:
+        """In a worker thread: start a server per export (and add the adapter); returns handles and problems."""
+        from ..serve import start_server
+
+        started, problems = {}, []
+        for name in names:
+            model_id = export_model_id(run_dir, name)
+            if model_id in self.servers:
+                started[model_id] = self.servers[model_id]
+                continue
+            try:
+                handle = start_server(str(run_dir / "exports" / name), model_id=model_id, port=0,
+                                      subprocess_mode=self.subprocess_mode, wait=False, log_level="warning")
+                started[model_id] = handle.wait_ready()
+            except Exception as err:  # noqa: BLE001 - shown in the section; the other exports still start
+                problems.append(f"{name}: {type(err).__name__}: {err}")
+        if adapter:
+            try:
+                if self.chat.server is None:
+                    raise RuntimeError("the chat panel has no server to add the adapter to")
+                if run_dir.name not in self.chat.server.models():
+                    self.chat.server.add_adapter(run_dir.name, str(run_dir))
+            except Exception as err:  # noqa: BLE001
+                problems.append(f"adapter: {type(err).__name__}: {err}")
+        return started, problems
+
+    def _show(self, run_dir: Path, started: dict, problems: list[str], adapter: bool) -> list[str]:
+        """On the loop: the served exports (and the adapter) become the chat's selected models."""
+        self.servers.update(started)
+        ids = list(started) + ([run_dir.name] if adapter and not any(p.startswith("adapter:") for p in problems) else [])
+        for model_id, handle in started.items():
+            self.chat.add_endpoint(model_id, handle, select=False)
+        if run_dir.name in ids and run_dir.name not in self.chat.models.options:
+            self.chat.add_model(run_dir.name, select=False)
+        if ids:
+            self.chat.models.value = tuple(ids[-3:])  # the chat asks 2 to 3 at once
+        self.serve_button.disabled = False
+        self.status.value = (f"serving {html.escape(', '.join(ids))}" if ids else "") + "".join(
+            f"<div style='color:{RED}'>{html.escape(p)}</div>" for p in problems)
+        return ids
+
+    def serve(self) -> Optional[list[str]]:
+        """Button handler: in a kernel, start the servers in a thread and return at once; without a loop, serve
+        synchronously and return the model ids now selected in the chat."""
+        if not self.run.value:
+            self.status.value = f"<span style='color:{RED}'>no run with exports in {html.escape(self.runs_dir.value)}</span>"
+            return None
+        run_dir, names, adapter = Path(self.runs_dir.value) / self.run.value, list(self.exports.value), self.with_adapter.value
+        self.serve_button.disabled = True
+        self.status.value = f"starting {len(names)} server(s)..."
+        try:
+            loop = asyncio.get_running_loop()
+        except RuntimeError:
+            return self._show(run_dir, *self._start_servers(run_dir, names, adapter), adapter)
+
+        async def in_background() -> list[str]:
+            started, problems = await loop.run_in_executor(None, self._start_servers, run_dir, names, adapter)
+            return self._show(run_dir, started, problems, adapter)
+
+        self._task = loop.create_task(in_background())
+        return None
+
+    async def served(self) -> list[str]:
+        """``await section.served()``: the model ids the Serve button added."""
+        return await self._task if self._task is not None else []
+
+    def stop_servers(self) -> None:
+        """Stop the export servers this section started."""
+        for model_id, handle in list(self.servers.items()):
+            handle.stop()
+            self.chat.remove_endpoint(model_id)
+        self.servers.clear()
