@@ -57,7 +57,10 @@ class TargetSpec:
         # bf16 merge of the demo run differed by up to 2.05 (agreement 0.984, loss unchanged).
         if self.target == "merged":  # half precision: rounding of every weight and activation
             return ParityGate(max_logit_diff=5.0, min_agreement=0.9, max_loss_increase=0.05)
-        return ParityGate(max_logit_diff=8.0, min_agreement=0.85, max_loss_increase=0.1)  # int8
+        # int8: the largest single logit moves most (a healthy torchao int8-dynamic export of a 16-step demo run
+        # measured 9.17 with loss +0.0065 and agreement 0.919); loss and agreement are what judge it, the logit
+        # bound only catches garbage (onnxruntime's default int8 of SmolLM2: 32, loss +0.75).
+        return ParityGate(max_logit_diff=16.0, min_agreement=0.85, max_loss_increase=0.1)
 
 
 def target_choices() -> list[TargetSpec]:
