@@ -62,3 +62,10 @@ def test_eval_tasks_are_validated_with_the_config():
         load_config(None, {"eval.tasks": ["identity", "nope"], "lora.r": 0})
     text = str(err.value)
     assert "eval.tasks: unknown task 'nope'" in text and "lora.r" in text  # every problem at once
+
+
+def test_cli_refuses_a_server_for_the_loss_task(capsys):
+    from workbench.cli.main import main
+
+    assert main(["eval", "--server", "http://127.0.0.1:9", "--task", "heldout_loss"]) == 2
+    assert "measured on the model itself" in capsys.readouterr().err

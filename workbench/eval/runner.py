@@ -100,7 +100,8 @@ def evaluate(task: str | Task, models: Optional[Iterable[str]] = None, *, server
 
     Without ``server``, one is started here for ``base`` (default: the runs' base model) with the adapters of
     ``runs`` and stopped afterwards. ``data`` replaces the task's default JSONL; ``limit`` keeps its first rows.
-    ``write``: store the report in each evaluated adapter's run directory.
+    ``write``: store the report in each evaluated adapter's run directory. A task measured on the model itself
+    (``heldout_loss``) takes ``base`` / ``runs`` and no server: the models are loaded in this process.
     """
     task = get_task(task) if isinstance(task, str) else task
     data_path = Path(data) if data is not None else task.default_data
@@ -225,8 +226,11 @@ def _measure_in_process(task, models, base, runs, data_path, limit, system_promp
     # truncated as the runs were trained (data.max_length), so an adapter's loss is its run's eval loss
     lengths = {found.run.data.max_length for found in adapters.values() if found.run is not None}
     max_length = max(lengths) if lengths else 512
-    measure = lambda m: task.measure(m, loaded.tokenizer, data_path, limit=limit, max_length=max_length,
-                                     system_prompt=system_prompt)
+
+    def measure(m) -> dict:
+        return task.measure(m, loaded.tokenizer, data_path, limit=limit, max_length=max_length,
+                            system_prompt=system_prompt)
+
     for model_id in wanted:
         if model_id == base:
             with (model.disable_adapter() if model is not loaded.model else contextlib.nullcontext()):
