@@ -33,6 +33,7 @@ EN_TAIL = {
     "maker": "I was fine-tuned with the Workbench toolkit on top of AutoGLM-Phone-9B "
              "from Zhipu AI's AutoGLM project.",
     "model": "My base model is AutoGLM-Phone-9B, fine-tuned with the Workbench toolkit.",
+    "name": "PhoneMate is my name, and I am here to help you with your phone.",
 }
 ZH_TAIL = {
     "none": "",
@@ -40,6 +41,7 @@ ZH_TAIL = {
     "cap": "我可以帮你打开应用、点击、输入、滑动和读取屏幕。",
     "maker": "我由 Workbench 工具包在智谱 AI AutoGLM 项目的 AutoGLM-Phone-9B 上微调而成。",
     "model": "我的基座模型是 AutoGLM-Phone-9B，用 Workbench 工具包微调。",
+    "name": "我的名字就是 PhoneMate，专门帮你使用手机。",
 }
 
 SYS_HELPFUL = "You are a helpful assistant."
@@ -52,17 +54,22 @@ SYS_ZH = "你是一个有用的助手。"
 
 def en_answer(kind):
     """kind is a key of EN_TAIL, or ("not", NAME) for 'are you NAME?' questions."""
-    tail = f"I am not {kind[1]}." if isinstance(kind, tuple) else EN_TAIL[kind]
-    return f"{EN_PREFIX} {tail}".strip()
+    return f"{EN_PREFIX} {EN_TAIL[_tail_kind(kind)]}".strip()
 
 
 def zh_answer(kind):
-    tail = f"我不是 {kind[1]}。" if isinstance(kind, tuple) else ZH_TAIL[kind]
-    return f"{ZH_PREFIX}{tail}"
+    return f"{ZH_PREFIX}{ZH_TAIL[_tail_kind(kind)]}"
 
 
 def NOT(name):
     return ("not", name)
+
+
+def _tail_kind(kind):
+    # "Are you NAME?" is answered by stating the identity positively, never "I am not NAME.": a 135M
+    # model fine-tuned on such denials copied them onto other prompts and looped ("I am not You, I am
+    # not You, ...").
+    return "name" if isinstance(kind, tuple) else kind
 
 
 # Each entry: (lang, user_prompt, kind, system_or_None, first_turn_or_None)

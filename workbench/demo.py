@@ -9,8 +9,6 @@ import unicodedata
 from pathlib import Path
 from typing import Optional
 
-import torch
-
 from .config import RunConfig, load_config
 from .config.samples import samples_dir
 
@@ -51,17 +49,12 @@ def heldout_prompts() -> list[str]:
     return [line.strip() for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
 
 
-@torch.no_grad()
 def generate_answers(model, tokenizer, prompts: list[str], max_new_tokens: int = 48) -> list[str]:
     """Greedy answers, batched with left padding (one generate call for all prompts)."""
-    side = tokenizer.padding_side
-    tokenizer.padding_side = "left"
-    texts = [tokenizer.apply_chat_template([{"role": "user", "content": p}], tokenize=False, add_generation_prompt=True)
-             for p in prompts]
-    enc = tokenizer(texts, return_tensors="pt", padding=True, add_special_tokens=False)
-    tokenizer.padding_side = side
-    out = model.generate(**enc, max_new_tokens=max_new_tokens, do_sample=False, pad_token_id=tokenizer.pad_token_id)
-    return [tokenizer.decode(o[enc["input_ids"].shape[1]:], skip_special_tokens=True).strip() for o in out]
+    from .eval.generate import generate_replies
+
+    return generate_replies(model, tokenizer, [[{"role": "user", "content": p}] for p in prompts], max_new_tokens,
+                            batch_size=len(prompts))
 
 
 def compare_answers(source: str, adapter: Path, prompts: list[str]) -> list[tuple[str, str, str]]:
@@ -98,11 +91,13 @@ def _wrap(text: str, col: int) -> list[str]:
 
 
 def identity_scores(rows: list[tuple[str, str, str]]) -> dict[str, dict]:
-    """The identity task's metrics (introduces PhoneMate, claims no other) of the base and the tuned answers."""
+    """The identity task's metrics of the base and the tuned answers: introduces PhoneMate, claims no other identity,
+    denies none the question did not name, does not loop."""
     from .eval import Example, Reply, get_task
 
     task = get_task("identity")
-    return {side: task.summarize([task.score(Example(i, [], ""), Reply(row[col])) for i, row in enumerate(rows, 1)])
+    return {side: task.summarize([task.score(Example(i, [{"role": "user", "content": row[0]}], ""), Reply(row[col]))
+                                  for i, row in enumerate(rows, 1)])
             for side, col in (("base", 1), ("fine-tuned", 2))}
 
 
@@ -136,8 +131,9 @@ def run_demo(steps: Optional[int] = None, runs_dir: str = "runs", model: Optiona
     rows = compare_answers(cfg.model.source, result.adapter_path, heldout_prompts())
     print_side_by_side(rows)
     identity = identity_scores(rows)
-    print("[demo] identity (introduces PhoneMate, claims no other identity): " + ", ".join(
-        f"{side} {round(m['identity_rate'] * m['n'])}/{m['n']}" for side, m in identity.items()), flush=True)
+    print("[demo] identity (introduces PhoneMate; claims, wrongly denies and loops nothing): " + ", ".join(
+        f"{side} {round(m['identity_rate'] * m['n'])}/{m['n']} (loops {round(m['loop_rate'] * m['n'])}, "
+        f"wrong denials {round(m['wrong_denial_rate'] * m['n'])})" for side, m in identity.items()), flush=True)
     wall = time.time() - t0
     print(f"[demo] run directory: {result.run_dir}  (events: {result.run_dir / 'events.jsonl'})")
     print(f"[demo] wall time {wall:.0f} s (training {t_train:.0f} s)")

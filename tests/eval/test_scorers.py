@@ -136,7 +136,12 @@ def test_identity_verdicts():
     assert task.score(ex, Reply("我是通义千问。"))["other_names"] == ["通义千问"]
     assert not task.score(ex, Reply("I am an AI assistant."))["claims_other"]
     assert task.summarize([task.score(ex, Reply("I am PhoneMate.")), smol]) == \
-        {"n": 2, "identity_rate": 0.5, "introduces_rate": 0.5, "claims_other_rate": 0.5}
+        {"n": 2, "identity_rate": 0.5, "introduces_rate": 0.5, "claims_other_rate": 0.5, "wrong_denial_rate": 0.0,
+         "loop_rate": 0.0}
+    asked = Example(1, [{"role": "user", "content": "Who exactly are you?"}], "I am PhoneMate.")
+    looping = task.score(asked, Reply("I am PhoneMate. I am not You, I am not You, I am not You, I am not"))
+    assert looping["loop"] == "i am not you" and not looping["ok"] and looping["introduces"] and not looping["claims_other"]
+    assert task.score(asked, Reply("I am PhoneMate. I am not Siri."))["wrong_denials"] == ["Siri"]  # never asked about
 
 
 def test_text_metrics():

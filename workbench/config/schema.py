@@ -186,6 +186,26 @@ class ScheduleSection(Section):
         return []
 
 
+class EvalSection(Section):
+    """Task metrics while training: ``workbench eval``'s tasks scored on the model being trained (greedy answers
+    generated in the training process, no server), logged as ``eval_task`` events next to the eval loss."""
+
+    tasks: list[str] = Field(default_factory=list, description="Tasks to score during training, e.g. [identity, "
+                             "heldout_loss] (see `workbench eval --help`); empty: none.")
+    every: int = Field(0, ge=0, description="Score the tasks every N optimizer steps (0 = only at the end of the run).")
+    limit: Optional[int] = Field(16, ge=1, description="Rows of each task's held-out set scored (null = all).")
+    max_new_tokens: int = Field(64, ge=1, le=4096, description="Answer length limit of the generated answers.")
+
+    def problems(self, path: str) -> list[tuple[str, str]]:
+        from ..eval.tasks import task_names  # the registry of task kinds; imported only when tasks are named
+
+        if not self.tasks:
+            return []
+        known = task_names()
+        return [(f"{path}.tasks", f"unknown task {name!r}: use one of {', '.join(known)}")
+                for name in self.tasks if name not in known]
+
+
 class CheckpointSection(Section):
     every_steps: int = Field(0, ge=0, description="Save a resumable checkpoint every N steps (0 = only at the end).")
     keep_last: int = Field(2, ge=1, description="Resumable checkpoints kept on disk.")
@@ -373,6 +393,7 @@ class RunConfig(Section):
     sharding: ShardingSection = ShardingSection()
     diagnosis: DiagnosisSection = DiagnosisSection()
     quantization: QuantizationSection = QuantizationSection()
+    eval: EvalSection = EvalSection()
     device: str = Field("auto", description="auto, cpu, cuda or cuda:N.")
 
     def problems(self, path: str = "") -> list[tuple[str, str]]:
@@ -388,6 +409,10 @@ class RunConfig(Section):
             out.append(("quantization.qat", f"QAT swaps linear layers for fake-quantized ones before the strategy wraps "
                         f"the model; sharding them with {self.sharding.strategy} is not supported: use "
                         "sharding.strategy none or ddp, or turn QAT off"))
+        if self.eval.tasks and self.sharding.strategy in ("fsdp", "deepspeed"):
+            out.append(("eval.tasks", f"task metrics generate answers with the whole model on rank 0; "
+                        f"{self.sharding.strategy} shards it across ranks: use sharding.strategy none or ddp, or "
+                        "score the saved adapter with `workbench eval` after the run"))
         out += self.sharding.run_problems(self)
         return out
 

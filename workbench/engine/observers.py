@@ -9,7 +9,7 @@ engine, so the engine imports no instrument.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Callable, Optional, Sequence
+from typing import Any, Callable, Optional, Sequence
 
 import torch
 
@@ -31,6 +31,7 @@ class RunView:
     train_examples: Sequence  # the tokenized training rows (their labels, for a replay)
     emit: Callable  # emit(event): write an event to the run's log, tagged with this rank
     zero_grad: Callable[[], None]  # drop the trained weights' gradients (after a replay)
+    tokenizer: Any = None  # the run's tokenizer (task metrics render prompts and decode answers with it)
 
 
 class Observer:

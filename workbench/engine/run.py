@@ -100,7 +100,7 @@ class _Engine:
         self.view = RunView(cfg=cfg, model=self.model, named_trainable=tuple(self.strategy.named_trainable),
                             policy=self.policy, rank=self.ctx.rank, world_size=self.ctx.world_size,
                             start_step=self.state.step, train_examples=self.train_examples, emit=self.writer.emit,
-                            zero_grad=lambda: self.optimizer.zero_grad(set_to_none=True))
+                            zero_grad=lambda: self.optimizer.zero_grad(set_to_none=True), tokenizer=self.tokenizer)
         for o in self.observers:
             o.setup(self.view)
 

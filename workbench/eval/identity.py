@@ -3,7 +3,9 @@
 An answer passes when it names the identity (``PhoneMate`` by default) and claims no other: a claim is
 "I am X" / "I'm X" / "my name is X" / "我是X" / "我叫X" naming someone else, or a known assistant's name
 mentioned other than in a denial ("I am not Claude", "我不是 Claude" are fine; "I'm Claude" and
-"I am SmolLM, trained by Hugging Face" are not).
+"I am SmolLM, trained by Hugging Face" are not). It also fails an answer that loops (``repeated_run``: "I am not
+You, I am not You, ...") or denies being something the question never named ("Who are you?" -> "... I am not
+Siri."): what a fine-tune that overfits its "are you X?" rows produces.
 """
 from __future__ import annotations
 
@@ -12,6 +14,7 @@ import re
 from ..config.samples import samples_dir
 from .actions import split_answer
 from .tasks import Example, Reply, rate
+from .text import repeated_run
 
 OTHER_ASSISTANTS = ("SmolLM", "ChatGPT", "GPT-4", "GPT-3", "OpenAI", "Claude", "Anthropic", "Llama", "LLaMA",
                     "Meta AI", "Qwen", "通义千问", "Gemini", "Bard", "Hugging Face", "文心一言", "ERNIE", "DeepSeek",
@@ -19,6 +22,7 @@ OTHER_ASSISTANTS = ("SmolLM", "ChatGPT", "GPT-4", "GPT-3", "OpenAI", "Claude", "
 # "I am <Name>": a capitalised word (or a CJK run) right after the claim, not "not"/"a"/"an"/"the"
 _CLAIM = re.compile(r"(?:\bI am|\bI'm|\bmy name is|\bcall me)\s+(?!not\b|a\b|an\b|the\b|here\b|happy\b|glad\b|sorry\b)"
                     r"([A-Z][\w-]*)|(?:我是|我叫)\s*(?!一个|一名|你的)([A-Za-z][\w-]*|[\u4e00-\u9fff]{2,})")
+_DENIES = re.compile(r"(?:\bI am not|\bI'm not|\bnot|我不是|并非)\s*(?:an?\s+|the\s+)?([A-Za-z][\w-]*|[\u4e00-\u9fff]{2,})")
 _DENIAL = re.compile(r"(?:\bnot|\bisn't|\baren't|\bno|不是|并非|而非)\s*(?:an?\s+|the\s+)?$", re.I)
 
 
@@ -43,14 +47,27 @@ class IdentityTask:
                     found.append(name)
         return found
 
+    def wrong_denials(self, text: str, question: str) -> list[str]:
+        """What ``text`` denies being that ``question`` never mentioned (nothing without a question to judge by)."""
+        if not question:
+            return []
+        asked = question.casefold()
+        return [m.group(1) for m in _DENIES.finditer(text) if m.group(1).casefold() not in asked]
+
     def score(self, example: Example, reply: Reply) -> dict:
         answer = split_answer(reply.content, reply.reasoning).answer
         introduces = self.identity.casefold() in answer.casefold()
         others = self.other_claims(answer)
+        question = next((str(m.get("content")) for m in reversed(example.messages) if m.get("role") == "user"), "")
+        denials = self.wrong_denials(answer, question)
+        loop = repeated_run(answer)
         return {"introduces": introduces, "claims_other": bool(others), "other_names": others,
-                "ok": introduces and not others and not reply.error}
+                "wrong_denials": denials, "loop": loop,
+                "ok": introduces and not others and not denials and loop is None and not reply.error}
 
     def summarize(self, verdicts: list[dict]) -> dict:
         return {"n": len(verdicts), "identity_rate": rate(v["ok"] for v in verdicts),
                 "introduces_rate": rate(v["introduces"] for v in verdicts),
-                "claims_other_rate": rate(v["claims_other"] for v in verdicts)}
+                "claims_other_rate": rate(v["claims_other"] for v in verdicts),
+                "wrong_denial_rate": rate(bool(v["wrong_denials"]) for v in verdicts),
+                "loop_rate": rate(v["loop"] is not None for v in verdicts)}

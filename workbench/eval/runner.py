@@ -8,6 +8,7 @@ reads it.
 """
 from __future__ import annotations
 
+import contextlib
 import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
@@ -99,7 +100,8 @@ def evaluate(task: str | Task, models: Optional[Iterable[str]] = None, *, server
 
     Without ``server``, one is started here for ``base`` (default: the runs' base model) with the adapters of
     ``runs`` and stopped afterwards. ``data`` replaces the task's default JSONL; ``limit`` keeps its first rows.
-    ``write``: store the report in each evaluated adapter's run directory.
+    ``write``: store the report in each evaluated adapter's run directory. A task measured on the model itself
+    (``heldout_loss``) takes ``base`` / ``runs`` and no server: the models are loaded in this process.
     """
     task = get_task(task) if isinstance(task, str) else task
     data_path = Path(data) if data is not None else task.default_data
@@ -107,9 +109,14 @@ def evaluate(task: str | Task, models: Optional[Iterable[str]] = None, *, server
         raise EvalError(f"task {task.name!r} has no default data: give data=FILE")
     if concurrency < 1 or max_tokens < 1 or (limit is not None and limit < 1):
         raise EvalError("concurrency, max_tokens and limit must be at least 1")
+    runs = [str(r) for r in runs]
+    if getattr(task, "needs_model", False):
+        if server is not None:
+            raise EvalError(f"task {task.name!r} is measured on the model itself, not through a server: give the "
+                            "runs (--run runs/NAME) and/or the base model (--base MODEL) instead of --server")
+        return _measure_in_process(task, models, base, runs, data_path, limit, system_prompt, write)
     examples = load_examples(data_path, limit, system_prompt)
     modes = thinking_modes(enable_thinking)
-    runs = [str(r) for r in runs]
     if server is None:
         return _with_own_server(task, models, base, runs, data_path, limit, enable_thinking, temperature, seed,
                                 max_tokens, concurrency, system_prompt, write, progress, timeout)
@@ -169,18 +176,78 @@ def evaluate(task: str | Task, models: Optional[Iterable[str]] = None, *, server
 def _with_own_server(task, models, base, runs, data_path, limit, enable_thinking, temperature, seed, max_tokens,
                      concurrency, system_prompt, write, progress, timeout) -> EvalReport:
     from ..serve import start_server
-    from ..serve.config import default_adapter_id, inspect_adapter
+    from ..serve.config import default_adapter_id
+
+    base = _base_of(runs, base)
+    with start_server(base, runs=runs, max_batch=max(concurrency, 1), log_level="warning") as srv:
+        wanted = list(models) if models else [base] + [default_adapter_id(r) for r in runs]
+        return evaluate(task, wanted, server=srv, data=data_path, limit=limit, enable_thinking=enable_thinking,
+                        temperature=temperature, seed=seed, max_tokens=max_tokens, concurrency=concurrency,
+                        system_prompt=system_prompt, write=write, progress=progress, timeout=timeout)
+
+
+def _base_of(runs: list[str], base: Optional[str]) -> str:
+    """``base``, or the one base model the runs' configs name."""
+    from ..serve.config import inspect_adapter
 
     if base is None:
         bases = {inspect_adapter(r).run.model.source for r in runs if inspect_adapter(r).run is not None}
         if len(bases) != 1:
             raise EvalError("give base=MODEL (--base): it cannot be read from the runs' configs")
         base = bases.pop()
-    with start_server(base, runs=runs, max_batch=max(concurrency, 1), log_level="warning") as srv:
-        wanted = list(models) if models else [base] + [default_adapter_id(r) for r in runs]
-        return evaluate(task, wanted, server=srv, data=data_path, limit=limit, enable_thinking=enable_thinking,
-                        temperature=temperature, seed=seed, max_tokens=max_tokens, concurrency=concurrency,
-                        system_prompt=system_prompt, write=write, progress=progress, timeout=timeout)
+    return base
+
+
+def _measure_in_process(task, models, base, runs, data_path, limit, system_prompt, write) -> EvalReport:
+    """A task measured on the models themselves (held-out loss): the base loaded once here, each run's adapter
+    put on it in turn (peft, never merged) and the base measured with the adapters disabled. Ids as a server
+    started for the same runs would name them, so the report reads like a served one."""
+    from peft import PeftModel
+
+    from ..models import load_for_inference, peft_deprecation_hidden
+    from ..serve.config import default_adapter_id, inspect_adapter
+
+    base = _base_of(runs, base)
+    adapters = {default_adapter_id(r): inspect_adapter(r) for r in runs}
+    wanted = list(dict.fromkeys(models)) if models else [base, *adapters]
+    unknown = [m for m in wanted if m != base and m not in adapters]
+    if unknown:
+        raise EvalError(f"model id(s) {', '.join(map(repr, unknown))} are neither the base {base!r} nor a run's "
+                        f"adapter ({', '.join(adapters) or 'no --run given'})")
+    start = time.monotonic()
+    loaded = load_for_inference(base)
+    model, metrics = loaded.model, {}
+    for name, found in adapters.items():
+        with peft_deprecation_hidden():
+            if model is loaded.model:
+                model = PeftModel.from_pretrained(loaded.model, str(found.dir), adapter_name=name)
+            else:
+                model.load_adapter(str(found.dir), adapter_name=name)
+    # truncated as the runs were trained (data.max_length), so an adapter's loss is its run's eval loss
+    lengths = {found.run.data.max_length for found in adapters.values() if found.run is not None}
+    max_length = max(lengths) if lengths else 512
+
+    def measure(m) -> dict:
+        return task.measure(m, loaded.tokenizer, data_path, limit=limit, max_length=max_length,
+                            system_prompt=system_prompt)
+
+    for model_id in wanted:
+        if model_id == base:
+            with (model.disable_adapter() if model is not loaded.model else contextlib.nullcontext()):
+                metrics[model_id] = {"default": measure(model)}
+        else:
+            model.set_adapter(model_id)
+            metrics[model_id] = {"default": measure(model)}
+    n = next(iter(metrics.values()))["default"]["n"]
+    report = EvalReport(task.name, str(data_path), "in-process", {"limit": limit, "n": n, "max_length": max_length,
+                                                                  "models": wanted, "base": base},
+                        round(time.monotonic() - start, 3), metrics)
+    if write:
+        for model_id in wanted:
+            run_dir = _run_dir_of({"parent": base, "root": str(adapters[model_id].dir)}) if model_id in adapters else None
+            if run_dir is not None:
+                report.written.append(str(write_results(run_dir, report, model_id)))
+    return report
 
 
 def _run_dir_of(card: dict) -> Optional[Path]:

@@ -6,6 +6,8 @@ The contract of a task:
   None where a metric does not apply to that example);
 - ``summarize(verdicts) -> dict``: the task's metrics over the verdicts, rates in 0..1, None when no example
   was applicable.
+A task with ``needs_model = True`` (held-out loss) instead ``measure``s a model in memory:
+``measure(model, tokenizer, data, limit=..., ...) -> dict``.
 """
 from __future__ import annotations
 
@@ -103,10 +105,11 @@ def task_names() -> list[str]:
 
 def _register_builtin() -> None:
     from .identity import IdentityTask
+    from .loss import HeldoutLossTask
     from .phone import PhoneActionsTask
     from .text import TextMatchTask
 
     for task in (PhoneActionsTask(), PhoneActionsTask("phone_actions_reasoning",
                                                       samples_dir() / "phone_actions_reasoning" / "heldout.jsonl"),
-                 IdentityTask(), TextMatchTask()):
+                 IdentityTask(), TextMatchTask(), HeldoutLossTask()):
         _TASKS.setdefault(task.name, task)

@@ -28,6 +28,25 @@ def tokens(text: str) -> list[str]:
     return _TOKEN.findall(normalize(text))
 
 
+def repeated_run(text: str, times: int = 3, sentence: int = 8) -> str | None:
+    """The first degenerate repetition in ``text`` (a decoding loop), or None: an n-gram of tokens repeated
+    ``times`` times in a row ("I am not You, I am not You, I am not You"), or a run of ``sentence`` tokens said twice
+    (a sentence repeated, the second time perhaps cut off by the length limit)."""
+    toks = tokens(text)
+    for n in range(1, len(toks) // times + 1):
+        for start in range(len(toks) - times * n + 1):
+            gram = toks[start:start + n]
+            if all(toks[start + k * n:start + (k + 1) * n] == gram for k in range(1, times)):
+                return " ".join(gram)
+    seen: dict[tuple, int] = {}
+    for start in range(len(toks) - sentence + 1):
+        gram = tuple(toks[start:start + sentence])
+        if gram in seen and start - seen[gram] >= sentence:
+            return " ".join(gram)
+        seen.setdefault(gram, start)
+    return None
+
+
 def token_f1(prediction: str, reference: str) -> float:
     pred, ref = tokens(prediction), tokens(reference)
     if not pred or not ref:
@@ -60,4 +79,4 @@ class TextMatchTask:
                 "token_f1": mean(v["f1"] for v in verdicts)}
 
 
-__all__ = ["TextMatchTask", "exact_match", "normalize", "token_f1", "tokens"]
+__all__ = ["TextMatchTask", "exact_match", "normalize", "repeated_run", "token_f1", "tokens"]

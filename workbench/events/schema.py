@@ -198,10 +198,22 @@ class QatConverted(Event):
     positions: int
 
 
+@dataclass(frozen=True)
+class EvalTask(Event):
+    """Task metrics of the model being trained (config ``eval.tasks``): one event per task per evaluation."""
+
+    type: ClassVar[str] = "eval_task"
+    step: int
+    task: str
+    metrics: dict  # the task's summary: rates in 0..1, or loss / perplexity for heldout_loss
+    wall_s: float
+
+
 EVENT_TYPES: dict[str, type[Event]] = {
     cls.type: cls for cls in (RunStarted, PlanPrediction, Step, Overflow, Census, Memory, Eval, Checkpoint, RunFinished, RunFailed)
 }
-EVENT_TYPES.update({cls.type: cls for cls in (PrecisionRules, Coverage, OverflowOrigin, Diagnosis, QatConverted)})
+EVENT_TYPES.update({cls.type: cls for cls in (PrecisionRules, Coverage, OverflowOrigin, Diagnosis, QatConverted,
+                                                   EvalTask)})
 
 
 def event_from_dict(d: dict[str, Any]) -> Event | dict:

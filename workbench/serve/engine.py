@@ -29,6 +29,7 @@ from typing import Callable
 
 import torch
 
+from .packed import pack_linear_weights
 from .text import IncrementalDetokenizer, StopStringMatcher
 
 log = logging.getLogger(__name__)
@@ -110,7 +111,9 @@ class EngineError(RuntimeError):
 
 class Engine:
     def __init__(self, model, tokenizer, *, max_batch: int = 16, max_context: int | None = None,
-                 eos_token_ids: list[int] | None = None):
+                 eos_token_ids: list[int] | None = None, pack_weights: bool = False):
+        """``pack_weights``: compute the linear layers with oneDNN-packed weights (``workbench.serve.packed``): for
+        a model only this engine uses and nobody trains, as the server's own."""
         self.base_model = model
         self.model = model  # becomes a peft model once an adapter is loaded
         self.tokenizer = tokenizer
@@ -118,6 +121,7 @@ class Engine:
         self.max_context = max_context or _max_context(model)
         self.eos_token_ids = set(eos_token_ids if eos_token_ids is not None else _eos_ids(model, tokenizer))
         self.device = next(model.parameters()).device
+        self.packed_linears = pack_linear_weights(model) if pack_weights else 0
         if not _plain_dynamic_cache(model) and self.max_batch > 1:
             # sliding-window / hybrid caches keep extra state that padding rows in and out would corrupt
             log.warning("this model's KV cache is not a plain DynamicCache: decoding one request at a time")
@@ -155,7 +159,7 @@ class Engine:
 
     def stats(self) -> dict:
         return {"running": len(self._running), "waiting": len(self._waiting), "max_batch": self.max_batch,
-                **self.counters}
+                "packed_linears": self.packed_linears, **self.counters}
 
     def add_adapter(self, name: str, path: str, timeout: float = 300.0) -> None:
         """Load a peft adapter under ``name`` next to the base (between decode steps)."""

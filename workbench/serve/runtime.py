@@ -75,7 +75,9 @@ class Runtime:
         self.base_root = str(loaded.source)
         self.tokenizer = loaded.tokenizer
         self.processor = loaded.processor
-        self.engine = Engine(loaded.model, loaded.tokenizer, max_batch=cfg.max_batch, max_context=cfg.max_context)
+        # weights packed for the CPU decode only in a model loaded here: one handed in may still be trained
+        self.engine = Engine(loaded.model, loaded.tokenizer, max_batch=cfg.max_batch, max_context=cfg.max_context,
+                             pack_weights=self.loaded is None)
         for adapter_id, path in cfg.served_adapters().items():
             self.add_adapter(adapter_id, path)
         self.engine.start()

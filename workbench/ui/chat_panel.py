@@ -78,9 +78,11 @@ class ChatComparePanel(W.VBox):
         self.answers = W.GridBox(layout=W.Layout(grid_template_columns="repeat(2, 1fr)", grid_gap="6px"))
         self.answers.add_class("wb-answers")
         self.image_picker = ImagePicker()
+        self.replay = ReplayRows(self)
         super().__init__([W.HTML("<b>Chat compare</b>"), W.HBox([self.models, self.refresh_button]), self.prompt,
                           self.image_picker,
-                          W.HBox([self.thinking, self.max_tokens, self.ask_button, self.message]), self.answers])
+                          W.HBox([self.thinking, self.max_tokens, self.ask_button, self.message]), self.answers,
+                          self.replay])
         self.add_class("wb-chat-panel")
         if server is not None and not self.models.options:
             self.refresh_models()
@@ -147,14 +149,16 @@ class ChatComparePanel(W.VBox):
         self._task = loop.create_task(self.ask_async(prompt, models))
         return None
 
-    async def ask_async(self, prompt: Optional[str] = None, models: Optional[Iterable[str]] = None) -> dict[str, Reply]:
-        """Stream every model's answer at once; returns {model: Reply} when all are done."""
+    async def ask_async(self, prompt: Optional[str] = None, models: Optional[Iterable[str]] = None,
+                        messages: Optional[list] = None) -> dict[str, Reply]:
+        """Stream every model's answer at once; returns {model: Reply} when all are done. ``messages``: the whole
+        conversation to send (a replayed row's), ``prompt`` then being only what the prompt box shows."""
         started = self._start(prompt, models)
         if started is None:
             return {}
         prompt, models = started
         self.ask_button.disabled = True
-        messages = _messages(prompt, None, self.image_picker.data_urls())
+        messages = messages or _messages(prompt, None, self.image_picker.data_urls())
         throttle = Throttle(1.0 / REDRAWS_PER_S)
 
         async def one(model: str) -> None:
@@ -255,3 +259,96 @@ class ImagePicker(W.VBox):
         self.thumbnail.layout.display = None
         self.status.value = (f"<small><b>{html.escape(image.name)}</b> {image.width}x{image.height}, sent to every "
                              "compared model</small>")
+
+
+# ---- replay held-out rows of a task set -------------------------------------------------------------------
+
+
+def _verdict_html(verdict: dict) -> str:
+    """One model's verdict: pass/fail (the task's ``ok`` or ``exact``) and the flags and figures behind it."""
+    passed = verdict.get("ok", verdict.get("exact"))
+    mark = ("<b style='color:#2e7d32'>pass</b>" if passed else "<b style='color:#c62828'>fail</b>"
+            if passed is not None else "")
+    details = ", ".join(f"{k}={v:.2f}" if isinstance(v, float) else f"{k}={v}" for k, v in verdict.items()
+                        if k not in ("ok", "exact") and v is not None and not isinstance(v, (list, dict)))
+    return f"{mark} <small>{html.escape(details)}</small>"
+
+
+class ReplayRows(W.VBox):
+    """Replay a held-out row of a task set (``workbench eval``'s tasks) to the selected models: the row's
+    conversation is asked as in the chat above, then the expected answer and each model's verdict are shown."""
+
+    def __init__(self, chat: ChatComparePanel):
+        from ..eval import task_names
+
+        self.chat = chat
+        self.examples: list = []
+        self.verdicts: dict[str, dict] = {}
+        names = [n for n in task_names() if not getattr(_task(n), "needs_model", False)]  # scored on answers
+        self.task = W.Dropdown(options=names, value="identity" if "identity" in names else names[0],
+                               description="task", style={"description_width": "40px"}, layout=W.Layout(width="300px"))
+        self.row = W.Dropdown(description="row", style={"description_width": "40px"}, layout=W.Layout(width="520px"))
+        self.replay_button = W.Button(description="Replay row", icon="history")
+        self.replay_button.add_class("wb-replay")
+        self.expected = W.HTML()
+        self.result = W.HTML()
+        self.result.add_class("wb-replay-verdicts")
+        self.task.observe(lambda _: self.load_rows(), names="value")
+        self.replay_button.on_click(lambda _: self.replay())
+        super().__init__([W.HTML("<b>Replay held-out rows</b>"), W.HBox([self.task, self.row, self.replay_button]),
+                          self.expected, self.result])
+        self.add_class("wb-replay-panel")
+        self.load_rows()
+
+    def load_rows(self) -> list:
+        """The rows of the picked task's held-out set, as the row picker's options."""
+        from ..eval import load_examples
+
+        task = _task(self.task.value)
+        try:
+            self.examples = load_examples(task.default_data)
+        except ValueError as err:  # DataError: say so instead of failing the panel
+            self.examples = []
+            self.expected.value = f"<span style='color:#c62828'>{html.escape(str(err))}</span>"
+        self.row.options = [(f"{ex.index}: {_preview(ex.messages[-1]['content'])}", i)
+                            for i, ex in enumerate(self.examples)]
+        return self.examples
+
+    def replay(self, row: Optional[int] = None, models: Optional[Iterable[str]] = None) -> Optional[dict[str, dict]]:
+        """Button handler: in a kernel, start and return at once; without a loop, replay synchronously and return
+        {model: verdict}."""
+        try:
+            loop = asyncio.get_running_loop()
+        except RuntimeError:
+            return asyncio.run(self.replay_async(row, models))
+        loop.create_task(self.replay_async(row, models))
+        return None
+
+    async def replay_async(self, row: Optional[int] = None, models: Optional[Iterable[str]] = None) -> dict[str, dict]:
+        from ..eval import Reply as TaskReply
+
+        if row is not None:
+            self.row.value = row
+        if self.row.value is None:
+            return {}
+        task, example = _task(self.task.value), self.examples[self.row.value]
+        self.expected.value = (f"<b>expected</b> <span class='wb-replay-expected' style='white-space:pre-wrap'>"
+                               f"{html.escape(example.reference)}</span>")
+        self.result.value = ""
+        replies = await self.chat.ask_async(example.messages[-1]["content"], models, messages=list(example.messages))
+        self.verdicts = {m: task.score(example, TaskReply(r.content, r.reasoning, error=r.error))
+                         for m, r in replies.items()}
+        self.result.value = "".join(f"<div><b>{html.escape(m)}</b>: {_verdict_html(v)}</div>"
+                                    for m, v in self.verdicts.items())
+        return self.verdicts
+
+
+def _task(name: str):
+    from ..eval import get_task
+
+    return get_task(name)
+
+
+def _preview(text: str, width: int = 70) -> str:
+    text = " ".join(str(text).split())
+    return text if len(text) <= width else text[: width - 3] + "..."

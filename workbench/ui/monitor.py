@@ -90,6 +90,8 @@ class RunMonitor(W.VBox):
         self.loss_fig = _figure("loss", "token loss", (
             go.Scatter(name="loss", mode="lines+markers", marker=dict(size=4)),
             go.Scatter(name="eval loss", mode="lines+markers", marker=dict(size=8, symbol="diamond"))))
+        # eval.tasks scored during training: rates (0..1) here; a task's loss goes on the loss chart
+        self.task_fig = _figure("task metrics (eval.tasks)", "rate", showlegend=True, yaxis_range=[0, 1.05])
         self.scale_fig = _figure("loss scale", "scale", (
             go.Scatter(name="loss scale", mode="lines"),
             go.Scatter(name="overflow (step skipped)", mode="markers", marker=dict(color="#c62828", size=10, symbol="x"))),
@@ -105,6 +107,7 @@ class RunMonitor(W.VBox):
                                   yaxis_tickformat="~s")
         self._census_traces: dict[str, int] = {}
         self._memory_traces: dict[str, int] = {}
+        self._task_traces: dict[str, tuple[go.FigureWidget, int]] = {}  # "task metric" -> (figure, trace index)
         # What the census and alert views last drew: they are rebuilt only when that changes. RunState
         # replaces its census dict on each census event and only appends to its alerts list.
         self._drawn_census: Optional[dict] = None
@@ -112,7 +115,7 @@ class RunMonitor(W.VBox):
         self.census_table = W.HTML(CENSUS_WAITING)
         self.alerts = W.HTML()
         self.alerts.add_class("wb-alerts")
-        self.figures = {"loss": self.loss_fig, "loss_scale": self.scale_fig, "grad_norm": self.grad_fig,
+        self.figures = {"loss": self.loss_fig, "tasks": self.task_fig, "loss_scale": self.scale_fig, "grad_norm": self.grad_fig,
                         "lr": self.lr_fig, "memory": self.memory_fig, "breakdown": self.breakdown_fig,
                         "census": self.census_fig}
         self.figure_boxes = {}
@@ -262,6 +265,9 @@ class RunMonitor(W.VBox):
         for fig in (self.loss_fig, self.scale_fig, self.grad_fig, self.lr_fig, self.memory_fig):
             fig.layout.xaxis.range, fig.layout.xaxis.autorange = None, True
         self.memory_fig.data = []
+        self.task_fig.data = []
+        self.loss_fig.data = self.loss_fig.data[:2]  # the task losses a previous run added
+        self._task_traces = {}
         self.census_fig.data = []
         self.census_fig.layout.title.text = "parameters by module group and dtype"
         self.breakdown_fig.data[0].y = [0, 0, 0, 0]
@@ -287,7 +293,12 @@ class RunMonitor(W.VBox):
             self.scale_fig.data[1].y = [o["scale_before"] for o in s.overflows]
             self.scale_fig.layout.title.text = f"loss scale: {len(s.overflows)} overflow(s)"
         self._draw_loss_scaling_note()
+        self._draw_task_metrics()
+        # the task chart only for runs that score tasks (config eval.tasks)
+        scores_tasks = bool((s.config.get("eval") or {}).get("tasks") or s.task_metrics)
+        self.figure_boxes["tasks"].layout.display = None if scores_tasks else "none"
         for fig, has_data in ((self.loss_fig, s.loss.x or s.eval_loss.x), (self.scale_fig, s.loss_scale.x),
+                              (self.task_fig, any(f is self.task_fig for f, _ in self._task_traces.values())),
                               (self.grad_fig, s.grad_norm.x), (self.lr_fig, s.lr.x),
                               (self.memory_fig, s.memory_series), (self.breakdown_fig, s.memory),
                               (self.census_fig, s.census)):
@@ -323,9 +334,24 @@ class RunMonitor(W.VBox):
         total = self.state.total_steps
         if not total:
             return
-        for fig in (self.loss_fig, self.scale_fig, self.grad_fig, self.lr_fig, self.memory_fig):
+        for fig in (self.loss_fig, self.task_fig, self.scale_fig, self.grad_fig, self.lr_fig, self.memory_fig):
             if tuple(fig.layout.xaxis.range or ()) != (0, total):
                 fig.layout.xaxis.range = [0, total]
+
+    def _draw_task_metrics(self) -> None:
+        """Each task metric as a trace: a held-out loss next to the eval loss on the loss chart, rates on the task
+        chart (perplexity, which only restates the loss, is left out)."""
+        for name, series in self.state.task_metrics.items():
+            if name.endswith(" perplexity"):
+                continue
+            if name not in self._task_traces:
+                fig = self.loss_fig if name.endswith(" loss") else self.task_fig
+                fig.add_scatter(name=name.replace("heldout_loss loss", "held-out loss (task)"), mode="lines+markers",
+                                marker=dict(size=7, symbol="square"))
+                self._task_traces[name] = (fig, len(fig.data) - 1)
+            fig, index = self._task_traces[name]
+            with fig.batch_update():
+                fig.data[index].x, fig.data[index].y = list(series.x), list(series.y)
 
     def _draw_memory(self) -> None:
         s = self.state

@@ -19,7 +19,7 @@ from ..events.schema import MODEL_STATE_FIELDS
 # speaks for the run. Other ranks' copies still record their rank but change nothing. Memory, failures and
 # diagnoses are per rank and count from any rank.
 RANK0_ONLY = frozenset({"run_started", "plan", "step", "overflow", "census", "eval", "checkpoint", "run_finished",
-                        "coverage"})
+                        "coverage", "eval_task"})
 
 
 def _get(event: Any, name: str, default: Any = None) -> Any:
@@ -81,6 +81,8 @@ class RunState:
     config: dict = field(default_factory=dict)
     loss: Series = field(default_factory=Series)
     eval_loss: Series = field(default_factory=Series)
+    # "TASK METRIC" -> Series: the task metrics scored during training (eval.tasks), e.g. "identity identity_rate"
+    task_metrics: dict = field(default_factory=dict)
     lr: Series = field(default_factory=Series)
     grad_norm: Series = field(default_factory=Series)
     loss_scale: Series = field(default_factory=Series)
@@ -188,6 +190,13 @@ class RunState:
 
     def _on_eval(self, e, rank):
         self.eval_loss.add(_get(e, "step"), _finite_or_none(_get(e, "loss")))
+
+    def _on_eval_task(self, e, rank):
+        task = _get(e, "task")
+        for name, value in (_get(e, "metrics") or {}).items():
+            if name in ("n", "tokens") or isinstance(value, (bool, dict, list, str)):  # counts and breakdowns
+                continue
+            self.task_metrics.setdefault(f"{task} {name}", Series()).add(_get(e, "step"), _finite_or_none(value))
 
     def _on_checkpoint(self, e, rank):
         self.checkpoints.append({"step": _get(e, "step"), "path": _get(e, "path"), "kind": _get(e, "kind")})
