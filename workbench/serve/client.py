@@ -98,7 +98,7 @@ def image_data_url(source: str | Path | bytes, name: str | None = None) -> str:
     return f"data:{media};base64,{base64.b64encode(data).decode()}"
 
 
-def _messages(prompt: str | list, system: str | None, images: Iterable = ()) -> list:
+def chat_messages(prompt: str | list, system: str | None, images: Iterable = ()) -> list:
     """langchain messages: the prompt as the user's message, with image parts first when ``images`` are given."""
     if isinstance(prompt, list):
         return prompt
@@ -119,7 +119,7 @@ def _in_notebook() -> bool:
     return shell is not None and "IPKernelApp" in getattr(shell, "config", {})
 
 
-def _absorb(reply: Reply, chunk) -> tuple[str, str]:
+def absorb_chunk(reply: Reply, chunk) -> tuple[str, str]:
     """Add one streamed message chunk's reasoning and text to ``reply``; returns (reasoning, text)."""
     reasoning = chunk.additional_kwargs.get("reasoning_content") or ""
     text = chunk.content if isinstance(chunk.content, str) else ""
@@ -132,7 +132,7 @@ def _stream_reply(llm: ReasoningChatOpenAI, reply: Reply, messages: list, on_upd
     start = time.monotonic()
     try:
         for chunk in llm.stream(messages):
-            reasoning, text = _absorb(reply, chunk)
+            reasoning, text = absorb_chunk(reply, chunk)
             if on_update and (reasoning or text):
                 on_update(reasoning, text)
     except Exception as err:  # shown in place of the answer; the other columns keep going
@@ -166,7 +166,7 @@ def chat(model: str, prompt: str | list, *, system: str | None = None, images: I
             out.write(text)
         out.flush()
 
-    messages = _messages(prompt, system, images)
+    messages = chat_messages(prompt, system, images)
     if stream:
         _stream_reply(llm, reply, messages, echo if show else None)
         if show:
@@ -205,7 +205,7 @@ def compare(prompt: str | list, models: Iterable[str] | None = None, *, system: 
     # a repeated id would stream twice into one column: each model once
     models = list(dict.fromkeys(models)) if models is not None else served_models(**conn)
     replies = {m: Reply(m) for m in models}
-    messages = _messages(prompt, system, images)
+    messages = chat_messages(prompt, system, images)
     threads = [threading.Thread(target=_stream_reply, args=(chat_model(m, **llm_options), replies[m], messages),
                                 daemon=True) for m in models]
     for t in threads:

@@ -15,7 +15,7 @@ from typing import Any, Iterable, Optional
 
 import ipywidgets as W
 
-from ..serve.client import Reply, _absorb, _messages, chat_model, served_models
+from ..serve.client import Reply, absorb_chunk, chat_messages, chat_model, served_models
 from .export_chat import ExportChatSection
 from .state import ChatImage, Throttle, sample_screenshots
 
@@ -158,7 +158,7 @@ class ChatComparePanel(W.VBox):
             return {}
         prompt, models = started
         self.ask_button.disabled = True
-        messages = messages or _messages(prompt, None, self.image_picker.data_urls())
+        messages = messages or chat_messages(prompt, None, self.image_picker.data_urls())
         throttle = Throttle(1.0 / REDRAWS_PER_S)
 
         async def one(model: str) -> None:
@@ -167,7 +167,7 @@ class ChatComparePanel(W.VBox):
             t0 = time.monotonic()
             try:
                 async for chunk in llm.astream(messages):
-                    _absorb(reply, chunk)
+                    absorb_chunk(reply, chunk)
                     reply.seconds = time.monotonic() - t0
                     if throttle.ready():
                         for m, col in self.columns.items():
