@@ -187,7 +187,7 @@ def test_events_are_typed_and_complete(make_cfg):
     assert {"census", "memory", "step", "eval", "checkpoint"} <= set(types)
     started = events_of(r, "run_started")[0]
     assert started.precision["mode"] == "fp32" and "torch" in started.versions and started.hardware["device"] == "cpu"
-    assert started.data["train"]["examples"] == 74
+    assert started.data["train"]["examples"] == 80  # data_samples/identity/train.jsonl
     step = events_of(r, "step")[-1]
     assert step.tokens > 0 and step.tokens_per_s > 0 and step.eta_s == 0 and step.grad_norm > 0
     mem = [m for m in events_of(r, "memory") if m.step == 2][0]

@@ -41,7 +41,10 @@ def pack_linear_weights(model: torch.nn.Module) -> int:
         return 0
     count = 0
     for module in model.modules():
-        if type(module) is torch.nn.Linear and module.weight.dtype == torch.float32:
+        # plain fp32 weights only: a quantized export's weights are tensor subclasses (torchao's Int8Tensor
+        # reports float32 too) that oneDNN cannot repack
+        if (type(module) is torch.nn.Linear and module.weight.dtype == torch.float32
+                and type(module.weight.data) is torch.Tensor):
             packed = torch.ops.mkldnn._reorder_linear_weight(module.weight.detach(), PACK_FOR_ROWS)
             bias = module.bias.detach() if module.bias is not None else None
             module.forward = functools.partial(_packed_forward, packed, bias)
