@@ -104,7 +104,7 @@ def _eight_screens(tmp_path):
     return path, rows
 
 
-@pytest.mark.slow  # ~200 optimizer steps: about a minute on 2 free cores, several on a shared machine
+# ~200 optimizer steps of the tiny model: 11 s on 2 free cores (several minutes on a shared machine)
 def test_tiny_glm4v_overfits_eight_screenshot_rows_and_greedy_reproduces_them(make_cfg, tmp_path):
     """The path learns, not just runs: after training on eight screenshot rows, greedy decoding with the screenshot
     reproduces each answer exactly (reasoning, tags and coordinates). Full fine-tuning, as a random tiny model
