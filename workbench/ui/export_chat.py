@@ -23,6 +23,7 @@ if TYPE_CHECKING:
 
 SERVABLE_TARGETS = ("merged", "int8")  # what `workbench serve --model DIR` loads
 RED = "#c62828"
+NO_RUNS_YET = "no run with an adapter"
 
 
 def servable_exports(run_dir: str | Path) -> dict[str, Path]:
@@ -48,7 +49,7 @@ class ExportChatSection(W.VBox):
         self.exports = W.SelectMultiple(options=[], rows=3, description="exports", style={"description_width": "60px"},
                                         layout=W.Layout(width="320px"))
         self.with_adapter = W.Checkbox(value=True, description="and the run's adapter (on the chat's server)", indent=False)
-        self.serve_button = W.Button(description="Serve and compare", icon="server")
+        self.serve_button = W.Button(description="Serve and compare", icon="server", layout=W.Layout(width="180px"))
         self.serve_button.add_class("wb-serve-exports")
         self.refresh_button = W.Button(description="Refresh", icon="refresh")
         self.status = W.HTML()
@@ -70,6 +71,11 @@ class ExportChatSection(W.VBox):
         self.run.options = runs
         self.run.value = current if current in runs else (runs[0] if runs else None)
         self._list_exports()
+        if not runs:  # e.g. the panel was made before its first run finished
+            self.status.value = (f"<small>{NO_RUNS_YET} in {html.escape(str(root))} yet: Refresh when one has "
+                                 "finished</small>")
+        elif NO_RUNS_YET in self.status.value:
+            self.status.value = ""
         return runs
 
     def _list_exports(self) -> None:
