@@ -178,20 +178,15 @@ class VisionInputs:
 def _image_grids(processor, images: list) -> torch.Tensor:
     """(images, 3) grids by the processor's resize rules, without computing pixel values (a 1080x2400
     screenshot takes ~0.5 s to preprocess; the grid is what the token counts need)."""
-    from transformers.models.glm4v.image_processing_pil_glm4v import smart_resize
+    from ..models.processor import image_grid, resize_rules
 
-    ip = processor.image_processor
-    size = ip.size
-    low, high = (size["shortest_edge"], size["longest_edge"]) if isinstance(size, dict) else (size.shortest_edge, size.longest_edge)
+    rules = resize_rules(processor.image_processor)
     grids = []
     for i, img in enumerate(images, start=1):
         try:
-            h, w = smart_resize(num_frames=ip.temporal_patch_size, height=img.height, width=img.width,
-                                temporal_factor=ip.temporal_patch_size, factor=ip.patch_size * ip.merge_size,
-                                min_pixels=low, max_pixels=high)
+            grids.append(image_grid(img.width, img.height, **rules))
         except ValueError as err:  # e.g. an aspect ratio over 200
             raise ImageSourceError(f"image {i} ({img.width}x{img.height}) cannot be used: {err}") from None
-        grids.append([1, h // ip.patch_size, w // ip.patch_size])
     return torch.tensor(grids, dtype=torch.long).reshape(-1, 3)
 
 

@@ -7,6 +7,8 @@
 * ``GLM4V_CHAT_TEMPLATE``: the chat template the offline processor and the tiny model use (see its comment).
 * ``image_token_count(processor, width, height)``: tokens one image of that size becomes (the processor's
   resize rules: patch size, merge size, pixel limits), for the planner and the server's length checks.
+* ``image_grid(width, height, ...)`` / ``resize_rules(image_processor)``: that resize rule itself (the patch grid),
+  shared by the data, the server and the planner.
 
 Turning messages with images into model inputs is ``workbench.data.multimodal`` (training and serving).
 """
@@ -110,7 +112,29 @@ def keeps_reasoning(tokenizer, template: Optional[str]) -> bool:
     return "probe-reasoning" in text
 
 
+def image_grid(width: int, height: int, patch_size: int, merge_size: int, temporal_patch_size: int,
+               min_pixels: int, max_pixels: int) -> tuple[int, int, int]:
+    """The vision tower's patch grid (temporal, height, width) of one ``width`` x ``height`` image under GLM-4.1V's
+    resize rule (transformers' ``smart_resize``: sides rounded to ``patch_size * merge_size``, pixels kept between
+    the limits; an image is one temporal patch). The one place the training data, the server's token counts and
+    the planner take it from. ValueError when the image cannot be resized (e.g. an aspect ratio over 200)."""
+    from transformers.models.glm4v.image_processing_pil_glm4v import smart_resize
+
+    h, w = smart_resize(num_frames=temporal_patch_size, height=height, width=width, temporal_factor=temporal_patch_size,
+                        factor=patch_size * merge_size, min_pixels=min_pixels, max_pixels=max_pixels)
+    return 1, h // patch_size, w // patch_size
+
+
+def resize_rules(image_processor) -> dict:
+    """An image processor's parameters of ``image_grid`` (its ``size`` is a dict or a SizeDict)."""
+    ip, size = image_processor, image_processor.size
+    low, high = (size["shortest_edge"], size["longest_edge"]) if isinstance(size, dict) else (size.shortest_edge, size.longest_edge)
+    return {"patch_size": ip.patch_size, "merge_size": ip.merge_size, "temporal_patch_size": ip.temporal_patch_size,
+            "min_pixels": low, "max_pixels": high}
+
+
 def image_token_count(processor, width: int, height: int) -> int:
     """Language-model tokens one ``width`` x ``height`` image becomes under ``processor``'s resize rules."""
-    ip = processor.image_processor
-    return ip.get_number_of_image_patches(height, width, {}) // ip.merge_size ** 2
+    rules = resize_rules(processor.image_processor)
+    t, h, w = image_grid(width, height, **rules)
+    return t * h * w // rules["merge_size"] ** 2

@@ -36,10 +36,6 @@ class ImageGeometry:
     max_pixels: int
     source: str
 
-    @property
-    def factor(self) -> int:
-        return self.patch_size * self.merge_size
-
 
 @dataclass(frozen=True)
 class ImageLoad:
@@ -114,19 +110,18 @@ def image_geometry(source: str, config) -> ImageGeometry:
 def image_load(geometry: ImageGeometry, width: int, height: int, images_per_row: int) -> ImageLoad:
     """The processor's resize of one ``width`` x ``height`` image (transformers' ``smart_resize``: an
     image is one temporal patch of ``temporal_patch_size`` identical frames) and the resulting grid."""
-    from transformers.models.glm4v.image_processing_pil_glm4v import smart_resize
+    from ..models.processor import image_grid
 
     if images_per_row < 0:
         raise ConfigError([("--images-per-row", f"{images_per_row}: need 0 or more")])
     g = geometry
     try:
-        h, w = smart_resize(num_frames=g.temporal_patch_size, height=height, width=width,
-                            temporal_factor=g.temporal_patch_size, factor=g.factor, min_pixels=g.min_pixels,
-                            max_pixels=g.max_pixels)
+        grid = image_grid(width, height, patch_size=g.patch_size, merge_size=g.merge_size,
+                          temporal_patch_size=g.temporal_patch_size, min_pixels=g.min_pixels, max_pixels=g.max_pixels)
     except ValueError as err:
         raise ConfigError([("--image-size", f"{width}x{height}: {err}")]) from None
-    return ImageLoad(width=width, height=height, resized_width=w, resized_height=h,
-                     grid_thw=(1, h // g.patch_size, w // g.patch_size), images_per_row=images_per_row, geometry=g)
+    return ImageLoad(width=width, height=height, resized_width=grid[2] * g.patch_size,
+                     resized_height=grid[1] * g.patch_size, grid_thw=grid, images_per_row=images_per_row, geometry=g)
 
 
 def images_for(source: str, config, image_size: Optional[str], images_per_row: int) -> Optional[ImageLoad]:
