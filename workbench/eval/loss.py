@@ -29,7 +29,7 @@ class HeldoutLossTask:
                 batch_size: int = 8, system_prompt: Optional[str] = None, autocast=None) -> dict:
         """{"n", "tokens", "loss", "perplexity"} of ``model`` on the rows of ``data`` (the first ``limit``),
         tokenized as training tokenizes them (assistant tokens only)."""
-        from ..data import collate, load_examples
+        from ..data import collate, load_examples, model_inputs
         from ..precision import count_target_tokens, token_loss_sum
 
         examples, _ = load_examples(data, tokenizer, max_length, system_prompt=system_prompt)
@@ -43,7 +43,7 @@ class HeldoutLossTask:
                 batch = {k: v.to(device) for k, v in collate(examples[start:start + batch_size],
                                                               tokenizer.pad_token_id).items()}
                 with (autocast() if autocast is not None else contextlib.nullcontext()):
-                    logits = model(input_ids=batch["input_ids"], attention_mask=batch["attention_mask"]).logits
+                    logits = model(**model_inputs(batch)).logits  # what training passes, for the same loss
                 total += float(token_loss_sum(logits, batch["labels"]))
                 tokens += count_target_tokens(batch["labels"])
         finally:
