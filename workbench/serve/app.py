@@ -350,7 +350,7 @@ def _image_messages(runtime: Runtime, body: P.ChatCompletionRequest, where: list
         if body.messages[i].role != "user":
             raise APIError(400, f"Image parts are only accepted in user messages; messages[{i}] has role "
                                 f"{body.messages[i].role!r}.", param=f"messages.{i}.content.{j}")
-    messages = [{"role": "system" if m.role == "developer" else m.role,
+    messages = [{"role": _template_role(m.role),
                  "content": [p.model_dump(exclude_none=True) for p in m.content] if isinstance(m.content, list)
                  else (m.content or "")} for m in body.messages]
     try:
@@ -360,6 +360,11 @@ def _image_messages(runtime: Runtime, body: P.ChatCompletionRequest, where: list
                 else " (this server was not started with --allow-local-images)")
         raise APIError(400, f"Invalid image in the messages: {err}{hint}", param="messages",
                        code="invalid_image") from None
+
+
+def _template_role(role: str) -> str:
+    """The chat template's role of a message: OpenAI's "developer" messages are system messages to the model."""
+    return "system" if role == "developer" else role
 
 
 def _template_problem(err: Exception) -> APIError:
@@ -388,7 +393,7 @@ def _render_chat(runtime: Runtime, body: P.ChatCompletionRequest) -> _ChatPrompt
         except Exception as err:
             raise _template_problem(err) from None
         return _ChatPrompt(runtime.tokenizer.decode(example.input_ids), example.input_ids, example.vision)
-    messages = [{"role": "system" if m.role == "developer" else m.role, "content": _message_text(m.content)}
+    messages = [{"role": _template_role(m.role), "content": _message_text(m.content)}
                 for m in body.messages]
     try:
         text = runtime.tokenizer.apply_chat_template(messages, add_generation_prompt=True, tokenize=False, **kwargs)
