@@ -1,6 +1,6 @@
-"""The package's layering, checked by importing each package alone in a fresh interpreter: every package
-imports on its own (no import cycle that only works in one order), the engine imports no instrument
-(workbench.diagnosis is composed at the entry points) and nothing but workbench.ui imports ipywidgets."""
+"""Each package imported alone in a fresh interpreter: it imports on its own, the engine loads no instrument
+(workbench.diagnosis is composed at the entry points) and nothing but workbench.ui loads ipywidgets. The layer
+order itself is checked statically against docs/architecture.md in tests/test_architecture.py."""
 from __future__ import annotations
 
 import json

@@ -12,13 +12,12 @@ from pathlib import Path
 
 from .config import RunConfig, load_config
 from .diagnosis import observers_for
-from .engine.run import RunResult
-from .engine.run import train as run_engine
+from .engine.run import RunResult, run_engine
 from .eval.observer import task_observers
 
 
 def train(cfg: RunConfig, run_dir: str | Path | None = None) -> RunResult:
-    """Fine-tune ``cfg`` in this process (or as this rank of a torchrun job): see ``workbench.engine.train``."""
+    """Fine-tune ``cfg`` in this process (or as this rank of a torchrun job): see ``workbench.engine.run_engine``."""
     return run_engine(cfg, run_dir, observers=observers_for(cfg) + task_observers(cfg))
 
 

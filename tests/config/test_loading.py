@@ -150,7 +150,7 @@ def test_run_name_is_one_directory_name(name):
 
 
 def test_run_directory_never_resolves_outside_runs_dir(tmp_path):
-    from workbench.engine.rundir import new_run_dir
+    from workbench.runs import new_run_dir
 
     runs, outside = tmp_path / "runs", tmp_path / "outside"
     runs.mkdir()

@@ -5,7 +5,7 @@ import torch
 
 from workbench.data import DataError, collate, load_examples, micro_batch_indices, tokenize_messages
 from workbench.models.tiny import byte_tokenizer
-from workbench.precision import IGNORE_INDEX
+from workbench.data import IGNORE_INDEX
 from tests.conftest import SAMPLES, write_jsonl
 
 TOK = byte_tokenizer()

@@ -12,7 +12,7 @@ from workbench.data.multimodal import (
 )
 from workbench.models import load_for_inference
 from workbench.models.processor import GLM4V_CHAT_TEMPLATE, image_token_count, keeps_reasoning
-from workbench.precision import IGNORE_INDEX
+from workbench.data import IGNORE_INDEX
 
 ANSWER = '<think>The OK button is at the bottom.</think><answer>do(action="Tap", element=[500,880])</answer>'
 

@@ -7,7 +7,7 @@ import pytest
 import torch
 
 from workbench.config import ConfigError
-from workbench.engine import train
+from workbench.engine import run_engine
 from workbench.engine.observers import Observer
 
 MODES = ["auto", "fp32", "fp16", "bf16", "pure-bf16"]
@@ -56,7 +56,7 @@ def test_every_strategy_computes_in_the_policys_dtype(make_cfg, strategy, mode, 
         return
     probe = MatmulDtypes()
     cfg = make_cfg(**overrides)
-    result = train(cfg, observers=[probe])
+    result = run_engine(cfg, observers=[probe])
     assert result.stop_reason == "probed one step"
     want = _compute_dtype(probe.policy)
     assert probe.policy.requested == mode and probe.policy.mode != "auto"
@@ -96,7 +96,7 @@ def test_module_rules_set_the_dtype_of_fsdp_zero3_shards(make_cfg, mode, lora, r
     from workbench.events import iter_events
 
     probe = ShardedDtypes(watch)
-    result = train(make_cfg(**{"sharding.strategy": "fsdp", "sharding.fsdp_stage": "zero3", "precision.mode": mode,
+    result = run_engine(make_cfg(**{"sharding.strategy": "fsdp", "sharding.fsdp_stage": "zero3", "precision.mode": mode,
                                "lora.enabled": lora, "precision.module_rules": [rule], "schedule.max_steps": 2}),
                    observers=[probe])
     ruled = {n: v for n, v in probe.params.items() if watch in n}

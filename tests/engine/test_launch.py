@@ -2,7 +2,8 @@ import os
 import signal
 import time
 
-from workbench.engine import attach, launch
+from workbench.engine import launch
+from workbench.runs import attach
 
 
 def _wait_for(pred, timeout=120):

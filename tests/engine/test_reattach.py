@@ -6,12 +6,13 @@ import time
 from pathlib import Path
 
 from tests.conftest import REPO
-from workbench.engine import attach, launch
+from workbench.engine import launch
+from workbench.runs import attach
 
 # A new Python process that knows only the run directory: attach, read the status, stop, report.
 ATTACH_AND_STOP = """
 import json, sys
-from workbench.engine import attach
+from workbench.runs import attach
 handle = attach(sys.argv[1])
 before = handle.status()
 after = handle.stop(timeout=120)

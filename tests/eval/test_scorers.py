@@ -163,3 +163,25 @@ def test_load_examples_renders_rows_as_training_does(tmp_path):
     from workbench.data import DataError
     with pytest.raises(DataError, match="bad.jsonl:2"):
         load_examples(bad)
+
+
+def test_the_config_names_exactly_the_builtin_tasks_and_a_registered_one():
+    """eval.tasks is validated against workbench.config.names.EVAL_TASKS (the config layer cannot import eval):
+    the catalogue must list the built-in tasks, and a task registered later must become valid in a config."""
+    from workbench.config import ConfigError, load_config
+    from workbench.config.names import EVAL_TASKS
+    from workbench.eval import register_task
+    from workbench.eval.tasks import _TASKS
+    from workbench.eval.text import TextMatchTask
+
+    assert EVAL_TASKS.names() == task_names()
+    with pytest.raises(ConfigError, match="eval.tasks: unknown task 'my_text'"):
+        load_config(None, {"eval.tasks": ["my_text"]})
+    task = TextMatchTask()
+    task.name = "my_text"
+    register_task(task)
+    try:
+        assert load_config(None, {"eval.tasks": ["my_text"]}).eval.tasks == ["my_text"]
+    finally:
+        _TASKS.pop("my_text")
+        EVAL_TASKS._names.discard("my_text")

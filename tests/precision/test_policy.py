@@ -3,7 +3,7 @@ import warnings
 import pytest
 import torch
 
-from workbench.config import ConfigError, RunConfig, load_config
+from workbench.config import ConfigError, load_config
 from workbench.precision import PrecisionWarning, resolve_device, resolve_precision
 
 CPU = torch.device("cpu")

@@ -3,8 +3,9 @@ import math
 import pytest
 import torch
 
+from workbench.data import IGNORE_INDEX
 from workbench.precision import (
-    IGNORE_INDEX, count_target_tokens, optimizer_step, token_loss_sum, window_loss_divisor,
+    count_target_tokens, optimizer_step, token_loss_sum, window_loss_divisor,
 )
 
 

@@ -1,8 +1,6 @@
 """Against a running server on the real small model (SmolLM2-135M-Instruct) with a random LoRA adapter."""
 from __future__ import annotations
 
-import json
-import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
 

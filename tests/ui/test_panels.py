@@ -1,19 +1,16 @@
 """The panels without a browser: set values, click buttons, assert the config, the launched run and what is shown."""
 import asyncio
 
-import pytest
 import yaml
 
 from workbench.cli.main import build_parser
 from workbench.cli.main import _resolved
-from workbench.config import load_config
 from workbench.events import Census, EventWriter, Memory, Overflow, RunFinished, RunStarted, Step
 from workbench.plan import DeviceSet
 from workbench.ui.config_panel import ConfigPanel
 from workbench.ui.monitor import RunMonitor
 from workbench.ui.plan_panel import PlanPanel
 from workbench.ui.runs_panel import RunsPanel, config_diff
-from workbench.ui.state import RunState
 from tests.conftest import SAMPLES
 
 

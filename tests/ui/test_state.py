@@ -1,7 +1,7 @@
 """RunState folds the event log into series without any widget (reusable by the CLI or extensions)."""
 import sys
 
-from workbench.events import Census, EventWriter, Overflow, RunFinished, RunStarted, Step, read_events
+from workbench.events import Census, EventWriter, Overflow, RunFinished, RunStarted, Step
 from workbench.ui.state import EventTail, RunState, Throttle, format_seconds, load_run_state
 
 

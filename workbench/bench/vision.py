@@ -45,7 +45,7 @@ def _rows(folder: Path, with_images: bool, out: Path) -> Path:
 def _steps_per_s(args, train_path: Path, runs_dir: Path) -> tuple[float, float]:
     """(steps/s over the timed steps, image tokens per screenshot) of one engine run."""
     from ..config import load_config
-    from ..engine import train
+    from ..training import train
     from ..events import iter_events
 
     cfg = load_config(None, {

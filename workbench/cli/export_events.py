@@ -3,7 +3,8 @@ tensorboard, or a third party's: workbench/events/exporters/), once or following
 from __future__ import annotations
 
 from ..events.exporters import ExporterError, export_events
-from .arguments import CommandInputError, existing_run_dir
+from ..config.arguments import CommandInputError
+from ..runs import existing_run_dir
 
 
 def add_parser(sub):
@@ -18,7 +19,7 @@ def add_parser(sub):
 
 
 def run(args) -> int:
-    from ..engine import attach
+    from ..runs import attach
 
     try:
         result = export_events(args.run_dir, args.to, args.out, follow=args.follow,

@@ -9,9 +9,10 @@ from pathlib import Path
 
 from .. import __version__
 from ..config import ConfigError
+from ..config.arguments import CommandInputError, existing_directory
+from ..config.flags import add_config_arguments, overrides_from_args
 from ..data import DataError
-from .arguments import CommandInputError, existing_directory, existing_run_dir
-from .config_args import add_config_arguments, overrides_from_args
+from ..runs import existing_run_dir
 
 # Subcommands owned by other subpackages: (module, function adding the parser, function running it).
 SUBPACKAGE_COMMANDS = (
@@ -99,7 +100,7 @@ def _cmd_train(args) -> int:
         print(f"run {status}: {handle.run_dir}")
         return 0 if status in ("finished", "stopped") else 1
     from ..training import train
-    from ..engine.rundir import new_run_dir
+    from ..runs import new_run_dir
 
     run_dir = new_run_dir(cfg)
     try:
@@ -191,7 +192,7 @@ def _runs_parser(sub) -> None:
 
 
 def _cmd_runs(args) -> int:
-    from ..engine.runs import list_runs
+    from ..runs import list_runs
 
     rows = list_runs(args.runs_dir)
     if not rows:
@@ -205,7 +206,7 @@ def _cmd_runs(args) -> int:
 def _cmd_events(args) -> int:
     import time
 
-    from ..engine import attach
+    from ..runs import attach
     from ..events import read_events
 
     handle = attach(args.run_dir)

@@ -12,6 +12,7 @@ from typing import ClassVar, Literal, Optional, Union
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
+from .names import EVAL_TASKS
 from .samples import resolve_sample_path
 
 PrecisionMode = Literal["auto", "fp32", "fp16", "bf16", "pure-bf16"]
@@ -197,13 +198,7 @@ class EvalSection(Section):
     max_new_tokens: int = Field(64, ge=1, le=4096, description="Answer length limit of the generated answers.")
 
     def problems(self, path: str) -> list[tuple[str, str]]:
-        from ..eval.tasks import task_names  # the registry of task kinds; imported only when tasks are named
-
-        if not self.tasks:
-            return []
-        known = task_names()
-        return [(f"{path}.tasks", f"unknown task {name!r}: use one of {', '.join(known)}")
-                for name in self.tasks if name not in known]
+        return EVAL_TASKS.unknown(f"{path}.tasks", self.tasks)
 
 
 class CheckpointSection(Section):

@@ -1,7 +1,7 @@
 """Training data: row formats, chat-template tokenization with assistant-only loss, batching."""
 from .dataset import DataStats, collate, load_examples, micro_batch_indices, model_inputs
 from .formats import DataError, detect_format, row_to_messages
-from .tokenize import TokenizedExample, tokenize_messages
+from .tokenize import IGNORE_INDEX, TokenizedExample, tokenize_messages
 
 __all__ = ["DataStats", "collate", "load_examples", "micro_batch_indices", "model_inputs", "DataError", "detect_format",
-           "row_to_messages", "TokenizedExample", "tokenize_messages"]
+           "row_to_messages", "IGNORE_INDEX", "TokenizedExample", "tokenize_messages"]

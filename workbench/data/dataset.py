@@ -9,7 +9,7 @@ from typing import Iterator, Optional
 import torch
 
 from ..config.files import UnreadableFile, binary_lines, decode_line
-from ..precision import IGNORE_INDEX
+from .tokenize import IGNORE_INDEX
 from .formats import DataError, row_to_messages
 from .multimodal import encode_chat, has_images, resolve_images, vision_batch
 from .tokenize import TokenizedExample, tokenize_messages

@@ -46,7 +46,7 @@ from typing import Any, Optional
 
 import torch
 
-from ..precision import IGNORE_INDEX
+from .tokenize import IGNORE_INDEX
 from .tokenize import TokenizedExample, tokenize_messages
 
 _SCHEME = re.compile(r"^([A-Za-z][A-Za-z0-9+.-]*):")

@@ -9,7 +9,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Callable, Optional
 
-from ..precision import IGNORE_INDEX
+# The label of a position that carries no loss (context, padding): PyTorch's cross-entropy default.
+IGNORE_INDEX = -100
 
 
 @dataclass

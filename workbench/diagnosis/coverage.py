@@ -16,7 +16,7 @@ from typing import Optional
 import torch
 
 from ..models.groups import module_group
-from ..precision import dtype_name
+from ..dtypes import dtype_name
 from ..precision.module_rules import short_name
 
 LOW_PRECISION = (torch.float16, torch.bfloat16)

@@ -27,7 +27,8 @@ from typing import Optional
 
 import torch
 
-from ..precision import count_target_tokens, dtype_name, token_loss_sum, window_loss_divisor
+from ..dtypes import dtype_name
+from ..precision import count_target_tokens, token_loss_sum, window_loss_divisor
 from ..precision.module_rules import display_name, short_name
 
 

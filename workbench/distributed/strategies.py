@@ -18,7 +18,7 @@ from typing import Callable, Optional
 
 import torch
 
-from ..engine.checkpoint import (
+from ..runs.checkpoints import (
     OPTIMIZER_FILE, TRAINABLE_FILE, load_trainable_weights, optimizer_file, trainable_state,
 )
 from ..plan import measure_model_state

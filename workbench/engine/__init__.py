@@ -1,7 +1,9 @@
-"""The training engine. Never imports ipywidgets: UIs read the event log it writes."""
-from .census import parameter_census
-from .launch import RunHandle, attach, launch
-from .run import RunResult, train
-from .rundir import STOP_FILE, new_run_dir
+"""The training engine. Never imports ipywidgets: UIs read the event log it writes.
 
-__all__ = ["RunHandle", "attach", "launch", "parameter_census", "STOP_FILE", "RunResult", "new_run_dir", "train"]
+``run_engine`` is the bare loop (observers passed in); ``workbench.train`` composes it with the instruments a
+config asks for (``workbench.training``)."""
+from .census import parameter_census
+from .launch import launch
+from .run import RunResult, run_engine
+
+__all__ = ["launch", "parameter_census", "RunResult", "run_engine"]

@@ -6,7 +6,7 @@ from collections import defaultdict
 import torch
 
 from ..models.groups import module_group
-from ..precision import dtype_name
+from ..dtypes import dtype_name
 from ..precision.qat import quantized_label
 
 

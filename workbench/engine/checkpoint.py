@@ -13,10 +13,10 @@ from pathlib import Path
 from typing import Optional
 
 import torch
-from safetensors.torch import load_file
 
-PREFIX = "step-"
-
+from ..runs.checkpoints import (
+    PREFIX, SHARDING_FILE, STATE_FILE, TRAINING_FILE, list_checkpoints, rng_file,
+)
 
 @dataclass
 class TrainState:
@@ -50,37 +50,6 @@ def set_rng_state(state: dict) -> None:
         np.random.set_state(state["numpy"])
 
 
-def trainable_state(model: torch.nn.Module) -> dict[str, torch.Tensor]:
-    return {n: p.detach().contiguous() for n, p in model.named_parameters() if p.requires_grad}
-
-
-# ---- the checkpoint directory ----------------------------------------------------------------------
-# One directory per step, for every strategy (one process is a world of one):
-#   state.json        TrainState (step, data position, ...)                       rank 0
-#   sharding.json     {"strategy", "world_size"} that wrote it                      rank 0
-#   training.pt       {"scheduler": ...}                                            rank 0
-#   rng-rankNNNNN.pt  the generators of each rank                                   each rank
-#   + the strategy's own files (Strategy.save_state): trainable.safetensors + optimizer.pt for one
-#     process and DDP, DCP shards for FSDP, DeepSpeed's checkpoint for DeepSpeed.
-# It is written to a temporary directory that rank 0 renames into place after every rank finished,
-# so a crash mid-save never leaves a checkpoint that looks complete but is not.
-# One-process checkpoints written before this layout (no sharding.json; optimizer, scaler and RNG
-# inside training.pt) still load.
-TRAINABLE_FILE = "trainable.safetensors"
-OPTIMIZER_FILE = "optimizer.pt"
-SHARDING_FILE = "sharding.json"
-
-
-def _rng_file(directory: Path, rank: int) -> Path:
-    return directory / f"rng-rank{rank:05d}.pt"
-
-
-def optimizer_file(directory: Path) -> Path:
-    """Where a one-process/DDP checkpoint keeps the optimizer and scaler (older ones: training.pt)."""
-    path = directory / OPTIMIZER_FILE
-    return path if path.is_file() else directory / "training.pt"
-
-
 def save_checkpoint(ckpt_root: Path, state: TrainState, strategy, scheduler, keep_last: int,
                     rng: Optional[dict] = None, alone: bool = False) -> Path:
     """Save the run at ``state.step`` through ``strategy``; every rank calls it. ``rng``: this rank's
@@ -97,11 +66,11 @@ def save_checkpoint(ckpt_root: Path, state: TrainState, strategy, scheduler, kee
         tmp.mkdir()
     barrier()
     strategy.save_state(tmp)
-    torch.save(rng or rng_state(), _rng_file(tmp, ctx.rank))
+    torch.save(rng or rng_state(), rng_file(tmp, ctx.rank))
     if ctx.is_main:
-        torch.save({"scheduler": scheduler.state_dict()}, tmp / "training.pt")
+        torch.save({"scheduler": scheduler.state_dict()}, tmp / TRAINING_FILE)
         (tmp / SHARDING_FILE).write_text(json.dumps({"strategy": strategy.name, "world_size": ctx.world_size}) + "\n")
-        (tmp / "state.json").write_text(json.dumps(asdict(state)) + "\n")
+        (tmp / STATE_FILE).write_text(json.dumps(asdict(state)) + "\n")
     barrier()
     if ctx.is_main:
         if final.exists():
@@ -111,25 +80,6 @@ def save_checkpoint(ckpt_root: Path, state: TrainState, strategy, scheduler, kee
             shutil.rmtree(old, ignore_errors=True)
     barrier()
     return final
-
-
-def list_checkpoints(ckpt_root: Path) -> list[Path]:
-    if not ckpt_root.is_dir():
-        return []
-    return sorted(p for p in ckpt_root.iterdir() if p.name.startswith(PREFIX) and (p / "state.json").is_file())
-
-
-def load_trainable_weights(path: Path, model) -> None:
-    """Copy ``path/trainable.safetensors`` into the model's parameters of the same names."""
-    weights = load_file(str(path / TRAINABLE_FILE))
-    params = dict(model.named_parameters())
-    missing = [n for n in weights if n not in params]
-    if missing:
-        raise ValueError(f"checkpoint {path} holds weights this model lacks ({missing[:3]}...): the model or LoRA "
-                         "settings differ from the run that wrote it")
-    with torch.no_grad():
-        for n, t in weights.items():
-            params[n].copy_(t)
 
 
 def load_checkpoint(path: Path, strategy, scheduler) -> TrainState:
@@ -144,12 +94,12 @@ def load_checkpoint(path: Path, strategy, scheduler) -> TrainState:
         raise ValueError(f"{path} was written by {meta['world_size']} ranks, this run has {ctx.world_size}: only FSDP "
                          "checkpoints reshard to another world size")
     strategy.load_state(path)
-    training = torch.load(path / "training.pt", weights_only=False)
+    training = torch.load(path / TRAINING_FILE, weights_only=False)
     scheduler.load_state_dict(training["scheduler"])
-    rng = _rng_file(path, ctx.rank)
+    rng = rng_file(path, ctx.rank)
     if rng.is_file():
         set_rng_state(torch.load(rng, weights_only=False))
     elif "rng" in training:  # a one-process checkpoint of the older layout
         set_rng_state(training["rng"])
     # else: a rank the checkpoint has no RNG for (resharded FSDP, a DDP emergency save) keeps its fresh RNG
-    return TrainState(**json.loads((path / "state.json").read_text()))
+    return TrainState(**json.loads((path / STATE_FILE).read_text()))

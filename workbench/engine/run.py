@@ -8,6 +8,7 @@ events; every rank writes its own memory and overflow events.
 """
 from __future__ import annotations
 
+import os
 import re
 import sys
 import time
@@ -19,7 +20,7 @@ from typing import Optional
 
 import torch
 
-from ..config import ConfigError, RunConfig, config_to_dict
+from ..config import ConfigError, RunConfig, config_to_dict, save_config
 from ..data import collate, load_examples, micro_batch_indices, model_inputs
 from ..events import (
     Census, Checkpoint, Eval, EventWriter, Memory, Overflow, PlanPrediction, RunFailed, RunFinished, RunStarted, Step,
@@ -29,13 +30,16 @@ from ..plan import MEASURED_NAMES, predict_for_run
 from ..precision import (
     PrecisionPolicy, count_target_tokens, resolve_device, resolve_precision, token_loss_sum, window_loss_divisor,
 )
+from ..runs.layout import (
+    ADAPTER_DIR, CHECKPOINTS_DIR, CONFIG_FILE, EVENTS_FILE, FOREGROUND_PID, LAUNCHED_ENV, MERGED_DIR, MODEL_DIR, STOP_FILE,
+    new_run_dir, refuse_existing_run,
+)
 from . import memory
 from .build import build_model
 from .census import parameter_census
 from .checkpoint import TrainState, list_checkpoints, load_checkpoint, rng_state, save_checkpoint
 from .environment import hardware, versions
 from .observers import Observer, RunView
-from .rundir import STOP_FILE, open_run_dir
 from .schedule import lr_factor
 
 
@@ -55,7 +59,7 @@ class RunResult:
 class _Engine:
     def __init__(self, cfg: RunConfig, run_dir: Path, writer: EventWriter, ctx, observers=()):
         self.cfg, self.run_dir, self.writer, self.ctx = cfg, run_dir, writer, ctx
-        self.ckpt_root = run_dir / "checkpoints"
+        self.ckpt_root = run_dir / CHECKPOINTS_DIR
         self.state = TrainState(step=0, micro_batches=0)
         self.result = RunResult(run_dir=run_dir, step=0)
         self.observers: list[Observer] = list(observers)
@@ -347,7 +351,7 @@ class _Engine:
 
     def save_final(self) -> Path:
         """The adapter in peft format (or the full model), with the tokenizer, ready to serve."""
-        target = self.run_dir / ("adapter" if self.cfg.lora.enabled else "model")
+        target = self.run_dir / (ADAPTER_DIR if self.cfg.lora.enabled else MODEL_DIR)
         self.strategy.save_pretrained(target)
         self.ctx.barrier()
         if not self.ctx.is_main:
@@ -355,14 +359,39 @@ class _Engine:
         self.tokenizer.save_pretrained(target)
         self.emit_run(Checkpoint(step=self.state.step, path=str(target), kind="adapter" if self.cfg.lora.enabled else "model"))
         if self.cfg.lora.enabled and self.cfg.checkpointing.merge_adapter:  # none or ddp: the full model is here
-            merged = self.run_dir / "merged"
+            merged = self.run_dir / MERGED_DIR
             self.strategy.module.merge_and_unload().save_pretrained(merged)
             self.tokenizer.save_pretrained(merged)
             self.writer.emit(Checkpoint(step=self.state.step, path=str(merged), kind="merged"))
         return target
 
 
-def train(cfg: RunConfig, run_dir: str | Path | None = None, observers=()) -> RunResult:
+def open_run_dir(cfg: RunConfig, run_dir: str | Path | None, ctx) -> Path:
+    """Rank 0 names the run directory, checks it and saves the config; every rank gets the same
+    verdict (no rank left waiting)."""
+    from ..distributed.context import AGENT_ENV
+
+    verdict = None
+    if ctx.is_main:
+        try:
+            run_dir = Path(run_dir) if run_dir else new_run_dir(cfg)
+            run_dir.mkdir(parents=True, exist_ok=True)
+            refuse_existing_run(cfg, run_dir)
+            save_config(cfg, run_dir / CONFIG_FILE)
+            (run_dir / STOP_FILE).unlink(missing_ok=True)
+            if os.environ.get(LAUNCHED_ENV) != "1" and not os.environ.get(AGENT_ENV):
+                (run_dir / FOREGROUND_PID).write_text(str(os.getpid()))
+        except ConfigError as err:
+            verdict = err.problems
+    run_dir, verdict = ctx.broadcast_object((str(run_dir), verdict))
+    if verdict:
+        raise ConfigError(verdict)
+    run_dir = Path(run_dir)
+    run_dir.mkdir(parents=True, exist_ok=True)  # other nodes: the shared run directory may not be visible yet
+    return run_dir
+
+
+def run_engine(cfg: RunConfig, run_dir: str | Path | None = None, observers=()) -> RunResult:
     """Run a fine-tune in this process: one process, or this rank of a torchrun job for a distributed
     ``sharding.strategy`` (without torchrun, a world of one). Events go to ``<run_dir>/events.jsonl``.
 
@@ -379,7 +408,7 @@ def train(cfg: RunConfig, run_dir: str | Path | None = None, observers=()) -> Ru
     except ConfigError:
         shutdown(ctx)
         raise
-    writer = EventWriter(run_dir / "events.jsonl", rank=ctx.rank)
+    writer = EventWriter(run_dir / EVENTS_FILE, rank=ctx.rank)
     engine = _Engine(cfg, run_dir, writer, ctx, observers)
     try:
         engine.setup()

@@ -5,7 +5,7 @@ import argparse
 import json
 import sys
 
-from ..cli.arguments import existing_run_dir
+from ..runs import existing_run_dir
 
 
 def add_parser(subparsers) -> argparse.ArgumentParser:

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterable, Optional
 
-from .results import RESULTS_FILE, read_results, write_results
+from .results import write_results
 from .tasks import Reply, Task, get_task, load_examples
 
 THINKING_MODES = {"default": None, "on": True, "off": False}  # mode name -> the request's enable_thinking

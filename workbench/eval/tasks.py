@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Optional, Protocol
 
+from ..config.names import EVAL_TASKS
 from ..config.samples import samples_dir
 from ..data.formats import DataError, row_to_messages
 
@@ -88,6 +89,7 @@ _TASKS: dict[str, Task] = {}
 
 def register_task(task: Task) -> Task:
     _TASKS[task.name] = task
+    EVAL_TASKS.add(task.name)  # so that a run configuration may name it (eval.tasks)
     return task
 
 

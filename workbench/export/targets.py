@@ -87,7 +87,7 @@ def save_tokenizer_files(tokenizer, base_path: str, out: Path) -> None:
 
 
 def write_merged(merged: torch.nn.Module, tokenizer, base_path: str, out: Path, spec: TargetSpec) -> None:
-    from ..precision import DTYPE_BY_NAME
+    from ..dtypes import DTYPE_BY_NAME
 
     # model.safetensors + config + generation config; the merged copy is the export's own, cast in place
     merged.to(DTYPE_BY_NAME[spec.dtype]).save_pretrained(out)

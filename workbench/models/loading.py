@@ -10,7 +10,7 @@ from typing import Any, Callable
 import torch
 
 from ..config import ConfigError, LoraSection, ModelSection
-from ..precision import DTYPE_BY_NAME
+from ..dtypes import DTYPE_BY_NAME
 from . import packaged, tiny
 
 

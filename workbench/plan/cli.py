@@ -6,12 +6,12 @@ import argparse
 import json
 import sys
 
-from ..cli.config_args import add_config_arguments, overrides_from_args
+from ..config.flags import add_config_arguments, overrides_from_args
 from ..config import ConfigError, LoraSection, config_from_dict
 from .arch import PRESETS
 from .inference import INFERENCE_DEVICES
 from .options import PlanOptions
-from .planner import DEFAULT_DEVICES, GiB, OFFLOADS, PRECISIONS, DeviceSet, Setting, plan_matrix, predict
+from .planner import DEFAULT_DEVICES, GiB, OFFLOADS, PRECISIONS, DeviceSet, Setting, predict
 
 STRATEGY_CHOICES = ("all", "none", "ddp", "fsdp-zero2", "fsdp-zero3", "ds-zero1", "ds-zero2", "ds-zero3")
 

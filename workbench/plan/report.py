@@ -31,7 +31,7 @@ def run_report(run_dir: str | Path) -> dict:
 
 def add_parser(subparsers) -> argparse.ArgumentParser:
     p = subparsers.add_parser("report", help="a run's predicted vs measured model-state memory, per category")
-    from ..cli.arguments import existing_run_dir
+    from ..runs import existing_run_dir
 
     p.add_argument("run_dir", type=existing_run_dir)
     p.add_argument("--json", action="store_true")

@@ -22,7 +22,7 @@ from typing import Optional
 import torch
 
 from ..config import ConfigError, PrecisionSection
-from .policy import DTYPE_BY_NAME
+from ..dtypes import DTYPE_BY_NAME
 
 _WRAPPER_PREFIXES = ("module.", "base_model.model.")  # in the order they nest
 _ADAPTER_PARTS = (".base_layer", ".lora_A", ".lora_B", ".lora_dropout", ".lora_embedding_A", ".lora_embedding_B",

@@ -16,7 +16,7 @@ from typing import Iterable, Optional
 import torch
 import torch.nn.functional as F
 
-IGNORE_INDEX = -100
+from ..data.tokenize import IGNORE_INDEX
 
 
 def count_target_tokens(labels: torch.Tensor) -> int:

@@ -1,6 +1,6 @@
 """The one typed configuration of a server, and the checks of what it is asked to serve.
 
-The serve CLI's flags are generated from ``ServeConfig`` (``workbench.cli.config_args``), ``start_server``
+The serve CLI's flags are generated from ``ServeConfig`` (``workbench.config.flags``), ``start_server``
 validates the same model, and a server in a subprocess reads it from a file: the options are written once.
 """
 from __future__ import annotations

@@ -16,7 +16,7 @@ from typing import Any, Callable, Literal, Optional
 import yaml
 from pydantic import BaseModel
 
-from ..cli.render import command_line
+from ..config.command_line import command_line
 from ..config import (
     ConfigError, RunConfig, Section, config_from_dict, config_to_dict, leaf_fields, read_config_file,
     save_config,
@@ -307,7 +307,7 @@ def preview_data(cfg: RunConfig, n: int = 3, tokenizer=None) -> DataPreview:
     """``n`` examples of ``cfg.data.train`` through ``workbench.data.load_examples`` (so a bad row stops the
     preview as it would stop the run: DataError naming file:line)."""
     from ..data import load_examples
-    from ..precision import IGNORE_INDEX
+    from ..data import IGNORE_INDEX
 
     tok = tokenizer or tokenizer_for(cfg.model.source)
     examples, stats = load_examples(cfg.data.train, tok, cfg.data.max_length, cfg.data.format,

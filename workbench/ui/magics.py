@@ -46,7 +46,7 @@ class MagicArgumentParser(argparse.ArgumentParser):
 
 
 def _train_parser() -> MagicArgumentParser:
-    from ..cli.config_args import add_config_arguments
+    from ..config.flags import add_config_arguments
 
     p = MagicArgumentParser(prog="%%workbench_train", description="Launch the run configured by the cell (YAML, "
                             "as in workbench train --config), overridden by the flags of this line.")
@@ -61,7 +61,7 @@ def _train_parser() -> MagicArgumentParser:
 def train_config(line: str, cell: str) -> tuple[RunConfig, argparse.Namespace]:
     """The RunConfig of a ``%%workbench_train`` cell: its YAML, then --set overrides, then --section.field flags
     (the precedence of ``workbench train``)."""
-    from ..cli.config_args import overrides_from_args
+    from ..config.flags import overrides_from_args
 
     args = _train_parser().parse_args(shlex.split(line))
     data = mapping_from_text(cell, "the cell", "%%workbench_train")
@@ -104,7 +104,7 @@ def split_chat_line(line: str) -> tuple[str, str, str]:
 
 def runs_table(runs_dir: str | Path) -> str:
     """The runs of ``runs_dir`` as a text table (name, status, step/total, last loss, model, precision)."""
-    from ..engine.runs import list_runs
+    from ..runs import list_runs
 
     rows = list_runs(runs_dir)
     if not rows:

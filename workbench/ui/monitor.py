@@ -17,7 +17,8 @@ import ipywidgets as W
 import plotly.graph_objects as go
 
 from ..config import RunConfig
-from ..engine import RunHandle, attach, launch
+from ..engine import launch
+from ..runs import RunHandle, attach
 from ..events.schema import MODEL_STATE_FIELDS
 from .state import EventTail, RunState, Throttle
 

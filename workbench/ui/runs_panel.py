@@ -9,7 +9,7 @@ from typing import Optional
 import ipywidgets as W
 import plotly.graph_objects as go
 
-from ..engine.runs import RunRow, list_runs
+from ..runs import RunRow, list_runs
 from ..eval.results import metric_rows, result_tasks
 from .export_section import ExportSection
 from .state import RunState, load_run_state

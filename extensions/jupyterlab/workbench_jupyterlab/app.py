@@ -42,9 +42,10 @@ class WorkbenchExtension(ExtensionApp):
             "chat_api_key": self.chat_api_key or os.environ.get("WORKBENCH_API_KEY", ""),
             "poll_interval": self.poll_interval, "template": self.template})
         self.log.info("workbench: serving the runs in %s under /workbench/api/", runs_dir)
-        # The engine imports torch (~2 s): load it now in the background rather than on the first request.
+        # Launching imports the engine and torch (~2 s): load them now in the background rather than on the first
+        # launch request (reading runs needs only workbench.runs, which imports no torch).
         threading.Thread(target=_warm_imports, daemon=True).start()
 
 
 def _warm_imports() -> None:
-    import workbench.engine.runs  # noqa: F401
+    import workbench.engine  # noqa: F401

@@ -72,7 +72,7 @@ class RunsDirectory:
     # ---- rows ------------------------------------------------------------------------------------------------
     def signature(self) -> tuple:
         """Changes whenever a run appears or logs an event: when a stream must send the rows again."""
-        from workbench.engine.runs import run_dirs
+        from workbench.runs import run_dirs
 
         return tuple((d.name, _size(d / "events.jsonl")) for d in run_dirs(self.root))
 
@@ -107,7 +107,7 @@ class RunsDirectory:
     def rows(self) -> list[dict]:
         """Every run's row. A run that has ended keeps its row until its log changes (resumed): a stream re-reads
         only the logs of running runs, not every log of the directory at every step."""
-        from workbench.engine.runs import run_dirs, run_row
+        from workbench.runs import run_dirs, run_row
 
         rows = []
         for path in run_dirs(self.root):
@@ -120,7 +120,7 @@ class RunsDirectory:
         return rows
 
     def row(self, name: str) -> dict:
-        from workbench.engine.runs import run_row
+        from workbench.runs import run_row
 
         return self._row(run_row(self.run_dir(name)))
 
@@ -157,7 +157,7 @@ class RunsDirectory:
         return handle.run_dir.name
 
     def handle(self, name: str):
-        from workbench.engine import attach
+        from workbench.runs import attach
 
         path = self.run_dir(name)
         launched = self._launched.get(name)

@@ -215,7 +215,7 @@ async def test_a_tiny_run_launched_streamed_and_stopped_through_the_routes(jp_fe
         events = await _read_stream(jp_fetch, ["workbench", "api", "runs", name, "events", "stream"],
                                     lambda ev: bool(ev) and ev[-1][0] == "end")
     finally:
-        from workbench.engine import attach
+        from workbench.runs import attach
 
         if attach(runs / name).is_running():  # never leave a 100000-step worker behind a failed assertion
             attach(runs / name).stop(timeout=60)

@@ -195,7 +195,7 @@ def test_side_panel_follows_and_stops_a_run_launched_from_a_notebook(tmp_path):
             raise
         finally:
             for run in (root / "runs").glob("*"):  # never leave a 3000-step worker behind a failed assertion
-                from workbench.engine import attach
+                from workbench.runs import attach
 
                 if attach(run).is_running():
                     attach(run).stop(timeout=60)

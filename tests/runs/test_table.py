@@ -2,7 +2,7 @@
 import pytest
 
 from workbench.cli.main import main
-from workbench.engine.runs import RunRow, list_runs
+from workbench.runs import RunRow, list_runs
 from workbench.events import EventWriter, RunFinished, RunStarted, Step, read_events
 
 
@@ -54,8 +54,8 @@ def test_the_cli_prints_the_same_rows(capsys, tmp_path):
 def test_a_run_training_in_the_foreground_is_running_not_failed(make_cfg):
     """A run trained in the user's own process (a terminal, a notebook) has no worker.pid: while it trains the
     runs list must say running (not record a silent death), and finished after."""
-    from workbench.engine import train
-    from workbench.engine.launch import attach
+    from workbench.engine import run_engine
+    from workbench.runs import attach
     from workbench.engine.observers import Observer
 
     seen = []
@@ -64,7 +64,7 @@ def test_a_run_training_in_the_foreground_is_running_not_failed(make_cfg):
         def after_step(self, run, step, outcome, loss):
             seen.append([r.status for r in list_runs(run.cfg.output.runs_dir)])
 
-    result = train(make_cfg(**{"schedule.max_steps": 2, "output.run_name": "fg"}), observers=[Look()])
+    result = run_engine(make_cfg(**{"schedule.max_steps": 2, "output.run_name": "fg"}), observers=[Look()])
     assert seen == [["running"], ["running"]]
     handle = attach(result.run_dir)
     assert handle.foreground and handle.status() == "finished"

@@ -7,7 +7,8 @@ from pathlib import Path
 from typing import Optional
 
 from ..events import read_events
-from .launch import attach
+from .handle import attach
+from .layout import EVENTS_FILE, run_dirs
 
 
 @dataclass(frozen=True)
@@ -33,7 +34,7 @@ def _finite(value) -> Optional[float]:
 def run_row(run_dir: str | Path) -> RunRow:
     """One run's row from its event log (only rank 0's events) and its worker's liveness."""
     run_dir = Path(run_dir)
-    events, _ = read_events(run_dir / "events.jsonl", 0, typed=False)
+    events, _ = read_events(run_dir / EVENTS_FILE, 0, typed=False)
     started = next((e for e in events if e.get("type") == "run_started" and not e.get("rank")), {})
     steps = [e for e in events if e.get("type") == "step" and not e.get("rank")]
     last = steps[-1] if steps else {}
@@ -41,15 +42,6 @@ def run_row(run_dir: str | Path) -> RunRow:
                   total_steps=started.get("total_steps"), loss=_finite(last.get("loss")),
                   model=(started.get("config") or {}).get("model", {}).get("source"),
                   precision=(started.get("precision") or {}).get("mode"))
-
-
-def run_dirs(runs_dir: str | Path) -> list[Path]:
-    """The run directories under ``runs_dir`` (folders with a config.json), sorted by name (= start time by
-    default); none when the folder does not exist."""
-    root = Path(runs_dir)
-    if not root.is_dir():
-        return []
-    return sorted(p for p in root.iterdir() if (p / "config.json").is_file())
 
 
 def list_runs(runs_dir: str | Path) -> list[RunRow]:

@@ -6,7 +6,8 @@ import argparse
 import typing
 from typing import Any
 
-from ..config import RunConfig, Section, cli_flag, leaf_fields, parse_value
+from .loading import parse_value
+from .schema import RunConfig, Section, cli_flag, leaf_fields
 
 
 def _unannotated(annotation: Any) -> Any:

@@ -1,6 +1,6 @@
 """Measured model-state bytes per rank, per strategy, next to the planner's prediction.
 
-    python -m workbench.distributed.report [--nproc 2] [--precision fp32|bf16] [--model tiny-glm4]
+    python -m workbench.bench.strategy_memory [--nproc 2] [--precision fp32|bf16] [--model tiny-glm4]
 
 Runs every strategy for 2 optimizer steps on 2 gloo ranks (tiny model, CPU) and prints, per rank,
 the bytes measured by ``workbench.plan.measure_model_state`` at step 2 (after backward, gradients
@@ -74,7 +74,7 @@ def format_rows(results: list[dict]) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(prog="python -m workbench.distributed.report", description=__doc__.split("\n\n")[0])
+    ap = argparse.ArgumentParser(prog="python -m workbench.bench.strategy_memory", description=__doc__.split("\n\n")[0])
     ap.add_argument("--nproc", type=int, default=2)
     ap.add_argument("--precision", default="fp32", choices=["fp32", "bf16"])
     ap.add_argument("--model", default="tiny-glm4")

@@ -1,4 +1,4 @@
-"""Serving benchmark: ``python -m workbench.serve.bench``.
+"""Serving benchmark: ``python -m workbench.bench.serve``.
 
 Measures, on the same model and thread count:
   * ``model.generate`` called directly (the floor): time to first token and decode tokens/s;
@@ -15,7 +15,6 @@ import os
 import statistics
 import subprocess
 import sys
-import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -164,7 +163,7 @@ def _peer(model_dir: str, tokens: int, repeats: int, concurrency: int, threads: 
 
 
 def main(argv=None) -> int:
-    p = argparse.ArgumentParser(prog="python -m workbench.serve.bench", description=__doc__.splitlines()[0])
+    p = argparse.ArgumentParser(prog="python -m workbench.bench.serve", description=__doc__.splitlines()[0])
     p.add_argument("--model", default="smollm2-135m-instruct")
     p.add_argument("--tokens", type=int, default=64, help="tokens generated per request (default: %(default)s)")
     p.add_argument("--repeats", type=int, default=3)
@@ -180,7 +179,7 @@ def main(argv=None) -> int:
     results: dict = {"config": vars(args)}
     results["direct_generate"] = _direct(args.model, args.tokens, args.repeats)
 
-    from .server import start_server
+    from ..serve.server import start_server
 
     with start_server(args.model, subprocess_mode=True, threads=args.threads, max_batch=max(8, args.concurrency),
                       log_level="error") as srv:

@@ -1,6 +1,6 @@
 """Overhead of the precision instruments on a steady run.
 
-    python -m workbench.diagnosis.bench [--model smollm2-135m-instruct] [--mode fp32] [--blocks 6] [--steps 3]
+    python -m workbench.bench.diagnosis [--model smollm2-135m-instruct] [--mode fp32] [--blocks 6] [--steps 3]
 
 One engine, one model; blocks of optimizer steps are interleaved round-robin over three conditions so
 that drift (other processes on the cores, thermal) hits all of them alike:

@@ -2,7 +2,7 @@
 import shlex
 
 from workbench.cli.main import _resolved, build_parser
-from workbench.cli.render import command_line, flag_value
+from workbench.config.command_line import command_line, flag_value
 from workbench.config import RunConfig, load_config
 
 

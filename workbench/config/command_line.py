@@ -1,6 +1,6 @@
 """A run configuration written back as the ``workbench train`` command line that reproduces it.
 
-The inverse of ``config_args.overrides_from_args``: one ``--section.field VALUE`` flag per value that
+The inverse of ``flags.overrides_from_args``: one ``--section.field VALUE`` flag per value that
 differs from the schema default, each value quoted so the shell and the flag parser read it back as is.
 """
 from __future__ import annotations
@@ -10,7 +10,8 @@ from typing import Any, Mapping
 
 import yaml
 
-from ..config import RunConfig, config_to_dict, leaf_fields
+from .loading import config_to_dict
+from .schema import RunConfig, leaf_fields
 
 _MISSING = object()
 

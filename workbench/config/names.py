@@ -1,0 +1,27 @@
+"""Names a configuration may use for things implemented in higher layers (eval tasks; later reward functions):
+the config validates a name against these catalogues without importing the layer that implements it.
+
+Each catalogue holds the built-in names, and the layer that implements them registers any plug-in name it adds
+(``workbench.eval.tasks.register_task``); a test checks that the built-ins match the implementations.
+"""
+from __future__ import annotations
+
+
+class NameCatalogue:
+    def __init__(self, kind: str, builtin: tuple[str, ...]):
+        self.kind = kind
+        self._names = set(builtin)
+
+    def add(self, name: str) -> None:
+        self._names.add(name)
+
+    def names(self) -> list[str]:
+        return sorted(self._names)
+
+    def unknown(self, path: str, given: list[str]) -> list[tuple[str, str]]:
+        """A (field path, reason) problem per name of ``given`` this catalogue does not hold."""
+        return [(path, f"unknown {self.kind} {name!r}: use one of {', '.join(self.names())}")
+                for name in given if name not in self._names]
+
+
+EVAL_TASKS = NameCatalogue("task", ("heldout_loss", "identity", "phone_actions", "phone_actions_reasoning", "text"))
