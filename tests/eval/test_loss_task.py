@@ -6,7 +6,7 @@ import math
 import pytest
 
 from workbench.events import read_events
-from workbench.eval.results import read_results
+from workbench.runs.results import read_results
 from workbench.eval.runner import EvalError, evaluate
 
 from ..conftest import SAMPLES

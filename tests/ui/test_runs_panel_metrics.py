@@ -1,7 +1,7 @@
 """The runs panel's task metrics: eval results of two runs (and their base) as a table and a bar chart."""
 from __future__ import annotations
 
-from workbench.eval.results import write_results
+from workbench.runs.results import write_results
 from workbench.eval.runner import EvalReport
 from workbench.ui.runs_panel import RunsPanel
 

@@ -6,7 +6,7 @@
       checkpoints/step-NNNNNNN/   resumable checkpoints (workbench.runs.checkpoints)
       adapter/ | model/    the trained LoRA adapter (peft) | the full fine-tune's weights
       merged/, exports/    merged copy, deployable exports (workbench.export)
-      eval_results.json    task metrics of the run's model (workbench.eval)
+      eval_results.json    task metrics of the run's model (workbench.runs.results: eval's and agent's)
       worker.pid, worker.log, foreground.pid, STOP   the process that trains it, and the stop request
 """
 from __future__ import annotations

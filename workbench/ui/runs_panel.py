@@ -10,7 +10,7 @@ import ipywidgets as W
 import plotly.graph_objects as go
 
 from ..runs import RunRow, list_runs
-from ..eval.results import metric_rows, result_tasks
+from ..runs.results import metric_rows, result_tasks
 from .export_section import ExportSection
 from .state import RunState, load_run_state
 
