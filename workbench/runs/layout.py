@@ -7,6 +7,7 @@
       adapter/ | model/    the trained LoRA adapter (peft) | the full fine-tune's weights
       merged/, exports/    merged copy, deployable exports (workbench.export)
       eval_results.json    task metrics of the run's model (workbench.runs.results: eval's and agent's)
+      episodes/<stamp>/    phone-agent episodes of the run's model (workbench.agent.store)
       worker.pid, worker.log, foreground.pid, STOP   the process that trains it, and the stop request
 """
 from __future__ import annotations
@@ -24,6 +25,7 @@ CHECKPOINTS_DIR = "checkpoints"
 ADAPTER_DIR = "adapter"
 MODEL_DIR = "model"
 MERGED_DIR = "merged"
+EPISODES_DIR = "episodes"
 STOP_FILE = "STOP"  # created by RunHandle.stop(); polled between optimizer steps
 WORKER_PID = "worker.pid"
 WORKER_LOG = "worker.log"

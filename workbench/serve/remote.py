@@ -8,6 +8,7 @@ all is a ``ServerUnreachable`` from ``models()``, which callers ask first.
 """
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from typing import Optional
 
@@ -29,6 +30,13 @@ class ServerUnreachable(ValueError):
 def _is_context_overflow(status: int, text: str) -> bool:
     # workbench serve and vLLM answer 400 with code context_length_exceeded / "maximum context length"
     return status == 400 and ("context_length_exceeded" in text or "maximum context length" in text)
+
+
+def _overflow_prompt_tokens(text: str) -> Optional[int]:
+    """The prompt's size that a context-overflow message states ("... (N in the messages, ...", as workbench serve
+    and vLLM word it); None when it states none."""
+    match = re.search(r"(\d+) in the messages", text)
+    return int(match.group(1)) if match else None
 
 
 class ServerClient:
@@ -65,8 +73,9 @@ class ServerClient:
         except httpx.HTTPError as err:
             return Completion(error=f"{type(err).__name__}: {err}")
         if r.status_code != 200:
-            return Completion(error=f"HTTP {r.status_code}: {r.text[:300]}",
-                              context_overflow=_is_context_overflow(r.status_code, r.text))
+            overflow = _is_context_overflow(r.status_code, r.text)
+            return Completion(error=f"HTTP {r.status_code}: {r.text[:300]}", context_overflow=overflow,
+                              prompt_tokens=_overflow_prompt_tokens(r.text) if overflow else None)
         data = r.json()
         choice = data["choices"][0]
         message = choice["message"]
