@@ -23,6 +23,7 @@ SUBPACKAGE_COMMANDS = (
     ("workbench.export.cli", "add_parser", "run"),
     ("workbench.eval.cli", "add_parser", "run"),
     ("workbench.agent.cli", "add_parser", None),  # agent run|record: each subcommand sets its own func
+    ("workbench.data.cli", "add_parser", None),  # data check
     ("workbench.cli.export_events", "add_parser", "run"),
 )
 
