@@ -98,3 +98,13 @@ def test_record_a_stored_run_keeps_only_its_successful_episodes(capsys, tmp_path
     assert stdout.startswith("5 rows from 2 episodes")
     code, _, err = run_cli(capsys, "agent", "record", "--episodes", str(tmp_path), "--out", str(tmp_path / "r.jsonl"))
     assert code == 2 and "holds no episodes.jsonl" in err
+
+
+def test_an_adb_serial_that_is_not_attached_is_one_line(capsys):
+    from ..phone.adb_standin import AdbStandIn
+
+    with AdbStandIn(serials=["emulator-5554"]) as adb:
+        code, _, err = run_cli(capsys, "agent", "run", "--server", "http://127.0.0.1:9", "--device", "adb:R58M123",
+                               "--adb-port", str(adb.port))
+    assert code == 2 and err.strip() == ("workbench agent: error: ADB serial 'R58M123' is not attached; attached "
+                                         "devices: emulator-5554")
