@@ -24,7 +24,7 @@ from PIL import Image
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent))  # run from a checkout: the workbench package beside data_samples/
-from workbench.phone.screen import GRID, Screen, keyboard, status_bar  # noqa: E402
+from workbench.phone.screen import GRID, Screen, keyboard, parse_size, status_bar  # noqa: E402
 OUT = HERE / "phone_screens"
 SMALL = (112, 252)  # 4x9 merged patches for GLM-4.1V's processor: 36 image tokens, seconds on a CPU
 
@@ -263,10 +263,9 @@ def main() -> int:
     args = p.parse_args()
     out = Path(args.out)
     try:
-        size = tuple(int(v) for v in args.size.lower().split("x"))
-        assert len(size) == 2 and min(size) >= 28
-    except (ValueError, AssertionError):
-        p.error(f"--size {args.size!r}: give WIDTHxHEIGHT, e.g. 1080x2400")
+        size = parse_size(args.size)
+    except ValueError as err:
+        p.error(f"--size {err}")
     if not args.check:
         write(out, size)
     problems = check(out)

@@ -8,6 +8,7 @@ import os
 import sys
 
 from ..phone.runtime import MAX_STEPS
+from ..phone.screen import parse_size
 
 
 def add_parser(subparsers) -> argparse.ArgumentParser:
@@ -68,16 +69,6 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
     return p
 
 
-def _size(text: str) -> tuple[int, int]:
-    try:
-        w, h = (int(v) for v in text.lower().split("x"))
-    except ValueError:
-        raise ValueError(f"{text!r}: give WIDTHxHEIGHT in pixels, e.g. 1080x2400") from None
-    if min(w, h) < 28:
-        raise ValueError(f"{text!r}: each side must be at least 28 pixels (one merged image patch)")
-    return w, h
-
-
 def _problems(checks) -> list[str]:
     """Every problem of the options at once: (flag, check) pairs, a check returning why or None."""
     return [f"{flag}: {why}" for flag, check in checks if (why := check())]
@@ -121,7 +112,7 @@ def run(args) -> int:
         ("--device", lambda: _why(lambda: parse_device(device))),
         ("--device", lambda: "the oracle's actions are the simulated phone's: run --oracle on --device sim"
          if args.oracle and device.startswith("adb:") else None),
-        ("--size", lambda: _why(lambda: _size(args.size))),
+        ("--size", lambda: _why(lambda: parse_size(args.size))),
         ("--max-steps", lambda: _at_least_one(args.max_steps)),
         ("--concurrency", lambda: _at_least_one(args.concurrency)),
         ("--concurrency", lambda: "one phone runs one episode at a time: give --concurrency 1 with adb"
@@ -132,7 +123,7 @@ def run(args) -> int:
         return _fail(problems)
     try:
         report = evaluate_agent(select_tasks(args.tasks), args.model, server=args.server, oracle=args.oracle,
-                                device=device, size=_size(args.size), max_steps=args.max_steps,
+                                device=device, size=parse_size(args.size), max_steps=args.max_steps,
                                 concurrency=args.concurrency, out=args.out, write=not args.no_write,
                                 max_tokens=args.max_tokens, temperature=args.temperature, seed=args.seed,
                                 api_key=args.api_key or os.environ.get("WORKBENCH_API_KEY"),
@@ -187,7 +178,7 @@ def record(args) -> int:
         ("--oracle/--episodes", lambda: None if args.oracle != bool(args.episodes) else
          "give --oracle (with --tasks) or --episodes DIR, not both or neither"),
         ("--tasks", lambda: _why(lambda: select_tasks(args.tasks)) if args.oracle else None),
-        ("--size", lambda: _why(lambda: _size(args.size))),
+        ("--size", lambda: _why(lambda: parse_size(args.size))),
         ("--date", lambda: _why(lambda: datetime.date.fromisoformat(args.date)) if args.date else None),
         ("--max-steps", lambda: _at_least_one(args.max_steps)),
         ("--out", lambda: None if args.out.endswith(".jsonl") else f"{args.out!r}: give a .jsonl file name"),
@@ -198,7 +189,7 @@ def record(args) -> int:
         date = datetime.date.fromisoformat(args.date)
     if args.oracle:
         tasks = select_tasks(args.tasks)
-        episodes, screens = run_episodes(tasks, OraclePolicy(tasks), sim_devices(_size(args.size)), args.max_steps,
+        episodes, screens = run_episodes(tasks, OraclePolicy(tasks), sim_devices(parse_size(args.size)), args.max_steps,
                                          date=date), None
     else:
         try:

@@ -19,6 +19,18 @@ Box = tuple[int, int, int, int]
 Color = tuple[int, int, int]
 
 
+def parse_size(text: str) -> tuple[int, int]:
+    """``"1080x2400"`` -> (1080, 2400); ValueError saying what to give. A side under 28 pixels is refused: it is less
+    than one merged image patch of GLM-4.1V's processor."""
+    try:
+        width, height = (int(v) for v in text.lower().split("x"))
+    except ValueError:
+        raise ValueError(f"{text!r}: give WIDTHxHEIGHT in pixels, e.g. 1080x2400") from None
+    if min(width, height) < 28:
+        raise ValueError(f"{text!r}: each side must be at least 28 pixels (one merged image patch)")
+    return width, height
+
+
 @functools.lru_cache(maxsize=64)
 def _font(size_px: float):
     return ImageFont.load_default(size=size_px)
