@@ -108,3 +108,12 @@ def test_an_adb_serial_that_is_not_attached_is_one_line(capsys):
                                "--adb-port", str(adb.port))
     assert code == 2 and err.strip() == ("workbench agent: error: ADB serial 'R58M123' is not attached; attached "
                                          "devices: emulator-5554")
+
+
+def test_episodes_stored_without_screens_cannot_be_recorded_and_say_why(capsys, tmp_path):
+    run_cli(capsys, "agent", "run", "--oracle", "--tasks", "open_app/settings", "--size", "112x252", "--no-screens",
+            "--out", str(tmp_path))
+    assert not (tmp_path / "oracle" / "screens").exists()
+    code, _, err = run_cli(capsys, "agent", "record", "--episodes", str(tmp_path / "oracle"),
+                           "--out", str(tmp_path / "r.jsonl"))
+    assert code == 2 and "has no screenshot to record (was the run stored with --no-screens?)" in err

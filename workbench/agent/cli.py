@@ -196,7 +196,10 @@ def record(args) -> int:
             episodes, screens = read_episodes(args.episodes), args.episodes
         except ValueError as err:
             return _fail([f"--episodes: {err}"])
-    result = record_rows(episodes, args.out, screens, only_success=not args.all)
+    try:
+        result = record_rows(episodes, args.out, screens, only_success=not args.all)
+    except (ValueError, OSError) as err:  # episodes stored without their screenshots (--no-screens), a bad folder
+        return _fail([f"--episodes: {err}"])
     print(f"{result.rows} rows from {result.episodes} episodes ({result.skipped_episodes} unsuccessful skipped), "
           f"{result.images} images: {result.path}")
     return 0

@@ -37,7 +37,8 @@ def _png_of(step: Step, screens: Optional[Path]) -> bytes:
     if step.png is not None:
         return step.png
     if screens is None or step.screenshot is None:
-        raise ValueError(f"step {step.index} has no screenshot to record")
+        raise ValueError(f"step {step.index} of {step.current_app!r} has no screenshot to record (was the run stored "
+                         "with --no-screens?)")
     return (screens / step.screenshot).read_bytes()
 
 
