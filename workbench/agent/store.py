@@ -72,3 +72,13 @@ def read_episodes(folder: str | Path) -> list[Episode]:
             except (ValueError, TypeError) as err:
                 raise ValueError(f"{path}:{number}: not an episode: {err}") from None
     return episodes
+
+
+def episode_folders(runs_dir: str | Path) -> list[Path]:
+    """The episode folders under ``runs_dir`` (``RUN/episodes/<time>/`` of runs, ``episodes/<time>/<model>/`` of the
+    rest), newest first."""
+    root = Path(runs_dir)
+    if not root.is_dir():
+        return []
+    found = [p.parent for pattern in (f"*/*/{EPISODES_FILE}", f"*/*/*/{EPISODES_FILE}") for p in root.glob(pattern)]
+    return sorted(set(found), key=lambda p: p.stat().st_mtime, reverse=True)

@@ -4,7 +4,8 @@ Answers stream through langchain-openai (``workbench.serve.client.chat_model``, 
 reasoning) with ``astream`` in asyncio tasks on the kernel's loop, so the kernel stays free and
 widgets are only touched from that loop. Reasoning goes in a collapsible section above each answer.
 An image picker (``ImagePicker``: upload, or a sample phone screenshot) attaches one image, shown as a
-thumbnail and sent to every compared model as a base64 data: URL.
+thumbnail and sent to every compared model as a base64 data: URL. Below, whole phone-agent episodes of two models
+replay side by side (``EpisodesSection``).
 """
 from __future__ import annotations
 
@@ -16,6 +17,7 @@ from typing import Any, Iterable, Optional
 import ipywidgets as W
 
 from ..serve.client import Reply, absorb_chunk, chat_messages, chat_model, served_models
+from .episodes import EpisodesSection
 from .export_chat import ExportChatSection
 from .state import ChatImage, Throttle, sample_screenshots
 
@@ -89,7 +91,9 @@ class ChatComparePanel(W.VBox):
 
         # ---- exports of a run, each on a server of its own (workbench/ui/export_chat.py) ----
         self.export_models = ExportChatSection(self, runs_dir)
-        self.children = (*self.children, self.export_models)
+        # ---- whole phone-agent episodes of two models, side by side (workbench/ui/episodes.py) ----
+        self.episodes = EpisodesSection(runs_dir)
+        self.children = (*self.children, self.export_models, self.episodes)
 
     def add_endpoint(self, model_id: str, server: Any, select: bool = True) -> None:
         """Offer a model that another server serves (an export): asked there, listed beside this server's."""
