@@ -1,7 +1,7 @@
 """What a run directory is and what it holds: the one definition every package uses.
 
     runs/NAME/
-      config.json          the run's RunConfig (written first: a folder holding it is a run directory)
+      config.json          the run's RunConfig (this or the event log makes a folder a run directory)
       events.jsonl         the event log (workbench.events)
       checkpoints/step-NNNNNNN/   resumable checkpoints (workbench.runs.checkpoints)
       adapter/ | model/    the trained LoRA adapter (peft) | the full fine-tune's weights
@@ -34,8 +34,10 @@ LAUNCHED_ENV = "WORKBENCH_LAUNCHED"  # set by launch() for its worker process
 
 
 def is_run_dir(path: str | Path) -> bool:
-    """A run directory is a folder holding a run's config.json (the engine and the launcher write it first)."""
-    return (Path(path) / CONFIG_FILE).is_file()
+    """A run directory is a folder holding a run's config.json or its events.jsonl: the engine and the launcher
+    write both as a run starts, and an event log copied on its own (to read or export it) is a run too."""
+    path = Path(path)
+    return (path / CONFIG_FILE).is_file() or (path / EVENTS_FILE).is_file()
 
 
 def run_dirs(runs_dir: str | Path) -> list[Path]:
@@ -51,7 +53,7 @@ def existing_run_dir(value: str) -> Path:
     """An argparse type: a run directory named on the command line (exit code 2 naming what is wrong)."""
     path = existing_directory(value)
     if not is_run_dir(path):
-        raise argparse.ArgumentTypeError(f"{value!r} is not a run directory (it holds no {CONFIG_FILE})")
+        raise argparse.ArgumentTypeError(f"{value!r} is not a run directory (it holds no {CONFIG_FILE} or {EVENTS_FILE})")
     return path
 
 
