@@ -101,14 +101,15 @@ def qat_comparison(plain_run: str | Path, qat_runs: list[str | Path], out_root: 
     """Rows of (label, held-out loss, greedy agreement with the plain run's fp32 adapter, max |logit diff|),
     printed as they are measured."""
     from ..export import ParityFailed, ParityGate
-    from ..export.parity import compare, heldout_batches, reference_logits, torch_logits
+    from ..export.exporter import parity_batches
+    from ..export.parity import compare, reference_logits, torch_logits
     from ..export.source import load_reference, open_run
     from ..export.targets import TargetSpec, read_export
     from ..precision.qat import convert_qat, prepare_qat
 
     plain = open_run(plain_run)
     ref = load_reference(plain)
-    batches = heldout_batches(plain.config.data.eval, ref.tokenizer, plain.config.data.max_length, max_examples)
+    batches = parity_batches(plain.config.data.eval, plain, ref, max_examples)
     reference = reference_logits(torch_logits(ref.model), batches)
     del ref
     measure_only = ParityGate(float("inf"), 0.0, float("inf"))  # figures, no verdict

@@ -15,8 +15,9 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Callable, Optional
 
-from .parity import ParityFailed, ParityGate, ParityReport, compare, heldout_batches, reference_logits, torch_logits
-from .source import ExportInputError, load_reference, open_run
+from ..forward import collated, load_heldout
+from .parity import ParityFailed, ParityGate, ParityReport, compare, reference_logits, torch_logits
+from .source import ExportInputError, Reference, RunSource, load_reference, open_run
 from .targets import DTYPES, INT8_MODES, TARGETS, WRITERS, TargetSpec, read_export, unsupported_reason
 
 MANIFEST = "manifest.json"
@@ -102,7 +103,7 @@ def export(run_dir: str | Path, target: str = "merged", out: str | Path | None =
     ref = load_reference(source)
     if reason := unsupported_reason(spec, ref.family):
         raise ExportInputError(reason)
-    batches = heldout_batches(held, ref.tokenizer, source.config.data.max_length, max_examples)
+    batches = parity_batches(held, source, ref, max_examples)
     _phase(progress, 2)
     reference = reference_logits(torch_logits(ref.model), batches)
     gate = gate or spec.default_gate()
@@ -132,6 +133,15 @@ def export(run_dir: str | Path, target: str = "merged", out: str | Path | None =
         shutil.rmtree(out)
     partial.rename(out)
     return ExportResult(out, manifest)
+
+
+def parity_batches(path: str | Path, source: RunSource, ref: Reference, max_examples: int,
+                   batch_size: int = 4) -> list[dict]:
+    """The first ``max_examples`` examples of a held-out file as the run's eval batches them: its truncation and
+    system prompt, the base's processor for rows with screenshots."""
+    data = source.config.data
+    examples = load_heldout(path, ref.tokenizer, data.max_length, ref.processor, data.system_prompt, max_examples)
+    return collated(examples, ref.tokenizer.pad_token_id, batch_size)
 
 
 def _manifest(source, ref, spec: TargetSpec, directory: Path, report: ParityReport, *, heldout: Path,
@@ -175,8 +185,7 @@ def verify(export_dir: str | Path, max_examples: Optional[int] = None) -> Parity
     source = open_run(m["source_run"])
     ref = load_reference(source)
     parity = m["parity"]
-    batches = heldout_batches(parity["heldout"], ref.tokenizer, source.config.data.max_length,
-                              max_examples or parity["examples"])
+    batches = parity_batches(parity["heldout"], source, ref, max_examples or parity["examples"])
     report = compare(reference_logits(torch_logits(ref.model), batches), read_export(export_dir, spec), batches,
                      ParityGate(**parity["gate"]))
     if not report.passed:

@@ -35,6 +35,7 @@ class Reference:
     tokenizer: Any
     family: str
     base_path: str  # the directory or hub id the base was loaded from
+    processor: Any = None  # a vision-language base's processor: held-out rows with screenshots become its inputs
 
     def merged_copy(self) -> torch.nn.Module:
         """The adapter merged into a copy of the base (the reference itself stays unmerged)."""
@@ -79,4 +80,4 @@ def load_reference(source: RunSource) -> Reference:
     with peft_deprecation_hidden():
         model = PeftModel.from_pretrained(loaded.model, str(source.adapter_dir))
     model.eval()
-    return Reference(model, loaded.tokenizer, loaded.family, loaded.source)
+    return Reference(model, loaded.tokenizer, loaded.family, loaded.source, loaded.processor)
