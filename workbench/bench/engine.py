@@ -54,13 +54,13 @@ def _batches(cfg, examples, tokenizer, n_steps):
 
 
 def run_engine(args) -> dict:
-    from ..events import iter_events
+    from ..events import EVENTS_FILE, iter_events
     from ..training import train
 
     with tempfile.TemporaryDirectory() as tmp:
         result = train(_config(args, tmp))
-        steps = [e for e in iter_events(result.run_dir / "events.jsonl") if e.type == "step"]
-        n_events = sum(1 for _ in iter_events(result.run_dir / "events.jsonl"))
+        steps = [e for e in iter_events(result.run_dir / EVENTS_FILE) if e.type == "step"]
+        n_events = sum(1 for _ in iter_events(result.run_dir / EVENTS_FILE))
     timed = steps[args.warmup:]
     # Wall time between step events includes the per-step event and memory bookkeeping.
     elapsed = timed[-1].time - steps[args.warmup - 1].time

@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterable, Optional
 
+from ..runs import base_model, run_dir_of
 from .results import write_results
 from .tasks import Reply, Task, get_task, load_examples
 
@@ -188,11 +189,9 @@ def _with_own_server(task, models, base, runs, data_path, limit, enable_thinking
 
 
 def _base_of(runs: list[str], base: Optional[str]) -> str:
-    """``base``, or the one base model the runs' configs name."""
-    from ..serve.config import inspect_adapter
-
+    """``base``, or the one base model the runs (run directories or their adapter/ folders) fine-tuned."""
     if base is None:
-        bases = {inspect_adapter(r).run.model.source for r in runs if inspect_adapter(r).run is not None}
+        bases = {base_model(d) for d in map(run_dir_of, runs) if d is not None}
         if len(bases) != 1:
             raise EvalError("give base=MODEL (--base): it cannot be read from the runs' configs")
         base = bases.pop()
@@ -275,11 +274,7 @@ def _run_dir_of(card: dict) -> Optional[Path]:
     a local run directory; None for the base model and plain adapter folders."""
     if not card.get("parent") or not card.get("root"):
         return None
-    root = Path(card["root"])
-    for candidate in (root.parent, root):
-        if (candidate / "config.json").is_file() and (candidate / "adapter").is_dir():
-            return candidate
-    return None
+    return run_dir_of(card["root"])
 
 
 def _progress(total: int, desc: str, enabled: bool):

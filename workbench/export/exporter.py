@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Callable, Optional
 
 from ..forward import collated, load_heldout
+from ..runs.layout import exports_dir
 from .parity import ParityFailed, ParityGate, ParityReport, compare, reference_logits, torch_logits
 from .source import ExportInputError, Reference, RunSource, load_reference, open_run
 from .targets import DTYPES, INT8_MODES, TARGETS, WRITERS, TargetSpec, read_export, unsupported_reason
@@ -86,7 +87,7 @@ def export(run_dir: str | Path, target: str = "merged", out: str | Path | None =
     ``progress(i, what)`` is called as each of the PHASES starts (i counts from 1)."""
     spec = _spec(target, dtype, int8_mode)
     source = open_run(run_dir)
-    out = Path(out) if out else source.run_dir / "exports" / spec.name
+    out = Path(out) if out else exports_dir(source.run_dir) / spec.name
     if out.exists() and not overwrite:
         raise ExportInputError(f"{out} exists: choose another output directory, or overwrite it (--force)")
     held = Path(heldout) if heldout else (Path(source.config.data.eval) if source.config.data.eval else None)
@@ -196,7 +197,7 @@ def verify(export_dir: str | Path, max_examples: Optional[int] = None) -> Parity
 def run_exports(run_dir: str | Path) -> list[tuple[Path, dict]]:
     """(directory, manifest) of each export under ``RUN/exports/``, failed ones (``*.failed``) included and
     unfinished ones (``*.partial``, no manifest yet) left out, in name order."""
-    root = Path(run_dir) / "exports"
+    root = exports_dir(run_dir)
     if not root.is_dir():
         return []
     return [(d, json.loads((d / MANIFEST).read_text())) for d in sorted(root.iterdir()) if (d / MANIFEST).is_file()]
