@@ -107,6 +107,11 @@ def test_onnx_export_passes_parity_and_generates_like_the_merged_model(glm4_run,
     expected = merged.model.generate(ids, max_new_tokens=8, do_sample=False)[0, ids.shape[1]:].tolist()
     expected = expected[:expected.index(merged.tokenizer.eos_token_id)] if merged.tokenizer.eos_token_id in expected else expected
     assert runner.generate_ids(ids[0].tolist(), max_new_tokens=8) == expected  # decoded with the graph's KV cache
+    # the runner's chat answers as in process: the same prompt, stop rule and answer text
+    from workbench.forward.generate import greedy_replies
+
+    question = [{"role": "user", "content": "Who are you?"}]
+    assert runner.chat(question, 8) == greedy_replies(merged.model, merged.tokenizer, [question], 8)[0]
     # the cache is real: the prompt less its last token, then that token after the returned past, gives the
     # whole prompt's last logits (the graph takes and returns the key/values as flat tensors)
     assert runner.has_cache and len(runner.cache_inputs) == 2 * merged.model.config.num_hidden_layers

@@ -12,7 +12,7 @@ from pathlib import Path
 
 from ..engine.observers import Observer, RunView
 from ..events.schema import EvalTask
-from .generate import generate_replies
+from ..forward.generate import greedy_replies
 from .tasks import Example, Reply, get_task, load_examples
 
 
@@ -62,7 +62,7 @@ class TaskEvalObserver(Observer):
                                        processor=run.processor)
             else:
                 examples = self._examples[task.name]
-                answers = generate_replies(model, run.tokenizer, [ex.messages for ex in examples],
+                answers = greedy_replies(model, run.tokenizer, [ex.messages for ex in examples],
                                            self.section.max_new_tokens, autocast=run.policy.autocast)
                 metrics = task.summarize([task.score(ex, Reply(a)) for ex, a in zip(examples, answers)])
             event = EvalTask(step=step, task=task.name, metrics=metrics, wall_s=time.perf_counter() - t0)
