@@ -42,7 +42,7 @@ def exit_code(argv: list[str]) -> int:
 # Every command given a run, model or file that does not exist (or is the wrong kind) says so.
 MISSING = [
     (["events", "runs/does-not-exist"], "argument run_dir: 'runs/does-not-exist' does not exist"),
-    (["events", "data"], "argument run_dir: 'data' is not a run directory (it holds no config.json)"),
+    (["events", "data"], "argument run_dir: 'data' is not a run directory (it holds no config.json or events.jsonl)"),
     (["report", "runs/does-not-exist"], "argument run_dir: 'runs/does-not-exist' does not exist"),
     (["runs", "--runs-dir", "nowhere"], "argument --runs-dir: 'nowhere' does not exist"),
     (["runs", "--runs-dir", "data/a.jsonl"], "argument --runs-dir: 'data/a.jsonl' is a file, not a directory"),

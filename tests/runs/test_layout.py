@@ -20,12 +20,15 @@ def _run(root, name, source="tiny-glm4", weights=None):
     return d
 
 
-def test_a_run_directory_holds_config_json(tmp_path):
+def test_a_run_directory_holds_config_json_or_an_event_log(tmp_path):
     run = _run(tmp_path, "r")
     (tmp_path / "only-log").mkdir()
-    (tmp_path / "only-log" / "events.jsonl").write_text("")
-    assert is_run_dir(run) and not is_run_dir(tmp_path / "only-log") and not is_run_dir(tmp_path / "missing")
-    assert run_dirs(tmp_path) == [run]
+    (tmp_path / "only-log" / "events.jsonl").write_text("")  # an event log copied on its own
+    (tmp_path / "other").mkdir()
+    (tmp_path / "other" / "notes.txt").write_text("")
+    assert is_run_dir(run) and is_run_dir(tmp_path / "only-log")
+    assert not is_run_dir(tmp_path / "other") and not is_run_dir(tmp_path / "missing")
+    assert run_dirs(tmp_path) == [tmp_path / "only-log", run]
 
 
 def test_what_a_run_trained_adapter_full_model_or_nothing_yet(tmp_path):
