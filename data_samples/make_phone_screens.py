@@ -20,12 +20,13 @@ import json
 import sys
 from pathlib import Path
 
-from PIL import Image, ImageDraw, ImageFont
+from PIL import Image
 
 HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE.parent))  # run from a checkout: the workbench package beside data_samples/
+from workbench.phone.screen import GRID, Screen, keyboard, parse_size, status_bar  # noqa: E402
 OUT = HERE / "phone_screens"
 SMALL = (112, 252)  # 4x9 merged patches for GLM-4.1V's processor: 36 image tokens, seconds on a CPU
-GRID = 1000  # grid units per axis when drawing; coordinates in the rows are 0..999
 
 APPS = ["WeChat", "Settings", "Maps", "Chrome", "Camera", "Clock", "Alipay", "Music", "Photos", "Mail", "Notes",
         "Phone", "Weather", "Files", "Shop", "Video", "Calendar", "Books", "Health", "Wallet", "Taxi", "Food",
@@ -51,46 +52,8 @@ SEARCH_APPS = [("Maps", ["coffee near me", "train station", "gas station"]),
 
 
 # ---------------------------------------------------------------------------------------------------------
-# Screens: a list of drawing ops on the 0-999 grid and named elements (boxes) that tasks can target
+# Screens: drawing ops on the 0-999 grid and named elements (boxes) that tasks can target (workbench.phone.screen)
 # ---------------------------------------------------------------------------------------------------------
-class Screen:
-    def __init__(self, name: str, background=(245, 245, 247)):
-        self.name, self.background = name, background
-        self.ops: list[tuple] = []
-        self.elements: dict[str, tuple[int, int, int, int]] = {}
-
-    def rect(self, box, fill, radius=0, outline=None, element: str | None = None):
-        self.ops.append(("rect", box, fill, radius, outline))
-        if element:
-            self.elements[element] = box
-
-    def text(self, xy, text, size, fill=(20, 20, 20), anchor="la"):
-        self.ops.append(("text", xy, text, size, fill, anchor))
-
-    def draw(self, size: tuple[int, int]) -> Image.Image:
-        w, h = size
-        img = Image.new("RGB", size, self.background)
-        d = ImageDraw.Draw(img)
-        px = lambda x, y: (round(x * w / GRID), round(y * h / GRID))  # noqa: E731
-        for op in self.ops:
-            if op[0] == "rect":
-                _, (x1, y1, x2, y2), fill, radius, outline = op
-                a, b = px(x1, y1), px(x2, y2)
-                r = round(radius * w / GRID)
-                d.rounded_rectangle([a, (b[0] - 1, b[1] - 1)], radius=r, fill=fill, outline=outline)
-            else:
-                _, (x, y), text, size_units, fill, anchor = op
-                font = ImageFont.load_default(size=max(4, size_units * h / GRID))
-                d.text(px(x, y), text, fill=fill, font=font, anchor=anchor)
-        return img
-
-
-def status_bar(s: Screen, dark=False):
-    fg = (250, 250, 250) if dark else (30, 30, 30)
-    s.text((40, 12), "9:41", 18, fg)
-    s.rect((860, 16, 950, 34), fg, radius=4)
-
-
 def home_screen(index: int) -> Screen:
     s = Screen(f"home_{index:02d}", background=(30 + 8 * (index % 5), 60 + 10 * (index % 3), 110 + 12 * (index % 4)))
     status_bar(s, dark=True)
@@ -164,18 +127,6 @@ def search_screen(index: int, focused: bool) -> Screen:
     if focused:
         keyboard(s)
     return s
-
-
-def keyboard(s: Screen):
-    s.rect((0, 700, 1000, 1000), (209, 212, 217))
-    for r, row in enumerate(["qwertyuiop", "asdfghjkl", "zxcvbnm"]):
-        width = 1000 // 10
-        x0 = (1000 - width * len(row)) // 2
-        for c, ch in enumerate(row):
-            x1, y1 = x0 + c * width + 6, 712 + r * 72
-            s.rect((x1, y1, x1 + width - 12, y1 + 62), (255, 255, 255), radius=8)
-            s.text((x1 + (width - 12) // 2, y1 + 31), ch, 22, anchor="mm")
-    s.rect((250, 932, 750, 988), (255, 255, 255), radius=8)
 
 
 # ---------------------------------------------------------------------------------------------------------
@@ -266,10 +217,9 @@ def write(out: Path, size: tuple[int, int]) -> None:
 # Checks
 # ---------------------------------------------------------------------------------------------------------
 def check(out: Path) -> list[str]:
-    """Problems of the files in ``out`` (empty when fine): counts, actions parse (workbench.eval.actions),
+    """Problems of the files in ``out`` (empty when fine): counts, actions parse (workbench.phone.actions),
     Tap targets inside their element both on the grid and in the drawn pixels, held-out screens unseen."""
-    sys.path.insert(0, str(HERE.parent))
-    from workbench.eval.actions import parse_action, split_answer
+    from workbench.phone.actions import parse_action, split_answer
 
     problems, screens = [], {}
     for split, minimum in (("train", 150), ("heldout", 40)):
@@ -313,10 +263,9 @@ def main() -> int:
     args = p.parse_args()
     out = Path(args.out)
     try:
-        size = tuple(int(v) for v in args.size.lower().split("x"))
-        assert len(size) == 2 and min(size) >= 28
-    except (ValueError, AssertionError):
-        p.error(f"--size {args.size!r}: give WIDTHxHEIGHT, e.g. 1080x2400")
+        size = parse_size(args.size)
+    except ValueError as err:
+        p.error(f"--size {err}")
     if not args.check:
         write(out, size)
     problems = check(out)

@@ -7,8 +7,8 @@ import pytest
 
 from workbench.events import read_events
 from workbench.eval.loss import HeldoutLossTask
-from workbench.eval.results import read_results
 from workbench.eval.runner import EvalError, evaluate
+from workbench.runs.results import read_results
 
 from ..conftest import SAMPLES
 

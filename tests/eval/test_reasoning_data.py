@@ -5,7 +5,8 @@ from __future__ import annotations
 import importlib.util
 import json
 
-from workbench.eval import get_task, parse_action, split_answer
+from workbench.eval import get_task
+from workbench.phone.actions import parse_action, split_answer
 
 from ..conftest import SAMPLES
 

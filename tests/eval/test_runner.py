@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from workbench.eval.results import RESULTS_FILE, read_results
+from workbench.runs.results import RESULTS_FILE, read_results
 from workbench.eval.runner import EvalError, evaluate
 
 from ..conftest import SAMPLES, tiny_run_overrides, write_jsonl

@@ -3,8 +3,8 @@ from __future__ import annotations
 
 import pytest
 
-from workbench.eval import Example, Reply, get_task, load_examples, parse_action, split_answer, task_names
-from workbench.eval.actions import ActionSyntaxError, target_box
+from workbench.eval import Example, Reply, get_task, load_examples, task_names
+from workbench.phone.actions import target_box
 from workbench.eval.text import exact_match, token_f1
 
 SCREEN = "Screen: Settings > Bluetooth; elements: Bluetooth toggle (On) [880,200], Paired: AirPods [300,330]"
@@ -24,42 +24,6 @@ def test_builtin_tasks_are_registered_by_name():
     assert {"phone_actions", "phone_actions_reasoning", "identity", "text"} <= set(task_names())
     with pytest.raises(KeyError, match="known tasks: "):
         get_task("nope")
-
-
-@pytest.mark.parametrize("text, kind, args", [
-    ('do(action="Tap", element=[880,200])', "Tap", {"element": [880, 200]}),
-    ('  do(action="Long Press", element=[0, 999])\n', "Long Press", {"element": [0, 999]}),
-    ('do(action="Swipe", start=[500,800], end=[500,300])', "Swipe", {"start": [500, 800], "end": [500, 300]}),
-    ('do(action="Back")', "Back", {}),
-    ('finish(message="done")', "finish", {"message": "done"}),
-])
-def test_valid_actions_parse(text, kind, args):
-    action = parse_action(text)
-    assert (action.type, action.args) == (kind, args)
-
-
-@pytest.mark.parametrize("text, why", [
-    ("", "empty"), ("Tap the toggle", "not one call"), ('do(action="Fly")', "unknown action"),
-    ('do(action="Tap", element=[1000,5])', "0..999"), ('do(action="Tap")', "takes"),
-    ('do(action="Tap", element=[1,2], extra=1)', "takes"), ('do("Tap", [1,2])', "keywords"),
-    ('do(action="Type", text=name)', "literals"), ('print(action="Back")', "not a do"),
-    ('do(action="Back") do(action="Home")', "not one call"),
-])
-def test_malformed_actions_say_why(text, why):
-    with pytest.raises(ActionSyntaxError, match=why):
-        parse_action(text)
-
-
-def test_split_answer_forms():
-    both = split_answer("<think>The toggle is on.</think><answer>do(action=\"Back\")</answer>")
-    assert (both.reasoning, both.answer, both.has_reasoning, both.has_answer_tag) == \
-        ("The toggle is on.", 'do(action="Back")', True, True)
-    server_split = split_answer("<answer>do(action=\"Back\")</answer>", reasoning="It is on.")
-    assert (server_split.reasoning, server_split.answer) == ("It is on.", 'do(action="Back")')
-    bare = split_answer('do(action="Back")')
-    assert (bare.has_reasoning, bare.has_answer_tag, bare.answer) == (False, False, 'do(action="Back")')
-    unclosed = split_answer("<think>still thinking")
-    assert (unclosed.reasoning, unclosed.answer) == ("still thinking", "")
 
 
 def test_phone_valid_exact_answer():

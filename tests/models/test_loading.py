@@ -45,3 +45,17 @@ def test_packaged_default_model_answers():
 
 def test_model_list_names_every_builtin():
     assert [m["name"] for m in list_models()] == list(BUILTIN)
+
+
+def test_load_tokenizer_reads_no_weights_and_matches_the_models_tokenizer(tmp_path):
+    from workbench.models import load_tokenizer, packaged
+
+    side = load_tokenizer(packaged.NAME)
+    full = load_for_inference(packaged.NAME)
+    text = "Open Settings, then turn off Wi-Fi."
+    assert side.tokenizer(text)["input_ids"] == full.tokenizer(text)["input_ids"]
+    assert (side.family, side.context, side.processor) == ("llama", full.model.config.max_position_embeddings, None)
+    vision = load_tokenizer("tiny-glm4v")
+    assert vision.family == "glm4v" and vision.processor is not None and vision.context == 1024
+    with pytest.raises(ConfigError, match="holds no config.json"):
+        load_tokenizer(str(tmp_path))

@@ -1,7 +1,7 @@
 """The runs panel's task metrics: eval results of two runs (and their base) as a table and a bar chart."""
 from __future__ import annotations
 
-from workbench.eval.results import write_results
+from workbench.runs.results import write_results
 from workbench.eval.runner import EvalReport
 from workbench.ui.runs_panel import RunsPanel
 
@@ -38,3 +38,25 @@ def test_runs_panel_shows_task_metrics_of_two_runs_with_the_base(tmp_path):
                     "thinking off": (["smol (base)", "a", "b"], [0.25, 0.5, 0.75])}
     panel.metric_select.value = "parse_rate"
     assert list(panel.metrics_fig.data[0].y) == [1.0, 1.0, 1.0]
+
+
+def test_runs_panel_shows_episode_metrics_next_to_single_step_ones(tmp_path):
+    from workbench.agent.evaluate import TASK_NAME, AgentReport
+
+    runs = tmp_path / "runs"
+    _write_synthetic_run(runs / "a")
+    write_results(runs / "a", _report("a", 0.25, 0.5), "a")
+    episodes = {"n": 3, "success_rate": 2 / 3, "parse_failure_rate": 0.0, "mean_steps_success": 4.5,
+                "prompt_tokens_last": 2900.0, "end_reasons": {"finish": 3}, "by_template": {}}
+    write_results(runs / "a", AgentReport(TASK_NAME, "heldout", "http://x/v1", {"base": "smol", "n": 3}, 1.0,
+                                          {"smol": {"default": {**episodes, "success_rate": 0.0}},
+                                           "a": {"default": episodes}}), "a")
+    panel = RunsPanel(str(runs))
+    assert panel.task_select.options == ("phone_actions", TASK_NAME)
+    panel.task_select.value = TASK_NAME
+    assert [(r["label"], r["success_rate"]) for r in panel.metric_rows] == [("smol (base)", 0.0), ("a", 2 / 3)]
+    assert "end_reasons" not in panel.metrics_table.value
+    panel.metric_select.value = "success_rate"
+    assert tuple(panel.metrics_fig.layout.yaxis.range) == (0, 1)
+    panel.metric_select.value = "prompt_tokens_last"  # a count, not a rate: the axis fits it
+    assert list(panel.metrics_fig.data[0].y) == [2900.0, 2900.0] and panel.metrics_fig.layout.yaxis.range is None

@@ -22,6 +22,8 @@ SUBPACKAGE_COMMANDS = (
     ("workbench.serve.cli", "add_parser", "run"),
     ("workbench.export.cli", "add_parser", "run"),
     ("workbench.eval.cli", "add_parser", "run"),
+    ("workbench.agent.cli", "add_parser", None),  # agent run|record: each subcommand sets its own func
+    ("workbench.data.cli", "add_parser", None),  # data check
     ("workbench.cli.export_events", "add_parser", "run"),
 )
 
@@ -241,7 +243,9 @@ def build_parser() -> argparse.ArgumentParser:
         add(sub)
     for module_name, add, run in SUBPACKAGE_COMMANDS:
         module = importlib.import_module(module_name)
-        getattr(module, add)(sub).set_defaults(func=getattr(module, run))
+        command = getattr(module, add)(sub)
+        if run is not None:
+            command.set_defaults(func=getattr(module, run))
     return parser
 
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 import re
 
 from ..config.samples import samples_dir
-from .actions import split_answer
+from ..phone.actions import split_answer
 from .tasks import Example, Reply, rate
 from .text import repeated_run
 

@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Optional
 
 from ..config.samples import samples_dir
-from .actions import POINT_ACTIONS, ActionSyntaxError, in_box, parse_action, split_answer, target_box
+from ..phone.actions import POINT_ACTIONS, ActionSyntaxError, in_box, parse_action, split_answer, target_box
 from .tasks import Example, Reply, rate
 
 

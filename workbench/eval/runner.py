@@ -16,7 +16,8 @@ from pathlib import Path
 from typing import Any, Iterable, Optional
 
 from ..runs import base_model, run_dir_of
-from .results import write_results
+from ..runs.results import served_run_dir, write_results
+from ..serve.remote import ServerClient, ServerUnreachable
 from .tasks import Reply, Task, get_task, load_examples
 
 THINKING_MODES = {"default": None, "on": True, "off": False}  # mode name -> the request's enable_thinking
@@ -45,40 +46,6 @@ class EvalReport:
         if records:
             out["records"] = self.records
         return out
-
-
-class _Client:
-    def __init__(self, url: str, api_key: Optional[str], timeout: float):
-        import httpx
-
-        root = url.rstrip("/")
-        self.base = root if root.endswith("/v1") else root + "/v1"
-        headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
-        self.http = httpx.Client(headers=headers, timeout=timeout)
-
-    def models(self) -> dict[str, dict]:
-        import httpx
-
-        try:
-            r = self.http.get(self.base + "/models")
-        except httpx.HTTPError as err:
-            raise EvalError(f"cannot reach the server at {self.base}: {err}") from None
-        if r.status_code != 200:
-            raise EvalError(f"GET {self.base}/models answered {r.status_code}: {r.text[:200]}")
-        return {m["id"]: m for m in r.json()["data"]}
-
-    def chat(self, body: dict) -> Reply:
-        import httpx
-
-        try:
-            r = self.http.post(self.base + "/chat/completions", json=body)
-        except httpx.HTTPError as err:
-            return Reply(error=f"{type(err).__name__}: {err}")
-        if r.status_code != 200:
-            return Reply(error=f"HTTP {r.status_code}: {r.text[:300]}")
-        choice = r.json()["choices"][0]
-        message = choice["message"]
-        return Reply(message.get("content") or "", message.get("reasoning_content") or "", choice.get("finish_reason"))
 
 
 def thinking_modes(enable_thinking: str | None) -> list[str]:
@@ -124,8 +91,11 @@ def evaluate(task: str | Task, models: Optional[Iterable[str]] = None, *, server
                                 max_tokens, concurrency, system_prompt, write, progress, timeout)
     url = getattr(server, "url", server)
     api_key = api_key or getattr(server, "api_key", None)
-    client = _Client(url, api_key, timeout)
-    cards = client.models()
+    client = ServerClient(url, api_key, timeout)
+    try:
+        cards = client.models()
+    except ServerUnreachable as err:
+        raise EvalError(str(err)) from None
     models = list(dict.fromkeys(models)) if models else list(cards)
     missing = [m for m in models if m not in cards]
     if missing:
@@ -140,7 +110,8 @@ def evaluate(task: str | Task, models: Optional[Iterable[str]] = None, *, server
             body["seed"] = seed
         if THINKING_MODES[mode] is not None:
             body["enable_thinking"] = THINKING_MODES[mode]
-        return client.chat(body)
+        c = client.chat(body)
+        return Reply(c.content, c.reasoning, c.finish_reason, c.error)
 
     start = time.monotonic()
     bar = _progress(len(jobs), f"eval {task.name}", progress)
@@ -169,7 +140,7 @@ def evaluate(task: str | Task, models: Optional[Iterable[str]] = None, *, server
                         round(wall, 3), metrics, records)
     if write:
         for model in models:
-            run_dir = _run_dir_of(cards[model])
+            run_dir = served_run_dir(cards[model])
             if run_dir is not None:
                 report.written.append(str(write_results(run_dir, report, model)))
     return report
@@ -263,18 +234,10 @@ def _measure_in_process(task, models, base, runs, data, limit, system_prompt, wr
                         round(time.monotonic() - start, 3), metrics)
     if write:
         for model_id in wanted:
-            run_dir = _run_dir_of({"parent": base, "root": str(adapters[model_id].dir)}) if model_id in adapters else None
+            run_dir = served_run_dir({"parent": base, "root": str(adapters[model_id].dir)}) if model_id in adapters else None
             if run_dir is not None:
                 report.written.append(str(write_results(run_dir, report, model_id)))
     return report
-
-
-def _run_dir_of(card: dict) -> Optional[Path]:
-    """The run directory an adapter was served from (its ``root`` is the run's adapter/ folder), when it is
-    a local run directory; None for the base model and plain adapter folders."""
-    if not card.get("parent") or not card.get("root"):
-        return None
-    return run_dir_of(card["root"])
 
 
 def _progress(total: int, desc: str, enabled: bool):

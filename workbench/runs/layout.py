@@ -7,7 +7,8 @@
       adapter/ | model/    what the run trained, saved at its end: the LoRA adapter (peft) | the full fine-tune's
                            model (transformers): ``trained_weights``
       merged/, exports/    the adapter merged into the base (checkpointing.merge), deployable exports (workbench.export)
-      eval_results.json    task metrics of the run's model (workbench.eval)
+      eval_results.json    task metrics of the run's model (workbench.runs.results: eval's and agent's)
+      episodes/<stamp>/    phone-agent episodes of the run's model (workbench.agent.store)
       worker.pid, worker.log, foreground.pid, STOP   the process that trains it, and the stop request
 """
 from __future__ import annotations
@@ -30,6 +31,7 @@ MODEL_DIR = "model"
 MODEL_CONFIG = "config.json"  # transformers' model config inside model/ (not the run's own config.json)
 MERGED_DIR = "merged"
 EXPORTS_DIR = "exports"
+EPISODES_DIR = "episodes"
 STOP_FILE = "STOP"  # created by RunHandle.stop(); polled between optimizer steps
 WORKER_PID = "worker.pid"
 WORKER_LOG = "worker.log"

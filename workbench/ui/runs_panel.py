@@ -10,7 +10,7 @@ import ipywidgets as W
 import plotly.graph_objects as go
 
 from ..runs import RunRow, list_runs
-from ..eval.results import metric_rows, result_tasks
+from ..runs.results import metric_rows, result_tasks
 from .export_section import ExportSection
 from .state import RunState, load_run_state
 
@@ -76,7 +76,7 @@ class RunsPanel(W.VBox):
         self.metrics_table = W.HTML()
         self.metrics_fig = go.FigureWidget(layout=go.Layout(height=300, template="plotly_white", barmode="group",
                                                             yaxis=dict(range=[0, 1])))
-        self.metrics_box = W.VBox([W.HTML("<b>Task metrics</b> (workbench eval)"),
+        self.metrics_box = W.VBox([W.HTML("<b>Task metrics</b> (workbench eval; phone_agent: workbench agent run)"),
                                    W.HBox([self.task_select, self.metric_select]), self.metrics_table,
                                    self.metrics_fig], layout=W.Layout(display="none"))
         self.metrics_box.add_class("wb-task-metrics")
@@ -143,6 +143,9 @@ class RunsPanel(W.VBox):
                 self.metrics_fig.add_trace(go.Bar(name=f"thinking {mode}", x=[r["label"] for r in rows],
                                                   y=[r.get(metric) for r in rows], marker_color=PALETTE[i % len(PALETTE)]))
             self.metrics_fig.layout.title = f"{self.task_select.value}: {metric}"
+            values = [r.get(metric) for r in self.metric_rows if isinstance(r.get(metric), (int, float))]
+            # rates on a fixed 0..1 axis, so bars of runs compare at a glance; counts (steps, tokens) scale to fit
+            self.metrics_fig.layout.yaxis.range = [0, 1] if all(0 <= v <= 1 for v in values) else None
 
     def _clear_comparison(self) -> None:
         self.states = {}

@@ -1,17 +1,23 @@
-"""Task metrics stored with a run: RUN_DIR/eval_results.json, and the comparison table the panels show."""
+"""Task metrics stored with a run: RUN_DIR/eval_results.json (single-step task metrics from workbench.eval, episode
+metrics from workbench.agent), the run directory a served adapter came from, and the comparison table the panels
+show."""
 from __future__ import annotations
 
 import json
 import time
 from pathlib import Path
-from typing import Iterable
+from typing import Iterable, Optional
+
+from .layout import run_dir_of
 
 RESULTS_FILE = "eval_results.json"
 
 
-def write_results(run_dir: str | Path, report: "EvalReport", model: str) -> Path:
-    """Store ``report`` (without per-example records) under its task in RUN_DIR/eval_results.json, keeping
-    the other tasks' entries; ``model`` is the id this run's adapter was served as."""
+def write_results(run_dir: str | Path, report, model: str) -> Path:
+    """Store ``report`` (a task's report: ``.task`` and ``.to_dict(records=False)``, whose ``metrics`` are
+    {model id: {mode: metrics}} and whose ``settings`` name the ``base``) under its task in
+    RUN_DIR/eval_results.json, keeping the other tasks' entries; ``model`` is the id this run's adapter was served
+    as."""
     path = Path(run_dir) / RESULTS_FILE
     stored = read_results(run_dir)
     stored.setdefault("tasks", {})[report.task] = {**report.to_dict(records=False), "model": model,
@@ -29,6 +35,14 @@ def read_results(run_dir: str | Path) -> dict:
     except (OSError, ValueError):
         return {}
     return stored if isinstance(stored, dict) else {}
+
+
+def served_run_dir(card: dict) -> Optional[Path]:
+    """The run directory an adapter was served from (its model card's ``root`` is the run's adapter/ folder or the
+    run itself), when it is a local run directory; None for a base model and for plain adapter folders."""
+    if not card.get("parent") or not card.get("root"):
+        return None
+    return run_dir_of(card["root"])
 
 
 def metric_rows(run_dirs: Iterable[str | Path], task: str) -> list[dict]:

@@ -1,5 +1,7 @@
-"""AutoGLM-Phone actions: parse one ``do(...)`` / ``finish(...)`` call, split ``<think>``/``<answer>`` wrapping,
-and read the element boxes of a screen description.
+"""The phone agent's language: AutoGLM-Phone actions. Parse one ``do(...)`` / ``finish(...)`` call, write one
+(``format_action``), split ``<think>``/``<answer>`` wrapping, convert grid points to pixels, and read the element
+boxes of a screen description. Used by the simulated phone, the ADB bridge, the episode runner, the scorers and
+the data linter.
 
 The syntax is AutoGLM-Phone's (``do(action="Tap", element=[x,y])``, coordinates on a 0-999 grid). A call is
 parsed with Python's ``ast`` (never evaluated): keyword arguments of literal values only, the arguments each
@@ -8,6 +10,7 @@ action needs and nothing else, points inside the grid.
 from __future__ import annotations
 
 import ast
+import json
 import re
 from dataclasses import dataclass, field
 from typing import Optional
@@ -44,6 +47,25 @@ class Action:
     def point(self, name: str = "element") -> Optional[tuple[int, int]]:
         value = self.args.get(name)
         return tuple(value) if value is not None else None
+
+
+def format_action(action: Action) -> str:
+    """The one-line text of ``action`` that ``parse_action`` reads back: ``do(action="Tap", element=[500,120])``."""
+    def literal(value) -> str:
+        if isinstance(value, (list, tuple)):
+            return "[" + ",".join(str(int(v)) for v in value) + "]"
+        return json.dumps(value, ensure_ascii=False)  # a JSON string is a Python string literal too
+
+    args = ", ".join(f"{name}={literal(action.args[name])}" for name in ACTION_ARGS[action.type])
+    if action.type == "finish":
+        return f"finish({args})"
+    return f"do(action={literal(action.type)}{', ' + args if args else ''})"
+
+
+def to_pixels(point, width: int, height: int) -> tuple[int, int]:
+    """A 0-999 grid point in pixels of a ``width`` x ``height`` screen, as AutoGLM's runtime converts it
+    (``int(v / 1000 * size)``, so 999 stays inside the screen)."""
+    return int(point[0] / 1000 * width), int(point[1] / 1000 * height)
 
 
 class ActionSyntaxError(ValueError):

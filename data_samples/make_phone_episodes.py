@@ -1,0 +1,92 @@
+#!/usr/bin/env python3
+"""Build and check data_samples/phone_episodes/: the oracle's episodes on the simulated phone, recorded as training
+rows in AutoGLM's runtime format (one row per step: the earlier turns as text, the latest screenshot, the reply
+with <think>), exactly what ``workbench agent record --oracle`` writes.
+
+    python data_samples/make_phone_episodes.py            # rewrite phone_episodes/ (112x252 screens), then check
+    python data_samples/make_phone_episodes.py --check    # only check the files on disk
+
+train.jsonl holds the training tasks' episodes, heldout.jsonl the held-out tasks' (workbench.phone.tasks splits them
+by template values, and holds one template out whole). Deterministic: a fixed date in the system prompt, the
+simulated phone, PNGs written by PIL and named by their content's hash (a screen shown twice is stored once).
+"""
+from __future__ import annotations
+
+import argparse
+import datetime
+import filecmp
+import json
+import shutil
+import sys
+import tempfile
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE.parent))  # run from a checkout: the workbench package beside data_samples/
+from workbench.agent import OraclePolicy, run_episodes, sim_devices  # noqa: E402
+from workbench.agent.record import IMAGES_DIR, record_rows  # noqa: E402
+from workbench.data.check import check_file  # noqa: E402
+from workbench.phone.tasks import select_tasks  # noqa: E402
+
+OUT = HERE / "phone_episodes"
+SIZE = (112, 252)  # as phone_screens/: 36 image tokens for GLM-4.1V's processor, seconds on a CPU
+DATE = datetime.date(2026, 12, 1)  # the system prompt's date line, fixed so the files do not change by the day
+
+
+def write(out: Path, verbose: bool = True) -> None:
+    shutil.rmtree(out / IMAGES_DIR, ignore_errors=True)
+    for split in ("train", "heldout"):
+        tasks = select_tasks(split)
+        episodes = run_episodes(tasks, OraclePolicy(tasks), sim_devices(SIZE), date=DATE)
+        result = record_rows(episodes, out / f"{split}.jsonl")
+        if verbose:
+            print(f"{split}: {result.rows} rows from {result.episodes} episodes")
+
+
+def check(out: Path) -> list[str]:
+    """Problems of the files in ``out``: each row passes ``workbench data check`` (runtime format, actions, taps in
+    their element's box, images), the splits hold their own tasks, and a rewrite gives the same bytes."""
+    problems = []
+    tasks = {}
+    for split in ("train", "heldout"):
+        report = check_file(out / f"{split}.jsonl")
+        problems += report.problems
+        rows = [json.loads(line) for line in (out / f"{split}.jsonl").read_text(encoding="utf-8").splitlines()]
+        tasks[split] = {r["meta"]["task"] for r in rows}
+        if {r["meta"]["split"] for r in rows} != {split}:
+            problems.append(f"{split}.jsonl holds rows of another split")
+        if tasks[split] != {t.id for t in select_tasks(split)}:
+            problems.append(f"{split}.jsonl does not hold one episode of every {split} task")
+    if tasks["train"] & tasks["heldout"]:
+        problems.append(f"tasks in both splits: {sorted(tasks['train'] & tasks['heldout'])}")
+    with tempfile.TemporaryDirectory() as tmp:
+        write(Path(tmp), verbose=False)
+        for name in ["train.jsonl", "heldout.jsonl"] + sorted(p.name for p in (Path(tmp) / IMAGES_DIR).iterdir()):
+            path = name if name.endswith(".jsonl") else f"{IMAGES_DIR}/{name}"
+            if not (out / path).is_file() or not filecmp.cmp(out / path, Path(tmp) / path, shallow=False):
+                problems.append(f"{path} differs from a fresh rewrite: run make_phone_episodes.py")
+                break
+        if len(list((out / IMAGES_DIR).iterdir())) != len(list((Path(tmp) / IMAGES_DIR).iterdir())):
+            problems.append(f"{IMAGES_DIR}/ holds images no row uses: run make_phone_episodes.py")
+    return problems
+
+
+def main() -> int:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--check", action="store_true", help="only check the files in --out")
+    p.add_argument("--out", default=str(OUT), help="output folder (default: data_samples/phone_episodes)")
+    args = p.parse_args()
+    out = Path(args.out)
+    if not args.check:
+        write(out)
+    problems = check(out)
+    for line in problems:
+        print(line, file=sys.stderr)
+    if not problems:
+        size = sum(f.stat().st_size for f in out.rglob("*") if f.is_file())
+        print(f"{out}: ok ({size / 1e6:.1f} MB)")
+    return 1 if problems else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,126 @@
+"""The episode loop with policies whose replies are known: the turns it builds, the ways an episode ends, concurrent
+episodes, the metrics and the episodes on disk."""
+from __future__ import annotations
+
+import base64
+import io
+import json
+
+import pytest
+from PIL import Image
+
+from workbench.agent import OraclePolicy, run_episodes, sim_devices, summarize
+from workbench.agent.policy import first_instruction
+from workbench.agent.store import EpisodeWriter, read_episodes
+from workbench.phone.runtime import runtime_problems
+from workbench.phone.tasks import TASKS, select_tasks
+from workbench.serve.remote import Completion
+
+SMALL = sim_devices((112, 252))
+
+
+class Scripted:
+    """Answers every conversation with the next reply of its script; records each batch it was sent."""
+
+    name = "scripted"
+
+    def __init__(self, *script: Completion | str):
+        self.script = [Completion(s) if isinstance(s, str) else s for s in script]
+        self.batches: list[list[list[dict]]] = []
+
+    def __call__(self, conversations):
+        self.batches.append([json.loads(json.dumps(c)) for c in conversations])
+        done = sum(1 for m in conversations[0] if m["role"] == "assistant")
+        return [self.script[min(done, len(self.script) - 1)] for _ in conversations]
+
+
+def test_oracle_episodes_succeed_in_task_order_and_every_turn_is_in_the_runtime_format():
+    tasks = select_tasks("send_message,open_app")[:5]
+    seen = []
+    oracle = OraclePolicy(tasks)
+
+    def watching(conversations):
+        seen.extend(json.loads(json.dumps(c)) for c in conversations)
+        return oracle(conversations)
+    watching.name = "oracle"
+
+    episodes = run_episodes(tasks, watching, SMALL, concurrency=2)
+    assert [e.task for e in episodes] == [t.id for t in tasks]
+    assert all(e.success and e.end_reason == "finish" for e in episodes)
+    for messages in seen:  # what the model is sent: the runtime format with the latest screenshot only
+        images = [p["image_url"]["url"] for m in messages if isinstance(m["content"], list)
+                  for p in m["content"] if p["type"] == "image_url"]
+        assert len(images) == 1 and images[0] == messages[-1]["content"][0]["image_url"]["url"]
+        png = base64.b64decode(images[0].removeprefix("data:image/png;base64,"))
+        assert Image.open(io.BytesIO(png)).size == (112, 252)
+        assert runtime_problems(messages + [{"role": "assistant", "content": "<think>x</think><answer>do(action=\"Back\")</answer>"}]) == []
+    long = next(e for e in episodes if e.template == "send_message")
+    assert [s.action.split(",")[0] for s in long.steps][:3] == ['do(action="Launch"', 'do(action="Tap"', 'do(action="Tap"']
+    assert long.steps[0].current_app == "System Home" and long.steps[1].current_app == "Contacts"
+    assert long.steps[1].element in {"Alice Chen", "Dana Lee", "Emma Wood", "Ivan Petrov", "Li Na"}
+    assert long.steps[1].target_box is not None
+
+
+def test_a_reply_that_does_not_parse_ends_the_episode_as_a_parse_failure():
+    policy = Scripted('<think>Open it</think><answer>do(action="Launch", app="Settings")</answer>', "I think I am done")
+    [ep] = run_episodes([TASKS[0]], policy, SMALL)
+    assert ep.end_reason == "parse_failure" and ep.success is False
+    assert ep.checks == {"app_open": True, "nothing_else_changed": True}  # the goal held, but a parse failure is no success
+    assert ep.steps[-1].action == 'finish(message="I think I am done")' and "not one call" in ep.steps[-1].parse_error
+    assert ep.message == "I think I am done"
+    # the reply is stored back in the conversation as the runtime stores it
+    assert policy.batches[1][0][2]["content"] == '<think>Open it</think><answer>do(action="Launch", app="Settings")</answer>'
+
+
+def test_step_limit_invalid_actions_and_server_failures():
+    [ep] = run_episodes([TASKS[0]], Scripted('do(action="Tap", element=[500,990])'), SMALL, max_steps=3)
+    assert ep.end_reason == "step_limit" and len(ep.steps) == 3 and not ep.success
+    assert [s.valid for s in ep.steps] == [False, False, False] and "hit no element" in ep.steps[0].effect
+    overflow = Completion(error="HTTP 400: maximum context length", context_overflow=True, prompt_tokens=30000)
+    [ep] = run_episodes([TASKS[0]], Scripted(Completion('do(action="Wait", duration="1 seconds")', prompt_tokens=900),
+                                             overflow), SMALL)
+    assert ep.end_reason == "context_overflow" and ep.success is False and ep.prompt_tokens_last == 30000
+    assert ep.steps[-1].action is None and ep.steps[-1].error.startswith("HTTP 400")
+    [ep] = run_episodes([TASKS[0]], Scripted(Completion(error="ConnectError: refused")), SMALL)
+    assert ep.end_reason == "error" and ep.message == "ConnectError: refused"
+    with pytest.raises(ValueError, match="max_steps must be at least 1"):
+        run_episodes([TASKS[0]], Scripted("x"), SMALL, max_steps=0)
+
+
+def test_concurrent_episodes_are_batched_and_refilled():
+    tasks = select_tasks("open_app")[:7]
+    policy = Scripted('finish(message="done")')
+    episodes = run_episodes(tasks, policy, SMALL, concurrency=3)
+    assert [len(b) for b in policy.batches] == [3, 3, 1]
+    assert [first_instruction(c) for b in policy.batches for c in b] == [t.instruction for t in tasks]
+    assert [e.task for e in episodes] == [t.id for t in tasks]
+
+
+def test_metrics_count_what_happened():
+    tasks = select_tasks("open_app")[:2]
+    good = run_episodes(tasks[:1], OraclePolicy(tasks), SMALL)
+    bad = run_episodes(tasks[1:], Scripted('do(action="Tap", element=[500,990])', "nonsense"), SMALL)
+    m = summarize(good + bad)
+    assert m["n"] == 2 and m["success_rate"] == 0.5 and m["parse_failure_rate"] == 0.5
+    # the oracle's one Tap is valid, the scripted Tap on nothing is not; finish is no action on the phone
+    assert [s.action.split("(")[0] for s in good[0].steps] == ["do", "finish"]
+    assert m["invalid_action_rate"] == 0.5
+    assert m["mean_steps_success"] == len(good[0].steps) and m["end_reasons"] == {"finish": 1, "parse_failure": 1}
+    assert m["by_template"] == {"open_app": {"n": 2, "success_rate": 0.5}}
+    assert m["prompt_tokens_last"] is None
+
+
+def test_episodes_round_trip_through_their_folder(tmp_path):
+    episodes = run_episodes(TASKS[:2], OraclePolicy(TASKS[:2]), SMALL)
+    writer = EpisodeWriter(tmp_path / "eps")
+    for ep in episodes:
+        writer.write(ep)
+    writer.close({"metrics": summarize(episodes)})
+    back = read_episodes(tmp_path / "eps")
+    assert [e.to_dict() for e in back] == [e.to_dict() for e in episodes]
+    first = back[0].steps[0]
+    assert Image.open(tmp_path / "eps" / first.screenshot).size == (112, 252)
+    assert (tmp_path / "eps" / back[0].final_screenshot).is_file()
+    (tmp_path / "eps" / "episodes.jsonl").write_text("{broken\n")
+    with pytest.raises(ValueError, match="episodes.jsonl:1: not an episode"):
+        read_episodes(tmp_path / "eps")

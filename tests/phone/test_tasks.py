@@ -1,0 +1,104 @@
+"""The task set: size and lengths, every oracle solves its task through the gym interface, success is judged on
+the final state, held-out tasks are not training tasks renamed, and task files report bad rows at file:line."""
+from __future__ import annotations
+
+import json
+import statistics
+
+import pytest
+
+from workbench.phone.actions import format_action
+from workbench.phone.env import PhoneEnv
+from workbench.phone.runtime import assistant_content
+from workbench.phone.sim import SimPhone
+from workbench.phone.state import APPS
+from workbench.phone.tasks import TASKS, TEMPLATES, TaskFileError, load_task_file, make_task, select_tasks
+
+ENV = PhoneEnv(SimPhone((112, 252)), max_steps=30)
+
+
+def test_the_set_is_large_enough_and_long_enough():
+    lengths = [len(t.oracle()) for t in TASKS]
+    assert len(TASKS) >= 40 and statistics.median(lengths) >= 3 and sum(n >= 6 for n in lengths) >= 10
+    assert len({t.id for t in TASKS}) == len(TASKS)
+    assert len({t.instruction for t in TASKS}) == len(TASKS)  # the oracle policy finds a task by its instruction
+    apps = {a for t in TASKS for a in t.apps}
+    assert {"Settings", "Contacts", "Messages", "Browser", "Music", "Photos"} <= apps
+
+
+@pytest.mark.parametrize("task", TASKS, ids=lambda t: t.id)
+def test_every_oracle_solves_its_task_and_the_start_does_not(task):
+    obs, info = ENV.reset(options={"task": task})
+    assert not all(ENV.judge().values()), "the task is solved before any action"
+    steps = task.oracle()
+    for i, step in enumerate(steps):
+        obs, reward, terminated, truncated, info = ENV.step(assistant_content(step.thinking, format_action(step.action)))
+        assert info["valid"], f"step {i + 1} {step.action} did nothing: {info['effect']}"
+        assert terminated == (i == len(steps) - 1)
+    assert reward == 1.0 and info["success"] and all(info["checks"].values())
+
+
+def test_success_is_judged_on_the_final_state_not_the_actions():
+    task = next(t for t in TASKS if t.id == "toggle_setting/wifi-off")
+    ENV.reset(options={"task": task})
+    for text in ['do(action="Launch", app="Settings")', 'do(action="Tap", element=[500,192])',
+                 'do(action="Tap", element=[500,192])']:  # off, then on again: the goal does not hold
+        ENV.step(text)
+    *_, info = ENV.step('finish(message="done")')
+    assert info["checks"] == {"wifi_off": False, "nothing_else_changed": True} and not info["success"]
+    ENV.reset(options={"task": task})
+    ENV.step('do(action="Launch", app="Settings")')
+    ENV.step('do(action="Tap", element=[500,192])')  # Wi-Fi off
+    ENV.step('do(action="Tap", element=[500,287])')  # and Bluetooth on, which nobody asked for
+    *_, info = ENV.step('finish(message="done")')
+    assert info["checks"] == {"wifi_off": True, "nothing_else_changed": False} and not info["success"]
+
+
+def test_heldout_tasks_are_not_training_tasks_renamed():
+    train = {(t.template, json.dumps(t.params, sort_keys=True)) for t in TASKS if t.split == "train"}
+    heldout = [t for t in TASKS if t.split == "heldout"]
+    assert len(heldout) >= 20
+    for t in heldout:
+        assert (t.template, json.dumps(t.params, sort_keys=True)) not in train
+        # the value that names what to act on is one the template never trained on
+        main = t.params.get("app") or t.params.get("setting") or t.params.get("contact") or t.params.get("song") \
+            or t.params.get("photo") or t.params.get("query")
+        trained = {json.dumps(tt.params) for tt in TASKS if tt.split == "train" and tt.template == t.template}
+        assert not any(json.dumps(main)[1:-1] in p for p in trained), t.id
+    heldout_templates = {t.template for t in heldout} - {t.template for t in TASKS if t.split == "train"}
+    assert heldout_templates == {"setting_then_message"}  # one template held out whole
+    assert {a for t in heldout for a in t.apps} - {"Clock", "Mail", "Calculator", "Video"} <= \
+        {a for t in TASKS if t.split == "train" for a in t.apps}  # held-out tasks use apps training has seen
+
+
+def test_task_files_and_their_errors(tmp_path):
+    good = tmp_path / "tasks.jsonl"
+    good.write_text('{"template": "open_app", "app": "Notes"}\n\n'
+                    '{"template": "send_message", "contact": "Mom", "text": "Hi", "id": "mine", "split": "heldout"}\n')
+    tasks = load_task_file(good)
+    assert [(t.id, t.split) for t in tasks] == [("open_app/notes", "train"), ("mine", "heldout")]
+    assert select_tasks(str(good)) == tasks
+    for row, why in [('{"template": "open_app", "app": "TikTok"}', "3: unknown app 'TikTok'; known: Settings"),
+                     ('{"template": "fly", "app": "X"}', "3: unknown template 'fly'; templates: open_app"),
+                     ('{"app": "Notes"}', "3: no 'template'"),
+                     ('{"template": "open_app"}', "3: template open_app takes app; missing app"),
+                     ('{"template": "toggle_setting", "setting": "wifi", "on": "yes"}', "3: 'on' must be true or false"),
+                     ('[1, 2]', "3: a row is a JSON object"), ('{"template": ', "3: Expecting value"),
+                     ('{"template": "open_app", "app": "Notes"}', "3: task id 'open_app/notes' already used on line 1")]:
+        bad = tmp_path / "bad.jsonl"
+        bad.write_text('{"template": "open_app", "app": "Notes"}\n\n' + row + "\n")
+        with pytest.raises(TaskFileError, match=f"bad.jsonl:{why}".replace("(", r"\(").replace("[", r"\[")):
+            load_task_file(bad)
+
+
+def test_selecting_tasks_by_name():
+    assert len(select_tasks("all")) == len(TASKS)
+    assert {t.split for t in select_tasks("heldout")} == {"heldout"}
+    assert {t.template for t in select_tasks("open_app,like_photo")} == {"open_app", "like_photo"}
+    assert [t.id for t in select_tasks("open_app/settings")] == ["open_app/settings"]
+    with pytest.raises(ValueError, match=r"unknown tasks 'nope': give all, train, heldout, a template \(open_app"):
+        select_tasks("train,nope")
+    with pytest.raises(ValueError, match="unknown app 'Nope'"):
+        make_task("open_app", {"app": "Nope"})
+    assert set(TEMPLATES) >= {"open_app", "toggle_setting", "send_message", "web_search", "play_song"}
+    assert len(APPS) == 24

@@ -1,0 +1,12 @@
+"""Phone-agent episodes (layer 10, beside eval): the loop that runs tasks on a phone with a policy, in AutoGLM's
+runtime format (``run_episodes``), the policies (a served model, the oracle; an in-process model plugs in as any
+callable of the same shape), episode metrics, the episodes on disk, ``evaluate_agent`` behind ``workbench agent
+run`` and the recorder of training rows behind ``workbench agent record``."""
+from .episode import Episode, Step
+from .evaluate import AgentError, AgentReport, evaluate_agent
+from .metrics import summarize
+from .policy import OraclePolicy, Policy, ServedPolicy
+from .runner import run_episodes, sim_devices
+
+__all__ = ["AgentError", "AgentReport", "Episode", "OraclePolicy", "Policy", "ServedPolicy", "Step", "evaluate_agent",
+           "run_episodes", "sim_devices", "summarize"]

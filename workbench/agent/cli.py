@@ -1,0 +1,205 @@
+"""``workbench agent run|record``: phone-agent episodes against a served model or the oracle, and episodes into
+training rows (registered by workbench.cli.main)."""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+
+from ..phone.runtime import MAX_STEPS
+from ..phone.screen import parse_size
+
+
+def add_parser(subparsers) -> argparse.ArgumentParser:
+    from ..phone.tasks import TEMPLATES
+
+    p = subparsers.add_parser(
+        "agent", help="run the phone agent's episodes (simulated phone or ADB) and record them as training data",
+        description="Episodes of AutoGLM-Phone tasks: the model sees each screen in AutoGLM's runtime format and "
+                    "answers one action at a time until finish, the step limit, a reply that does not parse or a "
+                    "context overflow; success is judged on the phone's final state.")
+    sub = p.add_subparsers(dest="agent_command", required=True, metavar="{run,record}")
+    tasks_help = (f"all, train, heldout, a template ({', '.join(TEMPLATES)}), a task id, several of these "
+                  "comma-separated, or a JSONL task file")
+
+    r = sub.add_parser("run", help="run tasks with served models (or their oracle solutions) and score them",
+                       description="Run every task once per model of a server (--server URL --model ID) or with the "
+                                   "tasks' oracle solutions (--oracle). Each model's episodes are stored (screens, "
+                                   "replies, actions, state checks); the metrics go to each evaluated adapter's run "
+                                   "directory (eval_results.json, task phone_agent), where the runs panel shows them.")
+    r.add_argument("--server", metavar="URL", help="an OpenAI-compatible server (http://HOST:PORT)")
+    r.add_argument("--model", action="append", metavar="ID", help="a served model id (repeatable; default: every one)")
+    r.add_argument("--oracle", action="store_true", help="run the tasks' oracle solutions through the same loop, "
+                   "no server (shows every task solvable)")
+    r.add_argument("--tasks", default="heldout", help=f"which tasks (default heldout): {tasks_help}")
+    r.add_argument("--device", default="sim", help="sim (the simulated phone, default) or adb:SERIAL (a phone the "
+                   "ADB server lists; needs the 'phone' extra)")
+    r.add_argument("--adb-host", default="127.0.0.1", help="the ADB server's host (default 127.0.0.1)")
+    r.add_argument("--adb-port", type=int, default=5037, help="the ADB server's port (default 5037)")
+    r.add_argument("--size", default="1080x2400", help="the simulated phone's screen WxH in pixels (default 1080x2400)")
+    r.add_argument("--max-steps", type=int, default=MAX_STEPS, help=f"step limit per episode (default {MAX_STEPS}, "
+                   "as Open-AutoGLM)")
+    r.add_argument("--concurrency", type=int, help="episodes at once (default 8 on sim; one phone over adb: 1)")
+    r.add_argument("--max-tokens", type=int, default=512, help="reply length limit (default 512)")
+    r.add_argument("--temperature", type=float, default=0.0, help="0 (the default) decodes greedily")
+    r.add_argument("--seed", type=int, help="seed of each sampled request (with --temperature > 0)")
+    r.add_argument("--api-key", help="the server's API key (default: $WORKBENCH_API_KEY)")
+    r.add_argument("--out", metavar="DIR", help="where the episodes of models not served from a run directory go "
+                   "(default: runs/episodes/<time>/<model>)")
+    r.add_argument("--no-screens", action="store_true", help="do not store the screenshots")
+    r.add_argument("--no-write", action="store_true", help="do not write eval_results.json into the run directories")
+    r.add_argument("--json", action="store_true", help="print the whole report as JSON")
+    r.set_defaults(func=run)
+
+    c = sub.add_parser("record", help="write episodes as training rows in AutoGLM's runtime format",
+                       description="One training row per step: the conversation the model saw at that step (earlier "
+                                   "turns as text, the latest screenshot as an image file) and its reply with "
+                                   "<think>. Record the oracle on tasks (--oracle) or the episodes a run stored "
+                                   "(--episodes DIR; only successful ones unless --all).")
+    c.add_argument("--out", required=True, metavar="FILE.jsonl", help="the JSONL file (images go to images/ beside it)")
+    c.add_argument("--oracle", action="store_true", help="record the oracle's episodes on --tasks")
+    c.add_argument("--tasks", default="train", help=f"with --oracle (default train): {tasks_help}")
+    c.add_argument("--episodes", metavar="DIR", help="a folder of episodes `workbench agent run` stored")
+    c.add_argument("--all", action="store_true", help="with --episodes: unsuccessful episodes too")
+    c.add_argument("--size", default="1080x2400", help="with --oracle: the screen WxH in pixels (default 1080x2400)")
+    c.add_argument("--date", help="with --oracle: the date in the system prompt, YYYY-MM-DD (default today)")
+    c.add_argument("--max-steps", type=int, default=MAX_STEPS, help="with --oracle: step limit")
+    c.set_defaults(func=record)
+    return p
+
+
+def _problems(checks) -> list[str]:
+    """Every problem of the options at once: (flag, check) pairs, a check returning why or None."""
+    return [f"{flag}: {why}" for flag, check in checks if (why := check())]
+
+
+def _fail(problems: list[str]) -> int:
+    if len(problems) == 1:
+        print(f"workbench agent: error: {problems[0]}", file=sys.stderr)
+    else:
+        print(f"workbench agent: error: {len(problems)} problems:", file=sys.stderr)
+        for line in problems:
+            print(f"  - {line}", file=sys.stderr)
+    return 2
+
+
+def _why(call) -> str | None:
+    try:
+        call()
+    except ValueError as err:
+        return str(err)
+    return None
+
+
+def _at_least_one(value: int) -> str | None:
+    return None if value >= 1 else f"must be at least 1 (got {value})"
+
+
+def run(args) -> int:
+    from ..phone.adb import DeviceError
+    from ..phone.tasks import select_tasks
+    from .evaluate import AgentError, evaluate_agent, parse_device
+
+    device = args.device
+    if args.concurrency is None:
+        args.concurrency = 1 if device.startswith("adb:") else 8
+    problems = _problems([
+        ("--server/--oracle", lambda: None if args.oracle != bool(args.server) else
+         "give --server URL (and --model ID) or --oracle, not both or neither"),
+        ("--model", lambda: "--model needs --server" if args.model and args.oracle else None),
+        ("--tasks", lambda: _why(lambda: select_tasks(args.tasks))),
+        ("--device", lambda: _why(lambda: parse_device(device))),
+        ("--device", lambda: "the oracle's actions are the simulated phone's: run --oracle on --device sim"
+         if args.oracle and device.startswith("adb:") else None),
+        ("--size", lambda: _why(lambda: parse_size(args.size))),
+        ("--max-steps", lambda: _at_least_one(args.max_steps)),
+        ("--concurrency", lambda: _at_least_one(args.concurrency)),
+        ("--concurrency", lambda: "one phone runs one episode at a time: give --concurrency 1 with adb"
+         if device.startswith("adb:") and args.concurrency != 1 else None),
+        ("--max-tokens", lambda: _at_least_one(args.max_tokens)),
+    ])
+    if problems:
+        return _fail(problems)
+    try:
+        report = evaluate_agent(select_tasks(args.tasks), args.model, server=args.server, oracle=args.oracle,
+                                device=device, size=parse_size(args.size), max_steps=args.max_steps,
+                                concurrency=args.concurrency, out=args.out, write=not args.no_write,
+                                max_tokens=args.max_tokens, temperature=args.temperature, seed=args.seed,
+                                api_key=args.api_key or os.environ.get("WORKBENCH_API_KEY"),
+                                adb_host=args.adb_host, adb_port=args.adb_port, screens=not args.no_screens,
+                                progress=sys.stderr.isatty())
+    except (AgentError, DeviceError) as err:
+        return _fail([str(err)])
+    print(json.dumps(report.to_dict(), ensure_ascii=False, indent=1) if args.json else format_report(report))
+    return 0
+
+
+def _cell(value) -> str:
+    return "-" if value is None else f"{value:.3f}" if isinstance(value, float) else str(value)
+
+
+def format_report(report) -> str:
+    """One row per model (success, parse failures, invalid actions, steps, prompt tokens), then per template."""
+    keys = ["n", "success_rate", "parse_failure_rate", "invalid_action_rate", "mean_steps_success",
+            "prompt_tokens_last"]
+    table = [["model", *keys]] + [[m, *(_cell(by_mode["default"][k]) for k in keys)]
+                                  for m, by_mode in report.metrics.items()]
+    lines = _columns(table)
+    for model, by_mode in report.metrics.items():
+        metrics = by_mode["default"]
+        lines.append(f"\n{model}: end reasons {metrics['end_reasons']}")
+        rows = [["template", "n", "success_rate"]] + [[t, str(g["n"]), _cell(g["success_rate"])]
+                                                      for t, g in metrics["by_template"].items()]
+        lines += ["  " + line for line in _columns(rows)]
+        lines.append(f"  episodes: {report.episodes[model]}")
+    lines.append(f"\n{report.settings['n']} tasks ({report.data}) on {report.settings['device']}; "
+                 f"{report.wall_s:.1f} s")
+    lines += [f"written: {p}" for p in report.written]
+    return "\n".join(lines)
+
+
+def _columns(table: list[list[str]]) -> list[str]:
+    widths = [max(len(r[i]) for r in table) for i in range(len(table[0]))]
+    return ["  ".join(c.ljust(w) for c, w in zip(r, widths)).rstrip() for r in table]
+
+
+def record(args) -> int:
+    import datetime
+
+    from ..phone.tasks import select_tasks
+    from .policy import OraclePolicy
+    from .record import record_rows
+    from .runner import run_episodes, sim_devices
+    from .store import read_episodes
+
+    date = None
+    problems = _problems([
+        ("--oracle/--episodes", lambda: None if args.oracle != bool(args.episodes) else
+         "give --oracle (with --tasks) or --episodes DIR, not both or neither"),
+        ("--tasks", lambda: _why(lambda: select_tasks(args.tasks)) if args.oracle else None),
+        ("--size", lambda: _why(lambda: parse_size(args.size))),
+        ("--date", lambda: _why(lambda: datetime.date.fromisoformat(args.date)) if args.date else None),
+        ("--max-steps", lambda: _at_least_one(args.max_steps)),
+        ("--out", lambda: None if args.out.endswith(".jsonl") else f"{args.out!r}: give a .jsonl file name"),
+    ])
+    if problems:
+        return _fail(problems)
+    if args.date:
+        date = datetime.date.fromisoformat(args.date)
+    if args.oracle:
+        tasks = select_tasks(args.tasks)
+        episodes, screens = run_episodes(tasks, OraclePolicy(tasks), sim_devices(parse_size(args.size)), args.max_steps,
+                                         date=date), None
+    else:
+        try:
+            episodes, screens = read_episodes(args.episodes), args.episodes
+        except ValueError as err:
+            return _fail([f"--episodes: {err}"])
+    try:
+        result = record_rows(episodes, args.out, screens, only_success=not args.all)
+    except (ValueError, OSError) as err:  # episodes stored without their screenshots (--no-screens), a bad folder
+        return _fail([f"--episodes: {err}"])
+    print(f"{result.rows} rows from {result.episodes} episodes ({result.skipped_episodes} unsuccessful skipped), "
+          f"{result.images} images: {result.path}")
+    return 0

@@ -1,0 +1,70 @@
+"""One episode: a task, each step as the model saw and answered it, what the phone did, and how it ended.
+
+``end_reason`` is one of ``END_REASONS``: ``finish`` (the agent said finish), ``parse_failure`` (a reply that does
+not parse: AutoGLM's runtime turns it into finish, and it counts as no success), ``step_limit``,
+``context_overflow`` (the server refused the conversation as longer than its context) or ``error`` (the request
+failed). ``success`` is the final-state checks all holding after a parsed finish; None when the device cannot
+judge its state (a real phone).
+"""
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from typing import Optional
+
+END_REASONS = ("finish", "parse_failure", "step_limit", "context_overflow", "error")
+
+
+@dataclass
+class Step:
+    index: int  # 1-based
+    current_app: str  # the app on screen when the model was asked
+    screenshot: Optional[str] = None  # the screen it saw: a file name in the episodes folder once stored
+    prompt_tokens: Optional[int] = None  # the server's count of this request's prompt
+    content: str = ""  # the reply as the server returned it (reasoning split off)
+    reasoning: str = ""
+    answer: str = ""  # the text parsed as the action (the <answer> part)
+    action: Optional[str] = None  # the action as executed (format_action); None when the request failed
+    parse_error: Optional[str] = None
+    valid: Optional[bool] = None  # the action did something on the phone
+    effect: str = ""  # what happened, in words
+    element: Optional[str] = None  # the element a Tap / Long Press / Double Tap hit
+    target_box: Optional[list[int]] = None  # its box on the 0-999 grid
+    error: Optional[str] = None
+    png: Optional[bytes] = field(default=None, repr=False, compare=False)  # the screenshot until it is stored
+
+
+@dataclass
+class Episode:
+    task: str  # the task id
+    template: str
+    split: str
+    apps: list[str]
+    instruction: str
+    model: str
+    date: str  # the date the system prompt was stamped with (YYYY-MM-DD)
+    steps: list[Step] = field(default_factory=list)
+    end_reason: Optional[str] = None
+    success: Optional[bool] = None
+    checks: Optional[dict] = None
+    message: Optional[str] = None  # finish's message, or why the episode ended otherwise
+    final_app: Optional[str] = None
+    final_screenshot: Optional[str] = None
+    final_png: Optional[bytes] = field(default=None, repr=False, compare=False)
+
+    @property
+    def prompt_tokens_last(self) -> Optional[int]:
+        counts = [s.prompt_tokens for s in self.steps if s.prompt_tokens is not None]
+        return counts[-1] if counts else None
+
+    def to_dict(self) -> dict:
+        out = asdict(self)
+        out.pop("final_png")
+        for step in out["steps"]:
+            step.pop("png")
+        return out
+
+    @classmethod
+    def from_dict(cls, data: dict) -> "Episode":
+        data = dict(data)
+        steps = [Step(**s) for s in data.pop("steps", [])]
+        return cls(**data, steps=steps)

@@ -1,0 +1,165 @@
+"""``evaluate_agent``: the tasks' episodes of each served model (or of the oracle) on the simulated phone or a real
+one, stored, summarised and written where the runs panel reads them.
+
+Each model's episodes go to a folder (``workbench.agent.store``): an adapter served from a run directory keeps
+them in ``RUN_DIR/episodes/<stamp>/`` and gets the report (every evaluated model's metrics, under the task name
+``phone_agent``) in its ``eval_results.json``, next to its single-step task metrics; a base model, another
+server's model and the oracle write under ``out`` (default ``runs/episodes/<stamp>/<model>``).
+"""
+from __future__ import annotations
+
+import datetime
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Iterable, Optional, Sequence
+
+from ..phone.runtime import MAX_STEPS
+from ..phone.sim import PHONE_SIZE
+from ..phone.tasks import PhoneTask
+from ..runs.layout import EPISODES_DIR
+from ..runs.results import served_run_dir, write_results
+from ..serve.remote import ServerClient, ServerUnreachable
+from .metrics import summarize
+from .policy import OraclePolicy, ServedPolicy
+from .runner import run_episodes, sim_devices
+from .store import EpisodeWriter, folder_name
+
+TASK_NAME = "phone_agent"  # the task name of episode metrics in eval_results.json and the runs panel
+
+
+class AgentError(ValueError):
+    """A problem with what was asked to run (server unreachable, model not served, bad option)."""
+
+
+@dataclass
+class AgentReport:
+    task: str
+    data: str  # which tasks
+    server: str
+    settings: dict
+    wall_s: float
+    metrics: dict[str, dict[str, dict]]  # model id -> "default" -> metrics (the shape eval reports have)
+    episodes: dict[str, str] = field(default_factory=dict)  # model id -> its episodes folder
+    records: dict[str, list[dict]] = field(default_factory=dict)  # model id -> one line per episode
+    written: list[str] = field(default_factory=list)  # the eval_results.json files written
+
+    def to_dict(self, records: bool = True) -> dict:
+        out = {"task": self.task, "data": self.data, "server": self.server, "settings": self.settings,
+               "wall_s": self.wall_s, "metrics": self.metrics, "episodes": self.episodes, "written": self.written}
+        if records:
+            out["records"] = self.records
+        return out
+
+
+def parse_device(spec: str) -> tuple[str, Optional[str]]:
+    """``sim`` or ``adb:SERIAL`` -> (kind, serial); ValueError saying what is accepted."""
+    if spec == "sim":
+        return "sim", None
+    if spec.startswith("adb:") and spec[4:].strip():
+        return "adb", spec[4:].strip()
+    raise ValueError(f"{spec!r}: give sim (the simulated phone) or adb:SERIAL (a phone `adb devices` lists)")
+
+
+def evaluate_agent(tasks: Sequence[PhoneTask], models: Optional[Iterable[str]] = None, *, server: Any = None,
+                   oracle: bool = False, device: str = "sim", size: tuple[int, int] = PHONE_SIZE,
+                   max_steps: int = MAX_STEPS, concurrency: int = 8, out: Optional[str | Path] = None,
+                   runs_dir: str | Path = "runs", write: bool = True, max_tokens: int = 512, temperature: float = 0.0,
+                   seed: Optional[int] = None, api_key: Optional[str] = None, adb_host: str = "127.0.0.1",
+                   adb_port: int = 5037, date: Optional[datetime.date] = None, screens: bool = True,
+                   progress: bool = True, timeout: float = 600.0) -> AgentReport:
+    """Run ``tasks`` once per model of ``server`` (a URL or a ServerHandle; default: every served id), or once with
+    their oracle solutions (``oracle=True``), on ``device`` (``sim`` or ``adb:SERIAL``)."""
+    if oracle == (server is not None):
+        raise AgentError("give a server (and its model ids) or oracle=True, not both or neither")
+    kind, serial = parse_device(device)
+    if kind == "adb" and oracle:
+        raise AgentError("the oracle's actions are the simulated phone's: run --oracle on --device sim")
+    if kind == "adb" and concurrency != 1:
+        raise AgentError(f"one phone runs one episode at a time: give concurrency 1 with {device} (got {concurrency})")
+    if max_steps < 1 or concurrency < 1:
+        raise AgentError("max_steps and concurrency must be at least 1")
+    if not tasks:
+        raise AgentError("no tasks to run")
+    stamp = datetime.datetime.now().strftime("%Y%m%d-%H%M%S")
+    out = Path(out) if out is not None else Path(runs_dir) / EPISODES_DIR / stamp
+    if kind == "adb":
+        from ..phone.adb import AdbPhone
+
+        phone = AdbPhone(serial, host=adb_host, port=adb_port)
+        devices = lambda: phone  # noqa: E731  (one phone, reused episode after episode)
+    else:
+        devices = sim_devices(size)
+    client, cards, url = None, {}, "oracle"
+    if oracle:
+        policies = [OraclePolicy(tasks)]
+    else:
+        url = getattr(server, "url", server)
+        client = ServerClient(url, api_key or getattr(server, "api_key", None), timeout)
+        try:
+            cards = client.models()
+        except ServerUnreachable as err:
+            client.close()
+            raise AgentError(str(err)) from None
+        wanted = list(dict.fromkeys(models)) if models else list(cards)
+        if not wanted:
+            client.close()
+            raise AgentError(f"the server at {client.base} serves no model yet (still loading?): try again, or "
+                             "name one with --model")
+        missing = [m for m in wanted if m not in cards]
+        if missing:
+            client.close()
+            raise AgentError(f"model id(s) {', '.join(map(repr, missing))} not served at {client.base}; "
+                             f"served: {', '.join(cards)}")
+        policies = [ServedPolicy(client, m, temperature=temperature, max_tokens=max_tokens, seed=seed,
+                                 concurrency=concurrency) for m in wanted]
+    settings = {"tasks": len(tasks), "device": device, "size": list(size) if kind == "sim" else None,
+                "max_steps": max_steps, "concurrency": concurrency, "max_tokens": max_tokens,
+                "temperature": temperature, "seed": seed, "models": [p.name for p in policies],
+                "base": next((i for i, c in cards.items() if not c.get("parent")), None), "n": len(tasks)}
+    report = AgentReport(TASK_NAME, ",".join(sorted({t.split for t in tasks})), client.base if client else url,
+                         settings, 0.0, {})
+    start = time.monotonic()
+    try:
+        for policy in policies:
+            run_dir = served_run_dir(cards.get(policy.name, {}))
+            folder = run_dir / EPISODES_DIR / stamp if run_dir is not None else out / folder_name(policy.name)
+            writer = EpisodeWriter(folder, screens=screens)
+            bar = _progress(len(tasks), f"agent {policy.name}", progress)
+
+            successes = []
+
+            def ended(episode, writer=writer, bar=bar, successes=successes):
+                writer.write(episode)
+                successes.append(bool(episode.success))
+                bar.update(1)
+                bar.set_postfix(succeeded=f"{sum(successes)}/{len(successes)}")
+
+            try:
+                episodes = run_episodes(tasks, policy, devices, max_steps, concurrency, date=date, on_episode=ended)
+            finally:
+                bar.close()
+            summary = summarize(episodes)
+            writer.close({"model": policy.name, "settings": settings, "metrics": summary})
+            report.metrics[policy.name] = {"default": summary}
+            report.episodes[policy.name] = str(folder)
+            report.records[policy.name] = [{"task": e.task, "success": e.success, "end_reason": e.end_reason,
+                                            "steps": len(e.steps), "message": e.message} for e in episodes]
+    finally:
+        for policy in policies:
+            getattr(policy, "close", lambda: None)()
+        if client is not None:
+            client.close()
+    report.wall_s = round(time.monotonic() - start, 3)
+    if write:
+        for model in report.metrics:
+            run_dir = served_run_dir(cards.get(model, {}))
+            if run_dir is not None:
+                report.written.append(str(write_results(run_dir, report, model)))
+    return report
+
+
+def _progress(total: int, desc: str, enabled: bool):
+    from tqdm.auto import tqdm
+
+    return tqdm(total=total, desc=desc, unit="episode", disable=not enabled, leave=False)

@@ -1,0 +1,55 @@
+"""Episode metrics: does the agent finish its tasks, and how it fails when it does not.
+
+- ``success_rate``: episodes whose final state passed every check after a parsed finish (of the judged ones: a
+  real phone's episodes are not judged);
+- ``parse_failure_rate``: episodes ended by a reply that did not parse;
+- ``invalid_action_rate``: executed actions (finish excluded) that did nothing: a tap on no element, Type with no
+  focused field, a scroll at a list's end, an unknown app...;
+- ``mean_steps_success``: the length of the successful episodes; ``mean_steps``: of all;
+- ``prompt_tokens_last``: the prompt's token count at each episode's last step (the server's usage), mean and
+  max: how close the runtime's growing history comes to the context;
+- ``end_reasons``, and ``by_template`` / ``by_app``: success rate and count per task template and per app.
+"""
+from __future__ import annotations
+
+from typing import Iterable, Optional
+
+from .episode import END_REASONS, Episode
+
+
+def _rate(flags: list) -> Optional[float]:
+    flags = [bool(f) for f in flags if f is not None]
+    return sum(flags) / len(flags) if flags else None
+
+
+def _mean(values: list) -> Optional[float]:
+    values = [v for v in values if v is not None]
+    return sum(values) / len(values) if values else None
+
+
+def _groups(episodes: list[Episode], key) -> dict[str, dict]:
+    groups: dict[str, list[Episode]] = {}
+    for ep in episodes:
+        for name in key(ep):
+            groups.setdefault(name, []).append(ep)
+    return {name: {"n": len(eps), "success_rate": _rate([e.success for e in eps])} for name, eps in sorted(groups.items())}
+
+
+def summarize(episodes: Iterable[Episode]) -> dict:
+    episodes = list(episodes)
+    actions = [s for ep in episodes for s in ep.steps if s.action and not s.action.startswith("finish(")]
+    last_tokens = [ep.prompt_tokens_last for ep in episodes]
+    reasons = {r: sum(ep.end_reason == r for ep in episodes) for r in END_REASONS}
+    return {
+        "n": len(episodes),
+        "success_rate": _rate([ep.success for ep in episodes]),
+        "parse_failure_rate": _rate([ep.end_reason == "parse_failure" for ep in episodes]),
+        "invalid_action_rate": _rate([not s.valid for s in actions]),
+        "mean_steps_success": _mean([len(ep.steps) for ep in episodes if ep.success]),
+        "mean_steps": _mean([len(ep.steps) for ep in episodes]),
+        "prompt_tokens_last": _mean(last_tokens),
+        "prompt_tokens_last_max": max((t for t in last_tokens if t is not None), default=None),
+        "end_reasons": {r: n for r, n in reasons.items() if n},
+        "by_template": _groups(episodes, lambda ep: [ep.template]),
+        "by_app": _groups(episodes, lambda ep: ep.apps),
+    }

@@ -1,0 +1,73 @@
+"""Policies: what answers the phone agent's turns. A policy maps a batch of conversations in AutoGLM's runtime format
+(``workbench.phone.runtime``) to one reply each, as a server would return them (``Completion``: content, the
+reasoning it split off, an error, the prompt's token count).
+
+- ``ServedPolicy``: a model behind any OpenAI-compatible server; the batch goes out as concurrent requests, which
+  the server decodes together.
+- ``OraclePolicy``: the tasks' oracle solutions, found from the conversation alone (the task's instruction in the
+  first user turn, the step from the replies so far): the same loop, no model.
+- An in-process model is a callable of the same shape (``Policy``): the reinforcement-learning loop plugs its own.
+"""
+from __future__ import annotations
+
+from concurrent.futures import ThreadPoolExecutor
+from typing import Iterable, Optional, Protocol
+
+from ..phone.actions import Action, format_action
+from ..phone.runtime import assistant_content
+from ..phone.tasks import PhoneTask
+from ..serve.remote import Completion, ServerClient
+
+
+class Policy(Protocol):
+    name: str
+
+    def __call__(self, conversations: list[list[dict]]) -> list[Completion]: ...
+
+
+class ServedPolicy:
+    def __init__(self, client: ServerClient, model: str, *, temperature: float = 0.0, max_tokens: int = 512,
+                 seed: Optional[int] = None, concurrency: int = 8):
+        self.client, self.name = client, model
+        self.body = {"model": model, "temperature": temperature, "max_tokens": max_tokens}
+        if seed is not None:
+            self.body["seed"] = seed
+        self.pool = ThreadPoolExecutor(max(1, concurrency), thread_name_prefix=f"policy-{model}")
+
+    def __call__(self, conversations: list[list[dict]]) -> list[Completion]:
+        return list(self.pool.map(lambda messages: self.client.chat({**self.body, "messages": messages}),
+                                  conversations))
+
+    def close(self) -> None:
+        self.pool.shutdown(wait=False)
+
+
+def first_instruction(messages: list[dict]) -> str:
+    """The task instruction of a runtime-format conversation: the first user turn's text before its screen info."""
+    user = next(m for m in messages if m["role"] == "user")
+    content = user["content"]
+    text = content if isinstance(content, str) else "".join(p.get("text", "") for p in content if p.get("type") == "text")
+    return text.rpartition("\n\n")[0]
+
+
+class OraclePolicy:
+    name = "oracle"
+
+    def __init__(self, tasks: Iterable[PhoneTask]):
+        self.solutions = {t.instruction: t.oracle() for t in tasks}
+
+    def __call__(self, conversations: list[list[dict]]) -> list[Completion]:
+        replies = []
+        for messages in conversations:
+            steps = self.solutions.get(first_instruction(messages))
+            done = sum(1 for m in messages if m["role"] == "assistant")
+            if steps is None:
+                replies.append(Completion(error="the oracle knows no task with this instruction"))
+                continue
+            step = steps[done] if done < len(steps) else None
+            if step is None:  # past its solution (a phone that does not behave as simulated): give up
+                replies.append(Completion(assistant_content("The plan is used up.",
+                                                            format_action(Action("finish", {"message": "gave up"})))))
+                continue
+            replies.append(Completion(assistant_content(step.thinking, format_action(step.action))))
+        return replies

@@ -1,0 +1,92 @@
+"""Trajectories into training data: each step of an episode becomes one training row in AutoGLM's runtime format,
+exactly the conversation the model was (or would have been) sent at that step plus its reply: the system prompt,
+the earlier turns as text, the latest screenshot (an image file beside the JSONL), and the assistant turn
+``<think>..</think><answer>..</answer>``.
+
+Rows carry ``meta``: ``format`` ("autoglm-runtime", which ``workbench data check`` holds them to), the task,
+template, split, episode and step, the app on screen and, for a Tap / Long Press / Double Tap that hit an element,
+its box on the grid (``target_box``). Screenshots are stored once per distinct image (named by content hash).
+"""
+from __future__ import annotations
+
+import copy
+import datetime
+import hashlib
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Iterable, Optional
+
+from ..phone.actions import POINT_ACTIONS, parse_action
+from ..phone.runtime import FORMAT_NAME, Conversation, assistant_content
+from .episode import Episode, Step
+
+IMAGES_DIR = "images"
+
+
+@dataclass
+class Recorded:
+    rows: int
+    episodes: int
+    skipped_episodes: int  # not recorded: unsuccessful (unless all were asked for)
+    images: int
+    path: str
+
+
+def _png_of(step: Step, screens: Optional[Path]) -> bytes:
+    if step.png is not None:
+        return step.png
+    if screens is None or step.screenshot is None:
+        raise ValueError(f"step {step.index} of {step.current_app!r} has no screenshot to record (was the run stored "
+                         "with --no-screens?)")
+    return (screens / step.screenshot).read_bytes()
+
+
+def episode_rows(episode: Episode, episode_number: int, image_path, screens: Optional[Path] = None) -> list[dict]:
+    """The training rows of one episode; ``image_path(png bytes) -> str`` stores a screenshot and returns the path
+    the row names. Steps whose request failed or whose reply did not parse give no row."""
+    conversation = Conversation(episode.instruction, datetime.date.fromisoformat(episode.date))
+    rows = []
+    usable = [s for s in episode.steps if s.error is None and s.parse_error is None]
+    for step in usable:
+        conversation.observe(image_path(_png_of(step, screens)), step.current_app)
+        messages = copy.deepcopy(conversation.messages)
+        messages.append({"role": "assistant", "content": assistant_content(step.reasoning, step.answer)})
+        action = parse_action(step.answer)
+        box = step.target_box if action.type in POINT_ACTIONS else None
+        rows.append({"messages": messages, "meta": {
+            "format": FORMAT_NAME, "task": episode.task, "template": episode.template, "split": episode.split,
+            "episode": episode_number, "step": step.index, "steps": len(usable), "current_app": step.current_app,
+            "target_box": box, "model": episode.model}})
+        conversation.reply(step.reasoning, step.answer)
+    return rows
+
+
+def record_rows(episodes: Iterable[Episode], out: str | Path, screens: Optional[str | Path] = None,
+                only_success: bool = True) -> Recorded:
+    """Write the rows of ``episodes`` to the JSONL file ``out`` and their screenshots to ``images/`` beside it.
+    ``screens``: the folder the episodes were stored in (their screenshot paths are relative to it), for
+    episodes read back from disk. ``only_success``: skip episodes that did not succeed (the oracle's all do)."""
+    out = Path(out)
+    images = out.parent / IMAGES_DIR
+    images.mkdir(parents=True, exist_ok=True)
+    written: set[str] = set()
+
+    def image_path(png: bytes) -> str:
+        name = hashlib.sha256(png).hexdigest()[:16] + ".png"
+        if name not in written:
+            (images / name).write_bytes(png)
+            written.add(name)
+        return f"{IMAGES_DIR}/{name}"
+
+    count = kept = skipped = 0
+    with open(out, "w", encoding="utf-8") as fh:
+        for episode in episodes:
+            if only_success and not episode.success:
+                skipped += 1
+                continue
+            kept += 1
+            for row in episode_rows(episode, kept, image_path, Path(screens) if screens else None):
+                fh.write(json.dumps(row, ensure_ascii=False) + "\n")
+                count += 1
+    return Recorded(count, kept, skipped, len(written), str(out))

@@ -1,0 +1,134 @@
+"""The episode loop, as a library call: ``run_episodes(tasks, policy, device_factory, max_steps, concurrency)``.
+
+Up to ``concurrency`` episodes run at once. Each round, the conversations of every running episode go to the
+policy together (a served model gets them as concurrent requests, which the server batches), each reply is
+parsed and executed on that episode's phone, and a finished episode's slot takes the next task. Every turn is
+built exactly in AutoGLM's runtime format (``workbench.phone.runtime.Conversation``): the screenshot as a base64
+PNG data: URL in the latest user turn only, the reply stored back as ``<think>..</think><answer>..</answer>``.
+An episode ends on finish, on a reply that does not parse (finish with the raw reply, no success), at the step
+limit, when the server refuses the conversation as too long for its context, or when a request fails.
+"""
+from __future__ import annotations
+
+import base64
+import datetime
+import io
+from dataclasses import dataclass
+from typing import Callable, Optional, Sequence
+
+from PIL import Image
+
+from ..phone.actions import format_action, split_answer
+from ..phone.env import PhoneEnv
+from ..phone.runtime import MAX_STEPS, Conversation
+from ..phone.sim import PHONE_SIZE, SimPhone
+from ..phone.tasks import PhoneTask
+from .episode import Episode, Step
+from .policy import Policy
+
+
+def png_bytes(screenshot) -> bytes:
+    """PNG bytes of a screenshot (an HxWx3 array or a PIL image)."""
+    image = screenshot if isinstance(screenshot, Image.Image) else Image.fromarray(screenshot)
+    buffer = io.BytesIO()
+    image.save(buffer, format="PNG")
+    return buffer.getvalue()
+
+
+def data_url(png: bytes) -> str:
+    return "data:image/png;base64," + base64.b64encode(png).decode("ascii")
+
+
+@dataclass
+class _Running:
+    task: PhoneTask
+    env: PhoneEnv
+    conversation: Conversation
+    episode: Episode
+    png: bytes
+    app: str
+    done: bool = False
+
+
+def sim_devices(size: tuple[int, int] = PHONE_SIZE) -> Callable[[], SimPhone]:
+    """A device factory: a fresh simulated phone of ``size`` pixels per episode."""
+    return lambda: SimPhone(size)
+
+
+def run_episodes(tasks: Sequence[PhoneTask], policy: Policy, device_factory: Optional[Callable[[], object]] = None,
+                 max_steps: int = MAX_STEPS, concurrency: int = 8, *, date: Optional[datetime.date] = None,
+                 on_episode: Optional[Callable[[Episode], None]] = None) -> list[Episode]:
+    """Run every task once with ``policy`` on phones from ``device_factory`` (default: simulated 1080x2400 phones;
+    a factory may return the same real phone each time, with ``concurrency=1``). ``date`` stamps the system
+    prompt (default: today). ``on_episode`` is called as each episode ends (progress bars, streaming to disk).
+    The episodes come back in the order of ``tasks``."""
+    if max_steps < 1:
+        raise ValueError(f"max_steps must be at least 1, got {max_steps}")
+    if concurrency < 1:
+        raise ValueError(f"concurrency must be at least 1, got {concurrency}")
+    device_factory = device_factory or sim_devices()
+    date = date or datetime.date.today()
+    pending = list(enumerate(tasks))[::-1]
+    running: list[tuple[int, _Running]] = []
+    finished: dict[int, Episode] = {}
+    while pending or running:
+        while pending and len(running) < concurrency:
+            index, task = pending.pop()
+            running.append((index, _start(task, policy.name, device_factory(), max_steps, date)))
+        replies = policy([r.conversation.messages for _, r in running])
+        if len(replies) != len(running):
+            raise RuntimeError(f"policy {policy.name!r} answered {len(replies)} of {len(running)} conversations")
+        for (_, r), reply in zip(running, replies):
+            _advance(r, reply)
+        for index, r in running:
+            if r.done:
+                finished[index] = r.episode
+                if on_episode is not None:
+                    on_episode(r.episode)
+        running = [(i, r) for i, r in running if not r.done]
+    return [finished[i] for i in range(len(tasks))]
+
+
+def _start(task: PhoneTask, model: str, device, max_steps: int, date: datetime.date) -> _Running:
+    env = PhoneEnv(device, tasks=[task], max_steps=max_steps)
+    obs, _ = env.reset(options={"task": task})
+    conversation = Conversation(task.instruction, date)
+    png = png_bytes(obs["screenshot"])
+    conversation.observe(data_url(png), obs["current_app"])
+    episode = Episode(task.id, task.template, task.split, list(task.apps), task.instruction, model, date.isoformat())
+    return _Running(task, env, conversation, episode, png, obs["current_app"])
+
+
+def _advance(r: _Running, reply) -> None:
+    """One reply: record it, execute it, and either end the episode or show the model the next screen."""
+    ep = r.episode
+    step = Step(len(ep.steps) + 1, r.app, prompt_tokens=reply.prompt_tokens, png=r.png)
+    ep.steps.append(step)
+    if reply.error:
+        step.error = reply.error
+        _end(r, "context_overflow" if reply.context_overflow else "error", reply.error)
+        return
+    split = split_answer(reply.content, reply.reasoning)
+    step.content, step.reasoning, step.answer = reply.content, split.reasoning, split.answer
+    r.conversation.reply(split.reasoning, split.answer)
+    obs, _, terminated, truncated, info = r.env.step(split.answer)
+    action = info["action"]
+    step.action, step.parse_error, step.valid, step.effect = format_action(action), info["parse_error"], \
+        info["valid"], info["effect"]
+    step.element, step.target_box = info["element"], list(info["box"]) if info["box"] else None
+    r.png, r.app = png_bytes(obs["screenshot"]), obs["current_app"]
+    if terminated or truncated:
+        ep.checks, ep.success = info["checks"], info["success"] if info["checks"] is not None else None
+        reason = "parse_failure" if info["parse_error"] else "finish" if terminated else "step_limit"
+        _end(r, reason, action.args.get("message") if terminated else f"no finish within {r.env.max_steps} steps")
+        return
+    r.conversation.observe(data_url(r.png), r.app)
+
+
+def _end(r: _Running, reason: str, message: Optional[str]) -> None:
+    ep = r.episode
+    ep.end_reason, ep.message = reason, message
+    if ep.success is None and ep.checks is None and r.env.judge() is not None:
+        ep.checks, ep.success = r.env.judge(), False  # ended without a parsed finish: no success
+    ep.final_app, ep.final_png = r.app, r.png
+    r.done = True

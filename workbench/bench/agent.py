@@ -1,0 +1,129 @@
+"""Figures of the phone-agent loop: the oracles, episode throughput against a served model, and the prompt's size
+after ten steps of AutoGLM's runtime format.
+
+    python -m workbench.bench.agent oracle      [--size 112x252]                 # every oracle solves its task; lengths
+    python -m workbench.bench.agent throughput  [--tasks heldout] [--max-tokens 32] [--concurrency 1 8]
+    python -m workbench.bench.agent tokens      [--size 1080x2400] [--steps 10]
+
+``throughput`` starts ``workbench serve --model tiny-glm4v`` in its own process (``--max-context 8192``: the tiny
+model's own 1024 positions are fewer than the system prompt's bytes) and runs the tasks at each concurrency,
+printing episodes and requests per minute with the load average (the machine may be shared: compare the ratio).
+The random tiny model's replies do not parse, so its episodes end at their first step: the figure is the loop's and
+the server's rate, not a task-solving one. ``tokens`` counts the 10th request of the longest oracle episode: the
+image tokens by GLM-4.1V's resize rule (transformers' defaults, patch 14, merge 2), the text with the tiny model's
+byte tokenizer (an upper bound: one token per byte) and with SmolLM2's BPE tokenizer (an estimate of a real
+tokenizer; GLM-4's own is not available offline), against Open-AutoGLM's recommended 25,480-token context.
+"""
+from __future__ import annotations
+
+import argparse
+import collections
+import json
+import os
+import statistics
+import time
+
+from ..agent import OraclePolicy, ServedPolicy, run_episodes, sim_devices, summarize
+from ..phone.runtime import CONTEXT_TOKENS, Conversation
+from ..phone.screen import parse_size
+from ..phone.tasks import TASKS, select_tasks
+
+
+def oracle(args) -> dict:
+    start = time.monotonic()
+    episodes = run_episodes(TASKS, OraclePolicy(TASKS), sim_devices(parse_size(args.size)), concurrency=8)
+    wall = time.monotonic() - start
+    lengths = [len(e.steps) for e in episodes]
+    by_split = {split: sum(e.success for e in episodes if e.split == split) for split in ("train", "heldout")}
+    return {"tasks": len(TASKS), "solved": sum(bool(e.success) for e in episodes), "solved_by_split": by_split,
+            "steps_histogram": dict(sorted(collections.Counter(lengths).items())),
+            "steps_median": statistics.median(lengths), "steps_min": min(lengths), "steps_max": max(lengths),
+            "at_least_6": sum(n >= 6 for n in lengths), "size": args.size,
+            "oracle_episodes_per_min": round(len(episodes) / wall * 60, 1)}
+
+
+def throughput(args) -> dict:
+    from ..serve import start_server
+    from ..serve.remote import ServerClient
+
+    tasks = select_tasks(args.tasks)
+    out = {"tasks": len(tasks), "max_tokens": args.max_tokens, "size": args.size, "runs": {}}
+    with start_server("tiny-glm4v", subprocess_mode=True, max_batch=max(args.concurrency), max_context=8192,
+                      log_level="warning") as srv, ServerClient(srv.url) as client:
+        for concurrency in args.concurrency:
+            policy = ServedPolicy(client, "tiny-glm4v", max_tokens=args.max_tokens, concurrency=concurrency)
+            run_episodes(tasks[:concurrency], policy, sim_devices(parse_size(args.size)), concurrency=concurrency)  # warm
+            load = os.getloadavg()[0]
+            start = time.monotonic()
+            episodes = run_episodes(tasks, policy, sim_devices(parse_size(args.size)), concurrency=concurrency)
+            wall = time.monotonic() - start
+            policy.close()
+            requests = sum(len(e.steps) for e in episodes)
+            metrics = summarize(episodes)
+            out["runs"][concurrency] = {"wall_s": round(wall, 1), "episodes_per_min": round(len(episodes) / wall * 60, 1),
+                                        "requests_per_min": round(requests / wall * 60, 1),
+                                        "end_reasons": metrics["end_reasons"], "load_avg_1min": round(load, 2)}
+    c = args.concurrency
+    if len(c) >= 2:
+        out["speedup"] = round(out["runs"][c[-1]]["episodes_per_min"] / out["runs"][c[0]]["episodes_per_min"], 2)
+    return out
+
+
+def tokens(args) -> dict:
+    import base64
+
+    from ..agent.runner import data_url, png_bytes
+    from ..data.multimodal import encode_chat, resolve_images
+    from ..models import load_tokenizer, packaged
+    from ..models.processor import image_token_count
+    from ..phone.actions import format_action
+    from ..phone.env import PhoneEnv
+    from ..phone.sim import SimPhone
+
+    size = parse_size(args.size)
+    task = max(TASKS, key=lambda t: len(t.oracle()))
+    steps = task.oracle()
+    if len(steps) < args.steps:
+        raise SystemExit(f"the longest oracle episode has {len(steps)} steps, fewer than --steps {args.steps}")
+    env = PhoneEnv(SimPhone(size), tasks=[task])
+    obs, _ = env.reset(options={"task": task})
+    conversation = Conversation(task.instruction)
+    for step in steps[:args.steps - 1]:
+        conversation.observe(data_url(png_bytes(obs["screenshot"])), obs["current_app"])
+        conversation.reply(step.thinking, format_action(step.action))
+        obs, *_ = env.step(step.action)
+    messages = conversation.observe(data_url(png_bytes(obs["screenshot"])), obs["current_app"])
+    vision = load_tokenizer("tiny-glm4v")
+    example = encode_chat(vision.processor, resolve_images(messages), add_generation_prompt=True)
+    image = image_token_count(vision.processor, *size)
+    text_bytes = len(example.input_ids) - image
+    text = "".join(p["text"] if p.get("type") == "text" else "" for m in messages
+                   for p in (m["content"] if isinstance(m["content"], list) else [{"type": "text", "text": m["content"]}]))
+    bpe = len(load_tokenizer(packaged.NAME).tokenizer(text)["input_ids"])
+    screenshot_kb = len(base64.b64decode(messages[-1]["content"][0]["image_url"]["url"].split(",", 1)[1])) / 1024
+    return {"task": task.id, "request": args.steps, "size": args.size, "image_tokens_latest_screenshot": image,
+            "text_tokens_byte_upper_bound": text_bytes, "text_tokens_bpe_estimate": bpe,
+            "total_upper_bound": image + text_bytes, "total_bpe_estimate": image + bpe, "context": CONTEXT_TOKENS,
+            "share_of_context_bpe": round((image + bpe) / CONTEXT_TOKENS, 3),
+            "if_every_screenshot_were_kept": args.steps * image + bpe, "screenshot_png_kb": round(screenshot_kb, 1)}
+
+
+def main() -> None:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    sub = p.add_subparsers(dest="part", required=True)
+    o = sub.add_parser("oracle")
+    o.add_argument("--size", default="112x252")
+    t = sub.add_parser("throughput")
+    t.add_argument("--tasks", default="heldout")
+    t.add_argument("--max-tokens", type=int, default=32)
+    t.add_argument("--concurrency", type=int, nargs="+", default=[1, 8])
+    t.add_argument("--size", default="112x252")
+    k = sub.add_parser("tokens")
+    k.add_argument("--size", default="1080x2400")
+    k.add_argument("--steps", type=int, default=10)
+    args = p.parse_args()
+    print(json.dumps({"oracle": oracle, "throughput": throughput, "tokens": tokens}[args.part](args), indent=1))
+
+
+if __name__ == "__main__":
+    main()

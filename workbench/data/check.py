@@ -1,0 +1,154 @@
+"""Lint a training file before a run reads it: every problem of every row as ``file:line: why``.
+
+Per row: it is JSON and a chat or instruction row (``workbench.data.formats``); its images exist and open; for rows
+whose answers are phone actions (AutoGLM-Phone's grammar, ``workbench.phone.actions``) each answer parses, with
+points on the 0-999 grid, and a Tap / Double Tap / Long Press lands inside ``meta.target_box`` when the row has
+one; rows marked ``meta.format: "autoglm-runtime"`` (``workbench agent record``) conform to AutoGLM's runtime
+message format (``workbench.phone.runtime``); and, given a model's tokenizer, the row's tokens (images included)
+fit the model's context or ``max_length``.
+
+A row holds phone actions when ``actions`` is ``all``, or (``auto``) when it has ``meta.target_box`` or the runtime
+format, or an answer that is ``<answer>...`` or starts with ``do(`` / ``finish(``.
+"""
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Optional
+
+from ..config.files import UnreadableFile, binary_lines, decode_line
+from ..phone.actions import GRID, POINT_ACTIONS, ActionSyntaxError, in_box, parse_action, split_answer
+from ..phone.runtime import FORMAT_NAME, runtime_problems
+from .formats import row_to_messages
+from .multimodal import ImageSourceError, encode_chat, has_images, load_image, resolve_images
+from .tokenize import tokenize_messages
+
+ACTION_MODES = ("auto", "all", "none")
+_ACTION_TEXT = re.compile(r"^\s*(?:do|finish)\(|<answer>")
+
+
+@dataclass
+class CheckReport:
+    path: str
+    rows: int = 0
+    problems: list[str] = field(default_factory=list)  # "file:line: why"
+    longest: int = 0  # tokens of the longest row (with a tokenizer)
+
+
+def _is_action_row(row: dict, messages: list[dict], mode: str) -> bool:
+    if mode != "auto":
+        return mode == "all"
+    meta = row.get("meta") if isinstance(row.get("meta"), dict) else {}
+    if meta.get("format") == FORMAT_NAME or meta.get("target_box") is not None:
+        return True
+    return any(m["role"] == "assistant" and _ACTION_TEXT.search(m["content"]) for m in messages)
+
+
+def _box_problem(box) -> Optional[str]:
+    if not (isinstance(box, list) and len(box) == 4 and all(isinstance(v, int) and not isinstance(v, bool)
+                                                             and 0 <= v <= GRID for v in box)
+            and box[0] <= box[2] and box[1] <= box[3]):
+        return f"meta.target_box must be [x1, y1, x2, y2] with integers in 0..{GRID}, x1 <= x2 and y1 <= y2 (got {box!r})"
+    return None
+
+
+def _action_problems(row: dict, messages: list[dict], grammar: bool = True) -> list[str]:
+    """The answers' grammar (unless ``grammar`` is False: the runtime-format check reports it) and the last
+    answer's point against meta.target_box."""
+    problems = []
+    answers = [m["content"] for m in messages if m["role"] == "assistant"]
+    last = None
+    for i, content in enumerate(answers, 1):
+        try:
+            last = parse_action(split_answer(content).answer)
+        except ActionSyntaxError as err:
+            which = "the answer" if len(answers) == 1 else f"assistant turn {i}"
+            if grammar:
+                problems.append(f"{which} is not one valid action: {err}")
+            last = None
+    meta = row.get("meta") if isinstance(row.get("meta"), dict) else {}
+    box = meta.get("target_box")
+    if box is not None:
+        why = _box_problem(box)
+        if why:
+            problems.append(why)
+        elif last is not None and last.type in POINT_ACTIONS and not in_box(last.point(), box):
+            problems.append(f"{last.type} at {list(last.point())} lies outside meta.target_box {box}")
+    return problems
+
+
+def _image_problems(messages: list[dict], base_dir: Path) -> list[str]:
+    problems, n = [], 0
+    for m in messages:
+        if isinstance(m["content"], list):
+            for part in m["content"]:
+                if part["type"] == "image_url":
+                    n += 1
+                    try:
+                        load_image(part["image_url"]["url"], base_dir)
+                    except ImageSourceError as err:
+                        problems.append(f"image {n}: {err}")
+    return problems
+
+
+def _token_count(messages: list[dict], tok, base_dir: Path) -> int:
+    if tok.processor is not None:
+        return len(encode_chat(tok.processor, resolve_images(messages, base_dir)).input_ids)
+    if has_images(messages):
+        raise ValueError("the row holds images, but the model is text-only: check it with a vision-language model")
+    return len(tokenize_messages(tok.tokenizer, messages, 1 << 62).input_ids)
+
+
+def check_file(path: str | Path, tokenizer=None, max_length: Optional[int] = None, actions: str = "auto") -> CheckReport:
+    """Every problem of the JSONL file at ``path``. ``tokenizer``: a ``workbench.models.LoadedTokenizer`` to count
+    each row's tokens against ``max_length`` (default: its model's context)."""
+    if actions not in ACTION_MODES:
+        raise ValueError(f"actions must be one of {', '.join(ACTION_MODES)}, got {actions!r}")
+    report = CheckReport(str(path))
+    base_dir = Path(path).parent
+    limit = max_length or (tokenizer.context if tokenizer is not None else None)
+
+    def problem(line: Optional[int], why: str) -> None:
+        report.problems.append(f"{path}:{line}: {why}" if line is not None else f"{path}: {why}")
+
+    try:
+        for number, raw in binary_lines(str(path)):
+            if not raw.strip():
+                continue
+            report.rows += 1
+            try:
+                row = json.loads(decode_line(raw, number))
+                messages = row_to_messages(row)
+            except json.JSONDecodeError as err:
+                problem(number, f"not valid JSON ({err.msg} at column {err.colno})")
+                continue
+            except ValueError as err:
+                problem(number, str(err))
+                continue
+            row_problems = _image_problems(messages, base_dir)
+            images_ok = not row_problems
+            meta = row.get("meta") if isinstance(row.get("meta"), dict) else {}
+            runtime = meta.get("format") == FORMAT_NAME
+            if runtime:
+                row_problems += [f"runtime format: {why}" for why in runtime_problems(row["messages"])]
+            if _is_action_row(row, messages, actions):
+                row_problems += _action_problems(row, messages, grammar=not runtime)
+            if tokenizer is not None and images_ok:
+                try:
+                    count = _token_count(messages, tokenizer, base_dir)
+                except ValueError as err:
+                    row_problems.append(str(err))
+                else:
+                    report.longest = max(report.longest, count)
+                    if count > limit:
+                        row_problems.append(f"{count} tokens, more than the {limit}-token context: shorten the row "
+                                            "(fewer turns, smaller screenshots) or check against a longer context")
+            for why in row_problems:
+                problem(number, why)
+    except (UnreadableFile, OSError) as err:
+        problem(getattr(err, "line", None), getattr(err, "reason", None) or f"cannot read the file: {err}")
+    if report.rows == 0 and not report.problems:
+        problem(None, "no rows")
+    return report

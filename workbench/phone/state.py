@@ -1,0 +1,106 @@
+"""What the simulated phone holds: its apps' data (settings, contacts, message threads, songs, photos, browser
+history) and the catalogues they are drawn from. Tasks start from ``PhoneState()`` with a few fields changed and
+are judged on the state an episode leaves (``changed_keys`` says what differs from the start)."""
+from __future__ import annotations
+
+import copy
+from dataclasses import dataclass, field
+from typing import Optional
+
+HOME = "System Home"  # the current_app of the launcher, as Open-AutoGLM reports an unrecognised package
+
+# Settings switches: key -> (label on screen, the Settings page that shows it)
+TOGGLES: dict[str, tuple[str, str]] = {
+    "wifi": ("Wi-Fi", "Settings"),
+    "bluetooth": ("Bluetooth", "Settings"),
+    "airplane": ("Airplane mode", "Settings"),
+    "location": ("Location", "Settings"),
+    "dark_mode": ("Dark mode", "Display"),
+    "large_text": ("Large text", "Display"),
+    "auto_brightness": ("Auto brightness", "Display"),
+    "vibrate": ("Vibrate", "Sound"),
+    "do_not_disturb": ("Do not disturb", "Sound"),
+    "battery_saver": ("Battery saver", "Battery"),
+}
+DEFAULT_TOGGLES = {"wifi": True, "bluetooth": False, "airplane": False, "location": True, "dark_mode": False,
+                   "large_text": False, "auto_brightness": True, "vibrate": True, "do_not_disturb": False,
+                   "battery_saver": False}
+SETTINGS_PAGES = ("Display", "Sound", "Battery", "About phone")  # sub-pages of the Settings list
+
+# Alphabetical, more than one screen long: the ones after the first nine need a Swipe in Contacts.
+CONTACTS = ["Aaron Park", "Alice Chen", "Ben Carter", "Chen Wei", "Dana Lee", "Diego Ruiz", "Emma Wood",
+            "Farah Khan", "Grace Liu", "Hiro Tanaka", "Ivan Petrov", "Julia Rossi", "Kofi Mensah", "Li Na",
+            "Maria Silva", "Mom", "Noah Kim", "Olivia Brown", "Priya Shah", "Sam Taylor", "Wang Fang", "Zhang San"]
+# Threads that exist before any task: contact -> [(sender, text)], sender "me" or "them"
+THREADS = {"Mom": [("them", "Call me when you land")], "Alice Chen": [("them", "Lunch tomorrow?")],
+           "Ben Carter": [("me", "Got the tickets"), ("them", "Great, thanks!")],
+           "Grace Liu": [("them", "Did you see the photos?")], "Sam Taylor": [("them", "Running late, sorry")],
+           "Zhang San": [("them", "Meeting moved to 3pm")]}
+
+SONGS = ["Morning Light - The Harbors", "Blue Avenue - Nina Vale", "Paper Moons - Kite Season",
+         "City Rain - Low Tides", "Golden Hour - Ada Mills", "Northern Lines - Fieldwork", "Slow Motion - June Park",
+         "Satellites - Echo Bay", "Wild Honey - The Lanterns", "Last Train Home - Miles Crane",
+         "Orange Sky - Sunday Club", "Glass Houses - Vera Lind", "Tidal - Marlow", "Silver Screen - The Reels",
+         "Open Road - Hannah Cole", "Quiet Storm - Blue Fern", "Neon Dreams - Static Youth",
+         "River Song - Old Pines", "Midnight Drive - Cass Monroe", "Paper Planes - Small Hours",
+         "Evergreen - Lucy Hale", "Homecoming - The Porchlights", "Starlight - Ora Vance", "Window Seat - Theo Grant"]
+PHOTOS = ["Beach", "Mountains", "Cat", "Birthday cake", "Sunset", "City at night", "Forest", "Dog", "Snow",
+          "Flowers", "Bridge", "Lake"]
+
+# Installed apps in launcher order: two home pages of twelve. The first seven have real state; the others open
+# a simple screen of their own (so "open X" has many targets).
+APPS = ["Settings", "Contacts", "Messages", "Browser", "Camera", "Clock", "Calendar", "Weather", "Maps", "Mail",
+        "Phone", "Files", "Music", "Photos", "Notes", "Calculator", "Health", "Wallet", "News", "Books",
+        "Translate", "Shop", "Video", "Food"]
+APPS_PER_PAGE = 12
+
+# What the Browser finds: (title, snippet) pages per query; any other query finds generic pages
+WEB = {
+    "weather tomorrow": [("Weather forecast for tomorrow", "Sunny, 24 C, light wind from the west.")],
+    "pasta recipe": [("Easy tomato pasta recipe", "Boil the pasta, simmer tomatoes with garlic, mix.")],
+    "train to shanghai": [("Train tickets to Shanghai", "High-speed trains leave every 30 minutes.")],
+    "museum opening hours": [("City Museum opening hours", "Open 9:00 to 17:00, closed on Mondays.")],
+    "football scores": [("Football scores today", "Results and tables from today's matches.")],
+    "flight status": [("Flight status checker", "Enter a flight number to see its status.")],
+    "coffee near me": [("Best coffee shops nearby", "Five cafes within 500 meters of you.")],
+    "how to tie a tie": [("How to tie a tie in 5 steps", "A simple knot for every occasion.")],
+    "exchange rate": [("Currency exchange rates", "Live rates for 150 currencies.")],
+    "yoga for beginners": [("Yoga for beginners", "Ten poses to start with at home.")],
+}
+
+
+def web_results(query: str) -> list[tuple[str, str]]:
+    """The result pages (title, snippet) the Browser shows for ``query``: its own page first, then generic ones."""
+    key = query.strip().casefold()
+    own = WEB.get(key, [(f"{query.strip().capitalize()} - overview", f"Everything about {query.strip()}.")])
+    return own + [(f"{query.strip().capitalize()} on Wikipedia", "The free encyclopedia."),
+                  (f"News about {query.strip()}", "The latest stories."),
+                  (f"{query.strip().capitalize()} - videos", "Watch clips and guides.")]
+
+
+@dataclass
+class PhoneState:
+    """The data of the phone's apps; the screen on show is the phone's (``SimPhone``), not part of this."""
+    toggles: dict[str, bool] = field(default_factory=lambda: dict(DEFAULT_TOGGLES))
+    favorites: set[str] = field(default_factory=lambda: {"Mom"})
+    threads: dict[str, list[tuple[str, str]]] = field(default_factory=lambda: copy.deepcopy(THREADS))
+    now_playing: Optional[str] = None
+    playing: bool = False
+    liked_songs: set[str] = field(default_factory=set)
+    liked_photos: set[str] = field(default_factory=set)
+    searches: list[str] = field(default_factory=list)  # Browser queries, in order
+    read_pages: list[str] = field(default_factory=list)  # Browser result pages opened, in order
+
+    def copy(self) -> "PhoneState":
+        return copy.deepcopy(self)
+
+    def changed_keys(self, before: "PhoneState") -> set[str]:
+        """What differs from ``before``: ``toggles.<key>``, ``threads.<contact>``, or a field name."""
+        keys = {f"toggles.{k}" for k in set(self.toggles) | set(before.toggles)
+                if self.toggles.get(k) != before.toggles.get(k)}
+        keys |= {f"threads.{c}" for c in set(self.threads) | set(before.threads)
+                 if self.threads.get(c, []) != before.threads.get(c, [])}
+        for name in ("favorites", "now_playing", "playing", "liked_songs", "liked_photos", "searches", "read_pages"):
+            if getattr(self, name) != getattr(before, name):
+                keys.add(name)
+        return keys

@@ -1,0 +1,489 @@
+"""Phone tasks: templates over the simulated apps, each task judged on the phone's final state, each with an
+oracle solution.
+
+A template (``TEMPLATES``) turns parameters (an app, a setting, a contact and a text, a song...) into a task: its
+instruction, the state it starts from (a setting to change starts the other way round), the checks of the final
+state (``check``: the goal holds and nothing else changed that the task did not ask for) and an oracle: the
+actions (with a short reasoning each) that solve it, found by driving a scratch phone, so they are right for the
+screens as drawn. ``TASKS`` is the built-in set: each template's values are split into train and held-out ones
+(and one template is held out whole), so a held-out task is never a training task renamed.
+
+Task files (``load_task_file``): JSONL, one ``{"template": NAME, ...parameters}`` object a line (optionally
+``"id"`` and ``"split"``); a bad row is a ``TaskFileError`` naming file:line and the fix.
+"""
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable, Optional
+
+from .actions import Action
+from .sim import SimPhone
+from .state import APPS, CONTACTS, HOME, PHOTOS, SONGS, THREADS, TOGGLES, PhoneState, web_results
+
+SPLITS = ("train", "heldout")
+
+
+@dataclass(frozen=True)
+class OracleStep:
+    thinking: str
+    action: Action
+
+
+@dataclass(frozen=True)
+class PhoneTask:
+    id: str
+    template: str
+    params: dict = field(hash=False)
+    split: str = "train"
+
+    @property
+    def spec(self) -> "Template":
+        return TEMPLATES[self.template]
+
+    @property
+    def instruction(self) -> str:
+        return self.spec.instruction(self.params)
+
+    @property
+    def apps(self) -> tuple[str, ...]:
+        return self.spec.apps(self.params)
+
+    def initial_state(self) -> PhoneState:
+        state = PhoneState()
+        self.spec.setup(state, self.params)
+        return state
+
+    def check(self, phone: SimPhone, start: PhoneState) -> dict[str, bool]:
+        """The final-state checks: the template's goals, and that nothing changed that the task did not ask for."""
+        checks = self.spec.goals(phone, self.params)
+        extra = sorted(phone.state.changed_keys(start) - set(self.spec.changes(self.params)))
+        checks["nothing_else_changed"] = not extra
+        return checks
+
+    def oracle(self) -> list[OracleStep]:
+        """The actions that solve the task from its initial state, ending with finish."""
+        planner = _Planner(self)
+        self.spec.solve(planner, self.params)
+        return planner.steps
+
+
+@dataclass(frozen=True)
+class Template:
+    name: str
+    params: tuple[str, ...]
+    instruction: Callable[[dict], str]
+    apps: Callable[[dict], tuple[str, ...]]
+    goals: Callable[[SimPhone, dict], dict[str, bool]]
+    changes: Callable[[dict], tuple[str, ...]]  # the state keys the task may change (PhoneState.changed_keys)
+    solve: Callable[["_Planner", dict], None]
+    validate: Callable[[dict], Optional[str]]  # why the parameters are unusable; None when fine
+    setup: Callable[[PhoneState, dict], None] = lambda state, params: None
+
+
+# ---- the oracle's planner ---------------------------------------------------------------------------------------
+def centre(box) -> list[int]:
+    return [(box[0] + box[2]) // 2, (box[1] + box[3]) // 2]
+
+
+class _Planner:
+    """Drives a scratch phone from the task's initial state, recording each action with its reasoning."""
+
+    def __init__(self, task: PhoneTask):
+        self.task = task
+        self.phone = SimPhone()
+        self.phone.reset(task.initial_state())
+        self.steps: list[OracleStep] = []
+
+    def act(self, thinking: str, action: Action) -> None:
+        outcome = self.phone.execute(action)
+        if not outcome.valid:
+            raise AssertionError(f"oracle of {self.task.id}: {action} did nothing ({outcome.effect})")
+        self.steps.append(OracleStep(thinking, action))
+
+    def reveal(self, label: str, what: str) -> None:
+        """Swipe until ``label`` is on screen: home pages to the left, lists upwards."""
+        for _ in range(12):
+            if label in self.phone.screen().elements:
+                return
+            if self.phone.current_app() == HOME:
+                self.act(f"{what} is not on this home page; I swipe left to the next page.",
+                         Action("Swipe", {"start": [800, 600], "end": [200, 600]}))
+            else:
+                self.act(f"{what} is not in the visible part of the list; I swipe up to scroll further down.",
+                         Action("Swipe", {"start": [500, 800], "end": [500, 350]}))
+        raise AssertionError(f"oracle of {self.task.id}: {label!r} never appeared")
+
+    def gesture(self, label: str, thinking: str, kind: str = "Tap", what: Optional[str] = None) -> None:
+        self.reveal(label, what or label)
+        box = self.phone.screen().elements[label]
+        self.act(thinking, Action(kind, {"element": centre(box)}))
+
+    def launch(self, app: str, why: str) -> None:
+        self.act(f"{why} I launch {app}.", Action("Launch", {"app": app}))
+
+    def type(self, text: str, where: str) -> None:
+        self.act(f"The {where} is focused and the keyboard is open; I type the text.", Action("Type", {"text": text}))
+
+    def finish(self, thinking: str, message: str) -> None:
+        self.steps.append(OracleStep(thinking, Action("finish", {"message": message})))
+
+
+# ---- the templates --------------------------------------------------------------------------------------------
+def _choice(value, allowed, what: str) -> Optional[str]:
+    if value not in allowed:
+        shown = ", ".join(map(str, allowed))
+        return f"unknown {what} {value!r}; known: {shown}"
+    return None
+
+
+def _text(value, what: str = "text") -> Optional[str]:
+    if not isinstance(value, str) or not value.strip() or len(value) > 60:
+        return f"'{what}' must be a non-empty string of at most 60 characters"
+    return None
+
+
+def _on_off(on: bool) -> str:
+    return "on" if on else "off"
+
+
+def _phrase(params: dict, variants: list[str]) -> str:
+    """One of ``variants`` (format strings over the parameters), chosen by the parameters so that it is fixed."""
+    key = sum(map(ord, json.dumps(params, sort_keys=True)))
+    return variants[key % len(variants)].format(**params)
+
+
+def _solve_open(p: _Planner, params: dict) -> None:
+    app = params["app"]
+    p.gesture(app, f"The {app} icon is on this home page; I tap it.", what=f"The {app} icon")
+    p.finish(f"{app} is open; the task is done.", f"{app} is open.")
+
+
+def _toggle_parts(params: dict):
+    label, page = TOGGLES[params["setting"]]
+    return label, page, _on_off(params["on"])
+
+
+def _solve_toggle(p: _Planner, params: dict, then: str = "") -> None:
+    label, page, want = _toggle_parts(params)
+    p.launch("Settings", f"{label} is a setting.")
+    if page != "Settings":
+        p.gesture(page, f"The {label} switch is on the {page} page of Settings; I open {page}.")
+    p.gesture(label, f"{label} is {_on_off(not params['on'])}; I tap its switch to turn it {want}.")
+    if not then:
+        p.finish(f"{label} now shows {want.capitalize()}; the task is done.", f"{label} is {want}.")
+
+
+def _solve_message(p: _Planner, params: dict) -> None:
+    contact, text = params["contact"], params["text"]
+    p.launch("Contacts", f"I need {contact}'s contact card to message them.")
+    p.gesture(contact, f"{contact} is in the contact list; I open the card.")
+    p.gesture("Message", f"This is {contact}'s card; I tap Message to open the chat.")
+    p.gesture("Message box", "The chat is open but the message box is not focused; I tap it.")
+    p.type(text, "message box")
+    p.gesture("Send", "The message is typed; I tap Send.")
+    p.finish(f"The message to {contact} shows in the chat; the task is done.", f"Sent {text!r} to {contact}.")
+
+
+def _solve_reply(p: _Planner, params: dict) -> None:
+    contact, text = params["contact"], params["text"]
+    p.launch("Messages", f"The conversation with {contact} is in Messages.")
+    p.gesture(contact, f"{contact}'s conversation is in the list; I open it.")
+    p.gesture("Message box", "The chat is open but the message box is not focused; I tap it.")
+    p.type(text, "message box")
+    p.gesture("Send", "The reply is typed; I tap Send.")
+    p.finish(f"My reply shows in the chat with {contact}; the task is done.", f"Replied {text!r} to {contact}.")
+
+
+def _solve_search(p: _Planner, params: dict, open_first: bool = False) -> None:
+    query = params["query"]
+    p.launch("Browser", "Web searches happen in the Browser.")
+    p.gesture("Search box", "The Browser is open; I tap the search box first.")
+    p.type(query, "search box")
+    p.gesture("Go", "The query is typed; I tap Go to search.")
+    if open_first:
+        title = web_results(query)[0][0]
+        p.gesture(title, f"The results for {query!r} are listed; I open the first one, {title!r}.")
+        p.finish(f"The page {title!r} is open; the task is done.", f"Opened {title!r}.")
+    else:
+        p.finish(f"The results for {query!r} are on screen; the task is done.", f"Searched for {query!r}.")
+
+
+def _solve_song(p: _Planner, params: dict, why: str = "Songs are played in Music.") -> None:
+    title = params["song"].split(" - ")[0]
+    p.launch("Music", why)
+    p.gesture(title, f"{title} is in the library; I tap it to play it.", what=title)
+    p.finish(f"{title} is playing; the task is done.", f"Playing {title}.")
+
+
+def _solve_photo(p: _Planner, params: dict) -> None:
+    photo = params["photo"]
+    p.launch("Photos", "The photo is in Photos.")
+    p.gesture(photo, f"The {photo} photo is in the grid; I open it.")
+    p.gesture("Photo", "The photo is open; I double-tap it to like it.", kind="Double Tap")
+    p.finish(f"The {photo} photo shows Liked; the task is done.", f"Liked the {photo} photo.")
+
+
+def _solve_favorite(p: _Planner, params: dict) -> None:
+    contact = params["contact"]
+    p.launch("Contacts", "Favorites are kept in Contacts.")
+    p.gesture(contact, f"{contact} is in the list; I long-press the entry for its menu.", kind="Long Press")
+    p.gesture("Add to favorites", "The menu is open; I tap Add to favorites.")
+    p.finish(f"{contact} is marked Favorite; the task is done.", f"Added {contact} to favorites.")
+
+
+def _song_of(title: str) -> Optional[str]:
+    return next((s for s in SONGS if s.split(" - ")[0].casefold() == str(title).strip().casefold()), None)
+
+
+def _valid(**checks: Callable[[dict], Optional[str]]) -> Callable[[dict], Optional[str]]:
+    def validate(params: dict) -> Optional[str]:
+        for name, check in checks.items():
+            why = check(params.get(name))
+            if why:
+                return why
+        return None
+    return validate
+
+
+def _setting(v) -> Optional[str]:
+    return _choice(v, list(TOGGLES), "setting")
+
+
+def _bool(v) -> Optional[str]:
+    return None if isinstance(v, bool) else f"'on' must be true or false, got {v!r}"
+
+
+def _song(v) -> Optional[str]:
+    return None if v in SONGS else _choice(v, SONGS, "song")
+
+
+def _setup_toggle(state: PhoneState, params: dict) -> None:
+    state.toggles[params["setting"]] = not params["on"]
+
+
+def _toggle_goal(phone: SimPhone, params: dict) -> dict[str, bool]:
+    return {f"{params['setting']}_{_on_off(params['on'])}": phone.state.toggles[params["setting"]] == params["on"]}
+
+
+def _sent(phone: SimPhone, params: dict) -> dict[str, bool]:
+    thread = phone.state.threads.get(params["contact"], [])
+    return {"message_sent": bool(thread) and thread[-1] == ("me", params["text"].strip())}
+
+
+def _playing(phone: SimPhone, params: dict) -> dict[str, bool]:
+    return {"song_playing": phone.state.now_playing == params["song"] and phone.state.playing}
+
+
+TEMPLATES: dict[str, Template] = {t.name: t for t in [
+    Template("open_app", ("app",),
+             lambda p: _phrase(p, ["Open {app}", "Launch the {app} app", "Go to {app}", "Start {app}"]),
+             lambda p: (p["app"],),
+             lambda phone, p: {"app_open": phone.current_app() == p["app"]},
+             lambda p: (), _solve_open, _valid(app=lambda v: _choice(v, APPS, "app"))),
+    Template("toggle_setting", ("setting", "on"),
+             lambda p: _phrase({**p, "label": TOGGLES[p["setting"]][0], "state": _on_off(p["on"])},
+                               ["Turn {state} {label}", "Switch {label} {state}", "Set {label} to {state}"]),
+             lambda p: ("Settings",), _toggle_goal, lambda p: (f"toggles.{p['setting']}",), _solve_toggle,
+             _valid(setting=_setting, on=_bool), _setup_toggle),
+    Template("send_message", ("contact", "text"),
+             lambda p: _phrase(p, ["Send '{text}' to {contact}", "Text {contact}: {text}",
+                                   "Message {contact} saying '{text}'"]),
+             lambda p: ("Contacts", "Messages"), _sent, lambda p: (f"threads.{p['contact']}",), _solve_message,
+             _valid(contact=lambda v: _choice(v, CONTACTS, "contact"), text=_text)),
+    Template("reply_message", ("contact", "text"),
+             lambda p: _phrase(p, ["Reply '{text}' to {contact} in Messages",
+                                   "Answer {contact}'s message with '{text}'"]),
+             lambda p: ("Messages",), _sent, lambda p: (f"threads.{p['contact']}",), _solve_reply,
+             _valid(contact=lambda v: _choice(v, list(THREADS), "conversation"), text=_text)),
+    Template("web_search", ("query",),
+             lambda p: _phrase(p, ["Search the web for {query}", "Look up {query} in the Browser"]),
+             lambda p: ("Browser",),
+             lambda phone, p: {"results_shown": phone.current_app() == "Browser" and bool(phone.stack)
+                               and phone.stack[-1].kind == "results"
+                               and phone.stack[-1].arg.casefold() == p["query"].strip().casefold()},
+             lambda p: ("searches",), _solve_search, _valid(query=lambda v: _text(v, "query"))),
+    Template("open_result", ("query",),
+             lambda p: _phrase(p, ["Search for {query} and open the first result",
+                                   "Find {query} in the Browser and open the top result"]),
+             lambda p: ("Browser",),
+             lambda phone, p: {"first_result_open": phone.current_app() == "Browser" and bool(phone.stack)
+                               and phone.stack[-1].kind == "article"
+                               and phone.stack[-1].arg == web_results(p["query"])[0][0]},
+             lambda p: ("searches", "read_pages"), lambda pl, p: _solve_search(pl, p, open_first=True),
+             _valid(query=lambda v: _text(v, "query"))),
+    Template("play_song", ("song",),
+             lambda p: _phrase({**p, "title": p["song"].split(" - ")[0], "artist": p["song"].split(" - ")[1]},
+                               ["Play {title} in Music", "Play the song {title} by {artist}"]),
+             lambda p: ("Music",), _playing, lambda p: ("now_playing", "playing"), _solve_song, _valid(song=_song)),
+    Template("like_photo", ("photo",),
+             lambda p: _phrase(p, ["Like the photo {photo} in Photos", "Open the {photo} photo and like it"]),
+             lambda p: ("Photos",), lambda phone, p: {"photo_liked": p["photo"] in phone.state.liked_photos},
+             lambda p: ("liked_photos",), _solve_photo, _valid(photo=lambda v: _choice(v, PHOTOS, "photo"))),
+    Template("favorite_contact", ("contact",),
+             lambda p: _phrase(p, ["Add {contact} to favorites", "Mark {contact} as a favorite contact"]),
+             lambda p: ("Contacts",), lambda phone, p: {"favorite": p["contact"] in phone.state.favorites},
+             lambda p: ("favorites",), _solve_favorite,
+             _valid(contact=lambda v: None if v in CONTACTS and v != "Mom" else
+                    ("Mom is a favorite already" if v == "Mom" else _choice(v, CONTACTS, "contact")))),
+    Template("setting_then_song", ("setting", "on", "song"),
+             lambda p: _phrase({**p, "label": TOGGLES[p["setting"]][0], "state": _on_off(p["on"]),
+                                "title": p["song"].split(" - ")[0]},
+                               ["Turn {state} {label}, then play {title}", "Switch {label} {state} and play {title}"]),
+             lambda p: ("Settings", "Music"), lambda phone, p: {**_toggle_goal(phone, p), **_playing(phone, p)},
+             lambda p: (f"toggles.{p['setting']}", "now_playing", "playing"),
+             lambda pl, p: (_solve_toggle(pl, p, then="song"), _solve_song(pl, p, "Now the song: it is in Music.")),
+             _valid(setting=_setting, on=_bool, song=_song), _setup_toggle),
+    Template("setting_then_message", ("setting", "on", "contact", "text"),
+             lambda p: _phrase({**p, "label": TOGGLES[p["setting"]][0], "state": _on_off(p["on"])},
+                               ["Turn {state} {label}, then send '{text}' to {contact}"]),
+             lambda p: ("Settings", "Contacts", "Messages"),
+             lambda phone, p: {**_toggle_goal(phone, p), **_sent(phone, p)},
+             lambda p: (f"toggles.{p['setting']}", f"threads.{p['contact']}"),
+             lambda pl, p: (_solve_toggle(pl, p, then="message"), _solve_message(pl, p)),
+             _valid(setting=_setting, on=_bool, contact=lambda v: _choice(v, CONTACTS, "contact"), text=_text),
+             _setup_toggle),
+]}
+
+
+def _slug(value) -> str:
+    if isinstance(value, bool):
+        return _on_off(value)
+    return re.sub(r"[^a-z0-9]+", "-", str(value).casefold()).strip("-")[:24]
+
+
+def make_task(template: str, params: dict, split: str = "train", task_id: Optional[str] = None) -> PhoneTask:
+    """A task of ``template`` with ``params``; ValueError saying what is wrong (unknown template, missing or
+    bad parameter, with the known values)."""
+    if template not in TEMPLATES:
+        raise ValueError(f"unknown template {template!r}; templates: {', '.join(TEMPLATES)}")
+    spec = TEMPLATES[template]
+    missing = [n for n in spec.params if n not in params]
+    extra = [n for n in params if n not in spec.params]
+    if missing or extra:
+        raise ValueError(f"template {template} takes {', '.join(spec.params)}"
+                         + (f"; missing {', '.join(missing)}" if missing else "")
+                         + (f"; unknown {', '.join(extra)}" if extra else ""))
+    why = spec.validate(params)
+    if why:
+        raise ValueError(why)
+    if split not in SPLITS:
+        raise ValueError(f"split must be one of {', '.join(SPLITS)}, got {split!r}")
+    tid = task_id or f"{template}/" + "-".join(_slug(params[n]) for n in spec.params)
+    return PhoneTask(tid, template, dict(params), split)
+
+
+# ---- the built-in set: values split by template -----------------------------------------------------------------
+def _songs(*titles: str) -> list[str]:
+    return [_song_of(t) for t in titles]
+
+
+_TRAIN_TEXTS = ["On my way", "See you at 7", "Running 10 min late", "Happy birthday!", "Call me back please",
+                "Thanks for dinner", "I'll be there soon", "Got it"]
+_BUILTIN: list[tuple[str, str, list[dict]]] = [
+    ("open_app", "train", [{"app": a} for a in ["Settings", "Browser", "Camera", "Maps", "Phone", "Photos", "Wallet",
+                                                 "News"]]),
+    ("open_app", "heldout", [{"app": a} for a in ["Clock", "Mail", "Calculator", "Video"]]),
+    ("toggle_setting", "train", [{"setting": s, "on": on} for s, on in [
+        ("wifi", False), ("wifi", True), ("bluetooth", True), ("dark_mode", True), ("dark_mode", False),
+        ("vibrate", False), ("battery_saver", True), ("location", False)]]),
+    ("toggle_setting", "heldout", [{"setting": s, "on": on} for s, on in [
+        ("airplane", True), ("large_text", True), ("do_not_disturb", True), ("auto_brightness", False)]]),
+    ("send_message", "train", [{"contact": c, "text": t} for c, t in zip(
+        ["Alice Chen", "Dana Lee", "Emma Wood", "Ivan Petrov", "Li Na", "Olivia Brown", "Sam Taylor", "Zhang San"],
+        _TRAIN_TEXTS)]),
+    ("send_message", "heldout", [{"contact": c, "text": t} for c, t in [
+        ("Chen Wei", "Meeting at noon?"), ("Hiro Tanaka", "Where are you?"), ("Noah Kim", "Back in 5 minutes"),
+        ("Wang Fang", "Love the new place")]]),
+    ("reply_message", "train", [{"contact": c, "text": t} for c, t in [
+        ("Mom", "Landed safely"), ("Alice Chen", "Yes, see you then"), ("Ben Carter", "No problem"),
+        ("Sam Taylor", "Sure, no rush")]]),
+    ("reply_message", "heldout", [{"contact": c, "text": t} for c, t in [
+        ("Grace Liu", "They look great"), ("Zhang San", "3pm works for me")]]),
+    ("web_search", "train", [{"query": q} for q in ["weather tomorrow", "pasta recipe", "train to shanghai",
+                                                     "football scores", "coffee near me"]]),
+    ("web_search", "heldout", [{"query": q} for q in ["museum opening hours", "how to tie a tie", "exchange rate"]]),
+    ("open_result", "train", [{"query": q} for q in ["flight status", "yoga for beginners", "weather tomorrow"]]),
+    ("open_result", "heldout", [{"query": q} for q in ["exchange rate"]]),
+    ("play_song", "train", [{"song": s} for s in _songs("Blue Avenue", "City Rain", "Slow Motion", "Wild Honey",
+                                                        "Glass Houses", "Open Road", "River Song", "Paper Planes",
+                                                        "Homecoming")]),
+    ("play_song", "heldout", [{"song": s} for s in _songs("Golden Hour", "Tidal", "Midnight Drive", "Window Seat")]),
+    ("like_photo", "train", [{"photo": p} for p in ["Beach", "Cat", "Sunset", "Forest", "Snow", "Bridge"]]),
+    ("like_photo", "heldout", [{"photo": p} for p in ["Mountains", "Dog", "Lake"]]),
+    ("favorite_contact", "train", [{"contact": c} for c in ["Aaron Park", "Diego Ruiz", "Julia Rossi", "Maria Silva",
+                                                            "Priya Shah"]]),
+    ("favorite_contact", "heldout", [{"contact": c} for c in ["Farah Khan", "Kofi Mensah", "Olivia Brown"]]),
+    ("setting_then_song", "train", [{"setting": s, "on": on, "song": _song_of(t)} for s, on, t in [
+        ("bluetooth", True, "Orange Sky"), ("dark_mode", True, "Satellites"), ("vibrate", False, "Starlight"),
+        ("location", False, "Morning Light")]]),
+    # held out whole: its parts are trained, the combination is not
+    ("setting_then_message", "heldout", [{"setting": s, "on": on, "contact": c, "text": t} for s, on, c, t in [
+        ("do_not_disturb", True, "Noah Kim", "Busy, call you later"), ("dark_mode", True, "Wang Fang", "Good night"),
+        ("battery_saver", True, "Mom", "Phone battery is low")]]),
+]
+TASKS: list[PhoneTask] = [make_task(name, params, split) for name, split, values in _BUILTIN for params in values]
+
+
+class TaskFileError(ValueError):
+    """A bad row of a task file, at file:line."""
+
+
+def load_task_file(path: str | Path) -> list[PhoneTask]:
+    """The tasks of a JSONL task file: ``{"template": NAME, <its parameters>, "id"?: ..., "split"?: ...}`` a line."""
+    path = Path(path)
+    try:
+        lines = path.read_text(encoding="utf-8").splitlines()
+    except (OSError, UnicodeDecodeError) as err:
+        raise TaskFileError(f"{path}: cannot read the task file: {err}") from None
+    tasks, seen = [], {}
+    for number, line in enumerate(lines, 1):
+        if not line.strip():
+            continue
+        try:
+            row = json.loads(line)
+            if not isinstance(row, dict):
+                raise ValueError("a row is a JSON object such as {\"template\": \"open_app\", \"app\": \"Settings\"}")
+            row = dict(row)
+            template = row.pop("template", None)
+            if template is None:
+                raise ValueError(f"no 'template': give one of {', '.join(TEMPLATES)}")
+            task = make_task(template, {k: v for k, v in row.items() if k not in ("id", "split")},
+                             row.get("split", "train"), row.get("id"))
+        except ValueError as err:  # json.JSONDecodeError is one
+            raise TaskFileError(f"{path}:{number}: {err}") from None
+        if task.id in seen:
+            raise TaskFileError(f"{path}:{number}: task id {task.id!r} already used on line {seen[task.id]}: "
+                                "give the row its own 'id'")
+        seen[task.id] = number
+        tasks.append(task)
+    if not tasks:
+        raise TaskFileError(f"{path}: no tasks in the file")
+    return tasks
+
+
+def select_tasks(spec: str, tasks: Optional[list[PhoneTask]] = None) -> list[PhoneTask]:
+    """Tasks named by ``spec``: ``all``, ``train``, ``heldout``, a template, a task id, or several of these
+    separated by commas; or a task file (``.jsonl``). ValueError naming what is unknown and what is known."""
+    if spec.endswith(".jsonl") or Path(spec).is_file():
+        return load_task_file(spec)
+    pool = TASKS if tasks is None else tasks
+    chosen: dict[str, PhoneTask] = {}
+    for part in [p.strip() for p in spec.split(",") if p.strip()]:
+        if part == "all":
+            found = pool
+        elif part in SPLITS:
+            found = [t for t in pool if t.split == part]
+        elif part in TEMPLATES:
+            found = [t for t in pool if t.template == part]
+        else:
+            found = [t for t in pool if t.id == part]
+            if not found:
+                raise ValueError(f"unknown tasks {part!r}: give all, train, heldout, a template "
+                                 f"({', '.join(TEMPLATES)}), a task id (e.g. {pool[0].id}) or a .jsonl task file")
+        chosen.update((t.id, t) for t in found)
+    if not chosen:
+        raise ValueError(f"no tasks selected by {spec!r}")
+    return list(chosen.values())
