@@ -30,6 +30,21 @@ def tiny_run_overrides(runs_dir: Path, **overrides) -> dict:
     }
 
 
+@pytest.fixture(scope="session")
+def glm4v_screens_run(tmp_path_factory) -> Path:
+    """A finished tiny GLM-4V LoRA run on the phone screenshots (data_samples/phone_screens: every row holds one),
+    its held-out set with screenshots too: what notebook 05 trains, shortened. Shared by the export tests."""
+    from workbench.config import load_config
+    from workbench.training import train
+
+    screens = SAMPLES / "phone_screens"
+    cfg = load_config(None, tiny_run_overrides(tmp_path_factory.mktemp("screens-runs"), **{
+        "model.source": "tiny-glm4v", "data.train": str(screens / "train.jsonl"),
+        "data.eval": str(screens / "heldout.jsonl"), "data.max_length": 512, "schedule.max_steps": 4,
+        "output.run_name": "screens"}))
+    return train(cfg).run_dir
+
+
 @pytest.fixture
 def make_cfg(tmp_path):
     """A tiny-GLM-4 run config; keyword overrides use dotted keys: make_cfg(**{"precision.mode": "fp16"})."""

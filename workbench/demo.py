@@ -51,9 +51,9 @@ def heldout_prompts() -> list[str]:
 
 def generate_answers(model, tokenizer, prompts: list[str], max_new_tokens: int = 48) -> list[str]:
     """Greedy answers, batched with left padding (one generate call for all prompts)."""
-    from .eval.generate import generate_replies
+    from .forward.generate import greedy_replies
 
-    return generate_replies(model, tokenizer, [[{"role": "user", "content": p}] for p in prompts], max_new_tokens,
+    return greedy_replies(model, tokenizer, [[{"role": "user", "content": p}] for p in prompts], max_new_tokens,
                             batch_size=len(prompts))
 
 

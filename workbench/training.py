@@ -14,6 +14,7 @@ from .config import RunConfig, load_config
 from .diagnosis import observers_for
 from .engine.run import RunResult, run_engine
 from .eval.observer import task_observers
+from .runs.layout import CONFIG_FILE
 
 
 def train(cfg: RunConfig, run_dir: str | Path | None = None) -> RunResult:
@@ -30,7 +31,7 @@ def worker_main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     run_dir = Path(argv[0])
     signal.signal(signal.SIGTERM, _sigterm)  # a stop that timed out: save the emergency checkpoint, then exit
-    cfg = load_config(run_dir / "config.json")
+    cfg = load_config(run_dir / CONFIG_FILE)
     try:
         train(cfg, run_dir)
     except BaseException as err:  # noqa: BLE001 - train() already logged run_failed

@@ -110,7 +110,8 @@ def test_tiny_glm4v_overfits_eight_screenshot_rows_and_greedy_reproduces_them(ma
     reproduces each answer exactly (reasoning, tags and coordinates). Full fine-tuning, as a random tiny model
     memorises faster that way than through LoRA."""
     from workbench.data.formats import row_to_messages
-    from workbench.data.multimodal import greedy_reply, resolve_images
+    from workbench.data.multimodal import resolve_images
+    from workbench.forward.generate import greedy_replies
     from workbench.models import load_for_inference
 
     path, rows = _eight_screens(tmp_path)
@@ -121,9 +122,10 @@ def test_tiny_glm4v_overfits_eight_screenshot_rows_and_greedy_reproduces_them(ma
     from transformers import Glm4vForConditionalGeneration
 
     model = Glm4vForConditionalGeneration.from_pretrained(str(r.run_dir / "model")).eval()
-    for row in rows:
-        messages = resolve_images(row_to_messages(row)[:1], tmp_path)
-        assert greedy_reply(model, loaded.processor, messages, 80) == row["messages"][1]["content"]
+    conversations = [resolve_images(row_to_messages(row)[:1], tmp_path) for row in rows]
+    # all eight in one left-padded batch, their screenshots in one pixel batch
+    answers = greedy_replies(model, loaded.tokenizer, conversations, 80, processor=loaded.processor)
+    assert answers == [row["messages"][1]["content"] for row in rows]
 
 
 def test_fp16_overflows_on_screenshot_rows_are_attributed_and_coverage_sees_the_fp32_tower(make_cfg, tmp_path):

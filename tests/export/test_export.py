@@ -15,9 +15,9 @@ MERGE_TOLERANCE = 1e-4  # fp32 merge: W + scale * B @ A rounds differently from 
 
 
 def _batch(tokenizer):
-    from workbench.export.parity import heldout_batches
+    from workbench.forward import collated, load_heldout
 
-    return heldout_batches(SAMPLES / "identity" / "heldout.jsonl", tokenizer, 128, 4)[0]
+    return collated(load_heldout(SAMPLES / "identity" / "heldout.jsonl", tokenizer, 128, limit=4), tokenizer.pad_token_id, 4)[0]
 
 
 def _logits(model, batch):
@@ -107,6 +107,11 @@ def test_onnx_export_passes_parity_and_generates_like_the_merged_model(glm4_run,
     expected = merged.model.generate(ids, max_new_tokens=8, do_sample=False)[0, ids.shape[1]:].tolist()
     expected = expected[:expected.index(merged.tokenizer.eos_token_id)] if merged.tokenizer.eos_token_id in expected else expected
     assert runner.generate_ids(ids[0].tolist(), max_new_tokens=8) == expected  # decoded with the graph's KV cache
+    # the runner's chat answers as in process: the same prompt, stop rule and answer text
+    from workbench.forward.generate import greedy_replies
+
+    question = [{"role": "user", "content": "Who are you?"}]
+    assert runner.chat(question, 8) == greedy_replies(merged.model, merged.tokenizer, [question], 8)[0]
     # the cache is real: the prompt less its last token, then that token after the returned past, gives the
     # whole prompt's last logits (the graph takes and returns the key/values as flat tensors)
     assert runner.has_cache and len(runner.cache_inputs) == 2 * merged.model.config.num_hidden_layers
@@ -180,3 +185,55 @@ def test_bad_input_is_refused_with_exit_code_2(glm4_run, glm4v_run, tmp_path, ca
     existing.mkdir()
     assert "--force" in refused(str(glm4_run), "--out", str(existing))
     assert "is not an export" in refused("--verify", str(tmp_path))
+
+
+def _screenshot_positions(run, max_examples: int) -> int:
+    """Real positions of the run's first held-out examples as training tokenizes them: image tokens included."""
+    from workbench.config import load_config
+    from workbench.forward import load_heldout
+    from workbench.models import load_base_model
+
+    cfg = load_config(run / "config.json")
+    base = load_base_model(cfg.model, torch.float32)
+    examples = load_heldout(cfg.data.eval, base.tokenizer, cfg.data.max_length, base.processor, limit=max_examples)
+    assert all(e.vision is not None for e in examples)  # every parity row holds a screenshot
+    return sum(len(e.input_ids) for e in examples)
+
+
+@pytest.mark.parametrize("target", ["merged", "int8"])
+def test_a_screenshot_run_exports_from_the_cli_with_parity_on_its_screenshot_rows(glm4v_screens_run, tmp_path, capsys,
+                                                                                  target):
+    """The run notebook 05 makes (GLM-4V on phone screenshots): parity runs on its held-out screenshot rows, images
+    given to both models (it used to stop with "the row holds images, but the model is text-only")."""
+    from workbench.cli.main import main
+    from workbench.export import verify
+
+    out = tmp_path / target
+    assert main(["export", str(glm4v_screens_run), "--target", target, "--out", str(out), "--max-examples", "6"]) == 0
+    manifest = json.loads((out / "manifest.json").read_text())
+    parity = manifest["parity"]
+    assert manifest["status"] == "passed" and parity["passed"] and manifest["family"] == "glm4v"
+    assert parity["heldout"] == str((SAMPLES / "phone_screens" / "heldout.jsonl").resolve()) and parity["examples"] == 6
+    assert parity["positions"] == _screenshot_positions(glm4v_screens_run, 6)
+    if target == "merged":
+        assert parity["max_logit_diff"] < 1e-4 and parity["greedy_agreement"] == 1.0
+        assert verify(out).passed  # read back again from disk, on the same screenshot rows
+
+
+def test_a_corrupted_vision_tower_weight_fails_the_parity_gate(glm4v_screens_run, tmp_path):
+    """Parity sees the screenshots: one scaled matrix inside the vision tower moves the logits after the image."""
+    from safetensors.torch import load_file, save_file
+
+    from workbench.export import ParityFailed, export, verify
+
+    good = export(glm4v_screens_run, "merged", tmp_path / "merged", max_examples=4).path
+    broken = tmp_path / "broken"
+    shutil.copytree(good, broken)
+    weights = load_file(str(broken / "model.safetensors"))
+    name = next(n for n in weights if ".visual.blocks.0." in n and n.endswith("mlp.down_proj.weight"))
+    weights[name] = weights[name] * 5.0
+    save_file(weights, str(broken / "model.safetensors"), metadata={"format": "pt"})
+    assert verify(good).passed
+    with pytest.raises(ParityFailed) as err:
+        verify(broken)
+    assert err.value.report.max_logit_diff > err.value.report.gate.max_logit_diff

@@ -6,9 +6,10 @@ from workbench.events.schema import Eval, EvalTask
 from workbench.ui.monitor import RunMonitor
 
 
-def _write_run(run_dir, tasks: bool):
+def _write_run(run_dir, tasks: bool, eval_file="heldout.jsonl"):
     run_dir.mkdir(parents=True)
-    config = {"model": {"source": "tiny-glm4"}, "eval": {"tasks": ["identity", "heldout_loss"] if tasks else []}}
+    config = {"model": {"source": "tiny-glm4"}, "data": {"eval": eval_file},
+              "eval": {"tasks": ["identity", "heldout_loss"] if tasks else []}}
     with EventWriter(run_dir / "events.jsonl") as w:
         w.emit(RunStarted(run_dir=str(run_dir), config=config, hardware={}, versions={}, precision={"mode": "fp32"},
                           total_steps=4))
@@ -47,3 +48,13 @@ def test_a_run_without_eval_tasks_hides_the_task_chart(tmp_path):
     m.attach(tmp_path / "without")
     m.wait_sync(10)
     assert m.figure_boxes["tasks"].layout.display == "none" and not m.task_fig.data
+
+
+def test_a_task_loss_of_a_run_without_an_eval_set_says_it_is_not_the_eval_loss(tmp_path):
+    """Without data.eval the task measures its own file: its trace says so instead of posing as the eval loss."""
+    _write_run(tmp_path / "no-eval", tasks=True, eval_file=None)
+    m = RunMonitor()
+    m.attach(tmp_path / "no-eval")
+    m.wait_sync(10)
+    names = [t.name for t in m.loss_fig.data]
+    assert "held-out loss (task)" not in names and "held-out loss (task's file: the run has no eval set)" in names

@@ -54,13 +54,13 @@ def _batches(cfg, examples, tokenizer, n_steps):
 
 
 def run_engine(args) -> dict:
-    from ..events import iter_events
+    from ..events import EVENTS_FILE, iter_events
     from ..training import train
 
     with tempfile.TemporaryDirectory() as tmp:
         result = train(_config(args, tmp))
-        steps = [e for e in iter_events(result.run_dir / "events.jsonl") if e.type == "step"]
-        n_events = sum(1 for _ in iter_events(result.run_dir / "events.jsonl"))
+        steps = [e for e in iter_events(result.run_dir / EVENTS_FILE) if e.type == "step"]
+        n_events = sum(1 for _ in iter_events(result.run_dir / EVENTS_FILE))
     timed = steps[args.warmup:]
     # Wall time between step events includes the per-step event and memory bookkeeping.
     elapsed = timed[-1].time - steps[args.warmup - 1].time
@@ -68,9 +68,12 @@ def run_engine(args) -> dict:
 
 
 def run_bare(args) -> dict:
-    """The nanoGPT-style loop, written out by hand: no events, no checkpoints, no progress."""
+    """The nanoGPT-style loop, written out by hand: no events, no checkpoints, no progress. Its forward is the
+    engine's (``workbench.forward``), so the two differ only in what the engine does around the step."""
     import torch
-    import torch.nn.functional as F
+
+    from ..forward import batch_loss_sum
+    from ..precision import count_target_tokens
 
     cfg = _config(args, tempfile.gettempdir())
     model, tok, examples, policy = _prepared(cfg)
@@ -83,12 +86,9 @@ def run_bare(args) -> dict:
     for k, window in enumerate(batches):
         if k == args.warmup:
             t0 = time.perf_counter()
-        ntok = sum(int((b["labels"][:, 1:] != -100).sum()) for b in window)
+        ntok = sum(count_target_tokens(b["labels"]) for b in window)
         for b in window:
-            with policy.autocast():
-                logits = model(input_ids=b["input_ids"], attention_mask=b["attention_mask"]).logits
-            loss = F.cross_entropy(logits[:, :-1].float().reshape(-1, logits.size(-1)), b["labels"][:, 1:].reshape(-1),
-                                   ignore_index=-100, reduction="sum") / ntok
+            loss = batch_loss_sum(model, b, policy.autocast) / ntok
             (scaler.scale(loss) if scaler else loss).backward()
         if scaler:
             scaler.unscale_(opt)

@@ -25,6 +25,8 @@ from pathlib import Path
 
 import torch
 
+from ..data.multimodal import encode_prompt
+
 TARGETS = {  # label -> export() arguments
     "merged": dict(target="merged"),
     "merged-bfloat16": dict(target="merged", dtype="bfloat16"),
@@ -54,8 +56,7 @@ def _measure_torch(path: Path, dtype: str, repeats: int, new_tokens: int) -> tup
     ids = torch.randint(0, tok.vocab_size, (1, 128))
     with torch.no_grad():
         latency = _median_s(lambda: model(input_ids=ids, use_cache=False), repeats)
-        prompt = tok.apply_chat_template([{"role": "user", "content": PROMPT}], tokenize=False, add_generation_prompt=True)
-        p = tok(prompt, add_special_tokens=False, return_tensors="pt")["input_ids"]
+        p = torch.tensor([encode_prompt(tok, [{"role": "user", "content": PROMPT}]).input_ids])
         gen = lambda: model.generate(p, max_new_tokens=new_tokens, min_new_tokens=new_tokens, do_sample=False)  # noqa: E731
         gen_s = _median_s(gen, 1)
     return latency, new_tokens / gen_s
@@ -69,9 +70,7 @@ def _measure_onnx(path: Path, repeats: int, new_tokens: int) -> tuple[float, flo
     runner = OnnxCausalLM(path)
     ids = np.random.randint(0, runner.tokenizer.vocab_size, (1, 128)).astype(np.int64)
     latency = _median_s(lambda: runner.logits(ids, np.ones_like(ids)), repeats)
-    prompt = runner.tokenizer.apply_chat_template([{"role": "user", "content": PROMPT}], tokenize=False,
-                                                  add_generation_prompt=True)
-    p = runner.tokenizer(prompt, add_special_tokens=False)["input_ids"]
+    p = encode_prompt(runner.tokenizer, [{"role": "user", "content": PROMPT}]).input_ids
     runner.eos_ids = set()  # always generate new_tokens, as min_new_tokens does for the torch models
     gen_s = _median_s(lambda: runner.generate_ids(p, new_tokens), 1)
     return latency, new_tokens / gen_s
@@ -101,14 +100,15 @@ def qat_comparison(plain_run: str | Path, qat_runs: list[str | Path], out_root: 
     """Rows of (label, held-out loss, greedy agreement with the plain run's fp32 adapter, max |logit diff|),
     printed as they are measured."""
     from ..export import ParityFailed, ParityGate
-    from ..export.parity import compare, heldout_batches, reference_logits, torch_logits
+    from ..export.exporter import parity_batches
+    from ..export.parity import compare, reference_logits, torch_logits
     from ..export.source import load_reference, open_run
     from ..export.targets import TargetSpec, read_export
     from ..precision.qat import convert_qat, prepare_qat
 
     plain = open_run(plain_run)
     ref = load_reference(plain)
-    batches = heldout_batches(plain.config.data.eval, ref.tokenizer, plain.config.data.max_length, max_examples)
+    batches = parity_batches(plain.config.data.eval, plain, ref, max_examples)
     reference = reference_logits(torch_logits(ref.model), batches)
     del ref
     measure_only = ParityGate(float("inf"), 0.0, float("inf"))  # figures, no verdict

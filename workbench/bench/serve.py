@@ -26,12 +26,11 @@ def _direct(source: str, tokens: int, repeats: int) -> dict:
     import torch
     from transformers.generation.streamers import BaseStreamer
 
+    from ..data.multimodal import encode_prompt
     from ..models import load_for_inference
 
     loaded = load_for_inference(source)
-    ids = loaded.tokenizer.apply_chat_template([{"role": "user", "content": PROMPT}], add_generation_prompt=True,
-                                               tokenize=True, return_dict=False)
-    x = torch.tensor([ids])
+    x = torch.tensor([encode_prompt(loaded.tokenizer, [{"role": "user", "content": PROMPT}]).input_ids])
 
     class Stamps(BaseStreamer):
         def __init__(self):

@@ -31,7 +31,7 @@ def measure(name: str, runs_dir: Path, nproc: int, precision: str, model: str, t
     from ..config import load_config
     from ..engine import launch
     from ..training import train
-    from ..events import iter_events
+    from ..events import EVENTS_FILE, iter_events
 
     overrides = {"model.source": model, "data.train": train_file, "data.eval": None, "data.max_length": 64,
                  "schedule.max_steps": 2, "schedule.micro_batch_size": 2, "schedule.warmup_steps": 0,
@@ -47,7 +47,7 @@ def measure(name: str, runs_dir: Path, nproc: int, precision: str, model: str, t
         if handle.wait(900) != "finished":
             raise RuntimeError(f"{name}: run {handle.status()}; see {handle.run_dir}/worker.log")
         run_dir = handle.run_dir
-    events = list(iter_events(run_dir / "events.jsonl", typed=False))
+    events = list(iter_events(run_dir / EVENTS_FILE, typed=False))
     plan = next(e for e in events if e["type"] == "plan")["plan"]
     measured = {}
     for e in events:

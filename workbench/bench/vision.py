@@ -46,7 +46,7 @@ def _steps_per_s(args, train_path: Path, runs_dir: Path) -> tuple[float, float]:
     """(steps/s over the timed steps, image tokens per screenshot) of one engine run."""
     from ..config import load_config
     from ..training import train
-    from ..events import iter_events
+    from ..events import EVENTS_FILE, iter_events
 
     cfg = load_config(None, {
         "model.source": "tiny-glm4v", "data.train": str(train_path), "data.eval": None, "data.max_length": 512,
@@ -54,7 +54,7 @@ def _steps_per_s(args, train_path: Path, runs_dir: Path) -> tuple[float, float]:
         "schedule.micro_batch_size": args.micro_batch, "schedule.warmup_steps": 0, "schedule.eval_every": 0,
         "lora.dropout": 0.0, "diagnosis.enabled": False, "output.runs_dir": str(runs_dir), "output.progress_bar": False})
     result = train(cfg)
-    events = list(iter_events(result.run_dir / "events.jsonl"))
+    events = list(iter_events(result.run_dir / EVENTS_FILE))
     steps = [e for e in events if e.type == "step"]
     timed = steps[args.warmup - 1:]
     started = next(e for e in events if e.type == "run_started")

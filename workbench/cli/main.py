@@ -123,9 +123,9 @@ def _cmd_train(args) -> int:
 
 def _resume_hint(run_dir: Path) -> str:
     """Where a failed run's last completed step was saved, and the command that continues it."""
-    from ..events import iter_events
+    from ..events import EVENTS_FILE, iter_events
 
-    failed = [e for e in iter_events(run_dir / "events.jsonl") if getattr(e, "type", None) == "run_failed"]
+    failed = [e for e in iter_events(run_dir / EVENTS_FILE) if getattr(e, "type", None) == "run_failed"]
     checkpoint = failed[-1].checkpoint if failed else None
     if not checkpoint:
         return f"no step was completed and saved (run directory {run_dir})"

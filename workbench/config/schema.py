@@ -194,7 +194,8 @@ class EvalSection(Section):
     tasks: list[str] = Field(default_factory=list, description="Tasks to score during training, e.g. [identity, "
                              "heldout_loss] (see `workbench eval --help`); empty: none.")
     every: int = Field(0, ge=0, description="Score the tasks every N optimizer steps (0 = only at the end of the run).")
-    limit: Optional[int] = Field(16, ge=1, description="Rows of each task's held-out set scored (null = all).")
+    limit: Optional[int] = Field(16, ge=1, description="Rows of each answer-scored task's set (null = all). "
+                                 "heldout_loss measures the whole of data.eval: it is the run's eval loss.")
     max_new_tokens: int = Field(64, ge=1, le=4096, description="Answer length limit of the generated answers.")
 
     def problems(self, path: str) -> list[tuple[str, str]]:

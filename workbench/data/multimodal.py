@@ -31,8 +31,9 @@ API
   batch adds for the rows with images (``collate`` calls it; a server batching prompts can call it on its
   left-padded ids). Pass the dict to the model with ``input_ids`` and ``attention_mask``.
 * ``count_image_tokens(example)``: the image tokens in an encoded example (usage counts, length checks).
-* ``greedy_reply(model, processor, messages, max_new_tokens)``: in-process greedy decoding of one conversation
-  with images (tests, notebooks; the server has its own batched engine), special tokens such as ``<think>`` kept.
+* ``encode_prompt(tokenizer, messages, processor=None, template_kwargs=None)`` -> ``TokenizedExample``: the
+  generation prompt of a conversation, text or with images (in-process answers, the server, the ONNX runner).
+  Generating the answer is ``workbench.forward.generate``'s (data does not run models).
 """
 from __future__ import annotations
 
@@ -46,8 +47,8 @@ from typing import Any, Optional
 
 import torch
 
-from .tokenize import IGNORE_INDEX
-from .tokenize import TokenizedExample, tokenize_messages
+from ..models.processor import grid_token_count
+from .tokenize import IGNORE_INDEX, TokenizedExample, tokenize_messages
 
 _SCHEME = re.compile(r"^([A-Za-z][A-Za-z0-9+.-]*):")
 PART_TYPES = ("text", "image_url")
@@ -172,7 +173,7 @@ class VisionInputs:
 
     @property
     def image_tokens(self) -> int:
-        return int(self.grid_thw.prod(-1).sum()) // self.image_processor.merge_size ** 2
+        return sum(grid_token_count(grid, self.image_processor.merge_size) for grid in self.grid_thw.tolist())
 
 
 def _image_grids(processor, images: list) -> torch.Tensor:
@@ -195,8 +196,7 @@ def encode_chat(processor, messages: list[dict], max_length: Optional[int] = Non
     """Token ids, labels and images of ``messages`` (images already decoded by ``resolve_images``)."""
     images = [p["image"] for m in messages if isinstance(m["content"], list) for p in m["content"] if p["type"] == "image"]
     grids = _image_grids(processor, images)
-    merge = processor.image_processor.merge_size ** 2
-    counts = [int(g.prod()) // merge for g in grids]
+    counts = [grid_token_count(grid, processor.image_processor.merge_size) for grid in grids.tolist()]
     image_token = processor.image_token
     for i, (img, n) in enumerate(zip(images, counts), start=1):
         if max_length is not None and n > max_length:
@@ -204,8 +204,14 @@ def encode_chat(processor, messages: list[dict], max_length: Optional[int] = Non
                              f"{max_length}: raise data.max_length or use smaller images")
     pending = iter(counts)
 
+    def image_tokens(_match) -> str:
+        count = next(pending, None)
+        if count is None:  # e.g. a literal <|image|> typed in the text
+            raise ValueError(f"the messages hold more {image_token} placeholders than images ({len(images)})")
+        return image_token * count
+
     def expand(text: str) -> str:  # each <|image|> of the rendered text -> that image's token count, in order
-        return re.sub(re.escape(image_token), lambda _: image_token * next(pending), text)
+        return re.sub(re.escape(image_token), image_tokens, text)
 
     tok = processor.tokenizer
     if add_generation_prompt:
@@ -240,17 +246,17 @@ def count_image_tokens(example: TokenizedExample) -> int:
     return example.vision.image_tokens if example.vision is not None else 0
 
 
-@torch.no_grad()
-def greedy_reply(model, processor, messages: list[dict], max_new_tokens: int) -> str:
-    """The model's greedy answer to ``messages`` (images decoded), up to its end-of-text token."""
-    prompt = encode_chat(processor, messages, add_generation_prompt=True)
-    ids = torch.tensor([prompt.input_ids], device=model.device)
-    extra = vision_batch(ids, [prompt.vision]) if prompt.vision is not None else {}
-    out = model.generate(input_ids=ids, attention_mask=torch.ones_like(ids), max_new_tokens=max_new_tokens,
-                         do_sample=False, **{k: v.to(model.device) for k, v in extra.items()})
-    tok = processor.tokenizer
-    text = tok.decode(out[0, ids.shape[1]:], skip_special_tokens=False)
-    for stop in (tok.eos_token, tok.pad_token):
-        if stop:
-            text = text.split(stop)[0]
-    return text
+def encode_prompt(tokenizer, messages: list[dict], processor=None, template_kwargs: Optional[dict] = None) -> TokenizedExample:
+    """The prompt a model answers ``messages`` from: the conversation rendered up to the assistant's answer
+    (generation prompt), every label ignored. Messages with images (decoded by ``resolve_images``) go through
+    ``processor`` (``encode_chat``: image tokens expanded, ``vision`` set); text goes through ``tokenizer``'s chat
+    template. The one prompt encoding of in-process answers, the server and the ONNX runner.
+    ``template_kwargs`` (e.g. ``enable_thinking``) reach the chat template."""
+    if has_images(messages):
+        if processor is None:
+            raise ValueError("the messages hold images, but the model is text-only (no processor): send text only, "
+                             "or use a vision-language model")
+        return encode_chat(processor, messages, add_generation_prompt=True, template_kwargs=template_kwargs)
+    text = tokenizer.apply_chat_template(messages, tokenize=False, add_generation_prompt=True, **(template_kwargs or {}))
+    ids = tokenizer(text, add_special_tokens=False)["input_ids"]
+    return TokenizedExample(ids, [IGNORE_INDEX] * len(ids), False)

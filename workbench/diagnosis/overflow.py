@@ -27,8 +27,10 @@ from typing import Optional
 
 import torch
 
+from ..data import IGNORE_INDEX
 from ..dtypes import dtype_name
-from ..precision import count_target_tokens, token_loss_sum, window_loss_divisor
+from ..forward import batch_loss_sum
+from ..precision import count_target_tokens, window_loss_divisor
 from ..precision.module_rules import display_name, short_name
 
 
@@ -158,7 +160,7 @@ class LabelIndex:
         for row, n in zip(ids.tolist(), lengths):
             ex = self._index.get(tuple(row[:n]))
             rows.append(ex.labels if ex is not None else row[:n])
-        labels = torch.full((len(rows), ids.shape[1]), -100, dtype=torch.long)
+        labels = torch.full((len(rows), ids.shape[1]), IGNORE_INDEX, dtype=torch.long)
         for i, r in enumerate(rows):
             labels[i, :len(r)] = torch.tensor(r)
         return labels.to(ids.device)
@@ -184,9 +186,7 @@ def replay_attribution(run, labels_for: LabelIndex, window: list[dict], scale: O
     try:
         for k, (mb, lb) in enumerate(zip(window, labels)):
             _set_rng(mb["rng"], device)
-            with run.policy.autocast():
-                logits = model(**mb["inputs"]).logits
-            loss = token_loss_sum(logits, lb)
+            loss = batch_loss_sum(model, {**mb["inputs"], "labels": lb}, run.policy.autocast)  # training's forward
             if tracer.forward_origin is not None:
                 origin = tracer.forward_origin
                 return {"phase": "forward", "module": display_name(origin["module"]),

@@ -40,8 +40,9 @@ def main(argv: list[str] | None = None) -> int:
 
     from ..config import load_config
     from ..events import EventWriter
+    from ..runs.layout import CONFIG_FILE, EVENTS_FILE
 
-    cfg = load_config(argv[1] if len(argv) > 1 else run_dir / "config.json")  # other nodes: their own node_rank
+    cfg = load_config(argv[1] if len(argv) > 1 else run_dir / CONFIG_FILE)  # other nodes: their own node_rank
     os.environ[AGENT_ENV] = "1"
     if cfg.sharding.node_rank == 0:
         shutil.rmtree(run_dir / FAILURES_DIR, ignore_errors=True)  # records of an earlier attempt in this directory
@@ -58,7 +59,7 @@ def main(argv: list[str] | None = None) -> int:
                               error_type=type(err).__name__, rank=-1)
     else:
         return 0
-    writer = EventWriter(run_dir / "events.jsonl", rank=event.rank)
+    writer = EventWriter(run_dir / EVENTS_FILE, rank=event.rank)
     writer.emit(event)
     writer.close()
     print(f"run failed: {event.error}", file=sys.stderr)

@@ -16,7 +16,7 @@ import traceback
 from pathlib import Path
 from typing import Optional
 
-from ..events import RunFailed, read_events
+from ..events import EVENTS_FILE, RunFailed, read_events
 
 FAILURES_DIR = "failures"
 # Messages a rank sees when a *peer* vanished (gloo, NCCL, torch's store): symptoms, not causes.
@@ -73,7 +73,7 @@ def _signal_name(exitcode: int) -> Optional[str]:
 
 
 def _last_step(run_dir: Path) -> int:
-    events, _ = read_events(Path(run_dir) / "events.jsonl", typed=False)
+    events, _ = read_events(Path(run_dir) / EVENTS_FILE, typed=False)
     steps = [e["step"] for e in events if e.get("type") == "step"]
     return steps[-1] if steps else 0
 

@@ -32,6 +32,7 @@ class RunView:
     emit: Callable  # emit(event): write an event to the run's log, tagged with this rank
     zero_grad: Callable[[], None]  # drop the trained weights' gradients (after a replay)
     tokenizer: Any = None  # the run's tokenizer (task metrics render prompts and decode answers with it)
+    processor: Any = None  # a vision-language model's processor (rows with screenshots), else None
 
 
 class Observer:

@@ -21,15 +21,14 @@ from typing import Optional
 import torch
 
 from ..config import ConfigError, RunConfig, config_to_dict, save_config
-from ..data import collate, load_examples, micro_batch_indices, model_inputs
+from ..data import collate, load_examples, micro_batch_indices
 from ..events import (
     Census, Checkpoint, Eval, EventWriter, Memory, Overflow, PlanPrediction, RunFailed, RunFinished, RunStarted, Step,
 )
 from ..events.schema import PrecisionRules, QatConverted
+from ..forward import batch_logits, batch_loss_sum, heldout_loss, on_device
 from ..plan import MEASURED_NAMES, predict_for_run
-from ..precision import (
-    PrecisionPolicy, count_target_tokens, resolve_device, resolve_precision, token_loss_sum, window_loss_divisor,
-)
+from ..precision import PrecisionPolicy, count_target_tokens, resolve_device, resolve_precision, window_loss_divisor
 from ..runs.layout import (
     ADAPTER_DIR, CHECKPOINTS_DIR, CONFIG_FILE, EVENTS_FILE, FOREGROUND_PID, LAUNCHED_ENV, MERGED_DIR, MODEL_DIR, STOP_FILE,
     new_run_dir, refuse_existing_run,
@@ -104,7 +103,8 @@ class _Engine:
         self.view = RunView(cfg=cfg, model=self.model, named_trainable=tuple(self.strategy.named_trainable),
                             policy=self.policy, rank=self.ctx.rank, world_size=self.ctx.world_size,
                             start_step=self.state.step, train_examples=self.train_examples, emit=self.writer.emit,
-                            zero_grad=lambda: self.optimizer.zero_grad(set_to_none=True), tokenizer=self.tokenizer)
+                            zero_grad=lambda: self.optimizer.zero_grad(set_to_none=True), tokenizer=self.tokenizer,
+                            processor=self.processor)
         for o in self.observers:
             o.setup(self.view)
 
@@ -147,9 +147,7 @@ class _Engine:
 
     # ---- the step -----------------------------------------------------------------------------
     def _forward_loss_sum(self, batch: dict) -> torch.Tensor:
-        with self.policy.autocast():
-            logits = self.model(**model_inputs(batch)).logits
-        return token_loss_sum(logits, batch["labels"])
+        return batch_loss_sum(self.model, batch, self.policy.autocast)
 
     def train_step(self, stream, measure: bool = False) -> tuple[float, int, int, object, Optional[dict]]:
         """One optimizer step over ``grad_accum_steps`` micro-batches. Returns the mean token loss,
@@ -164,7 +162,7 @@ class _Engine:
             # counted on the host copy: no device round trip per micro-batch
             local_tokens += count_target_tokens(batch["labels"])
             processed += int(batch["attention_mask"].sum())
-            batches.append({k: v.to(self.device) for k, v in batch.items()})
+            batches.append(on_device(batch, self.device))
         window_tokens = int(self.ctx.sum([local_tokens])[0])
         divisor = window_loss_divisor(window_tokens, self.ctx.world_size)
         parts = []
@@ -187,31 +185,16 @@ class _Engine:
         loss_sum, processed = self.ctx.sum([loss_sum, processed])
         return loss_sum / window_tokens, window_tokens, int(processed), outcome, state
 
-    @torch.no_grad()
     def evaluate(self) -> Optional[float]:
         if not self.eval_examples:
             return None
-        self.model.eval()
-        total, tokens = 0.0, 0
-        mbs, ws = self.cfg.schedule.micro_batch_size, self.ctx.world_size
-        mine = self.eval_examples[self.ctx.rank::ws]
-        # Every rank runs the same number of forwards (sharded models gather parameters collectively);
-        # a rank out of examples repeats one and discards the result.
-        for i in range(0, -(-len(self.eval_examples) // ws), mbs):
-            chunk = mine[i:i + mbs]
-            batch = {k: v.to(self.device) for k, v in
-                     collate(chunk or self.eval_examples[:1], self.tokenizer.pad_token_id).items()}
-            part = float(self._forward_loss_sum(batch))
-            if chunk:
-                total += part
-                tokens += count_target_tokens(batch["labels"])
-        self.model.train()
-        total, tokens = self.ctx.sum([total, tokens])
-        tokens = int(tokens)
-        loss = total / tokens
-        self.emit_run(Eval(step=self.state.step, loss=loss, tokens=tokens))
-        self.result.eval_losses.append((self.state.step, loss))
-        return loss
+        measured = heldout_loss(self.model, self.eval_examples, self.tokenizer.pad_token_id,
+                                batch_size=self.cfg.schedule.micro_batch_size, autocast=self.policy.autocast,
+                                device=self.device, rank=self.ctx.rank, world_size=self.ctx.world_size,
+                                reduce=self.ctx.sum)
+        self.emit_run(Eval(step=self.state.step, loss=measured.loss, tokens=measured.tokens))
+        self.result.eval_losses.append((self.state.step, measured.loss))
+        return measured.loss
 
     def checkpoint(self) -> Path:
         path = save_checkpoint(self.ckpt_root, self.state, self.strategy, self.scheduler, self.cfg.checkpointing.keep_last)
@@ -318,8 +301,10 @@ class _Engine:
         from ..precision.qat import convert_and_compare
 
         examples = (self.eval_examples or self.train_examples)[:self.cfg.schedule.micro_batch_size]
-        batch = {k: v.to(self.device) for k, v in collate(examples, self.tokenizer.pad_token_id).items()}
-        figures = convert_and_compare(self.strategy.module, self.cfg.quantization.qat, batch, self.policy.autocast)
+        batch = on_device(collate(examples, self.tokenizer.pad_token_id), self.device)
+        module = self.strategy.module
+        figures = convert_and_compare(module, self.cfg.quantization.qat,
+                                      lambda: batch_logits(module, batch, self.policy.autocast), batch["attention_mask"])
         self.emit_run(QatConverted(step=self.state.step, scheme=self.cfg.quantization.qat, **figures))
         self.emit_census()
 

@@ -25,7 +25,8 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
     p.add_argument("--run", action="append", default=[], type=existing_run_dir, metavar="runs/NAME",
                    help="without --server: serve this run's adapter (repeatable)")
     p.add_argument("--base", metavar="MODEL", help="without --server: the base model (default: the runs' base)")
-    p.add_argument("--data", metavar="FILE", help="a chat or instruction JSONL file instead of the task's held-out set")
+    p.add_argument("--data", metavar="FILE", help="a chat or instruction JSONL file instead of the task's held-out set "
+                   "(heldout_loss: default the runs' own data.eval, so the figure is their eval loss)")
     p.add_argument("--limit", type=int, metavar="N", help="only the first N rows")
     p.add_argument("--enable-thinking", choices=("on", "off", "both"), help="pass enable_thinking to the chat "
                    "template (both: score each model with and without); default: the template's default")

@@ -2,7 +2,7 @@
 
 Every ``eval.every`` steps and once at the end, on the main rank, each task is scored on the model being
 trained: answer-scoring tasks on greedy answers generated here (no server; the run's autocast), the held-out
-loss task by its own measurement. Each result is one ``eval_task`` event, which the monitor plots next to the
+loss task on the run's own ``data.eval`` (the engine's eval loss, measured by the same function). Each result is one ``eval_task`` event, which the monitor plots next to the
 eval loss.
 """
 from __future__ import annotations
@@ -12,7 +12,7 @@ from pathlib import Path
 
 from ..engine.observers import Observer, RunView
 from ..events.schema import EvalTask
-from .generate import generate_replies
+from ..forward.generate import greedy_replies
 from .tasks import Example, Reply, get_task, load_examples
 
 
@@ -51,12 +51,18 @@ class TaskEvalObserver(Observer):
         for task in self.tasks:
             t0 = time.perf_counter()
             if getattr(task, "needs_model", False):
-                metrics = task.measure(model, run.tokenizer, Path(task.default_data), limit=self.section.limit,
-                                       max_length=self.data.max_length, system_prompt=self.data.system_prompt,
-                                       autocast=run.policy.autocast)
+                # The run's own held-out set, whole and batched as the engine's eval batches it: the same number as
+                # the run's eval loss (eval.limit bounds the answers generated, not this one forward per batch).
+                # A run without data.eval has no eval loss to match; the task's own file stands in.
+                own = self.data.eval is not None
+                metrics = task.measure(model, run.tokenizer, Path(self.data.eval if own else task.default_data),
+                                       limit=None if own else self.section.limit, max_length=self.data.max_length,
+                                       batch_size=run.cfg.schedule.micro_batch_size,
+                                       system_prompt=self.data.system_prompt, autocast=run.policy.autocast,
+                                       processor=run.processor)
             else:
                 examples = self._examples[task.name]
-                answers = generate_replies(model, run.tokenizer, [ex.messages for ex in examples],
+                answers = greedy_replies(model, run.tokenizer, [ex.messages for ex in examples],
                                            self.section.max_new_tokens, autocast=run.policy.autocast)
                 metrics = task.summarize([task.score(ex, Reply(a)) for ex, a in zip(examples, answers)])
             event = EvalTask(step=step, task=task.name, metrics=metrics, wall_s=time.perf_counter() - t0)

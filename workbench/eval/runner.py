@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterable, Optional
 
+from ..runs import base_model, run_dir_of
 from ..runs.results import served_run_dir, write_results
 from ..serve.remote import ServerClient, ServerUnreachable
 from .tasks import Reply, Task, get_task, load_examples
@@ -68,7 +69,8 @@ def evaluate(task: str | Task, models: Optional[Iterable[str]] = None, *, server
     Without ``server``, one is started here for ``base`` (default: the runs' base model) with the adapters of
     ``runs`` and stopped afterwards. ``data`` replaces the task's default JSONL; ``limit`` keeps its first rows.
     ``write``: store the report in each evaluated adapter's run directory. A task measured on the model itself
-    (``heldout_loss``) takes ``base`` / ``runs`` and no server: the models are loaded in this process.
+    (``heldout_loss``) takes ``base`` / ``runs`` and no server: the models are loaded in this process, and its data
+    defaults to the runs' own ``data.eval`` (their eval loss), the task's file only without runs.
     """
     task = get_task(task) if isinstance(task, str) else task
     data_path = Path(data) if data is not None else task.default_data
@@ -81,7 +83,7 @@ def evaluate(task: str | Task, models: Optional[Iterable[str]] = None, *, server
         if server is not None:
             raise EvalError(f"task {task.name!r} is measured on the model itself, not through a server: give the "
                             "runs (--run runs/NAME) and/or the base model (--base MODEL) instead of --server")
-        return _measure_in_process(task, models, base, runs, data_path, limit, system_prompt, write)
+        return _measure_in_process(task, models, base, runs, data, limit, system_prompt, write)
     examples = load_examples(data_path, limit, system_prompt)
     modes = thinking_modes(enable_thinking)
     if server is None:
@@ -158,21 +160,21 @@ def _with_own_server(task, models, base, runs, data_path, limit, enable_thinking
 
 
 def _base_of(runs: list[str], base: Optional[str]) -> str:
-    """``base``, or the one base model the runs' configs name."""
-    from ..serve.config import inspect_adapter
-
+    """``base``, or the one base model the runs (run directories or their adapter/ folders) fine-tuned."""
     if base is None:
-        bases = {inspect_adapter(r).run.model.source for r in runs if inspect_adapter(r).run is not None}
+        bases = {base_model(d) for d in map(run_dir_of, runs) if d is not None}
         if len(bases) != 1:
             raise EvalError("give base=MODEL (--base): it cannot be read from the runs' configs")
         base = bases.pop()
     return base
 
 
-def _measure_in_process(task, models, base, runs, data_path, limit, system_prompt, write) -> EvalReport:
+def _measure_in_process(task, models, base, runs, data, limit, system_prompt, write) -> EvalReport:
     """A task measured on the models themselves (held-out loss): the base loaded once here, each run's adapter
     put on it in turn (peft, never merged) and the base measured with the adapters disabled. Ids as a server
-    started for the same runs would name them, so the report reads like a served one."""
+    started for the same runs would name them, so the report reads like a served one. Unless given, the data,
+    truncation, system prompt and batch size are the runs' own (their eval's), so an adapter's loss is its run's
+    eval loss."""
     from peft import PeftModel
 
     from ..models import load_for_inference, peft_deprecation_hidden
@@ -185,6 +187,23 @@ def _measure_in_process(task, models, base, runs, data_path, limit, system_promp
     if unknown:
         raise EvalError(f"model id(s) {', '.join(map(repr, unknown))} are neither the base {base!r} nor a run's "
                         f"adapter ({', '.join(adapters) or 'no --run given'})")
+    configs = [found.run for found in adapters.values() if found.run is not None]
+
+    def runs_agree(read, what: str, fallback):
+        values = {read(c) for c in configs}
+        if len(values) > 1:
+            raise EvalError(f"the runs differ in {what} ({', '.join(sorted(map(str, values)))}): evaluate them one at a "
+                            "time, or give it (--data FILE, --system-prompt TEXT)")
+        return values.pop() if values else fallback
+
+    if data is None:
+        data = runs_agree(lambda c: c.data.eval, "data.eval", None)
+        if data is not None and not Path(data).is_file():
+            raise EvalError(f"the run's held-out set {data!r} (its data.eval) is not found here: give the file (--data FILE)")
+        data = data or task.default_data
+    if system_prompt is None:
+        system_prompt = runs_agree(lambda c: c.data.system_prompt, "data.system_prompt", None)
+    data_path = Path(data)
     start = time.monotonic()
     loaded = load_for_inference(base)
     model, metrics = loaded.model, {}
@@ -194,13 +213,13 @@ def _measure_in_process(task, models, base, runs, data_path, limit, system_promp
                 model = PeftModel.from_pretrained(loaded.model, str(found.dir), adapter_name=name)
             else:
                 model.load_adapter(str(found.dir), adapter_name=name)
-    # truncated as the runs were trained (data.max_length), so an adapter's loss is its run's eval loss
-    lengths = {found.run.data.max_length for found in adapters.values() if found.run is not None}
-    max_length = max(lengths) if lengths else 512
+    # truncated and batched as the runs' eval was (data.max_length, micro_batch_size)
+    max_length = max({c.data.max_length for c in configs}, default=512)
+    batch_size = max({c.schedule.micro_batch_size for c in configs}, default=8)
 
     def measure(m) -> dict:
-        return task.measure(m, loaded.tokenizer, data_path, limit=limit, max_length=max_length,
-                            system_prompt=system_prompt)
+        return task.measure(m, loaded.tokenizer, data_path, limit=limit, max_length=max_length, batch_size=batch_size,
+                            system_prompt=system_prompt, processor=loaded.processor)
 
     for model_id in wanted:
         if model_id == base:

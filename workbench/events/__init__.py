@@ -1,11 +1,11 @@
 """Run events: schema, writer, reader."""
-from .log import EventWriter, iter_events, read_events
+from .log import EVENTS_FILE, EventWriter, iter_events, read_events
 from .schema import (
     EVENT_TYPES, SCHEMA_VERSION, Census, Checkpoint, Eval, Event, Memory, Overflow, PlanPrediction, RunFailed, RunFinished,
     RunStarted, Step, event_from_dict,
 )
 
 __all__ = [
-    "EventWriter", "iter_events", "read_events", "EVENT_TYPES", "SCHEMA_VERSION", "Census", "Checkpoint", "Eval",
+    "EVENTS_FILE", "EventWriter", "iter_events", "read_events", "EVENT_TYPES", "SCHEMA_VERSION", "Census", "Checkpoint", "Eval",
     "Event", "Memory", "Overflow", "PlanPrediction", "RunFailed", "RunFinished", "RunStarted", "Step", "event_from_dict",
 ]

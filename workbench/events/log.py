@@ -9,6 +9,8 @@ from typing import Iterator
 
 from .schema import Event, event_from_dict
 
+EVENTS_FILE = "events.jsonl"  # a run's event log, in its run directory (workbench.runs.layout)
+
 
 def _clean(value):
     # JSON has no inf/nan; a skipped fp16 step has an infinite grad norm, so write null-free strings.

@@ -15,8 +15,10 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Callable, Optional
 
-from .parity import ParityFailed, ParityGate, ParityReport, compare, heldout_batches, reference_logits, torch_logits
-from .source import ExportInputError, load_reference, open_run
+from ..forward import collated, load_heldout
+from ..runs.layout import exports_dir
+from .parity import ParityFailed, ParityGate, ParityReport, compare, reference_logits, torch_logits
+from .source import ExportInputError, Reference, RunSource, load_reference, open_run
 from .targets import DTYPES, INT8_MODES, TARGETS, WRITERS, TargetSpec, read_export, unsupported_reason
 
 MANIFEST = "manifest.json"
@@ -85,7 +87,7 @@ def export(run_dir: str | Path, target: str = "merged", out: str | Path | None =
     ``progress(i, what)`` is called as each of the PHASES starts (i counts from 1)."""
     spec = _spec(target, dtype, int8_mode)
     source = open_run(run_dir)
-    out = Path(out) if out else source.run_dir / "exports" / spec.name
+    out = Path(out) if out else exports_dir(source.run_dir) / spec.name
     if out.exists() and not overwrite:
         raise ExportInputError(f"{out} exists: choose another output directory, or overwrite it (--force)")
     held = Path(heldout) if heldout else (Path(source.config.data.eval) if source.config.data.eval else None)
@@ -102,7 +104,7 @@ def export(run_dir: str | Path, target: str = "merged", out: str | Path | None =
     ref = load_reference(source)
     if reason := unsupported_reason(spec, ref.family):
         raise ExportInputError(reason)
-    batches = heldout_batches(held, ref.tokenizer, source.config.data.max_length, max_examples)
+    batches = parity_batches(held, source, ref, max_examples)
     _phase(progress, 2)
     reference = reference_logits(torch_logits(ref.model), batches)
     gate = gate or spec.default_gate()
@@ -132,6 +134,15 @@ def export(run_dir: str | Path, target: str = "merged", out: str | Path | None =
         shutil.rmtree(out)
     partial.rename(out)
     return ExportResult(out, manifest)
+
+
+def parity_batches(path: str | Path, source: RunSource, ref: Reference, max_examples: int,
+                   batch_size: int = 4) -> list[dict]:
+    """The first ``max_examples`` examples of a held-out file as the run's eval batches them: its truncation and
+    system prompt, the base's processor for rows with screenshots."""
+    data = source.config.data
+    examples = load_heldout(path, ref.tokenizer, data.max_length, ref.processor, data.system_prompt, max_examples)
+    return collated(examples, ref.tokenizer.pad_token_id, batch_size)
 
 
 def _manifest(source, ref, spec: TargetSpec, directory: Path, report: ParityReport, *, heldout: Path,
@@ -175,8 +186,7 @@ def verify(export_dir: str | Path, max_examples: Optional[int] = None) -> Parity
     source = open_run(m["source_run"])
     ref = load_reference(source)
     parity = m["parity"]
-    batches = heldout_batches(parity["heldout"], ref.tokenizer, source.config.data.max_length,
-                              max_examples or parity["examples"])
+    batches = parity_batches(parity["heldout"], source, ref, max_examples or parity["examples"])
     report = compare(reference_logits(torch_logits(ref.model), batches), read_export(export_dir, spec), batches,
                      ParityGate(**parity["gate"]))
     if not report.passed:
@@ -187,7 +197,7 @@ def verify(export_dir: str | Path, max_examples: Optional[int] = None) -> Parity
 def run_exports(run_dir: str | Path) -> list[tuple[Path, dict]]:
     """(directory, manifest) of each export under ``RUN/exports/``, failed ones (``*.failed``) included and
     unfinished ones (``*.partial``, no manifest yet) left out, in name order."""
-    root = Path(run_dir) / "exports"
+    root = exports_dir(run_dir)
     if not root.is_dir():
         return []
     return [(d, json.loads((d / MANIFEST).read_text())) for d in sorted(root.iterdir()) if (d / MANIFEST).is_file()]

@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Optional
 
+from ..runs.layout import exports_dir
 from .exporter import MANIFEST, PHASES
 from .parity import ParityGate
 from .targets import TargetSpec
@@ -54,7 +55,7 @@ class ExportJob:
                  overwrite: bool = False, max_examples: Optional[int] = None, gate: Optional[ParityGate] = None):
         self.run_dir = Path(run_dir)
         self.spec = spec
-        self.out = Path(out) if out else self.run_dir / "exports" / spec.name
+        self.out = Path(out) if out else exports_dir(self.run_dir) / spec.name
         self.overwrite = overwrite
         self.max_examples = max_examples
         self.gate = gate  # None: the target's default gate

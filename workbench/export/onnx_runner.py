@@ -27,6 +27,8 @@ class OnnxCausalLM:
         import onnxruntime as ort
         from transformers import AutoTokenizer
 
+        from ..forward.generate import stop_token_ids
+
         self.dir = Path(export_dir)
         manifest = json.loads((self.dir / "manifest.json").read_text()) if (self.dir / "manifest.json").is_file() else {}
         name = model_file or manifest.get("onnx", {}).get("model_file") or MODEL_FILE
@@ -37,8 +39,7 @@ class OnnxCausalLM:
         self.session = ort.InferenceSession(str(self.dir / name), options, providers=["CPUExecutionProvider"])
         self.tokenizer = AutoTokenizer.from_pretrained(str(self.dir))
         gen = json.loads((self.dir / "generation_config.json").read_text()) if (self.dir / "generation_config.json").is_file() else {}
-        eos = gen.get("eos_token_id", self.tokenizer.eos_token_id)
-        self.eos_ids = set(eos if isinstance(eos, list) else [eos]) - {None}
+        self.eos_ids = set(stop_token_ids(self.tokenizer, gen.get("eos_token_id")))  # the in-process and served rule
         # past.{i}.key / past.{i}.value: [batch, kv_heads, past, head_dim]; none in a logits-only graph
         self.cache_inputs = [(i.name, i.shape) for i in self.session.get_inputs() if i.name.startswith("past.")]
 
@@ -83,12 +84,15 @@ class OnnxCausalLM:
         return out
 
     def chat(self, messages: list[dict] | str, max_new_tokens: int = 32) -> str:
-        """The greedy answer to a conversation (or one user message) through the export's chat template."""
+        """The greedy answer to a conversation (or one user message) through the export's chat template: the
+        prompt and the answer's text as in process and on the server (``workbench.forward.generate``)."""
+        from ..data.multimodal import encode_prompt
+        from ..forward.generate import answer_text
+
         if isinstance(messages, str):
             messages = [{"role": "user", "content": messages}]
-        prompt = self.tokenizer.apply_chat_template(messages, tokenize=False, add_generation_prompt=True)
-        ids = self.tokenizer(prompt, add_special_tokens=False)["input_ids"]
-        return self.tokenizer.decode(self.generate_ids(ids, max_new_tokens), skip_special_tokens=True)
+        ids = encode_prompt(self.tokenizer, messages).input_ids
+        return answer_text(self.tokenizer, self.generate_ids(ids, max_new_tokens), self.eos_ids)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -1,23 +1,24 @@
 """Parity of an export with the unexported model on held-out examples, and the gate it must pass.
 
-Both models see the same right-padded batches; figures are taken over real (unpadded) positions only:
-the largest |logit difference|, the share of positions whose greedy (argmax) next token agrees, and each
-model's held-out loss (mean next-token cross-entropy over the assistant tokens, as in training's eval).
+Both models see the same right-padded batches, made as training's eval makes them (``workbench.forward``: the
+run's tokenization, and its processor for rows with screenshots, whose pixel values and grids the models get too);
+figures are taken over real (unpadded) positions only: the largest |logit difference|, the share of positions
+whose greedy (argmax) next token agrees, and each model's held-out loss (mean next-token cross-entropy over the
+assistant tokens, as in training's eval).
 """
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass
-from pathlib import Path
 from typing import Callable
 
 import torch
 
-from ..data import collate, load_examples
+from ..forward import batch_logits
 from ..precision import count_target_tokens, token_loss_sum
 from ..precision.parity import LogitAgreement, logit_agreement
 
-# logits(input_ids, attention_mask) -> [batch, seq, vocab]
-LogitsFn = Callable[[torch.Tensor, torch.Tensor], torch.Tensor]
+# logits(batch) -> [batch, seq, vocab]; a batch is forward.collated's (input_ids, attention_mask, labels, images)
+LogitsFn = Callable[[dict], torch.Tensor]
 
 
 @dataclass(frozen=True)
@@ -82,16 +83,9 @@ class ParityFailed(RuntimeError):
         self.where, self.report = where, report
 
 
-def heldout_batches(path: str | Path, tokenizer, max_length: int, max_examples: int, batch_size: int = 4) -> list[dict]:
-    """Right-padded batches of the first ``max_examples`` examples of a chat/instruction JSONL file."""
-    examples, _ = load_examples(path, tokenizer, max_length)
-    examples = examples[:max_examples]
-    return [collate(examples[i:i + batch_size], tokenizer.pad_token_id) for i in range(0, len(examples), batch_size)]
-
-
 @torch.no_grad()
 def reference_logits(reference: LogitsFn, batches: list[dict]) -> list[torch.Tensor]:
-    return [reference(b["input_ids"], b["attention_mask"]).float() for b in batches]
+    return [reference(b).float() for b in batches]
 
 
 @torch.no_grad()
@@ -100,7 +94,7 @@ def compare(reference: list[torch.Tensor], candidate: LogitsFn, batches: list[di
     pooled, tokens = LogitAgreement(), 0
     ref_loss = exp_loss = 0.0
     for ref, batch in zip(reference, batches):
-        out = candidate(batch["input_ids"], batch["attention_mask"]).float()
+        out = candidate(batch).float()
         pooled = pooled + logit_agreement(ref, out, batch["attention_mask"])
         tokens += count_target_tokens(batch["labels"])
         ref_loss += float(token_loss_sum(ref, batch["labels"]))
@@ -114,7 +108,4 @@ def compare(reference: list[torch.Tensor], candidate: LogitsFn, batches: list[di
 
 
 def torch_logits(model: torch.nn.Module) -> LogitsFn:
-    def run(input_ids, attention_mask):
-        return model(input_ids=input_ids, attention_mask=attention_mask, use_cache=False).logits
-
-    return run
+    return lambda batch: batch_logits(model, batch)

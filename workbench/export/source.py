@@ -9,7 +9,8 @@ from typing import Any
 
 import torch
 
-from ..config import ConfigError, RunConfig, config_from_dict, read_config_file
+from ..config import ConfigError, RunConfig
+from ..runs.layout import ADAPTER_CONFIG, ADAPTER_DIR, CONFIG_FILE, is_run_dir, run_config, trained_weights
 
 
 class ExportInputError(ValueError):
@@ -35,15 +36,11 @@ class Reference:
     tokenizer: Any
     family: str
     base_path: str  # the directory or hub id the base was loaded from
+    processor: Any = None  # a vision-language base's processor: held-out rows with screenshots become its inputs
 
     def merged_copy(self) -> torch.nn.Module:
         """The adapter merged into a copy of the base (the reference itself stays unmerged)."""
         return copy.deepcopy(self.model).merge_and_unload()
-
-
-def has_adapter(run_dir: str | Path) -> bool:
-    """Whether a run directory holds a saved LoRA adapter (what export starts from)."""
-    return (Path(run_dir) / "adapter" / "adapter_config.json").is_file()
 
 
 def open_run(run_dir: str | Path) -> RunSource:
@@ -51,20 +48,19 @@ def open_run(run_dir: str | Path) -> RunSource:
     run_dir = Path(run_dir)
     if not run_dir.is_dir():
         raise ExportInputError(f"run directory {str(run_dir)!r} does not exist")
-    config_file = run_dir / "config.json"
-    if not config_file.is_file():
-        raise ExportInputError(f"{str(run_dir)!r} is not a run directory (it holds no config.json)")
+    if not is_run_dir(run_dir):
+        raise ExportInputError(f"{str(run_dir)!r} is not a run directory (it holds no {CONFIG_FILE})")
     try:
-        cfg = config_from_dict(read_config_file(config_file), checks=False)
+        cfg = run_config(run_dir)
     except ConfigError as err:
-        raise ExportInputError(f"{config_file} is not a valid run configuration: {err}") from None
-    adapter = run_dir / "adapter"
-    if not has_adapter(run_dir):
+        raise ExportInputError(f"{run_dir / CONFIG_FILE} is not a valid run configuration: {err}") from None
+    weights = trained_weights(run_dir)
+    if weights is None or weights.kind != "adapter":
+        adapter = run_dir / ADAPTER_DIR
         why = ("it was a full fine-tune (lora.enabled=false): its model/ directory is already a plain transformers "
-               "model" if (run_dir / "model" / "config.json").is_file() else
-               "the run has not finished (the adapter is saved at its end)")
-        raise ExportInputError(f"{run_dir} has no LoRA adapter ({adapter}/adapter_config.json): {why}")
-    return RunSource(run_dir, cfg, adapter)
+               "model" if weights is not None else "the run has not finished (the adapter is saved at its end)")
+        raise ExportInputError(f"{run_dir} has no LoRA adapter ({adapter}/{ADAPTER_CONFIG}): {why}")
+    return RunSource(run_dir, cfg, weights.path)
 
 
 def load_reference(source: RunSource) -> Reference:
@@ -79,4 +75,4 @@ def load_reference(source: RunSource) -> Reference:
     with peft_deprecation_hidden():
         model = PeftModel.from_pretrained(loaded.model, str(source.adapter_dir))
     model.eval()
-    return Reference(model, loaded.tokenizer, loaded.family, loaded.source)
+    return Reference(model, loaded.tokenizer, loaded.family, loaded.source, loaded.processor)

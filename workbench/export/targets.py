@@ -197,8 +197,8 @@ def read_export(out: Path, spec: TargetSpec) -> LogitsFn:
     if spec.target.startswith("onnx"):
         from .onnx_runner import OnnxCausalLM
 
-        runner = OnnxCausalLM(out)
-        return lambda ids, mask: torch.from_numpy(runner.logits(ids.numpy(), mask.numpy()))
+        runner = OnnxCausalLM(out)  # text-only graphs (unsupported_reason): token ids and mask are all they take
+        return lambda batch: torch.from_numpy(runner.logits(batch["input_ids"].numpy(), batch["attention_mask"].numpy()))
     from ..models import load_for_inference
 
     dtype = spec.dtype if spec.target == "merged" else "float32"

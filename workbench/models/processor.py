@@ -8,7 +8,8 @@
 * ``image_token_count(processor, width, height)``: tokens one image of that size becomes (the processor's
   resize rules: patch size, merge size, pixel limits), for the planner and the server's length checks.
 * ``image_grid(width, height, ...)`` / ``resize_rules(image_processor)``: that resize rule itself (the patch grid),
-  shared by the data, the server and the planner.
+  shared by the data, the server and the planner; ``grid_token_count(grid_thw, merge_size)``: the language-model
+  tokens of one such grid (the one count the data, the server and the planner use).
 
 Turning messages with images into model inputs is ``workbench.data.multimodal`` (training and serving).
 """
@@ -133,8 +134,14 @@ def resize_rules(image_processor) -> dict:
             "min_pixels": low, "max_pixels": high}
 
 
+def grid_token_count(grid_thw, merge_size: int) -> int:
+    """Language-model tokens of one image whose patch grid is ``grid_thw`` (temporal, height, width): the vision
+    tower merges ``merge_size`` x ``merge_size`` patches into one token."""
+    t, h, w = (int(n) for n in grid_thw)
+    return t * h * w // merge_size ** 2
+
+
 def image_token_count(processor, width: int, height: int) -> int:
     """Language-model tokens one ``width`` x ``height`` image becomes under ``processor``'s resize rules."""
     rules = resize_rules(processor.image_processor)
-    t, h, w = image_grid(width, height, **rules)
-    return t * h * w // rules["merge_size"] ** 2
+    return grid_token_count(image_grid(width, height, **rules), rules["merge_size"])

@@ -57,7 +57,9 @@ class ImageLoad:
     @property
     def tokens_per_image(self) -> int:
         """Image tokens in the language model after the merge_size x merge_size merge."""
-        return self.patches_per_image // self.geometry.merge_size**2
+        from ..models.processor import grid_token_count
+
+        return grid_token_count(self.grid_thw, self.geometry.merge_size)
 
     @property
     def tokens_per_row(self) -> int:

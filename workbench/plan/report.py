@@ -11,12 +11,12 @@ import argparse
 import json
 from pathlib import Path
 
-from ..events import read_events
+from ..events import EVENTS_FILE, read_events
 from .state import MEASURED_NAMES, compare, format_comparison
 
 def run_report(run_dir: str | Path) -> dict:
     """{rank: [ComparisonRow]} for every rank that measured its model state with gradients allocated."""
-    events, _ = read_events(Path(run_dir) / "events.jsonl")
+    events, _ = read_events(Path(run_dir) / EVENTS_FILE)
     plans = [e for e in events if getattr(e, "type", "") == "plan"]
     if not plans or "model_state" not in plans[-1].plan:
         raise ValueError(f"{run_dir} has no plan event with a model-state prediction")

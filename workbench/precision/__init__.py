@@ -4,7 +4,7 @@ from .policy import (
     resolve_policy, resolve_precision,
 )
 from .step import (
-    StepOutcome, count_target_tokens, nonfinite_grad_params, optimizer_step, token_loss_sum,
+    StepOutcome, count_target_tokens, nonfinite_grad_params, optimizer_step, target_loss_sum, token_loss_sum,
     window_loss_divisor,
 )
 
@@ -12,5 +12,5 @@ __all__ = [
     "Hardware", "PrecisionPolicy", "PrecisionWarning", "device_supports_bf16", "resolve_device",
     "resolve_policy", "resolve_precision",
     "StepOutcome", "count_target_tokens", "nonfinite_grad_params", "optimizer_step",
-    "token_loss_sum", "window_loss_divisor",
+    "target_loss_sum", "token_loss_sum", "window_loss_divisor",
 ]

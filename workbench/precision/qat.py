@@ -14,6 +14,7 @@ quantizer must not change), and GLM-4V's vision tower is left alone.
 from __future__ import annotations
 
 import os
+from typing import Callable
 
 import torch
 
@@ -84,17 +85,17 @@ def convert_qat(model: torch.nn.Module, scheme: str) -> int:
 
 
 @torch.no_grad()
-def convert_and_compare(model: torch.nn.Module, scheme: str, batch: dict, autocast) -> dict:
-    """Convert in place (``convert_qat``) and compare the converted model with the fake-quantized one on
-    ``batch`` (input_ids, attention_mask): the ``qat_converted`` event's figures, over unpadded positions."""
-    def logits() -> torch.Tensor:
-        with autocast():
-            return model(input_ids=batch["input_ids"], attention_mask=batch["attention_mask"]).logits.float()
-
+def convert_and_compare(model: torch.nn.Module, scheme: str, logits: Callable[[], torch.Tensor],
+                        attention_mask: torch.Tensor) -> dict:
+    """Convert in place (``convert_qat``) and compare the converted model with the fake-quantized one: ``logits()``
+    is the model's logits of one batch (``forward.batch_logits``), taken before and after; the ``qat_converted``
+    event's figures, over the unpadded positions of ``attention_mask``."""
     model.eval()
-    fake_quantized = logits()
+    with torch.no_grad():
+        fake_quantized = logits().float()
     layers = convert_qat(model, scheme)
-    figures = logit_agreement(fake_quantized, logits(), batch["attention_mask"])
+    with torch.no_grad():
+        figures = logit_agreement(fake_quantized, logits().float(), attention_mask)
     return {"layers": layers, "max_logit_diff": figures.max_logit_diff, "greedy_agreement": figures.greedy_agreement,
             "positions": figures.positions}
 

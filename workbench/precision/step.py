@@ -24,14 +24,17 @@ def count_target_tokens(labels: torch.Tensor) -> int:
     return int((labels[:, 1:] != IGNORE_INDEX).sum())
 
 
+def target_loss_sum(logits: torch.Tensor, targets: torch.Tensor) -> torch.Tensor:
+    """Summed cross-entropy of ``logits`` [..., vocab] against ``targets`` [...] (``IGNORE_INDEX`` skipped),
+    computed in fp32 whatever the logits' dtype: the one cross-entropy of training, eval and every loss head."""
+    logits = logits.float()
+    return F.cross_entropy(logits.reshape(-1, logits.size(-1)), targets.to(logits.device).reshape(-1),
+                           ignore_index=IGNORE_INDEX, reduction="sum")
+
+
 def token_loss_sum(logits: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
-    """Summed next-token cross-entropy over target tokens, computed in fp32 whatever the logits' dtype."""
-    shift_logits = logits[:, :-1, :].float()
-    shift_labels = labels[:, 1:].to(shift_logits.device)
-    return F.cross_entropy(
-        shift_logits.reshape(-1, shift_logits.size(-1)), shift_labels.reshape(-1),
-        ignore_index=IGNORE_INDEX, reduction="sum",
-    )
+    """Summed next-token cross-entropy over target tokens: the logits at position t against the label at t+1."""
+    return target_loss_sum(logits[:, :-1, :], labels[:, 1:])
 
 
 def window_loss_divisor(window_tokens: int, world_size: int = 1) -> float:

@@ -1,11 +1,12 @@
 """What a run directory is and what it holds: the one definition every package uses.
 
     runs/NAME/
-      config.json          the run's RunConfig (written first: a folder holding it is a run directory)
+      config.json          the run's RunConfig (this or the event log makes a folder a run directory)
       events.jsonl         the event log (workbench.events)
       checkpoints/step-NNNNNNN/   resumable checkpoints (workbench.runs.checkpoints)
-      adapter/ | model/    the trained LoRA adapter (peft) | the full fine-tune's weights
-      merged/, exports/    merged copy, deployable exports (workbench.export)
+      adapter/ | model/    what the run trained, saved at its end: the LoRA adapter (peft) | the full fine-tune's
+                           model (transformers): ``trained_weights``
+      merged/, exports/    the adapter merged into the base (checkpointing.merge), deployable exports (workbench.export)
       eval_results.json    task metrics of the run's model (workbench.runs.results: eval's and agent's)
       episodes/<stamp>/    phone-agent episodes of the run's model (workbench.agent.store)
       worker.pid, worker.log, foreground.pid, STOP   the process that trains it, and the stop request
@@ -13,18 +14,23 @@
 from __future__ import annotations
 
 import argparse
+from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
+from typing import Literal, Optional
 
-from ..config import ConfigError, RunConfig
+from ..config import ConfigError, RunConfig, config_from_dict, read_config_file
 from ..config.arguments import existing_directory
+from ..events import EVENTS_FILE
 
 CONFIG_FILE = "config.json"
-EVENTS_FILE = "events.jsonl"
 CHECKPOINTS_DIR = "checkpoints"
 ADAPTER_DIR = "adapter"
+ADAPTER_CONFIG = "adapter_config.json"  # peft writes it after the adapter's weights: present = saved
 MODEL_DIR = "model"
+MODEL_CONFIG = "config.json"  # transformers' model config inside model/ (not the run's own config.json)
 MERGED_DIR = "merged"
+EXPORTS_DIR = "exports"
 EPISODES_DIR = "episodes"
 STOP_FILE = "STOP"  # created by RunHandle.stop(); polled between optimizer steps
 WORKER_PID = "worker.pid"
@@ -36,8 +42,10 @@ LAUNCHED_ENV = "WORKBENCH_LAUNCHED"  # set by launch() for its worker process
 
 
 def is_run_dir(path: str | Path) -> bool:
-    """A run directory is a folder holding a run's config.json (the engine and the launcher write it first)."""
-    return (Path(path) / CONFIG_FILE).is_file()
+    """A run directory is a folder holding a run's config.json or its events.jsonl: the engine and the launcher
+    write both as a run starts, and an event log copied on its own (to read or export it) is a run too."""
+    path = Path(path)
+    return (path / CONFIG_FILE).is_file() or (path / EVENTS_FILE).is_file()
 
 
 def run_dirs(runs_dir: str | Path) -> list[Path]:
@@ -49,11 +57,62 @@ def run_dirs(runs_dir: str | Path) -> list[Path]:
     return sorted(p for p in root.iterdir() if is_run_dir(p))
 
 
+def run_dir_of(path: str | Path) -> Optional[Path]:
+    """The run directory ``path`` is or belongs to: itself, or the run holding it as its adapter/ or model/ folder;
+    None for anything else (a plain adapter folder, a model directory, a hub id)."""
+    path = Path(path).expanduser()
+    # the parent first: a run's model/ (transformers) holds a config.json of its own
+    if path.name in (ADAPTER_DIR, MODEL_DIR) and is_run_dir(path.parent):
+        return path.parent
+    return path if is_run_dir(path) else None
+
+
+@dataclass(frozen=True)
+class TrainedWeights:
+    """What a run trained, as saved at its end."""
+
+    kind: Literal["adapter", "model"]  # a LoRA adapter (peft format) | a full fine-tune (a transformers model)
+    path: Path
+
+
+def trained_weights(run_dir: str | Path) -> Optional[TrainedWeights]:
+    """The run's adapter/ (LoRA) or model/ (a full fine-tune, lora.enabled=false) once saved; None before that
+    (the run is going, or ended before saving them)."""
+    run_dir = Path(run_dir)
+    if (run_dir / ADAPTER_DIR / ADAPTER_CONFIG).is_file():
+        return TrainedWeights("adapter", run_dir / ADAPTER_DIR)
+    if (run_dir / MODEL_DIR / MODEL_CONFIG).is_file():
+        return TrainedWeights("model", run_dir / MODEL_DIR)
+    return None
+
+
+def has_adapter(run_dir: str | Path) -> bool:
+    """Whether the run saved a LoRA adapter (what serving it next to its base and exporting it start from)."""
+    weights = trained_weights(run_dir)
+    return weights is not None and weights.kind == "adapter"
+
+
+def run_config(run_dir: str | Path) -> RunConfig:
+    """The run's saved configuration (RUN_DIR/config.json), schema-checked only: its data files and devices need
+    not exist where it is read. ConfigError (every problem) when it is not a valid one."""
+    return config_from_dict(read_config_file(Path(run_dir) / CONFIG_FILE), checks=False)
+
+
+def base_model(run_dir: str | Path) -> str:
+    """The model the run fine-tuned (its config's model.source: a built-in name, a local directory or a hub id),
+    which serving or measuring its adapter loads first."""
+    return run_config(run_dir).model.source
+
+
+def exports_dir(run_dir: str | Path) -> Path:
+    return Path(run_dir) / EXPORTS_DIR
+
+
 def existing_run_dir(value: str) -> Path:
     """An argparse type: a run directory named on the command line (exit code 2 naming what is wrong)."""
     path = existing_directory(value)
     if not is_run_dir(path):
-        raise argparse.ArgumentTypeError(f"{value!r} is not a run directory (it holds no {CONFIG_FILE})")
+        raise argparse.ArgumentTypeError(f"{value!r} is not a run directory (it holds no {CONFIG_FILE} or {EVENTS_FILE})")
     return path
 
 

@@ -8,7 +8,7 @@ import time
 from pathlib import Path
 from typing import Iterable, Optional
 
-from .layout import ADAPTER_DIR, is_run_dir
+from .layout import run_dir_of
 
 RESULTS_FILE = "eval_results.json"
 
@@ -42,11 +42,7 @@ def served_run_dir(card: dict) -> Optional[Path]:
     run itself), when it is a local run directory; None for a base model and for plain adapter folders."""
     if not card.get("parent") or not card.get("root"):
         return None
-    root = Path(card["root"])
-    for candidate in (root.parent, root):
-        if is_run_dir(candidate) and (candidate / ADAPTER_DIR).is_dir():
-            return candidate
-    return None
+    return run_dir_of(card["root"])
 
 
 def metric_rows(run_dirs: Iterable[str | Path], task: str) -> list[dict]:

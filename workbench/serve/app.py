@@ -381,28 +381,24 @@ def _render_chat(runtime: Runtime, body: P.ChatCompletionRequest) -> _ChatPrompt
             raise APIError(400, f"chat_template_kwargs may not set {reserved!r}", param="chat_template_kwargs")
     if body.enable_thinking is not None:
         kwargs["enable_thinking"] = body.enable_thinking
+    from jinja2 import TemplateError
+
+    from ..data.multimodal import ImageSourceError, encode_prompt
+
     images = _image_parts(body)
     if images:
-        from ..data.multimodal import ImageSourceError, encode_chat
-
         messages = _image_messages(runtime, body, images)
-        try:
-            example = encode_chat(runtime.processor, messages, add_generation_prompt=True, template_kwargs=kwargs)
-        except ImageSourceError as err:  # e.g. an aspect ratio the image processor cannot resize
-            raise APIError(400, f"Invalid image in the messages: {err}", param="messages", code="invalid_image") from None
-        except Exception as err:
-            raise _template_problem(err) from None
-        return _ChatPrompt(runtime.tokenizer.decode(example.input_ids), example.input_ids, example.vision)
-    messages = [{"role": _template_role(m.role), "content": _message_text(m.content)}
-                for m in body.messages]
+    else:
+        messages = [{"role": _template_role(m.role), "content": _message_text(m.content)} for m in body.messages]
     try:
-        text = runtime.tokenizer.apply_chat_template(messages, add_generation_prompt=True, tokenize=False, **kwargs)
-    except Exception as err:
+        example = encode_prompt(runtime.tokenizer, messages, runtime.processor, template_kwargs=kwargs)
+    except ImageSourceError as err:  # e.g. an aspect ratio the image processor cannot resize
+        raise APIError(400, f"Invalid image in the messages: {err}", param="messages", code="invalid_image") from None
+    except (TemplateError, ValueError, TypeError) as err:  # what a template raises on messages it cannot render
         raise _template_problem(err) from None
-    ids = runtime.tokenizer(text, add_special_tokens=False)["input_ids"]
-    if not ids:
+    if not example.input_ids:
         raise APIError(400, "The messages render to an empty prompt", param="messages")
-    return _ChatPrompt(text, ids)
+    return _ChatPrompt(runtime.tokenizer.decode(example.input_ids), example.input_ids, example.vision)
 
 
 def _max_new_tokens(runtime: Runtime, prompt_len: int, requested: int | None, param: str, prompt_param: str,

@@ -12,7 +12,8 @@ from typing import Annotated, ClassVar, Literal, Optional
 
 from pydantic import AfterValidator, Field, field_validator
 
-from ..config import CliFlag, ConfigError, RunConfig, Section, config_from_dict, read_config_file
+from ..config import CliFlag, ConfigError, RunConfig, Section, read_config_file
+from ..runs.layout import ADAPTER_CONFIG, ADAPTER_DIR, CONFIG_FILE, run_config, run_dir_of, trained_weights
 
 MAX_ID_LENGTH = 256
 
@@ -134,7 +135,7 @@ def model_id_problem(model_id: str) -> str | None:
 def default_adapter_id(path: str | Path) -> str:
     """``runs/NAME`` and ``runs/NAME/adapter`` are both served as NAME."""
     p = Path(path).expanduser().resolve()
-    return p.parent.name if p.name == "adapter" else p.name
+    return p.parent.name if p.name == ADAPTER_DIR else p.name
 
 
 @dataclass(frozen=True)
@@ -152,19 +153,27 @@ def inspect_adapter(path: str | Path) -> AdapterSource:
     p = Path(path).expanduser()
     if not p.exists():
         raise ServeError(f"adapter path {str(p)!r} does not exist")
-    if (p / "adapter" / "adapter_config.json").is_file():
-        run_dir, adir = p, p / "adapter"
-    elif (p / "adapter_config.json").is_file():
+    run_dir = run_dir_of(p)
+    if run_dir == p:
+        weights = trained_weights(p)
+        if weights is None or weights.kind != "adapter":
+            why = ("it is a full fine-tune (lora.enabled=false): serve its model with --model "
+                   f"{weights.path}" if weights is not None else "the run has not saved one yet (at its end)")
+            raise ServeError(f"{str(p)!r} holds no peft adapter ({ADAPTER_DIR}/{ADAPTER_CONFIG}): {why}")
+        adir = weights.path
+    elif (p / ADAPTER_CONFIG).is_file():
         adir = p
-        run_dir = p.parent if (p.parent / "config.json").is_file() and p.name == "adapter" else None
     else:
-        raise ServeError(f"{str(p)!r} holds no peft adapter (adapter_config.json, or adapter/adapter_config.json "
+        raise ServeError(f"{str(p)!r} holds no peft adapter ({ADAPTER_CONFIG}, or {ADAPTER_DIR}/{ADAPTER_CONFIG} "
                          "in a run directory)")
-    adapter_config = _read_json_object(adir / "adapter_config.json")
+    adapter_config = _read_json_object(adir / ADAPTER_CONFIG)
     declared = adapter_config.get("base_model_name_or_path") or ""
     run = None
-    if run_dir is not None and (run_dir / "config.json").is_file():
-        run = read_run_config(run_dir / "config.json")
+    if run_dir is not None:
+        try:
+            run = run_config(run_dir)
+        except ConfigError as err:
+            raise ServeError(f"{run_dir / CONFIG_FILE} is not a valid run configuration: {_problem_text(err)}") from None
     return AdapterSource(adir, declared if isinstance(declared, str) else "", run)
 
 
@@ -173,16 +182,6 @@ def _read_json_object(file: Path) -> dict:
         return read_config_file(file)
     except ConfigError as err:
         raise ServeError(_problem_text(err)) from None
-
-
-def read_run_config(file: Path) -> RunConfig:
-    """A run's saved config.json as a typed RunConfig, schema-checked only: the data files and devices it was
-    trained with need not exist where the adapter is served."""
-    data = _read_json_object(file)
-    try:
-        return config_from_dict(data, checks=False)
-    except ConfigError as err:
-        raise ServeError(f"{file} is not a valid run configuration: {_problem_text(err)}") from None
 
 
 def _problem_text(err: ConfigError) -> str:

@@ -29,6 +29,7 @@ from typing import Callable
 
 import torch
 
+from ..forward.generate import model_stop_token_ids
 from .packed import pack_linear_weights
 from .text import IncrementalDetokenizer, StopStringMatcher
 
@@ -119,7 +120,7 @@ class Engine:
         self.tokenizer = tokenizer
         self.max_batch = max(1, max_batch)
         self.max_context = max_context or _max_context(model)
-        self.eos_token_ids = set(eos_token_ids if eos_token_ids is not None else _eos_ids(model, tokenizer))
+        self.eos_token_ids = set(eos_token_ids if eos_token_ids is not None else model_stop_token_ids(model, tokenizer))
         self.device = next(model.parameters()).device
         self.packed_linears = pack_linear_weights(model) if pack_weights else 0
         if not _plain_dynamic_cache(model) and self.max_batch > 1:
@@ -476,17 +477,6 @@ def _max_context(model) -> int:
     cfg = model.config
     text_cfg = cfg.get_text_config() if hasattr(cfg, "get_text_config") else cfg
     return int(getattr(text_cfg, "max_position_embeddings", None) or 2048)
-
-
-def _eos_ids(model, tokenizer) -> list[int]:
-    ids: set[int] = set()
-    gen = getattr(model, "generation_config", None)
-    eos = getattr(gen, "eos_token_id", None) if gen is not None else None
-    if eos is not None:
-        ids.update(eos if isinstance(eos, (list, tuple)) else [eos])
-    if tokenizer.eos_token_id is not None:
-        ids.add(tokenizer.eos_token_id)
-    return sorted(ids)
 
 
 def apply_penalties(logits: torch.Tensor, req: GenerationRequest) -> None:

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Optional
 import ipywidgets as W
 
 from ..export.exporter import run_exports
-from ..export.source import has_adapter
+from ..runs import exports_dir, has_adapter, run_dirs
 
 if TYPE_CHECKING:
     from .chat_panel import ChatComparePanel
@@ -65,8 +65,7 @@ class ExportChatSection(W.VBox):
 
     def refresh(self) -> list[str]:
         root = Path(self.runs_dir.value)
-        runs = sorted(p.name for p in root.iterdir() if p.is_dir() and (servable_exports(p) or has_adapter(p))) \
-            if root.is_dir() else []
+        runs = [p.name for p in run_dirs(root) if servable_exports(p) or has_adapter(p)]
         current = self.run.value
         self.run.options = runs
         self.run.value = current if current in runs else (runs[0] if runs else None)
@@ -94,7 +93,7 @@ class ExportChatSection(W.VBox):
                 started[model_id] = self.servers[model_id]
                 continue
             try:
-                handle = start_server(str(run_dir / "exports" / name), model_id=model_id, port=0,
+                handle = start_server(str(exports_dir(run_dir) / name), model_id=model_id, port=0,
                                       subprocess_mode=self.subprocess_mode, wait=False, log_level="warning")
                 started[model_id] = handle.wait_ready()
             except Exception as err:  # noqa: BLE001 - shown in the section; the other exports still start

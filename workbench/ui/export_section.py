@@ -16,8 +16,8 @@ import ipywidgets as W
 
 from ..export.exporter import PHASES, run_exports
 from ..export.job import ExportJob, ExportJobState
-from ..export.source import has_adapter
 from ..export.targets import target_choices
+from ..runs import has_adapter
 
 POLL_INTERVAL_S = 0.25
 RED, GREEN = "#c62828", "#2e7d32"

@@ -200,10 +200,10 @@ class WorkbenchMagics(Magics):
         """A server in this kernel for ``model`` (a run: its base with its adapter; a built-in model: itself),
         started once per base model; returns it and the model id to ask."""
         from ..models import BUILTIN
-        from ..serve import ServeError, start_server
-        from ..serve.config import inspect_adapter
+        from ..runs import base_model, has_adapter, is_run_dir
+        from ..serve import start_server
 
-        run_dir = next((p for p in (Path(model), runs_dir / model) if (p / "config.json").is_file()), None)
+        run_dir = next((p for p in (Path(model), runs_dir / model) if is_run_dir(p)), None)
         if run_dir is None:
             if model not in BUILTIN:
                 raise UsageError(f"%workbench_chat: {model!r} is neither a run (a run directory, or a run in "
@@ -212,11 +212,10 @@ class WorkbenchMagics(Magics):
             if model not in self.servers:
                 self.servers[model] = start_server(model)
             return self.servers[model], model
-        try:
-            found = inspect_adapter(run_dir)
-        except ServeError as err:
-            raise UsageError(f"%workbench_chat: {err} (has the run finished?)") from None
-        base = found.run.model.source if found.run is not None else found.declared_base
+        if not has_adapter(run_dir):
+            raise UsageError(f"%workbench_chat: the run {str(run_dir)!r} holds no LoRA adapter (adapter/): has it "
+                             "finished? (a full fine-tune's model/ is served with `workbench serve --model DIR`)")
+        base = base_model(run_dir)
         served = self.servers.get(base)
         if served is None:
             self.servers[base] = start_server(base, runs=[str(run_dir)])

@@ -341,13 +341,17 @@ class RunMonitor(W.VBox):
 
     def _draw_task_metrics(self) -> None:
         """Each task metric as a trace: a held-out loss next to the eval loss on the loss chart, rates on the task
-        chart (perplexity, which only restates the loss, is left out)."""
+        chart (perplexity, which only restates the loss, is left out). The held-out loss task measures the run's
+        data.eval, so it lies on the eval loss; a run without data.eval has it measured on the task's own file,
+        which the legend says."""
+        own_eval = bool((self.state.config.get("data") or {}).get("eval"))
+        task_loss = "held-out loss (task)" if own_eval else "held-out loss (task's file: the run has no eval set)"
         for name, series in self.state.task_metrics.items():
             if name.endswith(" perplexity"):
                 continue
             if name not in self._task_traces:
                 fig = self.loss_fig if name.endswith(" loss") else self.task_fig
-                fig.add_scatter(name=name.replace("heldout_loss loss", "held-out loss (task)"), mode="lines+markers",
+                fig.add_scatter(name=name.replace("heldout_loss loss", task_loss), mode="lines+markers",
                                 marker=dict(size=7, symbol="square"))
                 self._task_traces[name] = (fig, len(fig.data) - 1)
             fig, index = self._task_traces[name]

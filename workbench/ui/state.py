@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterable, Optional
 
-from ..events import event_from_dict, read_events
+from ..events import EVENTS_FILE, event_from_dict, read_events
 from ..events.schema import MODEL_STATE_FIELDS
 
 # Event types only rank 0's copy counts for: every rank logs them alike (the same global step, say), so rank 0
@@ -318,7 +318,7 @@ def _typed(d: dict):
 def load_run_state(run_dir: str | Path) -> RunState:
     """The state of a run from its whole log (past runs, the runs panel)."""
     state = RunState(run_dir=str(run_dir))
-    state.apply(EventTail(Path(run_dir) / "events.jsonl").poll())
+    state.apply(EventTail(Path(run_dir) / EVENTS_FILE).poll())
     state.pending_step_times.clear()
     return state
 

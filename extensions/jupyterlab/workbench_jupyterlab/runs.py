@@ -65,7 +65,9 @@ class RunsDirectory:
         path = self.root / name
         if path.resolve().parent != self.root.resolve():
             raise RunsError(400, f"{name!r} resolves outside the runs directory {self.root}")
-        if not (path / "config.json").is_file():
+        from workbench.runs import is_run_dir
+
+        if not is_run_dir(path):
             raise RunsError(404, f"no run {name!r} in {self.root}")
         return path
 
@@ -73,16 +75,18 @@ class RunsDirectory:
     def signature(self) -> tuple:
         """Changes whenever a run appears or logs an event: when a stream must send the rows again."""
         from workbench.runs import run_dirs
+        from workbench.runs.layout import EVENTS_FILE
 
-        return tuple((d.name, _size(d / "events.jsonl")) for d in run_dirs(self.root))
+        return tuple((d.name, _size(d / EVENTS_FILE)) for d in run_dirs(self.root))
 
     def _state(self, path: Path):
+        from workbench.runs.layout import EVENTS_FILE
         from workbench.ui.state import EventTail, RunState
 
         with self._lock:
             tail, state = self._states.get(path.name, (None, None))
-            if tail is None or tail.path != path / "events.jsonl":
-                tail, state = EventTail(path / "events.jsonl"), RunState(run_dir=str(path))
+            if tail is None or tail.path != path / EVENTS_FILE:
+                tail, state = EventTail(path / EVENTS_FILE), RunState(run_dir=str(path))
                 self._states[path.name] = (tail, state)
             state.apply(tail.poll())
             state.pending_step_times.clear()
@@ -108,10 +112,11 @@ class RunsDirectory:
         """Every run's row. A run that has ended keeps its row until its log changes (resumed): a stream re-reads
         only the logs of running runs, not every log of the directory at every step."""
         from workbench.runs import run_dirs, run_row
+        from workbench.runs.layout import EVENTS_FILE
 
         rows = []
         for path in run_dirs(self.root):
-            size = _size(path / "events.jsonl")
+            size = _size(path / EVENTS_FILE)
             cached = self._ended.get(path.name)
             row = cached[1] if cached and cached[0] == size else self._row(run_row(path))
             if row["status"] != "running":
@@ -125,15 +130,17 @@ class RunsDirectory:
         return self._row(run_row(self.run_dir(name)))
 
     def detail(self, name: str) -> dict:
+        from workbench.runs.layout import CONFIG_FILE
+
         path = self.run_dir(name)
-        return {**self.row(name), "config": json.loads((path / "config.json").read_text(encoding="utf-8"))}
+        return {**self.row(name), "config": json.loads((path / CONFIG_FILE).read_text(encoding="utf-8"))}
 
     def events(self, name: str, offset: int = 0, types: Optional[set] = None) -> tuple[list[dict], int]:
-        from workbench.events import read_events
+        from workbench.events import EVENTS_FILE, read_events
 
         if offset < 0:
             raise RunsError(400, f"offset must be >= 0 (got {offset})")
-        events, end = read_events(self.run_dir(name) / "events.jsonl", offset, typed=False)
+        events, end = read_events(self.run_dir(name) / EVENTS_FILE, offset, typed=False)
         return [e for e in events if not types or e.get("type") in types], end
 
     # ---- actions ---------------------------------------------------------------------------------------------

@@ -23,7 +23,7 @@ from importlib.metadata import EntryPoint, entry_points
 from pathlib import Path
 from typing import Callable, Optional, Protocol
 
-from ..log import read_events
+from ..log import EVENTS_FILE, read_events
 
 ENTRY_POINT_GROUP = "workbench.event_exporters"
 TERMINAL = frozenset({"run_finished", "run_failed"})
@@ -90,7 +90,7 @@ def export_events(run_dir: str | Path, exporter: str | type, out_dir: str | Path
         while True:
             # Liveness before the read: a run that was gone before an empty read has nothing left to write.
             running = is_running() if is_running is not None else True
-            events, offset = read_events(run_dir / "events.jsonl", offset, typed=False)
+            events, offset = read_events(run_dir / EVENTS_FILE, offset, typed=False)
             if events:
                 sink.write(events)
                 sink.flush()

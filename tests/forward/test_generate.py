@@ -1,0 +1,86 @@
+"""In-process greedy answers (``workbench.forward.generate``): the stop rule and the answer text the server uses too,
+text and screenshot prompts, batched with left padding, equal to what the server answers for the same messages."""
+from __future__ import annotations
+
+import httpx
+import pytest
+
+from tests.conftest import SAMPLES
+from workbench.data.multimodal import resolve_images
+from workbench.forward.generate import answer_text, greedy_replies, model_stop_token_ids, stop_token_ids
+from workbench.models import load_for_inference
+from workbench.models.tiny import byte_tokenizer
+
+SCREENS = SAMPLES / "phone_screens" / "images"
+TEXTS = ["hi", "a much longer prompt that pads the others", "中文提示"]
+
+
+def screenshot_chat(name: str, text: str) -> list[dict]:
+    return [{"role": "user", "content": [{"type": "image_url", "image_url": {"url": str(SCREENS / name)}},
+                                         {"type": "text", "text": text}]}]
+
+
+def test_the_answer_ends_at_the_first_stop_token_and_keeps_reasoning_tags():
+    tok = byte_tokenizer()
+    ids = tok("<think>look</think><answer>tap</answer><|endoftext|>junk", add_special_tokens=False)["input_ids"]
+    # <think> is a special token of GLM tokenizers: skipping special tokens would drop the reasoning tags
+    assert answer_text(tok, ids, [tok.eos_token_id]) == "<think>look</think><answer>tap</answer>"
+    assert answer_text(tok, ids, []) == "<think>look</think><answer>tap</answer><|endoftext|>junk"
+
+
+@pytest.fixture(scope="module")
+def tiny_glm4():
+    return load_for_inference("tiny-glm4")
+
+
+def test_stop_tokens_are_the_generation_configs_and_the_tokenizers(tiny_glm4):
+    tok = byte_tokenizer()
+    user = tok.convert_tokens_to_ids("<|user|>")
+    assert stop_token_ids(tok, [user, 7]) == sorted({user, 7, tok.eos_token_id})
+    assert stop_token_ids(tok, None) == [tok.eos_token_id]
+    assert model_stop_token_ids(tiny_glm4.model, tiny_glm4.tokenizer) == [tiny_glm4.tokenizer.eos_token_id]
+
+
+@pytest.fixture(scope="module")
+def tiny_glm4v():
+    return load_for_inference("tiny-glm4v")
+
+
+def served_answers(model: str, conversations: list[list[dict]], max_tokens: int) -> list[str]:
+    from workbench.serve import start_server
+
+    with start_server(model, max_batch=4, threads=1, allow_local_images=True) as srv:
+        return [httpx.post(srv.base_url + "/chat/completions", timeout=60, json={
+            "model": model, "messages": m, "max_tokens": max_tokens, "temperature": 0}).json()["choices"][0]["message"]["content"]
+                for m in conversations]
+
+
+def test_text_answers_batched_equal_one_at_a_time_and_the_servers(tiny_glm4):
+    conversations = [[{"role": "user", "content": t}] for t in TEXTS]
+    batched = greedy_replies(tiny_glm4.model, tiny_glm4.tokenizer, conversations, 12)
+    alone = [greedy_replies(tiny_glm4.model, tiny_glm4.tokenizer, [c], 12)[0] for c in conversations]
+    assert batched == alone and any(batched)
+    assert [a.strip() for a in served_answers("tiny-glm4", conversations, 12)] == batched
+
+
+def test_screenshot_answers_batched_equal_one_at_a_time_and_the_servers(tiny_glm4v):
+    raw = [screenshot_chat("home_01.png", "Open Mail"), screenshot_chat("settings_00.png", "Turn on Wi-Fi, then go back"),
+           [{"role": "user", "content": "a text row in the same batch"}]]
+    conversations = [resolve_images(m) for m in raw]
+    model, tok, processor = tiny_glm4v.model, tiny_glm4v.tokenizer, tiny_glm4v.processor
+    batched = greedy_replies(model, tok, conversations, 10, processor=processor)
+    alone = [greedy_replies(model, tok, [c], 10, processor=processor)[0] for c in conversations]
+    assert batched == alone and any(batched)
+    assert [a.strip() for a in served_answers("tiny-glm4v", raw, 10)] == batched
+
+
+def test_images_for_a_text_only_model_are_refused_in_words(tiny_glm4):
+    with pytest.raises(ValueError, match="text-only"):
+        greedy_replies(tiny_glm4.model, tiny_glm4.tokenizer, [resolve_images(screenshot_chat("home_01.png", "Open"))], 4)
+
+
+def test_the_model_is_given_back_in_its_training_mode(tiny_glm4):
+    tiny_glm4.model.train()
+    greedy_replies(tiny_glm4.model, tiny_glm4.tokenizer, [[{"role": "user", "content": "hi"}]], 2)
+    assert tiny_glm4.model.training
+    tiny_glm4.model.eval()

@@ -1,0 +1,89 @@
+"""Greedy answers from a model in memory (no server): what the demo compares, what ``eval.tasks`` scores while a
+run trains, what the notebooks ask a tuned vision model. Text and screenshot prompts alike.
+
+The pieces every answerer shares, the server's batched engine and the ONNX runner included:
+* the prompt: ``workbench.data.multimodal.encode_prompt`` (chat template up to the answer, images expanded);
+* the stop rule: ``stop_token_ids`` (the generation config's end-of-sequence ids and the tokenizer's);
+* the answer: ``answer_text``, the tokens before the first stop token, special tokens such as ``<think>`` kept
+  (what the server answers, and what reasoning scorers read).
+
+``greedy_replies(model, tokenizer, conversations, max_new_tokens, processor=None)`` batches conversations with
+left padding and decodes them with ``model.generate``.
+"""
+from __future__ import annotations
+
+import contextlib
+from typing import Iterable, Optional, Sequence
+
+import torch
+
+from ..data.multimodal import encode_prompt, vision_batch
+
+
+def stop_token_ids(tokenizer, generation_eos=None) -> list[int]:
+    """The ids that end an answer: ``generation_eos`` (a generation config's ``eos_token_id``: an id, a list or
+    None; GLM-4 lists several) and the tokenizer's end-of-sequence token."""
+    ids = set(generation_eos if isinstance(generation_eos, (list, tuple)) else [generation_eos])
+    ids.add(tokenizer.eos_token_id)
+    return sorted(ids - {None})
+
+
+def model_stop_token_ids(model, tokenizer) -> list[int]:
+    """``stop_token_ids`` of a transformers model (its generation config's end-of-sequence ids)."""
+    config = getattr(model, "generation_config", None)
+    return stop_token_ids(tokenizer, getattr(config, "eos_token_id", None) if config is not None else None)
+
+
+def answer_text(tokenizer, token_ids: Iterable[int], stops: Iterable[int]) -> str:
+    """The text of generated ``token_ids`` up to (without) the first stop token, special tokens kept."""
+    stops, kept = set(stops), []
+    for token in token_ids:
+        if int(token) in stops:
+            break
+        kept.append(int(token))
+    return tokenizer.decode(kept, skip_special_tokens=False).strip()
+
+
+def _left_padded(prompts: list, pad_id: int, device) -> dict[str, torch.Tensor]:
+    width = max(len(p.input_ids) for p in prompts)
+    ids = torch.full((len(prompts), width), pad_id, dtype=torch.long)
+    mask = torch.zeros((len(prompts), width), dtype=torch.long)
+    for row, p in enumerate(prompts):
+        ids[row, width - len(p.input_ids):] = torch.tensor(p.input_ids, dtype=torch.long)
+        mask[row, width - len(p.input_ids):] = 1
+    inputs = {"input_ids": ids, "attention_mask": mask}
+    visions = [p.vision for p in prompts if p.vision is not None]
+    if visions:
+        inputs.update(vision_batch(ids, visions))
+    return {k: v.to(device) for k, v in inputs.items()}
+
+
+@torch.no_grad()
+def greedy_replies(model, tokenizer, conversations: Sequence[list[dict]], max_new_tokens: int = 64, *,
+                   processor=None, batch_size: int = 8, autocast=None, repetition_penalty: Optional[float] = None,
+                   template_kwargs: Optional[dict] = None) -> list[str]:
+    """The greedy answer to each conversation (its messages up to the answer), ``batch_size`` at a time.
+
+    ``processor``: a vision-language model's (conversations with images, decoded by ``resolve_images``, need
+    it). ``autocast``: a context manager factory the forward runs under (a training run's precision policy).
+    The model is put in eval mode for the call and given back in the mode it was in."""
+    stops = model_stop_token_ids(model, tokenizer)
+    pad_id = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else stops[0]
+    device = next(model.parameters()).device
+    extra = {"repetition_penalty": repetition_penalty} if repetition_penalty else {}
+    was_training = model.training
+    model.eval()
+    answers: list[str] = []
+    try:
+        for start in range(0, len(conversations), batch_size):
+            prompts = [encode_prompt(tokenizer, list(messages), processor, template_kwargs)
+                       for messages in conversations[start:start + batch_size]]
+            inputs = _left_padded(prompts, pad_id, device)
+            with (autocast() if autocast is not None else contextlib.nullcontext()):
+                out = model.generate(**inputs, max_new_tokens=max_new_tokens, do_sample=False, eos_token_id=stops,
+                                     pad_token_id=pad_id, **extra)
+            width = inputs["input_ids"].shape[1]
+            answers += [answer_text(tokenizer, row[width:].tolist(), stops) for row in out]
+    finally:
+        model.train(was_training)
+    return answers

@@ -1,0 +1,101 @@
+"""The loss and the logits of a batch, and the held-out loss over a data set's batches.
+
+One definition for every caller: the engine's training forward and its (sharded) eval, the ``heldout_loss`` eval
+task, export parity, the overflow replay and the benchmarks. A batch is what ``data.collate`` makes of examples
+that ``data.load_examples`` tokenized (with the model's processor, so rows with screenshots carry their pixel
+values and grids); the model gets ``data.model_inputs(batch)``, never a hand-picked subset of it.
+"""
+from __future__ import annotations
+
+import contextlib
+import math
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable, Optional, Sequence
+
+import torch
+
+from ..data import collate, load_examples, model_inputs
+from ..precision import count_target_tokens, token_loss_sum
+
+Autocast = Optional[Callable[[], contextlib.AbstractContextManager]]  # e.g. PrecisionPolicy.autocast
+
+
+def _autocast(autocast: Autocast):
+    return autocast() if autocast is not None else contextlib.nullcontext()
+
+
+def on_device(batch: dict, device) -> dict:
+    return {k: v.to(device) for k, v in batch.items()}
+
+
+def batch_logits(model: torch.nn.Module, batch: dict, autocast: Autocast = None) -> torch.Tensor:
+    """[batch, seq, vocab] logits of every position, the model given the whole batch (images included).
+    No KV cache: a whole-sequence forward never reads one, and building it would keep extra key/value copies."""
+    with _autocast(autocast):
+        return model(**model_inputs(batch), use_cache=False).logits
+
+
+def batch_loss_sum(model: torch.nn.Module, batch: dict, autocast: Autocast = None) -> torch.Tensor:
+    """The training forward: the summed next-token loss over the batch's target tokens (an fp32 scalar that
+    backpropagates; ``precision.step`` divides it by the window's token count)."""
+    return token_loss_sum(batch_logits(model, batch, autocast), batch["labels"])
+
+
+def collated(examples: Sequence, pad_token_id: int, batch_size: int) -> list[dict]:
+    """Right-padded batches of ``batch_size`` consecutive examples, in order."""
+    return [collate(list(examples[i:i + batch_size]), pad_token_id) for i in range(0, len(examples), batch_size)]
+
+
+def load_heldout(path: str | Path, tokenizer, max_length: int, processor=None, system_prompt: Optional[str] = None,
+                 limit: Optional[int] = None) -> list:
+    """The examples of a held-out JSONL file tokenized exactly as training tokenizes its data (``processor``: a
+    vision-language model's, for rows with screenshots); the first ``limit`` of them (None: all)."""
+    examples, _ = load_examples(path, tokenizer, max_length, system_prompt=system_prompt, processor=processor)
+    return examples[:limit] if limit else examples
+
+
+@dataclass(frozen=True)
+class HeldoutLoss:
+    total: float  # summed token loss (nats)
+    tokens: int  # target tokens it is summed over
+    examples: int
+
+    @property
+    def loss(self) -> float:
+        return self.total / self.tokens
+
+    @property
+    def perplexity(self) -> float:
+        return math.exp(min(self.loss, 700.0))
+
+
+@torch.no_grad()
+def heldout_loss(model: torch.nn.Module, examples: Sequence, pad_token_id: int, *, batch_size: int,
+                 autocast: Autocast = None, device=None, rank: int = 0, world_size: int = 1,
+                 reduce: Optional[Callable[[list], list]] = None) -> HeldoutLoss:
+    """The mean token loss of ``model`` over ``examples`` (eval mode for the duration, restored after).
+
+    Sharded (``world_size`` > 1): rank r takes examples r, r + world_size, ...; every rank runs the same number
+    of forwards (a sharded model gathers its parameters collectively), a rank out of examples repeating one and
+    discarding it; ``reduce([total, tokens])`` sums over ranks (``DistContext.sum``)."""
+    if not examples:
+        raise ValueError("no held-out examples to measure the loss on")
+    device = device if device is not None else next(model.parameters()).device
+    mine = list(examples[rank::world_size])
+    was_training = model.training
+    model.eval()
+    total, tokens = 0.0, 0
+    try:
+        for start in range(0, -(-len(examples) // world_size), batch_size):
+            chunk = mine[start:start + batch_size]
+            batch = on_device(collate(chunk or list(examples[:1]), pad_token_id), device)
+            part = float(batch_loss_sum(model, batch, autocast))
+            if chunk:
+                total += part
+                tokens += count_target_tokens(batch["labels"])
+    finally:
+        model.train(was_training)
+    if reduce is not None:
+        total, tokens = reduce([total, tokens])
+    return HeldoutLoss(total=float(total), tokens=int(tokens), examples=len(examples))
