@@ -124,3 +124,22 @@ def test_episodes_round_trip_through_their_folder(tmp_path):
     (tmp_path / "eps" / "episodes.jsonl").write_text("{broken\n")
     with pytest.raises(ValueError, match="episodes.jsonl:1: not an episode"):
         read_episodes(tmp_path / "eps")
+
+
+def test_an_in_process_model_plugs_into_the_same_loop():
+    from workbench.agent import InProcessPolicy
+    from workbench.models import load_for_inference
+
+    tiny = load_for_inference("tiny-glm4v")
+    calls = []
+
+    class Counting(InProcessPolicy):
+        def __call__(self, conversations):
+            calls.append(len(conversations))
+            return super().__call__(conversations)
+
+    policy = Counting(tiny.model, tiny.tokenizer, tiny.processor, name="tiny", max_tokens=2)
+    episodes = run_episodes(select_tasks("open_app")[:2], policy, SMALL, max_steps=1, concurrency=2)
+    assert calls == [2] and [e.model for e in episodes] == ["tiny"] * 2  # one batch of both conversations
+    for ep in episodes:  # a random model: its reply does not parse, or it runs into the step limit
+        assert ep.end_reason in ("parse_failure", "step_limit") and ep.success is False

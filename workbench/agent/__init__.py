@@ -5,8 +5,8 @@ run`` and the recorder of training rows behind ``workbench agent record``."""
 from .episode import Episode, Step
 from .evaluate import AgentError, AgentReport, evaluate_agent
 from .metrics import summarize
-from .policy import OraclePolicy, Policy, ServedPolicy
+from .policy import InProcessPolicy, OraclePolicy, Policy, ServedPolicy
 from .runner import run_episodes, sim_devices
 
-__all__ = ["AgentError", "AgentReport", "Episode", "OraclePolicy", "Policy", "ServedPolicy", "Step", "evaluate_agent",
+__all__ = ["AgentError", "AgentReport", "Episode", "InProcessPolicy", "OraclePolicy", "Policy", "ServedPolicy", "Step", "evaluate_agent",
            "run_episodes", "sim_devices", "summarize"]

@@ -6,7 +6,8 @@ reasoning it split off, an error, the prompt's token count).
   the server decodes together.
 - ``OraclePolicy``: the tasks' oracle solutions, found from the conversation alone (the task's instruction in the
   first user turn, the step from the replies so far): the same loop, no model.
-- An in-process model is a callable of the same shape (``Policy``): the reinforcement-learning loop plugs its own.
+- ``InProcessPolicy``: a model in this process (the reinforcement-learning loop's model under training), greedy
+  answers of ``workbench.forward.generate``; any other callable of the same shape (``Policy``) plugs in too.
 """
 from __future__ import annotations
 
@@ -71,3 +72,21 @@ class OraclePolicy:
                 continue
             replies.append(Completion(assistant_content(step.thinking, format_action(step.action))))
         return replies
+
+
+class InProcessPolicy:
+    """A model loaded in this process (e.g. the one a reinforcement-learning loop trains): its greedy answers,
+    ``batch_size`` conversations per forward. The screenshots' data: URLs are decoded here; no token counts."""
+
+    def __init__(self, model, tokenizer, processor=None, *, name: str = "in-process", max_tokens: int = 256,
+                 batch_size: int = 8):
+        self.model, self.tokenizer, self.processor, self.name = model, tokenizer, processor, name
+        self.max_tokens, self.batch_size = max_tokens, batch_size
+
+    def __call__(self, conversations: list[list[dict]]) -> list[Completion]:
+        from ..data.multimodal import resolve_images
+        from ..forward.generate import greedy_replies
+
+        answers = greedy_replies(self.model, self.tokenizer, [resolve_images(c) for c in conversations],
+                                 self.max_tokens, processor=self.processor, batch_size=self.batch_size)
+        return [Completion(answer) for answer in answers]
