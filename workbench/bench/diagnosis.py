@@ -23,25 +23,16 @@ import statistics
 import tempfile
 import time
 import warnings
-from pathlib import Path
 
 import torch
 
-
-def _build(args, run_dir: Path):
-    from ..config import load_config
-    from ..engine.run import _Engine  # the real step, not a copy of it
-    from ..events import EventWriter
-
-    cfg = load_config(None, {
-        "model.source": args.model, "precision.mode": args.mode, "data.max_length": args.seq, "data.eval": None,
-        "schedule.micro_batch_size": args.batch, "schedule.max_steps": 10_000, "schedule.warmup_steps": 0,
-        "output.runs_dir": str(run_dir), "output.progress_bar": False, "diagnosis.coverage_every": args.coverage_every,
-    })
-    writer = EventWriter(run_dir / "events.jsonl")
-    engine = _Engine(cfg, run_dir, writer)
-    engine.setup()
-    return cfg, engine, writer
+from ..config import load_config
+from ..data import micro_batch_indices
+from ..diagnosis import BatchCapture, DiagnosisObserver, observers_for
+from ..diagnosis.overflow import replay_attribution
+from ..engine.run import engine_session
+from ..events import iter_events
+from ..runs.layout import EVENTS_FILE
 
 
 def main(argv=None) -> int:
@@ -56,15 +47,33 @@ def main(argv=None) -> int:
     p.add_argument("--coverage-every", type=int, default=50)
     p.add_argument("--threads", type=int, default=1, help="torch threads (1: CPU time is not inflated by spinning workers)")
     args = p.parse_args(argv)
+    threads = torch.get_num_threads()
     torch.set_num_threads(args.threads)
-    warnings.filterwarnings("ignore")
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            figures = _run(args)
+    finally:
+        torch.set_num_threads(threads)  # main() called in a process that goes on (a test, a notebook)
+    _report(args, *figures)
+    return 0
 
-    from ..data import micro_batch_indices
-    from ..diagnosis import BatchCapture, DiagnosisObserver
-    from ..diagnosis.overflow import replay_attribution
 
-    run_dir = Path(tempfile.mkdtemp(prefix="wb-diag-bench-"))
-    cfg, engine, writer = _build(args, run_dir)
+def _run(args) -> tuple[dict, float, float, int]:
+    with tempfile.TemporaryDirectory(prefix="wb-diag-bench-") as runs_dir:
+        cfg = load_config(None, {
+            "model.source": args.model, "precision.mode": args.mode, "data.max_length": args.seq, "data.eval": None,
+            "schedule.micro_batch_size": args.batch, "schedule.max_steps": 10_000, "schedule.warmup_steps": 0,
+            "output.runs_dir": runs_dir, "output.progress_bar": False, "output.memory_every": 10**9,
+            "diagnosis.enabled": True, "diagnosis.coverage_every": args.coverage_every,
+        })
+        # the run as workbench.train composes it (engine + the config's instruments), driven step by step
+        with engine_session(cfg, observers=observers_for(cfg)) as engine:
+            return _measure(args, engine)
+
+
+def _measure(args, engine) -> tuple[dict, float, float, int]:
+    """CPU seconds per step under each condition, of one census and of one overflow replay; coverage reports logged."""
     diag = next(o for o in engine.observers if isinstance(o, DiagnosisObserver))
     others = [o for o in engine.observers if o is not diag]
     if diag.coverage is not None:
@@ -83,10 +92,7 @@ def main(argv=None) -> int:
             if condition == "sampled":
                 diag.coverage.arm()
         t0 = time.process_time()
-        loss, _, _, outcome, _ = engine.train_step(stream, False)
-        engine.state.step += 1
-        for o in engine.observers:
-            o.after_step(engine, engine.state.step, outcome, loss)
+        engine.advance(stream)  # the engine's own step: forward, backward, optimizer, events, observers
         dt = time.process_time() - t0
         if diag.coverage is not None and diag.coverage.armed:  # after_step may arm the next sample
             diag.coverage.disarm()
@@ -101,7 +107,6 @@ def main(argv=None) -> int:
     for _ in range(args.blocks):
         for condition in times:
             times[condition] += [run_step(condition) for _ in range(args.steps)]
-    med = {c: statistics.median(v) for c, v in times.items()}
 
     t0 = time.process_time()
     engine.emit_census()
@@ -110,28 +115,34 @@ def main(argv=None) -> int:
         diag.capture = BatchCapture(engine.model)
     diag.capture.reset()
     engine.observers = others + [diag]
-    loss, _, _, outcome, _ = engine.train_step(stream, False)  # fills the capture window
+    engine.train_step(stream, False)  # fills the capture window
+    window = diag.capture.window
     t0 = time.process_time()
-    replay_attribution(engine, diag.capture.window, 1.0)
+    replay_attribution(engine.view, diag.labels_for, window, 1.0)
     replay_s = time.process_time() - t0
-    writer.close()
+    # what shows that the conditions differed as they should: one coverage report per sampled step
+    coverage_reports = sum(1 for e in iter_events(engine.run_dir / EVENTS_FILE, typed=False) if e.get("type") == "coverage")
+    return times, census_s, replay_s, coverage_reports
 
+
+def _report(args, times: dict, census_s: float, replay_s: float, coverage_reports: int) -> None:
+    med = {c: statistics.median(v) for c, v in times.items()}
     n = args.coverage_every
     per_step = (med["on"] - med["off"]) + (med["sampled"] - med["on"]) / n
     print(f"model {args.model}, {args.mode}, batch {args.batch} x {args.seq} tokens max, torch threads "
-          f"{torch.get_num_threads()}; {args.blocks} blocks x {args.steps} steps per condition, interleaved")
+          f"{args.threads}; {args.blocks} blocks x {args.steps} steps per condition, interleaved")
     for c, v in times.items():
         print(f"  {c:8s} median {med[c]:.4f} CPU-s/step  (min {min(v):.4f}, max {max(v):.4f}, n={len(v)})")
     print(f"  capture + history + collapse check (on - off): {med['on'] - med['off']:+.4f} s/step "
           f"({100 * (med['on'] - med['off']) / med['off']:+.2f}%)")
     print(f"  coverage sampling on a sampled step (sampled - on): {med['sampled'] - med['on']:+.4f} s "
           f"({100 * (med['sampled'] - med['on']) / med['off']:+.2f}% of that step)")
+    print(f"  coverage reports in the run's log: {coverage_reports} (one per sampled step: {len(times['sampled'])})")
     print(f"  census (parameter_census + event): {census_s * 1000:.1f} ms, emitted at start/end (+ every census_every)")
     print(f"  one overflow replay (traced forward+backward of the window): {replay_s:.3f} s = "
           f"{replay_s / med['off']:.2f} steps; at most diagnosis.attribute_overflows per collapse_window, overflow steps only")
     print(f"OVERHEAD at coverage_every={n}: {100 * per_step / med['off']:+.2f}% of step time "
           f"({per_step * 1000:+.2f} ms on {med['off']:.3f} s)")
-    return 0
 
 
 if __name__ == "__main__":

@@ -8,6 +8,7 @@ events; every rank writes its own memory and overflow events.
 """
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 import sys
@@ -16,7 +17,7 @@ import traceback
 import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Optional
+from typing import Iterator, Optional
 
 import torch
 
@@ -69,6 +70,7 @@ class _Engine:
         self._consistent = True
         self._rng_after_step: Optional[dict] = None
         self._saved_step, self._saved_path = 0, None  # the newest resumable checkpoint (or the resumed one)
+        self._avg_step_time: Optional[float] = None  # seconds per step, smoothed (the ETA)
 
     # ---- set-up ---------------------------------------------------------------------------------
     def setup(self) -> None:
@@ -202,6 +204,42 @@ class _Engine:
         self._saved_step, self._saved_path = self.state.step, path
         return path
 
+    def advance(self, stream) -> tuple[float, object, list[str]]:
+        """One optimizer step of the run and everything that goes with it: the step's events, memory and census
+        when due, the observers' after_step. Returns the step's mean token loss, its StepOutcome and the reasons
+        this rank's observers gave to stop (the run loop, and benchmarks that drive the steps themselves)."""
+        s, out = self.cfg.schedule, self.cfg.output
+        t0 = time.perf_counter()
+        lr = self.optimizer.param_groups[0]["lr"]
+        measure = (self.state.step + 1) % out.memory_every == 0
+        loss, target_tokens, processed, outcome, state = self.train_step(stream, measure)
+        dt = time.perf_counter() - t0
+        self.state.step += 1
+        self.state.micro_batches += s.grad_accum_steps
+        self.state.tokens += target_tokens
+        self.state.last_loss = loss
+        self._consistent = True
+        if self.strategy.can_save_alone:  # only the emergency checkpoint reads the RNG snapshot
+            self._rng_after_step = rng_state()
+        self.result.losses.append(loss)
+        self.result.skipped_steps += outcome.skipped
+        self._avg_step_time = dt if self._avg_step_time is None else 0.9 * self._avg_step_time + 0.1 * dt
+        step = self.state.step
+        if outcome.skipped:
+            self.writer.emit(Overflow(step=step, scale_before=outcome.scale_before, scale_after=outcome.scale_after,
+                                      nonfinite_params=outcome.nonfinite_params, nonfinite_count=outcome.nonfinite_count))
+        if step % out.log_every == 0 or outcome.skipped or step == s.max_steps:
+            self.emit_run(Step(step=step, loss=loss, lr=lr, grad_norm=outcome.grad_norm,
+                               loss_scale=outcome.scale_after, skipped=outcome.skipped, tokens=target_tokens,
+                               tokens_per_s=processed / dt, step_time_s=dt,
+                               eta_s=self._avg_step_time * (s.max_steps - step)))
+        if state is not None:
+            self.emit_memory(state)
+        if out.census_every and step % out.census_every == 0:
+            self.emit_census()
+        stop_reasons = [r for o in self.observers if (r := o.after_step(self.view, step, outcome, loss))]
+        return loss, outcome, stop_reasons
+
     # ---- the loop -----------------------------------------------------------------------------
     def run(self) -> RunResult:
         cfg, s, out = self.cfg, self.cfg.schedule, self.cfg.output
@@ -218,14 +256,12 @@ class _Engine:
         self.emit_memory(self.strategy.measure_state())
         stream = micro_batch_indices(len(self.train_examples), s.micro_batch_size * self.ctx.world_size, s.seed,
                                     self.state.micro_batches)  # global micro-batches; each rank slices its own
-        can_save_alone = self.strategy.can_save_alone  # only the emergency checkpoint reads the RNG snapshot
-        self._rng_after_step = rng_state() if can_save_alone else None
+        self._rng_after_step = rng_state() if self.strategy.can_save_alone else None
         bar = None
         if out.progress_bar and self.ctx.is_main:
             from tqdm.auto import tqdm
 
             bar = tqdm(total=s.max_steps, initial=start_step, desc="train", unit="step", dynamic_ncols=True, file=sys.stderr)
-        avg_step_time = None
         stop_file = self.run_dir / STOP_FILE
         try:
             while self.state.step < s.max_steps:
@@ -233,35 +269,8 @@ class _Engine:
                     self.result.stopped = True
                     self.result.stop_reason = "stop requested"
                     break
-                t0 = time.perf_counter()
-                lr = self.optimizer.param_groups[0]["lr"]
-                measure = (self.state.step + 1) % out.memory_every == 0
-                loss, target_tokens, processed, outcome, state = self.train_step(stream, measure)
-                dt = time.perf_counter() - t0
-                self.state.step += 1
-                self.state.micro_batches += s.grad_accum_steps
-                self.state.tokens += target_tokens
-                self.state.last_loss = loss
-                self._consistent = True
-                if can_save_alone:
-                    self._rng_after_step = rng_state()
-                self.result.losses.append(loss)
-                self.result.skipped_steps += outcome.skipped
-                avg_step_time = dt if avg_step_time is None else 0.9 * avg_step_time + 0.1 * dt
+                loss, outcome, stop_reasons = self.advance(stream)
                 step = self.state.step
-                if outcome.skipped:
-                    self.writer.emit(Overflow(step=step, scale_before=outcome.scale_before, scale_after=outcome.scale_after,
-                                              nonfinite_params=outcome.nonfinite_params, nonfinite_count=outcome.nonfinite_count))
-                if step % out.log_every == 0 or outcome.skipped or step == s.max_steps:
-                    self.emit_run(Step(step=step, loss=loss, lr=lr, grad_norm=outcome.grad_norm,
-                                          loss_scale=outcome.scale_after, skipped=outcome.skipped, tokens=target_tokens,
-                                          tokens_per_s=processed / dt, step_time_s=dt,
-                                          eta_s=avg_step_time * (s.max_steps - step)))
-                if state is not None:
-                    self.emit_memory(state)
-                if out.census_every and step % out.census_every == 0:
-                    self.emit_census()
-                stop_reasons = [r for o in self.observers if (r := o.after_step(self.view, step, outcome, loss))]
                 if self.ctx.any(bool(stop_reasons)):
                     stop_reasons = stop_reasons or ["stopped by another rank's observer"]
                     self.result.stopped = True
@@ -376,14 +385,13 @@ def open_run_dir(cfg: RunConfig, run_dir: str | Path | None, ctx) -> Path:
     return run_dir
 
 
-def run_engine(cfg: RunConfig, run_dir: str | Path | None = None, observers=()) -> RunResult:
-    """Run a fine-tune in this process: one process, or this rank of a torchrun job for a distributed
-    ``sharding.strategy`` (without torchrun, a world of one). Events go to ``<run_dir>/events.jsonl``.
-
-    This is the bare engine: ``observers`` are the instruments to attach (``workbench.train`` adds the
-    ones the config asks for). A failure saves an emergency checkpoint where the strategy can and is
-    logged as ``run_failed`` before it propagates; under the workbench launcher a rank records it for
-    the launcher instead, which writes the single run_failed naming the rank that failed first."""
+@contextlib.contextmanager
+def engine_session(cfg: RunConfig, run_dir: str | Path | None = None, observers=()) -> Iterator[_Engine]:
+    """A run's engine, set up (world context, run directory, event log, model, data, strategy, observers), for
+    whoever drives it: ``run_engine`` runs its loop, ``workbench.bench.diagnosis`` its steps one by one. A failure
+    inside saves an emergency checkpoint where the strategy can and is logged as ``run_failed`` before it
+    propagates; under the workbench launcher a rank records it for the launcher instead, which writes the
+    single run_failed naming the rank that failed first."""
     from ..distributed.context import init_distributed, shutdown
     from ..distributed.faults import record_failure
 
@@ -397,7 +405,7 @@ def run_engine(cfg: RunConfig, run_dir: str | Path | None = None, observers=()) 
     engine = _Engine(cfg, run_dir, writer, ctx, observers)
     try:
         engine.setup()
-        result = engine.run()
+        yield engine
     except BaseException as err:  # noqa: BLE001 - logged, then re-raised unchanged
         saved = engine.emergency_checkpoint()
         if ctx.under_agent:
@@ -411,4 +419,13 @@ def run_engine(cfg: RunConfig, run_dir: str | Path | None = None, observers=()) 
     writer.close()
     engine.close()
     shutdown(ctx)
-    return result
+
+
+def run_engine(cfg: RunConfig, run_dir: str | Path | None = None, observers=()) -> RunResult:
+    """Run a fine-tune in this process: one process, or this rank of a torchrun job for a distributed
+    ``sharding.strategy`` (without torchrun, a world of one). Events go to ``<run_dir>/events.jsonl``.
+
+    This is the bare engine: ``observers`` are the instruments to attach (``workbench.train`` adds the
+    ones the config asks for). A failure is handled as ``engine_session`` says."""
+    with engine_session(cfg, run_dir, observers) as engine:
+        return engine.run()
