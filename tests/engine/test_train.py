@@ -138,6 +138,39 @@ def test_a_crash_right_after_a_checkpoint_points_at_it(make_cfg, fail_forward):
     assert [e.checkpoint for e in events if e.type == "run_failed"] == [str(run_dir / "checkpoints" / "step-0000004")]
 
 
+def test_a_failed_emergency_checkpoint_is_reported_and_the_runs_own_failure_propagates(make_cfg, fail_forward,
+                                                                                      monkeypatch):
+    from workbench.engine import run as run_module
+
+    save = run_module.save_checkpoint
+
+    def full_disk(*args, alone=False, **kwargs):
+        if alone:  # only the emergency save fails
+            raise OSError(28, "No space left on device")
+        return save(*args, alone=alone, **kwargs)
+
+    monkeypatch.setattr(run_module, "save_checkpoint", full_disk)
+    cfg = make_cfg(**{"schedule.max_steps": 6, "checkpointing.every_steps": 2, "output.run_name": "crashed"})
+    fail_forward(4, RuntimeError("boom"))  # step 4, after the step-2 checkpoint
+    with pytest.raises(RuntimeError, match="boom"):
+        train(cfg)
+    run_dir = Path(cfg.output.runs_dir) / "crashed"
+    [failed] = [e for e in iter_events(run_dir / "events.jsonl") if e.type == "run_failed"]
+    assert failed.error == "boom" and failed.step == 3
+    assert failed.checkpoint == str(run_dir / "checkpoints" / "step-0000002")  # the newest one there is
+    assert failed.checkpoint_error == "OSError: [Errno 28] No space left on device"
+
+    from workbench.cli.main import _resume_hint
+    from workbench.ui.state import RunState
+
+    hint = _resume_hint(run_dir)
+    assert hint.startswith("step 3 could not be saved after the failure (OSError: [Errno 28] No space left on device); "
+                           f"the last checkpoint is {run_dir / 'checkpoints' / 'step-0000002'}; continue with"), hint
+    state = RunState()
+    state.apply(iter_events(run_dir / "events.jsonl", typed=False))
+    assert "could not be saved after the failure: OSError" in state.alerts[-1].detail
+
+
 def test_resume_latest_in_same_run_dir(make_cfg):
     r1 = train(make_cfg(**{"schedule.max_steps": 3, "output.run_name": "again"}))
     with pytest.raises(ConfigError, match="already holds a run"):

@@ -249,6 +249,9 @@ def test_adapter_management_from_another_machine_needs_a_key():
     remote = TestClient(create_app(runtime), client=("192.0.2.7", 5000))
     r = remote.post("/v1/load_lora_adapter", json={"lora_name": "x", "lora_path": "/etc"})
     assert r.status_code == 403 and r.json()["error"]["type"] == "permission_error"
+    # no host name is trusted but this machine's addresses (starlette's test client calls itself "testclient")
+    r = TestClient(create_app(runtime)).post("/v1/load_lora_adapter", json={"lora_name": "x", "lora_path": "/etc"})
+    assert r.status_code == 403 and r.json()["error"]["type"] == "permission_error"
     keyed = Runtime(ServeConfig(model="tiny-glm4", api_key="k", adapter_root="/nonexistent"))
     keyed.status = "ok"
     r = TestClient(create_app(keyed), client=("192.0.2.7", 5000)).post(
@@ -269,7 +272,7 @@ def test_http_adapter_paths_stay_inside_the_adapter_root(tmp_path):
     (root / "link").symlink_to(outside)
     runtime = Runtime(ServeConfig(model="tiny-glm4", adapter_root=str(root)))
     runtime.status = "ok"  # refused before any model is needed
-    tc = TestClient(create_app(runtime))
+    tc = TestClient(create_app(runtime), client=("127.0.0.1", 50000))  # this machine: no API key needed
     for path in (str(root / ".." / "elsewhere"), str(outside), str(root / "link"), str(root / "inside" / ".." / ".."),
                  "/etc", "~"):
         r = tc.post("/v1/load_lora_adapter", json={"lora_name": "x", "lora_path": path})

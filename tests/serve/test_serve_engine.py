@@ -131,3 +131,30 @@ def test_cancel_frees_the_slot(tiny):
         out = _run(engine, [(p[1], SamplingParams(max_new_tokens=4, temperature=0), None)])[0]
         assert out[2] == 4 and finished["reason"] == "cancelled"
         assert len(long.generated) < 900
+
+
+def test_a_cache_that_cannot_be_batched_decodes_one_at_a_time_and_says_why(tiny, monkeypatch, caplog):
+    import logging
+
+    config = tiny.model.config
+    monkeypatch.setattr(config, "layer_types", ["sliding_attention", "full_attention"], raising=False)
+    monkeypatch.setattr(config, "sliding_window", 16, raising=False)
+    with caplog.at_level(logging.WARNING, logger="workbench.serve.engine"):
+        assert Engine(tiny.model, tiny.tokenizer, max_batch=8).max_batch == 1
+    assert "not a plain DynamicCache (it has DynamicSlidingWindowLayer)" in caplog.text
+    monkeypatch.setattr(config, "layer_types", ["warp_attention", "full_attention"], raising=False)
+    caplog.clear()
+    with caplog.at_level(logging.WARNING, logger="workbench.serve.engine"):
+        assert Engine(tiny.model, tiny.tokenizer, max_batch=8).max_batch == 1
+    assert "a layer type transformers' DynamicCache does not know ('warp_attention')" in caplog.text
+
+
+def test_an_unexpected_error_in_the_batching_probe_is_raised_not_turned_into_batches_of_one(tiny, monkeypatch):
+    import transformers
+
+    def broken(*args, **kwargs):
+        raise RuntimeError("probe broke")
+
+    monkeypatch.setattr(transformers, "DynamicCache", broken)
+    with pytest.raises(RuntimeError, match="probe broke"):
+        Engine(tiny.model, tiny.tokenizer, max_batch=8)

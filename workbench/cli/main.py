@@ -127,9 +127,12 @@ def _resume_hint(run_dir: Path) -> str:
 
     failed = [e for e in iter_events(run_dir / EVENTS_FILE) if getattr(e, "type", None) == "run_failed"]
     checkpoint = failed[-1].checkpoint if failed else None
+    saving = failed[-1].checkpoint_error if failed else None
+    lost = f"step {failed[-1].step} could not be saved after the failure ({saving}); " if saving else ""
     if not checkpoint:
-        return f"no step was completed and saved (run directory {run_dir})"
-    return (f"step {failed[-1].step} is saved in {checkpoint}; continue with\n  workbench train --config "
+        return lost + f"no step was completed and saved (run directory {run_dir})"
+    saved = f"the last checkpoint is {checkpoint}" if saving else f"step {failed[-1].step} is saved in {checkpoint}"
+    return (f"{lost}{saved}; continue with\n  workbench train --config "
             f"{run_dir}/config.json --output.runs_dir {run_dir.parent} --output.run_name {run_dir.name} "
             f"--checkpointing.resume_from latest")
 

@@ -84,7 +84,7 @@ def config_from_dict(data: Mapping[str, Any], model: type[Section] = RunConfig, 
                 try:
                     problems += ann.model_validate(data[name]).problems(name)
                 except (ValidationError, TypeError):
-                    pass
+                    pass  # the section's own errors are in ``problems`` already, from the whole model's validation
         raise ConfigError(problems, what) from None
     problems = _section_problems(cfg, "") if checks else []
     if problems:

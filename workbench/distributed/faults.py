@@ -39,13 +39,15 @@ def classify(err: BaseException) -> str:
     return "error"
 
 
-def record_failure(run_dir: Path, rank: int, step: int, err: BaseException, checkpoint: Optional[Path] = None) -> None:
-    """``checkpoint``: the emergency checkpoint this rank saved (or the newest one holding its step)."""
+def record_failure(run_dir: Path, rank: int, step: int, err: BaseException, checkpoint: Optional[Path] = None,
+                   checkpoint_error: Optional[str] = None) -> None:
+    """``checkpoint``: the emergency checkpoint this rank saved (or the newest one holding its step);
+    ``checkpoint_error``: why saving the emergency checkpoint failed."""
     folder = Path(run_dir) / FAILURES_DIR
     folder.mkdir(parents=True, exist_ok=True)
     record = {"rank": rank, "step": step, "time": time.time(), "cause": classify(err), "error_type": type(err).__name__,
               "error": str(err) or type(err).__name__, "traceback": traceback.format_exc(limit=20), "pid": os.getpid(),
-              "checkpoint": str(checkpoint) if checkpoint else None}
+              "checkpoint": str(checkpoint) if checkpoint else None, "checkpoint_error": checkpoint_error}
     tmp = folder / f".rank-{rank}.json.tmp"
     tmp.write_text(json.dumps(record) + "\n")
     tmp.rename(folder / f"rank-{rank}.json")
@@ -115,4 +117,6 @@ def failure_event(run_dir: Path, process_failures: dict | None = None) -> RunFai
     if others:
         error += " | then " + ", ".join(others)
     saved = next((r["checkpoint"] for r in records.values() if r.get("checkpoint")), None)  # rank 0's, if any
-    return RunFailed(step=step, error=error, error_type=error_type, traceback=tb, rank=rank, checkpoint=saved)
+    saving = next((r["checkpoint_error"] for r in records.values() if r.get("checkpoint_error")), None)
+    return RunFailed(step=step, error=error, error_type=error_type, traceback=tb, rank=rank, checkpoint=saved,
+                     checkpoint_error=saving)

@@ -35,7 +35,7 @@ def rng_state() -> dict:
 
         state["numpy"] = np.random.get_state()
     except ImportError:
-        pass
+        pass  # without numpy there is no numpy RNG to restore
     return state
 
 

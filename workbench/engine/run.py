@@ -317,27 +317,29 @@ class _Engine:
         self.emit_run(QatConverted(step=self.state.step, scheme=self.cfg.quantization.qat, **figures))
         self.emit_census()
 
-    def emergency_checkpoint(self) -> Optional[Path]:
+    def emergency_checkpoint(self) -> tuple[Optional[Path], Optional[str]]:
         """After a failure (an exception, Ctrl-C, the SIGTERM of a stop that timed out): save the last
         completed step unless it is saved already, so that ``resume_from=latest`` loses nothing. Returns
-        the newest checkpoint to resume from: that step's, or an earlier periodic one where it cannot be
-        saved, or None. Only strategies whose rank 0 holds the whole state save here (one process, DDP),
-        without their peers, which may be gone; sharded strategies (FSDP, DeepSpeed) would need every rank.
-        Nor is a step saved while its optimizer update was being applied (weights half-updated)."""
+        the newest checkpoint to resume from (that step's, or an earlier periodic one where it cannot be
+        saved, or None) and, when saving it failed, why. Only strategies whose rank 0 holds the whole state
+        save here (one process, DDP), without their peers, which may be gone; sharded strategies (FSDP,
+        DeepSpeed) would need every rank. Nor is a step saved while its optimizer update was being applied
+        (weights half-updated)."""
         if self.strategy is None or self.state.step == 0:
-            return None
+            return None, None
         if self.state.step == self._saved_step or not (self.strategy.can_save_alone and self._consistent):
-            return self._saved_path
+            return self._saved_path, None
         if not self.ctx.is_main:
-            return None
+            return None, None
         try:
             path = save_checkpoint(self.ckpt_root, self.state, self.strategy, self.scheduler,
                                    self.cfg.checkpointing.keep_last, rng=self._rng_after_step, alone=True)
-        except Exception:  # noqa: BLE001 - the original failure is what gets reported
-            return None
+        except BaseException as err:  # noqa: BLE001 - reported in run_failed; the run's own failure is what propagates
+            earlier = self._saved_path if self._saved_path is not None and self._saved_path.is_dir() else None
+            return earlier, f"{type(err).__name__}: {err}" if str(err) else type(err).__name__
         self.writer.emit(Checkpoint(step=self.state.step, path=str(path), kind="emergency"))
         self._saved_step, self._saved_path = self.state.step, path
-        return path
+        return path, None
 
     def close(self) -> None:
         if self.strategy is not None:
@@ -407,13 +409,13 @@ def engine_session(cfg: RunConfig, run_dir: str | Path | None = None, observers=
         engine.setup()
         yield engine
     except BaseException as err:  # noqa: BLE001 - logged, then re-raised unchanged
-        saved = engine.emergency_checkpoint()
+        saved, checkpoint_error = engine.emergency_checkpoint()
         if ctx.under_agent:
-            record_failure(run_dir, ctx.rank, engine.state.step, err, checkpoint=saved)
+            record_failure(run_dir, ctx.rank, engine.state.step, err, checkpoint=saved, checkpoint_error=checkpoint_error)
         else:
             writer.emit(RunFailed(step=engine.state.step, error=str(err) or type(err).__name__,
                                   error_type=type(err).__name__, traceback=traceback.format_exc(limit=20),
-                                  checkpoint=str(saved) if saved else None))
+                                  checkpoint=str(saved) if saved else None, checkpoint_error=checkpoint_error))
         writer.close()
         raise  # a process group is left to torchrun's teardown: peers may be gone
     writer.close()

@@ -135,6 +135,9 @@ class RunFailed(Event):
     # The newest checkpoint to resume from (resume_from=latest): the last completed step, saved after the
     # failure so nothing is lost, where the strategy can (one process, DDP); else the last periodic one; or None.
     checkpoint: Optional[str] = None
+    # Why saving the last completed step after the failure failed (e.g. a full disk); checkpoint is then the
+    # last periodic one, or None. The failure above is still the run's error.
+    checkpoint_error: Optional[str] = None
 
 
 

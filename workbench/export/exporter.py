@@ -71,7 +71,7 @@ def _versions() -> dict:
         try:
             out[dist] = md.version(dist)
         except md.PackageNotFoundError:
-            pass
+            pass  # not installed: the export did not use it
     return out
 
 

@@ -74,7 +74,7 @@ def _glm4v_image_processor(where: Optional[str]):
         return Glm4vImageProcessorPil()
     try:
         return Glm4vImageProcessorPil.from_pretrained(where)
-    except (OSError, ValueError):
+    except OSError:  # no preprocessor_config.json there (a malformed one is raised: its resize rules matter)
         return Glm4vImageProcessorPil()
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import time
+import warnings
 from pathlib import Path
 from typing import Iterable, Optional
 
@@ -19,7 +20,15 @@ def write_results(run_dir: str | Path, report, model: str) -> Path:
     RUN_DIR/eval_results.json, keeping the other tasks' entries; ``model`` is the id this run's adapter was served
     as."""
     path = Path(run_dir) / RESULTS_FILE
-    stored = read_results(run_dir)
+    try:
+        stored = _read(path)
+    except (OSError, ValueError) as err:
+        stored = {}
+        if path.exists():  # unreadable: kept aside, not overwritten with this task's entry alone
+            aside = path.with_suffix(".unreadable.json")
+            path.replace(aside)
+            warnings.warn(f"{path} could not be read ({err}): moved to {aside.name}, the other tasks' results "
+                          "it held are there", stacklevel=2)
     stored.setdefault("tasks", {})[report.task] = {**report.to_dict(records=False), "model": model,
                                                    "time": time.strftime("%Y-%m-%dT%H:%M:%S%z")}
     tmp = path.with_suffix(".tmp")
@@ -29,12 +38,23 @@ def write_results(run_dir: str | Path, report, model: str) -> Path:
 
 
 def read_results(run_dir: str | Path) -> dict:
-    """RUN_DIR/eval_results.json ({"tasks": {name: entry}}); empty when there is none or it is unreadable."""
+    """RUN_DIR/eval_results.json ({"tasks": {name: entry}}); empty when there is none, or (with a warning that
+    names it) when it is unreadable."""
+    path = Path(run_dir) / RESULTS_FILE
     try:
-        stored = json.loads((Path(run_dir) / RESULTS_FILE).read_text(encoding="utf-8"))
-    except (OSError, ValueError):
+        return _read(path)
+    except FileNotFoundError:
         return {}
-    return stored if isinstance(stored, dict) else {}
+    except (OSError, ValueError) as err:
+        warnings.warn(f"{path} could not be read ({err}): its task metrics are not shown", stacklevel=2)
+        return {}
+
+
+def _read(path: Path) -> dict:
+    stored = json.loads(path.read_text(encoding="utf-8"))
+    if not isinstance(stored, dict):
+        raise ValueError(f"a JSON {type(stored).__name__}, not an object")
+    return stored
 
 
 def served_run_dir(card: dict) -> Optional[Path]:

@@ -80,7 +80,7 @@ def create_app(runtime: Runtime) -> FastAPI:
         if runtime.config.api_key:
             return
         host = request.client.host if request.client else ""
-        if host not in ("127.0.0.1", "::1", "localhost", "testclient"):
+        if host not in ("127.0.0.1", "::1", "localhost"):
             raise APIError(403, "Adapter management without an API key is only allowed from this machine; start the "
                                 "server with --api-key", type="permission_error")
 

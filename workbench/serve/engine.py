@@ -123,9 +123,10 @@ class Engine:
         self.eos_token_ids = set(eos_token_ids if eos_token_ids is not None else model_stop_token_ids(model, tokenizer))
         self.device = next(model.parameters()).device
         self.packed_linears = pack_linear_weights(model) if pack_weights else 0
-        if not _plain_dynamic_cache(model) and self.max_batch > 1:
+        unbatchable = _why_not_batched(model)
+        if unbatchable and self.max_batch > 1:
             # sliding-window / hybrid caches keep extra state that padding rows in and out would corrupt
-            log.warning("this model's KV cache is not a plain DynamicCache: decoding one request at a time")
+            log.warning("decoding one request at a time: %s", unbatchable)
             self.max_batch = 1
         self._waiting: deque[GenerationRequest] = deque()
         self._running: list[GenerationRequest] = []
@@ -434,15 +435,18 @@ class Engine:
                 self.model = self.base_model
 
 
-def _plain_dynamic_cache(model) -> bool:
+def _why_not_batched(model) -> str | None:
+    """Why requests of ``model`` cannot share a batch (None: they can). Rows join and leave a batch by padding its
+    KV cache, which only a cache of plain DynamicLayers allows; sliding-window or hybrid layers keep extra state."""
     from transformers import DynamicCache
     from transformers.cache_utils import DynamicLayer
 
     try:
         layers = DynamicCache(config=model.config).layers
-    except Exception:
-        return False
-    return all(type(layer) is DynamicLayer for layer in layers)
+    except KeyError as err:  # a layer type this transformers has no dynamic cache for
+        return f"this model's KV cache has a layer type transformers' DynamicCache does not know ({err})"
+    others = sorted({type(layer).__name__ for layer in layers if type(layer) is not DynamicLayer})
+    return f"this model's KV cache is not a plain DynamicCache (it has {', '.join(others)})" if others else None
 
 
 @contextlib.contextmanager

@@ -122,7 +122,8 @@ class Runtime:
             entry = AdapterEntry(adapter_id, next(self._names), str(found.dir.resolve()), int(time.time()))
             try:
                 self.engine.add_adapter(entry.internal, str(found.dir))
-            except Exception as err:  # e.g. shapes that do not fit this base
+            except (RuntimeError, ValueError, KeyError, OSError) as err:  # e.g. shapes that do not fit this base
+                log.warning("adapter %r does not load", adapter_id, exc_info=True)
                 raise ServeError(f"adapter {adapter_id!r} does not load onto {self.config.model!r}: "
                                  f"{str(err).splitlines()[0][:300]}") from None
             self.adapters[adapter_id] = entry

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import queue
 import statistics
 import sys
 import tempfile
@@ -50,7 +51,7 @@ def _execute(kc, code: str, timeout: float = 600.0) -> tuple[float, str]:
     while True:
         try:
             msg = kc.get_iopub_msg(timeout=0.05)
-        except Exception:  # queue.Empty
+        except queue.Empty:  # the kernel has said all it had to say
             break
         if msg["parent_header"].get("msg_id") == msg_id and msg["msg_type"] == "stream":
             out.append(msg["content"]["text"])

@@ -219,8 +219,10 @@ class RunState:
     def _on_run_failed(self, e, rank):
         self.status = "failed"
         self.error = f"{_get(e, 'error_type', 'Error')}: {_get(e, 'error', '')}"
-        saved = _get(e, "checkpoint")
-        resume = f"\n\nstep {_get(e, 'step')} is saved: continue with checkpointing.resume_from={saved}" if saved else ""
+        saved, saving = _get(e, "checkpoint"), _get(e, "checkpoint_error")
+        resume = (f"\n\nstep {_get(e, 'step')} could not be saved after the failure: {saving}" if saving else "") + (
+            f"\n\n{'the last checkpoint' if saving else 'step ' + str(_get(e, 'step'))} is saved: continue with "
+            f"checkpointing.resume_from={saved}" if saved else "")
         self.alerts.append(Alert("error", f"run failed (rank {rank}, step {_get(e, 'step')})", self.error + resume + (
             "\n\n" + _get(e, "traceback") if _get(e, "traceback") else ""), _get(e, "step"), "run_failed"))
 
