@@ -134,3 +134,23 @@ def test_cli_plan_json_and_fact_check(capsys):
     assert verdicts["002-two-4090"].startswith("wrong for one request")
     assert all(verdicts[k] == "impossible" for k in ("003-fp32", "003-fp16", "003-lora-fp16"))
     assert verdicts["000-zero3"].startswith("impossible with its config")
+
+
+def test_strategy_none_is_a_world_of_one_in_every_plan(capsys):
+    """One rule (``workbench.config.world_size_for``) for the matrix, the CLI, the panel and the validation."""
+    from workbench.config import load_config
+    from workbench.plan.planner import all_settings
+    from workbench.ui.plan_panel import plan_for
+
+    two_gpus = DeviceSet.parse("2x24GiB", "64GiB")
+    settings = all_settings(two_gpus, 1, 64, precisions=("bf16",))
+    assert {s.world_size for s in settings if s.strategy == "none"} == {1}
+    assert {s.world_size for s in settings if s.strategy != "none"} == {2}
+    assert "one process" in Setting("bf16", "none", 0, "none", world_size=2).invalid_reason()
+    assert main(["plan", "--model", "tiny-glm4", "--json", "--precision", "bf16", "--strategy", "none",
+                 "--seq-len", "64", "--devices", "2x4GiB", "--host-ram", "8GiB"]) == 0
+    assert {r["world_size"] for r in json.loads(capsys.readouterr().out)["rows"]} == {1}
+    plan = plan_for(load_config(None, {"model.source": "tiny-glm4"}), two_gpus, strategy="none", world_size=2)
+    assert plan.invalid is None and plan.setting.world_size == 1
+    with pytest.raises(ConfigError, match="none runs one process"):
+        load_config(None, {"sharding.nproc_per_node": 2})

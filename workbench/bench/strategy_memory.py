@@ -28,7 +28,7 @@ SETTINGS = {
 
 
 def measure(name: str, runs_dir: Path, nproc: int, precision: str, model: str, train_file: str) -> dict:
-    from ..config import load_config
+    from ..config import load_config, single_process
     from ..engine import launch
     from ..training import train
     from ..events import EVENTS_FILE, iter_events
@@ -37,10 +37,11 @@ def measure(name: str, runs_dir: Path, nproc: int, precision: str, model: str, t
                  "schedule.max_steps": 2, "schedule.micro_batch_size": 2, "schedule.warmup_steps": 0,
                  "schedule.eval_every": 0, "precision.mode": precision, "device": "cpu", "output.runs_dir": str(runs_dir),
                  "output.run_name": name, "output.progress_bar": False, "output.memory_every": 1, **SETTINGS[name]}
-    if name != "none":
+    one_process = single_process(SETTINGS[name]["sharding.strategy"])
+    if not one_process:
         overrides["sharding.nproc_per_node"] = nproc
     cfg = load_config(None, overrides)
-    if name == "none":
+    if one_process:
         run_dir = train(cfg).run_dir
     else:
         handle = launch(cfg)

@@ -25,11 +25,13 @@ from .schema import (
     Section,
     cli_flag,
     leaf_fields,
+    single_process,
+    world_size_for,
 )
 
 __all__ = [
     "ConfigError", "apply_overrides", "config_from_dict", "config_to_dict", "load_config", "mapping_from_text", "parse_value",
     "read_config_file", "read_mapping_file", "replace", "save_config", "CheckpointSection", "DataSection", "LoraSection",
     "ModelSection", "OutputSection", "PrecisionSection", "RunConfig", "ScheduleSection", "Section", "leaf_fields",
-    "CliFlag", "cli_flag",
+    "CliFlag", "cli_flag", "single_process", "world_size_for",
 ]

@@ -2,7 +2,7 @@
 the config validates a name against these catalogues without importing the layer that implements it.
 
 Each catalogue holds the built-in names, and the layer that implements them registers any plug-in name it adds
-(``workbench.eval.tasks.register_task``); a test checks that the built-ins match the implementations.
+(``workbench.eval.registry.register_task``); a test checks that the built-ins match the implementations.
 """
 from __future__ import annotations
 

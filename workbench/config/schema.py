@@ -256,6 +256,16 @@ class DiagnosisSection(Section):
         return []
 
 
+def single_process(strategy: str) -> bool:
+    """Strategy none runs in this one process, without torchrun: a world of one, whatever the devices."""
+    return strategy == "none"
+
+
+def world_size_for(strategy: str, processes: int) -> int:
+    """The ranks ``strategy`` runs as when ``processes`` are available (the planner's and the panels' settings)."""
+    return 1 if single_process(strategy) else processes
+
+
 class ShardingSection(Section):
     """Multi-process training: the strategy, how state is sharded, and where the processes run.
 
@@ -290,7 +300,7 @@ class ShardingSection(Section):
     @property
     def distributed(self) -> bool:
         """Runs under torchrun (any strategy but none), even with a single process."""
-        return self.strategy != "none"
+        return not single_process(self.strategy)
 
     @property
     def stage(self) -> int:
@@ -304,7 +314,7 @@ class ShardingSection(Section):
         out = []
         if self.node_rank >= self.nnodes:
             out.append((f"{path}.node_rank", f"{self.node_rank} is not below nnodes={self.nnodes}: nodes count from 0"))
-        if self.strategy == "none" and self.world_size > 1:
+        if single_process(self.strategy) and self.world_size > 1:
             out.append((f"{path}.strategy", f"none runs one process, but nproc_per_node x nnodes = {self.world_size}: "
                         "choose ddp, fsdp or deepspeed"))
         if self.offload != "none" and self.strategy in ("none", "ddp"):

@@ -41,6 +41,12 @@ class DistContext:
         return self.backend is not None
 
     @property
+    def world_of_one(self) -> bool:
+        """A world of one (strategy none, or a distributed strategy started without torchrun): collectives are
+        identities."""
+        return not self.active or self.world_size == 1
+
+    @property
     def under_agent(self) -> bool:
         return os.environ.get(AGENT_ENV) == "1"
 
@@ -50,7 +56,7 @@ class DistContext:
 
     def sum(self, values: list[float]) -> list[float]:
         """Element-wise sum over ranks, in float64 (token counts stay exact far beyond 2**24)."""
-        if not self.active or self.world_size == 1:
+        if self.world_of_one:
             return list(values)
         t = torch.tensor(values, dtype=torch.float64)
         torch.distributed.all_reduce(t)
@@ -58,14 +64,14 @@ class DistContext:
 
     def any(self, flag: bool) -> bool:
         """True on every rank when it is true on any: keeps decisions (stop, skip) collective."""
-        if not self.active or self.world_size == 1:
+        if self.world_of_one:
             return flag
         t = torch.tensor([1 if flag else 0], dtype=torch.int64)
         torch.distributed.all_reduce(t, op=torch.distributed.ReduceOp.MAX)
         return bool(t.item())
 
     def broadcast_object(self, obj):
-        if not self.active or self.world_size == 1:
+        if self.world_of_one:
             return obj
         box = [obj]
         torch.distributed.broadcast_object_list(box, src=0)

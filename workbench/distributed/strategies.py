@@ -40,6 +40,8 @@ class Strategy:
     # Rank 0 holds the whole model and optimizer state, so it can save a checkpoint after a failure
     # without its peers (which may be gone): the emergency checkpoint.
     can_save_alone = True
+    # Whether a checkpoint this strategy wrote at one world size loads at another (its state is resharded).
+    can_reshard = False
 
     def prepare(self, model: torch.nn.Module, make_optimizer: OptimizerFactory, fp32_modules=()) -> None:
         """Wrap ``model`` (the peft/transformers module, already on its device) and build the optimizer.
@@ -124,6 +126,7 @@ class FSDPStrategy(Strategy):
 
     name = "fsdp"
     can_save_alone = False  # every rank holds a shard
+    can_reshard = True  # distributed checkpoint: each rank loads its shards of the saved tensors
 
     def wrap(self, model):
         from torch.distributed.fsdp import CPUOffloadPolicy, MixedPrecisionPolicy, OffloadPolicy, fully_shard

@@ -90,9 +90,13 @@ def load_checkpoint(path: Path, strategy, scheduler) -> TrainState:
     if meta["strategy"] != strategy.name:
         raise ValueError(f"{path} was written by strategy {meta['strategy']}, this run uses {strategy.name}: resume "
                          "with the same strategy")
-    if meta["world_size"] != ctx.world_size and strategy.name != "fsdp":
-        raise ValueError(f"{path} was written by {meta['world_size']} ranks, this run has {ctx.world_size}: only FSDP "
-                         "checkpoints reshard to another world size")
+    if meta["world_size"] != ctx.world_size and not strategy.can_reshard:
+        from ..distributed.strategies import STRATEGIES
+
+        resharding = ", ".join(name for name, kind in STRATEGIES.items() if kind.can_reshard)
+        raise ValueError(f"{path} was written by {meta['world_size']} ranks, this run has {ctx.world_size}: "
+                         f"{strategy.name} checkpoints do not reshard to another world size (only {resharding} "
+                         "checkpoints do): resume with the same number of processes")
     strategy.load_state(path)
     training = torch.load(path / TRAINING_FILE, weights_only=False)
     scheduler.load_state_dict(training["scheduler"])

@@ -7,7 +7,7 @@ import json
 import sys
 
 from ..config.flags import add_config_arguments, overrides_from_args
-from ..config import ConfigError, LoraSection, config_from_dict
+from ..config import ConfigError, LoraSection, config_from_dict, world_size_for
 from .arch import PRESETS
 from .inference import INFERENCE_DEVICES
 from .options import PlanOptions
@@ -81,7 +81,7 @@ def run(args) -> int:
                 for off in OFFLOADS if args.offload == "all" else (args.offload,):
                     for use_lora in (True, False) if args.lora is None else (args.lora,):
                         for ck in {"on": (True,), "off": (False,), "both": (False, True)}[args.grad_ckpt]:
-                            s = Setting(prec, strat, stage, off, use_lora, 1 if strat == "none" else devices.count,
+                            s = Setting(prec, strat, stage, off, use_lora, world_size_for(strat, devices.count),
                                         args.micro_batch, args.seq_len, ck, options.images(), options.image_size)
                             if s.invalid_reason() is None and s.world_size <= devices.count:
                                 plans.append(predict(args.model, s, devices, lora=lora))

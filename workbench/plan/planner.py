@@ -25,7 +25,7 @@ from typing import Optional
 
 import torch
 
-from ..config import ConfigError, LoraSection, PrecisionSection, RunConfig
+from ..config import ConfigError, LoraSection, PrecisionSection, RunConfig, single_process, world_size_for
 from ..precision import Hardware, PrecisionPolicy, resolve_policy
 from .activations import (
     ActivationInputs, VisionShape, estimate_activations, estimate_vision_activations, lora_targets_in_layer,
@@ -144,7 +144,7 @@ class Setting:
             return "DeepSpeed offloads parameters only under ZeRO-3"
         if self.strategy == "deepspeed" and self.precision == "pure-bf16":
             return "DeepSpeed's bf16 mode always keeps fp32 master weights: that is the bf16 row"
-        if self.strategy == "none" and self.world_size != 1:
+        if single_process(self.strategy) and self.world_size != 1:
             return "strategy none runs one process: world_size must be 1"
         return None
 
@@ -422,7 +422,7 @@ def all_settings(devices: DeviceSet, micro_batch: int, seq_len: int, lora_choice
                 for lora in lora_choices:
                     for ck in ckpt_choices:
                         s = Setting(precision=prec, strategy=strat, stage=stage, offload=off, lora=lora,
-                                    world_size=1 if strat == "none" else devices.count, micro_batch=micro_batch,
+                                    world_size=world_size_for(strat, devices.count), micro_batch=micro_batch,
                                     seq_len=seq_len, gradient_checkpointing=ck, images_per_row=images_per_row,
                                     image_size=image_size)
                         if s.invalid_reason() is None:

@@ -12,7 +12,7 @@ from typing import Optional
 
 import ipywidgets as W
 
-from ..config import ConfigError, RunConfig, config_from_dict
+from ..config import ConfigError, RunConfig, config_from_dict, world_size_for
 from ..plan import DEFAULT_DEVICES, DeviceSet, Plan, predict_for_run
 from ..plan.options import PlanOptions
 from ..plan.planner import OFFLOADS, STRATEGIES
@@ -38,9 +38,7 @@ def plan_for(cfg: RunConfig, devices: DeviceSet, strategy: str = "none", stage: 
     shared policy (``auto``: bf16 where they have it, else fp16); ``images_per_row`` screenshots of
     ``image_size`` per example on top of the text (vision-language models)."""
     policy = resolve_policy(cfg.precision, devices.hardware, cfg.lora.enabled, cfg.model.dtype)
-    if strategy == "none":
-        world_size = 1
-    return predict_for_run(cfg, policy, world_size=world_size, strategy=strategy, stage=stage, offload=offload,
+    return predict_for_run(cfg, policy, world_size=world_size_for(strategy, world_size), strategy=strategy, stage=stage, offload=offload,
                            devices=devices, images_per_row=images_per_row, image_size=image_size)
 
 
