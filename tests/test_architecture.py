@@ -83,3 +83,66 @@ def test_the_check_finds_a_back_edge_and_a_lazy_one(tmp_path):
     assert set(edges) == {("low", "high"), ("high", "low")}
     bad = back_edges(edges, {"low": 0, "high": 1})
     assert len(bad) == 1 and bad[0].startswith("low (layer 0) -> high (layer 1) at workbench/low/a.py:2")
+
+
+def module_edges(root: Path = PACKAGE_ROOT) -> dict[str, set[str]]:
+    """{module: the workbench modules it imports} (lazy imports included), package ``__init__`` files left out: a
+    package re-exporting its modules is not a dependency between them."""
+    modules = {".".join(p.relative_to(root.parent).with_suffix("").parts): p for p in root.rglob("*.py")
+               if p.name != "__init__.py"}
+    edges: dict[str, set[str]] = {}
+    for name, path in modules.items():
+        package = name.split(".")[:-1]
+        found = set()
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.ImportFrom):
+                base = package[: len(package) - node.level + 1] if node.level else []
+                module = ".".join(base + (node.module.split(".") if node.module else []))
+                found |= {m for m in [module, *(f"{module}.{a.name}" for a in node.names)] if m in modules}
+            elif isinstance(node, ast.Import):
+                found |= {a.name for a in node.names if a.name in modules}
+        edges[name] = found - {name}
+    return edges
+
+
+def module_cycles(edges: dict[str, set[str]]) -> list[list[str]]:
+    """The groups of modules that import each other, directly or around a loop (strongly connected components)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    cycles = []
+
+    def visit(v: str) -> None:
+        index[v] = low[v] = len(index)
+        stack.append(v)
+        for w in edges.get(v, ()):
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in stack:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            group = []
+            while True:
+                w = stack.pop()
+                group.append(w)
+                if w == v:
+                    break
+            if len(group) > 1:
+                cycles.append(sorted(group))
+
+    for v in sorted(edges):
+        if v not in index:
+            visit(v)
+    return cycles
+
+
+def test_no_two_modules_import_each_other():
+    """Within a package too, dependencies go one way (ui.export_chat reaches the chat panel through a protocol; the
+    eval task registry imports the scorers, which import only what a task is)."""
+    cycles = module_cycles(module_edges())
+    assert not cycles, "modules that import each other:\n" + "\n".join(" <-> ".join(c) for c in cycles)
+
+
+def test_the_cycle_check_finds_a_lazy_loop():
+    assert module_cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]

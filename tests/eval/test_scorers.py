@@ -135,7 +135,7 @@ def test_the_config_names_exactly_the_builtin_tasks_and_a_registered_one():
     from workbench.config import ConfigError, load_config
     from workbench.config.names import EVAL_TASKS
     from workbench.eval import register_task
-    from workbench.eval.tasks import _TASKS
+    from workbench.eval.registry import _TASKS
     from workbench.eval.text import TextMatchTask
 
     assert EVAL_TASKS.names() == task_names()

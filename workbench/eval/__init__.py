@@ -1,6 +1,7 @@
 """Task metrics of served models: scorers pluggable by name (``get_task``) and the harness that asks a server
 (``evaluate``); results are stored with each adapter's run (``eval_results.json``). The action grammar the phone
 scorers parse is ``workbench.phone.actions``."""
-from .tasks import Example, Reply, Task, get_task, load_examples, register_task, task_names
+from .registry import get_task, register_task, task_names
+from .tasks import Example, Reply, Task, load_examples
 
 __all__ = ["Example", "Reply", "Task", "get_task", "load_examples", "register_task", "task_names"]

@@ -9,7 +9,7 @@ from ..runs import existing_run_dir
 
 
 def add_parser(subparsers) -> argparse.ArgumentParser:
-    from .tasks import get_task, task_names
+    from .registry import get_task, task_names
 
     tasks = "; ".join(f"{n}: {get_task(n).description}" for n in task_names())
     p = subparsers.add_parser(

@@ -13,7 +13,8 @@ from pathlib import Path
 from ..engine.observers import Observer, RunView
 from ..events.schema import EvalTask
 from ..forward.generate import greedy_replies
-from .tasks import Example, Reply, get_task, load_examples
+from .registry import get_task
+from .tasks import Example, Reply, load_examples
 
 
 class TaskEvalObserver(Observer):

@@ -18,7 +18,8 @@ from typing import Any, Iterable, Optional
 from ..runs import base_model, run_dir_of
 from ..runs.results import served_run_dir, write_results
 from ..serve.remote import ServerClient, ServerUnreachable
-from .tasks import Reply, Task, get_task, load_examples
+from .registry import get_task
+from .tasks import Reply, Task, load_examples
 
 THINKING_MODES = {"default": None, "on": True, "off": False}  # mode name -> the request's enable_thinking
 

@@ -1,5 +1,6 @@
 """What a task is: examples read from a JSONL file, a scorer giving each reply a verdict, and a summary of the
-verdicts. Tasks are pluggable by name (``register_task``); ``workbench eval --task NAME`` looks them up here.
+verdicts. Tasks are pluggable by name (``workbench.eval.registry.register_task``); ``workbench eval --task NAME``
+looks them up there.
 
 The contract of a task:
 - ``score(example, reply) -> dict``: the verdict of one reply, flat JSON values (booleans for pass/fail,
@@ -16,7 +17,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Optional, Protocol
 
-from ..config.names import EVAL_TASKS
 from ..config.samples import samples_dir
 from ..data.formats import DataError, row_to_messages
 
@@ -82,36 +82,3 @@ def rate(flags) -> Optional[float]:
 def mean(values) -> Optional[float]:
     values = [float(v) for v in values if v is not None]
     return sum(values) / len(values) if values else None
-
-
-_TASKS: dict[str, Task] = {}
-
-
-def register_task(task: Task) -> Task:
-    _TASKS[task.name] = task
-    EVAL_TASKS.add(task.name)  # so that a run configuration may name it (eval.tasks)
-    return task
-
-
-def get_task(name: str) -> Task:
-    _register_builtin()
-    if name not in _TASKS:
-        raise KeyError(f"unknown task {name!r}; known tasks: {', '.join(sorted(_TASKS))}")
-    return _TASKS[name]
-
-
-def task_names() -> list[str]:
-    _register_builtin()
-    return sorted(_TASKS)
-
-
-def _register_builtin() -> None:
-    from .identity import IdentityTask
-    from .loss import HeldoutLossTask
-    from .phone import PhoneActionsTask
-    from .text import TextMatchTask
-
-    for task in (PhoneActionsTask(), PhoneActionsTask("phone_actions_reasoning",
-                                                      samples_dir() / "phone_actions_reasoning" / "heldout.jsonl"),
-                 IdentityTask(), TextMatchTask(), HeldoutLossTask()):
-        _TASKS.setdefault(task.name, task)

@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import html
 import time
+from pathlib import Path
 from typing import Any, Iterable, Optional
 
 import ipywidgets as W
@@ -103,6 +104,28 @@ class ChatComparePanel(W.VBox):
     def remove_endpoint(self, model_id: str) -> None:
         self.endpoints.pop(model_id, None)
         self.models.options = [m for m in self.models.options if m != model_id]
+
+    def add_run_adapter(self, run_dir: Path) -> str:
+        """Serve ``run_dir``'s adapter on this panel's server (once) and return its model id, the run's name.
+        Touches no widget: the export section calls it from a worker thread."""
+        if self.server is None:
+            raise RuntimeError("the chat panel has no server to add the adapter to")
+        if run_dir.name not in self.server.models():
+            self.server.add_adapter(run_dir.name, str(run_dir))
+        return run_dir.name
+
+    def offer_models(self, endpoints: dict[str, Any], served_here: list[str]) -> list[str]:
+        """Offer models served apart (``endpoints``: model id -> server) and models of this panel's server, and
+        select them (the last MAX_MODELS: the panel asks 2 to 3 at once). Returns the offered ids."""
+        for model_id, server in endpoints.items():
+            self.add_endpoint(model_id, server, select=False)
+        for model_id in served_here:
+            if model_id not in self.models.options:
+                self.add_model(model_id, select=False)
+        ids = [*endpoints, *served_here]
+        if ids:
+            self.models.value = tuple(ids[-MAX_MODELS:])
+        return ids
 
     def _conn(self, model: Optional[str] = None) -> dict:
         if model in self.endpoints:

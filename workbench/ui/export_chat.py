@@ -5,21 +5,34 @@ Each export is a model of its own, so each gets its own server (``start_server(E
 process by default); the adapter is added to the panel's server (base + adapters). The servers start in an
 executor thread that returns plain handles; the widgets are updated on the kernel's loop, which never waits.
 ONNX exports are not served (they run in ``workbench.export.onnx_runner``).
+
+The section reaches the chat panel only through ``ChatTarget`` (the panel's public methods): the panel imports
+this module, never the other way round.
 """
 from __future__ import annotations
 
 import asyncio
 import html
 from pathlib import Path
-from typing import TYPE_CHECKING, Optional
+from typing import Any, Optional, Protocol
 
 import ipywidgets as W
 
 from ..export.exporter import run_exports
 from ..runs import exports_dir, has_adapter, run_dirs
 
-if TYPE_CHECKING:
-    from .chat_panel import ChatComparePanel
+
+class ChatTarget(Protocol):
+    """What the section needs of a chat panel (``ChatComparePanel`` is one)."""
+
+    def add_run_adapter(self, run_dir: Path) -> str:
+        """Serve the run's adapter on the panel's server; returns its model id (called from a worker thread)."""
+
+    def offer_models(self, endpoints: dict[str, Any], served_here: list[str]) -> list[str]:
+        """Offer and select models served apart (id -> server) and models of the panel's server."""
+
+    def remove_endpoint(self, model_id: str) -> None:
+        """Stop offering a model served apart."""
 
 SERVABLE_TARGETS = ("merged", "int8")  # what `workbench serve --model DIR` loads
 RED = "#c62828"
@@ -39,7 +52,7 @@ def export_model_id(run_dir: str | Path, export_name: str) -> str:
 class ExportChatSection(W.VBox):
     """Pick a run, its exports (and its adapter), serve them and put them in the chat panel's choices."""
 
-    def __init__(self, chat: "ChatComparePanel", runs_dir: str = "runs", subprocess_mode: bool = True):
+    def __init__(self, chat: ChatTarget, runs_dir: str = "runs", subprocess_mode: bool = True):
         self.chat = chat
         self.subprocess_mode = subprocess_mode
         self.servers: dict[str, object] = {}  # model id -> ServerHandle of an export this section started
@@ -100,24 +113,16 @@ class ExportChatSection(W.VBox):
                 problems.append(f"{name}: {type(err).__name__}: {err}")
         if adapter:
             try:
-                if self.chat.server is None:
-                    raise RuntimeError("the chat panel has no server to add the adapter to")
-                if run_dir.name not in self.chat.server.models():
-                    self.chat.server.add_adapter(run_dir.name, str(run_dir))
-            except Exception as err:  # noqa: BLE001
+                self.chat.add_run_adapter(run_dir)
+            except Exception as err:  # noqa: BLE001 - shown in the section; the exports are still offered
                 problems.append(f"adapter: {type(err).__name__}: {err}")
         return started, problems
 
     def _show(self, run_dir: Path, started: dict, problems: list[str], adapter: bool) -> list[str]:
         """On the loop: the served exports (and the adapter) become the chat's selected models."""
         self.servers.update(started)
-        ids = list(started) + ([run_dir.name] if adapter and not any(p.startswith("adapter:") for p in problems) else [])
-        for model_id, handle in started.items():
-            self.chat.add_endpoint(model_id, handle, select=False)
-        if run_dir.name in ids and run_dir.name not in self.chat.models.options:
-            self.chat.add_model(run_dir.name, select=False)
-        if ids:
-            self.chat.models.value = tuple(ids[-3:])  # the chat asks 2 to 3 at once
+        adapter_served = adapter and not any(p.startswith("adapter:") for p in problems)
+        ids = self.chat.offer_models(started, [run_dir.name] if adapter_served else [])
         self.serve_button.disabled = False
         self.status.value = (f"serving {html.escape(', '.join(ids))}" if ids else "") + "".join(
             f"<div style='color:{RED}'>{html.escape(p)}</div>" for p in problems)
