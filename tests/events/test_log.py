@@ -47,3 +47,21 @@ def test_nonfinite_numbers_stay_valid_json_and_unknown_types_pass_through(tmp_pa
 
 def test_missing_log_reads_empty(tmp_path):
     assert read_events(tmp_path / "none.jsonl", 5) == ([], 5)
+
+
+def test_numbers_read_back_as_the_writer_wrote_them(tmp_path):
+    """inf/nan go to the log as strings; ``number`` reads them back, ``finite_number`` makes them gaps (what the
+    exporters, the runs table and the monitor read)."""
+    import math
+
+    from workbench.events import EventWriter, Step, finite_number, iter_events, number
+
+    w = EventWriter(tmp_path / "events.jsonl")
+    w.emit(Step(step=1, loss=float("nan"), lr=1e-3, grad_norm=float("inf"), loss_scale=None, skipped=True, tokens=4,
+                tokens_per_s=1.0, step_time_s=1.0, eta_s=0.0))
+    w.close()
+    [e] = iter_events(tmp_path / "events.jsonl", typed=False)
+    assert number(e["grad_norm"]) == math.inf and finite_number(e["grad_norm"]) is None
+    assert math.isnan(number(e["loss"])) and finite_number(e["loss"]) is None
+    assert finite_number(e["lr"]) == 1e-3 and number(e["loss_scale"]) is None
+    assert number(True) is None and number("abc") is None

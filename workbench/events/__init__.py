@@ -1,11 +1,11 @@
 """Run events: schema, writer, reader."""
-from .log import EVENTS_FILE, EventWriter, iter_events, read_events
+from .log import EVENTS_FILE, EventWriter, finite_number, iter_events, number, read_events
 from .schema import (
     EVENT_TYPES, SCHEMA_VERSION, Census, Checkpoint, Eval, Event, Memory, Overflow, PlanPrediction, RunFailed, RunFinished,
     RunStarted, Step, event_from_dict,
 )
 
 __all__ = [
-    "EVENTS_FILE", "EventWriter", "iter_events", "read_events", "EVENT_TYPES", "SCHEMA_VERSION", "Census", "Checkpoint", "Eval",
-    "Event", "Memory", "Overflow", "PlanPrediction", "RunFailed", "RunFinished", "RunStarted", "Step", "event_from_dict",
+    "EVENTS_FILE", "EventWriter", "finite_number", "iter_events", "number", "read_events", "EVENT_TYPES", "SCHEMA_VERSION",
+    "Census", "Checkpoint", "Eval", "Event", "Memory", "Overflow", "PlanPrediction", "RunFailed", "RunFinished", "RunStarted", "Step", "event_from_dict",
 ]

@@ -5,7 +5,7 @@ import json
 import math
 import os
 from pathlib import Path
-from typing import Iterator
+from typing import Any, Iterator, Optional
 
 from .schema import Event, event_from_dict
 
@@ -21,6 +21,23 @@ def _clean(value):
     if isinstance(value, (list, tuple)):
         return [_clean(v) for v in value]
     return value
+
+
+def number(value: Any) -> Optional[float]:
+    """A number field of an event as read from the log (``_clean`` writes inf/nan as strings): a float, or None
+    for a missing or non-numeric value (booleans are not numbers here)."""
+    if value is None or isinstance(value, bool):
+        return None
+    try:
+        return float(value)
+    except (TypeError, ValueError):
+        return None
+
+
+def finite_number(value: Any) -> Optional[float]:
+    """``number(value)`` when it is finite, else None (a chart's or a table's loss: inf/nan are gaps)."""
+    v = number(value)
+    return v if v is not None and math.isfinite(v) else None
 
 
 class EventWriter:

@@ -1,12 +1,11 @@
 """The runs of a runs directory, one typed row each: what ``workbench runs`` prints and the runs panel lists."""
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Optional
 
-from ..events import read_events
+from ..events import finite_number, read_events
 from .handle import attach
 from .layout import EVENTS_FILE, run_dirs
 
@@ -23,14 +22,6 @@ class RunRow:
     precision: Optional[str]  # the resolved precision mode
 
 
-def _finite(value) -> Optional[float]:
-    try:
-        v = float(value)
-    except (TypeError, ValueError):
-        return None
-    return v if math.isfinite(v) else None
-
-
 def run_row(run_dir: str | Path) -> RunRow:
     """One run's row from its event log (only rank 0's events) and its worker's liveness."""
     run_dir = Path(run_dir)
@@ -39,7 +30,7 @@ def run_row(run_dir: str | Path) -> RunRow:
     steps = [e for e in events if e.get("type") == "step" and not e.get("rank")]
     last = steps[-1] if steps else {}
     return RunRow(name=run_dir.name, path=run_dir, status=attach(run_dir).status(), step=last.get("step", 0),
-                  total_steps=started.get("total_steps"), loss=_finite(last.get("loss")),
+                  total_steps=started.get("total_steps"), loss=finite_number(last.get("loss")),
                   model=(started.get("config") or {}).get("model", {}).get("source"),
                   precision=(started.get("precision") or {}).get("mode"))
 

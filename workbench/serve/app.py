@@ -580,15 +580,38 @@ def _text_logprobs(name: _TokenNames, entries, offset: int = 0) -> dict | None:
             "text_offset": offsets}
 
 
-class _ChatFormatter:
-    def __init__(self, body: P.ChatCompletionRequest, starts_in_reasoning: bool, tokenizer, index: int = 0):
-        self.id = f"chatcmpl-{uuid.uuid4().hex}"
+class _Formatter:
+    """What a chat and a text completion response share: the id, time, model and choice index, token names for
+    log-probabilities, and the usage chunk that ends a stream."""
+
+    id_prefix = ""
+    chunk_object = ""
+
+    def __init__(self, body: P.SamplingFields, tokenizer, index: int):
+        self.id = f"{self.id_prefix}-{uuid.uuid4().hex}"
         self.created = int(time.time())
         self.model = body.model
         self.index = index
         self.names = _TokenNames(tokenizer, body.return_tokens_as_token_ids)
-        self.split = body.return_reasoning
         self.include_usage = bool(body.stream_options and body.stream_options.include_usage)
+
+    def usage_chunk(self, usage: dict) -> dict:
+        return {"id": self.id, "object": self.chunk_object, "created": self.created, "model": self.model,
+                "choices": [], "usage": usage}
+
+
+def _all_logprobs(events: list[Event]) -> list | None:
+    """Every token's log-probability entry of a finished generation (None when none were asked for)."""
+    return None if events[-1].logprobs is None else [t for e in events for t in e.logprobs or []]
+
+
+class _ChatFormatter(_Formatter):
+    id_prefix = "chatcmpl"
+    chunk_object = "chat.completion.chunk"
+
+    def __init__(self, body: P.ChatCompletionRequest, starts_in_reasoning: bool, tokenizer, index: int = 0):
+        super().__init__(body, tokenizer, index)
+        self.split = body.return_reasoning
         self.parser = ReasoningParser(starts_in_reasoning) if self.split else None
         # inline mode with a template that pre-opens <think>: give the client the tag the model never wrote
         self._inline_prefix = "<think>" if (starts_in_reasoning and not self.split) else ""
@@ -629,31 +652,25 @@ class _ChatFormatter:
             chunks.append(self._chunk({}, event.finish_reason, logprobs=logprobs))
         return chunks
 
-    def usage_chunk(self, usage: dict) -> dict:
-        return {"id": self.id, "object": "chat.completion.chunk", "created": self.created, "model": self.model,
-                "choices": [], "usage": usage}
-
     def complete(self, events: list[Event]) -> dict:
         reasoning, content = self._parts("".join(e.text for e in events), final=True)
         last = events[-1]
         message: dict = {"role": "assistant", "content": content}
         if reasoning:
             message["reasoning_content"] = message["reasoning"] = reasoning
-        entries = None if last.logprobs is None else [t for e in events for t in e.logprobs or []]
+        entries = _all_logprobs(events)
         return {"id": self.id, "object": "chat.completion", "created": self.created, "model": self.model,
                 "choices": [{"index": self.index, "message": message,
                              "logprobs": _chat_logprobs(self.names, entries), "finish_reason": last.finish_reason}],
                 "usage": _usage(last.prompt_tokens, last.completion_tokens)}
 
 
-class _TextFormatter:
+class _TextFormatter(_Formatter):
+    id_prefix = "cmpl"
+    chunk_object = "text_completion"
+
     def __init__(self, body: P.CompletionRequest, tokenizer, index: int = 0):
-        self.id = f"cmpl-{uuid.uuid4().hex}"
-        self.created = int(time.time())
-        self.model = body.model
-        self.index = index
-        self.names = _TokenNames(tokenizer, body.return_tokens_as_token_ids)
-        self.include_usage = bool(body.stream_options and body.stream_options.include_usage)
+        super().__init__(body, tokenizer, index)
         self._offset = 0  # characters streamed so far (text_offset of the next token)
 
     def _obj(self, text: str, finish_reason: str | None, logprobs: dict | None = None) -> dict:
@@ -677,13 +694,8 @@ class _TextFormatter:
             out.append(self._obj("", event.finish_reason, logprobs))
         return out
 
-    def usage_chunk(self, usage: dict) -> dict:
-        return {"id": self.id, "object": "text_completion", "created": self.created, "model": self.model,
-                "choices": [], "usage": usage}
-
     def complete(self, events: list[Event]) -> dict:
         last = events[-1]
-        entries = None if last.logprobs is None else [t for e in events for t in e.logprobs or []]
-        obj = self._obj("".join(e.text for e in events), last.finish_reason, _text_logprobs(self.names, entries))
+        obj = self._obj("".join(e.text for e in events), last.finish_reason, _text_logprobs(self.names, _all_logprobs(events)))
         obj["usage"] = _usage(last.prompt_tokens, last.completion_tokens)
         return obj

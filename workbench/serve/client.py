@@ -182,9 +182,7 @@ def chat(model: str, prompt: str | list, *, system: str | None = None, images: I
             reply.error = f"{type(err).__name__}: {err}"
         reply.seconds = time.monotonic() - start
         if show:
-            if reply.reasoning:
-                out.write(f"[thinking] {reply.reasoning}\n[answer] ")
-            out.write((f"[error] {reply.error}" if reply.error else reply.content) + "\n")
+            _write_reply(reply, out)
             out.flush()
     return reply
 
@@ -244,12 +242,17 @@ def _html_table(replies: dict[str, Reply], done: bool) -> str:
     return f"<table style='width:100%;table-layout:fixed'><tr>{''.join(cells)}</tr></table>"
 
 
+def _write_reply(reply: Reply, out) -> None:
+    """A whole reply as text: its reasoning marked, then the answer (or the error in its place)."""
+    if reply.reasoning:
+        out.write(f"[thinking] {reply.reasoning}\n[answer] ")
+    out.write((f"[error] {reply.error}" if reply.error else reply.content) + "\n")
+
+
 def _print_side_by_side(replies: dict[str, Reply], out) -> None:
     for r in replies.values():
         out.write(f"=== {r.model} ({r.seconds:.1f} s) ===\n")
-        if r.reasoning:
-            out.write(f"[thinking] {r.reasoning}\n[answer] ")
-        out.write((f"[error] {r.error}" if r.error else r.content) + "\n")
+        _write_reply(r, out)
     out.flush()
 
 

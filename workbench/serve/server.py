@@ -32,15 +32,19 @@ def _bind(host: str, port: int) -> socket.socket:
     return sock
 
 
-def _uvicorn_server(runtime: Runtime, log_level: str):
+def _bound_server(config: ServeConfig, loaded=None):
+    """The runtime (model not loaded yet), the socket bound to the configured address, the uvicorn server for it
+    and the host and port it listens on (port 0: the one the system picked)."""
     import uvicorn
 
     from .app import create_app
 
-    app = create_app(runtime)
-    config = uvicorn.Config(app, log_level=log_level, access_log=False, timeout_graceful_shutdown=2,
-                            lifespan="off")
-    return uvicorn.Server(config)
+    runtime = Runtime(config, loaded=loaded)
+    sock = _bind(config.host, config.port)
+    server = uvicorn.Server(uvicorn.Config(create_app(runtime), log_level=config.log_level, access_log=False,
+                                           timeout_graceful_shutdown=2, lifespan="off"))
+    host, port = sock.getsockname()[:2]
+    return runtime, sock, server, host, port
 
 
 def serve_forever(config: ServeConfig, on_listening=None, loaded=None) -> None:
@@ -50,10 +54,7 @@ def serve_forever(config: ServeConfig, on_listening=None, loaded=None) -> None:
     ServeError when the input was wrong): a server that can never answer must not keep running."""
     import asyncio
 
-    runtime = Runtime(config, loaded=loaded)
-    sock = _bind(config.host, config.port)
-    server = _uvicorn_server(runtime, config.log_level)
-    host, port = sock.getsockname()[:2]
+    runtime, sock, server, host, port = _bound_server(config, loaded)
     print(f"[workbench serve] listening on http://{host}:{port} (loading {config.model} ...)", file=sys.stderr, flush=True)
     if on_listening:
         on_listening(host, port)
@@ -224,10 +225,7 @@ def start_server(model: str = "smollm2-135m-instruct", *, adapters: dict[str, st
 def _start_thread(config: ServeConfig, loaded, load_here: bool) -> ServerHandle:
     import asyncio
 
-    runtime = Runtime(config, loaded=loaded)
-    sock = _bind(config.host, config.port)
-    server = _uvicorn_server(runtime, config.log_level)
-    host, port = sock.getsockname()[:2]
+    runtime, sock, server, host, port = _bound_server(config, loaded)
 
     def run():
         asyncio.run(server.serve(sockets=[sock]))

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterable, Optional
 
-from ..events import EVENTS_FILE, event_from_dict, read_events
+from ..events import EVENTS_FILE, event_from_dict, finite_number, number, read_events
 from ..events.schema import MODEL_STATE_FIELDS
 
 # Event types only rank 0's copy counts for: every rank logs them alike (the same global step, say), so rank 0
@@ -26,21 +26,6 @@ def _get(event: Any, name: str, default: Any = None) -> Any:
     if isinstance(event, dict):
         return event.get(name, default)
     return getattr(event, name, default)
-
-
-def _num(value: Any) -> Optional[float]:
-    """A float from an event field; the log writes inf/nan as strings (JSON has neither)."""
-    if value is None:
-        return None
-    try:
-        return float(value)
-    except (TypeError, ValueError):
-        return None
-
-
-def _finite_or_none(value: Any) -> Optional[float]:
-    v = _num(value)
-    return v if v is not None and math.isfinite(v) else None
 
 
 @dataclass
@@ -147,24 +132,24 @@ class RunState:
     def _on_step(self, e, rank):
         step = _get(e, "step")
         self.step = step
-        self.eta_s = _num(_get(e, "eta_s"))
-        self.tokens_per_s = _num(_get(e, "tokens_per_s"))
-        loss = _finite_or_none(_get(e, "loss"))
+        self.eta_s = number(_get(e, "eta_s"))
+        self.tokens_per_s = number(_get(e, "tokens_per_s"))
+        loss = finite_number(_get(e, "loss"))
         self.loss.add(step, loss)
-        self.lr.add(step, _num(_get(e, "lr")))
-        self.grad_norm.add(step, _finite_or_none(_get(e, "grad_norm")))
-        scale = _num(_get(e, "loss_scale"))
+        self.lr.add(step, number(_get(e, "lr")))
+        self.grad_norm.add(step, finite_number(_get(e, "grad_norm")))
+        scale = number(_get(e, "loss_scale"))
         if scale is not None:
             self.loss_scale.add(step, scale)
         if _get(e, "skipped"):
             self.skipped_steps.append(step)
-        self.pending_step_times.append(_num(_get(e, "time")))
+        self.pending_step_times.append(number(_get(e, "time")))
         if self.status in ("idle", "starting"):
             self.status = "running"
 
     def _on_overflow(self, e, rank):
-        o = {"step": _get(e, "step"), "scale_before": _num(_get(e, "scale_before")),
-             "scale_after": _num(_get(e, "scale_after")), "nonfinite_count": _get(e, "nonfinite_count", 0),
+        o = {"step": _get(e, "step"), "scale_before": number(_get(e, "scale_before")),
+             "scale_after": number(_get(e, "scale_after")), "nonfinite_count": _get(e, "nonfinite_count", 0),
              "params": list(_get(e, "nonfinite_params") or [])}
         self.overflows.append(o)
         names = ", ".join(o["params"][:3]) + (" ..." if len(o["params"]) > 3 else "")
@@ -189,14 +174,14 @@ class RunState:
             self.memory_series.setdefault(f"rank{rank} host RSS", Series()).add(step, d["host_rss"])
 
     def _on_eval(self, e, rank):
-        self.eval_loss.add(_get(e, "step"), _finite_or_none(_get(e, "loss")))
+        self.eval_loss.add(_get(e, "step"), finite_number(_get(e, "loss")))
 
     def _on_eval_task(self, e, rank):
         task = _get(e, "task")
         for name, value in (_get(e, "metrics") or {}).items():
             if name in ("n", "tokens") or isinstance(value, (bool, dict, list, str)):  # counts and breakdowns
                 continue
-            self.task_metrics.setdefault(f"{task} {name}", Series()).add(_get(e, "step"), _finite_or_none(value))
+            self.task_metrics.setdefault(f"{task} {name}", Series()).add(_get(e, "step"), finite_number(value))
 
     def _on_checkpoint(self, e, rank):
         self.checkpoints.append({"step": _get(e, "step"), "path": _get(e, "path"), "kind": _get(e, "kind")})
@@ -205,13 +190,13 @@ class RunState:
 
     def _on_run_finished(self, e, rank):
         self.step = _get(e, "step", self.step)
-        self.final_loss = _finite_or_none(_get(e, "final_loss"))
+        self.final_loss = finite_number(_get(e, "final_loss"))
         self.adapter_path = _get(e, "adapter_path") or self.adapter_path
         self.eta_s = 0.0
         stopped = bool(_get(e, "stopped"))
         self.status = "stopped" if stopped else "finished"
         reason = _get(e, "stop_reason")
-        wall = _num(_get(e, "wall_s")) or 0.0
+        wall = number(_get(e, "wall_s")) or 0.0
         self.alerts.append(Alert("info" if stopped else "success",
                                  f"run {'stopped' if stopped else 'finished'} at step {self.step} ({wall:.0f} s)",
                                  reason or "", self.step, "run_finished"))
@@ -246,7 +231,7 @@ class RunState:
                                  _get(e, "step"), "overflow_origin"))
 
     def _on_coverage(self, e, rank):
-        share = _num(_get(e, "low_precision_share"))
+        share = number(_get(e, "low_precision_share"))
         if share is None:
             return False
         self.coverage.add(_get(e, "step"), share)

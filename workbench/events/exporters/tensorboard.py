@@ -9,12 +9,13 @@ memory/rank<N>/... for ranks other than 0.
 """
 from __future__ import annotations
 
-import math
 from pathlib import Path
-from typing import Any, Optional
+from typing import Optional
 
 from tensorboard.compat.proto import event_pb2, summary_pb2
 from tensorboard.summary.writer.event_file_writer import EventFileWriter
+
+from ..log import finite_number
 
 MiB = 2**20
 FILE_SUFFIX = ".workbench"  # marks the files this exporter writes, so a re-export replaces them
@@ -25,36 +26,25 @@ MODEL_STATE_MIB = {"params_bytes": "params_mib", "grads_bytes": "grads_mib", "op
 DEVICE_MIB = {"allocated": "allocated_mib", "reserved": "reserved_mib", "peak": "peak_mib"}
 
 
-def _finite(value: Any) -> Optional[float]:
-    """A finite float, or None (the log writes inf/nan as strings; booleans are not scalars)."""
-    if value is None or isinstance(value, bool):
-        return None
-    try:
-        v = float(value)
-    except (TypeError, ValueError):
-        return None
-    return v if math.isfinite(v) else None
-
-
 def scalars_of(event: dict, overflows_so_far: int) -> list[tuple[str, float]]:
     """(tag, value) pairs of one event; ``overflows_so_far`` counts the rank-0 overflows up to it."""
     kind, rank = event.get("type"), event.get("rank") or 0
     out: list[tuple[str, Optional[float]]] = []
     if kind == "step" and rank == 0:
-        out = [(tag, _finite(event.get(field))) for field, tag in STEP_SCALARS.items()]
+        out = [(tag, finite_number(event.get(field))) for field, tag in STEP_SCALARS.items()]
         out.append(("precision/overflow_count", float(overflows_so_far)))
     elif kind == "eval" and rank == 0:
-        out = [("eval/loss", _finite(event.get("loss")))]
+        out = [("eval/loss", finite_number(event.get("loss")))]
     elif kind == "memory":
         prefix = "memory/" if rank == 0 else f"memory/rank{rank}/"
-        rss = _finite(event.get("host_rss"))
+        rss = finite_number(event.get("host_rss"))
         out = [(f"{prefix}host_rss_mib", rss / MiB if rss is not None else None)]
         for field, name in MODEL_STATE_MIB.items():
-            v = _finite(event.get(field))
+            v = finite_number(event.get(field))
             out.append((f"{prefix}{name}", v / MiB if v is not None else None))
         for dev in event.get("devices") or []:
             for field, name in DEVICE_MIB.items():
-                v = _finite(dev.get(field))
+                v = finite_number(dev.get(field))
                 out.append((f"{prefix}{dev.get('device', 'device')}/{name}", v / MiB if v is not None else None))
     return [(tag, v) for tag, v in out if v is not None]
 
