@@ -17,7 +17,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Optional, Protocol
 
-from ..config.samples import samples_dir
 from ..data.formats import DataError, row_to_messages
 
 
