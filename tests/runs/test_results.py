@@ -5,8 +5,8 @@ import json
 
 import pytest
 
-from workbench.eval.results import RESULTS_FILE, read_results, write_results
 from workbench.eval.runner import EvalReport
+from workbench.runs.results import RESULTS_FILE, read_results, write_results
 
 
 def _report() -> EvalReport:
