@@ -117,6 +117,16 @@ def apply_overrides(data: Mapping[str, Any], overrides: Iterable[str] | Mapping[
     return out
 
 
+def merge_config(base: Mapping[str, Any], top: Mapping[str, Any]) -> dict:
+    """``top`` (a partial configuration: a file's sections) layered over ``base``: sections merge key by key,
+    a value in ``top`` replaces the one in ``base``."""
+    out = copy.deepcopy(dict(base))
+    for key, value in top.items():
+        both = isinstance(value, Mapping) and isinstance(out.get(key), Mapping)
+        out[key] = merge_config(out[key], value) if both else copy.deepcopy(value)
+    return out
+
+
 def _split(text: str) -> tuple[str, Any]:
     if "=" not in text:
         raise ConfigError([(text, "an override is key=value, e.g. precision.mode=fp16")])
