@@ -103,7 +103,7 @@ def parse_value(text: str) -> Any:
 def apply_overrides(data: Mapping[str, Any], overrides: Iterable[str] | Mapping[str, Any]) -> dict:
     """Return a copy of ``data`` with dotted overrides (``precision.mode=fp16``) applied."""
     out = copy.deepcopy(dict(data))
-    items = overrides.items() if isinstance(overrides, Mapping) else (_split(o) for o in overrides)
+    items = overrides.items() if isinstance(overrides, Mapping) else (split_override(o) for o in overrides)
     for key, value in items:
         node = out
         *parents, leaf = key.split(".")
@@ -127,7 +127,8 @@ def merge_config(base: Mapping[str, Any], top: Mapping[str, Any]) -> dict:
     return out
 
 
-def _split(text: str) -> tuple[str, Any]:
+def split_override(text: str) -> tuple[str, Any]:
+    """``"precision.mode=fp16"`` -> ``("precision.mode", "fp16")``, the value parsed as YAML."""
     if "=" not in text:
         raise ConfigError([(text, "an override is key=value, e.g. precision.mode=fp16")])
     key, value = text.split("=", 1)
