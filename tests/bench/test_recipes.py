@@ -84,3 +84,22 @@ def test_the_readme_results_table_is_the_one_the_bench_renders():
     assert table in readme, "README.md's recipes table is stale: python -m workbench.bench.recipes --readme README.md"
     for recipe in all_recipes():
         assert f"`{recipe.name}`" in table
+
+
+def test_every_expected_figure_names_a_metric_its_task_reports():
+    """Checked before anything trains for minutes: an answer task's metrics from one scored row, the held-out loss
+    task's from its measurement on the tiny model."""
+    from workbench.eval import Reply, get_task, load_examples
+    from workbench.models import load_for_inference
+
+    tiny = load_for_inference("tiny-glm4")
+    for recipe in all_recipes():
+        for evaluation in recipe.evaluation:
+            task = get_task(evaluation.task)
+            data = evaluation.data or task.default_data
+            if getattr(task, "needs_model", False):
+                reported = task.measure(tiny.model, tiny.tokenizer, data, limit=2, max_length=64)
+            else:
+                example = load_examples(data, limit=1)[0]
+                reported = task.summarize([task.score(example, Reply(example.reference))])
+            assert set(evaluation.figures) <= set(reported), (recipe.name, set(evaluation.figures) - set(reported))
