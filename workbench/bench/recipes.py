@@ -18,12 +18,15 @@ import argparse
 import json
 import os
 import re
+import resource
 import sys
 import tempfile
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Optional
+
+import torch
 
 from ..config import ConfigError
 from ..config.loading import split_override
@@ -52,7 +55,8 @@ class Outcome:
     rows: list[Measured] = field(default_factory=list)
     train_s: float = 0.0
     eval_s: float = 0.0
-    machine: str = ""  # device/precision the run resolved to
+    cpu_s: float = 0.0  # this process's CPU time for both (the server's threads included)
+    machine: str = ""  # device/precision the run resolved to, and the torch threads
     notes: list[str] = field(default_factory=list)
 
     @property
@@ -91,8 +95,6 @@ def evaluate_run(evaluation: Evaluation, run_dir: Path, progress: bool) -> tuple
 def run_recipe(recipe: Recipe, overrides: dict, runs_dir: Path, progress: bool = True) -> Outcome:
     """Train and evaluate ``recipe`` here (or say why this machine cannot)."""
     from ..engine.environment import machine_memory
-    from ..events import iter_events
-    from ..training import train
 
     out = Outcome(recipe)
     out.skipped = recipe.requirements.unmet(*machine_memory())
@@ -102,7 +104,24 @@ def run_recipe(recipe: Recipe, overrides: dict, runs_dir: Path, progress: bool =
     cfg = recipe.run_config({**overrides, "output.runs_dir": str(runs_dir),
                              "output.run_name": f"{recipe.name}-{time.strftime('%Y%m%d-%H%M%S')}",
                              "output.progress_bar": overrides.get("output.progress_bar", progress)})
-    print(f"[recipes] {recipe.name}: training {cfg.model.source}, {cfg.schedule.max_steps} steps", flush=True)
+    m = recipe.measured_on
+    threads = torch.get_num_threads()
+    if m is not None and m.threads:
+        torch.set_num_threads(m.threads)  # as measured: another count can change a greedy answer
+    try:
+        _train_and_evaluate(recipe, cfg, judged, out, progress)
+    finally:
+        torch.set_num_threads(threads)
+    return out
+
+
+def _train_and_evaluate(recipe: Recipe, cfg, judged: bool, out: Outcome, progress: bool) -> None:
+    from ..events import iter_events
+    from ..training import train
+
+    cpu0 = _cpu_s()
+    print(f"[recipes] {recipe.name}: training {cfg.model.source}, {cfg.schedule.max_steps} steps, "
+          f"{torch.get_num_threads()} torch thread(s)", flush=True)
     t0 = time.monotonic()
     result = train(cfg)
     out.train_s, out.run_dir = time.monotonic() - t0, result.run_dir
@@ -112,6 +131,7 @@ def run_recipe(recipe: Recipe, overrides: dict, runs_dir: Path, progress: bool =
     if m is not None and out.machine != f"{m.device}/{m.precision}":
         out.notes.append(f"this machine ran {recipe.name} as {out.machine}; its figures were measured as "
                          f"{m.device}/{m.precision} ({m.description}): differences are expected")
+    out.machine += f", {torch.get_num_threads()} thread(s)"
     t0 = time.monotonic()
     for evaluation in recipe.evaluation:
         print(f"[recipes] {recipe.name}: evaluating {evaluation.task}", flush=True)
@@ -127,7 +147,12 @@ def run_recipe(recipe: Recipe, overrides: dict, runs_dir: Path, progress: bool =
             out.rows.append(Measured(evaluation.task, metric, value, base_value, expected,
                                      judge(value, base_value, expected, judged)))
     out.eval_s = time.monotonic() - t0
-    return out
+    out.cpu_s = _cpu_s() - cpu0
+
+
+def _cpu_s() -> float:
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    return usage.ru_utime + usage.ru_stime
 
 
 def _num(value: Optional[float]) -> str:
@@ -151,9 +176,10 @@ def format_outcomes(outcomes: list[Outcome], runs_kept: bool = True) -> str:
         if o.skipped:
             continue
         m = o.recipe.measured_on
-        there = f"; {m.wall_s:.0f} s on {m.description}" if m is not None and m.wall_s else ""
+        there = (f"; measured {m.wall_s:.0f} s wall, {m.cpu_s:.0f} s CPU on {m.description}"
+                 if m is not None and m.wall_s and m.cpu_s else "")
         lines.append(f"{o.recipe.name}: train {o.train_s:.0f} s + evaluate {o.eval_s:.0f} s = "
-                     f"{o.train_s + o.eval_s:.0f} s here as {o.machine}{there}; run: "
+                     f"{o.train_s + o.eval_s:.0f} s wall, {o.cpu_s:.0f} s CPU, here as {o.machine}{there}; run: "
                      f"{o.run_dir if runs_kept else '(removed: --runs-dir DIR keeps it)'}")
         lines += [f"  note: {n}" for n in o.notes]
     return "\n".join(lines)
@@ -176,7 +202,7 @@ def _rows_of(evaluation: Evaluation) -> str:
 
 def readme_table(recipes: list[Recipe]) -> str:
     """The README's results table: each recipe's expected figures, where they were measured, the command."""
-    lines = [README_BEGIN, "", "| recipe | judged by | fine-tuned (base model) | tolerance | measured on | bench wall time |",
+    lines = [README_BEGIN, "", "| recipe | judged by | fine-tuned (base model) | tolerance | measured on | bench time there |",
              "|---|---|---|---|---|---|"]
     for r in recipes:
         if not r.evaluation or not r.figures:
@@ -188,9 +214,11 @@ def readme_table(recipes: list[Recipe]) -> str:
             figures = "<br>".join(f"{metric} **{f.value:.3f}**" + (f" ({f.base:.3f})" if f.base is not None else "")
                                   for metric, f in e.figures.items())
             tolerances = "<br>".join(f"± {f.tolerance:g}" for f in e.figures.values())
-            wall = f"{m.wall_s / 60:.1f} min" if m.wall_s else "-"
+            took = " / ".join(f"{what} {seconds / 60:.1f} min" for what, seconds in (("wall", m.wall_s), ("CPU", m.cpu_s))
+                              if seconds) or "-"
+            threads = f", {m.threads} torch thread{'s' if m.threads > 1 else ''}" if m.threads else ""
             lines.append(f"| `{r.name}` | `{e.task}`, {_rows_of(e)} | {figures} | {tolerances} | "
-                         f"{m.device}/{m.precision}: {m.description} | {wall} |")
+                         f"{m.device}/{m.precision}{threads}: {m.description} | {took} |")
     lines += ["", "Each row: `python -m workbench.bench.recipes NAME` trains the recipe, evaluates it and checks these "
               "figures (exit 1 outside a tolerance); `workbench recipes show NAME` prints the recipe.", "", README_END]
     return "\n".join(lines)
@@ -241,7 +269,7 @@ def main(argv: Optional[list[str]] = None) -> int:
     if args.json:
         Path(args.json).write_text(json.dumps([{
             "recipe": o.recipe.name, "skipped": o.skipped, "machine": o.machine, "train_s": round(o.train_s, 1),
-            "eval_s": round(o.eval_s, 1), "notes": o.notes,
+            "eval_s": round(o.eval_s, 1), "cpu_s": round(o.cpu_s, 1), "notes": o.notes,
             "figures": [{"task": r.task, "metric": r.metric, "base": r.base, "value": r.value, "verdict": r.verdict}
                         for r in o.rows]} for o in outcomes], indent=1), encoding="utf-8")
     return 1 if any(o.failed for o in outcomes) else 0

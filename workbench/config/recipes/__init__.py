@@ -71,7 +71,12 @@ class MachineClass(Section):
     precision: Literal["fp32", "fp16", "bf16", "pure-bf16"] = Field(
         ..., description="The precision the run resolved to there (precision.mode auto differs between machines).")
     description: str = Field(..., description="The machine, e.g. 2 x86-64 cores with AVX2, no GPU.")
+    threads: Optional[int] = Field(None, ge=1, description="Torch CPU threads the bench ran with, and runs with again "
+                                   "(a thread count changes summation order: on the phone recipe one answer of 23); "
+                                   "null: torch's choice.")
     wall_s: Optional[float] = Field(None, gt=0, description="The bench's wall time there (train + evaluate), seconds.")
+    cpu_s: Optional[float] = Field(None, gt=0, description="The bench's CPU time there (train + evaluate), seconds: "
+                                   "on a shared machine, closer than wall_s to what an idle one takes.")
 
 
 class Requirements(Section):
