@@ -9,39 +9,24 @@ import unicodedata
 from pathlib import Path
 from typing import Optional
 
-from .config import RunConfig, load_config
+from .config import RunConfig
+from .config.recipes import load_recipe
 from .config.samples import samples_dir
 
 SAMPLES = samples_dir()
-
-# Tuned on 2 CPU cores: precision auto (bf16 where the CPU has native bf16, else fp32), LoRA on
-# every linear layer, a high learning rate because the identity set is small and the run is short.
-DEMO_SETTINGS = {
-    "precision.mode": "auto",
-    "lora.r": 16,
-    "lora.alpha": 32,
-    "lora.dropout": 0.0,
-    "schedule.max_steps": 24,  # eval loss ~0.15 by step 20 on the identity set
-    "schedule.micro_batch_size": 8,
-    "schedule.learning_rate": 1e-3,
-    "schedule.warmup_steps": 5,
-    "schedule.eval_every": 12,
-    "data.max_length": 192,
-}
+RECIPE = "identity-demo"  # the demo's settings: workbench/config/recipes/identity-demo.yaml
 
 
 def demo_config(steps: Optional[int] = None, runs_dir: str = "runs", model: Optional[str] = None) -> RunConfig:
-    overrides = dict(DEMO_SETTINGS)
-    overrides.update({"data.train": str(SAMPLES / "identity" / "train.jsonl"),
-                      "data.eval": str(SAMPLES / "identity" / "heldout.jsonl"),
-                      "output.runs_dir": runs_dir,
-                      "output.run_name": "demo-" + time.strftime("%Y%m%d-%H%M%S")})
+    """The identity-demo recipe, in ``runs_dir`` under a demo-TIMESTAMP name; ``steps`` and ``model`` change it."""
+    recipe = load_recipe(RECIPE)
+    overrides = {"output.runs_dir": runs_dir, "output.run_name": "demo-" + time.strftime("%Y%m%d-%H%M%S")}
     if steps is not None:
         overrides["schedule.max_steps"] = steps
-        overrides["schedule.warmup_steps"] = min(DEMO_SETTINGS["schedule.warmup_steps"], steps)
+        overrides["schedule.warmup_steps"] = min(recipe.run_config().schedule.resolved_warmup_steps, steps)
     if model is not None:
         overrides["model.source"] = model
-    return load_config(None, overrides)
+    return recipe.run_config(overrides)
 
 
 def heldout_prompts() -> list[str]:

@@ -96,3 +96,18 @@ def test_the_installed_metadata_declares_the_event_exporters(installed):
     exported = _run([str(workbench), "export-events", str(run), "--to", "tensorboard"], cwd=cwd, env=env)
     assert exported.returncode == 0, exported.stderr
     assert list((run / "tensorboard").glob("events.out.tfevents.*.workbench"))
+
+
+def test_the_installed_package_ships_its_recipes(installed):
+    """The recipes are package data: an installed user lists them and trains from one, its sample paths resolved
+    into the installed package."""
+    from workbench.config.recipes import recipe_names
+
+    workbench, env, cwd = installed
+    listed = _run([str(workbench), "recipes"], cwd=cwd, env=env)
+    assert listed.returncode == 0, listed.stderr
+    assert [line for line in listed.stdout.splitlines() if not line.startswith(" ")] == recipe_names()
+    shown = _run([str(workbench), "train", "--recipe", "phone-actions-smollm2", "--print-config"], cwd=cwd, env=env)
+    assert shown.returncode == 0, shown.stderr
+    train_file = json.loads(shown.stdout)["data"]["train"]
+    assert train_file.startswith(str(Path(workbench).parent.parent / "lib")) and Path(train_file).is_file()

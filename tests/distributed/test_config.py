@@ -223,3 +223,10 @@ def test_deepspeed_verdict_maps_to_the_same_step_outcome():
     s.model = Engine(applied=True, norm=0.75)
     ok = s.step(1.0)
     assert not ok.skipped and ok.grad_norm == 0.75 and ok.scale_before == ok.scale_after == 512.0
+
+
+def test_export_derives_a_null_learning_rate_from_the_model_as_a_run_does(tmp_path):
+    from workbench.distributed.ds_config import to_deepspeed_config
+
+    cfg = load_config(None, base_overrides(tmp_path, **{"schedule.learning_rate": None}))
+    assert to_deepspeed_config(cfg, gpu_policy(cfg))["optimizer"]["params"]["lr"] == 1e-3  # tiny-glm4 + LoRA

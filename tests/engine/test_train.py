@@ -288,3 +288,17 @@ def test_resume_latest_without_a_checkpoint_names_the_field(make_cfg):
     with pytest.raises(ConfigError) as exc:
         train(make_cfg(**{"checkpointing.resume_from": "latest", "output.run_name": "fresh"}))
     assert "holds no checkpoint" in dict(exc.value.problems)["checkpointing.resume_from"]
+
+
+def test_a_null_learning_rate_is_derived_from_the_model_once_and_recorded(make_cfg):
+    """The default learning rate (null) becomes LoRA's small-model rate for tiny-glm4 (well under 1 B parameters):
+    the optimizer runs on it, run_started records it, config.json keeps what the user asked for."""
+    cfg = make_cfg(**{"schedule.learning_rate": None, "schedule.max_steps": 2, "schedule.warmup_steps": 0})
+    r = train(cfg)
+    started = events_of(r, "run_started")[0]
+    assert started.config["schedule"]["learning_rate"] == 1e-3
+    assert events_of(r, "step")[0].lr == pytest.approx(1e-3)  # the peak: no warmup, cosine from step 0
+    assert json.loads((r.run_dir / "config.json").read_text())["schedule"]["learning_rate"] is None
+    full = train(make_cfg(**{"schedule.learning_rate": None, "schedule.max_steps": 1, "schedule.warmup_steps": 0,
+                             "lora.enabled": False}))
+    assert events_of(full, "step")[0].lr == pytest.approx(5e-5)

@@ -128,3 +128,17 @@ def test_a_bad_deepspeed_json_is_named_and_changes_nothing(tmp_path, content, re
     with pytest.raises(ConfigError, match=reason) as err:
         form.import_deepspeed(path)
     assert "ds.json" in str(err.value) and form.values == before
+
+
+def test_a_recipe_is_a_starting_point_that_keeps_where_runs_go(tmp_path):
+    from workbench.config.recipes import load_recipe
+
+    form = ConfigForm()
+    form.set("output.runs_dir", str(tmp_path))
+    form.set("lora.r", 4)  # an earlier edit the recipe does not name returns to its default
+    recipe = form.start_from_recipe("phone-actions-smollm2")
+    assert recipe.name == "phone-actions-smollm2" and form.problems == []
+    expected = recipe.run_config({"output.runs_dir": str(tmp_path)})
+    assert form.config == expected and form.config.lora.r == 16
+    with pytest.raises(ConfigError, match="unknown recipe 'nope'"):
+        form.start_from_recipe("nope")

@@ -402,3 +402,18 @@ def test_chat_thinking_starts_on_the_template_default_and_passes_the_choice(monk
         seen.clear()
         replies = panel.ask("hi", ["a", "b"])
         assert seen == [passed, passed] and all("no server" in r.error for r in replies.values())
+
+
+def test_config_panel_starts_from_a_recipe():
+    from workbench.config.recipes import recipe_names
+
+    panel = ConfigPanel()
+    assert [v for _, v in panel.recipe_choice.options][1:] == recipe_names()
+    panel.recipe_button.click()  # nothing picked yet
+    assert "pick a recipe first" in panel.recipe_message.value
+    panel.recipe_choice.value = "autoglm-phone-9b-lora-2x4090"
+    panel.recipe_button.click()
+    assert panel.editors["model.source"].widget.value == "autoglm-phone-9b"
+    assert panel.editors["sharding.offload"].widget.value == "optimizer+params"
+    assert "needs: 2 CUDA GPUs with &gt;= 23 GiB each" in panel.recipe_message.value
+    assert "--sharding.strategy fsdp" in panel.cli_command

@@ -28,7 +28,8 @@ def _config(args, runs_dir: str):
         "data.eval": None, "data.max_length": args.max_length, "schedule.max_steps": args.warmup + args.steps,
         "schedule.micro_batch_size": args.micro_batch, "schedule.grad_accum_steps": args.accum,
         "schedule.warmup_steps": 0, "lora.dropout": 0.0, "output.runs_dir": runs_dir, "output.progress_bar": False,
-        "output.memory_every": 1, "output.log_every": 1})
+        "output.memory_every": 1, "output.log_every": 1,
+        "schedule.learning_rate": 2e-4})  # one number for the engine, the bare loop and the Trainer alike
 
 
 def _prepared(cfg):

@@ -25,14 +25,19 @@ SUBPACKAGE_COMMANDS = (
     ("workbench.agent.cli", "add_parser", None),  # agent run|record: each subcommand sets its own func
     ("workbench.data.cli", "add_parser", None),  # data check
     ("workbench.cli.export_events", "add_parser", "run"),
+    ("workbench.cli.recipes", "add_parser", "run"),
 )
 
 
 def _train_parser(sub) -> None:
     p = sub.add_parser("train", help="fine-tune a model (one process)",
-                       description="Fine-tune with the settings of --config, overridden by --section.field flags. "
-                       "Values parse as YAML: --lora.target_modules '[q_proj, v_proj]', --data.eval null.")
-    p.add_argument("--config", metavar="FILE", help="YAML or JSON run configuration")
+                       description="Fine-tune with the settings of --recipe and --config, overridden by "
+                       "--section.field flags. Values parse as YAML: --lora.target_modules '[q_proj, v_proj]', "
+                       "--data.eval null.")
+    p.add_argument("--recipe", metavar="NAME", help="start from a packaged recipe (`workbench recipes` lists them); "
+                   "--config, --deepspeed and flags apply on top of it, in that order (flags win). A recipe that needs "
+                   "hardware this machine lacks is refused, saying what it needs")
+    p.add_argument("--config", metavar="FILE", help="YAML or JSON run configuration (on top of --recipe)")
     p.add_argument("--deepspeed", metavar="FILE", help="a DeepSpeed config JSON (as for HF Trainer / LLaMA-Factory), "
                    "imported into the run configuration with warnings where DeepSpeed would not do what it says; "
                    "it overrides --config, and flags on the command line override it")
@@ -49,12 +54,13 @@ def _train_parser(sub) -> None:
 
 
 def _resolved(args):
-    from ..config import apply_overrides, config_from_dict, read_config_file
+    from ..config import apply_overrides, config_from_dict, merge_config, read_config_file
 
     def with_command_line(data: dict) -> dict:
         return apply_overrides(apply_overrides(data, args.set), overrides_from_args(args))
 
-    data = read_config_file(args.config) if args.config else {}
+    data = _recipe(args).config if args.recipe else {}
+    data = merge_config(data, read_config_file(args.config)) if args.config else data
     if args.deepspeed:
         # Precedence: --config < --deepspeed < --set and --section.field flags. A process count given
         # anywhere is the world size that splits the JSON's train_batch_size.
@@ -66,6 +72,12 @@ def _resolved(args):
     if "strategy" not in sharding and (_world_size(sharding) or 1) > 1:
         data = apply_overrides(data, {"sharding.strategy": "ddp"})
     return config_from_dict(data)
+
+
+def _recipe(args):
+    from ..config.recipes import load_recipe
+
+    return load_recipe(args.recipe)
 
 
 def _world_size(sharding: dict) -> int | None:
@@ -91,6 +103,13 @@ def _cmd_train(args) -> int:
     if args.print_config:
         print(json.dumps(cfg.model_dump(mode="json"), indent=2, ensure_ascii=False))
         return 0
+    if args.recipe:
+        from ..engine.environment import machine_memory
+
+        unmet = _recipe(args).requirements.unmet(*machine_memory())
+        if unmet:
+            raise CommandInputError(f"recipe {args.recipe} {unmet}. `workbench plan --recipe {args.recipe}` shows "
+                                    f"its memory; `workbench recipes copy {args.recipe} run.yaml` gives a copy to adapt")
     if args.background or cfg.sharding.distributed:
         from ..engine import launch
 

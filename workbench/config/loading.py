@@ -103,7 +103,7 @@ def parse_value(text: str) -> Any:
 def apply_overrides(data: Mapping[str, Any], overrides: Iterable[str] | Mapping[str, Any]) -> dict:
     """Return a copy of ``data`` with dotted overrides (``precision.mode=fp16``) applied."""
     out = copy.deepcopy(dict(data))
-    items = overrides.items() if isinstance(overrides, Mapping) else (_split(o) for o in overrides)
+    items = overrides.items() if isinstance(overrides, Mapping) else (split_override(o) for o in overrides)
     for key, value in items:
         node = out
         *parents, leaf = key.split(".")
@@ -117,7 +117,18 @@ def apply_overrides(data: Mapping[str, Any], overrides: Iterable[str] | Mapping[
     return out
 
 
-def _split(text: str) -> tuple[str, Any]:
+def merge_config(base: Mapping[str, Any], top: Mapping[str, Any]) -> dict:
+    """``top`` (a partial configuration: a file's sections) layered over ``base``: sections merge key by key,
+    a value in ``top`` replaces the one in ``base``."""
+    out = copy.deepcopy(dict(base))
+    for key, value in top.items():
+        both = isinstance(value, Mapping) and isinstance(out.get(key), Mapping)
+        out[key] = merge_config(out[key], value) if both else copy.deepcopy(value)
+    return out
+
+
+def split_override(text: str) -> tuple[str, Any]:
+    """``"precision.mode=fp16"`` -> ``("precision.mode", "fp16")``, the value parsed as YAML."""
     if "=" not in text:
         raise ConfigError([(text, "an override is key=value, e.g. precision.mode=fp16")])
     key, value = text.split("=", 1)

@@ -170,12 +170,23 @@ class ScheduleSection(Section):
     max_steps: int = Field(100, ge=1, description="Optimizer steps (each = grad_accum_steps micro-batches).")
     micro_batch_size: int = Field(4, ge=1, description="Examples per forward/backward.")
     grad_accum_steps: int = Field(1, ge=1, description="Micro-batches accumulated per optimizer step.")
-    learning_rate: float = Field(2e-4, gt=0, lt=1, description="Peak learning rate (AdamW).")
+    learning_rate: Optional[float] = Field(
+        None, gt=0, lt=1, description="Peak learning rate (AdamW). null: derived from the model when the run starts "
+        "(run_started records it): LoRA 1e-3 below 1 B parameters, 2e-4 from 1 B; full fine-tuning 5e-5 below 1 B, "
+        "1e-5 from 1 B. One rate does not fit every size: on the phone-actions recipe SmolLM2-135M's LoRA at 2e-4, "
+        "a usual rate for 7-9 B models, still answers mostly unparsable actions after 60 steps; at 1e-3 it learns them.")
     weight_decay: float = Field(0.0, ge=0, description="AdamW weight decay.")
     warmup_steps: Optional[int] = Field(None, ge=0, description="Linear warmup steps before cosine decay; null = 5% of max_steps.")
     min_lr_ratio: float = Field(0.1, ge=0, le=1, description="Cosine floor as a fraction of learning_rate.")
     eval_every: int = Field(50, ge=0, description="Eval loss every N optimizer steps (0 = only at the end).")
     seed: int = Field(0, ge=0, description="Seed for initialisation, data order and dropout.")
+
+    def derived_learning_rate(self, lora: bool, base_params: int) -> float:
+        """learning_rate, or when null the rate derived from the base model's parameter count (see its help)."""
+        if self.learning_rate is not None:
+            return self.learning_rate
+        small = base_params < 1_000_000_000
+        return (1e-3 if small else 2e-4) if lora else (5e-5 if small else 1e-5)
 
     @property
     def resolved_warmup_steps(self) -> int:

@@ -90,7 +90,7 @@ class DiagnosisObserver(Observer):
             return None
         self.in_collapse = True
         cause, fixes = cause_and_fixes(run.policy.mode, self.last_origin, self.history,
-                                       self.cfg.schedule.learning_rate)
+                                       run.cfg.schedule.learning_rate)  # as the engine resolved it
         module = self.last_origin.get("module") if self.last_origin else None
         stop = self.d.stop_on_collapse
         event = Diagnosis(

@@ -24,3 +24,12 @@ def versions() -> dict:
 
     return {"workbench": __version__, "python": sys.version.split()[0], "torch": torch.__version__,
             "transformers": transformers.__version__, "peft": peft.__version__}
+
+
+def machine_memory() -> tuple[list[int], int]:
+    """(total bytes of each visible CUDA GPU, host RAM bytes): what a recipe's requirements are checked against."""
+    import psutil
+
+    gpus = [torch.cuda.get_device_properties(i).total_memory for i in range(torch.cuda.device_count())] \
+        if torch.cuda.is_available() else []
+    return gpus, psutil.virtual_memory().total

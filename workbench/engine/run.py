@@ -21,7 +21,7 @@ from typing import Iterator, Optional
 
 import torch
 
-from ..config import ConfigError, RunConfig, config_to_dict, save_config
+from ..config import ConfigError, RunConfig, config_to_dict, replace, save_config
 from ..data import collate, load_examples, micro_batch_indices
 from ..events import (
     Census, Checkpoint, Eval, EventWriter, Memory, Overflow, PlanPrediction, RunFailed, RunFinished, RunStarted, Step,
@@ -81,6 +81,9 @@ class _Engine:
         self.device = rank_device(resolve_device(cfg.device), self.ctx)
         self.policy: PrecisionPolicy = resolve_precision(cfg, self.device)  # the one resolution of the run
         built = build_model(cfg, self.policy, self.device)
+        if cfg.schedule.learning_rate is None:  # derived once, here; every later reader sees the number
+            lr = cfg.schedule.derived_learning_rate(cfg.lora.enabled, built.base_params)
+            cfg = self.cfg = replace(cfg, **{"schedule.learning_rate": lr})
         self.tokenizer = built.tokenizer
         self.processor = built.processor
         self.rule_reports = built.rules.reports

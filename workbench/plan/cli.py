@@ -22,6 +22,10 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
         description="Memory planner: from the model config alone (meta device, no weights) predict per-GPU and "
         "host bytes (weights, gradients, optimizer state, master weights, activations, LoRA extras, sharding "
         "buffers) for each precision x strategy x offload x LoRA/full; print a fits matrix and the cheapest fit.")
+    p.add_argument("--recipe", metavar="NAME", help="plan a packaged recipe (`workbench recipes`): its model, LoRA, "
+                   "micro-batch, text tokens (data.max_length less its screenshots' tokens) and screenshots on its target "
+                   "devices (--devices/--host-ram change them; the other planning flags are the recipe's), then its own "
+                   "setting against the cheapest fit")
     p.add_argument("--model", default="autoglm-phone-9b",
                    help=f"preset ({', '.join(PRESETS)}) or a directory with config.json (default: autoglm-phone-9b)")
     p.add_argument("--precision", default="all", choices=("all",) + PRECISIONS, help="precision mode (default: all)")
@@ -68,6 +72,8 @@ def run(args) -> int:
         return 2
     if getattr(args, "inference", False):
         return run_inference(args, options)
+    if getattr(args, "recipe", None):
+        return run_recipe(args)
     try:
         devices = DeviceSet.parse(args.devices, args.host_ram)
         if args.devices == "2x24564MiB":
@@ -95,6 +101,26 @@ def run(args) -> int:
         print(json.dumps(m.to_dict(), indent=1))
         return 0
     print(format_matrix(m))
+    return 0
+
+
+def run_recipe(args) -> int:
+    from ..config.recipes import load_recipe
+    from .recipes import format_recipe_plan, plan_recipe
+
+    try:
+        recipe = load_recipe(args.recipe)
+        given = args.devices != "2x24564MiB" or args.host_ram != "64GiB"
+        rp = plan_recipe(recipe, DeviceSet.parse(args.devices, args.host_ram) if given else None)
+    except ConfigError as err:
+        print(f"workbench plan: {err}", file=sys.stderr)
+        return 2
+    if args.json:
+        print(json.dumps({**rp.matrix.to_dict(), "recipe": recipe.name, "recipe_plan": rp.own.to_dict(),
+                          "recipe_is_cheapest": rp.agrees}, indent=1))
+    else:
+        print(format_matrix(rp.matrix))
+        print(format_recipe_plan(rp))
     return 0
 
 

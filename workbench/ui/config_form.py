@@ -256,6 +256,18 @@ class ConfigForm:
             raise ConfigError([("file", f"cannot write {str(path)!r}: {err.strerror} (pick a writable folder)")]) from None
         return path
 
+    def start_from_recipe(self, name: str):
+        """Every field from the packaged recipe ``name`` (the fields it does not set at their defaults; output.*,
+        where runs go, kept as it is). Returns the recipe; raises ConfigError for an unknown or broken recipe."""
+        from ..config.recipes import load_recipe
+
+        recipe = load_recipe(name)
+        data = recipe.settings()
+        current, _ = self.data()  # a field whose text does not parse is left out: it takes its default
+        data["output"] = {**current.get("output", {}), **data.get("output", {})}
+        self.set_config(data)
+        return recipe
+
     def import_deepspeed(self, path: str | Path, world_size: Optional[int] = None):
         """Apply a DeepSpeed JSON config through ``workbench.distributed.ds_config`` (its batch, precision,
         ZeRO and offload settings). Returns the importer's result: ``.warnings`` and ``.notes`` are

@@ -101,7 +101,18 @@ class ConfigPanel(W.VBox):
         self.deepspeed_message = W.HTML()
         self.deepspeed_message.add_class("wb-deepspeed-message")
         self.cli = W.HTML()
-        super().__init__([W.HTML("<b>Run configuration</b>"), self.tabs, self.status, self.other_problems,
+        from ..config.recipes import recipe_names
+
+        self.recipe_choice = W.Dropdown(options=[("(a recipe)", "")] + [(n, n) for n in recipe_names()], value="",
+                                        description="start from", style=file_style, layout=W.Layout(width="400px"))
+        self.recipe_button = W.Button(description="Use recipe", icon="book", layout=W.Layout(width="120px"),
+                                      tooltip="set every field from a packaged recipe (workbench recipes)")
+        self.recipe_button.on_click(lambda _: self.start_from_recipe(self.recipe_choice.value))
+        self.recipe_message = W.HTML()
+        self.recipe_message.add_class("wb-recipe-message")
+        super().__init__([W.HTML("<b>Run configuration</b>"),
+                          W.HBox([self.recipe_choice, self.recipe_button]), self.recipe_message,
+                          self.tabs, self.status, self.other_problems,
                           W.HBox([self.path_text, self.load_button, self.save_button, self.file_message]),
                           W.HBox([self.deepspeed_text, self.deepspeed_button]), self.deepspeed_message,
                           W.HTML("<b>Equivalent command</b>"), self.cli])
@@ -189,6 +200,23 @@ class ConfigPanel(W.VBox):
             return False
         self.file_message.value = f"saved {html.escape(str(written))}"
         return True
+
+    def start_from_recipe(self, name: str):
+        """Set every field from a packaged recipe and show what it is for, reaches and needs; returns it or None."""
+        if not name:
+            self.recipe_message.value = _red("pick a recipe first")
+            return None
+        try:
+            recipe = self.form.start_from_recipe(name)
+        except ConfigError as err:
+            self.recipe_message.value = _error_lines(err)
+            return None
+        self.recipe_message.value = (
+            f"<div class='wb-recipe'><b>{html.escape(recipe.name)}</b>: {html.escape(recipe.purpose)}<br>"
+            f"expected: {html.escape(recipe.summary())}<br>needs: {html.escape(recipe.requirements.describe())}"
+            f"<br><span style='color:#888'>check it: python -m workbench.bench.recipes {html.escape(recipe.name)}"
+            "</span></div>")
+        return recipe
 
     def load_deepspeed(self, path: str | Path):
         """Apply a DeepSpeed JSON config's settings (through the project's importer) and show its warnings;

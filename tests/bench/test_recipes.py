@@ -1,0 +1,105 @@
+"""The recipes' bench: each runnable recipe trained, evaluated and held to its figures (the quick ones here, the
+minutes-long ones under -m slow and in .ci/run); a figure outside its tolerance is exit 1; a GPU recipe on this
+machine is skipped saying what it needs; the README's results table is the one the bench renders."""
+import pytest
+
+from tests.conftest import REPO
+from workbench.bench import recipes as bench
+from workbench.config.recipes import Figure, all_recipes, load_recipe
+
+# A recipe whose bench took at most this much CPU time where it was measured runs in the default suite (CPU time:
+# the shared machine's wall time says little); the SmolLM2 recipes take tens of minutes: -m slow (and .ci/run).
+QUICK_CPU_S = 60
+RUNNABLE = [r for r in all_recipes() if r.figures and not r.requirements.gpus]
+
+
+def _param(recipe):
+    quick = recipe.measured_on.cpu_s <= QUICK_CPU_S
+    return pytest.param(recipe.name, id=recipe.name, marks=() if quick else pytest.mark.slow)
+
+
+def test_a_quick_recipe_exists_so_the_suite_runs_the_bench():
+    assert any(r.measured_on.cpu_s <= QUICK_CPU_S for r in RUNNABLE)
+
+
+@pytest.mark.parametrize("name", [_param(r) for r in RUNNABLE])
+def test_the_recipe_reaches_its_figures(name, capsys):
+    assert bench.main([name]) == 0, capsys.readouterr().out
+    out = capsys.readouterr().out
+    recipe = load_recipe(name)
+    for evaluation in recipe.evaluation:
+        for metric in evaluation.figures:
+            assert any(line.startswith(name) and f" {metric} " in line and line.endswith(" ok")
+                       for line in out.splitlines()), out
+
+
+def test_judging_a_figure():
+    figure = Figure(value=0.913, tolerance=0.05, base=0.0)
+    assert bench.judge(0.87, 0.0, figure, judged=True) == "ok"
+    assert bench.judge(0.963, 0.0, figure, judged=True) == "ok"  # on the edge
+    assert bench.judge(0.85, 0.0, figure, judged=True) == "OUTSIDE"
+    assert bench.judge(0.913, 0.2, figure, judged=True) == "OUTSIDE"  # the base model moved: the eval did
+    assert bench.judge(None, 0.0, figure, judged=True) == "OUTSIDE"
+    assert bench.judge(0.1, 0.0, figure, judged=False) == "not judged (--set)"
+    assert bench.judge(0.1, 0.0, None, judged=True) == "no expected figure"
+
+
+def test_a_figure_outside_its_tolerance_is_exit_1(monkeypatch, capsys):
+    recipe = load_recipe("precision-lab")
+
+    def measured(r, overrides, runs_dir, progress=True):
+        return bench.Outcome(r, rows=[bench.Measured("heldout_loss", "loss", 9.0, 5.787, Figure(value=5.509, tolerance=0.02),
+                                                     "OUTSIDE")], machine="cpu/fp32")
+
+    monkeypatch.setattr(bench, "run_recipe", measured)
+    assert bench.main([recipe.name]) == 1
+    assert "OUTSIDE" in capsys.readouterr().out
+
+
+def test_overriding_a_setting_shows_figures_without_judging_them(monkeypatch, capsys):
+    seen = {}
+
+    def measured(r, overrides, runs_dir, progress=True):
+        seen.update(overrides)
+        return bench.Outcome(r, machine="cpu/fp32")
+
+    monkeypatch.setattr(bench, "run_recipe", measured)
+    assert bench.main(["precision-lab", "--set", "schedule.learning_rate=2e-4"]) == 0
+    assert load_recipe("precision-lab").run_config(seen).schedule.learning_rate == 2e-4
+    assert bench.main(["precision-lab", "--set", "schedule.nope=1"]) == 2  # checked before anything trains
+    assert "schedule.nope" in capsys.readouterr().err
+
+
+def test_a_gpu_recipe_is_skipped_saying_what_it_needs(monkeypatch, capsys):
+    import workbench.engine.environment as environment
+
+    monkeypatch.setattr(environment, "machine_memory", lambda: ([], 24 * 1024**3))
+    assert bench.main(["autoglm-phone-9b-lora-2x4090"]) == 0
+    assert "skipped: needs 2 CUDA GPUs with >= 23 GiB each" in capsys.readouterr().out
+
+
+def test_the_readme_results_table_is_the_one_the_bench_renders():
+    readme = (REPO / "README.md").read_text(encoding="utf-8")
+    table = bench.readme_table(all_recipes())
+    assert table in readme, "README.md's recipes table is stale: python -m workbench.bench.recipes --readme README.md"
+    for recipe in all_recipes():
+        assert f"`{recipe.name}`" in table
+
+
+def test_every_expected_figure_names_a_metric_its_task_reports():
+    """Checked before anything trains for minutes: an answer task's metrics from one scored row, the held-out loss
+    task's from its measurement on the tiny model."""
+    from workbench.eval import Reply, get_task, load_examples
+    from workbench.models import load_for_inference
+
+    tiny = load_for_inference("tiny-glm4")
+    for recipe in all_recipes():
+        for evaluation in recipe.evaluation:
+            task = get_task(evaluation.task)
+            data = evaluation.data or task.default_data
+            if getattr(task, "needs_model", False):
+                reported = task.measure(tiny.model, tiny.tokenizer, data, limit=2, max_length=64)
+            else:
+                example = load_examples(data, limit=1)[0]
+                reported = task.summarize([task.score(example, Reply(example.reference))])
+            assert set(evaluation.figures) <= set(reported), (recipe.name, set(evaluation.figures) - set(reported))

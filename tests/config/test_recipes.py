@@ -1,0 +1,85 @@
+"""Recipe files: every packaged one validates as a run configuration; a broken one is reported whole, each problem
+with its field path; requirements say what a machine lacks; a partial config layers over another key by key."""
+import pytest
+
+from workbench.config import ConfigError, RunConfig, merge_config
+from workbench.config import recipes as recipes_module
+from workbench.config.recipes import Requirements, all_recipes, load_recipe, recipe_names
+
+GiB = 1024**3
+
+
+def test_every_packaged_recipe_is_a_valid_run_configuration():
+    names = recipe_names()
+    assert {"identity-demo", "phone-actions-smollm2", "precision-lab", "autoglm-phone-9b-lora-2x4090"} <= set(names)
+    for recipe in all_recipes():
+        cfg = recipe.run_config()  # every check, files included
+        assert isinstance(cfg, RunConfig) and recipe.purpose
+        if recipe.figures:  # a recipe with figures says where they were measured and what the bench took there
+            assert recipe.measured_on is not None and recipe.measured_on.wall_s and recipe.measured_on.cpu_s, recipe.name
+
+
+def test_settings_read_numbers_as_the_schema_does_and_keep_paths_as_written():
+    recipe = load_recipe("phone-actions-smollm2")
+    settings = recipe.settings()
+    assert settings["schedule"]["learning_rate"] == 0.001 and isinstance(settings["schedule"]["learning_rate"], float)
+    assert settings["data"]["train"] == "data_samples/phone_actions_reasoning/train.jsonl"
+    assert recipe.run_config({"schedule.max_steps": 5}).schedule.max_steps == 5  # overrides win
+
+
+def test_a_broken_recipe_reports_every_problem_at_once(tmp_path, monkeypatch):
+    (tmp_path / "broken.yaml").write_text(
+        "purpose: ''\n"
+        "config: {lora: {r: 0}, schedule: {max_step: 3}}\n"
+        "evaluation: [{task: nope, rows: 0, figures: {parse_rate: {value: 0.5, tolerance: -1}}}]\n"
+        "requirements: {gpus: -1}\n"
+        "surprise: 1\n")
+    monkeypatch.setattr(recipes_module, "RECIPES_DIR", tmp_path)
+    with pytest.raises(ConfigError) as err:
+        load_recipe("broken")
+    paths = {p for p, _ in err.value.problems}
+    assert {"purpose", "evaluation[0].rows", "evaluation[0].figures.parse_rate.tolerance", "requirements.gpus",
+            "surprise", "config.lora.r", "config.schedule.max_step"} <= paths, err.value.problems
+    assert str(tmp_path / "broken.yaml") in str(err.value)
+
+
+def test_figures_need_a_machine_class_and_tasks_must_exist(tmp_path, monkeypatch):
+    (tmp_path / "r.yaml").write_text("purpose: p\nconfig: {}\n"
+                                     "evaluation: [{task: nope, figures: {x: {value: 1, tolerance: 0}}}]\n")
+    monkeypatch.setattr(recipes_module, "RECIPES_DIR", tmp_path)
+    with pytest.raises(ConfigError) as err:
+        load_recipe("r")
+    problems = dict(err.value.problems)
+    assert "unknown task 'nope'" in problems["evaluation[0].task"]
+    assert "measured_on" in problems
+
+
+def test_an_unknown_recipe_names_the_known_ones():
+    with pytest.raises(ConfigError) as err:
+        load_recipe("nope")
+    assert "unknown recipe 'nope'" in str(err.value) and "identity-demo" in str(err.value)
+
+
+def test_requirements_say_what_the_machine_lacks():
+    req = Requirements(gpus=2, gpu_memory_gib=23, host_memory_gib=32)
+    assert req.unmet([], 24 * GiB) == ("needs 2 CUDA GPUs with >= 23 GiB each and >= 32 GiB host RAM; this machine has "
+                                       "no CUDA GPU and 24 GiB host RAM")
+    assert "GPUs of 15.9, 15.9 GiB" in req.unmet([int(15.9 * GiB)] * 2, 64 * GiB)
+    assert req.unmet([24564 * 2**20] * 2, 64 * GiB) is None  # two RTX 4090s
+    assert Requirements().unmet([], 1) is None and Requirements().describe() == "a CPU (no GPU needed)"
+
+
+def test_merge_config_layers_a_file_over_a_recipe_key_by_key():
+    base = {"schedule": {"max_steps": 60, "learning_rate": 1e-3}, "data": {"train": "a.jsonl"}}
+    merged = merge_config(base, {"schedule": {"max_steps": 5}, "lora": {"r": 8}})
+    assert merged == {"schedule": {"max_steps": 5, "learning_rate": 1e-3}, "data": {"train": "a.jsonl"}, "lora": {"r": 8}}
+    assert base["schedule"]["max_steps"] == 60  # a copy
+
+
+@pytest.mark.parametrize("lora,params,expected", [(True, 135_000_000, 1e-3), (True, 9_000_000_000, 2e-4),
+                                                  (False, 135_000_000, 5e-5), (False, 9_000_000_000, 1e-5)])
+def test_a_null_learning_rate_is_derived_from_the_model_size(lora, params, expected):
+    schedule = RunConfig().schedule
+    assert schedule.learning_rate is None
+    assert schedule.derived_learning_rate(lora, params) == expected
+    assert schedule.model_copy(update={"learning_rate": 3e-3}).derived_learning_rate(lora, params) == 3e-3

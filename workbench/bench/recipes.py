@@ -1,0 +1,282 @@
+"""Each recipe trained and evaluated as a user would run it, its figures against the ones it expects.
+
+    python -m workbench.bench.recipes [NAME ...] [--set KEY=VALUE ...] [--runs-dir DIR] [--json FILE]
+    python -m workbench.bench.recipes --readme README.md   # rewrite the README's results table from the recipes
+
+For every recipe named (default: all), on this machine: skip it, saying why, when its requirements are not met
+(GPUs, memory); else train its configuration in this process (``workbench train --recipe NAME``), score the run
+with each task of its evaluation through ``workbench eval``'s machinery (a server started for the base model and
+the run's adapter; the held-out loss on the model itself) and print one table: per metric the base model's and
+the fine-tuned model's figure against the expected one and its tolerance. Exit status 1 when a judged figure falls
+outside its tolerance. ``--set`` changes the recipe (e.g. ``--set schedule.learning_rate=2e-4``): its figures
+are then printed but not judged, unless only output.* was changed. Wall times are printed with the load average:
+on a shared machine they are not the recipe's (its expected wall time is in measured_on).
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import resource
+import sys
+import tempfile
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Optional
+
+import torch
+
+from ..config import ConfigError
+from ..config.loading import split_override
+from ..config.recipes import Evaluation, Figure, Recipe, all_recipes, load_recipe
+
+README_BEGIN = "<!-- recipes table: python -m workbench.bench.recipes --readme README.md -->"
+README_END = "<!-- end of the recipes table -->"
+EPS = 1e-9  # figures print with 3 decimals; a value on the tolerance's edge is inside
+
+
+@dataclass
+class Measured:
+    task: str
+    metric: str
+    value: Optional[float]  # the fine-tuned model's
+    base: Optional[float]
+    expected: Optional[Figure]
+    verdict: str  # ok | OUTSIDE | not judged (...)
+
+
+@dataclass
+class Outcome:
+    recipe: Recipe
+    skipped: Optional[str] = None
+    run_dir: Optional[Path] = None
+    rows: list[Measured] = field(default_factory=list)
+    train_s: float = 0.0
+    eval_s: float = 0.0
+    cpu_s: float = 0.0  # this process's CPU time for both (the server's threads included)
+    machine: str = ""  # device/precision the run resolved to, and the torch threads
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def failed(self) -> bool:
+        return any(r.verdict == "OUTSIDE" for r in self.rows)
+
+
+def _inside(value: Optional[float], target: Optional[float], tolerance: float) -> bool:
+    return target is None or (value is not None and abs(value - target) <= tolerance + EPS)
+
+
+def judge(value: Optional[float], base: Optional[float], expected: Optional[Figure], judged: bool) -> str:
+    if expected is None:
+        return "no expected figure"
+    if not judged:
+        return "not judged (--set)"
+    ok = _inside(value, expected.value, expected.tolerance) and _inside(base, expected.base, expected.tolerance)
+    return "ok" if ok else "OUTSIDE"
+
+
+def _scalars(metrics: dict) -> dict:
+    return {k: v for k, v in metrics.items() if isinstance(v, (int, float)) and not isinstance(v, bool) and k != "n"}
+
+
+def evaluate_run(evaluation: Evaluation, run_dir: Path, progress: bool) -> tuple[dict, dict]:
+    """(fine-tuned metrics, base metrics) of one evaluation of a run, as `workbench eval --run RUN` measures them."""
+    from ..eval.runner import evaluate
+    from ..serve.config import default_adapter_id
+
+    report = evaluate(evaluation.task, runs=[str(run_dir)], data=evaluation.data, limit=evaluation.rows,
+                      max_tokens=evaluation.max_tokens, progress=progress)
+    tuned = report.metrics[default_adapter_id(run_dir)]["default"]
+    return tuned, report.metrics[report.settings["base"]]["default"]
+
+
+def run_recipe(recipe: Recipe, overrides: dict, runs_dir: Path, progress: bool = True) -> Outcome:
+    """Train and evaluate ``recipe`` here (or say why this machine cannot)."""
+    from ..engine.environment import machine_memory
+
+    out = Outcome(recipe)
+    out.skipped = recipe.requirements.unmet(*machine_memory())
+    if out.skipped:
+        return out
+    judged = all(k.startswith("output.") for k in overrides)
+    cfg = recipe.run_config({**overrides, "output.runs_dir": str(runs_dir),
+                             "output.run_name": f"{recipe.name}-{time.strftime('%Y%m%d-%H%M%S')}",
+                             "output.progress_bar": overrides.get("output.progress_bar", progress)})
+    m = recipe.measured_on
+    threads = torch.get_num_threads()
+    if m is not None and m.threads:
+        torch.set_num_threads(m.threads)  # as measured: another count can change a greedy answer
+    try:
+        _train_and_evaluate(recipe, cfg, judged, out, progress)
+    finally:
+        torch.set_num_threads(threads)
+    return out
+
+
+def _train_and_evaluate(recipe: Recipe, cfg, judged: bool, out: Outcome, progress: bool) -> None:
+    from ..events import iter_events
+    from ..training import train
+
+    cpu0 = _cpu_s()
+    print(f"[recipes] {recipe.name}: training {cfg.model.source}, {cfg.schedule.max_steps} steps, "
+          f"{torch.get_num_threads()} torch thread(s)", flush=True)
+    t0 = time.monotonic()
+    result = train(cfg)
+    out.train_s, out.run_dir = time.monotonic() - t0, result.run_dir
+    started = next(e for e in iter_events(result.run_dir / "events.jsonl") if e.type == "run_started")
+    out.machine = f"{started.precision['device_type']}/{started.precision['mode']}"
+    m = recipe.measured_on
+    if m is not None and out.machine != f"{m.device}/{m.precision}":
+        out.notes.append(f"this machine ran {recipe.name} as {out.machine}; its figures were measured as "
+                         f"{m.device}/{m.precision} ({m.description}): differences are expected")
+    out.machine += f", {torch.get_num_threads()} thread(s)"
+    t0 = time.monotonic()
+    for evaluation in recipe.evaluation:
+        print(f"[recipes] {recipe.name}: evaluating {evaluation.task}", flush=True)
+        tuned, base = evaluate_run(evaluation, result.run_dir, progress)
+        names = list(evaluation.figures) or list(_scalars(tuned))
+        for metric in names:
+            value, base_value = tuned.get(metric), base.get(metric)
+            expected = evaluation.figures.get(metric)
+            if metric not in tuned:
+                raise ConfigError([(f"evaluation[{evaluation.task}].figures.{metric}", f"task {evaluation.task} "
+                                    f"reports no {metric!r}: use one of {', '.join(_scalars(tuned))}")],
+                                  f"recipe {recipe.path}")
+            out.rows.append(Measured(evaluation.task, metric, value, base_value, expected,
+                                     judge(value, base_value, expected, judged)))
+    out.eval_s = time.monotonic() - t0
+    out.cpu_s = _cpu_s() - cpu0
+
+
+def _cpu_s() -> float:
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    return usage.ru_utime + usage.ru_stime
+
+
+def _num(value: Optional[float]) -> str:
+    return "-" if value is None else f"{value:.3f}"
+
+
+def format_outcomes(outcomes: list[Outcome], runs_kept: bool = True) -> str:
+    """One table, measured vs expected, then each recipe's wall time, machine and notes."""
+    table = [["recipe", "task", "metric", "base", "fine-tuned", "expected", "verdict"]]
+    for o in outcomes:
+        if o.skipped:
+            table.append([o.recipe.name, "-", "-", "-", "-", "-", f"skipped: {o.skipped}"])
+        for r in o.rows:
+            expected = "-" if r.expected is None else (
+                f"{r.expected.value:.3f} ± {r.expected.tolerance:g}"
+                + (f" (base {r.expected.base:.3f})" if r.expected.base is not None else ""))
+            table.append([o.recipe.name, r.task, r.metric, _num(r.base), _num(r.value), expected, r.verdict])
+    widths = [max(len(row[i]) for row in table) for i in range(len(table[0]) - 1)]
+    lines = ["  ".join(c.ljust(w) for c, w in zip(row, widths)) + "  " + row[-1] for row in table]
+    for o in outcomes:
+        if o.skipped:
+            continue
+        m = o.recipe.measured_on
+        there = (f"; measured {m.wall_s:.0f} s wall, {m.cpu_s:.0f} s CPU on {m.description}"
+                 if m is not None and m.wall_s and m.cpu_s else "")
+        lines.append(f"{o.recipe.name}: train {o.train_s:.0f} s + evaluate {o.eval_s:.0f} s = "
+                     f"{o.train_s + o.eval_s:.0f} s wall, {o.cpu_s:.0f} s CPU, here as {o.machine}{there}; run: "
+                     f"{o.run_dir if runs_kept else '(removed: --runs-dir DIR keeps it)'}")
+        lines += [f"  note: {n}" for n in o.notes]
+    return "\n".join(lines)
+
+
+# ---- the README's results table -------------------------------------------------------------------------------
+
+def _rows_of(evaluation: Evaluation) -> str:
+    from ..eval.tasks import get_task
+
+    data = Path(evaluation.data) if evaluation.data else get_task(evaluation.task).default_data
+    total = sum(1 for line in Path(data).read_text(encoding="utf-8").splitlines() if line.strip())
+    n = min(total, evaluation.rows or total)
+    try:
+        shown = Path(data).resolve().relative_to(Path(data).resolve().parents[2])  # data_samples/SET/FILE
+    except ValueError:
+        shown = Path(data).name
+    return f"{n} rows of `{str(shown).replace(os.sep, '/')}`"
+
+
+def readme_table(recipes: list[Recipe]) -> str:
+    """The README's results table: each recipe's expected figures, where they were measured, the command."""
+    lines = [README_BEGIN, "", "| recipe | judged by | fine-tuned (base model) | tolerance | measured on | bench time there |",
+             "|---|---|---|---|---|---|"]
+    for r in recipes:
+        if not r.evaluation or not r.figures:
+            why = f"needs {r.requirements.describe()}: not measured" if r.requirements.gpus else "no figures yet"
+            lines.append(f"| `{r.name}` | - | {why} | - | - | - |")
+            continue
+        m = r.measured_on
+        for e in r.evaluation:
+            figures = "<br>".join(f"{metric} **{f.value:.3f}**" + (f" ({f.base:.3f})" if f.base is not None else "")
+                                  for metric, f in e.figures.items())
+            tolerances = "<br>".join(f"± {f.tolerance:g}" for f in e.figures.values())
+            took = " / ".join(f"{what} {seconds / 60:.1f} min" for what, seconds in (("wall", m.wall_s), ("CPU", m.cpu_s))
+                              if seconds) or "-"
+            threads = f", {m.threads} torch thread{'s' if m.threads > 1 else ''}" if m.threads else ""
+            lines.append(f"| `{r.name}` | `{e.task}`, {_rows_of(e)} | {figures} | {tolerances} | "
+                         f"{m.device}/{m.precision}{threads}: {m.description} | {took} |")
+    lines += ["", "Each row: `python -m workbench.bench.recipes NAME` trains the recipe, evaluates it and checks these "
+              "figures (exit 1 outside a tolerance); `workbench recipes show NAME` prints the recipe.", "", README_END]
+    return "\n".join(lines)
+
+
+def replace_readme_table(text: str, table: str) -> str:
+    pattern = re.compile(re.escape(README_BEGIN) + r".*?" + re.escape(README_END), re.S)
+    if not pattern.search(text):
+        raise ConfigError([("--readme", f"the file has no recipes table: put the two lines\n{README_BEGIN}\n{README_END}"
+                            "\nwhere it goes")])
+    return pattern.sub(lambda _: table, text)
+
+
+# ---- the command --------------------------------------------------------------------------------------------
+
+def main(argv: Optional[list[str]] = None) -> int:
+    ap = argparse.ArgumentParser(prog="python -m workbench.bench.recipes", description=__doc__.split("\n\n")[0])
+    ap.add_argument("names", nargs="*", metavar="NAME", help="recipes to run (default: all; `workbench recipes` lists them)")
+    ap.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
+                    help="change the recipes' configuration (figures are then not judged, unless only output.*)")
+    ap.add_argument("--runs-dir", help="keep the runs here (default: a temporary directory, removed afterwards)")
+    ap.add_argument("--json", metavar="FILE", help="also write the measured figures as JSON")
+    ap.add_argument("--readme", metavar="FILE", help="only rewrite FILE's recipes table from the recipes' expected "
+                    "figures (no training)")
+    args = ap.parse_args(argv)
+    try:
+        recipes = [load_recipe(n) for n in args.names] if args.names else all_recipes()
+        if args.readme:
+            path = Path(args.readme)
+            path.write_text(replace_readme_table(path.read_text(encoding="utf-8"), readme_table(recipes)), encoding="utf-8")
+            print(f"rewrote the recipes table of {path}")
+            return 0
+        overrides = dict(split_override(o) for o in args.set)
+        for r in recipes:
+            r.run_config(overrides)  # every recipe's problems before the first one trains
+    except ConfigError as err:
+        print(f"error: {err}", file=sys.stderr)
+        return 2
+    print(f"[recipes] load average at start {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores", flush=True)
+    with tempfile.TemporaryDirectory() as tmp:
+        runs_dir = Path(args.runs_dir or tmp)
+        outcomes = []
+        for recipe in recipes:
+            outcomes.append(run_recipe(recipe, overrides, runs_dir, progress=sys.stderr.isatty()))
+        print(format_outcomes(outcomes, runs_kept=bool(args.runs_dir)))
+        print(f"[recipes] load average at end {os.getloadavg()[0]:.1f} (figures are deterministic; wall times are "
+              "not, on a shared machine)")
+    if args.json:
+        Path(args.json).write_text(json.dumps([{
+            "recipe": o.recipe.name, "skipped": o.skipped, "machine": o.machine, "train_s": round(o.train_s, 1),
+            "eval_s": round(o.eval_s, 1), "cpu_s": round(o.cpu_s, 1), "notes": o.notes,
+            "figures": [{"task": r.task, "metric": r.metric, "base": r.base, "value": r.value, "verdict": r.verdict}
+                        for r in o.rows]} for o in outcomes], indent=1), encoding="utf-8")
+    return 1 if any(o.failed for o in outcomes) else 0
+
+
+if __name__ == "__main__":
+    from ..user_output import hide_third_party_deprecations
+
+    hide_third_party_deprecations()
+    sys.exit(main())

@@ -1,0 +1,223 @@
+"""Recipes: packaged starting points, each a partial run configuration with what it is known to reach.
+
+A recipe is one YAML file in this folder (shipped in the wheel; its name is the file's stem):
+
+- ``purpose`` (one line) and ``description``;
+- ``config``: a partial ``RunConfig``, only what differs from the defaults (``workbench train --recipe NAME``
+  starts from it, ``--config FILE`` and flags apply on top);
+- ``evaluation``: the tasks it is judged by (``workbench eval``'s tasks), the rows and answer length, and per
+  metric the figure the fine-tuned model reaches (and the base model, when given) with a tolerance;
+- ``measured_on``: the machine class those figures were measured on (device, resolved precision, a description)
+  and the bench's wall time there;
+- ``requirements``: the hardware it needs (CUDA GPUs and their memory, host RAM); ``train --recipe`` on a machine
+  without it says so instead of starting;
+- ``plan``: what ``workbench plan --recipe NAME`` needs beyond the config (target devices, screenshots per row).
+
+``python -m workbench.bench.recipes [NAME ...]`` trains each runnable recipe, evaluates it and checks its figures.
+Adding a recipe is adding one file here (its figures from that bench).
+"""
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, ClassVar, Literal, Mapping, Optional
+
+from pydantic import Field, field_validator
+
+from ..files import UnreadableFile
+from ..loading import ConfigError, apply_overrides, config_from_dict, config_to_dict, read_mapping_file
+from ..names import EVAL_TASKS
+from ..samples import resolve_sample_path
+from ..schema import RunConfig, Section
+
+RECIPES_DIR = Path(__file__).resolve().parent
+GiB = 1024**3
+
+
+class Figure(Section):
+    """One expected metric: what the fine-tuned model reaches, within ``tolerance`` either side."""
+
+    value: float = Field(..., description="The fine-tuned model's figure.")
+    tolerance: float = Field(..., ge=0, description="Accepted distance from value (either side), for the fine-tuned "
+                             "and the base figure alike.")
+    base: Optional[float] = Field(None, description="The base model's figure on the same rows (no fine-tuning); "
+                                  "checked too when given.")
+
+
+class Evaluation(Section):
+    """How a recipe is judged: one ``workbench eval`` task on the fine-tuned run (and its base model)."""
+
+    task: str = Field(..., description="A `workbench eval` task (see `workbench eval --help`).")
+    data: Optional[str] = Field(None, description="The rows to score; null: the task's own held-out set.")
+    rows: Optional[int] = Field(None, ge=1, description="The first N rows; null: all.")
+    max_tokens: int = Field(96, ge=1, le=4096, description="Answer length limit (answer-scoring tasks).")
+    figures: dict[str, Figure] = Field(default_factory=dict, description="metric -> expected figure.")
+
+    @field_validator("data")
+    @classmethod
+    def _packaged_samples(cls, value: Optional[str]) -> Optional[str]:
+        return value if value is None else resolve_sample_path(value)
+
+    def problems(self, path: str) -> list[tuple[str, str]]:
+        out = EVAL_TASKS.unknown(f"{path}.task", [self.task])
+        if self.data is not None and not Path(self.data).is_file():
+            out.append((f"{path}.data", f"file not found: {self.data!r} (give an existing JSONL file, or null)"))
+        return out
+
+
+class MachineClass(Section):
+    """Where a recipe's figures were measured: another class of machine may land outside the tolerances."""
+
+    device: Literal["cpu", "cuda"] = Field(..., description="The device the run trained on.")
+    precision: Literal["fp32", "fp16", "bf16", "pure-bf16"] = Field(
+        ..., description="The precision the run resolved to there (precision.mode auto differs between machines).")
+    description: str = Field(..., description="The machine, e.g. 2 x86-64 cores with AVX2, no GPU.")
+    threads: Optional[int] = Field(None, ge=1, description="Torch CPU threads the bench ran with, and runs with again "
+                                   "(a thread count changes summation order: on the phone recipe one answer of 23); "
+                                   "null: torch's choice.")
+    wall_s: Optional[float] = Field(None, gt=0, description="The bench's wall time there (train + evaluate), seconds.")
+    cpu_s: Optional[float] = Field(None, gt=0, description="The bench's CPU time there (train + evaluate), seconds: "
+                                   "on a shared machine, closer than wall_s to what an idle one takes.")
+
+
+class Requirements(Section):
+    gpus: int = Field(0, ge=0, description="CUDA GPUs needed (0: runs on a CPU).")
+    gpu_memory_gib: Optional[float] = Field(None, gt=0, description="Memory each of those GPUs needs, GiB.")
+    host_memory_gib: Optional[float] = Field(None, gt=0, description="Host RAM needed, GiB (offloaded state).")
+
+    def describe(self) -> str:
+        parts = []
+        if self.gpus:
+            each = f" with >= {self.gpu_memory_gib:g} GiB each" if self.gpu_memory_gib else ""
+            parts.append(f"{self.gpus} CUDA GPU{'s' if self.gpus > 1 else ''}{each}")
+        if self.host_memory_gib:
+            parts.append(f">= {self.host_memory_gib:g} GiB host RAM")
+        return " and ".join(parts) or "a CPU (no GPU needed)"
+
+    def unmet(self, gpu_bytes: list[int], host_bytes: int) -> Optional[str]:
+        """Why a machine with these GPUs (total memory of each) and host RAM cannot run the recipe, or None."""
+        big_enough = [b for b in gpu_bytes if self.gpu_memory_gib is None or b >= self.gpu_memory_gib * GiB]
+        short = []
+        if len(big_enough) < self.gpus:
+            short.append("no CUDA GPU" if not gpu_bytes else
+                         "GPUs of " + ", ".join(f"{b / GiB:.1f}" for b in gpu_bytes) + " GiB")
+        if self.host_memory_gib and host_bytes < self.host_memory_gib * GiB:
+            short.append(f"{host_bytes / GiB:.0f} GiB host RAM")
+        return f"needs {self.describe()}; this machine has {' and '.join(short)}" if short else None
+
+
+class PlanInputs(Section):
+    """What ``workbench plan --recipe`` needs that a run configuration does not say."""
+
+    devices: str = Field("2x24564MiB", description="COUNTxSIZE of the target GPUs (default: 2x RTX 4090).")
+    host_ram: str = Field("64GiB", description="Host RAM of the target machine.")
+    images_per_row: int = Field(0, ge=0, le=64, description="Screenshots per example.")
+    image_size: str = Field("1080x2400", description="WIDTHxHEIGHT of each screenshot before the processor resizes it.")
+
+
+class Recipe(Section):
+    config_title: ClassVar[str] = "recipe"
+    help_command: ClassVar[str] = "workbench recipes show NAME"
+
+    purpose: str = Field(..., min_length=1, description="One line: what the recipe teaches which model.")
+    description: str = Field("", description="Why its settings are what they are.")
+    config: dict[str, Any] = Field(..., description="A partial run configuration: what differs from the defaults.")
+    evaluation: list[Evaluation] = Field(default_factory=list, description="The tasks it is judged by.")
+    measured_on: Optional[MachineClass] = Field(None, description="Where the figures were measured.")
+    requirements: Requirements = Field(default_factory=Requirements, description="The hardware it needs.")
+    plan: PlanInputs = Field(default_factory=PlanInputs, description="Inputs of `workbench plan --recipe`.")
+    # set by load_recipe, not by the file
+    name: str = Field("", description="The file's stem.")
+    path: str = Field("", description="The file.")
+
+    def problems(self, path: str) -> list[tuple[str, str]]:
+        out = _config_problems(self.config)
+        for i, evaluation in enumerate(self.evaluation):  # a list: the validator recurses only into sections
+            out += evaluation.problems(f"evaluation[{i}]")
+        if any(e.figures for e in self.evaluation) and self.measured_on is None:
+            out.append(("measured_on", "figures need the machine class they were measured on: add measured_on "
+                        "{device, precision, description}"))
+        return out
+
+    @property
+    def figures(self) -> int:
+        return sum(len(e.figures) for e in self.evaluation)
+
+    def run_config(self, overrides: Mapping[str, Any] | list[str] = ()) -> RunConfig:
+        """The recipe's run configuration with dotted ``overrides`` on top, validated with every check."""
+        return config_from_dict(apply_overrides(self.config, overrides))
+
+    def settings(self) -> dict:
+        """The partial configuration with its numbers and switches as the schema reads them (YAML's ``1e-3`` is
+        text; this is 0.001), paths and lists as written."""
+        full = config_to_dict(config_from_dict(self.config, checks=False))
+
+        def normalized(part: dict, resolved: dict) -> dict:
+            return {k: normalized(v, resolved[k]) if isinstance(v, dict) and isinstance(resolved.get(k), dict)
+                    else (resolved[k] if isinstance(resolved.get(k), (int, float, bool)) else v)
+                    for k, v in part.items()}
+
+        return normalized(self.config, full)
+
+    def summary(self) -> str:
+        """The expected figures in one line: ``task: metric 0.913 (base 0.000), ...``."""
+        parts = []
+        for e in self.evaluation:
+            figures = ", ".join(f"{m} {f.value:.3f}" + (f" (base {f.base:.3f})" if f.base is not None else "")
+                                for m, f in e.figures.items())
+            parts.append(f"{e.task}: {figures or 'no figures'}")
+        return "; ".join(parts) or "no evaluation"
+
+
+def _config_problems(config: Mapping) -> list[tuple[str, str]]:
+    """The schema problems of a recipe's partial configuration, under ``config.``."""
+    try:
+        config_from_dict(config, checks=False)
+    except ConfigError as err:
+        return [(f"config.{p}" if p else "config", m) for p, m in err.problems]
+    return []
+
+
+def recipe_names() -> list[str]:
+    return sorted(p.stem for p in RECIPES_DIR.glob("*.yaml"))
+
+
+def recipe_file(name: str) -> Path:
+    path = RECIPES_DIR / f"{name}.yaml"
+    if not path.is_file():
+        raise ConfigError([("recipe", f"unknown recipe {name!r}: use one of {', '.join(recipe_names())} "
+                            "(`workbench recipes` lists them)")])
+    return path
+
+
+def load_recipe(name: str) -> Recipe:
+    """The packaged recipe ``name``; ConfigError naming every problem of its file at once."""
+    path = recipe_file(name)
+    data = read_mapping_file(path, f"recipe {name}", "a recipe (purpose, config, ...)")
+    for key in ("name", "path"):
+        if key in data:
+            raise ConfigError([(key, "set from the file's name, not written in it: remove it")], f"recipe {path}")
+    try:
+        return config_from_dict({**data, "name": name, "path": str(path)}, Recipe)
+    except ConfigError as err:
+        problems = err.problems
+        if isinstance(data.get("config"), Mapping) and not any(p.startswith("config") for p, _ in problems):
+            problems += _config_problems(data["config"])  # the rest of the file failed: still show these
+        raise ConfigError(problems, f"recipe {path}") from None
+
+
+def all_recipes() -> list[Recipe]:
+    return [load_recipe(n) for n in recipe_names()]
+
+
+def recipe_text(name: str) -> str:
+    """The recipe's file as shipped (with its comments)."""
+    try:
+        from ..files import read_text
+
+        return read_text(recipe_file(name))
+    except UnreadableFile as err:
+        raise ConfigError([("recipe", str(err))]) from None
+
+
+__all__ = ["Evaluation", "Figure", "MachineClass", "PlanInputs", "Recipe", "Requirements", "RECIPES_DIR",
+           "all_recipes", "load_recipe", "recipe_file", "recipe_names", "recipe_text"]
