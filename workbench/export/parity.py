@@ -9,6 +9,7 @@ assistant tokens, as in training's eval).
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass
+from pathlib import Path
 from typing import Callable
 
 import torch
