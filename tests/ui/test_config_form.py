@@ -131,7 +131,6 @@ def test_a_bad_deepspeed_json_is_named_and_changes_nothing(tmp_path, content, re
 
 
 def test_a_recipe_is_a_starting_point_that_keeps_where_runs_go(tmp_path):
-    from workbench.config.recipes import load_recipe
 
     form = ConfigForm()
     form.set("output.runs_dir", str(tmp_path))
