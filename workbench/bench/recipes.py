@@ -188,7 +188,7 @@ def format_outcomes(outcomes: list[Outcome], runs_kept: bool = True) -> str:
 # ---- the README's results table -------------------------------------------------------------------------------
 
 def _rows_of(evaluation: Evaluation) -> str:
-    from ..eval.tasks import get_task
+    from ..eval import get_task
 
     data = Path(evaluation.data) if evaluation.data else get_task(evaluation.task).default_data
     total = sum(1 for line in Path(data).read_text(encoding="utf-8").splitlines() if line.strip())
