@@ -130,7 +130,7 @@ def _matmul_hand_flops(tokens: int) -> dict:
 ])
 def test_coverage_counts_matmul_flops_by_dtype(make_cfg, mode, rules, low_share):
     r = train(make_cfg(**{"precision.mode": mode, "schedule.max_steps": 3, "diagnosis.coverage_every": 2,
-                          "precision.module_rules": rules}))
+                          "precision.module_rules": rules, "memory.loss_head": "full"}))  # lm_head at every token
     samples = events_of(r, "coverage")
     assert [c.step for c in samples] == [1, 2]  # step 1, then every 2 steps
     cov = samples[0]
@@ -141,6 +141,17 @@ def test_coverage_counts_matmul_flops_by_dtype(make_cfg, mode, rules, low_share)
     assert {g: c["low_precision_share"] for g, c in cov.groups.items()} == low_share
     want = sum(hand[g] * s for g, s in low_share.items()) / sum(hand.values())
     assert cov.low_precision_share == pytest.approx(want)
+
+
+@pytest.mark.parametrize("rules,low_share", [([], 1.0), ([{"pattern": "lm_head", "compute": "float32"}], 0.0)])
+def test_coverage_counts_the_loss_head_at_labelled_positions_only(make_cfg, rules, low_share):
+    """The default head projects only positions with a label: its FLOPs are the step's target tokens', in the
+    dtype the projection ran in (fp32 under a rule), not those of the summed loss it hands back."""
+    r = train(make_cfg(**{"precision.mode": "bf16", "schedule.max_steps": 1, "diagnosis.coverage_every": 1,
+                          "precision.module_rules": rules}))
+    (cov,), (step,) = events_of(r, "coverage"), events_of(r, "step")
+    assert cov.groups["lm_head"]["flops"] == 2 * 64 * 320 * step.tokens
+    assert cov.groups["lm_head"]["low_precision_share"] == low_share
 
 
 def test_diagnosis_does_not_change_the_trajectory(make_cfg):

@@ -74,7 +74,7 @@ def run_bare(args) -> dict:
     import torch
 
     from ..forward import batch_loss_sum
-    from ..precision import count_target_tokens
+    from ..precision import count_target_tokens, window_loss_divisor
 
     cfg = _config(args, tempfile.gettempdir())
     model, tok, examples, policy = _prepared(cfg)
@@ -87,9 +87,9 @@ def run_bare(args) -> dict:
     for k, window in enumerate(batches):
         if k == args.warmup:
             t0 = time.perf_counter()
-        ntok = sum(count_target_tokens(b["labels"]) for b in window)
+        divisor = window_loss_divisor(sum(count_target_tokens(b["labels"]) for b in window))
         for b in window:
-            loss = batch_loss_sum(model, b, policy.autocast) / ntok
+            loss = batch_loss_sum(model, b, policy.autocast, cfg.memory) / divisor
             (scaler.scale(loss) if scaler else loss).backward()
         if scaler:
             scaler.unscale_(opt)

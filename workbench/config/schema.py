@@ -166,6 +166,23 @@ class QuantizationSection(Section):
         "int8-dynamic also quantizes activations. null: off.")
 
 
+LossHead = Literal["full", "labels", "chunked"]
+
+
+class MemorySection(Section):
+    """How the training forward spends activation memory (the planner models each choice)."""
+
+    loss_head: LossHead = Field(
+        "chunked", description="Where the output projection and the fp32 cross-entropy run. full: at every position "
+        "(full-vocabulary logits of the whole sequence kept for backward); labels: only at positions with a label "
+        "(a screenshot's and the prompt's positions cost nothing); chunked (default): at labelled positions in chunks "
+        "of loss_chunk_tokens whose logits are recomputed in backward, so the loss keeps only its input hidden states. "
+        "All three give the same loss and gradients (summed in another order: equal to fp32 rounding).")
+    loss_chunk_tokens: int = Field(
+        512, ge=1, description="chunked: labelled positions per chunk. Backward holds one chunk's logits "
+        "(chunk x vocabulary in fp32); smaller chunks save memory at the cost of more, smaller matmuls.")
+
+
 class ScheduleSection(Section):
     max_steps: int = Field(100, ge=1, description="Optimizer steps (each = grad_accum_steps micro-batches).")
     micro_batch_size: int = Field(4, ge=1, description="Examples per forward/backward.")
@@ -410,6 +427,7 @@ class RunConfig(Section):
     sharding: ShardingSection = ShardingSection()
     diagnosis: DiagnosisSection = DiagnosisSection()
     quantization: QuantizationSection = QuantizationSection()
+    memory: MemorySection = MemorySection()
     eval: EvalSection = EvalSection()
     device: str = Field("auto", description="auto, cpu, cuda or cuda:N.")
 

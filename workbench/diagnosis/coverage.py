@@ -1,6 +1,7 @@
 """Autocast coverage: the share of matmul FLOPs that actually ran in low precision.
 
-Forward hooks on every nn.Linear and convolution record output dtype x FLOPs (Linear: 2*in*out*tokens).
+Forward hooks on every nn.Linear and convolution record output dtype x FLOPs (Linear: 2*in*out*tokens; an output
+projection that ``forward.head`` ran only at labelled positions counts those rows).
 A LoRA layer is counted in parts, as peft builds it from plain Linears: its base_layer (group of the
 layer) and its lora_A/lora_B (group "lora"). The hooks are registered only for a sampled step and
 removed right after it, so unsampled steps pay nothing. Attention's QK^T and AV products are not
@@ -15,6 +16,7 @@ from typing import Optional
 
 import torch
 
+from ..forward.head import PROJECTED
 from ..models.groups import module_group
 from ..dtypes import dtype_name
 from ..precision.module_rules import short_name
@@ -54,7 +56,12 @@ class CoverageSampler:
 
         def hook(module, args, out):
             # Training forwards only: eval forwards of the same step (model.eval()) are not the step's cost.
-            if module.training and isinstance(out, torch.Tensor):
+            if not (module.training and isinstance(out, torch.Tensor)):
+                return
+            if out.dim() == 0 and getattr(module, PROJECTED, None):  # a loss head (forward.head): its real work
+                rows, dtype = getattr(module, PROJECTED)
+                acc[index][dtype] += 2 * module.in_features * module.out_features * rows
+            else:
                 acc[index][out.dtype] += _flops(module, out)
 
         return hook

@@ -152,7 +152,7 @@ class _Engine:
 
     # ---- the step -----------------------------------------------------------------------------
     def _forward_loss_sum(self, batch: dict) -> torch.Tensor:
-        return batch_loss_sum(self.model, batch, self.policy.autocast)
+        return batch_loss_sum(self.model, batch, self.policy.autocast, self.cfg.memory)
 
     def train_step(self, stream, measure: bool = False) -> tuple[float, int, int, object, Optional[dict]]:
         """One optimizer step over ``grad_accum_steps`` micro-batches. Returns the mean token loss,
@@ -196,7 +196,7 @@ class _Engine:
         measured = heldout_loss(self.model, self.eval_examples, self.tokenizer.pad_token_id,
                                 batch_size=self.cfg.schedule.micro_batch_size, autocast=self.policy.autocast,
                                 device=self.device, rank=self.ctx.rank, world_size=self.ctx.world_size,
-                                reduce=self.ctx.sum)
+                                reduce=self.ctx.sum, memory=self.cfg.memory)
         self.emit_run(Eval(step=self.state.step, loss=measured.loss, tokens=measured.tokens))
         self.result.eval_losses.append((self.state.step, measured.loss))
         return measured.loss

@@ -15,8 +15,10 @@ from typing import Callable, Optional, Sequence
 
 import torch
 
+from ..config import MemorySection
 from ..data import collate, load_examples, model_inputs
 from ..precision import count_target_tokens, token_loss_sum
+from .head import loss_at_labels
 
 Autocast = Optional[Callable[[], contextlib.AbstractContextManager]]  # e.g. PrecisionPolicy.autocast
 
@@ -36,10 +38,17 @@ def batch_logits(model: torch.nn.Module, batch: dict, autocast: Autocast = None)
         return model(**model_inputs(batch), use_cache=False).logits
 
 
-def batch_loss_sum(model: torch.nn.Module, batch: dict, autocast: Autocast = None) -> torch.Tensor:
+def batch_loss_sum(model: torch.nn.Module, batch: dict, autocast: Autocast = None,
+                   memory: Optional[MemorySection] = None) -> torch.Tensor:
     """The training forward: the summed next-token loss over the batch's target tokens (an fp32 scalar that
-    backpropagates; ``precision.step`` divides it by the window's token count)."""
-    return token_loss_sum(batch_logits(model, batch, autocast), batch["labels"])
+    backpropagates; ``precision.step`` divides it by the window's token count). ``memory``: the run's
+    ``memory`` section (its ``loss_head``; None: the default), see ``forward.head``."""
+    memory = memory if memory is not None else MemorySection()
+    if memory.loss_head == "full":
+        return token_loss_sum(batch_logits(model, batch, autocast), batch["labels"])
+    chunk = memory.loss_chunk_tokens if memory.loss_head == "chunked" else None
+    with loss_at_labels(model, batch["labels"], chunk):
+        return batch_logits(model, batch, autocast)  # the head returned the summed loss in place of logits
 
 
 def collated(examples: Sequence, pad_token_id: int, batch_size: int) -> list[dict]:
@@ -73,12 +82,13 @@ class HeldoutLoss:
 @torch.no_grad()
 def heldout_loss(model: torch.nn.Module, examples: Sequence, pad_token_id: int, *, batch_size: int,
                  autocast: Autocast = None, device=None, rank: int = 0, world_size: int = 1,
-                 reduce: Optional[Callable[[list], list]] = None) -> HeldoutLoss:
+                 reduce: Optional[Callable[[list], list]] = None, memory: Optional[MemorySection] = None) -> HeldoutLoss:
     """The mean token loss of ``model`` over ``examples`` (eval mode for the duration, restored after).
 
     Sharded (``world_size`` > 1): rank r takes examples r, r + world_size, ...; every rank runs the same number
     of forwards (a sharded model gathers its parameters collectively), a rank out of examples repeating one and
-    discarding it; ``reduce([total, tokens])`` sums over ranks (``DistContext.sum``)."""
+    discarding it; ``reduce([total, tokens])`` sums over ranks (``DistContext.sum``). ``memory``: the run's loss
+    head (``batch_loss_sum``)."""
     if not examples:
         raise ValueError("no held-out examples to measure the loss on")
     device = device if device is not None else next(model.parameters()).device
@@ -90,7 +100,7 @@ def heldout_loss(model: torch.nn.Module, examples: Sequence, pad_token_id: int, 
         for start in range(0, -(-len(examples) // world_size), batch_size):
             chunk = mine[start:start + batch_size]
             batch = on_device(collate(chunk or list(examples[:1]), pad_token_id), device)
-            part = float(batch_loss_sum(model, batch, autocast))
+            part = float(batch_loss_sum(model, batch, autocast, memory))
             if chunk:
                 total += part
                 tokens += count_target_tokens(batch["labels"])
