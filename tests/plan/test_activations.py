@@ -51,3 +51,38 @@ def test_default_model_activations_seq256(mode, lora, ckpt):
 def test_default_model_activations_seq256_slow(mode, lora, ckpt, dropout):
     predicted, measured = _measure("smollm2-135m-instruct", mode, lora, ckpt, batch=2, seq=256, dropout=dropout)
     assert abs(predicted - measured) <= DEFAULT_TOL * measured, (predicted, measured)
+
+
+def _measure_head(source, mode, lora, head, label_tokens):
+    """Saved bytes measured through the run's loss head (labels on the last ``label_tokens`` + 1 tokens of each row,
+    so ``label_tokens`` positions carry a shifted label) and the planner's prediction for the same run."""
+    from workbench.data.tokenize import IGNORE_INDEX
+
+    cfg = RunConfig.model_validate({
+        "model": {"source": source}, "precision": {"mode": mode}, "lora": {"enabled": lora, "dropout": 0.05},
+        "data": {"train": "unused.jsonl", "eval": None, "max_length": 48}, "schedule": {"micro_batch_size": 2},
+        "memory": {"loss_head": head, "loss_chunk_tokens": 7}})
+    policy = resolve_precision(cfg, torch.device("cpu"))
+    model = apply_lora(load_base_model(cfg.model, policy.base_dtype), cfg.lora, policy.trainable_dtype).train()
+    ids = torch.randint(0, 250, (2, 48), generator=torch.Generator().manual_seed(0))
+    labels = ids.clone()
+    labels[:, :48 - label_tokens] = IGNORE_INDEX
+    measured = measure_saved_activations(model, ids, policy.autocast, labels=labels, memory=cfg.memory)
+    predicted = predict_for_run(cfg, policy, label_tokens=label_tokens).activations["saved_forward"]
+    return predicted, measured.saved_forward
+
+
+@pytest.mark.parametrize("source", ["tiny-glm4", "tiny-glm4v"])
+@pytest.mark.parametrize("mode,lora", [("bf16", True), ("pure-bf16", True), ("fp32", False), ("bf16", False)])
+@pytest.mark.parametrize("label_tokens", [47, 9])
+def test_loss_head_saved_bytes_exact(source, mode, lora, label_tokens):
+    """What each loss head keeps for backward (forward.head), to the byte, with every and with a few positions
+    labelled: under LoRA the whole decoder's saved bytes match exactly; under full fine-tuning (where the body
+    has its own small, head-independent gap) what a head adds or saves over the full head matches exactly."""
+    got = {head: _measure_head(source, mode, lora, head, label_tokens) for head in ("full", "labels", "chunked")}
+    for head in ("labels", "chunked"):
+        (p, m), (p_full, m_full) = got[head], got["full"]
+        assert p - p_full == m - m_full, (head, p - p_full, m - m_full)
+        if lora:
+            assert p == m, (head, p, m)
+    assert got["chunked"][1] < got["full"][1]

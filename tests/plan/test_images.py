@@ -8,6 +8,7 @@ from PIL import Image
 from transformers.models.glm4v.image_processing_pil_glm4v import Glm4vImageProcessorPil
 
 from workbench.config import ConfigError, RunConfig
+from workbench.data.tokenize import IGNORE_INDEX
 from workbench.engine.build import build_model
 from workbench.plan import load_model_config, measure_saved_activations, predict_for_run
 from workbench.plan.cli import main
@@ -76,12 +77,15 @@ def test_screenshot_batch_activations_match_measurement(mode, lora, ckpt):
     model = build_model(cfg, policy, torch.device("cpu")).model
     model.train()
     ids, inputs = _batch(model.get_base_model() if lora else model, [Image.new("RGB", (112, 224), (9, 99, 199))] * 2)
-    with_images = measure_saved_activations(model, ids, policy.autocast, **inputs).saved_forward
-    text_only = measure_saved_activations(model, ids, policy.autocast).saved_forward  # same tokens, no pixels
+    # labels on the text tokens only, as real rows have them: the loss head (memory.loss_head) sees 39 per row
+    labels = ids.clone()
+    labels[:, 8:ids.shape[1] - 32] = IGNORE_INDEX  # _batch puts the image and its markers after 8 text tokens
+    with_images = measure_saved_activations(model, ids, policy.autocast, labels=labels, **inputs).saved_forward
+    text_only = measure_saved_activations(model, ids, policy.autocast, labels=labels).saved_forward  # no pixels
 
     plan = predict_for_run(cfg, policy, seq_len=40, images_per_row=1, image_size="112x224")
     assert plan.activations["seq_len"] == ids.shape[1]  # 40 text + 32 image tokens + 2 markers
-    same_length = predict_for_run(cfg, policy, seq_len=ids.shape[1])
+    same_length = predict_for_run(cfg, policy, seq_len=ids.shape[1], label_tokens=39)
     predicted_vision = plan.activations["saved_forward"] - same_length.activations["saved_forward"]
     measured_vision = with_images - text_only
     assert abs(predicted_vision - measured_vision) <= VISION_TOL * max(measured_vision, 1), (predicted_vision, measured_vision)

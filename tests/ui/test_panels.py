@@ -414,6 +414,6 @@ def test_config_panel_starts_from_a_recipe():
     panel.recipe_choice.value = "autoglm-phone-9b-lora-2x4090"
     panel.recipe_button.click()
     assert panel.editors["model.source"].widget.value == "autoglm-phone-9b"
-    assert panel.editors["sharding.offload"].widget.value == "optimizer+params"
-    assert "needs: 2 CUDA GPUs with &gt;= 23 GiB each" in panel.recipe_message.value
+    assert panel.editors["model.gradient_checkpointing"].widget.value is True
+    assert "needs: 2 CUDA GPUs with &gt;= 23.5 GiB each" in panel.recipe_message.value
     assert "--sharding.strategy fsdp" in panel.cli_command

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import ClassVar, Literal, Optional, Union
+from typing import ClassVar, Literal, Optional, Union, get_args
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
@@ -167,6 +167,7 @@ class QuantizationSection(Section):
 
 
 LossHead = Literal["full", "labels", "chunked"]
+LOSS_HEADS: tuple = get_args(LossHead)
 
 
 class MemorySection(Section):

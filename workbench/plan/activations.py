@@ -13,7 +13,10 @@ rules PyTorch actually applies (verified against ``measure_saved_activations``):
   and the fp32 log-sum-exp (no seq^2 term; ``eager`` attention adds one);
 * peft casts a LoRA input to the adapter dtype, dropout keeps its mask (fp32-sized noise on CPU,
   a bool mask on CUDA), lora_A keeps its (cast) input, lora_B the rank-r intermediate;
-* the loss keeps fp32 log-softmax of the logits (``workbench.precision.token_loss_sum``).
+* the loss head (``workbench.forward.head``, ``memory.loss_head``): ``full`` keeps the fp32 log-softmax of the
+  logits at every position (``workbench.precision.token_loss_sum``); ``labels`` keeps it only at labelled
+  positions, plus their int64 indices and targets; ``chunked`` keeps no logits at all, only the labelled positions'
+  hidden states (checkpoint inputs), indices and targets, and backward recomputes one chunk's logits at a time.
 
 Gradient checkpointing (HF, non-reentrant) keeps only each layer's input; backward recomputes one
 layer at a time, which the peak estimate adds back.
@@ -54,6 +57,15 @@ class ActivationInputs:
     gradient_checkpointing: bool = False
     attn_implementation: str = "sdpa"
     device_type: str = "cuda"  # dropout keeps an fp32-sized mask on CPU, a bool mask on CUDA
+    loss_head: str = "full"  # memory.loss_head: full | labels | chunked
+    label_tokens: Optional[int] = None  # positions with a (shifted) label per row; None: every position but the last
+    loss_chunk_tokens: int = 512  # memory.loss_chunk_tokens (chunked)
+
+    @property
+    def labelled(self) -> int:
+        """Labelled positions in the micro-batch: the rows the loss head projects (full: it projects them all)."""
+        per_row = self.seq_len - 1 if self.label_tokens is None else min(self.label_tokens, self.seq_len - 1)
+        return self.micro_batch * per_row
 
 
 @dataclass(frozen=True)
@@ -217,14 +229,31 @@ class _Layer:
         return tr.new(s.hidden, torch.promote_types(res.dtype, d.dtype), res.rg or d.rg)
 
 
-def _head(tr: _Tracer, layer: _Layer, x: _Tensor, shape: DecoderShape, a: ActivationInputs) -> None:
+def _head(tr: _Tracer, layer: _Layer, x: _Tensor, shape: DecoderShape, a: ActivationInputs) -> _Tensor:
+    """The final norm (every position) and, for the full head, lm_head + the fp32 log-softmax per position.
+    Returns the norm's output: what the output projection takes."""
     h = layer.norm(x, "final")
     trainable = a.full_finetune
+    layer._weight_copy("lm_head", shape.hidden * shape.vocab, layer.w_dtype, trainable, h.rg)
+    if a.loss_head != "full":
+        return h
     hc = h if layer.c is None or h.dtype == layer.c else tr.new(h.width, layer.c, h.rg)
     if trainable:
         tr.save(hc, "head")
-    layer._weight_copy("lm_head", shape.hidden * shape.vocab, layer.w_dtype, trainable, h.rg)
     tr.save(tr.new(shape.vocab, FP32, True), "head")  # fp32 log-softmax kept by cross-entropy
+    return h
+
+
+def _labelled_head(h: _Tensor, shape: DecoderShape, a: ActivationInputs, c: Optional[torch.dtype]) -> int:
+    """Bytes the labels / chunked head keeps (``forward.head.labelled_loss_sum``) for ``a.labelled`` rows: the
+    int64 positions index_select keeps and the int64 targets, then per head what backward needs."""
+    n = a.labelled
+    kept = 8 * n + 8 * n
+    if a.loss_head == "chunked":
+        return kept + n * shape.hidden * _size(h.dtype)  # the checkpointed chunks' inputs: views of one [n, hidden]
+    if a.full_finetune:  # a trained lm_head keeps its (autocast-cast) input
+        kept += n * shape.hidden * _size(c if c is not None else h.dtype)
+    return kept + n * shape.vocab * 4 + 4  # fp32 log-softmax and nll's total_weight
 
 
 def estimate_activations(shape: DecoderShape, a: ActivationInputs) -> ActivationEstimate:
@@ -247,11 +276,14 @@ def estimate_activations(shape: DecoderShape, a: ActivationInputs) -> Activation
         lora_bytes.append(tr.total("lora") - before_lora)
     head_tr = _Tracer()
     head_layer = _Layer(head_tr, shape, a, cast_seen)
-    _head(head_tr, head_layer, x, shape, a)
+    h = _head(head_tr, head_layer, x, shape, a)
     tr.copies += head_tr.copies
-    # the loss covers seq_len - 1 positions (next-token shift); the rest scales with every token
-    head = head_tr.total() * tokens - shape.vocab * 4 * a.micro_batch
-    head += 8 * a.micro_batch * (a.seq_len - 1) + 4  # int64 targets and total_weight of the loss
+    if a.loss_head == "full":
+        # the loss covers seq_len - 1 positions (next-token shift); the rest scales with every token
+        head = head_tr.total() * tokens - shape.vocab * 4 * a.micro_batch
+        head += 8 * a.micro_batch * (a.seq_len - 1) + 4  # int64 targets and total_weight of the loss
+    else:
+        head = head_tr.total() * tokens + _labelled_head(h, shape, a, a.autocast_dtype)
     if a.full_finetune:
         head += 8 * tokens  # the embedding keeps its int64 indices
     shared = 2 * a.seq_len * shape.head_dim * _size(emb_dtype)  # RoPE cos/sin, one copy for all layers
@@ -270,7 +302,11 @@ def estimate_activations(shape: DecoderShape, a: ActivationInputs) -> Activation
     saved = body + head + shared
     c = a.autocast_dtype or emb_dtype
     widest = max(2 * shape.intermediate, shape.heads * shape.head_dim, shape.hidden)
-    transient = max(tokens * shape.vocab * (_size(c) + 8),  # logits + fp32 grads of the loss head
+    # logits + fp32 grads of the loss head over the rows it projects at once (chunked: one recomputed chunk, which
+    # also holds its fp32 log-softmax again)
+    head_rows = {"full": tokens, "labels": a.labelled}.get(a.loss_head, min(a.loss_chunk_tokens, a.labelled))
+    head_bytes = _size(c) + (8 if a.loss_head != "chunked" else 12)
+    transient = max(head_rows * shape.vocab * head_bytes,
                     2 * tokens * widest * 4)  # gradient buffers of the widest op in backward
     return ActivationEstimate(
         per_layer=per_layer, lora_per_layer=max(lora_bytes) * tokens, first_layer=first, layer_inputs=layer_inputs,
@@ -495,42 +531,54 @@ def _is_weight_copy(t: torch.Tensor, param_dtype_by_shape: dict) -> bool:
     return False
 
 
-def measure_saved_activations(model: torch.nn.Module, input_ids: torch.Tensor, autocast=None,
-                              **inputs) -> ActivationMeasurement:
-    """Run one forward + the project's loss under ``torch.autograd.graph.saved_tensors_hooks`` and sum
-    the bytes of the unique storages autograd saves for backward (parameters excluded: they are weights,
-    not activations; autocast's weight copies reported apart). ``autocast``: a context manager factory
-    (e.g. ``policy.autocast``). ``inputs``: further model inputs (``pixel_values`` and ``image_grid_thw``
-    of a vision-language batch)."""
-    import contextlib
+class SavedTensors:
+    """Counts the unique storages autograd saves for backward while active (``with SavedTensors(model) as saved``):
+    parameters excluded (weights, not activations), autocast's weight copies reported apart. Saved storages are kept
+    alive until ``result()``: under checkpointing autograd drops what it saved, and the allocator could hand the same
+    address to a later tensor, which would then go uncounted."""
 
-    from ..precision import token_loss_sum
+    def __init__(self, model: torch.nn.Module):
+        self.param_ptrs = {p.untyped_storage().data_ptr() for p in model.parameters()}
+        self.param_shapes: dict = {}
+        for p in model.parameters():
+            if p.dim() == 2:
+                self.param_shapes.setdefault(tuple(p.shape), set()).add(p.dtype)
+        self.seen: dict[int, tuple[int, bool]] = {}
+        self.alive: list = []
+        self._hooks = torch.autograd.graph.saved_tensors_hooks(self._pack, lambda t: t)
 
-    param_ptrs = {p.untyped_storage().data_ptr() for p in model.parameters()}
-    param_shapes: dict = {}
-    for p in model.parameters():
-        if p.dim() == 2:
-            param_shapes.setdefault(tuple(p.shape), set()).add(p.dtype)
-    seen: dict[int, tuple[int, bool]] = {}
-    # Saved storages are kept alive until the measurement ends: under checkpointing autograd drops what it
-    # saved, and the allocator could hand the same address to a later tensor, which would then go uncounted.
-    alive: list = []
-
-    def pack(t: torch.Tensor):
+    def _pack(self, t: torch.Tensor):
         storage = t.untyped_storage()
         ptr = storage.data_ptr()
-        if ptr not in param_ptrs and ptr not in seen:
-            seen[ptr] = (storage.nbytes(), _is_weight_copy(t, param_shapes))
-            alive.append(storage)
+        if ptr not in self.param_ptrs and ptr not in self.seen:
+            self.seen[ptr] = (storage.nbytes(), _is_weight_copy(t, self.param_shapes))
+            self.alive.append(storage)
         return t
 
-    ctx = autocast() if autocast is not None else contextlib.nullcontext()
-    with torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t):
-        with ctx:
-            logits = model(input_ids=input_ids, use_cache=False, **inputs).logits
-        loss = token_loss_sum(logits, input_ids)
-    del loss, logits, alive
-    acts = sum(n for n, copy in seen.values() if not copy)
-    copies = sum(n for n, copy in seen.values() if copy)
-    return ActivationMeasurement(saved_forward=acts, autocast_copies=copies, tensors=len(seen))
+    def __enter__(self) -> "SavedTensors":
+        self._hooks.__enter__()
+        return self
 
+    def __exit__(self, *exc) -> None:
+        self._hooks.__exit__(*exc)
+
+    def result(self) -> ActivationMeasurement:
+        self.alive = []
+        return ActivationMeasurement(saved_forward=sum(n for n, copy in self.seen.values() if not copy),
+                                     autocast_copies=sum(n for n, copy in self.seen.values() if copy),
+                                     tensors=len(self.seen))
+
+
+def measure_saved_activations(model: torch.nn.Module, input_ids: torch.Tensor, autocast=None, labels=None,
+                              memory=None, **inputs) -> ActivationMeasurement:
+    """Run one forward + the project's loss (``forward.batch_loss_sum``: the loss head of ``memory``, a
+    ``MemorySection``; None: the default) under ``SavedTensors`` and return what autograd saved for backward.
+    ``autocast``: a context manager factory (e.g. ``policy.autocast``). ``labels``: None labels every token.
+    ``inputs``: further model inputs (``pixel_values`` and ``image_grid_thw`` of a vision-language batch)."""
+    from ..forward import batch_loss_sum
+
+    batch = {"input_ids": input_ids, "labels": input_ids if labels is None else labels, **inputs}
+    with SavedTensors(model) as saved:
+        loss = batch_loss_sum(model, batch, autocast, memory)
+    del loss
+    return saved.result()

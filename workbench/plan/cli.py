@@ -88,7 +88,8 @@ def run(args) -> int:
                     for use_lora in (True, False) if args.lora is None else (args.lora,):
                         for ck in {"on": (True,), "off": (False,), "both": (False, True)}[args.grad_ckpt]:
                             s = Setting(prec, strat, stage, off, use_lora, world_size_for(strat, devices.count),
-                                        args.micro_batch, args.seq_len, ck, options.images(), options.image_size)
+                                        args.micro_batch, args.seq_len, ck, options.images(), options.image_size,
+                                        loss_head=options.loss_head, label_tokens=options.label_tokens)
                             if s.invalid_reason() is None and s.world_size <= devices.count:
                                 plans.append(predict(args.model, s, devices, lora=lora))
     except ConfigError as err:

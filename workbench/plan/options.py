@@ -7,7 +7,7 @@ from typing import ClassVar, Optional
 
 from pydantic import Field, field_validator
 
-from ..config import ConfigError, Section
+from ..config import ConfigError, LossHead, MemorySection, Section
 from .images import parse_image_size
 from .inference import DEFAULT_CONTEXT, WEIGHT_FORMATS
 
@@ -22,6 +22,12 @@ class PlanOptions(Section):
         "training plans, 1 with --inference.")
     image_size: str = Field("1080x2400", description="WIDTHxHEIGHT of each screenshot before the image processor "
                             "resizes it (1080x2400: a phone's portrait screen).")
+    loss_head: LossHead = Field(
+        MemorySection().loss_head, description="The run's memory.loss_head: full (logits at every position kept), "
+        "labels (only at labelled positions), chunked (no logits kept: the engine's default).")
+    label_tokens: Optional[int] = Field(
+        None, ge=1, description="Text tokens per example that carry a label (an answer's tokens); null: all of them. "
+        "What the labels and chunked heads scale with.")
     weights: str = Field(",".join(WEIGHT_FORMATS), description="With --inference: weight formats, comma-separated, "
                          f"of {', '.join(WEIGHT_FORMATS)}.")
     context: int = Field(DEFAULT_CONTEXT, ge=1, description="With --inference: text tokens per request (prompt + "

@@ -25,7 +25,7 @@ from typing import Optional
 
 import torch
 
-from ..config import ConfigError, LoraSection, PrecisionSection, RunConfig, single_process, world_size_for
+from ..config import LOSS_HEADS, ConfigError, LoraSection, PrecisionSection, RunConfig, single_process, world_size_for
 from ..precision import Hardware, PrecisionPolicy, resolve_policy
 from .activations import (
     ActivationInputs, VisionShape, estimate_activations, estimate_vision_activations, lora_targets_in_layer,
@@ -114,6 +114,9 @@ class Setting:
     gradient_checkpointing: bool = True
     images_per_row: int = 0  # screenshots per example (vision-language models)
     image_size: str = "1080x2400"  # WIDTHxHEIGHT of each, before the image processor's resize
+    loss_head: str = "chunked"  # memory.loss_head (forward.head): full | labels | chunked
+    label_tokens: Optional[int] = None  # text positions with a label per example; None: all of them
+    loss_chunk_tokens: int = 512  # memory.loss_chunk_tokens
 
     @property
     def label(self) -> str:
@@ -121,8 +124,9 @@ class Setting:
             f"FSDP-zero{self.stage}" if self.strategy == "fsdp" else f"DS-ZeRO{self.stage}")
         off = "" if self.offload == "none" else f"+off:{self.offload}"
         img = f"/{self.images_per_row}img@{self.image_size}" if self.images_per_row else ""
+        head = "" if self.loss_head == "chunked" else f"/{self.loss_head}-head"
         return (f"{self.precision}/{strat}{off}/{'LoRA' if self.lora else 'full'}"
-                f"{'/ckpt' if self.gradient_checkpointing else ''}{img}")
+                f"{'/ckpt' if self.gradient_checkpointing else ''}{img}{head}")
 
     def invalid_reason(self) -> Optional[str]:
         """Why a real framework cannot run this combination, or None."""
@@ -146,6 +150,8 @@ class Setting:
             return "DeepSpeed's bf16 mode always keeps fp32 master weights: that is the bf16 row"
         if single_process(self.strategy) and self.world_size != 1:
             return "strategy none runs one process: world_size must be 1"
+        if self.loss_head not in LOSS_HEADS:
+            return f"loss head {self.loss_head!r} unknown: use one of {', '.join(LOSS_HEADS)}"
         return None
 
 
@@ -244,7 +250,10 @@ def predict(model: str, setting: Setting, devices: DeviceSet = DEFAULT_DEVICES, 
         micro_batch=setting.micro_batch, seq_len=seq_len, full_finetune=not setting.lora,
         lora_targets=lora_targets_in_layer(c) if setting.lora else frozenset(), lora_rank=lora.r,
         lora_dropout=lora.dropout if setting.lora else 0.0, gradient_checkpointing=setting.gradient_checkpointing,
-        attn_implementation=attn_implementation, device_type=device_type, **act_in)
+        attn_implementation=attn_implementation, device_type=device_type, loss_head=setting.loss_head,
+        # image tokens never carry labels: at most the text positions do
+        label_tokens=setting.seq_len - 1 if setting.label_tokens is None else min(setting.label_tokens, setting.seq_len - 1),
+        loss_chunk_tokens=setting.loss_chunk_tokens, **act_in)
     acts = estimate_activations(c.shape, act_inputs)
     activations = acts.to_dict()
     vision_bytes = 0
@@ -373,14 +382,15 @@ def _model_state(c: Census, s: Setting, policy: PrecisionPolicy, lowp, n: int, n
 def predict_for_run(cfg: RunConfig, policy: PrecisionPolicy, world_size: int = 1, strategy: Optional[str] = None,
                     stage: Optional[int] = None, offload: Optional[str] = None, devices: Optional[DeviceSet] = None,
                     micro_batch: Optional[int] = None, seq_len: Optional[int] = None, images_per_row: int = 0,
-                    image_size: str = "1080x2400") -> Plan:
+                    image_size: str = "1080x2400", label_tokens: Optional[int] = None) -> Plan:
     """The plan of a run: its own model, precision policy (resolved by the caller: the engine for its
     device, the plan panel for the target devices), LoRA section, module rules, batch shape and, unless a
     what-if overrides them, its ``sharding`` strategy, stage and offload.
 
     ``devices`` defaults to the run's own device: a GPU of torch's reported size, or the host RAM on CPU.
     ``images_per_row`` screenshots of ``image_size`` per example add the vision tower and their image
-    tokens (on top of the text tokens) to the activations.
+    tokens (on top of the text tokens) to the activations. ``label_tokens``: text positions per example that
+    carry a label (None: all), what the loss head (``cfg.memory``) scales with.
     """
     sh = cfg.sharding
     if devices is None:
@@ -390,7 +400,8 @@ def predict_for_run(cfg: RunConfig, policy: PrecisionPolicy, world_size: int = 1
                       lora=cfg.lora.enabled, world_size=world_size,
                       micro_batch=micro_batch or cfg.schedule.micro_batch_size, seq_len=seq_len or cfg.data.max_length,
                       gradient_checkpointing=cfg.model.gradient_checkpointing, images_per_row=images_per_row,
-                      image_size=image_size)
+                      image_size=image_size, loss_head=cfg.memory.loss_head, label_tokens=label_tokens,
+                      loss_chunk_tokens=cfg.memory.loss_chunk_tokens)
     return predict(cfg.model.source, setting, devices, lora=cfg.lora, policy=policy, device_type=policy.device_type,
                    attn_implementation=cfg.model.attn_implementation, precision=cfg.precision)
 
