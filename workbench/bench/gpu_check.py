@@ -1,0 +1,300 @@
+"""A check to run first on a CUDA GPU: GLM-4.1V at the real widths, one 1080x2400 screenshot per row.
+
+    python -m workbench.bench.gpu_check [--out gpu_check.json] [--cases NAME,...] [--steps 3] [--budget-s 480]
+
+**It has never run on a GPU.** It was written, and its CPU-side logic (the case list, the skip without a GPU, the
+JSON report) tested, on machines without one; run it first when a CUDA GPU is lent, and fix what it finds.
+
+What it does (at most ``--budget-s``, default 8 minutes, on one GPU; without CUDA it prints why it skips, writes
+that to the JSON file and exits 0): writes a randomly initialised GLM-4.1V (``Glm4vConfig()``'s widths: hidden
+4096, vocabulary 151,552, the vision tower's 1536) with 4 decoder and 4 vision layers to a temporary directory as a
+local model (bf16 safetensors, the byte tokenizer with GLM-4.1V's markup, GLM-4.1V's published image processor
+settings), renders the phone-screen rows at 1080x2400 (``data_samples/make_phone_screens.py``, 3,354 image tokens
+each), then trains each case for ``--steps`` optimizer steps (micro-batch 1, LoRA r=16, gradient checkpointing):
+
+* ``fp16-overflow``: fp16 AMP + GradScaler from a scale of 2^40, so the first steps overflow; the diagnosis replays
+  them and its ``overflow_origin`` event must name a module;
+* ``bf16-full-head`` / ``bf16-labels-head`` / ``bf16-chunked-head``: bf16 autocast, each ``memory.loss_head``;
+* ``fsdp2``: FSDP2 ``fully_shard`` (zero3) at world size 1 (torchrun, one rank);
+* ``deepspeed-zero3-offload``: DeepSpeed ZeRO-3 with optimizer and parameters offloaded to the CPU, world size 1.
+
+Per case: the peak CUDA memory the run's ``memory`` events report (``torch.cuda.max_memory_allocated``) against
+the planner's per-GPU prediction for the same setting (``plan.predict_for_run`` with the screenshot), the losses,
+overflow events and wall time; everything in one JSON file (``--out``).
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Optional
+
+SAMPLES = Path(__file__).resolve().parents[2] / "data_samples"
+IMAGE_SIZE = "1080x2400"
+TEXT_LAYERS = VISION_LAYERS = 4
+
+
+@dataclass(frozen=True)
+class Case:
+    name: str
+    overrides: dict
+    what: str
+    needs: tuple = ()  # importable modules the case needs beyond torch
+    expects_overflow: bool = False
+
+
+CASES = (
+    Case("fp16-overflow", {"precision.mode": "fp16", "precision.init_scale": 2.0 ** 40, "memory.loss_head": "chunked"},
+         "fp16 AMP + GradScaler, a forced overflow (scale 2^40) traced to a module", expects_overflow=True),
+    Case("bf16-full-head", {"precision.mode": "bf16", "memory.loss_head": "full"}, "bf16 autocast, full loss head"),
+    Case("bf16-labels-head", {"precision.mode": "bf16", "memory.loss_head": "labels"},
+         "bf16 autocast, loss head at labelled positions"),
+    Case("bf16-chunked-head", {"precision.mode": "bf16", "memory.loss_head": "chunked"},
+         "bf16 autocast, chunked loss head (the default)"),
+    Case("fsdp2", {"precision.mode": "bf16", "sharding.strategy": "fsdp", "sharding.fsdp_stage": "zero3",
+                   "sharding.nproc_per_node": 1}, "FSDP2 zero3 at world size 1, bf16, chunked head"),
+    Case("deepspeed-zero3-offload", {"precision.mode": "bf16", "sharding.strategy": "deepspeed",
+                                     "sharding.deepspeed_stage": 3, "sharding.offload": "optimizer+params",
+                                     "sharding.nproc_per_node": 1},
+         "DeepSpeed ZeRO-3, optimizer and parameters offloaded to the CPU, world size 1, bf16, chunked head",
+         needs=("deepspeed",)),
+)
+
+
+def skip_reason() -> Optional[str]:
+    """Why the whole check cannot run here, or None."""
+    import torch
+
+    if not torch.cuda.is_available():
+        return ("no CUDA GPU visible (torch.cuda.is_available() is False): this check needs one CUDA GPU with "
+                "~40 GiB; nothing was run")
+    return None
+
+
+def case_skip_reason(case: Case) -> Optional[str]:
+    import importlib.util
+
+    missing = [m for m in case.needs if importlib.util.find_spec(m) is None]
+    return f"{', '.join(missing)} not installed" if missing else None
+
+
+def select_cases(names: Optional[str]) -> list[Case]:
+    if not names:
+        return list(CASES)
+    by_name = {c.name: c for c in CASES}
+    unknown = [n for n in names.split(",") if n not in by_name]
+    if unknown:
+        raise ValueError(f"--cases: unknown {', '.join(unknown)}; the cases are {', '.join(by_name)}")
+    return [by_name[n] for n in names.split(",")]
+
+
+def model_config(text_layers: int = TEXT_LAYERS, vision_layers: int = VISION_LAYERS):
+    """GLM-4.1V's config at the real widths (``Glm4vConfig()``) with reduced depth; the vision markup's token ids
+    are the byte tokenizer's, the vocabulary stays 151,552."""
+    from transformers import Glm4vConfig
+
+    from ..models.tiny import VISION_TOKENS, byte_tokenizer
+
+    tok = byte_tokenizer(vision=True)
+    ids = dict(zip(("image_start_token_id", "image_token_id", "image_end_token_id", "video_start_token_id",
+                    "video_token_id", "video_end_token_id"), tok.convert_tokens_to_ids(VISION_TOKENS)))
+    base = Glm4vConfig()
+    text = base.text_config.to_dict()
+    text.update(num_hidden_layers=text_layers, pad_token_id=tok.pad_token_id, eos_token_id=tok.eos_token_id)
+    vision = base.vision_config.to_dict()
+    vision.update(depth=vision_layers)
+    return Glm4vConfig(text_config=text, vision_config=vision, **ids), tok
+
+
+def write_model(directory: Path, seed: int = 0) -> Path:
+    """The random model as a local Hugging Face directory (what every strategy's worker can load)."""
+    import torch
+    from transformers import Glm4vForConditionalGeneration
+    from transformers.models.glm4v.image_processing_pil_glm4v import Glm4vImageProcessorPil
+
+    from ..plan.images import GLM41V_PREPROCESSOR
+
+    cfg, tok = model_config()
+    torch.manual_seed(seed)
+    with torch.device("cuda" if torch.cuda.is_available() else "cpu"):
+        model = Glm4vForConditionalGeneration(cfg).to(torch.bfloat16)
+    model.save_pretrained(directory)
+    tok.save_pretrained(directory)
+    p = GLM41V_PREPROCESSOR
+    Glm4vImageProcessorPil(size=p["size"], patch_size=p["patch_size"], merge_size=p["merge_size"],
+                           temporal_patch_size=p["temporal_patch_size"]).save_pretrained(directory)
+    del model
+    return directory
+
+
+def write_rows(directory: Path) -> Path:
+    """The phone-screen rows rendered at 1080x2400; returns the training JSONL."""
+    subprocess.run([sys.executable, str(SAMPLES / "make_phone_screens.py"), "--size", IMAGE_SIZE, "--out",
+                    str(directory)], check=True, capture_output=True)
+    return directory / "train.jsonl"
+
+
+def case_config(case: Case, model_dir: Path, train_file: Path, runs_dir: Path, steps: int):
+    from ..config import load_config
+
+    return load_config(None, {
+        "model.source": str(model_dir), "model.gradient_checkpointing": True, "data.train": str(train_file),
+        "data.eval": None, "data.max_length": 4096, "schedule.micro_batch_size": 1, "schedule.max_steps": steps,
+        "schedule.warmup_steps": 0, "schedule.eval_every": 0, "lora.enabled": True, "lora.dropout": 0.0,
+        "device": "cuda", "output.runs_dir": str(runs_dir), "output.run_name": case.name, "output.progress_bar": False,
+        "output.memory_every": 1, "checkpointing.every_steps": 0, **case.overrides})
+
+
+def row_shape(cfg) -> dict:
+    """The longest row's text and labelled tokens (what the planner is given; the screenshot adds its own)."""
+    from ..data import load_examples
+    from ..models import load_tokenizer
+
+    loaded = load_tokenizer(cfg.model.source)
+    examples, _ = load_examples(cfg.data.train, loaded.tokenizer, cfg.data.max_length, processor=loaded.processor)
+    image_id = loaded.tokenizer.convert_tokens_to_ids("<|image|>")
+    longest = max(examples, key=lambda e: len(e.input_ids))
+    images = sum(1 for t in longest.input_ids if t == image_id) + 2  # the image tokens and their two markers
+    return {"tokens": len(longest.input_ids), "text_tokens": len(longest.input_ids) - images,
+            "label_tokens": longest.target_tokens}
+
+
+def prediction(cfg, shape: dict) -> dict:
+    import torch
+
+    from ..plan import predict_for_run
+    from ..precision import resolve_precision
+
+    policy = resolve_precision(cfg, torch.device("cuda"))
+    plan = predict_for_run(cfg, policy, world_size=1, seq_len=shape["text_tokens"], images_per_row=1,
+                           image_size=IMAGE_SIZE, label_tokens=shape["label_tokens"])
+    return {"label": plan.setting.label, "gpu_total": plan.gpu_total, "gpu": plan.gpu,
+            "activations_peak": plan.activations.get("peak")}
+
+
+def measured(run_dir: Path) -> dict:
+    """Figures a finished run's events hold: peak CUDA memory (every rank's memory events), losses, overflows."""
+    from ..events import EVENTS_FILE, iter_events
+
+    events = list(iter_events(run_dir / EVENTS_FILE, typed=False))
+    peaks = [d.get("peak", 0) for e in events if e["type"] == "memory" for d in e.get("devices") or []]
+    return {"cuda_peak": max(peaks) if peaks else None,
+            "losses": [e["loss"] for e in events if e["type"] == "step"],
+            "skipped_steps": sum(1 for e in events if e["type"] == "step" and e.get("skipped")),
+            "overflow_origins": [{"step": e["step"], "phase": e.get("phase"), "module": e.get("module")}
+                                 for e in events if e["type"] == "overflow_origin"],
+            "failed": next((e.get("error") for e in events if e["type"] == "run_failed"), None)}
+
+
+def run_case(case: Case, cfg, shape: dict, timeout_s: float) -> dict:
+    import torch
+
+    from ..config import single_process
+    from ..engine import launch
+    from ..training import train
+
+    out: dict = {"case": case.name, "what": case.what}
+    try:
+        out["predicted"] = prediction(cfg, shape)
+    except Exception as err:  # noqa: BLE001 - a planner gap is a finding, not a reason to skip the run
+        out["predicted"] = {"error": f"{type(err).__name__}: {err}"}
+    t0 = time.time()
+    try:
+        if single_process(cfg.sharding.strategy):
+            torch.cuda.reset_peak_memory_stats()
+            run_dir = train(cfg).run_dir
+        else:
+            handle = launch(cfg)
+            status = handle.wait(timeout_s)
+            run_dir = handle.run_dir
+            if status != "finished":
+                out["error"] = f"run {status}; see {run_dir}/worker.log"
+        out.update(measured(run_dir))
+    except Exception as err:  # noqa: BLE001 - one case failing must not lose the others' figures
+        out["error"] = f"{type(err).__name__}: {err}"
+    out["wall_s"] = round(time.time() - t0, 1)
+    pred = out["predicted"].get("gpu_total")
+    if pred and out.get("cuda_peak"):
+        out["measured_over_predicted"] = out["cuda_peak"] / pred
+    if case.expects_overflow:
+        out["overflow_named"] = any(o["module"] for o in out.get("overflow_origins", []))
+    return out
+
+
+def write_report(path: Path, report: dict) -> None:
+    path.write_text(json.dumps(report, indent=1, default=str) + "\n", encoding="utf-8")
+
+
+def summary(report: dict) -> str:
+    if report.get("skipped"):
+        return f"gpu_check: skipped: {report['skipped']}"
+    lines = [f"{'case':<26}{'peak GiB':>10}{'planned GiB':>13}{'ratio':>8}  notes"]
+    for r in report["cases"]:
+        peak, pred = r.get("cuda_peak"), (r.get("predicted") or {}).get("gpu_total")
+        notes = r.get("error") or r.get("skipped") or ""
+        if "overflow_named" in r:
+            notes += f" overflow named: {[o['module'] for o in r.get('overflow_origins', [])][:1] or 'NO'}"
+        lines.append(f"{r['case']:<26}{peak / 2 ** 30 if peak else float('nan'):>10.2f}"
+                     f"{pred / 2 ** 30 if pred else float('nan'):>13.2f}{r.get('measured_over_predicted', float('nan')):>8.2f}"
+                     f"  {notes}")
+    return "\n".join(lines)
+
+
+def main(argv=None) -> int:
+    p = argparse.ArgumentParser(prog="python -m workbench.bench.gpu_check", description=__doc__,
+                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--out", default="gpu_check.json", help="the JSON report (default gpu_check.json)")
+    p.add_argument("--cases", help="comma-separated subset of: " + ", ".join(c.name for c in CASES))
+    p.add_argument("--steps", type=int, default=3, help="optimizer steps per case")
+    p.add_argument("--budget-s", type=float, default=480, help="stop starting cases after this many seconds")
+    args = p.parse_args(argv)
+    try:
+        cases = select_cases(args.cases)
+    except ValueError as err:
+        p.error(str(err))
+    report: dict = {"check": "gpu_check", "cases_planned": [c.name for c in CASES if c in cases],
+                    "image_size": IMAGE_SIZE, "text_layers": TEXT_LAYERS, "vision_layers": VISION_LAYERS}
+    reason = skip_reason()
+    if reason:
+        report["skipped"] = reason
+        write_report(Path(args.out), report)
+        print(summary(report))
+        return 0
+    import torch
+
+    report["device"] = torch.cuda.get_device_name(0)
+    t0 = time.time()
+    results = []
+    with tempfile.TemporaryDirectory() as tmp:
+        tmp = Path(tmp)
+        model_dir = write_model(tmp / "model")
+        train_file = write_rows(tmp / "screens")
+        shape = None
+        for case in cases:
+            left = args.budget_s - (time.time() - t0)
+            why = case_skip_reason(case) or (None if left > 30 else f"time budget of {args.budget_s:g} s spent")
+            if why:
+                results.append({"case": case.name, "what": case.what, "skipped": why})
+                continue
+            cfg = case_config(case, model_dir, train_file, tmp / "runs", args.steps)
+            shape = shape or row_shape(cfg)
+            report["row"] = shape
+            results.append(run_case(case, cfg, shape, timeout_s=left))
+            print(f"  {case.name}: {results[-1].get('error') or 'done'} ({results[-1]['wall_s']} s)", flush=True)
+            report["cases"] = results
+            write_report(Path(args.out), report)  # after every case: a later crash keeps what was measured
+    report["cases"] = results
+    report["wall_s"] = round(time.time() - t0, 1)
+    write_report(Path(args.out), report)
+    print(summary(report))
+    print(f"wrote {args.out}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
