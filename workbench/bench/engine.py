@@ -11,11 +11,12 @@ from __future__ import annotations
 
 import argparse
 import json
-import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
+
+from . import run_child
 
 SAMPLES = Path(__file__).resolve().parents[2] / "data_samples"
 
@@ -159,13 +160,10 @@ def main(argv=None) -> int:
     results: dict = {name: [] for name in RUNNERS}
     for _ in range(args.repeats):
         for name in RUNNERS:
-            out = subprocess.run([sys.executable, "-m", "workbench.bench.engine", *passthrough, "--only", name],
-                                 capture_output=True, text=True)
-            line = [l for l in out.stdout.splitlines() if l.startswith("RESULT ")]
-            if out.returncode or not line:
-                print(f"{name} failed:\n{out.stderr[-3000:]}", file=sys.stderr)
+            got = run_child("workbench.bench.engine", passthrough, name)
+            if got is None:
                 return 1
-            results[name].append(json.loads(line[0][7:])["steps_per_s"])
+            results[name].append(got["steps_per_s"])
             print(f"  {name:<8} {results[name][-1]:.3f} steps/s", flush=True)
     med = {k: sorted(v)[len(v) // 2] for k, v in results.items()}
     print(f"model {args.model}, {args.precision}, micro-batch {args.micro_batch} x accum {args.accum}, "

@@ -22,10 +22,11 @@ from __future__ import annotations
 
 import argparse
 import json
-import subprocess
 import sys
 import time
 from pathlib import Path
+
+from . import run_child
 
 HEADS = ("full", "labels", "chunked")
 CONTENDERS = HEADS + ("trl", "liger")
@@ -258,13 +259,10 @@ def main(argv=None) -> int:
     for name in names:
         if name in skipped:
             continue
-        out = subprocess.run([sys.executable, "-m", "workbench.bench.loss_head", *passthrough, "--only", name],
-                             capture_output=True, text=True)
-        line = [ln for ln in out.stdout.splitlines() if ln.startswith("RESULT ")]
-        if out.returncode or not line:
-            print(f"{name} failed:\n{out.stderr[-3000:]}", file=sys.stderr)
+        got = run_child("workbench.bench.loss_head", passthrough, name)
+        if got is None:
             return 1
-        results.append(json.loads(line[0][7:]))
+        results.append(got)
         r = results[-1]
         print(f"  {name:<8} saved {r['saved_bytes'] / 2 ** 20:,.1f} MiB, {r['steps_per_s']:.3f} steps/s", flush=True)
     print(f"{args.model} LoRA, {args.precision}, 1 row of {args.prompt_tokens:,} prompt + {args.label_tokens} labelled "
