@@ -186,7 +186,7 @@ class RunMonitor(W.VBox):
             self._task.cancel()
         self.handle = handle
         self.state = RunState(run_dir=str(handle.run_dir), status=status)
-        self.tail = EventTail(handle.events_path)
+        self.tail = EventTail(handle.events_path, typed=False)
         self._drawn_version = -1
         self._fired_finished = False
         self.latencies = []

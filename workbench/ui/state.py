@@ -37,16 +37,67 @@ class Alert:
     kind: str = ""  # the event type that raised it
 
 
+# A chart's series holds at most about CHART_POINTS + RECENT_STEPS points however long the run: the newest
+# RECENT_STEPS steps exactly, and before them one point per bucket of ``stride`` steps, the stride doubling whenever
+# the buckets outgrow CHART_POINTS (a resolution that halves as the run doubles). What a series keeps depends only on
+# the points folded in, in order, not on how they were batched: a monitor that follows a run draws what one that
+# attached at the end draws. Overflows, skipped steps and alerts are lists of their own, never thinned.
+CHART_POINTS = 2000
+RECENT_STEPS = 500
+
+
 @dataclass
 class Series:
-    """Parallel x/y lists; views append, never rebuild."""
+    """Parallel x/y lists (x: steps, growing), thinned as they grow (see CHART_POINTS); views append, never rebuild.
+    ``limit=None`` keeps every point."""
 
     x: list = field(default_factory=list)
     y: list = field(default_factory=list)
+    limit: Optional[int] = CHART_POINTS
+    recent: int = RECENT_STEPS
+    stride: int = 1  # the older points are the first of each bucket of this many steps
+    seen: int = 0  # points folded in (kept or not)
+    _prev: list = field(default_factory=list, repr=False)  # the x folded in just before each kept point
+    _settled: int = field(default=0, repr=False)  # kept points older than the recent window (thinned already)
+    _last: Any = field(default=None, repr=False)
 
     def add(self, x, y) -> None:
+        self.seen += 1
+        if self.limit is None or not isinstance(x, (int, float)):
+            self.x.append(x)
+            self.y.append(y)
+            return
+        if self._last is not None and x <= self._last:  # a resumed run logs its steps again from its checkpoint
+            keep = next((i for i, v in enumerate(self.x) if v >= x), len(self.x))
+            del self.x[keep:], self.y[keep:], self._prev[keep:]
+            self._settled = min(self._settled, keep)
+            self._last = self.x[-1] if self.x else None
         self.x.append(x)
         self.y.append(y)
+        self._prev.append(self._last)
+        self._last = x
+        self._settle(x - self.recent)
+
+    def _first_of_bucket(self, i: int) -> bool:
+        prev = self._prev[i]
+        return prev is None or self.x[i] // self.stride > prev // self.stride
+
+    def _settle(self, older_than) -> None:
+        # points leaving the recent window stay only as the first point of their bucket
+        i = self._settled
+        while i < len(self.x) and self.x[i] <= older_than:
+            if self._first_of_bucket(i):
+                i += 1
+            else:
+                del self.x[i], self.y[i], self._prev[i]
+        self._settled = i
+        while self._settled > self.limit:  # the buckets outgrew the limit: halve the resolution
+            self.stride *= 2
+            keep = [j for j in range(self._settled) if self._first_of_bucket(j)]
+            for name in ("x", "y", "_prev"):
+                values = getattr(self, name)
+                setattr(self, name, [values[j] for j in keep] + values[self._settled:])
+            self._settled = len(keep)
 
     def __len__(self) -> int:
         return len(self.x)
@@ -284,13 +335,15 @@ def format_seconds(s: Optional[float]) -> str:
 class EventTail:
     """Incremental reader of one events.jsonl: ``poll()`` returns the complete events written since the last call."""
 
-    def __init__(self, path: str | Path, offset: int = 0):
+    def __init__(self, path: str | Path, offset: int = 0, typed: bool = True):
         self.path = Path(path)
         self.offset = offset
+        # RunState folds plain dicts as well: a monitor reads them as logged (typing 10^6 events costs seconds)
+        self.typed = typed
 
     def poll(self) -> list:
         raw, self.offset = read_events(self.path, self.offset, typed=False)
-        return [_typed(d) for d in raw]
+        return [_typed(d) for d in raw] if self.typed else raw
 
 
 def _typed(d: dict):
@@ -305,7 +358,7 @@ def _typed(d: dict):
 def load_run_state(run_dir: str | Path) -> RunState:
     """The state of a run from its whole log (past runs, the runs panel)."""
     state = RunState(run_dir=str(run_dir))
-    state.apply(EventTail(Path(run_dir) / EVENTS_FILE).poll())
+    state.apply(EventTail(Path(run_dir) / EVENTS_FILE, typed=False).poll())
     state.pending_step_times.clear()
     return state
 
