@@ -44,15 +44,26 @@ def _rank0(e: dict) -> bool:
     return not e.get("rank")
 
 
-def read_head(path: Path, limit: int = HEAD_BYTES) -> list[dict]:
-    """The complete events of the first ``limit`` bytes."""
+def read_started(path: Path, limit: int = HEAD_BYTES) -> tuple[dict, int]:
+    """Rank 0's first run_started event within the first ``limit`` bytes (the log's first line, normally) and the
+    bytes read to find it; ({}, bytes) when there is none."""
+    data, pos = b"", 0
     try:
         with open(path, "rb") as fh:
-            data = fh.read(limit)
+            while pos < limit:
+                chunk = fh.read(min(TAIL_CHUNK, limit - pos))
+                if not chunk:
+                    break
+                pos += len(chunk)
+                data += chunk
+                end = data.rfind(b"\n")
+                for e in parse_lines(data[: end + 1]) if end >= 0 else ():
+                    if e.get("type") == "run_started" and _rank0(e):
+                        return e, pos
+                data = data[end + 1:]
     except OSError:
-        return []
-    end = data.rfind(b"\n")
-    return parse_lines(data[: end + 1]) if end >= 0 else []
+        pass
+    return {}, pos
 
 
 def read_tail(path: Path, size: int, done=None) -> tuple[list[dict], int]:
@@ -139,9 +150,8 @@ def summarize(path: str | Path, size: Optional[int] = None) -> LogSummary:
     tail, tail_start = read_tail(path, size, reached_last_step)
     summary.bytes_read = size - tail_start
     if tail_start > 0 and not any(e.get("type") == "run_started" and _rank0(e) for e in tail):
-        head = read_head(path, min(HEAD_BYTES, tail_start))
-        summary.bytes_read += min(HEAD_BYTES, tail_start)
-        summary.started = next((e for e in head if e.get("type") == "run_started" and _rank0(e)), {})
+        summary.started, read = read_started(path, min(HEAD_BYTES, tail_start))
+        summary.bytes_read += read
     summary.fold(tail)
     return summary
 
