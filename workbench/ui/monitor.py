@@ -20,6 +20,7 @@ from ..config import RunConfig
 from ..engine import launch
 from ..runs import RunHandle, attach
 from ..events.schema import MODEL_STATE_FIELDS
+from .lab_settings import chart_template
 from .state import EventTail, RunState, Throttle
 
 POLL_INTERVAL_S = 0.1
@@ -43,7 +44,7 @@ def _figure(title: str, ytitle: str = "", traces: tuple = (), height: int = 280,
         margin=dict(l=55, r=10, t=35, b=35),
         xaxis=dict(title=dict(text=xtitle) if xtitle else None, visible=False),
         yaxis=dict(title=dict(text=ytitle), type="log" if log_y else "linear", visible=False),
-        legend=dict(orientation="h", y=-0.25), template="plotly_white", **layout,
+        legend=dict(orientation="h", y=-0.25), template=chart_template(), **layout,
         # An empty chart says it waits for data instead of showing bare -1..6 axes
         annotations=[dict(text=WAITING, showarrow=False, xref="paper", yref="paper", x=0.5, y=0.5,
                           font=dict(color="#999", size=13), visible=True)]))
