@@ -204,3 +204,95 @@ def test_side_panel_follows_and_stops_a_run_launched_from_a_notebook(tmp_path):
 
 if __name__ == "__main__":
     sys.exit(pytest.main(["-m", "browser", "-v", __file__]))
+
+
+APPENDER = """
+import os, sys, time
+from workbench.bench.long_run import write_log
+from pathlib import Path
+run, step = Path(sys.argv[1]), int(sys.argv[2])
+(run / "foreground.pid").write_text(str(os.getpid()))  # the run is going while this process appends to it
+while True:
+    write_log(run, 20, start=step)  # ~100 steps a second: far more than a real 9B fine-tune logs
+    step += 20
+    time.sleep(0.2)
+"""
+
+
+def test_the_monitor_and_the_side_panel_follow_a_growing_100k_step_log(tmp_path):
+    """Issue 25: a 100,000-step log that keeps growing, followed by the monitor (in a notebook) and the side panel:
+    the charts hold a bounded number of points and keep up with the newest step, the kernel redraws within its
+    throttle, and the page stays responsive (animation frames keep coming)."""
+    import subprocess
+
+    from playwright.sync_api import sync_playwright
+
+    from workbench.bench.long_run import write_log
+    from workbench.ui.monitor import MAX_REDRAWS_PER_S
+    from workbench.ui.state import CHART_POINTS, RECENT_STEPS
+
+    require_browser()
+    root = tmp_path / "lab"
+    run = root / "runs" / "long-100k"
+    write_log(run, 100_000, total_steps=200_000)
+    nb = v4.new_notebook()
+    nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
+    nb.cells = [v4.new_code_cell("import time\nfrom workbench.ui.monitor import RunMonitor\n"
+                                 "monitor = RunMonitor()\nmonitor.attach('runs/long-100k')\nt0, r0 = time.monotonic(), monitor.redraws\n"
+                                 "monitor"),
+                v4.new_code_cell("print('REDRAWS', monitor.redraws - r0, round(time.monotonic() - t0, 2), monitor.state.step)")]
+    nbformat.write(nb, root / "long.ipynb")
+    ARTIFACTS.mkdir(parents=True, exist_ok=True)
+    appender = subprocess.Popen([sys.executable, "-c", APPENDER, str(run), "100001"])
+    bound = CHART_POINTS + RECENT_STEPS + 1
+    try:
+        with running_jupyter_lab(tmp_path, root) as (url, token), sync_playwright() as pw:
+            browser = pw.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+            page = browser.new_page(viewport={"width": 1400, "height": 1000})
+            page.set_default_timeout(60_000)
+            page.goto(f"{url}/lab/tree/long.ipynb?token={token}")
+            page.locator(".jp-Notebook").first.wait_for()
+            time.sleep(2)
+            wait_accepting_dialogs(page, ".jp-Notebook", 10)
+            page.locator(".lm-MenuBar-itemLabel", has_text=re.compile(r"^Run$")).click()
+            page.locator(".lm-Menu-itemLabel", has_text=re.compile(r"^Run All Cells$")).click()
+            page.locator(".wb-RunsStatus").click()  # the side panel
+            wait_accepting_dialogs(page, ".wb-fig-loss .js-plotly-plot", 180)
+            chart = """() => { const gd = document.querySelector('.wb-fig-loss .js-plotly-plot');
+                               const x = gd && gd.data && gd.data[0] && gd.data[0].x;
+                               return x && x.length ? [x.length, x[x.length - 1]] : [0, 0]; }"""
+            page.wait_for_function(f"() => ({chart})()[0] > 0", timeout=120_000)
+            card = page.locator('.wb-run[data-run="long-100k"]')
+            card.wait_for(timeout=60_000)
+            # the page's frames: the longest gap between two animation frames while both views follow the log
+            page.evaluate("""() => { window.wbGap = 0; let last = performance.now();
+                const frame = (t) => { window.wbGap = Math.max(window.wbGap, t - last); last = t;
+                                       requestAnimationFrame(frame); };
+                requestAnimationFrame(frame); }""")
+            samples = []
+            for _ in range(15):
+                time.sleep(1)
+                t = time.monotonic()
+                points, newest = page.evaluate(chart)
+                samples.append({"points": points, "newest": newest, "panel_step": int(card.get_attribute("data-step")),
+                                "evaluate_s": round(time.monotonic() - t, 3)})
+            gap_ms = page.evaluate("() => window.wbGap")
+            page.locator(".jp-Cell").nth(1).click()
+            page.keyboard.press("Shift+Enter")
+            out = page.locator(".jp-OutputArea-output", has_text="REDRAWS")
+            out.wait_for(timeout=60_000)
+            page.screenshot(path=str(ARTIFACTS / "lab-long-run.png"))
+            redraws, elapsed, kernel_step = out.inner_text().split()[1:4]
+            figures = {"samples": samples, "max_frame_gap_ms": round(gap_ms), "redraws": int(redraws),
+                       "elapsed_s": float(elapsed), "kernel_step": int(kernel_step)}
+            print(f"a growing 100k-step log in the browser: {figures}")
+            (ARTIFACTS / "lab-long-run.json").write_text(json.dumps(figures) + "\n")
+            browser.close()
+    finally:
+        appender.terminate()
+        appender.wait(10)
+    assert all(0 < s["points"] <= bound for s in samples), samples  # bounded however long the log
+    assert samples[-1]["newest"] > samples[0]["newest"] > 100_000  # the chart follows the growing log
+    assert samples[-1]["panel_step"] > samples[0]["panel_step"] > 100_000  # and so does the side panel
+    assert int(redraws) <= MAX_REDRAWS_PER_S * float(elapsed) + 2  # the throttle holds
+    assert max(s["evaluate_s"] for s in samples) < 2.0 and gap_ms < 2000  # responsive: frames keep coming
