@@ -189,3 +189,34 @@ def test_diagnosis_alerts_are_never_thinned(tmp_path):
     state.apply(EventTail(run / "events.jsonl", typed=False).poll())
     assert len(state.loss) <= 111 and 17 not in state.loss.x
     assert [a.step for a in state.alerts if a.kind == "diagnosis"] == [17]
+
+
+def test_catching_up_on_a_long_log_equals_folding_every_event(tmp_path):
+    from workbench.ui.state import catch_up
+
+    run = tmp_path / "long"
+    write_log(run, 9000, total_steps=20_000)
+    log = run / "events.jsonl"
+    with open(log, "ab") as fh:
+        fh.write(b'{"type": "step", "rank": 0, "step": 9001')  # a line being written: left for the next poll
+    slow, slow_tail = _steps_state(log)
+    fast, fast_tail = RunState(), EventTail(log, typed=False)
+    assert catch_up(fast, fast_tail) == len(read_events_of(log)) and fast_tail.offset == slow_tail.offset
+    for name in ("loss", "lr", "grad_norm", "loss_scale"):
+        a, b = getattr(fast, name), getattr(slow, name)
+        assert (a.x, a.y, a.stride, a.seen) == (b.x, b.y, b.stride, b.seen), name
+    assert (fast.step, fast.skipped_steps, fast.overflows, fast.eta_s) == (slow.step, slow.skipped_steps, slow.overflows, slow.eta_s)
+    assert [m.x for m in fast.memory_series.values()] == [m.x for m in slow.memory_series.values()]
+    assert len(fast.loss) < 9000 and fast.loss.stride > 1
+    data = log.read_bytes()
+    log.write_bytes(data[: data.rfind(b"\n") + 1])  # (the partial line never completes)
+    write_log(run, 700, start=9001)
+    for state, tail in ((fast, fast_tail), (slow, slow_tail)):  # and both go on alike
+        state.apply(tail.poll())
+    assert (fast.loss.x, fast.loss.y) == (slow.loss.x, slow.loss.y) and fast.step == 9700
+
+
+def read_events_of(log):
+    from workbench.events import read_events
+
+    return read_events(log, 0, typed=False)[0]

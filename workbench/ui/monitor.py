@@ -21,7 +21,7 @@ from ..engine import launch
 from ..runs import RunHandle, attach
 from ..events.schema import MODEL_STATE_FIELDS
 from .lab_settings import chart_template
-from .state import EventTail, RunState, Throttle
+from .state import EventTail, RunState, Throttle, catch_up
 
 POLL_INTERVAL_S = 0.1
 MAX_REDRAWS_PER_S = 4
@@ -193,6 +193,8 @@ class RunMonitor(W.VBox):
         self.latencies = []
         self._reset_figures()
         self.stop_button.disabled = not handle.is_running()
+        catch_up(self.state, self.tail)  # what the run logged so far, folded at once (a long run: thinned as read)
+        self.state.pending_step_times.clear()  # history, not the latency of a live redraw
         self.poll_once(force=True)
         try:
             loop = asyncio.get_running_loop()

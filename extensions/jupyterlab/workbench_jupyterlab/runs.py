@@ -82,13 +82,14 @@ class RunsDirectory:
 
     def _state(self, path: Path):
         from workbench.runs.layout import EVENTS_FILE
-        from workbench.ui.state import EventTail, RunState
+        from workbench.ui.state import EventTail, RunState, catch_up
 
         with self._lock:
             tail, state = self._states.get(path.name, (None, None))
             if tail is None or tail.path != path / EVENTS_FILE:
                 tail, state = EventTail(path / EVENTS_FILE, typed=False), RunState(run_dir=str(path))
                 self._states[path.name] = (tail, state)
+                catch_up(state, tail)  # the first look at a (long) run: thinned as it is read
             state.apply(tail.poll())
             state.pending_step_times.clear()
             return state
