@@ -102,3 +102,121 @@ def test_other_ranks_copies_of_rank0_only_events_change_nothing():
     assert s.apply([{"type": "memory", "rank": 1, "step": 1, "host_rss": 5},
                     {"type": "coverage", "rank": 0, "step": 1, "low_precision_share": 0.5}]) == 2
     assert s.memory_series["rank1 host RSS"].y == [5] and s.coverage.y == [0.5] and s.ranks == {0, 1}
+
+
+# ---- long runs: bounded series, markers kept, following == reading at the end (issue 25) ----------------------
+
+from workbench.bench.long_run import OVERFLOW_EVERY, write_log  # noqa: E402
+from workbench.ui.state import CHART_POINTS, RECENT_STEPS, Series  # noqa: E402
+
+
+def test_a_series_stays_bounded_and_its_newest_steps_exact():
+    s = Series(limit=100, recent=50)
+    for step in range(1, 20_001):
+        s.add(step, float(step))
+    assert len(s) <= 100 + 50 + 1 and s.seen == 20_000
+    assert s.x[-50:] == list(range(19_951, 20_001)) and s.y[-1] == 20_000.0  # the newest exactly
+    assert s.x[0] == 1 and s.x == sorted(s.x)  # the whole run is spanned, in order
+    older = s.x[1:-50]  # after the first step, one point every `stride` steps
+    assert {b - a for a, b in zip(older, older[1:])} == {s.stride} and s.stride == 256
+    unbounded = Series(limit=None)
+    for step in range(1, 5001):
+        unbounded.add(step, 0.0)
+    assert len(unbounded) == 5000
+
+
+def test_a_series_does_not_depend_on_how_its_points_were_batched():
+    import random
+
+    whole, chunked = Series(limit=64, recent=20), Series(limit=64, recent=20)
+    points = [(step, step * 0.5) for step in range(1, 5000) if step % 7]  # irregular steps
+    for x, y in points:
+        whole.add(x, y)
+    rng, i = random.Random(0), 0
+    while i < len(points):
+        n = rng.randint(1, 300)
+        for x, y in points[i:i + n]:
+            chunked.add(x, y)
+        i += n
+    assert (chunked.x, chunked.y, chunked.stride) == (whole.x, whole.y, whole.stride)
+
+
+def test_a_resumed_run_replaces_the_steps_it_logs_again():
+    s = Series(limit=None)
+    t = Series(limit=50, recent=10)
+    for series in (s, t):
+        for step in [*range(1, 31), *range(21, 41)]:  # failed at 30, resumed from the checkpoint of step 20
+            series.add(step, float(step))
+    assert t.x[-10:] == list(range(31, 41)) and t.x == sorted(t.x) and len(set(t.x)) == len(t.x)
+
+
+def _steps_state(path):
+    state, tail = RunState(), EventTail(path, typed=False)
+    state.apply(tail.poll())
+    return state, tail
+
+
+def test_following_a_long_run_equals_reading_it_at_the_end_and_keeps_every_marker(tmp_path):
+    run = tmp_path / "long"
+    write_log(run, 3000, total_steps=20_000)
+    follower, tail = _steps_state(run / "events.jsonl")
+    for start in range(3001, 12_001, 1500):  # the run goes on; the follower reads what was appended
+        write_log(run, 1500, start=start)
+        follower.apply(tail.poll())
+    whole = load_run_state(run)
+    for name in ("loss", "lr", "grad_norm", "loss_scale"):
+        a, b = getattr(follower, name), getattr(whole, name)
+        assert (a.x, a.y) == (b.x, b.y), name
+        assert len(a) <= CHART_POINTS + RECENT_STEPS + 1 and a.x[-1] == 12_000
+    assert follower.memory_series.keys() == whole.memory_series.keys()
+    assert all(follower.memory_series[k].x == whole.memory_series[k].x for k in whole.memory_series)
+    # every overflow, skipped step and diagnosis of the run, thinned region included
+    expected = [s for s in range(1, 12_001) if s % OVERFLOW_EVERY == 0]
+    assert [o["step"] for o in whole.overflows] == expected == whole.skipped_steps == follower.skipped_steps
+    assert [a.step for a in whole.alerts if a.kind == "overflow"] == expected
+    assert len(whole.loss) < 12_000 and all(s in whole.loss.x or s < 11_500 for s in expected)
+
+
+def test_diagnosis_alerts_are_never_thinned(tmp_path):
+    run = tmp_path / "long"
+    from workbench.events import EventWriter
+    from workbench.events.schema import Diagnosis
+
+    write_log(run, 6000)
+    with EventWriter(run / "events.jsonl") as w:
+        w.emit(Diagnosis(step=17, kind="scale_collapse", cause="loss scale fell", fix="precision.mode=bf16", module=None))
+    state = RunState(loss=Series(limit=100, recent=10))
+    state.apply(EventTail(run / "events.jsonl", typed=False).poll())
+    assert len(state.loss) <= 111 and 17 not in state.loss.x
+    assert [a.step for a in state.alerts if a.kind == "diagnosis"] == [17]
+
+
+def test_catching_up_on_a_long_log_equals_folding_every_event(tmp_path):
+    from workbench.ui.state import catch_up
+
+    run = tmp_path / "long"
+    write_log(run, 9000, total_steps=20_000)
+    log = run / "events.jsonl"
+    with open(log, "ab") as fh:
+        fh.write(b'{"type": "step", "rank": 0, "step": 9001')  # a line being written: left for the next poll
+    slow, slow_tail = _steps_state(log)
+    fast, fast_tail = RunState(), EventTail(log, typed=False)
+    assert catch_up(fast, fast_tail) == len(read_events_of(log)) and fast_tail.offset == slow_tail.offset
+    for name in ("loss", "lr", "grad_norm", "loss_scale"):
+        a, b = getattr(fast, name), getattr(slow, name)
+        assert (a.x, a.y, a.stride, a.seen) == (b.x, b.y, b.stride, b.seen), name
+    assert (fast.step, fast.skipped_steps, fast.overflows, fast.eta_s) == (slow.step, slow.skipped_steps, slow.overflows, slow.eta_s)
+    assert [m.x for m in fast.memory_series.values()] == [m.x for m in slow.memory_series.values()]
+    assert len(fast.loss) < 9000 and fast.loss.stride > 1
+    data = log.read_bytes()
+    log.write_bytes(data[: data.rfind(b"\n") + 1])  # (the partial line never completes)
+    write_log(run, 700, start=9001)
+    for state, tail in ((fast, fast_tail), (slow, slow_tail)):  # and both go on alike
+        state.apply(tail.poll())
+    assert (fast.loss.x, fast.loss.y) == (slow.loss.x, slow.loss.y) and fast.step == 9700
+
+
+def read_events_of(log):
+    from workbench.events import read_events
+
+    return read_events(log, 0, typed=False)[0]

@@ -11,8 +11,8 @@ from typing import Optional
 
 from ..events import EventWriter, RunFailed, read_events
 from .layout import EVENTS_FILE, FOREGROUND_PID, STOP_FILE, WORKER_LOG, WORKER_PID
+from .reader import LogSummary, summarize
 
-TERMINAL = {"run_finished", "run_failed"}
 
 
 def _pid_alive(pid: int) -> bool:
@@ -52,29 +52,29 @@ class RunHandle:
     def events(self, offset: int = 0) -> tuple[list, int]:
         return read_events(self.events_path, offset)
 
-    def _terminal_event(self):
-        events, _ = read_events(self.events_path, 0)
-        ends = [e for e in events if getattr(e, "type", None) in TERMINAL]
-        return ends[-1] if ends else None
+    def _terminal_event(self, summary: Optional[LogSummary] = None) -> Optional[dict]:
+        # the end of the run's latest segment, from the log's tail (a resumed run's old end does not count)
+        return (summary or summarize(self.events_path)).end
 
-    def is_running(self) -> bool:
+    def is_running(self, summary: Optional[LogSummary] = None) -> bool:
         if self.process is not None:
             return self.process.poll() is None
-        if self.foreground and self._terminal_event() is not None:
+        if self.foreground and self._terminal_event(summary) is not None:
             return False  # ended; its pid may long since belong to another process
         return self.pid is not None and _pid_alive(self.pid)
 
-    def status(self) -> str:
-        """running | finished | stopped | failed (a worker that died without a final event counts as failed)."""
-        if self.is_running():
+    def status(self, summary: Optional[LogSummary] = None) -> str:
+        """running | finished | stopped | failed (a worker that died without a final event counts as failed).
+        ``summary``: the log's, when the caller has it (``workbench.runs.reader``), else read from the log's tail."""
+        if self.is_running(summary):
             return "running"
-        end = self._terminal_event()
+        end = self._terminal_event(summary)
         if end is None:
             self._record_silent_death()
             return "failed"
-        if end.type == "run_failed":
+        if end.get("type") == "run_failed":
             return "failed"
-        return "stopped" if end.stopped else "finished"
+        return "stopped" if end.get("stopped") else "finished"
 
     def _record_silent_death(self) -> None:
         # Killed hard (OOM killer, SIGKILL): the worker could not log its own end, so the launcher does.

@@ -5,9 +5,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Optional
 
-from ..events import finite_number, read_events
+from ..events import finite_number
 from .handle import attach
 from .layout import EVENTS_FILE, run_dirs
+from .reader import LogFollower, summarize
 
 
 @dataclass(frozen=True)
@@ -22,14 +23,14 @@ class RunRow:
     precision: Optional[str]  # the resolved precision mode
 
 
-def run_row(run_dir: str | Path) -> RunRow:
-    """One run's row from its event log (only rank 0's events) and its worker's liveness."""
+def run_row(run_dir: str | Path, follower: Optional[LogFollower] = None) -> RunRow:
+    """One run's row from its event log (only rank 0's events) and its worker's liveness. The log is read at its
+    head and tail only (``reader.summarize``), or, with a ``follower`` of this run's log (a stream that keeps one),
+    only what was appended since that follower last looked: the cost does not grow with the run."""
     run_dir = Path(run_dir)
-    events, _ = read_events(run_dir / EVENTS_FILE, 0, typed=False)
-    started = next((e for e in events if e.get("type") == "run_started" and not e.get("rank")), {})
-    steps = [e for e in events if e.get("type") == "step" and not e.get("rank")]
-    last = steps[-1] if steps else {}
-    return RunRow(name=run_dir.name, path=run_dir, status=attach(run_dir).status(), step=last.get("step", 0),
+    summary = follower.poll() if follower is not None else summarize(run_dir / EVENTS_FILE)
+    started, last = summary.started, summary.last_step
+    return RunRow(name=run_dir.name, path=run_dir, status=attach(run_dir).status(summary), step=last.get("step", 0),
                   total_steps=started.get("total_steps"), loss=finite_number(last.get("loss")),
                   model=(started.get("config") or {}).get("model", {}).get("source"),
                   precision=(started.get("precision") or {}).get("mode"))

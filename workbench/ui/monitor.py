@@ -20,7 +20,8 @@ from ..config import RunConfig
 from ..engine import launch
 from ..runs import RunHandle, attach
 from ..events.schema import MODEL_STATE_FIELDS
-from .state import EventTail, RunState, Throttle
+from .lab_settings import chart_template
+from .state import EventTail, RunState, Throttle, catch_up
 
 POLL_INTERVAL_S = 0.1
 MAX_REDRAWS_PER_S = 4
@@ -43,7 +44,7 @@ def _figure(title: str, ytitle: str = "", traces: tuple = (), height: int = 280,
         margin=dict(l=55, r=10, t=35, b=35),
         xaxis=dict(title=dict(text=xtitle) if xtitle else None, visible=False),
         yaxis=dict(title=dict(text=ytitle), type="log" if log_y else "linear", visible=False),
-        legend=dict(orientation="h", y=-0.25), template="plotly_white", **layout,
+        legend=dict(orientation="h", y=-0.25), template=chart_template(), **layout,
         # An empty chart says it waits for data instead of showing bare -1..6 axes
         annotations=[dict(text=WAITING, showarrow=False, xref="paper", yref="paper", x=0.5, y=0.5,
                           font=dict(color="#999", size=13), visible=True)]))
@@ -186,12 +187,14 @@ class RunMonitor(W.VBox):
             self._task.cancel()
         self.handle = handle
         self.state = RunState(run_dir=str(handle.run_dir), status=status)
-        self.tail = EventTail(handle.events_path)
+        self.tail = EventTail(handle.events_path, typed=False)
         self._drawn_version = -1
         self._fired_finished = False
         self.latencies = []
         self._reset_figures()
         self.stop_button.disabled = not handle.is_running()
+        catch_up(self.state, self.tail)  # what the run logged so far, folded at once (a long run: thinned as read)
+        self.state.pending_step_times.clear()  # history, not the latency of a live redraw
         self.poll_once(force=True)
         try:
             loop = asyncio.get_running_loop()

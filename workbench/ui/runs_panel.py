@@ -12,6 +12,7 @@ import plotly.graph_objects as go
 from ..runs import RunRow, list_runs
 from ..runs.results import metric_rows, result_tasks
 from .export_section import ExportSection
+from .lab_settings import chart_template
 from .state import RunState, load_run_state
 
 PALETTE = ["#1e88e5", "#e53935", "#43a047", "#fb8c00", "#8e24aa", "#00897b"]
@@ -62,7 +63,7 @@ class RunsPanel(W.VBox):
         self.message = W.HTML()
         # Shown only once runs are compared: an empty chart (plotly's default -1..6 axes) says nothing
         self.compare_fig = go.FigureWidget(layout=go.Layout(title=dict(text="loss (solid) and eval loss (dashed)"),
-                                                            height=320, template="plotly_white",
+                                                            height=320, template=chart_template(),
                                                             xaxis=dict(title=dict(text="step")),
                                                             yaxis=dict(title=dict(text="token loss"))))
         self.compare_box = W.Box([self.compare_fig], layout=W.Layout(display="none"))
@@ -74,7 +75,7 @@ class RunsPanel(W.VBox):
         self.task_select.observe(lambda _: self.show_task_metrics(), names="value")
         self.metric_select.observe(lambda _: self._plot_metric(), names="value")
         self.metrics_table = W.HTML()
-        self.metrics_fig = go.FigureWidget(layout=go.Layout(height=300, template="plotly_white", barmode="group",
+        self.metrics_fig = go.FigureWidget(layout=go.Layout(height=300, template=chart_template(), barmode="group",
                                                             yaxis=dict(range=[0, 1])))
         self.metrics_box = W.VBox([W.HTML("<b>Task metrics</b> (workbench eval; phone_agent: workbench agent run)"),
                                    W.HBox([self.task_select, self.metric_select]), self.metrics_table,
@@ -91,7 +92,8 @@ class RunsPanel(W.VBox):
     def refresh(self) -> list[RunRow]:
         self.runs = list_runs(self.runs_dir.value)
         rows = "".join(
-            f"<tr><td>{html.escape(r.name)}</td><td class='wb-run-{r.status}'>{r.status}</td>"
+            f"<tr><td class='wb-run-name' title='{html.escape(r.name, quote=True)}' style='max-width:260px;"
+            f"overflow:hidden;text-overflow:ellipsis;white-space:nowrap'>{html.escape(r.name)}</td><td class='wb-run-{r.status}'>{r.status}</td>"
             f"<td>{r.step}/{r.total_steps or '?'}</td><td>{_fmt_loss(r.loss)}</td>"
             f"<td>{html.escape(r.model or '')}</td><td>{html.escape(r.precision or '')}</td></tr>" for r in self.runs)
         self.table.value = ("<table class='wb-runs' style='font-size:90%;border-spacing:12px 2px'><tr><th>run</th><th>status</th><th>step</th>"

@@ -53,6 +53,7 @@ class RunsDirectory:
     def __init__(self, runs_dir: str | Path):
         self.root = Path(runs_dir)
         self._states: dict[str, tuple[Any, Any]] = {}  # name -> (EventTail, RunState): logs are read incrementally
+        self._followers: dict[str, Any] = {}  # name -> LogFollower: a row reads only what was appended since the last
         self._launched: dict[str, Any] = {}  # name -> RunHandle of runs this server started (their exit is reaped)
         self._ended: dict[str, tuple[int, dict]] = {}  # name -> (log size, row) of runs that are not running
         self._lock = threading.Lock()  # handlers run this in executor threads
@@ -81,13 +82,14 @@ class RunsDirectory:
 
     def _state(self, path: Path):
         from workbench.runs.layout import EVENTS_FILE
-        from workbench.ui.state import EventTail, RunState
+        from workbench.ui.state import EventTail, RunState, catch_up
 
         with self._lock:
             tail, state = self._states.get(path.name, (None, None))
             if tail is None or tail.path != path / EVENTS_FILE:
-                tail, state = EventTail(path / EVENTS_FILE), RunState(run_dir=str(path))
+                tail, state = EventTail(path / EVENTS_FILE, typed=False), RunState(run_dir=str(path))
                 self._states[path.name] = (tail, state)
+                catch_up(state, tail)  # the first look at a (long) run: thinned as it is read
             state.apply(tail.poll())
             state.pending_step_times.clear()
             return state
@@ -108,26 +110,36 @@ class RunsDirectory:
         if handle is not None and handle.process is not None:
             handle.process.poll()
 
+    def _run_row(self, path: Path):
+        # workbench's one row reader, with a follower per run: each update reads only the bytes logged since the last
+        from workbench.runs import run_row
+        from workbench.runs.layout import EVENTS_FILE
+        from workbench.runs.reader import LogFollower
+
+        with self._lock:
+            follower = self._followers.get(path.name)
+            if follower is None or follower.path != path / EVENTS_FILE:
+                follower = self._followers[path.name] = LogFollower(path / EVENTS_FILE)
+            return run_row(path, follower)
+
     def rows(self) -> list[dict]:
         """Every run's row. A run that has ended keeps its row until its log changes (resumed): a stream re-reads
         only the logs of running runs, not every log of the directory at every step."""
-        from workbench.runs import run_dirs, run_row
+        from workbench.runs import run_dirs
         from workbench.runs.layout import EVENTS_FILE
 
         rows = []
         for path in run_dirs(self.root):
             size = _size(path / EVENTS_FILE)
             cached = self._ended.get(path.name)
-            row = cached[1] if cached and cached[0] == size else self._row(run_row(path))
+            row = cached[1] if cached and cached[0] == size else self._row(self._run_row(path))
             if row["status"] != "running":
                 self._ended[path.name] = (size, row)
             rows.append(row)
         return rows
 
     def row(self, name: str) -> dict:
-        from workbench.runs import run_row
-
-        return self._row(run_row(self.run_dir(name)))
+        return self._row(self._run_row(self.run_dir(name)))
 
     def detail(self, name: str) -> dict:
         from workbench.runs.layout import CONFIG_FILE

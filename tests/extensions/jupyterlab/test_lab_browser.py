@@ -204,3 +204,108 @@ def test_side_panel_follows_and_stops_a_run_launched_from_a_notebook(tmp_path):
 
 if __name__ == "__main__":
     sys.exit(pytest.main(["-m", "browser", "-v", __file__]))
+
+
+APPENDER = """
+import os, sys, time
+from workbench.bench.long_run import write_log
+from pathlib import Path
+run, step = Path(sys.argv[1]), int(sys.argv[2])
+(run / "foreground.pid").write_text(str(os.getpid()))  # the run is going while this process appends to it
+while True:
+    write_log(run, 20, start=step)  # ~100 steps a second: far more than a real 9B fine-tune logs
+    step += 20
+    time.sleep(0.2)
+"""
+
+
+def test_the_monitor_and_the_side_panel_follow_a_growing_100k_step_log(tmp_path):
+    """Issue 25: a 100,000-step log that keeps growing, followed by the monitor (in a notebook) and the side panel:
+    the charts hold a bounded number of points and keep up with the newest step, the kernel redraws within its
+    throttle, and the page stays responsive (animation frames keep coming)."""
+    import subprocess
+
+    from playwright.sync_api import sync_playwright
+
+    from workbench.bench.long_run import write_log
+    from workbench.ui.monitor import MAX_REDRAWS_PER_S
+    from workbench.ui.state import CHART_POINTS, RECENT_STEPS
+
+    require_browser()
+    root = tmp_path / "lab"
+    run = root / "runs" / "long-100k"
+    write_log(run, 100_000, total_steps=200_000)
+    nb = v4.new_notebook()
+    nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
+    nb.cells = [v4.new_code_cell("from workbench.ui.monitor import RunMonitor\n"
+                                 "monitor = RunMonitor()\nmonitor.attach('runs/long-100k')\n"
+                                 "monitor")]
+    nbformat.write(nb, root / "long.ipynb")
+    ARTIFACTS.mkdir(parents=True, exist_ok=True)
+    appender = subprocess.Popen([sys.executable, "-c", APPENDER, str(run), "100001"])
+    bound = CHART_POINTS + RECENT_STEPS + 1
+    # the loss trace as plotly.js holds it (_fullData: the arrays it draws, however the widget sent them)
+    chart = """() => { const gd = document.querySelector('.wb-fig-loss .js-plotly-plot');
+                       const t = gd && gd._fullData && gd._fullData[0];
+                       const x = t && t.x;
+                       return x && x.length ? [x.length, Number(x[x.length - 1])] : [0, 0]; }"""
+    try:
+        with running_jupyter_lab(tmp_path, root) as (url, token), sync_playwright() as pw:
+            browser = pw.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+            page = browser.new_page(viewport={"width": 1400, "height": 1000})
+            page.set_default_timeout(60_000)
+            try:
+                page.goto(f"{url}/lab/tree/long.ipynb?token={token}")
+                page.locator(".jp-Notebook").first.wait_for()
+                time.sleep(2)
+                wait_accepting_dialogs(page, ".jp-Notebook", 10)
+                prompt = page.locator(".jp-InputPrompt").first
+                for _ in range(3):  # a click that lands while the notebook still settles is lost: run it again
+                    page.locator(".lm-MenuBar-itemLabel", has_text=re.compile(r"^Run$")).click()
+                    page.locator(".lm-Menu-itemLabel", has_text=re.compile(r"^Run All Cells$")).click()
+                    deadline = time.monotonic() + 20
+                    while time.monotonic() < deadline and prompt.inner_text().strip() == "[ ]:":
+                        time.sleep(0.5)
+                    if prompt.inner_text().strip() != "[ ]:":
+                        break
+                wait_accepting_dialogs(page, ".wb-fig-loss .js-plotly-plot", 240)
+                page.wait_for_function(f"() => ({chart})()[0] > 0", timeout=120_000)
+                page.locator(".wb-RunsStatus").click()  # the side panel
+                card = page.locator('.wb-run[data-run="long-100k"]')
+                card.wait_for(timeout=60_000)
+                # in the page: the longest gap between two animation frames, and each redraw of the loss chart (a
+                # change of its newest point) while both views follow the log
+                page.evaluate("""(chart) => { window.wbGap = 0; window.wbDraws = 0; let last = performance.now();
+                    const frame = (t) => { window.wbGap = Math.max(window.wbGap, t - last); last = t;
+                                           requestAnimationFrame(frame); };
+                    requestAnimationFrame(frame);
+                    const newest = eval(chart); let seen = newest()[1];
+                    setInterval(() => { const n = newest()[1]; if (n !== seen) { seen = n; window.wbDraws += 1; } }, 20);
+                    }""", chart)
+                t0, samples = time.monotonic(), []
+                for _ in range(15):
+                    time.sleep(1)
+                    t = time.monotonic()
+                    points, newest = page.evaluate(chart)
+                    samples.append({"points": points, "newest": newest, "evaluate_s": round(time.monotonic() - t, 3),
+                                    "panel_step": int(card.get_attribute("data-step"))})
+                gap_ms, draws = page.evaluate("() => [window.wbGap, window.wbDraws]")
+                elapsed = time.monotonic() - t0
+                page.screenshot(path=str(ARTIFACTS / "lab-long-run.png"))
+            except Exception:
+                page.screenshot(path=str(ARTIFACTS / "lab-long-run-failed.png"))
+                print("cell outputs:", page.locator(".jp-OutputArea").all_inner_texts())
+                raise
+            figures = {"samples": samples, "max_frame_gap_ms": round(gap_ms), "loss_chart_redraws": draws,
+                       "elapsed_s": round(elapsed, 2)}
+            print(f"a growing 100k-step log in the browser: {figures}")
+            (ARTIFACTS / "lab-long-run.json").write_text(json.dumps(figures) + "\n")
+            browser.close()
+    finally:
+        appender.terminate()
+        appender.wait(10)
+    assert all(0 < s["points"] <= bound for s in samples), samples  # bounded however long the log
+    assert samples[-1]["newest"] > samples[0]["newest"] > 100_000  # the chart follows the growing log
+    assert samples[-1]["panel_step"] > samples[0]["panel_step"] > 100_000  # and so does the side panel
+    assert 0 < draws <= MAX_REDRAWS_PER_S * elapsed + 2  # redrawn, within the throttle
+    assert max(s["evaluate_s"] for s in samples) < 2.0 and gap_ms < 2000  # responsive: frames keep coming
