@@ -5,6 +5,11 @@ Every (model, thinking mode, example) request goes to the server at once through
 server's batching does not change greedy output), ``seed`` for sampled runs. The report is stored in the
 run directory of each evaluated adapter (``eval_results.json``, one entry per task), where the runs panel
 reads it.
+
+Each row's images go inline as base64 data: URLs (``load_examples`` reads them; ``chat_request`` builds the body),
+so screenshot tasks work against any OpenAI-compatible server started with its safe defaults. A request that
+fails is never scored: the metrics are over the answered rows only (``n``), and each model's entry counts the
+``failed`` requests and keeps the first distinct reasons (``errors``).
 """
 from __future__ import annotations
 
@@ -17,11 +22,12 @@ from typing import Any, Iterable, Optional
 
 from ..runs import base_model, run_dir_of
 from ..runs.results import served_run_dir, write_results
-from ..serve.remote import ServerClient, ServerUnreachable
+from ..serve.remote import ServerClient, ServerUnreachable, chat_request
 from .registry import get_task
 from .tasks import Reply, Task, load_examples
 
 THINKING_MODES = {"default": None, "on": True, "off": False}  # mode name -> the request's enable_thinking
+MAX_REASONS = 3  # distinct failure reasons kept per model and mode
 
 
 class EvalError(ValueError):
@@ -35,11 +41,16 @@ class EvalReport:
     server: str
     settings: dict
     wall_s: float
-    # model id -> thinking mode -> the task's metrics
+    # model id -> thinking mode -> the task's metrics over the answered rows (n), plus failed and errors
     metrics: dict[str, dict[str, dict]]
     # model id -> thinking mode -> one record per example: index, answer, reasoning, verdict
     records: dict[str, dict[str, list[dict]]] = field(default_factory=dict)
     written: list[str] = field(default_factory=list)  # the eval_results.json files written
+
+    @property
+    def failed(self) -> int:
+        """Requests that got no answer, over every model and mode."""
+        return sum(m.get("failed", 0) for by_mode in self.metrics.values() for m in by_mode.values())
 
     def to_dict(self, records: bool = True) -> dict:
         out = {"task": self.task, "data": self.data, "server": self.server, "settings": self.settings,
@@ -106,12 +117,8 @@ def evaluate(task: str | Task, models: Optional[Iterable[str]] = None, *, server
 
     def ask(job) -> Reply:
         model, mode, ex = job
-        body = {"model": model, "messages": ex.messages, "temperature": temperature, "max_tokens": max_tokens}
-        if seed is not None:
-            body["seed"] = seed
-        if THINKING_MODES[mode] is not None:
-            body["enable_thinking"] = THINKING_MODES[mode]
-        c = client.chat(body)
+        c = client.chat(chat_request(model, ex.messages, enable_thinking=THINKING_MODES[mode], seed=seed,
+                                     temperature=temperature, max_tokens=max_tokens))
         return Reply(c.content, c.reasoning, c.finish_reason, c.error)
 
     start = time.monotonic()
@@ -128,11 +135,11 @@ def evaluate(task: str | Task, models: Optional[Iterable[str]] = None, *, server
     wall = time.monotonic() - start
     records: dict[str, dict[str, list[dict]]] = {}
     for (model, mode, ex), reply in zip(jobs, replies):
-        verdict = task.score(ex, reply)
+        verdict = None if reply.error else task.score(ex, reply)  # no answer: nothing to score
         records.setdefault(model, {}).setdefault(mode, []).append(
             {"index": ex.index, "reference": ex.reference, "answer": reply.content, "reasoning": reply.reasoning,
              "error": reply.error, "verdict": verdict})
-    metrics = {m: {mode: task.summarize([r["verdict"] for r in recs]) for mode, recs in by_mode.items()}
+    metrics = {m: {mode: summarize_answered(task, recs) for mode, recs in by_mode.items()}
                for m, by_mode in records.items()}
     report = EvalReport(task.name, str(data_path), client.base,
                         {"temperature": temperature, "seed": seed, "max_tokens": max_tokens, "limit": limit,
@@ -145,6 +152,14 @@ def evaluate(task: str | Task, models: Optional[Iterable[str]] = None, *, server
             if run_dir is not None:
                 report.written.append(str(write_results(run_dir, report, model)))
     return report
+
+
+def summarize_answered(task: Task, records: list[dict]) -> dict:
+    """The task's metrics over the answered records only (``n`` of them), then how many requests ``failed`` and
+    the first distinct reasons (``errors``): a request that failed is no wrong answer, and no score hides it."""
+    failed = [r["error"] for r in records if r["error"]]
+    return {**task.summarize([r["verdict"] for r in records if not r["error"]]), "failed": len(failed),
+            "errors": list(dict.fromkeys(failed))[:MAX_REASONS]}
 
 
 def _with_own_server(task, models, base, runs, data_path, limit, enable_thinking, temperature, seed, max_tokens,

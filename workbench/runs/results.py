@@ -67,7 +67,8 @@ def served_run_dir(card: dict) -> Optional[Path]:
 
 def metric_rows(run_dirs: Iterable[str | Path], task: str) -> list[dict]:
     """One row per evaluated model and thinking mode of ``task`` across runs: each run's adapter under the run's
-    name, and each base model once (``"<id> (base)"``); the scalar metrics as columns."""
+    name, and each base model once (``"<id> (base)"``); the scalar metrics as columns (``failed``: requests that got
+    no answer, the metrics being over the ``n`` answered ones), and ``errors``, the first reasons, when any failed."""
     rows, bases = [], set()
     for run_dir in run_dirs:
         entry = read_results(run_dir).get("tasks", {}).get(task)
@@ -83,8 +84,11 @@ def metric_rows(run_dirs: Iterable[str | Path], task: str) -> list[dict]:
             else:
                 continue
             for mode, metrics in by_mode.items():
-                rows.append({"label": label, "mode": mode,
-                             **{k: v for k, v in metrics.items() if not isinstance(v, dict)}})
+                row = {"label": label, "mode": mode,
+                       **{k: v for k, v in metrics.items() if not isinstance(v, (dict, list))}}
+                if metrics.get("failed"):
+                    row["errors"] = list(metrics.get("errors") or [])
+                rows.append(row)
     return rows
 
 

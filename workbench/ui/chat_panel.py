@@ -292,7 +292,10 @@ class ImagePicker(W.VBox):
 
 
 def _verdict_html(verdict: dict) -> str:
-    """One model's verdict: pass/fail (the task's ``ok`` or ``exact``) and the flags and figures behind it."""
+    """One model's verdict: pass/fail (the task's ``ok`` or ``exact``) and the flags and figures behind it; a
+    request that failed is no verdict: its reason is shown instead."""
+    if verdict.get("error"):
+        return f"<b style='color:#c62828'>error</b> <small>{html.escape(str(verdict['error']))}</small>"
     passed = verdict.get("ok", verdict.get("exact"))
     mark = ("<b style='color:#2e7d32'>pass</b>" if passed else "<b style='color:#c62828'>fail</b>"
             if passed is not None else "")
@@ -363,7 +366,8 @@ class ReplayRows(W.VBox):
                                f"{html.escape(example.reference)}</span>")
         self.result.value = ""
         replies = await self.chat.ask_async(example.messages[-1]["content"], models, messages=list(example.messages))
-        self.verdicts = {m: task.score(example, TaskReply(r.content, r.reasoning, error=r.error))
+        # the row's images travel inline (load_examples read them); a failed request is not scored
+        self.verdicts = {m: {"error": r.error} if r.error else task.score(example, TaskReply(r.content, r.reasoning))
                          for m, r in replies.items()}
         self.result.value = "".join(f"<div><b>{html.escape(m)}</b>: {_verdict_html(v)}</div>"
                                     for m, v in self.verdicts.items())
