@@ -5,7 +5,7 @@ import argparse
 import json
 import sys
 
-from ..runs import existing_run_dir
+from ..runs import existing_trained
 
 
 def add_parser(subparsers) -> argparse.ArgumentParser:
@@ -22,8 +22,10 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
                    "for --base and the adapters of --run")
     p.add_argument("--model", action="append", metavar="ID", help="a served model id (repeatable; default: every "
                    "served id)")
-    p.add_argument("--run", action="append", default=[], type=existing_run_dir, metavar="runs/NAME",
-                   help="without --server: serve this run's adapter (repeatable)")
+    p.add_argument("--run", action="append", default=[], type=existing_trained, metavar="runs/NAME",
+                   help="without --server: serve what this run trained (repeatable): its adapter on the base, or its "
+                   "full fine-tune (model/) beside the base, under the run's name; a run's merged/ or exports/NAME "
+                   "directory likewise")
     p.add_argument("--base", metavar="MODEL", help="without --server: the base model (default: the runs' base)")
     p.add_argument("--data", metavar="FILE", help="a chat or instruction JSONL file instead of the task's held-out set "
                    "(heldout_loss: default the runs' own data.eval, so the figure is their eval loss)")

@@ -58,11 +58,16 @@ def _read(path: Path) -> dict:
 
 
 def served_run_dir(card: dict) -> Optional[Path]:
-    """The run directory an adapter was served from (its model card's ``root`` is the run's adapter/ folder or the
-    run itself), when it is a local run directory; None for a base model and for plain adapter folders."""
-    if not card.get("parent") or not card.get("root"):
+    """The run directory a served model came from, when it is a local run's: an adapter whose model card's ``root``
+    is the run's adapter/ folder or the run itself, or a model served as a base whose root is a run's full
+    fine-tune (model/), merged/ folder or export. None for a base model of no run and for plain adapter folders."""
+    root = card.get("root")
+    if not root:
         return None
-    return run_dir_of(card["root"])
+    run_dir = run_dir_of(root)
+    if card.get("parent"):
+        return run_dir
+    return run_dir if run_dir is not None and Path(root).expanduser() != run_dir else None
 
 
 def metric_rows(run_dirs: Iterable[str | Path], task: str) -> list[dict]:
