@@ -62,6 +62,13 @@ def test_a_full_fine_tune_is_served_beside_its_base_under_the_runs_name(full_run
     assert set(report["metrics"]) == {"tiny-glm4v", "full"}
 
 
+def test_the_held_out_loss_of_a_full_fine_tune_is_measured_beside_its_base(full_run, capsys):
+    report = _json_report(capsys, ["eval", "--run", str(full_run), "--task", "heldout_loss", "--data", str(SCREENS),
+                                   "--limit", str(ROWS), "--json", "--no-write"])
+    base, tuned = report["metrics"]["tiny-glm4v"]["default"], report["metrics"]["full"]["default"]
+    assert base["n"] == tuned["n"] == ROWS and base["tokens"] == tuned["tokens"] and base["loss"] != tuned["loss"]
+
+
 def test_screenshot_rows_scored_through_server_started_with_its_defaults(capsys):
     from workbench.serve import start_server
 
