@@ -4,6 +4,7 @@ and make ``workbench eval`` exit non-zero, never scored as wrong answers."""
 from __future__ import annotations
 
 import json
+import shutil
 import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
@@ -57,9 +58,14 @@ def test_a_full_fine_tune_is_served_beside_its_base_under_the_runs_name(full_run
     assert report["settings"]["base"] == "tiny-glm4v" and report["written"] == [str(full_run / "eval_results.json")]
     rows = metric_rows([full_run], "phone_actions_reasoning")  # what the runs panel shows: base vs tuned
     assert [r["label"] for r in rows] == ["tiny-glm4v (base)", "full"] and all(r["failed"] == 0 for r in rows)
-    # the same model as a plain model directory (how a merged export is given): served under its folder's name
+    # the run's model/ named itself, and a merged export of the run (here a copy of it): RUN-NAME for an export
     report = _json_report(capsys, ["eval", "--run", str(full_run / "model"), *EVAL, "--json", "--no-write"])
     assert set(report["metrics"]) == {"tiny-glm4v", "full"}
+    export = full_run / "exports" / "merged-float32"
+    shutil.copytree(full_run / "model", export)
+    report = _json_report(capsys, ["eval", "--run", str(export), *EVAL, "--json"])
+    _every_row_answered(report, {"tiny-glm4v", "full-merged-float32"})
+    assert read_results(full_run)["tasks"]["phone_actions_reasoning"]["model"] == "full-merged-float32"
 
 
 def test_the_held_out_loss_of_a_full_fine_tune_is_measured_beside_its_base(full_run, capsys):
