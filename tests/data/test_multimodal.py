@@ -184,3 +184,22 @@ def test_the_phone_screens_samples_load_and_check():
 
     res = subprocess.run([sys.executable, str(SAMPLES / "make_phone_screens.py"), "--check"], capture_output=True, text=True)
     assert res.returncode == 0 and res.stdout.strip().endswith("phone_screens: ok"), res.stderr
+
+
+def test_inline_images_reads_each_file_once_and_sends_it_as_a_data_url(tmp_path):
+    from workbench.data.multimodal import ImageSourceError, image_data_url, inline_images, load_image
+
+    Image.new("RGB", (8, 6), "red").save(tmp_path / "a.png")
+    part = {"type": "image_url", "image_url": {"url": "a.png"}}
+    messages = [{"role": "system", "content": "s"}, {"role": "user", "content": [part, {"type": "text", "text": "t"}]}]
+    cache: dict = {}
+    first, second = inline_images(messages, tmp_path, cache), inline_images(messages, tmp_path, cache)
+    url = first[1]["content"][0]["image_url"]["url"]
+    assert url == image_data_url(tmp_path / "a.png") and url.startswith("data:image/png;base64,")
+    assert load_image(url, allow_local_files=False).size == (8, 6)  # what a server with safe defaults accepts
+    assert second[1]["content"][0]["image_url"]["url"] is url and len(cache) == 1  # one string per screenshot
+    assert first[0] == messages[0] and first[1]["content"][1] == {"type": "text", "text": "t"}
+    assert messages[1]["content"][0]["image_url"]["url"] == "a.png"  # the rows themselves are left as read
+    assert inline_images(first) == first  # data: URLs stay as they are
+    with pytest.raises(ImageSourceError, match="image 1: image file not found"):
+        inline_images(messages, tmp_path / "elsewhere")

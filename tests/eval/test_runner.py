@@ -12,7 +12,6 @@ from workbench.eval.runner import EvalError, evaluate
 from ..conftest import SAMPLES, tiny_run_overrides, write_jsonl
 from ..serve.helpers import make_adapter
 
-PHONE = SAMPLES / "phone_actions" / "heldout.jsonl"
 
 
 @pytest.fixture(scope="module")
@@ -78,23 +77,24 @@ def test_cli_prints_json_and_exits_2_on_bad_input(tiny_pair, capsys):
     assert "identity_rate" in table and "tiny-run" in table
 
 
-def test_trained_adapter_beats_the_base_on_phone_action_exact_match(tmp_path):
-    """SmolLM2 fine-tuned (LoRA, a few steps) on three held-out phone rows, then evaluated on them through a
-    server this call starts: the adapter writes the actions, the base does not."""
+@pytest.mark.slow
+def test_a_model_that_learned_writes_actions_for_held_out_screens_the_base_does_not(tmp_path):
+    """A tiny GLM-4V fully fine-tuned on the screenshot rows (400 steps, as the README measures), then asked the 40 held-out rows (other
+    screens and tasks than its training rows) through the servers ``evaluate`` starts for the run: it answers in the
+    trained format (reasoning, then one action) where the random base never writes a valid action. Exact match is
+    not asserted: a model this small learns the format and the action types, rarely the exact point."""
     from workbench.config import load_config
     from workbench.training import train
 
-    rows = [line for line in PHONE.read_text(encoding="utf-8").splitlines()
-            if json.loads(line)["output"] in ('do(action="Home")', 'do(action="Back")', 'finish(message="The call to Mom is connected.")')]
-    assert len(rows) == 3
-    data = write_jsonl(tmp_path / "phone.jsonl", rows)
+    screens = SAMPLES / "phone_screens"
     cfg = load_config(None, tiny_run_overrides(tmp_path / "runs", **{
-        "model.source": "smollm2-135m-instruct", "data.train": str(data), "data.max_length": 96,
-        "schedule.max_steps": 6, "schedule.micro_batch_size": 3, "schedule.learning_rate": 3e-3,
-        "lora.r": 8, "lora.alpha": 16, "lora.dropout": 0.0, "output.run_name": "phone"}))
+        "model.source": "tiny-glm4v", "data.train": str(screens / "train.jsonl"), "data.max_length": 512,
+        "lora.enabled": False, "schedule.max_steps": 400, "schedule.learning_rate": 3e-3, "output.run_name": "screens"}))
     run_dir = train(cfg).run_dir
-    report = evaluate("phone_actions", data=data, runs=[run_dir], max_tokens=24, progress=False)
-    base, tuned = report.metrics["smollm2-135m-instruct"]["default"], report.metrics["phone"]["default"]
-    assert tuned["exact_match"] > base["exact_match"]
-    assert tuned["parse_rate"] == 1.0
-    assert read_results(Path(run_dir))["tasks"]["phone_actions"]["metrics"]["phone"]["default"] == tuned
+    report = evaluate("phone_actions_reasoning", data=screens / "heldout.jsonl", runs=[run_dir], max_tokens=160,
+                      progress=False)
+    base, tuned = report.metrics["tiny-glm4v"]["default"], report.metrics["screens"]["default"]
+    assert base["n"] == tuned["n"] == 40 and base["failed"] == tuned["failed"] == 0
+    assert base["parse_rate"] == 0.0 and tuned["parse_rate"] >= 0.2
+    assert tuned["reasoning_rate"] >= 0.9 > base["reasoning_rate"]
+    assert read_results(Path(run_dir))["tasks"]["phone_actions_reasoning"]["metrics"]["screens"]["default"] == tuned

@@ -48,6 +48,14 @@ def test_phone_real_element_boxes_are_used():
     assert get_task("phone_actions").score(BOXED, Reply('do(action="Long Press", element=[120,900])'))["tap_in_box"] is False
 
 
+def test_a_screenshot_rows_meta_target_box_is_its_tap_box():
+    """Screenshot rows (phone_screens, recorded episodes) carry no screen description: the box is meta.target_box."""
+    shot = Example(4, [], '<think>t</think><answer>do(action="Tap", element=[382,157])</answer>',
+                   {"messages": [], "meta": {"target_box": [285, 110, 480, 205]}})
+    assert phone(shot, 'do(action="Tap", element=[290,200])')["tap_in_box"] is True
+    assert phone(shot, 'do(action="Tap", element=[290,300])')["tap_in_box"] is False
+
+
 def test_phone_wrong_type():
     v = phone(TAP, 'do(action="Long Press", element=[880,200])')
     assert v["parsed"] and not v["type_match"] and not v["exact"] and v["tap_in_box"] is False

@@ -58,3 +58,29 @@ def test_base_model_is_the_configs_source_not_the_adapters_declared_path(tmp_pat
     (run / "config.json").write_text(json.dumps({"lora": {"r": 0}}))
     with pytest.raises(ConfigError, match="lora.r"):
         base_model(run)
+
+
+def _model_dir(path):
+    path.mkdir(parents=True)
+    (path / "config.json").write_text(json.dumps({"model_type": "glm4v"}))
+    (path / "model.safetensors").write_bytes(b"")
+    return path
+
+
+def test_a_model_directory_is_no_run_and_a_runs_merged_model_or_export_belongs_to_it(tmp_path):
+    from workbench.runs import is_model_dir, trained_at
+
+    run = _run(tmp_path, "r", weights="model")
+    (run / "model" / "model.safetensors").write_bytes(b"")
+    merged, export = _model_dir(run / "merged"), _model_dir(run / "exports" / "merged-float32")
+    plain = _model_dir(tmp_path / "cache" / "tiny")
+    assert all(is_model_dir(d) and not is_run_dir(d) for d in (merged, export, plain, run / "model"))
+    assert run_dir_of(merged) == run_dir_of(export) == run_dir_of(run / "model") == run and run_dir_of(plain) is None
+    found = {p: trained_at(p) for p in (run, run / "model", merged, export, plain)}
+    assert {p: (f.weights.kind, f.weights.path, f.run_dir) for p, f in found.items()} == {
+        run: ("model", run / "model", run), run / "model": ("model", run / "model", run),
+        merged: ("model", merged, run), export: ("model", export, run), plain: ("model", plain, None)}
+    lora = _run(tmp_path, "l", weights="adapter")
+    assert trained_at(lora).weights.kind == "adapter" and trained_at(lora / "adapter").run_dir == lora
+    nothing = _run(tmp_path, "n")
+    assert trained_at(nothing).weights is None and trained_at(tmp_path / "cache") is None

@@ -47,3 +47,35 @@ def test_replay_of_a_phone_action_row_shows_the_expected_action(monkeypatch):
     assert verdicts["base"]["parsed"] is False
     assert verdicts["phone"]["has_reasoning"] is True and verdicts["phone"]["parsed"] is True
     assert verdicts["phone"]["exact"] == (first.reference.endswith('do(action="Launch", app="Settings")</answer>'))
+
+
+def test_replay_of_a_screenshot_row_sends_the_screenshot_inline(monkeypatch, tmp_path):
+    from workbench.eval.phone import PhoneActionsTask
+
+    from ..conftest import SAMPLES
+
+    sent = []
+    _fake_models(monkeypatch, sent)
+    screens = PhoneActionsTask("screens", SAMPLES / "phone_screens" / "heldout.jsonl")
+    monkeypatch.setattr(chat_panel, "_task", lambda name: screens)
+    panel = chat_panel.ChatComparePanel(base_url="http://127.0.0.1:9/v1", models=["phone", "base"])
+    panel.replay.load_rows()
+    assert panel.replay.row.options[0][0].startswith("1: Task: ") and "data:" not in panel.replay.row.options[0][0]
+    verdicts = panel.replay.replay(0, ["phone", "base"])
+    (image, text), = [m["content"] for m in sent[0][1] if m["role"] == "user"]
+    assert image["image_url"]["url"].startswith("data:image/png;base64,") and "Task:" in text["text"]
+    assert panel.prompt.value == text["text"]  # the prompt box shows the row's text
+    assert verdicts["phone"]["parsed"] is True and verdicts["base"]["parsed"] is False  # answered, so scored
+
+
+def test_a_failed_replay_request_is_shown_as_an_error_not_a_fail(monkeypatch):
+    class Failing:
+        async def astream(self, messages):
+            raise RuntimeError("HTTP 400: refused")
+            yield  # an async generator
+
+    monkeypatch.setattr(chat_panel, "chat_model", lambda model, **kw: Failing())
+    panel = chat_panel.ChatComparePanel(base_url="http://127.0.0.1:9/v1", models=["base", "tuned"])
+    verdicts = panel.replay.replay(0, ["base", "tuned"])
+    assert verdicts["base"] == {"error": "RuntimeError: HTTP 400: refused"} == verdicts["tuned"]
+    assert "error" in panel.replay.result.value and "fail" not in panel.replay.result.value

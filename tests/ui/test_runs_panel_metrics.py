@@ -60,3 +60,19 @@ def test_runs_panel_shows_episode_metrics_next_to_single_step_ones(tmp_path):
     assert tuple(panel.metrics_fig.layout.yaxis.range) == (0, 1)
     panel.metric_select.value = "prompt_tokens_last"  # a count, not a rate: the axis fits it
     assert list(panel.metrics_fig.data[0].y) == [2900.0, 2900.0] and panel.metrics_fig.layout.yaxis.range is None
+
+
+def test_runs_panel_shows_failed_requests_beside_the_metrics(tmp_path):
+    runs = tmp_path / "runs"
+    _write_synthetic_run(runs / "a")
+    answered = {"n": 4, "parse_rate": 1.0, "failed": 0, "errors": []}
+    refused = {"n": 1, "parse_rate": 0.0, "failed": 3, "errors": ["HTTP 400: local image paths are not accepted"]}
+    write_results(runs / "a", EvalReport("phone_actions", "heldout.jsonl", "http://x/v1", {"base": "smol", "n": 4}, 1.0,
+                                         {"smol": {"default": answered}, "a": {"default": refused}}), "a")
+    panel = RunsPanel(str(runs))
+    assert [(r["label"], r["failed"]) for r in panel.metric_rows] == [("smol (base)", 0), ("a", 3)]
+    assert panel.metric_rows[1]["errors"] == refused["errors"] and "errors" not in panel.metric_rows[0]
+    table = panel.metrics_table.value
+    assert "<th>failed</th>" in table and "a (default): 3 of 4 requests failed" in table
+    assert "local image paths are not accepted" in table and "smol (base) (default)" not in table
+    assert panel.metric_select.options == ("parse_rate",)  # counts are no rate to plot

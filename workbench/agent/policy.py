@@ -17,7 +17,7 @@ from typing import Iterable, Optional, Protocol
 from ..phone.actions import Action, format_action
 from ..phone.runtime import assistant_content
 from ..phone.tasks import PhoneTask
-from ..serve.remote import Completion, ServerClient
+from ..serve.remote import Completion, ServerClient, chat_request
 
 
 class Policy(Protocol):
@@ -30,13 +30,11 @@ class ServedPolicy:
     def __init__(self, client: ServerClient, model: str, *, temperature: float = 0.0, max_tokens: int = 512,
                  seed: Optional[int] = None, concurrency: int = 8):
         self.client, self.name = client, model
-        self.body = {"model": model, "temperature": temperature, "max_tokens": max_tokens}
-        if seed is not None:
-            self.body["seed"] = seed
+        self.sampling = {"temperature": temperature, "max_tokens": max_tokens, "seed": seed}
         self.pool = ThreadPoolExecutor(max(1, concurrency), thread_name_prefix=f"policy-{model}")
 
     def __call__(self, conversations: list[list[dict]]) -> list[Completion]:
-        return list(self.pool.map(lambda messages: self.client.chat({**self.body, "messages": messages}),
+        return list(self.pool.map(lambda messages: self.client.chat(chat_request(self.name, messages, **self.sampling)),
                                   conversations))
 
     def close(self) -> None:

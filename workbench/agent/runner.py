@@ -10,7 +10,6 @@ limit, when the server refuses the conversation as too long for its context, or 
 """
 from __future__ import annotations
 
-import base64
 import datetime
 import io
 from dataclasses import dataclass
@@ -18,6 +17,7 @@ from typing import Callable, Optional, Sequence
 
 from PIL import Image
 
+from ..data.multimodal import image_data_url
 from ..phone.actions import format_action, split_answer
 from ..phone.env import PhoneEnv
 from ..phone.runtime import MAX_STEPS, Conversation
@@ -33,10 +33,6 @@ def png_bytes(screenshot) -> bytes:
     buffer = io.BytesIO()
     image.save(buffer, format="PNG")
     return buffer.getvalue()
-
-
-def data_url(png: bytes) -> str:
-    return "data:image/png;base64," + base64.b64encode(png).decode("ascii")
 
 
 @dataclass
@@ -94,7 +90,7 @@ def _start(task: PhoneTask, model: str, device, max_steps: int, date: datetime.d
     obs, _ = env.reset(options={"task": task})
     conversation = Conversation(task.instruction, date)
     png = png_bytes(obs["screenshot"])
-    conversation.observe(data_url(png), obs["current_app"])
+    conversation.observe(image_data_url(png), obs["current_app"])
     episode = Episode(task.id, task.template, task.split, list(task.apps), task.instruction, model, date.isoformat())
     return _Running(task, env, conversation, episode, png, obs["current_app"])
 
@@ -122,7 +118,7 @@ def _advance(r: _Running, reply) -> None:
         reason = "parse_failure" if info["parse_error"] else "finish" if terminated else "step_limit"
         _end(r, reason, action.args.get("message") if terminated else f"no finish within {r.env.max_steps} steps")
         return
-    r.conversation.observe(data_url(r.png), r.app)
+    r.conversation.observe(image_data_url(r.png), r.app)
 
 
 def _end(r: _Running, reason: str, message: Optional[str]) -> None:

@@ -72,8 +72,8 @@ def throughput(args) -> dict:
 def tokens(args) -> dict:
     import base64
 
-    from ..agent.runner import data_url, png_bytes
-    from ..data.multimodal import encode_chat, resolve_images
+    from ..agent.runner import png_bytes
+    from ..data.multimodal import encode_chat, image_data_url, resolve_images
     from ..models import load_tokenizer, packaged
     from ..models.processor import image_token_count
     from ..phone.actions import format_action
@@ -89,10 +89,10 @@ def tokens(args) -> dict:
     obs, _ = env.reset(options={"task": task})
     conversation = Conversation(task.instruction)
     for step in steps[:args.steps - 1]:
-        conversation.observe(data_url(png_bytes(obs["screenshot"])), obs["current_app"])
+        conversation.observe(image_data_url(png_bytes(obs["screenshot"])), obs["current_app"])
         conversation.reply(step.thinking, format_action(step.action))
         obs, *_ = env.step(step.action)
-    messages = conversation.observe(data_url(png_bytes(obs["screenshot"])), obs["current_app"])
+    messages = conversation.observe(image_data_url(png_bytes(obs["screenshot"])), obs["current_app"])
     vision = load_tokenizer("tiny-glm4v")
     example = encode_chat(vision.processor, resolve_images(messages), add_generation_prompt=True)
     image = image_token_count(vision.processor, *size)

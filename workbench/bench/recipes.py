@@ -78,7 +78,8 @@ def judge(value: Optional[float], base: Optional[float], expected: Optional[Figu
 
 
 def _scalars(metrics: dict) -> dict:
-    return {k: v for k, v in metrics.items() if isinstance(v, (int, float)) and not isinstance(v, bool) and k != "n"}
+    return {k: v for k, v in metrics.items()
+            if isinstance(v, (int, float)) and not isinstance(v, bool) and k not in ("n", "failed")}
 
 
 def evaluate_run(evaluation: Evaluation, run_dir: Path, progress: bool) -> tuple[dict, dict]:
@@ -89,6 +90,9 @@ def evaluate_run(evaluation: Evaluation, run_dir: Path, progress: bool) -> tuple
     report = evaluate(evaluation.task, runs=[str(run_dir)], data=evaluation.data, limit=evaluation.rows,
                       max_tokens=evaluation.max_tokens, progress=progress)
     tuned = report.metrics[default_adapter_id(run_dir)]["default"]
+    if report.failed:  # a figure over fewer rows than the recipe names is no figure to check or copy
+        reasons = "; ".join(r for by_mode in report.metrics.values() for m in by_mode.values() for r in m.get("errors", []))
+        raise RuntimeError(f"{report.failed} request(s) of {evaluation.task} failed: {reasons}")
     return tuned, report.metrics[report.settings["base"]]["default"]
 
 

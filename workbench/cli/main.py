@@ -12,7 +12,7 @@ from ..config import ConfigError
 from ..config.arguments import CommandInputError, existing_directory
 from ..config.flags import add_config_arguments, overrides_from_args
 from ..data import DataError
-from ..runs import existing_run_dir
+from ..runs import existing_run_dir, trained_weights
 
 # Subcommands owned by other subpackages: (module, function adding the parser, function running it).
 SUBPACKAGE_COMMANDS = (
@@ -135,8 +135,9 @@ def _cmd_train(args) -> int:
         print(f"run failed: {_resume_hint(run_dir)}", file=sys.stderr)
         raise
     print(f"run directory: {result.run_dir}")
-    if result.adapter_path:
-        print(f"adapter: {result.adapter_path}")
+    if result.adapter_path:  # a full fine-tune (lora.enabled false) saves its model/ there instead
+        weights = trained_weights(result.run_dir)
+        print(f"{weights.kind if weights else 'adapter'}: {result.adapter_path}")
     return 0
 
 

@@ -14,6 +14,9 @@ API
 * ``load_image(url, base_dir=None, allow_local_files=True)`` -> an RGB ``PIL.Image``: a ``data:`` URL
   (base64) or a file path (relative to ``base_dir``: the JSONL file's folder). Remote ``http(s)`` URLs are
   refused and never fetched; local paths are refused when ``allow_local_files`` is False (the server's default).
+* ``image_data_url(source, name=None)``: an image file's (or raw bytes') base64 ``data:`` URL, what an OpenAI
+  client sends; ``inline_images(messages, base_dir=None)``: the messages with every image part's file path read
+  here and sent inline that way (how rows become requests any OpenAI-compatible server accepts).
 * ``content_parts(content)``: validates a message's content and returns it as a string or a list of
   normalised parts (text / image_url); ValueError saying what is wrong.
 * ``resolve_images(messages, base_dir=None, allow_local_files=True)``: the messages with every image part
@@ -40,6 +43,7 @@ from __future__ import annotations
 import base64
 import binascii
 import io
+import mimetypes
 import re
 from dataclasses import dataclass
 from pathlib import Path
@@ -93,6 +97,59 @@ def load_image(url: Any, base_dir: Optional[str | Path] = None, allow_local_file
     except (UnidentifiedImageError, OSError, ValueError, Image.DecompressionBombError) as err:
         reason = "not an image PIL can read" if isinstance(err, UnidentifiedImageError) else str(err) or type(err).__name__
         raise ImageSourceError(f"cannot read the image in {where}: {reason}") from None
+
+
+def image_data_url(source: "str | Path | bytes", name: Optional[str] = None) -> str:
+    """An image as a base64 ``data:`` URL (what OpenAI-compatible servers accept by default): a data: URL as is,
+    a file's or raw bytes (``name`` or the path gives the media type; PNG when unknown)."""
+    if isinstance(source, str) and source.startswith("data:"):
+        return source
+    if isinstance(source, (bytes, bytearray, memoryview)):
+        data = bytes(source)
+    else:
+        data, name = Path(source).read_bytes(), name or str(source)
+    media = mimetypes.guess_type(name or "")[0] if name else None
+    media = media if media and media.startswith("image/") else "image/png"
+    return f"data:{media};base64,{base64.b64encode(data).decode()}"
+
+
+def inline_images(messages: list[dict], base_dir: Optional[str | Path] = None,
+                  cache: Optional[dict] = None) -> list[dict]:
+    """The messages with every image part's url a base64 data: URL: a file path (relative to ``base_dir``, the
+    JSONL file's folder) is read here, as an OpenAI client would, because a server must not read files on a
+    client's behalf (ours refuses by default, as vLLM does); data: URLs are kept. ImageSourceError (naming the
+    image's position and why) for a missing file or a remote URL, which is never fetched. ``cache`` (path -> URL)
+    shares one string among the rows showing the same screenshot."""
+    cache = {} if cache is None else cache
+    out, n = [], 0
+    for m in messages:
+        if not isinstance(m.get("content"), list):
+            out.append(m)
+            continue
+        parts = []
+        for p in m["content"]:
+            if isinstance(p, dict) and p.get("type") == "image_url":
+                n += 1
+                image = p["image_url"]
+                url = image.get("url") if isinstance(image, dict) else image
+                if not (isinstance(url, str) and url.startswith("data:")):
+                    try:
+                        url = _file_data_url(url, base_dir, cache)
+                    except ImageSourceError as err:
+                        raise ImageSourceError(f"image {n}: {err}") from None
+                p = {**p, "image_url": {**(image if isinstance(image, dict) else {}), "url": url}}
+            parts.append(p)
+        out.append({**m, "content": parts})
+    return out
+
+
+def _file_data_url(url: Any, base_dir: Optional[str | Path], cache: dict) -> str:
+    key = (str(base_dir), url)
+    if key not in cache:
+        load_image(url, base_dir)  # checks it: a remote URL, a missing file or no image says why, here
+        path = Path(url)
+        cache[key] = image_data_url(path if path.is_absolute() or base_dir is None else Path(base_dir) / path)
+    return cache[key]
 
 
 def _decode_data_url(url: str) -> bytes:

@@ -5,7 +5,7 @@ import argparse
 import json
 import sys
 
-from ..runs import existing_run_dir
+from ..runs import existing_trained
 
 
 def add_parser(subparsers) -> argparse.ArgumentParser:
@@ -22,8 +22,10 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
                    "for --base and the adapters of --run")
     p.add_argument("--model", action="append", metavar="ID", help="a served model id (repeatable; default: every "
                    "served id)")
-    p.add_argument("--run", action="append", default=[], type=existing_run_dir, metavar="runs/NAME",
-                   help="without --server: serve this run's adapter (repeatable)")
+    p.add_argument("--run", action="append", default=[], type=existing_trained, metavar="runs/NAME",
+                   help="without --server: serve what this run trained (repeatable): its adapter on the base, or its "
+                   "full fine-tune (model/) beside the base, under the run's name; a run's merged/ or exports/NAME "
+                   "directory likewise")
     p.add_argument("--base", metavar="MODEL", help="without --server: the base model (default: the runs' base)")
     p.add_argument("--data", metavar="FILE", help="a chat or instruction JSONL file instead of the task's held-out set "
                    "(heldout_loss: default the runs' own data.eval, so the figure is their eval loss)")
@@ -38,6 +40,8 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
     p.add_argument("--api-key", help="the server's API key (default: $WORKBENCH_API_KEY)")
     p.add_argument("--no-write", action="store_true", help="do not write eval_results.json into the run directories")
     p.add_argument("--json", action="store_true", help="print the whole report (with every answer) as JSON")
+    p.add_argument("--allow-errors", action="store_true", help="exit 0 even when requests failed (the metrics "
+                   "are over the answered rows only either way; each model's failures are counted and shown)")
     return p
 
 
@@ -66,6 +70,12 @@ def run(args) -> int:
         print(json.dumps(report.to_dict(), ensure_ascii=False, indent=1))
     else:
         print(format_report(report))
+    if report.failed and not args.allow_errors:
+        # a table over fewer rows than asked is no result to act on: scripts and CI must notice
+        print(f"workbench eval: error: {report.failed} request(s) failed (see 'failed' and the reasons above); the "
+              "metrics cover the answered rows only. Fix the cause, or pass --allow-errors to accept them",
+              file=sys.stderr)
+        return 1
     return 0
 
 
@@ -74,12 +84,21 @@ def _cell(value) -> str:
 
 
 def format_report(report) -> str:
-    """The metrics as a table: one row per model and thinking mode, one column per scalar metric."""
+    """The metrics as a table: one row per model and thinking mode, one column per scalar metric (``n``: the
+    answered rows they are over, ``failed``: requests without an answer), then each model's failure reasons."""
     rows = [(m, mode, metrics) for m, by_mode in report.metrics.items() for mode, metrics in by_mode.items()]
-    keys = [k for k, v in rows[0][2].items() if not isinstance(v, dict)] if rows else []
-    table = [["model", "thinking", *keys]] + [[m, mode, *(_cell(metrics[k]) for k in keys)] for m, mode, metrics in rows]
+    keys = [k for k, v in rows[0][2].items() if not isinstance(v, (dict, list))] if rows else []
+    table = [["model", "thinking", *keys]] + [[m, mode, *(_cell(metrics.get(k)) for k in keys)]
+                                              for m, mode, metrics in rows]
     widths = [max(len(r[i]) for r in table) for i in range(len(table[0]))]
     lines = ["  ".join(c.ljust(w) for c, w in zip(r, widths)) for r in table]
-    lines.append(f"task {report.task} on {report.settings['n']} rows of {report.data}; {report.wall_s:.1f} s")
+    for m, mode, metrics in rows:
+        if metrics.get("failed"):
+            lines.append(f"{m} ({mode}): {metrics['failed']} of {metrics['failed'] + metrics['n']} requests failed, "
+                         "not scored; first reasons:")
+            lines += [f"  - {reason}" for reason in metrics.get("errors", [])]
+    answered = "the answered rows only (n)" if report.failed else "every row"
+    lines.append(f"task {report.task} on {report.settings['n']} rows of {report.data}; metrics over {answered}; "
+                 f"{report.wall_s:.1f} s")
     lines += [f"written: {p}" for p in report.written]
     return "\n".join(lines)

@@ -10,6 +10,7 @@ from __future__ import annotations
 import time
 from pathlib import Path
 
+from ..data.multimodal import resolve_images
 from ..engine.observers import Observer, RunView
 from ..events.schema import EvalTask
 from ..forward.generate import greedy_replies
@@ -63,8 +64,10 @@ class TaskEvalObserver(Observer):
                                        processor=run.processor)
             else:
                 examples = self._examples[task.name]
-                answers = greedy_replies(model, run.tokenizer, [ex.messages for ex in examples],
-                                           self.section.max_new_tokens, autocast=run.policy.autocast)
+                # screenshot rows: their inline images decoded for the run's processor (no server here)
+                answers = greedy_replies(model, run.tokenizer, [resolve_images(ex.messages) for ex in examples],
+                                         self.section.max_new_tokens, processor=run.processor,
+                                         autocast=run.policy.autocast)
                 metrics = task.summarize([task.score(ex, Reply(a)) for ex, a in zip(examples, answers)])
             event = EvalTask(step=step, task=task.name, metrics=metrics, wall_s=time.perf_counter() - t0)
             run.emit(event)

@@ -5,6 +5,11 @@ Every (model, thinking mode, example) request goes to the server at once through
 server's batching does not change greedy output), ``seed`` for sampled runs. The report is stored in the
 run directory of each evaluated adapter (``eval_results.json``, one entry per task), where the runs panel
 reads it.
+
+Each row's images go inline as base64 data: URLs (``load_examples`` reads them; ``chat_request`` builds the body),
+so screenshot tasks work against any OpenAI-compatible server started with its safe defaults. A request that
+fails is never scored: the metrics are over the answered rows only (``n``), and each model's entry counts the
+``failed`` requests and keeps the first distinct reasons (``errors``).
 """
 from __future__ import annotations
 
@@ -15,13 +20,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterable, Optional
 
-from ..runs import base_model, run_dir_of
+from ..runs import base_model, run_dir_of, trained_at
+from ..runs.layout import ADAPTER_DIR, MODEL_DIR
 from ..runs.results import served_run_dir, write_results
-from ..serve.remote import ServerClient, ServerUnreachable
+from ..serve.remote import ServerClient, ServerUnreachable, chat_request
 from .registry import get_task
 from .tasks import Reply, Task, load_examples
 
 THINKING_MODES = {"default": None, "on": True, "off": False}  # mode name -> the request's enable_thinking
+MAX_REASONS = 3  # distinct failure reasons kept per model and mode
 
 
 class EvalError(ValueError):
@@ -35,11 +42,16 @@ class EvalReport:
     server: str
     settings: dict
     wall_s: float
-    # model id -> thinking mode -> the task's metrics
+    # model id -> thinking mode -> the task's metrics over the answered rows (n), plus failed and errors
     metrics: dict[str, dict[str, dict]]
     # model id -> thinking mode -> one record per example: index, answer, reasoning, verdict
     records: dict[str, dict[str, list[dict]]] = field(default_factory=dict)
     written: list[str] = field(default_factory=list)  # the eval_results.json files written
+
+    @property
+    def failed(self) -> int:
+        """Requests that got no answer, over every model and mode."""
+        return sum(m.get("failed", 0) for by_mode in self.metrics.values() for m in by_mode.values())
 
     def to_dict(self, records: bool = True) -> dict:
         out = {"task": self.task, "data": self.data, "server": self.server, "settings": self.settings,
@@ -65,10 +77,12 @@ def evaluate(task: str | Task, models: Optional[Iterable[str]] = None, *, server
              limit: Optional[int] = None, enable_thinking: Optional[str] = None, temperature: float = 0.0,
              seed: Optional[int] = None, max_tokens: int = 96, concurrency: int = 8, system_prompt: Optional[str] = None,
              api_key: Optional[str] = None, write: bool = True, progress: bool = True, timeout: float = 600.0) -> EvalReport:
-    """Score ``models`` (default: every served id) of ``server`` (a URL or a ServerHandle) on ``task``.
+    """Score ``models`` (default: every served id) of ``server`` (a URL or a ServerHandle, or a list of them) on
+    ``task``; ``base``: the id the report compares with (default: the first served model that is no adapter).
 
     Without ``server``, one is started here for ``base`` (default: the runs' base model) with the adapters of
-    ``runs`` and stopped afterwards. ``data`` replaces the task's default JSONL; ``limit`` keeps its first rows.
+    ``runs``, and one for each full fine-tune (``lora.enabled false``: the run's model/) or merged/exported model
+    among ``runs``, served under the run's name; all stopped afterwards. ``data`` replaces the task's default JSONL; ``limit`` keeps its first rows.
     ``write``: store the report in each evaluated adapter's run directory. A task measured on the model itself
     (``heldout_loss``) takes ``base`` / ``runs`` and no server: the models are loaded in this process, and its data
     defaults to the runs' own ``data.eval`` (their eval loss), the task's file only without runs.
@@ -90,28 +104,41 @@ def evaluate(task: str | Task, models: Optional[Iterable[str]] = None, *, server
     if server is None:
         return _with_own_server(task, models, base, runs, data_path, limit, enable_thinking, temperature, seed,
                                 max_tokens, concurrency, system_prompt, write, progress, timeout)
-    url = getattr(server, "url", server)
-    api_key = api_key or getattr(server, "api_key", None)
-    client = ServerClient(url, api_key, timeout)
+    servers = list(server) if isinstance(server, (list, tuple)) else [server]
+    clients = [ServerClient(getattr(srv, "url", srv), api_key or getattr(srv, "api_key", None), timeout)
+               for srv in servers]
     try:
-        cards = client.models()
-    except ServerUnreachable as err:
-        raise EvalError(str(err)) from None
-    models = list(dict.fromkeys(models)) if models else list(cards)
-    missing = [m for m in models if m not in cards]
+        return _ask_served(task, models, clients, base, examples, modes, data_path, limit, enable_thinking,
+                           temperature, seed, max_tokens, concurrency, write, progress)
+    finally:
+        for client in clients:
+            client.close()
+
+
+def _ask_served(task, models, clients, base, examples, modes, data_path, limit, enable_thinking, temperature, seed,
+                max_tokens, concurrency, write, progress) -> EvalReport:
+    """Every (model, mode, example) asked of the server serving that model, scored, stored."""
+    served: dict[str, tuple[ServerClient, dict]] = {}  # model id -> the server's client and the model's card
+    for client in clients:
+        try:
+            cards = client.models()
+        except ServerUnreachable as err:
+            raise EvalError(str(err)) from None
+        for model_id, card in cards.items():
+            served.setdefault(model_id, (client, card))
+    models = list(dict.fromkeys(models)) if models else list(served)
+    missing = [m for m in models if m not in served]
     if missing:
-        raise EvalError(f"model id(s) {', '.join(map(repr, missing))} not served at {client.base}; "
-                        f"served: {', '.join(cards)}")
+        raise EvalError(f"model id(s) {', '.join(map(repr, missing))} not served at "
+                        f"{', '.join(c.base for c in clients)}; served: {', '.join(served)}")
+    if base not in served:  # the base the report compares with: the first served model that is no adapter
+        base = next((i for i, (_, c) in served.items() if not c.get("parent")), None)
     jobs = [(m, mode, ex) for m in models for mode in modes for ex in examples]
 
     def ask(job) -> Reply:
         model, mode, ex = job
-        body = {"model": model, "messages": ex.messages, "temperature": temperature, "max_tokens": max_tokens}
-        if seed is not None:
-            body["seed"] = seed
-        if THINKING_MODES[mode] is not None:
-            body["enable_thinking"] = THINKING_MODES[mode]
-        c = client.chat(body)
+        c = served[model][0].chat(chat_request(model, ex.messages, enable_thinking=THINKING_MODES[mode], seed=seed,
+                                               temperature=temperature, max_tokens=max_tokens))
         return Reply(c.content, c.reasoning, c.finish_reason, c.error)
 
     start = time.monotonic()
@@ -124,44 +151,84 @@ def evaluate(task: str | Task, models: Optional[Iterable[str]] = None, *, server
                 bar.update(1)
     finally:
         bar.close()
-        client.http.close()
     wall = time.monotonic() - start
     records: dict[str, dict[str, list[dict]]] = {}
     for (model, mode, ex), reply in zip(jobs, replies):
-        verdict = task.score(ex, reply)
+        verdict = None if reply.error else task.score(ex, reply)  # no answer: nothing to score
         records.setdefault(model, {}).setdefault(mode, []).append(
             {"index": ex.index, "reference": ex.reference, "answer": reply.content, "reasoning": reply.reasoning,
              "error": reply.error, "verdict": verdict})
-    metrics = {m: {mode: task.summarize([r["verdict"] for r in recs]) for mode, recs in by_mode.items()}
+    metrics = {m: {mode: summarize_answered(task, recs) for mode, recs in by_mode.items()}
                for m, by_mode in records.items()}
-    report = EvalReport(task.name, str(data_path), client.base,
+    report = EvalReport(task.name, str(data_path), " ".join(dict.fromkeys(served[m][0].base for m in models)),
                         {"temperature": temperature, "seed": seed, "max_tokens": max_tokens, "limit": limit,
                          "n": len(examples), "concurrency": concurrency, "enable_thinking": enable_thinking,
-                         "models": models, "base": next((i for i, c in cards.items() if not c.get("parent")), None)},
+                         "models": models, "base": base},
                         round(wall, 3), metrics, records)
     if write:
         for model in models:
-            run_dir = served_run_dir(cards[model])
+            run_dir = served_run_dir(served[model][1])
             if run_dir is not None:
                 report.written.append(str(write_results(run_dir, report, model)))
     return report
 
 
+def summarize_answered(task: Task, records: list[dict]) -> dict:
+    """The task's metrics over the answered records only (``n`` of them), then how many requests ``failed`` and
+    the first distinct reasons (``errors``): a request that failed is no wrong answer, and no score hides it."""
+    failed = [r["error"] for r in records if r["error"]]
+    return {**task.summarize([r["verdict"] for r in records if not r["error"]]), "failed": len(failed),
+            "errors": list(dict.fromkeys(failed))[:MAX_REASONS]}
+
+
 def _with_own_server(task, models, base, runs, data_path, limit, enable_thinking, temperature, seed, max_tokens,
                      concurrency, system_prompt, write, progress, timeout) -> EvalReport:
+    """One server for the base with the runs' adapters, and one per full fine-tune or merged/exported model
+    (served under its run's name, as its adapter would be): base and tuned side by side either way."""
     from ..serve import start_server
     from ..serve.config import default_adapter_id
 
     base = _base_of(runs, base)
-    with start_server(base, runs=runs, max_batch=max(concurrency, 1), log_level="warning") as srv:
-        wanted = list(models) if models else [base] + [default_adapter_id(r) for r in runs]
-        return evaluate(task, wanted, server=srv, data=data_path, limit=limit, enable_thinking=enable_thinking,
-                        temperature=temperature, seed=seed, max_tokens=max_tokens, concurrency=concurrency,
-                        system_prompt=system_prompt, write=write, progress=progress, timeout=timeout)
+    adapters, full = _served_parts(runs)
+    with contextlib.ExitStack() as stack:
+        servers = [stack.enter_context(start_server(base, runs=adapters, max_batch=max(concurrency, 1),
+                                                    log_level="warning"))]
+        for model_id, path in full.items():
+            servers.append(stack.enter_context(start_server(str(path), model_id=model_id, max_batch=max(concurrency, 1),
+                                                            log_level="warning")))
+        wanted = list(models) if models else [base, *(default_adapter_id(r) for r in adapters), *full]
+        return evaluate(task, wanted, server=servers, base=base, data=data_path, limit=limit,
+                        enable_thinking=enable_thinking, temperature=temperature, seed=seed, max_tokens=max_tokens,
+                        concurrency=concurrency, system_prompt=system_prompt, write=write, progress=progress,
+                        timeout=timeout)
+
+
+def _served_parts(runs: list[str]) -> tuple[list[str], dict[str, Path]]:
+    """The runs split by what they trained (``runs.layout.trained_at``): those served as adapters on the base, and
+    model directories (a full fine-tune's model/, a merged model, an export) by the id each is served as: the run's
+    name for its model/, RUN-NAME for its merged/ or exports/NAME. EvalError for a run that saved nothing yet."""
+    adapters, full = [], {}
+    for path in runs:
+        found = trained_at(path)
+        if found is None or found.weights is None:
+            raise EvalError(f"{path!r} holds no trained weights yet (no {ADAPTER_DIR}/ or {MODEL_DIR}/: they are saved "
+                            "at the run's end), nor is it a model directory: evaluate it once it has finished")
+        if found.weights.kind == "adapter":
+            adapters.append(path)
+            continue
+        weights, run_dir = found.weights.path, found.run_dir
+        model_id = (weights.name if run_dir is None else run_dir.name if weights.parent == run_dir
+                    and weights.name == MODEL_DIR else f"{run_dir.name}-{weights.name}")
+        if model_id in full:
+            raise EvalError(f"{path!r} would be served as {model_id!r}, as {str(full[model_id])!r} is: evaluate them "
+                            "one at a time")
+        full[model_id] = weights
+    return adapters, full
 
 
 def _base_of(runs: list[str], base: Optional[str]) -> str:
-    """``base``, or the one base model the runs (run directories or their adapter/ folders) fine-tuned."""
+    """``base``, or the one base model the runs (run directories, their adapter/ or model/ folders, merged models
+    or exports) fine-tuned."""
     if base is None:
         bases = {base_model(d) for d in map(run_dir_of, runs) if d is not None}
         if len(bases) != 1:
@@ -172,23 +239,28 @@ def _base_of(runs: list[str], base: Optional[str]) -> str:
 
 def _measure_in_process(task, models, base, runs, data, limit, system_prompt, write) -> EvalReport:
     """A task measured on the models themselves (held-out loss): the base loaded once here, each run's adapter
-    put on it in turn (peft, never merged) and the base measured with the adapters disabled. Ids as a server
+    put on it in turn (peft, never merged) and the base measured with the adapters disabled; a full fine-tune's or
+    merged model is loaded on its own after them. Ids as a server
     started for the same runs would name them, so the report reads like a served one. Unless given, the data,
     truncation, system prompt and batch size are the runs' own (their eval's), so an adapter's loss is its run's
     eval loss."""
     from peft import PeftModel
 
     from ..models import load_for_inference, peft_deprecation_hidden
+    from ..runs import run_config
     from ..serve.config import default_adapter_id, inspect_adapter
 
     base = _base_of(runs, base)
-    adapters = {default_adapter_id(r): inspect_adapter(r) for r in runs}
-    wanted = list(dict.fromkeys(models)) if models else [base, *adapters]
-    unknown = [m for m in wanted if m != base and m not in adapters]
+    adapter_runs, full = _served_parts(runs)
+    adapters = {default_adapter_id(r): inspect_adapter(r) for r in adapter_runs}
+    wanted = list(dict.fromkeys(models)) if models else [base, *adapters, *full]
+    unknown = [m for m in wanted if m != base and m not in adapters and m not in full]
     if unknown:
         raise EvalError(f"model id(s) {', '.join(map(repr, unknown))} are neither the base {base!r} nor a run's "
-                        f"adapter ({', '.join(adapters) or 'no --run given'})")
+                        f"adapter or model ({', '.join([*adapters, *full]) or 'no --run given'})")
+    full_runs = {model_id: run_dir_of(path) for model_id, path in full.items()}
     configs = [found.run for found in adapters.values() if found.run is not None]
+    configs += [run_config(d) for d in full_runs.values() if d is not None]
 
     def runs_agree(read, what: str, fallback):
         values = {read(c) for c in configs}
@@ -218,12 +290,16 @@ def _measure_in_process(task, models, base, runs, data, limit, system_prompt, wr
     max_length = max({c.data.max_length for c in configs}, default=512)
     batch_size = max({c.schedule.micro_batch_size for c in configs}, default=8)
 
-    def measure(m) -> dict:
-        return task.measure(m, loaded.tokenizer, data_path, limit=limit, max_length=max_length, batch_size=batch_size,
-                            system_prompt=system_prompt, processor=loaded.processor)
+    def measure(m, on=loaded) -> dict:
+        return task.measure(m, on.tokenizer, data_path, limit=limit, max_length=max_length, batch_size=batch_size,
+                            system_prompt=system_prompt, processor=on.processor)
 
     for model_id in wanted:
-        if model_id == base:
+        if model_id in full:
+            own = load_for_inference(str(full[model_id]))
+            metrics[model_id] = {"default": measure(own.model, own)}
+            del own
+        elif model_id == base:
             with (model.disable_adapter() if model is not loaded.model else contextlib.nullcontext()):
                 metrics[model_id] = {"default": measure(model)}
         else:
@@ -235,7 +311,8 @@ def _measure_in_process(task, models, base, runs, data, limit, system_prompt, wr
                         round(time.monotonic() - start, 3), metrics)
     if write:
         for model_id in wanted:
-            run_dir = served_run_dir({"parent": base, "root": str(adapters[model_id].dir)}) if model_id in adapters else None
+            run_dir = (served_run_dir({"parent": base, "root": str(adapters[model_id].dir)}) if model_id in adapters
+                       else full_runs.get(model_id))
             if run_dir is not None:
                 report.written.append(str(write_results(run_dir, report, model_id)))
     return report

@@ -18,12 +18,13 @@ from pathlib import Path
 from typing import Optional, Protocol
 
 from ..data.formats import DataError, row_to_messages
+from ..data.multimodal import inline_images
 
 
 @dataclass(frozen=True)
 class Example:
     index: int  # line number in the data file (1-based)
-    messages: list[dict]  # the prompt: every message of the row but the last assistant answer
+    messages: list[dict]  # the prompt: every message of the row but the last assistant answer, images inline
     reference: str  # the row's last assistant answer
     row: dict = field(default_factory=dict)  # the row as read (a screen description in 'input', ...)
 
@@ -49,19 +50,21 @@ class Task(Protocol):
 
 def load_examples(path: str | Path, limit: Optional[int] = None, system_prompt: Optional[str] = None) -> list[Example]:
     """The rows of a chat or instruction JSONL file as prompts with reference answers, rendered as training
-    renders them (``workbench.data.formats``); DataError naming file:line on a bad row."""
+    renders them (``workbench.data.formats``); DataError naming file:line on a bad row. Each row's images are
+    read here (paths relative to the file's folder) and carried inline as base64 data: URLs, so the prompts go to
+    any OpenAI-compatible server as they are, and a missing screenshot is a data error, not a failed request."""
     path = Path(path)
     try:
         lines = path.read_text(encoding="utf-8").splitlines()
     except (OSError, UnicodeDecodeError) as err:
         raise DataError(str(path), None, f"cannot read the task data: {err}") from None
-    examples = []
+    examples, images = [], {}  # images: one data: URL per screenshot file, shared by the rows showing it
     for number, line in enumerate(lines, 1):
         if not line.strip():
             continue
         try:
             row = json.loads(line)
-            messages = row_to_messages(row, system_prompt=system_prompt)
+            messages = inline_images(row_to_messages(row, system_prompt=system_prompt), path.parent, images)
         except ValueError as err:  # json.JSONDecodeError is one
             raise DataError(str(path), number, str(err)) from None
         examples.append(Example(number, messages[:-1], messages[-1]["content"], row))

@@ -6,7 +6,8 @@
       checkpoints/step-NNNNNNN/   resumable checkpoints (workbench.runs.checkpoints)
       adapter/ | model/    what the run trained, saved at its end: the LoRA adapter (peft) | the full fine-tune's
                            model (transformers): ``trained_weights``
-      merged/, exports/    the adapter merged into the base (checkpointing.merge), deployable exports (workbench.export)
+      merged/, exports/NAME/   the adapter merged into the base (checkpointing.merge), deployable exports
+                           (workbench.export): model directories of the run's (``trained_at``)
       eval_results.json    task metrics of the run's model (workbench.runs.results: eval's and agent's)
       episodes/<stamp>/    phone-agent episodes of the run's model (workbench.agent.store)
       worker.pid, worker.log, foreground.pid, STOP   the process that trains it, and the stop request
@@ -29,6 +30,9 @@ ADAPTER_DIR = "adapter"
 ADAPTER_CONFIG = "adapter_config.json"  # peft writes it after the adapter's weights: present = saved
 MODEL_DIR = "model"
 MODEL_CONFIG = "config.json"  # transformers' model config inside model/ (not the run's own config.json)
+# What a model directory holds beside its config.json and a run directory never does: it tells the two apart
+MODEL_FILES = ("model.safetensors", "model.safetensors.index.json", "pytorch_model.bin", "tokenizer_config.json",
+               "model.onnx")
 MERGED_DIR = "merged"
 EXPORTS_DIR = "exports"
 EPISODES_DIR = "episodes"
@@ -43,9 +47,17 @@ LAUNCHED_ENV = "WORKBENCH_LAUNCHED"  # set by launch() for its worker process
 
 def is_run_dir(path: str | Path) -> bool:
     """A run directory is a folder holding a run's config.json or its events.jsonl: the engine and the launcher
-    write both as a run starts, and an event log copied on its own (to read or export it) is a run too."""
+    write both as a run starts, and an event log copied on its own (to read or export it) is a run too. A model
+    directory's config.json (transformers') does not make it one."""
     path = Path(path)
-    return (path / CONFIG_FILE).is_file() or (path / EVENTS_FILE).is_file()
+    return (path / EVENTS_FILE).is_file() or ((path / CONFIG_FILE).is_file() and not is_model_dir(path))
+
+
+def is_model_dir(path: str | Path) -> bool:
+    """A saved model (transformers: a config.json with weights or a tokenizer): a full fine-tune's model/, a merged
+    or exported model, a base model on disk."""
+    path = Path(path)
+    return (path / MODEL_CONFIG).is_file() and any((path / name).is_file() for name in MODEL_FILES)
 
 
 def run_dirs(runs_dir: str | Path) -> list[Path]:
@@ -58,12 +70,15 @@ def run_dirs(runs_dir: str | Path) -> list[Path]:
 
 
 def run_dir_of(path: str | Path) -> Optional[Path]:
-    """The run directory ``path`` is or belongs to: itself, or the run holding it as its adapter/ or model/ folder;
-    None for anything else (a plain adapter folder, a model directory, a hub id)."""
+    """The run directory ``path`` is or belongs to: itself, or the run holding it as its adapter/, model/ or merged/
+    folder or as one of its exports (exports/NAME); None for anything else (a plain adapter folder, a model
+    directory of no run, a hub id)."""
     path = Path(path).expanduser()
     # the parent first: a run's model/ (transformers) holds a config.json of its own
-    if path.name in (ADAPTER_DIR, MODEL_DIR) and is_run_dir(path.parent):
+    if path.name in (ADAPTER_DIR, MODEL_DIR, MERGED_DIR) and is_run_dir(path.parent):
         return path.parent
+    if path.parent.name == EXPORTS_DIR and is_run_dir(path.parent.parent):
+        return path.parent.parent
     return path if is_run_dir(path) else None
 
 
@@ -83,6 +98,29 @@ def trained_weights(run_dir: str | Path) -> Optional[TrainedWeights]:
         return TrainedWeights("adapter", run_dir / ADAPTER_DIR)
     if (run_dir / MODEL_DIR / MODEL_CONFIG).is_file():
         return TrainedWeights("model", run_dir / MODEL_DIR)
+    return None
+
+
+@dataclass(frozen=True)
+class TrainedAt:
+    """What a path names to serve or evaluate: the trained weights (None: a run that saved none yet) and the run
+    they belong to (None: an adapter or model directory of no run)."""
+
+    weights: Optional[TrainedWeights]
+    run_dir: Optional[Path]
+
+
+def trained_at(path: str | Path) -> Optional[TrainedAt]:
+    """A run directory (its adapter/ or model/), a run's adapter/, model/ or merged/ folder or export, a peft adapter
+    folder or a model directory; None when ``path`` is none of these."""
+    path = Path(path).expanduser()
+    run_dir = run_dir_of(path)
+    if run_dir is not None and run_dir == path:
+        return TrainedAt(trained_weights(path), path)
+    if (path / ADAPTER_CONFIG).is_file():
+        return TrainedAt(TrainedWeights("adapter", path), run_dir)
+    if is_model_dir(path):
+        return TrainedAt(TrainedWeights("model", path), run_dir)
     return None
 
 
@@ -113,6 +151,16 @@ def existing_run_dir(value: str) -> Path:
     path = existing_directory(value)
     if not is_run_dir(path):
         raise argparse.ArgumentTypeError(f"{value!r} is not a run directory (it holds no {CONFIG_FILE} or {EVENTS_FILE})")
+    return path
+
+
+def existing_trained(value: str) -> Path:
+    """An argparse type: a run directory or a model a run made (its merged/ or an export), named on the command line
+    (exit code 2 naming what is wrong)."""
+    path = existing_directory(value)
+    if trained_at(path) is None:
+        raise argparse.ArgumentTypeError(f"{value!r} is neither a run directory (it holds no {CONFIG_FILE} or "
+                                         f"{EVENTS_FILE}) nor a model directory or adapter a run saved")
     return path
 
 

@@ -58,16 +58,22 @@ def _read(path: Path) -> dict:
 
 
 def served_run_dir(card: dict) -> Optional[Path]:
-    """The run directory an adapter was served from (its model card's ``root`` is the run's adapter/ folder or the
-    run itself), when it is a local run directory; None for a base model and for plain adapter folders."""
-    if not card.get("parent") or not card.get("root"):
+    """The run directory a served model came from, when it is a local run's: an adapter whose model card's ``root``
+    is the run's adapter/ folder or the run itself, or a model served as a base whose root is a run's full
+    fine-tune (model/), merged/ folder or export. None for a base model of no run and for plain adapter folders."""
+    root = card.get("root")
+    if not root:
         return None
-    return run_dir_of(card["root"])
+    run_dir = run_dir_of(root)
+    if card.get("parent"):
+        return run_dir
+    return run_dir if run_dir is not None and Path(root).expanduser() != run_dir else None
 
 
 def metric_rows(run_dirs: Iterable[str | Path], task: str) -> list[dict]:
     """One row per evaluated model and thinking mode of ``task`` across runs: each run's adapter under the run's
-    name, and each base model once (``"<id> (base)"``); the scalar metrics as columns."""
+    name, and each base model once (``"<id> (base)"``); the scalar metrics as columns (``failed``: requests that got
+    no answer, the metrics being over the ``n`` answered ones), and ``errors``, the first reasons, when any failed."""
     rows, bases = [], set()
     for run_dir in run_dirs:
         entry = read_results(run_dir).get("tasks", {}).get(task)
@@ -83,8 +89,11 @@ def metric_rows(run_dirs: Iterable[str | Path], task: str) -> list[dict]:
             else:
                 continue
             for mode, metrics in by_mode.items():
-                rows.append({"label": label, "mode": mode,
-                             **{k: v for k, v in metrics.items() if not isinstance(v, dict)}})
+                row = {"label": label, "mode": mode,
+                       **{k: v for k, v in metrics.items() if not isinstance(v, (dict, list))}}
+                if metrics.get("failed"):
+                    row["errors"] = list(metrics.get("errors") or [])
+                rows.append(row)
     return rows
 
 

@@ -10,9 +10,7 @@ OpenAI image parts, inline as base64 data: URLs (``image_data_url``): the server
 """
 from __future__ import annotations
 
-import base64
 import html
-import mimetypes
 import os
 import sys
 import threading
@@ -22,6 +20,8 @@ from pathlib import Path
 from typing import Any, Iterable
 
 from langchain_openai import ChatOpenAI
+
+from ..data.multimodal import image_data_url
 
 DEFAULT_BASE_URL = "http://127.0.0.1:8000/v1"
 
@@ -82,20 +82,6 @@ class Reply:
 
     def __str__(self) -> str:
         return self.content
-
-
-def image_data_url(source: str | Path | bytes, name: str | None = None) -> str:
-    """An image as a base64 ``data:`` URL (what the server accepts): a data: URL as is, a file's or raw bytes
-    (``name`` or the path gives the media type; PNG when unknown)."""
-    if isinstance(source, str) and source.startswith("data:"):
-        return source
-    if isinstance(source, (bytes, bytearray, memoryview)):
-        data = bytes(source)
-    else:
-        data, name = Path(source).read_bytes(), name or str(source)
-    media = mimetypes.guess_type(name or "")[0] if name else None
-    media = media if media and media.startswith("image/") else "image/png"
-    return f"data:{media};base64,{base64.b64encode(data).decode()}"
 
 
 def chat_messages(prompt: str | list, system: str | None, images: Iterable = ()) -> list:

@@ -2,6 +2,10 @@
 and one chat completion per call. Callers send many at once from threads and the server batches them
 (``workbench eval``, ``workbench agent run``).
 
+``chat_request`` is the one way a conversation (a data row's prompt, an agent's turn) becomes a request body:
+its images go inline as base64 data: URLs, as an OpenAI client sends them, so any server started with its safe
+defaults accepts them.
+
 Failures of a request come back in the ``Completion`` (``error``; ``context_overflow`` when the server refused a
 prompt longer than its context) so one bad request does not stop the others; a server that cannot be reached at
 all is a ``ServerUnreachable`` from ``models()``, which callers ask first.
@@ -21,6 +25,22 @@ class Completion:
     error: Optional[str] = None  # the request failed: why
     prompt_tokens: Optional[int] = None  # the server's usage count, when it reports one
     context_overflow: bool = False  # refused: the prompt does not fit the server's context
+
+
+def chat_request(model: str, messages: list[dict], *, base_dir=None, image_cache: Optional[dict] = None,
+                 enable_thinking: Optional[bool] = None, seed: Optional[int] = None, **sampling) -> dict:
+    """The chat-completions body asking ``model`` to answer ``messages``: image file paths (relative to
+    ``base_dir``, the data file's folder) read here and sent inline (``inline_images``; ImageSourceError saying
+    which image and why); ``sampling`` (temperature, max_tokens, ...) as given; ``enable_thinking`` and ``seed``
+    only when set."""
+    from ..data.multimodal import inline_images
+
+    body = {"model": model, "messages": inline_images(messages, base_dir, image_cache), **sampling}
+    if seed is not None:
+        body["seed"] = seed
+    if enable_thinking is not None:
+        body["enable_thinking"] = enable_thinking
+    return body
 
 
 class ServerUnreachable(ValueError):

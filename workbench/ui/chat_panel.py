@@ -292,7 +292,10 @@ class ImagePicker(W.VBox):
 
 
 def _verdict_html(verdict: dict) -> str:
-    """One model's verdict: pass/fail (the task's ``ok`` or ``exact``) and the flags and figures behind it."""
+    """One model's verdict: pass/fail (the task's ``ok`` or ``exact``) and the flags and figures behind it; a
+    request that failed is no verdict: its reason is shown instead."""
+    if verdict.get("error"):
+        return f"<b style='color:#c62828'>error</b> <small>{html.escape(str(verdict['error']))}</small>"
     passed = verdict.get("ok", verdict.get("exact"))
     mark = ("<b style='color:#2e7d32'>pass</b>" if passed else "<b style='color:#c62828'>fail</b>"
             if passed is not None else "")
@@ -337,7 +340,7 @@ class ReplayRows(W.VBox):
         except ValueError as err:  # DataError: say so instead of failing the panel
             self.examples = []
             self.expected.value = f"<span style='color:#c62828'>{html.escape(str(err))}</span>"
-        self.row.options = [(f"{ex.index}: {_preview(ex.messages[-1]['content'])}", i)
+        self.row.options = [(f"{ex.index}: {_preview(_text_of(ex.messages[-1]['content']))}", i)
                             for i, ex in enumerate(self.examples)]
         return self.examples
 
@@ -362,8 +365,11 @@ class ReplayRows(W.VBox):
         self.expected.value = (f"<b>expected</b> <span class='wb-replay-expected' style='white-space:pre-wrap'>"
                                f"{html.escape(example.reference)}</span>")
         self.result.value = ""
-        replies = await self.chat.ask_async(example.messages[-1]["content"], models, messages=list(example.messages))
-        self.verdicts = {m: task.score(example, TaskReply(r.content, r.reasoning, error=r.error))
+        # the prompt box shows the row's text; the whole conversation, its screenshots inline, is what is sent
+        replies = await self.chat.ask_async(_text_of(example.messages[-1]["content"]), models,
+                                            messages=list(example.messages))
+        # the row's images travel inline (load_examples read them); a failed request is not scored
+        self.verdicts = {m: {"error": r.error} if r.error else task.score(example, TaskReply(r.content, r.reasoning))
                          for m, r in replies.items()}
         self.result.value = "".join(f"<div><b>{html.escape(m)}</b>: {_verdict_html(v)}</div>"
                                     for m, v in self.verdicts.items())
@@ -374,6 +380,13 @@ def _task(name: str):
     from ..eval import get_task
 
     return get_task(name)
+
+
+def _text_of(content) -> str:
+    """A message's text: the string, or its text parts joined (images, data: URLs, left out)."""
+    if isinstance(content, str):
+        return content
+    return "\n".join(p.get("text", "") for p in content if p.get("type") == "text")
 
 
 def _preview(text: str, width: int = 70) -> str:

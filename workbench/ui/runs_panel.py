@@ -122,13 +122,19 @@ class RunsPanel(W.VBox):
             self.metrics_table.value = ""
             self.metrics_fig.data = []
             return []
-        keys = [k for k in self.metric_rows[0] if k not in ("label", "mode")]
+        keys = list(dict.fromkeys(k for row in self.metric_rows for k in row if k not in ("label", "mode", "errors")))
         head = "".join(f"<th>{html.escape(k)}</th>" for k in ["model", "thinking", *keys])
         body = "".join("<tr>" + "".join(f"<td>{html.escape(_fmt_metric(row.get(k)))}</td>"
                                          for k in ["label", "mode", *keys]) + "</tr>" for row in self.metric_rows)
+        # requests that got no answer are not scored: said beside the table, so a metric over fewer rows is seen
+        failures = "".join(
+            f"<div class='wb-task-failures' style='color:#c62828'>{html.escape(row['label'])} ({html.escape(row['mode'])})"
+            f": {row['failed']} of {row['failed'] + (row.get('n') or 0)} requests failed, not scored (metrics over the "
+            f"{row.get('n') or 0} answered): {html.escape('; '.join(row['errors']))}</div>"
+            for row in self.metric_rows if row.get("failed"))
         self.metrics_table.value = (f"<table class='wb-task-metrics-table' style='font-size:90%;border-spacing:12px 2px'>"
-                                    f"<tr>{head}</tr>{body}</table>")
-        rates = [k for k in keys if k != "n"]
+                                    f"<tr>{head}</tr>{body}</table>{failures}")
+        rates = [k for k in keys if k not in ("n", "failed")]
         current = self.metric_select.value
         self.metric_select.options = rates
         self.metric_select.value = current if current in rates else (rates[0] if rates else None)
