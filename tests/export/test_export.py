@@ -187,6 +187,21 @@ def test_bad_input_is_refused_with_exit_code_2(glm4_run, glm4v_run, tmp_path, ca
     assert "is not an export" in refused("--verify", str(tmp_path))
 
 
+@pytest.mark.parametrize("target,package", [("int8", "torchao"), ("onnx-int8", "onnxruntime")])
+def test_a_target_whose_package_is_missing_is_refused_in_one_line(glm4_run, tmp_path, capsys, monkeypatch, target,
+                                                                   package):
+    """Without the export extra: one line naming the package and its install command, exit 2, nothing written."""
+    import sys
+
+    from workbench.cli.main import main
+
+    monkeypatch.setitem(sys.modules, package, None)  # as if it were not installed
+    assert main(["export", str(glm4_run), "--target", target, "--out", str(tmp_path / "x")]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and f"pip install '{package}" in err and "Traceback" not in err, err
+    assert not (tmp_path / "x").exists() and not (tmp_path / "x.partial").exists()
+
+
 def _screenshot_positions(run, max_examples: int) -> int:
     """Real positions of the run's first held-out examples as training tokenizes them: image tokens included."""
     from workbench.config import load_config
