@@ -126,9 +126,19 @@ def test_onnx_export_passes_parity_and_generates_like_the_merged_model(glm4_run,
 def test_onnx_int8_export_passes_its_gate(glm4_run, tmp_path):
     from workbench.export import export
 
+    import collections
+
+    import onnx
+
     result = export(glm4_run, "onnx-int8", tmp_path / "onnx-int8")
     assert result.manifest["parity"]["passed"]
     assert "int8" in result.manifest["precision"]
+    # really quantized: every decoder projection (q, k, v, o, gate_up, down per layer) multiplies int8 weights
+    graph = onnx.load(str(result.path / "model.onnx"), load_external_data=False).graph
+    ops = collections.Counter(node.op_type for node in graph.node)
+    layers = json.loads((result.path / "config.json").read_text())["num_hidden_layers"]
+    int8_weights = [t for t in graph.initializer if t.data_type == onnx.TensorProto.INT8 and len(t.dims) == 2]
+    assert ops["MatMulInteger"] >= 6 * layers and len(int8_weights) >= 6 * layers, (ops, len(int8_weights))
 
 
 def test_corrupted_export_fails_its_parity_gate_with_the_figures(glm4_merged, tmp_path, capsys):
