@@ -383,28 +383,31 @@ def test_config_panel_shows_a_loaded_value_its_widget_cannot_hold(tmp_path):
     assert "fp8" in panel.editors["precision.mode"].error.value and "2 problem(s)" in panel.status.value
 
 
-def test_chat_thinking_starts_on_the_template_default_and_passes_the_choice(monkeypatch):
+def test_chat_thinking_starts_on_the_template_default_and_passes_the_choice():
+    """Through the real request path: two scripted servers (tests/serve/scripted.py) whose template opens a think
+    block unless enable_thinking is false; their answers show which choice reached them."""
+    from tests.serve.scripted import scripted_model
+    from workbench.serve import start_server
     from workbench.ui import chat_panel
 
-    seen = []
+    with start_server("a", loaded=scripted_model(), max_batch=2) as a, start_server("b", loaded=scripted_model(),
+                                                                                  max_batch=2) as b:
+        panel = chat_panel.ChatComparePanel(server=a, models=["a", "b"])
+        panel.endpoints["b"] = b
+        assert panel.thinking.label == "template default" and panel.thinking.index == 0
+        expected = {"template default": ("abc", "XYZ"), "on": ("abc", "XYZ"), "off": ("", "Q")}
 
-    class Refusing:
-        async def astream(self, messages):
-            raise RuntimeError("no server in this test")
-            yield  # an async generator
+        async def every_choice():  # one event loop, as in a kernel
+            out = {}
+            for choice in expected:
+                panel.thinking.value = choice
+                out[choice] = await panel.ask_async("hi", ["a", "b"])
+            return out
 
-    def fake_chat_model(model, enable_thinking=None, **kw):
-        seen.append(enable_thinking)
-        return Refusing()
-
-    monkeypatch.setattr(chat_panel, "chat_model", fake_chat_model)
-    panel = chat_panel.ChatComparePanel(base_url="http://127.0.0.1:9/v1", models=["a", "b"])
-    assert panel.thinking.label == "template default" and panel.thinking.index == 0
-    for choice, passed in (("template default", None), ("on", True), ("off", False)):
-        panel.thinking.value = choice
-        seen.clear()
-        replies = panel.ask("hi", ["a", "b"])
-        assert seen == [passed, passed] and all("no server" in r.error for r in replies.values())
+        for choice, replies in asyncio.run(every_choice()).items():
+            assert set(replies) == {"a", "b"}
+            got = {(r.error, r.reasoning, r.content) for r in replies.values()}
+            assert got == {(None, *expected[choice])}, (choice, replies)
 
 
 def test_config_panel_starts_from_a_recipe():
