@@ -121,6 +121,16 @@ def wait_accepting_dialogs(page, selector: str, timeout_s: float = 180.0) -> Non
     raise TimeoutError(f"{selector} did not appear in {timeout_s:.0f} s")
 
 
+def open_and_run_all(page, url: str, token: str, name: str) -> None:
+    """Open notebook ``name`` in JupyterLab and start Run > Run All Cells."""
+    page.goto(f"{url}/lab/tree/{name}?token={token}")
+    page.locator(".jp-Notebook").first.wait_for()
+    time.sleep(2)  # let the kernel session settle before using the menu
+    wait_accepting_dialogs(page, ".jp-Notebook", 10)
+    page.locator(".lm-MenuBar-itemLabel", has_text=re.compile(r"^Run$")).click()
+    page.locator(".lm-Menu-itemLabel", has_text=re.compile(r"^Run All Cells$")).click()
+
+
 def _loss_points(page) -> int:
     return page.evaluate("""() => {
         const gd = document.querySelector('.wb-fig-loss .js-plotly-plot');
@@ -159,12 +169,7 @@ def test_quickstart_in_jupyterlab(jupyter_lab):
         page = browser.new_page(viewport={"width": 1400, "height": 1000})
         page.set_default_timeout(120_000)
         try:
-            page.goto(f"{url}/lab/tree/01_quickstart.ipynb?token={token}")
-            page.locator(".jp-Notebook").first.wait_for()
-            time.sleep(2)  # let the kernel session settle before using the menu
-            wait_accepting_dialogs(page, ".jp-Notebook", 10)
-            page.locator(".lm-MenuBar-itemLabel", has_text=re.compile(r"^Run$")).click()
-            page.locator(".lm-Menu-itemLabel", has_text=re.compile(r"^Run All Cells$")).click()
+            open_and_run_all(page, url, token, "01_quickstart.ipynb")
 
             # the panels render
             wait_accepting_dialogs(page, ".wb-config-panel", 180)
@@ -330,12 +335,7 @@ def test_every_notebook_runs_in_jupyterlab_without_a_traceback(lab_of_every_note
         page = browser.new_page(viewport={"width": 1400, "height": 1000})
         page.set_default_timeout(120_000)
         try:
-            page.goto(f"{url}/lab/tree/{name}?token={token}")
-            page.locator(".jp-Notebook").first.wait_for()
-            time.sleep(2)  # let the kernel session settle before using the menu
-            wait_accepting_dialogs(page, ".jp-Notebook", 10)
-            page.locator(".lm-MenuBar-itemLabel", has_text=re.compile(r"^Run$")).click()
-            page.locator(".lm-Menu-itemLabel", has_text=re.compile(r"^Run All Cells$")).click()
+            open_and_run_all(page, url, token, name)
             deadline, state = time.monotonic() + 540, {}
             while time.monotonic() < deadline:
                 dialog = page.locator(".jp-Dialog .jp-mod-accept")
