@@ -123,7 +123,8 @@ def wait_accepting_dialogs(page, selector: str, timeout_s: float = 180.0) -> Non
 
 def open_and_run_all(page, url: str, token: str, name: str) -> None:
     """Open notebook ``name`` in JupyterLab and start Run > Run All Cells."""
-    page.goto(f"{url}/lab/tree/{name}?token={token}")
+    # ?reset: a fresh workspace, not the tabs an earlier test left open (their hidden notebooks would match first)
+    page.goto(f"{url}/lab/tree/{name}?reset&token={token}")
     page.locator(".jp-Notebook").first.wait_for()
     time.sleep(2)  # let the kernel session settle before using the menu
     wait_accepting_dialogs(page, ".jp-Notebook", 10)
@@ -344,6 +345,10 @@ def test_every_notebook_runs_in_jupyterlab_without_a_traceback(lab_of_every_note
                 state = _executed(page)
                 if state.get("cells") and not state["busy"] and not state["unrun"]:
                     break
+                failed = page.locator(".jp-OutputArea-output").filter(has_text="Traceback")
+                if state.get("cells") and not state["busy"] and failed.count():
+                    page.screenshot(path=str(shot), full_page=False)
+                    pytest.fail(f"{name}: a cell raised, the rest did not run:\n{failed.first.inner_text()[-1500:]}")
                 time.sleep(1)
             assert state.get("cells") and not state["busy"] and not state["unrun"], f"{name} did not finish: {state}"
             time.sleep(2)  # widgets and charts finish drawing
