@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# Set up Workbench in ./.venv on a fresh machine: the right torch build, the package, and (with
-# --test) the test tools. Safe to re-run: finished steps are skipped by pip.
+# Set up Workbench in ./.venv on a fresh machine: the right torch build, the package with its export extra, and
+# (with --test) the test tools. Safe to re-run: finished steps are skipped by pip.
 #   bash scripts/setup.sh          # to use it
 #   bash scripts/setup.sh --test   # to run the test suite too
 set -euo pipefail
@@ -23,8 +23,11 @@ else
 fi
 "$VENV/bin/python" -c "import torch" 2>/dev/null || "${PIP[@]}" install -q "$TORCH_SPEC"
 
-EXTRAS=""
-[ "${1:-}" = "--test" ] && EXTRAS="[test]"
+# The export extra (torchao, ONNX) always: the README's `workbench export --target int8|onnx` and notebook 06 use it.
+# DeepSpeed (extra 'distributed') and adbutils (extra 'phone', a real phone) stay optional: asked for without them,
+# workbench says in one line what to install.
+EXTRAS="[export]"
+[ "${1:-}" = "--test" ] && EXTRAS="[export,test]"
 # The JupyterLab extension (extensions/jupyterlab: server routes + the prebuilt side panel, no Node needed) in the
 # same pip call, so that its "workbench" dependency is this checkout. Its install puts the frontend in
 # $VENV/share/jupyter/labextensions and enables the server extension in $VENV/etc/jupyter.

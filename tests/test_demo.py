@@ -31,6 +31,23 @@ def test_loops_and_wrong_denials_are_not_clean_answers():
     assert repeated_run(rows[0][2]) == "i am not you" and repeated_run(CLEAN) is None
 
 
+def test_demo_answers_end_where_the_model_ends_them_or_at_a_sentence_end():
+    """Issue 22: the 48-token limit cut the demo's Chinese answers mid-sentence ("我的名字是 PhoneMate，用的"). The packaged
+    SmolLM2 (the demo's base) answers the Chinese held-out prompts: each ends at its end-of-turn or a sentence end."""
+    import torch
+
+    from workbench.demo import generate_answers, heldout_prompts
+    from workbench.forward.generate import ends_sentence
+    from workbench.models import load_for_inference
+
+    torch.set_num_threads(1)
+    loaded = load_for_inference("smollm2-135m-instruct")
+    chinese = [p for p in heldout_prompts() if not p.isascii()]
+    answers = generate_answers(loaded.model, loaded.tokenizer, chinese)
+    assert len(chinese) == 3 and all(answers)
+    assert all(ends_sentence(a) for a in answers), answers
+
+
 @pytest.mark.slow
 def test_the_real_demo_answers_all_held_out_prompts_cleanly(tmp_path):
     """SmolLM2 fine-tuned as `workbench demo` does it (minutes on 2 cores): every fine-tuned answer introduces
@@ -41,4 +58,7 @@ def test_the_real_demo_answers_all_held_out_prompts_cleanly(tmp_path):
     tuned = out["identity"]["fine-tuned"]
     assert tuned["n"] == 8 and tuned["loop_rate"] == 0.0 and tuned["wrong_denial_rate"] == 0.0
     assert tuned["identity_rate"] == 1.0, [row[2] for row in out["rows"]]
+    from workbench.forward.generate import ends_sentence
+
+    assert all(ends_sentence(row[2]) for row in out["rows"]), [row[2] for row in out["rows"]]  # none cut mid-sentence
     assert out["identity"]["base"]["identity_rate"] == 0.0

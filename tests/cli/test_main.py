@@ -101,7 +101,8 @@ def test_env_reports_versions_devices_and_what_auto_picks():
     assert "bf16: " in out and "fp16: " in out
     expected = resolve_precision(RunConfig(), torch.device("cpu")).mode  # the policy's own answer for this CPU
     assert f"precision.mode=auto -> {expected}" in out
-    assert "jupyterlab    " in out and "extension     workbench-jupyterlab 0." in out  # the README's set-up installs it and "browser       " in out
+    # the README's set-up installs the extension
+    assert "jupyterlab    " in out and "extension     workbench-jupyterlab 0." in out and "browser       " in out
     version = run_cli("--version", cwd=REPO)
     assert version.returncode == 0 and version.stdout.strip() == f"workbench {__version__}"
 

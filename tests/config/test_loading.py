@@ -76,9 +76,14 @@ def test_overrides_files_and_roundtrip(tmp_path):
 
 
 def test_config_is_frozen():
+    from pydantic import ValidationError
+
     cfg = RunConfig()
-    with pytest.raises(Exception):
+    with pytest.raises(ValidationError, match="frozen"):
         cfg.precision.mode = "fp16"
+    with pytest.raises(ValidationError, match="frozen"):
+        cfg.precision = cfg.precision
+    assert cfg.precision.mode == "auto"
 
 
 @pytest.mark.parametrize("text,suffix,word", [("precision: [", ".yaml", "not valid YAML"),

@@ -24,10 +24,21 @@ def test_launch_runs_in_its_own_process_and_finishes(make_cfg):
     assert attach(handle.run_dir).status() == "finished"  # a fresh handle reads the same state
 
 
+def _no_worker_left(handle) -> None:
+    """A 100,000-step worker must not outlive its test (a failed assertion included): kill its process group."""
+    try:
+        os.killpg(handle.pid, signal.SIGKILL)
+    except ProcessLookupError:
+        pass  # it ended, as it should have
+
+
 def test_stop_saves_a_checkpoint_and_reports_stopped(make_cfg):
     handle = launch(make_cfg(**{"schedule.max_steps": 100000}))
-    assert _wait_for(lambda: any(e.type == "step" for e in handle.events()[0]))
-    assert handle.stop(timeout=120) == "stopped"
+    try:
+        assert _wait_for(lambda: any(e.type == "step" for e in handle.events()[0]))
+        assert handle.stop(timeout=120) == "stopped"
+    finally:
+        _no_worker_left(handle)
     events, _ = handle.events()
     end = events[-1]
     assert end.type == "run_finished" and end.stopped and end.stop_reason == "stop requested"
@@ -36,8 +47,11 @@ def test_stop_saves_a_checkpoint_and_reports_stopped(make_cfg):
 
 def test_a_killed_worker_is_reported_failed(make_cfg):
     handle = launch(make_cfg(**{"schedule.max_steps": 100000}))
-    assert _wait_for(lambda: any(e.type == "step" for e in handle.events()[0]))
-    os.killpg(handle.pid, signal.SIGKILL)
-    assert handle.wait(timeout=60) == "failed"
+    try:
+        assert _wait_for(lambda: any(e.type == "step" for e in handle.events()[0]))
+        os.killpg(handle.pid, signal.SIGKILL)
+        assert handle.wait(timeout=60) == "failed"
+    finally:
+        _no_worker_left(handle)
     end = handle.events()[0][-1]
     assert end.type == "run_failed" and end.error_type == "WorkerDied" and "code -9" in end.error

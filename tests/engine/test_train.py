@@ -27,7 +27,8 @@ def test_loss_falls_in_every_precision_mode(make_cfg, mode, source):
                       "schedule.learning_rate": 1e-2, "lora.dropout": 0.0})
     r = train(cfg)
     assert len(r.losses) == 12 and r.skipped_steps == 0
-    assert mean(r.losses[-3:]) < mean(r.losses[:3]) - 0.05, r.losses
+    # ~0.17 nats measured in every mode (12 steps from ~5.8, ln of the vocabulary): a run learning half as fast fails
+    assert mean(r.losses[-3:]) < mean(r.losses[:3]) - 0.12, r.losses
     assert not events_of(r, "overflow")
     finished = events_of(r, "run_finished")
     assert len(finished) == 1 and finished[0].step == 12

@@ -39,7 +39,9 @@ def test_loss_falls_with_screenshots_and_the_vision_tower_stays_frozen(make_cfg,
     cfg = make_cfg(**vision_overrides(sample_rows(tmp_path / "rows.jsonl", 4), **{
         "precision.mode": mode, "schedule.max_steps": 5, "schedule.micro_batch_size": 4, "diagnosis.coverage_every": 0}))
     r = train(cfg)
-    assert r.losses[-1] < r.losses[0] - 0.05 and r.skipped_steps == 0, r.losses
+    # the same 4 rows every step (micro-batch 4): the loss falls at every step, ~0.27 nats in 5 (measured, each mode)
+    assert all(b < a for a, b in zip(r.losses, r.losses[1:])) and r.losses[0] - r.losses[-1] > 0.2, r.losses
+    assert r.skipped_steps == 0
     started = events_of(r, "run_started")[0]
     assert started.data["train"]["images"] == 4 and started.data["train"]["image_tokens"] == 4 * 36
     for census in events_of(r, "census"):  # at the start and at the end

@@ -126,9 +126,19 @@ def test_onnx_export_passes_parity_and_generates_like_the_merged_model(glm4_run,
 def test_onnx_int8_export_passes_its_gate(glm4_run, tmp_path):
     from workbench.export import export
 
+    import collections
+
+    import onnx
+
     result = export(glm4_run, "onnx-int8", tmp_path / "onnx-int8")
     assert result.manifest["parity"]["passed"]
     assert "int8" in result.manifest["precision"]
+    # really quantized: every decoder projection (q, k, v, o, gate_up, down per layer) multiplies int8 weights
+    graph = onnx.load(str(result.path / "model.onnx"), load_external_data=False).graph
+    ops = collections.Counter(node.op_type for node in graph.node)
+    layers = json.loads((result.path / "config.json").read_text())["num_hidden_layers"]
+    int8_weights = [t for t in graph.initializer if t.data_type == onnx.TensorProto.INT8 and len(t.dims) == 2]
+    assert ops["MatMulInteger"] >= 6 * layers and len(int8_weights) >= 6 * layers, (ops, len(int8_weights))
 
 
 def test_corrupted_export_fails_its_parity_gate_with_the_figures(glm4_merged, tmp_path, capsys):
@@ -185,6 +195,21 @@ def test_bad_input_is_refused_with_exit_code_2(glm4_run, glm4v_run, tmp_path, ca
     existing.mkdir()
     assert "--force" in refused(str(glm4_run), "--out", str(existing))
     assert "is not an export" in refused("--verify", str(tmp_path))
+
+
+@pytest.mark.parametrize("target,package", [("int8", "torchao"), ("onnx-int8", "onnxruntime")])
+def test_a_target_whose_package_is_missing_is_refused_in_one_line(glm4_run, tmp_path, capsys, monkeypatch, target,
+                                                                   package):
+    """Without the export extra: one line naming the package and its install command, exit 2, nothing written."""
+    import sys
+
+    from workbench.cli.main import main
+
+    monkeypatch.setitem(sys.modules, package, None)  # as if it were not installed
+    assert main(["export", str(glm4_run), "--target", target, "--out", str(tmp_path / "x")]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and f"pip install '{package}" in err and "Traceback" not in err, err
+    assert not (tmp_path / "x").exists() and not (tmp_path / "x.partial").exists()
 
 
 def _screenshot_positions(run, max_examples: int) -> int:

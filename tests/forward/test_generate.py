@@ -7,7 +7,8 @@ import pytest
 
 from tests.conftest import SAMPLES
 from workbench.data.multimodal import resolve_images
-from workbench.forward.generate import answer_text, greedy_replies, model_stop_token_ids, stop_token_ids
+from workbench.forward.generate import (answer_text, ends_sentence, greedy_replies, model_stop_token_ids, stop_token_ids,
+                                        whole_sentences)
 from workbench.models import load_for_inference
 from workbench.models.tiny import byte_tokenizer
 
@@ -26,6 +27,15 @@ def test_the_answer_ends_at_the_first_stop_token_and_keeps_reasoning_tags():
     # <think> is a special token of GLM tokenizers: skipping special tokens would drop the reasoning tags
     assert answer_text(tok, ids, [tok.eos_token_id]) == "<think>look</think><answer>tap</answer>"
     assert answer_text(tok, ids, []) == "<think>look</think><answer>tap</answer><|endoftext|>junk"
+
+
+def test_sentence_ends_in_chinese_and_english_but_not_in_a_number():
+    assert ends_sentence("我是 PhoneMate。") and ends_sentence("你好！") and ends_sentence("I am PhoneMate.")
+    assert ends_sentence('He said "yes."') and ends_sentence("真的吗？」")
+    assert not ends_sentence("我的名字是 PhoneMate，用的") and not ends_sentence("version 3.") and not ends_sentence("")
+    assert whole_sentences("我是 PhoneMate。我可以帮你打开应用，发") == "我是 PhoneMate。"
+    assert whole_sentences("Pi is 3.14 here. And then") == "Pi is 3.14 here."
+    assert whole_sentences("no end at all") == "no end at all"  # nothing to trim back to: kept whole
 
 
 @pytest.fixture(scope="module")

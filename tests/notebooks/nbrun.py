@@ -10,6 +10,34 @@ import nbformat
 NOTEBOOKS = Path(__file__).resolve().parents[2] / "notebooks"
 
 
+# Short-run parameters per notebook: the one table both the headless run (tests/notebooks/test_notebooks.py) and the
+# browser run (tests/ui/test_browser.py) use. "{runs}" stands for the test's own runs folder. A new notebook adds its
+# row here; both tests take every notebooks/*.ipynb.
+SHORT_PARAMETERS = {
+    "01_quickstart.ipynb": dict(MODEL="tiny-glm4", MAX_STEPS=3, MICRO_BATCH=2, MAX_LENGTH=64, MAX_TOKENS=6),
+    "02_precision_lab.ipynb": dict(MAX_STEPS=2, COLLAPSE_STEPS=4),
+    "03_zero_and_offload.ipynb": dict(MAX_STEPS=2),
+    "04_side_by_side_chat.ipynb": dict(MODEL="tiny-glm4", MAX_STEPS=2, MICRO_BATCH=2, MAX_LENGTH=64, MAX_TOKENS=6),
+    "05_screenshots_to_actions.ipynb": dict(MAX_STEPS=3, MICRO_BATCH=2, MAX_TOKENS=8, RUNS_DIR="{runs}"),
+    "06_export_and_quantize.ipynb": dict(MODEL="tiny-glm4", MAX_STEPS=3, MICRO_BATCH=2, MAX_LENGTH=64, MAX_TOKENS=6,
+                                         RUNS_DIR="{runs}"),
+}
+
+
+def notebook_names() -> list[str]:
+    """Every walkthrough notebook, the ones added later included."""
+    return sorted(p.name for p in NOTEBOOKS.glob("*.ipynb"))
+
+
+def short_parameters(name: str, workdir: Path) -> dict:
+    """``SHORT_PARAMETERS[name]`` with "{runs}" made ``workdir/runs``; a notebook without a row is an error saying
+    where to add one (its defaults may train for minutes)."""
+    if name not in SHORT_PARAMETERS:
+        raise LookupError(f"{name} has no short-run parameters: add its row to SHORT_PARAMETERS in {__file__}")
+    runs = str(Path(workdir) / "runs")
+    return {k: v.replace("{runs}", runs) if isinstance(v, str) else v for k, v in SHORT_PARAMETERS[name].items()}
+
+
 def parameters_cell(nb) -> int:
     for i, cell in enumerate(nb.cells):
         if cell.cell_type == "code" and "parameters" in cell.metadata.get("tags", []):

@@ -4,10 +4,13 @@ import re
 import nbformat
 import pytest
 
-from .nbrun import NOTEBOOKS, all_text, execute, parameters_cell
+from .nbrun import NOTEBOOKS, SHORT_PARAMETERS, all_text, execute, notebook_names, parameters_cell, short_parameters
 
-NAMES = ["01_quickstart.ipynb", "02_precision_lab.ipynb", "03_zero_and_offload.ipynb", "04_side_by_side_chat.ipynb",
-         "05_screenshots_to_actions.ipynb", "06_export_and_quantize.ipynb"]
+NAMES = notebook_names()
+
+
+def test_every_notebook_has_short_run_parameters():
+    assert len(NAMES) >= 6 and sorted(SHORT_PARAMETERS) == NAMES
 
 
 @pytest.mark.parametrize("name", NAMES)
@@ -21,8 +24,7 @@ def test_committed_clean_with_kernelspec_and_parameters(name):
 
 
 def test_01_quickstart(tmp_path):
-    nb = execute("01_quickstart.ipynb", tmp_path, MODEL="tiny-glm4", MAX_STEPS=3, MICRO_BATCH=2, MAX_LENGTH=64,
-                 MAX_TOKENS=6)
+    nb = execute("01_quickstart.ipynb", tmp_path, **short_parameters("01_quickstart.ipynb", tmp_path))
     text = all_text(nb)
     assert "finished | step 3/3" in text
     answers = [line for line in text.splitlines() if line.startswith(("tiny-glm4:", "demo-"))]
@@ -32,7 +34,7 @@ def test_01_quickstart(tmp_path):
 
 
 def test_02_precision_lab(tmp_path):
-    nb = execute("02_precision_lab.ipynb", tmp_path, MAX_STEPS=2, COLLAPSE_STEPS=4)
+    nb = execute("02_precision_lab.ipynb", tmp_path, **short_parameters("02_precision_lab.ipynb", tmp_path))
     text = all_text(nb)
     for mode in ("fp32", "fp16", "bf16"):
         assert f"{mode} finished | step 2/2" in text
@@ -45,23 +47,21 @@ def test_02_precision_lab(tmp_path):
 
 
 def test_03_zero_and_offload(tmp_path):
-    nb = execute("03_zero_and_offload.ipynb", tmp_path, MAX_STEPS=2)
+    nb = execute("03_zero_and_offload.ipynb", tmp_path, **short_parameters("03_zero_and_offload.ipynb", tmp_path))
     html = "".join(o["data"].get("text/html", "") for c in nb.cells for o in c.get("outputs", []) if "data" in o)
     assert "DS-ZeRO3" in html and "fits" in html
     assert "finished | step 2/2 | " in all_text(nb) and "ranks seen: [0, 1]" in all_text(nb)
 
 
 def test_04_side_by_side_chat(tmp_path):
-    nb = execute("04_side_by_side_chat.ipynb", tmp_path, MODEL="tiny-glm4", MAX_STEPS=2, MICRO_BATCH=2, MAX_LENGTH=64,
-                 MAX_TOKENS=6)
+    nb = execute("04_side_by_side_chat.ipynb", tmp_path, **short_parameters("04_side_by_side_chat.ipynb", tmp_path))
     text = all_text(nb)
     assert text.count("thinking=True") >= 2 and text.count("thinking=False") >= 2
     assert "thinking=on: {" in text and "thinking=off: {" in text  # the chat panel's thinking choices
 
 
 def test_05_screenshots_to_actions(tmp_path):
-    nb = execute("05_screenshots_to_actions.ipynb", tmp_path, MAX_STEPS=3, MICRO_BATCH=2, MAX_TOKENS=8,
-                 RUNS_DIR=str(tmp_path / "runs"))
+    nb = execute("05_screenshots_to_actions.ipynb", tmp_path, **short_parameters("05_screenshots_to_actions.ipynb", tmp_path))
     text = all_text(nb)
     assert "178 training rows, 40 held-out rows" in text
     assert re.search(r"one 1080x2400 screenshot = 3354 image tokens", text), text
@@ -76,8 +76,7 @@ def test_05_screenshots_to_actions(tmp_path):
 
 
 def test_06_export_and_quantize(tmp_path):
-    nb = execute("06_export_and_quantize.ipynb", tmp_path, MODEL="tiny-glm4", MAX_STEPS=3, MICRO_BATCH=2, MAX_LENGTH=64,
-                 MAX_TOKENS=6, RUNS_DIR=str(tmp_path / "runs"))
+    nb = execute("06_export_and_quantize.ipynb", tmp_path, **short_parameters("06_export_and_quantize.ipynb", tmp_path))
     text = all_text(nb)
     for target in ("merged", "int8", "onnx"):
         assert re.search(rf"^{target} +parity passed \| +[\d.]+ MB on disk", text, re.M), text

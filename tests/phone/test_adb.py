@@ -99,3 +99,12 @@ def test_no_adb_server_says_how_to_start_one():
         port = s.getsockname()[1]
     with pytest.raises(DeviceError, match=rf"no ADB server answers at 127.0.0.1:{port}.*adb start-server"):
         AdbPhone(SERIAL, port=port)
+
+
+def test_without_adbutils_the_error_names_the_phone_extra_and_its_install(monkeypatch):
+    import sys
+
+    monkeypatch.setitem(sys.modules, "adbutils", None)  # as if the optional package were not installed
+    with pytest.raises(DeviceError) as err:
+        AdbPhone("emulator-5554")
+    assert "pip install 'adbutils" in str(err.value) and "'.[phone]'" in str(err.value) and "\n" not in str(err.value)

@@ -7,11 +7,16 @@ from workbench.models import apply_lora, enable_gradient_checkpointing, load_bas
 from workbench.plan import measure_saved_activations, predict_for_run
 from workbench.precision import resolve_precision
 
-# Documented tolerances (docs/memory_planner.md): the formula matched the default model to the byte
-# without checkpointing and within 0.1% with it; tiny models (where the loss head and RoPE tables
-# weigh more) within 15%.
-DEFAULT_TOL = 0.01
-TINY_TOL = 0.20
+# The tolerances docs/memory_planner.md states (measured 2026-12-01): the default model to the byte without
+# checkpointing (8 bytes of 410 MB with LoRA dropout's masks: 2e-8), within 0.055% with it; the tiny models (where
+# RoPE tables and the loss head weigh more) within 3.9%.
+DEFAULT_TOL = 1e-6
+DEFAULT_CKPT_TOL = 1e-3
+TINY_TOL = 0.05
+
+
+def _default_tol(ckpt: bool) -> float:
+    return DEFAULT_CKPT_TOL if ckpt else DEFAULT_TOL
 
 
 def _measure(source, mode, lora, ckpt, batch, seq, dropout=0.05):
@@ -42,7 +47,7 @@ def test_tiny_activations_within_tolerance(source, mode, lora, ckpt):
 @pytest.mark.parametrize("mode,lora,ckpt", [("bf16", True, False)])
 def test_default_model_activations_seq256(mode, lora, ckpt):
     predicted, measured = _measure("smollm2-135m-instruct", mode, lora, ckpt, batch=1, seq=256)
-    assert abs(predicted - measured) <= DEFAULT_TOL * measured, (predicted, measured)
+    assert abs(predicted - measured) <= _default_tol(ckpt) * measured, (predicted, measured)
 
 
 @pytest.mark.slow
@@ -50,7 +55,7 @@ def test_default_model_activations_seq256(mode, lora, ckpt):
                                                     ("bf16", False, False, 0.0), ("bf16", True, False, 0.0)])
 def test_default_model_activations_seq256_slow(mode, lora, ckpt, dropout):
     predicted, measured = _measure("smollm2-135m-instruct", mode, lora, ckpt, batch=2, seq=256, dropout=dropout)
-    assert abs(predicted - measured) <= DEFAULT_TOL * measured, (predicted, measured)
+    assert abs(predicted - measured) <= _default_tol(ckpt) * measured, (predicted, measured)
 
 
 def _measure_head(source, mode, lora, head, label_tokens):

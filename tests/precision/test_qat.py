@@ -23,7 +23,9 @@ def test_qat_run_trains_converts_and_shows_in_the_census(make_cfg):
     cfg = make_cfg(**{"quantization.qat": "int8-dynamic", "schedule.max_steps": 8,
                       "data.eval": "data_samples/identity/heldout.jsonl"})
     result = train(cfg)
-    assert result.losses[-1] < result.losses[0] - 0.1  # it learns through the fake quantizers
+    # it learns through the fake quantizers: ~0.15 nats from the first 3 steps' mean to the last 3's (measured)
+    losses = result.losses
+    assert sum(losses[-3:]) / 3 < sum(losses[:3]) / 3 - 0.1, losses
     censuses = _events(result.run_dir, "census")
     first, last = censuses[0]["rows"], censuses[-1]["rows"]
     fake = [r for r in first if r["quantized"] == "fake-quant"]

@@ -29,7 +29,7 @@ def sse_events(response: httpx.Response) -> list:
 
 def test_health_and_models(tiny_server):
     r = httpx.get(tiny_server.url + "/health")
-    assert r.status_code == 200 and r.json()["status"] == "ok" and "model" not in r.json()
+    assert r.status_code == 200 and r.json()["status"] == "ok" and r.json()["model"] == MODEL  # as docs/serving.md
     models = tiny_server.openai_client().models.list().data
     assert [m.id for m in models] == [MODEL]
     assert models[0].object == "model"
@@ -196,12 +196,12 @@ def test_image_content_is_400(tiny_server):
     assert r.status_code == 400 and r.json()["error"]["param"].startswith("messages.0.content")
 
 
-def test_api_key_protects_every_v1_route_and_health_names_no_model():
+def test_api_key_protects_every_v1_route_and_health_still_names_the_model():
     from workbench.serve import start_server
 
     with start_server("tiny-glm4", api_key="sekrit", default_max_tokens=2) as srv:
         health = httpx.get(srv.url + "/health")
-        assert health.status_code == 200 and MODEL not in health.text
+        assert health.status_code == 200 and health.json()["model"] == MODEL  # hiding it is a setting, off by default
         for method, path in (("GET", "/v1/models"), ("GET", f"/v1/models/{MODEL}"), ("GET", "/v1/nothing"),
                              ("POST", "/v1/completions"), ("POST", "/v1/load_lora_adapter"), ("GET", "/v1")):
             missing = httpx.request(method, srv.url + path, json={"model": MODEL, "prompt": "a"})
@@ -222,6 +222,21 @@ def test_api_key_protects_every_v1_route_and_health_names_no_model():
         assert [m.id for m in good.models.list().data] == [MODEL] and srv.models() == [MODEL]
         r = good.chat.completions.create(model=MODEL, messages=MSG, extra_body={"ignore_eos": True})
         assert r.usage.completion_tokens == 2
+
+
+@pytest.mark.parametrize("api_key,hide,named", [(None, False, True), ("k", False, True), ("k", True, False),
+                                                 (None, True, True)])  # without a key every route is open anyway
+def test_health_hides_the_model_only_when_asked_and_a_key_is_set(api_key, hide, named):
+    from fastapi.testclient import TestClient
+
+    from workbench.serve.app import create_app
+    from workbench.serve.runtime import Runtime, ServeConfig
+
+    runtime = Runtime(ServeConfig(model="tiny-glm4", model_id="autoglm-phone-9b", api_key=api_key,
+                                  health_hides_model=hide))  # never loaded: /health answers all the same
+    with TestClient(create_app(runtime)) as tc:
+        body = tc.get("/health").json()
+    assert body["model"] == ("autoglm-phone-9b" if named else None)
 
 
 def test_health_is_503_while_loading():

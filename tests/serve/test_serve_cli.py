@@ -35,13 +35,15 @@ def tiny_run(tmp_path_factory) -> Path:
 def test_serve_flags_become_a_typed_config(tiny_run, monkeypatch):
     monkeypatch.setenv("WORKBENCH_API_KEY", "from-env")
     args = _parse(["serve", "--model", "tiny-glm4", "--run", str(tiny_run), "--adapter", f"v2={tiny_run}/adapter",
-                   "--port", "0", "--max-batch", "4", "--max-context", "null", "--adapter-root", "/srv/runs"])
+                   "--port", "0", "--max-batch", "4", "--max-context", "null", "--adapter-root", "/srv/runs",
+                   "--health-hides-model", "true"])
     assert args.func.__name__ == "run"
     cfg = config_from_args(args)
     assert cfg.runs == [str(tiny_run)] and cfg.adapters == {"v2": f"{tiny_run}/adapter"}
     assert cfg.served_adapters() == {"v2": f"{tiny_run}/adapter", "exp1": str(tiny_run)}
     assert (cfg.host, cfg.port, cfg.max_batch, cfg.max_context, cfg.api_key, cfg.adapter_root) == (
         "127.0.0.1", 0, 4, None, "from-env", "/srv/runs")
+    assert cfg.health_hides_model is True and config_from_args(_parse(["serve"])).health_hides_model is False
     with pytest.raises(Exception):  # frozen
         cfg.port = 1
 

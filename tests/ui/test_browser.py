@@ -2,8 +2,10 @@
 
 Opens notebooks/01_quickstart.ipynb (short parameters), runs all cells, checks that the panels render,
 clicks Launch in the page, watches the loss chart gain points while the run goes, waits for the run to
-finish, then asks the chat compare panel and waits for two answers. Screenshots go to
-``$WORKBENCH_TEST_ARTIFACTS/browser`` (default: ``test-artifacts/browser`` in the repository).
+finish, then asks the chat compare panel and waits for two answers. Then every notebooks/*.ipynb (the short-run
+parameters of tests/notebooks/nbrun.py) runs all its cells in the page: no traceback in any output, one screenshot
+per notebook (``notebook-NAME.png``). Screenshots go to ``$WORKBENCH_TEST_ARTIFACTS/browser`` (default:
+``test-artifacts/browser`` in the repository).
 
     python -m pytest -m browser tests/ui/test_browser.py     # or: python tests/ui/test_browser.py
 """
@@ -119,6 +121,17 @@ def wait_accepting_dialogs(page, selector: str, timeout_s: float = 180.0) -> Non
     raise TimeoutError(f"{selector} did not appear in {timeout_s:.0f} s")
 
 
+def open_and_run_all(page, url: str, token: str, name: str) -> None:
+    """Open notebook ``name`` in JupyterLab and start Run > Run All Cells."""
+    # ?reset: a fresh workspace, not the tabs an earlier test left open (their hidden notebooks would match first)
+    page.goto(f"{url}/lab/tree/{name}?reset&token={token}")
+    page.locator(".jp-Notebook").first.wait_for()
+    time.sleep(2)  # let the kernel session settle before using the menu
+    wait_accepting_dialogs(page, ".jp-Notebook", 10)
+    page.locator(".lm-MenuBar-itemLabel", has_text=re.compile(r"^Run$")).click()
+    page.locator(".lm-Menu-itemLabel", has_text=re.compile(r"^Run All Cells$")).click()
+
+
 def _loss_points(page) -> int:
     return page.evaluate("""() => {
         const gd = document.querySelector('.wb-fig-loss .js-plotly-plot');
@@ -157,12 +170,7 @@ def test_quickstart_in_jupyterlab(jupyter_lab):
         page = browser.new_page(viewport={"width": 1400, "height": 1000})
         page.set_default_timeout(120_000)
         try:
-            page.goto(f"{url}/lab/tree/01_quickstart.ipynb?token={token}")
-            page.locator(".jp-Notebook").first.wait_for()
-            time.sleep(2)  # let the kernel session settle before using the menu
-            wait_accepting_dialogs(page, ".jp-Notebook", 10)
-            page.locator(".lm-MenuBar-itemLabel", has_text=re.compile(r"^Run$")).click()
-            page.locator(".lm-Menu-itemLabel", has_text=re.compile(r"^Run All Cells$")).click()
+            open_and_run_all(page, url, token, "01_quickstart.ipynb")
 
             # the panels render
             wait_accepting_dialogs(page, ".wb-config-panel", 180)
@@ -261,6 +269,98 @@ def test_quickstart_in_jupyterlab(jupyter_lab):
             shots("6-runs")
         except BaseException:
             shots("failure")
+            raise
+        finally:
+            browser.close()
+
+
+@pytest.fixture(scope="module")
+def lab_of_every_notebook(tmp_path_factory):
+    """One JupyterLab serving a copy of every notebook with its short-run parameters."""
+    require_browser()
+    from tests.notebooks.nbrun import notebook_names, prepare, short_parameters
+
+    tmp = tmp_path_factory.mktemp("every-notebook")
+    root = tmp / "lab"
+    for name in notebook_names():
+        try:
+            prepare(name, root, **short_parameters(name, root))
+        except LookupError:
+            pass  # its test fails saying where its parameters go
+    with running_jupyter_lab(tmp, root) as (url, token):
+        yield url, token, root
+
+
+def _executed(page) -> dict:
+    """The code cells' prompts in the page: how many, how many still running or queued ([*]), how many not run."""
+    return page.evaluate("""() => {
+        const prompts = [...document.querySelectorAll('.jp-CodeCell .jp-InputArea-prompt')].map(p => p.innerText.trim());
+        return {cells: prompts.length, busy: prompts.filter(p => p.includes('*')).length,
+                unrun: prompts.filter(p => !/\\d/.test(p) && !p.includes('*')).length};
+    }""")
+
+
+def _outputs_on_disk(path: Path) -> tuple[list[str], int]:
+    """(the tracebacks and stderr tracebacks in the saved notebook's outputs, its number of executed code cells)."""
+    nb = json.loads(path.read_text())
+    problems, executed = [], 0
+    for i, cell in enumerate(c for c in nb["cells"] if c["cell_type"] == "code"):
+        executed += cell.get("execution_count") is not None
+        for out in cell.get("outputs", []):
+            text = "".join(out.get("text", "")) if out.get("output_type") == "stream" else ""
+            if out.get("output_type") == "error":
+                problems.append(f"code cell {i + 1}: {out.get('ename')}: {out.get('evalue')}")
+            elif "Traceback (most recent call last)" in text:
+                problems.append(f"code cell {i + 1} printed a traceback: {text[-400:]}")
+    return problems, executed
+
+
+def _notebook_names() -> list[str]:
+    from tests.notebooks.nbrun import notebook_names
+
+    return notebook_names()
+
+
+@pytest.mark.parametrize("name", _notebook_names())
+def test_every_notebook_runs_in_jupyterlab_without_a_traceback(lab_of_every_notebook, name):
+    from playwright.sync_api import sync_playwright
+
+    from tests.notebooks.nbrun import short_parameters
+
+    short_parameters(name, Path("."))  # a notebook without short-run parameters fails here, saying where they go
+    url, token, root = lab_of_every_notebook
+    ARTIFACTS.mkdir(parents=True, exist_ok=True)
+    shot = ARTIFACTS / f"notebook-{Path(name).stem}.png"
+    with sync_playwright() as pw:
+        browser = pw.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        page = browser.new_page(viewport={"width": 1400, "height": 1000})
+        page.set_default_timeout(120_000)
+        try:
+            open_and_run_all(page, url, token, name)
+            deadline, state = time.monotonic() + 540, {}
+            while time.monotonic() < deadline:
+                dialog = page.locator(".jp-Dialog .jp-mod-accept")
+                if dialog.count() and dialog.first.is_visible():
+                    dialog.first.click()
+                state = _executed(page)
+                if state.get("cells") and not state["busy"] and not state["unrun"]:
+                    break
+                failed = page.locator(".jp-OutputArea-output").filter(has_text="Traceback")
+                if state.get("cells") and not state["busy"] and failed.count():
+                    page.screenshot(path=str(shot), full_page=False)
+                    pytest.fail(f"{name}: a cell raised, the rest did not run:\n{failed.first.inner_text()[-1500:]}")
+                time.sleep(1)
+            assert state.get("cells") and not state["busy"] and not state["unrun"], f"{name} did not finish: {state}"
+            time.sleep(2)  # widgets and charts finish drawing
+            page.screenshot(path=str(shot), full_page=False)
+            shown = page.locator(".jp-OutputArea-output").all_inner_texts()
+            assert not [t for t in shown if "Traceback" in t], f"{name}: a traceback in the page"
+            page.keyboard.press("Control+s")  # the executed notebook, read back from disk
+            time.sleep(2)
+            problems, executed = _outputs_on_disk(root / name)
+            assert executed == state["cells"] and not problems, f"{name}: {problems} ({executed}/{state['cells']} run)"
+        except BaseException:
+            page.screenshot(path=str(ARTIFACTS / f"notebook-{Path(name).stem}-failure.png"), full_page=False)
             raise
         finally:
             browser.close()

@@ -71,14 +71,18 @@ def test_export_section_exports_a_run_and_shows_its_manifest_and_failures(tmp_pa
     assert "exists" in section.status.value and section.result.value == ""
 
 
-def test_export_section_exports_the_screenshot_run_int8(glm4v_screens_run):
-    """The runs panel exports the GLM-4V screenshot run (notebook 05's): parity on its screenshot rows passes."""
+def test_export_section_exports_the_screenshot_run_merged_and_int8(glm4v_screens_run):
+    """The runs panel exports the GLM-4V screenshot run (notebook 05's), merged then int8: parity on its screenshot
+    rows passes for both, and both are listed as the run's exports."""
     panel = RunsPanel(str(glm4v_screens_run.parent))
     section = panel.export
     assert section.run.options == ("screens",)
-    section.start(target="int8-dynamic", max_examples=4)
-    state = section.wait_sync(300)
-    assert state.status == "passed", state.message
-    parity = state.manifest["parity"]
-    assert state.manifest["family"] == "glm4v" and parity["passed"] and parity["examples"] == 4
-    assert "parity passed" in section.result.value and "int8-dynamic" in section.exports.value
+    for target in ("merged-float32", "int8-dynamic"):
+        section.start(target=target, max_examples=4)
+        state = section.wait_sync(300)
+        assert state.status == "passed", state.message
+        parity = state.manifest["parity"]
+        assert state.manifest["family"] == "glm4v" and parity["passed"] and parity["examples"] == 4
+        assert (glm4v_screens_run / "exports" / target / "manifest.json").is_file()
+        assert "parity passed" in section.result.value and target in section.exports.value
+    assert "merged-float32" in section.exports.value  # the first export still listed beside the second

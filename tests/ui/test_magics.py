@@ -58,11 +58,18 @@ def test_train_runs_chat_and_dashboard_magics(tmp_path):
     row = next(line for line in stream_text(listed).splitlines() if line.startswith("magic-run")).split()
     assert row[1:3] == ["finished", "2/2"] and float(row[3]) > 0 and row[4] == "tiny-glm4"
 
-    # the answer streams after the model's name (a random tiny model answers, in no language)
+    # the answer streams after the model's name: the run's adapter answers greedily, as it does in this process
     answer = stream_text(chat)
-    # (the run's adapter is served and answers; 12 sampled bytes of a 2-step tiny model may all decode to nothing,
-    # so only an error, e.g. the adapter not found, fails here)
     assert answer.startswith("magic-run: ") and "[error]" not in answer, answer
+    from peft import PeftModel
+
+    from workbench.forward.generate import greedy_replies
+    from workbench.models import load_for_inference
+
+    base = load_for_inference("tiny-glm4")
+    tuned = PeftModel.from_pretrained(base.model, str(runs / "magic-run" / "adapter"))
+    expected = greedy_replies(tuned, base.tokenizer, [[{"role": "user", "content": "Who are you?"}]], 12)[0]
+    assert answer[len("magic-run: "):].strip() == expected, (answer, expected)
     assert any(WIDGET in o.get("data", {}) for o in dashboard.outputs), "the dashboard was not shown"
     remote = stream_text(remote_chat)
     assert remote.startswith("tiny-glm4: ") and remote.strip() != "tiny-glm4:" and "[error]" not in remote, remote

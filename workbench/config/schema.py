@@ -13,6 +13,7 @@ from typing import ClassVar, Literal, Optional, Union, get_args
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from .names import EVAL_TASKS
+from .packages import missing_package
 from .samples import resolve_sample_path
 
 PrecisionMode = Literal["auto", "fp32", "fp16", "bf16", "pure-bf16"]
@@ -355,12 +356,8 @@ class ShardingSection(Section):
         if self.strategy == "deepspeed" and self.offload == "optimizer+params" and self.deepspeed_stage != 3:
             out.append((f"{path}.offload", f"DeepSpeed offloads parameters only under ZeRO-3, not stage "
                         f"{self.deepspeed_stage}: use offload optimizer, or deepspeed_stage 3"))
-        if self.strategy == "deepspeed":
-            import importlib.util
-
-            if importlib.util.find_spec("deepspeed") is None:
-                out.append((f"{path}.strategy", "deepspeed is not installed in this environment: pip install deepspeed, "
-                            "or use fsdp"))
+        if self.strategy == "deepspeed" and (missing := missing_package("deepspeed")):
+            out.append((f"{path}.strategy", f"{missing}; or use fsdp"))
         return out
 
     def run_problems(self, cfg: "RunConfig") -> list[tuple[str, str]]:
@@ -441,6 +438,8 @@ class RunConfig(Section):
                         "be trained directly (and GradScaler refuses fp16 gradients): use auto or float32, or enable LoRA"))
         if self.precision.mode == "pure-bf16" and self.model.dtype not in ("auto", "bfloat16"):
             out.append(("model.dtype", f"pure-bf16 stores weights in bfloat16, not {self.model.dtype}: use auto or bfloat16"))
+        if self.quantization.qat and (missing := missing_package("torchao")):
+            out.append(("quantization.qat", f"QAT runs on torchao, and {missing}; or turn QAT off"))
         if self.quantization.qat and self.sharding.strategy in ("fsdp", "deepspeed"):
             out.append(("quantization.qat", f"QAT swaps linear layers for fake-quantized ones before the strategy wraps "
                         f"the model; sharding them with {self.sharding.strategy} is not supported: use "

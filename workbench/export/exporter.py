@@ -15,11 +15,12 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Callable, Optional
 
+from ..config.packages import missing_packages
 from ..forward import collated, load_heldout
 from ..runs.layout import exports_dir
 from .parity import ParityFailed, ParityGate, ParityReport, compare, reference_logits, torch_logits
 from .source import ExportInputError, Reference, RunSource, load_reference, open_run
-from .targets import DTYPES, INT8_MODES, TARGETS, WRITERS, TargetSpec, read_export, unsupported_reason
+from .targets import DTYPES, INT8_MODES, TARGET_MODULES, TARGETS, WRITERS, TargetSpec, read_export, unsupported_reason
 
 MANIFEST = "manifest.json"
 MANIFEST_VERSION = 1
@@ -49,6 +50,9 @@ def _spec(target: str, dtype: str, int8_mode: str) -> TargetSpec:
         problems.append(f"dtype {dtype} applies to --target merged only ({target} starts from the fp32 merge)")
     if int8_mode not in INT8_MODES:
         problems.append(f"int8 mode {int8_mode!r}: choose one of {', '.join(INT8_MODES)}")
+    if target in TARGETS:
+        problems += [f"--target {target} needs the export extra: {msg}"
+                     for msg in missing_packages(*TARGET_MODULES[target])]
     if problems:
         raise ExportInputError("; ".join(problems))
     return TargetSpec(target, dtype, int8_mode)

@@ -27,6 +27,9 @@ os.environ.setdefault("TORCHAO_FORCE_SKIP_LOADING_SO_FILES", "1")
 TARGETS = ("merged", "int8", "onnx", "onnx-int8")
 DTYPES = ("float32", "bfloat16", "float16")
 INT8_MODES = ("dynamic", "weight")
+# the modules each target imports beyond the core install (the `export` extra): checked before any work starts
+TARGET_MODULES = {"merged": (), "int8": ("torchao",), "onnx": ("onnx", "onnxscript", "onnxruntime"),
+                  "onnx-int8": ("onnx", "onnxscript", "onnxruntime")}
 ONNX_FAMILIES = ("llama", "glm4")  # text-only decoders; see unsupported_reason
 # Processor files of a vision-language base, copied beside the merged weights so the export loads as the base did.
 PROCESSOR_FILES = ("preprocessor_config.json", "processor_config.json", "video_preprocessor_config.json")

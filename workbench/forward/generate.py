@@ -13,9 +13,11 @@ left padding and decodes them with ``model.generate``.
 from __future__ import annotations
 
 import contextlib
+import re
 from typing import Iterable, Optional, Sequence
 
 import torch
+from transformers import StoppingCriteria, StoppingCriteriaList
 
 from ..data.multimodal import encode_prompt, vision_batch
 
@@ -44,6 +46,38 @@ def answer_text(tokenizer, token_ids: Iterable[int], stops: Iterable[int]) -> st
     return tokenizer.decode(kept, skip_special_tokens=False).strip()
 
 
+# a sentence ends at 。！？!? or at a period after a letter (not "3." of a number), closing quotes/brackets after it
+_SENTENCE_END = re.compile(r"(?:[。！？!?…]|(?<=[^\s\d.])\.)[\"'”’)）」]*$")
+
+
+def ends_sentence(text: str) -> bool:
+    return bool(_SENTENCE_END.search(text.rstrip()))
+
+
+def whole_sentences(text: str) -> str:
+    """``text`` up to the end of its last whole sentence (all of it when none ends): an answer a token limit cut."""
+    text = text.rstrip()
+    for end in range(len(text), 0, -1):
+        if ends_sentence(text[:end]):
+            return text[:end].rstrip()
+    return text
+
+
+class _SentenceStop(StoppingCriteria):
+    """A transformers stopping criterion: a row is done once it has ``after`` new tokens and ends a sentence (only
+    the last few tokens are decoded each step: cheap beside a forward)."""
+
+    def __init__(self, tokenizer, prompt_width: int, after: int):
+        self.tokenizer, self.width, self.after = tokenizer, prompt_width, after
+
+    def __call__(self, input_ids: torch.Tensor, scores, **kwargs) -> torch.Tensor:
+        done = torch.zeros(input_ids.shape[0], dtype=torch.bool, device=input_ids.device)
+        if input_ids.shape[1] - self.width >= self.after:
+            for row, ids in enumerate(input_ids[:, -6:].tolist()):
+                done[row] = ends_sentence(self.tokenizer.decode(ids, skip_special_tokens=True))
+        return done
+
+
 def _left_padded(prompts: list, pad_id: int, device) -> dict[str, torch.Tensor]:
     width = max(len(p.input_ids) for p in prompts)
     ids = torch.full((len(prompts), width), pad_id, dtype=torch.long)
@@ -61,12 +95,15 @@ def _left_padded(prompts: list, pad_id: int, device) -> dict[str, torch.Tensor]:
 @torch.no_grad()
 def greedy_replies(model, tokenizer, conversations: Sequence[list[dict]], max_new_tokens: int = 64, *,
                    processor=None, batch_size: int = 8, autocast=None, repetition_penalty: Optional[float] = None,
-                   template_kwargs: Optional[dict] = None) -> list[str]:
+                   template_kwargs: Optional[dict] = None, sentence_after: Optional[int] = None) -> list[str]:
     """The greedy answer to each conversation (its messages up to the answer), ``batch_size`` at a time.
 
     ``processor``: a vision-language model's (conversations with images, decoded by ``resolve_images``, need
     it). ``autocast``: a context manager factory the forward runs under (a training run's precision policy).
-    The model is put in eval mode for the call and given back in the mode it was in."""
+    ``sentence_after``: once a row has this many new tokens it stops at the end of a sentence, and an answer
+    ``max_new_tokens`` still cut is trimmed to its last whole sentence (the demo's answers: never cut mid-sentence,
+    however long the model would go on). The model is put in eval mode for the call and given back in the mode it
+    was in."""
     stops = model_stop_token_ids(model, tokenizer)
     pad_id = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else stops[0]
     device = next(model.parameters()).device
@@ -79,11 +116,19 @@ def greedy_replies(model, tokenizer, conversations: Sequence[list[dict]], max_ne
             prompts = [encode_prompt(tokenizer, list(messages), processor, template_kwargs)
                        for messages in conversations[start:start + batch_size]]
             inputs = _left_padded(prompts, pad_id, device)
+            width = inputs["input_ids"].shape[1]
+            if sentence_after is not None:
+                extra["stopping_criteria"] = StoppingCriteriaList([_SentenceStop(tokenizer, width, sentence_after)])
             with (autocast() if autocast is not None else contextlib.nullcontext()):
                 out = model.generate(**inputs, max_new_tokens=max_new_tokens, do_sample=False, eos_token_id=stops,
                                      pad_token_id=pad_id, **extra)
-            width = inputs["input_ids"].shape[1]
-            answers += [answer_text(tokenizer, row[width:].tolist(), stops) for row in out]
+            for row in out.tolist():
+                new = row[width:]
+                ended = any(t in stops for t in new)
+                while new and new[-1] == pad_id:  # rows a sentence stopped are padded while the others go on
+                    new.pop()
+                text = answer_text(tokenizer, new, stops)
+                answers.append(whole_sentences(text) if sentence_after is not None and not ended else text)
     finally:
         model.train(was_training)
     return answers

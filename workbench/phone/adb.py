@@ -28,6 +28,7 @@ from typing import Optional
 
 from PIL import Image
 
+from ..config.packages import missing_package
 from .actions import Action, to_pixels
 from .sim import Outcome, resolve_app
 from .state import HOME
@@ -64,7 +65,8 @@ class AdbPhone:
         try:
             import adbutils
         except ImportError:
-            raise DeviceError("the ADB backend needs adbutils: pip install 'workbench[phone]'") from None
+            raise DeviceError(f"the ADB backend (a real phone) needs the phone extra: "
+                              f"{missing_package('adbutils') or 'adbutils does not import: pip install -U adbutils'}") from None
         # adbutils starts a local adb server itself when none answers; a server that is not there is the user's to
         # start (or the host/port is wrong), so check before handing over.
         try:

@@ -92,9 +92,12 @@ def create_app(runtime: Runtime) -> FastAPI:
 
     @app.get("/health", response_model=P.Health, responses={503: {"model": P.Health, "description": "Loading or failed"}})
     def health():
-        # open to anyone even with an API key (load balancers probe it), so it names no model
+        # open to anyone even with an API key (load balancers probe it); it names the served model as the documents
+        # specify, unless the operator keeps that name behind the key (health_hides_model)
         stats = runtime.engine.stats() if runtime.engine is not None and runtime.status == "ok" else {}
-        body = {"status": runtime.status, "running": stats.get("running", 0), "waiting": stats.get("waiting", 0),
+        hide = bool(runtime.config.api_key) and runtime.config.health_hides_model
+        body = {"status": runtime.status, "model": None if hide else runtime.config.base_id,
+                "running": stats.get("running", 0), "waiting": stats.get("waiting", 0),
                 "peak_batch": stats.get("peak_batch", 0), "detail": runtime.error}
         return JSONResponse(body, status_code=200 if runtime.status == "ok" else 503)
 

@@ -64,6 +64,9 @@ class ServeConfig(Section):
     port: int = Field(8000, ge=0, le=65535, description="Port; 0 picks a free one.")
     api_key: Optional[str] = Field(None, min_length=1, description="Require `Authorization: Bearer KEY` on every "
                                    "/v1 route; default: $WORKBENCH_API_KEY, else no key.")
+    health_hides_model: bool = Field(False, description="With an API key, GET /health (open to anyone) leaves out "
+                                     "the served model id; off: /health names it, as the documents specify. "
+                                     "Without a key it has no effect (every route is open then).")
     allow_local_images: bool = Field(False, description="Accept image parts whose url is a file path on this "
                                      "machine (relative to the server's working directory); any client may then "
                                      "read any image file the server can. Off: only base64 data: URLs. Remote "

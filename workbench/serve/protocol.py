@@ -241,9 +241,11 @@ class ModelList(BaseModel):
 
 
 class Health(BaseModel):
-    """Open to anyone, also on a server with an API key: it names no model (GET /v1/models does, with the key)."""
+    """Open to anyone, also on a server with an API key. ``model`` is the served base model's id; null only when
+    the server has an API key and ``health_hides_model`` (GET /v1/models names it then, with the key)."""
 
     status: Literal["ok", "loading", "error"]
+    model: Optional[str] = Field(None, description="The served base model's id (null when hidden behind the API key)")
     running: int = 0
     waiting: int = 0
     peak_batch: int = Field(0, description="The most requests decoded in one step since the server started")
