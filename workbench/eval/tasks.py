@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Optional, Protocol
 
-from ..data.formats import DataError, row_to_messages
+from ..data.formats import DataError, row_to_messages, without_weights
 
 
 @dataclass(frozen=True)
@@ -64,7 +64,7 @@ def load_examples(path: str | Path, limit: Optional[int] = None, system_prompt: 
             messages = row_to_messages(row, system_prompt=system_prompt)
         except ValueError as err:  # json.JSONDecodeError is one
             raise DataError(str(path), number, str(err)) from None
-        examples.append(Example(number, messages[:-1], messages[-1]["content"], row))
+        examples.append(Example(number, without_weights(messages[:-1]), messages[-1]["content"], row))
         if limit is not None and len(examples) >= limit:
             break
     if not examples:
