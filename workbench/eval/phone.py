@@ -2,7 +2,8 @@
 
 Per reply: the action parses (``parse_action``, after ``split_answer`` removed ``<think>``/``<answer>``
 wrapping), its type is the expected one, it equals the expected action, for Tap/Double Tap/Long Press the
-point lies inside the target element's box (from the row's screen description, ``target_box``), for Type
+point lies inside the target element's box (the row's ``meta.target_box``, as ``workbench agent record`` writes
+it, else found in the row's screen description), for Type
 the text matches (case and surrounding space ignored), and whether reasoning came with it.
 """
 from __future__ import annotations
@@ -34,7 +35,8 @@ class PhoneActionsTask:
         type_match = got is not None and got.type == expected.type
         tap_in_box = text_match = None
         if expected.type in POINT_ACTIONS:
-            box = target_box(str(example.row.get("input") or ""), expected.point())
+            meta = example.row.get("meta") if isinstance(example.row.get("meta"), dict) else {}
+            box = meta.get("target_box") or target_box(str(example.row.get("input") or ""), expected.point())
             if box is not None:
                 tap_in_box = type_match and in_box(got.point(), box)
         if expected.type == "Type":

@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Optional, Protocol
 
 from ..data.formats import DataError, row_to_messages, without_weights
+from ..serve.client import image_data_url
 
 
 @dataclass(frozen=True)
@@ -49,7 +50,8 @@ class Task(Protocol):
 
 def load_examples(path: str | Path, limit: Optional[int] = None, system_prompt: Optional[str] = None) -> list[Example]:
     """The rows of a chat or instruction JSONL file as prompts with reference answers, rendered as training
-    renders them (``workbench.data.formats``); DataError naming file:line on a bad row."""
+    renders them (``workbench.data.formats``); DataError naming file:line on a bad row. Images a row names by a
+    path (relative to the file, as training reads them) are sent inline, as the base64 data: URLs servers take."""
     path = Path(path)
     try:
         lines = path.read_text(encoding="utf-8").splitlines()
@@ -61,15 +63,27 @@ def load_examples(path: str | Path, limit: Optional[int] = None, system_prompt: 
             continue
         try:
             row = json.loads(line)
-            messages = row_to_messages(row, system_prompt=system_prompt)
+            messages = _inline_images(row_to_messages(row, system_prompt=system_prompt), path.parent)
         except ValueError as err:  # json.JSONDecodeError is one
             raise DataError(str(path), number, str(err)) from None
+        except OSError as err:
+            raise DataError(str(path), number, f"cannot read an image of the row: {err}") from None
         examples.append(Example(number, without_weights(messages[:-1]), messages[-1]["content"], row))
         if limit is not None and len(examples) >= limit:
             break
     if not examples:
         raise DataError(str(path), None, "no rows to evaluate")
     return examples
+
+
+def _inline_images(messages: list[dict], base_dir: Path) -> list[dict]:
+    def inline(part: dict) -> dict:
+        if part.get("type") != "image_url":
+            return part
+        url = part["image_url"]["url"]
+        return {"type": "image_url", "image_url": {"url": image_data_url(url if url.startswith("data:") else base_dir / url)}}
+
+    return [{**m, "content": [inline(p) for p in m["content"]]} if isinstance(m["content"], list) else m for m in messages]
 
 
 def rate(flags) -> Optional[float]:
