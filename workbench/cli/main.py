@@ -135,8 +135,9 @@ def _cmd_train(args) -> int:
         print(f"run failed: {_resume_hint(run_dir)}", file=sys.stderr)
         raise
     print(f"run directory: {result.run_dir}")
-    if result.adapter_path:
-        print(f"adapter: {result.adapter_path}")
+    if result.adapter_path:  # a full fine-tune saves model/ there: serve it with --model
+        print(f"adapter: {result.adapter_path}" if cfg.lora.enabled else
+              f"model: {result.adapter_path} (all weights: workbench serve --model {result.adapter_path})")
     return 0
 
 
