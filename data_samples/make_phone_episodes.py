@@ -7,7 +7,9 @@ with <think>), exactly what ``workbench agent record --oracle`` writes.
     python data_samples/make_phone_episodes.py --check    # only check the files on disk
 
 train.jsonl holds the training tasks' episodes, heldout.jsonl the held-out tasks' (workbench.phone.tasks splits them
-by template values, and holds one template out whole). Deterministic: a fixed date in the system prompt, the
+by template values, and holds one template out whole). train_more.jsonl holds the training tasks' and MORE further
+training tasks' episodes (``more_training_tasks``: no value a held-out task uses, new messages and queries): the
+trajectories the screenshot agent (recipe screenshots-to-actions-tiny-glm4v) learns from. Deterministic: a fixed date in the system prompt, the
 simulated phone, PNGs written by PIL and named by their content's hash (a screen shown twice is stored once).
 """
 from __future__ import annotations
@@ -26,17 +28,20 @@ sys.path.insert(0, str(HERE.parent))  # run from a checkout: the workbench packa
 from workbench.agent import OraclePolicy, run_episodes, sim_devices  # noqa: E402
 from workbench.agent.record import IMAGES_DIR, record_rows  # noqa: E402
 from workbench.data.check import check_file  # noqa: E402
-from workbench.phone.tasks import select_tasks  # noqa: E402
+from workbench.phone.tasks import more_training_tasks, select_tasks  # noqa: E402
 
 OUT = HERE / "phone_episodes"
 SIZE = (112, 252)  # as phone_screens/: 36 image tokens for GLM-4.1V's processor, seconds on a CPU
 DATE = datetime.date(2026, 12, 1)  # the system prompt's date line, fixed so the files do not change by the day
+MORE = 240  # further training tasks in train_more.jsonl
+SETS = {"train": lambda: select_tasks("train"), "heldout": lambda: select_tasks("heldout"),
+        "train_more": lambda: select_tasks("train") + more_training_tasks(MORE)}
 
 
 def write(out: Path, verbose: bool = True) -> None:
     shutil.rmtree(out / IMAGES_DIR, ignore_errors=True)
-    for split in ("train", "heldout"):
-        tasks = select_tasks(split)
+    for split, tasks_of in SETS.items():
+        tasks = tasks_of()
         episodes = run_episodes(tasks, OraclePolicy(tasks), sim_devices(SIZE), date=DATE)
         result = record_rows(episodes, out / f"{split}.jsonl")
         if verbose:
@@ -48,20 +53,20 @@ def check(out: Path) -> list[str]:
     their element's box, images), the splits hold their own tasks, and a rewrite gives the same bytes."""
     problems = []
     tasks = {}
-    for split in ("train", "heldout"):
+    for split in SETS:
         report = check_file(out / f"{split}.jsonl")
         problems += report.problems
         rows = [json.loads(line) for line in (out / f"{split}.jsonl").read_text(encoding="utf-8").splitlines()]
         tasks[split] = {r["meta"]["task"] for r in rows}
-        if {r["meta"]["split"] for r in rows} != {split}:
+        if {r["meta"]["split"] for r in rows} != {split.split("_")[0]}:
             problems.append(f"{split}.jsonl holds rows of another split")
-        if tasks[split] != {t.id for t in select_tasks(split)}:
+        if tasks[split] != {t.id for t in SETS[split]()}:
             problems.append(f"{split}.jsonl does not hold one episode of every {split} task")
     if tasks["train"] & tasks["heldout"]:
         problems.append(f"tasks in both splits: {sorted(tasks['train'] & tasks['heldout'])}")
     with tempfile.TemporaryDirectory() as tmp:
         write(Path(tmp), verbose=False)
-        for name in ["train.jsonl", "heldout.jsonl"] + sorted(p.name for p in (Path(tmp) / IMAGES_DIR).iterdir()):
+        for name in [f"{split}.jsonl" for split in SETS] + sorted(p.name for p in (Path(tmp) / IMAGES_DIR).iterdir()):
             path = name if name.endswith(".jsonl") else f"{IMAGES_DIR}/{name}"
             if not (out / path).is_file() or not filecmp.cmp(out / path, Path(tmp) / path, shallow=False):
                 problems.append(f"{path} differs from a fresh rewrite: run make_phone_episodes.py")

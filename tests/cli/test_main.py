@@ -42,6 +42,15 @@ def test_train_then_list_runs_and_print_events(capsys, tmp_path):
     assert [s["step"] for s in steps] == [1, 2]
 
 
+def test_a_full_fine_tune_says_its_model_and_how_to_serve_it(capsys, tmp_path):
+    runs = str(tmp_path / "runs")
+    assert main(["train", "--model.source", "tiny-glm4", "--data.eval", "null", "--schedule.max_steps", "1",
+                 "--lora.enabled", "false", "--output.runs_dir", runs, "--output.run_name", "full",
+                 "--output.progress_bar", "false"]) == 0
+    model = f"{runs}/full/model"
+    assert f"model: {model} (all weights: workbench serve --model {model})" in capsys.readouterr().out
+
+
 def test_models_list(capsys):
     assert main(["models"]) == 0
     out = capsys.readouterr().out

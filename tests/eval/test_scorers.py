@@ -157,3 +157,17 @@ def test_the_config_names_exactly_the_builtin_tasks_and_a_registered_one():
     finally:
         _TASKS.pop("my_text")
         EVAL_TASKS._names.discard("my_text")
+
+
+def test_phone_episodes_rows_are_judged_by_their_meta_target_box_and_sent_with_inline_screenshots():
+    task = get_task("phone_episodes")
+    examples = load_examples(task.default_data)
+    tap = next(e for e in examples if e.row["meta"]["target_box"] is not None and '"Tap"' in e.reference)
+    x1, y1, x2, y2 = tap.row["meta"]["target_box"]
+    inside = f'<think>t</think><answer>do(action="Tap", element=[{x1 + 1},{y2 - 1}])</answer>'
+    outside = f'<think>t</think><answer>do(action="Tap", element=[{x1 + 1},{min(y2 + 50, 999)}])</answer>'
+    assert task.score(tap, Reply(inside))["tap_in_box"] is True
+    assert task.score(tap, Reply(outside))["tap_in_box"] is False
+    image = tap.messages[-1]["content"][0]["image_url"]["url"]
+    assert image.startswith("data:image/png;base64,")  # a server never reads the row's file path
+    assert all("weight" not in m for m in tap.messages)  # training-only keys stay out of the request

@@ -21,6 +21,9 @@ SHORT_PARAMETERS = {
     "05_screenshots_to_actions.ipynb": dict(MAX_STEPS=3, MICRO_BATCH=2, MAX_TOKENS=8, RUNS_DIR="{runs}"),
     "06_export_and_quantize.ipynb": dict(MODEL="tiny-glm4", MAX_STEPS=3, MICRO_BATCH=2, MAX_LENGTH=64, MAX_TOKENS=6,
                                          RUNS_DIR="{runs}"),
+    "07_phone_agent_episodes.ipynb": dict(MAX_STEPS=3, MICRO_BATCH=2, MAX_LENGTH=1024, MAX_TOKENS=8,
+                                          TASKS="web_search/exchange-rate,open_app/clock", EPISODE_STEPS=2,
+                                          RUNS_DIR="{runs}"),
 }
 
 

@@ -81,3 +81,19 @@ def test_06_export_and_quantize(tmp_path):
     for target in ("merged", "int8", "onnx"):
         assert re.search(rf"^{target} +parity passed \| +[\d.]+ MB on disk", text, re.M), text
         assert len(re.findall(rf"^  {target} +['\"]", text, re.M)) == 2, text  # an answer to each of the two prompts
+
+
+def test_07_phone_agent_episodes(tmp_path):
+    nb = execute("07_phone_agent_episodes.ipynb", tmp_path, MAX_STEPS=3, MICRO_BATCH=2, MAX_LENGTH=1024, MAX_TOKENS=8,
+                 TASKS="web_search/exchange-rate,open_app/clock", EPISODE_STEPS=2, RUNS_DIR=str(tmp_path / "runs"))
+    text = all_text(nb)
+    assert "91 tasks, 60 train / 31 held-out" in text
+    assert re.search(r"oracle: 91 of 91 tasks solved; steps per episode: median \d", text), text
+    assert "finished | step 3/3" in text
+    rows = dict(re.findall(r"^(base|trained) +(\d+) ", text, re.M))
+    assert rows == {"base": "2", "trained": "2"}, text  # both models played both tasks: the metrics table
+    assert len(list((tmp_path / "runs").glob("*/episodes/trained/screens/*/01.png"))) == 2  # stored for the replay
+    images = [o for c in nb.cells for o in c.get("outputs", []) if "image/png" in o.get("data", {})]
+    assert len(images) == 1  # the rendered phone screen
+    widgets = [o for c in nb.cells for o in c.get("outputs", []) if "application/vnd.jupyter.widget-view+json" in o.get("data", {})]
+    assert len(widgets) >= 2  # the run monitor and the episode replay

@@ -12,7 +12,8 @@ from workbench.phone.env import PhoneEnv
 from workbench.phone.runtime import assistant_content
 from workbench.phone.sim import SimPhone
 from workbench.phone.state import APPS
-from workbench.phone.tasks import TASKS, TEMPLATES, TaskFileError, load_task_file, make_task, select_tasks
+from workbench.phone.tasks import (TASKS, TEMPLATES, TaskFileError, load_task_file, make_task, more_training_tasks,
+                                  select_tasks)
 
 ENV = PhoneEnv(SimPhone((112, 252)), max_steps=30)
 
@@ -102,3 +103,20 @@ def test_selecting_tasks_by_name():
         make_task("open_app", {"app": "Nope"})
     assert set(TEMPLATES) >= {"open_app", "toggle_setting", "send_message", "web_search", "play_song"}
     assert len(APPS) == 24
+
+
+def test_more_training_tasks_use_no_held_out_value_and_their_oracles_solve_them():
+    more = more_training_tasks(60, seed=3)
+    assert [t.id for t in more] == [t.id for t in more_training_tasks(60, seed=3)]  # deterministic
+    assert len({t.id for t in more}) == 60 and {t.split for t in more} == {"train"}
+    assert "setting_then_message" not in {t.template for t in more}
+    held = {(k, v) for t in select_tasks("heldout") for k, v in t.params.items() if k in ("contact", "song", "photo",
+                                                                                         "app", "text", "query")}
+    used = {(k, v) for t in more for k, v in t.params.items()}
+    assert not used & held
+    assert len({t.params["text"] for t in more if "text" in t.params}) >= 10  # new messages to learn to copy
+    for task in more:
+        ENV.reset(options={"task": task})
+        for step in task.oracle():
+            obs, reward, terminated, truncated, info = ENV.step(assistant_content(step.thinking, format_action(step.action)))
+        assert info["success"], task.id

@@ -1,7 +1,9 @@
 """Trajectories into training data: each step of an episode becomes one training row in AutoGLM's runtime format,
 exactly the conversation the model was (or would have been) sent at that step plus its reply: the system prompt,
 the earlier turns as text, the latest screenshot (an image file beside the JSONL), and the assistant turn
-``<think>..</think><answer>..</answer>``.
+``<think>..</think><answer>..</answer>``. Earlier assistant turns carry ``"weight": 0`` and the step's own reply
+``"weight": 1`` (OpenAI's fine-tuning convention): each step is a training target once, in its own row, and is
+context in the rows after it.
 
 Rows carry ``meta``: ``format`` ("autoglm-runtime", which ``workbench data check`` holds them to), the task,
 template, split, episode and step, the app on screen and, for a Tap / Long Press / Double Tap that hit an element,
@@ -51,7 +53,10 @@ def episode_rows(episode: Episode, episode_number: int, image_path, screens: Opt
     for step in usable:
         conversation.observe(image_path(_png_of(step, screens)), step.current_app)
         messages = copy.deepcopy(conversation.messages)
-        messages.append({"role": "assistant", "content": assistant_content(step.reasoning, step.answer)})
+        for m in messages:
+            if m["role"] == "assistant":
+                m["weight"] = 0  # context: trained in its own row
+        messages.append({"role": "assistant", "content": assistant_content(step.reasoning, step.answer), "weight": 1})
         action = parse_action(step.answer)
         box = step.target_box if action.type in POINT_ACTIONS else None
         rows.append({"messages": messages, "meta": {

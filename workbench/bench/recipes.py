@@ -83,12 +83,20 @@ def _scalars(metrics: dict) -> dict:
 
 
 def evaluate_run(evaluation: Evaluation, run_dir: Path, progress: bool) -> tuple[dict, dict]:
-    """(fine-tuned metrics, base metrics) of one evaluation of a run, as `workbench eval --run RUN` measures them."""
+    """(fine-tuned metrics, base metrics) of one evaluation of a run, as `workbench eval --run RUN` measures them;
+    a full fine-tune (model/, no adapter to serve beside its base) as `workbench eval --base RUN/model` and
+    `workbench eval --base MODEL`, one server each."""
     from ..eval.runner import evaluate
+    from ..runs.layout import base_model, trained_weights
     from ..serve.config import default_adapter_id
 
-    report = evaluate(evaluation.task, runs=[str(run_dir)], data=evaluation.data, limit=evaluation.rows,
-                      max_tokens=evaluation.max_tokens, progress=progress)
+    kw = dict(data=evaluation.data, limit=evaluation.rows, max_tokens=evaluation.max_tokens, progress=progress)
+    weights = trained_weights(run_dir)
+    if weights is not None and weights.kind == "model":
+        tuned, base = (evaluate(evaluation.task, base=str(source), write=False, **kw)
+                       for source in (weights.path, base_model(run_dir)))
+        return tuned.metrics[tuned.settings["base"]]["default"], base.metrics[base.settings["base"]]["default"]
+    report = evaluate(evaluation.task, runs=[str(run_dir)], **kw)
     tuned = report.metrics[default_adapter_id(run_dir)]["default"]
     if report.failed:  # a figure over fewer rows than the recipe names is no figure to check or copy
         reasons = "; ".join(r for by_mode in report.metrics.values() for m in by_mode.values() for r in m.get("errors", []))

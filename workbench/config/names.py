@@ -24,4 +24,5 @@ class NameCatalogue:
                 for name in given if name not in self._names]
 
 
-EVAL_TASKS = NameCatalogue("task", ("heldout_loss", "identity", "phone_actions", "phone_actions_reasoning", "text"))
+EVAL_TASKS = NameCatalogue("task", ("heldout_loss", "identity", "phone_actions", "phone_actions_reasoning", "phone_episodes",
+                                       "text"))

@@ -1,5 +1,9 @@
 """Row formats of training JSONL, normalised to chat messages. Bad rows raise DataError naming file:line.
 
+An assistant message may carry ``"weight": 0`` or ``1`` (OpenAI's fine-tuning convention): 0 makes it context
+only (no loss on it), 1 (the default) a training target. ``workbench agent record`` writes 0 on every earlier
+assistant turn of a row and 1 on its last, so a step is learned once, in its own row.
+
 A user message's content may be a list of OpenAI-style parts (text / image_url), and a row may carry
 ``"images": ["a.png", ...]`` with one ``<image>`` placeholder per image in its user text (LLaMA-Factory's
 convention): the placeholders become image_url parts, in order. Images are decoded later
@@ -96,12 +100,34 @@ def _chat(row: dict) -> list[dict]:
                              "messages may hold a list of parts with images)")
         if role == "system" and i != 0:
             raise ValueError(f"messages[{i}] is a system message; only the first message may be one")
-        out.append({"role": role, "content": content})
+        message = {"role": role, "content": content}
+        if "weight" in m:
+            weight = m["weight"]
+            if role != "assistant":
+                raise ValueError(f"messages[{i}].weight: only assistant messages carry a weight (0: context, "
+                                 f"1: trained); remove it from the {role} message")
+            if weight not in (0, 1) or isinstance(weight, bool):
+                raise ValueError(f"messages[{i}].weight must be 0 (context, no loss) or 1 (trained), got {weight!r}")
+            message["weight"] = weight
+        out.append(message)
     if not any(m["role"] == "assistant" and m["content"].strip() for m in out):
         raise ValueError("no assistant message with content: nothing to train on")
+    if not any(m["role"] == "assistant" and trained(m) for m in out):
+        raise ValueError("every assistant message has weight 0: nothing to train on (give the answer to learn "
+                         "weight 1, or leave weight out)")
     if out[-1]["role"] != "assistant":
         raise ValueError("the last message must be the assistant's (a trailing user turn has no answer to learn)")
     return out
+
+
+def trained(message: dict) -> bool:
+    """Whether an assistant message is a training target (its weight is not 0)."""
+    return message.get("weight", 1) != 0
+
+
+def without_weights(messages: list[dict]) -> list[dict]:
+    """The messages as a model is sent them: the training-only ``weight`` key removed."""
+    return [{k: v for k, v in m.items() if k != "weight"} if "weight" in m else m for m in messages]
 
 
 def _instruction(row: dict) -> list[dict]:

@@ -1,4 +1,5 @@
-"""Chat messages -> token ids with loss only on assistant tokens.
+"""Chat messages -> token ids with loss only on assistant tokens (those of weight 1: an assistant message with
+``"weight": 0`` is context, labelled IGNORE_INDEX like the prompt).
 
 The conversation is rendered with the tokenizer's own chat template, then cut into segments at
 each assistant turn (prefix rendered with ``add_generation_prompt``). Each segment is tokenized on
@@ -32,7 +33,7 @@ def _render(tokenizer, messages, add_generation_prompt: bool, chat_template: Opt
 
 def tokenize_messages(tokenizer, messages: list[dict], max_length: int, chat_template: Optional[str] = None,
                       expand: Optional[Callable[[str], str]] = None) -> TokenizedExample:
-    """Token ids and labels (IGNORE_INDEX outside assistant turns), truncated to ``max_length``.
+    """Token ids and labels (IGNORE_INDEX outside assistant turns and on turns of weight 0), truncated to ``max_length``.
     ``chat_template`` overrides the tokenizer's; ``expand`` rewrites each rendered segment before it is
     tokenized, in order (a vision processor expands image placeholders to the image's token count)."""
     input_ids: list[int] = []
@@ -58,12 +59,13 @@ def tokenize_messages(tokenizer, messages: list[dict], max_length: int, chat_tem
         add(prompt_text[len(done_text):], train=False)
         answer = full_text[len(prompt_text):]
         before = len(input_ids)
-        add(answer, train=True)
+        train = m.get("weight", 1) != 0
+        add(answer, train=train)
         # Templates like GLM-4's end an answer with nothing: the next turn's tag stops generation.
         # Train an explicit EOS after the final answer so the fine-tuned model learns to stop.
         if i == len(messages) - 1 and eos is not None and eos not in input_ids[before:]:
             input_ids.append(eos)
-            labels.append(eos)
+            labels.append(eos if train else IGNORE_INDEX)
         done_text = full_text
     truncated = len(input_ids) > max_length
     return TokenizedExample(input_ids[:max_length], labels[:max_length], truncated)

@@ -34,5 +34,6 @@ def task_names() -> list[str]:
 def _register_builtin() -> None:
     for task in (PhoneActionsTask(), PhoneActionsTask("phone_actions_reasoning",
                                                       samples_dir() / "phone_actions_reasoning" / "heldout.jsonl"),
+                 PhoneActionsTask("phone_episodes", samples_dir() / "phone_episodes" / "heldout.jsonl"),
                  IdentityTask(), TextMatchTask(), HeldoutLossTask()):
         _TASKS.setdefault(task.name, task)

@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Optional, Protocol
 
-from ..data.formats import DataError, row_to_messages
+from ..data.formats import DataError, row_to_messages, without_weights
 from ..data.multimodal import inline_images
 
 
@@ -67,7 +67,9 @@ def load_examples(path: str | Path, limit: Optional[int] = None, system_prompt: 
             messages = inline_images(row_to_messages(row, system_prompt=system_prompt), path.parent, images)
         except ValueError as err:  # json.JSONDecodeError is one
             raise DataError(str(path), number, str(err)) from None
-        examples.append(Example(number, messages[:-1], messages[-1]["content"], row))
+        except OSError as err:
+            raise DataError(str(path), number, f"cannot read an image of the row: {err}") from None
+        examples.append(Example(number, without_weights(messages[:-1]), messages[-1]["content"], row))
         if limit is not None and len(examples) >= limit:
             break
     if not examples:

@@ -29,12 +29,15 @@ BUILTIN = {
                      "and converted once)", "llama"),
         BuiltinModel("tiny-glm4", "random 2-layer GLM-4 text model with a byte tokenizer (tests)", "glm4"),
         BuiltinModel("tiny-glm4v", "random 2-layer GLM-4.1V model (vision tower + text decoder) with a byte tokenizer (tests)", "glm4v"),
+        BuiltinModel("tiny-glm4v-agent", "random 4-layer GLM-4.1V (~1.6 M parameters) with a BPE tokenizer fitted on "
+                     "the phone agent's episodes: trains from random into a screenshot agent in minutes", "glm4v"),
         BuiltinModel("autoglm-phone-9b", "AutoGLM-Phone-9B (GLM-4.1V architecture, ~10.3 B parameters) from the hub; "
                      "needs a GPU box and hub access", "glm4v", "zai-org/AutoGLM-Phone-9B"),
     )
 }
 
-_TINY: dict[str, Callable] = {"tiny-glm4": tiny.tiny_glm4, "tiny-glm4v": tiny.tiny_glm4v}
+_TINY: dict[str, Callable] = {"tiny-glm4": tiny.tiny_glm4, "tiny-glm4v": tiny.tiny_glm4v,
+                              "tiny-glm4v-agent": tiny.tiny_glm4v_agent}
 
 
 @dataclass

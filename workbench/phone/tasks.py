@@ -487,3 +487,65 @@ def select_tasks(spec: str, tasks: Optional[list[PhoneTask]] = None) -> list[Pho
     if not chosen:
         raise ValueError(f"no tasks selected by {spec!r}")
     return list(chosen.values())
+
+
+# ---- more training tasks: as many as a model needs, never a held-out value ------------------------------------
+_WORDS = ("apple bag blue book bread call car cat city coffee cold day dinner door dog early email film find fish "
+          "friday garden gift good green happy help home hot house idea jacket key late later lunch map market "
+          "milk money monday moon morning music new night note ok open orange park party pay phone photo pizza "
+          "plan quick rain ready red road run school see shop sleep slow snow soon sorry sport station study "
+          "sun sure table taxi tea thanks ticket time today tonight train trip walk wait water week window work "
+          "yes yellow").split()
+
+
+def _phrase_of(rng, capitalize: bool) -> str:
+    words = rng.sample(_WORDS, rng.randint(1, 4))
+    text = " ".join(words)
+    return text.capitalize() if capitalize else text
+
+
+def more_training_tasks(count: int, seed: int = 0) -> list[PhoneTask]:
+    """``count`` training tasks beyond the built-in ones, for a model that needs more trajectories than 60 tasks
+    give: the templates (``setting_then_message`` is held out whole) over values no held-out task uses, in any
+    template (settings: none that ``toggle_setting`` holds out), with new messages and queries made of common
+    words. Deterministic for a ``seed``; ids ``more/N``."""
+    import random
+
+    rng = random.Random(seed)
+    held: dict[str, set] = {}
+    for t in TASKS:
+        if t.split == "heldout":
+            for name, value in t.params.items():
+                if name not in ("on", "setting") or t.template == "toggle_setting" and name == "setting":
+                    held.setdefault(name, set()).add(value)
+
+    def pick(template: str, name: str, values) -> object:
+        return rng.choice([v for v in values if v not in held.get(name, set())])
+
+    def params_of(template: str) -> dict:
+        if template == "open_app":
+            return {"app": pick(template, "app", APPS)}
+        if template in ("toggle_setting", "setting_then_song"):  # 'on' is held out both ways: the setting decides
+            extra = {"song": pick(template, "song", SONGS)} if template == "setting_then_song" else {}
+            return {"setting": pick(template, "setting", list(TOGGLES)), "on": rng.random() < 0.5, **extra}
+        if template == "send_message":
+            return {"contact": pick(template, "contact", CONTACTS), "text": _phrase_of(rng, True)}
+        if template == "reply_message":
+            return {"contact": pick(template, "contact", list(THREADS)), "text": _phrase_of(rng, True)}
+        if template in ("web_search", "open_result"):
+            return {"query": _phrase_of(rng, False)}
+        if template == "play_song":
+            return {"song": pick(template, "song", SONGS)}
+        if template == "like_photo":
+            return {"photo": pick(template, "photo", PHOTOS)}
+        return {"contact": pick(template, "contact", [c for c in CONTACTS if c != "Mom"])}  # favorite_contact
+
+    templates = [name for name in TEMPLATES if name != "setting_then_message"]
+    tasks = []
+    while len(tasks) < count:
+        template = templates[len(tasks) % len(templates)]
+        params = params_of(template)
+        if any(params.get(k) in held.get(k, ()) for k in ("text", "query")):
+            continue  # a generated text or query that happens to be held out
+        tasks.append(make_task(template, params, "train", f"more/{len(tasks) + 1}"))
+    return tasks

@@ -32,6 +32,7 @@ PRESETS = {
     "smollm2-135m-instruct": "SmolLM2-135M-Instruct (the default model; LlamaForCausalLM, 134.5 M params, tied embeddings)",
     "tiny-glm4": "random 2-layer GLM-4 text model (tests)",
     "tiny-glm4v": "random 2-layer GLM-4.1V model (tests)",
+    "tiny-glm4v-agent": "random 4-layer GLM-4.1V with a tokenizer fitted on phone-agent episodes",
 }
 ALIASES = {"zai-org/autoglm-phone-9b": "autoglm-phone-9b", "glm4v": "autoglm-phone-9b", "default": "smollm2-135m-instruct"}
 
@@ -50,7 +51,7 @@ def load_model_config(source: str):
         if cached.is_file():
             return AutoConfig.from_pretrained(str(cached.parent))
         return LlamaConfig(**{k: v for k, v in SMOLLM2_CONFIG.items() if k != "model_type"})
-    if key in ("tiny-glm4", "tiny-glm4v"):
+    if key in ("tiny-glm4", "tiny-glm4v", "tiny-glm4v-agent"):
         from ..models import tiny
 
         model, _ = getattr(tiny, key.replace("-", "_"))()

@@ -1,0 +1,30 @@
+"""Episodes into training rows: one row per step, the step's own reply the only training target."""
+import json
+
+import torch
+
+from workbench.agent import OraclePolicy, run_episodes, sim_devices
+from workbench.agent.record import record_rows
+from workbench.config import ModelSection
+from workbench.data.dataset import load_examples
+from workbench.data.tokenize import IGNORE_INDEX
+from workbench.models import load_base_model
+from workbench.phone.tasks import select_tasks
+
+
+def test_each_row_trains_its_own_step_and_reads_the_earlier_ones_as_context(tmp_path):
+    tasks = select_tasks("send_message")[:1]
+    out = tmp_path / "rows.jsonl"
+    result = record_rows(run_episodes(tasks, OraclePolicy(tasks), sim_devices((112, 252))), out)
+    rows = [json.loads(line) for line in out.read_text().splitlines()]
+    assert result.rows == len(rows) == len(tasks[0].oracle()) >= 5
+    for i, row in enumerate(rows):
+        weights = [m["weight"] for m in row["messages"] if m["role"] == "assistant"]
+        assert weights == [0] * i + [1]
+    loaded = load_base_model(ModelSection(source="tiny-glm4v"), torch.float32)
+    examples, _ = load_examples(out, loaded.tokenizer, 4096, processor=loaded.processor)
+    tok = loaded.tokenizer
+    for row, example in zip(rows, examples):
+        trained = tok.decode([t for t, label in zip(example.input_ids, example.labels) if label != IGNORE_INDEX])
+        assert trained.startswith(row["messages"][-1]["content"])  # the step's reply (and the end-of-text after it)
+        assert trained.count("<answer>") == 1  # earlier replies are not targets again
