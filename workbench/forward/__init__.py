@@ -1,5 +1,8 @@
 """What a model computes on batches, written once for training, evaluation, export parity, overflow replay and
-the benchmarks: the loss of a batch, the held-out loss, the logits of a batch, greedy answers in process."""
-from .loss import HeldoutLoss, batch_logits, batch_loss_sum, collated, heldout_loss, load_heldout, on_device
+the benchmarks: the loss of a batch, the held-out loss, the logits and next-token log-probabilities of a batch,
+greedy and sampled answers in process."""
+from .loss import (HeldoutLoss, batch_logits, batch_loss_sum, collated, heldout_loss, load_heldout, on_device,
+                   token_logprobs)
 
-__all__ = ["HeldoutLoss", "batch_logits", "batch_loss_sum", "collated", "heldout_loss", "load_heldout", "on_device"]
+__all__ = ["HeldoutLoss", "batch_logits", "batch_loss_sum", "collated", "heldout_loss", "load_heldout", "on_device",
+           "token_logprobs"]

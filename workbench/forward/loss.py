@@ -1,4 +1,4 @@
-"""The loss and the logits of a batch, and the held-out loss over a data set's batches.
+"""The loss, the logits and the next-token log-probabilities of a batch, and the held-out loss over a data set's batches.
 
 One definition for every caller: the engine's training forward and its (sharded) eval, the ``heldout_loss`` eval
 task, export parity, the overflow replay and the benchmarks. A batch is what ``data.collate`` makes of examples
@@ -34,6 +34,17 @@ def batch_logits(model: torch.nn.Module, batch: dict, autocast: Autocast = None)
     No KV cache: a whole-sequence forward never reads one, and building it would keep extra key/value copies."""
     with _autocast(autocast):
         return model(**model_inputs(batch), use_cache=False).logits
+
+
+def token_logprobs(model: torch.nn.Module, batch: dict, autocast: Autocast = None,
+                   temperature: float = 1.0) -> torch.Tensor:
+    """[batch, seq - 1] log-probability of each next token (position t+1 given 0..t), the logits divided by
+    ``temperature`` and normalised in fp32: what GRPO trains on, and what the sampler's own figures are compared
+    with. ``batch`` carries ``input_ids`` and ``attention_mask`` (and ``position_ids`` for left-padded prompts,
+    as generation numbered them); callers mask what is not a completion token."""
+    logits = batch_logits(model, batch, autocast)[:, :-1, :].float() / temperature
+    targets = batch["input_ids"][:, 1:].to(logits.device)
+    return torch.log_softmax(logits, dim=-1).gather(-1, targets.unsqueeze(-1)).squeeze(-1)
 
 
 def batch_loss_sum(model: torch.nn.Module, batch: dict, autocast: Autocast = None) -> torch.Tensor:
