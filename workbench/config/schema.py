@@ -483,6 +483,10 @@ class RunConfig(Section):
         if self.rl.kl_coef > 0 and not self.lora.enabled:
             out.append(("rl.kl_coef", "the KL reference is the base model with the LoRA adapter disabled, and full "
                         "fine-tuning has no adapter to disable: enable lora, or set rl.kl_coef 0"))
+        if self.lora.enabled and self.lora.dropout > 0:
+            out.append(("lora.dropout", f"{self.lora.dropout}: GRPO's importance ratio compares the trainer's "
+                        "log-probabilities with the sampler's, and dropout (off while sampling) would make them "
+                        "differ by noise: set lora.dropout 0"))
         if self.quantization.qat:
             out.append(("quantization.qat", "GRPO under quantization-aware training is not supported: turn QAT off"))
         return out

@@ -105,6 +105,7 @@ class Rollouts:
     sampler_logprobs: torch.Tensor  # [rows, width - 1], 0 outside the completions
     texts: list[str]  # each completion's answer text (``answer_text``)
     prompt_width: int
+    stopped: list[bool]  # ended on a stop token (else cut at max_new_tokens)
 
     @property
     def lengths(self) -> list[int]:
@@ -158,4 +159,5 @@ def sample_completions(model, tokenizer, conversations: Sequence[list[dict]], gr
     logprobs = torch.zeros(rows, width + steps - 1, dtype=torch.float32, device=generated.device)
     logprobs[:, width - 1:] = sampled * keep
     texts = [answer_text(tokenizer, row.tolist(), stops) for row in generated]
-    return Rollouts(sequences, attention, _position_ids(attention), completion_mask, logprobs, texts, width)
+    return Rollouts(sequences, attention, _position_ids(attention), completion_mask, logprobs, texts, width,
+                    [bool(x) for x in is_stop.any(dim=1)])
