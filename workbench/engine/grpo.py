@@ -103,7 +103,7 @@ class GrpoStep:
         for i, w in enumerate(windows):
             r = w.rollouts
             with e.strategy.accumulating(last=i == len(windows) - 1):
-                logp = token_logprobs(e.model, r.batch(), e.policy.autocast, rl.temperature)
+                logp = token_logprobs(e.model, r.batch(), e.policy.autocast, rl.temperature, last=r.completion_width)
                 ref = self._reference_logprobs(r) if rl.kl_coef > 0 else None
                 part = grpo_loss_sum(logp, r.sampler_logprobs, w.advantages.to(logp.device), r.completion_mask,
                                      rl.clip_range, rl.kl_coef, ref)
@@ -126,7 +126,8 @@ class GrpoStep:
         """The reference policy's log-probabilities: the base model, the LoRA adapter disabled (no second copy)."""
         e = self.engine
         with e.strategy.module.disable_adapter():
-            return token_logprobs(e.model, r.batch(), e.policy.autocast, self.cfg.rl.temperature)
+            return token_logprobs(e.model, r.batch(), e.policy.autocast, self.cfg.rl.temperature,
+                                  last=r.completion_width)
 
     # ---- the step's events (rank 0 writes them; the mismatch is summed over ranks) ---------------------------
     def _rollout_event(self, windows: list[_Window], rollout_s: float) -> Rollout:

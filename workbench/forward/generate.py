@@ -94,18 +94,22 @@ def greedy_replies(model, tokenizer, conversations: Sequence[list[dict]], max_ne
 @dataclass
 class Rollouts:
     """Sampled completions, ``group_size`` per prompt, group after group, with each token's log-probability as the
-    sampler computed it. Tensors are [rows, width] over the left-padded prompt and the completion; ``batch()`` is
-    what ``token_logprobs`` recomputes them on, and its outputs line up with ``sampler_logprobs`` and
-    ``completion_mask`` ([rows, width - 1]: position j holds token j + 1)."""
+    sampler computed it. ``input_ids`` and the masks are [rows, width] over the left-padded prompt and the
+    completion; ``batch()`` is what ``token_logprobs(..., last=completion_width)`` recomputes the completion's
+    log-probabilities on, lining up with ``sampler_logprobs`` and ``completion_mask`` ([rows, completion_width])."""
 
     input_ids: torch.Tensor
     attention_mask: torch.Tensor  # the prompt's, then 1 for each completion token up to its stop token
     position_ids: torch.Tensor  # as generation numbered them (left padding skipped)
-    completion_mask: torch.Tensor  # [rows, width - 1]
-    sampler_logprobs: torch.Tensor  # [rows, width - 1], 0 outside the completions
+    completion_mask: torch.Tensor  # [rows, completion_width]: 1 up to and including the stop token
+    sampler_logprobs: torch.Tensor  # [rows, completion_width], 0 past the stop token
     texts: list[str]  # each completion's answer text (``answer_text``)
     prompt_width: int
     stopped: list[bool]  # ended on a stop token (else cut at max_new_tokens)
+
+    @property
+    def completion_width(self) -> int:
+        return self.completion_mask.shape[1]
 
     @property
     def lengths(self) -> list[int]:
@@ -154,10 +158,6 @@ def sample_completions(model, tokenizer, conversations: Sequence[list[dict]], gr
     keep = before_stop.long()
     prompt_mask = inputs["attention_mask"].repeat_interleave(group_size, dim=0)
     attention = torch.cat([prompt_mask, keep], dim=1)
-    completion_mask = torch.zeros(rows, width + steps - 1, dtype=torch.long, device=generated.device)
-    completion_mask[:, width - 1:] = keep
-    logprobs = torch.zeros(rows, width + steps - 1, dtype=torch.float32, device=generated.device)
-    logprobs[:, width - 1:] = sampled * keep
     texts = [answer_text(tokenizer, row.tolist(), stops) for row in generated]
-    return Rollouts(sequences, attention, _position_ids(attention), completion_mask, logprobs, texts, width,
+    return Rollouts(sequences, attention, _position_ids(attention), keep, sampled * keep, texts, width,
                     [bool(x) for x in is_stop.any(dim=1)])
