@@ -7,7 +7,7 @@ import pytest
 from .nbrun import NOTEBOOKS, all_text, execute, parameters_cell
 
 NAMES = ["01_quickstart.ipynb", "02_precision_lab.ipynb", "03_zero_and_offload.ipynb", "04_side_by_side_chat.ipynb",
-         "05_screenshots_to_actions.ipynb", "06_export_and_quantize.ipynb"]
+         "05_screenshots_to_actions.ipynb", "06_export_and_quantize.ipynb", "08_grpo_phone_actions.ipynb"]
 
 
 @pytest.mark.parametrize("name", NAMES)
@@ -82,3 +82,15 @@ def test_06_export_and_quantize(tmp_path):
     for target in ("merged", "int8", "onnx"):
         assert re.search(rf"^{target} +parity passed \| +[\d.]+ MB on disk", text, re.M), text
         assert len(re.findall(rf"^  {target} +['\"]", text, re.M)) == 2, text  # an answer to each of the two prompts
+
+
+def test_08_grpo_phone_actions(tmp_path):
+    nb = execute("08_grpo_phone_actions.ipynb", tmp_path, MODEL="tiny-glm4", SFT_STEPS=2, GRPO_STEPS=2, MISMATCH_STEPS=1,
+                 MICRO_BATCH=1, GROUP=2, MAX_NEW_TOKENS=6, EVAL_ROWS=2, MODES=["fp32", "bf16"],
+                 RUNS_DIR=str(tmp_path / "runs"))
+    text = all_text(nb)
+    assert "SFT finished | step 2/2" in text and "GRPO finished | step 2/2" in text
+    assert len(re.findall(r"^step \d: reward .* parse rate", text, re.M)) == 2, text
+    assert re.search(r"^mismatch fp32: mean \|logp sampler - logp trainer\| = ", text, re.M), text
+    assert re.search(r"^mismatch bf16: ", text, re.M), text
+    assert len(re.findall(r"^held-out \w+: SFT \S+ -> SFT\+GRPO \S+$", text, re.M)) == 4, text
