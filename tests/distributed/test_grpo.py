@@ -1,10 +1,13 @@
 """GRPO under DDP: two gloo ranks each sample rollouts for their own prompts, the loss is normalised by the
 completion tokens of both ranks, and rank 0 writes the rollout and policy_mismatch events."""
+import pytest
+
 from tests.conftest import SAMPLES
 
 from .conftest import events_of, launch_and_wait, make_config
 
 
+@pytest.mark.slow  # ~30 s: two worker processes
 def test_grpo_trains_under_ddp(tmp_path):
     cfg = make_config(tmp_path / "runs", **{
         "training.method": "grpo", "data.train": str(SAMPLES / "phone_actions_reasoning" / "train.jsonl"),
