@@ -5,11 +5,13 @@ steps of one prompt x ``--group`` completions, over ``--seeds`` seeds each. Prin
 step of each run, timed around the optimizer step by each trainer's own events) and the mean reward of the last
 step, per seed and the ratio of the medians. The data order differs (each trainer shuffles with its own seed).
 
-    python -m workbench.bench.grpo [--steps 3 --seeds 3 --group 4 --max-new-tokens 16 --rewards format,action_type]
+    python -m workbench.bench.grpo [--model smollm2-135m-instruct --steps 3 --seeds 3 --group 4 --max-new-tokens 16
+                                    --rewards format,action_type]
 """
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import statistics
 import sys
@@ -26,7 +28,7 @@ def ours(args, seed: int, runs_dir: Path) -> dict:
     from ..training import train
 
     cfg = load_config(None, {
-        "model.source": "smollm2-135m-instruct", "training.method": "grpo", "data.train": args.data, "data.eval": None,
+        "model.source": args.model, "training.method": "grpo", "data.train": args.data, "data.eval": None,
         "precision.mode": "fp32", "lora.dropout": 0.0, "schedule.max_steps": args.steps, "schedule.micro_batch_size": 1,
         "schedule.learning_rate": args.lr, "schedule.warmup_steps": 0, "schedule.seed": seed,
         "rl.group_size": args.group, "rl.max_new_tokens": args.max_new_tokens, "rl.temperature": args.temperature,
@@ -67,7 +69,7 @@ def trl(args, seed: int, out_dir: Path) -> dict:
         return reward
 
     data = Dataset.from_list([{"prompt": e.messages, "row": i} for i, e in enumerate(examples)])
-    where = _where("smollm2-135m-instruct")
+    where = _where(args.model)
     torch.manual_seed(seed)
     model = AutoModelForCausalLM.from_pretrained(where, dtype=torch.float32)
     tokenizer = AutoTokenizer.from_pretrained(where)
@@ -91,13 +93,16 @@ def trl(args, seed: int, out_dir: Path) -> dict:
                           peft_config=LoraConfig(r=16, lora_alpha=32, lora_dropout=0.0, target_modules="all-linear",
                                                  task_type="CAUSAL_LM"))
     trainer.add_callback(Timer())
-    trainer.train()
+    with contextlib.redirect_stdout(sys.stderr):  # TRL prints its logs to stdout: keep --json's output JSON
+        trainer.train()
     rewards = [log["reward"] for log in trainer.state.log_history if "reward" in log]
     return {"step_s": statistics.median(times), "last_reward": rewards[-1], "rewards": rewards}
 
 
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0], formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--model", default="smollm2-135m-instruct", help="model source of both sides: the packaged "
+                   "model, or a Hugging Face directory such as an SFT run's merged model (runs/NAME/merged)")
     p.add_argument("--steps", type=int, default=3)
     p.add_argument("--seeds", type=int, default=3)
     p.add_argument("--group", type=int, default=4)
