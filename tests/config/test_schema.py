@@ -12,7 +12,8 @@ def problems_of(data) -> dict[str, str]:
 
 def test_grpo_defaults_are_valid_and_sft_stays_the_default():
     assert load_config(None, {}).training.method == "sft"
-    cfg = load_config(None, {"training.method": "grpo", "rl.rewards": {"format": 0.5, "tap_in_box": 1}})
+    cfg = load_config(None, {"training.method": "grpo", "lora.dropout": 0.0,
+                             "rl.rewards": {"format": 0.5, "tap_in_box": 1}})
     assert cfg.rl.group_size == 4 and cfg.rl.kl_coef == 0.0 and cfg.rl.rewards == {"format": 0.5, "tap_in_box": 1.0}
 
 
@@ -26,6 +27,7 @@ def test_grpo_defaults_are_valid_and_sft_stays_the_default():
     ({"rl": {"temperature": 0}}, "rl.temperature", "greater than 0"),
     ({"rl": {"prompts": "screens"}}, "rl.prompts", "rows"),
     ({"training": {"method": "ppo"}}, "training.method", "grpo"),
+    ({"training": {"method": "grpo"}, "lora": {"dropout": 0.1}}, "lora.dropout", "set lora.dropout 0"),
     ({"training": {"method": "grpo"}, "rl": {"kl_coef": 0.1}, "lora": {"enabled": False}}, "rl.kl_coef", "enable lora"),
     ({"training": {"method": "grpo"}, "sharding": {"strategy": "fsdp", "nproc_per_node": 2}}, "sharding.strategy",
      "none or ddp"),
@@ -40,3 +42,4 @@ def test_bad_rl_settings_name_their_field(data, path, word):
 def test_kl_without_lora_is_fine_for_sft_and_kl_zero_is_fine_for_grpo():
     load_config(None, {"rl.kl_coef": 0.1, "lora.enabled": False})  # rl is read only by grpo
     load_config(None, {"training.method": "grpo", "rl.kl_coef": 0.0, "lora.enabled": False})
+    load_config(None, {"lora.dropout": 0.1})  # dropout is only GRPO's problem
