@@ -38,7 +38,7 @@ def test_builtin_rewards_are_the_config_catalogue():
     assert set(REWARD_FUNCTIONS) - {"length"} == set(REWARDS.names()) - {"length"}
 
 
-@pytest.mark.parametrize("mode", ["fp32", "bf16", "fp16"])
+@pytest.mark.parametrize("mode", ["fp32", "bf16", "fp16", "pure-bf16"])
 def test_grpo_steps_log_rollouts_and_the_mismatch_and_train_the_adapter(make_cfg, mode):
     r = train(grpo(make_cfg, **{"precision.mode": mode, "output.run_name": mode}))
     assert len(r.losses) == 2 and all(torch.isfinite(torch.tensor(r.losses)))
