@@ -5,7 +5,7 @@ from __future__ import annotations
 from workbench.events import EventWriter, RunStarted, Step
 from workbench.events.schema import PolicyMismatch, Rollout
 from workbench.ui.monitor import RunMonitor
-from workbench.ui.state import RunState
+from workbench.ui.state import load_run_state
 
 
 def _write(run_dir, grpo: bool):
@@ -32,7 +32,6 @@ def _write(run_dir, grpo: bool):
 
 def test_state_folds_rollouts_and_mismatch(tmp_path):
     _write(tmp_path / "g", grpo=True)
-    from workbench.ui.state import load_run_state
 
     s = load_run_state(tmp_path / "g")
     assert s.rewards["total"].y == [0.5, 1.0] and s.rewards["format"].y == [0.25, 0.5]
