@@ -9,7 +9,7 @@ import torch
 from tests.conftest import SAMPLES
 from workbench import train
 from workbench.events import iter_events
-from workbench.rewards import REWARD_FUNCTIONS, register_reward
+from workbench.rewards import REWARD_FUNCTIONS, register_reward, unregister_reward
 from workbench.config.names import REWARDS
 
 ROWS = str(SAMPLES / "phone_actions_reasoning" / "train.jsonl")
@@ -27,7 +27,7 @@ def length_reward():
     # a reward that varies within a group, so that advantages are not all 0 on an untrained tiny model
     register_reward("length", lambda example, completion, verdict: len(completion) / 10.0)
     yield
-    REWARD_FUNCTIONS.pop("length")
+    unregister_reward("length")
 
 
 def events_of(run_dir, kind):
@@ -35,7 +35,8 @@ def events_of(run_dir, kind):
 
 
 def test_builtin_rewards_are_the_config_catalogue():
-    assert set(REWARD_FUNCTIONS) - {"length"} == set(REWARDS.names()) - {"length"}
+    unregister_reward("length")  # the plug-in of the other tests
+    assert set(REWARD_FUNCTIONS) == set(REWARDS.names())
 
 
 @pytest.mark.parametrize("mode", ["fp32", "bf16", "fp16", "pure-bf16"])
@@ -84,7 +85,6 @@ def test_a_reward_that_raises_stops_the_run_naming_the_reward_and_the_row(make_c
         with pytest.raises(Exception, match=r"reward 'broken' raised on row \d+ of .*train.jsonl: ZeroDivisionError"):
             train(grpo(make_cfg, **{"rl.rewards": {"broken": 1.0}, "output.run_name": "broken"}))
     finally:
-        REWARD_FUNCTIONS.pop("broken")
-        REWARDS._names.discard("broken")
+        unregister_reward("broken")
     failed = events_of(Path(make_cfg().output.runs_dir) / "broken", "run_failed")
     assert "reward 'broken'" in failed[0].error and failed[0].error_type == "RewardError"

@@ -3,8 +3,7 @@ import pytest
 
 from tests.conftest import SAMPLES
 from workbench.config import load_config
-from workbench.rewards import RewardError, RowsScorer, register_reward, scorer_for
-from workbench.rewards.functions import REWARD_FUNCTIONS
+from workbench.rewards import RewardError, RowsScorer, register_reward, scorer_for, unregister_reward
 
 ROWS = str(SAMPLES / "phone_actions_reasoning" / "train.jsonl")
 
@@ -25,7 +24,7 @@ def test_a_raising_reward_names_itself_and_the_row():
         with pytest.raises(RewardError, match=r"reward 'explodes' raised on row 3 of .*train.jsonl: ZeroDivisionError"):
             s([s.prompts[2]], ["x"])
     finally:
-        REWARD_FUNCTIONS.pop("explodes")
+        unregister_reward("explodes")
 
 
 def test_sft_runs_get_no_scorer():

@@ -15,6 +15,9 @@ class NameCatalogue:
     def add(self, name: str) -> None:
         self._names.add(name)
 
+    def remove(self, name: str) -> None:
+        self._names.discard(name)
+
     def names(self) -> list[str]:
         return sorted(self._names)
 

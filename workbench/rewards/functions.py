@@ -91,3 +91,9 @@ def register_reward(name: str, fn: RewardFn) -> RewardFn:
     REWARD_FUNCTIONS[name] = fn
     REWARDS.add(name)
     return fn
+
+
+def unregister_reward(name: str) -> None:
+    """Forget a plug-in reward (tests, notebooks that try one out)."""
+    REWARD_FUNCTIONS.pop(name, None)
+    REWARDS.remove(name)
