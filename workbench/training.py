@@ -14,12 +14,13 @@ from .config import RunConfig, load_config
 from .diagnosis import observers_for
 from .engine.run import RunResult, run_engine
 from .eval.observer import task_observers
+from .rewards import scorer_for
 from .runs.layout import CONFIG_FILE
 
 
 def train(cfg: RunConfig, run_dir: str | Path | None = None) -> RunResult:
     """Fine-tune ``cfg`` in this process (or as this rank of a torchrun job): see ``workbench.engine.run_engine``."""
-    return run_engine(cfg, run_dir, observers=observers_for(cfg) + task_observers(cfg))
+    return run_engine(cfg, run_dir, observers=observers_for(cfg) + task_observers(cfg), scorer=scorer_for(cfg))
 
 
 def _sigterm(signum, frame):

@@ -3,6 +3,7 @@ text and screenshot prompts, batched with left padding, equal to what the server
 from __future__ import annotations
 
 import httpx
+import torch
 import pytest
 
 from tests.conftest import SAMPLES
@@ -94,3 +95,36 @@ def test_the_model_is_given_back_in_its_training_mode(tiny_glm4):
     greedy_replies(tiny_glm4.model, tiny_glm4.tokenizer, [[{"role": "user", "content": "hi"}]], 2)
     assert tiny_glm4.model.training
     tiny_glm4.model.eval()
+
+
+def test_sampled_groups_keep_the_samplers_logprobs_which_the_trainer_forward_reproduces_in_fp32(tiny_glm4):
+    from workbench.forward import token_logprobs
+    from workbench.forward.generate import sample_completions
+
+    torch.manual_seed(0)
+    conversations = [[{"role": "user", "content": t}] for t in TEXTS]
+    r = sample_completions(tiny_glm4.model, tiny_glm4.tokenizer, conversations, 3, 10, temperature=0.7)
+    rows = len(TEXTS) * 3
+    assert r.input_ids.shape[0] == rows and len(r.texts) == rows and r.completion_mask.shape == r.sampler_logprobs.shape
+    lengths = r.lengths
+    assert all(1 <= n <= 10 for n in lengths) and len(set(r.texts)) > 1  # sampled: not all rows alike
+    # the completion mask ends at (and includes) the first stop token
+    assert r.completion_width == r.input_ids.shape[1] - r.prompt_width
+    stops = set(model_stop_token_ids(tiny_glm4.model, tiny_glm4.tokenizer))
+    for row, n in enumerate(lengths):
+        tokens = r.input_ids[row, r.prompt_width:].tolist()
+        assert r.completion_mask[row, :n].all() and not r.completion_mask[row, n:].any()
+        assert r.stopped[row] == (tokens[n - 1] in stops) and not stops & set(tokens[:n - 1])
+    mask = r.completion_mask.bool()
+    assert (r.sampler_logprobs[mask] < 0).all() and (r.sampler_logprobs[~mask] == 0).all()
+    # the trainer's forward over the whole sequence (with generation's position ids) agrees in fp32, at the
+    # same temperature: the mismatch GRPO measures is numerical, not a bookkeeping offset
+    model = tiny_glm4.model.eval()
+    trained = token_logprobs(model, r.batch(), temperature=0.7, last=r.completion_width)
+    torch.testing.assert_close(trained[mask], r.sampler_logprobs[mask], rtol=0, atol=1e-4)
+    # the completion's log-probabilities alone are those of the whole sequence's last positions
+    whole = token_logprobs(model, r.batch(), temperature=0.7)
+    torch.testing.assert_close(whole[:, -r.completion_width:], trained, rtol=0, atol=1e-5)
+    # a different temperature gives different log-probabilities: the temperature is applied, and alike
+    other = token_logprobs(model, r.batch(), temperature=1.0, last=r.completion_width)
+    assert (other[mask] - r.sampler_logprobs[mask]).abs().max() > 1e-2

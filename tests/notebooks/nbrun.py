@@ -24,6 +24,9 @@ SHORT_PARAMETERS = {
     "07_phone_agent_episodes.ipynb": dict(MAX_STEPS=3, MICRO_BATCH=2, MAX_LENGTH=1024, MAX_TOKENS=8,
                                           TASKS="web_search/exchange-rate,open_app/clock", EPISODE_STEPS=2,
                                           RUNS_DIR="{runs}"),
+    "08_grpo_phone_actions.ipynb": dict(MODEL="tiny-glm4", SFT_STEPS=2, GRPO_STEPS=2, MISMATCH_STEPS=1, MICRO_BATCH=1,
+                                        GROUP=2, MAX_NEW_TOKENS=6, EVAL_ROWS=2, MODES=["fp32", "bf16"],
+                                        RUNS_DIR="{runs}"),
 }
 
 

@@ -97,3 +97,15 @@ def test_07_phone_agent_episodes(tmp_path):
     assert len(images) == 1  # the rendered phone screen
     widgets = [o for c in nb.cells for o in c.get("outputs", []) if "application/vnd.jupyter.widget-view+json" in o.get("data", {})]
     assert len(widgets) >= 2  # the run monitor and the episode replay
+
+
+def test_08_grpo_phone_actions(tmp_path):
+    nb = execute("08_grpo_phone_actions.ipynb", tmp_path, MODEL="tiny-glm4", SFT_STEPS=2, GRPO_STEPS=2, MISMATCH_STEPS=1,
+                 MICRO_BATCH=1, GROUP=2, MAX_NEW_TOKENS=6, EVAL_ROWS=2, MODES=["fp32", "bf16"],
+                 RUNS_DIR=str(tmp_path / "runs"))
+    text = all_text(nb)
+    assert "SFT finished | step 2/2" in text and "GRPO finished | step 2/2" in text
+    assert len(re.findall(r"^step \d: reward .* parse rate", text, re.M)) == 2, text
+    assert re.search(r"^mismatch fp32: mean \|logp sampler - logp trainer\| = ", text, re.M), text
+    assert re.search(r"^mismatch bf16: ", text, re.M), text
+    assert len(re.findall(r"^held-out \w+: SFT \S+ -> SFT\+GRPO \S+$", text, re.M)) == 4, text

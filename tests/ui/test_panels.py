@@ -303,7 +303,7 @@ def test_monitor_lays_its_charts_in_a_grid_of_readable_columns():
     assert CHART_WIDTH_PX >= 420 and {f.layout.width for f in m.figures.values()} == {CHART_WIDTH_PX}
     # as many columns as fit: 2 on a ~1000 px notebook, 1 on a narrow one (the browser test measures it)
     assert m.charts.layout.grid_template_columns == f"repeat(auto-fill, {CHART_WIDTH_PX + 10}px)"
-    assert len(m.charts.children) == len(m.figures) + 1  # seven charts and the census table
+    assert len(m.charts.children) == len(m.figures) + 2  # the charts, the census table, GRPO's samples table
     # before a run: every chart says it waits, no bare axes
     for fig in m.figures.values():
         assert fig.layout.annotations[0].visible and fig.layout.annotations[0].text.startswith("waiting")

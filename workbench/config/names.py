@@ -1,4 +1,4 @@
-"""Names a configuration may use for things implemented in higher layers (eval tasks; later reward functions):
+"""Names a configuration may use for things implemented in higher layers (eval tasks, reward functions):
 the config validates a name against these catalogues without importing the layer that implements it.
 
 Each catalogue holds the built-in names, and the layer that implements them registers any plug-in name it adds
@@ -15,6 +15,9 @@ class NameCatalogue:
     def add(self, name: str) -> None:
         self._names.add(name)
 
+    def remove(self, name: str) -> None:
+        self._names.discard(name)
+
     def names(self) -> list[str]:
         return sorted(self._names)
 
@@ -26,3 +29,6 @@ class NameCatalogue:
 
 EVAL_TASKS = NameCatalogue("task", ("heldout_loss", "identity", "phone_actions", "phone_actions_reasoning", "phone_episodes",
                                        "text"))
+# Reward functions of reinforcement fine-tuning (``rl.rewards``), implemented in ``workbench.rewards``.
+REWARDS = NameCatalogue("reward", ("action_type", "format", "swipe_direction", "tap_distance", "tap_in_box",
+                                   "text_match"))

@@ -6,13 +6,14 @@ derives the mechanics (autocast dtype, whether a GradScaler exists) in ``workben
 """
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from pathlib import Path
 from typing import ClassVar, Literal, Optional, Union, get_args
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from .names import EVAL_TASKS
+from .names import EVAL_TASKS, REWARDS
 from .packages import missing_package
 from .samples import resolve_sample_path
 
@@ -232,6 +233,43 @@ class EvalSection(Section):
         return EVAL_TASKS.unknown(f"{path}.tasks", self.tasks)
 
 
+class TrainingSection(Section):
+    method: Literal["sft", "grpo"] = Field(
+        "sft", description="sft: supervised fine-tuning on data.train's answers; grpo: reinforcement fine-tuning with "
+        "verifiable rewards (GRPO, the rl section): the model samples rl.group_size answers per prompt of data.train, "
+        "rewards score them, and each answer is pushed up or down by how it did against its group.")
+
+
+class RlSection(Section):
+    """Reinforcement fine-tuning (``training.method: grpo``). A step samples ``group_size`` completions for each of
+    ``schedule.micro_batch_size`` prompts per micro-batch (``grad_accum_steps`` micro-batches per optimizer step)."""
+
+    prompts: Literal["rows"] = Field(
+        "rows", description="Where prompts come from: rows = the single-step rows of data.train (every message "
+        "but the last answer is the prompt; the answer is the reference the rewards check against).")
+    group_size: int = Field(4, ge=2, le=256, description="Completions sampled per prompt; advantages are "
+                            "normalised within each group (at least 2, or every advantage is 0).")
+    rewards: dict[str, float] = Field(
+        default_factory=lambda: {"format": 1.0, "action_type": 1.0, "tap_in_box": 1.0, "text_match": 1.0},
+        description="Reward functions by name with their weights, e.g. {format: 0.5, tap_in_box: 1}: the reward "
+        "of a completion is the weighted sum. Names: " + ", ".join(REWARDS.names()) + ".")
+    clip_range: float = Field(0.2, gt=0, lt=1, description="PPO clip of the importance ratio: 1 +- clip_range.")
+    kl_coef: float = Field(0.0, ge=0, description="Weight of the KL penalty to the reference model (the base with "
+                           "the LoRA adapter disabled); 0 = none (no reference forward).")
+    temperature: float = Field(1.0, gt=0, le=10, description="Sampling temperature of the rollouts (the trained "
+                               "log-probabilities use the same).")
+    max_new_tokens: int = Field(64, ge=1, le=8192, description="Completion length limit of the rollouts.")
+    samples_logged: int = Field(4, ge=0, le=64, description="Sample completions per rollout event (the monitor's table).")
+
+    def problems(self, path: str) -> list[tuple[str, str]]:
+        out = REWARDS.unknown(f"{path}.rewards", list(self.rewards))
+        if not self.rewards:
+            out.append((f"{path}.rewards", "empty: name at least one reward, e.g. {format: 1}"))
+        out += [(f"{path}.rewards.{name}", f"weight {w} is not a finite number: give one such as 1.0")
+                for name, w in self.rewards.items() if not math.isfinite(w)]
+        return out
+
+
 class CheckpointSection(Section):
     every_steps: int = Field(0, ge=0, description="Save a resumable checkpoint every N steps (0 = only at the end).")
     keep_last: int = Field(2, ge=1, description="Resumable checkpoints kept on disk.")
@@ -427,6 +465,8 @@ class RunConfig(Section):
     quantization: QuantizationSection = QuantizationSection()
     memory: MemorySection = MemorySection()
     eval: EvalSection = EvalSection()
+    training: TrainingSection = TrainingSection()
+    rl: RlSection = Field(default_factory=RlSection)
     device: str = Field("auto", description="auto, cpu, cuda or cuda:N.")
 
     def problems(self, path: str = "") -> list[tuple[str, str]]:
@@ -448,7 +488,25 @@ class RunConfig(Section):
             out.append(("eval.tasks", f"task metrics generate answers with the whole model on rank 0; "
                         f"{self.sharding.strategy} shards it across ranks: use sharding.strategy none or ddp, or "
                         "score the saved adapter with `workbench eval` after the run"))
+        if self.training.method == "grpo":
+            out += self._grpo_problems()
         out += self.sharding.run_problems(self)
+        return out
+
+    def _grpo_problems(self) -> list[tuple[str, str]]:
+        out = []
+        if self.sharding.strategy in ("fsdp", "deepspeed"):
+            out.append(("sharding.strategy", f"GRPO samples its rollouts with the whole model in each process; "
+                        f"{self.sharding.strategy} shards it across ranks: use sharding.strategy none or ddp"))
+        if self.rl.kl_coef > 0 and not self.lora.enabled:
+            out.append(("rl.kl_coef", "the KL reference is the base model with the LoRA adapter disabled, and full "
+                        "fine-tuning has no adapter to disable: enable lora, or set rl.kl_coef 0"))
+        if self.lora.enabled and self.lora.dropout > 0:
+            out.append(("lora.dropout", f"{self.lora.dropout}: GRPO's importance ratio compares the trainer's "
+                        "log-probabilities with the sampler's, and dropout (off while sampling) would make them "
+                        "differ by noise: set lora.dropout 0"))
+        if self.quantization.qat:
+            out.append(("quantization.qat", "GRPO under quantization-aware training is not supported: turn QAT off"))
         return out
 
 

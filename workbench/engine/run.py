@@ -9,6 +9,7 @@ events; every rank writes its own memory and overflow events.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import os
 import re
 import sys
@@ -39,6 +40,7 @@ from .build import build_model
 from .census import parameter_census
 from .checkpoint import TrainState, list_checkpoints, load_checkpoint, rng_state, save_checkpoint
 from .environment import hardware, versions
+from .grpo import GrpoStep
 from .observers import Observer, RunView
 from .schedule import lr_factor
 
@@ -57,8 +59,10 @@ class RunResult:
 
 
 class _Engine:
-    def __init__(self, cfg: RunConfig, run_dir: Path, writer: EventWriter, ctx, observers=()):
+    def __init__(self, cfg: RunConfig, run_dir: Path, writer: EventWriter, ctx, observers=(), scorer=None):
         self.cfg, self.run_dir, self.writer, self.ctx = cfg, run_dir, writer, ctx
+        self.scorer = scorer  # GRPO's rollout scorer (training.method grpo), composed by workbench.training
+        self.grpo: Optional[GrpoStep] = None
         self.ckpt_root = run_dir / CHECKPOINTS_DIR
         self.state = TrainState(step=0, micro_batches=0)
         self.result = RunResult(run_dir=run_dir, step=0)
@@ -103,6 +107,8 @@ class _Engine:
         self.optimizer = self.strategy.optimizer
         self.scheduler = torch.optim.lr_scheduler.LambdaLR(
             self.optimizer, lambda k: lr_factor(k, s.resolved_warmup_steps, s.max_steps, s.min_lr_ratio))
+        if cfg.training.method == "grpo":
+            self.grpo = self._grpo_step(built)
         if cfg.checkpointing.resume_from:
             self._resume(cfg.checkpointing.resume_from)
         self.view = RunView(cfg=cfg, model=self.model, named_trainable=tuple(self.strategy.named_trainable),
@@ -112,6 +118,17 @@ class _Engine:
                             processor=self.processor)
         for o in self.observers:
             o.setup(self.view)
+
+    def _grpo_step(self, built) -> GrpoStep:
+        if self.scorer is None:
+            raise ConfigError([("training.method", "grpo needs rewards to score the rollouts: start the run through "
+                                "workbench.train (or the CLI), which composes the rewards of rl.rewards")])
+        if self.processor is not None:
+            raise ConfigError([("model.source", "GRPO rollouts are text-only so far, and this is a vision-language "
+                                "model: use a text model (e.g. smollm2-135m-instruct, tiny-glm4)")])
+        if not self.scorer.prompts:
+            raise ConfigError([("data.train", "no prompts to sample rollouts for")])
+        return GrpoStep(self, self.scorer)
 
     def _resume(self, where: str) -> None:
         path = Path(where)
@@ -182,13 +199,16 @@ class _Engine:
             o.before_optimizer_step(self.view, self.state.step + 1)
         self._consistent = False  # until the run loop has recorded this update in ``state``
         outcome = self.strategy.step(self.cfg.precision.max_grad_norm)
+        self.scheduler_step()
+        loss_sum, processed = self.ctx.sum([loss_sum, processed])
+        return loss_sum / window_tokens, window_tokens, int(processed), outcome, state
+
+    def scheduler_step(self) -> None:
         with warnings.catch_warnings():
             # A skipped first fp16 step makes torch warn that the schedule ran before the optimizer;
             # the schedule counts optimizer steps attempted, skipped ones included, by design.
             warnings.filterwarnings("ignore", message=re.escape("Detected call of `lr_scheduler.step()`"))
             self.scheduler.step()
-        loss_sum, processed = self.ctx.sum([loss_sum, processed])
-        return loss_sum / window_tokens, window_tokens, int(processed), outcome, state
 
     def evaluate(self) -> Optional[float]:
         if not self.eval_examples:
@@ -215,7 +235,8 @@ class _Engine:
         t0 = time.perf_counter()
         lr = self.optimizer.param_groups[0]["lr"]
         measure = (self.state.step + 1) % out.memory_every == 0
-        loss, target_tokens, processed, outcome, state = self.train_step(stream, measure)
+        step_fn = self.grpo.train_step if self.grpo is not None else self.train_step
+        loss, target_tokens, processed, outcome, state = step_fn(stream, measure)
         dt = time.perf_counter() - t0
         self.state.step += 1
         self.state.micro_batches += s.grad_accum_steps
@@ -236,6 +257,9 @@ class _Engine:
                                loss_scale=outcome.scale_after, skipped=outcome.skipped, tokens=target_tokens,
                                tokens_per_s=processed / dt, step_time_s=dt,
                                eta_s=self._avg_step_time * (s.max_steps - step)))
+        if self.grpo is not None:
+            for event in self.grpo.last_events:
+                self.emit_run(dataclasses.replace(event, step=step))
         if state is not None:
             self.emit_memory(state)
         if out.census_every and step % out.census_every == 0:
@@ -257,7 +281,8 @@ class _Engine:
         self.emit_plan()
         self.emit_census()
         self.emit_memory(self.strategy.measure_state())
-        stream = micro_batch_indices(len(self.train_examples), s.micro_batch_size * self.ctx.world_size, s.seed,
+        rows = self.grpo.prompt_count if self.grpo is not None else len(self.train_examples)
+        stream = micro_batch_indices(rows, s.micro_batch_size * self.ctx.world_size, s.seed,
                                     self.state.micro_batches)  # global micro-batches; each rank slices its own
         self._rng_after_step = rng_state() if self.strategy.can_save_alone else None
         bar = None
@@ -391,7 +416,7 @@ def open_run_dir(cfg: RunConfig, run_dir: str | Path | None, ctx) -> Path:
 
 
 @contextlib.contextmanager
-def engine_session(cfg: RunConfig, run_dir: str | Path | None = None, observers=()) -> Iterator[_Engine]:
+def engine_session(cfg: RunConfig, run_dir: str | Path | None = None, observers=(), scorer=None) -> Iterator[_Engine]:
     """A run's engine, set up (world context, run directory, event log, model, data, strategy, observers), for
     whoever drives it: ``run_engine`` runs its loop, ``workbench.bench.diagnosis`` its steps one by one. A failure
     inside saves an emergency checkpoint where the strategy can and is logged as ``run_failed`` before it
@@ -407,7 +432,7 @@ def engine_session(cfg: RunConfig, run_dir: str | Path | None = None, observers=
         shutdown(ctx)
         raise
     writer = EventWriter(run_dir / EVENTS_FILE, rank=ctx.rank)
-    engine = _Engine(cfg, run_dir, writer, ctx, observers)
+    engine = _Engine(cfg, run_dir, writer, ctx, observers, scorer)
     try:
         engine.setup()
         yield engine
@@ -426,11 +451,12 @@ def engine_session(cfg: RunConfig, run_dir: str | Path | None = None, observers=
     shutdown(ctx)
 
 
-def run_engine(cfg: RunConfig, run_dir: str | Path | None = None, observers=()) -> RunResult:
+def run_engine(cfg: RunConfig, run_dir: str | Path | None = None, observers=(), scorer=None) -> RunResult:
     """Run a fine-tune in this process: one process, or this rank of a torchrun job for a distributed
     ``sharding.strategy`` (without torchrun, a world of one). Events go to ``<run_dir>/events.jsonl``.
 
     This is the bare engine: ``observers`` are the instruments to attach (``workbench.train`` adds the
-    ones the config asks for). A failure is handled as ``engine_session`` says."""
-    with engine_session(cfg, run_dir, observers) as engine:
+    ones the config asks for); ``scorer`` scores GRPO's rollouts (``engine.grpo.RolloutScorer``, for
+    ``training.method: grpo``). A failure is handled as ``engine_session`` says."""
+    with engine_session(cfg, run_dir, observers, scorer) as engine:
         return engine.run()

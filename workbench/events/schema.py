@@ -212,11 +212,49 @@ class EvalTask(Event):
     wall_s: float
 
 
+@dataclass(frozen=True)
+class Rollout(Event):
+    """The rollouts of one GRPO step (``training.method: grpo``; rank 0's under DDP): what the rewards said."""
+
+    type: ClassVar[str] = "rollout"
+    step: int
+    groups: int  # prompts, each with group_size completions
+    group_size: int
+    rewards: dict  # {reward name: {mean, std, weight}} of the raw (unweighted) rewards
+    reward_mean: float  # the weighted total
+    reward_std: float
+    all_equal_groups: float  # share of groups whose total rewards are all equal (no learning signal)
+    completion_tokens_mean: float
+    completion_tokens_max: int
+    truncated: float  # share of completions cut at rl.max_new_tokens
+    parse_rate: Optional[float]  # share of completions that parse as an action (None: the scorer does not parse)
+    samples: list = field(default_factory=list)  # [{prompt, completion, rewards: {name: value}, total, advantage}]
+    rollout_s: float = 0.0  # seconds spent sampling and scoring
+
+
+@dataclass(frozen=True)
+class PolicyMismatch(Event):
+    """The training-inference mismatch of one GRPO step: the trainer's log-probabilities of the sampled tokens
+    (its forward, its precision) against the sampler's (generation with a KV cache, same weights, same policy)."""
+
+    type: ClassVar[str] = "policy_mismatch"
+    step: int
+    tokens: int  # completion tokens compared
+    mean_abs: float  # mean |logp_sampler - logp_trainer|
+    max_abs: float
+    ratio_min: float  # importance ratio exp(logp_trainer - logp_sampler): 1 in exact arithmetic
+    ratio_max: float
+    ratio_std: float  # root mean square of (ratio - 1)
+    kl: float  # mean k3 estimate of KL(sampler || trainer) per token
+    clipped: float  # share of tokens whose ratio falls outside 1 +- rl.clip_range
+    precision: str  # the run's precision mode
+
+
 EVENT_TYPES: dict[str, type[Event]] = {
     cls.type: cls for cls in (RunStarted, PlanPrediction, Step, Overflow, Census, Memory, Eval, Checkpoint, RunFinished, RunFailed)
 }
 EVENT_TYPES.update({cls.type: cls for cls in (PrecisionRules, Coverage, OverflowOrigin, Diagnosis, QatConverted,
-                                                   EvalTask)})
+                                                   EvalTask, Rollout, PolicyMismatch)})
 
 
 def event_from_dict(d: dict[str, Any]) -> Event | dict:

@@ -8,12 +8,14 @@ The pieces every answerer shares, the server's batched engine and the ONNX runne
   (what the server answers, and what reasoning scorers read).
 
 ``greedy_replies(model, tokenizer, conversations, max_new_tokens, processor=None)`` batches conversations with
-left padding and decodes them with ``model.generate``.
+left padding and decodes them with ``model.generate``; ``sample_completions`` samples groups of completions at a
+temperature and keeps each token's log-probability as the sampler computed it (reinforcement fine-tuning).
 """
 from __future__ import annotations
 
 import contextlib
 import re
+from dataclasses import dataclass
 from typing import Iterable, Optional, Sequence
 
 import torch
@@ -132,3 +134,75 @@ def greedy_replies(model, tokenizer, conversations: Sequence[list[dict]], max_ne
     finally:
         model.train(was_training)
     return answers
+
+
+@dataclass
+class Rollouts:
+    """Sampled completions, ``group_size`` per prompt, group after group, with each token's log-probability as the
+    sampler computed it. ``input_ids`` and the masks are [rows, width] over the left-padded prompt and the
+    completion; ``batch()`` is what ``token_logprobs(..., last=completion_width)`` recomputes the completion's
+    log-probabilities on, lining up with ``sampler_logprobs`` and ``completion_mask`` ([rows, completion_width])."""
+
+    input_ids: torch.Tensor
+    attention_mask: torch.Tensor  # the prompt's, then 1 for each completion token up to its stop token
+    position_ids: torch.Tensor  # as generation numbered them (left padding skipped)
+    completion_mask: torch.Tensor  # [rows, completion_width]: 1 up to and including the stop token
+    sampler_logprobs: torch.Tensor  # [rows, completion_width], 0 past the stop token
+    texts: list[str]  # each completion's answer text (``answer_text``)
+    prompt_width: int
+    stopped: list[bool]  # ended on a stop token (else cut at max_new_tokens)
+
+    @property
+    def completion_width(self) -> int:
+        return self.completion_mask.shape[1]
+
+    @property
+    def lengths(self) -> list[int]:
+        return [int(n) for n in self.completion_mask.sum(dim=1)]
+
+    def batch(self) -> dict[str, torch.Tensor]:
+        return {"input_ids": self.input_ids, "attention_mask": self.attention_mask, "position_ids": self.position_ids}
+
+
+def _position_ids(attention_mask: torch.Tensor) -> torch.Tensor:
+    """Position ids of left-padded rows, numbered as transformers' generation numbers them."""
+    return (attention_mask.long().cumsum(-1) - 1).clamp(min=0) * attention_mask.long()
+
+
+@torch.no_grad()
+def sample_completions(model, tokenizer, conversations: Sequence[list[dict]], group_size: int, max_new_tokens: int, *,
+                       temperature: float = 1.0, autocast=None, template_kwargs: Optional[dict] = None) -> Rollouts:
+    """``group_size`` sampled completions of each conversation (its messages up to the answer), all rows decoded in
+    one batch, from the model's full distribution at ``temperature`` (no top-k / top-p: the log-probabilities are
+    those of the distribution sampled). The model is put in eval mode for the call and given back as it was."""
+    stops = model_stop_token_ids(model, tokenizer)
+    pad_id = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else stops[0]
+    device = next(model.parameters()).device
+    prompts = [encode_prompt(tokenizer, list(messages), None, template_kwargs) for messages in conversations]
+    inputs = _left_padded(prompts, pad_id, device)
+    was_training = model.training
+    model.eval()
+    try:
+        with (autocast() if autocast is not None else contextlib.nullcontext()):
+            out = model.generate(**inputs, max_new_tokens=max_new_tokens, do_sample=True, temperature=temperature,
+                                 top_k=0, top_p=1.0, min_p=None, repetition_penalty=None, eos_token_id=stops,
+                                 pad_token_id=pad_id, num_return_sequences=group_size, output_scores=True,
+                                 return_dict_in_generate=True)
+    finally:
+        model.train(was_training)
+    width = inputs["input_ids"].shape[1]
+    sequences = out.sequences
+    generated = sequences[:, width:]
+    rows, steps = generated.shape
+    # the sampler's log-probabilities: its processed scores (logits / temperature, fp32) normalised
+    sampled = torch.stack([torch.log_softmax(s.float(), dim=-1).gather(-1, generated[:, t:t + 1]).squeeze(-1)
+                           for t, s in enumerate(out.scores)], dim=1) if steps else generated.float()
+    is_stop = torch.isin(generated, torch.tensor(stops, device=generated.device))
+    # a completion runs up to and including its first stop token
+    before_stop = (is_stop.long().cumsum(dim=1) - is_stop.long()) == 0
+    keep = before_stop.long()
+    prompt_mask = inputs["attention_mask"].repeat_interleave(group_size, dim=0)
+    attention = torch.cat([prompt_mask, keep], dim=1)
+    texts = [answer_text(tokenizer, row.tolist(), stops) for row in generated]
+    return Rollouts(sequences, attention, _position_ids(attention), keep, sampled * keep, texts, width,
+                    [bool(x) for x in is_stop.any(dim=1)])

@@ -1,4 +1,4 @@
-"""The loss and the logits of a batch, and the held-out loss over a data set's batches.
+"""The loss, the logits and the next-token log-probabilities of a batch, and the held-out loss over a data set's batches.
 
 One definition for every caller: the engine's training forward and its (sharded) eval, the ``heldout_loss`` eval
 task, export parity, the overflow replay and the benchmarks. A batch is what ``data.collate`` makes of examples
@@ -31,11 +31,25 @@ def on_device(batch: dict, device) -> dict:
     return {k: v.to(device) for k, v in batch.items()}
 
 
-def batch_logits(model: torch.nn.Module, batch: dict, autocast: Autocast = None) -> torch.Tensor:
-    """[batch, seq, vocab] logits of every position, the model given the whole batch (images included).
+def batch_logits(model: torch.nn.Module, batch: dict, autocast: Autocast = None, last: int = 0) -> torch.Tensor:
+    """[batch, seq, vocab] logits of every position, the model given the whole batch (images included); ``last``
+    > 0: of the last ``last`` positions only (the output projection skips the rest: transformers' logits_to_keep).
     No KV cache: a whole-sequence forward never reads one, and building it would keep extra key/value copies."""
+    extra = {"logits_to_keep": last} if last else {}
     with _autocast(autocast):
-        return model(**model_inputs(batch), use_cache=False).logits
+        return model(**model_inputs(batch), use_cache=False, **extra).logits
+
+
+def token_logprobs(model: torch.nn.Module, batch: dict, autocast: Autocast = None,
+                   temperature: float = 1.0, last: int = 0) -> torch.Tensor:
+    """[batch, seq - 1] log-probability of each next token (position t+1 given 0..t), the logits divided by
+    ``temperature`` and normalised in fp32: what GRPO trains on, and what the sampler's own figures are compared
+    with; ``last`` > 0: [batch, last], of the last ``last`` tokens only (a completion after its prompt: the prompt's
+    logits are never computed). ``batch`` carries ``input_ids`` and ``attention_mask`` (and ``position_ids`` for
+    left-padded prompts, as generation numbered them); callers mask what is not a completion token."""
+    logits = batch_logits(model, batch, autocast, last=last + 1 if last else 0)[:, :-1, :].float() / temperature
+    targets = batch["input_ids"][:, -logits.shape[1]:].to(logits.device)
+    return torch.log_softmax(logits, dim=-1).gather(-1, targets.unsqueeze(-1)).squeeze(-1)
 
 
 def batch_loss_sum(model: torch.nn.Module, batch: dict, autocast: Autocast = None,

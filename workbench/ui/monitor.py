@@ -58,6 +58,22 @@ def _show_waiting(fig: go.FigureWidget, waiting: bool) -> None:
         fig.layout.xaxis.visible = fig.layout.yaxis.visible = not waiting
 
 
+def samples_html(samples: list) -> str:
+    """A table of sample completions: prompt, completion, each reward, total and advantage."""
+    if not samples:
+        return ""
+    names = list(samples[0].get("rewards") or {})
+    head = "".join(f"<th>{html.escape(h)}</th>" for h in ["step", "prompt", "completion", *names, "total", "advantage"])
+    rows = []
+    for x in samples:
+        cells = [str(x.get("step")), html.escape(str(x.get("prompt", ""))[:160]),
+                 f"<code>{html.escape(str(x.get('completion', '')))}</code>"]
+        cells += [f"{(x.get('rewards') or {}).get(n, float('nan')):.2f}" for n in names]
+        cells += [f"{x.get('total', float('nan')):.2f}", f"{x.get('advantage', float('nan')):+.2f}"]
+        rows.append("<tr>" + "".join(f"<td>{c}</td>" for c in cells) + "</tr>")
+    return (f"<table class='wb-samples' style='font-size:12px'><tr>{head}</tr>{''.join(rows)}</table>")
+
+
 class RunMonitor(W.VBox):
     """Launch/attach, stop, progress and live charts for one run at a time.
 
@@ -94,6 +110,10 @@ class RunMonitor(W.VBox):
             go.Scatter(name="eval loss", mode="lines+markers", marker=dict(size=8, symbol="diamond"))))
         # eval.tasks scored during training: rates (0..1) here; a task's loss goes on the loss chart
         self.task_fig = _figure("task metrics (eval.tasks)", "rate", showlegend=True, yaxis_range=[0, 1.05])
+        # GRPO runs (training.method grpo): each reward function's mean, and the training-inference mismatch
+        self.reward_fig = _figure("rewards (GRPO rollouts)", "mean reward", showlegend=True)
+        self.mismatch_fig = _figure("policy mismatch: |logp sampler - logp trainer|", "nats per token",
+                                    showlegend=True, log_y=True)
         self.scale_fig = _figure("loss scale", "scale", (
             go.Scatter(name="loss scale", mode="lines"),
             go.Scatter(name="overflow (step skipped)", mode="markers", marker=dict(color="#c62828", size=10, symbol="x"))),
@@ -117,7 +137,11 @@ class RunMonitor(W.VBox):
         self.census_table = W.HTML(CENSUS_WAITING)
         self.alerts = W.HTML()
         self.alerts.add_class("wb-alerts")
-        self.figures = {"loss": self.loss_fig, "tasks": self.task_fig, "loss_scale": self.scale_fig, "grad_norm": self.grad_fig,
+        self._grpo_traces: dict[str, tuple[go.FigureWidget, int]] = {}
+        self.samples_table = W.HTML()
+        self.samples_table.add_class("wb-grpo-samples")
+        self.figures = {"loss": self.loss_fig, "tasks": self.task_fig, "rewards": self.reward_fig,
+                        "mismatch": self.mismatch_fig, "loss_scale": self.scale_fig, "grad_norm": self.grad_fig,
                         "lr": self.lr_fig, "memory": self.memory_fig, "breakdown": self.breakdown_fig,
                         "census": self.census_fig}
         self.figure_boxes = {}
@@ -132,7 +156,9 @@ class RunMonitor(W.VBox):
                  for name, box in self.figure_boxes.items()]
         census_cell = W.VBox([W.HTML("<b>parameter census</b>"), self.census_table],
                              layout=W.Layout(width=f"{CHART_WIDTH_PX}px", overflow="auto"))
-        self.charts = W.GridBox(cells + [census_cell], layout=W.Layout(
+        self.samples_cell = W.VBox([W.HTML("<b>sample completions (latest GRPO step)</b>"), self.samples_table],
+                                   layout=W.Layout(width=f"{2 * CHART_WIDTH_PX}px", overflow="auto", display="none"))
+        self.charts = W.GridBox(cells + [census_cell, self.samples_cell], layout=W.Layout(
             grid_template_columns=f"repeat(auto-fill, {CHART_WIDTH_PX + 10}px)", grid_gap="4px"))
         self.charts.add_class("wb-monitor-grid")
         super().__init__([W.HTML("<b>Launch and monitor</b>"),
@@ -270,6 +296,8 @@ class RunMonitor(W.VBox):
             fig.layout.xaxis.range, fig.layout.xaxis.autorange = None, True
         self.memory_fig.data = []
         self.task_fig.data = []
+        self.reward_fig.data, self.mismatch_fig.data, self._grpo_traces = [], [], {}
+        self.samples_table.value = ""
         self.loss_fig.data = self.loss_fig.data[:2]  # the task losses a previous run added
         self._task_traces = {}
         self.census_fig.data = []
@@ -301,8 +329,10 @@ class RunMonitor(W.VBox):
         # the task chart only for runs that score tasks (config eval.tasks)
         scores_tasks = bool((s.config.get("eval") or {}).get("tasks") or s.task_metrics)
         self.figure_boxes["tasks"].layout.display = None if scores_tasks else "none"
+        self._draw_grpo()
         for fig, has_data in ((self.loss_fig, s.loss.x or s.eval_loss.x), (self.scale_fig, s.loss_scale.x),
                               (self.task_fig, any(f is self.task_fig for f, _ in self._task_traces.values())),
+                              (self.reward_fig, s.rewards), (self.mismatch_fig, s.mismatch),
                               (self.grad_fig, s.grad_norm.x), (self.lr_fig, s.lr.x),
                               (self.memory_fig, s.memory_series), (self.breakdown_fig, s.memory),
                               (self.census_fig, s.census)):
@@ -338,9 +368,32 @@ class RunMonitor(W.VBox):
         total = self.state.total_steps
         if not total:
             return
-        for fig in (self.loss_fig, self.task_fig, self.scale_fig, self.grad_fig, self.lr_fig, self.memory_fig):
+        for fig in (self.loss_fig, self.task_fig, self.reward_fig, self.mismatch_fig, self.scale_fig, self.grad_fig,
+                    self.lr_fig, self.memory_fig):
             if tuple(fig.layout.xaxis.range or ()) != (0, total):
                 fig.layout.xaxis.range = [0, total]
+
+    def _draw_grpo(self) -> None:
+        """Reward curves per function (the weighted total dashed), the mismatch figures, the latest samples: only
+        for GRPO runs."""
+        s = self.state
+        grpo = (s.config.get("training") or {}).get("method") == "grpo" or bool(s.rewards)
+        for name in ("rewards", "mismatch"):
+            self.figure_boxes[name].layout.display = None if grpo else "none"
+        self.samples_cell.layout.display = None if grpo and s.samples else "none"
+        if not grpo:
+            return
+        for fig, prefix, series_of in ((self.reward_fig, "reward ", s.rewards), (self.mismatch_fig, "", s.mismatch)):
+            for name, series in series_of.items():
+                key = prefix + name
+                if key not in self._grpo_traces:
+                    fig.add_scatter(name=name.replace("_", " "), mode="lines+markers",
+                                    line=dict(dash="dash") if name == "total" else None)
+                    self._grpo_traces[key] = (fig, len(fig.data) - 1)
+                fig, index = self._grpo_traces[key]
+                with fig.batch_update():
+                    fig.data[index].x, fig.data[index].y = list(series.x), list(series.y)
+        self.samples_table.value = samples_html(s.samples)
 
     def _draw_task_metrics(self) -> None:
         """Each task metric as a trace: a held-out loss next to the eval loss on the loss chart, rates on the task

@@ -20,7 +20,7 @@ from ..events.schema import MODEL_STATE_FIELDS
 # speaks for the run. Other ranks' copies still record their rank but change nothing. Memory, failures and
 # diagnoses are per rank and count from any rank.
 RANK0_ONLY = frozenset({"run_started", "plan", "step", "overflow", "census", "eval", "checkpoint", "run_finished",
-                        "coverage", "eval_task"})
+                        "coverage", "eval_task", "rollout", "policy_mismatch"})
 
 
 def _get(event: Any, name: str, default: Any = None) -> Any:
@@ -133,6 +133,12 @@ class RunState:
     eval_loss: Series = field(default_factory=Series)
     # "TASK METRIC" -> Series: the task metrics scored during training (eval.tasks), e.g. "identity identity_rate"
     task_metrics: dict = field(default_factory=dict)
+    # GRPO (training.method grpo): reward name -> Series of its mean (the weighted "total" too), the mismatch
+    # figures -> Series, the latest sample completions, and per step the share of groups without signal
+    rewards: dict = field(default_factory=dict)
+    mismatch: dict = field(default_factory=dict)  # "mean_abs" / "max_abs" / "kl" / "ratio_std" -> Series
+    samples: list = field(default_factory=list)  # [{step, prompt, completion, rewards, total, advantage}]
+    rollout_stats: dict = field(default_factory=dict)  # "parse_rate" / "all_equal_groups" / "completion_tokens" -> Series
     lr: Series = field(default_factory=Series)
     grad_norm: Series = field(default_factory=Series)
     loss_scale: Series = field(default_factory=Series)
@@ -247,6 +253,21 @@ class RunState:
             if name in ("n", "tokens") or isinstance(value, (bool, dict, list, str)):  # counts and breakdowns
                 continue
             self.task_metrics.setdefault(f"{task} {name}", Series()).add(_get(e, "step"), finite_number(value))
+
+    def _on_rollout(self, e, rank):
+        step = _get(e, "step")
+        self.rewards.setdefault("total", Series()).add(step, finite_number(_get(e, "reward_mean")))
+        for name, figures in (_get(e, "rewards") or {}).items():
+            self.rewards.setdefault(name, Series()).add(step, finite_number((figures or {}).get("mean")))
+        for key, value in (("parse_rate", _get(e, "parse_rate")), ("all_equal_groups", _get(e, "all_equal_groups")),
+                           ("completion_tokens", _get(e, "completion_tokens_mean"))):
+            if value is not None:
+                self.rollout_stats.setdefault(key, Series()).add(step, finite_number(value))
+        self.samples = [{"step": step, **sample} for sample in (_get(e, "samples") or [])]
+
+    def _on_policy_mismatch(self, e, rank):
+        for key in ("mean_abs", "max_abs", "kl", "ratio_std"):
+            self.mismatch.setdefault(key, Series()).add(_get(e, "step"), finite_number(_get(e, key)))
 
     def _on_checkpoint(self, e, rank):
         self.checkpoints.append({"step": _get(e, "step"), "path": _get(e, "path"), "kind": _get(e, "kind")})

@@ -1,0 +1,90 @@
+"""GRPO in the engine (training.method grpo) on the tiny GLM-4 and the phone-action rows: rollouts sampled by the
+model being trained, rewards by name, rollout and policy_mismatch events, precision policies, accumulation over
+groups, exact resume, and a reward that raises stopping the run with its name and the row."""
+from pathlib import Path
+
+import pytest
+import torch
+
+from tests.conftest import SAMPLES
+from workbench import train
+from workbench.events import iter_events
+from workbench.rewards import REWARD_FUNCTIONS, register_reward, unregister_reward
+from workbench.config.names import REWARDS
+
+ROWS = str(SAMPLES / "phone_actions_reasoning" / "train.jsonl")
+
+
+def grpo(make_cfg, **overrides):
+    return make_cfg(**{"training.method": "grpo", "data.train": ROWS, "data.max_length": 256, "lora.dropout": 0.0,
+                       "schedule.micro_batch_size": 2, "schedule.max_steps": 2, "rl.group_size": 3,
+                       "rl.max_new_tokens": 6, "rl.rewards": {"format": 1.0, "action_type": 1.0, "length": 0.1},
+                       **overrides})
+
+
+@pytest.fixture(autouse=True)
+def length_reward():
+    # a reward that varies within a group, so that advantages are not all 0 on an untrained tiny model
+    register_reward("length", lambda example, completion, verdict: len(completion) / 10.0)
+    yield
+    unregister_reward("length")
+
+
+def events_of(run_dir, kind):
+    return [e for e in iter_events(run_dir / "events.jsonl") if getattr(e, "type", None) == kind]
+
+
+def test_builtin_rewards_are_the_config_catalogue():
+    unregister_reward("length")  # the plug-in of the other tests
+    assert set(REWARD_FUNCTIONS) == set(REWARDS.names())
+
+
+@pytest.mark.parametrize("mode", ["fp32", "bf16", "fp16", "pure-bf16"])
+def test_grpo_steps_log_rollouts_and_the_mismatch_and_train_the_adapter(make_cfg, mode):
+    r = train(grpo(make_cfg, **{"precision.mode": mode, "output.run_name": mode}))
+    assert len(r.losses) == 2 and all(torch.isfinite(torch.tensor(r.losses)))
+    rollouts, mismatch, steps = (events_of(r.run_dir, k) for k in ("rollout", "policy_mismatch", "step"))
+    assert [e.step for e in rollouts] == [1, 2] and [e.step for e in mismatch] == [1, 2]
+    ro = rollouts[0]
+    assert ro.groups == 2 and ro.group_size == 3 and set(ro.rewards) == {"format", "action_type", "length"}
+    assert 1 <= ro.completion_tokens_mean <= 6 and 0 <= ro.parse_rate <= 1 and len(ro.samples) == 2
+    assert set(ro.samples[0]) == {"prompt", "completion", "rewards", "total", "advantage"}
+    m = mismatch[0]
+    assert m.precision == mode and m.tokens > 0 and 0 <= m.mean_abs <= m.max_abs
+    assert m.ratio_min <= 1 <= m.ratio_max and m.kl >= 0
+    # the same weights and policy: the trainer reproduces the sampler up to rounding (the tiny model's bf16 and
+    # fp16 happen to agree exactly; SmolLM2's do not: docs/grpo.md)
+    assert m.max_abs < (1e-3 if mode == "fp32" else 0.1)
+    assert steps[0].tokens == m.tokens  # the loss is normalised by the window's completion tokens
+    from safetensors.torch import load_file
+
+    trained = load_file(str(r.run_dir / "adapter" / "adapter_model.safetensors"))
+    # LoRA B starts at 0: a nonzero B means the rewards' advantages reached the adapter through the loss
+    assert any(float(v.abs().max()) > 0 for k, v in trained.items() if "lora_B" in k)
+
+
+def test_grpo_resumes_exactly_with_the_same_rollouts(make_cfg):
+    common = {"schedule.max_steps": 4, "checkpointing.every_steps": 2, "checkpointing.keep_last": 5,
+              "precision.mode": "fp16", "precision.growth_interval": 1, "schedule.grad_accum_steps": 2,
+              "schedule.micro_batch_size": 1, "rl.kl_coef": 0.05}
+    full = train(grpo(make_cfg, **common, **{"output.run_name": "full"}))
+    step2 = next(p for p in (full.run_dir / "checkpoints").iterdir() if p.name.endswith("0000002"))
+    resumed = train(grpo(make_cfg, **common, **{"output.run_name": "resumed", "checkpointing.resume_from": str(step2)}))
+    assert resumed.losses == full.losses[2:]
+    a = [e.samples for e in events_of(full.run_dir, "rollout")][2:]
+    b = [e.samples for e in events_of(resumed.run_dir, "rollout")]
+    assert a == b
+
+
+def test_a_reward_that_raises_stops_the_run_naming_the_reward_and_the_row(make_cfg):
+    def broken(example, completion, verdict):
+        raise ZeroDivisionError("boom")
+
+    register_reward("broken", broken)
+    try:
+        with pytest.raises(Exception, match=r"reward 'broken' raised on row \d+ of .*train.jsonl: ZeroDivisionError"):
+            train(grpo(make_cfg, **{"rl.rewards": {"broken": 1.0}, "output.run_name": "broken"}))
+    finally:
+        unregister_reward("broken")
+    failed = events_of(Path(make_cfg().output.runs_dir) / "broken", "run_failed")
+    assert "reward 'broken'" in failed[0].error and failed[0].error_type == "RewardError"

@@ -1,0 +1,83 @@
+"""The GRPO arithmetic: group-normalised advantages, the clipped surrogate, the KL penalty, token normalisation and
+the mismatch figures, checked against hand-computed values."""
+import math
+
+import pytest
+import torch
+
+from workbench.precision import window_loss_divisor
+from workbench.precision.policy_loss import all_equal_groups, group_advantages, grpo_loss_sum, mismatch_stats
+
+
+def test_advantages_are_normalised_within_each_group_and_zero_for_an_all_equal_group():
+    rewards = torch.tensor([1.0, 0.0, 0.0, 1.0, 2.0, 2.0, 2.0, 2.0])
+    adv = group_advantages(rewards, 4)
+    # group 1: mean 0.5, std 0.5 -> +-1; group 2: all equal -> 0 (no signal, no nan)
+    torch.testing.assert_close(adv, torch.tensor([1.0, -1.0, -1.0, 1.0, 0, 0, 0, 0]), atol=1e-3, rtol=0)
+    assert all_equal_groups(rewards, 4) == 0.5
+    with pytest.raises(ValueError, match="groups of 3"):
+        group_advantages(rewards, 3)
+
+
+def test_on_policy_loss_is_minus_advantage_per_token_and_its_gradient_pushes_logp_by_the_advantage():
+    logp = torch.tensor([[-1.0, -2.0, -3.0], [-0.5, -0.5, -9.0]], requires_grad=True)
+    sampler = logp.detach().clone()
+    mask = torch.tensor([[1, 1, 1], [1, 1, 0]])
+    adv = torch.tensor([2.0, -1.0])
+    loss = grpo_loss_sum(logp, sampler, adv, mask, clip_range=0.2)
+    assert float(loss.detach()) == pytest.approx(-(3 * 2.0) - (2 * -1.0))  # ratio 1: -sum A over the masked tokens
+    loss.backward()
+    torch.testing.assert_close(logp.grad, torch.tensor([[-2.0, -2.0, -2.0], [1.0, 1.0, 0.0]]))
+
+
+def test_the_ratio_is_clipped_only_where_it_would_gain_past_the_clip():
+    sampler = torch.zeros(1, 4)
+    logp = torch.tensor([[math.log(1.5), math.log(1.5), math.log(0.5), math.log(0.5)]], requires_grad=True)
+    adv_pos = torch.tensor([1.0])
+    mask = torch.tensor([[1, 0, 0, 0]])
+    # A > 0 and r = 1.5 > 1.2: clipped at 1.2, no gradient
+    loss = grpo_loss_sum(logp, sampler, adv_pos, mask, clip_range=0.2)
+    assert float(loss.detach()) == pytest.approx(-1.2)
+    loss.backward()
+    assert float(logp.grad.abs().sum()) == 0
+    # A < 0 and r = 0.5 < 0.8: min(-0.5, -0.8) = -0.8 (clipped, no gradient); r = 1.5 with A < 0 is not clipped
+    logp.grad = None
+    loss = grpo_loss_sum(logp, sampler, torch.tensor([-1.0]), torch.tensor([[1, 0, 1, 0]]), clip_range=0.2)
+    assert float(loss.detach()) == pytest.approx(1.5 + 0.8)
+    loss.backward()
+    assert float(logp.grad[0, 0]) == pytest.approx(1.5) and float(logp.grad[0, 2]) == 0
+
+
+def test_kl_penalty_is_the_k3_estimate_and_zero_when_the_policy_is_the_reference():
+    logp = torch.tensor([[-1.0, -2.0]])
+    ref = torch.tensor([[-1.5, -2.0]])
+    mask = torch.ones(1, 2)
+    zero_adv = torch.zeros(1)
+    got = grpo_loss_sum(logp, logp, zero_adv, mask, 0.2, kl_coef=0.5, logp_ref=ref)
+    expected = 0.5 * (math.exp(-0.5) + 0.5 - 1)
+    assert float(got) == pytest.approx(expected)
+    assert float(grpo_loss_sum(logp, logp, zero_adv, mask, 0.2, kl_coef=0.5, logp_ref=logp)) == 0
+    with pytest.raises(ValueError, match="reference"):
+        grpo_loss_sum(logp, logp, zero_adv, mask, 0.2, kl_coef=0.5)
+
+
+def test_token_normalisation_weighs_long_completions_by_their_tokens_as_sft_does():
+    # two micro-batches of unequal completion lengths accumulate to the mean over all tokens of the window
+    logp_a = torch.zeros(1, 3, requires_grad=True)
+    logp_b = torch.zeros(1, 1, requires_grad=True)
+    ma, mb = torch.ones(1, 3), torch.ones(1, 1)
+    divisor = window_loss_divisor(4)
+    total = (grpo_loss_sum(logp_a, logp_a.detach(), torch.tensor([1.0]), ma, 0.2) / divisor
+             + grpo_loss_sum(logp_b, logp_b.detach(), torch.tensor([-1.0]), mb, 0.2) / divisor)
+    assert float(total.detach()) == pytest.approx((-3 + 1) / 4)
+
+
+def test_mismatch_figures():
+    sampler = torch.tensor([[-1.0, -1.0, -1.0, 0.0]])
+    trainer = torch.tensor([[-1.1, -0.9, -1.0, 5.0]])  # the last token is masked out
+    m = mismatch_stats(trainer, sampler, torch.tensor([[1, 1, 1, 0]]), clip_range=0.05)
+    assert m.tokens == 3 and m.abs_sum == pytest.approx(0.2) and m.abs_max == pytest.approx(0.1)
+    assert m.ratio_min == pytest.approx(math.exp(-0.1)) and m.ratio_max == pytest.approx(math.exp(0.1))
+    assert m.clipped == 2
+    assert m.kl_sum == pytest.approx((math.exp(-0.1) + 0.1 - 1) + (math.exp(0.1) - 0.1 - 1))
+    assert mismatch_stats(sampler, sampler, torch.ones(1, 4), 0.2).abs_max == 0

@@ -1,0 +1,56 @@
+"""A GRPO run's events fold into reward curves per function, the mismatch chart and a samples table; an SFT run
+shows none of them."""
+from __future__ import annotations
+
+from workbench.events import EventWriter, RunStarted, Step
+from workbench.events.schema import PolicyMismatch, Rollout
+from workbench.ui.monitor import RunMonitor
+from workbench.ui.state import load_run_state
+
+
+def _write(run_dir, grpo: bool):
+    run_dir.mkdir(parents=True)
+    config = {"model": {"source": "tiny-glm4"}, "data": {}, "training": {"method": "grpo" if grpo else "sft"}}
+    with EventWriter(run_dir / "events.jsonl") as w:
+        w.emit(RunStarted(run_dir=str(run_dir), config=config, hardware={}, versions={}, precision={"mode": "bf16"},
+                          total_steps=2))
+        for n in (1, 2):
+            w.emit(Step(step=n, loss=0.1, lr=1e-3, grad_norm=1.0, loss_scale=None, skipped=False, tokens=10,
+                        tokens_per_s=1.0, step_time_s=1.0, eta_s=1.0))
+            if grpo:
+                w.emit(Rollout(step=n, groups=2, group_size=4, reward_mean=0.5 * n, reward_std=0.1,
+                               rewards={"format": {"mean": 0.25 * n, "std": 0.1, "weight": 1.0},
+                                        "tap_in_box": {"mean": 0.1 * n, "std": 0.1, "weight": 2.0}},
+                               all_equal_groups=0.5, completion_tokens_mean=12.0, completion_tokens_max=16,
+                               truncated=0.0, parse_rate=0.5,
+                               samples=[{"prompt": "Turn on <Wi-Fi>", "completion": "<think>go</think>",
+                                         "rewards": {"format": 1.0, "tap_in_box": 0.0}, "total": 1.0,
+                                         "advantage": 0.7}]))
+                w.emit(PolicyMismatch(step=n, tokens=40, mean_abs=0.01 * n, max_abs=0.2, ratio_min=0.9, ratio_max=1.1,
+                                      ratio_std=0.02, kl=1e-4, clipped=0.0, precision="bf16"))
+
+
+def test_state_folds_rollouts_and_mismatch(tmp_path):
+    _write(tmp_path / "g", grpo=True)
+
+    s = load_run_state(tmp_path / "g")
+    assert s.rewards["total"].y == [0.5, 1.0] and s.rewards["format"].y == [0.25, 0.5]
+    assert s.mismatch["mean_abs"].y == [0.01, 0.02] and s.rollout_stats["parse_rate"].y == [0.5, 0.5]
+    assert s.samples[0]["step"] == 2 and s.samples[0]["completion"] == "<think>go</think>"
+
+
+def test_monitor_draws_reward_curves_mismatch_and_samples_for_grpo_only(tmp_path):
+    _write(tmp_path / "g", grpo=True)
+    _write(tmp_path / "s", grpo=False)
+    m = RunMonitor()
+    m.attach(tmp_path / "g")
+    m.wait_sync(10)
+    assert {t.name: list(t.y) for t in m.reward_fig.data} == {"total": [0.5, 1.0], "format": [0.25, 0.5],
+                                                              "tap in box": [0.1, 0.2]}
+    assert list(next(t for t in m.mismatch_fig.data if t.name == "mean abs").y) == [0.01, 0.02]
+    assert m.figure_boxes["rewards"].layout.display is None and m.samples_cell.layout.display is None
+    assert "&lt;think&gt;go&lt;/think&gt;" in m.samples_table.value and "Turn on &lt;Wi-Fi&gt;" in m.samples_table.value
+    m.attach(tmp_path / "s")
+    m.wait_sync(10)
+    assert not m.reward_fig.data and m.figure_boxes["rewards"].layout.display == "none"
+    assert m.samples_cell.layout.display == "none"

@@ -1,0 +1,165 @@
+"""The GRPO step of the engine (``training.method: grpo``): rollouts sampled by the model being trained, scored by
+the rewards the run was given, one optimizer step on the clipped, token-normalised surrogate.
+
+The engine imports no reward: whoever starts the run (``workbench.training``) passes a ``RolloutScorer``, an object
+with the prompts and a call that scores completions. Per optimizer step, for each of ``grad_accum_steps``
+micro-batches, ``micro_batch_size`` prompts (this rank's slice of the data stream, as SFT takes rows) each get
+``rl.group_size`` completions, sampled in one batch under the run's precision policy with each token's
+log-probability kept as the sampler computed it. The trainer's forward recomputes those log-probabilities (same
+policy, full sequence, gradients on); the arithmetic is ``precision.policy_loss``, the divisor the SFT one.
+"""
+from __future__ import annotations
+
+import math
+import time
+from dataclasses import dataclass, field
+from typing import Optional, Protocol, Sequence
+
+import torch
+
+from ..events.schema import PolicyMismatch, Rollout
+from ..forward import token_logprobs
+from ..forward.generate import Rollouts, sample_completions
+from ..precision import window_loss_divisor
+from ..precision.policy_loss import Mismatch, all_equal_groups, group_advantages, grpo_loss_sum, mismatch_stats
+
+
+@dataclass
+class ScoredCompletions:
+    """What a scorer says of a batch of completions: each reward function's raw value per completion, and per
+    completion whether it parsed (None where the scorer has no notion of parsing)."""
+
+    rewards: dict[str, list[float]]
+    parsed: Optional[list[bool]] = None
+
+
+class RolloutScorer(Protocol):
+    prompts: Sequence  # items with .messages (the conversation up to the answer)
+
+    def __call__(self, prompts: list, completions: list[str]) -> ScoredCompletions: ...
+
+    def describe(self, prompt) -> str: ...  # a short text of a prompt for the samples table
+
+
+@dataclass
+class _Window:
+    rollouts: Rollouts
+    prompts: list
+    scored: ScoredCompletions
+    total: torch.Tensor
+    advantages: torch.Tensor
+
+
+@dataclass
+class GrpoStepInfo:
+    events: list = field(default_factory=list)  # the step's rollout and policy_mismatch events (number filled later)
+
+
+def _mean_std(values: list[float]) -> tuple[float, float]:
+    t = torch.tensor(values, dtype=torch.float64)
+    return float(t.mean()), float(t.std(unbiased=False))
+
+
+class GrpoStep:
+    """One GRPO optimizer step for an engine (``_Engine``): ``train_step`` has the SFT step's signature."""
+
+    def __init__(self, engine, scorer: RolloutScorer):
+        self.engine, self.scorer = engine, scorer
+        self.cfg = engine.cfg
+        self.last_events: list = []
+
+    @property
+    def prompt_count(self) -> int:
+        return len(self.scorer.prompts)
+
+    def _rollout(self, prompts: list) -> _Window:
+        e, rl = self.engine, self.cfg.rl
+        rollouts = sample_completions(e.strategy.module, e.tokenizer, [p.messages for p in prompts], rl.group_size,
+                                      rl.max_new_tokens, temperature=rl.temperature, autocast=e.policy.autocast)
+        expanded = [p for p in prompts for _ in range(rl.group_size)]
+        scored = self.scorer(expanded, rollouts.texts)
+        missing = [name for name in rl.rewards if name not in scored.rewards]
+        if missing:
+            raise RuntimeError(f"the rollout scorer gave no values for rl.rewards {missing}")
+        total = torch.zeros(len(expanded), dtype=torch.float64)
+        for name, weight in rl.rewards.items():
+            total += weight * torch.tensor(scored.rewards[name], dtype=torch.float64)
+        return _Window(rollouts, expanded, scored, total, group_advantages(total, rl.group_size))
+
+    def train_step(self, stream, measure: bool = False):
+        e, rl = self.engine, self.cfg.rl
+        mbs, rank = self.cfg.schedule.micro_batch_size, e.ctx.rank
+        t0 = time.perf_counter()
+        windows = []
+        for _ in range(self.cfg.schedule.grad_accum_steps):
+            idx = next(stream)[rank * mbs:(rank + 1) * mbs]  # this rank's slice of the global micro-batch of prompts
+            windows.append(self._rollout([self.scorer.prompts[i] for i in idx]))
+        rollout_s = time.perf_counter() - t0
+        local_tokens = sum(int(w.rollouts.completion_mask.sum()) for w in windows)
+        processed = sum(int(w.rollouts.attention_mask.sum()) for w in windows)
+        window_tokens = int(e.ctx.sum([local_tokens])[0])
+        divisor = window_loss_divisor(window_tokens, e.ctx.world_size)
+        parts, mismatches = [], []
+        for i, w in enumerate(windows):
+            r = w.rollouts
+            with e.strategy.accumulating(last=i == len(windows) - 1):
+                logp = token_logprobs(e.model, r.batch(), e.policy.autocast, rl.temperature, last=r.completion_width)
+                ref = self._reference_logprobs(r) if rl.kl_coef > 0 else None
+                part = grpo_loss_sum(logp, r.sampler_logprobs, w.advantages.to(logp.device), r.completion_mask,
+                                     rl.clip_range, rl.kl_coef, ref)
+                e.strategy.backward(part / divisor)
+            parts.append(part.detach())
+            mismatches.append(mismatch_stats(logp, r.sampler_logprobs, r.completion_mask, rl.clip_range))
+        loss_sum = float(torch.stack(parts).double().sum())
+        state = e.strategy.measure_state() if measure else None
+        for o in e.observers:
+            o.before_optimizer_step(e.view, e.state.step + 1)
+        e._consistent = False
+        outcome = e.strategy.step(self.cfg.precision.max_grad_norm)
+        e.scheduler_step()
+        loss_sum, processed = e.ctx.sum([loss_sum, processed])
+        self.last_events = [self._rollout_event(windows, rollout_s), self._mismatch_event(mismatches)]
+        return loss_sum / window_tokens, window_tokens, int(processed), outcome, state
+
+    @torch.no_grad()
+    def _reference_logprobs(self, r: Rollouts) -> torch.Tensor:
+        """The reference policy's log-probabilities: the base model, the LoRA adapter disabled (no second copy)."""
+        e = self.engine
+        with e.strategy.module.disable_adapter():
+            return token_logprobs(e.model, r.batch(), e.policy.autocast, self.cfg.rl.temperature,
+                                  last=r.completion_width)
+
+    # ---- the step's events (rank 0 writes them; the mismatch is summed over ranks) ---------------------------
+    def _rollout_event(self, windows: list[_Window], rollout_s: float) -> Rollout:
+        rl = self.cfg.rl
+        total = torch.cat([w.total for w in windows])
+        rewards = {}
+        for name, weight in rl.rewards.items():
+            mean, std = _mean_std([v for w in windows for v in w.scored.rewards[name]])
+            rewards[name] = {"mean": mean, "std": std, "weight": weight}
+        lengths = [n for w in windows for n in w.rollouts.lengths]
+        parsed = [p for w in windows for p in (w.scored.parsed or [])]
+        truncated = [not stopped for w in windows for stopped in w.rollouts.stopped]
+        samples = []
+        for w in windows:
+            for j in range(0, len(w.prompts), rl.group_size):  # one completion of each group first
+                if len(samples) >= rl.samples_logged:
+                    break
+                samples.append({"prompt": self.scorer.describe(w.prompts[j]), "completion": w.rollouts.texts[j],
+                                "rewards": {n: w.scored.rewards[n][j] for n in rl.rewards},
+                                "total": float(w.total[j]), "advantage": float(w.advantages[j])})
+        mean, std = float(total.mean()), float(total.std(unbiased=False))
+        return Rollout(step=0, groups=len(total) // rl.group_size, group_size=rl.group_size, rewards=rewards,
+                       reward_mean=mean, reward_std=std, all_equal_groups=all_equal_groups(total, rl.group_size),
+                       completion_tokens_mean=sum(lengths) / len(lengths), completion_tokens_max=max(lengths),
+                       truncated=sum(truncated) / len(truncated),
+                       parse_rate=sum(parsed) / len(parsed) if parsed else None, samples=samples, rollout_s=rollout_s)
+
+    def _mismatch_event(self, ms: list[Mismatch]) -> PolicyMismatch:
+        e = self.engine
+        tokens, abs_sum, sq_dev, kl_sum, clipped = e.ctx.sum([sum(m.as_sums()[k] for m in ms) for k in range(5)])
+        tokens = max(int(tokens), 1)
+        return PolicyMismatch(step=0, tokens=int(tokens), mean_abs=abs_sum / tokens,
+                              max_abs=max(m.abs_max for m in ms), ratio_min=min(m.ratio_min for m in ms),
+                              ratio_max=max(m.ratio_max for m in ms), ratio_std=math.sqrt(sq_dev / tokens),
+                              kl=kl_sum / tokens, clipped=clipped / tokens, precision=e.policy.mode)

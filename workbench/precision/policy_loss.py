@@ -1,0 +1,85 @@
+"""The GRPO loss arithmetic, in one place beside the SFT step arithmetic (``precision.step``).
+
+* Group-normalised advantages: each completion's reward minus its group's mean, over the group's standard
+  deviation (a group whose rewards are all equal teaches nothing: its advantages are 0).
+* The clipped surrogate per completion token, with the importance ratio ``exp(logp_trainer - logp_sampler)``:
+  the old policy is the sampler itself, so with one update per rollout the ratio is 1 in exact arithmetic and
+  anything else is the numerical training-inference mismatch (what ``mismatch_stats`` measures).
+* The optional KL penalty to a reference (k3 estimator, ``exp(ref - new) - (ref - new) - 1``, never negative).
+* Normalised by tokens as the SFT loss is: the *sum* over a micro-batch's completion tokens, which the engine
+  divides by ``window_loss_divisor`` (completion tokens of the whole accumulation window, across ranks), so a
+  long completion weighs by its tokens, not as one sample.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Optional
+
+import torch
+
+
+def group_advantages(rewards: torch.Tensor, group_size: int, eps: float = 1e-4) -> torch.Tensor:
+    """(reward - group mean) / (group std + eps) for rewards laid out group after group ([groups * group_size])."""
+    if rewards.numel() % group_size:
+        raise ValueError(f"{rewards.numel()} rewards do not split into groups of {group_size}")
+    grouped = rewards.double().view(-1, group_size)
+    centred = grouped - grouped.mean(dim=1, keepdim=True)
+    std = grouped.std(dim=1, unbiased=False, keepdim=True)
+    return (centred / (std + eps)).view(-1).float()
+
+
+def all_equal_groups(rewards: torch.Tensor, group_size: int) -> float:
+    """The share of groups whose rewards are all equal (they carry no learning signal)."""
+    grouped = rewards.view(-1, group_size)
+    return float((grouped.max(dim=1).values == grouped.min(dim=1).values).double().mean())
+
+
+def grpo_loss_sum(logp: torch.Tensor, logp_sampler: torch.Tensor, advantages: torch.Tensor, mask: torch.Tensor,
+                  clip_range: float, kl_coef: float = 0.0, logp_ref: Optional[torch.Tensor] = None) -> torch.Tensor:
+    """The summed GRPO loss over the completion tokens (``mask`` 1) of a micro-batch: per token
+    ``-min(r * A, clip(r, 1 - eps, 1 + eps) * A) + kl_coef * k3(ref, new)``, ``r = exp(logp - logp_sampler)``.
+
+    ``logp``: [rows, tokens] the trainer's log-probabilities (with grad); ``logp_sampler`` the sampler's, as it
+    computed them; ``advantages`` [rows]; ``logp_ref`` the reference's (needed when ``kl_coef`` > 0). fp32."""
+    mask = mask.to(logp.dtype)
+    ratio = torch.exp(logp - logp_sampler.detach())
+    adv = advantages.to(logp.dtype).unsqueeze(1)
+    surrogate = torch.minimum(ratio * adv, ratio.clamp(1.0 - clip_range, 1.0 + clip_range) * adv)
+    per_token = -surrogate
+    if kl_coef > 0:
+        if logp_ref is None:
+            raise ValueError("kl_coef > 0 needs the reference log-probabilities")
+        delta = logp_ref.detach() - logp
+        per_token = per_token + kl_coef * (torch.exp(delta) - delta - 1.0)
+    return (per_token * mask).sum()
+
+
+@dataclass(frozen=True)
+class Mismatch:
+    """How far the trainer's log-probabilities of the sampled tokens are from the sampler's."""
+
+    tokens: int
+    abs_sum: float  # sum over tokens of |logp_sampler - logp_trainer| (mean: abs_sum / tokens)
+    abs_max: float
+    ratio_min: float  # importance ratio exp(logp_trainer - logp_sampler)
+    ratio_max: float
+    ratio_sq_dev_sum: float  # sum of (ratio - 1)^2: the ratio's spread around 1
+    kl_sum: float  # sum of the k3 estimate of KL(sampler || trainer)
+    clipped: int  # tokens whose ratio is outside 1 +- clip_range
+
+    def as_sums(self) -> list[float]:
+        return [self.tokens, self.abs_sum, self.ratio_sq_dev_sum, self.kl_sum, self.clipped]
+
+
+@torch.no_grad()
+def mismatch_stats(logp: torch.Tensor, logp_sampler: torch.Tensor, mask: torch.Tensor, clip_range: float) -> Mismatch:
+    keep = mask.bool()
+    delta = (logp.detach().double() - logp_sampler.double())[keep]  # trainer - sampler
+    if delta.numel() == 0:
+        return Mismatch(0, 0.0, 0.0, 1.0, 1.0, 0.0, 0.0, 0)
+    ratio = torch.exp(delta)
+    return Mismatch(tokens=int(delta.numel()), abs_sum=float(delta.abs().sum()), abs_max=float(delta.abs().max()),
+                    ratio_min=float(ratio.min()), ratio_max=float(ratio.max()),
+                    ratio_sq_dev_sum=float(((ratio - 1) ** 2).sum()),
+                    kl_sum=float((ratio - delta - 1).sum()),  # k3 with log(q/p) = delta, q = trainer, p = sampler
+                    clipped=int(((ratio < 1 - clip_range) | (ratio > 1 + clip_range)).sum()))

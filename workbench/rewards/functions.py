@@ -1,0 +1,99 @@
+"""Reward functions by name. Each takes the prompt (an ``eval.tasks.Example``: the row, its reference answer) and
+the phone-action verdict of one completion (``PhoneActionsTask.score``: computed once per completion and shared)
+and returns a float, 0 where it does not apply (constant within a group: no advantage either way).
+
+- ``format``: reasoning in ``<think>`` and exactly one ``<answer>`` that parses as an action;
+- ``action_type``: the action type is the reference's;
+- ``tap_in_box``: a tap (double tap, long press) lands inside the target element's box;
+- ``tap_distance``: the same, shaped: 1 inside the box, falling linearly to 0 at ``SHAPING_RADIUS`` grid units away;
+- ``text_match``: a Type action's text matches (case and surrounding space ignored);
+- ``swipe_direction``: a swipe goes the reference's way (the dominant axis and its sign).
+"""
+from __future__ import annotations
+
+import math
+from typing import Callable, Optional
+
+from ..config.names import REWARDS
+from ..phone.actions import POINT_ACTIONS, Action, parse_action, split_answer, target_box
+
+SHAPING_RADIUS = 250  # grid units (a quarter of the screen) at which tap_distance reaches 0
+
+RewardFn = Callable[[object, str, dict], float]  # (example, completion, verdict) -> reward
+
+
+class RewardError(RuntimeError):
+    """A reward function raised: names the reward and the row, so the run stops saying which."""
+
+
+def _expected(example) -> Action:
+    return parse_action(split_answer(example.reference).answer)
+
+
+def _got(completion: str) -> Optional[Action]:
+    try:
+        return parse_action(split_answer(completion).answer)
+    except ValueError:
+        return None
+
+
+def format_reward(example, completion: str, verdict: dict) -> float:
+    one_answer = completion.count("<answer>") == 1
+    return float(verdict["has_reasoning"] and verdict["has_answer_tag"] and one_answer and verdict["parsed"])
+
+
+def action_type(example, completion: str, verdict: dict) -> float:
+    return float(bool(verdict["type_match"]))
+
+
+def tap_in_box(example, completion: str, verdict: dict) -> float:
+    return float(bool(verdict["tap_in_box"]))
+
+
+def tap_distance(example, completion: str, verdict: dict) -> float:
+    expected = _expected(example)
+    if expected.type not in POINT_ACTIONS or not verdict["type_match"]:
+        return 0.0
+    box = target_box(str(example.row.get("input") or ""), expected.point())
+    if box is None:
+        return 0.0
+    x, y = _got(completion).point()
+    dx = max(box[0] - x, 0, x - box[2])
+    dy = max(box[1] - y, 0, y - box[3])
+    return max(0.0, 1.0 - math.hypot(dx, dy) / SHAPING_RADIUS)
+
+
+def text_match(example, completion: str, verdict: dict) -> float:
+    return float(bool(verdict["text_match"]))
+
+
+def _direction(action: Action) -> tuple[int, int]:
+    (x1, y1), (x2, y2) = action.point("start"), action.point("end")
+    dx, dy = x2 - x1, y2 - y1
+    return (0, (dy > 0) - (dy < 0)) if abs(dy) >= abs(dx) else ((dx > 0) - (dx < 0), 0)
+
+
+def swipe_direction(example, completion: str, verdict: dict) -> float:
+    expected = _expected(example)
+    if expected.type != "Swipe" or not verdict["type_match"]:
+        return 0.0
+    return float(_direction(_got(completion)) == _direction(expected))
+
+
+REWARD_FUNCTIONS: dict[str, RewardFn] = {
+    "format": format_reward, "action_type": action_type, "tap_in_box": tap_in_box, "tap_distance": tap_distance,
+    "text_match": text_match, "swipe_direction": swipe_direction,
+}
+
+
+def register_reward(name: str, fn: RewardFn) -> RewardFn:
+    """A plug-in reward: usable in ``rl.rewards`` from now on."""
+    REWARD_FUNCTIONS[name] = fn
+    REWARDS.add(name)
+    return fn
+
+
+def unregister_reward(name: str) -> None:
+    """Forget a plug-in reward (tests, notebooks that try one out)."""
+    REWARD_FUNCTIONS.pop(name, None)
+    REWARDS.remove(name)
