@@ -146,3 +146,16 @@ def test_no_two_modules_import_each_other():
 
 def test_the_cycle_check_finds_a_lazy_loop():
     assert module_cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
+
+
+if __name__ == "__main__":  # `python tests/test_architecture.py [PACKAGE_DIR]`: the package graph's figures
+    import sys
+
+    root = Path(sys.argv[1]) if len(sys.argv) > 1 else PACKAGE_ROOT
+    graph: dict[str, set[str]] = {}
+    for a, b in import_edges(root):
+        graph.setdefault(a, set()).add(b)
+    cycles = module_cycles(graph)
+    inside = sum(1 for a, targets in graph.items() for b in targets if any(a in c and b in c for c in cycles))
+    print(f"{len(code_units(root))} units, {sum(map(len, graph.values()))} package edges, "
+          f"{len(cycles)} cycle(s) {cycles}, {inside} edges inside cycles")

@@ -26,8 +26,14 @@ class MatmulDtypes(Observer):
         self.deepspeed = None
         if hasattr(run.model, "fp16_enabled"):  # a DeepSpeed engine: what it was configured to run in
             self.deepspeed = {"fp16": run.model.fp16_enabled(), "bf16": run.model.bfloat16_enabled()}
+        # The output head of a labels/chunked loss head (forward.head) returns the fp32 loss sum where logits were:
+        # what it computes in is seen through its inputs (the hidden states) instead of its output.
+        inner = getattr(run.model, "module", run.model)  # under a DDP / DeepSpeed wrapper
+        head = inner.get_output_embeddings() if hasattr(inner, "get_output_embeddings") else None
         self.handles = [m.register_forward_hook(lambda mod, args, out: self.seen.add(out.dtype))
-                        for m in run.model.modules() if isinstance(m, torch.nn.Linear)]
+                        for m in run.model.modules() if isinstance(m, torch.nn.Linear) and m is not head]
+        if head is not None:
+            self.handles.append(head.register_forward_pre_hook(lambda mod, args: self.seen.add(args[0].dtype)))
 
     def after_step(self, run, step, outcome, loss):
         return "probed one step"

@@ -137,7 +137,9 @@ def _cmd_train(args) -> int:
     print(f"run directory: {result.run_dir}")
     if result.adapter_path:  # a full fine-tune (lora.enabled false) saves its model/ there instead
         weights = trained_weights(result.run_dir)
-        print(f"{weights.kind if weights else 'adapter'}: {result.adapter_path}")
+        kind = weights.kind if weights else "adapter"
+        print(f"{kind}: {result.adapter_path}" if kind == "adapter" else
+              f"{kind}: {result.adapter_path} (all weights: workbench serve --model {result.adapter_path})")
     return 0
 
 
