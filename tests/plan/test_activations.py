@@ -8,10 +8,11 @@ from workbench.plan import measure_saved_activations, predict_for_run
 from workbench.precision import resolve_precision
 
 # The tolerances docs/memory_planner.md states (measured 2026-12-01): the default model to the byte without
-# checkpointing (8 bytes of 410 MB with LoRA dropout's masks: 2e-8), within 0.055% with it; the tiny models (where
-# RoPE tables and the loss head weigh more) within 3.9%.
+# checkpointing (8 bytes of 410 MB with LoRA dropout's masks: 2e-8), within 0.055% with it under the full loss head
+# and +0.34% (64 KiB over) under the default chunked head; the tiny models (where RoPE tables and the loss head weigh
+# more) within 3.9%.
 DEFAULT_TOL = 1e-6
-DEFAULT_CKPT_TOL = 1e-3
+DEFAULT_CKPT_TOL = 5e-3
 TINY_TOL = 0.05
 
 
