@@ -70,7 +70,11 @@ class RunHandle:
             return "running"
         end = self._terminal_event(summary)
         if end is None:
-            self._record_silent_death()
+            # Only a worker we know of can have died silently: with no process and no pid yet, a launch may be
+            # between writing config.json and worker.pid, and writing its end here would make the worker refuse
+            # its own run directory ("already holds a run").
+            if self.process is not None or self.pid is not None:
+                self._record_silent_death()
             return "failed"
         if end.get("type") == "run_failed":
             return "failed"
