@@ -115,8 +115,8 @@ def tokens(args) -> dict:
             "total_upper_bound": image + text_bytes, "total_bpe_estimate": image + bpe, "context": CONTEXT_TOKENS,
             "share_of_context_bpe": round((image + bpe) / CONTEXT_TOKENS, 3),
             "if_every_screenshot_were_kept": args.steps * image + bpe, "screenshot_png_kb": round(screenshot_kb, 1),
-            "screenshot_draw_cpu_s": round(statistics.median(draw_s), 3),
-            "screenshot_png_encode_cpu_s": round(statistics.median(encode_s), 3)}
+            "screenshot_draw_cpu_s": round(statistics.median(draw_s), 4),
+            "screenshot_png_encode_cpu_s": round(statistics.median(encode_s), 4)}
 
 
 def main() -> None:
