@@ -3,14 +3,12 @@ bytes of a screenshot batch (vision tower + the decoder's longer sequence) again
 import json
 
 import pytest
-import torch
 from PIL import Image
 from transformers.models.glm4v.image_processing_pil_glm4v import Glm4vImageProcessorPil
 
-from workbench.config import ConfigError, RunConfig
-from workbench.data.tokenize import IGNORE_INDEX
-from workbench.engine.build import build_model
-from workbench.plan import load_model_config, measure_saved_activations, predict_for_run
+from workbench.bench.activations import Case, vision_activations
+from workbench.config import ConfigError
+from workbench.plan import load_model_config
 from workbench.plan.cli import main
 from workbench.plan.images import GLM41V_PREPROCESSOR, image_geometry, image_load, parse_image_size
 from workbench.precision import resolve_precision
@@ -52,46 +50,17 @@ def test_phone_screenshot_is_3354_tokens_and_bad_sizes_are_refused():
         image_geometry("tiny-glm4", load_model_config("tiny-glm4"))
 
 
-def _batch(model, images):
-    cfg = model.config
-    out = _processor()(images=images, return_tensors="pt")
-    n = int(out["image_grid_thw"][0].prod()) // 4
-    image = torch.tensor([cfg.image_start_token_id] + [cfg.image_token_id] * n + [cfg.image_end_token_id])
-    text = torch.randint(0, 250, (2, 40), generator=torch.Generator().manual_seed(0))
-    ids = torch.cat([text[:, :8], image.expand(2, -1), text[:, 8:]], 1)
-    inputs = {"pixel_values": out["pixel_values"], "image_grid_thw": out["image_grid_thw"],
-              "mm_token_type_ids": (ids == cfg.image_token_id).int()}
-    return ids, inputs
-
-
 @pytest.mark.parametrize("mode,lora,ckpt", [("bf16", True, False), ("bf16", True, True), ("fp16", True, True),
                                              ("fp32", False, False), ("bf16", False, False), ("pure-bf16", False, True)])
 def test_screenshot_batch_activations_match_measurement(mode, lora, ckpt):
-    """One 112x224 screenshot per row, micro-batch 2, on the tiny GLM-4V built as the engine builds it."""
-    cfg = RunConfig.model_validate({
-        "model": {"source": "tiny-glm4v", "gradient_checkpointing": ckpt}, "precision": {"mode": mode},
-        "lora": {"enabled": lora, "dropout": 0.05}, "data": {"train": "unused.jsonl", "eval": None, "max_length": 40},
-        "schedule": {"micro_batch_size": 2},
-    })
-    policy = resolve_precision(cfg, torch.device("cpu"))
-    model = build_model(cfg, policy, torch.device("cpu")).model
-    model.train()
-    ids, inputs = _batch(model.get_base_model() if lora else model, [Image.new("RGB", (112, 224), (9, 99, 199))] * 2)
-    # labels on the text tokens only, as real rows have them: the loss head (memory.loss_head) sees 39 per row
-    labels = ids.clone()
-    labels[:, 8:ids.shape[1] - 32] = IGNORE_INDEX  # _batch puts the image and its markers after 8 text tokens
-    with_images = measure_saved_activations(model, ids, policy.autocast, labels=labels, **inputs).saved_forward
-    text_only = measure_saved_activations(model, ids, policy.autocast, labels=labels).saved_forward  # no pixels
-
-    plan = predict_for_run(cfg, policy, seq_len=40, images_per_row=1, image_size="112x224")
-    assert plan.activations["seq_len"] == ids.shape[1]  # 40 text + 32 image tokens + 2 markers
-    same_length = predict_for_run(cfg, policy, seq_len=ids.shape[1], label_tokens=39)
-    predicted_vision = plan.activations["saved_forward"] - same_length.activations["saved_forward"]
-    measured_vision = with_images - text_only
-    assert abs(predicted_vision - measured_vision) <= VISION_TOL * max(measured_vision, 1), (predicted_vision, measured_vision)
+    """One 112x224 screenshot per row, micro-batch 2, on the tiny GLM-4V built as the engine builds it (the
+    measurement `python -m workbench.bench.activations --cases vision` prints)."""
+    m = vision_activations(Case("tiny-glm4v", mode, lora, ckpt, batch=2, seq=40))
+    assert m.seq_len == m.batch_len  # 40 text + 32 image tokens + 2 markers
+    assert abs(m.predicted_vision - m.measured_vision) <= VISION_TOL * max(m.measured_vision, 1), m
     if lora and not ckpt:
-        assert measured_vision == predicted_vision == 0  # a frozen tower saves nothing for backward
-    assert abs(plan.activations["saved_forward"] - with_images) <= TINY_TOL * with_images
+        assert m.measured_vision == m.predicted_vision == 0  # a frozen tower saves nothing for backward
+    assert abs(m.predicted_total - m.measured_total) <= TINY_TOL * m.measured_total, m
 
 
 def test_screenshots_raise_the_plan_and_cli(capsys):

@@ -55,5 +55,7 @@ def test_plan_recipe_command(capsys):
     assert out["recipe"] == "phone-actions-smollm2" and out["recipe_plan"]["setting"]["micro_batch"] == 4
     assert out["recipe_plan"]["setting"]["seq_len"] == 256 and "recipe_is_cheapest" in out
     assert main(["plan", "--recipe", "phone-actions-smollm2"]) == 0
-    assert "recipe phone-actions-smollm2: bf16/single/LoRA  fits" in capsys.readouterr().out
+    out = capsys.readouterr().out
+    assert "recipe phone-actions-smollm2: fp32/single/LoRA  fits" in out  # pinned: its figures are fp32's
+    assert "cheapest fit on these GPUs would be bf16/single/LoRA" in out and "keeps cpu/fp32" in out
     assert main(["plan", "--recipe", "nope"]) == 2 and "unknown recipe 'nope'" in capsys.readouterr().err

@@ -85,7 +85,8 @@ def tokens(args) -> dict:
     steps = task.oracle()
     if len(steps) < args.steps:
         raise SystemExit(f"the longest oracle episode has {len(steps)} steps, fewer than --steps {args.steps}")
-    env = PhoneEnv(SimPhone(size), tasks=[task])
+    phone = SimPhone(size)
+    env = PhoneEnv(phone, tasks=[task])
     obs, _ = env.reset(options={"task": task})
     conversation = Conversation(task.instruction)
     for step in steps[:args.steps - 1]:
@@ -101,11 +102,21 @@ def tokens(args) -> dict:
                    for p in (m["content"] if isinstance(m["content"], list) else [{"type": "text", "text": m["content"]}]))
     bpe = len(load_tokenizer(packaged.NAME).tokenizer(text)["input_ids"])
     screenshot_kb = len(base64.b64decode(messages[-1]["content"][0]["image_url"]["url"].split(",", 1)[1])) / 1024
+    draw_s, encode_s = [], []  # the cost of one step's screenshot at this size: drawing it, then its PNG
+    for _ in range(3):
+        t0 = time.process_time()
+        shot = phone.screenshot()
+        t1 = time.process_time()
+        png_bytes(shot)
+        draw_s.append(t1 - t0)
+        encode_s.append(time.process_time() - t1)
     return {"task": task.id, "request": args.steps, "size": args.size, "image_tokens_latest_screenshot": image,
             "text_tokens_byte_upper_bound": text_bytes, "text_tokens_bpe_estimate": bpe,
             "total_upper_bound": image + text_bytes, "total_bpe_estimate": image + bpe, "context": CONTEXT_TOKENS,
             "share_of_context_bpe": round((image + bpe) / CONTEXT_TOKENS, 3),
-            "if_every_screenshot_were_kept": args.steps * image + bpe, "screenshot_png_kb": round(screenshot_kb, 1)}
+            "if_every_screenshot_were_kept": args.steps * image + bpe, "screenshot_png_kb": round(screenshot_kb, 1),
+            "screenshot_draw_cpu_s": round(statistics.median(draw_s), 4),
+            "screenshot_png_encode_cpu_s": round(statistics.median(encode_s), 4)}
 
 
 def main() -> None:

@@ -69,6 +69,12 @@ def format_recipe_plan(rp: RecipePlan) -> str:
         lines.append("the planner finds no fitting setting for these inputs")
     elif rp.agrees:
         lines.append("= the planner's cheapest fit")
+    elif not rp.recipe.requirements.gpus and rp.recipe.measured_on is not None:
+        # a CPU recipe keeps the precision its figures were measured in (a GPU one is held to the cheapest fit)
+        m = rp.recipe.measured_on
+        lines.append(f"the planner's cheapest fit on these GPUs would be {best.setting.label} (GPU "
+                     f"{best.gpu_total / gib:.1f} GiB); the recipe keeps {m.device}/{m.precision}, where its figures "
+                     "were measured")
     else:
         lines.append(f"the planner's cheapest fit is now {best.setting.label} (GPU {best.gpu_total / gib:.1f} GiB): "
                      f"update {rp.recipe.path} to it")
