@@ -48,10 +48,23 @@ def test_demo_answers_end_where_the_model_ends_them_or_at_a_sentence_end():
     assert all(ends_sentence(a) for a in answers), answers
 
 
+def test_the_demos_prompts_are_held_out():
+    """The demo's claim is about prompts the fine-tune never saw: none of its 8 prompts is a training question."""
+    import json
+
+    from workbench.demo import SAMPLES, heldout_prompts
+
+    rows = [json.loads(line) for line in (SAMPLES / "identity" / "train.jsonl").read_text(encoding="utf-8").splitlines()]
+    asked = {m["content"].strip().casefold() for row in rows for m in row["messages"] if m["role"] == "user"}
+    prompts = heldout_prompts()
+    assert len(prompts) == 8 and len(asked) > 60 and not {p.casefold() for p in prompts} & asked
+
+
 @pytest.mark.slow
 def test_the_real_demo_answers_all_held_out_prompts_cleanly(tmp_path):
-    """SmolLM2 fine-tuned as `workbench demo` does it (minutes on 2 cores): every fine-tuned answer introduces
-    PhoneMate, claims no other identity, denies nothing it was not asked about and does not loop."""
+    """SmolLM2 fine-tuned as `workbench demo` does it (minutes on 2 cores; .ci/run runs it): on the 8 held-out
+    prompts every fine-tuned answer introduces PhoneMate, claims no other identity, denies nothing it was not asked
+    about and does not loop, where the base model never says PhoneMate."""
     from workbench.demo import run_demo
 
     out = run_demo(runs_dir=str(tmp_path / "runs"))
@@ -61,4 +74,5 @@ def test_the_real_demo_answers_all_held_out_prompts_cleanly(tmp_path):
     from workbench.forward.generate import ends_sentence
 
     assert all(ends_sentence(row[2]) for row in out["rows"]), [row[2] for row in out["rows"]]  # none cut mid-sentence
-    assert out["identity"]["base"]["identity_rate"] == 0.0
+    base = out["identity"]["base"]
+    assert base["n"] == 8 and base["introduces_rate"] == 0.0 and base["identity_rate"] == 0.0, [row[1] for row in out["rows"]]

@@ -44,7 +44,7 @@ def test_serve_flags_become_a_typed_config(tiny_run, monkeypatch):
     assert (cfg.host, cfg.port, cfg.max_batch, cfg.max_context, cfg.api_key, cfg.adapter_root) == (
         "127.0.0.1", 0, 4, None, "from-env", "/srv/runs")
     assert cfg.health_hides_model is True and config_from_args(_parse(["serve"])).health_hides_model is False
-    with pytest.raises(Exception):  # frozen
+    with pytest.raises(ValueError, match="Instance is frozen"):  # the parsed options cannot change under the server
         cfg.port = 1
 
 

@@ -78,6 +78,19 @@ def test_langchain_keeps_reasoning_where_chatopenai_drops_it(scripted_server):
     assert off.content == "Q" and "reasoning_content" not in off.additional_kwargs
 
 
+def test_a_chat_model_streams_in_every_new_event_loop(scripted_server):
+    """A panel asked twice from a script runs two event loops (asyncio.run each): langchain-openai's process-wide
+    async client stayed bound to the first, closed loop and the second request failed ("Event loop is closed")."""
+    import asyncio
+
+    from workbench.serve.client import chat_model
+
+    async def ask():
+        return [chunk.content async for chunk in chat_model(MODEL, server=scripted_server).astream("why?")]
+
+    assert "".join(asyncio.run(ask())) == "".join(asyncio.run(ask())) == "XYZ"
+
+
 def test_chat_and_compare_helpers_plain_output(scripted_server):
     import io
 

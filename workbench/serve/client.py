@@ -10,11 +10,13 @@ OpenAI image parts, inline as base64 data: URLs (``image_data_url``): the server
 """
 from __future__ import annotations
 
+import asyncio
 import html
 import os
 import sys
 import threading
 import time
+import weakref
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterable
@@ -59,17 +61,37 @@ def _base_url(base_url: str | None, server: Any) -> str:
     return base_url or os.environ.get("WORKBENCH_SERVE_URL") or DEFAULT_BASE_URL
 
 
+_LOOP_CLIENTS: "weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, Any]" = weakref.WeakKeyDictionary()
+
+
+def _event_loop_http_client() -> Any:
+    """The async HTTP client of the running event loop (None outside one). langchain-openai's default one is cached
+    per base URL for the whole process, bound to the first loop that used it: the next ``asyncio.run`` (a panel
+    asked twice from a script) then failed with "Event loop is closed"."""
+    try:
+        loop = asyncio.get_running_loop()
+    except RuntimeError:
+        return None
+    if loop not in _LOOP_CLIENTS:
+        import openai
+
+        _LOOP_CLIENTS[loop] = openai.DefaultAsyncHttpxClient()
+    return _LOOP_CLIENTS[loop]
+
+
 def chat_model(model: str, *, base_url: str | None = None, server: Any = None, api_key: str | None = None,
                enable_thinking: bool | None = None, temperature: float = 0.0, max_tokens: int | None = None,
                **kwargs) -> ReasoningChatOpenAI:
-    """A langchain chat model for one served model id."""
+    """A langchain chat model for one served model id (made inside an event loop: streams on that loop's client)."""
     extra_body = dict(kwargs.pop("extra_body", None) or {})
     if enable_thinking is not None:
         extra_body["enable_thinking"] = enable_thinking
     key = api_key or getattr(server, "api_key", None) or os.environ.get("WORKBENCH_API_KEY") or "EMPTY"
     return ReasoningChatOpenAI(model=model, base_url=_base_url(base_url, server), api_key=key,
                                temperature=temperature, max_tokens=max_tokens, stream_usage=True,
-                               extra_body=extra_body or None, max_retries=kwargs.pop("max_retries", 1), **kwargs)
+                               extra_body=extra_body or None, max_retries=kwargs.pop("max_retries", 1),
+                               http_async_client=kwargs.pop("http_async_client", None) or _event_loop_http_client(),
+                               **kwargs)
 
 
 @dataclass
