@@ -214,10 +214,11 @@ class LogSlice:
     bytes_read: int = 0
 
 
-def _lines_from(fh, start: int, stop: int, first_line_cut: bool, want: int = WINDOW_BYTES) -> tuple[list, int]:
+def _lines_from(fh, start: int, stop: int, first_line_cut: bool, want: Optional[int] = None) -> tuple[list, int]:
     """[(offset, event)] of the complete lines in bytes ``start``..``stop`` (``first_line_cut``: ``start`` may fall
     inside a line, which is then skipped); a window that holds no complete line is read further, up to
     WINDOW_MAX_BYTES. Returns them and the bytes read."""
+    want = want or WINDOW_BYTES
     pos = start - 1 if first_line_cut and start > 0 else start  # the byte before tells whether ``start`` begins a line
     while True:
         fh.seek(pos)
@@ -268,7 +269,7 @@ def _indexed(fh, entries: list, lo: int, hi: int) -> Optional[tuple[dict, int]]:
         offset = entry["offset"]
         if not lo <= offset < hi or offset in out:
             continue
-        lines, n = _lines_from(fh, offset, hi, first_line_cut=False, want=2048)
+        lines, n = _lines_from(fh, offset, hi, first_line_cut=False, want=1024)  # (grown for a longer line)
         read += n
         if not lines or lines[0][0] != offset or lines[0][1].get("type") != entry["type"]:
             return None
@@ -276,7 +277,7 @@ def _indexed(fh, entries: list, lo: int, hi: int) -> Optional[tuple[dict, int]]:
     return out, read
 
 
-def read_overview(path: str | Path, recent_steps: int, windows: int = SAMPLE_WINDOWS) -> Optional[LogSlice]:
+def read_overview(path: str | Path, recent_steps: int, windows: Optional[int] = None) -> Optional[LogSlice]:
     """What a chart of the whole log needs, in bounded reads: the tail holding rank 0's newest ``recent_steps`` steps
     exactly, every rare event, and one event per series type, rank and window before the tail. None when the log is
     short (read it whole, exactly) or has no usable index (an older writer's: read it whole)."""
@@ -300,7 +301,7 @@ def read_overview(path: str | Path, recent_steps: int, windows: int = SAMPLE_WIN
         if rare is None:
             return None
         events, read = rare
-        sampled, n = _sample(fh, 0, tail_start, windows)
+        sampled, n = _sample(fh, 0, tail_start, windows or SAMPLE_WINDOWS)
     for offset, e in sampled.items():
         events.setdefault(offset, e)
     return LogSlice([events[o] for o in sorted(events)] + tail, size, True, read + n + size - tail_start)
@@ -320,8 +321,8 @@ def _anchors(entries: list) -> list[tuple[int, int]]:
     return out
 
 
-def read_window(path: str | Path, first: int, last: int, full_bytes: int = ZOOM_FULL_BYTES,
-                windows: int = SAMPLE_WINDOWS) -> Optional[LogSlice]:
+def read_window(path: str | Path, first: int, last: int, full_bytes: Optional[int] = None,
+                windows: Optional[int] = None) -> Optional[LogSlice]:
     """The events of the bytes that hold steps ``first``..``last`` (and some steps around them), found through the
     index's anchors: all of them when that is at most ``full_bytes``, else the index's rare events of it and a sample
     of ``windows`` windows. None when the log has no index (read it whole)."""
@@ -336,7 +337,7 @@ def read_window(path: str | Path, first: int, last: int, full_bytes: int = ZOOM_
     lo = max((o for s, o in anchors if s < first), default=0)
     hi = min((o for s, o in anchors if s > last and o > lo), default=size)
     with open(path, "rb") as fh:
-        if hi - lo <= full_bytes:
+        if hi - lo <= (full_bytes or ZOOM_FULL_BYTES):
             fh.seek(lo)
             data = fh.read(hi - lo)
             return LogSlice(parse_lines(data[: data.rfind(b"\n") + 1]), size, False, len(data))
@@ -344,7 +345,7 @@ def read_window(path: str | Path, first: int, last: int, full_bytes: int = ZOOM_
         if rare is None:
             return None
         events, read = rare
-        sampled, n = _sample(fh, lo, hi, windows)
+        sampled, n = _sample(fh, lo, hi, windows or SAMPLE_WINDOWS)
     for offset, e in sampled.items():
         events.setdefault(offset, e)
     return LogSlice([events[o] for o in sorted(events)], size, True, read + n)

@@ -50,7 +50,7 @@ RECENT_STEPS = 500
 @dataclass
 class Series:
     """Parallel x/y lists (x: steps, growing), thinned as they grow (see CHART_POINTS); views append, never rebuild.
-    ``limit=None`` keeps every point."""
+    ``limit=None`` keeps every point (a step logged again still replaces the later ones: a resumed run)."""
 
     x: list = field(default_factory=list)
     y: list = field(default_factory=list)
@@ -64,7 +64,7 @@ class Series:
 
     def add(self, x, y) -> None:
         self.seen += 1
-        if self.limit is None or not isinstance(x, (int, float)):
+        if not isinstance(x, (int, float)):
             self.x.append(x)
             self.y.append(y)
             return
@@ -77,7 +77,8 @@ class Series:
         self.y.append(y)
         self._prev.append(self._last)
         self._last = x
-        self._settle(x - self.recent)
+        if self.limit is not None:
+            self._settle(x - self.recent)
 
     def drops(self, x) -> bool:
         """Whether a point at ``x`` folded in now is certain to go once it leaves the recent window: it is not the
