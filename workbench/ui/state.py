@@ -421,8 +421,7 @@ def catch_up(state: RunState, tail: EventTail) -> int:
     A long log from its start whose writer kept an index is not read whole: ``runs.reader.read_overview`` gives its
     tail exactly, every rare event (overflows, skipped steps, alerts, evals, checkpoints) and a sample of the older
     steps, one per window (a chart of the same shape, not the same points; the newest RECENT_STEPS steps exact)."""
-    from ..runs.reader import read_overview, summarize  # (summarize: the log's last step, how old a step must be to
-    # be thinned away for sure)
+    from ..runs.reader import read_overview, summarize  # summarize: the last step (how old a step is to be thinned)
 
     if tail.offset == 0:
         overview = read_overview(tail.path, RECENT_STEPS)
@@ -493,15 +492,17 @@ WINDOW_POINTS = 4000  # a zoomed chart's series holds at most this many points (
 
 
 def load_window(log: str | Path, first: int, last: int) -> RunState:
-    """The series of the run of event log ``log`` between steps ``first`` and ``last`` at full resolution (every step, or a sample of at most
-    about WINDOW_POINTS when the window is long), read through ``runs.reader.read_window`` (by byte offsets: the log is
-    not read whole). A log without an index (an older writer's) is read whole, more slowly, to the same result."""
+    """The series of event log ``log`` between steps ``first`` and ``last`` at full resolution (every step, or a sample
+    of at most about WINDOW_POINTS when the window is long), read through ``runs.reader.read_window`` (by byte offsets:
+    the log is not read whole). A log without an index (an older writer's) is read whole, more slowly, to the same
+    result. Events of other steps are left out before folding: a resumed run's steps logged again still replace the
+    earlier ones (both lie in the window)."""
     from ..runs.reader import read_window
 
     window = read_window(log, first, last)
     events = window.events if window is not None else read_events(log, 0, typed=False)[0]
     state = RunState(chart_points=None)
-    state.apply(e for e in events if e.get("type") != "run_started")
+    state.apply(e for e in events if not isinstance(e.get("step"), int) or first <= e["step"] <= last)
     for series in state.all_series():
         keep = [i for i, x in enumerate(series.x) if isinstance(x, (int, float)) and first <= x <= last]
         if len(keep) > WINDOW_POINTS:  # evenly thinned, the last point kept
