@@ -65,3 +65,53 @@ def test_numbers_read_back_as_the_writer_wrote_them(tmp_path):
     assert math.isnan(number(e["loss"])) and finite_number(e["loss"]) is None
     assert finite_number(e["lr"]) == 1e-3 and number(e["loss_scale"]) is None
     assert number(True) is None and number("abc") is None
+
+
+def _diagnosis(step):
+    from workbench.events.schema import Diagnosis
+
+    return Diagnosis(step=step, kind="scale_collapse", cause="loss scale fell", fix="precision.mode=bf16", module="m")
+
+
+def test_the_index_names_every_rare_event_and_an_anchor_step_every_anchor_bytes(tmp_path, monkeypatch):
+    from workbench.events import log as events_log
+    from workbench.events.log import index_path, read_index
+
+    monkeypatch.setattr(events_log, "ANCHOR_BYTES", 2000)
+    path = tmp_path / "events.jsonl"
+    with EventWriter(path) as w:
+        for n in range(1, 101):
+            w.emit(_step(n, skipped=n == 40))
+            if n == 70:
+                w.emit(_diagnosis(n))
+    entries = read_index(path)
+    data = path.read_bytes()
+    for e in entries:  # each entry's offset is the start of its own line
+        line = json.loads(data[e["offset"]:data.index(b"\n", e["offset"])])
+        assert (line["type"], line["step"]) == (e["type"], e["step"]) and (e["offset"] == 0 or data[e["offset"] - 1] == 10)
+    assert [e["step"] for e in entries if e["type"] == "diagnosis"] == [70]
+    steps = [e for e in entries if e["type"] == "step"]
+    assert 40 in [e["step"] for e in steps]  # the skipped step, whatever the anchors
+    anchors = [e["offset"] for e in steps if e["step"] != 40]  # the first step, then one each 2000 bytes or more
+    assert anchors[0] == 0 and all(b - a >= 2000 for a, b in zip(anchors, anchors[1:]))
+    assert len(data) // 2000 - 1 <= len(anchors) - 1 <= len(data) // 2000 + 1
+    assert index_path(path).stat().st_size < len(data) / 5
+
+
+def test_a_log_an_older_writer_began_gets_no_index_and_a_torn_index_line_is_ended(tmp_path):
+    from workbench.events.log import index_path, read_index
+
+    old = tmp_path / "old.jsonl"
+    old.write_text(json.dumps({"type": "step", "step": 1, "loss": 1.0}) + "\n")  # no index beside it
+    with EventWriter(old) as w:
+        w.emit(_diagnosis(2))
+    assert read_index(old) is None and not index_path(old).exists()
+
+    path = tmp_path / "events.jsonl"
+    with EventWriter(path) as w:
+        w.emit(_diagnosis(1))
+    with open(index_path(path), "ab") as fh:
+        fh.write(b'{"offset": 99, "ty')  # a writer that crashed mid-line
+    with EventWriter(path) as w:  # (a resumed run's writer)
+        w.emit(_diagnosis(2))
+    assert [e["step"] for e in read_index(path)] == [1, 2]

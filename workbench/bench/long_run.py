@@ -12,6 +12,8 @@ a run that is still going (a live ``foreground.pid``, no final event), and print
 * attach:   ``RunMonitor.attach`` (reads the log, draws every chart once)
 * update:   one incremental monitor update after one more step was logged (read it, fold it, redraw)
 * points:   the most points any chart trace of the monitor holds (what goes to the browser per chart)
+* zoom:     zooming the loss chart into ZOOM_STEPS steps from a quarter of the run: that window read again from the
+            log, every step of it (``RunMonitor.zoom_chart``, what a plotly zoom calls)
 
 Writing the 1M-step log takes a minute or more here; ``--sizes`` picks sizes. Times are wall seconds of one
 measurement on whatever machine runs it (compare the rows of one run, not machines). ``--limit-s`` skips the
@@ -37,6 +39,7 @@ from ..runs.layout import EVENTS_FILE, FOREGROUND_PID
 MEMORY_EVERY = 10
 OVERFLOW_EVERY = 997
 DIAGNOSIS_EVERY = 50_000
+ZOOM_STEPS = 1000  # the zoomed window: this many steps from a quarter of the run, shown at full resolution
 
 
 def _step(i: int, scale: float, skipped: bool) -> Step:
@@ -90,7 +93,7 @@ def measure(runs_dir: Path, steps: int, limit_s: float = math.inf) -> dict:
     write_log(run_dir, steps, total_steps=steps * 2)
     (run_dir / FOREGROUND_PID).write_text(str(os.getpid()))  # alive: the run is "running"
     out = {"steps": steps, "mb": (run_dir / EVENTS_FILE).stat().st_size / 2**20, "write_s": time.perf_counter() - t0,
-           "row_s": None, "runs_s": None, "attach_s": None, "update_s": None, "points": None}
+           "row_s": None, "runs_s": None, "attach_s": None, "update_s": None, "points": None, "zoom_s": None}
     run_row(run_dir)  # a follower that saw the run before the new step (as a stream has)
     write_log(run_dir, 1, start=steps + 1)
     out["row_s"], row = _timed(lambda: run_row(run_dir))
@@ -110,6 +113,10 @@ def measure(runs_dir: Path, steps: int, limit_s: float = math.inf) -> dict:
     assert monitor.state.step == steps + 2, monitor.state.step
     out["points"] = max(len(trace.x or ()) for fig in monitor.figures.values() for trace in fig.data
                         if getattr(trace, "x", None) is not None)
+    first = steps // 4
+    last = first + min(ZOOM_STEPS, steps // 2)
+    out["zoom_s"], _ = _timed(lambda: monitor.zoom_chart("loss", (first, last)))
+    assert list(monitor.loss_fig.data[0].x) == list(range(first, last + 1)), "a zoomed window shows every step"
     return out
 
 
@@ -118,11 +125,12 @@ def _fmt(v, unit="s") -> str:
 
 
 def report(rows: list[dict]) -> str:
-    head = "| steps | log | row update | `workbench runs` | monitor attach | monitor update | points per chart |"
-    lines = [head, "|---|---|---|---|---|---|---|"]
+    head = ("| steps | log | row update | `workbench runs` | monitor attach | monitor update | points per chart | "
+            f"zoom to {ZOOM_STEPS:,} steps |")
+    lines = [head, "|---|---|---|---|---|---|---|---|"]
     for r in rows:
         lines.append(f"| {r['steps']:,} | {r['mb']:.1f} MB | {_fmt(r['row_s'])} | {_fmt(r['runs_s'])} | "
-                     f"{_fmt(r['attach_s'])} | {_fmt(r['update_s'])} | {_fmt(r['points'], '')} |")
+                     f"{_fmt(r['attach_s'])} | {_fmt(r['update_s'])} | {_fmt(r['points'], '')} | {_fmt(r.get('zoom_s'))} |")
     return "\n".join(lines)
 
 

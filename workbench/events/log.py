@@ -10,6 +10,17 @@ from typing import Any, Iterator, Optional
 from .schema import Event, event_from_dict
 
 EVENTS_FILE = "events.jsonl"  # a run's event log, in its run directory (workbench.runs.layout)
+INDEX_SUFFIX = ".index"  # events.jsonl.index: where in the log its rare events and some steps are (EventWriter)
+# The event types a chart draws one point of per step (or per few): a reader of a long log samples them. Every other
+# event (an overflow, a diagnosis, an eval, a checkpoint, the run's start and end), and a skipped step, is rare: its
+# byte offset goes into the index, so a reader finds all of them without reading the log between them.
+SERIES_TYPES = frozenset({"step", "memory", "rollout", "policy_mismatch"})
+ANCHOR_BYTES = 1 << 20  # rank 0 indexes its first step after every this many bytes of log: a coarse step -> offset map
+
+
+def index_path(log: str | Path) -> Path:
+    """The index of the event log ``log`` (its sidecar: one JSON line per indexed event)."""
+    return Path(str(log) + INDEX_SUFFIX)
 
 
 def _clean(value):
@@ -47,12 +58,25 @@ class EventWriter:
     at most the line being written, and on Linux a regular-file write holds the inode lock for its
     whole length, so lines of concurrent writers never interleave, whatever their size. Multi-node
     runs need the run directory on a filesystem with local semantics (NFS does not make O_APPEND
-    atomic across hosts: docs/distributed.md)."""
+    atomic across hosts: docs/distributed.md).
+
+    Beside the log it appends to its index (``index_path``): ``{"offset", "type", "step", "rank"}`` of each rare event
+    and of an anchor step every ANCHOR_BYTES, each written after its event's line (an index line never names an event
+    that is not in the log). The index exists from the log's first byte or not at all: a writer that finds a log an
+    older writer began, without an index, starts none (readers then read that log whole)."""
 
     def __init__(self, path: str | Path, rank: int = 0):
         self.path = Path(path)
         self.rank = rank
         self._fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+        self._index_fd = None
+        self._next_anchor = 0
+        index = index_path(self.path)
+        if os.fstat(self._fd).st_size == 0 or index.exists():
+            self._index_fd = os.open(index, os.O_RDWR | os.O_APPEND | os.O_CREAT, 0o644)
+            size = os.fstat(self._index_fd).st_size
+            if size and os.pread(self._index_fd, 1, size - 1) != b"\n":
+                os.write(self._index_fd, b"\n")  # a writer that crashed mid-line: end it, never glue ours onto it
 
     def emit(self, event: Event) -> None:
         d = event.to_dict()
@@ -61,12 +85,32 @@ class EventWriter:
         written = os.write(self._fd, line)
         if written != len(line):  # a full disk; never leave half a line for readers to choke on
             raise OSError(f"short write to {self.path}: {written} of {len(line)} bytes")
+        if self._index_fd is not None:
+            self._index(d, written)
+
+    def _index(self, d: dict, written: int) -> None:
+        # O_APPEND put the line at the end of the log as it was, and leaves this descriptor's offset right after it
+        kind = d.get("type")
+        rare = kind not in SERIES_TYPES or (kind == "step" and d.get("skipped"))
+        anchor = kind == "step" and self.rank == 0
+        if not (rare or anchor):
+            return
+        end = os.lseek(self._fd, 0, os.SEEK_CUR)
+        if not rare and end < self._next_anchor:
+            return
+        if anchor:
+            self._next_anchor = end + ANCHOR_BYTES
+        entry = {"offset": end - written, "type": kind, "step": d.get("step"), "rank": self.rank}
+        os.write(self._index_fd, (json.dumps(entry) + "\n").encode())
 
     def close(self) -> None:
         if self._fd is not None:
             os.fsync(self._fd)
             os.close(self._fd)
             self._fd = None
+        if self._index_fd is not None:
+            os.close(self._index_fd)
+            self._index_fd = None
 
     def __enter__(self):
         return self
@@ -96,6 +140,24 @@ def read_events(path: str | Path, offset: int = 0, typed: bool = True) -> tuple[
         d = json.loads(line)
         events.append(event_from_dict(d) if typed else d)
     return events, offset + end + 1
+
+
+def read_index(log: str | Path) -> Optional[list[dict]]:
+    """The complete entries of the log's index in the order written (torn lines skipped), or None when the log has
+    no index (an older writer's log)."""
+    try:
+        data = index_path(log).read_bytes()
+    except OSError:
+        return None
+    entries = []
+    for line in data[: data.rfind(b"\n") + 1].splitlines():
+        try:
+            e = json.loads(line)
+        except ValueError:
+            continue
+        if isinstance(e, dict) and isinstance(e.get("offset"), int) and isinstance(e.get("type"), str):
+            entries.append(e)
+    return entries
 
 
 def iter_events(path: str | Path, typed: bool = True) -> Iterator:

@@ -3,6 +3,7 @@
     runs/NAME/
       config.json          the run's RunConfig (this or the event log makes a folder a run directory)
       events.jsonl         the event log (workbench.events)
+      events.jsonl.index   where in the log its rare events and an anchor step every MiB are (EventWriter)
       checkpoints/step-NNNNNNN/   resumable checkpoints (workbench.runs.checkpoints)
       adapter/ | model/    what the run trained, saved at its end: the LoRA adapter (peft) | the full fine-tune's
                            model (transformers): ``trained_weights``

@@ -187,3 +187,165 @@ def log_size(path: str | Path) -> int:
         return os.stat(path).st_size
     except OSError:
         return -1
+
+
+# ---- a long log's chart data without reading it whole ----------------------------------------------------------------
+# A log longer than SAMPLE_ABOVE_BYTES whose writer kept an index (workbench.events.log: the offsets of its rare events
+# and of an anchor step every ANCHOR_BYTES) is read in three parts: its tail exactly, every rare event the index names
+# (read one line each), and SAMPLE_WINDOWS small windows at evenly spaced byte offsets before the tail, of which the
+# first event of each series type and rank is kept (the older part of each chart: one point per window). The bytes
+# read do not grow with the log, only the index's rare events do. A log without an index is read whole by the caller.
+SAMPLE_ABOVE_BYTES = 8 << 20  # ~25k steps: a shorter log is read whole (exactly what following it from its start draws)
+SAMPLE_WINDOWS = 1000
+WINDOW_BYTES = 4 << 10
+WINDOW_MAX_BYTES = 1 << 20  # a window grows until it holds a complete line (a GRPO rollout's samples are long)
+ZOOM_FULL_BYTES = 4 << 20  # a zoomed step window this short in bytes is read whole: every step of it
+
+
+@dataclass
+class LogSlice:
+    """Events of a log in log order (plain dicts, as logged), read without reading it whole; ``offset``: where a
+    follower goes on from (the log's complete size when it was read); ``sampled``: older series events are one per
+    window; ``bytes_read``: what reading it took."""
+
+    events: list
+    offset: int
+    sampled: bool
+    bytes_read: int = 0
+
+
+def _lines_from(fh, start: int, stop: int, first_line_cut: bool, want: Optional[int] = None) -> tuple[list, int]:
+    """[(offset, event)] of the complete lines in bytes ``start``..``stop`` (``first_line_cut``: ``start`` may fall
+    inside a line, which is then skipped); a window that holds no complete line is read further, up to
+    WINDOW_MAX_BYTES. Returns them and the bytes read."""
+    want = want or WINDOW_BYTES
+    pos = start - 1 if first_line_cut and start > 0 else start  # the byte before tells whether ``start`` begins a line
+    while True:
+        fh.seek(pos)
+        data = fh.read(max(0, min(want, stop - pos)))
+        newline = data.find(b"\n")
+        begin = (newline + 1 if newline >= 0 else len(data)) if pos < start else 0
+        end = data.rfind(b"\n") + 1
+        if end > begin or pos + len(data) >= stop or want >= WINDOW_MAX_BYTES:
+            break
+        want *= 4
+    out = []
+    at = pos + begin
+    for line in data[begin:end].split(b"\n")[:-1] if end > begin else ():
+        try:
+            e = json.loads(line)
+        except ValueError:
+            e = None
+        if isinstance(e, dict):
+            out.append((at, e))
+        at += len(line) + 1
+    return out, len(data)
+
+
+def _sample(fh, lo: int, hi: int, windows: int) -> tuple[dict, int]:
+    """{offset: event}: the first event of each series type and rank in each of ``windows`` evenly spaced windows of
+    bytes ``lo``..``hi`` (rare events, skipped steps included, are the index's)."""
+    from ..events.log import SERIES_TYPES
+
+    out, read = {}, 0
+    for k in range(windows):
+        start = lo + (hi - lo) * k // windows
+        lines, n = _lines_from(fh, start, hi, first_line_cut=True)
+        read += n
+        seen = set()
+        for offset, e in lines:
+            key = (e.get("type"), e.get("rank") or 0)
+            if key[0] in SERIES_TYPES and not (key[0] == "step" and e.get("skipped")) and key not in seen:
+                seen.add(key)
+                out[offset] = e
+    return out, read
+
+
+def _indexed(fh, entries: list, lo: int, hi: int) -> Optional[tuple[dict, int]]:
+    """{offset: event} of the index's entries in bytes ``lo``..``hi``, each read from the log; None when one does not
+    match its line (the index is not this log's: a log replaced or cut, or a line torn by a crash)."""
+    out, read = {}, 0
+    for entry in entries:
+        offset = entry["offset"]
+        if not lo <= offset < hi or offset in out:
+            continue
+        lines, n = _lines_from(fh, offset, hi, first_line_cut=False, want=1024)  # (grown for a longer line)
+        read += n
+        if not lines or lines[0][0] != offset or lines[0][1].get("type") != entry["type"]:
+            return None
+        out[offset] = lines[0][1]
+    return out, read
+
+
+def read_overview(path: str | Path, recent_steps: int, windows: Optional[int] = None) -> Optional[LogSlice]:
+    """What a chart of the whole log needs, in bounded reads: the tail holding rank 0's newest ``recent_steps`` steps
+    exactly, every rare event, and one event per series type, rank and window before the tail. None when the log is
+    short (read it whole, exactly) or has no usable index (an older writer's: read it whole)."""
+    from ..events.log import read_index
+
+    path = Path(path)
+    size = _complete_size(path)
+    if size <= SAMPLE_ABOVE_BYTES:
+        return None
+    entries = read_index(path)
+    if not entries:
+        return None
+
+    def holds_recent_steps(events: list) -> bool:
+        steps = [e.get("step") for e in events if e.get("type") == "step" and _rank0(e) and isinstance(e.get("step"), int)]
+        return bool(steps) and steps[0] <= steps[-1] - recent_steps
+
+    tail, tail_start = read_tail(path, size, holds_recent_steps)
+    with open(path, "rb") as fh:
+        rare = _indexed(fh, entries, 0, tail_start)
+        if rare is None:
+            return None
+        events, read = rare
+        sampled, n = _sample(fh, 0, tail_start, windows or SAMPLE_WINDOWS)
+    for offset, e in sampled.items():
+        events.setdefault(offset, e)
+    return LogSlice([events[o] for o in sorted(events)] + tail, size, True, read + n + size - tail_start)
+
+
+def _anchors(entries: list) -> list[tuple[int, int]]:
+    """(step, offset) of rank 0's indexed steps as the final chart has them: a resumed run's steps logged again replace
+    the later ones of the segment before (as ``Series.add`` does), so steps and offsets both grow."""
+    out: list = []
+    for e in entries:
+        step = e.get("step")
+        if e["type"] != "step" or e.get("rank") or not isinstance(step, int):
+            continue
+        while out and out[-1][0] >= step:
+            out.pop()
+        out.append((step, e["offset"]))
+    return out
+
+
+def read_window(path: str | Path, first: int, last: int, full_bytes: Optional[int] = None,
+                windows: Optional[int] = None) -> Optional[LogSlice]:
+    """The events of the bytes that hold steps ``first``..``last`` (and some steps around them), found through the
+    index's anchors: all of them when that is at most ``full_bytes``, else the index's rare events of it and a sample
+    of ``windows`` windows. None when the log has no index (read it whole)."""
+    from ..events.log import read_index
+
+    path = Path(path)
+    entries = read_index(path)
+    if entries is None:
+        return None
+    size = _complete_size(path)
+    anchors = _anchors(entries)
+    lo = max((o for s, o in anchors if s < first), default=0)
+    hi = min((o for s, o in anchors if s > last and o > lo), default=size)
+    with open(path, "rb") as fh:
+        if hi - lo <= (full_bytes or ZOOM_FULL_BYTES):
+            fh.seek(lo)
+            data = fh.read(hi - lo)
+            return LogSlice(parse_lines(data[: data.rfind(b"\n") + 1]), size, False, len(data))
+        rare = _indexed(fh, entries, lo, hi)
+        if rare is None:
+            return None
+        events, read = rare
+        sampled, n = _sample(fh, lo, hi, windows or SAMPLE_WINDOWS)
+    for offset, e in sampled.items():
+        events.setdefault(offset, e)
+    return LogSlice([events[o] for o in sorted(events)], size, True, read + n)

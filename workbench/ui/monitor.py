@@ -21,7 +21,7 @@ from ..engine import launch
 from ..runs import RunHandle, attach
 from ..events.schema import MODEL_STATE_FIELDS
 from .lab_settings import chart_template
-from .state import EventTail, RunState, Throttle, catch_up
+from .state import ChartZoom, EventTail, RunState, Throttle, catch_up, relayout_x_range
 
 POLL_INTERVAL_S = 0.1
 MAX_REDRAWS_PER_S = 4
@@ -144,6 +144,14 @@ class RunMonitor(W.VBox):
                         "mismatch": self.mismatch_fig, "loss_scale": self.scale_fig, "grad_norm": self.grad_fig,
                         "lr": self.lr_fig, "memory": self.memory_fig, "breakdown": self.breakdown_fig,
                         "census": self.census_fig}
+        # The step charts a user may zoom into: the zoomed window is read again at full resolution (ChartZoom)
+        self.zoom = ChartZoom()
+        self.step_figures = {"loss": self.loss_fig, "loss_scale": self.scale_fig, "grad_norm": self.grad_fig,
+                             "lr": self.lr_fig}
+        for name, fig in self.step_figures.items():
+            # the front end's relayout message, as the user sent it: plotly's layout callbacks cannot tell a reset-zoom
+            # from the autorange that follows it (plotly's own handler has applied it to the layout before this runs)
+            fig.observe(lambda change, name=name: self._on_relayout(name, change["new"]), names="_js2py_relayout")
         self.figure_boxes = {}
         for name, fig in self.figures.items():
             box = W.Box([fig])  # the class goes on a plain box: a FigureWidget's own view may not apply it
@@ -287,7 +295,36 @@ class RunMonitor(W.VBox):
         return self.state
 
     # ---- drawing ------------------------------------------------------------------------------
+    def _on_relayout(self, name: str, message) -> None:
+        # a zoom, a pan or a reset-zoom of a step chart: its series are read again for the window it shows
+        change = relayout_x_range(((message or {}).get("relayout_data")) or {})
+        if change is not None:
+            self.zoom_chart(name, change[1])
+
+    def zoom_chart(self, name: str, x_range) -> None:
+        """Show step chart ``name`` (a key of ``step_figures``) between steps ``x_range`` = (lo, hi) at full
+        resolution, read from the log for that window; None (or the whole run's range): the run's overview."""
+        if self.tail is not None and self.zoom.set_range(name, self.tail.path, x_range, self.state):
+            self._draw_step_series([name])
+
+    def _draw_step_series(self, names) -> None:
+        """The series of the step charts ``names``, from the run's state or the chart's zoomed window."""
+        for name in names:
+            s, fig = self.zoom.source(name, self.state), self.step_figures[name]
+            with fig.batch_update():
+                if name == "loss":
+                    fig.data[0].x, fig.data[0].y = list(s.loss.x), list(s.loss.y)
+                    fig.data[1].x, fig.data[1].y = list(s.eval_loss.x), list(s.eval_loss.y)
+                elif name == "loss_scale":
+                    fig.data[0].x, fig.data[0].y = list(s.loss_scale.x), list(s.loss_scale.y)
+                    fig.data[1].x = [o["step"] for o in s.overflows]
+                    fig.data[1].y = [o["scale_before"] for o in s.overflows]
+                else:
+                    series = getattr(s, name)
+                    fig.data[0].x, fig.data[0].y = list(series.x), list(series.y)
+
     def _reset_figures(self) -> None:
+        self.zoom.clear()
         for fig in (self.loss_fig, self.scale_fig, self.grad_fig, self.lr_fig):
             with fig.batch_update():
                 for trace in fig.data:
@@ -316,14 +353,8 @@ class RunMonitor(W.VBox):
         now = time.time()
         self._drawn_version = s.version
         self.redraws += 1
-        with self.loss_fig.batch_update():
-            self.loss_fig.data[0].x, self.loss_fig.data[0].y = list(s.loss.x), list(s.loss.y)
-            self.loss_fig.data[1].x, self.loss_fig.data[1].y = list(s.eval_loss.x), list(s.eval_loss.y)
-        with self.scale_fig.batch_update():
-            self.scale_fig.data[0].x, self.scale_fig.data[0].y = list(s.loss_scale.x), list(s.loss_scale.y)
-            self.scale_fig.data[1].x = [o["step"] for o in s.overflows]
-            self.scale_fig.data[1].y = [o["scale_before"] for o in s.overflows]
-            self.scale_fig.layout.title.text = f"loss scale: {len(s.overflows)} overflow(s)"
+        self._draw_step_series([name for name in self.step_figures if not self.zoom.zoomed(name)])
+        self.scale_fig.layout.title.text = f"loss scale: {len(s.overflows)} overflow(s)"
         self._draw_loss_scaling_note()
         self._draw_task_metrics()
         # the task chart only for runs that score tasks (config eval.tasks)
@@ -338,10 +369,6 @@ class RunMonitor(W.VBox):
                               (self.census_fig, s.census)):
             if bool(has_data) == fig.layout.annotations[0].visible:
                 _show_waiting(fig, not has_data)
-        with self.grad_fig.batch_update():
-            self.grad_fig.data[0].x, self.grad_fig.data[0].y = list(s.grad_norm.x), list(s.grad_norm.y)
-        with self.lr_fig.batch_update():
-            self.lr_fig.data[0].x, self.lr_fig.data[0].y = list(s.lr.x), list(s.lr.y)
         self._fix_step_axes()
         self._draw_memory()
         self._draw_census()
@@ -368,9 +395,10 @@ class RunMonitor(W.VBox):
         total = self.state.total_steps
         if not total:
             return
+        zoomed = [self.step_figures[name] for name in self.zoom.windows]  # the user's zoom stays
         for fig in (self.loss_fig, self.task_fig, self.reward_fig, self.mismatch_fig, self.scale_fig, self.grad_fig,
                     self.lr_fig, self.memory_fig):
-            if tuple(fig.layout.xaxis.range or ()) != (0, total):
+            if not any(fig is z for z in zoomed) and tuple(fig.layout.xaxis.range or ()) != (0, total):
                 fig.layout.xaxis.range = [0, total]
 
     def _draw_grpo(self) -> None:

@@ -50,7 +50,7 @@ RECENT_STEPS = 500
 @dataclass
 class Series:
     """Parallel x/y lists (x: steps, growing), thinned as they grow (see CHART_POINTS); views append, never rebuild.
-    ``limit=None`` keeps every point."""
+    ``limit=None`` keeps every point (a step logged again still replaces the later ones: a resumed run)."""
 
     x: list = field(default_factory=list)
     y: list = field(default_factory=list)
@@ -64,7 +64,7 @@ class Series:
 
     def add(self, x, y) -> None:
         self.seen += 1
-        if self.limit is None or not isinstance(x, (int, float)):
+        if not isinstance(x, (int, float)):
             self.x.append(x)
             self.y.append(y)
             return
@@ -77,7 +77,8 @@ class Series:
         self.y.append(y)
         self._prev.append(self._last)
         self._last = x
-        self._settle(x - self.recent)
+        if self.limit is not None:
+            self._settle(x - self.recent)
 
     def drops(self, x) -> bool:
         """Whether a point at ``x`` folded in now is certain to go once it leaves the recent window: it is not the
@@ -159,6 +160,21 @@ class RunState:
     version: int = 0
     # event times of the step events applied since the view last drew: the latency probe
     pending_step_times: list = field(default_factory=list)
+    chart_points: Optional[int] = CHART_POINTS  # each series' limit (None: every point, a zoomed window's state)
+
+    def __post_init__(self):
+        if self.chart_points != CHART_POINTS:
+            for series in self.all_series():
+                series.limit = self.chart_points
+
+    def _series(self) -> Series:
+        return Series(limit=self.chart_points)
+
+    def all_series(self) -> list:
+        """Every series of the state (the per-step ones, and those of memory, task metrics, rewards, mismatch)."""
+        return [self.loss, self.eval_loss, self.lr, self.grad_norm, self.loss_scale, self.coverage,
+                *self.task_metrics.values(), *self.rewards.values(), *self.mismatch.values(),
+                *self.rollout_stats.values(), *self.memory_series.values()]
 
     @property
     def done(self) -> bool:
@@ -240,9 +256,9 @@ class RunState:
         for dev in d.get("devices") or []:
             for key in ("allocated", "reserved", "peak"):
                 if dev.get(key) is not None:
-                    self.memory_series.setdefault(f"{dev.get('device')} {key}", Series()).add(step, dev[key])
+                    self.memory_series.setdefault(f"{dev.get('device')} {key}", self._series()).add(step, dev[key])
         if d.get("host_rss") is not None:
-            self.memory_series.setdefault(f"rank{rank} host RSS", Series()).add(step, d["host_rss"])
+            self.memory_series.setdefault(f"rank{rank} host RSS", self._series()).add(step, d["host_rss"])
 
     def _on_eval(self, e, rank):
         self.eval_loss.add(_get(e, "step"), finite_number(_get(e, "loss")))
@@ -252,22 +268,22 @@ class RunState:
         for name, value in (_get(e, "metrics") or {}).items():
             if name in ("n", "tokens") or isinstance(value, (bool, dict, list, str)):  # counts and breakdowns
                 continue
-            self.task_metrics.setdefault(f"{task} {name}", Series()).add(_get(e, "step"), finite_number(value))
+            self.task_metrics.setdefault(f"{task} {name}", self._series()).add(_get(e, "step"), finite_number(value))
 
     def _on_rollout(self, e, rank):
         step = _get(e, "step")
-        self.rewards.setdefault("total", Series()).add(step, finite_number(_get(e, "reward_mean")))
+        self.rewards.setdefault("total", self._series()).add(step, finite_number(_get(e, "reward_mean")))
         for name, figures in (_get(e, "rewards") or {}).items():
-            self.rewards.setdefault(name, Series()).add(step, finite_number((figures or {}).get("mean")))
+            self.rewards.setdefault(name, self._series()).add(step, finite_number((figures or {}).get("mean")))
         for key, value in (("parse_rate", _get(e, "parse_rate")), ("all_equal_groups", _get(e, "all_equal_groups")),
                            ("completion_tokens", _get(e, "completion_tokens_mean"))):
             if value is not None:
-                self.rollout_stats.setdefault(key, Series()).add(step, finite_number(value))
+                self.rollout_stats.setdefault(key, self._series()).add(step, finite_number(value))
         self.samples = [{"step": step, **sample} for sample in (_get(e, "samples") or [])]
 
     def _on_policy_mismatch(self, e, rank):
         for key in ("mean_abs", "max_abs", "kl", "ratio_std"):
-            self.mismatch.setdefault(key, Series()).add(_get(e, "step"), finite_number(_get(e, key)))
+            self.mismatch.setdefault(key, self._series()).add(_get(e, "step"), finite_number(_get(e, key)))
 
     def _on_checkpoint(self, e, rank):
         self.checkpoints.append({"step": _get(e, "step"), "path": _get(e, "path"), "kind": _get(e, "kind")})
@@ -400,9 +416,20 @@ def catch_up(state: RunState, tail: EventTail) -> int:
     (the tests compare them), in a fraction of the time: a step line older than the newest RECENT_STEPS steps that no
     series would keep (``Series.drops``) is folded from its step number alone, without parsing the rest. Its other
     fields (eta, throughput) are overwritten by the later steps that are parsed; a skipped step is always parsed.
-    Reads the log a chunk at a time, never the whole of it at once. Returns the number of events folded."""
-    from ..runs.reader import summarize  # the log's last step: how old a step must be to be thinned away for sure
+    Reads the log a chunk at a time, never the whole of it at once. Returns the number of events folded.
 
+    A long log from its start whose writer kept an index is not read whole: ``runs.reader.read_overview`` gives its
+    tail exactly, every rare event (overflows, skipped steps, alerts, evals, checkpoints) and a sample of the older
+    steps, one per window (a chart of the same shape, not the same points; the newest RECENT_STEPS steps exact)."""
+    from ..runs.reader import read_overview, summarize  # summarize: the last step (how old a step is to be thinned)
+
+    if tail.offset == 0:
+        overview = read_overview(tail.path, RECENT_STEPS)
+        if overview is not None:
+            state.apply(overview.events)
+            tail.offset = overview.offset
+            state.version += 1
+            return len(overview.events)
     last = summarize(tail.path).last_step.get("step")
     horizon = last - RECENT_STEPS if isinstance(last, int) else None
     series = (state.loss, state.lr, state.grad_norm)
@@ -459,6 +486,79 @@ def load_run_state(run_dir: str | Path) -> RunState:
     catch_up(state, EventTail(Path(run_dir) / EVENTS_FILE, typed=False))
     state.pending_step_times.clear()
     return state
+
+
+WINDOW_POINTS = 4000  # a zoomed chart's series holds at most this many points (a 440 px chart shows fewer)
+
+
+def load_window(log: str | Path, first: int, last: int) -> RunState:
+    """The series of event log ``log`` between steps ``first`` and ``last`` at full resolution (every step, or a sample
+    of at most about WINDOW_POINTS when the window is long), read through ``runs.reader.read_window`` (by byte offsets:
+    the log is not read whole). A log without an index (an older writer's) is read whole, more slowly, to the same
+    result. Events of other steps are left out before folding: a resumed run's steps logged again still replace the
+    earlier ones (both lie in the window)."""
+    from ..runs.reader import read_window
+
+    window = read_window(log, first, last)
+    events = window.events if window is not None else read_events(log, 0, typed=False)[0]
+    state = RunState(chart_points=None)
+    state.apply(e for e in events if not isinstance(e.get("step"), int) or first <= e["step"] <= last)
+    for series in state.all_series():
+        keep = [i for i, x in enumerate(series.x) if isinstance(x, (int, float)) and first <= x <= last]
+        if len(keep) > WINDOW_POINTS:  # evenly thinned, the last point kept
+            keep = [keep[i * len(keep) // WINDOW_POINTS] for i in range(WINDOW_POINTS - 1)] + [keep[-1]]
+        series.x, series.y = [series.x[i] for i in keep], [series.y[i] for i in keep]
+    state.skipped_steps = [x for x in state.skipped_steps if first <= x <= last]
+    state.overflows = [o for o in state.overflows if first <= (o["step"] or 0) <= last]
+    return state
+
+
+def relayout_x_range(relayout: dict) -> Optional[tuple]:
+    """What a plotly relayout (the front end's message: a zoom, a pan, a double-click) did to a chart's x-axis:
+    ("zoom", (lo, hi)), ("reset", None), or None when it left the x-axis alone."""
+    if relayout.get("xaxis.autorange") is True:
+        return ("reset", None)
+    lo, hi = relayout.get("xaxis.range[0]"), relayout.get("xaxis.range[1]")
+    if lo is None and isinstance(relayout.get("xaxis.range"), (list, tuple)) and len(relayout["xaxis.range"]) == 2:
+        lo, hi = relayout["xaxis.range"]
+    if isinstance(lo, (int, float)) and isinstance(hi, (int, float)):
+        return ("zoom", (lo, hi))
+    return None
+
+
+class ChartZoom:
+    """The step window each chart is zoomed into, and its series read at full resolution for that window
+    (``load_window``); a chart not zoomed (or zoomed back out) draws the run's overview. Plain Python: the monitor
+    tells it the x-ranges the user picks."""
+
+    def __init__(self):
+        self.windows: dict[str, tuple[int, int, RunState]] = {}  # chart -> (first step, last step, its state)
+
+    def set_range(self, chart: str, log: str | Path, x_range, overview: RunState) -> bool:
+        """The user set ``chart``'s x-range (None, or one spanning the whole run: zoomed out). Returns whether what the
+        chart draws changed."""
+        lo, hi = (tuple(x_range) + (None, None))[:2] if x_range else (None, None)
+        xs = overview.loss.x or overview.lr.x
+        start = xs[0] if xs else 0
+        end = max(overview.total_steps or 0, overview.step or 0, xs[-1] if xs else 0)
+        if lo is None or hi is None or (lo <= start and hi >= end):
+            return self.windows.pop(chart, None) is not None
+        first, last = max(0, math.floor(min(lo, hi))), math.ceil(max(lo, hi))
+        if chart in self.windows and self.windows[chart][:2] == (first, last):
+            return False
+        self.windows[chart] = (first, last, load_window(log, first, last))
+        return True
+
+    def source(self, chart: str, overview: RunState) -> RunState:
+        """The state ``chart`` draws its series from."""
+        window = self.windows.get(chart)
+        return window[2] if window is not None else overview
+
+    def zoomed(self, chart: str) -> bool:
+        return chart in self.windows
+
+    def clear(self) -> None:
+        self.windows.clear()
 
 
 class Throttle:

@@ -161,6 +161,13 @@ def test_side_panel_follows_and_stops_a_run_launched_from_a_notebook(tmp_path):
             wait_accepting_dialogs(page, ".wb-monitor-panel", 120)
             expect(page.locator(".wb-monitor-panel .wb-run-status").first).to_contain_text("stopped", timeout=120_000)
             assert (root / f"monitor-{name}.ipynb").is_file()
+            # its loss chart drawn, and seen: plotly's layers above the traces stay transparent in the dark theme
+            loss_plot = page.locator(".wb-monitor-panel .wb-fig-loss .js-plotly-plot").first
+            drawn = "p => (p.querySelector('.scatterlayer .js-line')?.getAttribute('d') || '').length > 20"
+            page.wait_for_function(drawn, arg=loss_plot.element_handle(timeout=60_000), timeout=60_000)
+            layers = loss_plot.evaluate("p => [...p.querySelectorAll('.main-svg')]"
+                                        ".map(s => getComputedStyle(s).backgroundColor)")
+            assert len(layers) > 1 and all(c == "rgba(0, 0, 0, 0)" for c in layers[1:]), f"layers cover traces: {layers}"
             shot("dark-monitor-notebook")
 
             # Compare: a second (copied) run appears; tick both, Compare opens a notebook with both loss curves
