@@ -1,5 +1,6 @@
-"""The rollout scorer the engine's GRPO step is given (``engine.grpo.RolloutScorer``): the prompts, and the rewards
-of ``rl.rewards`` for each completion."""
+"""The rollout scorers the engine's GRPO step is given (``engine.grpo.RolloutScorer``): the prompts, and the rewards
+of ``rl.rewards`` for each completion. ``rl.prompts: rows`` -> ``RowsScorer``; ``phone_tasks`` ->
+``rewards.phone_tasks.PhoneTasksScorer``."""
 from __future__ import annotations
 
 from ..config import RunConfig
@@ -9,42 +10,66 @@ from ..eval.tasks import Reply, load_examples
 from .functions import REWARD_FUNCTIONS, RewardError
 
 
-class RowsScorer:
-    """Prompts from the single-step rows of a JSONL file (every message but the last answer; the answer is the
-    reference), completions scored by the phone-action verdict and the named reward functions."""
+class ExamplesScorer:
+    """Prompts that are ``eval.tasks.Example`` items (the conversation up to the answer, the reference answer),
+    completions scored by the phone-action verdict and the named reward functions. A subclass may add to the
+    verdicts of a batch (``add_to_verdicts``) what a reward needs beyond the one completion."""
 
-    def __init__(self, path: str, names: list[str], system_prompt=None):
-        self.path, self.names = path, list(names)
-        self.prompts = load_examples(path, system_prompt=system_prompt)
+    def __init__(self, prompts: list, names: list[str]):
+        self.prompts, self.names = prompts, list(names)
         self.task = PhoneActionsTask()
 
+    def where(self, example) -> str:
+        return f"prompt {example.index}"
+
+    def add_to_verdicts(self, prompts: list, completions: list[str], verdicts: list[dict]) -> None:
+        """Nothing by default."""
+
     def __call__(self, prompts: list, completions: list[str]) -> ScoredCompletions:
-        rewards = {name: [] for name in self.names}
-        parsed = []
+        verdicts = []
         for example, completion in zip(prompts, completions):
-            where = f"row {example.index} of {self.path}"
             try:
-                verdict = self.task.score(example, Reply(content=completion))
+                verdicts.append(self.task.score(example, Reply(content=completion)))
             except Exception as err:  # noqa: BLE001 - re-raised naming the row
-                raise RewardError(f"scoring {where} failed: {type(err).__name__}: {err}") from err
-            parsed.append(bool(verdict["parsed"]))
+                raise RewardError(f"scoring {self.where(example)} failed: {type(err).__name__}: {err}") from err
+        self.add_to_verdicts(prompts, completions, verdicts)
+        rewards = {name: [] for name in self.names}
+        for example, completion, verdict in zip(prompts, completions, verdicts):
             for name in self.names:
                 try:
                     rewards[name].append(float(REWARD_FUNCTIONS[name](example, completion, verdict)))
                 except Exception as err:  # noqa: BLE001 - re-raised naming the reward and the row
-                    raise RewardError(f"reward {name!r} raised on {where}: {type(err).__name__}: {err} "
-                                      f"(completion: {completion[:200]!r})") from err
-        return ScoredCompletions(rewards, parsed)
+                    raise RewardError(f"reward {name!r} raised on {self.where(example)}: {type(err).__name__}: "
+                                      f"{err} (completion: {completion[:200]!r})") from err
+        return ScoredCompletions(rewards, [bool(v["parsed"]) for v in verdicts])
 
     @staticmethod
     def describe(example) -> str:
         user = [m for m in example.messages if m["role"] == "user"]
         content = user[-1]["content"] if user else ""
-        return (content if isinstance(content, str) else str(content))[:300]
+        if not isinstance(content, str):  # a screenshot turn: its text parts (the image is not text)
+            content = " ".join(p.get("text", "") for p in content if isinstance(p, dict) and p.get("type") == "text")
+        return content[:300]
+
+
+class RowsScorer(ExamplesScorer):
+    """Prompts from the single-step rows of a JSONL file (every message but the last answer; the answer is the
+    reference)."""
+
+    def __init__(self, path: str, names: list[str], system_prompt=None):
+        self.path = path
+        super().__init__(load_examples(path, system_prompt=system_prompt), names)
+
+    def where(self, example) -> str:
+        return f"row {example.index} of {self.path}"
 
 
 def scorer_for(cfg: RunConfig):
     """The rollout scorer of a GRPO run (None for SFT)."""
     if cfg.training.method != "grpo":
         return None
+    if cfg.rl.prompts == "phone_tasks":
+        from .phone_tasks import PhoneTasksScorer
+
+        return PhoneTasksScorer.from_config(cfg)
     return RowsScorer(cfg.data.train, list(cfg.rl.rewards), cfg.data.system_prompt)
