@@ -32,7 +32,7 @@ from ..phone.screen import parse_size
 from ..phone.tasks import PhoneTask, select_tasks
 from ..serve.remote import Completion
 from .functions import RewardError
-from .scorer import ExamplesScorer
+from .examples import ExamplesScorer
 
 
 @dataclass(frozen=True)
