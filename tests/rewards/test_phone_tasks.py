@@ -65,7 +65,8 @@ def test_episode_success_without_the_trained_model_or_on_rows_says_why(tasks):
 
 
 @pytest.mark.parametrize("field,value,says", [("rl.tasks", "no_such_task", "unknown tasks 'no_such_task'"),
-                                              ("rl.screen_size", "12x252", "at least 28")])
+                                              ("rl.screen_size", "12x252", "at least 28"),
+                                              ("rl.date", "2026-13-01", "not a date")])
 def test_phone_task_settings_that_cannot_work_name_their_field(field, value, says):
     base = {"training.method": "grpo", "lora.dropout": 0, "rl.prompts": "phone_tasks", "rl.screen_size": "112x252"}
     with pytest.raises(ConfigError, match=rf"{field}: .*{says}"):
@@ -75,7 +76,8 @@ def test_phone_task_settings_that_cannot_work_name_their_field(field, value, say
 def test_phone_tasks_prompts_come_from_the_config():
     s = scorer_for(load_config(None, {"training.method": "grpo", "lora.dropout": 0, "rl.prompts": "phone_tasks",
                                       "rl.tasks": "open_app", "rl.screen_size": "112x252",
-                                      "rl.rewards": {"episode_success": 1.0}}))
-    assert isinstance(s, PhoneTasksScorer) and s.size == SIZE
+                                      "rl.rewards": {"episode_success": 1.0}, "rl.date": "2026-12-01"}))
+    assert isinstance(s, PhoneTasksScorer) and s.size == SIZE and s.date == DATE
+    assert "The current date: 2026-12-01" in s.prompts[0].messages[0]["content"]  # the same prompts on any day
     assert s.prompts and {p.task.template for p in s.prompts} == {"open_app"}
     assert s.prompts[0].task.instruction in s.describe(s.prompts[0])  # the samples table shows the instruction

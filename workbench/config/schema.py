@@ -241,6 +241,16 @@ class TrainingSection(Section):
         "rewards score them, and each answer is pushed up or down by how it did against its group.")
 
 
+def _is_date(text: str) -> bool:
+    import datetime
+
+    try:
+        datetime.date.fromisoformat(text)
+    except ValueError:
+        return False
+    return True
+
+
 class RlSection(Section):
     """Reinforcement fine-tuning (``training.method: grpo``). A step samples ``group_size`` completions for each of
     ``schedule.micro_batch_size`` prompts per micro-batch (``grad_accum_steps`` micro-batches per optimizer step)."""
@@ -254,6 +264,9 @@ class RlSection(Section):
                        "train, heldout, a template, task ids (comma-separated) or a .jsonl task file.")
     screen_size: str = Field("1080x2400", description="rl.prompts phone_tasks: the simulated phone's screen, "
                              "WIDTHxHEIGHT in pixels (112x252 for tiny-glm4v-agent).")
+    date: Optional[str] = Field(None, description="rl.prompts phone_tasks: the date the system prompt states, "
+                                "YYYY-MM-DD (the packaged episode rows say 2026-12-01); null: the day the run starts. "
+                                "A fixed date keeps the prompts, and so the run, the same on any day.")
     episode_max_steps: int = Field(20, ge=1, le=500, description="episode_success: the steps an episode may take, "
                                    "the sampled first action included; the rest are the trained model's greedy "
                                    "answers (rl.max_new_tokens each).")
@@ -280,6 +293,8 @@ class RlSection(Section):
         if "episode_success" in self.rewards and self.prompts != "phone_tasks":
             out.append((f"{path}.rewards.episode_success", "plays the episode of a phone task from its sampled first "
                         f"action, and rl.prompts is {self.prompts}: set rl.prompts phone_tasks, or drop the reward"))
+        if self.date is not None and not _is_date(self.date):
+            out.append((f"{path}.date", f"{self.date!r} is not a date: give YYYY-MM-DD, e.g. 2026-12-01, or null"))
         if not re.fullmatch(r"\s*\d+\s*[xX]\s*\d+\s*", self.screen_size) or \
                 min(int(v) for v in re.split(r"[xX]", self.screen_size)) < 28:
             out.append((f"{path}.screen_size", f"{self.screen_size!r}: give WIDTHxHEIGHT in pixels, each side at "

@@ -103,7 +103,8 @@ class PhoneTasksScorer(ExamplesScorer):
             size = parse_size(rl.screen_size)
         except ValueError as err:
             raise ConfigError([("rl.screen_size", str(err))]) from None
-        return cls(tasks, list(rl.rewards), size, rl.episode_max_steps, rl.max_new_tokens)
+        date = datetime.date.fromisoformat(rl.date) if rl.date else None
+        return cls(tasks, list(rl.rewards), size, rl.episode_max_steps, rl.max_new_tokens, date)
 
     def attach(self, policy) -> None:
         """The model being trained (``engine.grpo.TrainedPolicy``): it answers the episodes' later steps."""
