@@ -28,7 +28,7 @@ def figure(compare: PrecisionCompare, panels: Sequence[str] = PANELS, width: int
                             line=dict(color=COLOURS.get(label)), row=1, col=col)
         fig.update_xaxes(title_text="step", row=1, col=col)
         if panel != "reward":
-            fig.update_yaxes(type="log", row=1, col=col)
+            fig.update_yaxes(type="log", exponentformat="e", row=1, col=col)  # 1e-07, not SI "100n"
     fig.update_annotations(font_size=12)
     fig.update_layout(width=width, height=height, margin=dict(l=50, r=10, t=40, b=40), template=chart_template(),
                       legend=dict(orientation="h", y=-0.2))
