@@ -47,7 +47,7 @@ def test_judging_a_figure():
 def test_a_figure_outside_its_tolerance_is_exit_1(monkeypatch, capsys):
     recipe = load_recipe("precision-lab")
 
-    def measured(r, overrides, runs_dir, progress=True):
+    def measured(r, overrides, runs_dir, progress=True, **kw):
         return bench.Outcome(r, rows=[bench.Measured("heldout_loss", "loss", 9.0, 5.787, Figure(value=5.509, tolerance=0.02),
                                                      "OUTSIDE")], machine="cpu/fp32")
 
@@ -59,7 +59,7 @@ def test_a_figure_outside_its_tolerance_is_exit_1(monkeypatch, capsys):
 def test_overriding_a_setting_shows_figures_without_judging_them(monkeypatch, capsys):
     seen = {}
 
-    def measured(r, overrides, runs_dir, progress=True):
+    def measured(r, overrides, runs_dir, progress=True, **kw):
         seen.update(overrides)
         return bench.Outcome(r, machine="cpu/fp32")
 
@@ -103,3 +103,27 @@ def test_every_expected_figure_names_a_metric_its_task_reports():
                 example = load_examples(data, limit=1)[0]
                 reported = task.summarize([task.score(example, Reply(example.reference))])
             assert set(evaluation.figures) <= set(reported), (recipe.name, set(evaluation.figures) - set(reported))
+
+
+def test_a_recipe_that_starts_from_another_is_trained_from_that_recipes_model(monkeypatch, tmp_path):
+    """The bench trains the start first (or takes --start-run) and passes its model as model.source; the evaluation's
+    base is then that model (SFT vs SFT + GRPO)."""
+    started, trained = [], []
+    start_run = tmp_path / "sft"
+    (start_run / "model").mkdir(parents=True)
+    (start_run / "model" / "config.json").write_text("{}")
+
+    def train_start(recipe, runs_dir, progress, out):
+        started.append(recipe.starts_from)
+        return start_run / "model"
+
+    monkeypatch.setattr(bench, "_train_start", train_start)
+    monkeypatch.setattr(bench, "_train_and_evaluate", lambda recipe, cfg, *a: trained.append(cfg.model.source))
+    recipe = load_recipe("grpo-phone-tasks-tiny-glm4v")
+    bench.run_recipe(recipe, {}, tmp_path)
+    assert started == ["screenshots-to-actions-tiny-glm4v"] and trained == [str(start_run / "model")]
+    out = bench.run_recipe(recipe, {}, tmp_path, start_run=start_run)  # reused: nothing trained first
+    assert started == ["screenshots-to-actions-tiny-glm4v"] and trained[-1] == str(start_run / "model")
+    assert "--start-run" in out.notes[0]
+    with pytest.raises(Exception, match="saved no whole model"):
+        bench.run_recipe(recipe, {}, tmp_path, start_run=tmp_path)

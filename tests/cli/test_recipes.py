@@ -71,3 +71,12 @@ def test_train_recipe_runs_it(capsys, tmp_path):
     assert started["type"] == "run_started"
     assert started["config"]["model"]["source"] == "tiny-glm4" and started["config"]["schedule"]["learning_rate"] == 0.003
     assert started["config"]["schedule"]["max_steps"] == 2
+
+
+def test_a_recipe_that_starts_from_another_asks_for_that_model(capsys):
+    assert main(["train", "--recipe", "grpo-phone-tasks-tiny-glm4v"]) == 2
+    err = capsys.readouterr().err
+    assert "model.source: recipe grpo-phone-tasks-tiny-glm4v starts from the model recipe " \
+           "screenshots-to-actions-tiny-glm4v trains" in err and "--model.source RUN/model" in err
+    assert main(["recipes", "show", "grpo-phone-tasks-tiny-glm4v"]) == 0
+    assert "add --model.source RUN/model" in capsys.readouterr().out

@@ -13,7 +13,8 @@ def test_every_packaged_recipe_is_a_valid_run_configuration():
     names = recipe_names()
     assert {"identity-demo", "phone-actions-smollm2", "precision-lab", "autoglm-phone-9b-lora-2x4090"} <= set(names)
     for recipe in all_recipes():
-        cfg = recipe.run_config()  # every check, files included
+        # every check, files included; a recipe that starts from another's model gets a stand-in of that model
+        cfg = recipe.run_config({"model.source": "tiny-glm4v-agent"} if recipe.starts_from else {})
         assert isinstance(cfg, RunConfig) and recipe.purpose
         if recipe.figures:  # a recipe with figures says where they were measured and what the bench took there
             assert recipe.measured_on is not None and recipe.measured_on.wall_s and recipe.measured_on.cpu_s, recipe.name
@@ -52,6 +53,31 @@ def test_figures_need_a_machine_class_and_tasks_must_exist(tmp_path, monkeypatch
     problems = dict(err.value.problems)
     assert "unknown task 'nope'" in problems["evaluation[0].task"]
     assert "measured_on" in problems
+
+
+def test_a_recipe_starting_from_another_is_checked_and_needs_that_model(tmp_path, monkeypatch):
+    monkeypatch.setattr(recipes_module, "RECIPES_DIR", tmp_path)
+    (tmp_path / "sft.yaml").write_text("purpose: p\nconfig: {lora: {enabled: false}}\n")
+    (tmp_path / "sft-lora.yaml").write_text("purpose: p\nconfig: {}\n")  # an adapter only: nothing to start from
+    (tmp_path / "rl.yaml").write_text("purpose: p\nstarts_from: sft\nconfig: {training: {method: grpo}, "
+                                      "lora: {dropout: 0}}\n")
+    (tmp_path / "chain.yaml").write_text("purpose: p\nstarts_from: rl\nconfig: {}\n")
+    for name, start, extra, field, says in [
+            ("bad1", "nope", "", "starts_from", "unknown recipe 'nope'"),
+            ("bad2", "sft-lora", "", "starts_from", "merge_adapter"),
+            ("bad3", "sft", "model: {source: tiny-glm4}", "config.model.source", "set by starts_from"),
+            ("bad4", "bad4", "", "starts_from", "itself")]:
+        (tmp_path / f"{name}.yaml").write_text(f"purpose: p\nstarts_from: {start}\nconfig: {{{extra}}}\n")
+        with pytest.raises(ConfigError) as err:
+            load_recipe(name)
+        assert says in dict(err.value.problems)[field], (name, err.value.problems)
+    with pytest.raises(ConfigError, match="recipe rl starts from sft itself"):
+        load_recipe("chain")
+    rl = load_recipe("rl")
+    with pytest.raises(ConfigError) as err:  # the start's model is not known until it is trained
+        rl.run_config()
+    assert "workbench train --recipe sft" in dict(err.value.problems)["model.source"]
+    assert rl.run_config({"model.source": "tiny-glm4"}).training.method == "grpo"
 
 
 def test_an_unknown_recipe_names_the_known_ones():

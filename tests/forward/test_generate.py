@@ -128,3 +128,29 @@ def test_sampled_groups_keep_the_samplers_logprobs_which_the_trainer_forward_rep
     # a different temperature gives different log-probabilities: the temperature is applied, and alike
     other = token_logprobs(model, r.batch(), temperature=1.0, last=r.completion_width)
     assert (other[mask] - r.sampler_logprobs[mask]).abs().max() > 1e-2
+
+
+def test_sampled_screenshot_groups_carry_their_pixels_to_the_trainer_forward_which_reproduces_them(tiny_glm4v):
+    """Vision rollouts: the trainer's forward gets the sampler's pixel values and grids (one set per row) and
+    GLM-4.1V's own 3D positions; in fp32 it reproduces the sampler's log-probabilities."""
+    from workbench.forward import token_logprobs
+    from workbench.forward.generate import sample_completions
+
+    torch.manual_seed(0)
+    conversations = [resolve_images(screenshot_chat("home_01.png", "Open Mail")),
+                     resolve_images(screenshot_chat("settings_00.png", "Turn on Wi-Fi, then go back"))]
+    model, tok, processor = tiny_glm4v.model.eval(), tiny_glm4v.tokenizer, tiny_glm4v.processor
+    r = sample_completions(model, tok, conversations, 3, 8, temperature=1.0, processor=processor)
+    assert r.input_ids.shape[0] == 6 and r.vision is not None
+    assert r.vision["image_grid_thw"].shape == (6, 3)  # one screenshot per row: each group shares its prompt's
+    batch = r.batch()
+    assert "position_ids" not in batch and int(batch["mm_token_type_ids"].sum()) > 0
+    mask = r.completion_mask.bool()
+    assert set(r.suppressed) >= {processor.image_token_id}  # an untrained model may not draw an image placeholder
+    assert not set(r.suppressed) & set(r.input_ids[:, r.prompt_width:][mask].tolist())
+    trained = token_logprobs(model, batch, temperature=1.0, last=r.completion_width, suppress=r.suppressed)
+    torch.testing.assert_close(trained[mask], r.sampler_logprobs[mask], rtol=0, atol=1e-4)
+    # without the pixels the trainer would score other tokens: the screenshot reaches the forward
+    blank = {**batch, "pixel_values": torch.zeros_like(batch["pixel_values"])}
+    changed = token_logprobs(model, blank, last=r.completion_width, suppress=r.suppressed)
+    assert (changed[mask] - r.sampler_logprobs[mask]).abs().max() > 1e-3

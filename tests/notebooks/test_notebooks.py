@@ -108,4 +108,6 @@ def test_08_grpo_phone_actions(tmp_path):
     assert len(re.findall(r"^step \d: reward .* parse rate", text, re.M)) == 2, text
     assert re.search(r"^mismatch fp32: mean \|logp sampler - logp trainer\| = ", text, re.M), text
     assert re.search(r"^mismatch bf16: ", text, re.M), text
+    # the compare view of the same-seed runs: labelled by precision, no other setting differing
+    assert re.search(r"^compared: fp32, bf16 \| differences besides precision: none$", text, re.M), text
     assert len(re.findall(r"^held-out \w+: SFT \S+ -> SFT\+GRPO \S+$", text, re.M)) == 4, text

@@ -77,14 +77,15 @@ class InProcessPolicy:
     ``batch_size`` conversations per forward. The screenshots' data: URLs are decoded here; no token counts."""
 
     def __init__(self, model, tokenizer, processor=None, *, name: str = "in-process", max_tokens: int = 256,
-                 batch_size: int = 8):
+                 batch_size: int = 8, autocast=None):
         self.model, self.tokenizer, self.processor, self.name = model, tokenizer, processor, name
-        self.max_tokens, self.batch_size = max_tokens, batch_size
+        self.max_tokens, self.batch_size, self.autocast = max_tokens, batch_size, autocast  # autocast: a run's policy
 
     def __call__(self, conversations: list[list[dict]]) -> list[Completion]:
         from ..data.multimodal import resolve_images
         from ..forward.generate import greedy_replies
 
         answers = greedy_replies(self.model, self.tokenizer, [resolve_images(c) for c in conversations],
-                                 self.max_tokens, processor=self.processor, batch_size=self.batch_size)
+                                 self.max_tokens, processor=self.processor, batch_size=self.batch_size,
+                                 autocast=self.autocast)
         return [Completion(answer) for answer in answers]

@@ -1,6 +1,6 @@
 """Each recipe trained and evaluated as a user would run it, its figures against the ones it expects.
 
-    python -m workbench.bench.recipes [NAME ...] [--set KEY=VALUE ...] [--runs-dir DIR] [--json FILE]
+    python -m workbench.bench.recipes [NAME ...] [--set KEY=VALUE ...] [--runs-dir DIR] [--json FILE] [--start-run DIR]
     python -m workbench.bench.recipes --readme README.md   # rewrite the README's results table from the recipes
 
 For every recipe named (default: all), on this machine: skip it, saying why, when its requirements are not met
@@ -8,7 +8,9 @@ For every recipe named (default: all), on this machine: skip it, saying why, whe
 with each task of its evaluation through ``workbench eval``'s machinery (a server started for the base model and
 the run's adapter; the held-out loss on the model itself) and print one table: per metric the base model's and
 the fine-tuned model's figure against the expected one and its tolerance. Exit status 1 when a judged figure falls
-outside its tolerance. ``--set`` changes the recipe (e.g. ``--set schedule.learning_rate=2e-4``): its figures
+outside its tolerance. A recipe that ``starts_from`` another trains that one first (no evaluation: its figures are
+its own bench's) and starts from its model; the base model of its evaluation is then that starting model (SFT vs
+SFT + GRPO); ``--start-run DIR`` reuses a run of the starting recipe instead. ``--set`` changes the recipe (e.g. ``--set schedule.learning_rate=2e-4``): its figures
 are then printed but not judged, unless only output.* was changed. Wall times are printed with the load average:
 on a shared machine they are not the recipe's (its expected wall time is in measured_on).
 """
@@ -104,8 +106,43 @@ def evaluate_run(evaluation: Evaluation, run_dir: Path, progress: bool) -> tuple
     return tuned, report.metrics[report.settings["base"]]["default"]
 
 
-def run_recipe(recipe: Recipe, overrides: dict, runs_dir: Path, progress: bool = True) -> Outcome:
-    """Train and evaluate ``recipe`` here (or say why this machine cannot)."""
+def starting_model(run_dir: Path) -> Path:
+    """The whole model a run saved, for a recipe that starts from it: a full fine-tune's model/, else its merged/."""
+    from ..runs.layout import MERGED_DIR, is_model_dir, trained_weights
+
+    weights = trained_weights(run_dir)
+    if weights is not None and weights.kind == "model":
+        return weights.path
+    if is_model_dir(run_dir / MERGED_DIR):
+        return run_dir / MERGED_DIR
+    raise ConfigError([("--start-run", f"{run_dir} saved no whole model (model/ or merged/) to start from")])
+
+
+def _train_start(recipe: Recipe, runs_dir: Path, progress: bool, out: Outcome) -> Path:
+    """Train the recipe ``recipe`` starts from (its own config, its own thread count) and return its model."""
+    from ..training import train
+
+    start = load_recipe(recipe.starts_from)
+    cfg = start.run_config({"output.runs_dir": str(runs_dir), "output.progress_bar": progress,
+                            "output.run_name": f"{start.name}-{time.strftime('%Y%m%d-%H%M%S')}"})
+    threads = torch.get_num_threads()
+    if start.measured_on is not None and start.measured_on.threads:
+        torch.set_num_threads(start.measured_on.threads)
+    print(f"[recipes] {recipe.name}: first its start, {start.name} ({cfg.schedule.max_steps} steps)", flush=True)
+    t0 = time.monotonic()
+    try:
+        result = train(cfg)
+    finally:
+        torch.set_num_threads(threads)
+    out.notes.append(f"started from recipe {start.name}, trained here in {time.monotonic() - t0:.0f} s: "
+                     f"{result.run_dir}")
+    return starting_model(result.run_dir)
+
+
+def run_recipe(recipe: Recipe, overrides: dict, runs_dir: Path, progress: bool = True,
+               start_run: Optional[Path] = None) -> Outcome:
+    """Train and evaluate ``recipe`` here (or say why this machine cannot). ``start_run``: for a recipe that
+    starts from another, a run of that recipe to start from (else it is trained first)."""
     from ..engine.environment import machine_memory
 
     out = Outcome(recipe)
@@ -113,6 +150,13 @@ def run_recipe(recipe: Recipe, overrides: dict, runs_dir: Path, progress: bool =
     if out.skipped:
         return out
     judged = all(k.startswith("output.") for k in overrides)
+    if recipe.starts_from is not None:
+        if start_run is not None:
+            source = starting_model(start_run)
+            out.notes.append(f"started from recipe {recipe.starts_from}'s run {start_run} (--start-run)")
+        else:
+            source = _train_start(recipe, runs_dir, progress, out)
+        overrides = {**overrides, "model.source": str(source)}
     cfg = recipe.run_config({**overrides, "output.runs_dir": str(runs_dir),
                              "output.run_name": f"{recipe.name}-{time.strftime('%Y%m%d-%H%M%S')}",
                              "output.progress_bar": overrides.get("output.progress_bar", progress)})
@@ -253,6 +297,8 @@ def main(argv: Optional[list[str]] = None) -> int:
                     help="change the recipes' configuration (figures are then not judged, unless only output.*)")
     ap.add_argument("--runs-dir", help="keep the runs here (default: a temporary directory, removed afterwards)")
     ap.add_argument("--json", metavar="FILE", help="also write the measured figures as JSON")
+    ap.add_argument("--start-run", metavar="DIR", type=Path, help="for recipes that start from another recipe's "
+                    "model: a run of that recipe to start from (default: train it first)")
     ap.add_argument("--readme", metavar="FILE", help="only rewrite FILE's recipes table from the recipes' expected "
                     "figures (no training)")
     args = ap.parse_args(argv)
@@ -265,7 +311,8 @@ def main(argv: Optional[list[str]] = None) -> int:
             return 0
         overrides = dict(split_override(o) for o in args.set)
         for r in recipes:
-            r.run_config(overrides)  # every recipe's problems before the first one trains
+            # every recipe's problems before the first one trains (a start's model is only known once trained)
+            r.run_config({**overrides, "model.source": "tiny-glm4"} if r.starts_from else overrides)
     except ConfigError as err:
         print(f"error: {err}", file=sys.stderr)
         return 2
@@ -274,7 +321,8 @@ def main(argv: Optional[list[str]] = None) -> int:
         runs_dir = Path(args.runs_dir or tmp)
         outcomes = []
         for recipe in recipes:
-            outcomes.append(run_recipe(recipe, overrides, runs_dir, progress=sys.stderr.isatty()))
+            outcomes.append(run_recipe(recipe, overrides, runs_dir, progress=sys.stderr.isatty(),
+                                       start_run=args.start_run))
         print(format_outcomes(outcomes, runs_kept=bool(args.runs_dir)))
         print(f"[recipes] load average at end {os.getloadavg()[0]:.1f} (figures are deterministic; wall times are "
               "not, on a shared machine)")

@@ -68,6 +68,8 @@ def _resolved(args):
         world = _world_size(sharding) if {"nproc_per_node", "nnodes"} & set(sharding) else None
         data = apply_overrides(data, _deepspeed_settings(args.deepspeed, world))
     data = with_command_line(data)
+    if args.recipe and (problems := _recipe(args).start_problems(data)):
+        raise ConfigError(problems)
     sharding = data.get("sharding") or {}
     if "strategy" not in sharding and (_world_size(sharding) or 1) > 1:
         data = apply_overrides(data, {"sharding.strategy": "ddp"})

@@ -42,6 +42,9 @@ def run(args) -> int:
         print(recipe_text(args.name).rstrip())
         print(f"\n# as a command line (the recipe's settings; the rest are the defaults):\n"
               f"{command_line(recipe.settings(), 'workbench train')}\n# which is: workbench train --recipe {recipe.name}")
+        if recipe.starts_from:
+            print(f"# it starts from the model recipe {recipe.starts_from} trains: add --model.source RUN/model "
+                  f"(python -m workbench.bench.recipes {recipe.name} trains both)")
         return 0
     if not args.file:
         raise CommandInputError("recipes copy needs the file to write: workbench recipes copy NAME run.yaml")
@@ -55,6 +58,9 @@ def copy_text(recipe: Recipe) -> str:
     if recipe.measured_on is not None:
         head.append(f"#   measured as {recipe.measured_on.device}/{recipe.measured_on.precision} on "
                     f"{recipe.measured_on.description}")
+    if recipe.starts_from:
+        head.append(f"# Starts from the model recipe {recipe.starts_from} trains: set model.source to it "
+                    f"(workbench train --recipe {recipe.starts_from}, then RUN/model)")
     head += [f"# Needs: {recipe.requirements.describe()}",
              f"# Run it: workbench train --config THIS_FILE [--section.field value ...]; check the original's figures: "
              f"python -m workbench.bench.recipes {recipe.name}"]

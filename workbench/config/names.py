@@ -30,5 +30,5 @@ class NameCatalogue:
 EVAL_TASKS = NameCatalogue("task", ("heldout_loss", "identity", "phone_actions", "phone_actions_reasoning", "phone_episodes",
                                        "text"))
 # Reward functions of reinforcement fine-tuning (``rl.rewards``), implemented in ``workbench.rewards``.
-REWARDS = NameCatalogue("reward", ("action_type", "format", "swipe_direction", "tap_distance", "tap_in_box",
-                                   "text_match"))
+REWARDS = NameCatalogue("reward", ("action_type", "episode_success", "format", "swipe_direction", "tap_distance",
+                                   "tap_in_box", "text_match"))

@@ -7,6 +7,7 @@ derives the mechanics (autocast dtype, whether a GradScaler exists) in ``workben
 from __future__ import annotations
 
 import math
+import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import ClassVar, Literal, Optional, Union, get_args
@@ -240,13 +241,35 @@ class TrainingSection(Section):
         "rewards score them, and each answer is pushed up or down by how it did against its group.")
 
 
+def _is_date(text: str) -> bool:
+    import datetime
+
+    try:
+        datetime.date.fromisoformat(text)
+    except ValueError:
+        return False
+    return True
+
+
 class RlSection(Section):
     """Reinforcement fine-tuning (``training.method: grpo``). A step samples ``group_size`` completions for each of
     ``schedule.micro_batch_size`` prompts per micro-batch (``grad_accum_steps`` micro-batches per optimizer step)."""
 
-    prompts: Literal["rows"] = Field(
+    prompts: Literal["rows", "phone_tasks"] = Field(
         "rows", description="Where prompts come from: rows = the single-step rows of data.train (every message "
-        "but the last answer is the prompt; the answer is the reference the rewards check against).")
+        "but the last answer is the prompt; the answer is the reference the rewards check against); phone_tasks = "
+        "the first step of each of rl.tasks on the offline phone, in AutoGLM's runtime format with its screenshot "
+        "(a vision-language model; the oracle's first action is the reference; data.train is not read for prompts).")
+    tasks: str = Field("train", description="rl.prompts phone_tasks: the offline phone's tasks to start from: all, "
+                       "train, heldout, a template, task ids (comma-separated) or a .jsonl task file.")
+    screen_size: str = Field("1080x2400", description="rl.prompts phone_tasks: the simulated phone's screen, "
+                             "WIDTHxHEIGHT in pixels (112x252 for tiny-glm4v-agent).")
+    date: Optional[str] = Field(None, description="rl.prompts phone_tasks: the date the system prompt states, "
+                                "YYYY-MM-DD (the packaged episode rows say 2026-12-01); null: the day the run starts. "
+                                "A fixed date keeps the prompts, and so the run, the same on any day.")
+    episode_max_steps: int = Field(20, ge=1, le=500, description="episode_success: the steps an episode may take, "
+                                   "the sampled first action included; the rest are the trained model's greedy "
+                                   "answers (rl.max_new_tokens each).")
     group_size: int = Field(4, ge=2, le=256, description="Completions sampled per prompt; advantages are "
                             "normalised within each group (at least 2, or every advantage is 0).")
     rewards: dict[str, float] = Field(
@@ -267,6 +290,15 @@ class RlSection(Section):
             out.append((f"{path}.rewards", "empty: name at least one reward, e.g. {format: 1}"))
         out += [(f"{path}.rewards.{name}", f"weight {w} is not a finite number: give one such as 1.0")
                 for name, w in self.rewards.items() if not math.isfinite(w)]
+        if "episode_success" in self.rewards and self.prompts != "phone_tasks":
+            out.append((f"{path}.rewards.episode_success", "plays the episode of a phone task from its sampled first "
+                        f"action, and rl.prompts is {self.prompts}: set rl.prompts phone_tasks, or drop the reward"))
+        if self.date is not None and not _is_date(self.date):
+            out.append((f"{path}.date", f"{self.date!r} is not a date: give YYYY-MM-DD, e.g. 2026-12-01, or null"))
+        if not re.fullmatch(r"\s*\d+\s*[xX]\s*\d+\s*", self.screen_size) or \
+                min(int(v) for v in re.split(r"[xX]", self.screen_size)) < 28:
+            out.append((f"{path}.screen_size", f"{self.screen_size!r}: give WIDTHxHEIGHT in pixels, each side at "
+                        "least 28 (one merged image patch), e.g. 1080x2400 or 112x252"))
         return out
 
 

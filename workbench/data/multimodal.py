@@ -33,6 +33,7 @@ API
 * ``vision_batch(input_ids, visions)`` -> ``{"pixel_values", "image_grid_thw", "mm_token_type_ids"}``: what a
   batch adds for the rows with images (``collate`` calls it; a server batching prompts can call it on its
   left-padded ids). Pass the dict to the model with ``input_ids`` and ``attention_mask``.
+  ``image_token_types(input_ids, image_token_id)``: those token types alone (ids that grew past the prompt).
 * ``count_image_tokens(example)``: the image tokens in an encoded example (usage counts, length checks).
 * ``encode_prompt(tokenizer, messages, processor=None, template_kwargs=None)`` -> ``TokenizedExample``: the
   generation prompt of a conversation, text or with images (in-process answers, the server, the ONNX runner).
@@ -296,7 +297,13 @@ def vision_batch(input_ids: torch.Tensor, visions: list[VisionInputs]) -> dict[s
     images = [img for v in visions for img in v.images]
     out = visions[0].image_processor(images=images, return_tensors="pt")
     return {"pixel_values": out["pixel_values"], "image_grid_thw": out["image_grid_thw"],
-            "mm_token_type_ids": (input_ids == visions[0].image_token_id).long()}
+            "mm_token_type_ids": image_token_types(input_ids, visions[0].image_token_id)}
+
+
+def image_token_types(input_ids: torch.Tensor, image_token_id: int) -> torch.Tensor:
+    """The token-type ids of a batch (1 on image tokens): also for sequences that grew past their prompt (a sampled
+    completion after a screenshot prompt, which the trainer's forward reads again)."""
+    return (input_ids == image_token_id).long()
 
 
 def count_image_tokens(example: TokenizedExample) -> int:

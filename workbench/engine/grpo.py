@@ -17,6 +17,7 @@ from typing import Optional, Protocol, Sequence
 
 import torch
 
+from ..data.multimodal import resolve_images
 from ..events.schema import PolicyMismatch, Rollout
 from ..forward import token_logprobs
 from ..forward.generate import Rollouts, sample_completions
@@ -34,11 +35,26 @@ class ScoredCompletions:
 
 
 class RolloutScorer(Protocol):
-    prompts: Sequence  # items with .messages (the conversation up to the answer)
+    """What scores a run's rollouts. Optionally it also has ``attach(policy: TrainedPolicy)``, called once the
+    model is built: a reward that needs the model being trained (an episode the model plays on after its sampled
+    first action) gets it there."""
+
+    prompts: Sequence  # items with .messages (the conversation up to the answer; screenshots as data: URLs)
 
     def __call__(self, prompts: list, completions: list[str]) -> ScoredCompletions: ...
 
     def describe(self, prompt) -> str: ...  # a short text of a prompt for the samples table
+
+
+@dataclass(frozen=True)
+class TrainedPolicy:
+    """The model being trained, as a scorer may use it: the unwrapped module, its tokenizer and processor (None for
+    a text model), the run's precision policy's autocast."""
+
+    model: torch.nn.Module
+    tokenizer: object
+    processor: object
+    autocast: object
 
 
 @dataclass
@@ -67,6 +83,9 @@ class GrpoStep:
         self.engine, self.scorer = engine, scorer
         self.cfg = engine.cfg
         self.last_events: list = []
+        attach = getattr(scorer, "attach", None)
+        if attach is not None:
+            attach(TrainedPolicy(engine.strategy.module, engine.tokenizer, engine.processor, engine.policy.autocast))
 
     @property
     def prompt_count(self) -> int:
@@ -74,8 +93,10 @@ class GrpoStep:
 
     def _rollout(self, prompts: list) -> _Window:
         e, rl = self.engine, self.cfg.rl
-        rollouts = sample_completions(e.strategy.module, e.tokenizer, [p.messages for p in prompts], rl.group_size,
-                                      rl.max_new_tokens, temperature=rl.temperature, autocast=e.policy.autocast)
+        # screenshots travel inline (data: URLs) and are decoded here, for the processor (a text model has none)
+        rollouts = sample_completions(e.strategy.module, e.tokenizer, [resolve_images(p.messages) for p in prompts],
+                                      rl.group_size, rl.max_new_tokens, temperature=rl.temperature,
+                                      autocast=e.policy.autocast, processor=e.processor)
         expanded = [p for p in prompts for _ in range(rl.group_size)]
         scored = self.scorer(expanded, rollouts.texts)
         missing = [name for name in rl.rewards if name not in scored.rewards]
@@ -103,7 +124,8 @@ class GrpoStep:
         for i, w in enumerate(windows):
             r = w.rollouts
             with e.strategy.accumulating(last=i == len(windows) - 1):
-                logp = token_logprobs(e.model, r.batch(), e.policy.autocast, rl.temperature, last=r.completion_width)
+                logp = token_logprobs(e.model, r.batch(), e.policy.autocast, rl.temperature, last=r.completion_width,
+                                      suppress=r.suppressed)
                 ref = self._reference_logprobs(r) if rl.kl_coef > 0 else None
                 part = grpo_loss_sum(logp, r.sampler_logprobs, w.advantages.to(logp.device), r.completion_mask,
                                      rl.clip_range, rl.kl_coef, ref)
@@ -127,7 +149,7 @@ class GrpoStep:
         e = self.engine
         with e.strategy.module.disable_adapter():
             return token_logprobs(e.model, r.batch(), e.policy.autocast, self.cfg.rl.temperature,
-                                  last=r.completion_width)
+                                  last=r.completion_width, suppress=r.suppressed)
 
     # ---- the step's events (rank 0 writes them; the mismatch is summed over ranks) ---------------------------
     def _rollout_event(self, windows: list[_Window], rollout_s: float) -> Rollout:

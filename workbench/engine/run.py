@@ -123,9 +123,10 @@ class _Engine:
         if self.scorer is None:
             raise ConfigError([("training.method", "grpo needs rewards to score the rollouts: start the run through "
                                 "workbench.train (or the CLI), which composes the rewards of rl.rewards")])
-        if self.processor is not None:
-            raise ConfigError([("model.source", "GRPO rollouts are text-only so far, and this is a vision-language "
-                                "model: use a text model (e.g. smollm2-135m-instruct, tiny-glm4)")])
+        if self.cfg.rl.prompts == "phone_tasks" and self.processor is None:
+            raise ConfigError([("rl.prompts", f"phone_tasks prompts are screenshots, and {self.cfg.model.source!r} is "
+                                "a text model (no processor): use a vision-language model (e.g. tiny-glm4v-agent), "
+                                "or rl.prompts rows")])
         if not self.scorer.prompts:
             raise ConfigError([("data.train", "no prompts to sample rollouts for")])
         return GrpoStep(self, self.scorer)

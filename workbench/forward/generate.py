@@ -21,7 +21,7 @@ from typing import Iterable, Optional, Sequence
 import torch
 from transformers import StoppingCriteria, StoppingCriteriaList
 
-from ..data.multimodal import encode_prompt, vision_batch
+from ..data.multimodal import encode_prompt, image_token_types, vision_batch
 
 
 def stop_token_ids(tokenizer, generation_eos=None) -> list[int]:
@@ -141,7 +141,9 @@ class Rollouts:
     """Sampled completions, ``group_size`` per prompt, group after group, with each token's log-probability as the
     sampler computed it. ``input_ids`` and the masks are [rows, width] over the left-padded prompt and the
     completion; ``batch()`` is what ``token_logprobs(..., last=completion_width)`` recomputes the completion's
-    log-probabilities on, lining up with ``sampler_logprobs`` and ``completion_mask`` ([rows, completion_width])."""
+    log-probabilities on, lining up with ``sampler_logprobs`` and ``completion_mask`` ([rows, completion_width]).
+    Screenshot prompts: ``vision`` holds the pixel values and grids the sampler was given (one per row), which the
+    trainer's forward gets too."""
 
     input_ids: torch.Tensor
     attention_mask: torch.Tensor  # the prompt's, then 1 for each completion token up to its stop token
@@ -151,6 +153,9 @@ class Rollouts:
     texts: list[str]  # each completion's answer text (``answer_text``)
     prompt_width: int
     stopped: list[bool]  # ended on a stop token (else cut at max_new_tokens)
+    vision: Optional[dict] = None  # pixel_values, image_grid_thw of the rows' screenshots (None: text prompts)
+    image_token_id: Optional[int] = None
+    suppressed: tuple[int, ...] = ()  # token ids the sampler could not draw (``token_logprobs(suppress=...)``)
 
     @property
     def completion_width(self) -> int:
@@ -161,7 +166,26 @@ class Rollouts:
         return [int(n) for n in self.completion_mask.sum(dim=1)]
 
     def batch(self) -> dict[str, torch.Tensor]:
-        return {"input_ids": self.input_ids, "attention_mask": self.attention_mask, "position_ids": self.position_ids}
+        out = {"input_ids": self.input_ids, "attention_mask": self.attention_mask}
+        if self.vision is None:
+            return {**out, "position_ids": self.position_ids}
+        # GLM-4.1V numbers its 3D rotary positions itself from the grids, the image tokens and the attention mask,
+        # as its generation did: 1D position ids would override them
+        return {**out, **self.vision, "mm_token_type_ids": image_token_types(self.input_ids, self.image_token_id)}
+
+
+# a vision-language model's placeholders: an image token in a completion would claim pixels no image supplies
+_VISION_PLACEHOLDERS = ("image_token_id", "image_start_token_id", "image_end_token_id", "video_token_id",
+                        "video_start_token_id", "video_end_token_id")
+
+
+def vision_placeholder_ids(model) -> tuple[int, ...]:
+    """The image / video placeholder token ids of a vision-language model's config: never sampled in a completion
+    (a trained model does not emit them; an untrained one might, and the next forward would count an image
+    token with no image behind it). Removed from the sampler's and the trainer's distribution alike."""
+    config = getattr(model, "config", None)
+    ids = {getattr(config, name, None) for name in _VISION_PLACEHOLDERS}
+    return tuple(sorted(i for i in ids if isinstance(i, int)))
 
 
 def _position_ids(attention_mask: torch.Tensor) -> torch.Tensor:
@@ -171,23 +195,28 @@ def _position_ids(attention_mask: torch.Tensor) -> torch.Tensor:
 
 @torch.no_grad()
 def sample_completions(model, tokenizer, conversations: Sequence[list[dict]], group_size: int, max_new_tokens: int, *,
-                       temperature: float = 1.0, autocast=None, template_kwargs: Optional[dict] = None) -> Rollouts:
+                       temperature: float = 1.0, autocast=None, template_kwargs: Optional[dict] = None,
+                       processor=None) -> Rollouts:
     """``group_size`` sampled completions of each conversation (its messages up to the answer), all rows decoded in
     one batch, from the model's full distribution at ``temperature`` (no top-k / top-p: the log-probabilities are
-    those of the distribution sampled). The model is put in eval mode for the call and given back as it was."""
+    those of the distribution sampled). ``processor``: a vision-language model's, for conversations with
+    screenshots (decoded by ``resolve_images``). The model is put in eval mode for the call and given back as it was."""
     stops = model_stop_token_ids(model, tokenizer)
     pad_id = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else stops[0]
     device = next(model.parameters()).device
-    prompts = [encode_prompt(tokenizer, list(messages), None, template_kwargs) for messages in conversations]
-    inputs = _left_padded(prompts, pad_id, device)
+    prompts = [encode_prompt(tokenizer, list(messages), processor, template_kwargs) for messages in conversations]
+    # each prompt repeated for its group before decoding (what num_return_sequences does): the pixel values are
+    # made once, per row, and the trainer's forward gets the very tensors the sampler got
+    inputs = _left_padded([p for p in prompts for _ in range(group_size)], pad_id, device)
+    suppressed = vision_placeholder_ids(model) if processor is not None else ()
+    extra = {"suppress_tokens": list(suppressed)} if suppressed else {}
     was_training = model.training
     model.eval()
     try:
         with (autocast() if autocast is not None else contextlib.nullcontext()):
             out = model.generate(**inputs, max_new_tokens=max_new_tokens, do_sample=True, temperature=temperature,
                                  top_k=0, top_p=1.0, min_p=None, repetition_penalty=None, eos_token_id=stops,
-                                 pad_token_id=pad_id, num_return_sequences=group_size, output_scores=True,
-                                 return_dict_in_generate=True)
+                                 pad_token_id=pad_id, output_scores=True, return_dict_in_generate=True, **extra)
     finally:
         model.train(was_training)
     width = inputs["input_ids"].shape[1]
@@ -201,8 +230,9 @@ def sample_completions(model, tokenizer, conversations: Sequence[list[dict]], gr
     # a completion runs up to and including its first stop token
     before_stop = (is_stop.long().cumsum(dim=1) - is_stop.long()) == 0
     keep = before_stop.long()
-    prompt_mask = inputs["attention_mask"].repeat_interleave(group_size, dim=0)
-    attention = torch.cat([prompt_mask, keep], dim=1)
+    attention = torch.cat([inputs["attention_mask"], keep], dim=1)
     texts = [answer_text(tokenizer, row.tolist(), stops) for row in generated]
+    vision = {k: inputs[k] for k in ("pixel_values", "image_grid_thw") if k in inputs} or None
+    image_token_id = next((p.vision.image_token_id for p in prompts if p.vision is not None), None)
     return Rollouts(sequences, attention, _position_ids(attention), keep, sampled * keep, texts, width,
-                    [bool(x) for x in is_stop.any(dim=1)])
+                    [bool(x) for x in is_stop.any(dim=1)], vision, image_token_id, suppressed)

@@ -41,13 +41,16 @@ def batch_logits(model: torch.nn.Module, batch: dict, autocast: Autocast = None,
 
 
 def token_logprobs(model: torch.nn.Module, batch: dict, autocast: Autocast = None,
-                   temperature: float = 1.0, last: int = 0) -> torch.Tensor:
+                   temperature: float = 1.0, last: int = 0, suppress: Sequence[int] = ()) -> torch.Tensor:
     """[batch, seq - 1] log-probability of each next token (position t+1 given 0..t), the logits divided by
     ``temperature`` and normalised in fp32: what GRPO trains on, and what the sampler's own figures are compared
     with; ``last`` > 0: [batch, last], of the last ``last`` tokens only (a completion after its prompt: the prompt's
     logits are never computed). ``batch`` carries ``input_ids`` and ``attention_mask`` (and ``position_ids`` for
-    left-padded prompts, as generation numbered them); callers mask what is not a completion token."""
+    left-padded prompts, as generation numbered them); callers mask what is not a completion token. ``suppress``:
+    token ids taken out of the distribution, as the sampler took them out (``Rollouts.suppressed``)."""
     logits = batch_logits(model, batch, autocast, last=last + 1 if last else 0)[:, :-1, :].float() / temperature
+    if suppress:
+        logits[..., list(suppress)] = float("-inf")
     targets = batch["input_ids"][:, -logits.shape[1]:].to(logits.device)
     return torch.log_softmax(logits, dim=-1).gather(-1, targets.unsqueeze(-1)).squeeze(-1)
 

@@ -7,7 +7,9 @@ and returns a float, 0 where it does not apply (constant within a group: no adva
 - ``tap_in_box``: a tap (double tap, long press) lands inside the target element's box;
 - ``tap_distance``: the same, shaped: 1 inside the box, falling linearly to 0 at ``SHAPING_RADIUS`` grid units away;
 - ``text_match``: a Type action's text matches (case and surrounding space ignored);
-- ``swipe_direction``: a swipe goes the reference's way (the dominant axis and its sign).
+- ``swipe_direction``: a swipe goes the reference's way (the dominant axis and its sign);
+- ``episode_success``: the episode played on from this completion as the first action ends on a parsed finish
+  with the task's final-state checks holding (``rl.prompts: phone_tasks``; ``rewards.phone_tasks`` plays it).
 """
 from __future__ import annotations
 
@@ -80,9 +82,17 @@ def swipe_direction(example, completion: str, verdict: dict) -> float:
     return float(_direction(_got(completion)) == _direction(expected))
 
 
+def episode_success(example, completion: str, verdict: dict) -> float:
+    episode = verdict.get("episode")
+    if episode is None:
+        raise ValueError("episode_success scores a played episode, and this prompt has none: it needs rl.prompts "
+                         "phone_tasks")
+    return float(bool(episode.success))
+
+
 REWARD_FUNCTIONS: dict[str, RewardFn] = {
     "format": format_reward, "action_type": action_type, "tap_in_box": tap_in_box, "tap_distance": tap_distance,
-    "text_match": text_match, "swipe_direction": swipe_direction,
+    "text_match": text_match, "swipe_direction": swipe_direction, "episode_success": episode_success,
 }
 
 

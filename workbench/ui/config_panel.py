@@ -214,7 +214,9 @@ class ConfigPanel(W.VBox):
         self.recipe_message.value = (
             f"<div class='wb-recipe'><b>{html.escape(recipe.name)}</b>: {html.escape(recipe.purpose)}<br>"
             f"expected: {html.escape(recipe.summary())}<br>needs: {html.escape(recipe.requirements.describe())}"
-            f"<br><span style='color:#888'>check it: python -m workbench.bench.recipes {html.escape(recipe.name)}"
+            + (f"<br><b>starts from the model recipe {html.escape(recipe.starts_from)} trains</b>: set model.source "
+               "to that run's model (RUN/model)" if recipe.starts_from else "")
+            + f"<br><span style='color:#888'>check it: python -m workbench.bench.recipes {html.escape(recipe.name)}"
             "</span></div>")
         return recipe
 

@@ -11,7 +11,11 @@ A recipe is one YAML file in this folder (shipped in the wheel; its name is the 
   and the bench's wall time there;
 - ``requirements``: the hardware it needs (CUDA GPUs and their memory, host RAM); ``train --recipe`` on a machine
   without it says so instead of starting;
-- ``plan``: what ``workbench plan --recipe NAME`` needs beyond the config (target devices, screenshots per row).
+- ``plan``: what ``workbench plan --recipe NAME`` needs beyond the config (target devices, screenshots per row);
+- ``starts_from``: another recipe whose trained model this one starts from (GRPO starts from an SFT model). Its
+  ``config`` then sets no ``model.source``: ``train --recipe NAME`` needs ``--model.source`` (the start's trained
+  model), and the bench trains the start first and passes its model. One level: the start starts from nothing, and
+  it saves a whole model (a full fine-tune, or LoRA with ``checkpointing.merge_adapter``).
 
 ``python -m workbench.bench.recipes [NAME ...]`` trains each runnable recipe, evaluates it and checks its figures.
 Adding a recipe is adding one file here (its figures from that bench).
@@ -125,6 +129,8 @@ class Recipe(Section):
     measured_on: Optional[MachineClass] = Field(None, description="Where the figures were measured.")
     requirements: Requirements = Field(default_factory=Requirements, description="The hardware it needs.")
     plan: PlanInputs = Field(default_factory=PlanInputs, description="Inputs of `workbench plan --recipe`.")
+    starts_from: Optional[str] = Field(None, description="A recipe whose trained model this one starts from (its "
+                                       "model.source); null: the config's model.source.")
     # set by load_recipe, not by the file
     name: str = Field("", description="The file's stem.")
     path: str = Field("", description="The file.")
@@ -136,15 +142,50 @@ class Recipe(Section):
         if any(e.figures for e in self.evaluation) and self.measured_on is None:
             out.append(("measured_on", "figures need the machine class they were measured on: add measured_on "
                         "{device, precision, description}"))
+        if self.starts_from is not None:
+            out += self._start_problems()
         return out
+
+    def _start_problems(self) -> list[tuple[str, str]]:
+        start = self.starts_from
+        if "source" in (self.config.get("model") or {}):
+            return [("config.model.source", f"set by starts_from (the model recipe {start} trains): remove it")]
+        if start == self.name:
+            return [("starts_from", "a recipe cannot start from itself")]
+        if start not in recipe_names():
+            return [("starts_from", f"unknown recipe {start!r}: use one of {', '.join(recipe_names())}")]
+        data = read_mapping_file(recipe_file(start), f"recipe {start}", "a recipe")
+        if data.get("starts_from"):
+            return [("starts_from", f"recipe {start} starts from {data['starts_from']} itself: start from a recipe "
+                     "that trains from a model source (one level)")]
+        config = data.get("config") or {}
+        lora = (config.get("lora") or {}).get("enabled", True)
+        merged = (config.get("checkpointing") or {}).get("merge_adapter", False)
+        if lora and not merged:
+            return [("starts_from", f"recipe {start} trains a LoRA adapter and saves no whole model to start from: "
+                     "give it checkpointing.merge_adapter true, or lora.enabled false")]
+        return []
+
+    def start_problems(self, settings: Mapping[str, Any]) -> list[tuple[str, str]]:
+        """What a run of this recipe lacks with ``settings`` (the merged configuration it is started with): a
+        recipe that starts from another's model needs that model as model.source."""
+        if self.starts_from is None or "source" in (settings.get("model") or {}):
+            return []
+        return [("model.source", f"recipe {self.name} starts from the model recipe {self.starts_from} trains: train "
+                 f"that first (workbench train --recipe {self.starts_from}) and give its model, --model.source "
+                 f"RUN/model; python -m workbench.bench.recipes {self.name} does both")]
 
     @property
     def figures(self) -> int:
         return sum(len(e.figures) for e in self.evaluation)
 
     def run_config(self, overrides: Mapping[str, Any] | list[str] = ()) -> RunConfig:
-        """The recipe's run configuration with dotted ``overrides`` on top, validated with every check."""
-        return config_from_dict(apply_overrides(self.config, overrides))
+        """The recipe's run configuration with dotted ``overrides`` on top, validated with every check (a recipe
+        that ``starts_from`` another needs ``model.source`` among them)."""
+        data = apply_overrides(self.config, overrides)
+        if problems := self.start_problems(data):
+            raise ConfigError(problems)
+        return config_from_dict(data)
 
     def settings(self) -> dict:
         """The partial configuration with its numbers and switches as the schema reads them (YAML's ``1e-3`` is

@@ -1,0 +1,83 @@
+"""Prompts from the offline phone's tasks (their first step, as the episode runner sends it, screenshot included)
+and the episode_success reward, which plays each sampled first action on through the episode runner."""
+import datetime
+
+import pytest
+
+from workbench.agent import OraclePolicy
+from workbench.agent.runner import png_bytes
+from workbench.config import ConfigError, load_config
+from workbench.data.multimodal import image_data_url
+from workbench.phone.env import PhoneEnv
+from workbench.phone.runtime import Conversation, runtime_problems
+from workbench.phone.sim import SimPhone
+from workbench.phone.tasks import select_tasks
+from workbench.rewards import RewardError, scorer_for
+from workbench.rewards.phone_tasks import PhoneTasksScorer, first_step_prompts, play_episodes
+
+DATE = datetime.date(2026, 12, 1)
+SIZE = (112, 252)
+WRONG = '<think>Done already.</think><answer>finish(message="done")</answer>'
+
+
+@pytest.fixture(scope="module")
+def tasks():
+    return select_tasks("heldout")[:3]
+
+
+def test_a_prompt_is_the_runners_first_step_with_its_screenshot_and_the_oracles_reply(tasks):
+    prompts = first_step_prompts(tasks, SIZE, DATE)
+    assert [p.task for p in prompts] == tasks and [p.index for p in prompts] == [1, 2, 3]
+    for task, prompt in zip(tasks, prompts):
+        env = PhoneEnv(SimPhone(SIZE), tasks=[task], max_steps=1)
+        obs, _ = env.reset(options={"task": task})
+        expected = Conversation(task.instruction, DATE)
+        expected.observe(image_data_url(png_bytes(obs["screenshot"])), obs["current_app"])
+        assert prompt.messages == expected.messages  # screenshot (data: URL), instruction, app: the runtime turn
+        assert runtime_problems(prompt.messages + [{"role": "assistant", "content": prompt.reference}]) == []
+        first = task.oracle()[0]
+        assert first.thinking in prompt.reference
+    taps = [p for p in prompts if "Tap" in p.reference]
+    assert all(p.row["meta"]["target_box"] for p in taps)  # tap_in_box applies to these prompts
+
+
+def test_the_oracles_first_action_wins_the_episode_and_a_wrong_one_loses_it(tasks):
+    prompts = first_step_prompts(tasks, SIZE, DATE)
+    s = PhoneTasksScorer(tasks, ["format", "action_type", "episode_success"], SIZE, 20, 32, date=DATE)
+    s.continuation = OraclePolicy(tasks)  # the rest of each episode: the oracle's (a trained model's in a run)
+    p = prompts[0]
+    scored = s([p, p, p], [p.reference, WRONG, "no idea"])
+    assert scored.rewards["episode_success"] == [1.0, 0.0, 0.0]
+    assert scored.rewards["format"] == [1.0, 1.0, 0.0] and scored.rewards["action_type"] == [1.0, 0.0, 0.0]
+    assert scored.parsed == [True, True, False]
+    # the episodes behind the rewards: played from the given first reply, in order
+    episodes = play_episodes([p, p], [p.reference, WRONG], OraclePolicy(tasks), SIZE, 20, DATE)
+    assert episodes[0].success and episodes[0].end_reason == "finish" and len(episodes[0].steps) == len(p.task.oracle())
+    assert not episodes[1].success and len(episodes[1].steps) == 1
+
+
+def test_episode_success_without_the_trained_model_or_on_rows_says_why(tasks):
+    s = PhoneTasksScorer(tasks, ["episode_success"], SIZE, 20, 32, date=DATE)
+    with pytest.raises(RewardError, match="episode_success.*needs the model being trained"):
+        s(s.prompts[:1], [WRONG])
+    with pytest.raises(ConfigError, match=r"rl\.rewards\.episode_success: .*rl\.prompts phone_tasks"):
+        load_config(None, {"training.method": "grpo", "lora.dropout": 0, "rl.rewards": {"episode_success": 1.0}})
+
+
+@pytest.mark.parametrize("field,value,says", [("rl.tasks", "no_such_task", "unknown tasks 'no_such_task'"),
+                                              ("rl.screen_size", "12x252", "at least 28"),
+                                              ("rl.date", "2026-13-01", "not a date")])
+def test_phone_task_settings_that_cannot_work_name_their_field(field, value, says):
+    base = {"training.method": "grpo", "lora.dropout": 0, "rl.prompts": "phone_tasks", "rl.screen_size": "112x252"}
+    with pytest.raises(ConfigError, match=rf"{field}: .*{says}"):
+        scorer_for(load_config(None, {**base, field: value}))
+
+
+def test_phone_tasks_prompts_come_from_the_config():
+    s = scorer_for(load_config(None, {"training.method": "grpo", "lora.dropout": 0, "rl.prompts": "phone_tasks",
+                                      "rl.tasks": "open_app", "rl.screen_size": "112x252",
+                                      "rl.rewards": {"episode_success": 1.0}, "rl.date": "2026-12-01"}))
+    assert isinstance(s, PhoneTasksScorer) and s.size == SIZE and s.date == DATE
+    assert "The current date: 2026-12-01" in s.prompts[0].messages[0]["content"]  # the same prompts on any day
+    assert s.prompts and {p.task.template for p in s.prompts} == {"open_app"}
+    assert s.prompts[0].task.instruction in s.describe(s.prompts[0])  # the samples table shows the instruction

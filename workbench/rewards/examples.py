@@ -1,0 +1,50 @@
+"""The scoring every rollout scorer shares: prompts that are ``eval.tasks.Example`` items, each completion's
+phone-action verdict computed once, then each named reward on it, errors naming the reward and the prompt."""
+from __future__ import annotations
+
+from ..engine.grpo import ScoredCompletions
+from ..eval.phone import PhoneActionsTask
+from ..eval.tasks import Reply
+from .functions import REWARD_FUNCTIONS, RewardError
+
+
+class ExamplesScorer:
+    """Prompts that are ``eval.tasks.Example`` items (the conversation up to the answer, the reference answer),
+    completions scored by the phone-action verdict and the named reward functions. A subclass may add to the
+    verdicts of a batch (``add_to_verdicts``) what a reward needs beyond the one completion."""
+
+    def __init__(self, prompts: list, names: list[str]):
+        self.prompts, self.names = prompts, list(names)
+        self.task = PhoneActionsTask()
+
+    def where(self, example) -> str:
+        return f"prompt {example.index}"
+
+    def add_to_verdicts(self, prompts: list, completions: list[str], verdicts: list[dict]) -> None:
+        """Nothing by default."""
+
+    def __call__(self, prompts: list, completions: list[str]) -> ScoredCompletions:
+        verdicts = []
+        for example, completion in zip(prompts, completions):
+            try:
+                verdicts.append(self.task.score(example, Reply(content=completion)))
+            except Exception as err:  # noqa: BLE001 - re-raised naming the row
+                raise RewardError(f"scoring {self.where(example)} failed: {type(err).__name__}: {err}") from err
+        self.add_to_verdicts(prompts, completions, verdicts)
+        rewards = {name: [] for name in self.names}
+        for example, completion, verdict in zip(prompts, completions, verdicts):
+            for name in self.names:
+                try:
+                    rewards[name].append(float(REWARD_FUNCTIONS[name](example, completion, verdict)))
+                except Exception as err:  # noqa: BLE001 - re-raised naming the reward and the row
+                    raise RewardError(f"reward {name!r} raised on {self.where(example)}: {type(err).__name__}: "
+                                      f"{err} (completion: {completion[:200]!r})") from err
+        return ScoredCompletions(rewards, [bool(v["parsed"]) for v in verdicts])
+
+    @staticmethod
+    def describe(example) -> str:
+        user = [m for m in example.messages if m["role"] == "user"]
+        content = user[-1]["content"] if user else ""
+        if not isinstance(content, str):  # a screenshot turn: its text parts (the image is not text)
+            content = " ".join(p.get("text", "") for p in content if isinstance(p, dict) and p.get("type") == "text")
+        return content[:300]
