@@ -33,7 +33,7 @@ from workbench.phone.tasks import more_training_tasks, select_tasks  # noqa: E40
 OUT = HERE / "phone_episodes"
 SIZE = (112, 252)  # as phone_screens/: 36 image tokens for GLM-4.1V's processor, seconds on a CPU
 DATE = datetime.date(2026, 12, 1)  # the system prompt's date line, fixed so the files do not change by the day
-MORE = 240  # further training tasks in train_more.jsonl
+MORE = 480  # further training tasks in train_more.jsonl: enough messages and queries that copying is learned
 SETS = {"train": lambda: select_tasks("train"), "heldout": lambda: select_tasks("heldout"),
         "train_more": lambda: select_tasks("train") + more_training_tasks(MORE)}
 

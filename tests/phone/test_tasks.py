@@ -115,6 +115,12 @@ def test_more_training_tasks_use_no_held_out_value_and_their_oracles_solve_them(
     used = {(k, v) for t in more for k, v in t.params.items()}
     assert not used & held
     assert len({t.params["text"] for t in more if "text" in t.params}) >= 10  # new messages to learn to copy
+    # nor a word of a held-out message or query: copying one into Type is then never recall of a seen word
+    def words(values):
+        return {w.strip(",.?!'").lower() for v in values for w in v.split()}
+    held_words = words(v for k, v in held if k in ("text", "query"))
+    more_words = words(t.params[k] for t in more_training_tasks(240) for k in ("text", "query") if k in t.params)
+    assert len(more_words) >= 150 and not more_words & held_words, more_words & held_words
     for task in more:
         ENV.reset(options={"task": task})
         for step in task.oracle():

@@ -496,10 +496,33 @@ _WORDS = ("apple bag blue book bread call car cat city coffee cold day dinner do
           "plan quick rain ready red road run school see shop sleep slow snow soon sorry sport station study "
           "sun sure table taxi tea thanks ticket time today tonight train trip walk wait water week window work "
           "yes yellow").split()
+# More words, so that a model trained on these messages must copy what the task says rather than recall a phrase it
+# has seen (held-out messages and queries are made of other words, and names it has never read).
+_MORE_WORDS = ("about after again air all almost along also always animal answer april arrive ask aunt autumn away "
+               "baby back bake band bank basket beach bed before begin best better bike bird birthday black boat "
+               "bottle box boy bring brother brown build bus busy buy cake camera camp cancel card care carry cheap "
+               "cheese chicken child class clean clock close cloud coat come cook corner could cousin cream cup "
+               "dance dark date dear desk doctor done down dream dress drink drive each east eat egg empty end enjoy "
+               "evening every face fall family far farm fast father feel fine finish fire first floor flower fly food "
+               "forest forget free fresh friend front fruit full fun game gate girl give glass go gold grand grass "
+               "great group grow guess hair half hall hand hat have hear heavy hello here hill hold holiday hope horse "
+               "hour hungry ice inside island join juice jump just keep kind kitchen knock know lake lamp large last "
+               "laugh leave left lemon letter library light like line listen little long look lost love lucky make "
+               "many march meet message minute mirror miss moment month more mother move much museum name near need "
+               "never next nice noon north number ocean office old only other outside page paint paper pass pen "
+               "people piano picture place plant play please pocket post print quiet radio read remember rest rice "
+               "right river room round safe salt same sand save say sea seat send seven share shirt shoe short show "
+               "sing sister sit six sky small smile soup south space speak spring star start stay still stone stop "
+               "store story street strong summer sweet swim talk tall team tell ten thank thing think three tired "
+               "together tomorrow top town toy tree true try turn two uncle under until up visit voice wake want warm "
+               "wash watch way wear west wet white wide win wind winter wish with wood word world write year young").split()
 
 
-def _phrase_of(rng, capitalize: bool) -> str:
-    words = rng.sample(_WORDS, rng.randint(1, 4))
+def _phrase_of(rng, capitalize: bool, words_held: set) -> str:
+    words = rng.sample([w for w in _WORDS + _MORE_WORDS if w not in words_held], rng.randint(1, 4))
+    number = str(rng.randint(1, 12)) + rng.choice(["", "", "pm", "am"])
+    if rng.random() < 0.15 and number not in words_held:  # numbers too, as messages have them
+        words.insert(rng.randrange(len(words) + 1), number)
     text = " ".join(words)
     return text.capitalize() if capitalize else text
 
@@ -508,7 +531,7 @@ def more_training_tasks(count: int, seed: int = 0) -> list[PhoneTask]:
     """``count`` training tasks beyond the built-in ones, for a model that needs more trajectories than 60 tasks
     give: the templates (``setting_then_message`` is held out whole) over values no held-out task uses, in any
     template (settings: none that ``toggle_setting`` holds out), with new messages and queries made of common
-    words. Deterministic for a ``seed``; ids ``more/N``."""
+    words that no held-out message or query holds. Deterministic for a ``seed``; ids ``more/N``."""
     import random
 
     rng = random.Random(seed)
@@ -518,6 +541,9 @@ def more_training_tasks(count: int, seed: int = 0) -> list[PhoneTask]:
             for name, value in t.params.items():
                 if name not in ("on", "setting") or t.template == "toggle_setting" and name == "setting":
                     held.setdefault(name, set()).add(value)
+
+    # no word of a held-out message or query either: copying it into Type is then something the model must do
+    words_held = {w.strip(",.?!'").lower() for name in ("text", "query") for v in held.get(name, ()) for w in v.split()}
 
     def pick(template: str, name: str, values) -> object:
         return rng.choice([v for v in values if v not in held.get(name, set())])
@@ -529,11 +555,11 @@ def more_training_tasks(count: int, seed: int = 0) -> list[PhoneTask]:
             extra = {"song": pick(template, "song", SONGS)} if template == "setting_then_song" else {}
             return {"setting": pick(template, "setting", list(TOGGLES)), "on": rng.random() < 0.5, **extra}
         if template == "send_message":
-            return {"contact": pick(template, "contact", CONTACTS), "text": _phrase_of(rng, True)}
+            return {"contact": pick(template, "contact", CONTACTS), "text": _phrase_of(rng, True, words_held)}
         if template == "reply_message":
-            return {"contact": pick(template, "contact", list(THREADS)), "text": _phrase_of(rng, True)}
+            return {"contact": pick(template, "contact", list(THREADS)), "text": _phrase_of(rng, True, words_held)}
         if template in ("web_search", "open_result"):
-            return {"query": _phrase_of(rng, False)}
+            return {"query": _phrase_of(rng, False, words_held)}
         if template == "play_song":
             return {"song": pick(template, "song", SONGS)}
         if template == "like_photo":
