@@ -17,8 +17,8 @@ API
 * ``image_data_url(source, name=None)``: an image file's (or raw bytes') base64 ``data:`` URL, what an OpenAI
   client sends; ``inline_images(messages, base_dir=None)``: the messages with every image part's file path read
   here and sent inline that way (how rows become requests any OpenAI-compatible server accepts).
-* ``thumbnail_png(image, box, colors=None)``: a PIL image shrunk into ``box`` as PNG bytes; ``last_image_url(messages)``:
-  the url of the conversation's latest image part (None without one).
+* ``thumbnail_png(image, box, colors=None)``: a PIL image shrunk into ``box`` as PNG bytes;
+  ``last_image_url(messages)``: the url of the conversation's latest image part (None without one).
 * ``content_parts(content)``: validates a message's content and returns it as a string or a list of
   normalised parts (text / image_url); ValueError saying what is wrong.
 * ``resolve_images(messages, base_dir=None, allow_local_files=True)``: the messages with every image part

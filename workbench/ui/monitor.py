@@ -65,8 +65,8 @@ def samples_html(samples: list) -> str:
         return ""
     names = list(samples[0].get("rewards") or {})
     images = any(x.get("thumbnail") for x in samples)
-    head = "".join(f"<th>{html.escape(h)}</th>"
-                   for h in ["step", *(["screen"] if images else []), "prompt", "completion", *names, "total", "advantage"])
+    columns = ["step", *(["screen"] if images else []), "prompt", "completion", *names, "total", "advantage"]
+    head = "".join(f"<th>{html.escape(h)}</th>" for h in columns)
     rows = []
     for x in samples:
         thumb = str(x.get("thumbnail") or "")
