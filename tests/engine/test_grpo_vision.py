@@ -54,6 +54,7 @@ def test_a_grpo_step_on_phone_task_screenshots_plays_episodes_and_trains(make_cf
     ro = rollouts[0]
     assert set(ro.rewards) == {"format", "episode_success", "length"} and ro.groups == 2
     assert "current_app" in ro.samples[0]["prompt"] and "data:" not in ro.samples[0]["prompt"]  # text, not pixels
+    assert all(x["thumbnail"].startswith("data:image/png;base64,") for x in ro.samples)  # read back from the log
     m = mismatch[0]
     # the trainer's forward saw the sampler's pixels and positions: it reproduces the sampler up to rounding
     assert m.tokens > 0 and m.max_abs < (1e-3 if mode == "fp32" else 0.1)

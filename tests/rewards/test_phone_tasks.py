@@ -7,7 +7,9 @@ import pytest
 from workbench.agent import OraclePolicy
 from workbench.agent.runner import png_bytes
 from workbench.config import ConfigError, load_config
-from workbench.data.multimodal import image_data_url
+from PIL import ImageChops, ImageStat
+
+from workbench.data.multimodal import image_data_url, last_image_url, load_image
 from workbench.phone.env import PhoneEnv
 from workbench.phone.runtime import Conversation, runtime_problems
 from workbench.phone.sim import SimPhone
@@ -81,3 +83,13 @@ def test_phone_tasks_prompts_come_from_the_config():
     assert "The current date: 2026-12-01" in s.prompts[0].messages[0]["content"]  # the same prompts on any day
     assert s.prompts and {p.task.template for p in s.prompts} == {"open_app"}
     assert s.prompts[0].task.instruction in s.describe(s.prompts[0])  # the samples table shows the instruction
+
+
+def test_a_phone_task_prompts_thumbnail_is_its_screenshot_small(tasks):
+    prompt = first_step_prompts(tasks[:1], SIZE, DATE)[0]
+    thumbnail = PhoneTasksScorer.thumbnail(prompt)
+    assert thumbnail.startswith("data:image/png;base64,") and len(thumbnail) < 4000  # a few KB in the log
+    small = load_image(thumbnail)
+    assert small.size == (64, 144)  # 112x252 shrunk to 64 px wide, the aspect kept
+    screen = load_image(last_image_url(prompt.messages)).resize(small.size)
+    assert ImageStat.Stat(ImageChops.difference(small, screen)).mean < [8, 8, 8]  # the same picture

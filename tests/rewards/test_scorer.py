@@ -14,7 +14,7 @@ def test_rows_become_prompts_and_completions_are_scored_per_reward():
     good = s.prompts[0].reference  # the reference answer itself scores full marks
     scored = s([s.prompts[0], s.prompts[0]], [good, "no idea"])
     assert scored.rewards == {"format": [1.0, 0.0], "action_type": [1.0, 0.0]} and scored.parsed == [True, False]
-    assert "微信" in s.describe(s.prompts[0])
+    assert "微信" in s.describe(s.prompts[0]) and s.thumbnail(s.prompts[0]) is None  # a text row has no image
 
 
 def test_a_raising_reward_names_itself_and_the_row():

@@ -4,8 +4,11 @@ from __future__ import annotations
 
 from workbench.events import EventWriter, RunStarted, Step
 from workbench.events.schema import PolicyMismatch, Rollout
-from workbench.ui.monitor import RunMonitor
+from workbench.ui.monitor import RunMonitor, samples_html
 from workbench.ui.state import load_run_state
+
+
+THUMBNAIL = "data:image/png;base64,iVBORw0KGgo="
 
 
 def _write(run_dir, grpo: bool):
@@ -25,7 +28,7 @@ def _write(run_dir, grpo: bool):
                                truncated=0.0, parse_rate=0.5,
                                samples=[{"prompt": "Turn on <Wi-Fi>", "completion": "<think>go</think>",
                                          "rewards": {"format": 1.0, "tap_in_box": 0.0}, "total": 1.0,
-                                         "advantage": 0.7}]))
+                                         "advantage": 0.7, "thumbnail": THUMBNAIL}]))
                 w.emit(PolicyMismatch(step=n, tokens=40, mean_abs=0.01 * n, max_abs=0.2, ratio_min=0.9, ratio_max=1.1,
                                       ratio_std=0.02, kl=1e-4, clipped=0.0, precision="bf16"))
 
@@ -37,6 +40,7 @@ def test_state_folds_rollouts_and_mismatch(tmp_path):
     assert s.rewards["total"].y == [0.5, 1.0] and s.rewards["format"].y == [0.25, 0.5]
     assert s.mismatch["mean_abs"].y == [0.01, 0.02] and s.rollout_stats["parse_rate"].y == [0.5, 0.5]
     assert s.samples[0]["step"] == 2 and s.samples[0]["completion"] == "<think>go</think>"
+    assert s.samples[0]["thumbnail"] == THUMBNAIL
 
 
 def test_monitor_draws_reward_curves_mismatch_and_samples_for_grpo_only(tmp_path):
@@ -50,7 +54,16 @@ def test_monitor_draws_reward_curves_mismatch_and_samples_for_grpo_only(tmp_path
     assert list(next(t for t in m.mismatch_fig.data if t.name == "mean abs").y) == [0.01, 0.02]
     assert m.figure_boxes["rewards"].layout.display is None and m.samples_cell.layout.display is None
     assert "&lt;think&gt;go&lt;/think&gt;" in m.samples_table.value and "Turn on &lt;Wi-Fi&gt;" in m.samples_table.value
+    assert f"<img src='{THUMBNAIL}'" in m.samples_table.value
     m.attach(tmp_path / "s")
     m.wait_sync(10)
     assert not m.reward_fig.data and m.figure_boxes["rewards"].layout.display == "none"
     assert m.samples_cell.layout.display == "none"
+
+
+def test_the_samples_table_shows_a_screen_column_only_for_samples_with_a_thumbnail():
+    text = {"prompt": "p", "completion": "c", "rewards": {"format": 1.0}, "total": 1.0, "advantage": 0.0, "step": 1}
+    assert "<img" not in samples_html([text]) and "screen" not in samples_html([text])  # older logs, text prompts
+    shown = samples_html([{**text, "thumbnail": THUMBNAIL}, text])
+    assert "<th>screen</th>" in shown and shown.count("<img") == 1 and shown.count("<td></td>") == 1
+    assert "<img" not in samples_html([{**text, "thumbnail": "javascript:alert(1)"}])  # only image data: URLs

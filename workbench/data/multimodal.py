@@ -17,6 +17,8 @@ API
 * ``image_data_url(source, name=None)``: an image file's (or raw bytes') base64 ``data:`` URL, what an OpenAI
   client sends; ``inline_images(messages, base_dir=None)``: the messages with every image part's file path read
   here and sent inline that way (how rows become requests any OpenAI-compatible server accepts).
+* ``thumbnail_png(image, box, colors=None)``: a PIL image shrunk into ``box`` as PNG bytes;
+  ``last_image_url(messages)``: the url of the conversation's latest image part (None without one).
 * ``content_parts(content)``: validates a message's content and returns it as a string or a list of
   normalised parts (text / image_url); ValueError saying what is wrong.
 * ``resolve_images(messages, base_dir=None, allow_local_files=True)``: the messages with every image part
@@ -112,6 +114,24 @@ def image_data_url(source: "str | Path | bytes", name: Optional[str] = None) -> 
     media = mimetypes.guess_type(name or "")[0] if name else None
     media = media if media and media.startswith("image/") else "image/png"
     return f"data:{media};base64,{base64.b64encode(data).decode()}"
+
+
+def thumbnail_png(image, box: tuple[int, int], colors: Optional[int] = None) -> bytes:
+    """A PIL image shrunk to fit ``box`` (width, height; aspect kept, never enlarged) as PNG bytes: a preview;
+    ``colors`` makes it a palette image of that many colours (a third of the bytes for a screenshot)."""
+    small = image.copy()
+    small.thumbnail(box)
+    small = small.quantize(colors) if colors else small
+    buf = io.BytesIO()
+    small.save(buf, format="PNG", optimize=True)
+    return buf.getvalue()
+
+
+def last_image_url(messages: list[dict]) -> Optional[str]:
+    """The url of the conversation's last image part (the latest screenshot), None when it has none."""
+    urls = [p["image_url"]["url"] for m in messages if isinstance(m.get("content"), list)
+            for p in m["content"] if isinstance(p, dict) and p.get("type") == "image_url"]
+    return urls[-1] if urls else None
 
 
 def inline_images(messages: list[dict], base_dir: Optional[str | Path] = None,

@@ -37,7 +37,8 @@ class ScoredCompletions:
 class RolloutScorer(Protocol):
     """What scores a run's rollouts. Optionally it also has ``attach(policy: TrainedPolicy)``, called once the
     model is built: a reward that needs the model being trained (an episode the model plays on after its sampled
-    first action) gets it there."""
+    first action) gets it there; and ``thumbnail(prompt) -> Optional[str]``, a small image data: URL of the
+    prompt shown beside its logged samples."""
 
     prompts: Sequence  # items with .messages (the conversation up to the answer; screenshots as data: URLs)
 
@@ -162,14 +163,18 @@ class GrpoStep:
         lengths = [n for w in windows for n in w.rollouts.lengths]
         parsed = [p for w in windows for p in (w.scored.parsed or [])]
         truncated = [not stopped for w in windows for stopped in w.rollouts.stopped]
-        samples = []
+        samples, thumbnails = [], getattr(self.scorer, "thumbnail", None)
         for w in windows:
             for j in range(0, len(w.prompts), rl.group_size):  # one completion of each group first
                 if len(samples) >= rl.samples_logged:
                     break
-                samples.append({"prompt": self.scorer.describe(w.prompts[j]), "completion": w.rollouts.texts[j],
-                                "rewards": {n: w.scored.rewards[n][j] for n in rl.rewards},
-                                "total": float(w.total[j]), "advantage": float(w.advantages[j])})
+                sample = {"prompt": self.scorer.describe(w.prompts[j]), "completion": w.rollouts.texts[j],
+                          "rewards": {n: w.scored.rewards[n][j] for n in rl.rewards},
+                          "total": float(w.total[j]), "advantage": float(w.advantages[j])}
+                thumbnail = thumbnails(w.prompts[j]) if thumbnails else None
+                if thumbnail:  # only prompts with an image have one
+                    sample["thumbnail"] = thumbnail
+                samples.append(sample)
         mean, std = float(total.mean()), float(total.std(unbiased=False))
         return Rollout(step=0, groups=len(total) // rl.group_size, group_size=rl.group_size, rewards=rewards,
                        reward_mean=mean, reward_std=std, all_equal_groups=all_equal_groups(total, rl.group_size),

@@ -228,7 +228,9 @@ class Rollout(Event):
     completion_tokens_max: int
     truncated: float  # share of completions cut at rl.max_new_tokens
     parse_rate: Optional[float]  # share of completions that parse as an action (None: the scorer does not parse)
-    samples: list = field(default_factory=list)  # [{prompt, completion, rewards: {name: value}, total, advantage}]
+    # [{prompt, completion, rewards: {name: value}, total, advantage, thumbnail?}]; thumbnail (optional, absent in
+    # older logs and for text prompts): the prompt's latest screenshot as a small PNG data: URL (<= 64 px wide)
+    samples: list = field(default_factory=list)
     rollout_s: float = 0.0  # seconds spent sampling and scoring
 
 

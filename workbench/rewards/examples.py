@@ -2,10 +2,16 @@
 phone-action verdict computed once, then each named reward on it, errors naming the reward and the prompt."""
 from __future__ import annotations
 
+from typing import Optional
+
+from ..data.multimodal import image_data_url, last_image_url, load_image, thumbnail_png
 from ..engine.grpo import ScoredCompletions
 from ..eval.phone import PhoneActionsTask
 from ..eval.tasks import Reply
 from .functions import REWARD_FUNCTIONS, RewardError
+
+
+THUMBNAIL_BOX, THUMBNAIL_COLORS = (64, 160), 64  # the samples table's screenshot: <= 64 px wide, ~3 KB as a data: URL
 
 
 class ExamplesScorer:
@@ -48,3 +54,9 @@ class ExamplesScorer:
         if not isinstance(content, str):  # a screenshot turn: its text parts (the image is not text)
             content = " ".join(p.get("text", "") for p in content if isinstance(p, dict) and p.get("type") == "text")
         return content[:300]
+
+    @staticmethod
+    def thumbnail(example) -> Optional[str]:
+        """The prompt's latest screenshot, small, as a PNG data: URL for the samples table; None for a text prompt."""
+        url = last_image_url(example.messages)
+        return None if url is None else image_data_url(thumbnail_png(load_image(url), THUMBNAIL_BOX, THUMBNAIL_COLORS))

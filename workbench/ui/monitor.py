@@ -59,14 +59,19 @@ def _show_waiting(fig: go.FigureWidget, waiting: bool) -> None:
 
 
 def samples_html(samples: list) -> str:
-    """A table of sample completions: prompt, completion, each reward, total and advantage."""
+    """A table of sample completions: prompt (with its screenshot's thumbnail when the samples carry one),
+    completion, each reward, total and advantage."""
     if not samples:
         return ""
     names = list(samples[0].get("rewards") or {})
-    head = "".join(f"<th>{html.escape(h)}</th>" for h in ["step", "prompt", "completion", *names, "total", "advantage"])
+    images = any(x.get("thumbnail") for x in samples)
+    columns = ["step", *(["screen"] if images else []), "prompt", "completion", *names, "total", "advantage"]
+    head = "".join(f"<th>{html.escape(h)}</th>" for h in columns)
     rows = []
     for x in samples:
-        cells = [str(x.get("step")), html.escape(str(x.get("prompt", ""))[:160]),
+        thumb = str(x.get("thumbnail") or "")
+        screen = [f"<img src='{html.escape(thumb)}' alt='screenshot'>" if thumb.startswith("data:image/") else ""]
+        cells = [str(x.get("step")), *(screen if images else []), html.escape(str(x.get("prompt", ""))[:160]),
                  f"<code>{html.escape(str(x.get('completion', '')))}</code>"]
         cells += [f"{(x.get('rewards') or {}).get(n, float('nan')):.2f}" for n in names]
         cells += [f"{x.get('total', float('nan')):.2f}", f"{x.get('advantage', float('nan')):+.2f}"]

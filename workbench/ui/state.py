@@ -596,9 +596,7 @@ class ChatImage:
     @classmethod
     def from_source(cls, source: "str | Path | bytes", name: Optional[str] = None) -> "ChatImage":
         """From a file path or an upload's bytes (``name``: its file name); ValueError saying why not."""
-        import io
-
-        from ..data.multimodal import load_image
+        from ..data.multimodal import load_image, thumbnail_png
         from ..serve.client import image_data_url
 
         raw = isinstance(source, (bytes, bytearray, memoryview))
@@ -610,11 +608,8 @@ class ChatImage:
             raise ValueError(f"cannot read {label}: {err.strerror or err}") from None
         except ValueError as err:  # ImageSourceError: e.g. not an image
             raise ValueError(f"{label}: {err}") from None
-        thumb = image.copy()
-        thumb.thumbnail((cls.THUMBNAIL_SIDE, cls.THUMBNAIL_SIDE))
-        buf = io.BytesIO()
-        thumb.save(buf, format="PNG")
-        return cls(label, url, image.width, image.height, buf.getvalue())
+        return cls(label, url, image.width, image.height,
+                   thumbnail_png(image, (cls.THUMBNAIL_SIDE, cls.THUMBNAIL_SIDE)))
 
 
 def sample_screenshots() -> dict[str, Path]:
