@@ -1,5 +1,8 @@
 import json
+import os
 import shlex
+import subprocess
+import sys
 
 from workbench.cli.main import main
 from tests.cli.helpers import run_cli
@@ -137,3 +140,16 @@ def test_the_entry_points_hide_only_third_party_deprecations():
                                  ("workbench.engine.run", FutureWarning), ("peft.tuners", UserWarning)):
             warnings.warn_explicit(f"{module} {category.__name__}", category, "file.py", 1, module=module)
     assert [str(w.message) for w in seen] == ["workbench.engine.run FutureWarning", "peft.tuners UserWarning"]
+
+
+def test_a_reader_that_goes_away_gets_no_traceback():
+    # `workbench recipes show NAME | head`: the pipe's reader is gone before the output is written
+    read_end, write_end = os.pipe()
+    os.close(read_end)
+    try:
+        proc = subprocess.run([sys.executable, "-m", "workbench", "recipes", "show", "identity-demo"],
+                              stdout=write_end, stderr=subprocess.PIPE, text=True, timeout=120)
+    finally:
+        os.close(write_end)
+    assert "Traceback" not in proc.stderr and "BrokenPipeError" not in proc.stderr, proc.stderr
+    assert proc.returncode == 1

@@ -4,6 +4,7 @@ from __future__ import annotations
 import argparse
 import importlib
 import json
+import os
 import sys
 from pathlib import Path
 
@@ -290,7 +291,15 @@ def entry_point() -> int:
     from ..user_output import hide_third_party_deprecations
 
     hide_third_party_deprecations()
-    return main()
+    try:
+        code = main()
+        sys.stdout.flush()  # inside the try: a reader gone before the last buffered line is caught here too
+        return code
+    except BrokenPipeError:
+        # the reader of the output went away (`workbench recipes show NAME | head`): no traceback; stdout is pointed
+        # at /dev/null so that the interpreter's final flush does not raise again (the idiom of Python's signal docs)
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 1
 
 
 if __name__ == "__main__":
