@@ -18,6 +18,12 @@ SERIES_TYPES = frozenset({"step", "memory", "rollout", "policy_mismatch"})
 ANCHOR_BYTES = 1 << 20  # rank 0 indexes its first step after every this many bytes of log: a coarse step -> offset map
 
 
+def is_rare(event: dict) -> bool:
+    """Whether a logged event is one the index names (not one point of a chart's series; a skipped step is rare)."""
+    kind = event.get("type")
+    return kind not in SERIES_TYPES or (kind == "step" and bool(event.get("skipped")))
+
+
 def index_path(log: str | Path) -> Path:
     """The index of the event log ``log`` (its sidecar: one JSON line per indexed event)."""
     return Path(str(log) + INDEX_SUFFIX)
@@ -91,7 +97,7 @@ class EventWriter:
     def _index(self, d: dict, written: int) -> None:
         # O_APPEND put the line at the end of the log as it was, and leaves this descriptor's offset right after it
         kind = d.get("type")
-        rare = kind not in SERIES_TYPES or (kind == "step" and d.get("skipped"))
+        rare = is_rare(d)
         anchor = kind == "step" and self.rank == 0
         if not (rare or anchor):
             return

@@ -245,7 +245,7 @@ def _lines_from(fh, start: int, stop: int, first_line_cut: bool, want: Optional[
 def _sample(fh, lo: int, hi: int, windows: int) -> tuple[dict, int]:
     """{offset: event}: the first event of each series type and rank in each of ``windows`` evenly spaced windows of
     bytes ``lo``..``hi`` (rare events, skipped steps included, are the index's)."""
-    from ..events.log import SERIES_TYPES
+    from ..events.log import is_rare
 
     out, read = {}, 0
     for k in range(windows):
@@ -255,7 +255,7 @@ def _sample(fh, lo: int, hi: int, windows: int) -> tuple[dict, int]:
         seen = set()
         for offset, e in lines:
             key = (e.get("type"), e.get("rank") or 0)
-            if key[0] in SERIES_TYPES and not (key[0] == "step" and e.get("skipped")) and key not in seen:
+            if not is_rare(e) and key not in seen:
                 seen.add(key)
                 out[offset] = e
     return out, read
@@ -275,6 +275,19 @@ def _indexed(fh, entries: list, lo: int, hi: int) -> Optional[tuple[dict, int]]:
             return None
         out[offset] = lines[0][1]
     return out, read
+
+
+def _rare_and_sampled(fh, entries: list, lo: int, hi: int, windows: Optional[int]) -> Optional[tuple[list, int]]:
+    """The events of bytes ``lo``..``hi`` in log order: every rare event the index names and one series event per type,
+    rank and window; with the bytes read. None when the index does not match the log."""
+    rare = _indexed(fh, entries, lo, hi)
+    if rare is None:
+        return None
+    events, read = rare
+    sampled, n = _sample(fh, lo, hi, windows or SAMPLE_WINDOWS)
+    for offset, e in sampled.items():
+        events.setdefault(offset, e)
+    return [events[o] for o in sorted(events)], read + n
 
 
 def read_overview(path: str | Path, recent_steps: int, windows: Optional[int] = None) -> Optional[LogSlice]:
@@ -297,14 +310,11 @@ def read_overview(path: str | Path, recent_steps: int, windows: Optional[int] = 
 
     tail, tail_start = read_tail(path, size, holds_recent_steps)
     with open(path, "rb") as fh:
-        rare = _indexed(fh, entries, 0, tail_start)
-        if rare is None:
-            return None
-        events, read = rare
-        sampled, n = _sample(fh, 0, tail_start, windows or SAMPLE_WINDOWS)
-    for offset, e in sampled.items():
-        events.setdefault(offset, e)
-    return LogSlice([events[o] for o in sorted(events)] + tail, size, True, read + n + size - tail_start)
+        older = _rare_and_sampled(fh, entries, 0, tail_start, windows)
+    if older is None:
+        return None
+    events, read = older
+    return LogSlice(events + tail, size, True, read + size - tail_start)
 
 
 def _anchors(entries: list) -> list[tuple[int, int]]:
@@ -341,11 +351,8 @@ def read_window(path: str | Path, first: int, last: int, full_bytes: Optional[in
             fh.seek(lo)
             data = fh.read(hi - lo)
             return LogSlice(parse_lines(data[: data.rfind(b"\n") + 1]), size, False, len(data))
-        rare = _indexed(fh, entries, lo, hi)
-        if rare is None:
-            return None
-        events, read = rare
-        sampled, n = _sample(fh, lo, hi, windows or SAMPLE_WINDOWS)
-    for offset, e in sampled.items():
-        events.setdefault(offset, e)
-    return LogSlice([events[o] for o in sorted(events)], size, True, read + n)
+        window = _rare_and_sampled(fh, entries, lo, hi, windows)
+    if window is None:
+        return None
+    events, read = window
+    return LogSlice(events, size, True, read)
