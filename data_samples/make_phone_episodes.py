@@ -7,7 +7,8 @@ with <think>), exactly what ``workbench agent record --oracle`` writes.
     python data_samples/make_phone_episodes.py --check    # only check the files on disk
 
 train.jsonl holds the training tasks' episodes, heldout.jsonl the held-out tasks' (workbench.phone.tasks splits them
-by template values, and holds one template out whole). train_more.jsonl holds the training tasks' and MORE further
+by template values, and holds one template out whole), combos.jsonl those of the tasks held out as new pairings of
+trained values. train_more.jsonl holds the training tasks' and MORE further
 training tasks' episodes (``more_training_tasks``: no value a held-out task uses, new messages and queries): the
 trajectories the screenshot agent (recipe screenshots-to-actions-tiny-glm4v) learns from. Deterministic: a fixed date in the system prompt, the
 simulated phone, PNGs written by PIL and named by their content's hash (a screen shown twice is stored once).
@@ -35,6 +36,7 @@ SIZE = (112, 252)  # as phone_screens/: 36 image tokens for GLM-4.1V's processor
 DATE = datetime.date(2026, 12, 1)  # the system prompt's date line, fixed so the files do not change by the day
 MORE = 480  # further training tasks in train_more.jsonl: enough messages and queries that copying is learned
 SETS = {"train": lambda: select_tasks("train"), "heldout": lambda: select_tasks("heldout"),
+        "combos": lambda: select_tasks("combos"),
         "train_more": lambda: select_tasks("train") + more_training_tasks(MORE)}
 
 
@@ -62,8 +64,9 @@ def check(out: Path) -> list[str]:
             problems.append(f"{split}.jsonl holds rows of another split")
         if tasks[split] != {t.id for t in SETS[split]()}:
             problems.append(f"{split}.jsonl does not hold one episode of every {split} task")
-    if tasks["train"] & tasks["heldout"]:
-        problems.append(f"tasks in both splits: {sorted(tasks['train'] & tasks['heldout'])}")
+    for held in ("heldout", "combos"):
+        if tasks["train"] & tasks[held]:
+            problems.append(f"tasks in train and {held}: {sorted(tasks['train'] & tasks[held])}")
     with tempfile.TemporaryDirectory() as tmp:
         write(Path(tmp), verbose=False)
         for name in [f"{split}.jsonl" for split in SETS] + sorted(p.name for p in (Path(tmp) / IMAGES_DIR).iterdir()):

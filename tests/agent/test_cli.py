@@ -30,6 +30,10 @@ def test_oracle_run_shows_every_task_solvable(capsys, tmp_path):
     code, out, _ = run_cli(capsys, "agent", "run", "--oracle", "--tasks", "open_app/settings", "--size", "112x252",
                            "--out", str(tmp_path / "table"))
     assert code == 0 and out.splitlines()[1].split()[:3] == ["oracle", "1", "1.000"]
+    code, out, _ = run_cli(capsys, "agent", "run", "--oracle", "--tasks", "heldout,combos", "--size", "112x252",
+                           "--out", str(tmp_path / "both"))
+    n_held, n_combos = len(select_tasks("heldout")), len(select_tasks("combos"))
+    assert code == 0 and f"by split: combos 1.000 of {n_combos}, heldout 1.000 of {n_held}" in out
 
 
 def test_bad_options_are_all_reported_at_once(capsys):

@@ -107,6 +107,10 @@ def test_metrics_count_what_happened():
     assert m["invalid_action_rate"] == 0.5
     assert m["mean_steps_success"] == len(good[0].steps) and m["end_reasons"] == {"finish": 1, "parse_failure": 1}
     assert m["by_template"] == {"open_app": {"n": 2, "success_rate": 0.5}}
+    assert m["by_split"] == {"train": {"n": 2, "success_rate": 0.5}}
+    combos = select_tasks("combos")[:1]
+    assert summarize(run_episodes(combos, OraclePolicy(combos), SMALL) + good)["by_split"] == {
+        "combos": {"n": 1, "success_rate": 1.0}, "train": {"n": 1, "success_rate": 1.0}}
     assert m["prompt_tokens_last"] is None
 
 

@@ -109,3 +109,9 @@ def test_a_null_learning_rate_is_derived_from_the_model_size(lora, params, expec
     assert schedule.learning_rate is None
     assert schedule.derived_learning_rate(lora, params) == expected
     assert schedule.model_copy(update={"learning_rate": 3e-3}).derived_learning_rate(lora, params) == 3e-3
+
+
+def test_one_task_scored_on_two_sets_is_told_apart_by_its_file():
+    screens = load_recipe("screenshots-to-actions-tiny-glm4v")
+    assert [e.label for e in screens.evaluation] == ["phone_episodes", "phone_episodes (combos)"]
+    assert screens.evaluation[1].data.endswith("phone_episodes/combos.jsonl")

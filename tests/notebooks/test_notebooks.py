@@ -95,8 +95,8 @@ def test_06_export_and_quantize(tmp_path):
 def test_07_phone_agent_episodes(tmp_path):
     nb = execute("07_phone_agent_episodes.ipynb", tmp_path, **short_parameters("07_phone_agent_episodes.ipynb", tmp_path))
     text = all_text(nb)
-    assert "91 tasks, 60 train / 31 held-out" in text
-    assert re.search(r"oracle: 91 of 91 tasks solved; steps per episode: median \d", text), text
+    assert "106 tasks, 60 train / 31 held-out / 15 combos" in text
+    assert re.search(r"oracle: 106 of 106 tasks solved; steps per episode: median \d", text), text
     steps = SHORT_PARAMETERS["07_phone_agent_episodes.ipynb"]["MAX_STEPS"]
     assert f"finished | step {steps}/{steps}" in text
     rows = dict(re.findall(r"^(base|trained) +(\d+) ", text, re.M))

@@ -12,7 +12,7 @@ from workbench.phone.env import PhoneEnv
 from workbench.phone.runtime import assistant_content
 from workbench.phone.sim import SimPhone
 from workbench.phone.state import APPS
-from workbench.phone.tasks import (TASKS, TEMPLATES, TaskFileError, load_task_file, make_task, more_training_tasks,
+from workbench.phone.tasks import (TASKS, TEMPLATES, _pairing, TaskFileError, load_task_file, make_task, more_training_tasks,
                                   select_tasks)
 
 ENV = PhoneEnv(SimPhone((112, 252)), max_steps=30)
@@ -72,6 +72,23 @@ def test_heldout_tasks_are_not_training_tasks_renamed():
         {a for t in TASKS if t.split == "train" for a in t.apps}  # held-out tasks use apps training has seen
 
 
+def test_combos_pair_trained_values_in_ways_no_training_task_does():
+    combos = select_tasks("combos")
+    assert len(combos) >= 12 and {t.split for t in combos} == {"combos"}
+    train = [t for t in TASKS if t.split == "train"] + more_training_tasks(480)
+    pairings = {_pairing(t.template, t.params) for t in train}
+    trained_values = {(k, str(v)) for t in train for k, v in t.params.items() if k != "on"}
+    trained_values |= {("app", a) for t in train for a in t.apps}  # an app opened on the way to another task
+    for t in combos:
+        assert _pairing(t.template, t.params) not in pairings, t.id  # the combination is new
+        assert {(k, str(v)) for k, v in t.params.items() if k != "on"} <= trained_values, t.id  # each value is not
+        assert set(t.apps) <= {a for tt in train for a in tt.apps}, t.id
+    # more tasks keep a combos task's values in other pairings: what there is to recombine
+    more = more_training_tasks(480)
+    assert {"Dana Lee", "Li Na", "Sam Taylor"} <= {t.params.get("contact") for t in more if t.template == "send_message"}
+    assert not {"Dana Lee", "Li Na", "Sam Taylor"} & {t.params["contact"] for t in more if t.template == "favorite_contact"}
+
+
 def test_task_files_and_their_errors(tmp_path):
     good = tmp_path / "tasks.jsonl"
     good.write_text('{"template": "open_app", "app": "Notes"}\n\n'
@@ -95,9 +112,10 @@ def test_task_files_and_their_errors(tmp_path):
 def test_selecting_tasks_by_name():
     assert len(select_tasks("all")) == len(TASKS)
     assert {t.split for t in select_tasks("heldout")} == {"heldout"}
+    assert {t.split for t in select_tasks("combos")} == {"combos"}
     assert {t.template for t in select_tasks("open_app,like_photo")} == {"open_app", "like_photo"}
     assert [t.id for t in select_tasks("open_app/settings")] == ["open_app/settings"]
-    with pytest.raises(ValueError, match=r"unknown tasks 'nope': give all, train, heldout, a template \(open_app"):
+    with pytest.raises(ValueError, match=r"unknown tasks 'nope': give all, train, heldout, combos, a template \(open_app"):
         select_tasks("train,nope")
     with pytest.raises(ValueError, match="unknown app 'Nope'"):
         make_task("open_app", {"app": "Nope"})

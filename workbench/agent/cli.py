@@ -20,7 +20,7 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
                     "answers one action at a time until finish, the step limit, a reply that does not parse or a "
                     "context overflow; success is judged on the phone's final state.")
     sub = p.add_subparsers(dest="agent_command", required=True, metavar="{run,record}")
-    tasks_help = (f"all, train, heldout, a template ({', '.join(TEMPLATES)}), a task id, several of these "
+    tasks_help = (f"all, train, heldout (values no training task has), combos (trained values, new pairings), a template ({', '.join(TEMPLATES)}), a task id, several of these "
                   "comma-separated, or a JSONL task file")
 
     r = sub.add_parser("run", help="run tasks with served models (or their oracle solutions) and score them",
@@ -149,6 +149,9 @@ def format_report(report) -> str:
     for model, by_mode in report.metrics.items():
         metrics = by_mode["default"]
         lines.append(f"\n{model}: end reasons {metrics['end_reasons']}")
+        if len(metrics.get("by_split", {})) > 1:  # heldout and combos asked together: each its own rate
+            lines.append("  by split: " + ", ".join(f"{split} {_cell(g['success_rate'])} of {g['n']}"
+                                                  for split, g in metrics["by_split"].items()))
         rows = [["template", "n", "success_rate"]] + [[t, str(g["n"]), _cell(g["success_rate"])]
                                                       for t, g in metrics["by_template"].items()]
         lines += ["  " + line for line in _columns(rows)]

@@ -8,7 +8,8 @@
 - ``mean_steps_success``: the length of the successful episodes; ``mean_steps``: of all;
 - ``prompt_tokens_last``: the prompt's token count at each episode's last step (the server's usage), mean and
   max: how close the runtime's growing history comes to the context;
-- ``end_reasons``, and ``by_template`` / ``by_app``: success rate and count per task template and per app.
+- ``end_reasons``, and ``by_split`` / ``by_template`` / ``by_app``: success rate and count per task split (train,
+  heldout: values never trained, combos: trained values newly paired), per template and per app.
 """
 from __future__ import annotations
 
@@ -50,6 +51,7 @@ def summarize(episodes: Iterable[Episode]) -> dict:
         "prompt_tokens_last": _mean(last_tokens),
         "prompt_tokens_last_max": max((t for t in last_tokens if t is not None), default=None),
         "end_reasons": {r: n for r, n in reasons.items() if n},
+        "by_split": _groups(episodes, lambda ep: [ep.split]),
         "by_template": _groups(episodes, lambda ep: [ep.template]),
         "by_app": _groups(episodes, lambda ep: ep.apps),
     }

@@ -26,7 +26,7 @@ import time
 from ..agent import OraclePolicy, ServedPolicy, run_episodes, sim_devices, summarize
 from ..phone.runtime import CONTEXT_TOKENS, Conversation
 from ..phone.screen import parse_size
-from ..phone.tasks import TASKS, select_tasks
+from ..phone.tasks import SPLITS, TASKS, select_tasks
 
 
 def oracle(args) -> dict:
@@ -34,7 +34,7 @@ def oracle(args) -> dict:
     episodes = run_episodes(TASKS, OraclePolicy(TASKS), sim_devices(parse_size(args.size)), concurrency=8)
     wall = time.monotonic() - start
     lengths = [len(e.steps) for e in episodes]
-    by_split = {split: sum(e.success for e in episodes if e.split == split) for split in ("train", "heldout")}
+    by_split = {split: sum(e.success for e in episodes if e.split == split) for split in SPLITS}
     return {"tasks": len(TASKS), "solved": sum(bool(e.success) for e in episodes), "solved_by_split": by_split,
             "steps_histogram": dict(sorted(collections.Counter(lengths).items())),
             "steps_median": statistics.median(lengths), "steps_min": min(lengths), "steps_max": max(lengths),

@@ -190,7 +190,7 @@ def _train_and_evaluate(recipe: Recipe, cfg, judged: bool, out: Outcome, progres
     out.machine += f", {torch.get_num_threads()} thread(s)"
     t0 = time.monotonic()
     for evaluation in recipe.evaluation:
-        print(f"[recipes] {recipe.name}: evaluating {evaluation.task}", flush=True)
+        print(f"[recipes] {recipe.name}: evaluating {evaluation.label}", flush=True)
         tuned, base = evaluate_run(evaluation, result.run_dir, progress)
         names = list(evaluation.figures) or list(_scalars(tuned))
         for metric in names:
@@ -200,7 +200,7 @@ def _train_and_evaluate(recipe: Recipe, cfg, judged: bool, out: Outcome, progres
                 raise ConfigError([(f"evaluation[{evaluation.task}].figures.{metric}", f"task {evaluation.task} "
                                     f"reports no {metric!r}: use one of {', '.join(_scalars(tuned))}")],
                                   f"recipe {recipe.path}")
-            out.rows.append(Measured(evaluation.task, metric, value, base_value, expected,
+            out.rows.append(Measured(evaluation.label, metric, value, base_value, expected,
                                      judge(value, base_value, expected, judged)))
     out.eval_s = time.monotonic() - t0
     out.cpu_s = _cpu_s() - cpu0

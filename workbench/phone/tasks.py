@@ -6,7 +6,11 @@ instruction, the state it starts from (a setting to change starts the other way 
 state (``check``: the goal holds and nothing else changed that the task did not ask for) and an oracle: the
 actions (with a short reasoning each) that solve it, found by driving a scratch phone, so they are right for the
 screens as drawn. ``TASKS`` is the built-in set: each template's values are split into train and held-out ones
-(and one template is held out whole), so a held-out task is never a training task renamed.
+(and one template is held out whole), so a held-out task is never a training task renamed; a second held-out set,
+``combos``, pairs trained values in ways no training task does (a contact messaged in training, now to be made a
+favorite; a song played only after a setting, now on its own; an app launched on the way to other tasks, now the
+task): it asks whether a model recombines what it learned, where ``heldout`` also asks it to read names it never
+saw.
 
 Task files (``load_task_file``): JSONL, one ``{"template": NAME, ...parameters}`` object a line (optionally
 ``"id"`` and ``"split"``); a bad row is a ``TaskFileError`` naming file:line and the fix.
@@ -23,7 +27,9 @@ from .actions import Action
 from .sim import SimPhone
 from .state import APPS, CONTACTS, HOME, PHOTOS, SONGS, THREADS, TOGGLES, PhoneState, web_results
 
-SPLITS = ("train", "heldout")
+# heldout: values no training task has (a contact, song, setting, app, message never seen); combos: every value is
+# trained, in another template or another pairing, the combination never is (does the model recombine what it knows?)
+SPLITS = ("train", "heldout", "combos")
 
 
 @dataclass(frozen=True)
@@ -423,6 +429,16 @@ _BUILTIN: list[tuple[str, str, list[dict]]] = [
     ("setting_then_message", "heldout", [{"setting": s, "on": on, "contact": c, "text": t} for s, on, c, t in [
         ("do_not_disturb", True, "Noah Kim", "Busy, call you later"), ("dark_mode", True, "Wang Fang", "Good night"),
         ("battery_saver", True, "Mom", "Phone battery is low")]]),
+    # combos: each value below is in training tasks (the comment says where), this pairing is in none
+    ("favorite_contact", "combos", [{"contact": c} for c in ["Dana Lee", "Li Na", "Sam Taylor"]]),  # send_message
+    ("play_song", "combos", [{"song": s} for s in _songs("Orange Sky", "Satellites", "Starlight")]),  # setting_then_song
+    ("open_app", "combos", [{"app": a} for a in ["Contacts", "Messages", "Music"]]),  # launched in other tasks
+    ("setting_then_song", "combos", [{"setting": s, "on": on, "song": _song_of(t)} for s, on, t in [
+        ("wifi", False, "Blue Avenue"), ("battery_saver", True, "City Rain")]]),  # toggle_setting, play_song
+    ("send_message", "combos", [{"contact": c, "text": t} for c, t in [
+        ("Priya Shah", "Got it"), ("Diego Ruiz", "Happy birthday!")]]),  # favorite_contact; send_message's texts
+    ("web_search", "combos", [{"query": "flight status"}]),  # open_result's query
+    ("open_result", "combos", [{"query": "pasta recipe"}]),  # web_search's query
 ]
 TASKS: list[PhoneTask] = [make_task(name, params, split) for name, split, values in _BUILTIN for params in values]
 
@@ -465,7 +481,7 @@ def load_task_file(path: str | Path) -> list[PhoneTask]:
 
 
 def select_tasks(spec: str, tasks: Optional[list[PhoneTask]] = None) -> list[PhoneTask]:
-    """Tasks named by ``spec``: ``all``, ``train``, ``heldout``, a template, a task id, or several of these
+    """Tasks named by ``spec``: ``all``, a split (``train``, ``heldout``, ``combos``), a template, a task id, or several of these
     separated by commas; or a task file (``.jsonl``). ValueError naming what is unknown and what is known."""
     if spec.endswith(".jsonl") or Path(spec).is_file():
         return load_task_file(spec)
@@ -481,7 +497,7 @@ def select_tasks(spec: str, tasks: Optional[list[PhoneTask]] = None) -> list[Pho
         else:
             found = [t for t in pool if t.id == part]
             if not found:
-                raise ValueError(f"unknown tasks {part!r}: give all, train, heldout, a template "
+                raise ValueError(f"unknown tasks {part!r}: give all, {', '.join(SPLITS)}, a template "
                                  f"({', '.join(TEMPLATES)}), a task id (e.g. {pool[0].id}) or a .jsonl task file")
         chosen.update((t.id, t) for t in found)
     if not chosen:
@@ -527,15 +543,23 @@ def _phrase_of(rng, capitalize: bool, words_held: set) -> str:
     return text.capitalize() if capitalize else text
 
 
+def _pairing(template: str, params: dict) -> tuple:
+    """What makes a task the combination it is: its template and values, a message's text aside (texts are made
+    up anew for more training tasks) and a query kept (the query is the task)."""
+    return (template,) + tuple(sorted((k, str(v)) for k, v in params.items() if k != "text"))
+
+
 def more_training_tasks(count: int, seed: int = 0) -> list[PhoneTask]:
     """``count`` training tasks beyond the built-in ones, for a model that needs more trajectories than 60 tasks
     give: the templates (``setting_then_message`` is held out whole) over values no held-out task uses, in any
     template (settings: none that ``toggle_setting`` holds out), with new messages and queries made of common
-    words that no held-out message or query holds. Deterministic for a ``seed``; ids ``more/N``."""
+    words that no held-out message or query holds, and no pairing of a ``combos`` task (its values, yes). Deterministic for a ``seed``; ids ``more/N``."""
     import random
 
     rng = random.Random(seed)
     held: dict[str, set] = {}
+    # a combos task's values stay in training; its own pairing must not (template and parameters, the text aside)
+    held_pairs = {_pairing(t.template, t.params) for t in TASKS if t.split == "combos"}
     for t in TASKS:
         if t.split == "heldout":
             for name, value in t.params.items():
@@ -573,5 +597,7 @@ def more_training_tasks(count: int, seed: int = 0) -> list[PhoneTask]:
         params = params_of(template)
         if any(params.get(k) in held.get(k, ()) for k in ("text", "query")):
             continue  # a generated text or query that happens to be held out
+        if _pairing(template, params) in held_pairs:
+            continue  # a combos task's pairing
         tasks.append(make_task(template, params, "train", f"more/{len(tasks) + 1}"))
     return tasks

@@ -61,6 +61,11 @@ class Evaluation(Section):
     def _packaged_samples(cls, value: Optional[str]) -> Optional[str]:
         return value if value is None else resolve_sample_path(value)
 
+    @property
+    def label(self) -> str:
+        """The task, and the file when it is not the task's own: one recipe may score one task on two sets."""
+        return self.task if self.data is None else f"{self.task} ({Path(self.data).stem})"
+
     def problems(self, path: str) -> list[tuple[str, str]]:
         out = EVAL_TASKS.unknown(f"{path}.task", [self.task])
         if self.data is not None and not Path(self.data).is_file():
