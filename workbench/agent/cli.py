@@ -20,7 +20,8 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
                     "answers one action at a time until finish, the step limit, a reply that does not parse or a "
                     "context overflow; success is judged on the phone's final state.")
     sub = p.add_subparsers(dest="agent_command", required=True, metavar="{run,record}")
-    tasks_help = (f"all, train, heldout (values no training task has), combos (trained values, new pairings), a template ({', '.join(TEMPLATES)}), a task id, several of these "
+    tasks_help = ("all, train, heldout (values no training task has), combos (trained values, new pairings), "
+                  f"a template ({', '.join(TEMPLATES)}), a task id, several of these "
                   "comma-separated, or a JSONL task file")
 
     r = sub.add_parser("run", help="run tasks with served models (or their oracle solutions) and score them",

@@ -431,7 +431,7 @@ _BUILTIN: list[tuple[str, str, list[dict]]] = [
         ("battery_saver", True, "Mom", "Phone battery is low")]]),
     # combos: each value below is in training tasks (the comment says where), this pairing is in none
     ("favorite_contact", "combos", [{"contact": c} for c in ["Dana Lee", "Li Na", "Sam Taylor"]]),  # send_message
-    ("play_song", "combos", [{"song": s} for s in _songs("Orange Sky", "Satellites", "Starlight")]),  # setting_then_song
+    ("play_song", "combos", [{"song": s} for s in _songs("Orange Sky", "Satellites", "Starlight")]),  # after a setting
     ("open_app", "combos", [{"app": a} for a in ["Contacts", "Messages", "Music"]]),  # launched in other tasks
     ("setting_then_song", "combos", [{"setting": s, "on": on, "song": _song_of(t)} for s, on, t in [
         ("wifi", False, "Blue Avenue"), ("battery_saver", True, "City Rain")]]),  # toggle_setting, play_song
@@ -481,8 +481,8 @@ def load_task_file(path: str | Path) -> list[PhoneTask]:
 
 
 def select_tasks(spec: str, tasks: Optional[list[PhoneTask]] = None) -> list[PhoneTask]:
-    """Tasks named by ``spec``: ``all``, a split (``train``, ``heldout``, ``combos``), a template, a task id, or several of these
-    separated by commas; or a task file (``.jsonl``). ValueError naming what is unknown and what is known."""
+    """Tasks named by ``spec``: ``all``, a split (``train``, ``heldout``, ``combos``), a template, a task id, or
+    several of these separated by commas; or a task file (``.jsonl``). ValueError naming what is unknown and what is known."""
     if spec.endswith(".jsonl") or Path(spec).is_file():
         return load_task_file(spec)
     pool = TASKS if tasks is None else tasks
@@ -553,7 +553,8 @@ def more_training_tasks(count: int, seed: int = 0) -> list[PhoneTask]:
     """``count`` training tasks beyond the built-in ones, for a model that needs more trajectories than 60 tasks
     give: the templates (``setting_then_message`` is held out whole) over values no held-out task uses, in any
     template (settings: none that ``toggle_setting`` holds out), with new messages and queries made of common
-    words that no held-out message or query holds, and no pairing of a ``combos`` task (its values, yes). Deterministic for a ``seed``; ids ``more/N``."""
+    words that no held-out message or query holds, and no pairing of a ``combos`` task (its values, yes).
+    Deterministic for a ``seed``; ids ``more/N``."""
     import random
 
     rng = random.Random(seed)
