@@ -189,7 +189,7 @@ def _train_and_evaluate(recipe: Recipe, cfg, judged: bool, out: Outcome, progres
                          f"{m.device}/{m.precision} ({m.description}): differences are expected")
     out.machine += f", {torch.get_num_threads()} thread(s)"
     t0 = time.monotonic()
-    for evaluation in recipe.evaluation:
+    for i, evaluation in enumerate(recipe.evaluation):
         print(f"[recipes] {recipe.name}: evaluating {evaluation.label}", flush=True)
         tuned, base = evaluate_run(evaluation, result.run_dir, progress)
         names = list(evaluation.figures) or list(_scalars(tuned))
@@ -197,7 +197,7 @@ def _train_and_evaluate(recipe: Recipe, cfg, judged: bool, out: Outcome, progres
             value, base_value = tuned.get(metric), base.get(metric)
             expected = evaluation.figures.get(metric)
             if metric not in tuned:
-                raise ConfigError([(f"evaluation[{evaluation.task}].figures.{metric}", f"task {evaluation.task} "
+                raise ConfigError([(f"evaluation[{i}].figures.{metric}", f"task {evaluation.task} "
                                     f"reports no {metric!r}: use one of {', '.join(_scalars(tuned))}")],
                                   f"recipe {recipe.path}")
             out.rows.append(Measured(evaluation.label, metric, value, base_value, expected,
