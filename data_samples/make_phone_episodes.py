@@ -29,7 +29,7 @@ sys.path.insert(0, str(HERE.parent))  # run from a checkout: the workbench packa
 from workbench.agent import OraclePolicy, run_episodes, sim_devices  # noqa: E402
 from workbench.agent.record import IMAGES_DIR, record_rows  # noqa: E402
 from workbench.data.check import check_file  # noqa: E402
-from workbench.phone.tasks import more_training_tasks, select_tasks  # noqa: E402
+from workbench.phone.tasks import SPLITS, more_training_tasks, select_tasks  # noqa: E402
 
 OUT = HERE / "phone_episodes"
 SIZE = (112, 252)  # as phone_screens/: 36 image tokens for GLM-4.1V's processor, seconds on a CPU
@@ -64,7 +64,7 @@ def check(out: Path) -> list[str]:
             problems.append(f"{split}.jsonl holds rows of another split")
         if tasks[split] != {t.id for t in SETS[split]()}:
             problems.append(f"{split}.jsonl does not hold one episode of every {split} task")
-    for held in ("heldout", "combos"):
+    for held in [s for s in SPLITS if s != "train"]:
         if tasks["train"] & tasks[held]:
             problems.append(f"tasks in train and {held}: {sorted(tasks['train'] & tasks[held])}")
     with tempfile.TemporaryDirectory() as tmp:

@@ -75,7 +75,8 @@ def test_heldout_tasks_are_not_training_tasks_renamed():
 def test_combos_pair_trained_values_in_ways_no_training_task_does():
     combos = select_tasks("combos")
     assert len(combos) >= 12 and {t.split for t in combos} == {"combos"}
-    train = [t for t in TASKS if t.split == "train"] + more_training_tasks(480)
+    more = more_training_tasks(480)
+    train = [t for t in TASKS if t.split == "train"] + more
     pairings = {_pairing(t.template, t.params) for t in train}
     trained_values = {(k, str(v)) for t in train for k, v in t.params.items() if k != "on"}
     trained_values |= {("app", a) for t in train for a in t.apps}  # an app opened on the way to another task
@@ -84,7 +85,6 @@ def test_combos_pair_trained_values_in_ways_no_training_task_does():
         assert {(k, str(v)) for k, v in t.params.items() if k != "on"} <= trained_values, t.id  # each value is not
         assert set(t.apps) <= {a for tt in train for a in tt.apps}, t.id
     # more tasks keep a combos task's values in other pairings: what there is to recombine
-    more = more_training_tasks(480)
     assert {"Dana Lee", "Li Na", "Sam Taylor"} <= {t.params.get("contact") for t in more if t.template == "send_message"}
     assert not {"Dana Lee", "Li Na", "Sam Taylor"} & {t.params["contact"] for t in more if t.template == "favorite_contact"}
 

@@ -150,7 +150,7 @@ def format_report(report) -> str:
     for model, by_mode in report.metrics.items():
         metrics = by_mode["default"]
         lines.append(f"\n{model}: end reasons {metrics['end_reasons']}")
-        if len(metrics.get("by_split", {})) > 1:  # heldout and combos asked together: each its own rate
+        if len(metrics["by_split"]) > 1:  # heldout and combos asked together: each its own rate
             lines.append("  by split: " + ", ".join(f"{split} {_cell(g['success_rate'])} of {g['n']}"
                                                   for split, g in metrics["by_split"].items()))
         rows = [["template", "n", "success_rate"]] + [[t, str(g["n"]), _cell(g["success_rate"])]
