@@ -1,6 +1,6 @@
 """The launch and monitor panel: launch / stop / re-attach a run and watch it live.
 
-Training runs in a worker process (``workbench.engine.launch``). An asyncio task on the kernel's own
+Training runs in a worker process (``workbench.training.launch``). An asyncio task on the kernel's own
 event loop tails the run's event log, folds events into a ``RunState`` and redraws at most
 ``MAX_REDRAWS_PER_S`` times a second, one ``batch_update`` per figure. Nothing runs in a thread
 that touches a widget, and the kernel stays free between polls (clicks, other cells).
@@ -17,7 +17,7 @@ import ipywidgets as W
 import plotly.graph_objects as go
 
 from ..config import RunConfig
-from ..engine import launch
+from ..training import launch
 from ..runs import RunHandle, attach
 from ..events.schema import MODEL_STATE_FIELDS
 from .lab_settings import chart_template
