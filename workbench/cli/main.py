@@ -27,6 +27,7 @@ SUBPACKAGE_COMMANDS = (
     ("workbench.data.cli", "add_parser", None),  # data check
     ("workbench.cli.export_events", "add_parser", "run"),
     ("workbench.cli.recipes", "add_parser", "run"),
+    ("workbench.cli.deepspeed", "add_parser", "run"),
 )
 
 
