@@ -28,6 +28,8 @@ SUBPACKAGE_COMMANDS = (
     ("workbench.cli.export_events", "add_parser", "run"),
     ("workbench.cli.recipes", "add_parser", "run"),
     ("workbench.cli.deepspeed", "add_parser", "run"),
+    ("workbench.cli.lab_settings", "add_parser", "run"),
+    ("workbench.cli.onnx_chat", "add_parser", "run"),
 )
 
 

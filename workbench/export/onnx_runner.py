@@ -5,13 +5,11 @@ logits and the present key/values: generation runs the prompt once with an empty
 call with the cache. (A graph without cache inputs, as exported before the cache was added, is run the old
 way: the whole sequence again for every generated token.)
 
-    python -m workbench.export.onnx_runner EXPORT_DIR "Who are you?" [--max-tokens 40]
+    workbench onnx-chat EXPORT_DIR "Who are you?" [--max-tokens 40]
 """
 from __future__ import annotations
 
-import argparse
 import json
-import sys
 from pathlib import Path
 
 import numpy as np
@@ -93,21 +91,3 @@ class OnnxCausalLM:
             messages = [{"role": "user", "content": messages}]
         ids = encode_prompt(self.tokenizer, messages).input_ids
         return answer_text(self.tokenizer, self.generate_ids(ids, max_new_tokens), self.eos_ids)
-
-
-def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(prog="python -m workbench.export.onnx_runner", description="Greedy chat with an ONNX export")
-    p.add_argument("export_dir")
-    p.add_argument("prompt")
-    p.add_argument("--max-tokens", type=int, default=40)
-    p.add_argument("--model-file", help=f"the graph to run (default: the manifest's, else {MODEL_FILE})")
-    args = p.parse_args(argv)
-    if not (Path(args.export_dir) / (args.model_file or MODEL_FILE)).is_file() and not (Path(args.export_dir) / "manifest.json").is_file():
-        print(f"error: {args.export_dir} holds no ONNX export", file=sys.stderr)
-        return 2
-    print(OnnxCausalLM(args.export_dir, args.model_file).chat(args.prompt, args.max_tokens))
-    return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())
