@@ -11,13 +11,10 @@ limit, when the server refuses the conversation as too long for its context, or 
 from __future__ import annotations
 
 import datetime
-import io
 from dataclasses import dataclass
 from typing import Callable, Optional, Sequence
 
-from PIL import Image
-
-from ..data.multimodal import image_data_url
+from ..data.multimodal import image_data_url, png_bytes
 from ..phone.actions import format_action, split_answer
 from ..phone.env import PhoneEnv
 from ..phone.runtime import MAX_STEPS, Conversation
@@ -25,14 +22,6 @@ from ..phone.sim import PHONE_SIZE, SimPhone
 from ..phone.tasks import PhoneTask
 from .episode import Episode, Step
 from .policy import Policy
-
-
-def png_bytes(screenshot) -> bytes:
-    """PNG bytes of a screenshot (an HxWx3 array or a PIL image)."""
-    image = screenshot if isinstance(screenshot, Image.Image) else Image.fromarray(screenshot)
-    buffer = io.BytesIO()
-    image.save(buffer, format="PNG")
-    return buffer.getvalue()
 
 
 @dataclass
