@@ -305,6 +305,12 @@ def entry_points(root: Path = PACKAGE_ROOT) -> set[str]:
     return found
 
 
+def test_the_entry_point_check_finds_a_main_block_and_a_main_module(tmp_path):
+    pkg = _fake_package(tmp_path, {"low/tool.py": 'if __name__ == "__main__":\n    pass\n',
+                                   "low/quiet.py": 'NAME = __name__\n'})
+    assert entry_points(pkg) == {"workbench.low.tool", "workbench.high.__main__"}
+
+
 def test_every_entry_point_is_a_command_a_benchmark_or_a_child_process_in_the_doc():
     """A user's way in is the ``workbench`` command (``python -m workbench``, ``python -m workbench.cli.X``) or a
     benchmark (``python -m workbench.bench.X``); any other module run with ``-m`` is a child process workbench starts
