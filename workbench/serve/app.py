@@ -64,7 +64,8 @@ def _json_or_stream(what: str, chunk: str) -> dict:
             "content": {"text/event-stream": {"schema": {"type": "string"}}}}
 
 
-@router.get("/health", response_model=P.Health, responses={503: {"model": P.Health, "description": "Loading or failed"}})
+@router.get("/health", response_model=P.Health,
+            responses={503: {"model": P.Health, "description": "Loading or failed"}})
 def health(runtime: Runtime = Depends(runtime_of)):
     # open to anyone even with an API key (load balancers probe it); it names the served model as the documents
     # specify, unless the operator keeps that name behind the key (health_hides_model)

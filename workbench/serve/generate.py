@@ -15,7 +15,7 @@ DISCONNECT_POLL_S = 0.5  # how often a non-streamed request checks that its clie
 
 
 def submit(runtime: Runtime, prompt_ids, params, adapter, q: asyncio.Queue | None = None,
-            index: int | None = None, images: dict | None = None) -> tuple[GenerationRequest, asyncio.Queue]:
+           index: int | None = None, images: dict | None = None) -> tuple[GenerationRequest, asyncio.Queue]:
     """Start one generation; its events go to ``q`` (a new queue by default), as ``(index, event)`` when an
     index is given (several choices sharing one queue). ``images``: the prompt's prefill inputs."""
     loop = asyncio.get_running_loop()

@@ -114,7 +114,7 @@ def render_chat(runtime: Runtime, body: P.ChatCompletionRequest) -> ChatPrompt:
 
 
 def max_new_tokens(runtime: Runtime, prompt_len: int, requested: int | None, param: str, prompt_param: str,
-                    image_tokens: int = 0) -> int:
+                   image_tokens: int = 0) -> int:
     limit = runtime.engine.max_context
     of_images = f", {image_tokens} of them image tokens" if image_tokens else ""
     fix = " (or use fewer or smaller images)" if image_tokens else ""

@@ -19,7 +19,7 @@ def sse_event(obj: Any) -> bytes:
 
 
 def stream_response(runtime: Runtime, request: Request, prompt_ids, choices: list[SamplingParams], adapter,
-            formatters: list, images: dict | None = None) -> StreamingResponse:
+                    formatters: list, images: dict | None = None) -> StreamingResponse:
     """One SSE stream for every choice: their chunks interleave as the engine produces them (each names its
     choice index); the usage chunk, when asked for, comes once at the end."""
     queue: asyncio.Queue = asyncio.Queue()
@@ -36,7 +36,7 @@ def stream_response(runtime: Runtime, request: Request, prompt_ids, choices: lis
                 index, event = await queue.get()
                 if event.finish_reason == "error":
                     yield sse_event({"error": {"message": f"Generation failed: {event.error}", "type": "server_error",
-                                          "param": None, "code": None}})
+                                               "param": None, "code": None}})
                     break
                 for chunk in formatters[index].delta(event):
                     yield sse_event(chunk)
@@ -45,8 +45,8 @@ def stream_response(runtime: Runtime, request: Request, prompt_ids, choices: lis
                     finals.append(event)
             else:
                 if first.include_usage:
-                    yield sse_event(first.usage_chunk(usage(finals[0].prompt_tokens,
-                                                        sum(e.completion_tokens for e in finals))))
+                    total = sum(e.completion_tokens for e in finals)
+                    yield sse_event(first.usage_chunk(usage(finals[0].prompt_tokens, total)))
             yield b"data: [DONE]\n\n"
         finally:
             for req in reqs:
