@@ -279,7 +279,9 @@ def test_no_two_modules_reach_each_other():
     """Within a package too, dependencies go one way (ui.export_chat reaches the chat panel through a protocol; the
     eval task registry imports the scorers, which import only what a task is; the launcher and the worker it starts
     live in one module)."""
-    cycles = [c for c in module_cycles(module_edges()) if c not in CYCLES_BEING_BROKEN]
+    found = module_cycles(module_edges())
+    cycles = [c for c in found if c not in CYCLES_BEING_BROKEN]
+    assert all(c in found for c in CYCLES_BEING_BROKEN), "a loop of CYCLES_BEING_BROKEN is gone: drop it from the list"
     assert not cycles, "modules that reach each other:\n" + "\n".join(" <-> ".join(c) for c in cycles)
 
 

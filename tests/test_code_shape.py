@@ -10,10 +10,9 @@ import workbench
 PACKAGE_ROOT = Path(workbench.__file__).parent
 MAX_LINES = 80
 
-# Functions being split this wave, by other engineers whose files they are; the list only shrinks.
+# Functions still to split, named; the list only shrinks (an entry that is no longer long fails the test below).
 BEING_SPLIT = {
-    "workbench/serve/app.py:create_app",  # serve/app.py is being split into modules
-    "workbench/agent/evaluate.py:evaluate_agent",  # the agent's server client is being replaced by the one client
+    "workbench/agent/evaluate.py:evaluate_agent",  # its file was being changed by two engineers this wave: next
 }
 
 
