@@ -33,5 +33,5 @@ EXTRAS="[export]"
 # $VENV/share/jupyter/labextensions and enables the server extension in $VENV/etc/jupyter.
 "${PIP[@]}" install -q -e ".$EXTRAS" -e extensions/jupyterlab
 echo "workbench is set up in $VENV (torch $("$VENV/bin/python" -c 'import torch; print(torch.__version__)'))"
-# JupyterLab defaults for a workbench session (no news prompt, no web fetches): workbench/ui/lab_settings.py
-"$VENV/bin/python" -m workbench.ui.lab_settings
+# JupyterLab defaults for a workbench session (no news prompt, no web fetches): workbench/cli/lab_settings.py
+"$VENV/bin/python" -m workbench lab-settings

@@ -7,7 +7,7 @@ registers the magics (``workbench.ui.magics``).
 __version__ = "0.1.0"
 
 # keep `import workbench` light: these load their modules on first use
-_LAZY = {"train": "workbench.training", "launch": "workbench.engine.launch",
+_LAZY = {"train": "workbench.training", "launch": "workbench.training",
          "load_ipython_extension": "workbench.ui.magics"}
 
 

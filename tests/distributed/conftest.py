@@ -46,7 +46,7 @@ def events_of(run_dir, kind=None, rank=None):
 
 
 def launch_and_wait(cfg, timeout=300):
-    from workbench.engine import launch
+    from workbench.training import launch
 
     handle = launch(cfg)
     status = handle.wait(timeout)

@@ -152,13 +152,13 @@ def test_torchrun_arguments(tmp_path):
     from workbench.distributed.agent import torchrun_args
 
     one = load_config(None, base_overrides(tmp_path, **{"sharding.strategy": "ddp", "sharding.nproc_per_node": 2}))
-    args = torchrun_args(one.sharding, "RUN")
+    args = torchrun_args(one.sharding, "workbench.training", "RUN")
     assert "--standalone" in args and args[-3:] == ["-m", "workbench.training", "RUN"]
     assert args[args.index("--nproc_per_node") + 1] == "2"
     multi = load_config(None, base_overrides(tmp_path, **{
         "sharding.strategy": "fsdp", "sharding.nproc_per_node": 2, "sharding.nnodes": 2, "sharding.node_rank": 1,
         "sharding.master_addr": "10.0.0.1", "output.run_name": "multi"}))
-    args = torchrun_args(multi.sharding, "RUN")
+    args = torchrun_args(multi.sharding, "workbench.training", "RUN")
     assert "--standalone" not in args
     for flag, value in (("--nnodes", "2"), ("--node_rank", "1"), ("--master_addr", "10.0.0.1"), ("--master_port", "29500")):
         assert args[args.index(flag) + 1] == value

@@ -33,7 +33,7 @@ def _wait_for(predicate, timeout: float, what: str):
 
 
 def test_killing_one_rank_fails_the_run_naming_it(tmp_path):
-    from workbench.engine import launch
+    from workbench.training import launch
 
     cfg = make_config(tmp_path, **{"sharding.strategy": "fsdp", "sharding.nproc_per_node": WORLD,
                                    "schedule.max_steps": 10_000, "output.run_name": "victim"})

@@ -11,7 +11,7 @@ from .conftest import WORLD, events_of, make_config
 
 
 def test_stop_ends_every_rank_cleanly_after_the_same_step(tmp_path):
-    from workbench.engine import launch
+    from workbench.training import launch
 
     handle = launch(make_config(tmp_path, **{"sharding.strategy": "ddp", "sharding.nproc_per_node": WORLD,
                                              "schedule.max_steps": 10_000, "output.run_name": "stopped"}))
@@ -45,7 +45,7 @@ def test_cli_train_nproc_runs_ddp(tmp_path, capsys):
 def test_two_nodes_on_one_host(tmp_path):
     """nnodes=2 x nproc_per_node=1: two launches (one per "node") rendezvous at node 0's address and port."""
     from workbench.distributed.context import free_port
-    from workbench.engine import launch
+    from workbench.training import launch
 
     common = {"sharding.strategy": "fsdp", "sharding.nproc_per_node": 1, "sharding.nnodes": 2,
               "sharding.master_addr": "127.0.0.1", "sharding.master_port": free_port(),

@@ -6,7 +6,7 @@ import time
 from pathlib import Path
 
 from tests.conftest import REPO
-from workbench.engine import launch
+from workbench.training import launch
 from workbench.runs import attach
 
 # A new Python process that knows only the run directory: attach, read the status, stop, report.

@@ -8,8 +8,8 @@ import pytest
 
 from tests.conftest import SAMPLES
 from workbench.data.multimodal import resolve_images
-from workbench.forward.generate import (answer_text, ends_sentence, greedy_replies, model_stop_token_ids, stop_token_ids,
-                                        whole_sentences)
+from workbench.forward.generate import (answer_text, ends_sentence, greedy_replies, greedy_tokens, model_stop_token_ids,
+                                        stop_token_ids, whole_sentences)
 from workbench.models import load_for_inference
 from workbench.models.tiny import byte_tokenizer
 
@@ -154,3 +154,16 @@ def test_sampled_screenshot_groups_carry_their_pixels_to_the_trainer_forward_whi
     blank = {**batch, "pixel_values": torch.zeros_like(batch["pixel_values"])}
     changed = token_logprobs(model, blank, last=r.completion_width, suppress=r.suppressed)
     assert (changed[mask] - r.sampler_logprobs[mask]).abs().max() > 1e-3
+
+
+def test_greedy_tokens_follow_the_argmax_until_a_stop_token_and_pass_the_state_back():
+    """A model outside torch: next token = last token + 1 (as logits), its cache = how many tokens it has seen."""
+    seen = []
+
+    def next_logits(new, past):
+        seen.append((list(new), past))
+        return torch.nn.functional.one_hot(torch.tensor(new[-1] + 1), 10), (past or 0) + len(new)
+
+    assert greedy_tokens(next_logits, [3, 4], 8, stops=[7]) == [5, 6]
+    assert seen == [([3, 4], None), ([5], 2), ([6], 3)]  # the prompt once, then one token per call with its state
+    assert greedy_tokens(next_logits, [1], 2, stops=[]) == [2, 3]  # cut at max_new_tokens

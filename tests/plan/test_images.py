@@ -9,7 +9,7 @@ from transformers.models.glm4v.image_processing_pil_glm4v import Glm4vImageProce
 from workbench.bench.activations import Case, vision_activations
 from workbench.config import ConfigError
 from workbench.plan import load_model_config
-from workbench.plan.cli import main
+from workbench.cli.main import main
 from workbench.plan.images import GLM41V_PREPROCESSOR, image_geometry, image_load, parse_image_size
 from workbench.precision import resolve_precision
 

@@ -6,7 +6,7 @@ import torch
 
 from workbench.config import ConfigError, LoraSection, RunConfig
 from workbench.plan import DeviceSet, Setting, census, compare, policy_for, predict, predict_for_run
-from workbench.plan.cli import main
+from workbench.cli.main import main
 from workbench.plan.planner import GiB, plan_matrix
 from workbench.precision import resolve_precision
 

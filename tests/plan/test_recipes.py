@@ -5,7 +5,7 @@ import json
 import pytest
 
 from workbench.config.recipes import all_recipes, load_recipe
-from workbench.plan.cli import main
+from workbench.cli.main import main
 from workbench.plan.recipes import format_recipe_plan, plan_recipe
 
 GiB = 1024**3

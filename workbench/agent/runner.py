@@ -14,13 +14,10 @@ limit, when the server refuses the conversation as too long for its context, or 
 from __future__ import annotations
 
 import datetime
-import io
 from dataclasses import dataclass
 from typing import Callable, Optional, Sequence
 
-from PIL import Image
-
-from ..data.multimodal import image_data_url
+from ..data.multimodal import image_data_url, png_bytes
 from ..phone.actions import format_action, split_answer
 from ..phone.env import PhoneEnv
 from ..phone.runtime import MAX_STEPS, Conversation, check_observation
@@ -29,14 +26,6 @@ from ..phone.tasks import PhoneTask
 from ..phone.uitree import tree_of
 from .episode import Episode, Step
 from .policy import Policy
-
-
-def png_bytes(screenshot) -> bytes:
-    """PNG bytes of a screenshot (an HxWx3 array or a PIL image)."""
-    image = screenshot if isinstance(screenshot, Image.Image) else Image.fromarray(screenshot)
-    buffer = io.BytesIO()
-    image.save(buffer, format="PNG")
-    return buffer.getvalue()
 
 
 @dataclass

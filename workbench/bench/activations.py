@@ -81,6 +81,7 @@ def screenshot_batch(model, images):
     (one a row) through GLM-4.1V's published image processor."""
     import torch
 
+    from ..models.processor import grid_token_count
     from ..plan.images import GLM41V_PREPROCESSOR
     from transformers.models.glm4v.image_processing_pil_glm4v import Glm4vImageProcessorPil
 
@@ -89,7 +90,7 @@ def screenshot_batch(model, images):
                                        temporal_patch_size=p["temporal_patch_size"])
     cfg = model.config
     out = processor(images=images, return_tensors="pt")
-    n = int(out["image_grid_thw"][0].prod()) // 4
+    n = grid_token_count(out["image_grid_thw"][0].tolist(), processor.merge_size)
     image = torch.tensor([cfg.image_start_token_id] + [cfg.image_token_id] * n + [cfg.image_end_token_id])
     text = torch.randint(0, 250, (len(images), 40), generator=torch.Generator().manual_seed(0))
     ids = torch.cat([text[:, :8], image.expand(len(images), -1), text[:, 8:]], 1)

@@ -72,8 +72,7 @@ def throughput(args) -> dict:
 def tokens(args) -> dict:
     import base64
 
-    from ..agent.runner import png_bytes
-    from ..data.multimodal import encode_chat, image_data_url, resolve_images
+    from ..data.multimodal import encode_chat, image_data_url, png_bytes, resolve_images
     from ..models import load_tokenizer, packaged
     from ..models.processor import image_token_count
     from ..phone.actions import format_action

@@ -195,7 +195,7 @@ def run_case(case: Case, cfg, shape: dict, timeout_s: float) -> dict:
     import torch
 
     from ..config import single_process
-    from ..engine import launch
+    from ..training import launch
     from ..training import train
 
     out: dict = {"case": case.name, "what": case.what}

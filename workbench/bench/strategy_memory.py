@@ -29,7 +29,7 @@ SETTINGS = {
 
 def measure(name: str, runs_dir: Path, nproc: int, precision: str, model: str, train_file: str) -> dict:
     from ..config import load_config, single_process
-    from ..engine import launch
+    from ..training import launch
     from ..training import train
     from ..events import EVENTS_FILE, iter_events
 

@@ -27,6 +27,9 @@ SUBPACKAGE_COMMANDS = (
     ("workbench.data.cli", "add_parser", None),  # data check
     ("workbench.cli.export_events", "add_parser", "run"),
     ("workbench.cli.recipes", "add_parser", "run"),
+    ("workbench.cli.deepspeed", "add_parser", "run"),
+    ("workbench.cli.lab_settings", "add_parser", "run"),
+    ("workbench.cli.onnx_chat", "add_parser", "run"),
 )
 
 
@@ -114,7 +117,7 @@ def _cmd_train(args) -> int:
             raise CommandInputError(f"recipe {args.recipe} {unmet}. `workbench plan --recipe {args.recipe}` shows "
                                     f"its memory; `workbench recipes copy {args.recipe} run.yaml` gives a copy to adapt")
     if args.background or cfg.sharding.distributed:
-        from ..engine import launch
+        from ..training import launch
 
         handle = launch(cfg)  # distributed: torchrun starts the ranks; their events share one log
         print(handle.run_dir, flush=True)

@@ -17,7 +17,8 @@ API
 * ``image_data_url(source, name=None)``: an image file's (or raw bytes') base64 ``data:`` URL, what an OpenAI
   client sends; ``inline_images(messages, base_dir=None)``: the messages with every image part's file path read
   here and sent inline that way (how rows become requests any OpenAI-compatible server accepts).
-* ``thumbnail_png(image, box, colors=None)``: a PIL image shrunk into ``box`` as PNG bytes;
+* ``png_bytes(image)``: a screenshot (a PIL image or an HxWx3 array) as PNG bytes, the one PNG encoder;
+  ``thumbnail_png(image, box, colors=None)``: a PIL image shrunk into ``box`` as PNG bytes;
   ``last_image_url(messages)``: the url of the conversation's latest image part (None without one).
 * ``content_parts(content)``: validates a message's content and returns it as a string or a list of
   normalised parts (text / image_url); ValueError saying what is wrong.
@@ -116,15 +117,22 @@ def image_data_url(source: "str | Path | bytes", name: Optional[str] = None) -> 
     return f"data:{media};base64,{base64.b64encode(data).decode()}"
 
 
+def png_bytes(image, optimize: bool = False) -> bytes:
+    """PNG bytes of an image (a PIL image or an HxWx3 uint8 array). ``optimize``: smaller, slower to write."""
+    from PIL import Image
+
+    image = image if isinstance(image, Image.Image) else Image.fromarray(image)
+    buf = io.BytesIO()
+    image.save(buf, format="PNG", optimize=optimize)
+    return buf.getvalue()
+
+
 def thumbnail_png(image, box: tuple[int, int], colors: Optional[int] = None) -> bytes:
     """A PIL image shrunk to fit ``box`` (width, height; aspect kept, never enlarged) as PNG bytes: a preview;
     ``colors`` makes it a palette image of that many colours (a third of the bytes for a screenshot)."""
     small = image.copy()
     small.thumbnail(box)
-    small = small.quantize(colors) if colors else small
-    buf = io.BytesIO()
-    small.save(buf, format="PNG", optimize=True)
-    return buf.getvalue()
+    return png_bytes(small.quantize(colors) if colors else small, optimize=True)
 
 
 def last_image_url(messages: list[dict]) -> Optional[str]:

@@ -1,9 +1,10 @@
 """The launcher process of a distributed run: torchrun, plus the run's failure report.
 
-``python -m workbench.distributed.agent RUN_DIR [CONFIG]`` reads ``RUN_DIR/config.json`` (or CONFIG: nodes other
+``python -m workbench.distributed.agent RUN_DIR CONFIG WORKER`` reads CONFIG (``RUN_DIR/config.json``; nodes other
 than 0 pass their own, which differs in node_rank) and runs exactly
 what ``torchrun --nproc_per_node N --nnodes M [--node_rank R --master_addr A --master_port P |
---standalone] -m workbench.training RUN_DIR`` runs (torch.distributed.run's own entry point).
+--standalone] -m WORKER RUN_DIR`` runs (torch.distributed.run's own entry point). The launcher names the
+worker module (``workbench.training``): a layer below it, the agent does not.
 torchrun tears the job down when any rank fails; this wrapper then writes the one ``run_failed``
 event naming the rank that failed first and how.
 """
@@ -20,8 +21,9 @@ from .faults import FAILURES_DIR, failure_event
 DEFAULT_MULTINODE_PORT = 29500
 
 
-def torchrun_args(sharding, run_dir: str | Path) -> list[str]:
-    """torchrun's command-line arguments for this run (also what a user would type by hand)."""
+def torchrun_args(sharding, worker: str, run_dir: str | Path) -> list[str]:
+    """torchrun's command-line arguments for this run, each rank running module ``worker`` (also what a user would
+    type by hand)."""
     sh = sharding
     args = ["--nproc_per_node", str(sh.nproc_per_node), "--nnodes", str(sh.nnodes), "--max_restarts", "0"]
     if sh.nnodes == 1 and sh.master_port is None:
@@ -29,7 +31,7 @@ def torchrun_args(sharding, run_dir: str | Path) -> list[str]:
     else:
         args += ["--node_rank", str(sh.node_rank), "--master_addr", sh.master_addr,
                  "--master_port", str(sh.master_port or DEFAULT_MULTINODE_PORT)]
-    return args + ["-m", "workbench.training", str(run_dir)]
+    return args + ["-m", worker, str(run_dir)]
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -40,14 +42,15 @@ def main(argv: list[str] | None = None) -> int:
 
     from ..config import load_config
     from ..events import EventWriter
-    from ..runs.layout import CONFIG_FILE, EVENTS_FILE
+    from ..runs.layout import EVENTS_FILE
 
-    cfg = load_config(argv[1] if len(argv) > 1 else run_dir / CONFIG_FILE)  # other nodes: their own node_rank
+    config_file, worker = argv[1:]
+    cfg = load_config(config_file)  # other nodes: their own node_rank
     os.environ[AGENT_ENV] = "1"
     if cfg.sharding.node_rank == 0:
         shutil.rmtree(run_dir / FAILURES_DIR, ignore_errors=True)  # records of an earlier attempt in this directory
     try:
-        run(parse_args(torchrun_args(cfg.sharding, run_dir)))
+        run(parse_args(torchrun_args(cfg.sharding, worker, run_dir)))
     except ChildFailedError as err:
         event = failure_event(run_dir, err.failures)
     except BaseException as err:  # noqa: BLE001 - SIGTERM (SignalException), rendezvous errors

@@ -88,12 +88,20 @@ def import_deepspeed_config(source: str | Path | dict, world_size: Optional[int]
     ``train_batch_size`` into accumulation steps; by default it is taken from the file or 1."""
     ds = json.loads(Path(source).read_text(encoding="utf-8")) if not isinstance(source, dict) else dict(source)
     out = DeepSpeedImport(overrides={})
-    o = out.overrides
     for key in ds:
         if key not in TOP_LEVEL:
             _warn(out, key, "not a DeepSpeed setting: DeepSpeed ignores it; dropped here")
+    world_size = _import_batch(ds, out, world_size)
+    _import_optimizer(ds.get("optimizer") or {}, out)
+    _import_precision(ds, out)
+    _import_zero(ds.get("zero_optimization") or {}, out, world_size)
+    _import_unmapped(ds, out)
+    return out
 
-    # -- batch ----------------------------------------------------------------------------------------
+
+def _import_batch(ds: dict, out: DeepSpeedImport, world_size: Optional[int]) -> int:
+    """Micro batch and accumulation steps (from train_batch_size over the world size); returns the world size."""
+    o = out.overrides
     micro = ds.get("train_micro_batch_size_per_gpu")
     gas = ds.get("gradient_accumulation_steps")
     total = ds.get("train_batch_size")
@@ -113,33 +121,40 @@ def import_deepspeed_config(source: str | Path | dict, world_size: Optional[int]
         o["schedule.grad_accum_steps"] = int(gas)
     if world_size > 1:
         o["sharding.nproc_per_node"] = world_size
+    return world_size
 
-    # -- optimizer ------------------------------------------------------------------------------------
-    opt = ds.get("optimizer") or {}
-    if opt:
-        kind = str(opt.get("type", ""))
-        if kind.lower() not in ("adamw", "adam"):
-            _warn(out, "optimizer.type", f"{kind!r}: the workbench trains with AdamW; only lr and weight_decay carry over")
-        params = opt.get("params") or {}
-        for key in params:
-            if key not in ADAM_PARAMS:
-                _warn(out, f"optimizer.params.{key}", "not an argument of any optimizer DeepSpeed builds for "
-                      f"{kind or 'this type'}: DeepSpeed passes optimizer.params to the optimizer's constructor, so "
-                      f"DeepSpeed will fail at start with an unexpected-keyword TypeError. Adam's moments stay fp32 "
-                      f"(the real switch is DeepSpeedCPUAdam's fp32_optimizer_states); the key was dropped here")
-        if "lr" in params:
-            o["schedule.learning_rate"] = float(params["lr"])
-        if "weight_decay" in params:
-            o["schedule.weight_decay"] = float(params["weight_decay"])
-        if kind.lower() == "adam" and not params.get("adam_w_mode", True):
-            _warn(out, "optimizer.params.adam_w_mode", "false selects L2-regularised Adam; the workbench uses AdamW")
-        for key in ("betas", "eps"):
-            if key in params and list(params[key] if key == "betas" else [params[key]]) != list(
-                    ADAMW_BETAS if key == "betas" else [ADAMW_EPS]):
-                out.notes.append((f"optimizer.params.{key}", f"{params[key]} differs from the AdamW default the "
-                                  "workbench uses; not carried over"))
 
-    # -- precision ------------------------------------------------------------------------------------
+def _import_optimizer(opt: dict, out: DeepSpeedImport) -> None:
+    """lr and weight_decay carry over; anything AdamW would not do is a warning or a note."""
+    if not opt:
+        return
+    o = out.overrides
+    kind = str(opt.get("type", ""))
+    if kind.lower() not in ("adamw", "adam"):
+        _warn(out, "optimizer.type", f"{kind!r}: the workbench trains with AdamW; only lr and weight_decay carry over")
+    params = opt.get("params") or {}
+    for key in params:
+        if key not in ADAM_PARAMS:
+            _warn(out, f"optimizer.params.{key}", "not an argument of any optimizer DeepSpeed builds for "
+                  f"{kind or 'this type'}: DeepSpeed passes optimizer.params to the optimizer's constructor, so "
+                  f"DeepSpeed will fail at start with an unexpected-keyword TypeError. Adam's moments stay fp32 "
+                  f"(the real switch is DeepSpeedCPUAdam's fp32_optimizer_states); the key was dropped here")
+    if "lr" in params:
+        o["schedule.learning_rate"] = float(params["lr"])
+    if "weight_decay" in params:
+        o["schedule.weight_decay"] = float(params["weight_decay"])
+    if kind.lower() == "adam" and not params.get("adam_w_mode", True):
+        _warn(out, "optimizer.params.adam_w_mode", "false selects L2-regularised Adam; the workbench uses AdamW")
+    for key in ("betas", "eps"):
+        if key in params and list(params[key] if key == "betas" else [params[key]]) != list(
+                ADAMW_BETAS if key == "betas" else [ADAMW_EPS]):
+            out.notes.append((f"optimizer.params.{key}", f"{params[key]} differs from the AdamW default the "
+                              "workbench uses; not carried over"))
+
+
+def _import_precision(ds: dict, out: DeepSpeedImport) -> None:
+    """fp16 / bf16 / fp32, the loss scaler's settings and gradient clipping."""
+    o = out.overrides
     fp16, bf16 = ds.get("fp16") or {}, ds.get("bf16") or {}
     for section, known, name in ((fp16, FP16_KEYS, "fp16"), (bf16, BF16_KEYS, "bf16")):
         for key in section:
@@ -148,26 +163,7 @@ def import_deepspeed_config(source: str | Path | dict, world_size: Optional[int]
     if fp16.get("enabled") and bf16.get("enabled"):
         _warn(out, "fp16.enabled", "fp16 and bf16 are both enabled: DeepSpeed refuses to start; imported as fp16")
     if fp16.get("enabled"):
-        o["precision.mode"] = "fp16"
-        fixed = fp16.get("loss_scale", 0)
-        dynamic = [k for k in FP16_DYNAMIC_KEYS if k in fp16]
-        if fixed:
-            if dynamic:
-                settings = ", ".join(f"{k}={fp16[k]}" for k in dynamic)
-                _warn(out, "fp16.loss_scale", f"{fixed} is non-zero, which makes DeepSpeed use a fixed (static) loss "
-                      f"scale of {fixed} and turns dynamic loss scaling off, so {settings} (dynamic-scaling settings) have "
-                      f"no effect: every step is scaled by {fixed}, the scale never grows nor backs off, and an "
-                      f"overflowing step is skipped at the same scale. For dynamic scaling from 2^"
-                      f"{fp16.get('initial_scale_power', 16)} set loss_scale to 0. Imported as what DeepSpeed does: "
-                      f"init_scale={fixed} and a scale that never grows")
-            o["precision.init_scale"] = float(fixed)
-            o["precision.growth_interval"] = 10**9  # never grows; the workbench's scaler still backs off on overflow
-        else:
-            o["precision.init_scale"] = float(2 ** fp16.get("initial_scale_power", 16))
-            o["precision.growth_interval"] = int(fp16.get("loss_scale_window", 1000))
-            if fp16.get("hysteresis", 2) != 1:
-                out.notes.append(("fp16.hysteresis", f"{fp16.get('hysteresis', 2)}: DeepSpeed backs off only after "
-                                  "that many overflows in a row; the workbench's exported config uses 1 (torch's behaviour)"))
+        _import_fp16(fp16, out)
     elif bf16.get("enabled"):
         o["precision.mode"] = "bf16"
     else:
@@ -177,8 +173,35 @@ def import_deepspeed_config(source: str | Path | dict, world_size: Optional[int]
         clip = float(ds["gradient_clipping"])
         o["precision.max_grad_norm"] = clip if clip > 0 else None
 
-    # -- ZeRO -----------------------------------------------------------------------------------------
-    zero = ds.get("zero_optimization") or {}
+
+def _import_fp16(fp16: dict, out: DeepSpeedImport) -> None:
+    """fp16's loss scaling as DeepSpeed really runs it: a non-zero loss_scale is a fixed scale."""
+    o = out.overrides
+    o["precision.mode"] = "fp16"
+    fixed = fp16.get("loss_scale", 0)
+    dynamic = [k for k in FP16_DYNAMIC_KEYS if k in fp16]
+    if fixed:
+        if dynamic:
+            settings = ", ".join(f"{k}={fp16[k]}" for k in dynamic)
+            _warn(out, "fp16.loss_scale", f"{fixed} is non-zero, which makes DeepSpeed use a fixed (static) loss "
+                  f"scale of {fixed} and turns dynamic loss scaling off, so {settings} (dynamic-scaling settings) have "
+                  f"no effect: every step is scaled by {fixed}, the scale never grows nor backs off, and an "
+                  f"overflowing step is skipped at the same scale. For dynamic scaling from 2^"
+                  f"{fp16.get('initial_scale_power', 16)} set loss_scale to 0. Imported as what DeepSpeed does: "
+                  f"init_scale={fixed} and a scale that never grows")
+        o["precision.init_scale"] = float(fixed)
+        o["precision.growth_interval"] = 10**9  # never grows; the workbench's scaler still backs off on overflow
+    else:
+        o["precision.init_scale"] = float(2 ** fp16.get("initial_scale_power", 16))
+        o["precision.growth_interval"] = int(fp16.get("loss_scale_window", 1000))
+        if fp16.get("hysteresis", 2) != 1:
+            out.notes.append(("fp16.hysteresis", f"{fp16.get('hysteresis', 2)}: DeepSpeed backs off only after "
+                              "that many overflows in a row; the workbench's exported config uses 1 (torch's behaviour)"))
+
+
+def _import_zero(zero: dict, out: DeepSpeedImport, world_size: int) -> None:
+    """ZeRO stage and offload onto sharding.*; its tuning knobs become notes."""
+    o = out.overrides
     for key in zero:
         if key not in ZERO_KEYS:
             _warn(out, f"zero_optimization.{key}", "not a ZeRO setting: ignored by DeepSpeed, dropped here")
@@ -204,13 +227,15 @@ def import_deepspeed_config(source: str | Path | dict, world_size: Optional[int]
         out.notes.append((f"zero_optimization.{key}", "tuning knob RunConfig does not carry: the exported config uses "
                           "DeepSpeed's default"))
 
+
+def _import_unmapped(ds: dict, out: DeepSpeedImport) -> None:
+    """Notes for the real DeepSpeed settings RunConfig does not carry."""
     for key in ("steps_per_print", "activation_checkpointing", "wall_clock_breakdown", "scheduler"):
         if key in ds:
             out.notes.append((key, {"activation_checkpointing": "DeepSpeed's activation checkpointing needs models that "
                                     "call deepspeed.checkpointing; the workbench's switch is model.gradient_checkpointing",
                                     "scheduler": "the workbench's schedule (linear warmup, cosine decay) applies"}
                               .get(key, "logging setting, not carried over")))
-    return out
 
 
 def to_deepspeed_config(cfg, policy, world_size: Optional[int] = None) -> dict:
@@ -285,51 +310,3 @@ def engine_deepspeed_config(cfg, policy, world_size: int) -> dict:
     ds["steps_per_print"] = 10**9
     ds["wall_clock_breakdown"] = False
     return ds
-
-
-def main(argv: list[str] | None = None) -> int:
-    """``python -m workbench.distributed.ds_config import FILE [--world-size N]`` | ``export CONFIG.yaml``."""
-    import argparse
-
-    import yaml
-
-    ap = argparse.ArgumentParser(prog="python -m workbench.distributed.ds_config")
-    sub = ap.add_subparsers(dest="cmd", required=True)
-    i = sub.add_parser("import", help="DeepSpeed JSON -> RunConfig YAML (with warnings)")
-    i.add_argument("file")
-    i.add_argument("--world-size", type=int, default=None)
-    e = sub.add_parser("export", help="RunConfig (YAML/JSON) -> DeepSpeed JSON")
-    e.add_argument("config", nargs="?")
-    e.add_argument("--set", action="append", default=[])
-    e.add_argument("--no-bf16", action="store_true", help="the target GPUs lack bf16 (precision auto -> fp16)")
-    args = ap.parse_args(argv)
-    if args.cmd == "import":
-        from ..config import ConfigError, apply_overrides
-
-        try:
-            result = import_deepspeed_file(args.file, args.world_size, "file")
-        except ConfigError as err:
-            print(f"error: {err}", file=__import__("sys").stderr)
-            return 2
-
-        print(yaml.safe_dump(apply_overrides({}, result.overrides), sort_keys=False), end="")
-        for key, msg in result.warnings:
-            print(f"WARNING {key}: {msg}")
-        for key, msg in result.notes:
-            print(f"note {key}: {msg}")
-        return 0
-    from ..config import load_config
-
-    from ..precision import Hardware, resolve_policy
-
-    cfg = load_config(args.config, args.set)
-    # The file is for the user's GPUs, not this machine: resolve precision for them.
-    policy = resolve_policy(cfg.precision, Hardware.gpu(bf16=not args.no_bf16), cfg.lora.enabled, cfg.model.dtype)
-    print(json.dumps(to_deepspeed_config(cfg, policy), indent=2))
-    for n in policy.notes + tuple(export_notes(cfg)):
-        print(f"note: {n}", file=__import__("sys").stderr)
-    return 0
-
-
-if __name__ == "__main__":
-    raise SystemExit(main())

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import math
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Optional, Protocol, Sequence
 
 import torch
@@ -65,11 +65,6 @@ class _Window:
     scored: ScoredCompletions
     total: torch.Tensor
     advantages: torch.Tensor
-
-
-@dataclass
-class GrpoStepInfo:
-    events: list = field(default_factory=list)  # the step's rollout and policy_mismatch events (number filled later)
 
 
 def _mean_std(values: list[float]) -> tuple[float, float]:

@@ -1,4 +1,5 @@
-"""An export in a child process (``workbench export --json --progress``), watched without waiting on it.
+"""An export in a child process (``workbench export --json --progress``, run as ``python -m workbench.export.job``:
+the job and its child are one module, which names no higher layer), watched without waiting on it.
 
 ``ExportJob(run_dir, spec).start()`` returns at once; ``poll()`` reads what the child has printed so far
 (its phase, and at the end its manifest or error) from files, never a pipe that could fill up, so a
@@ -7,6 +8,7 @@ panel's Export section draws it, a script can ``wait()`` on it.
 """
 from __future__ import annotations
 
+import argparse
 import json
 import os
 import re
@@ -65,7 +67,7 @@ class ExportJob:
         self._t0 = 0.0
 
     def command(self) -> list[str]:
-        cmd = [sys.executable, "-m", "workbench", "export", str(self.run_dir), "--target", self.spec.target,
+        cmd = [sys.executable, "-m", "workbench.export.job", str(self.run_dir), "--target", self.spec.target,
                "--out", str(self.out), "--json", "--progress"]
         if self.spec.target == "merged":
             cmd += ["--dtype", self.spec.dtype]
@@ -140,3 +142,15 @@ class ExportJob:
                 raise TimeoutError(f"export still running after {timeout} s")
             time.sleep(interval)
         return self.state
+
+
+def main(argv: Optional[list[str]] = None) -> int:
+    """The job's child process: ``workbench export`` with the same parser and exit codes."""
+    from .cli import add_parser, run
+
+    export = add_parser(argparse.ArgumentParser(prog="workbench").add_subparsers())
+    return run(export.parse_args(argv))
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -5,13 +5,11 @@ logits and the present key/values: generation runs the prompt once with an empty
 call with the cache. (A graph without cache inputs, as exported before the cache was added, is run the old
 way: the whole sequence again for every generated token.)
 
-    python -m workbench.export.onnx_runner EXPORT_DIR "Who are you?" [--max-tokens 40]
+    workbench onnx-chat EXPORT_DIR "Who are you?" [--max-tokens 40]
 """
 from __future__ import annotations
 
-import argparse
 import json
-import sys
 from pathlib import Path
 
 import numpy as np
@@ -67,21 +65,22 @@ class OnnxCausalLM:
         return self.forward(input_ids, attention_mask)[0]
 
     def generate_ids(self, prompt_ids: list[int], max_new_tokens: int = 32) -> list[int]:
-        """Greedy continuation of ``prompt_ids`` (stops at an end-of-sequence token)."""
-        ids, out, past = list(prompt_ids), [], None
-        new = ids
-        for _ in range(max_new_tokens):
-            if self.has_cache:
-                logits, past = self.forward([new], np.ones((1, len(ids)), dtype=np.int64), past)
-            else:  # no cache: the whole sequence again
-                logits, _ = self.forward([ids], np.ones((1, len(ids)), dtype=np.int64))
-            nxt = int(logits[0, -1].argmax())
-            if nxt in self.eos_ids:
-                break
-            ids.append(nxt)
-            out.append(nxt)
-            new = [nxt]
-        return out
+        """Greedy continuation of ``prompt_ids`` (stops at an end-of-sequence token): the in-process greedy rule."""
+        from ..forward.generate import greedy_tokens
+
+        return greedy_tokens(self._next_logits, prompt_ids, max_new_tokens, self.eos_ids)
+
+    def _next_logits(self, new: list[int], past) -> tuple[np.ndarray, object]:
+        """The logits after ``new`` and the state for the next call: (the cache, the length so far), or without a
+        cache the whole sequence so far (run again every token)."""
+        if self.has_cache:
+            cache, length = past or (None, 0)
+            length += len(new)
+            logits, cache = self.forward([new], np.ones((1, length), dtype=np.int64), cache)
+            return logits[0, -1], (cache, length)
+        ids = (past or []) + list(new)
+        logits, _ = self.forward([ids], np.ones((1, len(ids)), dtype=np.int64))
+        return logits[0, -1], ids
 
     def chat(self, messages: list[dict] | str, max_new_tokens: int = 32) -> str:
         """The greedy answer to a conversation (or one user message) through the export's chat template: the
@@ -93,21 +92,3 @@ class OnnxCausalLM:
             messages = [{"role": "user", "content": messages}]
         ids = encode_prompt(self.tokenizer, messages).input_ids
         return answer_text(self.tokenizer, self.generate_ids(ids, max_new_tokens), self.eos_ids)
-
-
-def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(prog="python -m workbench.export.onnx_runner", description="Greedy chat with an ONNX export")
-    p.add_argument("export_dir")
-    p.add_argument("prompt")
-    p.add_argument("--max-tokens", type=int, default=40)
-    p.add_argument("--model-file", help=f"the graph to run (default: the manifest's, else {MODEL_FILE})")
-    args = p.parse_args(argv)
-    if not (Path(args.export_dir) / (args.model_file or MODEL_FILE)).is_file() and not (Path(args.export_dir) / "manifest.json").is_file():
-        print(f"error: {args.export_dir} holds no ONNX export", file=sys.stderr)
-        return 2
-    print(OnnxCausalLM(args.export_dir, args.model_file).chat(args.prompt, args.max_tokens))
-    return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())

@@ -8,7 +8,9 @@ The pieces every answerer shares, the server's batched engine and the ONNX runne
   (what the server answers, and what reasoning scorers read).
 
 ``greedy_replies(model, tokenizer, conversations, max_new_tokens, processor=None)`` batches conversations with
-left padding and decodes them with ``model.generate``; ``sample_completions`` samples groups of completions at a
+left padding and decodes them with ``model.generate``; ``greedy_tokens(next_logits, prompt_ids, ...)`` is the same
+greedy rule for a model outside torch (the ONNX runner's session): the only other greedy decoder is the server's
+batched engine; ``sample_completions`` samples groups of completions at a
 temperature and keeps each token's log-probability as the sampler computed it (reinforcement fine-tuning).
 """
 from __future__ import annotations
@@ -63,6 +65,22 @@ def whole_sentences(text: str) -> str:
         if ends_sentence(text[:end]):
             return text[:end].rstrip()
     return text
+
+
+def greedy_tokens(next_logits, prompt_ids: Sequence[int], max_new_tokens: int, stops: Iterable[int]) -> list[int]:
+    """The greedy continuation of ``prompt_ids`` (without the stop token that ends it). ``next_logits(new_ids, past)``
+    returns the logits (one vector, any array type) of the position after ``new_ids`` and the state to pass back as
+    ``past`` (None at first): a model's cache, or the sequence so far for one without."""
+    stops, out = set(stops), []
+    new, past = list(prompt_ids), None
+    for _ in range(max_new_tokens):
+        logits, past = next_logits(new, past)
+        token = int(logits.argmax())
+        if token in stops:
+            break
+        out.append(token)
+        new = [token]
+    return out
 
 
 class _SentenceStop(StoppingCriteria):

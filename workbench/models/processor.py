@@ -9,7 +9,8 @@
   resize rules: patch size, merge size, pixel limits), for the planner and the server's length checks.
 * ``image_grid(width, height, ...)`` / ``resize_rules(image_processor)``: that resize rule itself (the patch grid),
   shared by the data, the server and the planner; ``grid_token_count(grid_thw, merge_size)``: the language-model
-  tokens of one such grid (the one count the data, the server and the planner use).
+  tokens of one such grid, through ``merged_tokens(patches, merge_size)`` (the one count the data, the server,
+  the planner and the benchmarks use).
 
 Turning messages with images into model inputs is ``workbench.data.multimodal`` (training and serving).
 """
@@ -134,11 +135,16 @@ def resize_rules(image_processor) -> dict:
             "min_pixels": low, "max_pixels": high}
 
 
+def merged_tokens(patches: int, merge_size: int) -> int:
+    """Language-model tokens of ``patches`` vision patches: the tower merges ``merge_size`` x ``merge_size``
+    patches into one token (the one image-token count; the others go through it)."""
+    return patches // merge_size ** 2
+
+
 def grid_token_count(grid_thw, merge_size: int) -> int:
-    """Language-model tokens of one image whose patch grid is ``grid_thw`` (temporal, height, width): the vision
-    tower merges ``merge_size`` x ``merge_size`` patches into one token."""
+    """Language-model tokens of one image whose patch grid is ``grid_thw`` (temporal, height, width)."""
     t, h, w = (int(n) for n in grid_thw)
-    return t * h * w // merge_size ** 2
+    return merged_tokens(t * h * w, merge_size)
 
 
 def image_token_count(processor, width: int, height: int) -> int:

@@ -32,6 +32,7 @@ from typing import Optional
 
 import torch
 
+from ..models.processor import merged_tokens
 from .arch import Census, DecoderShape
 
 FP32 = torch.float32
@@ -407,7 +408,7 @@ def estimate_vision_activations(v: VisionShape, a: ActivationInputs, trainable: 
     non-reentrant, on every block) keeps each block's input whether or not anything needs a gradient.
     """
     P = patches_per_image * images
-    tokens = P // v.merge**2
+    tokens = merged_tokens(P, v.merge)
     w = weight_dtype or (a.trainable_dtype if trainable else a.base_dtype)
     # the forward's working set in one block (all of it freed as the block finishes when frozen)
     c = _size(a.autocast_dtype or w)

@@ -190,12 +190,3 @@ def run_fact_check(args) -> int:
     else:
         print(format_markdown(verdicts))
     return 0
-
-
-def main(argv=None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m workbench.plan")
-    sub = parser.add_subparsers(dest="command", required=True)
-    add_parser(sub)
-    add_fact_check_parser(sub)
-    args = parser.parse_args(argv)
-    return run_fact_check(args) if args.command == "fact-check" else run(args)

@@ -230,16 +230,8 @@ def predict(model: str, setting: Setting, devices: DeviceSet = DEFAULT_DEVICES, 
     n = max(1, setting.world_size)
     notes: list[str] = []
 
-    # --- compute dtypes the framework actually runs with -------------------------------------
     lowp = {"fp16": torch.float16, "bf16": torch.bfloat16, "pure-bf16": torch.bfloat16}.get(prec)
-    if setting.strategy == "deepspeed":
-        # DeepSpeed casts the whole module (adapters too) to fp16/bf16 and runs without autocast
-        act_in = dict(autocast_dtype=None, base_dtype=lowp or FP32, trainable_dtype=lowp or FP32)
-    elif setting.strategy == "fsdp" and lowp is not None and prec != "pure-bf16":
-        # FSDP2 MixedPrecisionPolicy casts parameters to bf16/fp16 per layer instead of autocast
-        act_in = dict(autocast_dtype=None, base_dtype=lowp, trainable_dtype=lowp)
-    else:
-        act_in = dict(autocast_dtype=policy.autocast_dtype, base_dtype=policy.base_dtype, trainable_dtype=policy.trainable_dtype)
+    act_in = _compute_dtypes(setting.strategy, prec, lowp, policy)
     images = None
     if setting.images_per_row:
         config = load_model_config(model)
@@ -258,28 +250,55 @@ def predict(model: str, setting: Setting, devices: DeviceSet = DEFAULT_DEVICES, 
     activations = acts.to_dict()
     vision_bytes = 0
     if images is not None:
-        vision = [p for p in c.params if p.group == "vision"]
-        vision_trainable = any(p.trainable for p in vision)
-        vis = estimate_vision_activations(VisionShape.from_config(config), act_inputs, vision_trainable,
-                                          images.patches_per_image, setting.micro_batch * setting.images_per_row,
-                                          setting.gradient_checkpointing, weight_dtype=vision[0].dtype)
-        # inserting the image features keeps the (bool) image-token mask when the decoder's input needs a
-        # gradient: full fine-tuning, or checkpointing (which makes the embeddings' output require grad)
-        mask = setting.micro_batch * seq_len if (vision_trainable or setting.gradient_checkpointing) else 0
-        # the tower runs first: its working set is gone before the decoder saves anything; in backward one
-        # recomputed layer or block (checkpointing) is live at a time
-        decoder_peak = acts.peak - acts.recompute + max(acts.recompute, vis.recompute)
-        peak = vis.saved_forward + mask + max(vis.forward_transient, decoder_peak)
-        vision_bytes = peak - acts.peak
-        activations.update(saved_forward=acts.saved_forward + vis.saved_forward + mask, peak=peak,
-                           text_seq_len=setting.seq_len, seq_len=seq_len, images=images.to_dict(),
-                           vision=vis.to_dict(), vision_trainable=vision_trainable)
-        notes.append(f"{setting.images_per_row} image(s) of {images.width}x{images.height} per example: resized to "
-                     f"{images.resized_width}x{images.resized_height}, {images.patches_per_image:,} patches and "
-                     f"{images.tokens_per_image:,} image tokens each; decoder sequence {setting.seq_len:,} text -> "
-                     f"{seq_len:,} tokens with the images and their markers")
-
+        vision_bytes = _add_vision(activations, notes, c, config, images, acts, act_inputs, setting)
     state, buffers, host_state = _model_state(c, setting, policy, lowp, n, notes)
+    gpu, host = _placement(c, setting, state, buffers, host_state, acts, act_in, vision_bytes, n)
+    return Plan(model=model, setting=setting, devices=devices, state=state, gpu=gpu, host=host,
+                lora_extras=_lora_extras(c, acts, setting), activations=activations, census=c.summary(),
+                notes=tuple(notes), invalid=invalid)
+
+
+def _compute_dtypes(strategy: str, prec: str, lowp, policy: PrecisionPolicy) -> dict:
+    """The compute dtypes the framework actually runs with (ActivationInputs' autocast/base/trainable dtypes)."""
+    if strategy == "deepspeed":
+        # DeepSpeed casts the whole module (adapters too) to fp16/bf16 and runs without autocast
+        return dict(autocast_dtype=None, base_dtype=lowp or FP32, trainable_dtype=lowp or FP32)
+    if strategy == "fsdp" and lowp is not None and prec != "pure-bf16":
+        # FSDP2 MixedPrecisionPolicy casts parameters to bf16/fp16 per layer instead of autocast
+        return dict(autocast_dtype=None, base_dtype=lowp, trainable_dtype=lowp)
+    return dict(autocast_dtype=policy.autocast_dtype, base_dtype=policy.base_dtype, trainable_dtype=policy.trainable_dtype)
+
+
+def _add_vision(activations: dict, notes: list[str], c: Census, config, images, acts, act_inputs,
+                setting: Setting) -> int:
+    """The vision tower's activations folded into ``activations`` (and a note); returns what it adds to the peak."""
+    seq_len = act_inputs.seq_len
+    vision = [p for p in c.params if p.group == "vision"]
+    vision_trainable = any(p.trainable for p in vision)
+    vis = estimate_vision_activations(VisionShape.from_config(config), act_inputs, vision_trainable,
+                                      images.patches_per_image, setting.micro_batch * setting.images_per_row,
+                                      setting.gradient_checkpointing, weight_dtype=vision[0].dtype)
+    # inserting the image features keeps the (bool) image-token mask when the decoder's input needs a
+    # gradient: full fine-tuning, or checkpointing (which makes the embeddings' output require grad)
+    mask = setting.micro_batch * seq_len if (vision_trainable or setting.gradient_checkpointing) else 0
+    # the tower runs first: its working set is gone before the decoder saves anything; in backward one
+    # recomputed layer or block (checkpointing) is live at a time
+    decoder_peak = acts.peak - acts.recompute + max(acts.recompute, vis.recompute)
+    peak = vis.saved_forward + mask + max(vis.forward_transient, decoder_peak)
+    vision_bytes = peak - acts.peak
+    activations.update(saved_forward=acts.saved_forward + vis.saved_forward + mask, peak=peak,
+                       text_seq_len=setting.seq_len, seq_len=seq_len, images=images.to_dict(),
+                       vision=vis.to_dict(), vision_trainable=vision_trainable)
+    notes.append(f"{setting.images_per_row} image(s) of {images.width}x{images.height} per example: resized to "
+                 f"{images.resized_width}x{images.resized_height}, {images.patches_per_image:,} patches and "
+                 f"{images.tokens_per_image:,} image tokens each; decoder sequence {setting.seq_len:,} text -> "
+                 f"{seq_len:,} tokens with the images and their markers")
+    return vision_bytes
+
+
+def _placement(c: Census, setting: Setting, state, buffers: int, host_state: dict, acts, act_in: dict,
+               vision_bytes: int, n: int) -> tuple[dict, dict]:
+    """(bytes per GPU, bytes on the host) by category."""
     gpu = {
         "weights": state.weights - host_state.get("weights", 0),
         "gradients": state.gradients - host_state.get("gradients", 0),
@@ -300,15 +319,16 @@ def predict(model: str, setting: Setting, devices: DeviceSet = DEFAULT_DEVICES, 
     gpu["nccl"] = NCCL_BYTES if n > 1 else 0
     host = {f"offloaded_{k}": v * n for k, v in host_state.items() if v}
     host["process_overhead"] = HOST_PER_PROCESS_BYTES * n
+    return gpu, host
 
+
+def _lora_extras(c: Census, acts, setting: Setting) -> dict:
+    """The adapter's own figures (parameters, weights, gradients and AdamW, activations)."""
     lora_params = [p for p in c.params if p.group == "lora"]
     lora_bytes = sum(p.nbytes for p in lora_params)
-    lora_extras = {"adapter_params": sum(p.numel for p in lora_params), "adapter_weights": lora_bytes,
-                   "adapter_grads_and_adamw": 3 * lora_bytes + ADAMW_STEP_BYTES * len(lora_params),
-                   "lora_activations": acts.lora_per_layer * (0 if setting.gradient_checkpointing else c.shape.layers)}
-    return Plan(model=model, setting=setting, devices=devices, state=state, gpu=gpu, host=host,
-                lora_extras=lora_extras, activations=activations, census=c.summary(), notes=tuple(notes),
-                invalid=invalid)
+    return {"adapter_params": sum(p.numel for p in lora_params), "adapter_weights": lora_bytes,
+            "adapter_grads_and_adamw": 3 * lora_bytes + ADAMW_STEP_BYTES * len(lora_params),
+            "lora_activations": acts.lora_per_layer * (0 if setting.gradient_checkpointing else c.shape.layers)}
 
 
 def _vision_reached(c: Census) -> Census:

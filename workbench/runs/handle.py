@@ -1,5 +1,5 @@
 """A handle on a run directory: status, stop, wait, events. Re-created from the directory alone (``attach``),
-e.g. after a kernel restart; ``workbench.engine.launch`` returns one for the worker it starts."""
+e.g. after a kernel restart; ``workbench.training.launch`` returns one for the worker it starts."""
 from __future__ import annotations
 
 import os

@@ -11,7 +11,6 @@ Lines that do not parse (a torn copy, a disk error) are skipped: a row must not 
 from __future__ import annotations
 
 import json
-import os
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Optional
@@ -179,14 +178,6 @@ class LogFollower:
             s.fold(parse_lines(data))
             s.offset = size
         return s
-
-
-def log_size(path: str | Path) -> int:
-    """The log's size in bytes (-1 when it is missing): what changes when anything is logged."""
-    try:
-        return os.stat(path).st_size
-    except OSError:
-        return -1
 
 
 # ---- a long log's chart data without reading it whole ----------------------------------------------------------------

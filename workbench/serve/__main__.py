@@ -1,4 +1,5 @@
-"""``python -m workbench.serve`` = ``workbench serve`` (until the CLI wires the subcommand in)."""
+"""The server's child process: ``start_server(subprocess=True)`` runs ``python -m workbench.serve --config FILE``.
+Users run ``workbench serve``, the same parser."""
 import argparse
 import sys
 
@@ -6,7 +7,7 @@ from .cli import configure_parser, run
 
 
 def main(argv=None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m workbench.serve", description="OpenAI-compatible server")
+    parser = argparse.ArgumentParser(prog="workbench serve", description="OpenAI-compatible server")
     configure_parser(parser)
     return run(parser.parse_args(argv))
 

@@ -15,13 +15,8 @@ from PIL import Image
 
 from ..agent.episode import Episode, Step
 from ..agent.store import episode_folders, read_episodes
+from ..data.multimodal import png_bytes
 from .drawing import draw_action
-
-
-def _png(image: Image.Image) -> bytes:
-    buf = io.BytesIO()
-    image.save(buf, format="PNG")
-    return buf.getvalue()
 
 
 def _verdict(episode: Episode) -> str:
@@ -98,7 +93,7 @@ class EpisodeReplay(W.VBox):
         shot = self._screenshot(current)
         if shot is not None:
             answer = current.answer if current else None
-            self.image.value = _png(draw_action(shot, answer, current.target_box if current else None, self.scale))
+            self.image.value = png_bytes(draw_action(shot, answer, current.target_box if current else None, self.scale))
         self.info.value = self._step_html(episode, current) if current else self._end_html(episode)
 
     def _step_html(self, episode: Episode, step: Step) -> str:

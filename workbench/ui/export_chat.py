@@ -4,7 +4,7 @@ and ask them side by side (fp32 merged vs int8 vs the adapter).
 Each export is a model of its own, so each gets its own server (``start_server(EXPORT_DIR)``, in a child
 process by default); the adapter is added to the panel's server (base + adapters). The servers start in an
 executor thread that returns plain handles; the widgets are updated on the kernel's loop, which never waits.
-ONNX exports are not served (they run in ``workbench.export.onnx_runner``).
+ONNX exports are not served (they run in ``workbench.export.onnx_runner``: ``workbench onnx-chat``).
 
 The section reaches the chat panel only through ``ChatTarget`` (the panel's public methods): the panel imports
 this module, never the other way round.

@@ -1,6 +1,6 @@
 """The launch and monitor panel: launch / stop / re-attach a run and watch it live.
 
-Training runs in a worker process (``workbench.engine.launch``). An asyncio task on the kernel's own
+Training runs in a worker process (``workbench.training.launch``). An asyncio task on the kernel's own
 event loop tails the run's event log, folds events into a ``RunState`` and redraws at most
 ``MAX_REDRAWS_PER_S`` times a second, one ``batch_update`` per figure. Nothing runs in a thread
 that touches a widget, and the kernel stays free between polls (clicks, other cells).
@@ -17,7 +17,7 @@ import ipywidgets as W
 import plotly.graph_objects as go
 
 from ..config import RunConfig
-from ..engine import launch
+from ..training import launch
 from ..runs import RunHandle, attach
 from ..events.schema import MODEL_STATE_FIELDS
 from .lab_settings import chart_template
@@ -87,6 +87,18 @@ class RunMonitor(W.VBox):
 
     def __init__(self, config_source: Optional[Callable[[], Optional[RunConfig]]] = None):
         self.config_source = config_source
+        self._init_watch_state()
+        self._build_controls()
+        self._build_figures()
+        self._build_tables()
+        self._follow_zoom()
+        super().__init__([W.HTML("<b>Launch and monitor</b>"),
+                          W.HBox([self.launch_button, self.stop_button, self.message]),
+                          W.HBox([self.progress, self.status]), self.alerts, self._chart_grid()])
+        self.add_class("wb-monitor-panel")
+
+    def _init_watch_state(self) -> None:
+        """The run watched, its folded state and what the views last drew."""
         self.handle: Optional[RunHandle] = None
         self.state = RunState()
         self.tail: Optional[EventTail] = None
@@ -97,7 +109,17 @@ class RunMonitor(W.VBox):
         self._fired_finished = False
         self.redraws = 0
         self.latencies: list[float] = []  # seconds from a step event's timestamp to the redraw that drew it
+        self._census_traces: dict[str, int] = {}
+        self._memory_traces: dict[str, int] = {}
+        self._task_traces: dict[str, tuple[go.FigureWidget, int]] = {}  # "task metric" -> (figure, trace index)
+        self._grpo_traces: dict[str, tuple[go.FigureWidget, int]] = {}
+        # What the census and alert views last drew: they are rebuilt only when that changes. RunState
+        # replaces its census dict on each census event and only appends to its alerts list.
+        self._drawn_census: Optional[dict] = None
+        self._drawn_alerts: tuple = (None, -1)  # (the alerts list, how many of its alerts)
 
+    def _build_controls(self) -> None:
+        """Launch and Stop, the message line, the progress bar and the status."""
         self.launch_button = W.Button(description="Launch", icon="play", button_style="success",
                                       tooltip="start the configured run in a worker process")
         self.stop_button = W.Button(description="Stop", icon="stop", button_style="danger", disabled=True,
@@ -110,6 +132,8 @@ class RunMonitor(W.VBox):
         self.progress = W.FloatProgress(value=0.0, min=0.0, max=1.0, description="", layout=W.Layout(width="50%"))
         self.status = W.HTML("<span class='wb-run-status'>idle</span>")
 
+    def _build_figures(self) -> None:
+        """One FigureWidget per chart, named in ``figures``."""
         self.loss_fig = _figure("loss", "token loss", (
             go.Scatter(name="loss", mode="lines+markers", marker=dict(size=4)),
             go.Scatter(name="eval loss", mode="lines+markers", marker=dict(size=8, symbol="diamond"))))
@@ -132,23 +156,21 @@ class RunMonitor(W.VBox):
             xtitle=None)
         self.census_fig = _figure("parameters by module group and dtype", "parameters", xtitle=None, barmode="stack",
                                   yaxis_tickformat="~s")
-        self._census_traces: dict[str, int] = {}
-        self._memory_traces: dict[str, int] = {}
-        self._task_traces: dict[str, tuple[go.FigureWidget, int]] = {}  # "task metric" -> (figure, trace index)
-        # What the census and alert views last drew: they are rebuilt only when that changes. RunState
-        # replaces its census dict on each census event and only appends to its alerts list.
-        self._drawn_census: Optional[dict] = None
-        self._drawn_alerts: tuple = (None, -1)  # (the alerts list, how many of its alerts)
-        self.census_table = W.HTML(CENSUS_WAITING)
-        self.alerts = W.HTML()
-        self.alerts.add_class("wb-alerts")
-        self._grpo_traces: dict[str, tuple[go.FigureWidget, int]] = {}
-        self.samples_table = W.HTML()
-        self.samples_table.add_class("wb-grpo-samples")
         self.figures = {"loss": self.loss_fig, "tasks": self.task_fig, "rewards": self.reward_fig,
                         "mismatch": self.mismatch_fig, "loss_scale": self.scale_fig, "grad_norm": self.grad_fig,
                         "lr": self.lr_fig, "memory": self.memory_fig, "breakdown": self.breakdown_fig,
                         "census": self.census_fig}
+
+    def _build_tables(self) -> None:
+        """The census table, the alerts and the GRPO sample completions."""
+        self.census_table = W.HTML(CENSUS_WAITING)
+        self.alerts = W.HTML()
+        self.alerts.add_class("wb-alerts")
+        self.samples_table = W.HTML()
+        self.samples_table.add_class("wb-grpo-samples")
+
+    def _follow_zoom(self) -> None:
+        """The step charts a user may zoom into: the zoomed window is read again at full resolution."""
         # The step charts a user may zoom into: the zoomed window is read again at full resolution (ChartZoom)
         self.zoom = ChartZoom()
         self.step_figures = {"loss": self.loss_fig, "loss_scale": self.scale_fig, "grad_norm": self.grad_fig,
@@ -157,6 +179,9 @@ class RunMonitor(W.VBox):
             # the front end's relayout message, as the user sent it: plotly's layout callbacks cannot tell a reset-zoom
             # from the autorange that follows it (plotly's own handler has applied it to the layout before this runs)
             fig.observe(lambda change, name=name: self._on_relayout(name, change["new"]), names="_js2py_relayout")
+
+    def _chart_grid(self) -> W.GridBox:
+        """The charts, the census and the samples in a grid of fixed-width columns."""
         self.figure_boxes = {}
         for name, fig in self.figures.items():
             box = W.Box([fig])  # the class goes on a plain box: a FigureWidget's own view may not apply it
@@ -174,10 +199,7 @@ class RunMonitor(W.VBox):
         self.charts = W.GridBox(cells + [census_cell, self.samples_cell], layout=W.Layout(
             grid_template_columns=f"repeat(auto-fill, {CHART_WIDTH_PX + 10}px)", grid_gap="4px"))
         self.charts.add_class("wb-monitor-grid")
-        super().__init__([W.HTML("<b>Launch and monitor</b>"),
-                          W.HBox([self.launch_button, self.stop_button, self.message]),
-                          W.HBox([self.progress, self.status]), self.alerts, self.charts])
-        self.add_class("wb-monitor-panel")
+        return self.charts
 
     # ---- actions --------------------------------------------------------------------------------
     def launch(self, cfg: Optional[RunConfig] = None) -> Optional[RunHandle]:

@@ -160,7 +160,7 @@ class RunsDirectory:
         """Validate ``config`` (sections, as in a YAML file) with ``overrides`` (dotted keys) and launch it in a
         worker process, its run directory inside this runs directory."""
         from workbench.config import ConfigError, apply_overrides, config_from_dict
-        from workbench.engine import launch
+        from workbench.training import launch
 
         if config is not None and not isinstance(config, dict):
             raise RunsError(400, "'config' must be an object of config sections")

@@ -1,6 +1,6 @@
 """Measure the monitor's responsiveness inside a real Jupyter kernel while a run is going.
 
-    python -m workbench.ui.bench [--model tiny-glm4] [--steps 150] [--pings 60]
+    python -m workbench.bench.monitor [--model tiny-glm4] [--steps 150] [--pings 60]
 
 * event -> chart latency: for every step event, the time from its ``time`` stamp (written by the
   worker) to the redraw that put it into the loss FigureWidget's data (the comm message to the
@@ -105,7 +105,7 @@ def measure(model: str = "tiny-glm4", steps: int = 150, pings: int = 60) -> dict
 
 
 def main(argv=None) -> int:
-    p = argparse.ArgumentParser(prog="python -m workbench.ui.bench", description=__doc__.split("\n\n")[0])
+    p = argparse.ArgumentParser(prog="python -m workbench.bench.monitor", description=__doc__.split("\n\n")[0])
     p.add_argument("--model", default="tiny-glm4")
     p.add_argument("--steps", type=int, default=150)
     p.add_argument("--pings", type=int, default=60, help="kernel round trips measured while the run goes")

@@ -2,7 +2,7 @@ import os
 import signal
 import time
 
-from workbench.engine import launch
+from workbench.training import launch
 from workbench.runs import attach
 
 
