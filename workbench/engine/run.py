@@ -75,6 +75,7 @@ class _Engine:
         self._rng_after_step: Optional[dict] = None
         self._saved_step, self._saved_path = 0, None  # the newest resumable checkpoint (or the resumed one)
         self._avg_step_time: Optional[float] = None  # seconds per step, smoothed (the ETA)
+        self._peak_grads_bytes = 0  # the last step's gradients, between backward and the optimizer step (its peak)
 
     # ---- set-up ---------------------------------------------------------------------------------
     def setup(self) -> None:
@@ -156,6 +157,9 @@ class _Engine:
         self.emit_run(Census(step=self.state.step, rows=rows, totals=totals))
 
     def emit_memory(self, state: dict) -> None:
+        # Gradients exist only between backward and the optimizer step; every memory event carries the bytes
+        # they held at the step's peak, not the none left after zero_grad(set_to_none).
+        state = {**state, "gradients": max(state["gradients"], self._peak_grads_bytes)}
         self.writer.emit(Memory(step=self.state.step, devices=memory.device_memory(), host_rss=memory.host_rss(),
                                 **{field: state[category] for category, field in MEASURED_NAMES.items()}))
 
@@ -195,7 +199,7 @@ class _Engine:
                 self.strategy.backward(part / divisor)
             parts.append(part.detach())
         loss_sum = float(torch.stack(parts).double().sum())  # one device sync for the window, not one per micro-batch
-        state = self.strategy.measure_state() if measure else None
+        state = self.measure_peak_state(measure)
         for o in self.observers:
             o.before_optimizer_step(self.view, self.state.step + 1)
         self._consistent = False  # until the run loop has recorded this update in ``state``
@@ -203,6 +207,14 @@ class _Engine:
         self.scheduler_step()
         loss_sum, processed = self.ctx.sum([loss_sum, processed])
         return loss_sum / window_tokens, window_tokens, int(processed), outcome, state
+
+    def measure_peak_state(self, measure: bool) -> Optional[dict]:
+        """Called after a step's backward, before its optimizer step: records the gradients' bytes at the step's
+        peak (a walk over the parameters, negligible next to a step) and returns the whole model state if
+        ``measure``."""
+        state = self.strategy.measure_state()
+        self._peak_grads_bytes = state["gradients"]
+        return state if measure else None
 
     def scheduler_step(self) -> None:
         with warnings.catch_warnings():
