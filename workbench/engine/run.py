@@ -29,6 +29,7 @@ from ..events import (
 )
 from ..events.schema import PrecisionRules, QatConverted
 from ..forward import batch_logits, batch_loss_sum, heldout_loss, on_device
+from ..models.processor import save_processor_files
 from ..plan import MEASURED_NAMES, predict_for_run
 from ..precision import PrecisionPolicy, count_target_tokens, resolve_device, resolve_precision, window_loss_divisor
 from ..runs.layout import (
@@ -386,6 +387,13 @@ class _Engine:
         if self.strategy is not None:
             self.strategy.close()
 
+    def save_inputs_side(self, directory: Path) -> None:
+        """The tokenizer with its chat template and a vision-language model's processor files: a model directory
+        that transformers, vLLM or another server loads alone."""
+        self.tokenizer.save_pretrained(directory)
+        if self.processor is not None:
+            save_processor_files(self.processor, directory)
+
     def save_final(self) -> Path:
         """The adapter in peft format (or the full model), with the tokenizer, ready to serve."""
         target = self.run_dir / (ADAPTER_DIR if self.cfg.lora.enabled else MODEL_DIR)
@@ -393,12 +401,12 @@ class _Engine:
         self.ctx.barrier()
         if not self.ctx.is_main:
             return target
-        self.tokenizer.save_pretrained(target)
+        self.save_inputs_side(target)
         self.emit_run(Checkpoint(step=self.state.step, path=str(target), kind="adapter" if self.cfg.lora.enabled else "model"))
         if self.cfg.lora.enabled and self.cfg.checkpointing.merge_adapter:  # none or ddp: the full model is here
             merged = self.run_dir / MERGED_DIR
             self.strategy.module.merge_and_unload().save_pretrained(merged)
-            self.tokenizer.save_pretrained(merged)
+            self.save_inputs_side(merged)
             self.writer.emit(Checkpoint(step=self.state.step, path=str(merged), kind="merged"))
         return target
 
