@@ -29,9 +29,7 @@ def standin_client(answer) -> tuple[ServerClient, list[dict]]:
         bodies.append(body)
         return answer(body)
 
-    client = ServerClient("http://standin")
-    client.http = httpx.Client(transport=httpx.MockTransport(handle))
-    return client, bodies
+    return ServerClient("http://standin", transport=httpx.MockTransport(handle)), bodies
 
 
 def test_requests_are_the_runtime_conversation_and_usage_is_recorded():

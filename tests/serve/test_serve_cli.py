@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from workbench.config import ConfigError
+from workbench.serve import ServeError
 from workbench.serve.cli import add_parser, config_from_args
 
 from .helpers import make_adapter
@@ -162,6 +163,13 @@ def test_subprocess_mode_hands_the_config_over_as_a_file(tiny_run, monkeypatch):
         r = srv.openai_client(max_retries=0).chat.completions.create(
             model="exp1", messages=[{"role": "user", "content": "hi"}], extra_body={"ignore_eos": True})
         assert r.usage.completion_tokens == 3  # default_max_tokens reached the child (ignore_eos: never fewer)
+        # the child is asked over HTTP, as any client would: its refusals come back with its own message
+        with pytest.raises(ServeError, match="outside the adapter root"):
+            srv.add_adapter("again", tiny_run)
+        with pytest.raises(ServeError, match="No adapter 'nope' is loaded"):
+            srv.remove_adapter("nope")
+        srv.remove_adapter("exp1")
+        assert srv.models() == ["tiny-glm4"]
     assert not config_file.exists()
 
 

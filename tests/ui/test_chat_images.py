@@ -87,11 +87,13 @@ def test_picked_screenshot_goes_to_every_compared_model(tmp_path):
 
 @pytest.mark.parametrize("images", [["a.png"], "a.png"])
 def test_prompt_messages_carry_the_images_as_data_urls(tmp_path, images):
-    from workbench.serve.client import chat_messages
+    from workbench.serve.remote import prompt_messages
 
     (tmp_path / "a.png").write_bytes(png_bytes())
     paths = [tmp_path / i for i in images] if isinstance(images, list) else tmp_path / images
-    [(role, content)] = chat_messages("what now?", None, paths)
-    assert role == "human" and content[-1] == {"type": "text", "text": "what now?"}
+    [message] = prompt_messages("what now?", None, paths)
+    content = message["content"]
+    assert message["role"] == "user" and content[-1] == {"type": "text", "text": "what now?"}
     assert content[0]["type"] == "image_url" and content[0]["image_url"]["url"].startswith("data:image/png;base64,")
-    assert chat_messages("what now?", None) == [("human", "what now?")]
+    assert prompt_messages("what now?", "Be brief.") == [{"role": "system", "content": "Be brief."},
+                                                         {"role": "user", "content": "what now?"}]

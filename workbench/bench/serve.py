@@ -19,6 +19,8 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
+from ..serve.remote import ServerClient, chat_request
+
 PROMPT = "Write a long story about a dragon who learns to paint."
 
 
@@ -59,42 +61,36 @@ def _median(runs: list[dict]) -> dict:
     return {k: statistics.median(r[k] for r in runs) for k in runs[0]}
 
 
-def _stream_once(base_url: str, model: str, tokens: int, extra: dict) -> dict:
-    import httpx
-
-    body = {"model": model, "messages": [{"role": "user", "content": PROMPT}], "max_tokens": tokens,
-            "temperature": 0, "stream": True, "stream_options": {"include_usage": True}, **extra}
+def _stream_once(client: ServerClient, model: str, tokens: int, extra: dict) -> dict:
+    body = chat_request(model, [{"role": "user", "content": PROMPT}], max_tokens=tokens, temperature=0,
+                        stream_options={"include_usage": True}, **extra)
     start = time.perf_counter()
     first = last = None
     chunks = 0
     usage = None
-    with httpx.stream("POST", base_url + "/chat/completions", json=body, timeout=600) as r:
-        r.raise_for_status()
-        for line in r.iter_lines():
-            if not line.startswith("data: ") or line == "data: [DONE]":
-                continue
-            obj = json.loads(line[6:])
-            if obj.get("usage"):
-                usage = obj["usage"]
-            if obj.get("choices") and obj["choices"][0]["delta"].get("content"):
-                now = time.perf_counter()
-                first = first or now
-                last = now
-                chunks += 1
+    for obj in client.stream_chat(body):
+        if obj.get("usage"):
+            usage = obj["usage"]
+        if obj.get("choices") and obj["choices"][0]["delta"].get("content"):
+            now = time.perf_counter()
+            first = first or now
+            last = now
+            chunks += 1
     n = (usage or {}).get("completion_tokens") or chunks
     return {"ttft_s": first - start, "decode_tok_s": (n - 1) / (last - first) if last > first else float("nan"),
             "total_s": last - start, "tokens": n, "start": start, "end": last}
 
 
-def _client_figures(base_url: str, model: str, tokens: int, repeats: int, concurrency: int, extra: dict) -> dict:
-    _stream_once(base_url, model, tokens, extra)  # warm-up
-    single = [_stream_once(base_url, model, tokens, extra) for _ in range(repeats)]
-    c1 = _median(single)
-    c1_throughput = statistics.median(r["tokens"] / r["total_s"] for r in single)
-    with ThreadPoolExecutor(concurrency) as pool:
-        t0 = time.perf_counter()
-        many = list(pool.map(lambda _: _stream_once(base_url, model, tokens, extra), range(concurrency)))
-        wall = max(r["end"] for r in many) - t0
+def _client_figures(url: str, model: str, tokens: int, repeats: int, concurrency: int, extra: dict) -> dict:
+    with ServerClient(url) as client:
+        _stream_once(client, model, tokens, extra)  # warm-up
+        single = [_stream_once(client, model, tokens, extra) for _ in range(repeats)]
+        c1 = _median(single)
+        c1_throughput = statistics.median(r["tokens"] / r["total_s"] for r in single)
+        with ThreadPoolExecutor(concurrency) as pool:
+            t0 = time.perf_counter()
+            many = list(pool.map(lambda _: _stream_once(client, model, tokens, extra), range(concurrency)))
+            wall = max(r["end"] for r in many) - t0
     cn_throughput = sum(r["tokens"] for r in many) / wall
     return {"c1_ttft_s": c1["ttft_s"], "c1_decode_tok_s": c1["decode_tok_s"], "c1_tok_s": c1_throughput,
             f"c{concurrency}_tok_s": cn_throughput, f"c{concurrency}_vs_c1": cn_throughput / c1_throughput,
@@ -102,20 +98,11 @@ def _client_figures(base_url: str, model: str, tokens: int, repeats: int, concur
             "tokens_per_request": statistics.median(r["tokens"] for r in single + many)}
 
 
-def _wait_health(url: str, proc: subprocess.Popen, timeout: float = 300) -> None:
-    import httpx
-
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
+def _exited(proc: subprocess.Popen):
+    def check() -> None:
         if proc.poll() is not None:
             raise RuntimeError(f"server exited with {proc.returncode}")
-        try:
-            if httpx.get(url + "/health", timeout=2).status_code == 200:
-                return
-        except httpx.HTTPError:
-            pass
-        time.sleep(0.2)
-    raise TimeoutError(url)
+    return check
 
 
 def _peer_model_dir(model_dir: str, workdir: Path) -> str:
@@ -151,11 +138,12 @@ def _peer(model_dir: str, tokens: int, repeats: int, concurrency: int, threads: 
     proc = subprocess.Popen(args, env=env, stdout=log, stderr=subprocess.STDOUT)
     try:
         url = f"http://127.0.0.1:{port}"
-        _wait_health(url, proc)
+        with ServerClient(url) as client:
+            client.wait_ready(300, check=_exited(proc))
         # transformers serve takes generation settings as a JSON generation_config string
         extra = {"generation_config": json.dumps({"min_new_tokens": tokens, "max_new_tokens": tokens,
                                                   "do_sample": False})}
-        return _client_figures(url + "/v1", model_dir, tokens, repeats, concurrency, extra)
+        return _client_figures(url, model_dir, tokens, repeats, concurrency, extra)
     finally:
         proc.terminate()
         proc.wait(30)
@@ -178,15 +166,13 @@ def main(argv=None) -> int:
     results: dict = {"config": vars(args)}
     results["direct_generate"] = _direct(args.model, args.tokens, args.repeats)
 
-    from ..serve.server import start_server
+    from ..serve import start_server
 
     with start_server(args.model, subprocess_mode=True, threads=args.threads, max_batch=max(8, args.concurrency),
                       log_level="error") as srv:
-        results["workbench_serve"] = _client_figures(srv.base_url, args.model, args.tokens, args.repeats,
+        results["workbench_serve"] = _client_figures(srv.url, args.model, args.tokens, args.repeats,
                                                      args.concurrency, {"ignore_eos": True})
-        import httpx
-
-        model_dir = httpx.get(srv.url + "/v1/models").json()["data"][0]["root"]  # the peer loads the same files
+        model_dir = srv.client.models()[args.model]["root"]  # the peer loads the same files
     if not args.no_peer:
         import tempfile
 

@@ -6,7 +6,8 @@ that thinking models return, so ``ReasoningChatOpenAI`` keeps them in
 
 Output streams as plain text, or as a live HTML table inside Jupyter (IPython's display, no ipywidgets).
 Images (vision-language models): ``images=[...]`` (file paths, bytes or data: URLs) go with the prompt as
-OpenAI image parts, inline as base64 data: URLs (``image_data_url``): the server never fetches URLs.
+OpenAI image parts, inline as base64 data: URLs (``remote.prompt_messages``, the messages every client here
+sends): the server never fetches URLs. The model list comes from the one client, ``workbench.serve.remote``.
 """
 from __future__ import annotations
 
@@ -18,12 +19,12 @@ import threading
 import time
 import weakref
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any, Iterable
 
 from langchain_openai import ChatOpenAI
 
 from ..data.multimodal import image_data_url
+from .remote import ServerClient, prompt_messages
 
 DEFAULT_BASE_URL = "http://127.0.0.1:8000/v1"
 
@@ -106,18 +107,6 @@ class Reply:
         return self.content
 
 
-def chat_messages(prompt: str | list, system: str | None, images: Iterable = ()) -> list:
-    """langchain messages: the prompt as the user's message, with image parts first when ``images`` are given."""
-    if isinstance(prompt, list):
-        return prompt
-    if isinstance(images, (str, Path, bytes)):  # one image given bare
-        images = [images]
-    urls = [image_data_url(i) for i in images]
-    content = ([{"type": "image_url", "image_url": {"url": u}} for u in urls] + [{"type": "text", "text": prompt}]
-               if urls else prompt)
-    return ([("system", system)] if system else []) + [("human", content)]
-
-
 def _in_notebook() -> bool:
     try:
         from IPython import get_ipython
@@ -174,7 +163,7 @@ def chat(model: str, prompt: str | list, *, system: str | None = None, images: I
             out.write(text)
         out.flush()
 
-    messages = chat_messages(prompt, system, images)
+    messages = prompt if isinstance(prompt, list) else prompt_messages(prompt, system, images)
     if stream:
         _stream_reply(llm, reply, messages, echo if show else None)
         if show:
@@ -196,10 +185,9 @@ def chat(model: str, prompt: str | list, *, system: str | None = None, images: I
 
 
 def served_models(*, base_url: str | None = None, server: Any = None, api_key: str | None = None) -> list[str]:
-    from openai import OpenAI
-
-    client = OpenAI(base_url=_base_url(base_url, server), api_key=api_key or getattr(server, "api_key", None) or "EMPTY")
-    return [m.id for m in client.models.list().data]
+    """The model ids the server lists; ServerUnreachable saying why when it cannot."""
+    with ServerClient(_base_url(base_url, server), api_key or getattr(server, "api_key", None)) as client:
+        return list(client.models())
 
 
 def compare(prompt: str | list, models: Iterable[str] | None = None, *, system: str | None = None,
@@ -211,7 +199,7 @@ def compare(prompt: str | list, models: Iterable[str] | None = None, *, system: 
     # a repeated id would stream twice into one column: each model once
     models = list(dict.fromkeys(models)) if models is not None else served_models(**conn)
     replies = {m: Reply(m) for m in models}
-    messages = chat_messages(prompt, system, images)
+    messages = prompt if isinstance(prompt, list) else prompt_messages(prompt, system, images)
     threads = [threading.Thread(target=_stream_reply, args=(chat_model(m, **llm_options), replies[m], messages),
                                 daemon=True) for m in models]
     for t in threads:

@@ -1,4 +1,6 @@
-"""Run the server: in the foreground (CLI), or in the background from a notebook (``start_server``)."""
+"""Start and stop our server: in the foreground (CLI, ``serve_forever``), or in the background from a notebook
+(``start_server``, in a thread or a child process), with a ``ServerHandle`` to stop it. Talking to it goes through
+the one client, ``workbench.serve.remote`` (``ServerHandle.client``)."""
 from __future__ import annotations
 
 import json
@@ -8,13 +10,11 @@ import subprocess
 import sys
 import tempfile
 import threading
-import time
-import urllib.error
-import urllib.request
 from pathlib import Path
 
 from ..config import config_from_dict
 from .config import ServeConfig, ServeError
+from .remote import ServerClient, ServerError
 from .runtime import Runtime
 
 API_KEY_ENV = "WORKBENCH_API_KEY"  # the key when no option names one (the CLI; a server in a subprocess)
@@ -86,55 +86,32 @@ class ServerHandle:
         self.runtime = runtime
         self._server, self._thread, self._process, self._sock = server, thread, process, sock
         self.config_file = config_file  # a subprocess server's configuration, removed on stop
+        self._client: ServerClient | None = None
 
     @property
     def base_url(self) -> str:
         return self.url + "/v1"
 
-    def _headers(self) -> dict:
-        return {"Authorization": f"Bearer {self.api_key}"} if self.api_key else {}
-
-    def _get(self, path: str, timeout: float = 5.0) -> tuple[int, dict]:
-        try:
-            with urllib.request.urlopen(urllib.request.Request(self.url + path, headers=self._headers()),
-                                        timeout=timeout) as resp:
-                return resp.status, json.loads(resp.read())
-        except urllib.error.HTTPError as err:
-            return err.code, json.loads(err.read() or b"{}")
+    @property
+    def client(self) -> ServerClient:
+        """The server's client (``workbench.serve.remote``), made on first use and closed by ``stop``."""
+        if self._client is None:
+            self._client = ServerClient(self.url, self.api_key)
+        return self._client
 
     def health(self) -> dict:
-        return self._get("/health")[1]
+        return self.client.health()
 
     def models(self) -> list[str]:
-        return [m["id"] for m in self._get("/v1/models")[1]["data"]]
+        return list(self.client.models())
+
+    def _check_process(self) -> None:
+        if self._process is not None and self._process.poll() is not None:
+            raise RuntimeError(f"the server process exited with code {self._process.returncode}")
 
     def wait_ready(self, timeout: float = 300.0) -> "ServerHandle":
-        deadline = time.monotonic() + timeout
-        last = None
-        while time.monotonic() < deadline:
-            if self._process is not None and self._process.poll() is not None:
-                raise RuntimeError(f"the server process exited with code {self._process.returncode}")
-            try:
-                status, body = self._get("/health", timeout=2.0)
-                last = body
-                if status == 200:
-                    return self
-                if body.get("status") == "error":
-                    raise RuntimeError(f"the server failed to load its model: {body.get('detail')}")
-            except (urllib.error.URLError, ConnectionError, TimeoutError, json.JSONDecodeError):
-                pass
-            time.sleep(0.1)
-        raise TimeoutError(f"server at {self.url} not ready after {timeout:.0f} s (last health: {last})")
-
-    def _post(self, path: str, body: dict) -> dict:
-        req = urllib.request.Request(self.url + path, data=json.dumps(body).encode(), method="POST",
-                                     headers={"Content-Type": "application/json", **self._headers()})
-        try:
-            with urllib.request.urlopen(req, timeout=600) as resp:
-                return json.loads(resp.read())
-        except urllib.error.HTTPError as err:
-            detail = json.loads(err.read() or b"{}").get("error", {}).get("message", str(err))
-            raise ServeError(detail) from None
+        self.client.wait_ready(timeout, check=self._check_process)
+        return self
 
     def add_adapter(self, model_id: str, path: str | Path) -> dict:
         """Serve another adapter (a run directory or a peft adapter directory) under ``model_id``.
@@ -144,7 +121,10 @@ class ServerHandle:
         if self.runtime is not None:
             self.runtime.add_adapter(model_id, path)
             return next(c for c in self.runtime.cards() if c["id"] == model_id)
-        return self._post("/v1/load_lora_adapter", {"lora_name": model_id, "lora_path": str(path)})
+        try:
+            return self.client.load_adapter(model_id, str(path))
+        except ServerError as err:
+            raise ServeError(err.message) from None
 
     def remove_adapter(self, model_id: str) -> None:
         if self.runtime is not None:
@@ -153,7 +133,10 @@ class ServerHandle:
             except KeyError:
                 raise ServeError(f"no adapter {model_id!r} is loaded") from None
             return
-        self._post("/v1/unload_lora_adapter", {"lora_name": model_id})
+        try:
+            self.client.unload_adapter(model_id)
+        except ServerError as err:
+            raise ServeError(err.message) from None
 
     def openai_client(self, **kw):
         from openai import OpenAI
@@ -161,6 +144,9 @@ class ServerHandle:
         return OpenAI(base_url=self.base_url, api_key=self.api_key or "EMPTY", **kw)
 
     def stop(self, timeout: float = 15.0) -> None:
+        if self._client is not None:
+            self._client.close()
+            self._client = None
         if self._server is not None:
             self._server.should_exit = True
             if self._thread is not None:

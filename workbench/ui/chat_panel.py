@@ -17,7 +17,8 @@ from typing import Any, Iterable, Optional
 
 import ipywidgets as W
 
-from ..serve.client import Reply, absorb_chunk, chat_messages, chat_model, served_models
+from ..serve.client import Reply, absorb_chunk, chat_model, served_models
+from ..serve.remote import prompt_messages
 from .episodes import EpisodesSection
 from .export_chat import ExportChatSection
 from .state import ChatImage, Throttle, sample_screenshots
@@ -185,7 +186,7 @@ class ChatComparePanel(W.VBox):
             return {}
         prompt, models = started
         self.ask_button.disabled = True
-        messages = messages or chat_messages(prompt, None, self.image_picker.data_urls())
+        messages = messages or prompt_messages(prompt, None, self.image_picker.data_urls())
         throttle = Throttle(1.0 / REDRAWS_PER_S)
 
         async def one(model: str) -> None:

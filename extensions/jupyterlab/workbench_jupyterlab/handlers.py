@@ -221,7 +221,7 @@ class ModelsHandler(BaseHandler):
         try:
             models = await asyncio.get_running_loop().run_in_executor(
                 None, lambda: served_models(base_url=url, api_key=self.wb_settings["chat_api_key"] or None))
-        except Exception as err:  # noqa: BLE001 - openai's connection and status errors alike
+        except Exception as err:  # noqa: BLE001 - ServerUnreachable, or anything else on the way
             return self.answer_error(RunsError(503, f"no chat server answers at {url} ({type(err).__name__}): start "
                                                "one with `workbench serve`, or set WorkbenchExtension.chat_url"))
         self.finish(json.dumps({"url": url, "models": models}))
