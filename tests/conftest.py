@@ -9,6 +9,21 @@ import pytest
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 REPO = Path(__file__).resolve().parent.parent
 SAMPLES = REPO / "data_samples"
+EXTENSION_TESTS = REPO / "tests" / "extensions" / "jupyterlab"
+
+
+def pytest_configure(config):
+    # The JupyterLab extension is its own package (extensions/jupyterlab), which `pip install -e ".[test]"` does not
+    # install (an extra cannot name a local folder): when its tests are to be collected, one line saying what does,
+    # instead of an ImportError's traceback at collection.
+    import importlib.util
+
+    here = Path(config.invocation_params.dir)
+    asked = [(here / str(a).split("::")[0]).resolve() for a in config.args]
+    if (any(p == EXTENSION_TESTS or p in EXTENSION_TESTS.parents or EXTENSION_TESTS in p.parents for p in asked)
+            and importlib.util.find_spec("workbench_jupyterlab") is None):
+        raise pytest.UsageError("tests/extensions/jupyterlab need the workbench_jupyterlab package, which "
+                                "`bash scripts/setup.sh --test` installs (or: pip install -e extensions/jupyterlab)")
 
 
 def tiny_run_overrides(runs_dir: Path, **overrides) -> dict:

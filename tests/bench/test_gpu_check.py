@@ -9,14 +9,27 @@ from tests.conftest import SAMPLES
 from workbench.bench import gpu_check
 
 
-def test_without_cuda_it_skips_saying_why_and_writes_the_json(tmp_path, monkeypatch, capsys):
+def test_without_cuda_it_says_so_in_one_line_and_writes_nothing(tmp_path, monkeypatch, capsys):
     monkeypatch.setattr("torch.cuda.is_available", lambda: False)
-    out = tmp_path / "gpu.json"
-    assert gpu_check.main(["--out", str(out)]) == 0
-    report = json.loads(out.read_text())
-    assert "no CUDA GPU visible" in report["skipped"] and "nothing was run" in report["skipped"]
-    assert report["cases_planned"] == [c.name for c in gpu_check.CASES] and "cases" not in report
-    assert "gpu_check: skipped: no CUDA GPU visible" in capsys.readouterr().out
+    monkeypatch.chdir(tmp_path)
+    assert gpu_check.main([]) == 0
+    assert gpu_check.main(["--out", str(tmp_path / "gpu.json")]) == 0
+    assert list(tmp_path.iterdir()) == []  # neither the default (runs/gpu_check.json) nor --out
+    out = capsys.readouterr().out.splitlines()
+    assert len(out) == 2 and all(line.startswith("gpu_check: skipped: no CUDA device here") for line in out)
+    assert "nothing was run and nothing written" in out[0]
+
+
+def test_the_gpu_marked_tests_run_through_pytest_and_are_reported(tmp_path):
+    tests = tmp_path / "test_marked.py"
+    tests.write_text("import pytest\n\n@pytest.mark.gpu\ndef test_on_gpu():\n    assert True\n\n"
+                     "@pytest.mark.gpu\ndef test_broken_on_gpu():\n    assert False\n\ndef test_cpu():\n    assert True\n")
+    result = gpu_check.run_gpu_tests([tests], timeout_s=120)
+    assert result["rc"] == 1 and "1 failed, 1 passed, 1 deselected" in result["summary"], result
+    assert gpu_check.gpu_tests_failed(result) and "-m gpu" in result["command"]
+    assert not gpu_check.gpu_tests_failed({"rc": 5})  # none collected is not a failure
+    assert "gpu tests (pytest -m gpu): 1 failed" in gpu_check.summary({"gpu_tests": result})
+    assert gpu_check.run_gpu_tests([tmp_path / "absent"])["skipped"].startswith("no tests at")
 
 
 def test_the_cases_cover_what_the_issue_asks_and_each_is_a_valid_run(tmp_path):

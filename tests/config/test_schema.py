@@ -43,3 +43,30 @@ def test_kl_without_lora_is_fine_for_sft_and_kl_zero_is_fine_for_grpo():
     load_config(None, {"rl.kl_coef": 0.1, "lora.enabled": False})  # rl is read only by grpo
     load_config(None, {"training.method": "grpo", "rl.kl_coef": 0.0, "lora.enabled": False})
     load_config(None, {"lora.dropout": 0.1})  # dropout is only GRPO's problem
+
+
+def test_grpo_derives_lora_dropout_0_unless_it_is_given():
+    from workbench.config import config_to_dict, replace
+
+    grpo = load_config(None, {"training.method": "grpo"})
+    assert grpo.lora.dropout == 0.0 and grpo.derived["lora.dropout"][0] == 0.0
+    assert "sampler" in grpo.derived["lora.dropout"][1]
+    sft = load_config(None, {})
+    assert sft.lora.dropout == 0.05 and sft.derived["lora.dropout"][0] == 0.05
+    # A dump keeps null, so a copy with the other method derives again (the config panel and replace work so).
+    assert config_to_dict(sft)["lora"]["dropout"] is None
+    assert replace(sft, **{"training.method": "grpo"}).lora.dropout == 0.0
+    assert replace(grpo, **{"training.method": "sft"}).lora.dropout == 0.05
+    given = load_config(None, {"training.method": "grpo", "lora.dropout": 0.0})
+    assert given.derived == {} and config_to_dict(given)["lora"]["dropout"] == 0.0
+
+
+def test_print_config_says_which_dropout_grpo_derived(capsys):
+    import json
+
+    from workbench.cli.main import main
+
+    assert main(["train", "--training.method", "grpo", "--model.source", "tiny-glm4", "--print-config"]) == 0
+    out = capsys.readouterr()
+    assert json.loads(out.out)["lora"]["dropout"] is None
+    assert "note: lora.dropout: null, so 0 (training.method grpo" in out.err

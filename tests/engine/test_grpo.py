@@ -16,7 +16,7 @@ ROWS = str(SAMPLES / "phone_actions_reasoning" / "train.jsonl")
 
 
 def grpo(make_cfg, **overrides):
-    return make_cfg(**{"training.method": "grpo", "data.train": ROWS, "data.max_length": 256, "lora.dropout": 0.0,
+    return make_cfg(**{"training.method": "grpo", "data.train": ROWS, "data.max_length": 256,  # lora.dropout: GRPO derives 0
                        "schedule.micro_batch_size": 2, "schedule.max_steps": 2, "rl.group_size": 3,
                        "rl.max_new_tokens": 6, "rl.rewards": {"format": 1.0, "action_type": 1.0, "length": 0.1},
                        **overrides})

@@ -231,6 +231,18 @@ def test_events_are_typed_and_complete(make_cfg):
     assert saved["schedule"]["max_steps"] == 4
 
 
+def test_every_memory_event_after_a_backward_carries_the_steps_peak_gradients(make_cfg):
+    # The default memory_every (10) is longer than the run: only the start and the closing events, and the
+    # closing one is taken after the last optimizer step freed the gradients (zero_grad set_to_none).
+    r = train(make_cfg(**{"schedule.max_steps": 4}))
+    trained = sum(row["bytes"] for row in events_of(r, "census")[0].rows if row["trainable"])
+    assert trained == 30720 * 4  # LoRA r=16 on tiny-glm4, fp32
+    mems = events_of(r, "memory")
+    assert [(m.step, m.grads_bytes) for m in mems] == [(0, 0), (4, trained)]
+    r = train(make_cfg(**{"schedule.max_steps": 4, "output.memory_every": 1, "output.run_name": "every"}))
+    assert [m.grads_bytes for m in events_of(r, "memory")] == [0] + [trained] * 5  # steps 1-4, then the close
+
+
 def test_failure_is_logged_as_run_failed(make_cfg, tmp_path):
     bad = write_jsonl(tmp_path / "bad.jsonl", ['{"messages": [{"role": "user", "content": "q"}]}'])
     cfg = make_cfg(**{"data.train": str(bad)})

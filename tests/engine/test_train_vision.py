@@ -158,3 +158,27 @@ def test_the_overflow_capture_keeps_every_model_input_for_the_replay(tmp_path):
     capture.remove()
     assert capture.window[0]["inputs"].keys() == batch.keys()  # pixel values, grids and token types included
     assert all(capture.window[0]["inputs"][k] is v for k, v in batch.items())
+
+
+def test_model_directories_of_a_glm4v_run_load_alone_with_plain_transformers(make_cfg, tmp_path):
+    """runs/NAME/model/ (full fine-tune) and merged/ (LoRA, merge_adapter): weights, tokenizer, chat template and the
+    processor files; model/ loaded and run on a screenshot in a fresh process that never imports the workbench."""
+    from tests.models.load_alone import loaded_alone
+
+    rows = sample_rows(tmp_path / "rows.jsonl", 2)
+    full = train(make_cfg(**vision_overrides(rows, **{"lora.enabled": False, "schedule.max_steps": 1,
+                                                     "schedule.micro_batch_size": 2, "diagnosis.enabled": False})))
+    lora = train(make_cfg(**vision_overrides(rows, **{"checkpointing.merge_adapter": True, "schedule.max_steps": 1,
+                                                     "schedule.micro_batch_size": 2, "diagnosis.enabled": False,
+                                                     "output.run_name": "merged"})))
+    model_dir, merged_dir = full.run_dir / "model", lora.run_dir / "merged"
+    config = json.loads((model_dir / "processor_config.json").read_text())
+    assert config["processor_class"] == "Glm4vProcessor" and config["image_processor"]["patch_size"] == 14
+    for name in ("processor_config.json", "preprocessor_config.json", "chat_template.jinja", "tokenizer.json"):
+        assert (merged_dir / name).read_bytes() == (model_dir / name).read_bytes(), name  # one writer for both
+    got = loaded_alone(model_dir)
+    assert not got["workbench_imported"] and got["patch_size"] == 14 and got["finite"]
+    assert got["prompt"].startswith("[gMASK]<sop><|user|>\n<|begin_of_image|>") and got["image_tokens"] == 32
+    assert got["logits_shape"][1] > got["image_tokens"]
+    # the stock processor where torchvision imports; here (no torchvision beside the CPU torch) it says so
+    assert got.get("processor") == "Glm4vProcessor" or "Torchvision" in got["processor_error"], got

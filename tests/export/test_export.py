@@ -230,6 +230,7 @@ def test_a_screenshot_run_exports_from_the_cli_with_parity_on_its_screenshot_row
                                                                                   target):
     """The run notebook 05 makes (GLM-4V on phone screenshots): parity runs on its held-out screenshot rows, images
     given to both models (it used to stop with "the row holds images, but the model is text-only")."""
+    from tests.models.load_alone import loaded_alone
     from workbench.cli.main import main
     from workbench.export import verify
 
@@ -240,9 +241,12 @@ def test_a_screenshot_run_exports_from_the_cli_with_parity_on_its_screenshot_row
     assert manifest["status"] == "passed" and parity["passed"] and manifest["family"] == "glm4v"
     assert parity["heldout"] == str((SAMPLES / "phone_screens" / "heldout.jsonl").resolve()) and parity["examples"] == 6
     assert parity["positions"] == _screenshot_positions(glm4v_screens_run, 6)
+    assert json.loads((out / "processor_config.json").read_text())["processor_class"] == "Glm4vProcessor"
     if target == "merged":
         assert parity["max_logit_diff"] < 1e-4 and parity["greedy_agreement"] == 1.0
         assert verify(out).passed  # read back again from disk, on the same screenshot rows
+        alone = loaded_alone(out)  # plain transformers in a fresh process: what a server gets from the export
+        assert not alone["workbench_imported"] and alone["finite"] and alone["patch_size"] == 14
 
 
 def test_a_corrupted_vision_tower_weight_fails_the_parity_gate(glm4v_screens_run, tmp_path):

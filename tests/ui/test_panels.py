@@ -143,6 +143,9 @@ def _write_synthetic_run(run_dir, lora_r=4):
         for n, skipped in ((1, True), (2, False), (3, False), (4, False)):
             w.emit(Step(step=n, loss=3.0 - 0.5 * n, lr=1e-3, grad_norm=float("nan") if skipped else 1.0,
                         loss_scale=32768.0, skipped=skipped, tokens=10, tokens_per_s=1.0, step_time_s=1.0, eta_s=4.0 - n))
+        # the closing memory event: gradients as the engine records them, at the last step's peak
+        w.emit(Memory(step=4, devices=[{"device": "cuda:0", "allocated": 2**20, "reserved": 2**21, "peak": 2**21}],
+                      host_rss=2**30, params_bytes=2**20, grads_bytes=2**19, optimizer_bytes=2**20))
         w.emit_raw = None
     with open(run_dir / "events.jsonl", "a") as fh:
         fh.write('{"type": "diagnosis", "v": 1, "time": 1.0, "rank": 0, "step": 3, "cause": "loss-scale collapse", '
@@ -161,7 +164,8 @@ def test_monitor_shows_every_chart_and_alert_of_a_run(tmp_path):
     assert list(m.scale_fig.data[1].x) == [1] and m.scale_fig.layout.yaxis.type == "log"
     assert list(m.grad_fig.data[0].y) == [None, 1.0, 1.0, 1.0]
     assert {t.name for t in m.memory_fig.data} == {"cuda:0 allocated", "cuda:0 reserved", "cuda:0 peak", "rank0 host RSS"}
-    assert m.breakdown_fig.data[0].y[0] == 1.0  # params, MiB
+    assert list(m.breakdown_fig.data[0].y) == [1.0, 0.5, 1.0, 0.0]  # MiB: weights, gradients, optimizer, master
+    assert m.breakdown_fig.layout.title.text == "model state at the step's peak (rank 0)"
     census = {t.name: dict(zip(t.x, t.y)) for t in m.census_fig.data}
     assert census == {"float16": {"decoder": 100, "lora (trained)": 0}, "float32": {"decoder": 0, "lora (trained)": 8}}
     assert "wb-alert-diagnosis" in m.alerts.value and "switch to bf16" in m.alerts.value

@@ -195,6 +195,7 @@ def main(argv: list[str] | None = None) -> int:
               flush=True)
     if args.qat_runs:
         qat_comparison(args.run_dir, [r for r in args.qat_runs.split(",") if r], out_root)
+    print(f"exports in {out_root}")  # where this bench wrote (--out)
     return 0
 
 

@@ -1,12 +1,13 @@
 """A check to run first on a CUDA GPU: GLM-4.1V at the real widths, one 1080x2400 screenshot per row.
 
-    python -m workbench.bench.gpu_check [--out gpu_check.json] [--cases NAME,...] [--steps 3] [--budget-s 480]
+    python -m workbench.bench.gpu_check [--out runs/gpu_check.json] [--cases NAME,...] [--steps 3] [--budget-s 480]
 
 **It has never run on a GPU.** It was written, and its CPU-side logic (the case list, the skip without a GPU, the
 JSON report) tested, on machines without one; run it first when a CUDA GPU is lent, and fix what it finds.
 
-What it does (at most ``--budget-s``, default 8 minutes, on one GPU; without CUDA it prints why it skips, writes
-that to the JSON file and exits 0): writes a randomly initialised GLM-4.1V (``Glm4vConfig()``'s widths: hidden
+What it does (at most ``--budget-s``, default 8 minutes, on one GPU; without CUDA it says so in one line, writes
+nothing and exits 0): first runs the test suite's GPU-marked tests (``pytest -m gpu tests/``, from a source
+checkout; ``--no-tests`` skips them), then writes a randomly initialised GLM-4.1V (``Glm4vConfig()``'s widths: hidden
 4096, vocabulary 151,552, the vision tower's 1536) with 4 decoder and 4 vision layers to a temporary directory as a
 local model (bf16 safetensors, the byte tokenizer with GLM-4.1V's markup, GLM-4.1V's published image processor
 settings), renders the phone-screen rows at 1080x2400 (``data_samples/make_phone_screens.py``, 3,354 image tokens
@@ -20,7 +21,8 @@ each), then trains each case for ``--steps`` optimizer steps (micro-batch 1, LoR
 
 Per case: the peak CUDA memory the run's ``memory`` events report (``torch.cuda.max_memory_allocated``) against
 the planner's per-GPU prediction for the same setting (``plan.predict_for_run`` with the screenshot), the losses,
-overflow events and wall time; everything in one JSON file (``--out``).
+overflow events and wall time; everything, the GPU tests' outcome included, in one JSON file (``--out``, named on
+the last line). Exit status 1 when a GPU test failed.
 """
 from __future__ import annotations
 
@@ -34,7 +36,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Optional
 
-SAMPLES = Path(__file__).resolve().parents[2] / "data_samples"
+REPO = Path(__file__).resolve().parents[2]
+SAMPLES = REPO / "data_samples"
+TESTS = REPO / "tests"
+DEFAULT_OUT = "runs/gpu_check.json"  # runs/ is git-ignored: a check leaves the checkout clean
 IMAGE_SIZE = "1080x2400"
 TEXT_LAYERS = VISION_LAYERS = 4
 
@@ -71,8 +76,8 @@ def skip_reason() -> Optional[str]:
     import torch
 
     if not torch.cuda.is_available():
-        return ("no CUDA GPU visible (torch.cuda.is_available() is False): this check needs one CUDA GPU with "
-                "~40 GiB; nothing was run")
+        return ("no CUDA device here (torch.cuda.is_available() is False): this check needs one CUDA GPU with "
+                "~40 GiB; nothing was run and nothing written")
     return None
 
 
@@ -226,15 +231,36 @@ def run_case(case: Case, cfg, shape: dict, timeout_s: float) -> dict:
     return out
 
 
+def run_gpu_tests(paths=(TESTS,), timeout_s: float = 300) -> dict:
+    """``pytest -m gpu`` over ``paths`` in a subprocess (the repository root as its folder): its exit status (0 all
+    passed, 1 a failure, 5 none collected), summary line and last lines."""
+    if not all(Path(p).exists() for p in paths):
+        return {"skipped": f"no tests at {', '.join(map(str, paths))} (not a source checkout)"}
+    cmd = [sys.executable, "-m", "pytest", "-m", "gpu", "-q", "-p", "no:cacheprovider", *map(str, paths)]
+    t0 = time.time()
+    try:
+        done = subprocess.run(cmd, cwd=REPO, capture_output=True, text=True, timeout=timeout_s)
+    except subprocess.TimeoutExpired:
+        return {"command": " ".join(cmd[1:]), "error": f"timed out after {timeout_s:g} s"}
+    lines = (done.stdout + done.stderr).strip().splitlines()
+    return {"command": " ".join(cmd[1:]), "rc": done.returncode, "summary": lines[-1] if lines else "",
+            "tail": lines[-40:], "wall_s": round(time.time() - t0, 1)}
+
+
+def gpu_tests_failed(result: dict) -> bool:
+    return bool(result.get("error")) or result.get("rc") not in (None, 0, 5)
+
+
 def write_report(path: Path, report: dict) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps(report, indent=1, default=str) + "\n", encoding="utf-8")
 
 
 def summary(report: dict) -> str:
-    if report.get("skipped"):
-        return f"gpu_check: skipped: {report['skipped']}"
-    lines = [f"{'case':<26}{'peak GiB':>10}{'planned GiB':>13}{'ratio':>8}  notes"]
-    for r in report["cases"]:
+    tests = report.get("gpu_tests") or {}
+    lines = [f"gpu tests (pytest -m gpu): {tests.get('error') or tests.get('skipped') or tests.get('summary')}"]
+    lines += [f"{'case':<26}{'peak GiB':>10}{'planned GiB':>13}{'ratio':>8}  notes"]
+    for r in report.get("cases", []):
         peak, pred = r.get("cuda_peak"), (r.get("predicted") or {}).get("gpu_total")
         notes = r.get("error") or r.get("skipped") or ""
         if "overflow_named" in r:
@@ -248,7 +274,8 @@ def summary(report: dict) -> str:
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(prog="python -m workbench.bench.gpu_check", description=__doc__,
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--out", default="gpu_check.json", help="the JSON report (default gpu_check.json)")
+    p.add_argument("--out", default=DEFAULT_OUT, help=f"the JSON report (default {DEFAULT_OUT})")
+    p.add_argument("--no-tests", action="store_true", help="skip the test suite's GPU-marked tests")
     p.add_argument("--cases", help="comma-separated subset of: " + ", ".join(c.name for c in CASES))
     p.add_argument("--steps", type=int, default=3, help="optimizer steps per case")
     p.add_argument("--budget-s", type=float, default=480, help="stop starting cases after this many seconds")
@@ -261,14 +288,15 @@ def main(argv=None) -> int:
                     "image_size": IMAGE_SIZE, "text_layers": TEXT_LAYERS, "vision_layers": VISION_LAYERS}
     reason = skip_reason()
     if reason:
-        report["skipped"] = reason
-        write_report(Path(args.out), report)
-        print(summary(report))
+        print(f"gpu_check: skipped: {reason}")
         return 0
     import torch
 
     report["device"] = torch.cuda.get_device_name(0)
     t0 = time.time()
+    report["gpu_tests"] = {"skipped": "--no-tests"} if args.no_tests else run_gpu_tests(timeout_s=args.budget_s / 2)
+    print(f"  gpu tests: {summary(report).splitlines()[0]}", flush=True)
+    write_report(Path(args.out), report)
     results = []
     with tempfile.TemporaryDirectory() as tmp:
         tmp = Path(tmp)
@@ -293,7 +321,7 @@ def main(argv=None) -> int:
     write_report(Path(args.out), report)
     print(summary(report))
     print(f"wrote {args.out}")
-    return 0
+    return 1 if gpu_tests_failed(report["gpu_tests"]) else 0
 
 
 if __name__ == "__main__":

@@ -108,6 +108,8 @@ def _cmd_train(args) -> int:
     cfg = _resolved(args)
     if args.print_config:
         print(json.dumps(cfg.model_dump(mode="json"), indent=2, ensure_ascii=False))
+        for key, (value, why) in cfg.derived.items():  # on stderr: the JSON on stdout stays a config to reuse
+            print(f"note: {key}: null, so {value:g} ({why}); set {key} to choose", file=sys.stderr)
         return 0
     if args.recipe:
         from ..engine.environment import machine_memory

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import ClassVar, Literal, Optional, Union, get_args
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, field_serializer, field_validator, model_validator
 
 from .names import EVAL_TASKS, REWARDS
 from .packages import missing_package
@@ -142,11 +142,17 @@ class PrecisionSection(Section):
         return out
 
 
+SFT_LORA_DROPOUT = 0.05
+
+
 class LoraSection(Section):
     enabled: bool = Field(True, description="Train LoRA adapters (peft) instead of all weights.")
     r: int = Field(16, ge=1, le=4096, description="LoRA rank.")
     alpha: float = Field(32.0, gt=0, description="LoRA alpha (scaling = alpha / r).")
-    dropout: float = Field(0.05, ge=0, lt=1, description="Dropout on the LoRA input.")
+    dropout: Optional[float] = Field(
+        None, ge=0, lt=1, description=f"Dropout on the LoRA input. null: derived from training.method, "
+        f"{SFT_LORA_DROPOUT} for sft, 0 for grpo (whose importance ratio compares the trainer's log-probabilities with "
+        "the sampler's, which samples without dropout); --print-config says which it took.")
     target_modules: Union[Literal["all-linear"], list[str]] = Field(
         "all-linear", description="Module names to adapt, e.g. [q_proj, v_proj], or all-linear."
     )
@@ -155,6 +161,12 @@ class LoraSection(Section):
         False, description="Vision-language models (GLM-4.1V): also put LoRA adapters on the vision projector "
         "(visual.merger, the MLP that maps image features into the language model). The vision encoder stays frozen; "
         "by default LoRA adapts the language model only (full fine-tuning, lora.enabled=false, trains every weight).")
+
+    @field_validator("dropout")
+    @classmethod
+    def _sft_dropout_unless_given(cls, value: Optional[float]) -> float:
+        # A RunConfig derives null from training.method before this runs; a lone section is supervised.
+        return SFT_LORA_DROPOUT if value is None else value
 
     def problems(self, path: str) -> list[tuple[str, str]]:
         if isinstance(self.target_modules, list) and not self.target_modules:
@@ -507,6 +519,31 @@ class RunConfig(Section):
     training: TrainingSection = TrainingSection()
     rl: RlSection = Field(default_factory=RlSection)
     device: str = Field("auto", description="auto, cpu, cuda or cuda:N.")
+    # {field path: (value, why)} of the values derived from other fields because the user left them null; a dump writes
+    # them back as null, so a copy with another training.method derives them again.
+    _derived: dict = PrivateAttr(default_factory=dict)
+
+    @model_validator(mode="wrap")
+    @classmethod
+    def _derive_unset_values(cls, data, handler):
+        derived: dict = {}
+        if isinstance(data, dict):
+            data, derived = _derive_lora_dropout(data)
+        cfg = handler(data)
+        cfg._derived = derived
+        return cfg
+
+    @field_serializer("lora")
+    def _lora_as_given(self, lora: LoraSection, info) -> dict:
+        out = lora.model_dump(mode=info.mode)
+        if "lora.dropout" in self._derived:
+            out["dropout"] = None
+        return out
+
+    @property
+    def derived(self) -> dict:
+        """{field path: (value, why)} of the values this config derived because they were left null."""
+        return dict(self._derived)
 
     def problems(self, path: str = "") -> list[tuple[str, str]]:
         out = []
@@ -547,6 +584,21 @@ class RunConfig(Section):
         if self.quantization.qat:
             out.append(("quantization.qat", "GRPO under quantization-aware training is not supported: turn QAT off"))
         return out
+
+
+def _derive_lora_dropout(data: dict) -> tuple[dict, dict]:
+    """``data`` with lora.dropout derived from training.method when left null, and {path: why} if it was."""
+    lora, training = data.get("lora", {}), data.get("training", {})
+    if not isinstance(lora, dict) or lora.get("dropout") is not None:
+        return data, {}  # given (a section instance holds its own value)
+    method = training.method if isinstance(training, TrainingSection) else (
+        training.get("method", "sft") if isinstance(training, dict) else None)
+    if method == "grpo":
+        dropout, why = 0.0, ("training.method grpo: its importance ratio compares the trainer's log-probabilities "
+                             "with the sampler's, which samples without dropout")
+    else:
+        dropout, why = SFT_LORA_DROPOUT, f"training.method {method}"
+    return {**data, "lora": {**lora, "dropout": dropout}}, {"lora.dropout": (dropout, why)}
 
 
 def cli_flag(field) -> CliFlag:

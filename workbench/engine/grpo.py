@@ -129,7 +129,7 @@ class GrpoStep:
             parts.append(part.detach())
             mismatches.append(mismatch_stats(logp, r.sampler_logprobs, r.completion_mask, rl.clip_range))
         loss_sum = float(torch.stack(parts).double().sum())
-        state = e.strategy.measure_state() if measure else None
+        state = e.measure_peak_state(measure)
         for o in e.observers:
             o.before_optimizer_step(e.view, e.state.step + 1)
         e._consistent = False

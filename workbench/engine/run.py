@@ -29,6 +29,7 @@ from ..events import (
 )
 from ..events.schema import PrecisionRules, QatConverted
 from ..forward import batch_logits, batch_loss_sum, heldout_loss, on_device
+from ..models.processor import save_processor_files
 from ..plan import MEASURED_NAMES, predict_for_run
 from ..precision import PrecisionPolicy, count_target_tokens, resolve_device, resolve_precision, window_loss_divisor
 from ..runs.layout import (
@@ -75,6 +76,7 @@ class _Engine:
         self._rng_after_step: Optional[dict] = None
         self._saved_step, self._saved_path = 0, None  # the newest resumable checkpoint (or the resumed one)
         self._avg_step_time: Optional[float] = None  # seconds per step, smoothed (the ETA)
+        self._peak_grads_bytes = 0  # the last step's gradients, between backward and the optimizer step (its peak)
 
     # ---- set-up ---------------------------------------------------------------------------------
     def setup(self) -> None:
@@ -156,6 +158,9 @@ class _Engine:
         self.emit_run(Census(step=self.state.step, rows=rows, totals=totals))
 
     def emit_memory(self, state: dict) -> None:
+        # Gradients exist only between backward and the optimizer step; every memory event carries the bytes
+        # they held at the step's peak, not the none left after zero_grad(set_to_none).
+        state = {**state, "gradients": max(state["gradients"], self._peak_grads_bytes)}
         self.writer.emit(Memory(step=self.state.step, devices=memory.device_memory(), host_rss=memory.host_rss(),
                                 **{field: state[category] for category, field in MEASURED_NAMES.items()}))
 
@@ -195,7 +200,7 @@ class _Engine:
                 self.strategy.backward(part / divisor)
             parts.append(part.detach())
         loss_sum = float(torch.stack(parts).double().sum())  # one device sync for the window, not one per micro-batch
-        state = self.strategy.measure_state() if measure else None
+        state = self.measure_peak_state(measure)
         for o in self.observers:
             o.before_optimizer_step(self.view, self.state.step + 1)
         self._consistent = False  # until the run loop has recorded this update in ``state``
@@ -203,6 +208,14 @@ class _Engine:
         self.scheduler_step()
         loss_sum, processed = self.ctx.sum([loss_sum, processed])
         return loss_sum / window_tokens, window_tokens, int(processed), outcome, state
+
+    def measure_peak_state(self, measure: bool) -> Optional[dict]:
+        """Called after a step's backward, before its optimizer step: records the gradients' bytes at the step's
+        peak (a walk over the parameters, negligible next to a step) and returns the whole model state if
+        ``measure``."""
+        state = self.strategy.measure_state()
+        self._peak_grads_bytes = state["gradients"]
+        return state if measure else None
 
     def scheduler_step(self) -> None:
         with warnings.catch_warnings():
@@ -374,6 +387,13 @@ class _Engine:
         if self.strategy is not None:
             self.strategy.close()
 
+    def save_inputs_side(self, directory: Path) -> None:
+        """The tokenizer with its chat template and a vision-language model's processor files: a model directory
+        that transformers, vLLM or another server loads alone."""
+        self.tokenizer.save_pretrained(directory)
+        if self.processor is not None:
+            save_processor_files(self.processor, directory)
+
     def save_final(self) -> Path:
         """The adapter in peft format (or the full model), with the tokenizer, ready to serve."""
         target = self.run_dir / (ADAPTER_DIR if self.cfg.lora.enabled else MODEL_DIR)
@@ -381,12 +401,12 @@ class _Engine:
         self.ctx.barrier()
         if not self.ctx.is_main:
             return target
-        self.tokenizer.save_pretrained(target)
+        self.save_inputs_side(target)
         self.emit_run(Checkpoint(step=self.state.step, path=str(target), kind="adapter" if self.cfg.lora.enabled else "model"))
         if self.cfg.lora.enabled and self.cfg.checkpointing.merge_adapter:  # none or ddp: the full model is here
             merged = self.run_dir / MERGED_DIR
             self.strategy.module.merge_and_unload().save_pretrained(merged)
-            self.tokenizer.save_pretrained(merged)
+            self.save_inputs_side(merged)
             self.writer.emit(Checkpoint(step=self.state.step, path=str(merged), kind="merged"))
         return target
 

@@ -84,7 +84,7 @@ class Memory(Event):
     devices: list  # [{device, allocated, reserved, peak}] on GPUs
     host_rss: int
     params_bytes: int
-    grads_bytes: int  # measured after backward, before the optimizer step frees them
+    grads_bytes: int  # at the step's peak: after backward, before the optimizer step frees them (0 before any)
     optimizer_bytes: int
     master_weights_bytes: int = 0  # an fp32 copy held besides the weights (DeepSpeed); 0 under torch AMP
 

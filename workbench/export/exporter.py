@@ -17,6 +17,7 @@ from typing import Callable, Optional
 
 from ..config.packages import missing_packages
 from ..forward import collated, load_heldout
+from ..models.processor import save_processor_files
 from ..runs.layout import exports_dir
 from .parity import ParityFailed, ParityGate, ParityReport, compare, reference_logits, torch_logits
 from .source import ExportInputError, Reference, RunSource, load_reference, open_run
@@ -122,6 +123,8 @@ def export(run_dir: str | Path, target: str = "merged", out: str | Path | None =
     t_write = time.perf_counter()
     _phase(progress, 3)
     WRITERS[spec.target](merged, ref.tokenizer, ref.base_path, partial, spec)
+    if ref.processor is not None:  # a vision-language export reads images without the workbench too
+        save_processor_files(ref.processor, partial)
     del merged
     write_s = time.perf_counter() - t_write
     t_check = time.perf_counter()

@@ -5,6 +5,8 @@
   ``ImageOnlyGlm4vProcessor`` (the stock ``Glm4vProcessor`` without its video processor, which needs
   torchvision) over GLM-4.1V's PIL image processor, with the directory's resize rules when it has them.
 * ``GLM4V_CHAT_TEMPLATE``: the chat template the offline processor and the tiny model use (see its comment).
+* ``save_processor_files(processor, directory)``: the files a server reads images by, beside a model directory's
+  weights and tokenizer, so that the directory loads without the workbench.
 * ``image_token_count(processor, width, height)``: tokens one image of that size becomes (the processor's
   resize rules: patch size, merge size, pixel limits), for the planner and the server's length checks.
 * ``image_grid(width, height, ...)`` / ``resize_rules(image_processor)``: that resize rule itself (the patch grid),
@@ -17,7 +19,9 @@ Turning messages with images into model inputs is ``workbench.data.multimodal`` 
 from __future__ import annotations
 
 import functools
+import json
 import warnings
+from pathlib import Path
 from typing import Any, Optional
 
 # Written from GLM-4.1V's published prompt format (the GLM-4.1V-9B model card and its chat_template.jinja):
@@ -103,6 +107,23 @@ def load_processor(where: Optional[str], tokenizer, trust_remote_code: bool = Fa
         processor.chat_template = GLM4V_CHAT_TEMPLATE
     processor.tokenizer.chat_template = processor.chat_template  # one template for text-only and image rows
     return processor
+
+
+def save_processor_files(processor, directory: str | Path) -> None:
+    """Beside a GLM-4.1V model directory's weights and tokenizer (whose save writes the chat template): the image
+    processor's ``preprocessor_config.json`` (AutoImageProcessor's, and AutoVideoProcessor's fallback) and a
+    ``processor_config.json`` naming the stock ``Glm4vProcessor``, not the image-only subclass that exists only here,
+    so that ``AutoProcessor.from_pretrained(directory)`` builds transformers' own processor wherever torchvision
+    imports (the stock processor always builds a video processor, which needs torchvision). A file already there,
+    copied from a base model's directory, is kept."""
+    from transformers.utils import IMAGE_PROCESSOR_NAME, PROCESSOR_NAME
+
+    directory = Path(directory)
+    if not (directory / IMAGE_PROCESSOR_NAME).exists():
+        processor.image_processor.save_pretrained(directory)
+    if not (directory / PROCESSOR_NAME).exists():
+        stock = {"processor_class": "Glm4vProcessor", "image_processor": processor.image_processor.to_dict()}
+        (directory / PROCESSOR_NAME).write_text(json.dumps(stock, indent=2) + "\n", encoding="utf-8")
 
 
 def keeps_reasoning(tokenizer, template: Optional[str]) -> bool:

@@ -3,8 +3,8 @@
     workbench report runs/NAME
 
 The run's ``plan`` event holds the planner's prediction; its ``memory`` events hold what each rank
-measured. Model state is compared on the last memory event taken with gradients allocated (they
-exist only between backward and the optimizer step)."""
+measured. Model state is compared on the last memory event after a backward: each carries the gradients' bytes
+at its step's peak (they exist only between backward and the optimizer step)."""
 from __future__ import annotations
 
 import argparse
@@ -15,7 +15,7 @@ from ..events import EVENTS_FILE, read_events
 from .state import MEASURED_NAMES, compare, format_comparison
 
 def run_report(run_dir: str | Path) -> dict:
-    """{rank: [ComparisonRow]} for every rank that measured its model state with gradients allocated."""
+    """{rank: [ComparisonRow]} for every rank that measured its model state after a backward."""
     events, _ = read_events(Path(run_dir) / EVENTS_FILE)
     plans = [e for e in events if getattr(e, "type", "") == "plan"]
     if not plans or "model_state" not in plans[-1].plan:
@@ -45,7 +45,7 @@ def run(args) -> int:
         print(f"error: {err}")
         return 2
     if not report:
-        print(f"{args.run_dir}: no memory event with gradients allocated yet (output.memory_every steps)")
+        print(f"{args.run_dir}: no memory event after a backward yet (no step finished)")
         return 1
     if args.json:
         print(json.dumps({rank: [r.to_dict() for r in rows] for rank, rows in report.items()}, indent=2))

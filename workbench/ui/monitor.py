@@ -150,7 +150,7 @@ class RunMonitor(W.VBox):
         self.grad_fig = _figure("grad norm", "L2 norm (unscaled)", (go.Scatter(name="grad norm", mode="lines"),))
         self.lr_fig = _figure("learning rate", "lr", (go.Scatter(name="lr", mode="lines"),))
         self.memory_fig = _figure("memory per device", "MiB", showlegend=True)  # a lone series still says what it is
-        self.breakdown_fig = _figure("model state (rank 0)", "MiB", (go.Bar(
+        self.breakdown_fig = _figure("model state at the step's peak (rank 0)", "MiB", (go.Bar(
             name="bytes", x=[c.replace("_", " ") for c in MODEL_STATE_FIELDS], y=[0] * len(MODEL_STATE_FIELDS),
             marker=dict(color=["#5c6bc0", "#26a69a", "#ffa726", "#ab47bc"]), textposition="outside", cliponaxis=False),),
             xtitle=None)
