@@ -20,7 +20,7 @@ import ipywidgets as W
 from ..serve.client import Reply, absorb_chunk, chat_messages, chat_model, served_models
 from .episodes import EpisodesSection
 from .export_chat import ExportChatSection
-from .state import ChatImage, Throttle, sample_screenshots
+from .view_helpers import ChatImage, Throttle, sample_screenshots
 
 MAX_MODELS = 3
 THINKING = {"template default": None, "on": True, "off": False}  # the thinking choice -> chat_model(enable_thinking=)
