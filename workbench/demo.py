@@ -12,6 +12,7 @@ from typing import Optional
 from .config import RunConfig
 from .config.recipes import load_recipe
 from .config.samples import samples_dir
+from .runs.layout import EVENTS_FILE, run_config, trained_weights
 
 SAMPLES = samples_dir()
 RECIPE = "identity-demo"  # the demo's settings: workbench/config/recipes/identity-demo.yaml
@@ -49,19 +50,17 @@ def generate_answers(model, tokenizer, prompts: list[str], max_new_tokens: int =
                           batch_size=len(prompts), sentence_after=min(SENTENCE_AFTER, max_new_tokens))
 
 
-def compare_answers(source: str, adapter: Path, prompts: list[str]) -> list[tuple[str, str, str]]:
-    """(prompt, base answer, fine-tuned answer): one base load, the adapter toggled off for the base."""
-    from peft import PeftModel
+def compare_answers(run_dir: Path, prompts: list[str]) -> list[tuple[str, str, str]]:
+    """(prompt, base answer, fine-tuned answer) of a finished LoRA run: its model built once as it trained
+    (``models.build_run_model``), the adapter toggled off for the base."""
+    import torch
 
-    from .models import load_for_inference, peft_deprecation_hidden
+    from .models import build_run_model
 
-    loaded = load_for_inference(source)
-    with peft_deprecation_hidden():
-        model = PeftModel.from_pretrained(loaded.model, str(adapter))
-    model.eval()
-    tuned = generate_answers(model, loaded.tokenizer, prompts)
-    with model.disable_adapter():
-        base = generate_answers(model, loaded.tokenizer, prompts)
+    model = build_run_model(run_config(run_dir), torch.float32, trained_weights(run_dir))
+    tuned = generate_answers(model.model, model.tokenizer, prompts)
+    with model.model.disable_adapter():
+        base = generate_answers(model.model, model.tokenizer, prompts)
     return list(zip(prompts, base, tuned))
 
 
@@ -120,14 +119,14 @@ def run_demo(steps: Optional[int] = None, runs_dir: str = "runs", model: Optiona
     t_train = time.time() - t0
     print(f"[demo] trained in {t_train:.0f} s; loss {result.losses[0]:.3f} -> {result.losses[-1]:.3f}; "
           f"eval {', '.join(f'step {s}: {l:.3f}' for s, l in result.eval_losses)}", flush=True)
-    rows = compare_answers(cfg.model.source, result.adapter_path, heldout_prompts())
+    rows = compare_answers(result.run_dir, heldout_prompts())
     print_side_by_side(rows)
     identity = identity_scores(rows)
     print("[demo] identity (introduces PhoneMate; claims, wrongly denies and loops nothing): " + ", ".join(
         f"{side} {round(m['identity_rate'] * m['n'])}/{m['n']} (loops {round(m['loop_rate'] * m['n'])}, "
         f"wrong denials {round(m['wrong_denial_rate'] * m['n'])})" for side, m in identity.items()), flush=True)
     wall = time.time() - t0
-    print(f"[demo] run directory: {result.run_dir}  (events: {result.run_dir / 'events.jsonl'})")
+    print(f"[demo] run directory: {result.run_dir}  (events: {result.run_dir / EVENTS_FILE})")
     print(f"[demo] wall time {wall:.0f} s (training {t_train:.0f} s)")
     return {"run_dir": result.run_dir, "rows": rows, "identity": identity, "wall_s": wall, "train_s": t_train,
             "result": result}

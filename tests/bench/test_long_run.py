@@ -2,7 +2,7 @@
 import json
 
 from workbench.bench.long_run import OVERFLOW_EVERY, main, measure, write_log
-from workbench.ui.state import CHART_POINTS, RECENT_STEPS
+from workbench.ui.run_state import CHART_POINTS, RECENT_STEPS
 
 
 def test_the_synthetic_log_has_one_step_a_step_memory_every_10_and_overflows(tmp_path):

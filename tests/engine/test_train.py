@@ -162,7 +162,7 @@ def test_a_failed_emergency_checkpoint_is_reported_and_the_runs_own_failure_prop
     assert failed.checkpoint_error == "OSError: [Errno 28] No space left on device"
 
     from workbench.cli.main import _resume_hint
-    from workbench.ui.state import RunState
+    from workbench.ui.run_state import RunState
 
     hint = _resume_hint(run_dir)
     assert hint.startswith("step 3 could not be saved after the failure (OSError: [Errno 28] No space left on device); "

@@ -75,7 +75,8 @@ def _diagnosis(step):
 
 def test_the_index_names_every_rare_event_and_an_anchor_step_every_anchor_bytes(tmp_path, monkeypatch):
     from workbench.events import log as events_log
-    from workbench.events.log import index_path, read_index
+    from workbench.events.log import index_path
+    from workbench.events.reader import read_index
 
     monkeypatch.setattr(events_log, "ANCHOR_BYTES", 2000)
     path = tmp_path / "events.jsonl"
@@ -99,7 +100,8 @@ def test_the_index_names_every_rare_event_and_an_anchor_step_every_anchor_bytes(
 
 
 def test_a_log_an_older_writer_began_gets_no_index_and_a_torn_index_line_is_ended(tmp_path):
-    from workbench.events.log import index_path, read_index
+    from workbench.events.log import index_path
+    from workbench.events.reader import read_index
 
     old = tmp_path / "old.jsonl"
     old.write_text(json.dumps({"type": "step", "step": 1, "loss": 1.0}) + "\n")  # no index beside it

@@ -5,7 +5,7 @@ from __future__ import annotations
 from workbench.events import EventWriter, RunStarted, Step
 from workbench.events.schema import PolicyMismatch, Rollout
 from workbench.ui.monitor import RunMonitor, samples_html
-from workbench.ui.state import load_run_state
+from workbench.ui.run_log import load_run_state
 
 
 THUMBNAIL = "data:image/png;base64,iVBORw0KGgo="

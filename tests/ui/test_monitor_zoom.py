@@ -3,7 +3,7 @@ zoom; a reset-zoom brings the run's overview back (issue 25). The front end's re
 widget sends them."""
 from workbench.bench.long_run import write_log
 from workbench.ui.monitor import RunMonitor
-from workbench.ui.state import RECENT_STEPS
+from workbench.ui.run_state import RECENT_STEPS
 
 
 def _relayout(fig, data):

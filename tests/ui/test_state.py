@@ -2,7 +2,9 @@
 import sys
 
 from workbench.events import Census, EventWriter, Overflow, RunFinished, RunStarted, Step
-from workbench.ui.state import EventTail, RunState, Throttle, format_seconds, load_run_state
+from workbench.ui.run_log import EventTail, load_run_state
+from workbench.ui.run_state import RunState, format_seconds
+from workbench.ui.view_helpers import Throttle
 
 
 def step(n, loss=2.0, skipped=False, scale=None, rank=0, grad_norm=1.0):
@@ -13,7 +15,7 @@ def step(n, loss=2.0, skipped=False, scale=None, rank=0, grad_norm=1.0):
 def test_state_module_imports_no_widgets():
     import subprocess
 
-    code = "import sys, workbench.ui.state; print('ipywidgets' in sys.modules, 'plotly' in sys.modules)"
+    code = "import sys, workbench.ui.run_log; print('ipywidgets' in sys.modules, 'plotly' in sys.modules)"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.split() == ["False", "False"]
 
@@ -90,7 +92,7 @@ def test_throttle_and_format():
 
 
 def test_other_ranks_copies_of_rank0_only_events_change_nothing():
-    from workbench.ui.state import RANK0_ONLY
+    from workbench.ui.run_state import RANK0_ONLY
 
     s = RunState()
     v0 = s.version
@@ -107,7 +109,7 @@ def test_other_ranks_copies_of_rank0_only_events_change_nothing():
 # ---- long runs: bounded series, markers kept, following == reading at the end (issue 25) ----------------------
 
 from workbench.bench.long_run import OVERFLOW_EVERY, write_log  # noqa: E402
-from workbench.ui.state import CHART_POINTS, RECENT_STEPS, Series  # noqa: E402
+from workbench.ui.run_state import CHART_POINTS, RECENT_STEPS, Series  # noqa: E402
 
 
 def test_a_series_stays_bounded_and_its_newest_steps_exact():
@@ -192,7 +194,7 @@ def test_diagnosis_alerts_are_never_thinned(tmp_path):
 
 
 def test_catching_up_on_a_long_log_equals_folding_every_event(tmp_path):
-    from workbench.ui.state import catch_up
+    from workbench.ui.run_log import catch_up
 
     run = tmp_path / "long"
     write_log(run, 9000, total_steps=20_000)

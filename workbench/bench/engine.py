@@ -56,7 +56,8 @@ def _batches(cfg, examples, tokenizer, n_steps):
 
 
 def run_engine(args) -> dict:
-    from ..events import EVENTS_FILE, iter_events
+    from ..events import iter_events
+    from ..runs.layout import EVENTS_FILE
     from ..training import train
 
     with tempfile.TemporaryDirectory() as tmp:

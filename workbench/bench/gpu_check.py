@@ -184,7 +184,8 @@ def prediction(cfg, shape: dict) -> dict:
 
 def measured(run_dir: Path) -> dict:
     """Figures a finished run's events hold: peak CUDA memory (every rank's memory events), losses, overflows."""
-    from ..events import EVENTS_FILE, iter_events
+    from ..events import iter_events
+    from ..runs.layout import EVENTS_FILE
 
     events = list(iter_events(run_dir / EVENTS_FILE, typed=False))
     peaks = [d.get("peak", 0) for e in events if e["type"] == "memory" for d in e.get("devices") or []]

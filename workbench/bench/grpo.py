@@ -25,6 +25,7 @@ DEFAULT_DATA = "data_samples/phone_actions_reasoning/train.jsonl"
 def ours(args, seed: int, runs_dir: Path) -> dict:
     from ..config import load_config
     from ..events import iter_events
+    from ..runs.layout import EVENTS_FILE
     from ..training import train
 
     cfg = load_config(None, {
@@ -36,7 +37,7 @@ def ours(args, seed: int, runs_dir: Path) -> dict:
         "diagnosis.enabled": False, "output.runs_dir": str(runs_dir), "output.run_name": f"ours-{seed}",
         "output.progress_bar": False})
     result = train(cfg)
-    events = list(iter_events(result.run_dir / "events.jsonl"))
+    events = list(iter_events(result.run_dir / EVENTS_FILE))
     steps = [e.step_time_s for e in events if getattr(e, "type", "") == "step"]
     rewards = [e.reward_mean for e in events if getattr(e, "type", "") == "rollout"]
     return {"step_s": statistics.median(steps), "last_reward": rewards[-1], "rewards": rewards}

@@ -213,6 +213,7 @@ def run_recipe(recipe: Recipe, overrides: dict, runs_dir: Path, progress: bool =
 
 def _train_and_evaluate(recipe: Recipe, cfg, judged: bool, out: Outcome, progress: bool) -> None:
     from ..events import iter_events
+    from ..runs.layout import EVENTS_FILE
     from ..training import train
 
     cpu0 = _cpu_s()
@@ -221,7 +222,7 @@ def _train_and_evaluate(recipe: Recipe, cfg, judged: bool, out: Outcome, progres
     t0 = time.monotonic()
     result = train(cfg)
     out.train_s, out.run_dir = time.monotonic() - t0, result.run_dir
-    started = next(e for e in iter_events(result.run_dir / "events.jsonl") if e.type == "run_started")
+    started = next(e for e in iter_events(result.run_dir / EVENTS_FILE) if e.type == "run_started")
     out.machine = f"{started.precision['device_type']}/{started.precision['mode']}"
     m = recipe.measured_on
     if m is not None and out.machine != f"{m.device}/{m.precision}":

@@ -31,7 +31,8 @@ def measure(name: str, runs_dir: Path, nproc: int, precision: str, model: str, t
     from ..config import load_config, single_process
     from ..training import launch
     from ..training import train
-    from ..events import EVENTS_FILE, iter_events
+    from ..events import iter_events
+    from ..runs.layout import EVENTS_FILE
 
     overrides = {"model.source": model, "data.train": train_file, "data.eval": None, "data.max_length": 64,
                  "schedule.max_steps": 2, "schedule.micro_batch_size": 2, "schedule.warmup_steps": 0,

@@ -46,7 +46,8 @@ def _steps_per_s(args, train_path: Path, runs_dir: Path) -> tuple[float, float]:
     """(steps/s over the timed steps, image tokens per screenshot) of one engine run."""
     from ..config import load_config
     from ..training import train
-    from ..events import EVENTS_FILE, iter_events
+    from ..events import iter_events
+    from ..runs.layout import EVENTS_FILE
 
     cfg = load_config(None, {
         "model.source": "tiny-glm4v", "data.train": str(train_path), "data.eval": None, "data.max_length": 512,

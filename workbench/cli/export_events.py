@@ -5,6 +5,7 @@ from __future__ import annotations
 from ..events.exporters import ExporterError, export_events
 from ..config.arguments import CommandInputError
 from ..runs import existing_run_dir
+from ..runs.layout import EVENTS_FILE
 
 
 def add_parser(sub):
@@ -22,7 +23,7 @@ def run(args) -> int:
     from ..runs import attach
 
     try:
-        result = export_events(args.run_dir, args.to, args.out, follow=args.follow,
+        result = export_events(args.run_dir / EVENTS_FILE, args.to, args.out, follow=args.follow,
                                is_running=attach(args.run_dir).is_running)
     except ExporterError as err:
         raise CommandInputError(str(err)) from None

@@ -153,7 +153,8 @@ def _cmd_train(args) -> int:
 
 def _resume_hint(run_dir: Path) -> str:
     """Where a failed run's last completed step was saved, and the command that continues it."""
-    from ..events import EVENTS_FILE, iter_events
+    from ..events import iter_events
+    from ..runs.layout import EVENTS_FILE
 
     failed = [e for e in iter_events(run_dir / EVENTS_FILE) if getattr(e, "type", None) == "run_failed"]
     checkpoint = failed[-1].checkpoint if failed else None

@@ -16,7 +16,8 @@ import traceback
 from pathlib import Path
 from typing import Optional
 
-from ..events import EVENTS_FILE, RunFailed, read_events
+from ..events import RunFailed, read_events
+from ..runs.layout import EVENTS_FILE
 
 FAILURES_DIR = "failures"
 # Messages a rank sees when a *peer* vanished (gloo, NCCL, torch's store): symptoms, not causes.

@@ -15,7 +15,7 @@ from typing import Any
 import torch
 
 from ..config import ConfigError, RunConfig
-from ..models import apply_lora, enable_gradient_checkpointing, load_base_model
+from ..models import apply_lora, build_run_model, enable_gradient_checkpointing
 from ..precision import PrecisionPolicy
 from ..precision.module_rules import RulesApplied, apply_module_rules, resolve_rules
 
@@ -31,8 +31,7 @@ class BuiltModel:
 
 
 def build_model(cfg: RunConfig, policy: PrecisionPolicy, device: torch.device) -> BuiltModel:
-    torch.manual_seed(cfg.schedule.seed)
-    loaded = load_base_model(cfg.model, policy.base_dtype, seed=cfg.schedule.seed)
+    loaded = build_run_model(cfg, policy.base_dtype)  # the base every later path rebuilds the run's model on
     base_params = sum(p.numel() for p in loaded.model.parameters())
     model = apply_lora(loaded, cfg.lora, policy.trainable_dtype)
     rules = apply_module_rules(model, resolve_rules(cfg.precision, loaded.family, policy.mode), policy.device_type,

@@ -474,7 +474,8 @@ def engine_session(cfg: RunConfig, run_dir: str | Path | None = None, observers=
 
 def run_engine(cfg: RunConfig, run_dir: str | Path | None = None, observers=(), scorer=None) -> RunResult:
     """Run a fine-tune in this process: one process, or this rank of a torchrun job for a distributed
-    ``sharding.strategy`` (without torchrun, a world of one). Events go to ``<run_dir>/events.jsonl``.
+    ``sharding.strategy`` (without torchrun, a world of one). Events go to the run's event log
+    (``runs.layout.EVENTS_FILE``).
 
     This is the bare engine: ``observers`` are the instruments to attach (``workbench.train`` adds the
     ones the config asks for); ``scorer`` scores GRPO's rollouts (``engine.grpo.RolloutScorer``, for

@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any, Iterable, Optional
 
 from ..runs import base_model, run_dir_of, trained_at
-from ..runs.layout import ADAPTER_DIR, MODEL_DIR
+from ..runs.layout import ADAPTER_DIR, MODEL_DIR, TrainedWeights
 from ..runs.results import served_run_dir, write_results
 from ..serve.remote import ServerClient, ServerUnreachable, chat_request
 from .registry import get_task
@@ -244,9 +244,6 @@ def _measure_in_process(task, models, base, runs, data, limit, system_prompt, wr
     started for the same runs would name them, so the report reads like a served one. Unless given, the data,
     truncation, system prompt and batch size are the runs' own (their eval's), so an adapter's loss is its run's
     eval loss."""
-    from peft import PeftModel
-
-    from ..models import load_for_inference, peft_deprecation_hidden
     from ..runs import run_config
     from ..serve.config import default_adapter_id, inspect_adapter
 
@@ -262,30 +259,10 @@ def _measure_in_process(task, models, base, runs, data, limit, system_prompt, wr
     configs = [found.run for found in adapters.values() if found.run is not None]
     configs += [run_config(d) for d in full_runs.values() if d is not None]
 
-    def runs_agree(read, what: str, fallback):
-        values = {read(c) for c in configs}
-        if len(values) > 1:
-            raise EvalError(f"the runs differ in {what} ({', '.join(sorted(map(str, values)))}): evaluate them one at a "
-                            "time, or give it (--data FILE, --system-prompt TEXT)")
-        return values.pop() if values else fallback
-
-    if data is None:
-        data = runs_agree(lambda c: c.data.eval, "data.eval", None)
-        if data is not None and not Path(data).is_file():
-            raise EvalError(f"the run's held-out set {data!r} (its data.eval) is not found here: give the file (--data FILE)")
-        data = data or task.default_data
-    if system_prompt is None:
-        system_prompt = runs_agree(lambda c: c.data.system_prompt, "data.system_prompt", None)
-    data_path = Path(data)
+    data_path, system_prompt = _runs_data(task, configs, data, system_prompt)
     start = time.monotonic()
-    loaded = load_for_inference(base)
+    loaded = _base_with_adapters(base, adapters)
     model, metrics = loaded.model, {}
-    for name, found in adapters.items():
-        with peft_deprecation_hidden():
-            if model is loaded.model:
-                model = PeftModel.from_pretrained(loaded.model, str(found.dir), adapter_name=name)
-            else:
-                model.load_adapter(str(found.dir), adapter_name=name)
     # truncated and batched as the runs' eval was (data.max_length, micro_batch_size)
     max_length = max({c.data.max_length for c in configs}, default=512)
     batch_size = max({c.schedule.micro_batch_size for c in configs}, default=8)
@@ -296,11 +273,11 @@ def _measure_in_process(task, models, base, runs, data, limit, system_prompt, wr
 
     for model_id in wanted:
         if model_id in full:
-            own = load_for_inference(str(full[model_id]))
+            own = _full_model(full[model_id], full_runs[model_id])
             metrics[model_id] = {"default": measure(own.model, own)}
             del own
         elif model_id == base:
-            with (model.disable_adapter() if model is not loaded.model else contextlib.nullcontext()):
+            with (model.disable_adapter() if adapters else contextlib.nullcontext()):
                 metrics[model_id] = {"default": measure(model)}
         else:
             model.set_adapter(model_id)
@@ -316,6 +293,58 @@ def _measure_in_process(task, models, base, runs, data, limit, system_prompt, wr
             if run_dir is not None:
                 report.written.append(str(write_results(run_dir, report, model_id)))
     return report
+
+
+def _runs_data(task, configs: list, data, system_prompt) -> tuple[Path, Optional[str]]:
+    """The held-out file and system prompt to measure with: those given, else the runs' own (their data.eval and
+    data.system_prompt, which must agree), else the task's default file."""
+    def runs_agree(read, what: str, fallback):
+        values = {read(c) for c in configs}
+        if len(values) > 1:
+            raise EvalError(f"the runs differ in {what} ({', '.join(sorted(map(str, values)))}): evaluate them one at a "
+                            "time, or give it (--data FILE, --system-prompt TEXT)")
+        return values.pop() if values else fallback
+
+    if data is None:
+        data = runs_agree(lambda c: c.data.eval, "data.eval", None)
+        if data is not None and not Path(data).is_file():
+            raise EvalError(f"the run's held-out set {data!r} (its data.eval) is not found here: give the file (--data FILE)")
+        data = data or task.default_data
+    if system_prompt is None:
+        system_prompt = runs_agree(lambda c: c.data.system_prompt, "data.system_prompt", None)
+    return Path(data), system_prompt
+
+
+def _base_with_adapters(base: str, adapters: dict):
+    """``base`` built as the runs of ``adapters`` trained on it (``models.build_run_model``: a code-built base drawn
+    from their seed), each run's adapter on it under its id (peft, unmerged; the first one active)."""
+    import torch
+
+    from ..models import build_run_model, peft_deprecation_hidden, shared_base
+
+    try:
+        cfg = shared_base(base, [found.run for found in adapters.values() if found.run is not None])
+    except ValueError as err:
+        raise EvalError(f"the runs need different base models: {err}") from None
+    items = list(adapters.items())
+    first = TrainedWeights("adapter", items[0][1].dir) if items else None
+    loaded = build_run_model(cfg, torch.float32, first, items[0][0] if items else "default")
+    with peft_deprecation_hidden():
+        for name, found in items[1:]:
+            loaded.model.load_adapter(str(found.dir), adapter_name=name)
+    loaded.model.eval()
+    return loaded
+
+
+def _full_model(weights: Path, run_dir: Optional[Path]):
+    """A full fine-tune's model/, a merged model or an export, with its run's model options when it has a run."""
+    import torch
+
+    from ..models import base_config, build_run_model
+    from ..runs import run_config
+
+    cfg = run_config(run_dir) if run_dir is not None else base_config(str(weights))
+    return build_run_model(cfg, torch.float32, TrainedWeights("model", weights))
 
 
 def _progress(total: int, desc: str, enabled: bool):

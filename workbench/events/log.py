@@ -1,16 +1,15 @@
-"""Line-flushed JSONL event log: one writer (the engine), any number of tailing readers."""
+"""Line-flushed JSONL event log: one writer (the engine), any number of tailing readers (``events.reader``)."""
 from __future__ import annotations
 
 import json
 import math
 import os
 from pathlib import Path
-from typing import Any, Iterator, Optional
+from typing import Any, Optional
 
-from .schema import Event, event_from_dict
+from .schema import Event
 
-EVENTS_FILE = "events.jsonl"  # a run's event log, in its run directory (workbench.runs.layout)
-INDEX_SUFFIX = ".index"  # events.jsonl.index: where in the log its rare events and some steps are (EventWriter)
+INDEX_SUFFIX = ".index"  # the log's name + this: where in the log its rare events and some steps are (EventWriter)
 # The event types a chart draws one point of per step (or per few): a reader of a long log samples them. Every other
 # event (an overflow, a diagnosis, an eval, a checkpoint, the run's start and end), and a skipped step, is rare: its
 # byte offset goes into the index, so a reader finds all of them without reading the log between them.
@@ -123,49 +122,3 @@ class EventWriter:
 
     def __exit__(self, *exc):
         self.close()
-
-
-def read_events(path: str | Path, offset: int = 0, typed: bool = True) -> tuple[list, int]:
-    """Complete events from byte ``offset``; returns them and the offset to continue from.
-
-    A partially written last line is left for the next call.
-    """
-    path = Path(path)
-    if not path.exists():
-        return [], offset
-    with open(path, "rb") as fh:
-        fh.seek(offset)
-        chunk = fh.read()
-    end = chunk.rfind(b"\n")
-    if end < 0:
-        return [], offset
-    events = []
-    for line in chunk[: end + 1].splitlines():
-        if not line.strip():
-            continue
-        d = json.loads(line)
-        events.append(event_from_dict(d) if typed else d)
-    return events, offset + end + 1
-
-
-def read_index(log: str | Path) -> Optional[list[dict]]:
-    """The complete entries of the log's index in the order written (torn lines skipped), or None when the log has
-    no index (an older writer's log)."""
-    try:
-        data = index_path(log).read_bytes()
-    except OSError:
-        return None
-    entries = []
-    for line in data[: data.rfind(b"\n") + 1].splitlines():
-        try:
-            e = json.loads(line)
-        except ValueError:
-            continue
-        if isinstance(e, dict) and isinstance(e.get("offset"), int) and isinstance(e.get("type"), str):
-            entries.append(e)
-    return entries
-
-
-def iter_events(path: str | Path, typed: bool = True) -> Iterator:
-    events, _ = read_events(path, 0, typed=typed)
-    yield from events

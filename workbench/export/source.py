@@ -10,7 +10,7 @@ from typing import Any
 import torch
 
 from ..config import ConfigError, RunConfig
-from ..runs.layout import ADAPTER_CONFIG, ADAPTER_DIR, CONFIG_FILE, is_run_dir, run_config, trained_weights
+from ..runs.layout import ADAPTER_CONFIG, ADAPTER_DIR, CONFIG_FILE, TrainedWeights, is_run_dir, run_config, trained_weights
 
 
 class ExportInputError(ValueError):
@@ -64,15 +64,9 @@ def open_run(run_dir: str | Path) -> RunSource:
 
 
 def load_reference(source: RunSource) -> Reference:
-    """The base exactly as the run built it (same source and seed, fp32) with the saved adapter applied."""
-    from peft import PeftModel
+    """The base exactly as the run built it (``models.build_run_model``: same source and seed, fp32) with the saved
+    adapter applied."""
+    from ..models import build_run_model
 
-    from ..models import load_base_model, peft_deprecation_hidden
-
-    cfg = source.config
-    torch.manual_seed(cfg.schedule.seed)
-    loaded = load_base_model(cfg.model, torch.float32, seed=cfg.schedule.seed)
-    with peft_deprecation_hidden():
-        model = PeftModel.from_pretrained(loaded.model, str(source.adapter_dir))
-    model.eval()
-    return Reference(model, loaded.tokenizer, loaded.family, loaded.source, loaded.processor)
+    loaded = build_run_model(source.config, torch.float32, TrainedWeights("adapter", source.adapter_dir))
+    return Reference(loaded.model, loaded.tokenizer, loaded.family, loaded.source, loaded.processor)

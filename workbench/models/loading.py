@@ -10,7 +10,6 @@ from typing import Any, Callable
 import torch
 
 from ..config import ConfigError, LoraSection, ModelSection
-from ..dtypes import DTYPE_BY_NAME
 from . import packaged, tiny
 
 
@@ -220,10 +219,3 @@ def load_tokenizer(source: str, trust_remote_code: bool = False) -> LoadedTokeni
             processor = load_processor(where, tok, trust_remote_code)
     text = config.get_text_config() if hasattr(config, "get_text_config") else config
     return LoadedTokenizer(tok, processor, family, int(getattr(text, "max_position_embeddings", None) or 2048))
-
-
-def load_for_inference(source: str = packaged.NAME, dtype: str = "float32", seed: int = 0) -> LoadedModel:
-    """A model for generation only (the server, the demo's base answers): no RunConfig needed."""
-    loaded = load_base_model(ModelSection(source=source), DTYPE_BY_NAME[dtype], seed=seed)
-    loaded.model.eval()
-    return loaded

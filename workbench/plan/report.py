@@ -11,7 +11,8 @@ import argparse
 import json
 from pathlib import Path
 
-from ..events import EVENTS_FILE, read_events
+from ..events import read_events
+from ..runs.layout import EVENTS_FILE
 from .state import MEASURED_NAMES, compare, format_comparison
 
 def run_report(run_dir: str | Path) -> dict:

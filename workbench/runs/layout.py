@@ -23,9 +23,9 @@ from typing import Literal, Optional
 
 from ..config import ConfigError, RunConfig, config_from_dict, read_config_file
 from ..config.arguments import existing_directory
-from ..events import EVENTS_FILE
 
 CONFIG_FILE = "config.json"
+EVENTS_FILE = "events.jsonl"  # the run's event log (workbench.events: its writer and its one reader)
 CHECKPOINTS_DIR = "checkpoints"
 ADAPTER_DIR = "adapter"
 ADAPTER_CONFIG = "adapter_config.json"  # peft writes it after the adapter's weights: present = saved

@@ -37,6 +37,7 @@ class Runtime:
         self.tokenizer = None
         self.processor = None  # vision-language models: images + chat template -> inputs (None: text-only)
         self.base_root = config.model
+        self.base_seed = None  # the seed a code-built base loaded here was drawn from (None: a base from files)
         self.created = int(time.time())
         self.adapters: dict[str, AdapterEntry] = {}
         self._names = (f"a{i}" for i in itertools.count())
@@ -63,15 +64,7 @@ class Runtime:
         cfg = self.config
         if cfg.threads:
             torch.set_num_threads(cfg.threads)
-        loaded = self.loaded
-        if loaded is None:
-            from ..models import load_for_inference
-
-            try:
-                loaded = load_for_inference(cfg.model, dtype=cfg.dtype)
-            except ConfigError as err:  # the loader names its ModelSection field; here the option is "model"
-                raise ConfigError([("model" if f == "model.source" else f, m) for f, m in err.problems],
-                                  ServeConfig.config_title) from None
+        loaded = self.loaded if self.loaded is not None else self._load_base()
         self.base_root = str(loaded.source)
         self.tokenizer = loaded.tokenizer
         self.processor = loaded.processor
@@ -81,6 +74,36 @@ class Runtime:
         for adapter_id, path in cfg.served_adapters().items():
             self.add_adapter(adapter_id, path)
         self.engine.start()
+
+    def _load_base(self):
+        """The served base as the runs served on it trained on it (``models.build_run_model`` with their config: a
+        code-built base is drawn from their seed), or as a model with no run when none is served."""
+        from ..dtypes import DTYPE_BY_NAME
+        from ..models import base_seed, build_run_model, shared_base
+
+        cfg = self.config
+        runs = [found.run for found in map(inspect_adapter, cfg.served_adapters().values()) if found.run is not None]
+        try:
+            base = shared_base(cfg.model, [run for run in runs if run.model.source == cfg.model])
+        except ValueError as err:
+            raise ServeError(f"the served runs need different bases: {err}") from None
+        try:
+            loaded = build_run_model(base, DTYPE_BY_NAME[cfg.dtype])
+        except ConfigError as err:  # the loader names its ModelSection field; here the option is "model"
+            raise ConfigError([("model" if f == "model.source" else f, m) for f, m in err.problems],
+                              ServeConfig.config_title) from None
+        self.base_seed = base_seed(base)
+        loaded.model.eval()
+        return loaded
+
+    def _seed_problem(self, found) -> str | None:
+        """Why a run's adapter does not fit the base loaded here: another seed of a code-built base (None: it fits,
+        or the base was handed in, its seed unknown)."""
+        from ..models import base_problem
+
+        if found.run is None or self.loaded is not None:
+            return None
+        return base_problem(found.run, found.run.model.source, self.base_seed)
 
     def shutdown(self) -> None:
         if self.engine is not None:
@@ -119,6 +142,9 @@ class Runtime:
             if base:
                 raise ServeError(f"adapter {adapter_id!r} was trained on {base!r} but this server serves "
                                  f"{self.config.model!r}: serve that base model for it")
+            seed = self._seed_problem(found)
+            if seed:
+                raise ServeError(f"adapter {adapter_id!r} does not fit this server's base: {seed}")
             entry = AdapterEntry(adapter_id, next(self._names), str(found.dir.resolve()), int(time.time()))
             try:
                 self.engine.add_adapter(entry.internal, str(found.dir))

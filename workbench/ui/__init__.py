@@ -1,7 +1,8 @@
 """JupyterLab panels over the run config, planner, launcher, event log and server.
 
-``workbench.ui.state`` is plain Python (no widgets): the event-folding model any view can reuse.
-The panels (ipywidgets + plotly FigureWidget) import lazily so ``import workbench.ui.state`` stays light.
+``workbench.ui.run_state`` (folding) and ``workbench.ui.run_log`` (reading a log into it) are plain Python (no
+widgets): the model any view can reuse.
+The panels (ipywidgets + plotly FigureWidget) import lazily so ``import workbench.ui.run_log`` stays light.
 """
 from __future__ import annotations
 

@@ -21,7 +21,7 @@ from ..serve.client import Reply, absorb_chunk, chat_model, served_models
 from ..serve.remote import prompt_messages
 from .episodes import EpisodesSection
 from .export_chat import ExportChatSection
-from .state import ChatImage, Throttle, sample_screenshots
+from .view_helpers import ChatImage, Throttle, sample_screenshots
 
 MAX_MODELS = 3
 THINKING = {"template default": None, "on": True, "off": False}  # the thinking choice -> chat_model(enable_thinking=)

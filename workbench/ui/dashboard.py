@@ -13,7 +13,7 @@ from .config_panel import ConfigPanel
 from .monitor import RunMonitor
 from .plan_panel import PlanPanel
 from .runs_panel import RunsPanel
-from .state import RunState
+from .run_state import RunState
 
 
 class Workbench(W.Tab):

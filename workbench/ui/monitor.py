@@ -21,7 +21,9 @@ from ..training import launch
 from ..runs import RunHandle, attach
 from ..events.schema import MODEL_STATE_FIELDS
 from .lab_settings import chart_template
-from .state import ChartZoom, EventTail, RunState, Throttle, catch_up, relayout_x_range
+from .run_log import ChartZoom, EventTail, catch_up, relayout_x_range
+from .run_state import RunState
+from .view_helpers import Throttle
 
 POLL_INTERVAL_S = 0.1
 MAX_REDRAWS_PER_S = 4

@@ -1,5 +1,5 @@
 """GRPO runs of the same seed under different precisions side by side (fp32 vs bf16 vs fp16): the training-inference
-mismatch and the reward curves of each, overlaid. Plain Python: ``PrecisionCompare`` folds each run's events.jsonl
+mismatch and the reward curves of each, overlaid. Plain Python: ``PrecisionCompare`` folds each run's event log
 into a ``RunState`` (the monitor's own model of a run) and says what would make the runs not comparable (different
 seeds, prompts or rewards); ``precision_compare.figure`` draws it with plotly, ``PrecisionCompareView`` is the widget
 (``workbench.ui.precision_compare_view``).
@@ -11,7 +11,8 @@ from pathlib import Path
 from typing import Optional, Sequence
 
 from ..runs.layout import EVENTS_FILE
-from .state import EventTail, RunState
+from .run_log import EventTail
+from .run_state import RunState
 
 # what must agree for a difference between the runs to be the precision's: the settings a same-seed comparison keeps
 SAME_SETTINGS = (("seed",), ("model", "source"), ("data", "train"), ("rl", "prompts"), ("rl", "tasks"),

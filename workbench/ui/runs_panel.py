@@ -13,7 +13,8 @@ from ..runs import RunRow, list_runs
 from ..runs.results import metric_rows, result_tasks
 from .export_section import ExportSection
 from .lab_settings import chart_template
-from .state import RunState, load_run_state
+from .run_log import load_run_state
+from .run_state import RunState
 
 PALETTE = ["#1e88e5", "#e53935", "#43a047", "#fb8c00", "#8e24aa", "#00897b"]
 

@@ -1,5 +1,5 @@
 """The runs directory as the server extension serves it: names checked, rows from the engine's own ``list_runs``
-and ``launch``/``attach``, curves folded by ``workbench.ui.state`` from the same event log the notebook panels read.
+and ``launch``/``attach``, curves folded by ``workbench.ui.run_state`` from the same event log the notebook panels read.
 
 Plain Python (no tornado): the handlers call it, the tests can too. The engine (and torch with it) is imported on
 first use so that starting ``jupyter lab`` stays fast.
@@ -82,7 +82,8 @@ class RunsDirectory:
 
     def _state(self, path: Path):
         from workbench.runs.layout import EVENTS_FILE
-        from workbench.ui.state import EventTail, RunState, catch_up
+        from workbench.ui.run_log import EventTail, catch_up
+        from workbench.ui.run_state import RunState
 
         with self._lock:
             tail, state = self._states.get(path.name, (None, None))
@@ -148,7 +149,8 @@ class RunsDirectory:
         return {**self.row(name), "config": json.loads((path / CONFIG_FILE).read_text(encoding="utf-8"))}
 
     def events(self, name: str, offset: int = 0, types: Optional[set] = None) -> tuple[list[dict], int]:
-        from workbench.events import EVENTS_FILE, read_events
+        from workbench.events import read_events
+        from workbench.runs.layout import EVENTS_FILE
 
         if offset < 0:
             raise RunsError(400, f"offset must be >= 0 (got {offset})")

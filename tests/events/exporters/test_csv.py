@@ -6,6 +6,7 @@ import json
 
 from workbench import train
 from workbench.events.exporters import export_events
+from workbench.runs.layout import EVENTS_FILE
 
 
 def read_csv(path) -> list[dict]:
@@ -15,7 +16,7 @@ def read_csv(path) -> list[dict]:
 
 def test_exports_one_csv_per_event_type(make_cfg, tmp_path):
     run = train(make_cfg(**{"schedule.max_steps": 3}))
-    result = export_events(run.run_dir, "csv")
+    result = export_events(run.run_dir / EVENTS_FILE, "csv")
     assert result.out_dir == run.run_dir / "csv"
     assert {"run_started", "step", "census", "memory", "run_finished"} <= {p.stem for p in result.out_dir.glob("*.csv")}
     rows = read_csv(result.out_dir / "step.csv")

@@ -9,6 +9,7 @@ import pytest
 from workbench.events.exporters import ENTRY_POINT_GROUP, ExporterError, export_events, installed_exporters, load_exporter
 from workbench.events.exporters.csv import CsvExporter
 from workbench.events.exporters.tensorboard import TensorBoardExporter
+from workbench.runs.layout import EVENTS_FILE
 
 THIRD_PARTY = '''
 import json
@@ -58,7 +59,7 @@ def test_a_third_party_exporter_is_found_and_used_by_name(fp16_run, tmp_path, mo
     assert "step-count" not in installed_exporters()
     monkeypatch.syspath_prepend(str(site))
     assert {"csv", "tensorboard", "step-count", "broken"} <= set(installed_exporters())
-    result = export_events(fp16_run, "step-count")
+    result = export_events(fp16_run / EVENTS_FILE, "step-count")
     assert json.loads((fp16_run / "step-count" / "steps.json").read_text()) == [1, 2, 3, 4]
     assert result.out_dir == fp16_run / "step-count"
     with pytest.raises(ExporterError, match=r"'broken' \(acme_exporters_gone:Exporter\) could not be loaded: ModuleNotFoundError"):
@@ -67,5 +68,5 @@ def test_a_third_party_exporter_is_found_and_used_by_name(fp16_run, tmp_path, mo
 
 def test_an_unknown_exporter_lists_the_installed_ones(fp16_run):
     with pytest.raises(ExporterError, match=r"unknown exporter 'parquet': the installed exporters are .*csv, tensorboard"):
-        export_events(fp16_run, "parquet")
+        export_events(fp16_run / EVENTS_FILE, "parquet")
     assert not (fp16_run / "parquet").exists()

@@ -7,6 +7,7 @@ from tensorboard.backend.event_processing.event_accumulator import EventAccumula
 from workbench.events import read_events
 from workbench.events.exporters import export_events
 from workbench.events.exporters.tensorboard import TensorBoardExporter
+from workbench.runs.layout import EVENTS_FILE
 
 from .sample_logs import MiB
 
@@ -22,7 +23,7 @@ def f32(value: float) -> float:
 
 
 def test_scalars_read_back_equal_to_the_events(fp16_run):
-    result = export_events(fp16_run, "tensorboard")
+    result = export_events(fp16_run / EVENTS_FILE, "tensorboard")
     assert result.out_dir == fp16_run / "tensorboard" and result.events == 11
     got = scalars(result.out_dir)
     events, _ = read_events(fp16_run / "events.jsonl", typed=False)
@@ -45,7 +46,7 @@ def test_scalars_read_back_equal_to_the_events(fp16_run):
 
 def test_a_second_export_replaces_the_first(fp16_run, tmp_path):
     out = tmp_path / "tb"
-    export_events(fp16_run, TensorBoardExporter, out)
-    export_events(fp16_run, TensorBoardExporter, out)
+    export_events(fp16_run / EVENTS_FILE, TensorBoardExporter, out)
+    export_events(fp16_run / EVENTS_FILE, TensorBoardExporter, out)
     assert len(list(out.glob("events.out.tfevents.*"))) == 1
     assert [s for s, _, _ in scalars(out)["train/loss"]] == [1, 2, 3, 4]

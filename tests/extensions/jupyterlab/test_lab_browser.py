@@ -236,7 +236,7 @@ def test_the_monitor_and_the_side_panel_follow_a_growing_100k_step_log(tmp_path)
 
     from workbench.bench.long_run import write_log
     from workbench.ui.monitor import MAX_REDRAWS_PER_S
-    from workbench.ui.state import CHART_POINTS, RECENT_STEPS
+    from workbench.ui.run_state import CHART_POINTS, RECENT_STEPS
 
     require_browser()
     root = tmp_path / "lab"

@@ -12,7 +12,7 @@ declaring it, with no change here. An exporter is a class:
         def flush(self) -> None: ...         # make what was written visible to readers (follow mode)
         def close(self) -> None: ...
 
-``export_events`` feeds it the log through ``read_events`` (the one reader), once or following a live run.
+``export_events`` feeds it the log through ``events.reader`` (the one reader), once or following a live run.
 Exporters ignore event types and fields they do not know and never import the engine.
 """
 from __future__ import annotations
@@ -23,7 +23,7 @@ from importlib.metadata import EntryPoint, entry_points
 from pathlib import Path
 from typing import Callable, Optional, Protocol
 
-from ..log import EVENTS_FILE, read_events
+from ..reader import LogReader
 
 ENTRY_POINT_GROUP = "workbench.event_exporters"
 TERMINAL = frozenset({"run_finished", "run_failed"})
@@ -70,27 +70,27 @@ class ExportResult:
     events: int  # events handed to the exporter
 
 
-def export_events(run_dir: str | Path, exporter: str | type, out_dir: str | Path | None = None, *,
+def export_events(log: str | Path, exporter: str | type, out_dir: str | Path | None = None, *,
                   follow: bool = False, is_running: Optional[Callable[[], bool]] = None,
                   poll_s: float = 0.5) -> ExportResult:
-    """Export ``run_dir``'s event log with ``exporter`` (a name or a class) into ``out_dir`` (default:
-    ``RUN_DIR/<exporter.default_dir>``).
+    """Export the event log ``log`` (a run's: ``runs.layout.EVENTS_FILE`` in its run directory) with ``exporter`` (a
+    name or a class) into ``out_dir`` (default: ``<exporter.default_dir>`` beside the log, in the run directory).
 
     ``follow``: keep exporting events as the run appends them, until the log holds the run's end
     (``run_finished``/``run_failed``) or ``is_running()`` (the worker's liveness, when the caller knows
     it) says the run is gone, and nothing new came since.
     """
-    run_dir = Path(run_dir)
+    reader = LogReader(log)
     cls = load_exporter(exporter) if isinstance(exporter, str) else exporter
-    out = Path(out_dir) if out_dir is not None else run_dir / cls.default_dir
+    out = Path(out_dir) if out_dir is not None else reader.path.parent / cls.default_dir
     out.mkdir(parents=True, exist_ok=True)
     sink = cls(out)
-    offset, count, ended = 0, 0, False
+    count, ended = 0, False
     try:
         while True:
             # Liveness before the read: a run that was gone before an empty read has nothing left to write.
             running = is_running() if is_running is not None else True
-            events, offset = read_events(run_dir / EVENTS_FILE, offset, typed=False)
+            events = reader.read()
             if events:
                 sink.write(events)
                 sink.flush()

@@ -1,0 +1,93 @@
+"""A run's model is rebuilt on the base it trained on: a code-built base is its seed, read from the run's config."""
+from __future__ import annotations
+
+import pytest
+
+from workbench.runs.layout import run_config, trained_weights
+
+from ..conftest import SAMPLES
+
+HELDOUT = SAMPLES / "identity" / "heldout.jsonl"
+
+
+@pytest.fixture(scope="module")
+def seed7_run(tmp_path_factory):
+    """tiny-glm4 trained with LoRA and schedule.seed 7 (not the schema's default 0), its eval loss logged at the
+    end on the identity held-out rows."""
+    from workbench.config import load_config
+    from workbench.training import train
+
+    from ..conftest import tiny_run_overrides
+
+    tmp = tmp_path_factory.mktemp("runs")
+    cfg = load_config(None, tiny_run_overrides(tmp, **{"schedule.seed": 7, "data.eval": str(HELDOUT),
+                                                       "schedule.eval_every": 6, "output.run_name": "seed7"}))
+    result = train(cfg)
+    assert result.eval_losses[-1][0] == 6
+    return result.run_dir, result.eval_losses[-1][1]
+
+
+def _loss(model, tokenizer, run_dir) -> float:
+    from workbench.eval.loss import HeldoutLossTask
+
+    cfg = run_config(run_dir)
+    return HeldoutLossTask().measure(model, tokenizer, HELDOUT, max_length=cfg.data.max_length,
+                                     batch_size=cfg.schedule.micro_batch_size)["loss"]
+
+
+def test_the_served_run_has_the_loss_the_engine_logged(seed7_run):
+    from workbench.serve.config import ServeConfig
+    from workbench.serve.runtime import Runtime
+
+    run_dir, logged = seed7_run
+    runtime = Runtime(ServeConfig(model="tiny-glm4", runs=[str(run_dir)]))
+    runtime.load()
+    try:
+        assert runtime.status == "ok", runtime.error
+        runtime.engine.model.set_adapter(runtime.adapters["seed7"].internal)  # what a request for the run routes to
+        assert _loss(runtime.engine.model, runtime.tokenizer, run_dir) == pytest.approx(logged, rel=1e-5)
+        assert runtime.base_seed == 7
+    finally:
+        runtime.shutdown()
+
+
+def test_eval_run_in_process_and_the_export_reference_have_the_engines_loss(seed7_run):
+    from workbench.eval.runner import evaluate
+    from workbench.export.source import load_reference, open_run
+
+    run_dir, logged = seed7_run
+    report = evaluate("heldout_loss", runs=[run_dir], progress=False, write=False)
+    assert report.metrics["seed7"]["default"]["loss"] == pytest.approx(logged, rel=1e-5)
+    ref = load_reference(open_run(run_dir))
+    assert _loss(ref.model, ref.tokenizer, run_dir) == pytest.approx(logged, rel=1e-5)
+
+
+def test_a_server_of_another_seeds_base_refuses_the_run(seed7_run):
+    from workbench.serve.config import ServeConfig, ServeError
+    from workbench.serve.runtime import Runtime
+
+    run_dir, _ = seed7_run
+    runtime = Runtime(ServeConfig(model="tiny-glm4"))  # no run: the base of the schema's default seed, 0
+    runtime.load()
+    try:
+        assert runtime.status == "ok" and runtime.base_seed == 0
+        with pytest.raises(ServeError, match="schedule.seed 7"):
+            runtime.add_adapter("late", run_dir)
+    finally:
+        runtime.shutdown()
+
+
+def test_build_run_model_draws_a_code_built_base_from_the_runs_seed(seed7_run):
+    import torch
+
+    from workbench.models import base_seed, build_run_model, load_for_inference
+
+    run_dir, _ = seed7_run
+    cfg = run_config(run_dir)
+    assert base_seed(cfg) == 7
+    built = build_run_model(cfg, torch.float32, trained_weights(run_dir))
+    with built.model.disable_adapter():
+        base = dict(built.model.base_model.model.named_parameters())
+    default = dict(load_for_inference("tiny-glm4").model.named_parameters())
+    name = "model.embed_tokens.weight"
+    assert not torch.equal(base[name], default[name])  # seed 7's weights, not seed 0's

@@ -1,0 +1,90 @@
+"""A run's model, built one way for every path that uses it: training builds its base here, and serving a run,
+evaluating it in process, exporting it, the demo and the chat panel (through the server) rebuild here the model it
+trained.
+
+A code-built base (``tiny-glm4``, ``tiny-glm4v``, ``tiny-glm4v-agent``) *is* its seed: its weights are drawn from
+the run's ``schedule.seed`` as it is built, so that seed is part of which base a run trained on, and an adapter put
+on a base drawn from another seed sits on weights it never saw. A base loaded from files is the same whatever the
+seed. A model with no run (``load_for_inference``) is built as a run with the schema's defaults would build it.
+"""
+from __future__ import annotations
+
+from typing import Iterable, Optional
+
+import torch
+
+from ..config import RunConfig, config_from_dict
+from ..dtypes import DTYPE_BY_NAME
+from ..runs.layout import TrainedWeights
+from . import packaged
+from .loading import _TINY, LoadedModel, load_base_model, peft_deprecation_hidden
+
+
+def code_built(source: str) -> bool:
+    """Whether ``source`` names a model whose weights are drawn from a seed (no files: the seed is the weights)."""
+    return source in _TINY
+
+
+def base_seed(cfg: RunConfig) -> Optional[int]:
+    """The seed the run's base weights were drawn from: its ``schedule.seed`` for a code-built base; None for a base
+    loaded from files (any seed loads the same weights)."""
+    return cfg.schedule.seed if code_built(cfg.model.source) else None
+
+
+def base_config(source: str) -> RunConfig:
+    """The configuration of a model served or measured without a run: ``source`` and the schema's defaults (its
+    seed among them)."""
+    return config_from_dict({"model": {"source": source}}, checks=False)
+
+
+def build_run_model(cfg: RunConfig, dtype: torch.dtype, weights: Optional[TrainedWeights] = None,
+                    adapter_name: str = "default") -> LoadedModel:
+    """A run's model on the CPU in ``dtype``: its base built as training builds it (``cfg.model``; the global RNG
+    and a code-built base seeded with ``cfg.schedule.seed``), and with ``weights`` what the run trained on it: a
+    LoRA adapter put on that base (peft, unmerged, frozen, under ``adapter_name``; in eval mode) or a full
+    fine-tune's model directory loaded in its place (same model options, its own weights; in eval mode)."""
+    torch.manual_seed(cfg.schedule.seed)
+    if weights is not None and weights.kind == "model":
+        loaded = load_base_model(cfg.model.model_copy(update={"source": str(weights.path)}), dtype)
+        loaded.model.eval()
+        return loaded
+    loaded = load_base_model(cfg.model, dtype, seed=cfg.schedule.seed)
+    if weights is not None:
+        from peft import PeftModel
+
+        with peft_deprecation_hidden():
+            loaded.model = PeftModel.from_pretrained(loaded.model, str(weights.path), adapter_name=adapter_name)
+        loaded.model.eval()
+    return loaded
+
+
+def load_for_inference(source: str = packaged.NAME, dtype: str = "float32") -> LoadedModel:
+    """A model with no run, for generation or measuring (a base to compare with, a merged model or an export): built
+    as ``build_run_model`` builds a run's base with the schema's defaults, in eval mode."""
+    loaded = build_run_model(base_config(source), DTYPE_BY_NAME[dtype])
+    loaded.model.eval()
+    return loaded
+
+
+def shared_base(source: str, runs: Iterable[RunConfig]) -> RunConfig:
+    """The configuration whose base one model in memory serves ``source`` as, with the adapters of ``runs`` on it:
+    the first run's (it names the base's seed and model options), or ``base_config(source)`` without runs. ValueError
+    when the runs need different bases: another source, or, for a code-built base, another seed."""
+    runs = list(runs)
+    for cfg in runs:
+        problem = base_problem(cfg, source, base_seed(runs[0]))
+        if problem:
+            raise ValueError(problem)
+    return runs[0] if runs else base_config(source)
+
+
+def base_problem(run: RunConfig, source: str, seed: Optional[int]) -> Optional[str]:
+    """Why ``run``'s adapter does not fit a base of ``source`` built with ``seed`` (None: a base from files), or None
+    when it fits."""
+    if run.model.source != source:
+        return f"it was trained on {run.model.source!r}, not {source!r}"
+    if base_seed(run) != seed:
+        return (f"it was trained on {source!r} drawn with schedule.seed {base_seed(run)}, but this base was drawn "
+                f"with seed {seed}: a code-built base is its seed, so serve or evaluate it on its own (one run, or "
+                "runs of one seed, per base)")
+    return None
