@@ -21,7 +21,7 @@ def vllm_server(small_adapter_run):
     from workbench.serve import start_server
 
     with start_server(SMALL, engine="vllm", runs=[str(small_adapter_run)], max_batch=8, max_context=2048,
-                      threads=1, timeout=900) as srv:
+                      threads=1, vllm_args=["--enforce-eager"], timeout=900) as srv:
         yield srv
 
 

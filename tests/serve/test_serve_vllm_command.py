@@ -60,7 +60,9 @@ def test_dtype_follows_the_runs_policy_unless_given(tmp_path):
 
 
 def test_options_map_to_vllm_flags_and_the_key_stays_off_the_command_line():
-    launch = _launch(max_context=2048, max_batch=8, api_key="sekrit", allow_local_images=True)
+    launch = _launch(max_context=2048, max_batch=8, api_key="sekrit", allow_local_images=True,
+                     vllm_args=["--enforce-eager"])
+    assert launch.argv[-1] == "--enforce-eager"
     assert _flag(launch.argv, "--max-model-len") == "2048" and _flag(launch.argv, "--max-num-seqs") == "8"
     assert launch.env["VLLM_API_KEY"] == "sekrit"
     assert "sekrit" not in " ".join(launch.argv) and "sekrit" not in launch.shell()

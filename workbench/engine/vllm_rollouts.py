@@ -29,7 +29,7 @@ class VllmRollouts:
     def __init__(self, cfg, policy, tokenizer, stops: list[int], device):
         from ..config import config_from_dict
         from ..serve.config import ServeConfig
-        from ..serve.vllm import start_vllm
+        from ..serve.vllm import has_nvidia_gpu, start_vllm
 
         rl, s = cfg.rl, cfg.schedule
         self.tokenizer, self.stops, self.device = tokenizer, stops, device
@@ -38,7 +38,9 @@ class VllmRollouts:
                                   "port": 0, "max_batch": max(8, s.micro_batch_size * rl.group_size),
                                   "max_context": cfg.data.max_length + rl.max_new_tokens}, ServeConfig)
         print(f"[grpo] starting vLLM for the rollouts ({serve.dtype}) ...", flush=True)
-        self.server = start_vllm(serve, lora_rank=cfg.lora.r, extra_args=["--logprobs-mode", "processed_logprobs"],
+        # on a CPU, torch.compile's warm-up costs minutes of a run's start: eager there
+        eager = [] if has_nvidia_gpu() else ["--enforce-eager"]
+        self.server = start_vllm(serve, lora_rank=cfg.lora.r, extra_args=["--logprobs-mode", "processed_logprobs", *eager],
                                  progress=lambda t, line: print(f"[grpo] vLLM starting ({t:.0f} s)", flush=True))
         self.adapters = Path(tempfile.mkdtemp(prefix="workbench-grpo-adapters-"))
         self.current: str | None = None

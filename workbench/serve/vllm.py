@@ -3,8 +3,8 @@
 vLLM lives in its own environment (``bash scripts/setup.sh --vllm`` makes ``.venv-vllm``; it pins its own torch and
 transformers), so it is only ever run as a subprocess: this module finds that environment, builds the command line
 (``--print-command`` shows it, for a user who runs vLLM in their own container) and owns the process: start-up
-progress, its last log lines when it dies, and no orphan left behind (own process group, stopped at exit, and the
-kernel's parent-death signal when the workbench process is killed outright).
+progress, its last log lines when it dies, and no orphan left behind (own process group, stopped at exit and on
+SIGTERM, and by a watchdog when the workbench process is killed outright).
 """
 from __future__ import annotations
 
@@ -177,11 +177,11 @@ def build_launch(config: ServeConfig, python: str | Path | None = None, *, lora_
     argv += ["--allowed-local-media-path", "/"] if config.allow_local_images else []
     if config.api_key:
         env["VLLM_API_KEY"] = config.api_key  # in the environment, not on the command line where ps shows it
-    if not _has_nvidia_gpu():
+    if not has_nvidia_gpu():
         env["VLLM_CPU_KVCACHE_SPACE"] = os.environ.get("VLLM_CPU_KVCACHE_SPACE", "2")  # GiB; its default is 4
-        if config.threads:
-            env["VLLM_CPU_OMP_THREADS_BIND"] = f"0-{config.threads - 1}"
-    argv += list(extra_args)
+        if config.threads:  # no pinning to fixed cores (shared machines): OpenMP's own thread count
+            env.update(VLLM_CPU_OMP_THREADS_BIND="nobind", OMP_NUM_THREADS=str(config.threads))
+    argv += [*config.vllm_args, *extra_args]
     return VllmLaunch(argv, env, f"http://{_url_host(config.host)}:{port}")
 
 
@@ -199,7 +199,7 @@ def _max_positions(model: str) -> int | None:
     return (cfg.get("text_config") or {}).get("max_position_embeddings") or cfg.get("max_position_embeddings")
 
 
-def _has_nvidia_gpu() -> bool:
+def has_nvidia_gpu() -> bool:
     try:
         return subprocess.run(["nvidia-smi", "-L"], capture_output=True, timeout=10).returncode == 0
     except (OSError, subprocess.TimeoutExpired):
@@ -216,15 +216,14 @@ def _free_port(host: str) -> int:
 # ---- the process ------------------------------------------------------------------------------------------------
 
 
-def _die_with_parent() -> None:
-    """In the child before exec: SIGTERM it when the workbench process dies, even by SIGKILL (a kernel restart),
-    where no atexit runs. Linux only (prctl PR_SET_PDEATHSIG); elsewhere atexit and the signal handlers remain."""
-    try:
-        import ctypes
-
-        ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGTERM)
-    except (OSError, AttributeError):
-        pass
+def _group_watchdog(group: int) -> subprocess.Popen:
+    """A shell outside both process groups that stops vLLM's group when this process dies by any means (a kernel
+    restart's SIGKILL runs no atexit). A parent-death signal is not enough: vLLM's server catches SIGTERM and, while
+    its engine process is still compiling, does not exit."""
+    script = (f"while kill -0 {os.getpid()} 2>/dev/null; do sleep 1; done; "
+              f"kill -TERM -{group} 2>/dev/null; sleep 15; kill -KILL -{group} 2>/dev/null")
+    return subprocess.Popen(["sh", "-c", script], start_new_session=True, stdin=subprocess.DEVNULL,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
 
 
 class VllmServer(ServerHandle):
@@ -237,7 +236,8 @@ class VllmServer(ServerHandle):
         env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}  # another environment: its own packages
         self._process = subprocess.Popen(launch.argv, env={**env, **launch.env}, stdout=subprocess.PIPE,
                                          stderr=subprocess.STDOUT, text=True, errors="replace",
-                                         start_new_session=True, preexec_fn=_die_with_parent)
+                                         start_new_session=True)
+        self._watchdog = _group_watchdog(self._process.pid)
         self._reader = threading.Thread(target=self._read_log, args=(echo,), name="vllm-log", daemon=True)
         self._reader.start()
         atexit.register(self.stop)
@@ -309,6 +309,9 @@ class VllmServer(ServerHandle):
         """SIGTERM to its whole process group (vLLM's engine process too), SIGKILL after ``timeout`` seconds."""
         atexit.unregister(self.stop)
         process = self._process
+        if self._watchdog.poll() is None:
+            self._watchdog.kill()
+            self._watchdog.wait()
         if process is None or process.poll() is not None:
             return
         for sig in (signal.SIGTERM, signal.SIGKILL):
