@@ -75,3 +75,30 @@ def test_runtime_adapter_loading_under_a_new_name(vllm_server, small_adapter_run
     assert "step-1" in vllm_server.models()
     vllm_server.remove_adapter("step-1")
     assert "step-1" not in vllm_server.models()
+
+
+def test_completions_give_token_ids_and_logprobs_up_to_the_stop_token(vllm_server):
+    """What GRPO's vLLM rollouts read (workbench/engine/vllm_rollouts.py): sampled token ids with a log-probability
+    each, a completion that stopped ending on its stop token."""
+    import urllib.request
+
+    from transformers import AutoTokenizer
+
+    from workbench.models import packaged
+
+    tok = AutoTokenizer.from_pretrained(packaged.checkpoint_dir())
+    ids = tok.apply_chat_template([{"role": "user", "content": "Say hi"}], add_generation_prompt=True, tokenize=True)
+    ids = list(ids["input_ids"] if hasattr(ids, "keys") else ids)
+    body = {"model": SMALL, "prompt": [ids], "n": 4, "max_tokens": 48, "temperature": 1.0, "top_p": 1.0, "top_k": -1,
+            "logprobs": 0, "return_tokens_as_token_ids": True, "stop_token_ids": [tok.eos_token_id], "seed": 0,
+            "skip_special_tokens": False}
+    req = urllib.request.Request(vllm_server.base_url + "/completions", data=json.dumps(body).encode(),
+                                 headers={"Content-Type": "application/json"})
+    choices = json.loads(urllib.request.urlopen(req, timeout=300).read())["choices"]
+    assert sorted(c["index"] for c in choices) == [0, 1, 2, 3]
+    for c in choices:
+        tokens, logps = c["logprobs"]["tokens"], c["logprobs"]["token_logprobs"]
+        assert len(tokens) == len(logps) > 0 and all(t.startswith("token_id:") and lp <= 0 for t, lp in zip(tokens, logps))
+        if c["finish_reason"] == "stop":
+            assert int(tokens[-1].rsplit(":", 1)[1]) == tok.eos_token_id
+    assert any(c["finish_reason"] == "stop" for c in choices)
