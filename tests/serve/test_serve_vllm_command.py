@@ -4,6 +4,10 @@ No vLLM runs here (tests/serve/test_serve_vllm.py, marked ``vllm``, drives a rea
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -109,3 +113,62 @@ def test_print_command_needs_no_local_vllm(tmp_path, monkeypatch, capsys):
     assert line.startswith("VLLM_ALLOW_RUNTIME_LORA_UPDATING=True ")
     assert "python -m vllm.entrypoints.openai.api_server" in line
     assert f"--lora-modules demo-x={(run / 'adapter').resolve()}" in line and "--port 9000" in line
+
+
+def _fake_vllm(tmp_path: Path, body: str) -> Path:
+    """A stand-in for the vLLM environment's python: answers the discovery probe, then runs ``body`` (sh)."""
+    python = tmp_path / "fake-venv" / "bin" / "python"
+    python.parent.mkdir(parents=True)
+    python.write_text(f'#!/bin/sh\ncase "$1" in -c) exit 0;; esac\n{body}\n')
+    python.chmod(0o755)
+    return python
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    return Path(f"/proc/{pid}").exists() and "Z" not in Path(f"/proc/{pid}/stat").read_text().split()[2]
+
+
+def test_a_vllm_that_dies_says_why_with_its_last_log_lines(tmp_path, monkeypatch, capsys):
+    python = _fake_vllm(tmp_path, 'echo "INFO loading"; echo "ValueError: the model is not supported"; exit 3')
+    monkeypatch.setenv(PYTHON_ENV, str(python))
+    assert main(["serve", "--engine", "vllm", "--port", "0"]) == 1
+    err = capsys.readouterr().err
+    assert "vLLM exited with code 3" in err and "ValueError: the model is not supported" in err
+
+
+def test_stop_ends_the_whole_group_and_a_killed_parent_leaves_no_orphan(tmp_path, monkeypatch):
+    """vLLM runs a server and an engine process: both must go, on stop() and when workbench is SIGKILLed."""
+    pids = tmp_path / "pids"
+    python = _fake_vllm(tmp_path, f'sleep 300 & echo $! >> {pids}; echo $$ >> {pids}; wait')
+    monkeypatch.setenv(PYTHON_ENV, str(python))
+    from workbench.serve.vllm import start_vllm
+
+    server = start_vllm(config_from_dict({"engine": "vllm", "port": 0}, ServeConfig), wait=False)
+    for _ in range(100):
+        if pids.exists() and len(pids.read_text().split()) == 2:
+            break
+        time.sleep(0.05)
+    started = [int(p) for p in pids.read_text().split()]
+    server.stop()
+    assert not any(_alive(p) for p in started)
+
+    pids.unlink()
+    parent = subprocess.Popen([sys.executable, "-c", "import time; from workbench.config import config_from_dict; "
+                               "from workbench.serve.config import ServeConfig; from workbench.serve.vllm import "
+                               "start_vllm; start_vllm(config_from_dict({'engine': 'vllm', 'port': 0}, ServeConfig), "
+                               "wait=False); time.sleep(300)"], env={**os.environ, PYTHON_ENV: str(python)})
+    for _ in range(600):
+        if pids.exists() and len(pids.read_text().split()) == 2:
+            break
+        time.sleep(0.05)
+    started = [int(p) for p in pids.read_text().split()]
+    parent.kill()  # a kernel restart: no atexit, no signal handler runs
+    parent.wait()
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline and any(_alive(p) for p in started):
+        time.sleep(0.2)
+    assert not any(_alive(p) for p in started)
