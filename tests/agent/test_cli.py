@@ -121,3 +121,21 @@ def test_episodes_stored_without_screens_cannot_be_recorded_and_say_why(capsys, 
     code, _, err = run_cli(capsys, "agent", "record", "--episodes", str(tmp_path / "oracle"),
                            "--out", str(tmp_path / "r.jsonl"))
     assert code == 2 and "has no screenshot to record (was the run stored with --no-screens?)" in err
+
+
+def test_record_ui_tree_rows_hold_no_image_and_pass_data_check_in_their_mode(capsys, tmp_path):
+    out = tmp_path / "tree" / "train.jsonl"
+    code, stdout, err = run_cli(capsys, "agent", "record", "--oracle", "--tasks", "toggle_setting/wifi-off",
+                                "--observation", "ui_tree", "--date", "2026-12-01", "--out", str(out))
+    assert code == 0, err
+    assert stdout.startswith("3 rows from 1 episodes") and "0 images" in stdout
+    assert not (out.parent / "images").exists()
+    rows = [json.loads(line) for line in out.read_text().splitlines()]
+    assert {r["meta"]["observation"] for r in rows} == {"ui_tree"}
+    assert 'Wi-Fi "On" [30,150][970,235] tap [500,192]' in rows[1]["messages"][-2]["content"]
+    assert run_cli(capsys, "data", "check", str(out))[0] == 0
+    rows[1]["meta"]["observation"] = "screenshot"  # a row that claims another mode than it shows
+    out.write_text("\n".join(json.dumps(r) for r in rows) + "\n")
+    code, stdout, err = run_cli(capsys, "data", "check", str(out))
+    assert code == 1 and "train.jsonl:2: runtime format: user turn 2 holds 0 image(s); observation screenshot" in \
+        stdout + err

@@ -34,15 +34,21 @@ class Scripted:
         return [self.script[min(done, len(self.script) - 1)] for _ in conversations]
 
 
-def test_oracle_episodes_succeed_in_task_order_and_every_turn_is_in_the_runtime_format():
-    tasks = select_tasks("send_message,open_app")[:5]
-    seen = []
+def _watched_oracle(tasks, seen: list):
+    """The tasks' oracle, keeping a copy of every conversation it is sent in ``seen``."""
     oracle = OraclePolicy(tasks)
 
     def watching(conversations):
         seen.extend(json.loads(json.dumps(c)) for c in conversations)
         return oracle(conversations)
     watching.name = "oracle"
+    return watching
+
+
+def test_oracle_episodes_succeed_in_task_order_and_every_turn_is_in_the_runtime_format():
+    tasks = select_tasks("send_message,open_app")[:5]
+    seen = []
+    watching = _watched_oracle(tasks, seen)
 
     episodes = run_episodes(tasks, watching, SMALL, concurrency=2)
     assert [e.task for e in episodes] == [t.id for t in tasks]
@@ -147,3 +153,22 @@ def test_an_in_process_model_plugs_into_the_same_loop():
     assert calls == [2] and [e.model for e in episodes] == ["tiny"] * 2  # one batch of both conversations
     for ep in episodes:  # a random model: its reply does not parse, or it runs into the step limit
         assert ep.end_reason in ("parse_failure", "step_limit") and ep.success is False
+
+
+def test_ui_tree_episodes_show_the_tree_not_the_screenshot_and_keep_both_in_the_steps():
+    tasks = select_tasks("send_message")[:1]
+    seen = []
+    watching = _watched_oracle(tasks, seen)
+
+    episode, = run_episodes(tasks, watching, SMALL, observation="ui_tree")
+    assert episode.success and episode.observation == "ui_tree"
+    for messages in seen:
+        assert "image_url" not in json.dumps(messages)
+        latest = messages[-1]["content"]
+        assert "\n" in latest.rpartition("\n\n")[2]  # the JSON line, then the tree
+        earlier = [m["content"] for m in messages[1:-1] if m["role"] == "user"]
+        assert all("\n" not in text.rpartition("\n\n")[2] for text in earlier)  # answered turns keep no tree
+    contact = tasks[0].params["contact"]
+    assert contact in episode.steps[1].ui_tree and episode.steps[1].png is not None  # replays show both
+    with pytest.raises(ValueError, match="observation 'xml'"):
+        run_episodes(tasks, watching, SMALL, observation="xml")

@@ -94,9 +94,19 @@ def test_every_expected_figure_names_a_metric_its_task_reports():
     from workbench.eval import Reply, get_task, load_examples
     from workbench.models import load_for_inference
 
+    from workbench.agent import OraclePolicy, run_episodes, sim_devices, summarize
+    from workbench.config.names import EPISODE_TASK
+    from workbench.phone.tasks import select_tasks
+
     tiny = load_for_inference("tiny-glm4")
     for recipe in all_recipes():
         for evaluation in recipe.evaluation:
+            if evaluation.task == EPISODE_TASK:  # episodes' metrics: two of its tasks played by their oracle
+                tasks = select_tasks(evaluation.data)[:2]
+                reported = summarize(run_episodes(tasks, OraclePolicy(tasks), sim_devices((112, 252)),
+                                                  observation=evaluation.observation))
+                assert set(evaluation.figures) <= set(reported), (recipe.name, set(evaluation.figures) - set(reported))
+                continue
             task = get_task(evaluation.task)
             data = evaluation.data or task.default_data
             if getattr(task, "needs_model", False):
@@ -129,3 +139,29 @@ def test_a_recipe_that_starts_from_another_is_trained_from_that_recipes_model(mo
     assert "--start-run" in out.notes[0]
     with pytest.raises(Exception, match="saved no whole model"):
         bench.run_recipe(recipe, {}, tmp_path, start_run=tmp_path)
+
+
+def test_an_episode_evaluation_plays_the_tasks_with_the_run_model_and_its_base_and_keeps_the_episodes(monkeypatch,
+                                                                                                      tmp_path):
+    """Task phone_agent: whole episodes in process, the run's model against its base, each model's episodes stored
+    in the run to read; the metrics are the agent's (success per split)."""
+    from workbench.config.recipes import Evaluation
+    from workbench.runs import layout
+
+    played = []
+    monkeypatch.setattr(bench, "starting_model", lambda run_dir: "tiny-glm4")
+    monkeypatch.setattr(layout, "base_model", lambda run_dir: played.append("base") or "tiny-glm4")
+    from workbench.agent.store import read_episodes
+    from workbench.phone.tasks import select_tasks
+
+    spec = f"open_app/news,{select_tasks('heldout')[0].id}"
+    evaluation = Evaluation(task="phone_agent", data=spec, observation="ui_tree", max_tokens=2, max_steps=2,
+                            date="2026-12-01")
+    tuned, base = bench.evaluate_run(evaluation, tmp_path, progress=False)
+    assert played == ["base"] and tuned["n"] == base["n"] == 2
+    assert tuned["success_rate"] == 0.0 and set(tuned["by_split"]) == {"heldout", "train"}  # a random model fails
+    stored = sorted((tmp_path / "episodes").iterdir())
+    assert [p.name.rsplit("-", 1)[1] for p in stored] == ["base", "tuned"]
+    episodes = read_episodes(stored[1])
+    assert [e.observation for e in episodes] == ["ui_tree", "ui_tree"] and episodes[0].steps[0].ui_tree
+    assert bench._rows_of(evaluation) == f"2 `{spec}` tasks, whole episodes (ui_tree)"

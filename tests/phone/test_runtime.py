@@ -58,3 +58,35 @@ def test_a_conforming_row_has_no_problems_and_each_departure_is_named():
     assert "unknown action 'Fly'" in broken(lambda m: m[2].update(content='<think>x</think><answer>do(action="Fly")</answer>'))[0]
     assert "finishes the episode, yet" in broken(lambda m: m[2].update(content='<think>x</think><answer>finish(message="a")</answer>'))[0]
     assert "turns must alternate" in broken(lambda m: m.pop())[0]
+
+
+def test_a_ui_tree_turn_carries_the_tree_in_its_screen_info_and_loses_it_once_answered():
+    c = Conversation("Open Settings", DATE, observation="ui_tree")
+    assert "its elements as text" in c.messages[0]["content"] and "screenshot" not in c.messages[0]["content"]
+    c.observe(None, "System Home", 'Settings [50,260][245,365] tap [147,312]')
+    assert c.messages[1] == {"role": "user", "content": 'Open Settings\n\n{"current_app": "System Home"}\n'
+                                                        'Settings [50,260][245,365] tap [147,312]'}
+    c.reply("I tap Settings.", 'do(action="Tap", element=[147,312])')
+    assert c.messages[1]["content"] == 'Open Settings\n\n{"current_app": "System Home"}'  # the latest screen only
+    c.observe(None, "Settings", 'Wi-Fi "On" [30,150][970,235] tap [500,192]')
+    row = c.messages + [{"role": "assistant", "content": '<think>ok</think><answer>finish(message="done")</answer>'}]
+    assert runtime_problems(row) == [] and runtime_problems(row, "ui_tree") == []
+    assert runtime_problems(row, "both") == ["user turn 2 holds 0 image(s); observation both shows exactly one"]
+    assert "holds 0 image(s); observation screenshot" in runtime_problems(row, "screenshot")[0]
+    stale = copy.deepcopy(row)
+    stale[1]["content"] += "\nSettings [50,260][245,365] tap [147,312]"
+    assert "user turn 1 holds a screen tree; only the latest" in runtime_problems(stale)[0]
+    assert "meta.observation 'xml'" in runtime_problems(row, "xml")[0]
+    with pytest.raises(ValueError, match="needs the screen tree"):
+        Conversation("x", DATE, observation="ui_tree").observe(None, "System Home")
+
+
+def test_both_shows_the_screenshot_and_the_tree():
+    c = Conversation("Open Settings", DATE, observation="both")
+    c.observe("data:image/png;base64,AAA", "System Home", "Settings [50,260][245,365] tap [147,312]")
+    image, text = c.messages[1]["content"]
+    assert image["type"] == "image_url" and text["text"].endswith("\nSettings [50,260][245,365] tap [147,312]")
+    row = c.messages + [{"role": "assistant", "content": '<think>ok</think><answer>do(action="Back")</answer>'}]
+    assert runtime_problems(row, "both") == []
+    c.reply("x", 'do(action="Back")')
+    assert c.messages[1]["content"] == [{"type": "text", "text": 'Open Settings\n\n{"current_app": "System Home"}'}]

@@ -93,3 +93,29 @@ def test_a_phone_task_prompts_thumbnail_is_its_screenshot_small(tasks):
     assert small.size == (64, 144)  # 112x252 shrunk to 64 px wide, the aspect kept
     screen = load_image(last_image_url(prompt.messages)).resize(small.size)
     assert ImageStat.Stat(ImageChops.difference(small, screen)).mean < [8, 8, 8]  # the same picture
+
+
+def test_every_step_is_a_prompt_and_episode_success_plays_on_from_the_sampled_step(tasks):
+    """rl.prompt_steps all: each step of the oracle's episode is a prompt (the earlier turns as the oracle played them,
+    the screen as text with rl.observation ui_tree); the episode replays those turns, then the sampled reply, then
+    the continuation: the oracle's reply at a late step wins, a wrong one there loses."""
+    from workbench.rewards.phone_tasks import step_prompts
+
+    prompts = step_prompts(tasks, SIZE, DATE, "ui_tree", "all")
+    assert len(prompts) == sum(len(t.oracle()) for t in tasks)
+    for prompt in prompts:
+        step = prompt.row["meta"]["step"]
+        assert sum(m["role"] == "assistant" for m in prompt.messages) == step - 1
+        assert prompt.row["meta"]["observation"] == "ui_tree" and "image_url" not in str(prompt.messages)
+        assert runtime_problems(prompt.messages + [{"role": "assistant", "content": prompt.reference}], "ui_tree") == []
+    late = max((p for p in prompts if "finish(" not in p.reference), key=lambda p: p.row["meta"]["step"])
+    k = late.row["meta"]["step"]
+    assert k >= 2
+    s = PhoneTasksScorer(tasks, ["episode_success"], SIZE, 20, 32, date=DATE, observation="ui_tree",
+                         prompt_steps="all")
+    s.continuation = OraclePolicy(tasks)
+    assert len(s.prompts) == len(prompts)
+    assert s([late, late], [late.reference, WRONG]).rewards["episode_success"] == [1.0, 0.0]
+    episodes = play_episodes([late, late], [late.reference, WRONG], OraclePolicy(tasks), SIZE, 20, DATE, "ui_tree")
+    assert len(episodes[1].steps) == k and episodes[1].steps[k - 1].answer == 'finish(message="done")'
+    assert [s.answer for s in episodes[0].steps[:k - 1]] == [s.answer for s in episodes[1].steps[:k - 1]]  # replayed

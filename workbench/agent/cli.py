@@ -7,7 +7,7 @@ import json
 import os
 import sys
 
-from ..phone.runtime import MAX_STEPS
+from ..phone.runtime import MAX_STEPS, OBSERVATIONS
 from ..phone.screen import parse_size
 
 
@@ -42,6 +42,9 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
     r.add_argument("--max-steps", type=int, default=MAX_STEPS, help=f"step limit per episode (default {MAX_STEPS}, "
                    "as Open-AutoGLM)")
     r.add_argument("--concurrency", type=int, help="episodes at once (default 8 on sim; one phone over adb: 1)")
+    r.add_argument("--observation", choices=OBSERVATIONS, default="screenshot",
+                   help="what the model is shown of each screen: the screenshot (default), ui_tree (the screen's "
+                   "elements as compact text in the screen info, for text-only models) or both")
     r.add_argument("--max-tokens", type=int, default=512, help="reply length limit (default 512)")
     r.add_argument("--temperature", type=float, default=0.0, help="0 (the default) decodes greedily")
     r.add_argument("--seed", type=int, help="seed of each sampled request (with --temperature > 0)")
@@ -66,6 +69,10 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
     c.add_argument("--size", default="1080x2400", help="with --oracle: the screen WxH in pixels (default 1080x2400)")
     c.add_argument("--date", help="with --oracle: the date in the system prompt, YYYY-MM-DD (default today)")
     c.add_argument("--max-steps", type=int, default=MAX_STEPS, help="with --oracle: step limit")
+    c.add_argument("--observation", choices=OBSERVATIONS,
+                   help="what each row shows of the screen: screenshot (an image file), ui_tree (the screen's compact "
+                   "tree as text, no image) or both (default: screenshot with --oracle; with --episodes, what the "
+                   "run's model was shown)")
     c.set_defaults(func=record)
     return p
 
@@ -129,6 +136,7 @@ def run(args) -> int:
                                 max_tokens=args.max_tokens, temperature=args.temperature, seed=args.seed,
                                 api_key=args.api_key or os.environ.get("WORKBENCH_API_KEY"),
                                 adb_host=args.adb_host, adb_port=args.adb_port, screens=not args.no_screens,
+                                observation=args.observation,
                                 progress=sys.stderr.isatty())
     except (AgentError, DeviceError) as err:
         return _fail([str(err)])
@@ -194,14 +202,14 @@ def record(args) -> int:
     if args.oracle:
         tasks = select_tasks(args.tasks)
         episodes, screens = run_episodes(tasks, OraclePolicy(tasks), sim_devices(parse_size(args.size)), args.max_steps,
-                                         date=date), None
+                                         date=date, observation=args.observation or "screenshot"), None
     else:
         try:
             episodes, screens = read_episodes(args.episodes), args.episodes
         except ValueError as err:
             return _fail([f"--episodes: {err}"])
     try:
-        result = record_rows(episodes, args.out, screens, only_success=not args.all)
+        result = record_rows(episodes, args.out, screens, only_success=not args.all, observation=args.observation)
     except (ValueError, OSError) as err:  # episodes stored without their screenshots (--no-screens), a bad folder
         return _fail([f"--episodes: {err}"])
     print(f"{result.rows} rows from {result.episodes} episodes ({result.skipped_episodes} unsuccessful skipped), "

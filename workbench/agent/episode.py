@@ -30,6 +30,7 @@ class Step:
     element: Optional[str] = None  # the element a Tap / Long Press / Double Tap hit
     target_box: Optional[list[int]] = None  # its box on the 0-999 grid
     error: Optional[str] = None
+    ui_tree: Optional[str] = None  # the screen's compact tree, when the model was shown it
     png: Optional[bytes] = field(default=None, repr=False, compare=False)  # the screenshot until it is stored
 
 
@@ -42,6 +43,7 @@ class Episode:
     instruction: str
     model: str
     date: str  # the date the system prompt was stamped with (YYYY-MM-DD)
+    observation: str = "screenshot"  # what the model was shown of each screen (phone.runtime.OBSERVATIONS)
     steps: list[Step] = field(default_factory=list)
     end_reason: Optional[str] = None
     success: Optional[bool] = None

@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterable, Optional, Sequence
 
+from ..config.names import EPISODE_TASK
 from ..phone.runtime import MAX_STEPS
 from ..phone.sim import PHONE_SIZE
 from ..phone.tasks import PhoneTask
@@ -25,7 +26,7 @@ from .policy import OraclePolicy, ServedPolicy
 from .runner import run_episodes, sim_devices
 from .store import EpisodeWriter, folder_name
 
-TASK_NAME = "phone_agent"  # the task name of episode metrics in eval_results.json and the runs panel
+TASK_NAME = EPISODE_TASK  # the task name of episode metrics in eval_results.json and the runs panel
 
 
 class AgentError(ValueError):
@@ -67,9 +68,10 @@ def evaluate_agent(tasks: Sequence[PhoneTask], models: Optional[Iterable[str]] =
                    runs_dir: str | Path = "runs", write: bool = True, max_tokens: int = 512, temperature: float = 0.0,
                    seed: Optional[int] = None, api_key: Optional[str] = None, adb_host: str = "127.0.0.1",
                    adb_port: int = 5037, date: Optional[datetime.date] = None, screens: bool = True,
-                   progress: bool = True, timeout: float = 600.0) -> AgentReport:
+                   progress: bool = True, timeout: float = 600.0, observation: str = "screenshot") -> AgentReport:
     """Run ``tasks`` once per model of ``server`` (a URL or a ServerHandle; default: every served id), or once with
-    their oracle solutions (``oracle=True``), on ``device`` (``sim`` or ``adb:SERIAL``)."""
+    their oracle solutions (``oracle=True``), on ``device`` (``sim`` or ``adb:SERIAL``); ``observation``: what the
+    models are shown of each screen (``phone.runtime.OBSERVATIONS``)."""
     if oracle == (server is not None):
         raise AgentError("give a server (and its model ids) or oracle=True, not both or neither")
     kind, serial = parse_device(device)
@@ -115,7 +117,7 @@ def evaluate_agent(tasks: Sequence[PhoneTask], models: Optional[Iterable[str]] =
                                  concurrency=concurrency) for m in wanted]
     settings = {"tasks": len(tasks), "device": device, "size": list(size) if kind == "sim" else None,
                 "max_steps": max_steps, "concurrency": concurrency, "max_tokens": max_tokens,
-                "temperature": temperature, "seed": seed, "models": [p.name for p in policies],
+                "temperature": temperature, "seed": seed, "observation": observation, "models": [p.name for p in policies],
                 "base": next((i for i, c in cards.items() if not c.get("parent")), None), "n": len(tasks)}
     report = AgentReport(TASK_NAME, ",".join(sorted({t.split for t in tasks})), client.base if client else url,
                          settings, 0.0, {})
@@ -136,7 +138,8 @@ def evaluate_agent(tasks: Sequence[PhoneTask], models: Optional[Iterable[str]] =
                 bar.set_postfix(succeeded=f"{sum(successes)}/{len(successes)}")
 
             try:
-                episodes = run_episodes(tasks, policy, devices, max_steps, concurrency, date=date, on_episode=ended)
+                episodes = run_episodes(tasks, policy, devices, max_steps, concurrency, date=date, on_episode=ended,
+                                        observation=observation)
             finally:
                 bar.close()
             summary = summarize(episodes)

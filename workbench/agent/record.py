@@ -7,7 +7,8 @@ context in the rows after it.
 
 Rows carry ``meta``: ``format`` ("autoglm-runtime", which ``workbench data check`` holds them to), the task,
 template, split, episode and step, the app on screen and, for a Tap / Long Press / Double Tap that hit an element,
-its box on the grid (``target_box``). Screenshots are stored once per distinct image (named by content hash).
+its box on the grid (``target_box``), and the observation mode unless it is the screenshot (``observation``). Screenshots are stored once per
+distinct image (named by content hash); a ``ui_tree`` row has no image: the screen's tree is in its latest turn.
 """
 from __future__ import annotations
 
@@ -44,14 +45,22 @@ def _png_of(step: Step, screens: Optional[Path]) -> bytes:
     return (screens / step.screenshot).read_bytes()
 
 
-def episode_rows(episode: Episode, episode_number: int, image_path, screens: Optional[Path] = None) -> list[dict]:
+def episode_rows(episode: Episode, episode_number: int, image_path, screens: Optional[Path] = None,
+                 observation: Optional[str] = None) -> list[dict]:
     """The training rows of one episode; ``image_path(png bytes) -> str`` stores a screenshot and returns the path
-    the row names. Steps whose request failed or whose reply did not parse give no row."""
-    conversation = Conversation(episode.instruction, datetime.date.fromisoformat(episode.date))
+    the row names. Steps whose request failed or whose reply did not parse give no row. ``observation``: what the
+    rows show of each screen (default: what the episode's model was shown); ``ui_tree`` and ``both`` need the steps'
+    trees."""
+    observation = observation or episode.observation
+    conversation = Conversation(episode.instruction, datetime.date.fromisoformat(episode.date), observation)
     rows = []
     usable = [s for s in episode.steps if s.error is None and s.parse_error is None]
     for step in usable:
-        conversation.observe(image_path(_png_of(step, screens)), step.current_app)
+        if observation != "screenshot" and step.ui_tree is None:
+            raise ValueError(f"step {step.index} of {episode.task!r} has no screen tree to record as {observation} "
+                             "(its episode was run with screenshots only)")
+        image = image_path(_png_of(step, screens)) if observation != "ui_tree" else None
+        conversation.observe(image, step.current_app, step.ui_tree)
         messages = copy.deepcopy(conversation.messages)
         for m in messages:
             if m["role"] == "assistant":
@@ -62,24 +71,27 @@ def episode_rows(episode: Episode, episode_number: int, image_path, screens: Opt
         rows.append({"messages": messages, "meta": {
             "format": FORMAT_NAME, "task": episode.task, "template": episode.template, "split": episode.split,
             "episode": episode_number, "step": step.index, "steps": len(usable), "current_app": step.current_app,
-            "target_box": box, "model": episode.model}})
+            "target_box": box, "model": episode.model,
+            **({"observation": observation} if observation != "screenshot" else {})}})  # absent: screenshot
         conversation.reply(step.reasoning, step.answer)
     return rows
 
 
 def record_rows(episodes: Iterable[Episode], out: str | Path, screens: Optional[str | Path] = None,
-                only_success: bool = True) -> Recorded:
+                only_success: bool = True, observation: Optional[str] = None) -> Recorded:
     """Write the rows of ``episodes`` to the JSONL file ``out`` and their screenshots to ``images/`` beside it.
     ``screens``: the folder the episodes were stored in (their screenshot paths are relative to it), for
-    episodes read back from disk. ``only_success``: skip episodes that did not succeed (the oracle's all do)."""
+    episodes read back from disk. ``only_success``: skip episodes that did not succeed (the oracle's all do).
+    ``observation``: what the rows show of each screen (default: what each episode's model was shown)."""
     out = Path(out)
     images = out.parent / IMAGES_DIR
-    images.mkdir(parents=True, exist_ok=True)
+    out.parent.mkdir(parents=True, exist_ok=True)
     written: set[str] = set()
 
     def image_path(png: bytes) -> str:
         name = hashlib.sha256(png).hexdigest()[:16] + ".png"
         if name not in written:
+            images.mkdir(exist_ok=True)  # a ui_tree file has no images
             (images / name).write_bytes(png)
             written.add(name)
         return f"{IMAGES_DIR}/{name}"
@@ -91,7 +103,7 @@ def record_rows(episodes: Iterable[Episode], out: str | Path, screens: Optional[
                 skipped += 1
                 continue
             kept += 1
-            for row in episode_rows(episode, kept, image_path, Path(screens) if screens else None):
+            for row in episode_rows(episode, kept, image_path, Path(screens) if screens else None, observation):
                 fh.write(json.dumps(row, ensure_ascii=False) + "\n")
                 count += 1
     return Recorded(count, kept, skipped, len(written), str(out))

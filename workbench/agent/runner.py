@@ -5,6 +5,9 @@ policy together (a served model gets them as concurrent requests, which the serv
 parsed and executed on that episode's phone, and a finished episode's slot takes the next task. Every turn is
 built exactly in AutoGLM's runtime format (``workbench.phone.runtime.Conversation``): the screenshot as a base64
 PNG data: URL in the latest user turn only, the reply stored back as ``<think>..</think><answer>..</answer>``.
+``observation`` (``screenshot``, ``ui_tree``, ``both``; ``workbench.phone.runtime.OBSERVATIONS``) says what the
+model is shown of each screen: the screenshot, the screen's compact tree in ``screen_info``, or both; the
+screenshot is kept with each step either way (replays, recording).
 An episode ends on finish, on a reply that does not parse (finish with the raw reply, no success), at the step
 limit, when the server refuses the conversation as too long for its context, or when a request fails.
 """
@@ -20,9 +23,10 @@ from PIL import Image
 from ..data.multimodal import image_data_url
 from ..phone.actions import format_action, split_answer
 from ..phone.env import PhoneEnv
-from ..phone.runtime import MAX_STEPS, Conversation
+from ..phone.runtime import MAX_STEPS, Conversation, check_observation
 from ..phone.sim import PHONE_SIZE, SimPhone
 from ..phone.tasks import PhoneTask
+from ..phone.uitree import tree_of
 from .episode import Episode, Step
 from .policy import Policy
 
@@ -43,7 +47,20 @@ class _Running:
     episode: Episode
     png: bytes
     app: str
+    tree: Optional[str] = None
     done: bool = False
+
+    def show(self) -> None:
+        """The current screen into the conversation, as its observation mode asks."""
+        image = image_data_url(self.png) if self.conversation.observation != "ui_tree" else None
+        self.conversation.observe(image, self.app, self.tree)
+
+    def read_tree(self) -> None:
+        if self.conversation.observation != "screenshot":
+            self.tree = tree_of(self.env.device)
+            if self.tree is None:
+                raise ValueError(f"observation {self.conversation.observation!r}: the device "
+                                 f"{type(self.env.device).__name__} gives no screen tree (ui_tree())")
 
 
 def sim_devices(size: tuple[int, int] = PHONE_SIZE) -> Callable[[], SimPhone]:
@@ -53,15 +70,18 @@ def sim_devices(size: tuple[int, int] = PHONE_SIZE) -> Callable[[], SimPhone]:
 
 def run_episodes(tasks: Sequence[PhoneTask], policy: Policy, device_factory: Optional[Callable[[], object]] = None,
                  max_steps: int = MAX_STEPS, concurrency: int = 8, *, date: Optional[datetime.date] = None,
-                 on_episode: Optional[Callable[[Episode], None]] = None) -> list[Episode]:
+                 on_episode: Optional[Callable[[Episode], None]] = None,
+                 observation: str = "screenshot") -> list[Episode]:
     """Run every task once with ``policy`` on phones from ``device_factory`` (default: simulated 1080x2400 phones;
     a factory may return the same real phone each time, with ``concurrency=1``). ``date`` stamps the system
     prompt (default: today). ``on_episode`` is called as each episode ends (progress bars, streaming to disk).
+    ``observation``: what the model is shown of each screen.
     The episodes come back in the order of ``tasks``."""
     if max_steps < 1:
         raise ValueError(f"max_steps must be at least 1, got {max_steps}")
     if concurrency < 1:
         raise ValueError(f"concurrency must be at least 1, got {concurrency}")
+    check_observation(observation)
     device_factory = device_factory or sim_devices()
     date = date or datetime.date.today()
     pending = list(enumerate(tasks))[::-1]
@@ -70,7 +90,7 @@ def run_episodes(tasks: Sequence[PhoneTask], policy: Policy, device_factory: Opt
     while pending or running:
         while pending and len(running) < concurrency:
             index, task = pending.pop()
-            running.append((index, _start(task, policy.name, device_factory(), max_steps, date)))
+            running.append((index, _start(task, policy.name, device_factory(), max_steps, date, observation)))
         replies = policy([r.conversation.messages for _, r in running])
         if len(replies) != len(running):
             raise RuntimeError(f"policy {policy.name!r} answered {len(replies)} of {len(running)} conversations")
@@ -85,20 +105,22 @@ def run_episodes(tasks: Sequence[PhoneTask], policy: Policy, device_factory: Opt
     return [finished[i] for i in range(len(tasks))]
 
 
-def _start(task: PhoneTask, model: str, device, max_steps: int, date: datetime.date) -> _Running:
+def _start(task: PhoneTask, model: str, device, max_steps: int, date: datetime.date, observation: str) -> _Running:
     env = PhoneEnv(device, tasks=[task], max_steps=max_steps)
     obs, _ = env.reset(options={"task": task})
-    conversation = Conversation(task.instruction, date)
-    png = png_bytes(obs["screenshot"])
-    conversation.observe(image_data_url(png), obs["current_app"])
-    episode = Episode(task.id, task.template, task.split, list(task.apps), task.instruction, model, date.isoformat())
-    return _Running(task, env, conversation, episode, png, obs["current_app"])
+    episode = Episode(task.id, task.template, task.split, list(task.apps), task.instruction, model, date.isoformat(),
+                      observation=observation)
+    r = _Running(task, env, Conversation(task.instruction, date, observation), episode,
+                 png_bytes(obs["screenshot"]), obs["current_app"])
+    r.read_tree()
+    r.show()
+    return r
 
 
 def _advance(r: _Running, reply) -> None:
     """One reply: record it, execute it, and either end the episode or show the model the next screen."""
     ep = r.episode
-    step = Step(len(ep.steps) + 1, r.app, prompt_tokens=reply.prompt_tokens, png=r.png)
+    step = Step(len(ep.steps) + 1, r.app, prompt_tokens=reply.prompt_tokens, png=r.png, ui_tree=r.tree)
     ep.steps.append(step)
     if reply.error:
         step.error = reply.error
@@ -113,12 +135,13 @@ def _advance(r: _Running, reply) -> None:
         info["valid"], info["effect"]
     step.element, step.target_box = info["element"], list(info["box"]) if info["box"] else None
     r.png, r.app = png_bytes(obs["screenshot"]), obs["current_app"]
+    r.read_tree()
     if terminated or truncated:
         ep.checks, ep.success = info["checks"], info["success"] if info["checks"] is not None else None
         reason = "parse_failure" if info["parse_error"] else "finish" if terminated else "step_limit"
         _end(r, reason, action.args.get("message") if terminated else f"no finish within {r.env.max_steps} steps")
         return
-    r.conversation.observe(image_data_url(r.png), r.app)
+    r.show()
 
 
 def _end(r: _Running, reason: str, message: Optional[str]) -> None:

@@ -110,13 +110,34 @@ def tokens(args) -> dict:
         png_bytes(shot)
         draw_s.append(t1 - t0)
         encode_s.append(time.process_time() - t1)
-    return {"task": task.id, "request": args.steps, "size": args.size, "image_tokens_latest_screenshot": image,
+    return {**_tree_tokens(load_tokenizer(packaged.NAME).tokenizer, task, args.steps),
+            "task": task.id, "request": args.steps, "size": args.size, "image_tokens_latest_screenshot": image,
             "text_tokens_byte_upper_bound": text_bytes, "text_tokens_bpe_estimate": bpe,
             "total_upper_bound": image + text_bytes, "total_bpe_estimate": image + bpe, "context": CONTEXT_TOKENS,
             "share_of_context_bpe": round((image + bpe) / CONTEXT_TOKENS, 3),
             "if_every_screenshot_were_kept": args.steps * image + bpe, "screenshot_png_kb": round(screenshot_kb, 1),
             "screenshot_draw_cpu_s": round(statistics.median(draw_s), 4),
             "screenshot_png_encode_cpu_s": round(statistics.median(encode_s), 4)}
+
+
+def _tree_tokens(tokenizer, task, steps: int) -> dict:
+    """The ui_tree observation's cost in SmolLM2's BPE: the tree of every screen of every oracle episode (per screen:
+    median, mean, max), and the whole request of ``task`` at step ``steps`` shown as trees (system prompt, earlier
+    turns as text, the latest tree)."""
+    counts = [len(tokenizer(step.ui_tree)["input_ids"])
+              for episode in run_episodes(TASKS, OraclePolicy(TASKS), sim_devices((112, 252)), observation="ui_tree")
+              for step in episode.steps]
+    conversation = Conversation(task.instruction, observation="ui_tree")
+    episode, = run_episodes([task], OraclePolicy([task]), sim_devices((112, 252)), observation="ui_tree")
+    for step in episode.steps[:steps - 1]:
+        conversation.observe(None, step.current_app, step.ui_tree)
+        conversation.reply(step.reasoning, step.answer)
+    conversation.observe(None, episode.steps[steps - 1].current_app, episode.steps[steps - 1].ui_tree)
+    prompt = tokenizer.apply_chat_template(conversation.messages, add_generation_prompt=True, tokenize=False)
+    request = len(tokenizer(prompt)["input_ids"])
+    return {"ui_tree_screens": len(counts), "ui_tree_tokens_per_screen_median": statistics.median(counts),
+            "ui_tree_tokens_per_screen_mean": round(statistics.mean(counts), 1),
+            "ui_tree_tokens_per_screen_max": max(counts), "ui_tree_request_tokens": request}
 
 
 def main() -> None:

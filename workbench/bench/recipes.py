@@ -32,6 +32,7 @@ import torch
 
 from ..config import ConfigError
 from ..config.loading import split_override
+from ..config.names import EPISODE_TASK
 from ..config.recipes import Evaluation, Figure, Recipe, all_recipes, load_recipe
 
 README_BEGIN = "<!-- recipes table: python -m workbench.bench.recipes --readme README.md -->"
@@ -84,11 +85,50 @@ def _scalars(metrics: dict) -> dict:
             if isinstance(v, (int, float)) and not isinstance(v, bool) and k not in ("n", "failed")}
 
 
+EPISODE_SCREEN = (112, 252)  # the simulated phone's pixels in episode evaluations: a ui_tree model never sees them
+
+
+def evaluate_episodes(evaluation: Evaluation, run_dir: Path, progress: bool) -> tuple[dict, dict]:
+    """(fine-tuned metrics, base metrics) of an episode evaluation (task phone_agent): every task of
+    ``evaluation.data`` played to its end on the simulated phone by the run's whole model (model/ or merged/) and
+    by its base, in this process (greedy, 8 conversations a batch); each model's episodes are stored in
+    RUN_DIR/episodes/<evaluation>-<tuned|base>/ (replies, screens, trees, final checks) to read."""
+    import datetime
+
+    from ..agent import InProcessPolicy, run_episodes, sim_devices
+    from ..agent.metrics import summarize
+    from ..agent.store import EpisodeWriter, folder_name
+    from ..models import load_for_inference
+    from ..phone.tasks import select_tasks
+    from ..runs.layout import EPISODES_DIR, base_model
+
+    tasks = select_tasks(evaluation.data)
+    date = datetime.date.fromisoformat(evaluation.date) if evaluation.date else None
+    out = []
+    for role, source in (("tuned", starting_model(run_dir)), ("base", base_model(run_dir))):
+        loaded = load_for_inference(str(source))
+        policy = InProcessPolicy(loaded.model, loaded.tokenizer, loaded.processor, name=role,
+                                 max_tokens=evaluation.max_tokens)
+        writer = EpisodeWriter(run_dir / EPISODES_DIR / folder_name(f"{evaluation.label}-{role}"))
+        episodes = run_episodes(tasks, policy, sim_devices(EPISODE_SCREEN), evaluation.max_steps, date=date,
+                                on_episode=writer.write, observation=evaluation.observation)
+        out.append(summarize(episodes))
+        writer.close({"model": str(source), "metrics": out[-1]})
+        if progress:
+            print(f"[recipes] {evaluation.label} {role}: success {out[-1]['success_rate']:.3f} of {len(tasks)}",
+                  flush=True)
+        del loaded, policy
+    return out[0], out[1]
+
+
 def evaluate_run(evaluation: Evaluation, run_dir: Path, progress: bool) -> tuple[dict, dict]:
     """(fine-tuned metrics, base metrics) of one evaluation of a run, as `workbench eval --run RUN` measures them;
     a full fine-tune (model/, no adapter to serve beside its base) as `workbench eval --base RUN/model` and
-    `workbench eval --base MODEL`, one server each."""
+    `workbench eval --base MODEL`, one server each. Episode evaluations: ``evaluate_episodes``."""
     from ..eval.runner import evaluate
+
+    if evaluation.task == EPISODE_TASK:
+        return evaluate_episodes(evaluation, run_dir, progress)
     from ..runs.layout import base_model, trained_weights
     from ..serve.config import default_adapter_id
 
@@ -245,6 +285,11 @@ def format_outcomes(outcomes: list[Outcome], runs_kept: bool = True) -> str:
 
 def _rows_of(evaluation: Evaluation) -> str:
     from ..eval import get_task
+
+    if evaluation.task == EPISODE_TASK:
+        from ..phone.tasks import select_tasks
+
+        return f"{len(select_tasks(evaluation.data))} `{evaluation.data}` tasks, whole episodes ({evaluation.observation})"
 
     data = Path(evaluation.data) if evaluation.data else get_task(evaluation.task).default_data
     total = sum(1 for line in Path(data).read_text(encoding="utf-8").splitlines() if line.strip())

@@ -267,6 +267,13 @@ class RlSection(Section):
     date: Optional[str] = Field(None, description="rl.prompts phone_tasks: the date the system prompt states, "
                                 "YYYY-MM-DD (the packaged episode rows say 2026-12-01); null: the day the run starts. "
                                 "A fixed date keeps the prompts, and so the run, the same on any day.")
+    observation: Literal["screenshot", "ui_tree", "both"] = Field(
+        "screenshot", description="rl.prompts phone_tasks: what the prompts show of each screen: the screenshot (a "
+        "vision-language model), ui_tree (the screen's compact tree as text: a text model will do) or both.")
+    prompt_steps: Literal["first", "all"] = Field(
+        "first", description="rl.prompts phone_tasks: first = each task's first step is a prompt; all = every step "
+        "of each task's oracle episode is one (the conversation up to it as the oracle played it), so that the "
+        "later steps of an episode are sampled and trained too; episode_success plays on from the sampled step.")
     episode_max_steps: int = Field(20, ge=1, le=500, description="episode_success: the steps an episode may take, "
                                    "the sampled first action included; the rest are the trained model's greedy "
                                    "answers (rl.max_new_tokens each).")

@@ -132,7 +132,7 @@ def check_file(path: str | Path, tokenizer=None, max_length: Optional[int] = Non
             meta = row.get("meta") if isinstance(row.get("meta"), dict) else {}
             runtime = meta.get("format") == FORMAT_NAME
             if runtime:
-                row_problems += [f"runtime format: {why}" for why in runtime_problems(row["messages"])]
+                row_problems += [f"runtime format: {why}" for why in runtime_problems(row["messages"], meta.get("observation"))]
             if _is_action_row(row, messages, actions):
                 row_problems += _action_problems(row, messages, grammar=not runtime)
             if tokenizer is not None and images_ok:

@@ -123,10 +123,10 @@ class _Engine:
         if self.scorer is None:
             raise ConfigError([("training.method", "grpo needs rewards to score the rollouts: start the run through "
                                 "workbench.train (or the CLI), which composes the rewards of rl.rewards")])
-        if self.cfg.rl.prompts == "phone_tasks" and self.processor is None:
+        if self.cfg.rl.prompts == "phone_tasks" and self.processor is None and self.cfg.rl.observation != "ui_tree":
             raise ConfigError([("rl.prompts", f"phone_tasks prompts are screenshots, and {self.cfg.model.source!r} is "
                                 "a text model (no processor): use a vision-language model (e.g. tiny-glm4v-agent), "
-                                "or rl.prompts rows")])
+                                "rl.observation ui_tree (the screen as text) or rl.prompts rows")])
         if not self.scorer.prompts:
             raise ConfigError([("data.train", "no prompts to sample rollouts for")])
         return GrpoStep(self, self.scorer)

@@ -32,6 +32,9 @@ from ..config.packages import missing_package
 from .actions import Action, to_pixels
 from .sim import Outcome, resolve_app
 from .state import HOME
+from .uitree import compress_uiautomator
+
+UI_DUMP_PATH = "/sdcard/window_dump.xml"  # uiautomator's own default file
 
 # App names of the simulated phone -> Android packages (stock Google apps); pass packages= for other phones
 APP_PACKAGES = {
@@ -106,6 +109,12 @@ class AdbPhone:
         image = Image.open(io.BytesIO(png)).convert("RGB")
         self.size = image.size
         return image
+
+    def ui_tree(self) -> str:
+        """The screen's compact tree: ``uiautomator dump`` to a file on the phone, read back, compressed
+        (``workbench.phone.uitree.compress_uiautomator``) onto the 0-999 grid of the current screen size."""
+        self._shell(f"uiautomator dump {UI_DUMP_PATH}")
+        return compress_uiautomator(self._shell(f"cat {UI_DUMP_PATH}"), *self.size)
 
     def current_app(self) -> str:
         by_package = {package: app for app, package in self.packages.items()}

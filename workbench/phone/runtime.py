@@ -9,6 +9,11 @@ Open-AutoGLM's ``phone_agent`` builds it (the facts matched here; the wording of
   screenshot and the text of every earlier turn;
 - each reply is stored back as ``<think>{thinking}</think><answer>{action}</answer>``.
 
+Observation modes (``OBSERVATIONS``): ``screenshot`` (the above), ``ui_tree`` (no image; the screen's compact
+accessibility tree, ``workbench.phone.uitree``, follows the JSON in ``screen_info`` on its own lines) and ``both``
+(the screenshot and the tree). The tree, like the screenshot, stays in the latest user turn only: once answered,
+that turn keeps the JSON line.
+
 ``Conversation`` builds it turn by turn (the episode runner, the recorder of training rows); ``runtime_problems``
 says how a message list departs from it (the data linter).
 """
@@ -25,6 +30,7 @@ LATER_TURN_PREFIX = "** Screen Info **\n\n"
 FORMAT_NAME = "autoglm-runtime"  # meta.format of training rows in this format
 CONTEXT_TOKENS = 25_480  # Open-AutoGLM's recommended server context (--max-model-len)
 MAX_STEPS = 100  # Open-AutoGLM's default step limit
+OBSERVATIONS = ("screenshot", "ui_tree", "both")  # what the model is shown of each screen
 
 _GRAMMAR = """# Setup
 You operate an Android phone to complete the user's task. At each step you see the current screenshot and the name of the app on screen. Look at the screen, reason briefly, then give exactly one action.
@@ -47,17 +53,34 @@ finish(message="xxx")    end the task and say what was done
 
 Answer with one action per turn. Check that the last action worked before the next one. Finish only when the task is done."""
 
+_TREE_LINES = ("one a line: name, texts, bounds [left,top][right,bottom], the point a tap uses and the other "
+               "gestures.")
+_SETUPS = {"ui_tree": "At each step you see the name of the app on screen and its elements as text, " + _TREE_LINES,
+           "both": "At each step you see the current screenshot, the name of the app on screen and its elements as "
+                   "text, " + _TREE_LINES}
+_SCREENSHOT_SETUP = "At each step you see the current screenshot and the name of the app on screen."
 _DATE_LINE = re.compile(r"^The current date: (\d{4}-\d{2}-\d{2}), \w+\n")
 
 
-def system_prompt(date: Optional[datetime.date] = None) -> str:
-    """The system message: the date line, then the action grammar."""
+def check_observation(observation: str) -> str:
+    if observation not in OBSERVATIONS:
+        raise ValueError(f"observation {observation!r}: give one of {', '.join(OBSERVATIONS)}")
+    return observation
+
+
+def system_prompt(date: Optional[datetime.date] = None, observation: str = "screenshot") -> str:
+    """The system message: the date line, then the action grammar (its first lines say what the model sees)."""
     today = date or datetime.date.today()
-    return f"The current date: {today:%Y-%m-%d, %A}\n{_GRAMMAR}"
+    grammar = _GRAMMAR
+    if check_observation(observation) != "screenshot":
+        grammar = grammar.replace(_SCREENSHOT_SETUP, _SETUPS[observation])
+    return f"The current date: {today:%Y-%m-%d, %A}\n{grammar}"
 
 
-def screen_info(current_app: str) -> str:
-    return json.dumps({"current_app": current_app}, ensure_ascii=False)
+def screen_info(current_app: str, tree: Optional[str] = None) -> str:
+    """``{"current_app": ...}``, then the screen's tree on the lines below when there is one."""
+    info = json.dumps({"current_app": current_app}, ensure_ascii=False)
+    return info if tree is None else f"{info}\n{tree}"
 
 
 def assistant_content(thinking: str, action_text: str) -> str:
@@ -84,21 +107,28 @@ def _images_of(message: dict) -> int:
 class Conversation:
     """One episode's messages in the runtime format: ``observe`` a screen, then ``reply``; repeat."""
 
-    def __init__(self, task: str, date: Optional[datetime.date] = None):
-        self.task = task
-        self.messages: list[dict] = [{"role": "system", "content": system_prompt(date)}]
+    def __init__(self, task: str, date: Optional[datetime.date] = None, observation: str = "screenshot"):
+        self.task, self.observation = task, check_observation(observation)
+        self.messages: list[dict] = [{"role": "system", "content": system_prompt(date, observation)}]
 
     @property
     def steps(self) -> int:
         return sum(1 for m in self.messages if m["role"] == "assistant")
 
-    def observe(self, image_url: str, current_app: str) -> list[dict]:
-        """Add the user turn showing a screen (``image_url``: a data: URL, or a file path in training rows); the
-        messages to send the model."""
+    def observe(self, image_url: Optional[str], current_app: str, tree: Optional[str] = None) -> list[dict]:
+        """Add the user turn showing a screen (``image_url``: a data: URL, or a file path in training rows;
+        ``tree``: the screen's compact tree), each as the observation mode asks; the messages to send the model."""
         if self.messages[-1]["role"] == "user":
             raise RuntimeError("observe() twice without a reply in between")
-        text = (f"{self.task}\n\n" if self.steps == 0 else LATER_TURN_PREFIX) + screen_info(current_app)
-        self.messages.append({"role": "user", "content": [_image_part(image_url), {"type": "text", "text": text}]})
+        wants_image, wants_tree = self.observation != "ui_tree", self.observation != "screenshot"
+        if (wants_image and image_url is None) or (wants_tree and tree is None):
+            raise ValueError(f"observation {self.observation!r} needs "
+                             f"{'a screenshot' if wants_image and image_url is None else 'the screen tree'}")
+        text = (f"{self.task}\n\n" if self.steps == 0 else LATER_TURN_PREFIX) + \
+            screen_info(current_app, tree if wants_tree else None)
+        # without an image the turn is plain text: what a text-only model's chat template takes
+        content = [_image_part(image_url), {"type": "text", "text": text}] if wants_image else text
+        self.messages.append({"role": "user", "content": content})
         return self.messages
 
     def reply(self, thinking: str, action_text: str) -> None:
@@ -106,13 +136,38 @@ class Conversation:
         if self.messages[-1]["role"] != "user":
             raise RuntimeError("reply() without a screen observed first")
         last = self.messages[-1]
-        last["content"] = [p for p in last["content"] if p.get("type") == "text"]
+        if isinstance(last["content"], str):
+            last["content"] = _without_tree(last["content"])
+        else:
+            last["content"] = [{**p, "text": _without_tree(p["text"])} for p in last["content"] if p.get("type") == "text"]
         self.messages.append({"role": "assistant", "content": assistant_content(thinking, action_text)})
 
 
-def runtime_problems(messages: list[dict]) -> list[str]:
+def _observation_problems(turn: int, images: int, has_tree: bool, observation: str) -> list[str]:
+    """The latest user turn against the observation mode: a screenshot unless ui_tree, a tree unless screenshot."""
+    problems = []
+    if images != (0 if observation == "ui_tree" else 1):
+        problems.append(f"user turn {turn + 1} holds {images} image(s); observation {observation} shows "
+                        f"{'none' if observation == 'ui_tree' else 'exactly one'}")
+    if has_tree != (observation != "screenshot"):
+        problems.append(f"user turn {turn + 1} {'holds a screen tree' if has_tree else 'holds no screen tree'}; "
+                        f"observation {observation} shows {'it' if observation != 'screenshot' else 'none'}")
+    return problems
+
+
+def _without_tree(text: str) -> str:
+    """A user turn's text with the screen tree cut off after the screen info's JSON line (an answered turn keeps no
+    tree)."""
+    head, sep, info = text.rpartition("\n\n")
+    return head + sep + info.split("\n", 1)[0]
+
+
+def runtime_problems(messages: list[dict], observation: Optional[str] = None) -> list[str]:
     """How ``messages`` (a training row: the conversation up to one reply) departs from the runtime format;
-    empty when it conforms."""
+    empty when it conforms. ``observation`` (a row's ``meta.observation``): what the latest turn must show; None
+    accepts a screenshot, a screen tree or both."""
+    if observation is not None and observation not in OBSERVATIONS:
+        return [f"meta.observation {observation!r}: give one of {', '.join(OBSERVATIONS)}"]
     problems = []
     if not messages or messages[0].get("role") != "system" or not _DATE_LINE.match(_text_of(messages[0])):
         problems.append("the first message must be the system prompt starting 'The current date: YYYY-MM-DD, Day'")
@@ -135,6 +190,10 @@ def runtime_problems(messages: list[dict]) -> list[str]:
             if not text.startswith(LATER_TURN_PREFIX):
                 problems.append(f"user turn {i + 1} must start with '** Screen Info **' and a blank line")
             info = text[len(LATER_TURN_PREFIX):]
+        info, _, tree = info.partition("\n")
+        latest = i == len(users) - 1
+        if tree and not latest:
+            problems.append(f"user turn {i + 1} holds a screen tree; only the latest turn holds one")
         try:
             parsed = json.loads(info)
             ok = isinstance(parsed, dict) and set(parsed) == {"current_app"} and isinstance(parsed["current_app"], str)
@@ -142,10 +201,13 @@ def runtime_problems(messages: list[dict]) -> list[str]:
             ok = False
         if not ok:
             problems.append(f"user turn {i + 1}: the screen info must be JSON {{\"current_app\": \"<app name>\"}}")
-        want = 1 if i == len(users) - 1 else 0
-        if _images_of(user) != want:
+        if latest and observation is not None:
+            problems += _observation_problems(i, _images_of(user), bool(tree), observation)
+            continue
+        want = (0 if tree else 1) if latest else 0  # a ui_tree row's latest turn may hold its tree instead
+        if _images_of(user) not in ({want, 1} if latest and tree else {want}):
             problems.append(f"user turn {i + 1} holds {_images_of(user)} image(s); only the latest turn holds the "
-                            "screenshot (exactly one)")
+                            "screenshot (exactly one), or its screen tree")
     for i, reply in enumerate(replies):
         content = reply.get("content") if isinstance(reply.get("content"), str) else ""
         if not re.fullmatch(r"<think>.*</think><answer>.*</answer>", content, re.S):

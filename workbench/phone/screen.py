@@ -51,6 +51,7 @@ class Screen:
     ops: list[tuple] = field(default_factory=list)
     elements: dict[str, Box] = field(default_factory=dict)  # label -> box, in drawing order
     handlers: dict[str, Handlers] = field(default_factory=dict)
+    keyboard: bool = False  # the on-screen keyboard is up (a text field has the focus)
 
     def rect(self, box: Box, fill: Color, radius: int = 0, outline: Optional[Color] = None,
              element: Optional[str] = None, **gestures) -> None:
@@ -103,6 +104,7 @@ KEYBOARD_TOP = 700  # the on-screen keyboard covers y 700..1000 while a text fie
 def keyboard(s: Screen, enter: Optional[Callable[[], None]] = None, enter_label: str = "") -> None:
     """The on-screen keyboard (its letter keys are drawn, not targets: text comes with Type). ``enter`` makes its
     action key (bottom right, ``enter_label``) a target."""
+    s.keyboard = True
     s.rect((0, KEYBOARD_TOP, 1000, 1000), (209, 212, 217))
     for r, row in enumerate(["qwertyuiop", "asdfghjkl", "zxcvbnm"]):
         width = 1000 // 10

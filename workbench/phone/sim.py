@@ -25,6 +25,7 @@ from typing import Callable, Optional
 from PIL import Image
 
 from .actions import Action
+from .uitree import screen_tree
 from .screen import KEYBOARD_TOP, Box, Screen, keyboard, status_bar
 from .state import (APPS, APPS_PER_PAGE, CONTACTS, HOME, PHOTOS, SETTINGS_PAGES, SONGS, TOGGLES, PhoneState,
                     web_results)
@@ -110,6 +111,11 @@ class SimPhone:
 
     def screenshot(self, size: Optional[tuple[int, int]] = None) -> Image.Image:
         return self._build().draw(tuple(size or self.size))
+
+    def ui_tree(self) -> str:
+        """The screen on show as the compact accessibility tree (``workbench.phone.uitree``): exact, since the
+        screen is drawn from these elements."""
+        return screen_tree(self._build())
 
     def execute(self, action: Action) -> Outcome:
         kind = action.type

@@ -7,8 +7,14 @@ running the task's oracle for one step and reading that step back as a training 
 the oracle's first reply is the reference and, for a tap, its target box is the row's ``meta.target_box``, so every
 single-step reward (format, action_type, tap_in_box, ...) applies to these prompts too.
 
-``episode_success`` plays each sampled first action on: a fresh simulated phone per completion, the sampled reply
-as step 1, then the model being trained answers every later step greedily (``agent.InProcessPolicy`` under the
+With ``rl.prompt_steps: all`` every step of each task's oracle episode is a prompt (the conversation up to that step
+as the oracle played it, the oracle's reply there the reference), so that the later steps of an episode are sampled
+and trained too, not only the first. ``rl.observation`` says what the prompts show of each screen (``ui_tree``: the
+screen's tree as text, for a text model).
+
+``episode_success`` plays each sampled action on: a fresh simulated phone per completion, the prompt's earlier
+steps replayed as the oracle took them, the sampled reply as the next, then the model being trained answers every
+later step greedily (``agent.InProcessPolicy`` under the
 run's precision policy, ``rl.max_new_tokens`` a step) through ``agent.run_episodes``, all of a batch's episodes
 side by side, up to ``rl.episode_max_steps`` steps. The reward is 1 when the episode ends on a parsed finish with
 the task's final-state checks all holding, else 0. Greedy continuation is a choice: only the first action is
@@ -42,43 +48,66 @@ class TaskPrompt(Example):
     task: Optional[PhoneTask] = None
 
 
-def first_step_prompts(tasks: list[PhoneTask], size: tuple[int, int], date: datetime.date) -> list[TaskPrompt]:
-    """The first step of each task as the runner sends it, with the oracle's first reply as the reference."""
-    episodes = run_episodes(tasks, OraclePolicy(tasks), sim_devices(size), max_steps=1, concurrency=len(tasks),
-                            date=date)
+def step_prompts(tasks: list[PhoneTask], size: tuple[int, int], date: datetime.date, observation: str = "screenshot",
+                 steps: str = "first") -> list[TaskPrompt]:
+    """The first step (``steps="first"``) or every step (``"all"``) of each task's oracle episode as the runner sends
+    it, shown as ``observation`` asks, with the oracle's reply there as the reference."""
+    episodes = run_episodes(tasks, OraclePolicy(tasks), sim_devices(size), max_steps=1 if steps == "first" else 100,
+                            concurrency=len(tasks), date=date, observation=observation)
     prompts = []
     for number, (task, episode) in enumerate(zip(tasks, episodes), start=1):
-        row = episode_rows(episode, number, image_data_url)[0]
-        messages = row["messages"]
-        prompts.append(TaskPrompt(number, without_weights(messages[:-1]), messages[-1]["content"], row, task))
+        for row in episode_rows(episode, number, image_data_url)[:1 if steps == "first" else None]:
+            messages = row["messages"]
+            prompts.append(TaskPrompt(len(prompts) + 1, without_weights(messages[:-1]), messages[-1]["content"], row,
+                                      task))
     return prompts
 
 
-class _SampledFirst:
-    """A policy whose first call answers with the sampled completions (one per episode, in the order of the tasks
-    ``run_episodes`` was given: with concurrency >= the tasks, its first call holds every episode's step 1, in
-    order) and whose later calls are ``then``'s."""
+def first_step_prompts(tasks: list[PhoneTask], size: tuple[int, int], date: datetime.date) -> list[TaskPrompt]:
+    """The first step of each task as the runner sends it (its screenshot), the oracle's first reply the reference."""
+    return step_prompts(tasks, size, date)
 
-    name = "sampled-first"
 
-    def __init__(self, first: list[str], then):
-        self.first, self.then = list(first), then
+class _Scripted:
+    """A policy that answers each episode from its script (the prompt's earlier replies, the oracle's, then the
+    sampled completion), then hands it to ``then``. Episodes are told apart by their conversation's list, which the
+    runner keeps for the whole episode; its first call holds every episode in the order of the scripts (concurrency
+    >= the episodes)."""
+
+    name = "sampled-step"
+
+    def __init__(self, scripts: list[list[str]], then):
+        self.scripts, self.then, self.index = scripts, then, {}
 
     def __call__(self, conversations: list[list[dict]]) -> list[Completion]:
-        if self.first is None:
-            return self.then(conversations)
-        first, self.first = self.first, None
-        if len(first) != len(conversations):
-            raise RuntimeError(f"{len(conversations)} episodes began, for {len(first)} sampled first actions")
-        return [Completion(text) for text in first]
+        if not self.index:
+            if len(conversations) != len(self.scripts):
+                raise RuntimeError(f"{len(conversations)} episodes began, for {len(self.scripts)} sampled actions")
+            self.index = {id(c): i for i, c in enumerate(conversations)}
+        replies: list[Optional[Completion]] = [None] * len(conversations)
+        rest = []
+        for n, messages in enumerate(conversations):
+            script = self.scripts[self.index[id(messages)]]
+            done = sum(1 for m in messages if m["role"] == "assistant")
+            if done < len(script):
+                replies[n] = Completion(script[done])
+            else:
+                rest.append(n)
+        if rest:
+            for n, reply in zip(rest, self.then([conversations[n] for n in rest])):
+                replies[n] = reply
+        return replies
 
 
-def play_episodes(prompts: list[TaskPrompt], first_replies: list[str], continuation, size: tuple[int, int],
-                  max_steps: int, date: datetime.date) -> list:
-    """Each prompt's episode with ``first_replies[i]`` as its step 1 and ``continuation`` (a ``agent.Policy``)
-    answering the rest: the ``agent.Episode`` of each, in order."""
-    return run_episodes([p.task for p in prompts], _SampledFirst(first_replies, continuation), sim_devices(size),
-                        max_steps=max_steps, concurrency=max(1, len(prompts)), date=date)
+def play_episodes(prompts: list[TaskPrompt], replies: list[str], continuation, size: tuple[int, int],
+                  max_steps: int, date: datetime.date, observation: str = "screenshot") -> list:
+    """Each prompt's episode: its earlier steps as the prompt holds them (the oracle's replies), ``replies[i]`` at
+    the prompt's step, and ``continuation`` (a ``agent.Policy``) answering the rest: the ``agent.Episode`` of each,
+    in order."""
+    scripts = [[m["content"] for m in p.messages if m["role"] == "assistant"] + [reply]
+               for p, reply in zip(prompts, replies)]
+    return run_episodes([p.task for p in prompts], _Scripted(scripts, continuation), sim_devices(size),
+                        max_steps=max_steps, concurrency=max(1, len(prompts)), date=date, observation=observation)
 
 
 class PhoneTasksScorer(ExamplesScorer):
@@ -86,10 +115,12 @@ class PhoneTasksScorer(ExamplesScorer):
     ``episode_success`` among the rewards, every completion's episode played on (``verdict["episode"]``)."""
 
     def __init__(self, tasks: list[PhoneTask], names: list[str], size: tuple[int, int], episode_max_steps: int,
-                 max_new_tokens: int, date: Optional[datetime.date] = None):
+                 max_new_tokens: int, date: Optional[datetime.date] = None, observation: str = "screenshot",
+                 prompt_steps: str = "first"):
         self.size, self.episode_max_steps, self.max_new_tokens = size, episode_max_steps, max_new_tokens
+        self.observation = observation
         self.date = date or datetime.date.today()  # one date for the whole run: the prompts and the episodes agree
-        super().__init__(first_step_prompts(tasks, size, self.date), names)
+        super().__init__(step_prompts(tasks, size, self.date, observation, prompt_steps), names)
         self.continuation = None  # the trained model's greedy policy, once the engine attaches it
 
     @classmethod
@@ -104,7 +135,8 @@ class PhoneTasksScorer(ExamplesScorer):
         except ValueError as err:
             raise ConfigError([("rl.screen_size", str(err))]) from None
         date = datetime.date.fromisoformat(rl.date) if rl.date else None
-        return cls(tasks, list(rl.rewards), size, rl.episode_max_steps, rl.max_new_tokens, date)
+        return cls(tasks, list(rl.rewards), size, rl.episode_max_steps, rl.max_new_tokens, date, rl.observation,
+                   rl.prompt_steps)
 
     def attach(self, policy) -> None:
         """The model being trained (``engine.grpo.TrainedPolicy``): it answers the episodes' later steps."""
@@ -122,7 +154,7 @@ class PhoneTasksScorer(ExamplesScorer):
                               "the engine attaches it (PhoneTasksScorer.attach)")
         try:
             episodes = play_episodes(prompts, completions, self.continuation, self.size, self.episode_max_steps,
-                                     self.date)
+                                     self.date, self.observation)
         except Exception as err:  # noqa: BLE001 - re-raised naming the reward and the tasks
             tasks = ", ".join(sorted({p.task.id for p in prompts}))
             raise RewardError(f"reward 'episode_success' raised playing the episodes of tasks {tasks}: "

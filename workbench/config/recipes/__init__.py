@@ -29,7 +29,7 @@ from pydantic import Field, field_validator
 
 from ..files import UnreadableFile
 from ..loading import ConfigError, apply_overrides, config_from_dict, config_to_dict, read_mapping_file
-from ..names import EVAL_TASKS
+from ..names import EPISODE_TASK, EVAL_TASKS
 from ..samples import resolve_sample_path
 from ..schema import RunConfig, Section
 
@@ -55,11 +55,18 @@ class Evaluation(Section):
     rows: Optional[int] = Field(None, ge=1, description="The first N rows; null: all.")
     max_tokens: int = Field(96, ge=1, le=4096, description="Answer length limit (answer-scoring tasks).")
     figures: dict[str, Figure] = Field(default_factory=dict, description="metric -> expected figure.")
+    observation: Literal["screenshot", "ui_tree", "both"] = Field(
+        "screenshot", description=f"{EPISODE_TASK} only: what the model is shown of each screen.")
+    max_steps: int = Field(20, ge=1, le=100, description=f"{EPISODE_TASK} only: the step limit of an episode.")
+    date: Optional[str] = Field(None, description=f"{EPISODE_TASK} only: the system prompt's date (YYYY-MM-DD; "
+                                "that of the training rows keeps the prompts as trained); null: today.")
 
     @field_validator("data")
     @classmethod
-    def _packaged_samples(cls, value: Optional[str]) -> Optional[str]:
-        return value if value is None else resolve_sample_path(value)
+    def _packaged_samples(cls, value: Optional[str], info) -> Optional[str]:
+        if value is None or info.data.get("task") == EPISODE_TASK:  # the tasks to play, not a file
+            return value
+        return resolve_sample_path(value)
 
     @property
     def label(self) -> str:
@@ -67,6 +74,8 @@ class Evaluation(Section):
         return self.task if self.data is None else f"{self.task} ({Path(self.data).stem})"
 
     def problems(self, path: str) -> list[tuple[str, str]]:
+        if self.task == EPISODE_TASK:  # the tasks (a split, a template, ids) are checked where they are played
+            return [] if self.data else [(f"{path}.data", f"{EPISODE_TASK} plays tasks: give them (e.g. heldout)")]
         out = EVAL_TASKS.unknown(f"{path}.task", [self.task])
         if self.data is not None and not Path(self.data).is_file():
             out.append((f"{path}.data", f"file not found: {self.data!r} (give an existing JSONL file, or null)"))

@@ -1,0 +1,131 @@
+"""The screen as text: a compact accessibility tree, the observation a text-only model reads (AndroidLab's "XML
+mode", AndroidWorld's a11y tree, ``adb shell uiautomator dump`` on a real phone).
+
+One line per element in reading order (top to bottom, then left to right), coordinates on the 0-999 grid of the
+actions::
+
+    Wi-Fi "On" [30,150][970,235] tap [500,192]
+    Ben Carter [20,304][980,386] tap [500,345] long-press
+    text "Contacts"
+
+- an element (what a gesture can hit): its name, the texts drawn inside it that are not its name, its bounds, the
+  point a tap uses (the centre: a small model copies it instead of computing a midpoint), and the gestures besides
+  a tap that do something (``long-press``, ``double-tap``);
+- a text outside every element: ``text "..."``; one-character glyphs (an icon's letter, ``<``, a keyboard key) are
+  left out;
+- ``keyboard open`` first when a text field has the keyboard up (the screenshot shows it; the tree says it).
+
+``screen_tree(Screen)`` reads the simulated phone's screens (exact: they are drawn from these elements);
+``compress_uiautomator(xml, width, height)`` reads a real phone's ``uiautomator dump`` into the same text.
+"""
+from __future__ import annotations
+
+import re
+import xml.etree.ElementTree as ET
+from typing import Iterable, Optional
+
+from .screen import GRID, Box, Screen
+
+KEYBOARD_LINE = "keyboard open"
+
+
+def _centre(box: Box) -> tuple[int, int]:
+    return (box[0] + box[2]) // 2, (box[1] + box[3]) // 2
+
+
+def _quote(text: str) -> str:
+    return '"' + text.replace('"', "'") + '"'
+
+
+def element_line(name: str, box: Box, texts: Iterable[str] = (), gestures: Iterable[str] = ()) -> str:
+    """One element's line: name, its other texts, bounds, tap point, the other gestures."""
+    x, y = _centre(box)
+    parts = [name, *(_quote(t) for t in texts), f"[{box[0]},{box[1]}][{box[2]},{box[3]}]", f"tap [{x},{y}]",
+             *gestures]
+    return " ".join(parts)
+
+
+def _inside(point: tuple[int, int], box: Box) -> bool:
+    return box[0] <= point[0] <= box[2] and box[1] <= point[1] <= box[3]
+
+
+def screen_tree(screen: Screen) -> str:
+    """The compact tree of a simulated screen."""
+    elements = list(screen.elements.items())
+    texts: dict[str, list[str]] = {name: [] for name, _ in elements}
+    free: list[tuple[tuple[int, int], str]] = []
+    for op in screen.ops:
+        if op[0] != "text" or len(op[2].strip()) < 2:
+            continue
+        point, text = op[1], op[2].strip()
+        owner = next((name for name, box in reversed(elements) if _inside(point, box)), None)
+        if owner is None:
+            if text not in screen.elements:  # an icon's caption under its box names the element already
+                free.append((point, text))
+        elif text != owner and text not in texts[owner]:
+            texts[owner].append(text)
+    items = []
+    for name, box in elements:
+        handlers = screen.handlers.get(name)
+        gestures = [g for g, on in (("long-press", handlers and handlers.long_press),
+                                    ("double-tap", handlers and handlers.double_tap)) if on]
+        items.append(((box[1], box[0]), element_line(name, box, texts[name], gestures)))
+    items += [((y, x), f"text {_quote(text)}") for (x, y), text in free]
+    lines = [line for _, line in sorted(items, key=lambda item: item[0])]
+    return "\n".join(([KEYBOARD_LINE] if screen.keyboard else []) + lines)
+
+
+_BOUNDS = re.compile(r"\[(-?\d+),(-?\d+)\]\[(-?\d+),(-?\d+)\]")
+
+
+def compress_uiautomator(xml: str, width: int, height: int) -> str:
+    """A real phone's ``uiautomator dump`` (the XML of ``adb shell uiautomator dump /sdcard/x.xml``) as the compact
+    tree: every node that is clickable or long-clickable (an element) or shows a text or description, named by its
+    text, else its content description, else its resource id's last part; bounds in pixels mapped onto the 0-999
+    grid (``width`` x ``height``: the screen's pixels). A clickable node takes the texts of the plain nodes inside
+    it, as AndroidLab's compression merges a button with its label; a focused text field reads as the keyboard
+    being open."""
+    root = ET.fromstring(xml)
+    nodes = []
+    for node in root.iter("node"):
+        match = _BOUNDS.fullmatch(node.get("bounds", ""))
+        if not match:
+            continue
+        px = [int(v) for v in match.groups()]
+        box = (_grid(px[0], width), _grid(px[1], height), _grid(px[2], width), _grid(px[3], height))
+        label = (node.get("text") or "").strip() or (node.get("content-desc") or "").strip()
+        clickable = node.get("clickable") == "true" or node.get("long-clickable") == "true"
+        if not clickable and not label:
+            continue
+        nodes.append({"box": box, "label": label, "clickable": clickable,
+                      "long": node.get("long-clickable") == "true",
+                      "focused": node.get("focused") == "true" and "EditText" in (node.get("class") or ""),
+                      "id": (node.get("resource-id") or "").rpartition("/")[2], "texts": []})
+    elements = [n for n in nodes if n["clickable"]]
+    items, focused_field = [], False
+    for n in nodes:
+        if n["clickable"]:
+            continue
+        owner = next((e for e in reversed(elements) if _inside(_centre(n["box"]), e["box"])), None)
+        if owner is None:
+            items.append(((n["box"][1], n["box"][0]), f"text {_quote(n['label'])}"))
+        elif n["label"] not in (owner["label"], *owner["texts"]):
+            owner["texts"].append(n["label"])
+    for e in elements:
+        name = e["label"] or (e["texts"].pop(0) if e["texts"] else e["id"] or "element")
+        focused_field |= e["focused"]
+        items.append(((e["box"][1], e["box"][0]),
+                      element_line(name, e["box"], e["texts"], ["long-press"] if e["long"] else [])))
+    lines = [line for _, line in sorted(items, key=lambda item: item[0])]
+    return "\n".join(([KEYBOARD_LINE] if focused_field else []) + lines)
+
+
+def _grid(pixels: int, extent: int) -> int:
+    """A pixel coordinate on the 0-999 grid (the inverse of ``actions.to_pixels``)."""
+    return max(0, min(GRID - 1, int(pixels * GRID / max(extent, 1))))
+
+
+def tree_of(device) -> Optional[str]:
+    """The tree of a device's screen: ``device.ui_tree()`` when it has one; None otherwise."""
+    read = getattr(device, "ui_tree", None)
+    return read() if read is not None else None
