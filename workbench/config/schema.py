@@ -302,6 +302,10 @@ class RlSection(Section):
                                "log-probabilities use the same).")
     max_new_tokens: int = Field(64, ge=1, le=8192, description="Completion length limit of the rollouts.")
     samples_logged: int = Field(4, ge=0, le=64, description="Sample completions per rollout event (the monitor's table).")
+    rollout_engine: Literal["in_process", "vllm"] = Field(
+        "in_process", description="What samples the rollouts: in_process = the model being trained (generate); vllm = "
+        "a vLLM server started for the run (`bash scripts/setup.sh --vllm`), given the current LoRA adapter each step "
+        "and returning its own per-token log-probabilities (policy_mismatch then compares trainer and engine).")
 
     def problems(self, path: str) -> list[tuple[str, str]]:
         out = REWARDS.unknown(f"{path}.rewards", list(self.rewards))
@@ -583,6 +587,15 @@ class RunConfig(Section):
                         "differ by noise: set lora.dropout 0"))
         if self.quantization.qat:
             out.append(("quantization.qat", "GRPO under quantization-aware training is not supported: turn QAT off"))
+        if self.rl.rollout_engine == "vllm":
+            if not self.lora.enabled:
+                out.append(("rl.rollout_engine", "vllm receives the trained weights as a LoRA adapter each step, and "
+                            "full fine-tuning has none: enable lora, or use rl.rollout_engine in_process"))
+            if self.rl.prompts != "rows" or "episode_success" in self.rl.rewards:
+                out.append(("rl.rollout_engine", "vllm rollouts take text prompts (rl.prompts rows) only so far: use "
+                            "rl.rollout_engine in_process for phone tasks"))
+            if self.sharding.strategy != "none":
+                out.append(("rl.rollout_engine", "vllm rollouts serve one process: use sharding.strategy none"))
         return out
 
 

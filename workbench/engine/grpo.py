@@ -20,7 +20,7 @@ import torch
 from ..data.multimodal import resolve_images
 from ..events.schema import PolicyMismatch, Rollout
 from ..forward import token_logprobs
-from ..forward.generate import Rollouts, sample_completions
+from ..forward.generate import Rollouts, model_stop_token_ids, sample_completions
 from ..precision import window_loss_divisor
 from ..precision.policy_loss import Mismatch, all_equal_groups, group_advantages, grpo_loss_sum, mismatch_stats
 
@@ -82,6 +82,13 @@ class GrpoStep:
         attach = getattr(scorer, "attach", None)
         if attach is not None:
             attach(TrainedPolicy(engine.strategy.module, engine.tokenizer, engine.processor, engine.policy.autocast))
+        self.vllm = None  # rl.rollout_engine vllm: the server sampling the rollouts (stopped when the process ends)
+        if self.cfg.rl.rollout_engine == "vllm":
+            from .vllm_rollouts import VllmRollouts
+
+            module = engine.strategy.module
+            self.vllm = VllmRollouts(self.cfg, engine.policy, engine.tokenizer,
+                                     model_stop_token_ids(module, engine.tokenizer), engine.device)
 
     @property
     def prompt_count(self) -> int:
@@ -89,10 +96,18 @@ class GrpoStep:
 
     def _rollout(self, prompts: list) -> _Window:
         e, rl = self.engine, self.cfg.rl
+        if self.vllm is not None:
+            rollouts = self.vllm.sample([p.messages for p in prompts], rl.group_size, rl.max_new_tokens,
+                                        rl.temperature)
+            return self._scored(prompts, rollouts)
         # screenshots travel inline (data: URLs) and are decoded here, for the processor (a text model has none)
         rollouts = sample_completions(e.strategy.module, e.tokenizer, [resolve_images(p.messages) for p in prompts],
                                       rl.group_size, rl.max_new_tokens, temperature=rl.temperature,
                                       autocast=e.policy.autocast, processor=e.processor)
+        return self._scored(prompts, rollouts)
+
+    def _scored(self, prompts: list, rollouts: Rollouts) -> _Window:
+        rl = self.cfg.rl
         expanded = [p for p in prompts for _ in range(rl.group_size)]
         scored = self.scorer(expanded, rollouts.texts)
         missing = [name for name in rl.rewards if name not in scored.rewards]
@@ -107,6 +122,8 @@ class GrpoStep:
         e, rl = self.engine, self.cfg.rl
         mbs, rank = self.cfg.schedule.micro_batch_size, e.ctx.rank
         t0 = time.perf_counter()
+        if self.vllm is not None:  # the adapter as this step starts reaches vLLM under a new name
+            self.vllm.push_adapter(e.strategy.module, e.state.step + 1)
         windows = []
         for _ in range(self.cfg.schedule.grad_accum_steps):
             idx = next(stream)[rank * mbs:(rank + 1) * mbs]  # this rank's slice of the global micro-batch of prompts

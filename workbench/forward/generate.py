@@ -98,7 +98,7 @@ class _SentenceStop(StoppingCriteria):
         return done
 
 
-def _left_padded(prompts: list, pad_id: int, device) -> dict[str, torch.Tensor]:
+def left_padded(prompts: list, pad_id: int, device) -> dict[str, torch.Tensor]:
     width = max(len(p.input_ids) for p in prompts)
     ids = torch.full((len(prompts), width), pad_id, dtype=torch.long)
     mask = torch.zeros((len(prompts), width), dtype=torch.long)
@@ -135,7 +135,7 @@ def greedy_replies(model, tokenizer, conversations: Sequence[list[dict]], max_ne
         for start in range(0, len(conversations), batch_size):
             prompts = [encode_prompt(tokenizer, list(messages), processor, template_kwargs)
                        for messages in conversations[start:start + batch_size]]
-            inputs = _left_padded(prompts, pad_id, device)
+            inputs = left_padded(prompts, pad_id, device)
             width = inputs["input_ids"].shape[1]
             if sentence_after is not None:
                 extra["stopping_criteria"] = StoppingCriteriaList([_SentenceStop(tokenizer, width, sentence_after)])
@@ -225,7 +225,7 @@ def sample_completions(model, tokenizer, conversations: Sequence[list[dict]], gr
     prompts = [encode_prompt(tokenizer, list(messages), processor, template_kwargs) for messages in conversations]
     # each prompt repeated for its group before decoding (what num_return_sequences does): the pixel values are
     # made once, per row, and the trainer's forward gets the very tensors the sampler got
-    inputs = _left_padded([p for p in prompts for _ in range(group_size)], pad_id, device)
+    inputs = left_padded([p for p in prompts for _ in range(group_size)], pad_id, device)
     suppressed = vision_placeholder_ids(model) if processor is not None else ()
     extra = {"suppress_tokens": list(suppressed)} if suppressed else {}
     was_training = model.training
@@ -238,12 +238,20 @@ def sample_completions(model, tokenizer, conversations: Sequence[list[dict]], gr
     finally:
         model.train(was_training)
     width = inputs["input_ids"].shape[1]
-    sequences = out.sequences
-    generated = sequences[:, width:]
-    rows, steps = generated.shape
+    generated = out.sequences[:, width:]
     # the sampler's log-probabilities: its processed scores (logits / temperature, fp32) normalised
     sampled = torch.stack([torch.log_softmax(s.float(), dim=-1).gather(-1, generated[:, t:t + 1]).squeeze(-1)
-                           for t, s in enumerate(out.scores)], dim=1) if steps else generated.float()
+                           for t, s in enumerate(out.scores)], dim=1) if generated.shape[1] else generated.float()
+    return rollouts_of(tokenizer, inputs, prompts, generated, sampled, stops, suppressed)
+
+
+def rollouts_of(tokenizer, inputs: dict, prompts: list, generated: torch.Tensor, sampled: torch.Tensor,
+                stops: list[int], suppressed: tuple = ()) -> Rollouts:
+    """Rollouts of ``generated`` [rows, steps] completion ids (each row up to its first stop token, padded after it)
+    and their sampler log-probabilities, after the left-padded prompt ``inputs`` (``_left_padded``) of ``prompts``:
+    whichever engine sampled them (this process's ``generate``, or a vLLM server)."""
+    width = inputs["input_ids"].shape[1]
+    sequences = torch.cat([inputs["input_ids"], generated.to(inputs["input_ids"].device)], dim=1)
     is_stop = torch.isin(generated, torch.tensor(stops, device=generated.device))
     # a completion runs up to and including its first stop token
     before_stop = (is_stop.long().cumsum(dim=1) - is_stop.long()) == 0

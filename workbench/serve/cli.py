@@ -25,6 +25,8 @@ def configure_parser(p: argparse.ArgumentParser) -> None:
     p.add_argument("--config", metavar="FILE", help="YAML or JSON serve configuration (the keys are the flags' "
                    "names with underscores); flags override it")
     add_config_arguments(p, ServeConfig, dashes=True)
+    p.add_argument("--print-command", action="store_true", help="with --engine vllm: print the vLLM command line "
+                   "these options make (to run vLLM yourself, e.g. in your own container) and exit")
 
 
 def config_from_args(args) -> ServeConfig:
@@ -50,6 +52,10 @@ def run(args) -> int:
 
     try:
         config = config_from_args(args)
+        if config.engine == "vllm":
+            from . import vllm
+
+            return vllm.serve_forever(config, print_command=args.print_command)
         serve_forever(config)
     except KeyboardInterrupt:
         pass

@@ -49,6 +49,12 @@ class ServeConfig(Section):
 
     model: str = Field("smollm2-135m-instruct", min_length=1, description="Base model: a built-in name (see "
                        "`workbench models`), a local Hugging Face directory or a hub id.")
+    engine: Literal["workbench", "vllm"] = Field(
+        "workbench", description="What serves: workbench's own server, or vLLM (its environment made by `bash "
+        "scripts/setup.sh --vllm`) given the same model, adapters, ids, dtype and context.")
+    vllm_args: Annotated[list[str], CliFlag("vllm-arg", "ARG", repeat=True)] = Field(
+        default_factory=list, description="engine vllm: one more argument for vLLM's server, appended to the command "
+        "(repeatable), e.g. --vllm-arg=--enforce-eager (no torch.compile: starts minutes sooner on a small CPU).")
     model_id: Optional[ModelId] = Field(None, description="Id clients use for the base model; null: the model value.")
     dtype: Literal["float32", "bfloat16", "float16"] = Field(
         "float32", description="Weights dtype; on a CPU use float32 or bfloat16.")

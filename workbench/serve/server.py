@@ -193,6 +193,8 @@ def start_server(model: str = "smollm2-135m-instruct", *, adapters: dict[str, st
     config = config_from_dict({"model": model, "adapters": {k: str(v) for k, v in (adapters or {}).items()},
                                "runs": [str(r) for r in runs or []], "port": port, "host": host, "api_key": api_key,
                                "log_level": log_level, **options}, ServeConfig)
+    if config.engine == "vllm":  # workbench.serve.start_server starts vLLM (workbench.serve.engines)
+        raise ValueError("engine vllm: call workbench.serve.start_server, which starts vLLM for these options")
     if subprocess_mode:
         if loaded is not None:
             raise ValueError("a preloaded model cannot be handed to a subprocess: pass its source instead")

@@ -1,0 +1,104 @@
+"""Everything that talks to a server, against ``--engine vllm`` (one vLLM start for the module, shared).
+
+Marked ``vllm``: the default suite leaves it out; its CI step runs ``-m vllm`` after ``bash scripts/setup.sh --vllm``,
+and a missing vLLM environment FAILS there (start_vllm raises VllmMissing), it never skips."""
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from .helpers import SMALL
+
+pytestmark = pytest.mark.vllm
+
+PROMPT = "Who are you?"
+
+
+@pytest.fixture(scope="module")
+def vllm_server(small_adapter_run):
+    """SmolLM2 + the probe adapter (the same files small_server serves) in vLLM, float32 like ours."""
+    from workbench.serve import start_server
+
+    with start_server(SMALL, engine="vllm", runs=[str(small_adapter_run)], max_batch=8, max_context=2048,
+                      threads=1, vllm_args=["--enforce-eager"], timeout=900) as srv:
+        yield srv
+
+
+def _eval_answers(capsys, url: str) -> dict:
+    from workbench.cli.main import main
+
+    assert main(["eval", "--server", url, "--task", "identity", "--limit", "6", "--max-tokens", "24", "--json",
+                 "--no-write"]) == 0
+    report = json.loads(capsys.readouterr().out)
+    answers = {(model, mode, r["index"]): r["answer"] for model, by_mode in report["records"].items()
+               for mode, records in by_mode.items() for r in records}
+    return answers, report["metrics"]
+
+
+def test_served_under_our_ids_and_health_answers_as_ours(vllm_server, small_adapter_run):
+    assert vllm_server.models() == [SMALL, small_adapter_run.name]
+    assert vllm_server.health() == {"status": "ok", "model": SMALL}
+
+
+def test_eval_server_gives_our_servers_greedy_answers(vllm_server, small_server, capsys):
+    """`workbench eval --server` against both engines: the same greedy answers from the base and the adapter."""
+    ours, our_metrics = _eval_answers(capsys, small_server.url)
+    theirs, their_metrics = _eval_answers(capsys, vllm_server.url)
+    assert ours.keys() == theirs.keys() and len(ours) == 12
+    same = [k for k in ours if ours[k] == theirs[k]]
+    assert len(same) >= 10, {k: (ours[k], theirs[k]) for k in ours if k not in same}
+    assert our_metrics.keys() == their_metrics.keys()
+
+
+def test_chat_panels_compare_streams_every_model_side_by_side(vllm_server, small_adapter_run):
+    from workbench.serve.client import compare
+
+    replies = compare(PROMPT, base_url=vllm_server.base_url, show=False, max_tokens=16, temperature=0)
+    assert list(replies) == [SMALL, small_adapter_run.name]
+    texts = [r.content for r in replies.values()]
+    assert all(texts) and texts[0] != texts[1]  # the adapter changes the answer
+
+
+def test_chat_openai_invokes_and_streams(vllm_server):
+    from workbench.serve.client import chat_model
+
+    llm = chat_model(SMALL, base_url=vllm_server.base_url, max_tokens=12, temperature=0)
+    whole = llm.invoke(PROMPT).content
+    streamed = "".join(chunk.content for chunk in llm.stream(PROMPT))
+    assert whole and streamed == whole
+
+
+def test_runtime_adapter_loading_under_a_new_name(vllm_server, small_adapter_run):
+    """What GRPO does each step: load the adapter under a new id, use it, unload it."""
+    vllm_server.add_adapter("step-1", small_adapter_run / "adapter")
+    assert "step-1" in vllm_server.models()
+    vllm_server.remove_adapter("step-1")
+    assert "step-1" not in vllm_server.models()
+
+
+def test_completions_give_token_ids_and_logprobs_up_to_the_stop_token(vllm_server):
+    """What GRPO's vLLM rollouts read (workbench/engine/vllm_rollouts.py): sampled token ids with a log-probability
+    each, a completion that stopped ending on its stop token."""
+    import urllib.request
+
+    from transformers import AutoTokenizer
+
+    from workbench.models import packaged
+
+    tok = AutoTokenizer.from_pretrained(packaged.checkpoint_dir())
+    ids = tok.apply_chat_template([{"role": "user", "content": "Say hi"}], add_generation_prompt=True, tokenize=True)
+    ids = list(ids["input_ids"] if hasattr(ids, "keys") else ids)
+    body = {"model": SMALL, "prompt": [ids], "n": 4, "max_tokens": 48, "temperature": 1.0, "top_p": 1.0, "top_k": -1,
+            "logprobs": 0, "return_tokens_as_token_ids": True, "stop_token_ids": [tok.eos_token_id], "seed": 0,
+            "skip_special_tokens": False}
+    req = urllib.request.Request(vllm_server.base_url + "/completions", data=json.dumps(body).encode(),
+                                 headers={"Content-Type": "application/json"})
+    choices = json.loads(urllib.request.urlopen(req, timeout=300).read())["choices"]
+    assert sorted(c["index"] for c in choices) == [0, 1, 2, 3]
+    for c in choices:
+        tokens, logps = c["logprobs"]["tokens"], c["logprobs"]["token_logprobs"]
+        assert len(tokens) == len(logps) > 0 and all(t.startswith("token_id:") and lp <= 0 for t, lp in zip(tokens, logps))
+        if c["finish_reason"] == "stop":
+            assert int(tokens[-1].rsplit(":", 1)[1]) == tok.eos_token_id
+    assert any(c["finish_reason"] == "stop" for c in choices)

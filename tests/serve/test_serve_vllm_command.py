@@ -1,0 +1,176 @@
+"""``workbench serve --engine vllm``: the vLLM command built from our serve options, and the missing-vLLM error.
+
+No vLLM runs here (tests/serve/test_serve_vllm.py, marked ``vllm``, drives a real one)."""
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from workbench.cli.main import main
+from workbench.config import config_from_dict
+from workbench.serve.config import ServeConfig
+from workbench.serve.vllm import (PYTHON_ENV, VllmMissing, adapter_rank, build_launch, vllm_lora_rank, vllm_python)
+
+from .helpers import SMALL
+
+
+def _run_dir(root: Path, name: str, rank: int, autocast: str | None = None) -> Path:
+    """A run directory as training leaves it, as far as serving reads it: config.json, adapter/, the log's start."""
+    run = root / name
+    (run / "adapter").mkdir(parents=True)
+    (run / "adapter" / "adapter_config.json").write_text(json.dumps({"r": rank, "base_model_name_or_path": "x"}))
+    (run / "config.json").write_text(json.dumps({"model": {"source": SMALL}}))
+    started = {"type": "run_started", "precision": {"autocast_dtype": autocast, "base_dtype": "float32"}}
+    (run / "events.jsonl").write_text(json.dumps(started) + "\n")
+    return run
+
+
+def _flag(argv: list[str], name: str) -> str:
+    return argv[argv.index(name) + 1]
+
+
+def _launch(**options):
+    return build_launch(config_from_dict({"engine": "vllm", "port": 8123, **options}, ServeConfig), "/venv/bin/python")
+
+
+def test_runs_become_lora_modules_under_our_ids_with_the_rank_vllm_accepts(tmp_path):
+    a, b = _run_dir(tmp_path, "demo-a", rank=4), _run_dir(tmp_path, "demo-b", rank=12, autocast="bfloat16")
+    launch = _launch(runs=[str(a), str(b / "adapter")], adapters={"mine": str(a)}, model_id="base")
+    argv = launch.argv
+    assert argv[:3] == ["/venv/bin/python", "-m", "vllm.entrypoints.openai.api_server"]
+    assert _flag(argv, "--served-model-name") == "base"
+    modules = argv[argv.index("--lora-modules") + 1:]
+    modules = modules[:next((i for i, m in enumerate(modules) if m.startswith("--")), len(modules))]
+    assert sorted(modules) == sorted([f"mine={(a / 'adapter').resolve()}", f"demo-a={(a / 'adapter').resolve()}",
+                                      f"demo-b={(b / 'adapter').resolve()}"])
+    assert _flag(argv, "--max-lora-rank") == "16"  # 12 rounded up to a rank vLLM accepts
+    assert _flag(argv, "--max-loras") == "3"
+    assert launch.env["VLLM_ALLOW_RUNTIME_LORA_UPDATING"] == "True"
+    assert _flag(argv, "--port") == "8123" and launch.url == "http://127.0.0.1:8123"
+    assert _flag(argv, "--dtype") == "float32"  # the first run's policy (fp32), before the second's bf16
+
+
+def test_dtype_follows_the_runs_policy_unless_given(tmp_path):
+    run = _run_dir(tmp_path, "bf", rank=16, autocast="bfloat16")
+    assert _flag(_launch(runs=[str(run)]).argv, "--dtype") == "bfloat16"
+    assert _flag(_launch(runs=[str(run)], dtype="float32").argv, "--dtype") == "float32"
+    assert "--enable-lora" not in _launch().argv  # no adapters, no LoRA machinery
+
+
+def test_options_map_to_vllm_flags_and_the_key_stays_off_the_command_line():
+    launch = _launch(max_context=2048, max_batch=8, api_key="sekrit", allow_local_images=True,
+                     vllm_args=["--enforce-eager"])
+    assert launch.argv[-1] == "--enforce-eager"
+    assert _flag(launch.argv, "--max-model-len") == "2048" and _flag(launch.argv, "--max-num-seqs") == "8"
+    assert launch.env["VLLM_API_KEY"] == "sekrit"
+    assert "sekrit" not in " ".join(launch.argv) and "sekrit" not in launch.shell()
+    assert _flag(launch.argv, "--allowed-local-media-path") == "/"
+    assert _flag(launch.argv, "--model").endswith("smollm2-135m-instruct")  # the packaged checkpoint's directory
+
+
+def test_glm4v_gets_open_autoglms_deployment_flags(tmp_path):
+    model = tmp_path / "glm"
+    model.mkdir()
+    (model / "config.json").write_text(json.dumps({"model_type": "glm4v", "text_config": {
+        "max_position_embeddings": 65536}}))
+    argv = _launch(model=str(model), model_id="autoglm-phone-9b").argv
+    assert _flag(argv, "--max-model-len") == "25480"
+    assert _flag(argv, "--chat-template-content-format") == "string"
+    assert json.loads(_flag(argv, "--limit-mm-per-prompt")) == {"image": 10}
+    assert json.loads(_flag(argv, "--mm-processor-kwargs")) == {"max_pixels": 5000000}
+    assert _flag(argv, "--served-model-name") == "autoglm-phone-9b"
+
+
+def test_vllm_ranks():
+    assert [vllm_lora_rank(r) for r in (1, 2, 8, 9, 64, 300)] == [1, 8, 8, 16, 64, 320]
+
+
+def test_adapter_rank_reads_rank_pattern(tmp_path):
+    (tmp_path / "adapter_config.json").write_text(json.dumps({"r": 8, "rank_pattern": {"q_proj": 32}}))
+    assert adapter_rank(tmp_path) == 32
+
+
+def test_a_missing_vllm_is_one_line_naming_the_setup_command(tmp_path, monkeypatch, capsys):
+    monkeypatch.setenv(PYTHON_ENV, str(tmp_path / "nowhere" / "python"))
+    with pytest.raises(VllmMissing, match="bash scripts/setup.sh --vllm"):
+        vllm_python()
+    assert main(["serve", "--engine", "vllm"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.splitlines() == [err] and "bash scripts/setup.sh --vllm" in err
+
+
+def test_print_command_needs_no_local_vllm(tmp_path, monkeypatch, capsys):
+    monkeypatch.setenv(PYTHON_ENV, str(tmp_path / "none"))
+    run = _run_dir(tmp_path, "demo-x", rank=16)
+    assert main(["serve", "--engine", "vllm", "--print-command", "--run", str(run), "--port", "9000"]) == 0
+    line = capsys.readouterr().out.strip()
+    assert line.startswith("VLLM_ALLOW_RUNTIME_LORA_UPDATING=True ")
+    assert "python -m vllm.entrypoints.openai.api_server" in line
+    assert f"--lora-modules demo-x={(run / 'adapter').resolve()}" in line and "--port 9000" in line
+
+
+def _fake_vllm(tmp_path: Path, body: str) -> Path:
+    """A stand-in for the vLLM environment's python: answers the discovery probe, then runs ``body`` (sh)."""
+    python = tmp_path / "fake-venv" / "bin" / "python"
+    python.parent.mkdir(parents=True)
+    python.write_text(f'#!/bin/sh\ncase "$1" in -c) exit 0;; esac\n{body}\n')
+    python.chmod(0o755)
+    return python
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    return Path(f"/proc/{pid}").exists() and "Z" not in Path(f"/proc/{pid}/stat").read_text().split()[2]
+
+
+def test_a_vllm_that_dies_says_why_with_its_last_log_lines(tmp_path, monkeypatch, capsys):
+    python = _fake_vllm(tmp_path, 'echo "INFO loading"; echo "ValueError: the model is not supported"; exit 3')
+    monkeypatch.setenv(PYTHON_ENV, str(python))
+    assert main(["serve", "--engine", "vllm", "--port", "0"]) == 1
+    err = capsys.readouterr().err
+    assert "vLLM exited with code 3" in err and "ValueError: the model is not supported" in err
+
+
+def _written_pids(file: Path, timeout: float = 120.0) -> list[int]:
+    """The two pids the stand-in writes once started (a loaded machine takes its time to start a python)."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if file.exists() and len(file.read_text().split()) == 2:
+            return [int(p) for p in file.read_text().split()]
+        time.sleep(0.05)
+    raise AssertionError(f"the stand-in did not start within {timeout} s")
+
+
+def test_stop_ends_the_whole_group_and_a_killed_parent_leaves_no_orphan(tmp_path, monkeypatch):
+    """vLLM runs a server and an engine process: both must go, on stop() and when workbench is SIGKILLed."""
+    pids = tmp_path / "pids"
+    python = _fake_vllm(tmp_path, f'sleep 300 & echo $! >> {pids}; echo $$ >> {pids}; wait')
+    monkeypatch.setenv(PYTHON_ENV, str(python))
+    from workbench.serve.vllm import start_vllm
+
+    server = start_vllm(config_from_dict({"engine": "vllm", "port": 0}, ServeConfig), wait=False)
+    started = _written_pids(pids)
+    server.stop()
+    assert not any(_alive(p) for p in started)
+
+    pids.unlink()
+    parent = subprocess.Popen([sys.executable, "-c", "import time; from workbench.config import config_from_dict; "
+                               "from workbench.serve.config import ServeConfig; from workbench.serve.vllm import "
+                               "start_vllm; start_vllm(config_from_dict({'engine': 'vllm', 'port': 0}, ServeConfig), "
+                               "wait=False); time.sleep(300)"], env={**os.environ, PYTHON_ENV: str(python)})
+    started = _written_pids(pids)
+    parent.kill()  # a kernel restart: no atexit, no signal handler runs
+    parent.wait()
+    deadline = time.monotonic() + 30  # the watchdog looks every second; a loaded machine is slow
+    while time.monotonic() < deadline and any(_alive(p) for p in started):
+        time.sleep(0.2)
+    assert not any(_alive(p) for p in started)

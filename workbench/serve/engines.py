@@ -1,0 +1,19 @@
+"""``start_server`` for either engine: our server (``workbench.serve.server``) or vLLM (``workbench.serve.vllm``),
+given the same arguments; ``workbench.serve.start_server`` is this one."""
+from __future__ import annotations
+
+from . import server, vllm
+from ..config import config_from_dict
+from .config import ServeConfig
+
+
+def start_server(model: str = "smollm2-135m-instruct", *, engine: str = "workbench", **options):
+    """``server.start_server``'s arguments plus ``engine``: "workbench" (ours) or "vllm" (a vLLM server in its own
+    environment, always a subprocess; ``timeout`` defaults to 900 s there, its start takes minutes on a small CPU)."""
+    if engine != "vllm":
+        return server.start_server(model, engine=engine, **options)
+    wait, timeout = options.pop("wait", True), options.pop("timeout", 900.0)
+    data = {"model": model, "engine": engine, "port": options.pop("port", 0), "log_level": "warning", **options}
+    data["adapters"] = {k: str(v) for k, v in (data.get("adapters") or {}).items()}
+    data["runs"] = [str(r) for r in data.get("runs") or []]
+    return vllm.start_vllm(config_from_dict(data, ServeConfig), wait=wait, timeout=timeout)

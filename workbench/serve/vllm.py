@@ -1,0 +1,376 @@
+"""``workbench serve --engine vllm``: the same ServeConfig our server takes, turned into a vLLM OpenAI server.
+
+vLLM lives in its own environment (``bash scripts/setup.sh --vllm`` makes ``.venv-vllm``; it pins its own torch and
+transformers), so it is only ever run as a subprocess: this module finds that environment, builds the command line
+(``--print-command`` shows it, for a user who runs vLLM in their own container) and owns the process: start-up
+progress, its last log lines when it dies, and no orphan left behind (own process group, stopped at exit and on
+SIGTERM, and by a watchdog when the workbench process is killed outright).
+"""
+from __future__ import annotations
+
+import atexit
+import collections
+import json
+import os
+import shlex
+import signal
+import subprocess
+import sys
+import threading
+import time
+import urllib.error
+import urllib.request
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from ..events import EVENTS_FILE
+from ..runs.layout import run_dir_of
+from ..runs.reader import read_started
+from .config import ServeConfig, ServeError, inspect_adapter
+from .server import ServerHandle, _bind, _url_host
+
+VENV_DIR = ".venv-vllm"
+PYTHON_ENV = "WORKBENCH_VLLM_PYTHON"  # a python whose environment has vllm: overrides the search
+SETUP_COMMAND = "bash scripts/setup.sh --vllm"
+# vLLM accepts only these LoRA ranks (vllm/config/lora.py); an adapter's rank is rounded up to the next one.
+VLLM_LORA_RANKS = (1, 8, 16, 32, 64, 128, 256, 320, 512)
+# Open-AutoGLM's deployment of AutoGLM-Phone-9B (its README, "Deploy the model with vLLM"); GLM-4.1V models get them.
+GLM4V_MAX_MODEL_LEN = 25480
+GLM4V_FLAGS = ("--chat-template-content-format", "string", "--limit-mm-per-prompt", '{"image":10}',
+               "--mm-processor-kwargs", '{"max_pixels":5000000}')
+
+
+class VllmMissing(ServeError):
+    """No environment with vLLM was found (one line naming the set-up command)."""
+
+
+class VllmDied(RuntimeError):
+    """The vLLM process exited; the message ends with its last log lines."""
+
+
+# ---- where vLLM lives ----------------------------------------------------------------------------------------
+
+
+def vllm_python() -> Path:
+    """The python of the vLLM environment: $WORKBENCH_VLLM_PYTHON, else ``.venv-vllm`` of this checkout, else of
+    the working directory. VllmMissing (one line, the set-up command) when none has vllm installed."""
+    explicit = os.environ.get(PYTHON_ENV)
+    candidates = [Path(explicit)] if explicit else [
+        Path(__file__).resolve().parents[2] / VENV_DIR / "bin" / "python", Path.cwd() / VENV_DIR / "bin" / "python"]
+    for python in candidates:
+        if python.is_file() and _has_vllm(python):
+            return python
+    where = f"${PYTHON_ENV}={explicit}" if explicit else " or ".join(dict.fromkeys(str(p.parents[1]) for p in candidates))
+    raise VllmMissing(f"vLLM is not set up (looked in {where}): run `{SETUP_COMMAND}`")
+
+
+def _has_vllm(python: Path) -> bool:
+    """Without starting that python (importing vllm takes seconds): its site-packages holds vllm."""
+    return any((python.parents[1] / "lib").glob("python3*/site-packages/vllm/__init__.py")) or (
+        python.parents[1].name != VENV_DIR and _imports_vllm(python))
+
+
+def _imports_vllm(python: Path) -> bool:
+    try:
+        return subprocess.run([str(python), "-c", "import importlib.util as u; exit(u.find_spec('vllm') is None)"],
+                              capture_output=True, timeout=60).returncode == 0
+    except (OSError, subprocess.TimeoutExpired):
+        return False
+
+
+# ---- the command line -------------------------------------------------------------------------------------------
+
+
+@dataclass
+class VllmLaunch:
+    """What starting vLLM takes: the command, the environment variables it adds, and where it will answer."""
+
+    argv: list[str]
+    env: dict[str, str] = field(default_factory=dict)
+    url: str = ""
+
+    def shell(self) -> str:
+        """The command as one shell line (the API key, when set, stays out of it: export VLLM_API_KEY)."""
+        shown = {k: v for k, v in self.env.items() if k != "VLLM_API_KEY"}
+        prefix = " ".join(f"{k}={shlex.quote(v)}" for k, v in shown.items())
+        return (prefix + " " if prefix else "") + shlex.join(self.argv)
+
+
+def model_directory(source: str) -> str:
+    """What vLLM loads for a workbench model source: the packaged checkpoint's directory, a local directory or a
+    hub id as is. The tiny test models exist only as code: they are saved once (seed 0, as our server builds them)."""
+    from ..models.loading import _TINY, _where  # the one resolution of a model source
+
+    if source in _TINY:
+        return str(_saved_tiny(source))
+    return _where(source)
+
+
+def _saved_tiny(name: str) -> Path:
+    from ..models import packaged
+    from ..models.loading import load_for_inference
+
+    out = packaged.cache_root() / "vllm" / name
+    if not (out / "config.json").is_file():
+        loaded = load_for_inference(name)
+        loaded.model.save_pretrained(out)
+        (loaded.processor or loaded.tokenizer).save_pretrained(out)
+    return out
+
+
+def adapter_rank(adapter_dir: str | Path) -> int:
+    """The largest LoRA rank of a peft adapter (``r`` and any per-module ``rank_pattern``)."""
+    cfg = json.loads((Path(adapter_dir) / "adapter_config.json").read_text(encoding="utf-8"))
+    return max([int(cfg.get("r") or 8), *map(int, (cfg.get("rank_pattern") or {}).values())])
+
+
+def vllm_lora_rank(rank: int) -> int:
+    """vLLM's --max-lora-rank for adapters up to ``rank``."""
+    for allowed in VLLM_LORA_RANKS:
+        if rank <= allowed:
+            return allowed
+    raise ServeError(f"a LoRA rank of {rank} is above vLLM's largest ({VLLM_LORA_RANKS[-1]})")
+
+
+def run_dtype(path: str | Path) -> str | None:
+    """The compute dtype a run trained in (its policy: autocast dtype, else the base storage), from the log's
+    run_started event; None for an adapter outside a run, or a run without a log."""
+    run_dir = run_dir_of(Path(path).expanduser())
+    if run_dir is None:
+        return None
+    precision = read_started(run_dir / EVENTS_FILE)[0].get("precision") or {}
+    return precision.get("autocast_dtype") or precision.get("base_dtype")
+
+
+def served_dtype(config: ServeConfig, adapter_paths: list[str]) -> str:
+    """``--dtype`` when given; otherwise the dtype the served runs trained in (the first that says), else ours."""
+    if "dtype" in config.model_fields_set:
+        return config.dtype
+    return next((d for d in map(run_dtype, adapter_paths) if d), config.dtype)
+
+
+def build_launch(config: ServeConfig, python: str | Path | None = None, *, lora_rank: int | None = None,
+                 extra_args: list[str] | tuple = ()) -> VllmLaunch:
+    """The vLLM server for ``config``: the same base, adapters under the same ids, dtype, context and batch.
+
+    ``lora_rank``: enable LoRA for adapters loaded later at run time (GRPO pushes one per step) up to that rank.
+    A ``port`` of 0 is replaced by a free one (vLLM binds its own socket)."""
+    adapters = {name: inspect_adapter(path) for name, path in config.served_adapters().items()}
+    port = config.port or _free_port(config.host)
+    model = model_directory(config.model)
+    argv = [str(python or vllm_python()), "-m", "vllm.entrypoints.openai.api_server", "--model", model,
+            "--served-model-name", config.base_id, "--host", config.host, "--port", str(port),
+            "--dtype", served_dtype(config, list(config.served_adapters().values())),
+            "--max-num-seqs", str(config.max_batch), "--disable-uvicorn-access-log"]
+    env = {}
+    ranks = [adapter_rank(a.dir) for a in adapters.values()] + ([lora_rank] if lora_rank else [])
+    if ranks:
+        argv += ["--enable-lora", "--max-lora-rank", str(vllm_lora_rank(max(ranks))),
+                 "--max-loras", str(max(1, len(adapters)))]
+        argv += ["--lora-modules", *(f"{name}={a.dir.resolve()}" for name, a in adapters.items())] if adapters else []
+        env["VLLM_ALLOW_RUNTIME_LORA_UPDATING"] = "True"  # POST /v1/load_lora_adapter, as our server has
+    glm4v = _model_type(model) == "glm4v"
+    context = config.max_context or (min(GLM4V_MAX_MODEL_LEN, _max_positions(model) or GLM4V_MAX_MODEL_LEN)
+                                     if glm4v else None)
+    argv += ["--max-model-len", str(context)] if context else []
+    argv += list(GLM4V_FLAGS) if glm4v else []
+    argv += ["--allowed-local-media-path", "/"] if config.allow_local_images else []
+    if config.api_key:
+        env["VLLM_API_KEY"] = config.api_key  # in the environment, not on the command line where ps shows it
+    if not has_nvidia_gpu():
+        env["VLLM_CPU_KVCACHE_SPACE"] = os.environ.get("VLLM_CPU_KVCACHE_SPACE", "2")  # GiB; its default is 4
+        if config.threads:  # no pinning to fixed cores (shared machines): OpenMP's own thread count
+            env.update(VLLM_CPU_OMP_THREADS_BIND="nobind", OMP_NUM_THREADS=str(config.threads))
+    argv += [*config.vllm_args, *extra_args]
+    return VllmLaunch(argv, env, f"http://{_url_host(config.host)}:{port}")
+
+
+def _config_json(model: str) -> dict:
+    file = Path(model) / "config.json"
+    return json.loads(file.read_text(encoding="utf-8")) if file.is_file() else {}
+
+
+def _model_type(model: str) -> str:
+    return _config_json(model).get("model_type", "")
+
+
+def _max_positions(model: str) -> int | None:
+    cfg = _config_json(model)
+    return (cfg.get("text_config") or {}).get("max_position_embeddings") or cfg.get("max_position_embeddings")
+
+
+def has_nvidia_gpu() -> bool:
+    try:
+        return subprocess.run(["nvidia-smi", "-L"], capture_output=True, timeout=10).returncode == 0
+    except (OSError, subprocess.TimeoutExpired):
+        return False
+
+
+def _free_port(host: str) -> int:
+    probe = _bind(host, 0)
+    port = probe.getsockname()[1]
+    probe.close()
+    return port
+
+
+# ---- the process ------------------------------------------------------------------------------------------------
+
+
+def _group_watchdog(group: int) -> subprocess.Popen:
+    """A shell outside both process groups that stops vLLM's group when this process dies by any means (a kernel
+    restart's SIGKILL runs no atexit). A parent-death signal is not enough: vLLM's server catches SIGTERM and, while
+    its engine process is still compiling, does not exit."""
+    script = (f"while kill -0 {os.getpid()} 2>/dev/null; do sleep 1; done; "
+              f"kill -TERM -{group} 2>/dev/null; sleep 15; kill -KILL -{group} 2>/dev/null")
+    return subprocess.Popen(["sh", "-c", script], start_new_session=True, stdin=subprocess.DEVNULL,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+
+
+class VllmServer(ServerHandle):
+    """A vLLM OpenAI server in a child process (its own process group), behind the same handle as ours."""
+
+    def __init__(self, launch: VllmLaunch, api_key: str | None, *, echo: bool = False, tail: int = 40):
+        super().__init__(launch.url, api_key)
+        self.launch = launch
+        self.log_tail: collections.deque[str] = collections.deque(maxlen=tail)
+        env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}  # another environment: its own packages
+        self._process = subprocess.Popen(launch.argv, env={**env, **launch.env}, stdout=subprocess.PIPE,
+                                         stderr=subprocess.STDOUT, text=True, errors="replace",
+                                         start_new_session=True)
+        self._watchdog = _group_watchdog(self._process.pid)
+        self._reader = threading.Thread(target=self._read_log, args=(echo,), name="vllm-log", daemon=True)
+        self._reader.start()
+        atexit.register(self.stop)
+
+    def _read_log(self, echo: bool) -> None:
+        for line in self._process.stdout:
+            self.log_tail.append(line.rstrip())
+            if echo:
+                sys.stderr.write(line)
+
+    def last_lines(self, n: int = 15) -> str:
+        return "\n".join(list(self.log_tail)[-n:])
+
+    def died(self) -> VllmDied:
+        self._reader.join(5)  # the rest of its output
+        return VllmDied(f"vLLM exited with code {self._process.returncode}; its last log lines:\n{self.last_lines()}")
+
+    def _health_status(self) -> int | None:
+        try:
+            with urllib.request.urlopen(self.url + "/health", timeout=2.0) as resp:
+                return resp.status
+        except urllib.error.HTTPError as err:
+            return err.code
+        except (urllib.error.URLError, ConnectionError, TimeoutError):
+            return None
+
+    def health(self) -> dict:
+        """As our server answers: {"status": "ok", "model": id} once ready (vLLM's own /health has no body)."""
+        if self._health_status() == 200:
+            return {"status": "ok", "model": self.launch.argv[self.launch.argv.index("--served-model-name") + 1]}
+        return {"status": "error" if self._process.poll() is not None else "loading"}
+
+    def wait_ready(self, timeout: float = 600.0, progress=None) -> "VllmServer":
+        """Until /health answers 200; ``progress(seconds, last log line)`` every ~10 s. VllmDied with the last log
+        lines when the process exits, TimeoutError (the process stopped) after ``timeout`` seconds."""
+        start = time.monotonic()
+        shown = start
+        while time.monotonic() - start < timeout:
+            if self._process.poll() is not None:
+                raise self.died()
+            if self._health_status() == 200:
+                return self
+            if progress is not None and time.monotonic() - shown >= 10:
+                shown = time.monotonic()
+                progress(shown - start, self.log_tail[-1] if self.log_tail else "")
+            time.sleep(0.5)
+        self.stop()
+        raise TimeoutError(f"vLLM at {self.url} not ready after {timeout:.0f} s; its last log lines:\n"
+                           f"{self.last_lines()}")
+
+    def _post(self, path: str, body: dict) -> dict:
+        """vLLM answers adapter loading in plain text: the JSON of ours is rebuilt from /v1/models."""
+        req = urllib.request.Request(self.url + path, data=json.dumps(body).encode(), method="POST",
+                                     headers={"Content-Type": "application/json", **self._headers()})
+        try:
+            with urllib.request.urlopen(req, timeout=600) as resp:
+                resp.read()
+        except urllib.error.HTTPError as err:
+            text = err.read().decode(errors="replace")
+            try:
+                text = json.loads(text).get("error", {}).get("message", text)
+            except (json.JSONDecodeError, AttributeError):
+                pass
+            raise ServeError(text or str(err)) from None
+        cards = {c["id"]: c for c in self._get("/v1/models")[1]["data"]}
+        return cards.get(body.get("lora_name"), {})
+
+    def stop(self, timeout: float = 15.0) -> None:
+        """SIGTERM to its whole process group (vLLM's engine process too), SIGKILL after ``timeout`` seconds."""
+        atexit.unregister(self.stop)
+        process = self._process
+        if self._watchdog.poll() is None:
+            self._watchdog.kill()
+            self._watchdog.wait()
+        if process is None or process.poll() is not None:
+            return
+        for sig in (signal.SIGTERM, signal.SIGKILL):
+            try:
+                os.killpg(process.pid, sig)
+            except ProcessLookupError:
+                return
+            try:
+                process.wait(timeout)
+                break
+            except subprocess.TimeoutExpired:
+                continue
+        try:  # the engine core may outlive the server process by a moment
+            os.killpg(process.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+
+
+def start_vllm(config: ServeConfig, *, wait: bool = True, timeout: float = 600.0, echo: bool = False,
+               progress=None, **launch_options) -> VllmServer:
+    """Start vLLM for ``config`` in the background (``with start_vllm(cfg) as srv: ...``); ``launch_options`` go to
+    ``build_launch`` (lora_rank, extra_args)."""
+    server = VllmServer(build_launch(config, **launch_options), config.api_key, echo=echo)
+    if wait:
+        try:
+            server.wait_ready(timeout, progress)
+        except BaseException:
+            server.stop()
+            raise
+    return server
+
+
+def _say(message: str) -> None:
+    print(f"[workbench serve] {message}", file=sys.stderr, flush=True)
+
+
+def serve_forever(config: ServeConfig, print_command: bool = False) -> int:
+    """The CLI: print the command, or run vLLM in the foreground until Ctrl-C / SIGTERM; 1 when vLLM dies."""
+    if print_command:  # for a vLLM of the user's own (a container): no local vLLM needed
+        try:
+            python = vllm_python()
+        except VllmMissing:
+            python = "python"
+        print(build_launch(config, python).shell())
+        return 0
+    launch = build_launch(config)
+    _say(f"starting vLLM: {launch.shell()}")
+    previous = signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))  # then the finally below stops vLLM
+    server = VllmServer(launch, config.api_key, echo=True)
+    try:
+        server.wait_ready(timeout=3600, progress=lambda s, line: _say(f"vLLM starting ({s:.0f} s)"))
+        _say(f"ready at {server.url}: {', '.join(server.models())}")
+        server._process.wait()
+        raise server.died()
+    except VllmDied as err:
+        print(f"workbench serve: {err}", file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        return 0
+    finally:
+        server.stop()
+        signal.signal(signal.SIGTERM, previous)
