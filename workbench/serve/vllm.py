@@ -18,15 +18,13 @@ import subprocess
 import sys
 import threading
 import time
-import urllib.error
-import urllib.request
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ..events import EVENTS_FILE
-from ..runs.layout import run_dir_of
-from ..runs.reader import read_started
+from ..runs.layout import EVENTS_FILE, run_dir_of
+from ..runs.reader import summarize
 from .config import ServeConfig, ServeError, inspect_adapter
+from .remote import ServerError
 from .server import ServerHandle, _bind, _url_host
 
 VENV_DIR = ".venv-vllm"
@@ -138,7 +136,8 @@ def run_dtype(path: str | Path) -> str | None:
     run_dir = run_dir_of(Path(path).expanduser())
     if run_dir is None:
         return None
-    precision = read_started(run_dir / EVENTS_FILE)[0].get("precision") or {}
+    log = run_dir / EVENTS_FILE
+    precision = (summarize(log).started.get("precision") or {}) if log.is_file() else {}
     return precision.get("autocast_dtype") or precision.get("base_dtype")
 
 
@@ -255,18 +254,16 @@ class VllmServer(ServerHandle):
         self._reader.join(5)  # the rest of its output
         return VllmDied(f"vLLM exited with code {self._process.returncode}; its last log lines:\n{self.last_lines()}")
 
-    def _health_status(self) -> int | None:
+    def _ready(self) -> bool:
         try:
-            with urllib.request.urlopen(self.url + "/health", timeout=2.0) as resp:
-                return resp.status
-        except urllib.error.HTTPError as err:
-            return err.code
-        except (urllib.error.URLError, ConnectionError, TimeoutError):
-            return None
+            self.client.health(timeout=2.0)  # vLLM's /health: an empty 200 once the engine is up
+            return True
+        except ServerError:
+            return False
 
     def health(self) -> dict:
         """As our server answers: {"status": "ok", "model": id} once ready (vLLM's own /health has no body)."""
-        if self._health_status() == 200:
+        if self._ready():
             return {"status": "ok", "model": self.launch.argv[self.launch.argv.index("--served-model-name") + 1]}
         return {"status": "error" if self._process.poll() is not None else "loading"}
 
@@ -278,7 +275,7 @@ class VllmServer(ServerHandle):
         while time.monotonic() - start < timeout:
             if self._process.poll() is not None:
                 raise self.died()
-            if self._health_status() == 200:
+            if self._ready():
                 return self
             if progress is not None and time.monotonic() - shown >= 10:
                 shown = time.monotonic()
@@ -287,23 +284,6 @@ class VllmServer(ServerHandle):
         self.stop()
         raise TimeoutError(f"vLLM at {self.url} not ready after {timeout:.0f} s; its last log lines:\n"
                            f"{self.last_lines()}")
-
-    def _post(self, path: str, body: dict) -> dict:
-        """vLLM answers adapter loading in plain text: the JSON of ours is rebuilt from /v1/models."""
-        req = urllib.request.Request(self.url + path, data=json.dumps(body).encode(), method="POST",
-                                     headers={"Content-Type": "application/json", **self._headers()})
-        try:
-            with urllib.request.urlopen(req, timeout=600) as resp:
-                resp.read()
-        except urllib.error.HTTPError as err:
-            text = err.read().decode(errors="replace")
-            try:
-                text = json.loads(text).get("error", {}).get("message", text)
-            except (json.JSONDecodeError, AttributeError):
-                pass
-            raise ServeError(text or str(err)) from None
-        cards = {c["id"]: c for c in self._get("/v1/models")[1]["data"]}
-        return cards.get(body.get("lora_name"), {})
 
     def stop(self, timeout: float = 15.0) -> None:
         """SIGTERM to its whole process group (vLLM's engine process too), SIGKILL after ``timeout`` seconds."""
