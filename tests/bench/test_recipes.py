@@ -129,3 +129,18 @@ def test_a_recipe_that_starts_from_another_is_trained_from_that_recipes_model(mo
     assert "--start-run" in out.notes[0]
     with pytest.raises(Exception, match="saved no whole model"):
         bench.run_recipe(recipe, {}, tmp_path, start_run=tmp_path)
+
+
+def test_a_start_named_in_the_same_command_is_trained_once_and_first(monkeypatch, tmp_path):
+    """.ci/run names screenshots-to-actions-tiny-glm4v and the GRPO recipe that starts from it: the start runs first
+    (whatever the order given) and its run is GRPO's start, not a second training of it."""
+    calls = []
+
+    def measured(r, overrides, runs_dir, progress=True, start_run=None):
+        calls.append((r.name, start_run))
+        return bench.Outcome(r, run_dir=tmp_path / r.name, machine="cpu/fp32")
+
+    monkeypatch.setattr(bench, "run_recipe", measured)
+    assert bench.main(["grpo-phone-tasks-tiny-glm4v", "screenshots-to-actions-tiny-glm4v"]) == 0
+    assert calls == [("screenshots-to-actions-tiny-glm4v", None),
+                     ("grpo-phone-tasks-tiny-glm4v", tmp_path / "screenshots-to-actions-tiny-glm4v")]

@@ -57,7 +57,9 @@ def test_a_grpo_step_on_phone_task_screenshots_plays_episodes_and_trains(make_cf
     assert all(x["thumbnail"].startswith("data:image/png;base64,") for x in ro.samples)  # read back from the log
     m = mismatch[0]
     # the trainer's forward saw the sampler's pixels and positions: it reproduces the sampler up to rounding
-    assert m.tokens > 0 and m.max_abs < (1e-3 if mode == "fp32" else 0.1)
+    # (fp32: 4.8e-7 measured, docs/grpo.md's ~1e-6; bf16: 3.0e-3)
+    assert m.tokens > 0
+    assert m.max_abs < 1e-5 and m.kl < 1e-10 if mode == "fp32" else 1e-5 < m.max_abs < 1e-2 and m.kl < 1e-5
     # every completion's episode was played on, by the model being trained (not a copy), up to the step limit
     assert len(played) == 2 and all(len(eps) == 4 for _, eps in played)
     continuation, episodes = played[0]
