@@ -63,14 +63,18 @@ def test_a_grpo_step_on_phone_task_screenshots_plays_episodes_and_trains(make_cf
     # every completion's episode was played on, by the model being trained (not a copy), up to the step limit
     assert len(played) == 2 and all(len(eps) == 4 for _, eps in played)
     continuation, episodes = played[0]
-    assert continuation.model.__class__.__name__.startswith("Glm4v")
     assert all(1 <= len(ep.steps) <= 2 for ep in episodes)
+    # the rollout's episode_success is the played episodes' own outcome
+    assert ro.rewards["episode_success"]["mean"] == sum(ep.success for ep in episodes) / len(episodes)
     base = load_for_inference("tiny-glm4v-agent").model.state_dict()
     from safetensors.torch import load_file
 
     trained = load_file(str(next((r.run_dir / "model").glob("*.safetensors"))))
     moved = [k for k, v in trained.items() if k in base and not torch.equal(v.float(), base[k].float())]
     assert moved, "the rewards' advantages reached no weight"
+    # the episodes' player is the model being trained, not a copy: its weights are the trained ones at the end
+    live = continuation.model.state_dict()
+    assert all(torch.equal(live[k].float(), trained[k].float()) for k in moved), "the player did not train"
 
 
 def test_phone_tasks_on_a_text_model_are_refused_naming_the_field(make_cfg):
