@@ -64,7 +64,9 @@ def test_the_demos_prompts_are_held_out():
 def test_the_real_demo_answers_all_held_out_prompts_cleanly(tmp_path):
     """SmolLM2 fine-tuned as `workbench demo` does it (minutes on 2 cores; .ci/run runs it): on the 8 held-out
     prompts every fine-tuned answer introduces PhoneMate, claims no other identity, denies nothing it was not asked
-    about and does not loop, where the base model never says PhoneMate."""
+    about and does not loop, where the base model never says PhoneMate. The demo trains the identity-demo recipe, so
+    that recipe's figures are judged here on the demo's own run (.ci/run trains it once, here, not again in its bench).
+    """
     from workbench.demo import run_demo
 
     out = run_demo(runs_dir=str(tmp_path / "runs"))
@@ -76,3 +78,10 @@ def test_the_real_demo_answers_all_held_out_prompts_cleanly(tmp_path):
     assert all(ends_sentence(row[2]) for row in out["rows"]), [row[2] for row in out["rows"]]  # none cut mid-sentence
     base = out["identity"]["base"]
     assert base["n"] == 8 and base["introduces_rate"] == 0.0 and base["identity_rate"] == 0.0, [row[1] for row in out["rows"]]
+    from workbench.bench.recipes import evaluate_recipe
+    from workbench.config.recipes import load_recipe
+
+    recipe = load_recipe("identity-demo")
+    rows = evaluate_recipe(recipe, out["run_dir"])
+    assert {(r.task, r.metric) for r in rows} == {(e.label, m) for e in recipe.evaluation for m in e.figures}
+    assert all(r.verdict == "ok" for r in rows), [(r.task, r.metric, r.base, r.value, r.verdict) for r in rows]

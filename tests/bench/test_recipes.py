@@ -165,3 +165,38 @@ def test_an_episode_evaluation_plays_the_tasks_with_the_run_model_and_its_base_a
     episodes = read_episodes(stored[1])
     assert [e.observation for e in episodes] == ["ui_tree", "ui_tree"] and episodes[0].steps[0].ui_tree
     assert bench._rows_of(evaluation) == f"2 `{spec}` tasks, whole episodes (ui_tree)"
+
+
+def test_a_start_named_in_the_same_command_is_trained_once_and_first(monkeypatch, tmp_path):
+    """.ci/run names screenshots-to-actions-tiny-glm4v and the GRPO recipe that starts from it: the start runs first
+    (whatever the order given) and its run is GRPO's start, not a second training of it."""
+    calls = []
+
+    def measured(r, overrides, runs_dir, progress=True, start_run=None):
+        calls.append((r.name, start_run))
+        return bench.Outcome(r, run_dir=tmp_path / r.name, machine="cpu/fp32")
+
+    monkeypatch.setattr(bench, "run_recipe", measured)
+    assert bench.main(["grpo-phone-tasks-tiny-glm4v", "screenshots-to-actions-tiny-glm4v"]) == 0
+    assert calls == [("screenshots-to-actions-tiny-glm4v", None),
+                     ("grpo-phone-tasks-tiny-glm4v", tmp_path / "screenshots-to-actions-tiny-glm4v")]
+
+
+def test_each_evaluation_of_a_recipe_is_judged_on_its_own_figures(monkeypatch, tmp_path):
+    """A recipe scored on two sets (held-out and combos): each evaluation's measured figures are judged against its
+    own expected ones, so a combos figure off its window is OUTSIDE even when the held-out one is fine (before,
+    any row with the metric passed), and the bench exits 1."""
+    recipe = load_recipe("screenshots-to-actions-tiny-glm4v")
+    heldout, combos = recipe.evaluation
+
+    def measured(evaluation, run_dir, progress):
+        figures = {m: f.value for m, f in evaluation.figures.items()}
+        if evaluation is combos:
+            figures["parse_rate"] = 0.86  # off its own window (0.932 ± 0.06), inside the held-out one (0.891 ± 0.06)
+        return figures, {m: f.base for m, f in evaluation.figures.items()}
+
+    monkeypatch.setattr(bench, "evaluate_run", measured)
+    rows = bench.evaluate_recipe(recipe, tmp_path)
+    verdicts = {(r.task, r.metric): r.verdict for r in rows}
+    assert len(rows) == 6 and verdicts.pop((combos.label, "parse_rate")) == "OUTSIDE"
+    assert set(verdicts.values()) == {"ok"} and bench.Outcome(recipe, rows=rows).failed

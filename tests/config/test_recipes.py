@@ -115,3 +115,21 @@ def test_one_task_scored_on_two_sets_is_told_apart_by_its_file():
     screens = load_recipe("screenshots-to-actions-tiny-glm4v")
     assert [e.label for e in screens.evaluation] == ["phone_episodes", "phone_episodes (combos)"]
     assert screens.evaluation[1].data.endswith("phone_episodes/combos.jsonl")
+
+
+def test_a_figure_that_claims_a_move_must_not_pass_when_nothing_moved(tmp_path, monkeypatch):
+    """Issue 31: the GRPO recipe's windows all held its start's figures, so a run that changed nothing passed. A figure
+    with a base is a claimed move: its window must exclude the base, unless the recipe says it stays unchanged."""
+    monkeypatch.setattr(recipes_module, "RECIPES_DIR", tmp_path)
+    measured = ("measured_on: {device: cpu, precision: fp32, description: d}\n")
+    (tmp_path / "still.yaml").write_text(
+        "purpose: p\nconfig: {}\n" + measured + "evaluation: [{task: identity, figures: {"
+        "identity_rate: {value: 0.6, tolerance: 0.1, base: 0.55}}}]\n")
+    with pytest.raises(ConfigError) as err:
+        load_recipe("still")
+    assert "a run that changes nothing would pass" in dict(err.value.problems)["evaluation[0].figures.identity_rate"]
+    (tmp_path / "said.yaml").write_text(
+        "purpose: p\nconfig: {}\n" + measured + "evaluation: [{task: identity, figures: {"
+        "identity_rate: {value: 0.6, tolerance: 0.1, base: 0.55, unchanged: true}, "
+        "loop_rate: {value: 0.6, tolerance: 0.1, base: 0.4}}}]\n")
+    assert load_recipe("said").evaluation[0].figures["identity_rate"].unchanged

@@ -47,14 +47,16 @@ def test_grpo_steps_log_rollouts_and_the_mismatch_and_train_the_adapter(make_cfg
     assert [e.step for e in rollouts] == [1, 2] and [e.step for e in mismatch] == [1, 2]
     ro = rollouts[0]
     assert ro.groups == 2 and ro.group_size == 3 and set(ro.rewards) == {"format", "action_type", "length"}
-    assert 1 <= ro.completion_tokens_mean <= 6 and 0 <= ro.parse_rate <= 1 and len(ro.samples) == 2
+    assert 1 <= ro.completion_tokens_mean <= 6 and len(ro.samples) == 2
+    assert ro.parse_rate == 0.0 and ro.rewards["format"]["mean"] == 0.0  # 6 tokens of an untrained model: no action
     assert set(ro.samples[0]) == {"prompt", "completion", "rewards", "total", "advantage"}
     m = mismatch[0]
     assert m.precision == mode and m.tokens > 0 and 0 <= m.mean_abs <= m.max_abs
-    assert m.ratio_min <= 1 <= m.ratio_max and m.kl >= 0
-    # the same weights and policy: the trainer reproduces the sampler up to rounding (the tiny model's bf16 and
-    # fp16 happen to agree exactly; SmolLM2's do not: docs/grpo.md)
-    assert m.max_abs < (1e-3 if mode == "fp32" else 0.1)
+    assert m.ratio_min <= 1 <= m.ratio_max
+    # the same weights and policy: the trainer reproduces the sampler up to rounding, in fp32 to ~1e-6 as docs/grpo.md
+    # says (4.8e-7 measured); in low precision to rounding of that precision (1.1e-3 in bf16 here): a trainer computing
+    # in bf16 where fp32 was asked fails the first bound, one computing in fp32 where bf16 was asked the second
+    assert m.max_abs < 1e-5 and m.kl < 1e-10 if mode == "fp32" else 1e-5 < m.max_abs < 1e-2 and m.kl < 1e-5
     assert steps[0].tokens == m.tokens  # the loss is normalised by the window's completion tokens
     from safetensors.torch import load_file
 

@@ -95,6 +95,6 @@ def test_a_model_that_learned_writes_actions_for_held_out_screens_the_base_does_
                       progress=False)
     base, tuned = report.metrics["tiny-glm4v"]["default"], report.metrics["screens"]["default"]
     assert base["n"] == tuned["n"] == 40 and base["failed"] == tuned["failed"] == 0
-    assert base["parse_rate"] == 0.0 and tuned["parse_rate"] >= 0.2
+    assert base["parse_rate"] == 0.0 and tuned["parse_rate"] >= 0.6, tuned  # README: 0.725 (29 of 40 parse)
     assert tuned["reasoning_rate"] >= 0.9 > base["reasoning_rate"]
     assert read_results(Path(run_dir))["tasks"]["phone_actions_reasoning"]["metrics"]["screens"]["default"] == tuned

@@ -58,7 +58,8 @@ def test_a_full_fine_tune_is_served_beside_its_base_under_the_runs_name(full_run
     assert report["settings"]["base"] == "tiny-glm4v" and report["written"] == [str(full_run / "eval_results.json")]
     rows = metric_rows([full_run], "phone_actions_reasoning")  # what the runs panel shows: base vs tuned
     assert [r["label"] for r in rows] == ["tiny-glm4v (base)", "full"] and all(r["failed"] == 0 for r in rows)
-    # the run's model/ named itself, and a merged export of the run (here a copy of it): RUN-NAME for an export
+    # the run's model/ named itself, and a folder under exports/ (here a copy of model/: what is checked is the
+    # name it is served under, RUN-EXPORT, not the export itself, which tests/export covers)
     report = _json_report(capsys, ["eval", "--run", str(full_run / "model"), *EVAL, "--json", "--no-write"])
     assert set(report["metrics"]) == {"tiny-glm4v", "full"}
     export = full_run / "exports" / "merged-float32"
@@ -72,7 +73,7 @@ def test_the_held_out_loss_of_a_full_fine_tune_is_measured_beside_its_base(full_
     report = _json_report(capsys, ["eval", "--run", str(full_run), "--task", "heldout_loss", "--data", str(SCREENS),
                                    "--limit", str(ROWS), "--json", "--no-write"])
     base, tuned = report["metrics"]["tiny-glm4v"]["default"], report["metrics"]["full"]["default"]
-    assert base["n"] == tuned["n"] == ROWS and base["tokens"] == tuned["tokens"] and base["loss"] != tuned["loss"]
+    assert base["n"] == tuned["n"] == ROWS and base["tokens"] == tuned["tokens"] and tuned["loss"] < base["loss"]
 
 
 def test_screenshot_rows_scored_through_server_started_with_its_defaults(capsys):

@@ -276,15 +276,16 @@ def test_quickstart_in_jupyterlab(jupyter_lab):
 
 @pytest.fixture(scope="module")
 def lab_of_every_notebook(tmp_path_factory):
-    """One JupyterLab serving a copy of every notebook with its short-run parameters."""
+    """One JupyterLab serving a copy of every notebook with its short-run parameters (05 and 07 train briefly here:
+    tests/notebooks/nbrun.py BROWSER_OVERRIDES)."""
     require_browser()
-    from tests.notebooks.nbrun import notebook_names, prepare, short_parameters
+    from tests.notebooks.nbrun import browser_parameters, notebook_names, prepare
 
     tmp = tmp_path_factory.mktemp("every-notebook")
     root = tmp / "lab"
     for name in notebook_names():
         try:
-            prepare(name, root, **short_parameters(name, root))
+            prepare(name, root, **browser_parameters(name, root))
         except LookupError:
             pass  # its test fails saying where its parameters go
     with running_jupyter_lab(tmp, root) as (url, token):

@@ -10,7 +10,8 @@ the run's adapter; the held-out loss on the model itself) and print one table: p
 the fine-tuned model's figure against the expected one and its tolerance. Exit status 1 when a judged figure falls
 outside its tolerance. A recipe that ``starts_from`` another trains that one first (no evaluation: its figures are
 its own bench's) and starts from its model; the base model of its evaluation is then that starting model (SFT vs
-SFT + GRPO); ``--start-run DIR`` reuses a run of the starting recipe instead. ``--set`` changes the recipe (e.g. ``--set schedule.learning_rate=2e-4``): its figures
+SFT + GRPO); ``--start-run DIR`` reuses a run of the starting recipe instead, and so does a start named in the same
+command (it runs first; its run, judged by its own figures, is then the other's start). ``--set`` changes the recipe (e.g. ``--set schedule.learning_rate=2e-4``): its figures
 are then printed but not judged, unless only output.* was changed. Wall times are printed with the load average:
 on a shared machine they are not the recipe's (its expected wall time is in measured_on).
 """
@@ -230,21 +231,27 @@ def _train_and_evaluate(recipe: Recipe, cfg, judged: bool, out: Outcome, progres
                          f"{m.device}/{m.precision} ({m.description}): differences are expected")
     out.machine += f", {torch.get_num_threads()} thread(s)"
     t0 = time.monotonic()
+    out.rows += evaluate_recipe(recipe, result.run_dir, judged, progress)
+    out.eval_s = time.monotonic() - t0
+    out.cpu_s = _cpu_s() - cpu0
+
+
+def evaluate_recipe(recipe: Recipe, run_dir: Path, judged: bool = True, progress: bool = False) -> list[Measured]:
+    """Each evaluation of ``recipe`` on a run of it (trained here or elsewhere, e.g. by `workbench demo`), every
+    figure judged against the expected one."""
+    rows = []
     for i, evaluation in enumerate(recipe.evaluation):
         print(f"[recipes] {recipe.name}: evaluating {evaluation.label}", flush=True)
-        tuned, base = evaluate_run(evaluation, result.run_dir, progress)
-        names = list(evaluation.figures) or list(_scalars(tuned))
-        for metric in names:
-            value, base_value = tuned.get(metric), base.get(metric)
-            expected = evaluation.figures.get(metric)
+        tuned, base = evaluate_run(evaluation, run_dir, progress)
+        for metric in list(evaluation.figures) or list(_scalars(tuned)):
             if metric not in tuned:
                 raise ConfigError([(f"evaluation[{i}].figures.{metric}", f"task {evaluation.task} "
                                     f"reports no {metric!r}: use one of {', '.join(_scalars(tuned))}")],
                                   f"recipe {recipe.path}")
-            out.rows.append(Measured(evaluation.label, metric, value, base_value, expected,
-                                     judge(value, base_value, expected, judged)))
-    out.eval_s = time.monotonic() - t0
-    out.cpu_s = _cpu_s() - cpu0
+            expected = evaluation.figures.get(metric)
+            rows.append(Measured(evaluation.label, metric, tuned[metric], base.get(metric), expected,
+                                 judge(tuned[metric], base.get(metric), expected, judged)))
+    return rows
 
 
 def _cpu_s() -> float:
@@ -280,6 +287,13 @@ def format_outcomes(outcomes: list[Outcome], runs_kept: bool = True) -> str:
                      f"{o.run_dir if runs_kept else '(removed: --runs-dir DIR keeps it)'}")
         lines += [f"  note: {n}" for n in o.notes]
     return "\n".join(lines)
+
+
+def starts_first(recipes: list[Recipe]) -> list[Recipe]:
+    """The recipes in their order, except that one another named recipe starts from runs before it: its run is then
+    the other's start (``--start-run``) instead of a second training of the same recipe."""
+    names = {r.name for r in recipes}
+    return sorted(recipes, key=lambda r: r.starts_from in names)
 
 
 # ---- the README's results table -------------------------------------------------------------------------------
@@ -365,10 +379,12 @@ def main(argv: Optional[list[str]] = None) -> int:
     print(f"[recipes] load average at start {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores", flush=True)
     with tempfile.TemporaryDirectory() as tmp:
         runs_dir = Path(args.runs_dir or tmp)
-        outcomes = []
-        for recipe in recipes:
-            outcomes.append(run_recipe(recipe, overrides, runs_dir, progress=sys.stderr.isatty(),
-                                       start_run=args.start_run))
+        outcomes, trained = [], {}
+        for recipe in starts_first(recipes):
+            start_run = args.start_run or trained.get(recipe.starts_from)  # a start trained here is not trained twice
+            outcomes.append(run_recipe(recipe, overrides, runs_dir, progress=sys.stderr.isatty(), start_run=start_run))
+            if outcomes[-1].run_dir is not None:
+                trained[recipe.name] = outcomes[-1].run_dir
         print(format_outcomes(outcomes, runs_kept=bool(args.runs_dir)))
         print(f"[recipes] load average at end {os.getloadavg()[0]:.1f} (figures are deterministic; wall times are "
               "not, on a shared machine)")

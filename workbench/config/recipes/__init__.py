@@ -25,7 +25,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, ClassVar, Literal, Mapping, Optional
 
-from pydantic import Field, field_validator
+from pydantic import Field, field_validator, model_validator
 
 from ..files import UnreadableFile
 from ..loading import ConfigError, apply_overrides, config_from_dict, config_to_dict, read_mapping_file
@@ -45,6 +45,17 @@ class Figure(Section):
                              "and the base figure alike.")
     base: Optional[float] = Field(None, description="The base model's figure on the same rows (no fine-tuning); "
                                   "checked too when given.")
+    unchanged: bool = Field(False, description="The recipe claims no movement of this metric from the base: its "
+                            "window may hold the base figure. Otherwise it must not (a run that moved nothing would "
+                            "pass).")
+
+    @model_validator(mode="after")
+    def _a_claimed_movement_excludes_the_base(self) -> "Figure":
+        if self.base is not None and not self.unchanged and abs(self.value - self.base) <= self.tolerance:
+            raise ValueError(f"the window {self.value:g} ± {self.tolerance:g} holds the base figure {self.base:g}: a "
+                             "run that changes nothing would pass; narrow the tolerance, or say `unchanged: true` "
+                             "when the recipe claims no movement")
+        return self
 
 
 class Evaluation(Section):
