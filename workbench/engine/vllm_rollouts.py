@@ -61,7 +61,7 @@ class VllmRollouts:
                 "max_tokens": max_new_tokens, "temperature": temperature, "top_p": 1.0, "top_k": -1,
                 "logprobs": 0, "return_tokens_as_token_ids": True, "stop_token_ids": self.stops,
                 "skip_special_tokens": False}
-        choices = sorted(self.server.client.post("/v1/completions", body)["choices"], key=lambda c: c["index"])
+        choices = sorted(self._post("/v1/completions", body)["choices"], key=lambda c: c["index"])
         rows = [([int(t.rsplit(":", 1)[1]) for t in c["logprobs"]["tokens"]], c["logprobs"]["token_logprobs"])
                 for c in choices]
         width = max(1, max(len(ids) for ids, _ in rows))
@@ -73,6 +73,9 @@ class VllmRollouts:
         inputs = left_padded([p for p in prompts for _ in range(group_size)], self.pad_id, self.device)
         return rollouts_of(self.tokenizer, inputs, prompts, generated.to(self.device), sampled.to(self.device),
                            self.stops)
+
+    def _post(self, path: str, body: dict) -> dict:
+        return self.server.client.post(path, body)  # the one client of model servers (serve.remote)
 
     def close(self) -> None:
         self.server.stop()
