@@ -23,8 +23,8 @@ def _parse(argv):
 
 
 def _serve(*argv, env=None, timeout=120):
-    """``python -m workbench.serve ARGV`` (never reaches serving in these tests: each fails validation)."""
-    return subprocess.run([sys.executable, "-m", "workbench.serve", *argv], capture_output=True, text=True,
+    """``python -m workbench serve ARGV`` (never reaches serving in these tests: each fails validation)."""
+    return subprocess.run([sys.executable, "-m", "workbench", "serve", *argv], capture_output=True, text=True,
                           timeout=timeout, env=env)
 
 

@@ -136,7 +136,7 @@ def test_cli_refuses_run_of_another_base(tmp_path):
     import sys
 
     wrong = make_adapter("tiny-glm4", tmp_path / "glm-run", seed=0)
-    res = subprocess.run([sys.executable, "-m", "workbench.serve", "--model", SMALL, "--run", str(wrong), "--port", "0"],
+    res = subprocess.run([sys.executable, "-m", "workbench", "serve", "--model", SMALL, "--run", str(wrong), "--port", "0"],
                          capture_output=True, text=True, timeout=120)
     assert res.returncode == 2 and "trained on 'tiny-glm4'" in res.stderr and "--model tiny-glm4" in res.stderr
     assert "Traceback" not in res.stderr

@@ -72,47 +72,17 @@ def evaluate_agent(tasks: Sequence[PhoneTask], models: Optional[Iterable[str]] =
     """Run ``tasks`` once per model of ``server`` (a URL or a ServerHandle; default: every served id), or once with
     their oracle solutions (``oracle=True``), on ``device`` (``sim`` or ``adb:SERIAL``); ``observation``: what the
     models are shown of each screen (``phone.runtime.OBSERVATIONS``)."""
-    if oracle == (server is not None):
-        raise AgentError("give a server (and its model ids) or oracle=True, not both or neither")
-    kind, serial = parse_device(device)
-    if kind == "adb" and oracle:
-        raise AgentError("the oracle's actions are the simulated phone's: run --oracle on --device sim")
-    if kind == "adb" and concurrency != 1:
-        raise AgentError(f"one phone runs one episode at a time: give concurrency 1 with {device} (got {concurrency})")
-    if max_steps < 1 or concurrency < 1:
-        raise AgentError("max_steps and concurrency must be at least 1")
-    if not tasks:
-        raise AgentError("no tasks to run")
+    kind, serial = _checked_device(device, oracle, server, max_steps, concurrency, tasks)
     stamp = datetime.datetime.now().strftime("%Y%m%d-%H%M%S")
     out = Path(out) if out is not None else Path(runs_dir) / EPISODES_DIR / stamp
-    if kind == "adb":
-        from ..phone.adb import AdbPhone
-
-        phone = AdbPhone(serial, host=adb_host, port=adb_port)
-        devices = lambda: phone  # noqa: E731  (one phone, reused episode after episode)
-    else:
-        devices = sim_devices(size)
+    devices = _devices(kind, serial, size, adb_host, adb_port)
     client, cards, url = None, {}, "oracle"
     if oracle:
         policies = [OraclePolicy(tasks)]
     else:
         url = getattr(server, "url", server)
         client = ServerClient(url, api_key or getattr(server, "api_key", None), timeout)
-        try:
-            cards = client.models()
-        except ServerUnreachable as err:
-            client.close()
-            raise AgentError(str(err)) from None
-        wanted = list(dict.fromkeys(models)) if models else list(cards)
-        if not wanted:
-            client.close()
-            raise AgentError(f"the server at {client.base} serves no model yet (still loading?): try again, or "
-                             "name one with --model")
-        missing = [m for m in wanted if m not in cards]
-        if missing:
-            client.close()
-            raise AgentError(f"model id(s) {', '.join(map(repr, missing))} not served at {client.base}; "
-                             f"served: {', '.join(cards)}")
+        cards, wanted = _served_models(client, models)
         policies = [ServedPolicy(client, m, temperature=temperature, max_tokens=max_tokens, seed=seed,
                                  concurrency=concurrency) for m in wanted]
     settings = {"tasks": len(tasks), "device": device, "size": list(size) if kind == "sim" else None,
@@ -126,25 +96,9 @@ def evaluate_agent(tasks: Sequence[PhoneTask], models: Optional[Iterable[str]] =
         for policy in policies:
             run_dir = served_run_dir(cards.get(policy.name, {}))
             folder = run_dir / EPISODES_DIR / stamp if run_dir is not None else out / folder_name(policy.name)
-            writer = EpisodeWriter(folder, screens=screens)
-            bar = _progress(len(tasks), f"agent {policy.name}", progress)
-
-            successes = []
-
-            def ended(episode, writer=writer, bar=bar, successes=successes):
-                writer.write(episode)
-                successes.append(bool(episode.success))
-                bar.update(1)
-                bar.set_postfix(succeeded=f"{sum(successes)}/{len(successes)}")
-
-            try:
-                episodes = run_episodes(tasks, policy, devices, max_steps, concurrency, date=date, on_episode=ended,
-                                        observation=observation)
-            finally:
-                bar.close()
-            summary = summarize(episodes)
-            writer.close({"model": policy.name, "settings": settings, "metrics": summary})
-            report.metrics[policy.name] = {"default": summary}
+            episodes = _play(policy, tasks, devices, folder, settings, screens, progress,
+                             dict(max_steps=max_steps, concurrency=concurrency, date=date, observation=observation))
+            report.metrics[policy.name] = {"default": summarize(episodes)}
             report.episodes[policy.name] = str(folder)
             report.records[policy.name] = [{"task": e.task, "success": e.success, "end_reason": e.end_reason,
                                             "steps": len(e.steps), "message": e.message} for e in episodes]
@@ -160,6 +114,75 @@ def evaluate_agent(tasks: Sequence[PhoneTask], models: Optional[Iterable[str]] =
             if run_dir is not None:
                 report.written.append(str(write_results(run_dir, report, model)))
     return report
+
+
+def _checked_device(device: str, oracle: bool, server: Any, max_steps: int, concurrency: int,
+                    tasks: Sequence[PhoneTask]) -> tuple[str, Optional[str]]:
+    """The device's kind and serial, once the options are known to fit together (AgentError naming the fix)."""
+    if oracle == (server is not None):
+        raise AgentError("give a server (and its model ids) or oracle=True, not both or neither")
+    kind, serial = parse_device(device)
+    if kind == "adb" and oracle:
+        raise AgentError("the oracle's actions are the simulated phone's: run --oracle on --device sim")
+    if kind == "adb" and concurrency != 1:
+        raise AgentError(f"one phone runs one episode at a time: give concurrency 1 with {device} (got {concurrency})")
+    if max_steps < 1 or concurrency < 1:
+        raise AgentError("max_steps and concurrency must be at least 1")
+    if not tasks:
+        raise AgentError("no tasks to run")
+    return kind, serial
+
+
+def _devices(kind: str, serial: Optional[str], size: tuple[int, int], adb_host: str, adb_port: int):
+    """A factory of phones for the episodes: simulated ones, or the one real phone reused episode after episode."""
+    if kind != "adb":
+        return sim_devices(size)
+    from ..phone.adb import AdbPhone
+
+    phone = AdbPhone(serial, host=adb_host, port=adb_port)
+    return lambda: phone
+
+
+def _served_models(client: ServerClient, models: Optional[Iterable[str]]) -> tuple[dict, list[str]]:
+    """The server's model cards and the ids to play (default: every served one); AgentError, client closed, when
+    the server cannot answer or a wanted id is not served."""
+    try:
+        cards = client.models()
+    except ServerUnreachable as err:
+        client.close()
+        raise AgentError(str(err)) from None
+    wanted = list(dict.fromkeys(models)) if models else list(cards)
+    if not wanted:
+        client.close()
+        raise AgentError(f"the server at {client.base} serves no model yet (still loading?): try again, or "
+                         "name one with --model")
+    missing = [m for m in wanted if m not in cards]
+    if missing:
+        client.close()
+        raise AgentError(f"model id(s) {', '.join(map(repr, missing))} not served at {client.base}; "
+                         f"served: {', '.join(cards)}")
+    return cards, wanted
+
+
+def _play(policy, tasks: Sequence[PhoneTask], devices, folder: Path, settings: dict, screens: bool, progress: bool,
+          run_options: dict) -> list:
+    """One model's episodes, each written to ``folder`` as it ends (a progress bar counting the successes)."""
+    writer = EpisodeWriter(folder, screens=screens)
+    bar = _progress(len(tasks), f"agent {policy.name}", progress)
+    successes = []
+
+    def ended(episode):
+        writer.write(episode)
+        successes.append(bool(episode.success))
+        bar.update(1)
+        bar.set_postfix(succeeded=f"{sum(successes)}/{len(successes)}")
+
+    try:
+        episodes = run_episodes(tasks, policy, devices, on_episode=ended, **run_options)
+    finally:
+        bar.close()
+    writer.close({"model": policy.name, "settings": settings, "metrics": summarize(episodes)})
+    return episodes
 
 
 def _progress(total: int, desc: str, enabled: bool):

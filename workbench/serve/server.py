@@ -256,7 +256,11 @@ def _start_subprocess(config: ServeConfig) -> ServerHandle:
     env = {k: v for k, v in os.environ.items() if k != API_KEY_ENV}
     if config.api_key:
         env[API_KEY_ENV] = config.api_key
-    process = subprocess.Popen([sys.executable, "-m", "workbench.serve", "--config", name], env=env)
+    # this module is the child (as training.launch runs workbench.training): the parser of `workbench serve` is not
+    # needed to read a configuration already validated. The package imports this module before runpy runs it as
+    # __main__; runpy's warning about that says nothing here, hence -W.
+    process = subprocess.Popen([sys.executable, "-W", "ignore::RuntimeWarning:runpy", "-m", "workbench.serve.server",
+                                name], env=env)
     return ServerHandle(f"http://{_url_host(config.host)}:{config.port}", config.api_key, process=process,
                         config_file=Path(name))
 
@@ -265,4 +269,25 @@ def _url_host(host: str) -> str:
     return f"[{host}]" if ":" in host else host
 
 
+def _serve_config_file(path: str) -> int:
+    """The child of ``start_server(subprocess_mode=True)``: serve the configuration its parent wrote (the key, if
+    any, comes in the environment). Exit 2 for a model or adapter that does not load (input), 1 otherwise."""
+    data = json.loads(Path(path).read_text(encoding="utf-8"))
+    data["api_key"] = os.environ.get(API_KEY_ENV)
+    try:
+        serve_forever(config_from_dict(data, ServeConfig))
+    except KeyboardInterrupt:
+        pass
+    except ServeError as err:
+        print(f"workbench serve: error: {err}", file=sys.stderr)
+        return 2
+    except Exception as err:  # logged above with its traceback when the model failed to load
+        print(f"workbench serve: {type(err).__name__}: {err}", file=sys.stderr)
+        return 1
+    return 0
+
+
 __all__ = ["ServeConfig", "ServerHandle", "serve_forever", "start_server"]
+
+if __name__ == "__main__":
+    sys.exit(_serve_config_file(sys.argv[1]))
