@@ -200,3 +200,33 @@ def test_each_evaluation_of_a_recipe_is_judged_on_its_own_figures(monkeypatch, t
     verdicts = {(r.task, r.metric): r.verdict for r in rows}
     assert len(rows) == 6 and verdicts.pop((combos.label, "parse_rate")) == "OUTSIDE"
     assert set(verdicts.values()) == {"ok"} and bench.Outcome(recipe, rows=rows).failed
+
+
+def test_a_run_trained_earlier_is_judged_without_training_and_only_when_its_config_is_the_recipes(tmp_path, capsys):
+    """`--run DIR`: the recipe's evaluations on a run `workbench train --recipe NAME` made; a run whose configuration
+    differs from the recipe's (here its learning rate) is measured but not judged, the differing field named."""
+    import json
+    import shutil
+
+    from workbench.cli.main import main as workbench
+
+    recipe = load_recipe("precision-lab")
+    assert workbench(["train", "--recipe", recipe.name, "--output.runs_dir", str(tmp_path), "--output.run_name", "same",
+                      "--output.progress_bar", "false"]) == 0
+    same = tmp_path / "same"
+    assert bench.main([recipe.name, "--run", str(same)]) == 0
+    out = capsys.readouterr().out
+    verdicts = [line.rsplit("  ", 1)[-1] for line in out.splitlines() if line.startswith(recipe.name + " ")]
+    assert verdicts and all(v == "ok" for v in verdicts), out
+    assert "training" not in out and "judged the run" in out
+
+    other = tmp_path / "other"
+    shutil.copytree(same, other)
+    config = json.loads((other / "config.json").read_text())
+    config["schedule"]["learning_rate"] = 1e-3
+    (other / "config.json").write_text(json.dumps(config))
+    assert bench.main([recipe.name, "--run", str(other)]) == 0
+    out = capsys.readouterr().out
+    assert "not judged (the run is not the recipe's)" in out and "schedule.learning_rate: run 0.001" in out
+    assert bench.main([recipe.name, "precision-lab", "--run", str(same)]) == 2
+    assert "--run" in capsys.readouterr().err

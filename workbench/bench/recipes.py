@@ -1,6 +1,7 @@
 """Each recipe trained and evaluated as a user would run it, its figures against the ones it expects.
 
     python -m workbench.bench.recipes [NAME ...] [--set KEY=VALUE ...] [--runs-dir DIR] [--json FILE] [--start-run DIR]
+    python -m workbench.bench.recipes NAME --run DIR    # judge a run of NAME trained earlier (no training)
     python -m workbench.bench.recipes --readme README.md   # rewrite the README's results table from the recipes
 
 For every recipe named (default: all), on this machine: skip it, saying why, when its requirements are not met
@@ -10,7 +11,8 @@ the run's adapter; the held-out loss on the model itself) and print one table: p
 the fine-tuned model's figure against the expected one and its tolerance. Exit status 1 when a judged figure falls
 outside its tolerance. A recipe that ``starts_from`` another trains that one first (no evaluation: its figures are
 its own bench's) and starts from its model; the base model of its evaluation is then that starting model (SFT vs
-SFT + GRPO); ``--start-run DIR`` reuses a run of the starting recipe instead, and so does a start named in the same
+SFT + GRPO); ``--run DIR`` judges a run of the recipe trained earlier (``workbench train --recipe NAME``),
+without training: its figures are judged when its configuration is the recipe's (output.* aside); ``--start-run DIR`` reuses a run of the starting recipe instead, and so does a start named in the same
 command (it runs first; its run, judged by its own figures, is then the other's start). ``--set`` changes the recipe (e.g. ``--set schedule.learning_rate=2e-4``): its figures
 are then printed but not judged, unless only output.* was changed. Wall times are printed with the load average:
 on a shared machine they are not the recipe's (its expected wall time is in measured_on).
@@ -35,6 +37,7 @@ from ..config import ConfigError
 from ..config.loading import split_override
 from ..config.names import EPISODE_TASK
 from ..config.recipes import Evaluation, Figure, Recipe, all_recipes, load_recipe
+from ..runs.layout import existing_run_dir
 
 README_BEGIN = "<!-- recipes table: python -m workbench.bench.recipes --readme README.md -->"
 README_END = "<!-- end of the recipes table -->"
@@ -236,6 +239,58 @@ def _train_and_evaluate(recipe: Recipe, cfg, judged: bool, out: Outcome, progres
     out.cpu_s = _cpu_s() - cpu0
 
 
+def config_differences(recipe: Recipe, run_dir: Path, overrides: dict) -> list[str]:
+    """The dotted fields where a run's saved configuration differs from what ``recipe`` (with ``overrides``) trains;
+    output.* and, for a recipe that starts from another's model, model.source do not count."""
+    from ..config.loading import config_to_dict
+    from ..runs.layout import run_config
+
+    def flat(d: dict, prefix: str = "") -> dict:
+        out = {}
+        for k, v in d.items():
+            out.update(flat(v, f"{prefix}{k}.") if isinstance(v, dict) else {f"{prefix}{k}": v})
+        return out
+
+    wanted = recipe.run_config({**overrides, "model.source": "tiny-glm4"} if recipe.starts_from else overrides)
+    ours, theirs = flat(config_to_dict(wanted)), flat(config_to_dict(run_config(run_dir)))
+    ignored = ("output.",) + (("model.source",) if recipe.starts_from else ())
+    return [f"{k}: run {theirs.get(k)!r}, recipe {ours.get(k)!r}" for k in sorted(ours.keys() | theirs.keys())
+            if not k.startswith(ignored) and ours.get(k) != theirs.get(k)]
+
+
+def judge_run(recipe: Recipe, run_dir: Path, overrides: dict, progress: bool = True) -> Outcome:
+    """``recipe``'s evaluations on a run of it trained earlier; judged only when the run's configuration is the
+    recipe's. The training's wall time is the run's own (first to last event)."""
+    from ..events import iter_events
+    from ..runs.layout import EVENTS_FILE
+
+    out = Outcome(recipe, run_dir=run_dir)
+    differences = config_differences(recipe, run_dir, overrides)
+    judged = not differences and all(k.startswith("output.") for k in overrides)
+    out.notes += [f"judged the run {run_dir} (--run), trained earlier"] + \
+                 [f"not judged: the run differs from the recipe in {d}" for d in differences]
+    events = list(iter_events(run_dir / EVENTS_FILE))
+    started = next((e for e in events if e.type == "run_started"), None)
+    out.train_s = events[-1].time - events[0].time if events else 0.0
+    if started is not None:
+        out.machine = f"{started.precision['device_type']}/{started.precision['mode']}"
+    m = recipe.measured_on
+    threads = torch.get_num_threads()
+    if m is not None and m.threads:
+        torch.set_num_threads(m.threads)
+    out.machine += f", {torch.get_num_threads()} thread(s) to evaluate"
+    cpu0, t0 = _cpu_s(), time.monotonic()
+    try:
+        out.rows += evaluate_recipe(recipe, run_dir, judged, progress)
+    finally:
+        torch.set_num_threads(threads)
+    for row in out.rows:
+        if differences and row.verdict.startswith("not judged"):
+            row.verdict = "not judged (the run is not the recipe's)"
+    out.eval_s, out.cpu_s = time.monotonic() - t0, _cpu_s() - cpu0
+    return out
+
+
 def evaluate_recipe(recipe: Recipe, run_dir: Path, judged: bool = True, progress: bool = False) -> list[Measured]:
     """Each evaluation of ``recipe`` on a run of it (trained here or elsewhere, e.g. by `workbench demo`), every
     figure judged against the expected one."""
@@ -359,6 +414,8 @@ def main(argv: Optional[list[str]] = None) -> int:
     ap.add_argument("--json", metavar="FILE", help="also write the measured figures as JSON")
     ap.add_argument("--start-run", metavar="DIR", type=Path, help="for recipes that start from another recipe's "
                     "model: a run of that recipe to start from (default: train it first)")
+    ap.add_argument("--run", metavar="DIR", type=existing_run_dir, help="judge this run of the one recipe named, trained earlier "
+                    "(`workbench train --recipe NAME`), instead of training it")
     ap.add_argument("--readme", metavar="FILE", help="only rewrite FILE's recipes table from the recipes' expected "
                     "figures (no training)")
     args = ap.parse_args(argv)
@@ -370,6 +427,9 @@ def main(argv: Optional[list[str]] = None) -> int:
             print(f"rewrote the recipes table of {path}")
             return 0
         overrides = dict(split_override(o) for o in args.set)
+        if args.run is not None:
+            if len(recipes) != 1:
+                raise ConfigError([("--run", f"judges a run of one recipe: name exactly one (got {len(recipes)})")])
         for r in recipes:
             # every recipe's problems before the first one trains (a start's model is only known once trained)
             r.run_config({**overrides, "model.source": "tiny-glm4"} if r.starts_from else overrides)
@@ -380,12 +440,15 @@ def main(argv: Optional[list[str]] = None) -> int:
     with tempfile.TemporaryDirectory() as tmp:
         runs_dir = Path(args.runs_dir or tmp)
         outcomes, trained = [], {}
+        if args.run is not None:
+            outcomes.append(judge_run(recipes[0], args.run, overrides, progress=sys.stderr.isatty()))
+            recipes = []
         for recipe in starts_first(recipes):
             start_run = args.start_run or trained.get(recipe.starts_from)  # a start trained here is not trained twice
             outcomes.append(run_recipe(recipe, overrides, runs_dir, progress=sys.stderr.isatty(), start_run=start_run))
             if outcomes[-1].run_dir is not None:
                 trained[recipe.name] = outcomes[-1].run_dir
-        print(format_outcomes(outcomes, runs_kept=bool(args.runs_dir)))
+        print(format_outcomes(outcomes, runs_kept=bool(args.runs_dir or args.run)))
         print(f"[recipes] load average at end {os.getloadavg()[0]:.1f} (figures are deterministic; wall times are "
               "not, on a shared machine)")
     if args.json:
