@@ -104,3 +104,20 @@ def test_the_chat_panel_compares_episode_folders_of_a_runs_directory(tmp_path):
     view = section.compare([value for _, value in section.folders.options])
     assert section.view.children == (view,) and set(view.replays) == {"base", "oracle"}
     assert list(view.task.options) == [t.id for t in TASKS]
+
+
+def test_a_text_agents_episode_shows_the_tree_it_read_beside_the_screenshot(tmp_path):
+    """observation ui_tree: each step shows the screen's compact tree (the line of the element the action hit in
+    bold) next to the screenshot; a screenshot agent's replay shows no tree."""
+    writer = EpisodeWriter(tmp_path / "tree")
+    for episode in run_episodes(TASKS, OraclePolicy(TASKS), sim_devices((112, 252)), observation="ui_tree"):
+        writer.write(episode)
+    writer.close()
+    replay = EpisodeReplay(tmp_path / "tree")
+    assert replay.tree.layout.display is None and "Settings [" in replay.tree.value  # the home screen's icons
+    replay.slider.value = 2  # the tap on the Wi-Fi switch
+    assert "<b style='color:#1565c0'>Wi-Fi" in replay.tree.value
+    assert replay.tree.value.count("<b style") == 1
+    replay.slider.value = replay.slider.max  # the end: no step, no tree
+    assert replay.tree.layout.display == "none"
+    assert EpisodeReplay(stored(tmp_path, OraclePolicy(TASKS), "shots")).tree.layout.display == "none"

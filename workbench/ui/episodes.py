@@ -42,11 +42,14 @@ class EpisodeReplay(W.VBox):
         self.slider = W.IntSlider(value=1, min=1, max=1, description="step", style={"description_width": "60px"},
                                   continuous_update=False)
         self.image = W.Image(format="png")
+        # the screen as the model read it (observation ui_tree or both): beside the screenshot, the hit element bold
+        self.tree = W.HTML(layout=W.Layout(display="none", max_width="420px", overflow="auto"))
+        self.tree.add_class("wb-episode-tree")
         self.info = W.HTML()
         self.info.add_class("wb-episode-info")
         self.picker.observe(lambda _: self._episode_changed(), names="value")
         self.slider.observe(lambda _: self.show(), names="value")
-        super().__init__([self.header, self.picker, self.slider, self.image, self.info],
+        super().__init__([self.header, self.picker, self.slider, W.HBox([self.image, self.tree]), self.info],
                          layout=W.Layout(border="1px solid #ccc", padding="6px", width="100%"))
         self.add_class("wb-episode-replay")
         if self.episodes:
@@ -95,6 +98,9 @@ class EpisodeReplay(W.VBox):
             answer = current.answer if current else None
             self.image.value = png_bytes(draw_action(shot, answer, current.target_box if current else None, self.scale))
         self.info.value = self._step_html(episode, current) if current else self._end_html(episode)
+        tree = current.ui_tree if current else None
+        self.tree.layout.display = None if tree else "none"
+        self.tree.value = _tree_html(tree, current.element if current else None) if tree else ""
 
     def _step_html(self, episode: Episode, step: Step) -> str:
         e = html.escape
@@ -124,6 +130,16 @@ class EpisodeReplay(W.VBox):
                 f" after {len(episode.steps)} steps</div>"
                 + (f"<div>message: {e(episode.message)}</div>" if episode.message else "")
                 + (f"<div>final state:<ul>{checks}</ul></div>" if checks else ""))
+
+
+def _tree_html(tree: str, element: Optional[str]) -> str:
+    """The compact tree as the model read it, one element a line; the lines naming the element the action hit bold."""
+    lines = []
+    for line in tree.splitlines():
+        text = html.escape(line)
+        lines.append(f"<b style='color:#1565c0'>{text}</b>" if element and line.startswith(element) else text)
+    return ("<div style='font-size:11px;color:#555'>the screen as text (what the model read)</div>"
+            "<pre style='font-size:11px;line-height:1.25;margin:0;white-space:pre'>" + "\n".join(lines) + "</pre>")
 
 
 class EpisodeCompare(W.VBox):
