@@ -174,3 +174,31 @@ def test_stop_ends_the_whole_group_and_a_killed_parent_leaves_no_orphan(tmp_path
     while time.monotonic() < deadline and any(_alive(p) for p in started):
         time.sleep(0.2)
     assert not any(_alive(p) for p in started)
+
+
+def test_the_start_up_wait_shows_progress_and_ends_on_death_or_on_health(tmp_path):
+    """The start-up wait (the one client's /health poll): progress with the last log line while it loads, VllmDied
+    carrying its last log lines when the process exits, ready once /health answers 200 (vLLM's is an empty body)."""
+    from workbench.serve.vllm import VllmDied, VllmLaunch, VllmServer
+
+    dies = VllmLaunch([sys.executable, "-c", "import time; print('loading weights', flush=True); time.sleep(11); "
+                       "print('ValueError: head size 16 is not supported', flush=True); raise SystemExit(3)"],
+                      url="http://127.0.0.1:9/v1")
+    seen = []
+    with pytest.raises(VllmDied, match="code 3(.|\n)*head size 16 is not supported"):
+        VllmServer(dies, None).wait_ready(timeout=60, progress=lambda t, line: seen.append(line))
+    assert seen and seen[0] == "loading weights"
+
+    port = 18000 + os.getpid() % 1000
+    answers = VllmLaunch([sys.executable, "-c", "import http.server as h, time; time.sleep(1)\n"
+                          "class H(h.BaseHTTPRequestHandler):\n"
+                          "    def do_GET(self): self.send_response(200); self.send_header('Content-Length', '0'); "
+                          "self.end_headers()\n"
+                          f"h.HTTPServer(('127.0.0.1', {port}), H).serve_forever()"],
+                         url=f"http://127.0.0.1:{port}/v1")
+    server = VllmServer(answers, None)
+    try:
+        assert server.wait_ready(timeout=60) is server
+    finally:
+        server.stop()
+    assert server._process.poll() is not None  # stopped: no orphan

@@ -270,22 +270,26 @@ class VllmServer(ServerHandle):
         return {"status": "error" if self._process.poll() is not None else "loading"}
 
     def wait_ready(self, timeout: float = 600.0, progress=None) -> "VllmServer":
-        """Until /health answers 200; ``progress(seconds, last log line)`` every ~10 s. VllmDied with the last log
-        lines when the process exits, TimeoutError (the process stopped) after ``timeout`` seconds."""
+        """Until /health answers 200 (the one client's poll, ``ServerClient.wait_ready``); ``progress(seconds, last
+        log line)`` every ~10 s. VllmDied with the last log lines when the process exits, TimeoutError (the process
+        stopped) after ``timeout`` seconds."""
         start = time.monotonic()
-        shown = start
-        while time.monotonic() - start < timeout:
+        shown = [start]
+
+        def check() -> None:
             if self._process.poll() is not None:
                 raise self.died()
-            if self._ready():
-                return self
-            if progress is not None and time.monotonic() - shown >= 10:
-                shown = time.monotonic()
-                progress(shown - start, self.log_tail[-1] if self.log_tail else "")
-            time.sleep(0.5)
-        self.stop()
-        raise TimeoutError(f"vLLM at {self.url} not ready after {timeout:.0f} s; its last log lines:\n"
-                           f"{self.last_lines()}")
+            if progress is not None and time.monotonic() - shown[0] >= 10:
+                shown[0] = time.monotonic()
+                progress(shown[0] - start, self.log_tail[-1] if self.log_tail else "")
+
+        try:
+            self.client.wait_ready(timeout, check=check)
+        except TimeoutError:
+            self.stop()
+            raise TimeoutError(f"vLLM at {self.url} not ready after {timeout:.0f} s; its last log lines:\n"
+                               f"{self.last_lines()}") from None
+        return self
 
     def stop(self, timeout: float = 15.0) -> None:
         """SIGTERM to its whole process group (vLLM's engine process too), SIGKILL after ``timeout`` seconds."""
