@@ -202,3 +202,25 @@ def test_the_start_up_wait_shows_progress_and_ends_on_death_or_on_health(tmp_pat
     finally:
         server.stop()
     assert server._process.poll() is not None  # stopped: no orphan
+
+
+def test_a_code_built_model_is_saved_once_as_a_directory_vllm_and_transformers_load(tmp_path, monkeypatch):
+    """vLLM loads directories: the tiny GLM-4V (built from code, seed 0) is saved with its tokenizer and processor
+    files, once; plain transformers loads it alone and gives our builder's weights."""
+    import torch
+    from transformers import AutoImageProcessor, AutoModelForImageTextToText, AutoTokenizer
+
+    from workbench.models import load_for_inference
+    from workbench.serve.vllm import model_directory
+
+    monkeypatch.setenv("WORKBENCH_CACHE", str(tmp_path))
+    monkeypatch.setattr("workbench.models.packaged.cache_root", lambda: tmp_path)
+    path = Path(model_directory("tiny-glm4v"))
+    assert path == tmp_path / "vllm" / "tiny-glm4v" and (path / "preprocessor_config.json").is_file()
+    stamp = (path / "config.json").stat().st_mtime_ns
+    assert Path(model_directory("tiny-glm4v")) == path and (path / "config.json").stat().st_mtime_ns == stamp
+    AutoTokenizer.from_pretrained(path)
+    AutoImageProcessor.from_pretrained(path)
+    saved = AutoModelForImageTextToText.from_pretrained(path)
+    ours = load_for_inference("tiny-glm4v").model
+    assert all(torch.equal(a, b) for a, b in zip(saved.state_dict().values(), ours.state_dict().values()))

@@ -105,14 +105,16 @@ def model_directory(source: str) -> str:
 
 
 def _saved_tiny(name: str) -> Path:
-    from ..models import packaged
-    from ..models.loading import load_for_inference
+    from ..models import load_for_inference, packaged
+    from ..models.processor import save_processor_files
 
     out = packaged.cache_root() / "vllm" / name
     if not (out / "config.json").is_file():
         loaded = load_for_inference(name)
         loaded.model.save_pretrained(out)
-        (loaded.processor or loaded.tokenizer).save_pretrained(out)
+        loaded.tokenizer.save_pretrained(out)
+        if loaded.processor is not None:  # a GLM-4.1V: the processor files a model directory needs to load alone
+            save_processor_files(loaded.processor, out)
     return out
 
 
