@@ -160,15 +160,27 @@ def test_accumulation_2x2_chunked_equals_4x1_full(make_cfg):
         torch.testing.assert_close(wb[k], wa[k], rtol=1e-4, atol=1e-6)
 
 
-def test_held_out_loss_is_the_same_for_every_head(make_cfg):
-    """The engine's eval goes through the run's head: its eval event equals the full head's figure."""
-    evals = {}
-    for head in HEADS:
-        r = train(make_cfg(**{"schedule.max_steps": 1, "memory.loss_head": head, "output.run_name": head,
-                              "data.eval": str(SAMPLES / "identity" / "heldout.jsonl")}))
-        evals[head] = [e.loss for e in iter_events(r.run_dir / "events.jsonl") if e.type == "eval"][-1]
-    assert evals["labels"] == pytest.approx(evals["full"], rel=FP32_REL)
-    assert evals["chunked"] == pytest.approx(evals["full"], rel=FP32_REL)
+def test_held_out_loss_is_the_same_for_every_head(make_cfg, monkeypatch):
+    """The engine's eval goes through the run's head: a chunked-head run hands its own memory section to the
+    held-out loss, and its eval event equals the full and the labels head's figures on the same final weights
+    (one run; the other heads are measured on the model it leaves, with the examples and batching it used)."""
+    from workbench.engine import run as run_module
+
+    calls, measure = [], run_module.heldout_loss
+
+    def recording(model, examples, pad_token_id, **kw):
+        calls.append((model, examples, pad_token_id, kw))
+        return measure(model, examples, pad_token_id, **kw)
+
+    monkeypatch.setattr(run_module, "heldout_loss", recording)
+    r = train(make_cfg(**{"schedule.max_steps": 1, "memory.loss_head": "chunked", "memory.loss_chunk_tokens": 5,
+                          "data.eval": str(SAMPLES / "identity" / "heldout.jsonl")}))
+    event = [e.loss for e in iter_events(r.run_dir / "events.jsonl") if e.type == "eval"][-1]
+    model, examples, pad, kw = calls[-1]
+    assert kw["memory"].loss_head == "chunked" and kw["memory"].loss_chunk_tokens == 5  # the run's head, not a default
+    assert measure(model, examples, pad, **kw).loss == pytest.approx(event, rel=FP32_REL)  # the weights it measured
+    for head in ("full", "labels"):
+        assert measure(model, examples, pad, **{**kw, "memory": HEADS[head]}).loss == pytest.approx(event, rel=FP32_REL)
 
 
 @pytest.fixture
