@@ -9,6 +9,8 @@ from setuptools import find_packages, setup
 setup(
     packages=find_packages(include=["workbench", "workbench.*"]) + ["workbench.data_samples"],
     package_dir={"workbench.data_samples": "data_samples"},
-    package_data={"workbench.data_samples": ["*.md", "*/*.md", "*/*.json", "*/*.jsonl", "*/*.txt", "*/images/*.png"],
+    package_data={"workbench.data_samples": ["*.md", "*/*.md", "*/*.json", "*/*.jsonl", "*/*.txt", "*/images/*.png",
+                                            # notebook 07's recorded text-agent episodes
+                                            "*/episodes/*/*.json*", "*/episodes/*/screens/*/*.png"],
                   "workbench.config.recipes": ["*.yaml"]},  # `workbench recipes`: the packaged recipes
 )

@@ -110,7 +110,13 @@ def test_07_phone_agent_episodes(tmp_path):
     images = [o for c in nb.cells for o in c.get("outputs", []) if "image/png" in o.get("data", {})]
     assert len(images) == 1  # the rendered phone screen
     widgets = [o for c in nb.cells for o in c.get("outputs", []) if "application/vnd.jupyter.widget-view+json" in o.get("data", {})]
-    assert len(widgets) >= 2  # the run monitor and the episode replay
+    assert len(widgets) >= 3  # the run monitor, the episode replay and the text agent's replay
+    # the text agent's section: each recorded folder summarised; the base's replies never parse, the fine-tuned ones do
+    agent = {name: (int(n), float(success), float(parse)) for name, n, success, parse in
+             re.findall(r"^phone_agent-(\w+--\w+) +(\d+) +([\d.]+) +([\d.]+) ", text, re.M)}
+    assert set(agent) == {"heldout--base", "heldout--tuned", "combos--base", "combos--tuned"}, text
+    assert agent["heldout--base"] == (31, 0.0, 1.0) and agent["combos--base"] == (15, 0.0, 1.0)
+    assert agent["heldout--tuned"][2] < 0.5 and agent["heldout--tuned"][1] > 0  # parses, and finishes some unseen task
 
 
 def test_08_grpo_phone_actions(tmp_path):
