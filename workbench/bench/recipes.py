@@ -20,6 +20,7 @@ on a shared machine they are not the recipe's (its expected wall time is in meas
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import re
@@ -162,6 +163,35 @@ def starting_model(run_dir: Path) -> Path:
     raise ConfigError([("--start-run", f"{run_dir} saved no whole model (model/ or merged/) to start from")])
 
 
+@contextlib.contextmanager
+def _threads_as_measured(recipe: Recipe):
+    """The torch thread count ``recipe``'s figures were measured with (another count can change a greedy answer),
+    the previous one restored after."""
+    threads = torch.get_num_threads()
+    if recipe.measured_on is not None and recipe.measured_on.threads:
+        torch.set_num_threads(recipe.measured_on.threads)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(threads)
+
+
+def _note_machine(recipe: Recipe, run_dir: Path, out: Outcome) -> None:
+    """``out.machine``: the device/precision the run resolved to (its run_started event), noted when it is not the
+    one the recipe's figures were measured on."""
+    from ..events import iter_events
+    from ..runs.layout import EVENTS_FILE
+
+    started = next((e for e in iter_events(run_dir / EVENTS_FILE) if e.type == "run_started"), None)
+    if started is None:  # a run directory without its log's start (copied by hand): nothing to say
+        return
+    out.machine = f"{started.precision['device_type']}/{started.precision['mode']}"
+    m = recipe.measured_on
+    if m is not None and out.machine != f"{m.device}/{m.precision}":
+        out.notes.append(f"this machine ran {recipe.name} as {out.machine}; its figures were measured as "
+                         f"{m.device}/{m.precision} ({m.description}): differences are expected")
+
+
 def _train_start(recipe: Recipe, runs_dir: Path, progress: bool, out: Outcome) -> Path:
     """Train the recipe ``recipe`` starts from (its own config, its own thread count) and return its model."""
     from ..training import train
@@ -169,15 +199,10 @@ def _train_start(recipe: Recipe, runs_dir: Path, progress: bool, out: Outcome) -
     start = load_recipe(recipe.starts_from)
     cfg = start.run_config({"output.runs_dir": str(runs_dir), "output.progress_bar": progress,
                             "output.run_name": f"{start.name}-{time.strftime('%Y%m%d-%H%M%S')}"})
-    threads = torch.get_num_threads()
-    if start.measured_on is not None and start.measured_on.threads:
-        torch.set_num_threads(start.measured_on.threads)
     print(f"[recipes] {recipe.name}: first its start, {start.name} ({cfg.schedule.max_steps} steps)", flush=True)
     t0 = time.monotonic()
-    try:
+    with _threads_as_measured(start):
         result = train(cfg)
-    finally:
-        torch.set_num_threads(threads)
     out.notes.append(f"started from recipe {start.name}, trained here in {time.monotonic() - t0:.0f} s: "
                      f"{result.run_dir}")
     return starting_model(result.run_dir)
@@ -204,20 +229,12 @@ def run_recipe(recipe: Recipe, overrides: dict, runs_dir: Path, progress: bool =
     cfg = recipe.run_config({**overrides, "output.runs_dir": str(runs_dir),
                              "output.run_name": f"{recipe.name}-{time.strftime('%Y%m%d-%H%M%S')}",
                              "output.progress_bar": overrides.get("output.progress_bar", progress)})
-    m = recipe.measured_on
-    threads = torch.get_num_threads()
-    if m is not None and m.threads:
-        torch.set_num_threads(m.threads)  # as measured: another count can change a greedy answer
-    try:
+    with _threads_as_measured(recipe):
         _train_and_evaluate(recipe, cfg, judged, out, progress)
-    finally:
-        torch.set_num_threads(threads)
     return out
 
 
 def _train_and_evaluate(recipe: Recipe, cfg, judged: bool, out: Outcome, progress: bool) -> None:
-    from ..events import iter_events
-    from ..runs.layout import EVENTS_FILE
     from ..training import train
 
     cpu0 = _cpu_s()
@@ -226,12 +243,7 @@ def _train_and_evaluate(recipe: Recipe, cfg, judged: bool, out: Outcome, progres
     t0 = time.monotonic()
     result = train(cfg)
     out.train_s, out.run_dir = time.monotonic() - t0, result.run_dir
-    started = next(e for e in iter_events(result.run_dir / EVENTS_FILE) if e.type == "run_started")
-    out.machine = f"{started.precision['device_type']}/{started.precision['mode']}"
-    m = recipe.measured_on
-    if m is not None and out.machine != f"{m.device}/{m.precision}":
-        out.notes.append(f"this machine ran {recipe.name} as {out.machine}; its figures were measured as "
-                         f"{m.device}/{m.precision} ({m.description}): differences are expected")
+    _note_machine(recipe, result.run_dir, out)
     out.machine += f", {torch.get_num_threads()} thread(s)"
     t0 = time.monotonic()
     out.rows += evaluate_recipe(recipe, result.run_dir, judged, progress)
@@ -242,17 +254,11 @@ def _train_and_evaluate(recipe: Recipe, cfg, judged: bool, out: Outcome, progres
 def config_differences(recipe: Recipe, run_dir: Path, overrides: dict) -> list[str]:
     """The dotted fields where a run's saved configuration differs from what ``recipe`` (with ``overrides``) trains;
     output.* and, for a recipe that starts from another's model, model.source do not count."""
-    from ..config.loading import config_to_dict
+    from ..config.loading import config_to_dict, flat_fields
     from ..runs.layout import run_config
 
-    def flat(d: dict, prefix: str = "") -> dict:
-        out = {}
-        for k, v in d.items():
-            out.update(flat(v, f"{prefix}{k}.") if isinstance(v, dict) else {f"{prefix}{k}": v})
-        return out
-
     wanted = recipe.run_config({**overrides, "model.source": "tiny-glm4"} if recipe.starts_from else overrides)
-    ours, theirs = flat(config_to_dict(wanted)), flat(config_to_dict(run_config(run_dir)))
+    ours, theirs = flat_fields(config_to_dict(wanted)), flat_fields(config_to_dict(run_config(run_dir)))
     ignored = ("output.",) + (("model.source",) if recipe.starts_from else ())
     return [f"{k}: run {theirs.get(k)!r}, recipe {ours.get(k)!r}" for k in sorted(ours.keys() | theirs.keys())
             if not k.startswith(ignored) and ours.get(k) != theirs.get(k)]
@@ -270,20 +276,12 @@ def judge_run(recipe: Recipe, run_dir: Path, overrides: dict, progress: bool = T
     out.notes += [f"judged the run {run_dir} (--run), trained earlier"] + \
                  [f"not judged: the run differs from the recipe in {d}" for d in differences]
     events = list(iter_events(run_dir / EVENTS_FILE))
-    started = next((e for e in events if e.type == "run_started"), None)
     out.train_s = events[-1].time - events[0].time if events else 0.0
-    if started is not None:
-        out.machine = f"{started.precision['device_type']}/{started.precision['mode']}"
-    m = recipe.measured_on
-    threads = torch.get_num_threads()
-    if m is not None and m.threads:
-        torch.set_num_threads(m.threads)
-    out.machine += f", {torch.get_num_threads()} thread(s) to evaluate"
+    _note_machine(recipe, run_dir, out)
     cpu0, t0 = _cpu_s(), time.monotonic()
-    try:
+    with _threads_as_measured(recipe):
+        out.machine += f", {torch.get_num_threads()} thread(s) to evaluate"
         out.rows += evaluate_recipe(recipe, run_dir, judged, progress)
-    finally:
-        torch.set_num_threads(threads)
     for row in out.rows:
         if differences and row.verdict.startswith("not judged"):
             row.verdict = "not judged (the run is not the recipe's)"

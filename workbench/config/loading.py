@@ -179,5 +179,16 @@ def config_to_dict(cfg: BaseModel) -> dict:
     return cfg.model_dump(mode="json")
 
 
+def flat_fields(d: dict, prefix: str = "") -> dict:
+    """A nested config mapping as ``{"section.field": value}`` (the dotted paths errors and overrides use)."""
+    out = {}
+    for k, v in d.items():
+        if isinstance(v, dict):
+            out.update(flat_fields(v, f"{prefix}{k}."))
+        else:
+            out[f"{prefix}{k}"] = v
+    return out
+
+
 def save_config(cfg: RunConfig, path: str | Path) -> None:
     Path(path).write_text(json.dumps(config_to_dict(cfg), indent=2, ensure_ascii=False) + "\n", encoding="utf-8")

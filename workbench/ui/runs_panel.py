@@ -9,6 +9,7 @@ from typing import Optional
 import ipywidgets as W
 import plotly.graph_objects as go
 
+from ..config.loading import flat_fields
 from ..runs import RunRow, list_runs
 from ..runs.results import metric_rows, result_tasks
 from .export_section import ExportSection
@@ -27,19 +28,9 @@ def _fmt_metric(value) -> str:
     return "-" if value is None else f"{value:.3f}" if isinstance(value, float) else str(value)
 
 
-def _flat(d: dict, prefix: str = "") -> dict:
-    out = {}
-    for k, v in d.items():
-        if isinstance(v, dict):
-            out.update(_flat(v, f"{prefix}{k}."))
-        else:
-            out[f"{prefix}{k}"] = v
-    return out
-
-
 def config_diff(configs: dict[str, dict]) -> dict[str, dict]:
     """{field path: {run: value}} for the fields whose values differ between the runs."""
-    flats = {name: _flat(c) for name, c in configs.items()}
+    flats = {name: flat_fields(c) for name, c in configs.items()}
     keys = sorted({k for f in flats.values() for k in f})
     return {k: {n: f.get(k) for n, f in flats.items()} for k in keys
             if len({repr(f.get(k)) for f in flats.values()}) > 1}
