@@ -1,4 +1,5 @@
 """Every walkthrough notebook runs top to bottom in a real kernel (nbclient), with short-run parameters."""
+import json
 import re
 
 import nbformat
@@ -18,6 +19,8 @@ def test_committed_clean_with_kernelspec_and_parameters(name):
     nb = nbformat.read(NOTEBOOKS / name, as_version=4)
     assert nb.metadata["kernelspec"]["name"] == "python3"
     assert parameters_cell(nb) == 1
+    raw = json.loads((NOTEBOOKS / name).read_text())  # nbformat.read fills missing ids in (with a warning)
+    assert all("id" in cell for cell in raw["cells"]), f"{name}: a cell without an id (a future nbformat error)"
     for cell in nb.cells:
         if cell.cell_type == "code":
             assert not cell.outputs and cell.execution_count is None, f"{name}: commit notebooks with outputs cleared"
