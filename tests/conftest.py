@@ -7,6 +7,13 @@ from pathlib import Path
 import pytest
 
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+if os.environ.get("PYTEST_XDIST_WORKER"):
+    # The suite runs in two workers (README's test command: pytest -n 2, pytest-xdist) on a 2-core machine: two
+    # torch processes of two OpenMP threads each spin against each other (notebook 05's training went 163 s -> over
+    # 600 s), so each worker, and every kernel and training process it starts, computes on one thread. Set before
+    # anything imports torch.
+    for var in ("OMP_NUM_THREADS", "MKL_NUM_THREADS"):
+        os.environ[var] = "1"
 REPO = Path(__file__).resolve().parent.parent
 SAMPLES = REPO / "data_samples"
 EXTENSION_TESTS = REPO / "tests" / "extensions" / "jupyterlab"
@@ -24,6 +31,17 @@ def pytest_configure(config):
             and importlib.util.find_spec("workbench_jupyterlab") is None):
         raise pytest.UsageError("tests/extensions/jupyterlab need the workbench_jupyterlab package, which "
                                 "`bash scripts/setup.sh --test` installs (or: pip install -e extensions/jupyterlab)")
+
+
+# The longest tests and modules (pytest --durations: minutes each) go first: with -n 2 (README's test command) the
+# workers start on them and the many short tests fill the gaps, instead of one worker finishing a long one alone.
+LONGEST_FIRST = ("tests/notebooks/test_notebooks.py::test_07", "tests/notebooks/test_notebooks.py::test_05",
+                 "tests/distributed/test_strategies.py", "tests/notebooks/test_notebooks.py::test_0")
+
+
+def pytest_collection_modifyitems(config, items):
+    items.sort(key=lambda item: next((i for i, p in enumerate(LONGEST_FIRST) if item.nodeid.startswith(p)),
+                                     len(LONGEST_FIRST)))
 
 
 def tiny_run_overrides(runs_dir: Path, **overrides) -> dict:

@@ -91,7 +91,9 @@ def prepare(name: str, workdir: Path, **overrides) -> Path:
 def execute(name: str, workdir: Path, timeout: int = 600, **overrides):
     path = prepare(name, workdir, **overrides)
     nb = nbformat.read(path, as_version=4)
-    nbclient.NotebookClient(nb, timeout=timeout, kernel_name="python3",
+    # store_widget_state=False: each plotly FigureWidget's saved state carries plotly.js (5 MB of _esm), which made
+    # an executed copy up to 200 MB to write; the tests read the outputs, where each widget view still shows.
+    nbclient.NotebookClient(nb, timeout=timeout, kernel_name="python3", store_widget_state=False,
                             resources={"metadata": {"path": str(workdir)}}).execute()
     nbformat.write(nb, path)  # executed copy, kept with the test's temporary files
     return nb
