@@ -19,6 +19,17 @@ def test_detokenizer_never_emits_broken_utf8():
     assert not any("\ufffd" in d for d in deltas)
 
 
+def test_a_generation_cut_inside_a_character_ends_before_it():
+    """max_tokens can end an answer between the bytes of one character: the answer stops before that character
+    (as vLLM's do), never with U+FFFD."""
+    tok = byte_tokenizer()
+    ids = tok("巴黎", add_special_tokens=False)["input_ids"]
+    assert len(ids) == 6  # two characters of three bytes each
+    detok = IncrementalDetokenizer(tok)
+    deltas = [detok.add(i) for i in ids[:5]] + [detok.flush()]  # cut after the 2nd byte of the 2nd character
+    assert "".join(deltas) == "巴"
+
+
 def test_detokenizer_keeps_spaces_of_sentencepiece_style_tokens(small_model):
     from transformers import AutoTokenizer
 

@@ -32,13 +32,15 @@ class IncrementalDetokenizer:
         return ""
 
     def flush(self) -> str:
-        """Whatever is still held back (an incomplete character at the very end is emitted as is)."""
+        """Whatever is still held back. A generation cut inside a multi-byte character (max_tokens reached) ends
+        before it, as vLLM's answers do: the bytes of half a character are no text, and U+FFFD in an answer is noise
+        (measured: the same greedy answers from both engines but for that last character)."""
         if self._read_offset >= len(self.ids):
             return ""
         prefix_text = self._decode(self.ids[self._prefix_offset:self._read_offset])
         new_text = self._decode(self.ids[self._prefix_offset:])
         self._prefix_offset = self._read_offset = len(self.ids)
-        return new_text[len(prefix_text):]
+        return new_text[len(prefix_text):].rstrip("\ufffd")
 
 
 def partial_suffix_len(text: str, markers: list[str]) -> int:
