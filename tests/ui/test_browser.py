@@ -113,18 +113,27 @@ def jupyter_lab(tmp_path):
         yield url, token, root
 
 
-def wait_accepting_dialogs(page, selector: str, timeout_s: float = 180.0) -> None:
-    """Wait for ``selector``; JupyterLab may ask which kernel to start (even with kernelspec metadata):
-    accept the preselected kernel whenever that dialog shows."""
+def wait_accepting_dialogs(page, ready, timeout_s: float = 180.0) -> None:
+    """Wait until ``ready`` holds: a CSS selector in the page, or a function of the page that returns true.
+    JupyterLab may ask which kernel to start (even with kernelspec metadata): accept the preselected kernel whenever
+    that dialog shows."""
+    holds = ready if callable(ready) else (lambda p: p.locator(ready).count() > 0)
     deadline = time.monotonic() + timeout_s
     while time.monotonic() < deadline:
         dialog = page.locator(".jp-Dialog .jp-mod-accept")
         if dialog.count() and dialog.first.is_visible():
             dialog.first.click()
-        if page.locator(selector).count():
+        if holds(page):
             return
         time.sleep(0.25)
-    raise TimeoutError(f"{selector} did not appear in {timeout_s:.0f} s")
+    what = ready if isinstance(ready, str) else ready.__name__
+    raise TimeoutError(f"{what} did not appear in {timeout_s:.0f} s")
+
+
+def kernel_idle(page) -> bool:
+    """The status bar says the notebook's kernel is up and idle ("Python 3 (ipykernel) | Idle")."""
+    status = page.evaluate("() => document.querySelector('#jp-main-statusbar')?.innerText || ''")
+    return re.search(r"\|\s*Idle\b", status) is not None
 
 
 def open_and_run_all(page, url: str, token: str, name: str) -> None:
@@ -135,14 +144,7 @@ def open_and_run_all(page, url: str, token: str, name: str) -> None:
     # Run All only once the kernel is up and idle: clicked while it was still starting (seen with the browser tests
     # in two workers loading the machine), nothing ran, or a late kernel dialog started a second kernel halfway
     # through (cells 1-5 in one, cell 6 in the other, as "In [1]" with a NameError)
-    deadline, status_bar = time.monotonic() + 180, "() => document.querySelector('#jp-main-statusbar')?.innerText || ''"
-    while not re.search(r"\|\s*Idle\b", page.evaluate(status_bar)):  # "Python 3 (ipykernel) | Idle"
-        if time.monotonic() > deadline:
-            raise TimeoutError("the notebook's kernel was not idle after 180 s")
-        dialog = page.locator(".jp-Dialog .jp-mod-accept")  # JupyterLab may ask which kernel to start
-        if dialog.count() and dialog.first.is_visible():
-            dialog.first.click()
-        time.sleep(0.25)
+    wait_accepting_dialogs(page, kernel_idle, 180)
     time.sleep(1)
     run_all(page)
 
