@@ -30,6 +30,13 @@ def test_the_answer_ends_at_the_first_stop_token_and_keeps_reasoning_tags():
     assert answer_text(tok, ids, []) == "<think>look</think><answer>tap</answer><|endoftext|>junk"
 
 
+def test_an_answer_cut_inside_a_character_ends_before_it_as_the_servers():
+    tok = byte_tokenizer()
+    ids = tok("巴黎", add_special_tokens=False)["input_ids"]  # two characters of three bytes each
+    assert answer_text(tok, ids[:5], [tok.eos_token_id]) == "巴"  # cut after the 2nd byte of the 2nd character
+    assert answer_text(tok, ids, [tok.eos_token_id]) == "巴黎"
+
+
 def test_sentence_ends_in_chinese_and_english_but_not_in_a_number():
     assert ends_sentence("我是 PhoneMate。") and ends_sentence("你好！") and ends_sentence("I am PhoneMate.")
     assert ends_sentence('He said "yes."') and ends_sentence("真的吗？」")

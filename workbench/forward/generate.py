@@ -40,14 +40,22 @@ def model_stop_token_ids(model, tokenizer) -> list[int]:
     return stop_token_ids(tokenizer, getattr(config, "eos_token_id", None) if config is not None else None)
 
 
+def without_cut_character(text: str) -> str:
+    """``text`` ending before a character its last tokens only began: a byte-level tokenizer's answer cut by
+    ``max_tokens`` inside a multi-byte character decodes to a trailing U+FFFD, which is no text (vLLM's answers
+    end before it too). The one rule for answers in process and served."""
+    return text.rstrip("\ufffd")
+
+
 def answer_text(tokenizer, token_ids: Iterable[int], stops: Iterable[int]) -> str:
-    """The text of generated ``token_ids`` up to (without) the first stop token, special tokens kept."""
+    """The text of generated ``token_ids`` up to (without) the first stop token, special tokens kept, ending
+    before a character the tokens only began (``without_cut_character``)."""
     stops, kept = set(stops), []
     for token in token_ids:
         if int(token) in stops:
             break
         kept.append(int(token))
-    return tokenizer.decode(kept, skip_special_tokens=False).strip()
+    return without_cut_character(tokenizer.decode(kept, skip_special_tokens=False)).strip()
 
 
 # a sentence ends at 。！？!? or at a period after a letter (not "3." of a number), closing quotes/brackets after it

@@ -1,6 +1,8 @@
 """Token -> text, incrementally: UTF-8 safe detokenization and stop strings that never leak."""
 from __future__ import annotations
 
+from ..forward.generate import without_cut_character
+
 
 class IncrementalDetokenizer:
     """Turns a growing list of token ids into text deltas.
@@ -33,14 +35,14 @@ class IncrementalDetokenizer:
 
     def flush(self) -> str:
         """Whatever is still held back. A generation cut inside a multi-byte character (max_tokens reached) ends
-        before it, as vLLM's answers do: the bytes of half a character are no text, and U+FFFD in an answer is noise
-        (measured: the same greedy answers from both engines but for that last character)."""
+        before it, as vLLM's answers and our in-process ones do (``without_cut_character``; measured: the same
+        greedy answers from both engines but for that last character)."""
         if self._read_offset >= len(self.ids):
             return ""
         prefix_text = self._decode(self.ids[self._prefix_offset:self._read_offset])
         new_text = self._decode(self.ids[self._prefix_offset:])
         self._prefix_offset = self._read_offset = len(self.ids)
-        return new_text[len(prefix_text):].rstrip("\ufffd")
+        return without_cut_character(new_text[len(prefix_text):])
 
 
 def partial_suffix_len(text: str, markers: list[str]) -> int:
