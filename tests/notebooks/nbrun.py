@@ -20,7 +20,10 @@ SHORT_PARAMETERS = {
     "04_side_by_side_chat.ipynb": dict(MODEL="tiny-glm4", MAX_STEPS=2, MICRO_BATCH=2, MAX_LENGTH=64, MAX_TOKENS=6),
     # 05 and 07 train a screenshot model from random: the fewest steps after which it visibly answers in the action
     # format (05: 300 steps, ~40 s here, 40 of 40 held-out answers parse; 07: 300 steps, ~130 s, 83% of held-out steps
-    # parse; at 200 steps 30%, and its test fails)
+    # parse; at 200 steps 30%, and its test fails). Shorter was measured on 2 AVX2 cores, one each, and not taken: 05
+    # at 150 steps 32/40 parse, at 200 34/40 (the test wants >= 30: too thin a margin for another machine), at 100
+    # 2/40; 07 at 250 steps 4 of 4 replies parse in one run (~25 s saved), at 150 steps with LEARNING_RATE 6e-3 and
+    # at 100 with 1e-2 none (a larger step does not buy fewer steps)
     "05_screenshots_to_actions.ipynb": dict(MAX_STEPS=300, MAX_TOKENS=64, RUNS_DIR="{runs}"),
     "06_export_and_quantize.ipynb": dict(MODEL="tiny-glm4", MAX_STEPS=3, MICRO_BATCH=2, MAX_LENGTH=64, MAX_TOKENS=6,
                                          RUNS_DIR="{runs}"),

@@ -61,7 +61,8 @@ class ExportChatSection(W.VBox):
                               layout=W.Layout(width="320px"))
         self.exports = W.SelectMultiple(options=[], rows=3, description="exports", style={"description_width": "60px"},
                                         layout=W.Layout(width="320px"))
-        self.with_adapter = W.Checkbox(value=True, description="and the run's adapter (on the chat's server)", indent=False)
+        self.with_adapter = W.Checkbox(value=True, description="and the run's adapter (on the chat's server)", indent=False,
+                                       layout=W.Layout(width="auto"))  # a checkbox is 300 px by default: the label was cut
         self.serve_button = W.Button(description="Serve and compare", icon="server", layout=W.Layout(width="180px"))
         self.serve_button.add_class("wb-serve-exports")
         self.refresh_button = W.Button(description="Refresh", icon="refresh")
