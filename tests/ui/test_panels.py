@@ -221,6 +221,8 @@ def test_workbench_launch_watch_and_chat_compare(make_cfg):
         run_id = m.handle.run_dir.name
         assert run_id in srv.models() and set(wb.chat.models.value) == {"tiny-glm4", run_id}
         assert run_id in {r.name for r in wb.runs.runs}
+        # the chat's export section, made before the run existed, lists it once it has finished (was: "no run ... yet")
+        assert wb.chat.export_models.run.value == run_id and "yet" not in wb.chat.export_models.status.value
         wb.chat.prompt.value = "Who are you?"
         replies = wb.chat.ask()  # no event loop here: answers synchronously
         assert set(replies) == {"tiny-glm4", run_id}

@@ -44,6 +44,8 @@ class Workbench(W.Tab):
 
     def _run_ended(self, state: RunState) -> None:
         self.runs.refresh()
+        self.chat.export_models.refresh()  # the run's adapter can be served beside its exports now
+        self.chat.episodes.refresh()
         if self.server is None or state.status != "finished" or not state.run_dir:
             return
         model_id = Path(state.run_dir).name
