@@ -50,7 +50,8 @@ def test_replay_asks_the_rows_conversation_and_scores_each_model(servers):
     replay = panel.replay
     assert replay.task.value == "identity" and "heldout_loss" not in replay.task.options  # answer-scored tasks only
     assert len(replay.row.options) == 18 and replay.row.options[0][0].startswith("1: Who exactly are you?")
-    verdicts = replay.replay(0, ["tuned", "base"])  # no event loop here: synchronous
+    assert replay.row.value == 0  # the picker shows a row, not a blank (Replay works without picking one)
+    verdicts = replay.replay(None, ["tuned", "base"])  # no event loop here: synchronous
     assert verdicts["tuned"]["ok"] is True and verdicts["base"]["ok"] is False
     assert verdicts["base"]["other_names"] == ["Claude", "Anthropic"]
     for m in ("tuned", "base"):  # each server was asked the row's question, as the chat template renders it
@@ -59,6 +60,8 @@ def test_replay_asks_the_rows_conversation_and_scores_each_model(servers):
     assert "PhoneMate" in replay.expected.value and replay.result.value.count("pass") == 1
     assert "fail" in replay.result.value and [c.model for c in panel.answers.children] == ["tuned", "base"]
     assert ANSWERS["tuned"] in panel.answers.children[0].answer.value  # the answer streamed into its column
+    replay.row.options = []  # a task set with no rows: Replay says so instead of doing nothing
+    assert replay.replay(None, ["tuned", "base"]) == {} and "no row to replay" in replay.result.value
 
 
 def test_replay_of_a_phone_action_row_shows_the_expected_action(servers):

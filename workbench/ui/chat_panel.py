@@ -343,6 +343,7 @@ class ReplayRows(W.VBox):
             self.expected.value = f"<span style='color:#c62828'>{html.escape(str(err))}</span>"
         self.row.options = [(f"{ex.index}: {_preview(_text_of(ex.messages[-1]['content']))}", i)
                             for i, ex in enumerate(self.examples)]
+        self.row.value = 0 if self.examples else None  # new options leave a Dropdown blank: start on the first row
         return self.examples
 
     def replay(self, row: Optional[int] = None, models: Optional[Iterable[str]] = None) -> Optional[dict[str, dict]]:
@@ -360,7 +361,8 @@ class ReplayRows(W.VBox):
 
         if row is not None:
             self.row.value = row
-        if self.row.value is None:
+        if self.row.value is None:  # the task's set has no rows (its error is shown above)
+            self.result.value = "<span style='color:#c62828'>no row to replay: pick a task with held-out rows</span>"
             return {}
         task, example = _task(self.task.value), self.examples[self.row.value]
         self.expected.value = (f"<b>expected</b> <span class='wb-replay-expected' style='white-space:pre-wrap'>"
