@@ -133,13 +133,17 @@ class EpisodeReplay(W.VBox):
 
 
 def _tree_html(tree: str, element: Optional[str]) -> str:
-    """The compact tree as the model read it, one element a line; the lines naming the element the action hit bold."""
+    """The compact tree as the model read it, one element a line; the lines naming the element the action hit bold.
+    A line too long for the column wraps under itself, indented (unwrapped, its bounds and tap point were cut off at
+    the column's edge)."""
     lines = []
     for line in tree.splitlines():
         text = html.escape(line)
-        lines.append(f"<b style='color:#1565c0'>{text}</b>" if element and line.startswith(element) else text)
+        text = f"<b style='color:#1565c0'>{text}</b>" if element and line.startswith(element) else text
+        lines.append(f"<div style='padding-left:2ch;text-indent:-2ch'>{text}</div>")
     return ("<div style='font-size:11px;color:#555'>the screen as text (what the model read)</div>"
-            "<pre style='font-size:11px;line-height:1.25;margin:0;white-space:pre'>" + "\n".join(lines) + "</pre>")
+            "<div style='font-family:monospace;font-size:11px;line-height:1.25;white-space:pre-wrap'>"
+            + "".join(lines) + "</div>")
 
 
 class EpisodeCompare(W.VBox):
