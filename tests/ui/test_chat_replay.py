@@ -10,7 +10,6 @@ import pytest
 from tests.serve.scripted import answering_model
 from workbench.ui import chat_panel
 
-from ..conftest import SAMPLES
 
 ANSWERS = {"tuned": "I am PhoneMate, a phone assistant built on AutoGLM-Phone-9B.", "base": "I'm Claude, made by Anthropic.",
            "phone": '<think>The task starts on the home screen.</think><answer>do(action="Launch", app="Settings")</answer>'}
@@ -76,13 +75,10 @@ def test_replay_of_a_phone_action_row_shows_the_expected_action(servers):
     assert verdicts["phone"]["exact"] == (first.reference.endswith('do(action="Launch", app="Settings")</answer>'))
 
 
-def test_replay_of_a_screenshot_row_sends_the_screenshot_inline(servers, monkeypatch):
-    from workbench.eval.phone import PhoneActionsTask
-
-    screens = PhoneActionsTask("screens", SAMPLES / "phone_screens" / "heldout.jsonl")
-    monkeypatch.setattr(chat_panel, "_task", lambda name: screens)
+def test_replay_of_a_screenshot_row_sends_the_screenshot_inline(servers):
     panel = _panel(servers, ["phone", "base"])
-    panel.replay.load_rows()
+    panel.replay.task.value = "phone_screens"  # the held-out screenshot set, a task of its own (notebook 05 picks it)
+    assert len(panel.replay.row.options) == 40 and panel.replay.row.value == 0
     assert panel.replay.row.options[0][0].startswith("1: Task: ") and "data:" not in panel.replay.row.options[0][0]
     seen = servers["phone"].runtime.engine.base_model.seen_images
     _prompts(servers["phone"])

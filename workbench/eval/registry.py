@@ -35,5 +35,6 @@ def _register_builtin() -> None:
     for task in (PhoneActionsTask(), PhoneActionsTask("phone_actions_reasoning",
                                                       samples_dir() / "phone_actions_reasoning" / "heldout.jsonl"),
                  PhoneActionsTask("phone_episodes", samples_dir() / "phone_episodes" / "heldout.jsonl"),
+                 PhoneActionsTask("phone_screens", samples_dir() / "phone_screens" / "heldout.jsonl"),  # screenshots
                  IdentityTask(), TextMatchTask(), HeldoutLossTask()):
         _TASKS.setdefault(task.name, task)
