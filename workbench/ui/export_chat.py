@@ -36,7 +36,7 @@ class ChatTarget(Protocol):
 
 SERVABLE_TARGETS = ("merged", "int8")  # what `workbench serve --model DIR` loads
 RED = "#c62828"
-NO_RUNS_YET = "no run with an adapter"
+NO_RUNS_YET = "no run with an adapter or a passed export"
 
 
 def servable_exports(run_dir: str | Path) -> dict[str, Path]:
