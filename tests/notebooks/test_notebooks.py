@@ -1,10 +1,12 @@
-"""Every walkthrough notebook runs top to bottom in a real kernel (nbclient), with short-run parameters."""
+"""Every walkthrough notebook runs top to bottom in a real kernel (nbclient), with short-run parameters. What 05's and
+07's full-length training shows is checked where they train at full length, the browser step (claims.py)."""
 import json
 import re
 
 import nbformat
 import pytest
 
+from .claims import AGENT_LEARNED, NOT_LEARNED, SCREENS_LEARNED, agent_replies, screens_scores
 from .nbrun import NOTEBOOKS, SHORT_PARAMETERS, all_text, execute, notebook_names, parameters_cell, short_parameters
 
 NAMES = notebook_names()
@@ -72,15 +74,11 @@ def test_05_screenshots_to_actions(tmp_path):
                      r".+/1img@1080x2400: .+ GiB per GPU", text), text
     steps = SHORT_PARAMETERS["05_screenshots_to_actions.ipynb"]["MAX_STEPS"]
     assert f"finished | step {steps}/{steps}" in text
-    # the model visibly learned, even in this short run: the base's answers to the held-out screens do not parse as
-    # actions, most of the trained model's do, and some of its taps land in the target element
-    scores = re.search(r"^held-out screens: 40; answers that parse as an action: base (\d+)/40, trained (\d+)/40; "
-                       r"taps in the target element: base (\d+)/\d+, trained (\d+)/\d+$", text, re.M)
-    assert scores, text
-    base_parsed, trained_parsed, base_taps, trained_taps = map(int, scores.groups())
-    assert base_parsed == 0 and trained_parsed >= 30 and trained_taps > base_taps, text
-    assert "verdict: the trained model answers in the action format where the base does not" in text
-    assert re.search(r"^base: +'", text, re.M) and re.search(r"^trained: +'<think>", text, re.M), text
+    # a few steps only here (what 300 steps show is checked by the browser step: claims.py): both models judged on
+    # every held-out screen, the random base's answers never parse, and the notebook does not call this run fine-tuned
+    assert screens_scores(text)[0] == 0, text
+    assert NOT_LEARNED in text and SCREENS_LEARNED not in text, text
+    assert re.search(r"^base: +'", text, re.M) and re.search(r"^trained: +'", text, re.M), text
     served = dict(re.findall(r"^ +(\S+): ('.*')$", text, re.M))  # the served replies, right-aligned model ids
     assert "tiny-glm4v-agent" in served and len(served) == 2, text  # base and trained model answered through servers
     images = [o for c in nb.cells for o in c.get("outputs", []) if "image/png" in o.get("data", {})]
@@ -104,11 +102,10 @@ def test_07_phone_agent_episodes(tmp_path):
     assert f"finished | step {steps}/{steps}" in text
     rows = dict(re.findall(r"^(base|trained) +(\d+) ", text, re.M))
     assert rows == {"base": "2", "trained": "2"}, text  # both models played both tasks: the metrics table
-    # the trained agent visibly learned: its replies parse as actions, the random base's never do
-    parsed = {name: (int(k), int(n)) for name, k, n in
-              re.findall(r"^(base|trained): (\d+) of (\d+) replies parse as an action; \d+ of 2 tasks done$", text, re.M)}
-    assert parsed["base"] == (0, 2) and parsed["trained"][0] >= 2, text  # base: each episode ends on its first reply
-    assert "verdict: the trained agent answers in AutoGLM's action format where the base does not" in text
+    # a few steps only here (what 300 steps show is checked by the browser step: claims.py): the random base's replies
+    # never parse (each episode ends on its first reply), and the notebook does not call this run trained
+    assert agent_replies(text)["base"] == (0, 2), text
+    assert NOT_LEARNED in text and AGENT_LEARNED not in text, text
     assert len(list((tmp_path / "runs").glob("*/episodes/trained/screens/*/01.png"))) == 2  # stored for the replay
     images = [o for c in nb.cells for o in c.get("outputs", []) if "image/png" in o.get("data", {})]
     assert len(images) == 1  # the rendered phone screen

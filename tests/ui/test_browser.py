@@ -4,7 +4,8 @@ Opens notebooks/01_quickstart.ipynb (short parameters), runs all cells, checks t
 clicks Launch in the page, watches the loss chart gain points while the run goes, waits for the run to
 finish, then asks the chat compare panel and waits for two answers. Then every notebooks/*.ipynb (the short-run
 parameters of tests/notebooks/nbrun.py) runs all its cells in the page: no traceback in any output, one screenshot
-per notebook (``notebook-NAME.png``). Screenshots go to ``$WORKBENCH_TEST_ARTIFACTS/browser`` (default:
+per notebook (``notebook-NAME.png``); 05 and 07 train at full length here, the only place they do, and what that
+shows is checked on the notebook the page saved (tests/notebooks/claims.py). Screenshots go to ``$WORKBENCH_TEST_ARTIFACTS/browser`` (default:
 ``test-artifacts/browser`` in the repository).
 
     python -m pytest -m browser tests/ui/test_browser.py     # or: python tests/ui/test_browser.py
@@ -305,8 +306,8 @@ def test_quickstart_in_jupyterlab(jupyter_lab):
 
 @pytest.fixture(scope="module")
 def lab_of_every_notebook(tmp_path_factory):
-    """One JupyterLab serving a copy of every notebook with its short-run parameters (05 and 07 train briefly here:
-    tests/notebooks/nbrun.py BROWSER_OVERRIDES)."""
+    """One JupyterLab serving a copy of every notebook with its short-run parameters, 05 and 07 at full length
+    (tests/notebooks/nbrun.py BROWSER_OVERRIDES: what their training shows is checked here, tests/notebooks/claims.py)."""
     require_browser()
     from tests.notebooks.nbrun import browser_parameters, notebook_names, prepare
 
@@ -355,7 +356,10 @@ def _notebook_names() -> list[str]:
 def test_every_notebook_runs_in_jupyterlab_without_a_traceback(lab_of_every_notebook, name):
     from playwright.sync_api import sync_playwright
 
-    from tests.notebooks.nbrun import short_parameters
+    import nbformat
+
+    from tests.notebooks.claims import LEARNING_CLAIMS
+    from tests.notebooks.nbrun import all_text, short_parameters
 
     short_parameters(name, Path("."))  # a notebook without short-run parameters fails here, saying where they go
     url, token, root = lab_of_every_notebook
@@ -394,6 +398,8 @@ def test_every_notebook_runs_in_jupyterlab_without_a_traceback(lab_of_every_note
             time.sleep(2)
             problems, executed = _outputs_on_disk(root / name)
             assert executed == state["cells"] and not problems, f"{name}: {problems} ({executed}/{state['cells']} run)"
+            if name in LEARNING_CLAIMS:  # 05 and 07 trained at full length here, and only here
+                LEARNING_CLAIMS[name](all_text(nbformat.read(root / name, as_version=4)))
         except BaseException:
             page.screenshot(path=str(ARTIFACTS / f"notebook-{Path(name).stem}-failure.png"), full_page=False)
             raise
