@@ -1,4 +1,4 @@
-"""Run a walkthrough notebook headless with its parameters cell overridden (short test values)."""
+"""Run a walkthrough notebook headless with its parameters cell overridden (the short test values of PARAMETERS)."""
 from __future__ import annotations
 
 import re
@@ -10,39 +10,29 @@ import nbformat
 NOTEBOOKS = Path(__file__).resolve().parents[2] / "notebooks"
 
 
-# Short-run parameters per notebook: the one table both the headless run (tests/notebooks/test_notebooks.py) and the
-# browser run (tests/ui/test_browser.py) use. "{runs}" stands for the test's own runs folder. A new notebook adds its
-# row here; both tests take every notebooks/*.ipynb.
-SHORT_PARAMETERS = {
+# Run parameters per notebook: the one table both runners use (the browser step, tests/ui/test_browser.py, and the
+# headless `pytest -m notebooks`); checks.py says what each run must show. "{runs}" stands for the run's own runs
+# folder. A new notebook adds its row here and its check there; both runners take every notebooks/*.ipynb.
+PARAMETERS = {
     "01_quickstart.ipynb": dict(MODEL="tiny-glm4", MAX_STEPS=3, MICRO_BATCH=2, MAX_LENGTH=64, MAX_TOKENS=6),
     "02_precision_lab.ipynb": dict(MAX_STEPS=2, COLLAPSE_STEPS=4),
     "03_zero_and_offload.ipynb": dict(MAX_STEPS=2),
     "04_side_by_side_chat.ipynb": dict(MODEL="tiny-glm4", MAX_STEPS=2, MICRO_BATCH=2, MAX_LENGTH=64, MAX_TOKENS=6),
-    # 05 and 07 train a screenshot model from random for a few steps here: every cell runs, and the notebook says "not
-    # learned yet" (replies cut at 24 tokens: an untrained model never ends one); the browser step trains them at full
-    # length (BROWSER_OVERRIDES) and checks what that shows (claims.py). 07 reads the 60 training tasks' 291 rows here
-    # (its 2,685-row default took 11 s to tokenize).
-    "05_screenshots_to_actions.ipynb": dict(MAX_STEPS=20, MAX_TOKENS=24, RUNS_DIR="{runs}"),
+    # 05 and 07 train a screenshot model from random: the fewest steps after which it visibly answers in the action
+    # format, measured on 2 AVX2 cores, one each: 05 (~40 s of training): 300 steps 40 of 40 held-out answers parse,
+    # 200 steps 34/40, 150 steps 32/40, 100 steps 2/40 (the check wants >= 30: 200 is too thin a margin for another
+    # machine); 07 (~130 s): 300 steps 83% of held-out steps parse, 250 steps 4 of 4 replies in one run, 200 steps
+    # 30%; at 150 steps with LEARNING_RATE 6e-3, at 100 with 1e-2, and at 300 steps of MICRO_BATCH 4 or 2 none (what it
+    # needs is rows seen, not steps or step size)
+    "05_screenshots_to_actions.ipynb": dict(MAX_STEPS=300, MAX_TOKENS=64, RUNS_DIR="{runs}"),
     "06_export_and_quantize.ipynb": dict(MODEL="tiny-glm4", MAX_STEPS=3, MICRO_BATCH=2, MAX_LENGTH=64, MAX_TOKENS=6,
                                          RUNS_DIR="{runs}"),
-    "07_phone_agent_episodes.ipynb": dict(MAX_STEPS=20, MAX_TOKENS=24, TRAIN="data_samples/phone_episodes/train.jsonl",
+    "07_phone_agent_episodes.ipynb": dict(MAX_STEPS=300, MAX_TOKENS=64,
                                           TASKS="web_search/exchange-rate,open_app/clock", EPISODE_STEPS=2,
                                           RUNS_DIR="{runs}"),
     "08_grpo_phone_actions.ipynb": dict(MODEL="tiny-glm4", SFT_STEPS=2, GRPO_STEPS=2, MISMATCH_STEPS=1, MICRO_BATCH=1,
                                         GROUP=2, MAX_NEW_TOKENS=6, EVAL_ROWS=2, MODES=["fp32", "bf16"],
                                         RUNS_DIR="{runs}"),
-}
-
-# The browser step (tests/ui/test_browser.py) runs every notebook in JupyterLab: no traceback, and 05 and 07 trained
-# at full length, where what they claim (claims.py) is checked on the saved notebook. Their fewest steps after which
-# the tiny GLM-4.1V visibly answers in the action format, measured on 2 AVX2 cores, one each: 05 (~40 s of
-# training): 300 steps 40 of 40 held-out answers parse, 200 steps 34/40, 150 steps 32/40, 100 steps 2/40 (claims.py
-# wants >= 30: 200 is too thin a margin for another machine); 07 (~130 s): 300 steps 83% of held-out steps parse,
-# 250 steps 4 of 4 replies in one run, 200 steps 30%; at 150 steps with LEARNING_RATE 6e-3, at 100 with 1e-2, and at
-# 300 steps of MICRO_BATCH 4 or 2 none (what it needs is rows seen, not steps or step size).
-BROWSER_OVERRIDES = {
-    "05_screenshots_to_actions.ipynb": dict(MAX_STEPS=300, MAX_TOKENS=64),
-    "07_phone_agent_episodes.ipynb": dict(MAX_STEPS=300, MAX_TOKENS=64, TRAIN="data_samples/phone_episodes/train_more.jsonl"),
 }
 
 
@@ -51,18 +41,13 @@ def notebook_names() -> list[str]:
     return sorted(p.name for p in NOTEBOOKS.glob("*.ipynb"))
 
 
-def short_parameters(name: str, workdir: Path) -> dict:
-    """``SHORT_PARAMETERS[name]`` with "{runs}" made ``workdir/runs``; a notebook without a row is an error saying
-    where to add one (its defaults may train for minutes)."""
-    if name not in SHORT_PARAMETERS:
-        raise LookupError(f"{name} has no short-run parameters: add its row to SHORT_PARAMETERS in {__file__}")
+def parameters(name: str, workdir: Path) -> dict:
+    """``PARAMETERS[name]`` with "{runs}" made ``workdir/runs``; a notebook without a row is an error saying where to
+    add one (its defaults may train for minutes)."""
+    if name not in PARAMETERS:
+        raise LookupError(f"{name} has no run parameters: add its row to PARAMETERS in {__file__}")
     runs = str(Path(workdir) / "runs")
-    return {k: v.replace("{runs}", runs) if isinstance(v, str) else v for k, v in SHORT_PARAMETERS[name].items()}
-
-
-def browser_parameters(name: str, workdir: Path) -> dict:
-    """``short_parameters`` with ``BROWSER_OVERRIDES[name]`` on top."""
-    return {**short_parameters(name, workdir), **BROWSER_OVERRIDES.get(name, {})}
+    return {k: v.replace("{runs}", runs) if isinstance(v, str) else v for k, v in PARAMETERS[name].items()}
 
 
 def parameters_cell(nb) -> int:

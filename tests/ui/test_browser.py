@@ -4,8 +4,8 @@ Opens notebooks/01_quickstart.ipynb (short parameters), runs all cells, checks t
 clicks Launch in the page, watches the loss chart gain points while the run goes, waits for the run to
 finish, then asks the chat compare panel and waits for two answers. Then every notebooks/*.ipynb (the short-run
 parameters of tests/notebooks/nbrun.py) runs all its cells in the page: no traceback in any output, one screenshot
-per notebook (``notebook-NAME.png``); 05 and 07 train at full length here, the only place they do, and what that
-shows is checked on the notebook the page saved (tests/notebooks/claims.py). Screenshots go to ``$WORKBENCH_TEST_ARTIFACTS/browser`` (default:
+per notebook (``notebook-NAME.png``), and what each shows is checked on the copy the page saved
+(tests/notebooks/checks.py: the only run of the notebooks in CI). Screenshots go to ``$WORKBENCH_TEST_ARTIFACTS/browser`` (default:
 ``test-artifacts/browser`` in the repository).
 
     python -m pytest -m browser tests/ui/test_browser.py     # or: python tests/ui/test_browser.py
@@ -306,16 +306,15 @@ def test_quickstart_in_jupyterlab(jupyter_lab):
 
 @pytest.fixture(scope="module")
 def lab_of_every_notebook(tmp_path_factory):
-    """One JupyterLab serving a copy of every notebook with its short-run parameters, 05 and 07 at full length
-    (tests/notebooks/nbrun.py BROWSER_OVERRIDES: what their training shows is checked here, tests/notebooks/claims.py)."""
+    """One JupyterLab serving a copy of every notebook with its run parameters (tests/notebooks/nbrun.py PARAMETERS)."""
     require_browser()
-    from tests.notebooks.nbrun import browser_parameters, notebook_names, prepare
+    from tests.notebooks.nbrun import notebook_names, parameters, prepare
 
     tmp = tmp_path_factory.mktemp("every-notebook")
     root = tmp / "lab"
     for name in notebook_names():
         try:
-            prepare(name, root, **browser_parameters(name, root))
+            prepare(name, root, **parameters(name, root))
         except LookupError:
             pass  # its test fails saying where its parameters go
     with running_jupyter_lab(tmp, root) as (url, token):
@@ -353,15 +352,14 @@ def _notebook_names() -> list[str]:
 
 
 @pytest.mark.parametrize("name", _notebook_names())
-def test_every_notebook_runs_in_jupyterlab_without_a_traceback(lab_of_every_notebook, name):
+def test_every_notebook_runs_in_jupyterlab_and_shows_what_it_says(lab_of_every_notebook, name):
+    import nbformat
     from playwright.sync_api import sync_playwright
 
-    import nbformat
+    from tests.notebooks.checks import check
+    from tests.notebooks.nbrun import parameters
 
-    from tests.notebooks.claims import LEARNING_CLAIMS
-    from tests.notebooks.nbrun import all_text, short_parameters
-
-    short_parameters(name, Path("."))  # a notebook without short-run parameters fails here, saying where they go
+    parameters(name, Path("."))  # a notebook without run parameters fails here, saying where they go
     url, token, root = lab_of_every_notebook
     ARTIFACTS.mkdir(parents=True, exist_ok=True)
     shot = ARTIFACTS / f"notebook-{Path(name).stem}.png"
@@ -398,8 +396,7 @@ def test_every_notebook_runs_in_jupyterlab_without_a_traceback(lab_of_every_note
             time.sleep(2)
             problems, executed = _outputs_on_disk(root / name)
             assert executed == state["cells"] and not problems, f"{name}: {problems} ({executed}/{state['cells']} run)"
-            if name in LEARNING_CLAIMS:  # 05 and 07 trained at full length here, and only here
-                LEARNING_CLAIMS[name](all_text(nbformat.read(root / name, as_version=4)))
+            check(name, nbformat.read(root / name, as_version=4), root)  # what the notebook shows, as the page saved it
         except BaseException:
             page.screenshot(path=str(ARTIFACTS / f"notebook-{Path(name).stem}-failure.png"), full_page=False)
             raise

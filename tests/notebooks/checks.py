@@ -1,0 +1,136 @@
+"""What each walkthrough notebook shows when run with its parameters (nbrun.PARAMETERS), checked on its executed copy.
+
+One check per notebook, used by both runners: the browser step (tests/ui/test_browser.py, `.ci/run` step 2) runs every
+notebook in JupyterLab as a user does, saves it, and checks it here; `pytest -m notebooks tests/notebooks` runs them
+headless (nbclient) with the same parameters and checks, for a machine without Chromium. Each notebook so runs once in
+CI: the default suite ran all eight again headless (~510 of its ~1,340 worker-seconds, 05 and 07 training 300 steps
+each), and the browser step then ran them a second time with 05 and 07 cut to 20 steps.
+"""
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+from .nbrun import PARAMETERS, all_text
+
+SCREENS_LEARNED = "verdict: the trained model answers in the action format where the base does not"
+AGENT_LEARNED = "verdict: the trained agent answers in AutoGLM's action format where the base does not"
+
+
+def _widgets(nb) -> list:
+    return [o for c in nb.cells for o in c.get("outputs", []) if "application/vnd.jupyter.widget-view+json" in o.get("data", {})]
+
+
+def _images(nb) -> list:
+    return [o for c in nb.cells for o in c.get("outputs", []) if "image/png" in o.get("data", {})]
+
+
+def _finished(name: str, text: str, key: str = "MAX_STEPS") -> None:
+    steps = PARAMETERS[name][key]
+    assert f"finished | step {steps}/{steps}" in text, text
+
+
+def check_01_quickstart(nb, workdir: Path) -> None:
+    text = all_text(nb)
+    _finished("01_quickstart.ipynb", text)
+    answers = [line for line in text.splitlines() if line.startswith(("tiny-glm4:", "demo-"))]
+    assert len(answers) == 2, text
+    assert len(_widgets(nb)) >= 5  # config, plan, monitor, chat, runs
+
+
+def check_02_precision_lab(nb, workdir: Path) -> None:
+    text = all_text(nb)
+    for mode in ("fp32", "fp16", "bf16"):
+        assert f"{mode} finished | step 2/2" in text, text
+    # the forced collapse: every step skipped, and the diagnosis names a cause and a fix
+    skipped = re.search(r"finished \| step 4/4 .*\| (\d+) overflow\(s\)", text)
+    assert skipped and int(skipped.group(1)) == 4, text
+    diagnosed = re.search(r"(\d+) diagnosis event\(s\)", text)
+    assert diagnosed and int(diagnosed.group(1)) >= 1, text
+    assert "[diagnosis]" in text
+
+
+def check_03_zero_and_offload(nb, workdir: Path) -> None:
+    html = "".join(o["data"].get("text/html", "") for c in nb.cells for o in c.get("outputs", []) if "data" in o)
+    assert "DS-ZeRO3" in html and "fits" in html
+    assert "finished | step 2/2 | " in all_text(nb) and "ranks seen: [0, 1]" in all_text(nb)
+
+
+def check_04_side_by_side_chat(nb, workdir: Path) -> None:
+    text = all_text(nb)
+    assert text.count("thinking=True") >= 2 and text.count("thinking=False") >= 2
+    assert "thinking=on: {" in text and "thinking=off: {" in text  # the chat panel's thinking choices
+
+
+def check_05_screenshots_to_actions(nb, workdir: Path) -> None:
+    text = all_text(nb)
+    assert "178 training rows, 40 held-out rows" in text
+    assert re.search(r"one 1080x2400 screenshot = 3354 image tokens", text), text
+    assert re.search(r"cheapest fitting LoRA setting for autoglm-phone-9b, one 1080x2400 screenshot \+ 512 text tokens per row: "
+                     r".+/1img@1080x2400: .+ GiB per GPU", text), text
+    _finished("05_screenshots_to_actions.ipynb", text)
+    # the model visibly learned: the base's answers to the held-out screens do not parse as actions, most of the
+    # trained model's do (40 of 40 measured at 300 steps), and some of its taps land in the target element
+    scores = re.search(r"^held-out screens: 40; answers that parse as an action: base (\d+)/40, trained (\d+)/40; "
+                       r"taps in the target element: base (\d+)/\d+, trained (\d+)/\d+$", text, re.M)
+    assert scores, text
+    base_parsed, trained_parsed, base_taps, trained_taps = map(int, scores.groups())
+    assert base_parsed == 0 and trained_parsed >= 30 and trained_taps > base_taps, text
+    assert SCREENS_LEARNED in text, text
+    assert re.search(r"^base: +'", text, re.M) and re.search(r"^trained: +'<think>", text, re.M), text
+    served = dict(re.findall(r"^ +(\S+): ('.*')$", text, re.M))  # the served replies, right-aligned model ids
+    assert "tiny-glm4v-agent" in served and len(served) == 2, text  # base and trained model answered through servers
+    assert len(_images(nb)) == 2  # the browsed screenshots and the base / fine-tuned pair, targets drawn
+
+
+def check_06_export_and_quantize(nb, workdir: Path) -> None:
+    text = all_text(nb)
+    for target in ("merged", "int8", "onnx"):
+        assert re.search(rf"^{target} +parity passed \| +[\d.]+ MB on disk", text, re.M), text
+        assert len(re.findall(rf"^  {target} +['\"]", text, re.M)) == 2, text  # an answer to each of the two prompts
+
+
+def check_07_phone_agent_episodes(nb, workdir: Path) -> None:
+    text = all_text(nb)
+    assert "106 tasks, 60 train / 31 held-out / 15 combos" in text
+    assert re.search(r"oracle: 106 of 106 tasks solved; steps per episode: median \d", text), text
+    _finished("07_phone_agent_episodes.ipynb", text)
+    rows = dict(re.findall(r"^(base|trained) +(\d+) ", text, re.M))
+    assert rows == {"base": "2", "trained": "2"}, text  # both models played both tasks: the metrics table
+    # the trained agent visibly learned: its replies parse as actions (4 of 4 measured at 250 steps), the random
+    # base's never do (each of its episodes ends on its first reply)
+    parsed = {name: (int(k), int(n)) for name, k, n in
+              re.findall(r"^(base|trained): (\d+) of (\d+) replies parse as an action; \d+ of 2 tasks done$", text, re.M)}
+    assert parsed["base"] == (0, 2) and parsed["trained"][0] >= 2, text
+    assert AGENT_LEARNED in text, text
+    assert len(list((workdir / "runs").glob("*/episodes/trained/screens/*/01.png"))) == 2  # stored for the replay
+    assert len(_images(nb)) == 1  # the rendered phone screen
+    assert len(_widgets(nb)) >= 3  # the run monitor, the episode replay and the text agent's replay
+    # the text agent's section: each recorded folder summarised; the base's replies never parse, the fine-tuned ones do
+    agent = {name: (int(n), float(success), float(parse)) for name, n, success, parse in
+             re.findall(r"^phone_agent-(\w+--\w+) +(\d+) +([\d.]+) +([\d.]+) ", text, re.M)}
+    assert set(agent) == {"heldout--base", "heldout--tuned", "combos--base", "combos--tuned"}, text
+    assert agent["heldout--base"] == (31, 0.0, 1.0) and agent["combos--base"] == (15, 0.0, 1.0)
+    assert agent["heldout--tuned"][2] < 0.5 and agent["heldout--tuned"][1] > 0  # parses, and finishes some unseen task
+
+
+def check_08_grpo_phone_actions(nb, workdir: Path) -> None:
+    text = all_text(nb)
+    assert "SFT finished | step 2/2" in text and "GRPO finished | step 2/2" in text
+    assert len(re.findall(r"^step \d: reward .* parse rate", text, re.M)) == 2, text
+    assert re.search(r"^mismatch fp32: mean \|logp sampler - logp trainer\| = ", text, re.M), text
+    assert re.search(r"^mismatch bf16: ", text, re.M), text
+    # the compare view of the same-seed runs: labelled by precision, no other setting differing
+    assert re.search(r"^compared: fp32, bf16 \| differences besides precision: none$", text, re.M), text
+    assert len(re.findall(r"^held-out \w+: SFT \S+ -> SFT\+GRPO \S+$", text, re.M)) == 4, text
+
+
+CHECKS = {f"{name[len('check_'):]}.ipynb": check for name, check in dict(globals()).items() if name.startswith("check_0")}
+
+
+def check(name: str, nb, workdir: Path) -> None:
+    """The check of notebook ``name`` executed in ``workdir`` (its "{runs}" is ``workdir/runs``); a notebook without
+    one is an error saying where to add it."""
+    if name not in CHECKS:
+        raise LookupError(f"{name} has no check: add check_{name[:-len('.ipynb')]} to {__file__}")
+    CHECKS[name](nb, Path(workdir))
