@@ -1,6 +1,7 @@
-"""Each package imported alone in a fresh interpreter: it imports on its own, the engine loads no instrument
-(workbench.diagnosis is composed at the entry points) and nothing but workbench.ui loads ipywidgets. The layer
-order itself is checked statically against docs/architecture.md in tests/test_architecture.py."""
+"""Each package imported alone (in a fresh child of an interpreter that loaded only third-party libraries): it imports
+on its own, the engine loads no instrument (workbench.diagnosis is composed at the entry points) and nothing but
+workbench.ui loads ipywidgets. The layer order itself is checked statically against docs/architecture.md in
+tests/test_architecture.py."""
 from __future__ import annotations
 
 import json

@@ -1,4 +1,4 @@
-"""Run a walkthrough notebook headless with its parameters cell overridden (the short test values of PARAMETERS)."""
+"""Run a walkthrough notebook headless with its parameters cell overridden (PARAMETERS: the values the tests use)."""
 from __future__ import annotations
 
 import re

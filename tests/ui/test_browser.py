@@ -2,11 +2,11 @@
 
 Opens notebooks/01_quickstart.ipynb (short parameters), runs all cells, checks that the panels render,
 clicks Launch in the page, watches the loss chart gain points while the run goes, waits for the run to
-finish, then asks the chat compare panel and waits for two answers. Then every notebooks/*.ipynb (the short-run
+finish, then asks the chat compare panel and waits for two answers. Then every notebooks/*.ipynb (the run
 parameters of tests/notebooks/nbrun.py) runs all its cells in the page: no traceback in any output, one screenshot
 per notebook (``notebook-NAME.png``), and what each shows is checked on the copy the page saved
-(tests/notebooks/checks.py: the only run of the notebooks in CI). Screenshots go to ``$WORKBENCH_TEST_ARTIFACTS/browser`` (default:
-``test-artifacts/browser`` in the repository).
+(tests/notebooks/checks.py: the only run of the notebooks in CI). Screenshots go to
+``$WORKBENCH_TEST_ARTIFACTS/browser`` (default: ``test-artifacts/browser`` in the repository).
 
     python -m pytest -m browser tests/ui/test_browser.py     # or: python tests/ui/test_browser.py
 """
