@@ -25,6 +25,35 @@ def test_named_target_modules_and_a_bad_one():
     assert exc.value.problems[0][0] == "lora.target_modules"
 
 
+def _adapted(model) -> dict[int, set[str]]:
+    """{decoder layer index: the linears with adapters in it}."""
+    import re
+
+    out: dict[int, set[str]] = {}
+    for name, _ in model.named_parameters():
+        if ".lora_A." in name:
+            layer = int(re.search(r"\.layers\.(\d+)\.", name).group(1))
+            out.setdefault(layer, set()).add(name.split(".lora_A.")[0].rsplit(".", 1)[-1])
+    return out
+
+
+@pytest.mark.parametrize("source", ["tiny-glm4", "tiny-glm4v"])
+def test_lora_layers_adapts_the_last_layers_only_with_the_same_linears(source):
+    every = _adapted(apply_lora(load_base_model(ModelSection(source=source), FP32), LoraSection(r=2), FP32))
+    last = _adapted(apply_lora(load_base_model(ModelSection(source=source), FP32), LoraSection(r=2, layers=1), FP32))
+    assert sorted(every) == [0, 1] and list(last) == [1] and last[1] == every[1]  # all-linear's set, by name
+    named = _adapted(apply_lora(load_base_model(ModelSection(source=source), FP32),
+                                LoraSection(r=2, layers=1, target_modules=["q_proj", "v_proj"]), FP32))
+    assert named == {1: {"q_proj", "v_proj"}}
+
+
+def test_lora_layers_beyond_the_model_and_with_the_projector_name_the_field():
+    with pytest.raises(ConfigError) as exc:
+        apply_lora(load_base_model(ModelSection(source="tiny-glm4"), FP32), LoraSection(layers=3), FP32)
+    assert exc.value.problems[0][0] == "lora.layers" and "2 decoder layers" in exc.value.problems[0][1]
+    assert [p for p, _ in LoraSection(layers=1, train_projector=True).problems("lora")] == ["lora.layers"]
+
+
 def test_unknown_source_names_the_field(tmp_path):
     with pytest.raises(ConfigError) as exc:
         load_base_model(ModelSection(source=str(tmp_path)), FP32)

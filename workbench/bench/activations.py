@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import argparse
 from dataclasses import dataclass, replace
+from typing import Optional
 
 
 @dataclass(frozen=True)
@@ -27,18 +28,21 @@ class Case:
     seq: int = 256
     dropout: float = 0.05
     loss_head: str = "chunked"  # memory.loss_head (the default)
+    lora_layers: Optional[int] = None  # lora.layers: adapters on the last N decoder layers only
 
     @property
     def label(self) -> str:
         return (f"{self.source} {self.mode} {'LoRA' if self.lora else 'full'}"
                 f"{' dropout ' + format(self.dropout, 'g') if self.lora else ''}{' ckpt' if self.ckpt else ''}"
                 f" {self.batch}x{self.seq}"
-                + ("" if self.loss_head == "chunked" else f" loss_head {self.loss_head}"))
+                + ("" if self.loss_head == "chunked" else f" loss_head {self.loss_head}")
+                + ("" if self.lora_layers is None else f" last {self.lora_layers} layers"))
 
 
 DEFAULT_CASES = [Case("smollm2-135m-instruct", *c) for c in (
     ("bf16", True, False, 1), ("bf16", True, False, 2), ("bf16", True, True, 2), ("fp32", False, False, 2, 256, 0.0),
-    ("pure-bf16", False, False, 2, 256, 0.0), ("bf16", False, False, 2, 256, 0.0), ("bf16", True, False, 2, 256, 0.0))]
+    ("pure-bf16", False, False, 2, 256, 0.0), ("bf16", False, False, 2, 256, 0.0), ("bf16", True, False, 2, 256, 0.0),
+    ("bf16", True, False, 2, 256, 0.05, "chunked", 8), ("bf16", True, True, 2, 256, 0.05, "chunked", 8))]
 TINY_CASES = [Case(source, mode, lora, ckpt, 2, 48) for source in ("tiny-glm4", "tiny-glm4v")
               for mode, lora, ckpt in (("bf16", True, False), ("fp32", False, False), ("pure-bf16", True, True),
                                        ("bf16", False, True), ("fp16", True, False))]
@@ -52,7 +56,7 @@ def _run_config(case: Case):
 
     return RunConfig.model_validate({
         "model": {"source": case.source, "gradient_checkpointing": case.ckpt}, "precision": {"mode": case.mode},
-        "lora": {"enabled": case.lora, "dropout": case.dropout},
+        "lora": {"enabled": case.lora, "dropout": case.dropout, "layers": case.lora_layers},
         "data": {"train": "unused.jsonl", "eval": None, "max_length": case.seq},
         "schedule": {"micro_batch_size": case.batch}, "memory": {"loss_head": case.loss_head}})
 

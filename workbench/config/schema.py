@@ -157,6 +157,10 @@ class LoraSection(Section):
         "all-linear", description="Module names to adapt, e.g. [q_proj, v_proj], or all-linear."
     )
     bias: Literal["none", "all", "lora_only"] = Field("none", description="Which biases are trained.")
+    layers: Optional[int] = Field(
+        None, ge=1, description="Adapt only the last N decoder layers (null: every layer). Nothing below them needs a "
+        "gradient, so backward stops there and keeps no activations for them: a text-agent row of SmolLM2-135M (30 "
+        "layers) trains in about half the time with 8 (docs/agent.md).")
     train_projector: bool = Field(
         False, description="Vision-language models (GLM-4.1V): also put LoRA adapters on the vision projector "
         "(visual.merger, the MLP that maps image features into the language model). The vision encoder stays frozen; "
@@ -169,9 +173,13 @@ class LoraSection(Section):
         return SFT_LORA_DROPOUT if value is None else value
 
     def problems(self, path: str) -> list[tuple[str, str]]:
+        out = []
         if isinstance(self.target_modules, list) and not self.target_modules:
-            return [(f"{path}.target_modules", "empty list: name at least one module, or use all-linear")]
-        return []
+            out.append((f"{path}.target_modules", "empty list: name at least one module, or use all-linear"))
+        if self.layers is not None and self.train_projector:
+            out.append((f"{path}.layers", f"{self.layers} with train_projector: the vision projector is no decoder layer; "
+                        "set layers null to train it, or train_projector false"))
+        return out
 
 
 class QuantizationSection(Section):

@@ -126,11 +126,36 @@ VISION_PROJECTOR = "visual.merger"  # GLM-4.1V: the MLP from the vision tower in
 _PROJECTOR_LINEARS = ("proj", "gate_proj", "up_proj", "down_proj")
 
 
-def lora_targets(section: LoraSection, family: str) -> dict:
+def decoder_layers(model: torch.nn.Module) -> torch.nn.ModuleList:
+    """The language model's decoder layers, in order (a GLM-4V vision tower's ``blocks`` are not among them)."""
+    for name, module in model.named_modules():
+        if name.rsplit(".", 1)[-1] == "layers" and isinstance(module, torch.nn.ModuleList) and "visual" not in name:
+            return module
+    raise ValueError(f"{type(model).__name__} has no decoder `layers` list")
+
+
+def _last_layers(model: torch.nn.Module, section: LoraSection) -> dict:
+    """peft arguments putting adapters on the last ``section.layers`` decoder layers only. peft takes no layer
+    choice with ``all-linear``, so that becomes the linears of a decoder layer by name (the same set)."""
+    layers = decoder_layers(model)
+    if section.layers > len(layers):
+        raise ConfigError([("lora.layers", f"{section.layers}: the model has {len(layers)} decoder layers; "
+                            f"choose 1 to {len(layers)}, or null for all")])
+    targets = section.target_modules
+    if targets == "all-linear":
+        targets = sorted({n.rsplit(".", 1)[-1] for n, m in layers[0].named_modules() if isinstance(m, torch.nn.Linear)})
+    return {"target_modules": targets, "layers_pattern": "layers",
+            "layers_to_transform": list(range(len(layers) - section.layers, len(layers)))}
+
+
+def lora_targets(section: LoraSection, family: str, model: torch.nn.Module) -> dict:
     """peft arguments for the targets. For GLM-4V the vision tower is left out (frozen: its features are
     the pretrained model's, and a text-only row never reaches it); ``lora.train_projector`` adds the
-    projector between the tower and the language model."""
+    projector between the tower and the language model. ``lora.layers`` keeps the adapters to ``model``'s last
+    decoder layers."""
     kw: dict = {"target_modules": section.target_modules}
+    if section.layers is not None:
+        kw.update(_last_layers(model, section))
     if family == "glm4v":
         if section.train_projector:
             kw["exclude_modules"] = rf".*\.visual\.(?!{VISION_PROJECTOR.split('.')[1]}\.).*"
@@ -155,7 +180,7 @@ def apply_lora(loaded: LoadedModel, section: LoraSection, trainable_dtype: torch
     from peft import LoraConfig, get_peft_model
 
     cfg = LoraConfig(r=section.r, lora_alpha=section.alpha, lora_dropout=section.dropout, bias=section.bias,
-                     task_type="CAUSAL_LM", **lora_targets(section, loaded.family))
+                     task_type="CAUSAL_LM", **lora_targets(section, loaded.family, model))
     try:
         with peft_deprecation_hidden():
             model = get_peft_model(model, cfg)

@@ -27,6 +27,7 @@ the planner adds its image tokens to the decoder's sequence (``workbench/plan/im
 from __future__ import annotations
 
 import itertools
+import re
 from dataclasses import asdict, dataclass
 from typing import Optional
 
@@ -53,6 +54,7 @@ class ActivationInputs:
     trainable_dtype: torch.dtype
     full_finetune: bool
     lora_targets: frozenset = frozenset()  # linear names in a decoder layer with adapters
+    lora_layers: Optional[frozenset] = None  # indices of the decoder layers with adapters (None: every layer)
     lora_rank: int = 0
     lora_dropout: float = 0.0
     gradient_checkpointing: bool = False
@@ -124,6 +126,7 @@ class _Layer:
         self.c = a.autocast_dtype
         self.w_dtype = a.trainable_dtype if a.full_finetune else a.base_dtype
         self.cast_seen = cast_weights_seen
+        self.adapted = True  # this layer carries adapters (lora.layers: the last ones only)
 
     def _weight_copy(self, key: str, numel: int, w_dtype: torch.dtype, trainable: bool, needed: bool) -> None:
         # autocast caches casts of trainable leaves for the whole forward; frozen ones are cast per
@@ -153,7 +156,7 @@ class _Layer:
             tr.save(xc, "base")
         self._weight_copy(key, x.width * out_width, self.w_dtype, trainable, x.rg)
         out_dtype = self.c or x.dtype
-        lora = name in a.lora_targets and not a.full_finetune
+        lora = name in a.lora_targets and not a.full_finetune and self.adapted
         out = tr.new(out_width, out_dtype, x.rg or trainable or lora)
         if lora:
             self._lora(x, out_width, key)
@@ -177,6 +180,7 @@ class _Layer:
     def forward(self, x: _Tensor, index: int) -> _Tensor:
         s, tr = self.s, self.tr
         k = f"layer{index}"
+        self.adapted = self.a.lora_layers is None or index in self.a.lora_layers
         q_w, kv_w = s.heads * s.head_dim, s.kv_heads * s.head_dim
         h = self.norm(x, k + ".in")
         q = self.linear(h, "q_proj", q_w, k + ".q")
@@ -295,6 +299,7 @@ def estimate_activations(shape: DecoderShape, a: ActivationInputs) -> Activation
         layer_input = shape.hidden * 4  # the residual stream is fp32 under AMP full fine-tuning
     layer_inputs = layer_input * tokens
     if a.gradient_checkpointing:
+        # every checkpointed layer keeps its input, also one below every adapter that needs no gradient (measured)
         body = layer_inputs * shape.layers
         recompute = per_layer
     else:
@@ -487,6 +492,12 @@ def lora_targets_in_layer(census: Census) -> frozenset:
         if p.group == "lora" and ".lora_A." in p.name:
             names.add(p.name.split(".lora_A.")[0].rsplit(".", 1)[-1])
     return frozenset(names)
+
+
+def lora_layers_in(census: Census) -> frozenset:
+    """The indices of the decoder layers that carry adapters, read from the census (``lora.layers``: the last ones)."""
+    return frozenset(int(m.group(1)) for p in census.params if p.group == "lora" and ".lora_A." in p.name
+                     for m in [re.search(r"\.layers\.(\d+)\.", p.name)] if m and ".visual." not in p.name)
 
 
 # ---------------------------------------------------------------------------------------------

@@ -28,7 +28,8 @@ import torch
 from ..config import LOSS_HEADS, ConfigError, LoraSection, PrecisionSection, RunConfig, single_process, world_size_for
 from ..precision import Hardware, PrecisionPolicy, resolve_policy
 from .activations import (
-    ActivationInputs, VisionShape, estimate_activations, estimate_vision_activations, lora_targets_in_layer,
+    ActivationInputs, VisionShape, estimate_activations, estimate_vision_activations, lora_layers_in,
+    lora_targets_in_layer,
 )
 from .arch import Census, census, load_model_config
 from .images import images_for
@@ -241,6 +242,7 @@ def predict(model: str, setting: Setting, devices: DeviceSet = DEFAULT_DEVICES, 
     act_inputs = ActivationInputs(
         micro_batch=setting.micro_batch, seq_len=seq_len, full_finetune=not setting.lora,
         lora_targets=lora_targets_in_layer(c) if setting.lora else frozenset(), lora_rank=lora.r,
+        lora_layers=lora_layers_in(c) if setting.lora and lora.layers is not None else None,
         lora_dropout=lora.dropout if setting.lora else 0.0, gradient_checkpointing=setting.gradient_checkpointing,
         attn_implementation=attn_implementation, device_type=device_type, loss_head=setting.loss_head,
         # image tokens never carry labels: at most the text positions do
@@ -328,7 +330,7 @@ def _lora_extras(c: Census, acts, setting: Setting) -> dict:
     lora_bytes = sum(p.nbytes for p in lora_params)
     return {"adapter_params": sum(p.numel for p in lora_params), "adapter_weights": lora_bytes,
             "adapter_grads_and_adamw": 3 * lora_bytes + ADAMW_STEP_BYTES * len(lora_params),
-            "lora_activations": acts.lora_per_layer * (0 if setting.gradient_checkpointing else c.shape.layers)}
+            "lora_activations": acts.lora_per_layer * (0 if setting.gradient_checkpointing else len(lora_layers_in(c)))}
 
 
 def _vision_reached(c: Census) -> Census:
