@@ -41,11 +41,24 @@ for package in sys.argv[1:]:
 """
 
 
-@pytest.fixture(scope="module")
-def loaded_by() -> dict[str, dict]:
+def _probe() -> dict[str, dict]:
     out = subprocess.run([sys.executable, "-c", PROBE, *PACKAGES], capture_output=True, text=True, timeout=300)
     assert out.returncode == 0, f"the import probe failed:\n{out.stderr[-3000:]}"
     return {k: v for line in out.stdout.splitlines() if line.startswith("{") for k, v in json.loads(line).items()}
+
+
+@pytest.fixture(scope="module")
+def loaded_by(tmp_path_factory, worker_id) -> dict[str, dict]:
+    if worker_id == "master":  # one process: probe here
+        return _probe()
+    # pytest-xdist workers share this session's temporary root: the first probes, the other reads its answer
+    from filelock import FileLock
+
+    shared = tmp_path_factory.getbasetemp().parent / "import-probe.json"
+    with FileLock(f"{shared}.lock"):
+        if not shared.is_file():
+            shared.write_text(json.dumps(_probe()), encoding="utf-8")
+        return json.loads(shared.read_text(encoding="utf-8"))
 
 
 def test_the_packages_are_the_ones_the_layering_names():

@@ -49,7 +49,8 @@ def test_adapters_on_the_last_layer_only_keep_half_and_the_planner_knows(source)
     assert measured < 0.5 * every_measured and predicted < 0.5 * every_predicted
 
 
-@pytest.mark.parametrize("ckpt", [False, pytest.param(True, marks=pytest.mark.slow)])
+@pytest.mark.slow  # the tiny models' case above runs in the default suite; this one in CI's slow step
+@pytest.mark.parametrize("ckpt", [False, True])
 def test_default_model_adapters_on_the_last_8_layers(ckpt):
     """Without checkpointing to the byte (95 MB of the 360 MB all 30 layers keep); with it, every layer still keeps
     its input (measured), and the planner is over by the same 64 KiB as with adapters everywhere."""
