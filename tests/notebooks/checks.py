@@ -25,8 +25,8 @@ def _images(nb) -> list:
     return [o for c in nb.cells for o in c.get("outputs", []) if "image/png" in o.get("data", {})]
 
 
-def _finished(name: str, text: str, key: str = "MAX_STEPS") -> None:
-    steps = PARAMETERS[name][key]
+def _finished(name: str, text: str) -> None:
+    steps = PARAMETERS[name]["MAX_STEPS"]
     assert f"finished | step {steps}/{steps}" in text, text
 
 
