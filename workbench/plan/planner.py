@@ -239,10 +239,11 @@ def predict(model: str, setting: Setting, devices: DeviceSet = DEFAULT_DEVICES, 
         images = images_for(model, config, setting.image_size, setting.images_per_row)
         c = _vision_reached(c)
     seq_len = setting.seq_len + (images.tokens_per_row if images else 0)  # the language model's sequence
+    adapted = lora_layers_in(c)  # the decoder layers with adapters (none under full fine-tuning)
     act_inputs = ActivationInputs(
         micro_batch=setting.micro_batch, seq_len=seq_len, full_finetune=not setting.lora,
         lora_targets=lora_targets_in_layer(c) if setting.lora else frozenset(), lora_rank=lora.r,
-        lora_layers=lora_layers_in(c) if setting.lora and lora.layers is not None else None,
+        lora_layers=adapted if setting.lora and lora.layers is not None else None,
         lora_dropout=lora.dropout if setting.lora else 0.0, gradient_checkpointing=setting.gradient_checkpointing,
         attn_implementation=attn_implementation, device_type=device_type, loss_head=setting.loss_head,
         # image tokens never carry labels: at most the text positions do
@@ -256,7 +257,7 @@ def predict(model: str, setting: Setting, devices: DeviceSet = DEFAULT_DEVICES, 
     state, buffers, host_state = _model_state(c, setting, policy, lowp, n, notes)
     gpu, host = _placement(c, setting, state, buffers, host_state, acts, act_in, vision_bytes, n)
     return Plan(model=model, setting=setting, devices=devices, state=state, gpu=gpu, host=host,
-                lora_extras=_lora_extras(c, acts, setting), activations=activations, census=c.summary(),
+                lora_extras=_lora_extras(c, acts, setting, len(adapted)), activations=activations, census=c.summary(),
                 notes=tuple(notes), invalid=invalid)
 
 
@@ -324,13 +325,14 @@ def _placement(c: Census, setting: Setting, state, buffers: int, host_state: dic
     return gpu, host
 
 
-def _lora_extras(c: Census, acts, setting: Setting) -> dict:
-    """The adapter's own figures (parameters, weights, gradients and AdamW, activations)."""
+def _lora_extras(c: Census, acts, setting: Setting, adapted_layers: int) -> dict:
+    """The adapter's own figures (parameters, weights, gradients and AdamW, activations over its
+    ``adapted_layers``)."""
     lora_params = [p for p in c.params if p.group == "lora"]
     lora_bytes = sum(p.nbytes for p in lora_params)
     return {"adapter_params": sum(p.numel for p in lora_params), "adapter_weights": lora_bytes,
             "adapter_grads_and_adamw": 3 * lora_bytes + ADAMW_STEP_BYTES * len(lora_params),
-            "lora_activations": acts.lora_per_layer * (0 if setting.gradient_checkpointing else len(lora_layers_in(c)))}
+            "lora_activations": acts.lora_per_layer * (0 if setting.gradient_checkpointing else adapted_layers)}
 
 
 def _vision_reached(c: Census) -> Census:
