@@ -90,16 +90,18 @@ def test_rank0_writes_run_events_every_rank_its_memory(runs, name):
     assert started.config["sharding"]["strategy"] == STRATEGIES[name]["sharding.strategy"]
 
 
+def _params_bytes(run_dir, rank: int = 1) -> int:
+    """The parameters a rank held at its last memory event."""
+    return events_of(run_dir, "memory", rank=rank)[-1].params_bytes
+
+
 def test_sharded_model_state_per_rank(runs):
     """FSDP over 2 ranks holds half the parameters per rank; DeepSpeed stage 3 all of them on this tiny model:
     every tensor is under stage3_param_persistence_threshold (1e5 elements), which DeepSpeed keeps whole on every
     rank (the planner predicts the same). ZeRO-2: test_zero2_model_state_per_rank (slow)."""
-    def weights(name):
-        return events_of(runs[name], "memory", rank=1)[-1].params_bytes
-
-    full = weights("ddp")
-    assert weights("fsdp-zero3") == full // 2  # FSDP2 keeps only the shard between steps
-    assert weights("deepspeed-3") == full
+    full = _params_bytes(runs["ddp"])
+    assert _params_bytes(runs["fsdp-zero3"]) == full // 2  # FSDP2 keeps only the shard between steps
+    assert _params_bytes(runs["deepspeed-3"]) == full
 
     def gradients(name):  # the first step-10 memory event is taken after backward, gradients still allocated
         return next(e for e in events_of(runs[name], "memory", rank=1) if e.step == 10).grads_bytes
@@ -116,11 +118,8 @@ def test_sharded_model_state_per_rank(runs):
 def test_zero2_model_state_per_rank(runs):
     """ZeRO-2 shards gradients and optimizer state, not parameters: FSDP2 still keeps only the shard between steps
     (in both stages), DeepSpeed stage 2 every parameter (all of them: what the one-process run holds)."""
-    def weights(name, rank=1):
-        return events_of(runs[name], "memory", rank=rank)[-1].params_bytes
-
-    full = weights("single", rank=0)
-    assert weights("fsdp-zero2") == full // 2 and weights("deepspeed-2") == full
+    full = _params_bytes(runs["single"], rank=0)
+    assert _params_bytes(runs["fsdp-zero2"]) == full // 2 and _params_bytes(runs["deepspeed-2"]) == full
 
 
 @pytest.mark.parametrize("name", ["fsdp-zero3", "deepspeed-3"])
