@@ -93,6 +93,24 @@ def test_step_limit_invalid_actions_and_server_failures():
         run_episodes([TASKS[0]], Scripted("x"), SMALL, max_steps=0)
 
 
+def test_the_same_action_on_the_same_screen_three_times_in_a_row_ends_the_episode_as_repeated():
+    wait = 'do(action="Wait", duration="1 seconds")'
+    [ep] = run_episodes([TASKS[0]], Scripted(wait), SMALL)
+    assert ep.end_reason == "repeated" and len(ep.steps) == 3 and ep.success is False
+    assert ep.message == 'do(action="Wait", duration="1 seconds") on the same screen 3 times in a row'
+    [ep] = run_episodes([TASKS[0]], Scripted(wait), SMALL, max_steps=6, repeat_limit=0)  # 0: never
+    assert ep.end_reason == "step_limit" and len(ep.steps) == 6
+    # the same tap on a toggle changes the screen each time (Wi-Fi on, off, on): no loop
+    toggle = Scripted('do(action="Launch", app="Settings")', 'do(action="Tap", element=[500,192])')
+    [ep] = run_episodes([TASKS[0]], toggle, SMALL, max_steps=6)
+    assert ep.end_reason == "step_limit" and [s.element for s in ep.steps[1:]] == ["Wi-Fi"] * 5
+    # a different action on the same screen starts the count again
+    [ep] = run_episodes([TASKS[0]], Scripted(wait, wait, 'do(action="Home")', wait, wait, wait), SMALL)
+    assert ep.end_reason == "repeated" and len(ep.steps) == 6
+    with pytest.raises(ValueError, match="repeat_limit must be 0 .never. or at least 2"):
+        run_episodes([TASKS[0]], Scripted(wait), SMALL, repeat_limit=1)
+
+
 def test_concurrent_episodes_are_batched_and_refilled():
     tasks = select_tasks("open_app")[:7]
     policy = Scripted('finish(message="done")')

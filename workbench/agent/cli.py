@@ -7,7 +7,7 @@ import json
 import os
 import sys
 
-from ..phone.runtime import MAX_STEPS, OBSERVATIONS
+from ..phone.runtime import MAX_STEPS, OBSERVATIONS, REPEAT_LIMIT
 from ..phone.screen import parse_size
 
 
@@ -41,6 +41,9 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
     r.add_argument("--size", default="1080x2400", help="the simulated phone's screen WxH in pixels (default 1080x2400)")
     r.add_argument("--max-steps", type=int, default=MAX_STEPS, help=f"step limit per episode (default {MAX_STEPS}, "
                    "as Open-AutoGLM)")
+    r.add_argument("--repeat-limit", type=int, default=REPEAT_LIMIT, help="end an episode, no success, once the model "
+                   f"gives the same action on the same screen this many times in a row (default {REPEAT_LIMIT}; "
+                   "0: never)")
     r.add_argument("--concurrency", type=int, help="episodes at once (default 8 on sim; one phone over adb: 1)")
     r.add_argument("--observation", choices=OBSERVATIONS, default="screenshot",
                    help="what the model is shown of each screen: the screenshot (default), ui_tree (the screen's "
@@ -122,6 +125,8 @@ def run(args) -> int:
          if args.oracle and device.startswith("adb:") else None),
         ("--size", lambda: _why(lambda: parse_size(args.size))),
         ("--max-steps", lambda: _at_least_one(args.max_steps)),
+        ("--repeat-limit", lambda: "give 0 (never) or at least 2" if args.repeat_limit < 0 or args.repeat_limit == 1
+         else None),
         ("--concurrency", lambda: _at_least_one(args.concurrency)),
         ("--concurrency", lambda: "one phone runs one episode at a time: give --concurrency 1 with adb"
          if device.startswith("adb:") and args.concurrency != 1 else None),
@@ -136,7 +141,7 @@ def run(args) -> int:
                                 max_tokens=args.max_tokens, temperature=args.temperature, seed=args.seed,
                                 api_key=args.api_key or os.environ.get("WORKBENCH_API_KEY"),
                                 adb_host=args.adb_host, adb_port=args.adb_port, screens=not args.no_screens,
-                                observation=args.observation,
+                                observation=args.observation, repeat_limit=args.repeat_limit,
                                 progress=sys.stderr.isatty())
     except (AgentError, DeviceError) as err:
         return _fail([str(err)])

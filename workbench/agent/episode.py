@@ -1,17 +1,18 @@
 """One episode: a task, each step as the model saw and answered it, what the phone did, and how it ended.
 
 ``end_reason`` is one of ``END_REASONS``: ``finish`` (the agent said finish), ``parse_failure`` (a reply that does
-not parse: AutoGLM's runtime turns it into finish, and it counts as no success), ``step_limit``,
-``context_overflow`` (the server refused the conversation as longer than its context) or ``error`` (the request
-failed). ``success`` is the final-state checks all holding after a parsed finish; None when the device cannot
-judge its state (a real phone).
+not parse: AutoGLM's runtime turns it into finish, and it counts as no success), ``step_limit``, ``repeated`` (the
+same action on the same screen ``phone.runtime.REPEAT_LIMIT`` times in a row: stuck, no success), ``context_overflow``
+(the server refused the conversation as longer than its context) or ``error`` (the request failed). ``success``
+is the final-state checks all holding after a parsed finish; None when the device cannot judge its state (a real
+phone).
 """
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
 from typing import Optional
 
-END_REASONS = ("finish", "parse_failure", "step_limit", "context_overflow", "error")
+END_REASONS = ("finish", "parse_failure", "step_limit", "repeated", "context_overflow", "error")
 
 
 @dataclass

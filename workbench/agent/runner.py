@@ -9,7 +9,9 @@ PNG data: URL in the latest user turn only, the reply stored back as ``<think>..
 model is shown of each screen: the screenshot, the screen's compact tree in ``screen_info``, or both; the
 screenshot is kept with each step either way (replays, recording).
 An episode ends on finish, on a reply that does not parse (finish with the raw reply, no success), at the step
-limit, when the server refuses the conversation as too long for its context, or when a request fails.
+limit, when the agent is stuck (``repeat_limit`` times in a row the same action on the same screen: the phone is
+deterministic, so every later repeat would do nothing too, and such loops ran greedy models to the step limit),
+when the server refuses the conversation as too long for its context, or when a request fails.
 """
 from __future__ import annotations
 
@@ -20,7 +22,7 @@ from typing import Callable, Optional, Sequence
 from ..data.multimodal import image_data_url, png_bytes
 from ..phone.actions import format_action, split_answer
 from ..phone.env import PhoneEnv
-from ..phone.runtime import MAX_STEPS, Conversation, check_observation
+from ..phone.runtime import MAX_STEPS, REPEAT_LIMIT, Conversation, check_observation
 from ..phone.sim import PHONE_SIZE, SimPhone
 from ..phone.tasks import PhoneTask
 from ..phone.uitree import tree_of
@@ -38,6 +40,15 @@ class _Running:
     app: str
     tree: Optional[str] = None
     done: bool = False
+    last: Optional[tuple[bytes, str]] = None  # (the screen shown, the action answered) of the latest step
+    repeats: int = 0  # steps in a row that answered ``last``
+
+    def repeated(self, action: str) -> int:
+        """Count ``action`` on the screen now shown: how many steps in a row gave this action on this screen."""
+        now = (self.png, action)
+        self.repeats = self.repeats + 1 if now == self.last else 1
+        self.last = now
+        return self.repeats
 
     def show(self) -> None:
         """The current screen into the conversation, as its observation mode asks."""
@@ -60,14 +71,17 @@ def sim_devices(size: tuple[int, int] = PHONE_SIZE) -> Callable[[], SimPhone]:
 def run_episodes(tasks: Sequence[PhoneTask], policy: Policy, device_factory: Optional[Callable[[], object]] = None,
                  max_steps: int = MAX_STEPS, concurrency: int = 8, *, date: Optional[datetime.date] = None,
                  on_episode: Optional[Callable[[Episode], None]] = None,
-                 observation: str = "screenshot") -> list[Episode]:
+                 observation: str = "screenshot", repeat_limit: int = REPEAT_LIMIT) -> list[Episode]:
     """Run every task once with ``policy`` on phones from ``device_factory`` (default: simulated 1080x2400 phones;
     a factory may return the same real phone each time, with ``concurrency=1``). ``date`` stamps the system
     prompt (default: today). ``on_episode`` is called as each episode ends (progress bars, streaming to disk).
-    ``observation``: what the model is shown of each screen.
+    ``observation``: what the model is shown of each screen. ``repeat_limit``: end an episode as ``repeated`` (no
+    success) once it gives the same action on the same screen this many times in a row (0: never).
     The episodes come back in the order of ``tasks``."""
     if max_steps < 1:
         raise ValueError(f"max_steps must be at least 1, got {max_steps}")
+    if repeat_limit < 0 or repeat_limit == 1:
+        raise ValueError(f"repeat_limit must be 0 (never) or at least 2, got {repeat_limit}")
     if concurrency < 1:
         raise ValueError(f"concurrency must be at least 1, got {concurrency}")
     check_observation(observation)
@@ -84,7 +98,7 @@ def run_episodes(tasks: Sequence[PhoneTask], policy: Policy, device_factory: Opt
         if len(replies) != len(running):
             raise RuntimeError(f"policy {policy.name!r} answered {len(replies)} of {len(running)} conversations")
         for (_, r), reply in zip(running, replies):
-            _advance(r, reply)
+            _advance(r, reply, repeat_limit)
         for index, r in running:
             if r.done:
                 finished[index] = r.episode
@@ -106,7 +120,7 @@ def _start(task: PhoneTask, model: str, device, max_steps: int, date: datetime.d
     return r
 
 
-def _advance(r: _Running, reply) -> None:
+def _advance(r: _Running, reply, repeat_limit: int) -> None:
     """One reply: record it, execute it, and either end the episode or show the model the next screen."""
     ep = r.episode
     step = Step(len(ep.steps) + 1, r.app, prompt_tokens=reply.prompt_tokens, png=r.png, ui_tree=r.tree)
@@ -120,6 +134,7 @@ def _advance(r: _Running, reply) -> None:
     r.conversation.reply(split.reasoning, split.answer)
     obs, _, terminated, truncated, info = r.env.step(split.answer)
     action = info["action"]
+    repeats = r.repeated(format_action(action))
     step.action, step.parse_error, step.valid, step.effect = format_action(action), info["parse_error"], \
         info["valid"], info["effect"]
     step.element, step.target_box = info["element"], list(info["box"]) if info["box"] else None
@@ -129,6 +144,9 @@ def _advance(r: _Running, reply) -> None:
         ep.checks, ep.success = info["checks"], info["success"] if info["checks"] is not None else None
         reason = "parse_failure" if info["parse_error"] else "finish" if terminated else "step_limit"
         _end(r, reason, action.args.get("message") if terminated else f"no finish within {r.env.max_steps} steps")
+        return
+    if repeat_limit and repeats >= repeat_limit:
+        _end(r, "repeated", f"{step.action} on the same screen {repeats} times in a row")
         return
     r.show()
 

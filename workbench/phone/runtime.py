@@ -30,6 +30,7 @@ LATER_TURN_PREFIX = "** Screen Info **\n\n"
 FORMAT_NAME = "autoglm-runtime"  # meta.format of training rows in this format
 CONTEXT_TOKENS = 25_480  # Open-AutoGLM's recommended server context (--max-model-len)
 MAX_STEPS = 100  # Open-AutoGLM's default step limit
+REPEAT_LIMIT = 3  # the same action on the same screen this many times in a row ends an episode (stuck)
 OBSERVATIONS = ("screenshot", "ui_tree", "both")  # what the model is shown of each screen
 
 _GRAMMAR = """# Setup
