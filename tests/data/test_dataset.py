@@ -132,3 +132,17 @@ def test_random_bytes_directories_and_bom_files(tmp_path):
     empty.write_bytes(b"\n\n")
     with pytest.raises(DataError, match=r"no usable examples \(0 rows"):
         load_examples(empty, TOK, 64)
+
+
+def test_ui_tree_rows_load_with_shuffled_layouts_the_same_for_one_seed(tmp_path):
+    rows = (SAMPLES / "phone_episodes_tree" / "train.jsonl").read_text(encoding="utf-8").splitlines()[:12]
+    path = write_jsonl(tmp_path / "tree.jsonl", rows)
+    recorded, _ = load_examples(path, TOK, 4096)
+    shuffled, _ = load_examples(path, TOK, 4096, ui_tree_layouts="shuffled", seed=0)
+    again, _ = load_examples(path, TOK, 4096, ui_tree_layouts="shuffled", seed=0)
+    other, _ = load_examples(path, TOK, 4096, ui_tree_layouts="shuffled", seed=1)
+    ids = lambda examples: [e.input_ids for e in examples]  # noqa: E731
+    assert ids(shuffled) == ids(again) and ids(shuffled) != ids(recorded) and ids(shuffled) != ids(other)
+    # a tap the layout moved: its label (what the model learns to say) is the new point
+    labels = lambda e: TOK.decode([t for t in e.labels if t != IGNORE_INDEX])  # noqa: E731
+    assert sum(labels(a) != labels(b) for a, b in zip(recorded, shuffled)) >= 3

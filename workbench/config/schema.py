@@ -73,6 +73,12 @@ class DataSection(Section):
     max_length: int = Field(256, ge=8, le=1_048_576, description="Tokens per example; longer examples are truncated and counted.")
     skip_bad_rows: bool = Field(False, description="Skip and count malformed rows instead of stopping at the first one.")
     system_prompt: Optional[str] = Field(None, description="System message prepended to rows that have none.")
+    ui_tree_layouts: Literal["as_recorded", "shuffled"] = Field(
+        "as_recorded", description="Training rows of a phone agent that reads the screen as text (meta.observation "
+        "ui_tree). shuffled: each row's latest screen has its same-size elements in a random order (seeded by "
+        "schedule.seed and the row; the reply's tap moves with its element), so the model must read where a name is, "
+        "not remember where it sat in training: the simulated phone draws every name at one point always "
+        "(python -m workbench.bench.agent grounding measures which a model does).")
 
     @field_validator("train", "eval")
     @classmethod

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import json
+import random
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Iterator, Optional
@@ -9,6 +10,7 @@ from typing import Iterator, Optional
 import torch
 
 from ..config.files import UnreadableFile, binary_lines, decode_line
+from ..phone.uitree import shuffled_layout
 from .tokenize import IGNORE_INDEX
 from .formats import DataError, row_to_messages
 from .multimodal import encode_chat, has_images, resolve_images, vision_batch
@@ -34,9 +36,12 @@ class DataStats:
 
 def load_examples(path: str | Path, tokenizer, max_length: int, fmt: str = "auto",
                   skip_bad_rows: bool = False, system_prompt: Optional[str] = None,
-                  processor=None) -> tuple[list[TokenizedExample], DataStats]:
+                  processor=None, ui_tree_layouts: str = "as_recorded",
+                  seed: int = 0) -> tuple[list[TokenizedExample], DataStats]:
     """Tokenized examples of a JSONL file. A bad row raises DataError (file:line) unless skipped and counted.
-    With a vision ``processor`` (``LoadedModel.processor``) rows may hold images, read relative to the file."""
+    With a vision ``processor`` (``LoadedModel.processor``) rows may hold images, read relative to the file.
+    ``ui_tree_layouts="shuffled"``: ui_tree rows through ``phone.uitree.shuffled_layout``, seeded by ``seed`` and
+    the line number (the same rows each run of one seed)."""
     path = str(path)
     base_dir = Path(path).parent
     stats = DataStats(path)
@@ -52,6 +57,8 @@ def load_examples(path: str | Path, tokenizer, max_length: int, fmt: str = "auto
                     row = json.loads(line)
                 except json.JSONDecodeError as err:
                     raise ValueError(f"not valid JSON ({err.msg} at column {err.colno})") from None
+                if ui_tree_layouts == "shuffled" and isinstance(row, dict):
+                    row = shuffled_layout(row, random.Random(f"{seed}:{lineno}"))
                 ex = _encode(row_to_messages(row, fmt, system_prompt), tokenizer, processor, max_length, base_dir)
             except (ValueError, TypeError) as err:
                 if not skip_bad_rows:

@@ -95,7 +95,8 @@ class _Engine:
         self.rule_reports = built.rules.reports
         d = cfg.data
         self.train_examples, self.train_stats = load_examples(d.train, self.tokenizer, d.max_length, d.format,
-                                                              d.skip_bad_rows, d.system_prompt, self.processor)
+                                                              d.skip_bad_rows, d.system_prompt, self.processor,
+                                                              d.ui_tree_layouts, cfg.schedule.seed)
         self.eval_examples, self.eval_stats = ([], None)
         if d.eval:
             self.eval_examples, self.eval_stats = load_examples(d.eval, self.tokenizer, d.max_length, d.format,

@@ -129,3 +129,90 @@ def tree_of(device) -> Optional[str]:
     """The tree of a device's screen: ``device.ui_tree()`` when it has one; None otherwise."""
     read = getattr(device, "ui_tree", None)
     return read() if read is not None else None
+
+
+_ELEMENT_LINE = re.compile(r"^(?P<head>.*?) \[(\d+),(\d+)\]\[(\d+),(\d+)\] tap \[\d+,\d+\](?P<tail>.*)$")
+
+
+def tree_boxes(tree: str) -> list[Optional[Box]]:
+    """The bounds of each line of ``tree`` (None for a line that is not an element)."""
+    out: list[Optional[Box]] = []
+    for line in tree.split("\n"):
+        m = _ELEMENT_LINE.match(line)
+        out.append(tuple(int(v) for v in m.groups()[1:5]) if m else None)
+    return out
+
+
+def moved_elements(tree: str, moves: dict[Box, Box]) -> str:
+    """``tree`` with each element whose bounds are a key of ``moves`` at the value's bounds instead (tap point its
+    centre), as if the screen had drawn it there. ``moves`` is a permutation of some of the screen's boxes (each
+    value a key): the moved lines take each other's places, so the tree stays in reading order. A probe of whether
+    a model reads where a name is or remembers where it was in training (``bench.agent grounding``)."""
+    if sorted(moves) != sorted(moves.values()):
+        raise ValueError("moves must permute boxes among themselves (every new box is one of the moved boxes)")
+    lines, boxes = tree.split("\n"), tree_boxes(tree)
+    slots = [i for i, box in enumerate(boxes) if box in moves]
+    if len(slots) != len(moves):
+        raise ValueError(f"{len(moves)} boxes to move, {len(slots)} of them are element lines of the tree")
+    moved = []
+    for i in slots:
+        m, box = _ELEMENT_LINE.match(lines[i]), moves[boxes[i]]
+        x, y = _centre(box)
+        moved.append(((box[1], box[0]), f"{m['head']} [{box[0]},{box[1]}][{box[2]},{box[3]}] tap [{x},{y}]{m['tail']}"))
+    for i, (_, line) in zip(slots, sorted(moved)):
+        lines[i] = line
+    return "\n".join(lines)
+
+
+POSITION_TARGETS = ("open_result",)  # templates whose target is a position (the first result), not a name
+
+
+def shuffled_layout(row: dict, rng) -> dict:
+    """A training row (runtime format, ``meta.observation`` ui_tree) as if its latest screen had drawn its elements
+    of the same size in another order: a random permutation among each group of same-size boxes
+    (``moved_elements``), the reply's tap moved with the element it hits, ``meta.target_box`` with it. On the
+    simulated phone every name always sits at one point, so a model can learn positions instead of reading the
+    tree; on shuffled layouts only reading finds the name. Rows that are not ui_tree, show no tree, or whose target
+    is a position (``POSITION_TARGETS``) come back as they are."""
+    from .actions import ActionSyntaxError, format_action, parse_action, split_answer
+
+    meta, messages = row.get("meta") or {}, row.get("messages") or []
+    if meta.get("observation") != "ui_tree" or meta.get("template") in POSITION_TARGETS or len(messages) < 2 \
+            or messages[-1].get("role") != "assistant" or not isinstance(messages[-2].get("content"), str):
+        return row
+    content = messages[-2]["content"]
+    start = content.find('{"current_app"')
+    end = content.find("\n", start) + 1 if start >= 0 else 0
+    if end <= 0:
+        return row
+    tree = content[end:]
+    groups: dict[tuple[int, int], list[Box]] = {}
+    for box in dict.fromkeys(b for b in tree_boxes(tree) if b is not None):
+        groups.setdefault((box[2] - box[0], box[3] - box[1]), []).append(box)
+    moves: dict[Box, Box] = {}
+    for boxes in groups.values():
+        if len(boxes) > 1:
+            order = list(boxes)
+            rng.shuffle(order)
+            moves.update(zip(boxes, order))
+    if not moves:
+        return row
+    reply = messages[-1]["content"]
+    split = split_answer(reply)
+    try:
+        action = parse_action(split.answer)
+    except ActionSyntaxError:
+        return row
+    point = action.point() if action.type != "Swipe" else None
+    hit = min((b for b in moves if point and _inside(point, b)), key=lambda b: (b[2] - b[0]) * (b[3] - b[1]),
+              default=None)
+    out = {**row, "meta": dict(meta), "messages": [*messages[:-2], {**messages[-2], "content": content[:end] +
+                                                                     moved_elements(tree, moves)}, dict(messages[-1])]}
+    if hit is not None:
+        new = moves[hit]
+        moved = type(action)(action.type, {**action.args, "element": [point[0] - hit[0] + new[0],
+                                                                      point[1] - hit[1] + new[1]]})
+        out["messages"][-1]["content"] = reply.replace(split.answer, format_action(moved))
+        if meta.get("target_box") and tuple(meta["target_box"]) == hit:
+            out["meta"]["target_box"] = list(new)
+    return out

@@ -1,0 +1,67 @@
+"""Shuffled layouts of ui_tree rows: same-size elements trade places, the reply's tap follows its element, and
+only rows whose target is a name are moved."""
+from __future__ import annotations
+
+import json
+import random
+
+import pytest
+
+from workbench.phone.actions import in_box, parse_action, split_answer
+from workbench.phone.uitree import moved_elements, shuffled_layout, tree_boxes
+from workbench.config.samples import resolve_sample_path
+
+TREE = '''text "Settings"
+Wi-Fi "On" [30,150][970,235] tap [500,192]
+Bluetooth "Off" [30,245][970,330] tap [500,287]
+Airplane mode "Off" [30,340][970,425] tap [500,382]'''
+
+
+def _rows(name: str = "train.jsonl") -> list[dict]:
+    with open(resolve_sample_path(f"data_samples/phone_episodes_tree/{name}"), encoding="utf-8") as f:
+        return [json.loads(line) for line in f]
+
+
+def _line_of(tree: str, name: str) -> str:
+    return next(line for line in tree.split("\n") if line.startswith(name + " "))
+
+
+def test_moved_elements_trade_places_and_keep_reading_order():
+    moved = moved_elements(TREE, {(30, 150, 970, 235): (30, 340, 970, 425), (30, 340, 970, 425): (30, 150, 970, 235)})
+    assert moved.split("\n") == ['text "Settings"', 'Airplane mode "Off" [30,150][970,235] tap [500,192]',
+                                 'Bluetooth "Off" [30,245][970,330] tap [500,287]',
+                                 'Wi-Fi "On" [30,340][970,425] tap [500,382]']
+    with pytest.raises(ValueError, match="permute"):
+        moved_elements(TREE, {(30, 150, 970, 235): (30, 340, 970, 425)})
+
+
+def test_a_shuffled_row_taps_its_element_where_the_tree_now_draws_it():
+    moved = 0
+    for i, row in enumerate(_rows()):
+        out = shuffled_layout(row, random.Random(i))
+        assert out["messages"][:-2] == row["messages"][:-2] and row == json.loads(json.dumps(row))  # input untouched
+        before, after = row["messages"][-2]["content"], out["messages"][-2]["content"]
+        assert sorted(before.split("\n")) != sorted(after.split("\n")) or before == after
+        action = parse_action(split_answer(row["messages"][-1]["content"]).answer)
+        new = parse_action(split_answer(out["messages"][-1]["content"]).answer)
+        if row["meta"]["template"] == "open_result":  # the first result is a position: never moved
+            assert out == row
+            continue
+        box = row["meta"]["target_box"]
+        if box is None or action.type == "Swipe":
+            assert new == action
+            continue
+        # the element the recorded tap hit is, in the shuffled tree, at the point the new tap hits
+        name = next(line for line in before.split("\n") if f"[{box[0]},{box[1]}][{box[2]},{box[3]}]" in line).split(" [")[0]
+        new_box = out["meta"]["target_box"]
+        assert f"[{new_box[0]},{new_box[1]}][{new_box[2]},{new_box[3]}]" in _line_of(after, name)
+        assert in_box(new.point(), tuple(new_box)) and new.type == action.type
+        moved += tuple(new_box) != tuple(box)
+    assert moved > 40  # most targets moved (a permutation may leave one in place)
+
+
+def test_rows_that_are_not_ui_tree_are_left_as_they_are():
+    row = _rows()[0]
+    screenshot = {**row, "meta": {**row["meta"], "observation": "screenshot"}}
+    assert shuffled_layout(screenshot, random.Random(0)) == screenshot
+    assert all(b is None for b in tree_boxes('text "x"\nkeyboard open'))
