@@ -11,3 +11,44 @@ def test_tokens_counts_the_latest_screenshot_only_and_times_one():
     assert out["total_bpe_estimate"] == 3354 + out["text_tokens_bpe_estimate"] < out["context"]
     assert out["if_every_screenshot_were_kept"] > out["context"]
     assert 0 < out["screenshot_draw_cpu_s"] < 5 and 0 < out["screenshot_png_encode_cpu_s"] < 5
+
+
+def _grounding_with(monkeypatch, answer) -> dict:
+    """bench.agent grounding with a stand-in model: ``answer(conversation, recorded_row)`` gives each reply."""
+    import json
+
+    from workbench.config.samples import resolve_sample_path
+    from workbench.forward import generate
+    import workbench.models as models
+
+    with open(resolve_sample_path(bench.GROUNDING_ROWS), encoding="utf-8") as f:
+        rows = [json.loads(line) for line in f]
+    key = lambda messages: json.dumps(messages[:-1]) + messages[-1]["content"].split('"}\n')[0]  # noqa: E731
+    recorded = {key([{"role": m["role"], "content": m["content"]} for m in r["messages"][:-1]]): r for r in rows}
+    monkeypatch.setattr(models, "load_for_inference", lambda source: argparse.Namespace(model=None, tokenizer=None))
+    monkeypatch.setattr(generate, "greedy_replies", lambda model, tok, conversations, *a, **k:
+                        [answer(c, recorded[key(c)]) for c in conversations])
+    return bench.grounding(argparse.Namespace(model="stand-in", rows=bench.GROUNDING_ROWS, limit=12, seed=0,
+                                              max_tokens=64))
+
+
+def test_grounding_tells_a_model_that_reads_the_tree_from_one_that_remembers_points(monkeypatch):
+    import re
+
+    def remembers(conversation, row):  # the recorded reply, whatever the tree says
+        return row["messages"][-1]["content"]
+
+    def reads(conversation, row):  # the recorded element's name, looked up in the tree it is shown
+        box = row["meta"]["target_box"]
+        tree = row["messages"][-2]["content"]
+        name = next(line for line in tree.split("\n") if f"[{box[0]},{box[1]}][{box[2]},{box[3]}]" in line).split(" [")[0]
+        line = next(line for line in conversation[-1]["content"].split("\n") if line.startswith(name + " ["))
+        x, y = re.search(r"tap \[(\d+),(\d+)\]", line).groups()
+        return f'<think>x</think><answer>do(action="Tap", element=[{x},{y}])</answer>'
+
+    memory = _grounding_with(monkeypatch, remembers)
+    assert memory["probes"] == 12 and memory["recorded_in_target"] == 12
+    assert memory["swapped_taps_old_point"] == 12 and memory["swapped_follows_name"] == 0
+    reader = _grounding_with(monkeypatch, reads)
+    assert reader["recorded_in_target"] == 12 and reader["swapped_follows_name"] == 12
+    assert reader["swapped_taps_old_point"] == 0 and "open_result" not in reader["templates"]

@@ -4,6 +4,7 @@ after ten steps of AutoGLM's runtime format.
     python -m workbench.bench.agent oracle      [--size 112x252]                 # every oracle solves its task; lengths
     python -m workbench.bench.agent throughput  [--tasks heldout] [--max-tokens 32] [--concurrency 1 8]
     python -m workbench.bench.agent tokens      [--size 1080x2400] [--steps 10]
+    python -m workbench.bench.agent grounding   --model DIR [--rows FILE.jsonl] [--limit 24] [--seed 0]
 
 ``throughput`` starts ``workbench serve --model tiny-glm4v`` in its own process (``--max-context 8192``: the tiny
 model's own 1024 positions are fewer than the system prompt's bytes) and runs the tasks at each concurrency,
@@ -13,6 +14,12 @@ the server's rate, not a task-solving one. ``tokens`` counts the 10th request of
 image tokens by GLM-4.1V's resize rule (transformers' defaults, patch 14, merge 2), the text with the tiny model's
 byte tokenizer (an upper bound: one token per byte) and with SmolLM2's BPE tokenizer (an estimate of a real
 tokenizer; GLM-4's own is not available offline), against Open-AutoGLM's recommended 25,480-token context.
+``grounding`` asks whether a ui_tree model reads where a name is or remembers where it was: on rows whose answer
+taps a named element (``--rows``, default the training rows as text; ``open_result`` left out, its target is a
+position: the first result), a model (a whole model directory, e.g. a run's merged/) answers each row as recorded
+and again with the target's bounds and tap point swapped with another element of the same size on that screen
+(``phone.uitree.moved_elements``: names and texts stay, positions trade). A model that reads the tree follows the
+name to its new point; one that learned positions taps the old one.
 """
 from __future__ import annotations
 
@@ -22,6 +29,7 @@ import json
 import os
 import statistics
 import time
+from typing import Optional
 
 from ..agent import OraclePolicy, ServedPolicy, run_episodes, sim_devices, summarize
 from ..phone.runtime import CONTEXT_TOKENS, Conversation
@@ -119,6 +127,72 @@ def tokens(args) -> dict:
             "screenshot_png_encode_cpu_s": round(statistics.median(encode_s), 4)}
 
 
+GROUNDING_ROWS = "data_samples/phone_episodes_tree/train.jsonl"
+
+
+def _tap_probe(row: dict, rng) -> Optional[dict]:
+    """A row as a grounding probe: its prompt as recorded and with the target swapped with a same-size element, or
+    None (no Tap on a named element, a position target, no other element of its size on the screen)."""
+    from ..phone.uitree import moved_elements, tree_boxes
+
+    meta, messages = row.get("meta", {}), row["messages"]
+    box = tuple(meta["target_box"]) if meta.get("target_box") else None
+    if box is None or meta.get("template") == "open_result" or 'action="Tap"' not in messages[-1]["content"]:
+        return None
+    content = messages[-2]["content"]
+    end = content.index("\n", content.index('{"current_app"')) + 1  # the tree follows screen_info's JSON line
+    tree = content[end:]
+    size = (box[2] - box[0], box[3] - box[1])
+    others = [b for b in tree_boxes(tree) if b is not None and b != box and (b[2] - b[0], b[3] - b[1]) == size]
+    if not others or box not in tree_boxes(tree):
+        return None
+    other = rng.choice(others)
+    prompt = [{"role": m["role"], "content": m["content"]} for m in messages[:-1]]
+    swapped = [*prompt[:-1], {"role": "user", "content": content[:end] + moved_elements(tree, {box: other, other: box})}]
+    return {"template": meta.get("template"), "box": box, "other": other, "prompt": prompt, "swapped": swapped}
+
+
+def _tapped(reply: str) -> Optional[tuple[int, int]]:
+    from ..phone.actions import ActionSyntaxError, parse_action, split_answer
+
+    try:
+        return parse_action(split_answer(reply).answer).point()
+    except ActionSyntaxError:
+        return None
+
+
+def grounding(args) -> dict:
+    import random
+
+    from ..config.samples import resolve_sample_path
+    from ..forward.generate import greedy_replies
+    from ..models import load_for_inference
+    from ..phone.actions import in_box
+
+    rng = random.Random(args.seed)
+    with open(resolve_sample_path(args.rows), encoding="utf-8") as f:
+        rows = [json.loads(line) for line in f if line.strip()]
+    rng.shuffle(rows)
+    probes = [p for p in (_tap_probe(row, rng) for row in rows) if p is not None][:args.limit]
+    if not probes:
+        raise SystemExit(f"{args.rows}: no row taps a named element with another of its size on the screen")
+    loaded = load_for_inference(args.model)
+    start = time.monotonic()
+    replies = greedy_replies(loaded.model, loaded.tokenizer, [p[k] for p in probes for k in ("prompt", "swapped")],
+                             args.max_tokens, batch_size=8)
+    counts = collections.Counter()
+    for probe, (as_recorded, swapped) in zip(probes, zip(replies[0::2], replies[1::2])):
+        point, moved = _tapped(as_recorded), _tapped(swapped)
+        counts["recorded_in_target"] += bool(point and in_box(point, probe["box"]))
+        # after the swap the target's name sits in the other box: reading follows it, memory stays
+        counts["swapped_follows_name"] += bool(moved and in_box(moved, probe["other"]))
+        counts["swapped_taps_old_point"] += bool(moved and in_box(moved, probe["box"]))
+    return {"model": args.model, "rows": args.rows, "probes": len(probes),
+            "templates": dict(collections.Counter(p["template"] for p in probes)), **counts,
+            "swapped_elsewhere": len(probes) - counts["swapped_follows_name"] - counts["swapped_taps_old_point"],
+            "wall_s": round(time.monotonic() - start, 1)}
+
+
 def _tree_tokens(tokenizer, task, steps: int) -> dict:
     """The ui_tree observation's cost in SmolLM2's BPE: the tree of every screen of every oracle episode (per screen:
     median, mean, max), and the whole request of ``task`` at step ``steps`` shown as trees (system prompt, earlier
@@ -152,8 +226,15 @@ def main() -> None:
     k = sub.add_parser("tokens")
     k.add_argument("--size", default="1080x2400")
     k.add_argument("--steps", type=int, default=10)
+    g = sub.add_parser("grounding")
+    g.add_argument("--model", required=True, help="a whole model directory (a run's merged/) or a model name")
+    g.add_argument("--rows", default=GROUNDING_ROWS)
+    g.add_argument("--limit", type=int, default=24)
+    g.add_argument("--seed", type=int, default=0)
+    g.add_argument("--max-tokens", type=int, default=64)
     args = p.parse_args()
-    print(json.dumps({"oracle": oracle, "throughput": throughput, "tokens": tokens}[args.part](args), indent=1))
+    parts = {"oracle": oracle, "throughput": throughput, "tokens": tokens, "grounding": grounding}
+    print(json.dumps(parts[args.part](args), indent=1))
 
 
 if __name__ == "__main__":
