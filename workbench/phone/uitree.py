@@ -164,6 +164,14 @@ def moved_elements(tree: str, moves: dict[Box, Box]) -> str:
     return "\n".join(lines)
 
 
+def turn_tree(content: str) -> tuple[str, str]:
+    """A ui_tree user turn's text split after its screen info's JSON line: (everything up to the tree, the tree);
+    the tree is "" in a turn that shows none."""
+    start = content.find('{"current_app"')
+    end = content.find("\n", start) + 1 if start >= 0 else 0
+    return (content[:end], content[end:]) if end > 0 else (content, "")
+
+
 POSITION_TARGETS = ("open_result",)  # templates whose target is a position (the first result), not a name
 
 
@@ -180,12 +188,9 @@ def shuffled_layout(row: dict, rng) -> dict:
     if meta.get("observation") != "ui_tree" or meta.get("template") in POSITION_TARGETS or len(messages) < 2 \
             or messages[-1].get("role") != "assistant" or not isinstance(messages[-2].get("content"), str):
         return row
-    content = messages[-2]["content"]
-    start = content.find('{"current_app"')
-    end = content.find("\n", start) + 1 if start >= 0 else 0
-    if end <= 0:
+    head, tree = turn_tree(messages[-2]["content"])
+    if not tree:
         return row
-    tree = content[end:]
     groups: dict[tuple[int, int], list[Box]] = {}
     for box in dict.fromkeys(b for b in tree_boxes(tree) if b is not None):
         groups.setdefault((box[2] - box[0], box[3] - box[1]), []).append(box)
@@ -206,7 +211,7 @@ def shuffled_layout(row: dict, rng) -> dict:
     point = action.point() if action.type != "Swipe" else None
     hit = min((b for b in moves if point and _inside(point, b)), key=lambda b: (b[2] - b[0]) * (b[3] - b[1]),
               default=None)
-    out = {**row, "meta": dict(meta), "messages": [*messages[:-2], {**messages[-2], "content": content[:end] +
+    out = {**row, "meta": dict(meta), "messages": [*messages[:-2], {**messages[-2], "content": head +
                                                                      moved_elements(tree, moves)}, dict(messages[-1])]}
     if hit is not None:
         new = moves[hit]
