@@ -65,3 +65,17 @@ def test_rows_that_are_not_ui_tree_are_left_as_they_are():
     screenshot = {**row, "meta": {**row["meta"], "observation": "screenshot"}}
     assert shuffled_layout(screenshot, random.Random(0)) == screenshot
     assert all(b is None for b in tree_boxes('text "x"\nkeyboard open'))
+
+
+def test_elements_sharing_a_box_stay_and_a_tap_on_an_unmoved_inner_element_stays():
+    tree = '\n'.join(['A [0,0][100,100] tap [50,50]', 'B [0,200][100,300] tap [50,250]',
+                      'Inner [10,210][40,240] tap [25,225]', 'C [0,400][100,500] tap [50,450]',
+                      'D [0,400][100,500] tap [50,450]'])
+    row = {"meta": {"observation": "ui_tree", "template": "x", "target_box": [10, 210, 40, 240]},
+           "messages": [{"role": "user", "content": '{"current_app": "X"}\n' + tree},
+                        {"role": "assistant", "content": '<think>t</think><answer>do(action="Tap", element=[25,225])</answer>'}]}
+    for seed in range(8):
+        out = shuffled_layout(row, random.Random(seed))
+        lines = out["messages"][0]["content"].split("\n")[1:]
+        assert 'C [0,400][100,500] tap [50,450]' in lines and 'D [0,400][100,500] tap [50,450]' in lines
+        assert out["messages"][1] == row["messages"][1] and out["meta"] == row["meta"]  # Inner did not move

@@ -191,15 +191,17 @@ def shuffled_layout(row: dict, rng) -> dict:
     head, tree = turn_tree(messages[-2]["content"])
     if not tree:
         return row
+    boxes = [b for b in tree_boxes(tree) if b is not None]
     groups: dict[tuple[int, int], list[Box]] = {}
-    for box in dict.fromkeys(b for b in tree_boxes(tree) if b is not None):
-        groups.setdefault((box[2] - box[0], box[3] - box[1]), []).append(box)
+    for box in boxes:
+        if boxes.count(box) == 1:  # two elements drawn at one box (a real phone's nesting) stay where they are
+            groups.setdefault((box[2] - box[0], box[3] - box[1]), []).append(box)
     moves: dict[Box, Box] = {}
-    for boxes in groups.values():
-        if len(boxes) > 1:
-            order = list(boxes)
+    for group in groups.values():
+        if len(group) > 1:
+            order = list(group)
             rng.shuffle(order)
-            moves.update(zip(boxes, order))
+            moves.update(zip(group, order))
     if not moves:
         return row
     reply = messages[-1]["content"]
@@ -209,8 +211,10 @@ def shuffled_layout(row: dict, rng) -> dict:
     except ActionSyntaxError:
         return row
     point = action.point() if action.type != "Swipe" else None
-    hit = min((b for b in moves if point and _inside(point, b)), key=lambda b: (b[2] - b[0]) * (b[3] - b[1]),
+    # the element a tap hits is the smallest box holding its point; it moves only if that box moved
+    hit = min((b for b in boxes if point and _inside(point, b)), key=lambda b: (b[2] - b[0]) * (b[3] - b[1]),
               default=None)
+    hit = hit if hit in moves else None
     out = {**row, "meta": dict(meta), "messages": [*messages[:-2], {**messages[-2], "content": head +
                                                                      moved_elements(tree, moves)}, dict(messages[-1])]}
     if hit is not None:
