@@ -7,7 +7,7 @@ import json
 import os
 import sys
 
-from ..phone.runtime import MAX_STEPS, OBSERVATIONS, REPEAT_LIMIT
+from ..phone.runtime import MAX_STEPS, OBSERVATIONS, REPEAT_LIMIT, repeat_limit_problem
 from ..phone.screen import parse_size
 
 
@@ -125,8 +125,7 @@ def run(args) -> int:
          if args.oracle and device.startswith("adb:") else None),
         ("--size", lambda: _why(lambda: parse_size(args.size))),
         ("--max-steps", lambda: _at_least_one(args.max_steps)),
-        ("--repeat-limit", lambda: "give 0 (never) or at least 2" if args.repeat_limit < 0 or args.repeat_limit == 1
-         else None),
+        ("--repeat-limit", lambda: repeat_limit_problem(args.repeat_limit)),
         ("--concurrency", lambda: _at_least_one(args.concurrency)),
         ("--concurrency", lambda: "one phone runs one episode at a time: give --concurrency 1 with adb"
          if device.startswith("adb:") and args.concurrency != 1 else None),

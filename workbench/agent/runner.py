@@ -22,7 +22,7 @@ from typing import Callable, Optional, Sequence
 from ..data.multimodal import image_data_url, png_bytes
 from ..phone.actions import format_action, split_answer
 from ..phone.env import PhoneEnv
-from ..phone.runtime import MAX_STEPS, REPEAT_LIMIT, Conversation, check_observation
+from ..phone.runtime import MAX_STEPS, REPEAT_LIMIT, Conversation, check_observation, repeat_limit_problem
 from ..phone.sim import PHONE_SIZE, SimPhone
 from ..phone.tasks import PhoneTask
 from ..phone.uitree import tree_of
@@ -40,15 +40,6 @@ class _Running:
     app: str
     tree: Optional[str] = None
     done: bool = False
-    last: Optional[tuple[bytes, str]] = None  # (the screen shown, the action answered) of the latest step
-    repeats: int = 0  # steps in a row that answered ``last``
-
-    def repeated(self, action: str) -> int:
-        """Count ``action`` on the screen now shown: how many steps in a row gave this action on this screen."""
-        now = (self.png, action)
-        self.repeats = self.repeats + 1 if now == self.last else 1
-        self.last = now
-        return self.repeats
 
     def show(self) -> None:
         """The current screen into the conversation, as its observation mode asks."""
@@ -80,8 +71,8 @@ def run_episodes(tasks: Sequence[PhoneTask], policy: Policy, device_factory: Opt
     The episodes come back in the order of ``tasks``."""
     if max_steps < 1:
         raise ValueError(f"max_steps must be at least 1, got {max_steps}")
-    if repeat_limit < 0 or repeat_limit == 1:
-        raise ValueError(f"repeat_limit must be 0 (never) or at least 2, got {repeat_limit}")
+    if repeat_limit_problem(repeat_limit):
+        raise ValueError(repeat_limit_problem(repeat_limit))
     if concurrency < 1:
         raise ValueError(f"concurrency must be at least 1, got {concurrency}")
     check_observation(observation)
@@ -134,7 +125,6 @@ def _advance(r: _Running, reply, repeat_limit: int) -> None:
     r.conversation.reply(split.reasoning, split.answer)
     obs, _, terminated, truncated, info = r.env.step(split.answer)
     action = info["action"]
-    repeats = r.repeated(format_action(action))
     step.action, step.parse_error, step.valid, step.effect = format_action(action), info["parse_error"], \
         info["valid"], info["effect"]
     step.element, step.target_box = info["element"], list(info["box"]) if info["box"] else None
@@ -145,10 +135,21 @@ def _advance(r: _Running, reply, repeat_limit: int) -> None:
         reason = "parse_failure" if info["parse_error"] else "finish" if terminated else "step_limit"
         _end(r, reason, action.args.get("message") if terminated else f"no finish within {r.env.max_steps} steps")
         return
+    repeats = _repeats(ep.steps)
     if repeat_limit and repeats >= repeat_limit:
         _end(r, "repeated", f"{step.action} on the same screen {repeats} times in a row")
         return
     r.show()
+
+
+def _repeats(steps: list[Step]) -> int:
+    """How many steps in a row, up to the latest, gave its action on its screen."""
+    last, count = steps[-1], 0
+    for step in reversed(steps):
+        if step.action != last.action or step.png != last.png:
+            break
+        count += 1
+    return count
 
 
 def _end(r: _Running, reason: str, message: Optional[str]) -> None:

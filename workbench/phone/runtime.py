@@ -69,6 +69,11 @@ def check_observation(observation: str) -> str:
     return observation
 
 
+def repeat_limit_problem(limit: int) -> Optional[str]:
+    """Why ``limit`` is no repeat limit (0 never ends an episode; 1 would end it at its first action), else None."""
+    return None if limit == 0 or limit >= 2 else f"repeat_limit must be 0 (never) or at least 2, got {limit}"
+
+
 def system_prompt(date: Optional[datetime.date] = None, observation: str = "screenshot") -> str:
     """The system message: the date line, then the action grammar (its first lines say what the model sees)."""
     today = date or datetime.date.today()
