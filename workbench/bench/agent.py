@@ -133,16 +133,16 @@ GROUNDING_ROWS = "data_samples/phone_episodes_tree/train.jsonl"
 def _tap_probe(row: dict, rng) -> Optional[dict]:
     """A row as a grounding probe: its prompt as recorded and with the target swapped with a same-size element, or
     None (no Tap on a named element, a position target, no other element of its size on the screen)."""
-    from ..phone.uitree import POSITION_TARGETS, moved_elements, tree_boxes, turn_tree
+    from ..phone.uitree import POSITION_TARGETS, moved_elements, same_size_boxes, tree_boxes, turn_tree
 
     meta, messages = row.get("meta", {}), row["messages"]
     box = tuple(meta["target_box"]) if meta.get("target_box") else None
     if box is None or meta.get("template") in POSITION_TARGETS or 'action="Tap"' not in messages[-1]["content"]:
         return None
     head, tree = turn_tree(messages[-2]["content"])
-    size = (box[2] - box[0], box[3] - box[1])
-    others = [b for b in tree_boxes(tree) if b is not None and b != box and (b[2] - b[0], b[3] - b[1]) == size]
-    if not others or box not in tree_boxes(tree):
+    group = same_size_boxes([b for b in tree_boxes(tree) if b is not None]).get((box[2] - box[0], box[3] - box[1]), [])
+    others = [b for b in group if b != box]
+    if not others or box not in group:
         return None
     other = rng.choice(others)
     prompt = [{"role": m["role"], "content": m["content"]} for m in messages[:-1]]

@@ -164,6 +164,16 @@ def moved_elements(tree: str, moves: dict[Box, Box]) -> str:
     return "\n".join(lines)
 
 
+def same_size_boxes(boxes: list[Box]) -> dict[tuple[int, int], list[Box]]:
+    """A tree's element boxes by (width, height): the elements that can trade places. A box two elements share (a
+    real phone's nesting) is left out: it moves neither of them."""
+    groups: dict[tuple[int, int], list[Box]] = {}
+    for box in boxes:
+        if boxes.count(box) == 1:
+            groups.setdefault((box[2] - box[0], box[3] - box[1]), []).append(box)
+    return groups
+
+
 def turn_tree(content: str) -> tuple[str, str]:
     """A ui_tree user turn's text split after its screen info's JSON line: (everything up to the tree, the tree);
     the tree is "" in a turn that shows none."""
@@ -192,12 +202,8 @@ def shuffled_layout(row: dict, rng) -> dict:
     if not tree:
         return row
     boxes = [b for b in tree_boxes(tree) if b is not None]
-    groups: dict[tuple[int, int], list[Box]] = {}
-    for box in boxes:
-        if boxes.count(box) == 1:  # two elements drawn at one box (a real phone's nesting) stay where they are
-            groups.setdefault((box[2] - box[0], box[3] - box[1]), []).append(box)
     moves: dict[Box, Box] = {}
-    for group in groups.values():
+    for group in same_size_boxes(boxes).values():
         if len(group) > 1:
             order = list(group)
             rng.shuffle(order)
@@ -210,7 +216,7 @@ def shuffled_layout(row: dict, rng) -> dict:
         action = parse_action(split.answer)
     except ActionSyntaxError:
         return row
-    point = action.point() if action.type != "Swipe" else None
+    point = action.point()  # a Tap's, Long Press's or Double Tap's element; None for a Swipe and the rest
     # the element a tap hits is the smallest box holding its point; it moves only if that box moved
     hit = min((b for b in boxes if point and _inside(point, b)), key=lambda b: (b[2] - b[0]) * (b[3] - b[1]),
               default=None)
