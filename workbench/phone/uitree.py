@@ -24,6 +24,7 @@ import re
 import xml.etree.ElementTree as ET
 from typing import Iterable, Optional
 
+from .actions import ActionSyntaxError, format_action, in_box, parse_action, split_answer
 from .screen import GRID, Box, Screen
 
 KEYBOARD_LINE = "keyboard open"
@@ -45,10 +46,6 @@ def element_line(name: str, box: Box, texts: Iterable[str] = (), gestures: Itera
     return " ".join(parts)
 
 
-def _inside(point: tuple[int, int], box: Box) -> bool:
-    return box[0] <= point[0] <= box[2] and box[1] <= point[1] <= box[3]
-
-
 def screen_tree(screen: Screen) -> str:
     """The compact tree of a simulated screen."""
     elements = list(screen.elements.items())
@@ -58,7 +55,7 @@ def screen_tree(screen: Screen) -> str:
         if op[0] != "text" or len(op[2].strip()) < 2:
             continue
         point, text = op[1], op[2].strip()
-        owner = next((name for name, box in reversed(elements) if _inside(point, box)), None)
+        owner = next((name for name, box in reversed(elements) if in_box(point, box)), None)
         if owner is None:
             if text not in screen.elements:  # an icon's caption under its box names the element already
                 free.append((point, text))
@@ -106,7 +103,7 @@ def compress_uiautomator(xml: str, width: int, height: int) -> str:
     for n in nodes:
         if n["clickable"]:
             continue
-        owner = next((e for e in reversed(elements) if _inside(_centre(n["box"]), e["box"])), None)
+        owner = next((e for e in reversed(elements) if in_box(_centre(n["box"]), e["box"])), None)
         if owner is None:
             items.append(((n["box"][1], n["box"][0]), f"text {_quote(n['label'])}"))
         elif n["label"] not in (owner["label"], *owner["texts"]):
@@ -192,8 +189,6 @@ def shuffled_layout(row: dict, rng) -> dict:
     simulated phone every name always sits at one point, so a model can learn positions instead of reading the
     tree; on shuffled layouts only reading finds the name. Rows that are not ui_tree, show no tree, or whose target
     is a position (``POSITION_TARGETS``) come back as they are."""
-    from .actions import ActionSyntaxError, format_action, parse_action, split_answer
-
     meta, messages = row.get("meta") or {}, row.get("messages") or []
     if meta.get("observation") != "ui_tree" or meta.get("template") in POSITION_TARGETS or len(messages) < 2 \
             or messages[-1].get("role") != "assistant" or not isinstance(messages[-2].get("content"), str):
@@ -218,7 +213,7 @@ def shuffled_layout(row: dict, rng) -> dict:
         return row
     point = action.point()  # a Tap's, Long Press's or Double Tap's element; None for a Swipe and the rest
     # the element a tap hits is the smallest box holding its point; it moves only if that box moved
-    hit = min((b for b in boxes if point and _inside(point, b)), key=lambda b: (b[2] - b[0]) * (b[3] - b[1]),
+    hit = min((b for b in boxes if point and in_box(point, b)), key=lambda b: (b[2] - b[0]) * (b[3] - b[1]),
               default=None)
     hit = hit if hit in moves else None
     out = {**row, "meta": dict(meta), "messages": [*messages[:-2], {**messages[-2], "content": head +
