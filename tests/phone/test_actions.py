@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from workbench.phone.actions import (ACTION_ARGS, Action, ActionSyntaxError, format_action, parse_action,
-                                     split_answer, to_pixels)
+                                     reply_action, split_answer, to_pixels)
 
 
 @pytest.mark.parametrize("text, kind, args", [
@@ -43,6 +43,16 @@ def test_split_answer_forms():
     unclosed = split_answer("<think>still thinking")
     assert (unclosed.reasoning, unclosed.answer) == ("still thinking", "")
 
+
+
+def test_reply_action_reads_a_replys_action_and_none_for_the_rest():
+    assert reply_action('<think>On.</think><answer>do(action="Tap", element=[5,6])</answer>') == \
+        Action("Tap", {"element": [5, 6]})
+    assert reply_action('<answer>do(action="Back")</answer>', reasoning="It is on.") == Action("Back")
+    assert reply_action('finish(message="done")') == Action("finish", {"message": "done"})
+    for no_action in (None, "", "<think>still thinking", '<answer>do(action="Tap", element=[5000,6])</answer>',
+                      "do(\x00)", "(" * 10_000):
+        assert reply_action(no_action) is None, no_action
 
 @pytest.mark.parametrize("action", [
     Action("Tap", {"element": [0, 999]}), Action("Double Tap", {"element": [5, 6]}),

@@ -151,12 +151,10 @@ def _tap_probe(row: dict, rng) -> Optional[dict]:
 
 
 def _tapped(reply: str) -> Optional[tuple[int, int]]:
-    from ..phone.actions import ActionSyntaxError, parse_action, split_answer
+    from ..phone.actions import reply_action
 
-    try:
-        return parse_action(split_answer(reply).answer).point()
-    except ActionSyntaxError:
-        return None
+    action = reply_action(reply)
+    return action.point() if action else None
 
 
 def grounding(args) -> dict:

@@ -139,6 +139,15 @@ def split_answer(content: str, reasoning: str = "") -> SplitAnswer:
     return SplitAnswer(reasoning, answer.strip(), bool(reasoning), tagged is not None)
 
 
+def reply_action(content: Optional[str], reasoning: str = "") -> Optional[Action]:
+    """The action a model's reply holds (``<think>``/``<answer>`` or a bare action); None when its answer is not
+    one valid action. For readers that only need the action; those that report why call ``parse_action``."""
+    try:
+        return parse_action(split_answer(content or "", reasoning).answer)
+    except ActionSyntaxError:
+        return None
+
+
 Box = tuple[int, int, int, int]
 
 

@@ -14,10 +14,10 @@ and returns a float, 0 where it does not apply (constant within a group: no adva
 from __future__ import annotations
 
 import math
-from typing import Callable, Optional
+from typing import Callable
 
 from ..config.names import REWARDS
-from ..phone.actions import POINT_ACTIONS, Action, parse_action, split_answer, target_box
+from ..phone.actions import POINT_ACTIONS, Action, parse_action, reply_action, split_answer, target_box
 
 SHAPING_RADIUS = 250  # grid units (a quarter of the screen) at which tap_distance reaches 0
 
@@ -30,13 +30,6 @@ class RewardError(RuntimeError):
 
 def _expected(example) -> Action:
     return parse_action(split_answer(example.reference).answer)
-
-
-def _got(completion: str) -> Optional[Action]:
-    try:
-        return parse_action(split_answer(completion).answer)
-    except ValueError:
-        return None
 
 
 def format_reward(example, completion: str, verdict: dict) -> float:
@@ -59,7 +52,7 @@ def tap_distance(example, completion: str, verdict: dict) -> float:
     box = target_box(str(example.row.get("input") or ""), expected.point())
     if box is None:
         return 0.0
-    x, y = _got(completion).point()
+    x, y = reply_action(completion).point()
     dx = max(box[0] - x, 0, x - box[2])
     dy = max(box[1] - y, 0, y - box[3])
     return max(0.0, 1.0 - math.hypot(dx, dy) / SHAPING_RADIUS)
@@ -79,7 +72,7 @@ def swipe_direction(example, completion: str, verdict: dict) -> float:
     expected = _expected(example)
     if expected.type != "Swipe" or not verdict["type_match"]:
         return 0.0
-    return float(_direction(_got(completion)) == _direction(expected))
+    return float(_direction(reply_action(completion)) == _direction(expected))
 
 
 def episode_success(example, completion: str, verdict: dict) -> float:

@@ -11,7 +11,7 @@ from typing import Optional, Sequence
 
 from PIL import Image, ImageDraw
 
-from ..phone.actions import ActionSyntaxError, parse_action, split_answer
+from ..phone.actions import reply_action
 
 BOX_COLOR = (0, 200, 0)
 ACTION_COLOR = (255, 0, 0)
@@ -31,9 +31,8 @@ def draw_action(image: Image.Image, answer: Optional[str], box: Optional[Sequenc
 
     if box:
         d.rectangle([px(box[:2]), px(box[2:])], outline=BOX_COLOR, width=width)
-    try:
-        action = parse_action(split_answer(answer or "").answer)
-    except ActionSyntaxError:
+    action = reply_action(answer)
+    if action is None:
         return img
     if action.type in ("Tap", "Double Tap", "Long Press"):
         x, y = px(action.point())
