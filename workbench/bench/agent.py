@@ -224,10 +224,12 @@ def main() -> None:
     k.add_argument("--steps", type=int, default=10)
     g = sub.add_parser("grounding")
     g.add_argument("--model", required=True, help="a whole model directory (a run's merged/) or a model name")
-    g.add_argument("--rows", default=GROUNDING_ROWS)
-    g.add_argument("--limit", type=int, default=24)
-    g.add_argument("--seed", type=int, default=0)
-    g.add_argument("--max-tokens", type=int, default=64)
+    g.add_argument("--rows", default=GROUNDING_ROWS, help="ui_tree rows in the runtime format (default: the "
+                   "training rows; data_samples/phone_episodes_tree/heldout.jsonl for unseen names)")
+    g.add_argument("--limit", type=int, default=24, help="rows probed, each answered twice (default 24)")
+    g.add_argument("--seed", type=int, default=0, help="which rows, and which same-size element each swaps with")
+    g.add_argument("--max-tokens", type=int, default=64, help="reply length limit (default 64, as the recipe's "
+                   "episodes)")
     args = p.parse_args()
     parts = {"oracle": oracle, "throughput": throughput, "tokens": tokens, "grounding": grounding}
     print(json.dumps(parts[args.part](args), indent=1))
