@@ -9,6 +9,7 @@ import torch
 from tests.conftest import SAMPLES
 from workbench import train
 from workbench.events import iter_events
+from workbench.precision.policy import cpu_has_fast_bf16
 from workbench.rewards import REWARD_FUNCTIONS, register_reward, unregister_reward
 from workbench.config.names import REWARDS
 
@@ -56,7 +57,10 @@ def test_grpo_steps_log_rollouts_and_the_mismatch_and_train_the_adapter(make_cfg
     # the same weights and policy: the trainer reproduces the sampler up to rounding, in fp32 to ~1e-6 as docs/grpo.md
     # says (4.8e-7 measured); in low precision to rounding of that precision (1.1e-3 in bf16 here): a trainer computing
     # in bf16 where fp32 was asked fails the first bound, one computing in fp32 where bf16 was asked the second
-    assert m.max_abs < 1e-5 and m.kl < 1e-10 if mode == "fp32" else 1e-5 < m.max_abs < 1e-2 and m.kl < 1e-5
+    # On a CPU with native bf16 (AVX-512 BF16 / AMX) the decode step and the full forward agree bit for bit in bf16
+    # and fp16 alike (max_abs 0.0 measured on such an EPYC): there the lower bound cannot tell the precisions apart.
+    low = 0.0 if cpu_has_fast_bf16() else 1e-5
+    assert m.max_abs < 1e-5 and m.kl < 1e-10 if mode == "fp32" else low <= m.max_abs < 1e-2 and m.kl < 1e-5
     assert steps[0].tokens == m.tokens  # the loss is normalised by the window's completion tokens
     from safetensors.torch import load_file
 
