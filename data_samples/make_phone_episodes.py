@@ -14,7 +14,8 @@ training tasks' episodes (``more_training_tasks``: no value a held-out task uses
 trajectories the screenshot agent (recipe screenshots-to-actions-tiny-glm4v) learns from. Deterministic: a fixed date in the system prompt, the
 simulated phone, PNGs written by PIL and named by their content's hash (a screen shown twice is stored once).
 With ``--observation ui_tree`` the same episodes are written to phone_episodes_tree/ with each screen as its compact
-accessibility tree in the screen info (``workbench.phone.uitree``) and no image: what the text agent (recipe
+accessibility tree in the screen info (``workbench.phone.uitree``), no image, and each tap's reasoning ending with the
+tapped element's line copied from the tree (``phone.uitree.quoted_target``): what the text agent (recipe
 phone-agent-smollm2) learns from.
 """
 from __future__ import annotations

@@ -12,8 +12,10 @@ from PIL import Image
 from workbench.agent import OraclePolicy, run_episodes, sim_devices, summarize
 from workbench.agent.policy import first_instruction
 from workbench.agent.store import EpisodeWriter, read_episodes
+from workbench.phone.actions import parse_action, split_answer
 from workbench.phone.runtime import runtime_problems
 from workbench.phone.tasks import TASKS, select_tasks
+from workbench.phone.uitree import element_line_at
 from workbench.serve.remote import Completion
 
 SMALL = sim_devices((112, 252))
@@ -65,6 +67,27 @@ def test_oracle_episodes_succeed_in_task_order_and_every_turn_is_in_the_runtime_
     assert long.steps[0].current_app == "System Home" and long.steps[1].current_app == "Contacts"
     assert long.steps[1].element in {"Alice Chen", "Dana Lee", "Emma Wood", "Ivan Petrov", "Li Na"}
     assert long.steps[1].target_box is not None
+
+
+def test_the_oracle_quotes_the_line_of_the_element_it_taps_when_it_reads_the_screen_as_text():
+    """On a ui_tree screen the oracle's reasoning ends with the tapped element's line copied from the tree (the
+    innermost element holding the point); other actions, and the same episodes shown as screenshots, quote
+    nothing."""
+    tasks = select_tasks("favorite_contact") + select_tasks("toggle_setting")[:2]
+    quoted = 0
+    for observation in ("ui_tree", "screenshot"):
+        for episode in run_episodes(tasks, OraclePolicy(tasks), SMALL, observation=observation):
+            for step in episode.steps:
+                split = split_answer(step.content, step.reasoning)
+                point = parse_action(split.answer).point()
+                if observation == "ui_tree" and point is not None:
+                    line = split.reasoning.split("\n")[-1]
+                    assert line in step.ui_tree.split("\n") and line == element_line_at(step.ui_tree, point), step.content
+                    assert line.endswith(f" tap [{point[0]},{point[1]}]") or f" tap [{point[0]},{point[1]}] " in line
+                    quoted += 1
+                else:
+                    assert "\n" not in split.reasoning, step.content
+    assert quoted >= len(tasks)  # every task taps at least once
 
 
 def test_a_reply_that_does_not_parse_ends_the_episode_as_a_parse_failure():

@@ -116,6 +116,8 @@ def test_a_shuffled_row_taps_its_element_where_the_tree_now_draws_it():
         new_box = out["meta"]["target_box"]
         assert f"[{new_box[0]},{new_box[1]}][{new_box[2]},{new_box[3]}]" in _line_of(after, name)
         assert in_box(new.point(), tuple(new_box)) and new.type == action.type
+        # the reasoning quotes the target's line as the shuffled tree draws it (quoted_target)
+        assert split_answer(out["messages"][-1]["content"]).reasoning.endswith("\n" + _line_of(after, name))
         moved += tuple(new_box) != tuple(box)
     assert moved > 40  # most targets moved (a permutation may leave one in place)
 

@@ -15,8 +15,9 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Iterable, Optional, Protocol
 
 from ..phone.actions import Action, format_action
-from ..phone.runtime import assistant_content
+from ..phone.runtime import assistant_content, message_text
 from ..phone.tasks import PhoneTask
+from ..phone.uitree import quoted_target, turn_tree
 from ..serve.remote import Completion, ServerClient, chat_request
 
 
@@ -43,10 +44,7 @@ class ServedPolicy:
 
 def first_instruction(messages: list[dict]) -> str:
     """The task instruction of a runtime-format conversation: the first user turn's text before its screen info."""
-    user = next(m for m in messages if m["role"] == "user")
-    content = user["content"]
-    text = content if isinstance(content, str) else "".join(p.get("text", "") for p in content if p.get("type") == "text")
-    return text.rpartition("\n\n")[0]
+    return message_text(next(m for m in messages if m["role"] == "user")).rpartition("\n\n")[0]
 
 
 class OraclePolicy:
@@ -68,7 +66,10 @@ class OraclePolicy:
                 replies.append(Completion(assistant_content("The plan is used up.",
                                                             format_action(Action("finish", {"message": "gave up"})))))
                 continue
-            replies.append(Completion(assistant_content(step.thinking, format_action(step.action))))
+            # shown the screen as text, the oracle quotes the line of the element it taps (phone.uitree.quoted_target)
+            tree = turn_tree(message_text(messages[-1]))[1]
+            thinking = quoted_target(step.thinking, tree, step.action) if tree else step.thinking
+            replies.append(Completion(assistant_content(thinking, format_action(step.action))))
         return replies
 
 

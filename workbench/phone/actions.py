@@ -13,7 +13,7 @@ import ast
 import json
 import re
 from dataclasses import dataclass, field
-from typing import Optional
+from typing import Iterable, Optional
 
 GRID = 999  # AutoGLM-Phone's coordinate grid is 0..999 on both axes
 
@@ -165,10 +165,16 @@ def element_boxes(screen: str) -> list[Box]:
     return boxes
 
 
+def hit_box(boxes: Iterable[Optional[Box]], point: Optional[tuple[int, int]]) -> Optional[Box]:
+    """The box a tap at ``point`` hits: the smallest holding it (an inner element before its container); None when
+    none does (or there is no point). None entries of ``boxes`` are skipped."""
+    return min((b for b in boxes if b and point and in_box(point, b)), key=lambda b: (b[2] - b[0]) * (b[3] - b[1]),
+               default=None)
+
+
 def target_box(screen: str, point: tuple[int, int]) -> Optional[Box]:
     """The smallest listed element box containing the expected tap point; None when none does."""
-    inside = [b for b in element_boxes(screen) if b[0] <= point[0] <= b[2] and b[1] <= point[1] <= b[3]]
-    return min(inside, key=lambda b: (b[2] - b[0]) * (b[3] - b[1])) if inside else None
+    return hit_box(element_boxes(screen), point)
 
 
 def in_box(point: tuple[int, int], box: Box) -> bool:

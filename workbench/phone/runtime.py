@@ -97,7 +97,8 @@ def _image_part(url: str) -> dict:
     return {"type": "image_url", "image_url": {"url": url}}
 
 
-def _text_of(message: dict) -> str:
+def message_text(message: dict) -> str:
+    """A message's text: its content, or the text parts of a multimodal one."""
     content = message.get("content")
     if isinstance(content, str):
         return content
@@ -175,7 +176,7 @@ def runtime_problems(messages: list[dict], observation: Optional[str] = None) ->
     if observation is not None and observation not in OBSERVATIONS:
         return [f"meta.observation {observation!r}: give one of {', '.join(OBSERVATIONS)}"]
     problems = []
-    if not messages or messages[0].get("role") != "system" or not _DATE_LINE.match(_text_of(messages[0])):
+    if not messages or messages[0].get("role") != "system" or not _DATE_LINE.match(message_text(messages[0])):
         problems.append("the first message must be the system prompt starting 'The current date: YYYY-MM-DD, Day'")
         return problems
     turns = messages[1:]
@@ -187,7 +188,7 @@ def runtime_problems(messages: list[dict], observation: Optional[str] = None) ->
         return problems
     users, replies = turns[0::2], turns[1::2]
     for i, user in enumerate(users):
-        text = _text_of(user)
+        text = message_text(user)
         if i == 0:
             task, sep, info = text.rpartition("\n\n")
             if not sep or not task.strip():

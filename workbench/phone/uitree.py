@@ -24,7 +24,7 @@ import re
 import xml.etree.ElementTree as ET
 from typing import Iterable, Optional
 
-from .actions import ActionSyntaxError, format_action, in_box, parse_action, split_answer
+from .actions import ActionSyntaxError, format_action, hit_box, in_box, parse_action, split_answer
 from .screen import GRID, Box, Screen
 
 KEYBOARD_LINE = "keyboard open"
@@ -140,6 +140,24 @@ def tree_boxes(tree: str) -> list[Optional[Box]]:
     return out
 
 
+def element_line_at(tree: str, point) -> Optional[str]:
+    """The line of the element a tap at ``point`` hits (``hit_box``); None when none does."""
+    boxes = tree_boxes(tree)
+    hit = hit_box(boxes, point)
+    return tree.split("\n")[boxes.index(hit)] if hit else None
+
+
+def quoted_target(thinking: str, tree: str, action) -> str:
+    """The oracle's reasoning on a ui_tree screen: its words, then the line of the element its action taps, copied
+    from the tree. Naming the element and then copying the line that follows the name is what a small pretrained
+    model does reliably (the words it has just written find the same words in the tree); without the quote it has
+    to fetch the point from the tree while writing the action, and taps a neighbour instead (2026-12-03's episodes:
+    "The Clock icon is on this home page; I tap it." then a tap on Notes)."""
+    point = action.point()
+    line = element_line_at(tree, point) if point else None
+    return f"{thinking}\n{line}" if line else thinking
+
+
 def moved_elements(tree: str, moves: dict[Box, Box]) -> str:
     """``tree`` with each element whose bounds are a key of ``moves`` at the value's bounds instead (tap point its
     centre), as if the screen had drawn it there. ``moves`` is a permutation of some of the screen's boxes (each
@@ -185,7 +203,8 @@ POSITION_TARGETS = ("open_result",)  # templates whose target is a position (the
 def shuffled_layout(row: dict, rng) -> dict:
     """A training row (runtime format, ``meta.observation`` ui_tree) as if its latest screen had drawn its elements
     of the same size in another order: a random permutation among each group of same-size boxes
-    (``moved_elements``), the reply's tap moved with the element it hits, ``meta.target_box`` with it. On the
+    (``moved_elements``), the reply's tap moved with the element it hits, ``meta.target_box`` and the reasoning's
+    quote of its line (``quoted_target``) with it. On the
     simulated phone every name always sits at one point, so a model can learn positions instead of reading the
     tree; on shuffled layouts only reading finds the name. Rows that are not ui_tree, show no tree, or whose target
     is a position (``POSITION_TARGETS``) come back as they are."""
@@ -211,18 +230,22 @@ def shuffled_layout(row: dict, rng) -> dict:
         action = parse_action(split.answer)
     except ActionSyntaxError:
         return row
+    new_tree = moved_elements(tree, moves)
     point = action.point()  # a Tap's, Long Press's or Double Tap's element; None for a Swipe and the rest
-    # the element a tap hits is the smallest box holding its point; it moves only if that box moved
-    hit = min((b for b in boxes if point and in_box(point, b)), key=lambda b: (b[2] - b[0]) * (b[3] - b[1]),
-              default=None)
-    hit = hit if hit in moves else None
-    out = {**row, "meta": dict(meta), "messages": [*messages[:-2], {**messages[-2], "content": head +
-                                                                     moved_elements(tree, moves)}, dict(messages[-1])]}
+    hit = hit_box(boxes, point)
+    hit = hit if hit in moves else None  # the element a tap hits moves only if its box moved
+    out = {**row, "meta": dict(meta), "messages": [*messages[:-2], {**messages[-2], "content": head + new_tree},
+                                                   dict(messages[-1])]}
     if hit is not None:
         new = moves[hit]
         moved = type(action)(action.type, {**action.args, "element": [point[0] - hit[0] + new[0],
                                                                       point[1] - hit[1] + new[1]]})
-        out["messages"][-1]["content"] = reply.replace(split.answer, format_action(moved))
+        # the reasoning's quote of the target's line (``quoted_target``) is the moved line now
+        old_line, new_line = element_line_at(tree, point), element_line_at(new_tree, moved.point())
+        reply = reply.replace(split.answer, format_action(moved))
+        if old_line and new_line and old_line in split.reasoning:
+            reply = reply.replace(old_line, new_line, 1)
+        out["messages"][-1]["content"] = reply
         if meta.get("target_box") and tuple(meta["target_box"]) == hit:
             out["meta"]["target_box"] = list(new)
     return out
