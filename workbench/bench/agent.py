@@ -228,7 +228,7 @@ def main() -> None:
                    "training rows; data_samples/phone_episodes_tree/heldout.jsonl for unseen names)")
     g.add_argument("--limit", type=int, default=24, help="rows probed, each answered twice (default 24)")
     g.add_argument("--seed", type=int, default=0, help="which rows, and which same-size element each swaps with")
-    g.add_argument("--max-tokens", type=int, default=64, help="reply length limit (default 64, as the recipe's "
+    g.add_argument("--max-tokens", type=int, default=128, help="reply length limit (default 128, as the recipe's "
                    "episodes)")
     args = p.parse_args()
     parts = {"oracle": oracle, "throughput": throughput, "tokens": tokens, "grounding": grounding}
