@@ -150,7 +150,7 @@ def element_line_at(tree: str, point) -> Optional[str]:
 def quoted_target(thinking: str, tree: str, action) -> str:
     """The oracle's reasoning on a ui_tree screen: its words, then the line of the element its action taps, copied
     from the tree. Naming the element and then copying the line that follows the name is what a small pretrained
-    model does reliably (the words it has just written find the same words in the tree); without the quote it has
+    model does most readily (the words it has just written find the same words in the tree); without the quote it has
     to fetch the point from the tree while writing the action, and taps a neighbour instead (2026-12-03's episodes:
     "The Clock icon is on this home page; I tap it." then a tap on Notes)."""
     point = action.point()
@@ -204,10 +204,9 @@ def shuffled_layout(row: dict, rng) -> dict:
     """A training row (runtime format, ``meta.observation`` ui_tree) as if its latest screen had drawn its elements
     of the same size in another order: a random permutation among each group of same-size boxes
     (``moved_elements``), the reply's tap moved with the element it hits, ``meta.target_box`` and the reasoning's
-    quote of its line (``quoted_target``) with it. On the
-    simulated phone every name always sits at one point, so a model can learn positions instead of reading the
-    tree; on shuffled layouts only reading finds the name. Rows that are not ui_tree, show no tree, or whose target
-    is a position (``POSITION_TARGETS``) come back as they are."""
+    quote of its line (``quoted_target``) with it. On the simulated phone every name always sits at one point, so a
+    model can learn positions instead of reading the tree; on shuffled layouts only reading finds the name. Rows
+    that are not ui_tree, show no tree, or whose target is a position (``POSITION_TARGETS``) come back as they are."""
     meta, messages = row.get("meta") or {}, row.get("messages") or []
     if meta.get("observation") != "ui_tree" or meta.get("template") in POSITION_TARGETS or len(messages) < 2 \
             or messages[-1].get("role") != "assistant" or not isinstance(messages[-2].get("content"), str):
