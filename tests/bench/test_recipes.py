@@ -192,7 +192,7 @@ def test_each_evaluation_of_a_recipe_is_judged_on_its_own_figures(monkeypatch, t
     def measured(evaluation, run_dir, progress):
         figures = {m: f.value for m, f in evaluation.figures.items()}
         if evaluation is combos:
-            figures["parse_rate"] = 0.86  # off its own window (0.926 ± 0.06), inside the held-out one (0.911 ± 0.06)
+            figures["parse_rate"] = 0.86  # off its own window (0.953 ± 0.06), inside the held-out one (0.911 ± 0.06)
         return figures, {m: f.base for m, f in evaluation.figures.items()}
 
     monkeypatch.setattr(bench, "evaluate_run", measured)

@@ -434,7 +434,10 @@ def main(argv: Optional[list[str]] = None) -> int:
     except ConfigError as err:
         print(f"error: {err}", file=sys.stderr)
         return 2
-    print(f"[recipes] load average at start {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores", flush=True)
+    from ..engine.environment import cpu_class
+
+    print(f"[recipes] load average at start {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores of {cpu_class()}",
+          flush=True)
     with tempfile.TemporaryDirectory() as tmp:
         runs_dir = Path(args.runs_dir or tmp)
         outcomes, trained = [], {}

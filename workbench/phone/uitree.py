@@ -24,7 +24,7 @@ import re
 import xml.etree.ElementTree as ET
 from typing import Iterable, Optional
 
-from .actions import ActionSyntaxError, format_action, hit_box, in_box, parse_action, split_answer
+from .actions import format_action, hit_box, in_box, reply_action, split_answer
 from .screen import GRID, Box, Screen
 
 KEYBOARD_LINE = "keyboard open"
@@ -224,10 +224,8 @@ def shuffled_layout(row: dict, rng) -> dict:
     if not moves:
         return row
     reply = messages[-1]["content"]
-    split = split_answer(reply)
-    try:
-        action = parse_action(split.answer)
-    except ActionSyntaxError:
+    split, action = split_answer(reply), reply_action(reply)
+    if action is None:
         return row
     new_tree = moved_elements(tree, moves)
     point = action.point()  # a Tap's, Long Press's or Double Tap's element; None for a Swipe and the rest
