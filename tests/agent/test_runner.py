@@ -10,6 +10,7 @@ import pytest
 from PIL import Image
 
 from workbench.agent import OraclePolicy, run_episodes, sim_devices, summarize
+from workbench.agent.metrics import reached_apps
 from workbench.agent.policy import first_instruction
 from workbench.agent.store import EpisodeWriter, read_episodes
 from workbench.phone.actions import parse_action, split_answer
@@ -213,3 +214,16 @@ def test_ui_tree_episodes_show_the_tree_not_the_screenshot_and_keep_both_in_the_
     assert contact in episode.steps[1].ui_tree and episode.steps[1].png is not None  # replays show both
     with pytest.raises(ValueError, match="observation 'xml'"):
         run_episodes(tasks, watching, SMALL, observation="xml")
+
+
+def test_reached_apps_counts_episodes_that_got_to_every_app_of_their_task_and_not_those_that_did_nothing():
+    [task] = select_tasks("send_message")[:1]
+    first, second = task.apps  # Contacts, then Messages
+    launch = 'do(action="Launch", app="{}")'.format
+    oracle = run_episodes([task], OraclePolicy([task]), SMALL)
+    idle = run_episodes([task], Scripted('do(action="Wait", duration="1 seconds")', 'finish(message="done")'), SMALL)
+    half = run_episodes([task], Scripted(launch(first), 'finish(message="done")'), SMALL)
+    both = run_episodes([task], Scripted(launch(first), launch(second), 'finish(message="done")'), SMALL)
+    assert [reached_apps(e) for e in oracle + idle + half + both] == [True, False, False, True]
+    assert not both[0].success  # reaching the apps is not finishing the task
+    assert summarize(idle + both)["reached_apps_rate"] == 0.5

@@ -2,6 +2,8 @@
 
 - ``success_rate``: episodes whose final state passed every check after a parsed finish (of the judged ones: a
   real phone's episodes are not judged);
+- ``reached_apps_rate``: episodes whose screens showed every app the task needs at some step (or at the end): how
+  far an agent that finishes nothing gets; doing nothing stays on the home screen and scores 0;
 - ``parse_failure_rate``: episodes ended by a reply that did not parse;
 - ``invalid_action_rate``: executed actions (finish excluded) that did nothing: a tap on no element, Type with no
   focused field, a scroll at a list's end, an unknown app...;
@@ -36,6 +38,12 @@ def _groups(episodes: list[Episode], key) -> dict[str, dict]:
     return {name: {"n": len(eps), "success_rate": _rate([e.success for e in eps])} for name, eps in sorted(groups.items())}
 
 
+def reached_apps(ep: Episode) -> bool:
+    """Every app of the task was on screen at some step of ``ep`` or at its end."""
+    shown = {s.current_app for s in ep.steps} | {ep.final_app}
+    return bool(ep.apps) and set(ep.apps) <= shown
+
+
 def summarize(episodes: Iterable[Episode]) -> dict:
     episodes = list(episodes)
     actions = [s for ep in episodes for s in ep.steps if s.action and not s.action.startswith("finish(")]
@@ -44,6 +52,7 @@ def summarize(episodes: Iterable[Episode]) -> dict:
     return {
         "n": len(episodes),
         "success_rate": _rate([ep.success for ep in episodes]),
+        "reached_apps_rate": _rate([reached_apps(ep) for ep in episodes]),
         "parse_failure_rate": _rate([ep.end_reason == "parse_failure" for ep in episodes]),
         "invalid_action_rate": _rate([not s.valid for s in actions]),
         "mean_steps_success": _mean([len(ep.steps) for ep in episodes if ep.success]),

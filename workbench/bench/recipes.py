@@ -120,8 +120,8 @@ def evaluate_episodes(evaluation: Evaluation, run_dir: Path, progress: bool) -> 
         out.append(summarize(episodes))
         writer.close({"model": str(source), "metrics": out[-1]})
         if progress:
-            print(f"[recipes] {evaluation.label} {role}: success {out[-1]['success_rate']:.3f} of {len(tasks)}",
-                  flush=True)
+            print(f"[recipes] {evaluation.label} {role}: success {out[-1]['success_rate']:.3f} of {len(tasks)}, "
+                  f"reached the task's apps {out[-1]['reached_apps_rate']:.3f}", flush=True)
         del loaded, policy
     return out[0], out[1]
 
