@@ -107,11 +107,12 @@ def check_07_phone_agent_episodes(nb, workdir: Path) -> None:
     assert len(_images(nb)) == 1  # the rendered phone screen
     assert len(_widgets(nb)) >= 3  # the run monitor, the episode replay and the text agent's replay
     # the text agent's section: each recorded folder summarised; the base's replies never parse, the fine-tuned ones do
-    agent = {name: (int(n), float(success), float(parse)) for name, n, success, parse in
-             re.findall(r"^phone_agent-(\w+--\w+) +(\d+) +([\d.]+) +([\d.]+) ", text, re.M)}
+    agent = {name: (int(n), float(success), float(parse), float(reached)) for name, n, success, parse, reached in
+             re.findall(r"^phone_agent-(\w+--\w+) +(\d+) +([\d.]+) +([\d.]+) +[\d.]+ +([\d.]+)$", text, re.M)}
     assert set(agent) == {"heldout--base", "heldout--tuned", "combos--base", "combos--tuned"}, text
-    assert agent["heldout--base"] == (31, 0.0, 1.0) and agent["combos--base"] == (15, 0.0, 1.0)
+    assert agent["heldout--base"] == (31, 0.0, 1.0, 0.0) and agent["combos--base"] == (15, 0.0, 1.0, 0.0)
     assert agent["heldout--tuned"][2] < 0.5 and agent["heldout--tuned"][1] > 0  # parses, and finishes some unseen task
+    assert agent["heldout--tuned"][3] > 0.25 and agent["combos--tuned"][0] == 15  # gets to the apps; every task judged
 
 
 def check_08_grpo_phone_actions(nb, workdir: Path) -> None:
