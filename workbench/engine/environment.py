@@ -10,22 +10,18 @@ from typing import Optional
 import torch
 
 from .. import __version__
+from ..precision.policy import cpu_flags, read_cpuinfo
 
 
 def cpu_class(cpuinfo: Optional[str] = None) -> str:
     """The CPU's model name and its widest vector unit (AMX, AVX-512 BF16, AVX-512, AVX2). Recorded because an fp32
     run's figures depend on it: each class's kernels sum in another order, and hundreds of steps carry the difference
     (the tiny-glm4v recipes' windows hold the classes measured). ``cpuinfo``: /proc/cpuinfo's text (read when None)."""
-    info = cpuinfo
+    info = read_cpuinfo() if cpuinfo is None else cpuinfo
     if info is None:
-        try:
-            with open("/proc/cpuinfo", encoding="utf-8") as fh:
-                info = fh.read()
-        except OSError:
-            return platform.processor() or "unknown CPU"
+        return platform.processor() or "unknown CPU"
     name = re.search(r"^model name\s*:\s*(.+)$", info, re.M)
-    listed = re.search(r"^flags\s*:\s*(.+)$", info, re.M)
-    flags = set(listed.group(1).split()) if listed else set()
+    flags = cpu_flags(info)
     widest = next((label for flag, label in (("amx_bf16", "AMX"), ("avx512_bf16", "AVX-512 BF16"),
                                              ("avx512f", "AVX-512"), ("avx2", "AVX2")) if flag in flags), "no AVX2")
     return f"{name.group(1).strip() if name else 'unknown CPU'} ({widest})"

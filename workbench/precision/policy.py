@@ -6,6 +6,7 @@ object instead of re-deriving dtypes from strings.
 from __future__ import annotations
 
 import contextlib
+import re
 import warnings
 from dataclasses import asdict, dataclass, field
 from typing import Optional
@@ -57,15 +58,26 @@ def device_supports_bf16(device: torch.device) -> bool:
     return device.type == "cpu"
 
 
+def read_cpuinfo() -> Optional[str]:
+    """/proc/cpuinfo's text; None where there is none (not Linux)."""
+    try:
+        with open("/proc/cpuinfo", encoding="utf-8") as fh:
+            return fh.read()
+    except OSError:
+        return None
+
+
+def cpu_flags(cpuinfo: Optional[str] = None) -> set[str]:
+    """The CPU's feature flags, whole words of the ``flags`` line of ``cpuinfo`` (/proc/cpuinfo's text when None)."""
+    info = read_cpuinfo() if cpuinfo is None else cpuinfo
+    listed = re.search(r"^flags\s*:\s*(.+)$", info or "", re.M)
+    return set(listed.group(1).split()) if listed else set()
+
+
 def cpu_has_fast_bf16() -> bool:
     """Native bf16 matmuls (AVX512-BF16 or AMX). Without them bf16 is emulated: on an AVX2-only
     CPU we measured a bf16-autocast LoRA step of SmolLM2 ~25x slower than fp32."""
-    try:
-        with open("/proc/cpuinfo", encoding="utf-8") as fh:
-            flags = fh.read()
-    except OSError:
-        return False
-    return "avx512_bf16" in flags or "amx_bf16" in flags
+    return bool({"avx512_bf16", "amx_bf16"} & cpu_flags())
 
 
 def resolve_device(name: str) -> torch.device:
