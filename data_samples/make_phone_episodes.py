@@ -11,7 +11,8 @@ train.jsonl holds the training tasks' episodes, heldout.jsonl the held-out tasks
 by template values, and holds one template out whole), combos.jsonl those of the tasks held out as new pairings of
 trained values. train_more.jsonl holds the training tasks' and MORE further
 training tasks' episodes (``more_training_tasks``: no value a held-out task uses, new messages and queries): the
-trajectories the screenshot agent (recipe screenshots-to-actions-tiny-glm4v) learns from. Deterministic: a fixed date in the system prompt, the
+trajectories the screenshot agent (recipe screenshots-to-actions-tiny-glm4v) learns from; for the text agent three
+quarters of the further tasks run on phones of new names (``FRESH_PHONES``, ``workbench.phone.fresh``). Deterministic: a fixed date in the system prompt, the
 simulated phone, PNGs written by PIL and named by their content's hash (a screen shown twice is stored once).
 With ``--observation ui_tree`` the same episodes are written to phone_episodes_tree/ with each screen as its compact
 accessibility tree in the screen info (``workbench.phone.uitree``), no image, and each tap's reasoning ending with the
@@ -40,15 +41,18 @@ OUTS = {"screenshot": HERE / "phone_episodes", "ui_tree": HERE / "phone_episodes
 SIZE = (112, 252)  # as phone_screens/: 36 image tokens for GLM-4.1V's processor, seconds on a CPU
 DATE = datetime.date(2026, 12, 1)  # the system prompt's date line, fixed so the files do not change by the day
 MORE = 480  # further training tasks in train_more.jsonl: enough messages and queries that copying is learned
-SETS = {"train": lambda: select_tasks("train"), "heldout": lambda: select_tasks("heldout"),
-        "combos": lambda: select_tasks("combos"),
-        "train_more": lambda: select_tasks("train") + more_training_tasks(MORE)}
+# The share of those on phones of new names (phone.fresh) for the text agent: a name it must find by reading, not
+# by having seen it at one place; a quarter stay on the default phone, whose trained values the combos tasks pair
+FRESH_PHONES = {"screenshot": 0.0, "ui_tree": 0.75}
+SETS = {"train": lambda fresh: select_tasks("train"), "heldout": lambda fresh: select_tasks("heldout"),
+        "combos": lambda fresh: select_tasks("combos"),
+        "train_more": lambda fresh: select_tasks("train") + more_training_tasks(MORE, fresh_phones=fresh)}
 
 
 def write(out: Path, verbose: bool = True, observation: str = "screenshot") -> None:
     shutil.rmtree(out / IMAGES_DIR, ignore_errors=True)
     for split, tasks_of in SETS.items():
-        tasks = tasks_of()
+        tasks = tasks_of(FRESH_PHONES[observation])
         episodes = run_episodes(tasks, OraclePolicy(tasks), sim_devices(SIZE), date=DATE, observation=observation)
         result = record_rows(episodes, out / f"{split}.jsonl")
         if verbose:
@@ -67,7 +71,7 @@ def check(out: Path, observation: str = "screenshot") -> list[str]:
         tasks[split] = {r["meta"]["task"] for r in rows}
         if {r["meta"]["split"] for r in rows} != {split.split("_")[0]}:
             problems.append(f"{split}.jsonl holds rows of another split")
-        if tasks[split] != {t.id for t in SETS[split]()}:
+        if tasks[split] != {t.id for t in SETS[split](FRESH_PHONES[observation])}:
             problems.append(f"{split}.jsonl does not hold one episode of every {split} task")
         if {r["meta"].get("observation", "screenshot") for r in rows} != {observation}:
             problems.append(f"{split}.jsonl holds rows of another observation than {observation}")

@@ -51,7 +51,12 @@ class OraclePolicy:
     name = "oracle"
 
     def __init__(self, tasks: Iterable[PhoneTask]):
-        self.solutions = {t.instruction: t.oracle() for t in tasks}
+        self.solutions: dict[str, list] = {}
+        for task in tasks:
+            steps = task.oracle()
+            if self.solutions.setdefault(task.instruction, steps) != steps:  # it finds a task by its instruction: two such tasks would be played as one
+                raise ValueError(f"two tasks read {task.instruction!r} and need different actions (one is "
+                                 f"{task.id}): give each task its own instruction")
 
     def __call__(self, conversations: list[list[dict]]) -> list[Completion]:
         replies = []

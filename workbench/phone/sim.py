@@ -20,15 +20,14 @@ episode's business (``workbench.phone.env``), not the phone's.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Callable, Optional
+from typing import Callable, Optional, Sequence
 
 from PIL import Image
 
 from .actions import Action
 from .uitree import screen_tree
 from .screen import KEYBOARD_TOP, Box, Screen, keyboard, status_bar
-from .state import (APPS, APPS_PER_PAGE, CONTACTS, HOME, PHOTOS, SETTINGS_PAGES, SONGS, TOGGLES, PhoneState,
-                    web_results)
+from .state import APPS, APPS_PER_PAGE, HOME, SETTINGS_PAGES, TOGGLES, PhoneState, web_results
 
 PHONE_SIZE = (1080, 2400)  # a common Android phone's screen in pixels
 
@@ -131,7 +130,7 @@ class SimPhone:
             self._go_home()
             return Outcome(True, "went to the home screen")
         if kind == "Launch":
-            app = resolve_app(action.args["app"])
+            app = resolve_app(action.args["app"], self.state.contents.apps)
             if app is None:
                 return Outcome(False, f"no app named {action.args['app']!r} is installed")
             self._open(app)
@@ -170,7 +169,7 @@ class SimPhone:
         if abs(dx) > abs(dy):
             if self.app != HOME:
                 return Outcome(False, "nothing scrolls sideways here")
-            pages = (len(APPS) + APPS_PER_PAGE - 1) // APPS_PER_PAGE
+            pages = (len(self.state.contents.apps) + APPS_PER_PAGE - 1) // APPS_PER_PAGE
             target = self.home_page + (1 if dx < 0 else -1)
             if not 0 <= target < pages:
                 return Outcome(False, f"there is no home page {'after' if dx < 0 else 'before'} this one")
@@ -225,7 +224,8 @@ class SimPhone:
         if self.app == HOME or not self.stack or self.focus is not None:
             return None
         page = self.stack[-1]
-        rows = {("Contacts", "root"): (len(CONTACTS), 90), ("Music", "root"): (len(SONGS), 80),
+        rows = {("Contacts", "root"): (len(self.state.contents.contacts), 90),
+                ("Music", "root"): (len(self.state.contents.songs), 80),
                 ("Messages", "root"): (len(self.state.threads), 100)}.get((self.app, page.kind))
         if rows is None:
             return None
@@ -272,14 +272,15 @@ class SimPhone:
         status_bar(s, dark=True, clock=self._status_text())
         s.text((500, 110), "9:41", 80, (255, 255, 255), anchor="mm")
         s.text((500, 175), "Tuesday, December 1", 24, (230, 230, 240), anchor="mm")
-        for k, app in enumerate(APPS[p * APPS_PER_PAGE:(p + 1) * APPS_PER_PAGE]):
+        apps = self.state.contents.apps
+        for k, app in enumerate(apps[p * APPS_PER_PAGE:(p + 1) * APPS_PER_PAGE]):
             col, row = k % 4, k // 4
             x1, y1 = 50 + col * 235, 260 + row * 200
             box = (x1, y1, x1 + 195, y1 + 105)
-            s.rect(box, ICON_COLORS[APPS.index(app)], radius=40, element=app, tap=lambda a=app: self._open(a))
+            s.rect(box, ICON_COLORS[apps.index(app) % len(ICON_COLORS)], radius=40, element=app, tap=lambda a=app: self._open(a))
             s.text(((box[0] + box[2]) // 2, (box[1] + box[3]) // 2), app[0], 44, (255, 255, 255), anchor="mm")
             s.text(((box[0] + box[2]) // 2, box[3] + 14), app, 20, (255, 255, 255), anchor="ma")
-        pages = (len(APPS) + APPS_PER_PAGE - 1) // APPS_PER_PAGE
+        pages = (len(apps) + APPS_PER_PAGE - 1) // APPS_PER_PAGE
         for i in range(pages):  # page dots
             x = 500 + (i - (pages - 1) / 2) * 40
             s.rect((int(x) - 8, 900, int(x) + 8, 916), (255, 255, 255) if i == p else (140, 150, 170), radius=8)
@@ -336,8 +337,9 @@ class SimPhone:
 
     def _contacts(self, s: Screen, page: Page, t: Theme) -> None:
         if page.kind == "root":
-            for i, y in self._rows(page, len(CONTACTS), 90):
-                name = CONTACTS[i]
+            contacts = self.state.contents.contacts
+            for i, y in self._rows(page, len(contacts), 90):
+                name = contacts[i]
                 s.rect((20, y + 4, 980, y + 86), t.card, radius=14, element=name,
                        tap=lambda n=name: self._push(Page("contact", n)),
                        long_press=lambda n=name: self._favorite_menu(n))
@@ -350,10 +352,10 @@ class SimPhone:
             return
         name = page.arg
         self._title_bar(s, t, name, back=True)
-        s.rect((400, 190, 600, 390), ICON_COLORS[CONTACTS.index(name) % len(ICON_COLORS)], radius=100)
+        s.rect((400, 190, 600, 390), ICON_COLORS[self.state.contents.contacts.index(name) % len(ICON_COLORS)], radius=100)
         s.text((500, 290), name[0], 90, (255, 255, 255), anchor="mm")
         s.text((500, 440), name, 40, t.fg, anchor="mm")
-        s.text((500, 500), f"Mobile +1 555 01{CONTACTS.index(name):02d}", 26, t.sub, anchor="mm")
+        s.text((500, 500), f"Mobile +1 555 01{self.state.contents.contacts.index(name):02d}", 26, t.sub, anchor="mm")
         s.rect((80, 580, 480, 670), (26, 115, 232), radius=20, element="Message",
                tap=lambda: self._open("Messages", Page("chat", name)))
         s.text((280, 625), "Message", 30, (255, 255, 255), anchor="mm")
@@ -510,7 +512,7 @@ class SimPhone:
             song = page.arg
             title, artist = song.split(" - ")
             self._title_bar(s, t, "Now playing", back=True)
-            s.rect((200, 190, 800, 460), PHOTO_COLORS[SONGS.index(song) % len(PHOTO_COLORS)], radius=30)
+            s.rect((200, 190, 800, 460), PHOTO_COLORS[self.state.contents.songs.index(song) % len(PHOTO_COLORS)], radius=30)
             s.text((500, 520), title, 40, t.fg, anchor="mm")
             s.text((500, 575), artist, 28, t.sub, anchor="mm")
             playing = self.state.playing and self.state.now_playing == song
@@ -523,8 +525,9 @@ class SimPhone:
             s.text((500, 820), "Liked" if liked else "Like", 28, (229, 57, 53) if liked else t.fg, anchor="mm")
             return
         bottom = LIST_BOTTOM - (90 if self.state.now_playing else 0)
-        for i, y in self._rows(page, len(SONGS), 80, bottom):
-            song = SONGS[i]
+        songs = self.state.contents.songs
+        for i, y in self._rows(page, len(songs), 80, bottom):
+            song = songs[i]
             title, artist = song.split(" - ")
             s.rect((20, y + 4, 980, y + 76), t.card, radius=12, element=title,
                    tap=lambda so=song: self._play(so, show=True), long_press=lambda so=song: self._like_menu(so))
@@ -557,7 +560,7 @@ class SimPhone:
             name = page.arg
             self._title_bar(s, t, name, back=True)
             liked = name in self.state.liked_photos
-            s.rect((40, 170, 960, 760), PHOTO_COLORS[PHOTOS.index(name)], radius=10, element="Photo",
+            s.rect((40, 170, 960, 760), PHOTO_COLORS[self.state.contents.photos.index(name) % len(PHOTO_COLORS)], radius=10, element="Photo",
                    double_tap=lambda: self._like_photo(name, not liked))
             s.text((500, 465), name, 48, (255, 255, 255), anchor="mm")
             s.rect((350, 800, 650, 880), t.card, radius=40, outline=t.line, element="Unlike" if liked else "Like",
@@ -566,10 +569,10 @@ class SimPhone:
             s.text((500, 930), "Double tap the photo to like it", 20, t.sub, anchor="mm")
             return
         self._title_bar(s, t, "Photos", back=False)
-        for i, name in enumerate(PHOTOS):
+        for i, name in enumerate(self.state.contents.photos):
             col, row = i % 3, i // 3
             x, y = 30 + col * 320, 170 + row * 200
-            s.rect((x, y, x + 300, y + 150), PHOTO_COLORS[i], radius=8, element=name,
+            s.rect((x, y, x + 300, y + 150), PHOTO_COLORS[i % len(PHOTO_COLORS)], radius=8, element=name,
                    tap=lambda n=name: self._push(Page("photo", n)))
             s.text((x + 150, y + 170), name, 22, t.fg, anchor="mm")
             if name in self.state.liked_photos:
@@ -590,8 +593,9 @@ class SimPhone:
         s.text((500, 900), f"{self.app} has nothing to do in this simulator", 22, t.sub, anchor="mm")
 
 
-def resolve_app(name: str) -> Optional[str]:
-    """The installed app a Launch names (case and surrounding space ignored; a few aliases); None if none."""
+def resolve_app(name: str, apps: Sequence[str] = APPS) -> Optional[str]:
+    """The installed app (of ``apps``) a Launch names (case and surrounding space ignored; a few aliases); None if
+    none."""
     key = name.strip()
     key = APP_ALIASES.get(key, key)
-    return next((app for app in APPS if app.casefold() == key.casefold()), None)
+    return next((app for app in apps if app.casefold() == key.casefold()), None)

@@ -1,6 +1,11 @@
 """What the simulated phone holds: its apps' data (settings, contacts, message threads, songs, photos, browser
 history) and the catalogues they are drawn from. Tasks start from ``PhoneState()`` with a few fields changed and
-are judged on the state an episode leaves (``changed_keys`` says what differs from the start)."""
+are judged on the state an episode leaves (``changed_keys`` says what differs from the start).
+
+The catalogues (contacts, songs, photos, installed apps, the threads before any task) are a ``PhoneContents``:
+``DEFAULT_CONTENTS`` is the phone every built-in task runs on; ``workbench.phone.fresh`` draws phones of other
+names, on which training tasks must read the screen to find what they name (a fixed phone lets a model learn where
+each name sits instead)."""
 from __future__ import annotations
 
 import copy
@@ -78,9 +83,39 @@ def web_results(query: str) -> list[tuple[str, str]]:
                   (f"{query.strip().capitalize()} - videos", "Watch clips and guides.")]
 
 
+@dataclass(frozen=True)
+class PhoneContents:
+    """The phone's catalogues: what is installed and stored before any task, never changed by one. Contacts are
+    listed alphabetically; apps in launcher order (``APPS_PER_PAGE`` a home page)."""
+    contacts: tuple[str, ...] = tuple(CONTACTS)
+    threads: tuple[tuple[str, tuple[tuple[str, str], ...]], ...] = tuple(
+        (c, tuple(m)) for c, m in THREADS.items())  # contact -> ((sender, text), ...), as THREADS
+    songs: tuple[str, ...] = tuple(SONGS)  # "Title - Artist", titles distinct
+    photos: tuple[str, ...] = tuple(PHOTOS)
+    apps: tuple[str, ...] = tuple(APPS)
+    favorites: tuple[str, ...] = ("Mom",)
+
+    def initial_threads(self) -> dict[str, list[tuple[str, str]]]:
+        return {contact: list(messages) for contact, messages in self.threads}
+
+    def to_dict(self) -> dict:
+        return {"contacts": list(self.contacts), "threads": {c: [list(m) for m in ms] for c, ms in self.threads},
+                "songs": list(self.songs), "photos": list(self.photos), "apps": list(self.apps),
+                "favorites": list(self.favorites)}
+
+    @classmethod
+    def from_dict(cls, data: dict) -> "PhoneContents":
+        return cls(tuple(data["contacts"]), tuple((c, tuple(tuple(m) for m in ms)) for c, ms in data["threads"].items()),
+                   tuple(data["songs"]), tuple(data["photos"]), tuple(data["apps"]), tuple(data["favorites"]))
+
+
+DEFAULT_CONTENTS = PhoneContents()
+
+
 @dataclass
 class PhoneState:
-    """The data of the phone's apps; the screen on show is the phone's (``SimPhone``), not part of this."""
+    """The data of the phone's apps; the screen on show is the phone's (``SimPhone``), not part of this.
+    ``PhoneState.of(contents)`` starts a phone of other catalogues than the default one."""
     toggles: dict[str, bool] = field(default_factory=lambda: dict(DEFAULT_TOGGLES))
     favorites: set[str] = field(default_factory=lambda: {"Mom"})
     threads: dict[str, list[tuple[str, str]]] = field(default_factory=lambda: copy.deepcopy(THREADS))
@@ -90,6 +125,12 @@ class PhoneState:
     liked_photos: set[str] = field(default_factory=set)
     searches: list[str] = field(default_factory=list)  # Browser queries, in order
     read_pages: list[str] = field(default_factory=list)  # Browser result pages opened, in order
+
+    contents: PhoneContents = DEFAULT_CONTENTS  # fixed for the episode: not among changed_keys
+
+    @classmethod
+    def of(cls, contents: PhoneContents) -> "PhoneState":
+        return cls(favorites=set(contents.favorites), threads=contents.initial_threads(), contents=contents)
 
     def copy(self) -> "PhoneState":
         return copy.deepcopy(self)

@@ -25,7 +25,8 @@ from typing import Callable, Optional
 
 from .actions import Action
 from .sim import SimPhone
-from .state import APPS, CONTACTS, HOME, PHOTOS, SONGS, THREADS, TOGGLES, PhoneState, web_results
+from .state import (APPS, CONTACTS, DEFAULT_CONTENTS, HOME, PHOTOS, SONGS, THREADS, TOGGLES, PhoneContents, PhoneState,
+                    web_results)
 
 # heldout: values no training task has (a contact, song, setting, app, message never seen); combos: every value is
 # trained, in another template or another pairing, the combination never is (does the model recombine what it knows?)
@@ -44,6 +45,7 @@ class PhoneTask:
     template: str
     params: dict = field(hash=False)
     split: str = "train"
+    phone: PhoneContents = DEFAULT_CONTENTS  # the catalogues of the phone the task runs on (names it may use)
 
     @property
     def spec(self) -> "Template":
@@ -58,7 +60,7 @@ class PhoneTask:
         return self.spec.apps(self.params)
 
     def initial_state(self) -> PhoneState:
-        state = PhoneState()
+        state = PhoneState.of(self.phone)
         self.spec.setup(state, self.params)
         return state
 
@@ -85,7 +87,7 @@ class Template:
     goals: Callable[[SimPhone, dict], dict[str, bool]]
     changes: Callable[[dict], tuple[str, ...]]  # the state keys the task may change (PhoneState.changed_keys)
     solve: Callable[["_Planner", dict], None]
-    validate: Callable[[dict], Optional[str]]  # why the parameters are unusable; None when fine
+    validate: Callable[[dict, PhoneContents], Optional[str]]  # why the parameters are unusable on that phone; None when fine
     setup: Callable[[PhoneState, dict], None] = lambda state, params: None
 
 
@@ -244,26 +246,32 @@ def _song_of(title: str) -> Optional[str]:
     return next((s for s in SONGS if s.split(" - ")[0].casefold() == str(title).strip().casefold()), None)
 
 
-def _valid(**checks: Callable[[dict], Optional[str]]) -> Callable[[dict], Optional[str]]:
-    def validate(params: dict) -> Optional[str]:
+def _valid(**checks: Callable[[object, PhoneContents], Optional[str]]
+           ) -> Callable[[dict, PhoneContents], Optional[str]]:
+    """The parameters' checks, each given the value and the phone's catalogues; the first problem found."""
+    def validate(params: dict, contents: PhoneContents) -> Optional[str]:
         for name, check in checks.items():
-            why = check(params.get(name))
+            why = check(params.get(name), contents)
             if why:
                 return why
         return None
     return validate
 
 
-def _setting(v) -> Optional[str]:
+def _setting(v, contents=None) -> Optional[str]:
     return _choice(v, list(TOGGLES), "setting")
 
 
-def _bool(v) -> Optional[str]:
+def _bool(v, contents=None) -> Optional[str]:
     return None if isinstance(v, bool) else f"'on' must be true or false, got {v!r}"
 
 
-def _song(v) -> Optional[str]:
-    return None if v in SONGS else _choice(v, SONGS, "song")
+def _song(v, contents: PhoneContents) -> Optional[str]:
+    return _choice(v, contents.songs, "song")
+
+
+def _contact(v, contents: PhoneContents) -> Optional[str]:
+    return _choice(v, contents.contacts, "contact")
 
 
 def _setup_toggle(state: PhoneState, params: dict) -> None:
@@ -288,7 +296,7 @@ TEMPLATES: dict[str, Template] = {t.name: t for t in [
              lambda p: _phrase(p, ["Open {app}", "Launch the {app} app", "Go to {app}", "Start {app}"]),
              lambda p: (p["app"],),
              lambda phone, p: {"app_open": phone.current_app() == p["app"]},
-             lambda p: (), _solve_open, _valid(app=lambda v: _choice(v, APPS, "app"))),
+             lambda p: (), _solve_open, _valid(app=lambda v, c: _choice(v, c.apps, "app"))),
     Template("toggle_setting", ("setting", "on"),
              lambda p: _phrase({**p, "label": TOGGLES[p["setting"]][0], "state": _on_off(p["on"])},
                                ["Turn {state} {label}", "Switch {label} {state}", "Set {label} to {state}"]),
@@ -298,19 +306,20 @@ TEMPLATES: dict[str, Template] = {t.name: t for t in [
              lambda p: _phrase(p, ["Send '{text}' to {contact}", "Text {contact}: {text}",
                                    "Message {contact} saying '{text}'"]),
              lambda p: ("Contacts", "Messages"), _sent, lambda p: (f"threads.{p['contact']}",), _solve_message,
-             _valid(contact=lambda v: _choice(v, CONTACTS, "contact"), text=_text)),
+             _valid(contact=_contact, text=lambda v, c: _text(v))),
     Template("reply_message", ("contact", "text"),
              lambda p: _phrase(p, ["Reply '{text}' to {contact} in Messages",
                                    "Answer {contact}'s message with '{text}'"]),
              lambda p: ("Messages",), _sent, lambda p: (f"threads.{p['contact']}",), _solve_reply,
-             _valid(contact=lambda v: _choice(v, list(THREADS), "conversation"), text=_text)),
+             _valid(contact=lambda v, c: _choice(v, [who for who, _ in c.threads], "conversation"),
+                    text=lambda v, c: _text(v))),
     Template("web_search", ("query",),
              lambda p: _phrase(p, ["Search the web for {query}", "Look up {query} in the Browser"]),
              lambda p: ("Browser",),
              lambda phone, p: {"results_shown": phone.current_app() == "Browser" and bool(phone.stack)
                                and phone.stack[-1].kind == "results"
                                and phone.stack[-1].arg.casefold() == p["query"].strip().casefold()},
-             lambda p: ("searches",), _solve_search, _valid(query=lambda v: _text(v, "query"))),
+             lambda p: ("searches",), _solve_search, _valid(query=lambda v, c: _text(v, "query"))),
     Template("open_result", ("query",),
              lambda p: _phrase(p, ["Search for {query} and open the first result",
                                    "Find {query} in the Browser and open the top result"]),
@@ -319,7 +328,7 @@ TEMPLATES: dict[str, Template] = {t.name: t for t in [
                                and phone.stack[-1].kind == "article"
                                and phone.stack[-1].arg == web_results(p["query"])[0][0]},
              lambda p: ("searches", "read_pages"), lambda pl, p: _solve_search(pl, p, open_first=True),
-             _valid(query=lambda v: _text(v, "query"))),
+             _valid(query=lambda v, c: _text(v, "query"))),
     Template("play_song", ("song",),
              lambda p: _phrase({**p, "title": p["song"].split(" - ")[0], "artist": p["song"].split(" - ")[1]},
                                ["Play {title} in Music", "Play the song {title} by {artist}"]),
@@ -327,13 +336,12 @@ TEMPLATES: dict[str, Template] = {t.name: t for t in [
     Template("like_photo", ("photo",),
              lambda p: _phrase(p, ["Like the photo {photo} in Photos", "Open the {photo} photo and like it"]),
              lambda p: ("Photos",), lambda phone, p: {"photo_liked": p["photo"] in phone.state.liked_photos},
-             lambda p: ("liked_photos",), _solve_photo, _valid(photo=lambda v: _choice(v, PHOTOS, "photo"))),
+             lambda p: ("liked_photos",), _solve_photo, _valid(photo=lambda v, c: _choice(v, c.photos, "photo"))),
     Template("favorite_contact", ("contact",),
              lambda p: _phrase(p, ["Add {contact} to favorites", "Mark {contact} as a favorite contact"]),
              lambda p: ("Contacts",), lambda phone, p: {"favorite": p["contact"] in phone.state.favorites},
              lambda p: ("favorites",), _solve_favorite,
-             _valid(contact=lambda v: None if v in CONTACTS and v != "Mom" else
-                    ("Mom is a favorite already" if v == "Mom" else _choice(v, CONTACTS, "contact")))),
+             _valid(contact=lambda v, c: f"{v} is a favorite already" if v in c.favorites else _contact(v, c))),
     Template("setting_then_song", ("setting", "on", "song"),
              lambda p: _phrase({**p, "label": TOGGLES[p["setting"]][0], "state": _on_off(p["on"]),
                                 "title": p["song"].split(" - ")[0]},
@@ -349,7 +357,7 @@ TEMPLATES: dict[str, Template] = {t.name: t for t in [
              lambda phone, p: {**_toggle_goal(phone, p), **_sent(phone, p)},
              lambda p: (f"toggles.{p['setting']}", f"threads.{p['contact']}"),
              lambda pl, p: (_solve_toggle(pl, p, then="message"), _solve_message(pl, p)),
-             _valid(setting=_setting, on=_bool, contact=lambda v: _choice(v, CONTACTS, "contact"), text=_text),
+             _valid(setting=_setting, on=_bool, contact=_contact, text=lambda v, c: _text(v)),
              _setup_toggle),
 ]}
 
@@ -360,9 +368,10 @@ def _slug(value) -> str:
     return re.sub(r"[^a-z0-9]+", "-", str(value).casefold()).strip("-")[:24]
 
 
-def make_task(template: str, params: dict, split: str = "train", task_id: Optional[str] = None) -> PhoneTask:
-    """A task of ``template`` with ``params``; ValueError saying what is wrong (unknown template, missing or
-    bad parameter, with the known values)."""
+def make_task(template: str, params: dict, split: str = "train", task_id: Optional[str] = None,
+              phone: PhoneContents = DEFAULT_CONTENTS) -> PhoneTask:
+    """A task of ``template`` with ``params`` on a phone holding ``phone``; ValueError saying what is wrong (unknown
+    template, missing or bad parameter, with the known values)."""
     if template not in TEMPLATES:
         raise ValueError(f"unknown template {template!r}; templates: {', '.join(TEMPLATES)}")
     spec = TEMPLATES[template]
@@ -372,13 +381,13 @@ def make_task(template: str, params: dict, split: str = "train", task_id: Option
         raise ValueError(f"template {template} takes {', '.join(spec.params)}"
                          + (f"; missing {', '.join(missing)}" if missing else "")
                          + (f"; unknown {', '.join(extra)}" if extra else ""))
-    why = spec.validate(params)
+    why = spec.validate(params, phone)
     if why:
         raise ValueError(why)
     if split not in SPLITS:
         raise ValueError(f"split must be one of {', '.join(SPLITS)}, got {split!r}")
     tid = task_id or f"{template}/" + "-".join(_slug(params[n]) for n in spec.params)
-    return PhoneTask(tid, template, dict(params), split)
+    return PhoneTask(tid, template, dict(params), split, phone)
 
 
 # ---- the built-in set: values split by template -----------------------------------------------------------------
@@ -549,15 +558,20 @@ def _pairing(template: str, params: dict) -> tuple:
     return (template,) + tuple(sorted((k, str(v)) for k, v in params.items() if k != "text"))
 
 
-def more_training_tasks(count: int, seed: int = 0) -> list[PhoneTask]:
+def more_training_tasks(count: int, seed: int = 0, fresh_phones: float = 0.0) -> list[PhoneTask]:
     """``count`` training tasks beyond the built-in ones, for a model that needs more trajectories than 60 tasks
     give: the templates (``setting_then_message`` is held out whole) over values no held-out task uses, in any
     template (settings: none that ``toggle_setting`` holds out), with new messages and queries made of common
     words that no held-out message or query holds, and no pairing of a ``combos`` task (its values, yes).
-    Deterministic for a ``seed``; ids ``more/N``."""
+    A ``fresh_phones`` share of them (drawn at random) run on phones of new names (``phone.fresh``), naming those:
+    tasks a model solves only by reading the screen. Deterministic for a ``seed`` (with 0, the default, the tasks
+    are those of earlier versions, on the default phone); ids ``more/N``."""
     import random
 
+    from .fresh import fresh_phone
+
     rng = random.Random(seed)
+    phones = random.Random(f"{seed}/phones")  # its own stream: the share changes which phones, not the tasks' draws
     held: dict[str, set] = {}
     # a combos task's values stay in training; its own pairing must not (template and parameters, the text aside)
     held_pairs = {_pairing(t.template, t.params) for t in TASKS if t.split == "combos"}
@@ -573,32 +587,38 @@ def more_training_tasks(count: int, seed: int = 0) -> list[PhoneTask]:
     def pick(template: str, name: str, values) -> object:
         return rng.choice([v for v in values if v not in held.get(name, set())])
 
-    def params_of(template: str) -> dict:
+    def params_of(template: str, c: PhoneContents) -> dict:
         if template == "open_app":
-            return {"app": pick(template, "app", APPS)}
+            return {"app": pick(template, "app", c.apps)}
         if template in ("toggle_setting", "setting_then_song"):  # 'on' is held out both ways: the setting decides
-            extra = {"song": pick(template, "song", SONGS)} if template == "setting_then_song" else {}
+            extra = {"song": pick(template, "song", c.songs)} if template == "setting_then_song" else {}
             return {"setting": pick(template, "setting", list(TOGGLES)), "on": rng.random() < 0.5, **extra}
         if template == "send_message":
-            return {"contact": pick(template, "contact", CONTACTS), "text": _phrase_of(rng, True, words_held)}
+            return {"contact": pick(template, "contact", c.contacts), "text": _phrase_of(rng, True, words_held)}
         if template == "reply_message":
-            return {"contact": pick(template, "contact", list(THREADS)), "text": _phrase_of(rng, True, words_held)}
+            return {"contact": pick(template, "contact", [who for who, _ in c.threads]),
+                    "text": _phrase_of(rng, True, words_held)}
         if template in ("web_search", "open_result"):
             return {"query": _phrase_of(rng, False, words_held)}
         if template == "play_song":
-            return {"song": pick(template, "song", SONGS)}
+            return {"song": pick(template, "song", c.songs)}
         if template == "like_photo":
-            return {"photo": pick(template, "photo", PHOTOS)}
-        return {"contact": pick(template, "contact", [c for c in CONTACTS if c != "Mom"])}  # favorite_contact
+            return {"photo": pick(template, "photo", c.photos)}
+        return {"contact": pick(template, "contact", [n for n in c.contacts if n not in c.favorites])}  # favorite_contact
 
     templates = [name for name in TEMPLATES if name != "setting_then_message"]
     tasks = []
+    phone_of = {t.instruction: t.phone for t in TASKS}  # an instruction means one task (the oracle finds it by it)
     while len(tasks) < count:
         template = templates[len(tasks) % len(templates)]
-        params = params_of(template)
+        phone = fresh_phone(phones) if phones.random() < fresh_phones else DEFAULT_CONTENTS
+        params = params_of(template, phone)
         if any(params.get(k) in held.get(k, ()) for k in ("text", "query")):
             continue  # a generated text or query that happens to be held out
         if _pairing(template, params) in held_pairs:
             continue  # a combos task's pairing
-        tasks.append(make_task(template, params, "train", f"more/{len(tasks) + 1}"))
+        instruction = TEMPLATES[template].instruction(params)
+        if phone_of.setdefault(instruction, phone) != phone:
+            continue  # the same words on another phone ("Open Settings" elsewhere on its launcher)
+        tasks.append(make_task(template, params, "train", f"more/{len(tasks) + 1}", phone))
     return tasks
