@@ -73,3 +73,15 @@ def test_the_oracle_policy_refuses_one_instruction_for_two_different_tasks():
     assert here.oracle() != there.oracle()  # the icon sits elsewhere on the fresh launcher
     with pytest.raises(ValueError, match="need different actions"):
         OraclePolicy([here, there])
+
+
+def test_a_fresh_phone_is_the_same_in_every_process():
+    """Its draw may not follow a set's order, which changes with each process's string hashing."""
+    import os
+    import subprocess
+    import sys
+
+    code = "import random; from workbench.phone.fresh import fresh_phone; print(fresh_phone(random.Random(5)))"
+    outs = {subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
+                           env={**os.environ, "PYTHONHASHSEED": seed}).stdout for seed in ("1", "2", "3")}
+    assert len(outs) == 1

@@ -70,7 +70,9 @@ def fresh_phone(rng: random.Random) -> PhoneContents:
         titles.add(" ".join(rng.sample(TITLE_WORDS, rng.choice([1, 2, 2]))))
     artists = [rng.choice([f"The {rng.choice(BANDS)}", f"{rng.choice(FIRST_NAMES)} {rng.choice(LAST_NAMES)}"])
                for _ in titles]
-    songs = tuple(f"{t} - {a}" for t, a in zip(sorted(titles, key=lambda _: rng.random()), artists))
+    order = sorted(titles)  # not the set's order: that changes with the process's string hashing
+    rng.shuffle(order)
+    songs = tuple(f"{t} - {a}" for t, a in zip(order, artists))
     photos = tuple(rng.sample(PHOTO_NAMES, len(d.photos)))
     apps = list(STATEFUL_APPS) + rng.sample(APP_NAMES, len(d.apps) - len(STATEFUL_APPS))
     rng.shuffle(apps)
