@@ -10,7 +10,7 @@ import pytest
 from PIL import Image
 
 from workbench.agent import OraclePolicy, run_episodes, sim_devices, summarize
-from workbench.agent.metrics import reached_apps
+from workbench.agent.metrics import quoted_line, reached_apps
 from workbench.agent.policy import first_instruction
 from workbench.agent.store import EpisodeWriter, read_episodes
 from workbench.phone.actions import parse_action, split_answer
@@ -227,3 +227,20 @@ def test_reached_apps_counts_episodes_that_got_to_every_app_of_their_task_and_no
     assert [reached_apps(e) for e in oracle + idle + half + both] == [True, False, False, True]
     assert not both[0].success  # reaching the apps is not finishing the task
     assert summarize(idle + both)["reached_apps_rate"] == 0.5
+
+
+def test_quoted_line_rate_counts_taps_whose_reasoning_copies_a_line_of_the_tree_and_not_made_up_ones():
+    [task] = select_tasks("send_message")[:1]
+    oracle = run_episodes([task], OraclePolicy([task]), SMALL, observation="ui_tree")
+    taps = [s for s in oracle[0].steps if quoted_line(s) is not None]
+    assert len(taps) >= 3 and summarize(oracle)["quoted_line_rate"] == 1.0
+    launch = '<think>I open Contacts.</think><answer>do(action="Launch", app="Contacts")</answer>'
+    made_up = (f'<think>I open the card.\n{task.params["contact"]} [20,150][980,240] tap [500,195]</think>'
+               '<answer>do(action="Tap", element=[500,195])</answer>')
+    unquoted = '<think>I open the card.</think><answer>do(action="Tap", element=[500,195])</answer>'
+    invented = run_episodes([task], Scripted(launch, made_up, 'finish(message="done")'), SMALL, observation="ui_tree")
+    bare = run_episodes([task], Scripted(launch, unquoted, 'finish(message="done")'), SMALL, observation="ui_tree")
+    assert summarize(invented + bare)["quoted_line_rate"] == 0.0
+    assert summarize(oracle + invented)["quoted_line_rate"] == len(taps) / (len(taps) + 1)
+    shots = run_episodes([task], OraclePolicy([task]), SMALL)  # screenshots: no tree shown, nothing to quote
+    assert summarize(shots)["quoted_line_rate"] is None

@@ -154,8 +154,8 @@ def _cell(value) -> str:
 
 def format_report(report) -> str:
     """One row per model (success, parse failures, invalid actions, steps, prompt tokens), then per template."""
-    keys = ["n", "success_rate", "reached_apps_rate", "parse_failure_rate", "invalid_action_rate", "mean_steps_success",
-            "prompt_tokens_last"]
+    keys = ["n", "success_rate", "reached_apps_rate", "quoted_line_rate", "parse_failure_rate", "invalid_action_rate",
+            "mean_steps_success", "prompt_tokens_last"]
     table = [["model", *keys]] + [[m, *(_cell(by_mode["default"][k]) for k in keys)]
                                   for m, by_mode in report.metrics.items()]
     lines = _columns(table)

@@ -4,6 +4,9 @@
   real phone's episodes are not judged);
 - ``reached_apps_rate``: episodes whose screens showed every app the task needs at some step (or at the end): how
   far an agent that finishes nothing gets; doing nothing stays on the home screen and scores 0;
+- ``quoted_line_rate``: of the taps (long presses, double taps) on screens shown as text, the share whose reasoning
+  ends with a line of that screen's tree, copied exactly, as the oracle's rows do (``phone.uitree.quoted_target``):
+  whether the agent reads the tree or makes a line up; None when no such tap was made;
 - ``parse_failure_rate``: episodes ended by a reply that did not parse;
 - ``invalid_action_rate``: executed actions (finish excluded) that did nothing: a tap on no element, Type with no
   focused field, a scroll at a list's end, an unknown app...;
@@ -17,7 +20,8 @@ from __future__ import annotations
 
 from typing import Iterable, Optional
 
-from .episode import END_REASONS, Episode
+from ..phone.actions import POINT_ACTIONS
+from .episode import END_REASONS, Episode, Step
 
 
 def _rate(flags: list) -> Optional[float]:
@@ -44,6 +48,16 @@ def reached_apps(ep: Episode) -> bool:
     return bool(ep.apps) and set(ep.apps) <= shown
 
 
+def quoted_line(step: Step) -> Optional[bool]:
+    """For a point action on a screen shown as text: whether the reasoning's last line is a line of that screen's
+    tree. None for any other step."""
+    if step.ui_tree is None or not step.action or not step.action.startswith(tuple(f'do(action="{a}"'
+                                                                                   for a in POINT_ACTIONS)):
+        return None
+    lines = step.reasoning.strip().split("\n")
+    return len(lines) > 1 and lines[-1] in step.ui_tree.split("\n")
+
+
 def summarize(episodes: Iterable[Episode]) -> dict:
     episodes = list(episodes)
     actions = [s for ep in episodes for s in ep.steps if s.action and not s.action.startswith("finish(")]
@@ -53,6 +67,7 @@ def summarize(episodes: Iterable[Episode]) -> dict:
         "n": len(episodes),
         "success_rate": _rate([ep.success for ep in episodes]),
         "reached_apps_rate": _rate([reached_apps(ep) for ep in episodes]),
+        "quoted_line_rate": _rate([quoted_line(s) for ep in episodes for s in ep.steps]),
         "parse_failure_rate": _rate([ep.end_reason == "parse_failure" for ep in episodes]),
         "invalid_action_rate": _rate([not s.valid for s in actions]),
         "mean_steps_success": _mean([len(ep.steps) for ep in episodes if ep.success]),

@@ -121,9 +121,14 @@ def evaluate_episodes(evaluation: Evaluation, run_dir: Path, progress: bool) -> 
         writer.close({"model": str(source), "metrics": out[-1]})
         if progress:
             print(f"[recipes] {evaluation.label} {role}: success {out[-1]['success_rate']:.3f} of {len(tasks)}, "
-                  f"reached the task's apps {out[-1]['reached_apps_rate']:.3f}", flush=True)
+                  f"reached the task's apps {out[-1]['reached_apps_rate']:.3f}, taps quoting a line of the tree "
+                  f"{_rate_text(out[-1]['quoted_line_rate'])}", flush=True)
         del loaded, policy
     return out[0], out[1]
+
+
+def _rate_text(rate) -> str:
+    return "-" if rate is None else f"{rate:.3f}"
 
 
 def evaluate_run(evaluation: Evaluation, run_dir: Path, progress: bool) -> tuple[dict, dict]:
