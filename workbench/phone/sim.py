@@ -277,7 +277,8 @@ class SimPhone:
             col, row = k % 4, k // 4
             x1, y1 = 50 + col * 235, 260 + row * 200
             box = (x1, y1, x1 + 195, y1 + 105)
-            s.rect(box, ICON_COLORS[apps.index(app) % len(ICON_COLORS)], radius=40, element=app, tap=lambda a=app: self._open(a))
+            s.rect(box, ICON_COLORS[apps.index(app) % len(ICON_COLORS)], radius=40, element=app,
+                   tap=lambda a=app: self._open(a))
             s.text(((box[0] + box[2]) // 2, (box[1] + box[3]) // 2), app[0], 44, (255, 255, 255), anchor="mm")
             s.text(((box[0] + box[2]) // 2, box[3] + 14), app, 20, (255, 255, 255), anchor="ma")
         pages = (len(apps) + APPS_PER_PAGE - 1) // APPS_PER_PAGE
@@ -352,10 +353,11 @@ class SimPhone:
             return
         name = page.arg
         self._title_bar(s, t, name, back=True)
-        s.rect((400, 190, 600, 390), ICON_COLORS[self.state.contents.contacts.index(name) % len(ICON_COLORS)], radius=100)
+        index = self.state.contents.contacts.index(name)
+        s.rect((400, 190, 600, 390), ICON_COLORS[index % len(ICON_COLORS)], radius=100)
         s.text((500, 290), name[0], 90, (255, 255, 255), anchor="mm")
         s.text((500, 440), name, 40, t.fg, anchor="mm")
-        s.text((500, 500), f"Mobile +1 555 01{self.state.contents.contacts.index(name):02d}", 26, t.sub, anchor="mm")
+        s.text((500, 500), f"Mobile +1 555 01{index:02d}", 26, t.sub, anchor="mm")
         s.rect((80, 580, 480, 670), (26, 115, 232), radius=20, element="Message",
                tap=lambda: self._open("Messages", Page("chat", name)))
         s.text((280, 625), "Message", 30, (255, 255, 255), anchor="mm")
@@ -512,7 +514,8 @@ class SimPhone:
             song = page.arg
             title, artist = song.split(" - ")
             self._title_bar(s, t, "Now playing", back=True)
-            s.rect((200, 190, 800, 460), PHOTO_COLORS[self.state.contents.songs.index(song) % len(PHOTO_COLORS)], radius=30)
+            cover = PHOTO_COLORS[self.state.contents.songs.index(song) % len(PHOTO_COLORS)]
+            s.rect((200, 190, 800, 460), cover, radius=30)
             s.text((500, 520), title, 40, t.fg, anchor="mm")
             s.text((500, 575), artist, 28, t.sub, anchor="mm")
             playing = self.state.playing and self.state.now_playing == song
@@ -560,7 +563,8 @@ class SimPhone:
             name = page.arg
             self._title_bar(s, t, name, back=True)
             liked = name in self.state.liked_photos
-            s.rect((40, 170, 960, 760), PHOTO_COLORS[self.state.contents.photos.index(name) % len(PHOTO_COLORS)], radius=10, element="Photo",
+            colour = PHOTO_COLORS[self.state.contents.photos.index(name) % len(PHOTO_COLORS)]
+            s.rect((40, 170, 960, 760), colour, radius=10, element="Photo",
                    double_tap=lambda: self._like_photo(name, not liked))
             s.text((500, 465), name, 48, (255, 255, 255), anchor="mm")
             s.rect((350, 800, 650, 880), t.card, radius=40, outline=t.line, element="Unlike" if liked else "Like",

@@ -25,8 +25,7 @@ from typing import Callable, Optional
 
 from .actions import Action
 from .sim import SimPhone
-from .state import (APPS, CONTACTS, DEFAULT_CONTENTS, HOME, PHOTOS, SONGS, THREADS, TOGGLES, PhoneContents, PhoneState,
-                    web_results)
+from .state import DEFAULT_CONTENTS, HOME, SONGS, TOGGLES, PhoneContents, PhoneState, web_results
 
 # heldout: values no training task has (a contact, song, setting, app, message never seen); combos: every value is
 # trained, in another template or another pairing, the combination never is (does the model recombine what it knows?)
@@ -87,7 +86,7 @@ class Template:
     goals: Callable[[SimPhone, dict], dict[str, bool]]
     changes: Callable[[dict], tuple[str, ...]]  # the state keys the task may change (PhoneState.changed_keys)
     solve: Callable[["_Planner", dict], None]
-    validate: Callable[[dict, PhoneContents], Optional[str]]  # why the parameters are unusable on that phone; None when fine
+    validate: Callable[[dict, PhoneContents], Optional[str]]  # why the parameters are unusable on that phone, or None
     setup: Callable[[PhoneState, dict], None] = lambda state, params: None
 
 
