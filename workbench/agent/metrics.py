@@ -20,7 +20,7 @@ from __future__ import annotations
 
 from typing import Iterable, Optional
 
-from ..phone.actions import POINT_ACTIONS
+from ..phone.actions import POINT_ACTIONS, parse_action
 from .episode import END_REASONS, Episode, Step
 
 
@@ -51,8 +51,7 @@ def reached_apps(ep: Episode) -> bool:
 def quoted_line(step: Step) -> Optional[bool]:
     """For a point action on a screen shown as text: whether the reasoning's last line is a line of that screen's
     tree. None for any other step."""
-    if step.ui_tree is None or not step.action or not step.action.startswith(tuple(f'do(action="{a}"'
-                                                                                   for a in POINT_ACTIONS)):
+    if step.ui_tree is None or not step.action or parse_action(step.action).type not in POINT_ACTIONS:
         return None
     lines = step.reasoning.strip().split("\n")
     return len(lines) > 1 and lines[-1] in step.ui_tree.split("\n")

@@ -54,7 +54,8 @@ class OraclePolicy:
         self.solutions: dict[str, list] = {}
         for task in tasks:
             steps = task.oracle()
-            if self.solutions.setdefault(task.instruction, steps) != steps:  # it finds a task by its instruction: two such tasks would be played as one
+            # it finds a task by its instruction: two tasks of one instruction would be played as one
+            if self.solutions.setdefault(task.instruction, steps) != steps:
                 raise ValueError(f"two tasks read {task.instruction!r} and need different actions (one is "
                                  f"{task.id}): give each task its own instruction")
 

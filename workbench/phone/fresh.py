@@ -13,10 +13,11 @@ from __future__ import annotations
 import random
 import re
 
-from .state import APPS, CONTACTS, DEFAULT_CONTENTS, PHOTOS, SONGS, THREADS, PhoneContents
+from .sim import APP_PAGES
+from .state import APPS, CONTACTS, DEFAULT_CONTENTS, PHOTOS, SONGS, PhoneContents
 
 # The apps the simulator gives real pages; every phone has them, under these names
-STATEFUL_APPS = ("Settings", "Contacts", "Messages", "Browser", "Music", "Photos")
+STATEFUL_APPS = tuple(APP_PAGES)
 
 _FIRST = ("Adele Anton Bianca Bruno Camila Carlos Daria Elena Emil Fatima Felix Gabriel Hana Hugo Ines Isaac Jonas "
           "Kai Kamala Lars Lena Lucas Malik Mateo Mila Nadia Nina Omar Oscar Paula Pedro Rafael Rosa Ruth Sara "
@@ -76,7 +77,7 @@ def fresh_phone(rng: random.Random) -> PhoneContents:
     photos = tuple(rng.sample(PHOTO_NAMES, len(d.photos)))
     apps = list(STATEFUL_APPS) + rng.sample(APP_NAMES, len(d.apps) - len(STATEFUL_APPS))
     rng.shuffle(apps)
-    texts = list(THREADS.values())  # the default threads' messages, Mom's first, re-addressed
-    others = rng.sample([c for c in contacts if c != "Mom"], len(THREADS) - 1)
-    threads = tuple((c, tuple(m)) for c, m in zip(["Mom"] + others, texts))
+    texts = [messages for _, messages in d.threads]  # the default threads' messages, Mom's first, re-addressed
+    others = rng.sample([c for c in contacts if c != "Mom"], len(d.threads) - 1)
+    threads = tuple(zip(["Mom"] + others, texts))
     return PhoneContents(contacts, threads, songs, photos, tuple(apps), ("Mom",))

@@ -44,6 +44,10 @@ ICON_COLORS = [(95, 99, 104), (0, 150, 136), (52, 168, 83), (66, 133, 244), (60,
 PHOTO_COLORS = [(79, 195, 247), (121, 134, 203), (255, 183, 77), (244, 143, 177), (255, 138, 101), (69, 90, 100),
                 (102, 187, 106), (161, 136, 127), (224, 224, 224), (240, 98, 146), (144, 164, 174), (77, 182, 172)]
 
+# The apps drawn by a page builder of their own (the method named); any other installed app shows _other_app's screen
+APP_PAGES = {"Settings": "_settings", "Contacts": "_contacts", "Messages": "_messages", "Browser": "_browser",
+             "Music": "_music", "Photos": "_photos"}
+
 LIST_TOP, LIST_BOTTOM = 150, 990  # the content area below an app's title bar
 SWIPE_MIN = 50  # a swipe shorter than this (grid units) moves nothing
 
@@ -241,10 +245,7 @@ class SimPhone:
             page = self.stack[-1]
             s = Screen(f"{self.app}:{page.kind}:{page.arg or ''}", background=theme.bg)
             status_bar(s, dark=theme is DARK, clock=self._status_text())
-            builder = {"Settings": self._settings, "Contacts": self._contacts, "Messages": self._messages,
-                       "Browser": self._browser, "Music": self._music, "Photos": self._photos}.get(self.app,
-                                                                                                    self._other_app)
-            builder(s, page, theme)
+            getattr(self, APP_PAGES.get(self.app, "_other_app"))(s, page, theme)
         if self.menu is not None:
             self._draw_menu(s)
         return s

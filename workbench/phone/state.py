@@ -52,8 +52,8 @@ SONGS = ["Morning Light - The Harbors", "Blue Avenue - Nina Vale", "Paper Moons 
 PHOTOS = ["Beach", "Mountains", "Cat", "Birthday cake", "Sunset", "City at night", "Forest", "Dog", "Snow",
           "Flowers", "Bridge", "Lake"]
 
-# Installed apps in launcher order: two home pages of twelve. The first seven have real state; the others open
-# a simple screen of their own (so "open X" has many targets).
+# Installed apps in launcher order: two home pages of twelve. Six have real pages (phone.sim.APP_PAGES); the others
+# open a simple screen of their own (so "open X" has many targets).
 APPS = ["Settings", "Contacts", "Messages", "Browser", "Camera", "Clock", "Calendar", "Weather", "Maps", "Mail",
         "Phone", "Files", "Music", "Photos", "Notes", "Calculator", "Health", "Wallet", "News", "Books",
         "Translate", "Shop", "Video", "Food"]
@@ -97,16 +97,6 @@ class PhoneContents:
 
     def initial_threads(self) -> dict[str, list[tuple[str, str]]]:
         return {contact: list(messages) for contact, messages in self.threads}
-
-    def to_dict(self) -> dict:
-        return {"contacts": list(self.contacts), "threads": {c: [list(m) for m in ms] for c, ms in self.threads},
-                "songs": list(self.songs), "photos": list(self.photos), "apps": list(self.apps),
-                "favorites": list(self.favorites)}
-
-    @classmethod
-    def from_dict(cls, data: dict) -> "PhoneContents":
-        return cls(tuple(data["contacts"]), tuple((c, tuple(tuple(m) for m in ms)) for c, ms in data["threads"].items()),
-                   tuple(data["songs"]), tuple(data["photos"]), tuple(data["apps"]), tuple(data["favorites"]))
 
 
 DEFAULT_CONTENTS = PhoneContents()
