@@ -35,7 +35,7 @@ sys.path.insert(0, str(HERE.parent))  # run from a checkout: the workbench packa
 from workbench.agent import OraclePolicy, run_episodes, sim_devices  # noqa: E402
 from workbench.agent.record import IMAGES_DIR, record_rows  # noqa: E402
 from workbench.data.check import check_file  # noqa: E402
-from workbench.phone.tasks import SPLITS, more_training_tasks, select_tasks  # noqa: E402
+from workbench.phone.tasks import MORE_FRESH_SHARE, SPLITS, more_training_tasks, select_tasks  # noqa: E402
 
 OUTS = {"screenshot": HERE / "phone_episodes", "ui_tree": HERE / "phone_episodes_tree"}
 SIZE = (112, 252)  # as phone_screens/: 36 image tokens for GLM-4.1V's processor, seconds on a CPU
@@ -43,7 +43,7 @@ DATE = datetime.date(2026, 12, 1)  # the system prompt's date line, fixed so the
 MORE = 480  # further training tasks in train_more.jsonl: enough messages and queries that copying is learned
 # The share of those on phones of new names (phone.fresh) for the text agent: a name it must find by reading, not
 # by having seen it at one place; a quarter stay on the default phone, whose trained values the combos tasks pair
-FRESH_PHONES = {"screenshot": 0.0, "ui_tree": 0.75}
+FRESH_PHONES = {"screenshot": 0.0, "ui_tree": MORE_FRESH_SHARE}
 SETS = {"train": lambda fresh: select_tasks("train"), "heldout": lambda fresh: select_tasks("heldout"),
         "combos": lambda fresh: select_tasks("combos"),
         "train_more": lambda fresh: select_tasks("train") + more_training_tasks(MORE, fresh_phones=fresh)}

@@ -111,7 +111,8 @@ def check_07_phone_agent_episodes(nb, workdir: Path) -> None:
              re.findall(r"^phone_agent-(\w+--\w+) +(\d+) +([\d.]+) +([\d.]+) +[\d.]+ +([\d.]+)$", text, re.M)}
     assert set(agent) == {"heldout--base", "heldout--tuned", "combos--base", "combos--tuned"}, text
     assert agent["heldout--base"] == (31, 0.0, 1.0, 0.0) and agent["combos--base"] == (15, 0.0, 1.0, 0.0)
-    assert agent["heldout--tuned"][2] < 0.5 and agent["heldout--tuned"][1] > 0  # parses, and finishes some unseen task
+    # parses, and finishes half the unseen tasks (the goal of issue 33; 16 of 31 in the stored episodes)
+    assert agent["heldout--tuned"][2] < 0.5 and agent["heldout--tuned"][1] >= 0.5, text
     assert agent["heldout--tuned"][3] > 0.25 and agent["combos--tuned"][0] == 15  # gets to the apps; every task judged
 
 
