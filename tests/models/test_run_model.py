@@ -91,3 +91,13 @@ def test_build_run_model_draws_a_code_built_base_from_the_runs_seed(seed7_run):
     default = dict(load_for_inference("tiny-glm4").model.named_parameters())
     name = "model.embed_tokens.weight"
     assert not torch.equal(base[name], default[name])  # seed 7's weights, not seed 0's
+
+
+def test_load_for_inference_puts_the_model_on_the_device_asked():
+    import torch
+
+    from workbench.models import load_for_inference
+
+    assert {p.device.type for p in load_for_inference("tiny-glm4").model.parameters()} == {"cpu"}  # the default
+    on_meta = load_for_inference("tiny-glm4", device=torch.device("meta")).model  # any device torch knows
+    assert {p.device.type for p in on_meta.parameters()} == {"meta"} and not on_meta.training

@@ -164,6 +164,7 @@ def grounding(args) -> dict:
     from ..forward.generate import greedy_replies
     from ..models import load_for_inference
     from ..phone.actions import in_box
+    from ..precision import resolve_device
 
     rng = random.Random(args.seed)
     with open(resolve_sample_path(args.rows), encoding="utf-8") as f:
@@ -172,7 +173,7 @@ def grounding(args) -> dict:
     probes = [p for p in (_tap_probe(row, rng) for row in rows) if p is not None][:args.limit]
     if not probes:
         raise SystemExit(f"{args.rows}: no row taps a named element with another of its size on the screen")
-    loaded = load_for_inference(args.model)
+    loaded = load_for_inference(args.model, device=resolve_device("auto"))  # the GPU when one is visible
     start = time.monotonic()
     replies = greedy_replies(loaded.model, loaded.tokenizer, [p[k] for p in probes for k in ("prompt", "swapped")],
                              args.max_tokens, batch_size=8)

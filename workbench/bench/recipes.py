@@ -113,8 +113,7 @@ def evaluate_episodes(evaluation: Evaluation, run_dir: Path, progress: bool) -> 
     date = datetime.date.fromisoformat(evaluation.date) if evaluation.date else None
     out = []
     for role, source in (("tuned", starting_model(run_dir)), ("base", base_model(run_dir))):
-        loaded = load_for_inference(str(source))
-        loaded.model.to(resolve_device("auto"))
+        loaded = load_for_inference(str(source), device=resolve_device("auto"))
         policy = InProcessPolicy(loaded.model, loaded.tokenizer, loaded.processor, name=role,
                                  max_tokens=evaluation.max_tokens)
         writer = EpisodeWriter(run_dir / EPISODES_DIR / folder_name(f"{evaluation.label}-{role}"))
