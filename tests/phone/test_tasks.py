@@ -11,9 +11,9 @@ from workbench.phone.actions import format_action
 from workbench.phone.env import PhoneEnv
 from workbench.phone.runtime import assistant_content
 from workbench.phone.sim import SimPhone
-from workbench.phone.state import APPS
-from workbench.phone.tasks import (TASKS, TEMPLATES, _pairing, TaskFileError, load_task_file, make_task, more_training_tasks,
-                                  select_tasks)
+from workbench.phone.state import APPS, DEFAULT_CONTENTS
+from workbench.phone.tasks import (MORE_FRESH_SHARE, TASKS, TEMPLATES, _pairing, TaskFileError, load_task_file,
+                                  make_task, more_training_tasks, select_tasks)
 
 ENV = PhoneEnv(SimPhone((112, 252)), max_steps=30)
 
@@ -119,6 +119,17 @@ def test_selecting_tasks_by_name():
         select_tasks("train,nope")
     with pytest.raises(ValueError, match="unknown app 'Nope'"):
         make_task("open_app", {"app": "Nope"})
+    # more:COUNT[:SEED]: seed 0 is the text agent's training draw itself, another seed a new draw with its own ids
+    assert [t.id for t in select_tasks("more:5")] == [t.id for t in more_training_tasks(5, 0, MORE_FRESH_SHARE)]
+    drawn = select_tasks("more:40:1")
+    assert len(drawn) == 40 and drawn[0].id == "more-1/1" and {t.split for t in drawn} == {"train"}
+    assert sum(t.phone != DEFAULT_CONTENTS for t in drawn) > 20  # most on phones of new names, as in training
+    assert {t.instruction for t in drawn} != {t.instruction for t in select_tasks("more:40")}
+    assert len(select_tasks("more:3:1,more:3:2,more:3")) == 9
+    with pytest.raises(ValueError, match="more:COUNT"):
+        select_tasks("more:0:1")
+    with pytest.raises(ValueError, match=r"more:COUNT\[:SEED\]"):
+        select_tasks("more:x")
     assert set(TEMPLATES) >= {"open_app", "toggle_setting", "send_message", "web_search", "play_song"}
     assert len(APPS) == 24
 

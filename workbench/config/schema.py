@@ -287,7 +287,8 @@ class RlSection(Section):
         "the first step of each of rl.tasks on the offline phone, in AutoGLM's runtime format with its screenshot "
         "(a vision-language model; the oracle's first action is the reference; data.train is not read for prompts).")
     tasks: str = Field("train", description="rl.prompts phone_tasks: the offline phone's tasks to start from: all, "
-                       "train, heldout, a template, task ids (comma-separated) or a .jsonl task file.")
+                       "train, heldout, a template, task ids, more:COUNT:SEED (further training tasks, a new draw for a seed "
+                       "other than 0; comma-separated) or a .jsonl task file.")
     screen_size: str = Field("1080x2400", description="rl.prompts phone_tasks: the simulated phone's screen, "
                              "WIDTHxHEIGHT in pixels (112x252 for tiny-glm4v-agent).")
     date: Optional[str] = Field(None, description="rl.prompts phone_tasks: the date the system prompt states, "

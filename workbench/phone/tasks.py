@@ -488,15 +488,29 @@ def load_task_file(path: str | Path) -> list[PhoneTask]:
     return tasks
 
 
+# ``more:COUNT:SEED`` in a task spec: further training tasks (``more_training_tasks``) with this share on phones of
+# new names, as the text agent's training rows have them (seed 0: those very tasks; another seed: a new draw)
+MORE_FRESH_SHARE = 0.75
+_MORE_SPEC = re.compile(r"more:(\d+)(?::(\d+))?")
+
+
 def select_tasks(spec: str, tasks: Optional[list[PhoneTask]] = None) -> list[PhoneTask]:
-    """Tasks named by ``spec``: ``all``, a split (``train``, ``heldout``, ``combos``), a template, a task id, or
-    several of these separated by commas; or a task file (``.jsonl``). ValueError naming what is unknown and what is known."""
+    """Tasks named by ``spec``: ``all``, a split (``train``, ``heldout``, ``combos``), a template, a task id,
+    ``more:COUNT[:SEED]`` (COUNT further training tasks, ``more_training_tasks`` with ``MORE_FRESH_SHARE`` of them on
+    phones of new names; SEED 0, the default, draws the text agent's training tasks, another seed tasks it never
+    trained on, never a held-out value), or several of these separated by commas; or a task file (``.jsonl``).
+    ValueError naming what is unknown and what is known."""
     if spec.endswith(".jsonl") or Path(spec).is_file():
         return load_task_file(spec)
     pool = TASKS if tasks is None else tasks
     chosen: dict[str, PhoneTask] = {}
     for part in [p.strip() for p in spec.split(",") if p.strip()]:
-        if part == "all":
+        more = _MORE_SPEC.fullmatch(part)
+        if more:
+            found = more_training_tasks(int(more.group(1)), int(more.group(2) or 0), MORE_FRESH_SHARE)
+            if not found:
+                raise ValueError(f"{part!r} selects no tasks: give more:COUNT[:SEED] with COUNT >= 1")
+        elif part == "all":
             found = pool
         elif part in SPLITS:
             found = [t for t in pool if t.split == part]
@@ -506,7 +520,8 @@ def select_tasks(spec: str, tasks: Optional[list[PhoneTask]] = None) -> list[Pho
             found = [t for t in pool if t.id == part]
             if not found:
                 raise ValueError(f"unknown tasks {part!r}: give all, {', '.join(SPLITS)}, a template "
-                                 f"({', '.join(TEMPLATES)}), a task id (e.g. {pool[0].id}) or a .jsonl task file")
+                                 f"({', '.join(TEMPLATES)}), a task id (e.g. {pool[0].id}), more:COUNT[:SEED] "
+                                 "or a .jsonl task file")
         chosen.update((t.id, t) for t in found)
     if not chosen:
         raise ValueError(f"no tasks selected by {spec!r}")
@@ -564,7 +579,7 @@ def more_training_tasks(count: int, seed: int = 0, fresh_phones: float = 0.0) ->
     words that no held-out message or query holds, and no pairing of a ``combos`` task (its values, yes).
     A ``fresh_phones`` share of them (drawn at random) run on phones of new names (``phone.fresh``), naming those:
     tasks a model solves only by reading the screen. Deterministic for a ``seed`` (with 0, the default, the tasks
-    are those of earlier versions, on the default phone); ids ``more/N``."""
+    are those of earlier versions, on the default phone); ids ``more/N`` (seed 0) or ``more-SEED/N``."""
     import random
 
     from .fresh import fresh_phone
@@ -606,6 +621,7 @@ def more_training_tasks(count: int, seed: int = 0, fresh_phones: float = 0.0) ->
         return {"contact": pick(template, "contact", [n for n in c.contacts if n not in c.favorites])}  # favorite_contact
 
     templates = [name for name in TEMPLATES if name != "setting_then_message"]
+    prefix = "more" if seed == 0 else f"more-{seed}"  # ids of two draws never collide
     tasks = []
     phone_of = {t.instruction: t.phone for t in TASKS}  # an instruction means one task (the oracle finds it by it)
     while len(tasks) < count:
@@ -619,5 +635,5 @@ def more_training_tasks(count: int, seed: int = 0, fresh_phones: float = 0.0) ->
         instruction = TEMPLATES[template].instruction(params)
         if phone_of.setdefault(instruction, phone) != phone:
             continue  # the same words on another phone ("Open Settings" elsewhere on its launcher)
-        tasks.append(make_task(template, params, "train", f"more/{len(tasks) + 1}", phone))
+        tasks.append(make_task(template, params, "train", f"{prefix}/{len(tasks) + 1}", phone))
     return tasks
