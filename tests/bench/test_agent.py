@@ -1,6 +1,7 @@
 """bench.agent tokens: the prompt after ten steps at 1080x2400 (docs/agent.md's figures) and what one screenshot costs
 to draw and encode, printed."""
 import argparse
+from pathlib import Path
 
 from workbench.bench import agent as bench
 
@@ -25,7 +26,8 @@ def _grounding_with(monkeypatch, answer) -> dict:
         rows = [json.loads(line) for line in f]
     key = lambda messages: json.dumps(messages[:-1]) + messages[-1]["content"].split('"}\n')[0]  # noqa: E731
     recorded = {key([{"role": m["role"], "content": m["content"]} for m in r["messages"][:-1]]): r for r in rows}
-    monkeypatch.setattr(models, "load_for_inference", lambda source: argparse.Namespace(model=None, tokenizer=None))
+    monkeypatch.setattr(models, "load_for_inference",
+                        lambda source, device="cpu": argparse.Namespace(model=None, tokenizer=None))
     monkeypatch.setattr(generate, "greedy_replies", lambda model, tok, conversations, *a, **k:
                         [answer(c, recorded[key(c)]) for c in conversations])
     return bench.grounding(argparse.Namespace(model="stand-in", rows=bench.GROUNDING_ROWS, limit=12, seed=0,
@@ -52,3 +54,18 @@ def test_grounding_tells_a_model_that_reads_the_tree_from_one_that_remembers_poi
     reader = _grounding_with(monkeypatch, reads)
     assert reader["recorded_in_target"] == 12 and reader["swapped_follows_name"] == 12
     assert reader["swapped_taps_old_point"] == 0 and "open_result" not in reader["templates"]
+
+
+def test_paired_compares_two_folders_of_episodes_task_by_task(tmp_path):
+    import pytest
+
+    from workbench.config.samples import resolve_sample_path
+
+    stored = Path(resolve_sample_path("data_samples/phone_agent_text")) / "episodes"
+    sft, base = (str(stored / f"phone_agent-heldout--{role}") for role in ("sft", "base"))
+    m = bench.compare(argparse.Namespace(a=sft, b=base))
+    # the stored SFT episodes finish 16 of the 31 held-out tasks, the base none: far beyond the tasks' noise
+    assert (m["tasks"], m["only_a"], m["only_b"], m["both"]) == (31, 16, 0, 0) and m["sign_test_p"] < 1e-4
+    assert m["success_a"] == 16 / 31 and m["success_b"] == 0.0
+    with pytest.raises(SystemExit, match="paired: the two sets of episodes are of different tasks"):
+        bench.compare(argparse.Namespace(a=sft, b=str(stored / "phone_agent-combos--base")))
