@@ -244,3 +244,20 @@ def test_quoted_line_rate_counts_taps_whose_reasoning_copies_a_line_of_the_tree_
     assert summarize(oracle + invented)["quoted_line_rate"] == len(taps) / (len(taps) + 1)
     shots = run_episodes([task], OraclePolicy([task]), SMALL)  # screenshots: no tree shown, nothing to quote
     assert summarize(shots)["quoted_line_rate"] is None
+
+
+def test_paired_counts_tasks_each_model_alone_finished_and_the_sign_test():
+    from workbench.agent import paired
+    from workbench.agent.episode import Episode
+
+    def episodes(won: str) -> list[Episode]:  # one episode a task, "1" where it succeeded
+        return [Episode(f"t{i}", "open_app", "heldout", [], "", "m", "2026-12-01", success=c == "1")
+                for i, c in enumerate(won)]
+
+    m = paired(episodes("1100110000"), episodes("1011111110"))
+    assert (m["tasks"], m["both"], m["only_a"], m["only_b"], m["neither"]) == (10, 3, 1, 5, 1)
+    assert abs(m["sign_test_p"] - 2 * 7 / 64) < 1e-12  # 1 of 6 discordant: P(X <= 1), both tails, n = 6
+    assert paired(episodes("0" * 8), episodes("1" * 8))["sign_test_p"] == 2 / 256  # 8 of 8: p < 0.01
+    assert paired(episodes("10"), episodes("10"))["sign_test_p"] == 1.0  # no task tells them apart
+    with pytest.raises(ValueError, match="different tasks"):
+        paired(episodes("10"), episodes("101"))

@@ -142,7 +142,7 @@ def test_a_recipe_that_starts_from_another_is_trained_from_that_recipes_model(mo
 
 
 def test_an_episode_evaluation_plays_the_tasks_with_the_run_model_and_its_base_and_keeps_the_episodes(monkeypatch,
-                                                                                                      tmp_path):
+                                                                                                      tmp_path, capsys):
     """Task phone_agent: whole episodes in process, the run's model against its base, each model's episodes stored
     in the run to read; the metrics are the agent's (success per split)."""
     from workbench.config.recipes import Evaluation
@@ -165,6 +165,9 @@ def test_an_episode_evaluation_plays_the_tasks_with_the_run_model_and_its_base_a
     episodes = read_episodes(stored[1])
     assert [e.observation for e in episodes] == ["ui_tree", "ui_tree"] and episodes[0].steps[0].ui_tree
     assert bench._rows_of(evaluation) == f"2 `{spec}` tasks, whole episodes (ui_tree)"
+    # the two models task by task: the spread a difference in success is read against
+    assert ("of 2 tasks, 0 finished by the tuned model alone, 0 by the base alone (sign test p = 1), 0 by both"
+            in capsys.readouterr().out)
 
 
 def test_a_start_named_in_the_same_command_is_trained_once_and_first(monkeypatch, tmp_path):

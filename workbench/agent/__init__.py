@@ -4,9 +4,9 @@ callable of the same shape), episode metrics, the episodes on disk, ``evaluate_a
 run`` and the recorder of training rows behind ``workbench agent record``."""
 from .episode import Episode, Step
 from .evaluate import AgentError, AgentReport, evaluate_agent
-from .metrics import summarize
+from .metrics import paired, summarize
 from .policy import InProcessPolicy, OraclePolicy, Policy, ServedPolicy
 from .runner import run_episodes, sim_devices
 
 __all__ = ["AgentError", "AgentReport", "Episode", "InProcessPolicy", "OraclePolicy", "Policy", "ServedPolicy", "Step", "evaluate_agent",
-           "run_episodes", "sim_devices", "summarize"]
+           "paired", "run_episodes", "sim_devices", "summarize"]

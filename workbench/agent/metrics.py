@@ -15,9 +15,13 @@
   max: how close the runtime's growing history comes to the context;
 - ``end_reasons``, and ``by_split`` / ``by_template`` / ``by_app``: success rate and count per task split (train,
   heldout: values never trained, combos: trained values newly paired), per template and per app.
+
+``paired`` compares two models task by task on the same tasks (which finished where the other did not), with the
+sign test's p-value: whether a difference in success is more than the tasks' own noise.
 """
 from __future__ import annotations
 
+import math
 from typing import Iterable, Optional
 
 from ..phone.actions import POINT_ACTIONS, parse_action
@@ -78,3 +82,21 @@ def summarize(episodes: Iterable[Episode]) -> dict:
         "by_template": _groups(episodes, lambda ep: [ep.template]),
         "by_app": _groups(episodes, lambda ep: ep.apps),
     }
+
+
+def paired(a: Iterable[Episode], b: Iterable[Episode]) -> dict:
+    """Two models' episodes of the same tasks, task by task: how many tasks both finished, only ``a``, only ``b``,
+    neither, and the exact two-sided sign test's p-value on the tasks only one finished (the chance of a split at
+    least this uneven if each such task were a fair coin): the evaluation's own spread, since greedy episodes
+    repeat exactly. ValueError when the two did not play the same tasks."""
+    won_a = {ep.task: bool(ep.success) for ep in a}
+    won_b = {ep.task: bool(ep.success) for ep in b}
+    if won_a.keys() != won_b.keys():
+        raise ValueError(f"the two sets of episodes are of different tasks: {sorted(won_a.keys() ^ won_b.keys())[:5]}")
+    only_a = sum(won_a[t] and not won_b[t] for t in won_a)
+    only_b = sum(won_b[t] and not won_a[t] for t in won_a)
+    both = sum(won_a[t] and won_b[t] for t in won_a)
+    n = only_a + only_b
+    tail = sum(math.comb(n, k) for k in range(min(only_a, only_b) + 1)) / 2 ** n if n else 1.0
+    return {"tasks": len(won_a), "both": both, "only_a": only_a, "only_b": only_b,
+            "neither": len(won_a) - both - only_a - only_b, "sign_test_p": min(1.0, 2 * tail)}

@@ -5,6 +5,7 @@ after ten steps of AutoGLM's runtime format.
     python -m workbench.bench.agent throughput  [--tasks heldout] [--max-tokens 32] [--concurrency 1 8]
     python -m workbench.bench.agent tokens      [--size 1080x2400] [--steps 10]
     python -m workbench.bench.agent grounding   --model DIR [--rows FILE.jsonl] [--limit 24] [--seed 0]
+    python -m workbench.bench.agent paired      A_DIR B_DIR                     # two models on the same tasks
 
 ``throughput`` starts ``workbench serve --model tiny-glm4v`` in its own process (``--max-context 8192``: the tiny
 model's own 1024 positions are fewer than the system prompt's bytes) and runs the tasks at each concurrency,
@@ -19,7 +20,10 @@ taps a named element (``--rows``, default the training rows as text; ``open_resu
 position: the first result), a model (a whole model directory, e.g. a run's merged/) answers each row as recorded
 and again with the target's bounds and tap point swapped with another element of the same size on that screen
 (``phone.uitree.moved_elements``: names and texts stay, positions trade). A model that reads the tree follows the
-name to its new point; one that learned positions taps the old one.
+name to its new point; one that learned positions taps the old one. ``paired`` reads two folders of episodes of
+the same tasks (``RUN/episodes/<evaluation>-<tuned|base>``, or two ``workbench agent run`` folders) and prints the
+tasks each model alone finished and the sign test's p-value (``agent.metrics.paired``): whether one finishes more
+than the tasks' own noise.
 """
 from __future__ import annotations
 
@@ -190,6 +194,19 @@ def grounding(args) -> dict:
             "wall_s": round(time.monotonic() - start, 1)}
 
 
+def compare(args) -> dict:
+    """Two folders of episodes of the same tasks, task by task (``agent.metrics.paired``; a is the first)."""
+    from ..agent.metrics import paired
+    from ..agent.store import read_episodes
+
+    try:
+        a, b = read_episodes(args.a), read_episodes(args.b)
+        return {"a": args.a, "b": args.b, "success_a": summarize(a)["success_rate"],
+                "success_b": summarize(b)["success_rate"], **paired(a, b)}
+    except ValueError as err:
+        raise SystemExit(f"paired: {err}") from None
+
+
 def _tree_tokens(tokenizer, task, steps: int) -> dict:
     """The ui_tree observation's cost in SmolLM2's BPE: the tree of every screen of every oracle episode (per screen:
     median, mean, max), and the whole request of ``task`` at step ``steps`` shown as trees (system prompt, earlier
@@ -231,8 +248,12 @@ def main() -> None:
     g.add_argument("--seed", type=int, default=0, help="which rows, and which same-size element each swaps with")
     g.add_argument("--max-tokens", type=int, default=128, help="reply length limit (default 128, as the recipe's "
                    "episodes)")
+    c = sub.add_parser("paired")
+    c.add_argument("a", help="a folder of episodes (RUN/episodes/<evaluation>-tuned, or `workbench agent run`'s)")
+    c.add_argument("b", help="a folder of episodes of the same tasks by another model")
     args = p.parse_args()
-    parts = {"oracle": oracle, "throughput": throughput, "tokens": tokens, "grounding": grounding}
+    parts = {"oracle": oracle, "throughput": throughput, "tokens": tokens, "grounding": grounding,
+             "paired": compare}
     print(json.dumps(parts[args.part](args), indent=1))
 
 

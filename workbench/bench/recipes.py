@@ -101,7 +101,7 @@ def evaluate_episodes(evaluation: Evaluation, run_dir: Path, progress: bool) -> 
     RUN_DIR/episodes/<evaluation>-<tuned|base>/ (replies, screens, trees, final checks) to read."""
     import datetime
 
-    from ..agent import InProcessPolicy, run_episodes, sim_devices
+    from ..agent import InProcessPolicy, paired, run_episodes, sim_devices
     from ..agent.metrics import summarize
     from ..agent.store import EpisodeWriter, folder_name
     from ..models import load_for_inference
@@ -111,7 +111,7 @@ def evaluate_episodes(evaluation: Evaluation, run_dir: Path, progress: bool) -> 
 
     tasks = select_tasks(evaluation.data)
     date = datetime.date.fromisoformat(evaluation.date) if evaluation.date else None
-    out = []
+    out, played = [], []
     for role, source in (("tuned", starting_model(run_dir)), ("base", base_model(run_dir))):
         loaded = load_for_inference(str(source), device=resolve_device("auto"))
         policy = InProcessPolicy(loaded.model, loaded.tokenizer, loaded.processor, name=role,
@@ -120,12 +120,16 @@ def evaluate_episodes(evaluation: Evaluation, run_dir: Path, progress: bool) -> 
         episodes = run_episodes(tasks, policy, sim_devices(EPISODE_SCREEN), evaluation.max_steps, date=date,
                                 on_episode=writer.write, observation=evaluation.observation)
         out.append(summarize(episodes))
+        played.append(episodes)
         writer.close({"model": str(source), "metrics": out[-1]})
         if progress:
             print(f"[recipes] {evaluation.label} {role}: success {out[-1]['success_rate']:.3f} of {len(tasks)}, "
                   f"reached the task's apps {out[-1]['reached_apps_rate']:.3f}, taps quoting a line of the tree "
                   f"{_rate_text(out[-1]['quoted_line_rate'])}", flush=True)
         del loaded, policy
+    m = paired(*played)  # greedy episodes repeat exactly: the tasks that tell the two apart are the spread
+    print(f"[recipes] {evaluation.label}: of {m['tasks']} tasks, {m['only_a']} finished by the tuned model alone, "
+          f"{m['only_b']} by the base alone (sign test p = {m['sign_test_p']:.3g}), {m['both']} by both", flush=True)
     return out[0], out[1]
 
 
