@@ -109,11 +109,11 @@ def check_07_phone_agent_episodes(nb, workdir: Path) -> None:
     # the text agent's section: each recorded folder summarised; the base's replies never parse, the fine-tuned ones do
     agent = {name: (int(n), float(success), float(parse), float(reached)) for name, n, success, parse, reached in
              re.findall(r"^phone_agent-(\w+--\w+) +(\d+) +([\d.]+) +([\d.]+) +[\d.]+ +([\d.]+)$", text, re.M)}
-    assert set(agent) == {"heldout--base", "heldout--tuned", "combos--base", "combos--tuned"}, text
+    assert set(agent) == {"heldout--base", "heldout--sft", "combos--base", "combos--sft"}, text
     assert agent["heldout--base"] == (31, 0.0, 1.0, 0.0) and agent["combos--base"] == (15, 0.0, 1.0, 0.0)
     # parses, and finishes half the unseen tasks (the goal of issue 33; 16 of 31 in the stored episodes)
-    assert agent["heldout--tuned"][2] < 0.5 and agent["heldout--tuned"][1] >= 0.5, text
-    assert agent["heldout--tuned"][3] > 0.25 and agent["combos--tuned"][0] == 15  # gets to the apps; every task judged
+    assert agent["heldout--sft"][2] < 0.5 and agent["heldout--sft"][1] >= 0.5, text
+    assert agent["heldout--sft"][3] > 0.25 and agent["combos--sft"][0] == 15  # gets to the apps; every task judged
 
 
 def check_08_grpo_phone_actions(nb, workdir: Path) -> None:
