@@ -1,6 +1,7 @@
 """The recipes' bench: each runnable recipe trained, evaluated and held to its figures (the quick ones here, the
 minutes-long ones under -m slow and in .ci/run); a figure outside its tolerance is exit 1; a GPU recipe on this
 machine is skipped saying what it needs; the README's results table is the one the bench renders."""
+import json
 import re
 
 import pytest
@@ -120,23 +121,40 @@ def test_every_expected_figure_names_a_metric_its_task_reports():
 def test_a_recipe_that_starts_from_another_is_trained_from_that_recipes_model(monkeypatch, tmp_path):
     """The bench trains the start first (or takes --start-run) and passes its model as model.source; the evaluation's
     base is then that model (SFT vs SFT + GRPO)."""
-    started, trained = [], []
+    from workbench.config.loading import config_to_dict
+    from workbench.runs.layout import CONFIG_FILE
+
+    started, trained, judged = [], [], []
+    recipe = load_recipe("grpo-phone-tasks-tiny-glm4v")
     start_run = tmp_path / "sft"
     (start_run / "model").mkdir(parents=True)
     (start_run / "model" / "config.json").write_text("{}")
+    start_config = config_to_dict(load_recipe(recipe.starts_from).run_config({}))
+    (start_run / CONFIG_FILE).write_text(json.dumps(start_config))
 
     def train_start(recipe, runs_dir, progress, out):
         started.append(recipe.starts_from)
         return start_run / "model"
 
+    def train_and_evaluate(recipe, cfg, judge, out, progress):
+        trained.append(cfg.model.source)
+        judged.append(judge)
+        out.rows.append(bench.Measured("t", "m", 1.0, 0.0, None, "not judged (--set)"))
+
     monkeypatch.setattr(bench, "_train_start", train_start)
-    monkeypatch.setattr(bench, "_train_and_evaluate", lambda recipe, cfg, *a: trained.append(cfg.model.source))
-    recipe = load_recipe("grpo-phone-tasks-tiny-glm4v")
+    monkeypatch.setattr(bench, "_train_and_evaluate", train_and_evaluate)
     bench.run_recipe(recipe, {}, tmp_path)
     assert started == ["screenshots-to-actions-tiny-glm4v"] and trained == [str(start_run / "model")]
     out = bench.run_recipe(recipe, {}, tmp_path, start_run=start_run)  # reused: nothing trained first
     assert started == ["screenshots-to-actions-tiny-glm4v"] and trained[-1] == str(start_run / "model")
-    assert "--start-run" in out.notes[0]
+    assert "--start-run" in out.notes[0] and judged == [True, True]
+    # a start trained otherwise than its recipe says (here fewer steps) is another experiment: figures not judged
+    start_config["schedule"]["max_steps"] += 1
+    (start_run / CONFIG_FILE).write_text(json.dumps(start_config))
+    out = bench.run_recipe(recipe, {}, tmp_path, start_run=start_run)
+    assert judged[-1] is False and out.rows[-1].verdict == "not judged (the start run is not its recipe's)"
+    assert any(n.startswith("not judged: the start run differs from recipe screenshots-to-actions-tiny-glm4v in "
+                            "schedule.max_steps") for n in out.notes), out.notes
     with pytest.raises(Exception, match="saved no whole model"):
         bench.run_recipe(recipe, {}, tmp_path, start_run=tmp_path)
 

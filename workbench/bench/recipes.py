@@ -230,10 +230,15 @@ def run_recipe(recipe: Recipe, overrides: dict, runs_dir: Path, progress: bool =
     if out.skipped:
         return out
     judged = all(k.startswith("output.") for k in overrides)
+    start_differs: list[str] = []
     if recipe.starts_from is not None:
         if start_run is not None:
             source = starting_model(start_run)
             out.notes.append(f"started from recipe {recipe.starts_from}'s run {start_run} (--start-run)")
+            # the figures were measured from the start recipe's own model: another start is another experiment
+            start_differs = config_differences(load_recipe(recipe.starts_from), start_run, {})
+            out.notes += [f"not judged: the start run differs from recipe {recipe.starts_from} in {d}"
+                          for d in start_differs]
         else:
             source = _train_start(recipe, runs_dir, progress, out)
         overrides = {**overrides, "model.source": str(source)}
@@ -241,7 +246,10 @@ def run_recipe(recipe: Recipe, overrides: dict, runs_dir: Path, progress: bool =
                              "output.run_name": f"{recipe.name}-{time.strftime('%Y%m%d-%H%M%S')}",
                              "output.progress_bar": overrides.get("output.progress_bar", progress)})
     with _threads_as_measured(recipe):
-        _train_and_evaluate(recipe, cfg, judged, out, progress)
+        _train_and_evaluate(recipe, cfg, judged and not start_differs, out, progress)
+    for row in out.rows:
+        if start_differs and row.verdict.startswith("not judged"):
+            row.verdict = "not judged (the start run is not its recipe's)"
     return out
 
 
