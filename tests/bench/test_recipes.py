@@ -166,8 +166,11 @@ def test_an_episode_evaluation_plays_the_tasks_with_the_run_model_and_its_base_a
     from workbench.config.recipes import Evaluation
     from workbench.runs import layout
 
-    played = []
-    monkeypatch.setattr(bench, "starting_model", lambda run_dir: "tiny-glm4")
+    from workbench import models
+
+    played = []  # the run's own weights (here a stand-in): loaded from the run, not from a model path
+    monkeypatch.setattr(models, "load_run_for_inference",
+                        lambda run_dir, device: played.append("tuned") or models.load_for_inference("tiny-glm4"))
     monkeypatch.setattr(layout, "base_model", lambda run_dir: played.append("base") or "tiny-glm4")
     from workbench.agent.store import read_episodes
     from workbench.phone.tasks import select_tasks
@@ -176,7 +179,7 @@ def test_an_episode_evaluation_plays_the_tasks_with_the_run_model_and_its_base_a
     evaluation = Evaluation(task="phone_agent", data=spec, observation="ui_tree", max_tokens=2, max_steps=2,
                             date="2026-12-01")
     tuned, base = bench.evaluate_run(evaluation, tmp_path, progress=False)
-    assert played == ["base"] and tuned["n"] == base["n"] == 2
+    assert sorted(played) == ["base", "tuned"] and tuned["n"] == base["n"] == 2
     assert tuned["success_rate"] == 0.0 and set(tuned["by_split"]) == {"heldout", "train"}  # a random model fails
     stored = sorted((tmp_path / "episodes").iterdir())
     assert [p.name.rsplit("-", 1)[1] for p in stored] == ["base", "tuned"]

@@ -101,3 +101,16 @@ def test_load_for_inference_puts_the_model_on_the_device_asked():
     assert {p.device.type for p in load_for_inference("tiny-glm4").model.parameters()} == {"cpu"}  # the default
     on_meta = load_for_inference("tiny-glm4", device=torch.device("meta")).model  # any device torch knows
     assert {p.device.type for p in on_meta.parameters()} == {"meta"} and not on_meta.training
+
+
+def test_load_run_for_inference_merges_a_lora_runs_adapter_into_its_own_base(seed7_run, tmp_path):
+    """A LoRA run saves no whole model: its adapter is merged into the base of the run's seed (no peft wrapper
+    left), with the loss the engine logged; a run with no weights yet is refused, naming what is missing."""
+    from workbench.models import load_run_for_inference
+
+    run_dir, logged = seed7_run
+    loaded = load_run_for_inference(run_dir)
+    assert type(loaded.model).__module__.startswith("transformers") and not loaded.model.training
+    assert _loss(loaded.model, loaded.tokenizer, run_dir) == pytest.approx(logged, rel=1e-4)
+    with pytest.raises(ValueError, match="no trained weights"):
+        load_run_for_inference(tmp_path)

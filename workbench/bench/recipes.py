@@ -104,7 +104,7 @@ def evaluate_episodes(evaluation: Evaluation, run_dir: Path, progress: bool) -> 
     from ..agent import InProcessPolicy, paired, run_episodes, sim_devices
     from ..agent.metrics import summarize
     from ..agent.store import EpisodeWriter, folder_name
-    from ..models import load_for_inference
+    from ..models import load_for_inference, load_run_for_inference
     from ..phone.tasks import select_tasks
     from ..precision import resolve_device
     from ..runs.layout import EPISODES_DIR, base_model
@@ -112,8 +112,10 @@ def evaluate_episodes(evaluation: Evaluation, run_dir: Path, progress: bool) -> 
     tasks = select_tasks(evaluation.data)
     date = datetime.date.fromisoformat(evaluation.date) if evaluation.date else None
     out, played = [], []
-    for role, source in (("tuned", starting_model(run_dir)), ("base", base_model(run_dir))):
-        loaded = load_for_inference(str(source), device=resolve_device("auto"))
+    for role, source in (("tuned", run_dir), ("base", base_model(run_dir))):
+        # the run's own weights (model/, or its adapter merged: a GRPO LoRA saves no merged/), then its base
+        loaded = (load_run_for_inference(run_dir, device=resolve_device("auto")) if role == "tuned" else
+                  load_for_inference(str(source), device=resolve_device("auto")))
         policy = InProcessPolicy(loaded.model, loaded.tokenizer, loaded.processor, name=role,
                                  max_tokens=evaluation.max_tokens)
         writer = EpisodeWriter(run_dir / EPISODES_DIR / folder_name(f"{evaluation.label}-{role}"))

@@ -9,6 +9,7 @@ seed. A model with no run (``load_for_inference``) is built as a run with the sc
 """
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Iterable, Optional
 
 import torch
@@ -64,6 +65,22 @@ def load_for_inference(source: str = packaged.NAME, dtype: str = "float32",
     as ``build_run_model`` builds a run's base with the schema's defaults, in eval mode, on ``device`` (a caller
     wanting the GPU when one is visible passes ``precision.resolve_device("auto")``)."""
     loaded = build_run_model(base_config(source), DTYPE_BY_NAME[dtype])
+    loaded.model.eval().to(device)
+    return loaded
+
+
+def load_run_for_inference(run_dir: "str | Path", device: "str | torch.device" = "cpu") -> LoadedModel:
+    """The model a run trained, for generation: its model/ (a full fine-tune), or its base with its adapter merged in
+    (a LoRA run; merged because unmerged adapters cost every forward), in eval mode on ``device``. ValueError when
+    the run has saved no trained weights."""
+    from ..runs.layout import run_config, trained_weights
+
+    weights = trained_weights(run_dir)
+    if weights is None:
+        raise ValueError(f"{run_dir} holds no trained weights (adapter/ or model/): the run is going, or ended first")
+    loaded = build_run_model(run_config(run_dir), torch.float32, weights)
+    if weights.kind == "adapter":
+        loaded.model = loaded.model.merge_and_unload()
     loaded.model.eval().to(device)
     return loaded
 
