@@ -109,11 +109,13 @@ def check_07_phone_agent_episodes(nb, workdir: Path) -> None:
     # the text agent's section: each recorded folder summarised; the base's replies never parse, the fine-tuned ones do
     agent = {name: (int(n), float(success), float(parse), float(reached)) for name, n, success, parse, reached in
              re.findall(r"^phone_agent-(\w+--\w+) +(\d+) +([\d.]+) +([\d.]+) +[\d.]+ +([\d.]+)$", text, re.M)}
-    assert set(agent) == {"heldout--base", "heldout--sft", "combos--base", "combos--sft"}, text
+    assert set(agent) == {f"{split}--{model}" for split in ("heldout", "combos")
+                          for model in ("base", "sft", "sft150", "grpo")}, text  # with the recorded GRPO run's
     assert agent["heldout--base"] == (31, 0.0, 1.0, 0.0) and agent["combos--base"] == (15, 0.0, 1.0, 0.0)
     # parses, and finishes half the unseen tasks (the goal of issue 33; 16 of 31 in the stored episodes)
     assert agent["heldout--sft"][2] < 0.5 and agent["heldout--sft"][1] >= 0.5, text
     assert agent["heldout--sft"][3] > 0.25 and agent["combos--sft"][0] == 15  # gets to the apps; every task judged
+    assert [agent[f"{s}--{m}"][0] for s in ("heldout", "combos") for m in ("sft150", "grpo")] == [31, 31, 15, 15]
 
 
 def check_08_grpo_phone_actions(nb, workdir: Path) -> None:
@@ -125,6 +127,13 @@ def check_08_grpo_phone_actions(nb, workdir: Path) -> None:
     # the compare view of the same-seed runs: labelled by precision, no other setting differing
     assert re.search(r"^compared: fp32, bf16 \| differences besides precision: none$", text, re.M), text
     assert len(re.findall(r"^held-out \w+: SFT \S+ -> SFT\+GRPO \S+$", text, re.M)) == 4, text
+    # section 5, the recorded GRPO run on whole episodes: its log read back step by step, both models' episodes of
+    # every held-out and combos task compared task by task
+    assert len(re.findall(r"^episode step \d+: finished \d+% of 16 sampled episodes, groups without signal", text,
+                          re.M)) == 7, text
+    compared = re.findall(r"^(heldout|combos): SFT [\d.]+ -> SFT\+GRPO [\d.]+ of (\d+) tasks; GRPO alone \d+, SFT alone "
+                          r"\d+, both \d+ \(sign test p = [\d.e-]+\)$", text, re.M)
+    assert compared == [("heldout", "31"), ("combos", "15")], text
 
 
 CHECKS = {f"{name[len('check_'):]}.ipynb": check for name, check in dict(globals()).items() if name.startswith("check_0")}
