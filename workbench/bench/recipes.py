@@ -95,8 +95,8 @@ EPISODE_SCREEN = (112, 252)  # the simulated phone's pixels in episode evaluatio
 
 def evaluate_episodes(evaluation: Evaluation, run_dir: Path, progress: bool) -> tuple[dict, dict]:
     """(fine-tuned metrics, base metrics) of an episode evaluation (task phone_agent): every task of
-    ``evaluation.data`` played to its end on the simulated phone by the run's own weights (model/, or its adapter merged) and
-    by its base, in this process (greedy, 8 conversations a batch, on the GPU when one is visible: the 31 held-out
+    ``evaluation.data`` played to its end on the simulated phone by the run's own weights (model/, or its adapter
+    merged) and by its base, in this process (greedy, 8 conversations a batch, on the GPU when one is visible: the 31 held-out
     tasks took 17 min a model on 2 CPU cores); each model's episodes are stored in
     RUN_DIR/episodes/<evaluation>-<tuned|base>/ (replies, screens, trees, final checks) to read."""
     import datetime
