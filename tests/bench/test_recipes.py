@@ -38,13 +38,13 @@ def test_the_recipe_reaches_its_figures(name, capsys):
 
 def test_judging_a_figure():
     figure = Figure(value=0.913, tolerance=0.05, base=0.0)
-    assert bench.judge(0.87, 0.0, figure, judged=True) == "ok"
-    assert bench.judge(0.963, 0.0, figure, judged=True) == "ok"  # on the edge
-    assert bench.judge(0.85, 0.0, figure, judged=True) == "OUTSIDE"
-    assert bench.judge(0.913, 0.2, figure, judged=True) == "OUTSIDE"  # the base model moved: the eval did
-    assert bench.judge(None, 0.0, figure, judged=True) == "OUTSIDE"
-    assert bench.judge(0.1, 0.0, figure, judged=False) == "not judged (--set)"
-    assert bench.judge(0.1, 0.0, None, judged=True) == "no expected figure"
+    assert bench.judge(0.87, 0.0, figure) == "ok"
+    assert bench.judge(0.963, 0.0, figure) == "ok"  # on the edge
+    assert bench.judge(0.85, 0.0, figure) == "OUTSIDE"
+    assert bench.judge(0.913, 0.2, figure) == "OUTSIDE"  # the base model moved: the eval did
+    assert bench.judge(None, 0.0, figure) == "OUTSIDE"
+    assert bench.judge(0.1, 0.0, figure, unjudged="--set") == "not judged (--set)"
+    assert bench.judge(0.1, 0.0, None) == "no expected figure"
 
 
 def test_a_figure_outside_its_tolerance_is_exit_1(monkeypatch, capsys):
@@ -136,10 +136,11 @@ def test_a_recipe_that_starts_from_another_is_trained_from_that_recipes_model(mo
         started.append(recipe.starts_from)
         return start_run / "model"
 
-    def train_and_evaluate(recipe, cfg, judge, out, progress):
+    def train_and_evaluate(recipe, cfg, unjudged, out, progress):
         trained.append(cfg.model.source)
-        judged.append(judge)
-        out.rows.append(bench.Measured("t", "m", 1.0, 0.0, None, "not judged (--set)"))
+        judged.append(unjudged is None)
+        figure = Figure(value=1.0, tolerance=0.1, base=0.0)
+        out.rows.append(bench.Measured("t", "m", 1.0, 0.0, figure, bench.judge(1.0, 0.0, figure, unjudged)))
 
     monkeypatch.setattr(bench, "_train_start", train_start)
     monkeypatch.setattr(bench, "_train_and_evaluate", train_and_evaluate)

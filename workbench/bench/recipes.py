@@ -76,11 +76,13 @@ def _inside(value: Optional[float], target: Optional[float], tolerance: float) -
     return target is None or (value is not None and abs(value - target) <= tolerance + EPS)
 
 
-def judge(value: Optional[float], base: Optional[float], expected: Optional[Figure], judged: bool) -> str:
+def judge(value: Optional[float], base: Optional[float], expected: Optional[Figure],
+          unjudged: Optional[str] = None) -> str:
+    """ok | OUTSIDE for a figure judged; ``unjudged``: why it is not (--set, a run that is not the recipe's)."""
     if expected is None:
         return "no expected figure"
-    if not judged:
-        return "not judged (--set)"
+    if unjudged:
+        return f"not judged ({unjudged})"
     ok = _inside(value, expected.value, expected.tolerance) and _inside(base, expected.base, expected.tolerance)
     return "ok" if ok else "OUTSIDE"
 
@@ -96,8 +98,8 @@ EPISODE_SCREEN = (112, 252)  # the simulated phone's pixels in episode evaluatio
 def evaluate_episodes(evaluation: Evaluation, run_dir: Path, progress: bool) -> tuple[dict, dict]:
     """(fine-tuned metrics, base metrics) of an episode evaluation (task phone_agent): every task of
     ``evaluation.data`` played to its end on the simulated phone by the run's own weights (model/, or its adapter
-    merged) and by its base, in this process (greedy, 8 conversations a batch, on the GPU when one is visible: the 31 held-out
-    tasks took 17 min a model on 2 CPU cores); each model's episodes are stored in
+    merged) and by its base, in this process (greedy, 8 conversations a batch, on the GPU when one is visible: the
+    31 held-out tasks took 17 min a model on 2 CPU cores); each model's episodes are stored in
     RUN_DIR/episodes/<evaluation>-<tuned|base>/ (replies, screens, trees, final checks) to read."""
     import datetime
 
@@ -112,10 +114,11 @@ def evaluate_episodes(evaluation: Evaluation, run_dir: Path, progress: bool) -> 
     tasks = select_tasks(evaluation.data)
     date = datetime.date.fromisoformat(evaluation.date) if evaluation.date else None
     out, played = [], []
-    for role, source in (("tuned", run_dir), ("base", base_model(run_dir))):
-        # the run's own weights (model/, or its adapter merged: a GRPO LoRA saves no merged/), then its base
-        loaded = (load_run_for_inference(run_dir, device=resolve_device("auto")) if role == "tuned" else
-                  load_for_inference(str(source), device=resolve_device("auto")))
+    device, base = resolve_device("auto"), base_model(run_dir)
+    # the run's own weights (model/, or its adapter merged: a GRPO LoRA saves no merged/), then its base
+    for role, source, load in (("tuned", run_dir, lambda: load_run_for_inference(run_dir, device=device)),
+                               ("base", base, lambda: load_for_inference(base, device=device))):
+        loaded = load()
         policy = InProcessPolicy(loaded.model, loaded.tokenizer, loaded.processor, name=role,
                                  max_tokens=evaluation.max_tokens)
         writer = EpisodeWriter(run_dir / EPISODES_DIR / folder_name(f"{evaluation.label}-{role}"))
@@ -231,8 +234,7 @@ def run_recipe(recipe: Recipe, overrides: dict, runs_dir: Path, progress: bool =
     out.skipped = recipe.requirements.unmet(*machine_memory())
     if out.skipped:
         return out
-    judged = all(k.startswith("output.") for k in overrides)
-    start_differs: list[str] = []
+    unjudged = None if all(k.startswith("output.") for k in overrides) else "--set"
     if recipe.starts_from is not None:
         if start_run is not None:
             source = starting_model(start_run)
@@ -241,6 +243,7 @@ def run_recipe(recipe: Recipe, overrides: dict, runs_dir: Path, progress: bool =
             start_differs = config_differences(load_recipe(recipe.starts_from), start_run, {})
             out.notes += [f"not judged: the start run differs from recipe {recipe.starts_from} in {d}"
                           for d in start_differs]
+            unjudged = "the start run is not its recipe's" if start_differs else unjudged
         else:
             source = _train_start(recipe, runs_dir, progress, out)
         overrides = {**overrides, "model.source": str(source)}
@@ -248,14 +251,11 @@ def run_recipe(recipe: Recipe, overrides: dict, runs_dir: Path, progress: bool =
                              "output.run_name": f"{recipe.name}-{time.strftime('%Y%m%d-%H%M%S')}",
                              "output.progress_bar": overrides.get("output.progress_bar", progress)})
     with _threads_as_measured(recipe):
-        _train_and_evaluate(recipe, cfg, judged and not start_differs, out, progress)
-    for row in out.rows:
-        if start_differs and row.verdict.startswith("not judged"):
-            row.verdict = "not judged (the start run is not its recipe's)"
+        _train_and_evaluate(recipe, cfg, unjudged, out, progress)
     return out
 
 
-def _train_and_evaluate(recipe: Recipe, cfg, judged: bool, out: Outcome, progress: bool) -> None:
+def _train_and_evaluate(recipe: Recipe, cfg, unjudged: Optional[str], out: Outcome, progress: bool) -> None:
     from ..training import train
 
     cpu0 = _cpu_s()
@@ -267,7 +267,7 @@ def _train_and_evaluate(recipe: Recipe, cfg, judged: bool, out: Outcome, progres
     _note_machine(recipe, result.run_dir, out)
     out.machine += f", {torch.get_num_threads()} thread(s)"
     t0 = time.monotonic()
-    out.rows += evaluate_recipe(recipe, result.run_dir, judged, progress)
+    out.rows += evaluate_recipe(recipe, result.run_dir, unjudged, progress)
     out.eval_s = time.monotonic() - t0
     out.cpu_s = _cpu_s() - cpu0
 
@@ -293,7 +293,8 @@ def judge_run(recipe: Recipe, run_dir: Path, overrides: dict, progress: bool = T
 
     out = Outcome(recipe, run_dir=run_dir)
     differences = config_differences(recipe, run_dir, overrides)
-    judged = not differences and all(k.startswith("output.") for k in overrides)
+    unjudged = ("the run is not the recipe's" if differences else
+                None if all(k.startswith("output.") for k in overrides) else "--set")
     out.notes += [f"judged the run {run_dir} (--run), trained earlier"] + \
                  [f"not judged: the run differs from the recipe in {d}" for d in differences]
     events = list(iter_events(run_dir / EVENTS_FILE))
@@ -302,15 +303,13 @@ def judge_run(recipe: Recipe, run_dir: Path, overrides: dict, progress: bool = T
     cpu0, t0 = _cpu_s(), time.monotonic()
     with _threads_as_measured(recipe):
         out.machine += f", {torch.get_num_threads()} thread(s) to evaluate"
-        out.rows += evaluate_recipe(recipe, run_dir, judged, progress)
-    for row in out.rows:
-        if differences and row.verdict.startswith("not judged"):
-            row.verdict = "not judged (the run is not the recipe's)"
+        out.rows += evaluate_recipe(recipe, run_dir, unjudged, progress)
     out.eval_s, out.cpu_s = time.monotonic() - t0, _cpu_s() - cpu0
     return out
 
 
-def evaluate_recipe(recipe: Recipe, run_dir: Path, judged: bool = True, progress: bool = False) -> list[Measured]:
+def evaluate_recipe(recipe: Recipe, run_dir: Path, unjudged: Optional[str] = None,
+                    progress: bool = False) -> list[Measured]:
     """Each evaluation of ``recipe`` on a run of it (trained here or elsewhere, e.g. by `workbench demo`), every
     figure judged against the expected one."""
     rows = []
@@ -324,7 +323,7 @@ def evaluate_recipe(recipe: Recipe, run_dir: Path, judged: bool = True, progress
                                   f"recipe {recipe.path}")
             expected = evaluation.figures.get(metric)
             rows.append(Measured(evaluation.label, metric, tuned[metric], base.get(metric), expected,
-                                 judge(tuned[metric], base.get(metric), expected, judged)))
+                                 judge(tuned[metric], base.get(metric), expected, unjudged)))
     return rows
 
 
