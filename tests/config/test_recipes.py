@@ -133,3 +133,24 @@ def test_a_figure_that_claims_a_move_must_not_pass_when_nothing_moved(tmp_path, 
         "identity_rate: {value: 0.6, tolerance: 0.1, base: 0.55, unchanged: true}, "
         "loop_rate: {value: 0.6, tolerance: 0.1, base: 0.4}}}]\n")
     assert load_recipe("said").evaluation[0].figures["identity_rate"].unchanged
+
+
+def test_a_variant_layers_its_config_over_its_recipe_and_is_checked(tmp_path, monkeypatch):
+    monkeypatch.setattr(recipes_module, "RECIPES_DIR", tmp_path)
+    (tmp_path / "full.yaml").write_text("purpose: p\nconfig: {schedule: {max_steps: 400, learning_rate: 1.0e-4}, "
+                                        "lora: {enabled: false}}\n")
+    (tmp_path / "short.yaml").write_text("purpose: p\nvariant_of: full\nconfig: {schedule: {max_steps: 80}}\n")
+    short = load_recipe("short")
+    # its own value wins, the rest of the section and the other sections come from the recipe it varies
+    assert short.settings() == {"schedule": {"max_steps": 80, "learning_rate": 1e-4}, "lora": {"enabled": False}}
+    cfg = short.run_config()
+    assert (cfg.schedule.max_steps, cfg.schedule.learning_rate, cfg.lora.enabled) == (80, 1e-4, False)
+    (tmp_path / "rl.yaml").write_text("purpose: p\nstarts_from: short\nconfig: {training: {method: grpo}, "
+                                      "lora: {dropout: 0}}\n")
+    assert load_recipe("rl").starts_from == "short"  # a variant's merged config saves a whole model to start from
+    for name, base, says in [("bad1", "nope", "unknown recipe 'nope'"), ("bad2", "bad2", "itself"),
+                             ("bad3", "short", "recipe short is a variant itself")]:
+        (tmp_path / f"{name}.yaml").write_text(f"purpose: p\nvariant_of: {base}\nconfig: {{}}\n")
+        with pytest.raises(ConfigError) as err:
+            load_recipe(name)
+        assert says in dict(err.value.problems)["variant_of"], (name, err.value.problems)

@@ -16,6 +16,9 @@ A recipe is one YAML file in this folder (shipped in the wheel; its name is the 
   ``config`` then sets no ``model.source``: ``train --recipe NAME`` needs ``--model.source`` (the start's trained
   model), and the bench trains the start first and passes its model. One level: the start starts from nothing, and
   it saves a whole model (a full fine-tune, or LoRA with ``checkpointing.merge_adapter``).
+- ``variant_of``: another recipe whose ``config`` this one's layers over, key by key (a shorter variant writes only
+  what it shortens, and follows its recipe's data and model when those change). One level; the variant has its own
+  ``evaluation`` and figures, measured on itself.
 
 ``python -m workbench.bench.recipes [NAME ...]`` trains each runnable recipe, evaluates it and checks its figures.
 Adding a recipe is adding one file here (its figures from that bench).
@@ -28,7 +31,8 @@ from typing import Any, ClassVar, Literal, Mapping, Optional
 from pydantic import Field, field_validator, model_validator
 
 from ..files import UnreadableFile
-from ..loading import ConfigError, apply_overrides, config_from_dict, config_to_dict, read_mapping_file
+from ..loading import (ConfigError, apply_overrides, config_from_dict, config_to_dict, merge_config,
+                       read_mapping_file)
 from ..names import EPISODE_TASK, EVAL_TASKS
 from ..samples import resolve_sample_path
 from ..schema import RunConfig, Section
@@ -156,6 +160,8 @@ class Recipe(Section):
     plan: PlanInputs = Field(default_factory=PlanInputs, description="Inputs of `workbench plan --recipe`.")
     starts_from: Optional[str] = Field(None, description="A recipe whose trained model this one starts from (its "
                                        "model.source); null: the config's model.source.")
+    variant_of: Optional[str] = Field(None, description="A recipe whose config this one's layers over (config is then "
+                                      "the merge; only what differs is written in the file); null: none.")
     # set by load_recipe, not by the file
     name: str = Field("", description="The file's stem.")
     path: str = Field("", description="The file.")
@@ -179,7 +185,7 @@ class Recipe(Section):
             return [("starts_from", "a recipe cannot start from itself")]
         if start not in recipe_names():
             return [("starts_from", f"unknown recipe {start!r}: use one of {', '.join(recipe_names())}")]
-        data = read_mapping_file(recipe_file(start), f"recipe {start}", "a recipe")
+        data = _with_variant_config(read_mapping_file(recipe_file(start), f"recipe {start}", "a recipe"))
         if data.get("starts_from"):
             return [("starts_from", f"recipe {start} starts from {data['starts_from']} itself: start from a recipe "
                      "that trains from a model source (one level)")]
@@ -262,6 +268,9 @@ def load_recipe(name: str) -> Recipe:
     for key in ("name", "path"):
         if key in data:
             raise ConfigError([(key, "set from the file's name, not written in it: remove it")], f"recipe {path}")
+    if problems := _variant_problems(name, data):
+        raise ConfigError(problems, f"recipe {path}")
+    data = _with_variant_config(data)
     try:
         return config_from_dict({**data, "name": name, "path": str(path)}, Recipe)
     except ConfigError as err:
@@ -269,6 +278,28 @@ def load_recipe(name: str) -> Recipe:
         if isinstance(data.get("config"), Mapping) and not any(p.startswith("config") for p, _ in problems):
             problems += _config_problems(data["config"])  # the rest of the file failed: still show these
         raise ConfigError(problems, f"recipe {path}") from None
+
+
+def _variant_problems(name: str, data: Mapping) -> list[tuple[str, str]]:
+    base = data.get("variant_of")
+    if base is None:
+        return []
+    if base == name:
+        return [("variant_of", "a recipe cannot be a variant of itself")]
+    if base not in recipe_names():
+        return [("variant_of", f"unknown recipe {base!r}: use one of {', '.join(recipe_names())}")]
+    if read_mapping_file(recipe_file(base), f"recipe {base}", "a recipe").get("variant_of"):
+        return [("variant_of", f"recipe {base} is a variant itself: name the recipe it varies (one level)")]
+    return []
+
+
+def _with_variant_config(data: Mapping) -> dict:
+    """``data`` with its ``config`` layered over that of the recipe it is a variant of (if any)."""
+    base, own = data.get("variant_of"), data.get("config") or {}
+    if base is None or not isinstance(own, Mapping):  # not a mapping: the schema says so, naming config
+        return dict(data)
+    base_config = read_mapping_file(recipe_file(base), f"recipe {base}", "a recipe").get("config") or {}
+    return {**data, "config": merge_config(base_config, own)}
 
 
 def all_recipes() -> list[Recipe]:
