@@ -58,6 +58,17 @@ def launch(cfg: RunConfig, run_dir: str | Path | None = None) -> RunHandle:
     return RunHandle(run_dir, proc)
 
 
+def train_to_end(cfg: RunConfig) -> tuple[Path, str]:
+    """Train ``cfg`` to its end as ``workbench train`` does; (run directory, status: finished | stopped | failed).
+    A distributed ``sharding.strategy`` goes through ``launch`` (torchrun starts its ranks): ``train`` in this
+    process would run it as a world of one, on a 2-rank config half the rows a step. Anything else trains here."""
+    if not cfg.sharding.distributed:
+        result = train(cfg)
+        return result.run_dir, "stopped" if result.stopped else "finished"
+    handle = launch(cfg)
+    return handle.run_dir, handle.wait()
+
+
 def _sigterm(signum, frame):
     raise KeyboardInterrupt("terminated by SIGTERM")
 

@@ -186,6 +186,10 @@ def test_an_episode_evaluation_plays_the_tasks_with_the_run_model_and_its_base_a
     assert [p.name.rsplit("-", 1)[1] for p in stored] == ["base", "tuned"]
     episodes = read_episodes(stored[1])
     assert [e.observation for e in episodes] == ["ui_tree", "ui_tree"] and episodes[0].steps[0].ui_tree
+    summary = json.loads((stored[1] / "summary.json").read_text())  # which weights played, how, and the metrics
+    assert summary["model"] == str(tmp_path) and summary["metrics"]["n"] == 2
+    assert summary["settings"] == {"tasks": spec, "n": 2, "observation": "ui_tree", "max_steps": 2, "max_tokens": 2,
+                                   "date": "2026-12-01"}
     assert bench._rows_of(evaluation) == f"2 `{spec}` tasks, whole episodes (ui_tree)"
     # the two models task by task: the spread a difference in success is read against
     assert ("of 2 tasks, 0 finished by the tuned model alone, 0 by the base alone (sign test p = 1), 0 by both"
@@ -255,3 +259,28 @@ def test_a_run_trained_earlier_is_judged_without_training_and_only_when_its_conf
     assert "not judged (the run is not the recipe's)" in out and "schedule.learning_rate: run 0.001" in out
     assert bench.main([recipe.name, "precision-lab", "--run", str(same)]) == 2
     assert "--run" in capsys.readouterr().err
+
+
+def test_a_recipe_of_two_ddp_ranks_is_trained_as_two_processes_as_workbench_train_does(monkeypatch, tmp_path):
+    """The bench once trained every recipe with train() in its own process, where a config of 2 DDP ranks runs as a
+    world of one: half the rows a step, not the recipe (phone-agent-smollm2-short: 2 of 31 held-out tasks so, 8 as
+    trained by `workbench train --recipe`). It trains as the CLI does: torchrun, both ranks logging."""
+    from tests.conftest import tiny_run_overrides
+    from workbench.config import recipes as recipes_module
+    from workbench.config.loading import apply_overrides
+
+    config = apply_overrides({}, {k: v for k, v in tiny_run_overrides(tmp_path).items() if not k.startswith("output.")})
+    config = apply_overrides(config, {"sharding.strategy": "ddp", "sharding.nproc_per_node": 2, "device": "cpu",
+                                      "schedule.max_steps": 2, "schedule.micro_batch_size": 1, "data.max_length": 64,
+                                      "diagnosis.enabled": False})
+    (tmp_path / "ddp.yaml").write_text(json.dumps({"purpose": "p", "config": config}))
+    monkeypatch.setattr(recipes_module, "RECIPES_DIR", tmp_path)
+    judged = []
+    monkeypatch.setattr(bench, "evaluate_recipe", lambda recipe, run_dir, *a: judged.append(run_dir) or [])
+    out = bench.run_recipe(load_recipe("ddp"), {}, tmp_path / "runs", progress=False)
+    from workbench.events import iter_events
+
+    events = list(iter_events(out.run_dir / "events.jsonl"))
+    assert judged == [out.run_dir] and any(e.type == "run_finished" for e in events)
+    assert {e.rank for e in events if e.type == "memory"} == {0, 1}  # both ranks trained
+    assert out.machine.endswith("2 processes of 1 torch thread") and out.cpu_s > out.train_s * 0.5  # their CPU counted

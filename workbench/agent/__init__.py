@@ -3,10 +3,10 @@ runtime format (``run_episodes``), the policies (a served model, the oracle; an 
 callable of the same shape), episode metrics, the episodes on disk, ``evaluate_agent`` behind ``workbench agent
 run`` and the recorder of training rows behind ``workbench agent record``."""
 from .episode import Episode, Step
-from .evaluate import AgentError, AgentReport, evaluate_agent
+from .evaluate import AgentError, AgentReport, evaluate_agent, play_to_folder
 from .metrics import paired, summarize
 from .policy import InProcessPolicy, OraclePolicy, Policy, ServedPolicy
 from .runner import run_episodes, sim_devices
 
-__all__ = ["AgentError", "AgentReport", "Episode", "InProcessPolicy", "OraclePolicy", "Policy", "ServedPolicy", "Step", "evaluate_agent",
-           "paired", "run_episodes", "sim_devices", "summarize"]
+__all__ = ["AgentError", "AgentReport", "Episode", "InProcessPolicy", "OraclePolicy", "Policy", "ServedPolicy", "Step",
+           "evaluate_agent", "paired", "play_to_folder", "run_episodes", "sim_devices", "summarize"]

@@ -97,9 +97,9 @@ def evaluate_agent(tasks: Sequence[PhoneTask], models: Optional[Iterable[str]] =
         for policy in policies:
             run_dir = served_run_dir(cards.get(policy.name, {}))
             folder = run_dir / EPISODES_DIR / stamp if run_dir is not None else out / folder_name(policy.name)
-            episodes = _play(policy, tasks, devices, folder, settings, screens, progress,
-                             dict(max_steps=max_steps, concurrency=concurrency, date=date, observation=observation,
-                                  repeat_limit=repeat_limit))
+            episodes = play_to_folder(policy, tasks, devices, folder, settings, screens=screens, progress=progress,
+                                      max_steps=max_steps, concurrency=concurrency, date=date, observation=observation,
+                                      repeat_limit=repeat_limit)
             report.metrics[policy.name] = {"default": summarize(episodes)}
             report.episodes[policy.name] = str(folder)
             report.records[policy.name] = [{"task": e.task, "success": e.success, "end_reason": e.end_reason,
@@ -166,9 +166,11 @@ def _served_models(client: ServerClient, models: Optional[Iterable[str]]) -> tup
     return cards, wanted
 
 
-def _play(policy, tasks: Sequence[PhoneTask], devices, folder: Path, settings: dict, screens: bool, progress: bool,
-          run_options: dict) -> list:
-    """One model's episodes, each written to ``folder`` as it ends (a progress bar counting the successes)."""
+def play_to_folder(policy, tasks: Sequence[PhoneTask], devices, folder: Path, settings: dict, *, screens: bool = True,
+                   progress: bool = True, model: Optional[str] = None, **run_options) -> list:
+    """One model's episodes (``run_episodes`` with ``run_options``), each written to ``folder`` as it ends, with a
+    progress bar counting the successes; the folder's summary names ``model`` (default: the policy's name) beside
+    ``settings`` and the metrics."""
     writer = EpisodeWriter(folder, screens=screens)
     bar = _progress(len(tasks), f"agent {policy.name}", progress)
     successes = []
@@ -183,7 +185,7 @@ def _play(policy, tasks: Sequence[PhoneTask], devices, folder: Path, settings: d
         episodes = run_episodes(tasks, policy, devices, on_episode=ended, **run_options)
     finally:
         bar.close()
-    writer.close({"model": policy.name, "settings": settings, "metrics": summarize(episodes)})
+    writer.close({"model": model or policy.name, "settings": settings, "metrics": summarize(episodes)})
     return episodes
 
 

@@ -103,9 +103,9 @@ def evaluate_episodes(evaluation: Evaluation, run_dir: Path, progress: bool) -> 
     RUN_DIR/episodes/<evaluation>-<tuned|base>/ (replies, screens, trees, final checks) to read."""
     import datetime
 
-    from ..agent import InProcessPolicy, paired, run_episodes, sim_devices
+    from ..agent import InProcessPolicy, paired, play_to_folder, sim_devices
     from ..agent.metrics import summarize
-    from ..agent.store import EpisodeWriter, folder_name
+    from ..agent.store import folder_name
     from ..models import load_for_inference, load_run_for_inference
     from ..phone.tasks import select_tasks
     from ..precision import resolve_device
@@ -115,18 +115,20 @@ def evaluate_episodes(evaluation: Evaluation, run_dir: Path, progress: bool) -> 
     date = datetime.date.fromisoformat(evaluation.date) if evaluation.date else None
     out, played = [], []
     device, base = resolve_device("auto"), base_model(run_dir)
+    settings = {"tasks": evaluation.data, "n": len(tasks), "observation": evaluation.observation,
+                "max_steps": evaluation.max_steps, "max_tokens": evaluation.max_tokens, "date": evaluation.date}
     # the run's own weights (model/, or its adapter merged: a GRPO LoRA saves no merged/), then its base
     for role, source, load in (("tuned", run_dir, lambda: load_run_for_inference(run_dir, device=device)),
                                ("base", base, lambda: load_for_inference(base, device=device))):
         loaded = load()
         policy = InProcessPolicy(loaded.model, loaded.tokenizer, loaded.processor, name=role,
                                  max_tokens=evaluation.max_tokens)
-        writer = EpisodeWriter(run_dir / EPISODES_DIR / folder_name(f"{evaluation.label}-{role}"))
-        episodes = run_episodes(tasks, policy, sim_devices(EPISODE_SCREEN), evaluation.max_steps, date=date,
-                                on_episode=writer.write, observation=evaluation.observation)
+        folder = run_dir / EPISODES_DIR / folder_name(f"{evaluation.label}-{role}")
+        episodes = play_to_folder(policy, tasks, sim_devices(EPISODE_SCREEN), folder, settings, progress=progress,
+                                  model=str(source), max_steps=evaluation.max_steps, date=date,
+                                  observation=evaluation.observation)
         out.append(summarize(episodes))
         played.append(episodes)
-        writer.close({"model": str(source), "metrics": out[-1]})
         if progress:
             print(f"[recipes] {evaluation.label} {role}: success {out[-1]['success_rate']:.3f} of {len(tasks)}, "
                   f"reached the task's apps {out[-1]['reached_apps_rate']:.3f}, taps quoting a line of the tree "
@@ -210,18 +212,30 @@ def _note_machine(recipe: Recipe, run_dir: Path, out: Outcome) -> None:
 
 def _train_start(recipe: Recipe, runs_dir: Path, progress: bool, out: Outcome) -> Path:
     """Train the recipe ``recipe`` starts from (its own config, its own thread count) and return its model."""
-    from ..training import train
-
     start = load_recipe(recipe.starts_from)
     cfg = start.run_config({"output.runs_dir": str(runs_dir), "output.progress_bar": progress,
                             "output.run_name": f"{start.name}-{time.strftime('%Y%m%d-%H%M%S')}"})
     print(f"[recipes] {recipe.name}: first its start, {start.name} ({cfg.schedule.max_steps} steps)", flush=True)
     t0 = time.monotonic()
     with _threads_as_measured(start):
-        result = train(cfg)
-    out.notes.append(f"started from recipe {start.name}, trained here in {time.monotonic() - t0:.0f} s: "
-                     f"{result.run_dir}")
-    return starting_model(result.run_dir)
+        run_dir = _train(cfg)
+    out.notes.append(f"started from recipe {start.name}, trained here in {time.monotonic() - t0:.0f} s: {run_dir}")
+    return starting_model(run_dir)
+
+
+def _train(cfg) -> Path:
+    """Train ``cfg`` as ``workbench train --recipe`` does (a recipe of 2 DDP ranks as 2 processes, not a world of
+    one in this process) and return its run directory; a failed run is an error naming its log."""
+    from ..runs.layout import WORKER_LOG
+    from ..training import train_to_end
+
+    if cfg.sharding.distributed:
+        print(f"[recipes] {cfg.sharding.nproc_per_node * cfg.sharding.nnodes} ranks under torchrun: follow them with "
+              f"`workbench events {cfg.output.runs_dir}/{cfg.output.run_name} --follow`", flush=True)
+    run_dir, status = train_to_end(cfg)
+    if status == "failed":
+        raise RuntimeError(f"the run {run_dir} failed: see {run_dir / WORKER_LOG} and its events.jsonl")
+    return run_dir
 
 
 def run_recipe(recipe: Recipe, overrides: dict, runs_dir: Path, progress: bool = True,
@@ -256,18 +270,17 @@ def run_recipe(recipe: Recipe, overrides: dict, runs_dir: Path, progress: bool =
 
 
 def _train_and_evaluate(recipe: Recipe, cfg, unjudged: Optional[str], out: Outcome, progress: bool) -> None:
-    from ..training import train
-
     cpu0 = _cpu_s()
-    print(f"[recipes] {recipe.name}: training {cfg.model.source}, {cfg.schedule.max_steps} steps, "
-          f"{torch.get_num_threads()} torch thread(s)", flush=True)
+    ranks = cfg.sharding.nproc_per_node * cfg.sharding.nnodes if cfg.sharding.distributed else 1
+    how = f"{ranks} processes of 1 torch thread" if ranks > 1 else f"{torch.get_num_threads()} torch thread(s)"
+    print(f"[recipes] {recipe.name}: training {cfg.model.source}, {cfg.schedule.max_steps} steps, {how}", flush=True)
     t0 = time.monotonic()
-    result = train(cfg)
-    out.train_s, out.run_dir = time.monotonic() - t0, result.run_dir
-    _note_machine(recipe, result.run_dir, out)
-    out.machine += f", {torch.get_num_threads()} thread(s)"
+    run_dir = _train(cfg)
+    out.train_s, out.run_dir = time.monotonic() - t0, run_dir
+    _note_machine(recipe, run_dir, out)
+    out.machine += f", {how}"
     t0 = time.monotonic()
-    out.rows += evaluate_recipe(recipe, result.run_dir, unjudged, progress)
+    out.rows += evaluate_recipe(recipe, run_dir, unjudged, progress)
     out.eval_s = time.monotonic() - t0
     out.cpu_s = _cpu_s() - cpu0
 
@@ -328,8 +341,9 @@ def evaluate_recipe(recipe: Recipe, run_dir: Path, unjudged: Optional[str] = Non
 
 
 def _cpu_s() -> float:
-    usage = resource.getrusage(resource.RUSAGE_SELF)
-    return usage.ru_utime + usage.ru_stime
+    """CPU seconds of this process and of the children it has waited for (a launched run's ranks, servers)."""
+    usages = [resource.getrusage(who) for who in (resource.RUSAGE_SELF, resource.RUSAGE_CHILDREN)]
+    return sum(u.ru_utime + u.ru_stime for u in usages)
 
 
 def _num(value: Optional[float]) -> str:
