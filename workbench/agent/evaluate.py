@@ -97,10 +97,10 @@ def evaluate_agent(tasks: Sequence[PhoneTask], models: Optional[Iterable[str]] =
         for policy in policies:
             run_dir = served_run_dir(cards.get(policy.name, {}))
             folder = run_dir / EPISODES_DIR / stamp if run_dir is not None else out / folder_name(policy.name)
-            episodes = play_to_folder(policy, tasks, devices, folder, settings, screens=screens, progress=progress,
-                                      max_steps=max_steps, concurrency=concurrency, date=date, observation=observation,
-                                      repeat_limit=repeat_limit)
-            report.metrics[policy.name] = {"default": summarize(episodes)}
+            episodes, metrics = play_to_folder(policy, tasks, devices, folder, settings, screens=screens,
+                                               progress=progress, max_steps=max_steps, concurrency=concurrency,
+                                               date=date, observation=observation, repeat_limit=repeat_limit)
+            report.metrics[policy.name] = {"default": metrics}
             report.episodes[policy.name] = str(folder)
             report.records[policy.name] = [{"task": e.task, "success": e.success, "end_reason": e.end_reason,
                                             "steps": len(e.steps), "message": e.message} for e in episodes]
@@ -167,10 +167,10 @@ def _served_models(client: ServerClient, models: Optional[Iterable[str]]) -> tup
 
 
 def play_to_folder(policy, tasks: Sequence[PhoneTask], devices, folder: Path, settings: dict, *, screens: bool = True,
-                   progress: bool = True, model: Optional[str] = None, **run_options) -> list:
-    """One model's episodes (``run_episodes`` with ``run_options``), each written to ``folder`` as it ends, with a
-    progress bar counting the successes; the folder's summary names ``model`` (default: the policy's name) beside
-    ``settings`` and the metrics."""
+                   progress: bool = True, model: Optional[str] = None, **run_options) -> tuple[list, dict]:
+    """(episodes, metrics) of one model (``run_episodes`` with ``run_options``), each episode written to ``folder``
+    as it ends, with a progress bar counting the successes; the folder's summary names ``model`` (default: the
+    policy's name) beside ``settings`` and the metrics."""
     writer = EpisodeWriter(folder, screens=screens)
     bar = _progress(len(tasks), f"agent {policy.name}", progress)
     successes = []
@@ -185,8 +185,9 @@ def play_to_folder(policy, tasks: Sequence[PhoneTask], devices, folder: Path, se
         episodes = run_episodes(tasks, policy, devices, on_episode=ended, **run_options)
     finally:
         bar.close()
-    writer.close({"model": model or policy.name, "settings": settings, "metrics": summarize(episodes)})
-    return episodes
+    metrics = summarize(episodes)
+    writer.close({"model": model or policy.name, "settings": settings, "metrics": metrics})
+    return episodes, metrics
 
 
 def _progress(total: int, desc: str, enabled: bool):

@@ -104,7 +104,6 @@ def evaluate_episodes(evaluation: Evaluation, run_dir: Path, progress: bool) -> 
     import datetime
 
     from ..agent import InProcessPolicy, paired, play_to_folder, sim_devices
-    from ..agent.metrics import summarize
     from ..agent.store import folder_name
     from ..models import load_for_inference, load_run_for_inference
     from ..phone.tasks import select_tasks
@@ -124,10 +123,10 @@ def evaluate_episodes(evaluation: Evaluation, run_dir: Path, progress: bool) -> 
         policy = InProcessPolicy(loaded.model, loaded.tokenizer, loaded.processor, name=role,
                                  max_tokens=evaluation.max_tokens)
         folder = run_dir / EPISODES_DIR / folder_name(f"{evaluation.label}-{role}")
-        episodes = play_to_folder(policy, tasks, sim_devices(EPISODE_SCREEN), folder, settings, progress=progress,
-                                  model=str(source), max_steps=evaluation.max_steps, date=date,
-                                  observation=evaluation.observation)
-        out.append(summarize(episodes))
+        episodes, metrics = play_to_folder(policy, tasks, sim_devices(EPISODE_SCREEN), folder, settings,
+                                           progress=progress, model=str(source), max_steps=evaluation.max_steps,
+                                           date=date, observation=evaluation.observation)
+        out.append(metrics)
         played.append(episodes)
         if progress:
             print(f"[recipes] {evaluation.label} {role}: success {out[-1]['success_rate']:.3f} of {len(tasks)}, "
@@ -230,7 +229,7 @@ def _train(cfg) -> Path:
     from ..training import train_to_end
 
     if cfg.sharding.distributed:
-        print(f"[recipes] {cfg.sharding.nproc_per_node * cfg.sharding.nnodes} ranks under torchrun: follow them with "
+        print(f"[recipes] {cfg.sharding.world_size} ranks under torchrun: follow them with "
               f"`workbench events {cfg.output.runs_dir}/{cfg.output.run_name} --follow`", flush=True)
     run_dir, status = train_to_end(cfg)
     if status == "failed":
@@ -271,7 +270,7 @@ def run_recipe(recipe: Recipe, overrides: dict, runs_dir: Path, progress: bool =
 
 def _train_and_evaluate(recipe: Recipe, cfg, unjudged: Optional[str], out: Outcome, progress: bool) -> None:
     cpu0 = _cpu_s()
-    ranks = cfg.sharding.nproc_per_node * cfg.sharding.nnodes if cfg.sharding.distributed else 1
+    ranks = cfg.sharding.world_size if cfg.sharding.distributed else 1
     how = f"{ranks} processes of 1 torch thread" if ranks > 1 else f"{torch.get_num_threads()} torch thread(s)"
     print(f"[recipes] {recipe.name}: training {cfg.model.source}, {cfg.schedule.max_steps} steps, {how}", flush=True)
     t0 = time.monotonic()
