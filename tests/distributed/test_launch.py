@@ -58,3 +58,17 @@ def test_two_nodes_on_one_host(tmp_path):
     assert {e.rank for e in events_of(node0.run_dir, "memory")} == {0, 1}
     assert len(events_of(node0.run_dir, "step")) == 3 and len(events_of(node0.run_dir, "run_finished")) == 1
     assert events_of(node0.run_dir, "run_started")[0].config["sharding"]["nnodes"] == 2
+
+
+def test_a_config_of_several_ranks_trained_in_this_process_says_it_runs_as_a_world_of_one(tmp_path, recwarn):
+    """train(cfg) outside torchrun runs a distributed strategy as a world of one (the same code path): with
+    nproc_per_node 2 that is half the rows a step, so it warns and names what starts the ranks; with 1 it is silent."""
+    from workbench.training import train
+
+    common = {"sharding.strategy": "ddp", "schedule.max_steps": 1, "schedule.grad_accum_steps": 1,
+              "schedule.warmup_steps": 0}
+    train(make_config(tmp_path, **common, **{"output.run_name": "one"}))
+    assert not [w for w in recwarn if "world of one" in str(w.message)]
+    for name in ("two", "again"):  # the second run in the same process too (the world of one is kept)
+        with pytest.warns(UserWarning, match=r"2 processes .* world of one, on 1/2 of the rows a step\. launch\(cfg\)"):
+            train(make_config(tmp_path, **common, **{"sharding.nproc_per_node": WORLD, "output.run_name": name}))
