@@ -197,6 +197,18 @@ def test_an_in_process_model_plugs_into_the_same_loop():
         assert ep.end_reason == "parse_failure" and len(ep.steps) == 1 and ep.success is False
 
 
+def test_an_in_process_policy_batches_by_its_models_device():
+    import torch
+
+    from workbench.agent import InProcessPolicy
+    from workbench.agent.policy import default_batch_size
+
+    assert default_batch_size("cpu") == 8 and default_batch_size(torch.device("cuda", 0)) == 48
+    model = torch.nn.Linear(2, 2)
+    assert InProcessPolicy(model, None).batch_size == 8  # on the CPU
+    assert InProcessPolicy(model, None, batch_size=3).batch_size == 3  # a caller's choice stands
+
+
 def test_ui_tree_episodes_show_the_tree_not_the_screenshot_and_keep_both_in_the_steps():
     tasks = select_tasks("send_message")[:1]
     seen = []
