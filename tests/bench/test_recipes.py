@@ -160,6 +160,24 @@ def test_a_recipe_that_starts_from_another_is_trained_from_that_recipes_model(mo
         bench.run_recipe(recipe, {}, tmp_path, start_run=tmp_path)
 
 
+def test_a_start_run_of_two_ddp_ranks_is_compared_with_its_recipe_on_a_machine_of_one_gpu(monkeypatch, tmp_path):
+    """--start-run compares the start's saved config with its recipe's: a comparison, not a run here, so the recipe's
+    2 ranks are no error on a machine of one GPU (the H200 run of 2026-12-04 stopped there)."""
+    from workbench.config import schema
+    from workbench.config.loading import config_to_dict
+    from workbench.runs.layout import CONFIG_FILE
+
+    start = load_recipe("phone-agent-smollm2")
+    assert start.config["sharding"]["nproc_per_node"] == 2
+    (tmp_path / CONFIG_FILE).write_text(json.dumps(config_to_dict(start.run_config({}))))
+    monkeypatch.setattr(schema, "_visible_gpus", lambda: 1)
+    with pytest.raises(Exception, match="2 processes but 1 GPU"):  # running it here is still refused
+        start.run_config({})
+    assert bench.config_differences(start, tmp_path, {}) == []
+    assert bench.config_differences(start, tmp_path, {"schedule.max_steps": 80}) == [
+        "schedule.max_steps: run 400, recipe 80"]
+
+
 def test_an_episode_evaluation_plays_the_tasks_with_the_run_model_and_its_base_and_keeps_the_episodes(monkeypatch,
                                                                                                       tmp_path, capsys):
     """Task phone_agent: whole episodes in process, the run's model against its base, each model's episodes stored

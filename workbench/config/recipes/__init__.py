@@ -210,13 +210,14 @@ class Recipe(Section):
     def figures(self) -> int:
         return sum(len(e.figures) for e in self.evaluation)
 
-    def run_config(self, overrides: Mapping[str, Any] | list[str] = ()) -> RunConfig:
+    def run_config(self, overrides: Mapping[str, Any] | list[str] = (), *, checks: bool = True) -> RunConfig:
         """The recipe's run configuration with dotted ``overrides`` on top, validated with every check (a recipe
-        that ``starts_from`` another needs ``model.source`` among them)."""
+        that ``starts_from`` another needs ``model.source`` among them). ``checks=False``: the schema only, for a
+        configuration compared rather than run here (a 2-rank recipe on a machine of one GPU)."""
         data = apply_overrides(self.config, overrides)
         if problems := self.start_problems(data):
             raise ConfigError(problems)
-        return config_from_dict(data)
+        return config_from_dict(data, checks=checks)
 
     def settings(self) -> dict:
         """The partial configuration with its numbers and switches as the schema reads them (YAML's ``1e-3`` is
