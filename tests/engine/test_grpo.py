@@ -82,6 +82,41 @@ def test_grpo_resumes_exactly_with_the_same_rollouts(make_cfg):
     assert a == b
 
 
+@pytest.fixture
+def odd_rows_only():
+    # a spread for prompts of odd line numbers only: the even ones' groups are all equal (no learning signal)
+    register_reward("odd_length", lambda example, completion, verdict:
+                    len(completion) / 10.0 if example.index % 2 else 0.0)
+    yield {"odd_length": 1.0}
+    unregister_reward("odd_length")
+
+
+def test_with_max_draws_a_step_trains_only_groups_with_a_spread_and_draws_again_for_them(make_cfg, odd_rows_only):
+    """rl.max_draws > 1 (dynamic sampling): all-equal groups are dropped from the loss and its divisor, further
+    prompts are drawn until the micro-batch holds micro_batch_size groups with a spread, and the stream stays exact
+    on resume. With max_draws 1 every group drawn is trained, the equal ones' tokens in the divisor."""
+    common = {"rl.rewards": odd_rows_only, "schedule.max_steps": 4, "checkpointing.every_steps": 2,
+              "checkpointing.keep_last": 5}
+    plain = train(grpo(make_cfg, **common, **{"output.run_name": "plain"}))
+    rollouts, steps = events_of(plain.run_dir, "rollout"), events_of(plain.run_dir, "step")
+    assert all(e.draws is None and e.trained_groups is None for e in rollouts)
+    assert any(0 < e.all_equal_groups for e in rollouts)  # even rows were drawn and trained
+    dynamic = train(grpo(make_cfg, **common, **{"output.run_name": "dynamic", "rl.max_draws": 6}))
+    rollouts, steps = events_of(dynamic.run_dir, "rollout"), events_of(dynamic.run_dir, "step")
+    mismatch = events_of(dynamic.run_dir, "policy_mismatch")
+    assert any(e.draws > 1 for e in rollouts)  # drew again for the groups an all-equal draw lacked
+    for ro, st, mm in zip(rollouts, steps, mismatch):
+        assert ro.groups == 2 * ro.draws and ro.trained_groups >= 2  # micro_batch_size groups with a spread, or more
+        assert ro.trained_groups == round(ro.groups * (1 - ro.all_equal_groups))  # every group with a spread drawn
+        assert st.tokens == mm.tokens  # the divisor counts the trained completions only ...
+        if ro.all_equal_groups > 0:  # ... fewer than all drawn when a group was dropped
+            assert st.tokens < ro.completion_tokens_mean * ro.groups * ro.group_size
+    step2 = next(p for p in (dynamic.run_dir / "checkpoints").iterdir() if p.name.endswith("0000002"))
+    resumed = train(grpo(make_cfg, **common, **{"output.run_name": "resumed", "rl.max_draws": 6,
+                                                "checkpointing.resume_from": str(step2)}))
+    assert resumed.losses == dynamic.losses[2:]  # the extra draws advanced the saved stream position
+
+
 def test_a_reward_that_raises_stops_the_run_naming_the_reward_and_the_row(make_cfg):
     def broken(example, completion, verdict):
         raise ZeroDivisionError("boom")

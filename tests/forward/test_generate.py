@@ -135,6 +135,13 @@ def test_sampled_groups_keep_the_samplers_logprobs_which_the_trainer_forward_rep
     # a different temperature gives different log-probabilities: the temperature is applied, and alike
     other = token_logprobs(model, r.batch(), temperature=1.0, last=r.completion_width)
     assert (other[mask] - r.sampler_logprobs[mask]).abs().max() > 1e-2
+    # some rows kept (GRPO's groups with a spread, rl.max_draws): each keeps its tokens, masks and log-probabilities
+    kept = r.rows([4, 5, 0])
+    assert kept.texts == [r.texts[i] for i in (4, 5, 0)] and kept.stopped == [r.stopped[i] for i in (4, 5, 0)]
+    torch.testing.assert_close(kept.sampler_logprobs, r.sampler_logprobs[[4, 5, 0]], rtol=0, atol=0)
+    sub = token_logprobs(model, kept.batch(), temperature=0.7, last=kept.completion_width)
+    torch.testing.assert_close(sub[kept.completion_mask.bool()], kept.sampler_logprobs[kept.completion_mask.bool()],
+                               rtol=0, atol=1e-4)
 
 
 def test_sampled_screenshot_groups_carry_their_pixels_to_the_trainer_forward_which_reproduces_them(tiny_glm4v):
@@ -161,6 +168,13 @@ def test_sampled_screenshot_groups_carry_their_pixels_to_the_trainer_forward_whi
     blank = {**batch, "pixel_values": torch.zeros_like(batch["pixel_values"])}
     changed = token_logprobs(model, blank, last=r.completion_width, suppress=r.suppressed)
     assert (changed[mask] - r.sampler_logprobs[mask]).abs().max() > 1e-3
+    # the second group kept alone carries its own screenshot's pixels (each row's patches), not the first's
+    kept = r.rows([3, 4, 5])
+    assert torch.equal(kept.vision["image_grid_thw"], r.vision["image_grid_thw"][3:])
+    assert kept.vision["pixel_values"].shape[0] == int(r.vision["image_grid_thw"][3:].prod(dim=1).sum())
+    kmask = kept.completion_mask.bool()
+    sub = token_logprobs(model, kept.batch(), temperature=1.0, last=kept.completion_width, suppress=r.suppressed)
+    torch.testing.assert_close(sub[kmask], kept.sampler_logprobs[kmask], rtol=0, atol=1e-4)
 
 
 def test_greedy_tokens_follow_the_argmax_until_a_stop_token_and_pass_the_state_back():

@@ -6,7 +6,8 @@ import pytest
 import torch
 
 from workbench.precision import window_loss_divisor
-from workbench.precision.policy_loss import all_equal_groups, group_advantages, grpo_loss_sum, mismatch_stats
+from workbench.precision.policy_loss import (all_equal_groups, group_advantages, groups_with_spread, grpo_loss_sum,
+                                            mismatch_stats)
 
 
 def test_advantages_are_normalised_within_each_group_and_zero_for_an_all_equal_group():
@@ -14,7 +15,8 @@ def test_advantages_are_normalised_within_each_group_and_zero_for_an_all_equal_g
     adv = group_advantages(rewards, 4)
     # group 1: mean 0.5, std 0.5 -> +-1; group 2: all equal -> 0 (no signal, no nan)
     torch.testing.assert_close(adv, torch.tensor([1.0, -1.0, -1.0, 1.0, 0, 0, 0, 0]), atol=1e-3, rtol=0)
-    assert all_equal_groups(rewards, 4) == 0.5
+    assert all_equal_groups(rewards, 4) == 0.5 and groups_with_spread(rewards, 4) == [0]
+    assert groups_with_spread(torch.tensor([2.0, 2.0, 0.0, 1.0, 1.0, 1.0]), 2) == [1]
     with pytest.raises(ValueError, match="groups of 3"):
         group_advantages(rewards, 3)
 

@@ -22,7 +22,8 @@ from ..events.schema import PolicyMismatch, Rollout
 from ..forward import token_logprobs
 from ..forward.generate import Rollouts, model_stop_token_ids, sample_completions
 from ..precision import window_loss_divisor
-from ..precision.policy_loss import Mismatch, all_equal_groups, group_advantages, grpo_loss_sum, mismatch_stats
+from ..precision.policy_loss import (Mismatch, all_equal_groups, group_advantages, groups_with_spread, grpo_loss_sum,
+                                     mismatch_stats)
 
 
 @dataclass
@@ -66,6 +67,15 @@ class _Window:
     total: torch.Tensor
     advantages: torch.Tensor
 
+    def groups(self, keep: list[int], group_size: int) -> "_Window":
+        """This window restricted to the groups ``keep`` (their advantages are within-group: unchanged)."""
+        rows = [g * group_size + j for g in keep for j in range(group_size)]
+        parsed = None if self.scored.parsed is None else [self.scored.parsed[i] for i in rows]
+        scored = ScoredCompletions({n: [v[i] for i in rows] for n, v in self.scored.rewards.items()}, parsed)
+        idx = torch.tensor(rows, dtype=torch.long)
+        return _Window(self.rollouts.rows(rows), [self.prompts[i] for i in rows], scored, self.total[idx],
+                       self.advantages[idx])
+
 
 def _mean_std(values: list[float]) -> tuple[float, float]:
     t = torch.tensor(values, dtype=torch.float64)
@@ -79,6 +89,7 @@ class GrpoStep:
         self.engine, self.scorer = engine, scorer
         self.cfg = engine.cfg
         self.last_events: list = []
+        self.extra_draws = 0  # the last step's micro-batches drawn beyond grad_accum_steps (rl.max_draws > 1)
         attach = getattr(scorer, "attach", None)
         if attach is not None:
             attach(TrainedPolicy(engine.strategy.module, engine.tokenizer, engine.processor, engine.policy.autocast))
@@ -124,10 +135,10 @@ class GrpoStep:
         t0 = time.perf_counter()
         if self.vllm is not None:  # the adapter as this step starts reaches vLLM under a new name
             self.vllm.push_adapter(e.strategy.module, e.state.step + 1)
-        windows = []
+        drawn, windows = [], []  # every window sampled (the rollout event's rewards), the ones trained on
         for _ in range(self.cfg.schedule.grad_accum_steps):
-            idx = next(stream)[rank * mbs:(rank + 1) * mbs]  # this rank's slice of the global micro-batch of prompts
-            windows.append(self._rollout([self.scorer.prompts[i] for i in idx]))
+            windows += self._micro_batch(stream, drawn)
+        self.extra_draws = len(drawn) - self.cfg.schedule.grad_accum_steps  # the engine advances the stream by them
         rollout_s = time.perf_counter() - t0
         local_tokens = sum(int(w.rollouts.completion_mask.sum()) for w in windows)
         processed = sum(int(w.rollouts.attention_mask.sum()) for w in windows)
@@ -153,8 +164,30 @@ class GrpoStep:
         outcome = e.strategy.step(self.cfg.precision.max_grad_norm)
         e.scheduler_step()
         loss_sum, processed = e.ctx.sum([loss_sum, processed])
-        self.last_events = [self._rollout_event(windows, rollout_s), self._mismatch_event(mismatches)]
+        self.last_events = [self._rollout_event(drawn, windows, rollout_s), self._mismatch_event(mismatches)]
         return loss_sum / window_tokens, window_tokens, int(processed), outcome, state
+
+    def _micro_batch(self, stream, drawn: list) -> list[_Window]:
+        """One micro-batch's windows to train on. rl.max_draws 1: the prompts drawn, every group. Above 1: the
+        groups with a spread of each draw, drawing again while all ranks together hold fewer than
+        micro_batch_size groups each and draws are left (every rank draws as often, so the stream stays one);
+        when no draw had a spread, the last as drawn (advantages 0: a backward on every rank all the same)."""
+        e, rl = self.engine, self.cfg.rl
+        mbs, rank = self.cfg.schedule.micro_batch_size, e.ctx.rank
+        kept = []
+        for draw in range(rl.max_draws):
+            idx = next(stream)[rank * mbs:(rank + 1) * mbs]  # this rank's slice of the global micro-batch of prompts
+            window = self._rollout([self.scorer.prompts[i] for i in idx])
+            drawn.append(window)
+            if rl.max_draws == 1:
+                return [window]
+            spread = groups_with_spread(window.total, rl.group_size)
+            if spread:
+                kept.append(window.groups(spread, rl.group_size))
+            held = int(e.ctx.sum([sum(len(w.total) // rl.group_size for w in kept)])[0])
+            if held >= mbs * e.ctx.world_size:
+                break
+        return kept or [drawn[-1]]
 
     @torch.no_grad()
     def _reference_logprobs(self, r: Rollouts) -> torch.Tensor:
@@ -165,7 +198,9 @@ class GrpoStep:
                                   last=r.completion_width, suppress=r.suppressed)
 
     # ---- the step's events (rank 0 writes them; the mismatch is summed over ranks) ---------------------------
-    def _rollout_event(self, windows: list[_Window], rollout_s: float) -> Rollout:
+    def _rollout_event(self, windows: list[_Window], trained: list[_Window], rollout_s: float) -> Rollout:
+        """The step's rollouts: the rewards of every window drawn (``windows``), and with rl.max_draws > 1 how many
+        were drawn and how many groups with a spread were trained on (of ``trained``)."""
         rl = self.cfg.rl
         total = torch.cat([w.total for w in windows])
         rewards = {}
@@ -192,7 +227,10 @@ class GrpoStep:
                        reward_mean=mean, reward_std=std, all_equal_groups=all_equal_groups(total, rl.group_size),
                        completion_tokens_mean=sum(lengths) / len(lengths), completion_tokens_max=max(lengths),
                        truncated=sum(truncated) / len(truncated),
-                       parse_rate=sum(parsed) / len(parsed) if parsed else None, samples=samples, rollout_s=rollout_s)
+                       parse_rate=sum(parsed) / len(parsed) if parsed else None, samples=samples, rollout_s=rollout_s,
+                       **({} if rl.max_draws == 1 else
+                          {"draws": len(windows),
+                           "trained_groups": sum(len(groups_with_spread(w.total, rl.group_size)) for w in trained)}))
 
     def _mismatch_event(self, ms: list[Mismatch]) -> PolicyMismatch:
         e = self.engine

@@ -254,7 +254,8 @@ class _Engine:
         loss, target_tokens, processed, outcome, state = step_fn(stream, measure)
         dt = time.perf_counter() - t0
         self.state.step += 1
-        self.state.micro_batches += s.grad_accum_steps
+        # the stream's position: a GRPO step that drew again (rl.max_draws) took more micro-batches of prompts
+        self.state.micro_batches += s.grad_accum_steps + (self.grpo.extra_draws if self.grpo is not None else 0)
         self.state.tokens += target_tokens
         self.state.last_loss = loss
         self._consistent = True

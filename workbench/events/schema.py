@@ -232,6 +232,10 @@ class Rollout(Event):
     # older logs and for text prompts): the prompt's latest screenshot as a small PNG data: URL (<= 64 px wide)
     samples: list = field(default_factory=list)
     rollout_s: float = 0.0  # seconds spent sampling and scoring
+    # rl.max_draws > 1: the micro-batches of prompts drawn this step (all counted above) and the groups with a spread
+    # trained on; absent with rl.max_draws 1 and in older logs, where every drawn group was trained
+    draws: Optional[int] = None
+    trained_groups: Optional[int] = None
 
 
 @dataclass(frozen=True)

@@ -191,6 +191,20 @@ class Rollouts:
     def lengths(self) -> list[int]:
         return [int(n) for n in self.completion_mask.sum(dim=1)]
 
+    def rows(self, keep: list[int]) -> "Rollouts":
+        """These rollouts restricted to the rows ``keep`` (in that order); the widths stay as sampled."""
+        idx = torch.tensor(keep, dtype=torch.long)
+        vision = None
+        if self.vision is not None:  # pixel_values holds each row's patches one row after the other
+            counts = [int(n) for n in self.vision["image_grid_thw"].prod(dim=1)]
+            patches = torch.split(self.vision["pixel_values"], counts)
+            vision = {"pixel_values": torch.cat([patches[i] for i in keep]),
+                      "image_grid_thw": self.vision["image_grid_thw"][idx.to(self.vision["image_grid_thw"].device)]}
+        on = lambda t: t[idx.to(t.device)]  # noqa: E731
+        return Rollouts(on(self.input_ids), on(self.attention_mask), on(self.position_ids), on(self.completion_mask),
+                        on(self.sampler_logprobs), [self.texts[i] for i in keep], self.prompt_width,
+                        [self.stopped[i] for i in keep], vision, self.image_token_id, self.suppressed)
+
     def batch(self) -> dict[str, torch.Tensor]:
         out = {"input_ids": self.input_ids, "attention_mask": self.attention_mask}
         if self.vision is None:

@@ -30,8 +30,15 @@ def group_advantages(rewards: torch.Tensor, group_size: int, eps: float = 1e-4) 
 
 def all_equal_groups(rewards: torch.Tensor, group_size: int) -> float:
     """The share of groups whose rewards are all equal (they carry no learning signal)."""
+    groups = rewards.numel() // group_size
+    return 1.0 - len(groups_with_spread(rewards, group_size)) / groups
+
+
+def groups_with_spread(rewards: torch.Tensor, group_size: int) -> list[int]:
+    """The indices of the groups whose rewards are not all equal: the only ones with nonzero advantages, so the
+    only ones a GRPO gradient comes from (an all-equal group adds completion tokens to the divisor, nothing else)."""
     grouped = rewards.view(-1, group_size)
-    return float((grouped.max(dim=1).values == grouped.min(dim=1).values).double().mean())
+    return [int(g) for g in torch.nonzero(grouped.max(dim=1).values != grouped.min(dim=1).values).flatten()]
 
 
 def grpo_loss_sum(logp: torch.Tensor, logp_sampler: torch.Tensor, advantages: torch.Tensor, mask: torch.Tensor,
