@@ -313,8 +313,9 @@ class RlSection(Section):
     max_draws: int = Field(1, ge=1, le=16, description="Prompt draws per micro-batch: 1 trains every group drawn "
                            "(plain GRPO); N > 1 drops the groups whose rewards are all equal (advantage 0: no "
                            "gradient, only tokens in the divisor) and draws again, up to N times, until the "
-                           "micro-batch holds micro_batch_size groups with a spread (or more: none drawn is wasted) on every rank together "
-                           "(DAPO's dynamic sampling): for a start model that already solves most prompts.")
+                           "micro-batch holds micro_batch_size groups with a spread (or more: none drawn is "
+                           "wasted) on every rank together (DAPO's dynamic sampling): for a start model that "
+                           "already solves most prompts. Each draw costs a rollout.")
     clip_range: float = Field(0.2, gt=0, lt=1, description="PPO clip of the importance ratio: 1 +- clip_range.")
     kl_coef: float = Field(0.0, ge=0, description="Weight of the KL penalty to the reference model (the base with "
                            "the LoRA adapter disabled); 0 = none (no reference forward).")

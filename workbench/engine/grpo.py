@@ -175,7 +175,7 @@ class GrpoStep:
         e, rl = self.engine, self.cfg.rl
         mbs, rank = self.cfg.schedule.micro_batch_size, e.ctx.rank
         kept = []
-        for draw in range(rl.max_draws):
+        for _ in range(rl.max_draws):
             idx = next(stream)[rank * mbs:(rank + 1) * mbs]  # this rank's slice of the global micro-batch of prompts
             window = self._rollout([self.scorer.prompts[i] for i in idx])
             drawn.append(window)
