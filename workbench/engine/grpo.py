@@ -89,7 +89,6 @@ class GrpoStep:
         self.engine, self.scorer = engine, scorer
         self.cfg = engine.cfg
         self.last_events: list = []
-        self.extra_draws = 0  # the last step's micro-batches drawn beyond grad_accum_steps (rl.max_draws > 1)
         attach = getattr(scorer, "attach", None)
         if attach is not None:
             attach(TrainedPolicy(engine.strategy.module, engine.tokenizer, engine.processor, engine.policy.autocast))
@@ -138,7 +137,6 @@ class GrpoStep:
         drawn, windows = [], []  # every window sampled (the rollout event's rewards), the ones trained on
         for _ in range(self.cfg.schedule.grad_accum_steps):
             windows += self._micro_batch(stream, drawn)
-        self.extra_draws = len(drawn) - self.cfg.schedule.grad_accum_steps  # the engine advances the stream by them
         rollout_s = time.perf_counter() - t0
         local_tokens = sum(int(w.rollouts.completion_mask.sum()) for w in windows)
         processed = sum(int(w.rollouts.attention_mask.sum()) for w in windows)

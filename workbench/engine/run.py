@@ -59,6 +59,22 @@ class RunResult:
     skipped_steps: int = 0
 
 
+class _Counted:
+    """A step's view of the data stream, counting the micro-batches it takes: grad_accum_steps for SFT, more for a
+    GRPO step that drew again (rl.max_draws); the engine's saved stream position follows what was taken."""
+
+    def __init__(self, stream):
+        self.stream, self.count = stream, 0
+
+    def __iter__(self):
+        return self
+
+    def __next__(self):
+        item = next(self.stream)
+        self.count += 1
+        return item
+
+
 class _Engine:
     def __init__(self, cfg: RunConfig, run_dir: Path, writer: EventWriter, ctx, observers=(), scorer=None):
         self.cfg, self.run_dir, self.writer, self.ctx = cfg, run_dir, writer, ctx
@@ -251,11 +267,11 @@ class _Engine:
         lr = self.optimizer.param_groups[0]["lr"]
         measure = (self.state.step + 1) % out.memory_every == 0
         step_fn = self.grpo.train_step if self.grpo is not None else self.train_step
-        loss, target_tokens, processed, outcome, state = step_fn(stream, measure)
+        taken = _Counted(stream)
+        loss, target_tokens, processed, outcome, state = step_fn(taken, measure)
         dt = time.perf_counter() - t0
         self.state.step += 1
-        # the stream's position: a GRPO step that drew again (rl.max_draws) took more micro-batches of prompts
-        self.state.micro_batches += s.grad_accum_steps + (self.grpo.extra_draws if self.grpo is not None else 0)
+        self.state.micro_batches += taken.count  # the stream's position, for an exact resume
         self.state.tokens += target_tokens
         self.state.last_loss = loss
         self._consistent = True
