@@ -185,7 +185,7 @@ class Recipe(Section):
             return [("starts_from", "a recipe cannot start from itself")]
         if start not in recipe_names():
             return [("starts_from", f"unknown recipe {start!r}: use one of {', '.join(recipe_names())}")]
-        data = _with_variant_config(read_mapping_file(recipe_file(start), f"recipe {start}", "a recipe"))
+        data = _with_variant_config(_file_data(start))
         if data.get("starts_from"):
             return [("starts_from", f"recipe {start} starts from {data['starts_from']} itself: start from a recipe "
                      "that trains from a model source (one level)")]
@@ -281,6 +281,11 @@ def load_recipe(name: str) -> Recipe:
         raise ConfigError(problems, f"recipe {path}") from None
 
 
+def _file_data(name: str) -> dict:
+    """Recipe ``name``'s file as written (no variant layered in): what another recipe's checks read of it."""
+    return read_mapping_file(recipe_file(name), f"recipe {name}", "a recipe")
+
+
 def _variant_problems(name: str, data: Mapping) -> list[tuple[str, str]]:
     base = data.get("variant_of")
     if base is None:
@@ -289,7 +294,7 @@ def _variant_problems(name: str, data: Mapping) -> list[tuple[str, str]]:
         return [("variant_of", "a recipe cannot be a variant of itself")]
     if base not in recipe_names():
         return [("variant_of", f"unknown recipe {base!r}: use one of {', '.join(recipe_names())}")]
-    if read_mapping_file(recipe_file(base), f"recipe {base}", "a recipe").get("variant_of"):
+    if _file_data(base).get("variant_of"):
         return [("variant_of", f"recipe {base} is a variant itself: name the recipe it varies (one level)")]
     return []
 
@@ -299,7 +304,7 @@ def _with_variant_config(data: Mapping) -> dict:
     base, own = data.get("variant_of"), data.get("config") or {}
     if base is None or not isinstance(own, Mapping):  # not a mapping: the schema says so, naming config
         return dict(data)
-    base_config = read_mapping_file(recipe_file(base), f"recipe {base}", "a recipe").get("config") or {}
+    base_config = _file_data(base).get("config") or {}
     return {**data, "config": merge_config(base_config, own)}
 
 
