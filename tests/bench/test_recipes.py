@@ -16,13 +16,23 @@ QUICK_CPU_S = 60
 RUNNABLE = [r for r in all_recipes() if r.figures and not r.requirements.gpus]
 
 
+# Goals not yet reached (docs say so): the bench fails them, and must go on failing until the method reaches them
+UNMET = {"grpo-phone-agent-smollm2": "issue 33: GRPO has not raised held-out success over its SFT start (docs/agent.md)"}
+
+
+def _quick(recipe) -> bool:
+    return recipe.measured_on is not None and recipe.measured_on.cpu_s <= QUICK_CPU_S
+
+
 def _param(recipe):
-    quick = recipe.measured_on.cpu_s <= QUICK_CPU_S
-    return pytest.param(recipe.name, id=recipe.name, marks=() if quick else pytest.mark.slow)
+    marks = ([] if _quick(recipe) else [pytest.mark.slow]) + \
+        ([pytest.mark.xfail(reason=UNMET[recipe.name], strict=True)] if recipe.name in UNMET else [])
+    return pytest.param(recipe.name, id=recipe.name, marks=marks)
 
 
 def test_a_quick_recipe_exists_so_the_suite_runs_the_bench():
-    assert any(r.measured_on.cpu_s <= QUICK_CPU_S for r in RUNNABLE)
+    assert any(_quick(r) for r in RUNNABLE)
+    assert set(UNMET) <= {r.name for r in RUNNABLE}  # an unmet goal is one the bench holds a recipe to
 
 
 @pytest.mark.parametrize("name", [_param(r) for r in RUNNABLE])
@@ -45,6 +55,21 @@ def test_judging_a_figure():
     assert bench.judge(None, 0.0, figure) == "OUTSIDE"
     assert bench.judge(0.1, 0.0, figure, unjudged="--set") == "not judged (--set)"
     assert bench.judge(0.1, 0.0, None) == "no expected figure"
+
+
+def test_a_goal_over_the_base_fails_a_run_that_moved_nothing():
+    """Issue 33: GRPO's recipe must fail when GRPO changes nothing. ``above_base_by``: the fine-tuned figure beats the
+    base measured beside it by more than the spread, whatever the base (the SFT start) reached."""
+    goal = Figure(above_base_by=0.1)
+    assert bench.judge(0.58, 0.45, goal) == "ok"
+    assert bench.judge(0.45, 0.45, goal) == "OUTSIDE"  # GRPO did nothing
+    assert bench.judge(0.55, 0.45, goal) == "OUTSIDE"  # by exactly the spread: not more than it
+    assert bench.judge(0.40, 0.45, goal) == "OUTSIDE"
+    assert bench.judge(None, 0.45, goal) == "OUTSIDE" and bench.judge(0.6, None, goal) == "OUTSIDE"
+    both = Figure(value=0.6, tolerance=0.05, above_base_by=0.1)  # a measured figure and the goal, each must hold
+    assert bench.judge(0.6, 0.45, both) == "ok" and bench.judge(0.6, 0.55, both) == "OUTSIDE"
+    assert bench.judge(0.7, 0.45, both) == "OUTSIDE"
+    assert goal.text() == "> base + 0.1" and both.text() == "0.600 ± 0.05, > base + 0.1"
 
 
 def test_a_figure_outside_its_tolerance_is_exit_1(monkeypatch, capsys):
@@ -156,6 +181,10 @@ def test_a_recipe_that_starts_from_another_is_trained_from_that_recipes_model(mo
     assert judged[-1] is False and out.rows[-1].verdict == "not judged (the start run is not its recipe's)"
     assert any(n.startswith("not judged: the start run differs from recipe screenshots-to-actions-tiny-glm4v in "
                             "schedule.max_steps") for n in out.notes), out.notes
+    # a goal over the base is the same claim from any start: judged from that start too
+    goal = recipe.evaluation[0].model_copy(update={"figures": {"m": Figure(above_base_by=0.1)}})
+    out = bench.run_recipe(recipe.model_copy(update={"evaluation": [goal]}), {}, tmp_path, start_run=start_run)
+    assert judged[-1] is True and not any(n.startswith("not judged") for n in out.notes), out.notes
     with pytest.raises(Exception, match="saved no whole model"):
         bench.run_recipe(recipe, {}, tmp_path, start_run=tmp_path)
 

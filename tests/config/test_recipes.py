@@ -16,7 +16,7 @@ def test_every_packaged_recipe_is_a_valid_run_configuration():
         # every check, files included; a recipe that starts from another's model gets a stand-in of that model
         cfg = recipe.run_config({"model.source": "tiny-glm4v-agent"} if recipe.starts_from else {})
         assert isinstance(cfg, RunConfig) and recipe.purpose
-        if recipe.figures:  # a recipe with figures says where they were measured and what the bench took there
+        if recipe.measured_figures:  # measured figures say where they were measured and what the bench took there
             assert recipe.measured_on is not None and recipe.measured_on.wall_s and recipe.measured_on.cpu_s, recipe.name
 
 
@@ -133,6 +133,25 @@ def test_a_figure_that_claims_a_move_must_not_pass_when_nothing_moved(tmp_path, 
         "identity_rate: {value: 0.6, tolerance: 0.1, base: 0.55, unchanged: true}, "
         "loop_rate: {value: 0.6, tolerance: 0.1, base: 0.4}}}]\n")
     assert load_recipe("said").evaluation[0].figures["identity_rate"].unchanged
+
+
+def test_a_figure_is_a_measured_value_with_its_tolerance_or_a_goal_over_the_base(tmp_path, monkeypatch):
+    """A goal (above_base_by) needs no measurement, so no measured_on; a value needs its tolerance; a base figure is
+    checked within a value's tolerance, so a goal alone cannot carry one."""
+    monkeypatch.setattr(recipes_module, "RECIPES_DIR", tmp_path)
+    (tmp_path / "goal.yaml").write_text("purpose: p\nconfig: {}\nevaluation: [{task: identity, figures: {"
+                                        "identity_rate: {above_base_by: 0.1}}}]\n")
+    goal = load_recipe("goal")
+    assert goal.figures == 1 and goal.measured_figures == 0 and goal.measured_on is None
+    assert goal.summary() == "identity: identity_rate > base + 0.1"
+    (tmp_path / "bad.yaml").write_text("purpose: p\nconfig: {}\nevaluation: [{task: identity, figures: {"
+                                       "a: {}, b: {value: 0.5}, c: {above_base_by: 0.1, base: 0.2}}}]\n")
+    with pytest.raises(ConfigError) as err:
+        load_recipe("bad")
+    problems = dict(err.value.problems)
+    assert "give value and tolerance (a measured figure) or above_base_by" in problems["evaluation[0].figures.a"]
+    assert "needs a tolerance" in problems["evaluation[0].figures.b"]
+    assert "give value and tolerance too, or drop base" in problems["evaluation[0].figures.c"]
 
 
 def test_a_variant_layers_its_config_over_its_recipe_and_is_checked(tmp_path, monkeypatch):

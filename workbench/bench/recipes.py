@@ -83,7 +83,10 @@ def judge(value: Optional[float], base: Optional[float], expected: Optional[Figu
         return "no expected figure"
     if unjudged:
         return f"not judged ({unjudged})"
-    ok = _inside(value, expected.value, expected.tolerance) and _inside(base, expected.base, expected.tolerance)
+    ok = expected.value is None or (_inside(value, expected.value, expected.tolerance)
+                                    and _inside(base, expected.base, expected.tolerance))
+    if expected.above_base_by is not None:  # strictly more than the spread: a tie with the start is no gain
+        ok = ok and value is not None and base is not None and value - base > expected.above_base_by + EPS
     return "ok" if ok else "OUTSIDE"
 
 
@@ -252,11 +255,13 @@ def run_recipe(recipe: Recipe, overrides: dict, runs_dir: Path, progress: bool =
         if start_run is not None:
             source = starting_model(start_run)
             out.notes.append(f"started from recipe {recipe.starts_from}'s run {start_run} (--start-run)")
-            # the figures were measured from the start recipe's own model: another start is another experiment
+            # measured figures come from the start recipe's own model: another start is another experiment (a goal
+            # over the base, above_base_by, is the same claim from any start: still judged)
             start_differs = config_differences(load_recipe(recipe.starts_from), start_run, {})
-            out.notes += [f"not judged: the start run differs from recipe {recipe.starts_from} in {d}"
-                          for d in start_differs]
-            unjudged = "the start run is not its recipe's" if start_differs else unjudged
+            if start_differs and recipe.measured_figures:
+                out.notes += [f"not judged: the start run differs from recipe {recipe.starts_from} in {d}"
+                              for d in start_differs]
+                unjudged = "the start run is not its recipe's"
         else:
             source = _train_start(recipe, runs_dir, progress, out)
         overrides = {**overrides, "model.source": str(source)}
@@ -358,9 +363,7 @@ def format_outcomes(outcomes: list[Outcome], runs_kept: bool = True) -> str:
         if o.skipped:
             table.append([o.recipe.name, "-", "-", "-", "-", "-", f"skipped: {o.skipped}"])
         for r in o.rows:
-            expected = "-" if r.expected is None else (
-                f"{r.expected.value:.3f} ± {r.expected.tolerance:g}"
-                + (f" (base {r.expected.base:.3f})" if r.expected.base is not None else ""))
+            expected = "-" if r.expected is None else r.expected.text()
             table.append([o.recipe.name, r.task, r.metric, _num(r.base), _num(r.value), expected, r.verdict])
     widths = [max(len(row[i]) for row in table) for i in range(len(table[0]) - 1)]
     lines = ["  ".join(c.ljust(w) for c, w in zip(row, widths)) + "  " + row[-1] for row in table]
@@ -414,15 +417,19 @@ def readme_table(recipes: list[Recipe]) -> str:
             lines.append(f"| `{r.name}` | - | {why} | - | - | - |")
             continue
         m = r.measured_on
-        for e in r.evaluation:
-            figures = "<br>".join(f"{metric} **{f.value:.3f}**" + (f" ({f.base:.3f})" if f.base is not None else "")
+        for e in (e for e in r.evaluation if e.figures):  # one printed but held to nothing: not a result
+            figures = "<br>".join(f"{metric} " + (f"> base + {f.above_base_by:g} (a goal)" if f.value is None else
+                                                  f"**{f.value:.3f}**" + (f" ({f.base:.3f})" if f.base is not None else ""))
                                   for metric, f in e.figures.items())
-            tolerances = "<br>".join(f"± {f.tolerance:g}" for f in e.figures.values())
-            took = " / ".join(f"{what} {seconds / 60:.1f} min" for what, seconds in (("wall", m.wall_s), ("CPU", m.cpu_s))
-                              if seconds) or "-"
-            threads = f", {m.threads} torch thread{'s' if m.threads > 1 else ''}" if m.threads else ""
-            lines.append(f"| `{r.name}` | `{e.task}`, {_rows_of(e)} | {figures} | {tolerances} | "
-                         f"{m.device}/{m.precision}{threads}: {m.description} | {took} |")
+            tolerances = "<br>".join("-" if f.value is None else f"± {f.tolerance:g}" for f in e.figures.values())
+            if m is None:  # goals over the base only: nothing measured yet
+                where, took = "not yet reached", "-"
+            else:
+                took = " / ".join(f"{what} {seconds / 60:.1f} min" for what, seconds in
+                                  (("wall", m.wall_s), ("CPU", m.cpu_s)) if seconds) or "-"
+                threads = f", {m.threads} torch thread{'s' if m.threads > 1 else ''}" if m.threads else ""
+                where = f"{m.device}/{m.precision}{threads}: {m.description}"
+            lines.append(f"| `{r.name}` | `{e.task}`, {_rows_of(e)} | {figures} | {tolerances} | {where} | {took} |")
     lines += ["", "Each row: `python -m workbench.bench.recipes NAME` trains the recipe, evaluates it and checks these "
               "figures (exit 1 outside a tolerance); `workbench recipes show NAME` prints the recipe.", "", README_END]
     return "\n".join(lines)

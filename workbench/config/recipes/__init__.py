@@ -42,24 +42,46 @@ GiB = 1024**3
 
 
 class Figure(Section):
-    """One expected metric: what the fine-tuned model reaches, within ``tolerance`` either side."""
+    """One expected metric: what the fine-tuned model reaches, within ``tolerance`` either side; or a goal over the
+    base model (``above_base_by``), for a recipe whose base is another recipe's result and moves with it."""
 
-    value: float = Field(..., description="The fine-tuned model's figure.")
-    tolerance: float = Field(..., ge=0, description="Accepted distance from value (either side), for the fine-tuned "
-                             "and the base figure alike.")
+    value: Optional[float] = Field(None, description="The fine-tuned model's figure; null: a goal only "
+                                   "(above_base_by).")
+    tolerance: Optional[float] = Field(None, ge=0, description="Accepted distance from value (either side), for the "
+                                       "fine-tuned and the base figure alike.")
     base: Optional[float] = Field(None, description="The base model's figure on the same rows (no fine-tuning); "
                                   "checked too when given.")
     unchanged: bool = Field(False, description="The recipe claims no movement of this metric from the base: its "
                             "window may hold the base figure. Otherwise it must not (a run that moved nothing would "
                             "pass).")
+    above_base_by: Optional[float] = Field(None, ge=0, description="The fine-tuned figure must exceed the base "
+                                           "model's, measured beside it, by more than this (the run-to-run spread): "
+                                           "the claim of a method over its start (GRPO over its SFT model), which "
+                                           "holds from any start; a run that moves nothing fails it.")
 
     @model_validator(mode="after")
     def _a_claimed_movement_excludes_the_base(self) -> "Figure":
+        if self.value is None:
+            if self.above_base_by is None:
+                raise ValueError("give value and tolerance (a measured figure) or above_base_by (a goal over the base)")
+            if self.base is not None:
+                raise ValueError("base is checked within value's tolerance: give value and tolerance too, or drop base")
+            return self
+        if self.tolerance is None:
+            raise ValueError(f"value {self.value:g} needs a tolerance (the run-to-run spread either side)")
         if self.base is not None and not self.unchanged and abs(self.value - self.base) <= self.tolerance:
             raise ValueError(f"the window {self.value:g} ± {self.tolerance:g} holds the base figure {self.base:g}: a "
                              "run that changes nothing would pass; narrow the tolerance, or say `unchanged: true` "
                              "when the recipe claims no movement")
         return self
+
+    def text(self) -> str:
+        """What is expected, in one cell: ``0.516 ± 0.1 (base 0.000)``, ``> base + 0.1``, or both."""
+        parts = [] if self.value is None else [
+            f"{self.value:.3f} ± {self.tolerance:g}" + (f" (base {self.base:.3f})" if self.base is not None else "")]
+        if self.above_base_by is not None:
+            parts.append(f"> base + {self.above_base_by:g}")
+        return ", ".join(parts)
 
 
 class Evaluation(Section):
@@ -170,7 +192,7 @@ class Recipe(Section):
         out = _config_problems(self.config)
         for i, evaluation in enumerate(self.evaluation):  # a list: the validator recurses only into sections
             out += evaluation.problems(f"evaluation[{i}]")
-        if any(e.figures for e in self.evaluation) and self.measured_on is None:
+        if self.measured_figures and self.measured_on is None:
             out.append(("measured_on", "figures need the machine class they were measured on: add measured_on "
                         "{device, precision, description}"))
         if self.starts_from is not None:
@@ -210,6 +232,11 @@ class Recipe(Section):
     def figures(self) -> int:
         return sum(len(e.figures) for e in self.evaluation)
 
+    @property
+    def measured_figures(self) -> int:
+        """Figures with a value measured somewhere (not goals over the base only)."""
+        return sum(f.value is not None for e in self.evaluation for f in e.figures.values())
+
     def run_config(self, overrides: Mapping[str, Any] | list[str] = (), *, checks: bool = True) -> RunConfig:
         """The recipe's run configuration with dotted ``overrides`` on top, validated with every check (a recipe
         that ``starts_from`` another needs ``model.source`` among them). ``checks=False``: the schema only, for a
@@ -235,8 +262,7 @@ class Recipe(Section):
         """The expected figures in one line: ``task: metric 0.913 (base 0.000), ...``."""
         parts = []
         for e in self.evaluation:
-            figures = ", ".join(f"{m} {f.value:.3f}" + (f" (base {f.base:.3f})" if f.base is not None else "")
-                                for m, f in e.figures.items())
+            figures = ", ".join(f"{m} {f.text()}" for m, f in e.figures.items())
             parts.append(f"{e.task}: {figures or 'no figures'}")
         return "; ".join(parts) or "no evaluation"
 
