@@ -80,6 +80,12 @@ def test_grpo_resumes_exactly_with_the_same_rollouts(make_cfg):
     a = [e.samples for e in events_of(full.run_dir, "rollout")][2:]
     b = [e.samples for e in events_of(resumed.run_dir, "rollout")]
     assert a == b
+    # with a reference (kl_coef > 0) each step says how far the policy has moved from it: 0 until an update went
+    # through (fp16 skips the overflowing ones), then more
+    kl = [e.reference_kl for e in events_of(full.run_dir, "rollout")]
+    skipped = [e.skipped for e in events_of(full.run_dir, "step")]
+    assert [k > 0 for k in kl] == [not all(skipped[:i]) for i in range(len(kl))], (kl, skipped)
+    assert kl[2:] == pytest.approx([e.reference_kl for e in events_of(resumed.run_dir, "rollout")])
 
 
 @pytest.fixture

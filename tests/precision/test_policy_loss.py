@@ -7,7 +7,7 @@ import torch
 
 from workbench.precision import window_loss_divisor
 from workbench.precision.policy_loss import (all_equal_groups, group_advantages, groups_with_spread, grpo_loss_sum,
-                                            mismatch_stats)
+                                            mismatch_stats, reference_kl_sum)
 
 
 def test_advantages_are_normalised_within_each_group_and_zero_for_an_all_equal_group():
@@ -61,6 +61,17 @@ def test_kl_penalty_is_the_k3_estimate_and_zero_when_the_policy_is_the_reference
     assert float(grpo_loss_sum(logp, logp, zero_adv, mask, 0.2, kl_coef=0.5, logp_ref=logp)) == 0
     with pytest.raises(ValueError, match="reference"):
         grpo_loss_sum(logp, logp, zero_adv, mask, 0.2, kl_coef=0.5)
+
+
+def test_the_reported_reference_kl_is_the_penalty_s_own_estimate_over_the_completion_tokens():
+    """What a run with rl.kl_coef reports as its distance from the reference is the sum the penalty adds (per
+    kl_coef), masked tokens left out; 0 at the reference."""
+    logp = torch.tensor([[-1.0, -2.0, -0.3]], requires_grad=True)
+    ref = torch.tensor([[-1.5, -2.0, -9.0]])
+    mask = torch.tensor([[1.0, 1.0, 0.0]])  # the third token is padding
+    penalty = grpo_loss_sum(logp, logp, torch.zeros(1), mask, 0.2, kl_coef=1.0, logp_ref=ref)
+    assert reference_kl_sum(logp, ref, mask) == pytest.approx(float(penalty)) == pytest.approx(math.exp(-0.5) - 0.5)
+    assert reference_kl_sum(logp, logp.detach(), mask) == 0
 
 
 def test_token_normalisation_weighs_long_completions_by_their_tokens_as_sft_does():

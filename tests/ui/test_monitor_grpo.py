@@ -25,7 +25,7 @@ def _write(run_dir, grpo: bool):
                                rewards={"format": {"mean": 0.25 * n, "std": 0.1, "weight": 1.0},
                                         "tap_in_box": {"mean": 0.1 * n, "std": 0.1, "weight": 2.0}},
                                all_equal_groups=0.5, completion_tokens_mean=12.0, completion_tokens_max=16,
-                               truncated=0.0, parse_rate=0.5,
+                               truncated=0.0, parse_rate=0.5, reference_kl=0.003 * n,
                                samples=[{"prompt": "Turn on <Wi-Fi>", "completion": "<think>go</think>",
                                          "rewards": {"format": 1.0, "tap_in_box": 0.0}, "total": 1.0,
                                          "advantage": 0.7, "thumbnail": THUMBNAIL}]))
@@ -39,6 +39,7 @@ def test_state_folds_rollouts_and_mismatch(tmp_path):
     s = load_run_state(tmp_path / "g")
     assert s.rewards["total"].y == [0.5, 1.0] and s.rewards["format"].y == [0.25, 0.5]
     assert s.mismatch["mean_abs"].y == [0.01, 0.02] and s.rollout_stats["parse_rate"].y == [0.5, 0.5]
+    assert s.rollout_stats["reference_kl"].y == [0.003, 0.006]
     assert s.samples[0]["step"] == 2 and s.samples[0]["completion"] == "<think>go</think>"
     assert s.samples[0]["thumbnail"] == THUMBNAIL
 

@@ -23,7 +23,7 @@ from ..forward import token_logprobs
 from ..forward.generate import Rollouts, model_stop_token_ids, sample_completions
 from ..precision import window_loss_divisor
 from ..precision.policy_loss import (Mismatch, all_equal_groups, group_advantages, groups_with_spread, grpo_loss_sum,
-                                     mismatch_stats)
+                                     mismatch_stats, reference_kl_sum)
 
 
 @dataclass
@@ -142,7 +142,7 @@ class GrpoStep:
         processed = sum(int(w.rollouts.attention_mask.sum()) for w in windows)
         window_tokens = int(e.ctx.sum([local_tokens])[0])
         divisor = window_loss_divisor(window_tokens, e.ctx.world_size)
-        parts, mismatches = [], []
+        parts, mismatches, reference_kl = [], [], 0.0
         for i, w in enumerate(windows):
             r = w.rollouts
             with e.strategy.accumulating(last=i == len(windows) - 1):
@@ -152,6 +152,8 @@ class GrpoStep:
                 part = grpo_loss_sum(logp, r.sampler_logprobs, w.advantages.to(logp.device), r.completion_mask,
                                      rl.clip_range, rl.kl_coef, ref)
                 e.strategy.backward(part / divisor)
+                if ref is not None:
+                    reference_kl += reference_kl_sum(logp, ref, r.completion_mask)
             parts.append(part.detach())
             mismatches.append(mismatch_stats(logp, r.sampler_logprobs, r.completion_mask, rl.clip_range))
         loss_sum = float(torch.stack(parts).double().sum())
@@ -162,7 +164,9 @@ class GrpoStep:
         outcome = e.strategy.step(self.cfg.precision.max_grad_norm)
         e.scheduler_step()
         loss_sum, processed = e.ctx.sum([loss_sum, processed])
-        self.last_events = [self._rollout_event(drawn, windows, rollout_s), self._mismatch_event(mismatches)]
+        # rl.kl_coef > 0 on every rank alike: the reference forward is done anyway, and the sum is one collective
+        kl = float(e.ctx.sum([reference_kl])[0]) / window_tokens if rl.kl_coef > 0 else None
+        self.last_events = [self._rollout_event(drawn, windows, rollout_s, kl), self._mismatch_event(mismatches)]
         return loss_sum / window_tokens, window_tokens, int(processed), outcome, state
 
     def _micro_batch(self, stream, drawn: list) -> list[_Window]:
@@ -196,9 +200,11 @@ class GrpoStep:
                                   last=r.completion_width, suppress=r.suppressed)
 
     # ---- the step's events (rank 0 writes them; the mismatch is summed over ranks) ---------------------------
-    def _rollout_event(self, windows: list[_Window], trained: list[_Window], rollout_s: float) -> Rollout:
-        """The step's rollouts: the rewards of every window drawn (``windows``), and with rl.max_draws > 1 how many
-        were drawn and how many groups with a spread were trained on (of ``trained``)."""
+    def _rollout_event(self, windows: list[_Window], trained: list[_Window], rollout_s: float,
+                       reference_kl: Optional[float]) -> Rollout:
+        """The step's rollouts: the rewards of every window drawn (``windows``), with rl.max_draws > 1 how many
+        were drawn and how many groups with a spread were trained on (of ``trained``), and with rl.kl_coef > 0
+        the policy's KL to its reference on the trained tokens."""
         rl = self.cfg.rl
         total = torch.cat([w.total for w in windows])
         rewards = {}
@@ -226,6 +232,7 @@ class GrpoStep:
                        completion_tokens_mean=sum(lengths) / len(lengths), completion_tokens_max=max(lengths),
                        truncated=sum(truncated) / len(truncated),
                        parse_rate=sum(parsed) / len(parsed) if parsed else None, samples=samples, rollout_s=rollout_s,
+                       reference_kl=reference_kl,
                        **({} if rl.max_draws == 1 else
                           {"draws": len(windows),
                            "trained_groups": sum(len(groups_with_spread(w.total, rl.group_size)) for w in trained)}))

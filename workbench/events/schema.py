@@ -236,6 +236,9 @@ class Rollout(Event):
     # trained on; absent with rl.max_draws 1 and in older logs, where every drawn group was trained
     draws: Optional[int] = None
     trained_groups: Optional[int] = None
+    # rl.kl_coef > 0: the k3 estimate of KL(policy || reference) per trained completion token (how far the policy has
+    # moved from its start; what the penalty acts on); absent without a reference and in older logs
+    reference_kl: Optional[float] = None
 
 
 @dataclass(frozen=True)

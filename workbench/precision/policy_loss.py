@@ -41,6 +41,12 @@ def groups_with_spread(rewards: torch.Tensor, group_size: int) -> list[int]:
     return [int(g) for g in torch.nonzero(grouped.max(dim=1).values != grouped.min(dim=1).values).flatten()]
 
 
+def k3(delta: torch.Tensor) -> torch.Tensor:
+    """Schulman's k3 estimate of KL(q || p) per token from ``delta = log p - log q`` of tokens sampled from q:
+    ``exp(delta) - delta - 1``, never negative, unbiased, lower variance than ``-delta``."""
+    return torch.exp(delta) - delta - 1.0
+
+
 def grpo_loss_sum(logp: torch.Tensor, logp_sampler: torch.Tensor, advantages: torch.Tensor, mask: torch.Tensor,
                   clip_range: float, kl_coef: float = 0.0, logp_ref: Optional[torch.Tensor] = None) -> torch.Tensor:
     """The summed GRPO loss over the completion tokens (``mask`` 1) of a micro-batch: per token
@@ -56,9 +62,15 @@ def grpo_loss_sum(logp: torch.Tensor, logp_sampler: torch.Tensor, advantages: to
     if kl_coef > 0:
         if logp_ref is None:
             raise ValueError("kl_coef > 0 needs the reference log-probabilities")
-        delta = logp_ref.detach() - logp
-        per_token = per_token + kl_coef * (torch.exp(delta) - delta - 1.0)
+        per_token = per_token + kl_coef * k3(logp_ref.detach() - logp)
     return (per_token * mask).sum()
+
+
+@torch.no_grad()
+def reference_kl_sum(logp: torch.Tensor, logp_ref: torch.Tensor, mask: torch.Tensor) -> float:
+    """The k3 estimate of KL(trainer || reference), summed over the completion tokens (``mask`` 1): how far the
+    policy has moved from where it started, the quantity ``kl_coef`` penalises."""
+    return float((k3(logp_ref.double() - logp.detach().double()) * mask.double()).sum())
 
 
 @dataclass(frozen=True)
@@ -88,5 +100,5 @@ def mismatch_stats(logp: torch.Tensor, logp_sampler: torch.Tensor, mask: torch.T
     return Mismatch(tokens=int(delta.numel()), abs_sum=float(delta.abs().sum()), abs_max=float(delta.abs().max()),
                     ratio_min=float(ratio.min()), ratio_max=float(ratio.max()),
                     ratio_sq_dev_sum=float(((ratio - 1) ** 2).sum()),
-                    kl_sum=float((ratio - delta - 1).sum()),  # k3 with log(q/p) = delta, q = trainer, p = sampler
+                    kl_sum=float(k3(delta).sum()),  # KL(sampler || trainer): samples of the sampler, p = trainer
                     clipped=int(((ratio < 1 - clip_range) | (ratio > 1 + clip_range)).sum()))

@@ -136,7 +136,8 @@ class RunState:
     rewards: dict = field(default_factory=dict)
     mismatch: dict = field(default_factory=dict)  # "mean_abs" / "max_abs" / "kl" / "ratio_std" -> Series
     samples: list = field(default_factory=list)  # [{step, prompt, completion, rewards, total, advantage}]
-    rollout_stats: dict = field(default_factory=dict)  # "parse_rate" / "all_equal_groups" / "completion_tokens" -> Series
+    # "parse_rate" / "all_equal_groups" / "completion_tokens" / "reference_kl" (rl.kl_coef > 0) -> Series
+    rollout_stats: dict = field(default_factory=dict)
     lr: Series = field(default_factory=Series)
     grad_norm: Series = field(default_factory=Series)
     loss_scale: Series = field(default_factory=Series)
@@ -273,7 +274,8 @@ class RunState:
         for name, figures in (_get(e, "rewards") or {}).items():
             self.rewards.setdefault(name, self._series()).add(step, finite_number((figures or {}).get("mean")))
         for key, value in (("parse_rate", _get(e, "parse_rate")), ("all_equal_groups", _get(e, "all_equal_groups")),
-                           ("completion_tokens", _get(e, "completion_tokens_mean"))):
+                           ("completion_tokens", _get(e, "completion_tokens_mean")),
+                           ("reference_kl", _get(e, "reference_kl"))):
             if value is not None:
                 self.rollout_stats.setdefault(key, self._series()).add(step, finite_number(value))
         self.samples = [{"step": step, **sample} for sample in (_get(e, "samples") or [])]
