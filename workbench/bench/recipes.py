@@ -417,7 +417,7 @@ def readme_table(recipes: list[Recipe]) -> str:
             lines.append(f"| `{r.name}` | - | {why} | - | - | - |")
             continue
         m = r.measured_on
-        for e in (e for e in r.evaluation if e.figures):  # one printed but held to nothing: not a result
+        for e in (e for e in r.evaluation if e.figures):  # one without figures: the bench prints it, nothing to list
             figures = "<br>".join(f"{metric} " + (f"> base + {f.above_base_by:g} (a goal)" if f.value is None else
                                                   f"**{f.value:.3f}**" + (f" ({f.base:.3f})" if f.base is not None else ""))
                                   for metric, f in e.figures.items())
