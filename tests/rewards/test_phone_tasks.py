@@ -66,6 +66,34 @@ def test_episode_success_without_the_trained_model_or_on_rows_says_why(tasks):
         load_config(None, {"training.method": "grpo", "lora.dropout": 0, "rl.rewards": {"episode_success": 1.0}})
 
 
+def test_episode_efficiency_prices_a_repaired_detour_below_the_direct_action(tasks):
+    """Success alone scores a detour the rest of the episode repairs (a needless swipe, then the tap) as the direct
+    tap: 1 both. episode_efficiency: success x the oracle's steps over the episode's, so the detour scores less; a
+    failure 0. The scorer plays the episodes for it alone too (no episode_success beside it)."""
+    from types import SimpleNamespace
+
+    from workbench.rewards.functions import episode_efficiency
+
+    task = tasks[0]
+    n = len(task.oracle())
+    prompt = SimpleNamespace(task=task)
+
+    def played(success, steps):
+        return {"episode": SimpleNamespace(success=success, steps=[None] * steps)}
+
+    assert episode_efficiency(prompt, "", played(True, n)) == 1.0
+    assert n >= 2 and episode_efficiency(prompt, "", played(True, n + 1)) == pytest.approx(n / (n + 1))
+    assert episode_efficiency(prompt, "", played(False, n)) == 0.0
+    with pytest.raises(ValueError, match="episode_efficiency scores a played episode"):
+        episode_efficiency(prompt, "", {})
+    s = PhoneTasksScorer(tasks, ["episode_efficiency"], SIZE, 20, 32, date=DATE)
+    s.continuation = OraclePolicy(tasks)
+    p = first_step_prompts(tasks, SIZE, DATE)[0]
+    assert s([p, p], [p.reference, WRONG]).rewards["episode_efficiency"] == [1.0, 0.0]
+    with pytest.raises(ConfigError, match=r"rl\.rewards\.episode_efficiency: .*rl\.prompts phone_tasks"):
+        load_config(None, {"training.method": "grpo", "lora.dropout": 0, "rl.rewards": {"episode_efficiency": 1.0}})
+
+
 @pytest.mark.parametrize("field,value,says", [("rl.tasks", "no_such_task", "unknown tasks 'no_such_task'"),
                                               ("rl.screen_size", "12x252", "at least 28"),
                                               ("rl.date", "2026-13-01", "not a date")])

@@ -14,7 +14,7 @@ from typing import ClassVar, Literal, Optional, Union, get_args
 
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, field_serializer, field_validator, model_validator
 
-from .names import EVAL_TASKS, REWARDS
+from .names import EPISODE_REWARDS, EVAL_TASKS, REWARDS
 from .packages import missing_package
 from .samples import resolve_sample_path
 
@@ -334,9 +334,9 @@ class RlSection(Section):
             out.append((f"{path}.rewards", "empty: name at least one reward, e.g. {format: 1}"))
         out += [(f"{path}.rewards.{name}", f"weight {w} is not a finite number: give one such as 1.0")
                 for name, w in self.rewards.items() if not math.isfinite(w)]
-        if "episode_success" in self.rewards and self.prompts != "phone_tasks":
-            out.append((f"{path}.rewards.episode_success", "plays the episode of a phone task from its sampled first "
-                        f"action, and rl.prompts is {self.prompts}: set rl.prompts phone_tasks, or drop the reward"))
+        out += [(f"{path}.rewards.{name}", "plays the episode of a phone task on from its sampled action, and "
+                 f"rl.prompts is {self.prompts}: set rl.prompts phone_tasks, or drop the reward")
+                for name in self.rewards if name in EPISODE_REWARDS and self.prompts != "phone_tasks"]
         if self.date is not None and not _is_date(self.date):
             out.append((f"{path}.date", f"{self.date!r} is not a date: give YYYY-MM-DD, e.g. 2026-12-01, or null"))
         if not re.fullmatch(r"\s*\d+\s*[xX]\s*\d+\s*", self.screen_size) or \
@@ -612,7 +612,7 @@ class RunConfig(Section):
             if not self.lora.enabled:
                 out.append(("rl.rollout_engine", "vllm receives the trained weights as a LoRA adapter each step, and "
                             "full fine-tuning has none: enable lora, or use rl.rollout_engine in_process"))
-            if self.rl.prompts != "rows" or "episode_success" in self.rl.rewards:
+            if self.rl.prompts != "rows" or any(name in EPISODE_REWARDS for name in self.rl.rewards):
                 out.append(("rl.rollout_engine", "vllm rollouts take text prompts (rl.prompts rows) only so far: use "
                             "rl.rollout_engine in_process for phone tasks"))
             if self.sharding.strategy != "none":

@@ -9,7 +9,10 @@ and returns a float, 0 where it does not apply (constant within a group: no adva
 - ``text_match``: a Type action's text matches (case and surrounding space ignored);
 - ``swipe_direction``: a swipe goes the reference's way (the dominant axis and its sign);
 - ``episode_success``: the episode played on from this completion as the first action ends on a parsed finish
-  with the task's final-state checks holding (``rl.prompts: phone_tasks``; ``rewards.phone_tasks`` plays it).
+  with the task's final-state checks holding (``rl.prompts: phone_tasks``; ``rewards.phone_tasks`` plays it);
+- ``episode_efficiency``: that success priced by its length, the oracle's steps over the episode's (at most 1): a
+  detour the rest of the episode repairs (a needless swipe) scores below the direct action, where success scores
+  both 1.
 """
 from __future__ import annotations
 
@@ -75,17 +78,30 @@ def swipe_direction(example, completion: str, verdict: dict) -> float:
     return float(_direction(reply_action(completion)) == _direction(expected))
 
 
-def episode_success(example, completion: str, verdict: dict) -> float:
+def _played(verdict: dict, reward: str):
     episode = verdict.get("episode")
     if episode is None:
-        raise ValueError("episode_success scores a played episode, and this prompt has none: it needs rl.prompts "
+        raise ValueError(f"{reward} scores a played episode, and this prompt has none: it needs rl.prompts "
                          "phone_tasks")
-    return float(bool(episode.success))
+    return episode
+
+
+def episode_success(example, completion: str, verdict: dict) -> float:
+    return float(bool(_played(verdict, "episode_success").success))
+
+
+def episode_efficiency(example, completion: str, verdict: dict) -> float:
+    episode = _played(verdict, "episode_efficiency")
+    if not episode.success:
+        return 0.0
+    # whole episodes, the prompt's replayed steps included: the oracle's count is the shortest the task allows
+    return min(1.0, len(example.task.oracle()) / max(1, len(episode.steps)))
 
 
 REWARD_FUNCTIONS: dict[str, RewardFn] = {
     "format": format_reward, "action_type": action_type, "tap_in_box": tap_in_box, "tap_distance": tap_distance,
     "text_match": text_match, "swipe_direction": swipe_direction, "episode_success": episode_success,
+    "episode_efficiency": episode_efficiency,
 }
 
 

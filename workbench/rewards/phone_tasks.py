@@ -31,6 +31,7 @@ from ..agent import InProcessPolicy, run_episodes, sim_devices
 from ..agent.policy import OraclePolicy
 from ..agent.record import episode_rows
 from ..config import ConfigError, RunConfig
+from ..config.names import EPISODE_REWARDS
 from ..data.formats import without_weights
 from ..data.multimodal import image_data_url
 from ..eval.tasks import Example
@@ -147,17 +148,18 @@ class PhoneTasksScorer(ExamplesScorer):
         return f"task {example.task.id} (prompt {example.index} of rl.tasks)"
 
     def add_to_verdicts(self, prompts: list, completions: list[str], verdicts: list[dict]) -> None:
-        if "episode_success" not in self.names:
+        played = [name for name in self.names if name in EPISODE_REWARDS]
+        if not played:
             return
         if self.continuation is None:
-            raise RewardError("reward 'episode_success' needs the model being trained to play the episodes on: "
+            raise RewardError(f"reward {played[0]!r} needs the model being trained to play the episodes on: "
                               "the engine attaches it (PhoneTasksScorer.attach)")
         try:
             episodes = play_episodes(prompts, completions, self.continuation, self.size, self.episode_max_steps,
                                      self.date, self.observation)
         except Exception as err:  # noqa: BLE001 - re-raised naming the reward and the tasks
             tasks = ", ".join(sorted({p.task.id for p in prompts}))
-            raise RewardError(f"reward 'episode_success' raised playing the episodes of tasks {tasks}: "
+            raise RewardError(f"reward {played[0]!r} raised playing the episodes of tasks {tasks}: "
                               f"{type(err).__name__}: {err}") from err
         for verdict, episode in zip(verdicts, episodes):
             verdict["episode"] = episode
