@@ -67,5 +67,10 @@ def test_paired_compares_two_folders_of_episodes_task_by_task(tmp_path):
     # the stored SFT episodes finish 16 of the 31 held-out tasks, the base none: far beyond the tasks' noise
     assert (m["tasks"], m["only_a"], m["only_b"], m["both"]) == (31, 16, 0, 0) and m["sign_test_p"] < 1e-4
     assert m["success_a"] == 16 / 31 and m["success_b"] == 0.0
+    # how each ended and what each did: the base's replies never parse, so it acts not once
+    assert m["end_reasons_b"] == {"parse_failure": 31} and m["action_types_b"] == {}
+    assert sum(m["end_reasons_a"].values()) == 31 and m["end_reasons_a"]["finish"] >= 16
+    assert m["action_types_a"]["Tap"] > 0 and set(m["action_types_a"]) <= {"Launch", "Tap", "Type", "Swipe", "Back",
+                                                                           "Home", "Long Press", "Double Tap", "Wait"}
     with pytest.raises(SystemExit, match="paired: the two sets of episodes are of different tasks"):
         bench.compare(argparse.Namespace(a=sft, b=str(stored / "phone_agent-combos--base")))

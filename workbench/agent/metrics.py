@@ -13,6 +13,8 @@
 - ``mean_steps_success``: the length of the successful episodes; ``mean_steps``: of all;
 - ``prompt_tokens_last``: the prompt's token count at each episode's last step (the server's usage), mean and
   max: how close the runtime's growing history comes to the context;
+- ``action_types``: the executed actions (finish excluded) by type: what a model does more or less of (a GRPO
+  that swipes where its start tapped);
 - ``end_reasons``, and ``by_split`` / ``by_template`` / ``by_app``: success rate and count per task split (train,
   heldout: values never trained, combos: trained values newly paired), per template and per app.
 
@@ -21,6 +23,7 @@ sign test's p-value: whether a difference in success is more than the tasks' own
 """
 from __future__ import annotations
 
+import collections
 import math
 from typing import Iterable, Optional
 
@@ -77,6 +80,7 @@ def summarize(episodes: Iterable[Episode]) -> dict:
         "mean_steps": _mean([len(ep.steps) for ep in episodes]),
         "prompt_tokens_last": _mean(last_tokens),
         "prompt_tokens_last_max": max((t for t in last_tokens if t is not None), default=None),
+        "action_types": dict(sorted(collections.Counter(parse_action(s.action).type for s in actions).items())),
         "end_reasons": {r: n for r, n in reasons.items() if n},
         "by_split": _groups(episodes, lambda ep: [ep.split]),
         "by_template": _groups(episodes, lambda ep: [ep.template]),

@@ -23,7 +23,7 @@ and again with the target's bounds and tap point swapped with another element of
 name to its new point; one that learned positions taps the old one. ``paired`` reads two folders of episodes of
 the same tasks (``RUN/episodes/<evaluation>-<tuned|base>``, or two ``workbench agent run`` folders) and prints the
 tasks each model alone finished and the sign test's p-value (``agent.metrics.paired``): whether one finishes more
-than the tasks' own noise.
+than the tasks' own noise; and how each model's episodes ended and the actions each took, by type.
 """
 from __future__ import annotations
 
@@ -201,8 +201,10 @@ def compare(args) -> dict:
 
     try:
         a, b = read_episodes(args.a), read_episodes(args.b)
-        return {"a": args.a, "b": args.b, "success_a": summarize(a)["success_rate"],
-                "success_b": summarize(b)["success_rate"], **paired(a, b)}
+        sa, sb = summarize(a), summarize(b)
+        return {"a": args.a, "b": args.b, "success_a": sa["success_rate"], "success_b": sb["success_rate"],
+                **paired(a, b), **{f"{k}_{side}": s[k] for k in ("end_reasons", "action_types")
+                                   for side, s in (("a", sa), ("b", sb))}}
     except ValueError as err:
         raise SystemExit(f"paired: {err}") from None
 
