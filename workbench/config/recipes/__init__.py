@@ -259,7 +259,7 @@ class Recipe(Section):
         return normalized(self.config, full)
 
     def summary(self) -> str:
-        """The expected figures in one line: ``task: metric 0.913 (base 0.000), ...``."""
+        """The expected figures in one line: ``task: metric 0.913 ± 0.05 (base 0.000), metric > base + 0.1, ...``."""
         parts = []
         for e in self.evaluation:
             figures = ", ".join(f"{m} {f.text()}" for m, f in e.figures.items())
