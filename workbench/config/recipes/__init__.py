@@ -263,7 +263,7 @@ class Recipe(Section):
         parts = []
         for e in self.evaluation:
             figures = ", ".join(f"{m} {f.text()}" for m, f in e.figures.items())
-            parts.append(f"{e.task}: {figures or 'no figures'}")
+            parts.append(f"{e.label}: {figures or 'no figures'}")  # the label: one task may be scored on two sets
         return "; ".join(parts) or "no evaluation"
 
 
