@@ -243,6 +243,42 @@ def test_an_episode_evaluation_plays_the_tasks_with_the_run_model_and_its_base_a
             in capsys.readouterr().out)
 
 
+def test_a_base_played_with_the_same_key_beside_is_copied_not_played_again(monkeypatch, tmp_path, capsys):
+    """Runs that start from one local model (GRPO variants from one SFT) play its episodes once: a second run's
+    judge copies the base's episodes of the first (same replay key), and plays them when a setting differs."""
+    from workbench.agent.store import REPLAY_KEY, read_episodes
+    from workbench.config.recipes import Evaluation
+    from workbench.runs import layout
+
+    from workbench import models
+
+    start = tmp_path / "start-model"  # a local base, as an SFT run's model/ is
+    loaded = models.load_for_inference("tiny-glm4")
+    loaded.model.save_pretrained(start)
+    loaded.tokenizer.save_pretrained(start)
+    base_loads = []
+    real_load = models.load_for_inference
+    monkeypatch.setattr(models, "load_for_inference", lambda source, device: base_loads.append(source) or
+                        real_load(source, device=device))
+    monkeypatch.setattr(models, "load_run_for_inference", lambda run_dir, device: real_load("tiny-glm4", device=device))
+    monkeypatch.setattr(layout, "base_model", lambda run_dir: str(start))
+    evaluation = Evaluation(task="phone_agent", data="open_app/news,open_app/clock", observation="ui_tree",
+                            max_tokens=2, max_steps=2, date="2026-12-01")
+    first, second, third = (tmp_path / "runs" / name for name in ("grpo-a", "grpo-b", "grpo-c"))
+    _, base_first = bench.evaluate_run(evaluation, first, progress=False)
+    assert base_loads == [str(start)]
+    _, base_second = bench.evaluate_run(evaluation, second, progress=False)
+    assert base_loads == [str(start)] and base_second == base_first  # not loaded, not played: copied
+    [folder] = (second / "episodes").glob("*--base")
+    assert f"the episodes of {first / 'episodes' / folder.name}" in capsys.readouterr().out
+    assert [e.task for e in read_episodes(folder)] == ["open_app/news", "open_app/clock"]
+    assert json.loads((folder / "summary.json").read_text())[REPLAY_KEY]
+    other = Evaluation(task="phone_agent", data="open_app/news,open_app/clock", observation="ui_tree",
+                       max_tokens=3, max_steps=2, date="2026-12-01")
+    bench.evaluate_run(other, third, progress=False)
+    assert base_loads == [str(start)] * 2  # another setting: played
+
+
 def test_a_start_named_in_the_same_command_is_trained_once_and_first(monkeypatch, tmp_path):
     """.ci/run names screenshots-to-actions-tiny-glm4v and the GRPO recipe that starts from it: the start runs first
     (whatever the order given) and its run is GRPO's start, not a second training of it."""

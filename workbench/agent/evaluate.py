@@ -24,7 +24,7 @@ from ..serve.remote import ServerClient, ServerUnreachable
 from .metrics import summarize
 from .policy import OraclePolicy, ServedPolicy
 from .runner import run_episodes, sim_devices
-from .store import EpisodeWriter, folder_name
+from .store import REPLAY_KEY, EpisodeWriter, folder_name
 
 TASK_NAME = EPISODE_TASK  # the task name of episode metrics in eval_results.json and the runs panel
 
@@ -167,10 +167,11 @@ def _served_models(client: ServerClient, models: Optional[Iterable[str]]) -> tup
 
 
 def play_to_folder(policy, tasks: Sequence[PhoneTask], devices, folder: Path, settings: dict, *, screens: bool = True,
-                   progress: bool = True, model: Optional[str] = None, **run_options) -> tuple[list, dict]:
+                   progress: bool = True, model: Optional[str] = None, replay_key: Optional[str] = None,
+                   **run_options) -> tuple[list, dict]:
     """(episodes, metrics) of one model (``run_episodes`` with ``run_options``), each episode written to ``folder``
     as it ends, with a progress bar counting the successes; the folder's summary names ``model`` (default: the
-    policy's name) beside ``settings`` and the metrics."""
+    policy's name) beside ``settings`` and the metrics, and ``replay_key`` where given (``store.replay_key``)."""
     writer = EpisodeWriter(folder, screens=screens)
     bar = _progress(len(tasks), f"agent {policy.name}", progress)
     successes = []
@@ -186,7 +187,8 @@ def play_to_folder(policy, tasks: Sequence[PhoneTask], devices, folder: Path, se
     finally:
         bar.close()
     metrics = summarize(episodes)
-    writer.close({"model": model or policy.name, "settings": settings, "metrics": metrics})
+    writer.close({"model": model or policy.name, "settings": settings, "metrics": metrics,
+                  **({REPLAY_KEY: replay_key} if replay_key else {})})
     return episodes, metrics
 
 

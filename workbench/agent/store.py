@@ -2,7 +2,8 @@
 
     DIR/episodes.jsonl   one episode a line (workbench.agent.episode.Episode.to_dict), streamed as each one ends
     DIR/screens/NNN-<task>/SS.png   the screenshot the model saw at step SS; final.png after the last action
-    DIR/summary.json     the metrics (workbench.agent.metrics) and the settings of the run
+    DIR/summary.json     the metrics (workbench.agent.metrics) and the settings of the run (and, where the
+                         bench played them, their replay key: ``replay_key``)
 
 An adapter served from a run directory keeps its episodes in ``RUN_DIR/episodes/<stamp>/``
 (``runs.layout.EPISODES_DIR``); anything else (a base model, the oracle, another server's model) under the
@@ -10,10 +11,11 @@ An adapter served from a run directory keeps its episodes in ``RUN_DIR/episodes/
 """
 from __future__ import annotations
 
+import hashlib
 import json
 import re
 from pathlib import Path
-from typing import Optional
+from typing import Iterable, Optional
 
 from .episode import Episode
 
@@ -35,6 +37,8 @@ class EpisodeWriter:
         self.folder.mkdir(parents=True, exist_ok=True)
         self.screens = screens
         self.count = 0
+        # an earlier summary no longer describes the folder (a crash now must not leave it beside new episodes)
+        (self.folder / SUMMARY_FILE).unlink(missing_ok=True)
         self._file = open(self.folder / EPISODES_FILE, "w", encoding="utf-8")
 
     def write(self, episode: Episode) -> None:
@@ -82,3 +86,40 @@ def episode_folders(runs_dir: str | Path) -> list[Path]:
         return []
     found = [p.parent for pattern in (f"*/*/{EPISODES_FILE}", f"*/*/*/{EPISODES_FILE}") for p in root.glob(pattern)]
     return sorted(set(found), key=lambda p: p.stat().st_mtime, reverse=True)
+
+
+REPLAY_KEY = "replay_key"  # in summary.json: what decided a greedy evaluation's episodes, as one hash
+
+
+def replay_key(model_dir: str | Path, settings: dict, tasks: Iterable[str], numerics: dict) -> Optional[str]:
+    """One hash of everything greedy episodes of a local model follow from: the weights' bytes (every file of
+    ``model_dir``), the evaluation's settings, the tasks in their order (each as text: the batches follow it), the
+    code that plays them (every source file of workbench) and the numerics (``numerics``: device, torch version,
+    threads); None when ``model_dir`` is not a local directory (a hub id: no bytes here to hash). Equal keys, equal
+    episodes: greedy decoding repeats exactly."""
+    root = Path(model_dir)
+    if not root.is_dir():
+        return None
+    digest = hashlib.sha256()
+    for path in sorted(p for p in root.rglob("*") if p.is_file()):
+        digest.update(str(path.relative_to(root)).encode())
+        with open(path, "rb") as f:
+            while chunk := f.read(1 << 22):
+                digest.update(chunk)
+    package = Path(__file__).resolve().parents[1]
+    for path in sorted(package.rglob("*.py")):
+        digest.update(str(path.relative_to(package)).encode() + path.read_bytes())
+    digest.update(json.dumps([settings, list(tasks), numerics], sort_keys=True, default=str).encode())
+    return digest.hexdigest()
+
+
+def find_replay(runs_dir: str | Path, name: str, key: str) -> Optional[Path]:
+    """An episode folder called ``name`` in some run of ``runs_dir`` (``RUN/episodes/<name>/``) whose summary holds
+    ``key``: the same episodes, played before (e.g. the base model of several runs that start from one model)."""
+    for summary in sorted(Path(runs_dir).glob(f"*/episodes/{name}/{SUMMARY_FILE}")):
+        try:
+            if json.loads(summary.read_text(encoding="utf-8")).get(REPLAY_KEY) == key:
+                return summary.parent
+        except (OSError, ValueError):
+            continue  # a folder being written, or not ours: play instead
+    return None

@@ -103,11 +103,15 @@ def evaluate_episodes(evaluation: Evaluation, run_dir: Path, progress: bool) -> 
     ``evaluation.data`` played to its end on the simulated phone by the run's own weights (model/, or its adapter
     merged) and by its base, in this process (greedy, on the GPU when one is visible; 8 conversations a batch on a
     CPU, 48 on a GPU: the 31 held-out tasks took 17 min a model on 2 CPU cores); each model's episodes are stored in
-    RUN_DIR/episodes/<evaluation>-<tuned|base>/ (replies, screens, trees, final checks) to read."""
+    RUN_DIR/episodes/<evaluation>-<tuned|base>/ (replies, screens, trees, final checks) to read. A local base's
+    episodes are copied, not played, from a run beside this one whose base episodes have the same replay key
+    (``agent.store.replay_key``: the same weights, settings, tasks, code and numerics): runs that start from one
+    model (GRPO variants from one SFT) play its episodes once."""
     import datetime
+    import shutil
 
     from ..agent import InProcessPolicy, paired, play_to_folder, sim_devices
-    from ..agent.store import folder_name
+    from ..agent.store import SUMMARY_FILE, find_replay, folder_name, read_episodes, replay_key
     from ..models import load_for_inference, load_run_for_inference
     from ..phone.tasks import select_tasks
     from ..precision import resolve_device
@@ -119,23 +123,37 @@ def evaluate_episodes(evaluation: Evaluation, run_dir: Path, progress: bool) -> 
     device, base = resolve_device("auto"), base_model(run_dir)
     settings = {"tasks": evaluation.data, "n": len(tasks), "observation": evaluation.observation,
                 "max_steps": evaluation.max_steps, "max_tokens": evaluation.max_tokens, "date": evaluation.date}
+    numerics = {"device": str(device), "torch": torch.__version__, "threads": torch.get_num_threads(),
+                "gpu": torch.cuda.get_device_name(device) if device.type == "cuda" else None}
     # the run's own weights (model/, or its adapter merged: a GRPO LoRA saves no merged/), then its base
     for role, source, load in (("tuned", run_dir, lambda: load_run_for_inference(run_dir, device=device)),
                                ("base", base, lambda: load_for_inference(base, device=device))):
-        loaded = load()
-        policy = InProcessPolicy(loaded.model, loaded.tokenizer, loaded.processor, name=role,
-                                 max_tokens=evaluation.max_tokens)
         folder = run_dir / EPISODES_DIR / folder_name(f"{evaluation.label}-{role}")
-        episodes, metrics = play_to_folder(policy, tasks, sim_devices(EPISODE_SCREEN), folder, settings,
-                                           progress=progress, model=str(source), max_steps=evaluation.max_steps,
-                                           date=date, observation=evaluation.observation)
+        key = replay_key(base, settings, [repr(t) for t in tasks], numerics) if role == "base" else None
+        earlier = find_replay(run_dir.parent, folder.name, key) if key else None
+        if earlier is not None:
+            if earlier.resolve() != folder.resolve():
+                shutil.rmtree(folder, ignore_errors=True)
+                shutil.copytree(earlier, folder)
+            print(f"[recipes] {evaluation.label} {role}: the episodes of {earlier} (the same weights, settings, "
+                  "tasks, code and numerics: greedy episodes repeat exactly), not played again", flush=True)
+            episodes = read_episodes(folder)
+            metrics = json.loads((folder / SUMMARY_FILE).read_text(encoding="utf-8"))["metrics"]
+        else:
+            loaded = load()
+            policy = InProcessPolicy(loaded.model, loaded.tokenizer, loaded.processor, name=role,
+                                     max_tokens=evaluation.max_tokens)
+            episodes, metrics = play_to_folder(policy, tasks, sim_devices(EPISODE_SCREEN), folder, settings,
+                                               progress=progress, model=str(source), replay_key=key,
+                                               max_steps=evaluation.max_steps, date=date,
+                                               observation=evaluation.observation)
+            del loaded, policy
         out.append(metrics)
         played.append(episodes)
         if progress:
             print(f"[recipes] {evaluation.label} {role}: success {out[-1]['success_rate']:.3f} of {len(tasks)}, "
                   f"reached the task's apps {out[-1]['reached_apps_rate']:.3f}, taps quoting a line of the tree "
                   f"{_rate_text(out[-1]['quoted_line_rate'])}", flush=True)
-        del loaded, policy
     m = paired(*played)  # greedy episodes repeat exactly: the tasks that tell the two apart are the spread
     print(f"[recipes] {evaluation.label}: of {m['tasks']} tasks, {m['only_a']} finished by the tuned model alone, "
           f"{m['only_b']} by the base alone (sign test p = {m['sign_test_p']:.3g}), {m['both']} by both", flush=True)
