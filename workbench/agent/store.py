@@ -94,8 +94,8 @@ REPLAY_KEY = "replay_key"  # in summary.json: what decided a greedy evaluation's
 def replay_key(model_dir: str | Path, settings: dict, tasks: Iterable[str], numerics: dict) -> Optional[str]:
     """One hash of everything greedy episodes of a local model follow from: the weights' bytes (every file of
     ``model_dir``), the evaluation's settings, the tasks in their order (each as text: the batches follow it), the
-    code that plays them (every source file of workbench) and the numerics (``numerics``: device, torch version,
-    threads); None when ``model_dir`` is not a local directory (a hub id: no bytes here to hash). Equal keys, equal
+    code that plays them (every source file of workbench) and the numerics (``numerics``: device, CPU class,
+    torch and transformers versions, threads); None when ``model_dir`` is not a local directory (a hub id: no bytes here to hash). Equal keys, equal
     episodes: greedy decoding repeats exactly."""
     root = Path(model_dir)
     if not root.is_dir():
