@@ -88,6 +88,20 @@ def test_grpo_resumes_exactly_with_the_same_rollouts(make_cfg):
     assert kl[2:] == pytest.approx([e.reference_kl for e in events_of(resumed.run_dir, "rollout")])
 
 
+@pytest.mark.parametrize("scale", ["group", "none"])
+def test_scale_rewards_none_keeps_the_rewards_scale_in_the_advantages(make_cfg, scale):
+    # groups of 2: the first completion's advantage is +-1 (or 0) scaled by the group's std, (t1 - t2) / 2 unscaled;
+    # length x 100 makes an unscaled advantage far above 1 wherever the two lengths differ
+    r = train(grpo(make_cfg, **{"rl.group_size": 2, "rl.rewards": {"length": 100.0}, "rl.scale_rewards": scale,
+                                "output.run_name": scale}))
+    advantages = [abs(s["advantage"]) for e in events_of(r.run_dir, "rollout") for s in e.samples]
+    assert advantages and any(a > 0 for a in advantages)
+    if scale == "group":
+        assert all(a == pytest.approx(1.0, abs=1e-3) or a == 0 for a in advantages), advantages
+    else:
+        assert any(a > 2 for a in advantages), advantages
+
+
 @pytest.fixture
 def odd_rows_only():
     # a spread for prompts of odd line numbers only: the even ones' groups are all equal (no learning signal)

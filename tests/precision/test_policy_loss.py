@@ -21,6 +21,17 @@ def test_advantages_are_normalised_within_each_group_and_zero_for_an_all_equal_g
         group_advantages(rewards, 3)
 
 
+def test_unscaled_advantages_keep_the_rewards_scale_so_a_shaping_only_group_weighs_less_than_a_success_one():
+    # group 1 differs by a 0.25 shaping term alone, group 2 in success (1.25 vs 0.25)
+    rewards = torch.tensor([0.25, 0.0, 0.0, 0.0, 1.25, 0.25, 0.25, 0.25])
+    scaled = group_advantages(rewards, 4)
+    torch.testing.assert_close(scaled[:4], scaled[4:], atol=3e-3, rtol=0)  # GRPO: +1.73 for either (eps aside)
+    assert float(scaled[0]) == pytest.approx(math.sqrt(3), abs=3e-3)
+    unscaled = group_advantages(rewards, 4, scale=False)
+    torch.testing.assert_close(unscaled, torch.tensor([0.1875, -0.0625, -0.0625, -0.0625, 0.75, -0.25, -0.25, -0.25]))
+    torch.testing.assert_close(group_advantages(torch.full((4,), 3.0), 4, scale=False), torch.zeros(4))
+
+
 def test_on_policy_loss_is_minus_advantage_per_token_and_its_gradient_pushes_logp_by_the_advantage():
     logp = torch.tensor([[-1.0, -2.0, -3.0], [-0.5, -0.5, -9.0]], requires_grad=True)
     sampler = logp.detach().clone()

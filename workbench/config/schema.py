@@ -305,7 +305,12 @@ class RlSection(Section):
                                    "the sampled first action included; the rest are the trained model's greedy "
                                    "answers (rl.max_new_tokens each).")
     group_size: int = Field(4, ge=2, le=256, description="Completions sampled per prompt; advantages are "
-                            "normalised within each group (at least 2, or every advantage is 0).")
+                            "relative to each group's mean (at least 2, or every advantage is 0).")
+    scale_rewards: Literal["group", "none"] = Field(
+        "group", description="group = advantages divided by their group's reward std (GRPO): every group with a "
+        "spread weighs alike, one that differs by a 0.25 shaping term as much as one that differs in success; none "
+        "= the reward minus the group mean only (Dr. GRPO, TRL's scale_rewards none): a group weighs by its "
+        "spread, and the rewards' weights keep their meaning across groups.")
     rewards: dict[str, float] = Field(
         default_factory=lambda: {"format": 1.0, "action_type": 1.0, "tap_in_box": 1.0, "text_match": 1.0},
         description="Reward functions by name with their weights, e.g. {format: 0.5, tap_in_box: 1}: the reward "

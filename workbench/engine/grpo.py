@@ -126,7 +126,8 @@ class GrpoStep:
         total = torch.zeros(len(expanded), dtype=torch.float64)
         for name, weight in rl.rewards.items():
             total += weight * torch.tensor(scored.rewards[name], dtype=torch.float64)
-        return _Window(rollouts, expanded, scored, total, group_advantages(total, rl.group_size))
+        return _Window(rollouts, expanded, scored, total, group_advantages(total, rl.group_size,
+                                                                          scale=rl.scale_rewards == "group"))
 
     def train_step(self, stream, measure: bool = False):
         e, rl = self.engine, self.cfg.rl

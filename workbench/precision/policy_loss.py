@@ -18,12 +18,16 @@ from typing import Optional
 import torch
 
 
-def group_advantages(rewards: torch.Tensor, group_size: int, eps: float = 1e-4) -> torch.Tensor:
-    """(reward - group mean) / (group std + eps) for rewards laid out group after group ([groups * group_size])."""
+def group_advantages(rewards: torch.Tensor, group_size: int, eps: float = 1e-4, scale: bool = True) -> torch.Tensor:
+    """(reward - group mean) / (group std + eps) for rewards laid out group after group ([groups * group_size]);
+    ``scale=False``: reward - group mean (Dr. GRPO): a group whose rewards differ by a shaping term alone then
+    weighs by that small difference, not as much as one that differs in success."""
     if rewards.numel() % group_size:
         raise ValueError(f"{rewards.numel()} rewards do not split into groups of {group_size}")
     grouped = rewards.double().view(-1, group_size)
     centred = grouped - grouped.mean(dim=1, keepdim=True)
+    if not scale:
+        return centred.view(-1).float()
     std = grouped.std(dim=1, unbiased=False, keepdim=True)
     return (centred / (std + eps)).view(-1).float()
 
