@@ -15,16 +15,17 @@ from workbench.ui.precision_compare import PrecisionCompare
 MISMATCH = {"fp32": 1e-6, "bf16": 2e-2, "fp16": 2.5e-3}
 
 
-def config(mode: str, seed: int = 0) -> dict:
+def config(mode: str, seed: int = 0, scale_rewards: str = "group") -> dict:
     return {"seed": seed, "model": {"source": "tiny-glm4v-agent"}, "precision": {"mode": mode},
-            "training": {"method": "grpo"}, "rl": {"prompts": "phone_tasks", "rewards": {"episode_success": 1.0}}}
+            "training": {"method": "grpo"},
+            "rl": {"prompts": "phone_tasks", "rewards": {"episode_success": 1.0}, "scale_rewards": scale_rewards}}
 
 
-def write_run(run_dir, mode: str, steps=(1, 2), seed: int = 0, writer=None):
+def write_run(run_dir, mode: str, steps=(1, 2), seed: int = 0, writer=None, **settings):
     run_dir.mkdir(parents=True, exist_ok=True)
     w = writer or EventWriter(run_dir / "events.jsonl")
     if writer is None:
-        w.emit(RunStarted(run_dir=str(run_dir), config=config(mode, seed), hardware={}, versions={},
+        w.emit(RunStarted(run_dir=str(run_dir), config=config(mode, seed, **settings), hardware={}, versions={},
                           precision={"mode": mode}, total_steps=3))
     for n in steps:
         w.emit(Step(step=n, loss=0.1, lr=1e-3, grad_norm=1.0, loss_scale=None, skipped=False, tokens=10,
@@ -60,6 +61,14 @@ def test_a_different_seed_is_said_and_a_running_run_is_followed(tmp_path):
     write_run(tmp_path / "a", "bf16", steps=(2,), writer=a)  # the run goes on
     a.close()
     assert c.refresh() > 0 and c.series("mismatch")["bf16 run"][0] == [1, 2]
+
+
+def test_a_different_advantage_scale_is_said(tmp_path):
+    # rl.scale_rewards changes every advantage's size: the reward and mismatch curves would differ by it, not by precision
+    write_run(tmp_path / "a", "bf16").close()
+    write_run(tmp_path / "b", "fp16", scale_rewards="none").close()
+    c = PrecisionCompare([tmp_path / "a", tmp_path / "b"])
+    assert c.differences() == ["rl.scale_rewards differs: bf16 'group', fp16 'none'"]
 
 
 def test_what_cannot_be_compared_says_so(tmp_path):
