@@ -58,6 +58,12 @@ EXTRAS="[export]"
 # same pip call, so that its "workbench" dependency is this checkout. Its install puts the frontend in
 # $VENV/share/jupyter/labextensions and enables the server extension in $VENV/etc/jupyter.
 "${PIP[@]}" install -q -e ".$EXTRAS" -e extensions/jupyterlab
+if [ "${1:-}" = "--test" ]; then
+  # Open-AutoGLM's own runtime, the judge of the agent's format (tests/phone/test_openautoglm.py,
+  # tests/agent/test_openautoglm_loop.py). It declares Python >= 3.12 but installs and runs on 3.10/3.11; its
+  # dependencies (openai, pillow, requests, build) come with the test extra.
+  "${PIP[@]}" install -q --ignore-requires-python "phone-agent==0.1.1"
+fi
 echo "workbench is set up in $VENV (torch $("$VENV/bin/python" -c 'import torch; print(torch.__version__)'))"
 # JupyterLab defaults for a workbench session (no news prompt, no web fetches): workbench/cli/lab_settings.py
 "$VENV/bin/python" -m workbench lab-settings
