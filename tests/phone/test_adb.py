@@ -37,7 +37,8 @@ def phone_on(server, **kw) -> AdbPhone:
     ('do(action="Back")', ["input keyevent 4"]),
     ('do(action="Home")', ["input keyevent KEYCODE_HOME"]),
     ('do(action="Launch", app="Settings")', ["monkey -p com.android.settings -c android.intent.category.LAUNCHER 1"]),
-    ('do(action="Launch", app="设置")', ["monkey -p com.android.settings -c android.intent.category.LAUNCHER 1"]),
+    ('do(action="Launch", app="Settings")', ["monkey -p com.android.settings -c android.intent.category.LAUNCHER 1"]),
+    ('do(action="Launch", app="微信")', ["monkey -p com.tencent.mm -c android.intent.category.LAUNCHER 1"]),
     ('do(action="Wait", duration="0 seconds")', []),
 ])
 def test_each_action_sends_its_device_command(standin, action, commands):
@@ -65,7 +66,7 @@ def test_screenshot_current_app_and_pixel_size_come_from_the_device(standin):
     assert phone.size == (720, 1600)
     assert phone.screenshot().size == (1080, 2400)  # the screencap's own size wins from then on
     assert phone.size == (1080, 2400)
-    assert phone.current_app() == "Settings"
+    assert phone.current_app() == "AndroidSystemSettings"  # Open-AutoGLM's first name for the package
     standin.outputs["dumpsys window"] = "  mCurrentFocus=Window{1 u0 com.example.unknown/.Main}\n"
     assert phone.current_app() == "System Home"  # an unknown package, as Open-AutoGLM reports it
     assert {"screencap -p", "dumpsys window"} <= set(standin.shell_commands())
@@ -82,9 +83,9 @@ def test_unknown_app_is_an_invalid_action_and_sends_nothing(standin):
 def test_an_episode_runs_on_the_adb_phone_through_the_gym_interface(standin):
     env = PhoneEnv(phone_on(standin), max_steps=5)
     obs, info = env.reset(options={"task": TASKS[0]})
-    assert obs["screenshot"].shape == (2400, 1080, 3) and obs["current_app"] == "Settings"
+    assert obs["screenshot"].shape == (2400, 1080, 3) and obs["current_app"] == "AndroidSystemSettings"
     assert standin.shell_commands()[-3:] == ["input keyevent KEYCODE_HOME", "screencap -p", "dumpsys window"]
-    obs, reward, terminated, truncated, info = env.step('<think>done</think><answer>finish(message="ok")</answer>')
+    obs, reward, terminated, truncated, info = env.step('<think>done</think>\n<answer>finish(message="ok")')
     assert terminated and reward == 0.0 and info["checks"] is None  # a real phone's state is not read
 
 

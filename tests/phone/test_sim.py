@@ -30,10 +30,11 @@ def launch(app: str) -> SimPhone:
 def test_tap_hits_an_element_or_nothing():
     phone = SimPhone((112, 252))
     hit = tap(phone, "Settings")
-    assert hit.valid and hit.element == "Settings" and phone.current_app() == "Settings"
+    assert hit.valid and hit.element == "Settings" and phone.app == "Settings"
+    assert phone.current_app() == "AndroidSystemSettings"  # the runtime's first name for com.android.settings
     assert hit.box == (50, 260, 245, 365)
     miss = act(phone, 'do(action="Tap", element=[500,990])')  # below the last Settings row
-    assert not miss.valid and "hit no element" in miss.effect and phone.current_app() == "Settings"
+    assert not miss.valid and "hit no element" in miss.effect and phone.app == "Settings"
 
 
 def test_settings_toggles_and_sub_pages_change_state():
@@ -49,7 +50,7 @@ def test_settings_toggles_and_sub_pages_change_state():
 
 
 def test_type_needs_a_focused_field_and_send_delivers_it():
-    phone = launch("Messages")
+    phone = launch("Telegram")
     tap(phone, "Mom")
     typed = act(phone, 'do(action="Type", text="hi")')
     assert not typed.valid and "no text field is focused" in typed.effect
@@ -80,10 +81,10 @@ def test_swipe_scrolls_a_long_list_until_its_end():
 
 def test_home_screen_has_two_pages_turned_by_horizontal_swipes():
     phone = SimPhone((112, 252))
-    assert "Music" not in phone.screen().elements
+    assert "RetroMusic" not in phone.screen().elements
     assert not act(phone, 'do(action="Swipe", start=[200,600], end=[800,600])').valid  # no page before the first
     assert act(phone, 'do(action="Swipe", start=[800,600], end=[200,600])').effect == "turned to home page 2"
-    assert "Music" in phone.screen().elements
+    assert "RetroMusic" in phone.screen().elements
     assert not act(phone, 'do(action="Swipe", start=[800,600], end=[200,600])').valid
     settings = launch("Settings")
     assert not act(settings, 'do(action="Swipe", start=[800,600], end=[200,600])').valid
@@ -101,14 +102,14 @@ def test_long_press_opens_a_menu_and_double_tap_likes_a_photo():
     assert act(phone, 'do(action="Back")').effect == "closed the menu"
     assert not tap(launch("Settings"), "Wi-Fi", "Long Press").valid  # nothing to long-press on a switch
 
-    photos = launch("Photos")
+    photos = launch("Files")
     tap(photos, "Cat")
     assert not tap(photos, "Photo").valid  # one tap on the photo does nothing
     assert tap(photos, "Photo", "Double Tap").valid and photos.state.liked_photos == {"Cat"}
 
 
 def test_music_plays_and_long_press_likes_without_playing():
-    phone = launch("Music")
+    phone = launch("RetroMusic")
     title = SONGS[2].split(" - ")[0]
     tap(phone, title, "Long Press")
     tap(phone, "Like song")
@@ -120,7 +121,7 @@ def test_music_plays_and_long_press_likes_without_playing():
 
 
 def test_browser_search_and_results():
-    phone = launch("Browser")
+    phone = launch("Chrome")
     assert not tap(phone, "Go").valid  # nothing typed
     tap(phone, "Search box")
     act(phone, 'do(action="Type", text="pasta recipe")')
@@ -131,7 +132,7 @@ def test_browser_search_and_results():
 
 
 def test_back_closes_keyboard_then_page_then_app_then_does_nothing():
-    phone = launch("Messages")
+    phone = launch("Telegram")
     tap(phone, "Mom")
     tap(phone, "Message box")
     effects = [act(phone, 'do(action="Back")').effect for _ in range(3)]
@@ -141,12 +142,14 @@ def test_back_closes_keyboard_then_page_then_app_then_does_nothing():
 
 
 def test_home_launch_and_wait():
-    phone = launch("Photos")
+    phone = launch("Files")
     assert act(phone, 'do(action="Home")').valid and phone.current_app() == HOME
-    assert act(phone, 'do(action="Launch", app="  settings ")').valid and phone.current_app() == "Settings"
-    assert act(phone, 'do(action="Launch", app="相册")').valid and phone.current_app() == "Photos"
-    unknown = act(phone, 'do(action="Launch", app="TikTok")')
-    assert not unknown.valid and "TikTok" in unknown.effect and phone.current_app() == "Photos"
+    # Launch takes a name of Open-AutoGLM's app table, exactly: another name of the same package opens the app too
+    assert act(phone, 'do(action="Launch", app="Android System Settings")').valid and phone.app == "Settings"
+    assert act(phone, 'do(action="Launch", app="Google Chrome")').valid and phone.current_app() == "Chrome"
+    for unknown in ("settings ", "Photos", "相册", "Tiktok"):  # not a name of the table, or not installed
+        outcome = act(phone, f'do(action="Launch", app="{unknown}")')
+        assert not outcome.valid and "App not found" in outcome.effect and phone.app == "Chrome", unknown
     before = phone.screenshot()
     assert act(phone, 'do(action="Wait", duration="2 seconds")').valid
     assert phone.screenshot().tobytes() == before.tobytes()
@@ -167,7 +170,7 @@ def test_the_phone_is_deterministic():
         phone = SimPhone((112, 252))
         phone.reset(PhoneState())
         digest = hashlib.sha256()
-        for text in ['do(action="Launch", app="Music")', 'do(action="Swipe", start=[500,800], end=[500,300])',
+        for text in ['do(action="Launch", app="RetroMusic")', 'do(action="Swipe", start=[500,800], end=[500,300])',
                      'do(action="Tap", element=[500,500])']:
             act(phone, text)
             digest.update(phone.screenshot().tobytes())

@@ -9,7 +9,7 @@ import pytest
 
 from workbench.phone.actions import format_action
 from workbench.phone.env import PhoneEnv
-from workbench.phone.runtime import assistant_content
+from workbench.phone.runtime import assistant_target
 from workbench.phone.sim import SimPhone
 from workbench.phone.state import APPS, DEFAULT_CONTENTS
 from workbench.phone.tasks import (MORE_FRESH_SHARE, TASKS, TEMPLATES, _pairing, TaskFileError, load_task_file,
@@ -24,7 +24,7 @@ def test_the_set_is_large_enough_and_long_enough():
     assert len({t.id for t in TASKS}) == len(TASKS)
     assert len({t.instruction for t in TASKS}) == len(TASKS)  # the oracle policy finds a task by its instruction
     apps = {a for t in TASKS for a in t.apps}
-    assert {"Settings", "Contacts", "Messages", "Browser", "Music", "Photos"} <= apps
+    assert {"Settings", "Contacts", "Telegram", "Chrome", "RetroMusic", "Files"} <= apps
 
 
 @pytest.mark.parametrize("task", TASKS, ids=lambda t: t.id)
@@ -33,7 +33,7 @@ def test_every_oracle_solves_its_task_and_the_start_does_not(task):
     assert not all(ENV.judge().values()), "the task is solved before any action"
     steps = task.oracle()
     for i, step in enumerate(steps):
-        obs, reward, terminated, truncated, info = ENV.step(assistant_content(step.thinking, format_action(step.action)))
+        obs, reward, terminated, truncated, info = ENV.step(assistant_target(step.thinking, format_action(step.action)))
         assert info["valid"], f"step {i + 1} {step.action} did nothing: {info['effect']}"
         assert terminated == (i == len(steps) - 1)
     assert reward == 1.0 and info["success"] and all(info["checks"].values())
@@ -68,7 +68,7 @@ def test_heldout_tasks_are_not_training_tasks_renamed():
         assert not any(json.dumps(main)[1:-1] in p for p in trained), t.id
     heldout_templates = {t.template for t in heldout} - {t.template for t in TASKS if t.split == "train"}
     assert heldout_templates == {"setting_then_message"}  # one template held out whole
-    assert {a for t in heldout for a in t.apps} - {"Clock", "Mail", "Calculator", "Video"} <= \
+    assert {a for t in heldout for a in t.apps} - {"Clock", "Gmail", "Broccoli", "VLC"} <= \
         {a for t in TASKS if t.split == "train" for a in t.apps}  # held-out tasks use apps training has seen
 
 
@@ -91,20 +91,20 @@ def test_combos_pair_trained_values_in_ways_no_training_task_does():
 
 def test_task_files_and_their_errors(tmp_path):
     good = tmp_path / "tasks.jsonl"
-    good.write_text('{"template": "open_app", "app": "Notes"}\n\n'
+    good.write_text('{"template": "open_app", "app": "Joplin"}\n\n'
                     '{"template": "send_message", "contact": "Mom", "text": "Hi", "id": "mine", "split": "heldout"}\n')
     tasks = load_task_file(good)
-    assert [(t.id, t.split) for t in tasks] == [("open_app/notes", "train"), ("mine", "heldout")]
+    assert [(t.id, t.split) for t in tasks] == [("open_app/joplin", "train"), ("mine", "heldout")]
     assert select_tasks(str(good)) == tasks
     for row, why in [('{"template": "open_app", "app": "TikTok"}', "3: unknown app 'TikTok'; known: Settings"),
                      ('{"template": "fly", "app": "X"}', "3: unknown template 'fly'; templates: open_app"),
-                     ('{"app": "Notes"}', "3: no 'template'"),
+                     ('{"app": "Joplin"}', "3: no 'template'"),
                      ('{"template": "open_app"}', "3: template open_app takes app; missing app"),
                      ('{"template": "toggle_setting", "setting": "wifi", "on": "yes"}', "3: 'on' must be true or false"),
                      ('[1, 2]', "3: a row is a JSON object"), ('{"template": ', "3: Expecting value"),
-                     ('{"template": "open_app", "app": "Notes"}', "3: task id 'open_app/notes' already used on line 1")]:
+                     ('{"template": "open_app", "app": "Joplin"}', "3: task id 'open_app/joplin' already used on line 1")]:
         bad = tmp_path / "bad.jsonl"
-        bad.write_text('{"template": "open_app", "app": "Notes"}\n\n' + row + "\n")
+        bad.write_text('{"template": "open_app", "app": "Joplin"}\n\n' + row + "\n")
         with pytest.raises(TaskFileError, match=f"bad.jsonl:{why}".replace("(", r"\(").replace("[", r"\[")):
             load_task_file(bad)
 
@@ -153,5 +153,5 @@ def test_more_training_tasks_use_no_held_out_value_and_their_oracles_solve_them(
     for task in more:
         ENV.reset(options={"task": task})
         for step in task.oracle():
-            obs, reward, terminated, truncated, info = ENV.step(assistant_content(step.thinking, format_action(step.action)))
+            obs, reward, terminated, truncated, info = ENV.step(assistant_target(step.thinking, format_action(step.action)))
         assert info["success"], task.id

@@ -3,15 +3,17 @@
 Through ``adbutils`` (the optional extra ``phone``: ``pip install 'workbench[phone]'``) and a running ADB server
 (``adb start-server``; default 127.0.0.1:5037). Each action is the device command AutoGLM's runtime sends:
 
-- screenshot: ``screencap -p``; current app: ``dumpsys window``, its focused package named by ``APP_PACKAGES``
-  (an unknown package reads "System Home", as in Open-AutoGLM);
+- screenshot: ``screencap -p``; current app: the focused window's line of ``dumpsys window`` named by Open-AutoGLM's
+  app table (``phone.openautoglm.current_app_name``: its first name whose package is in the line, else "System
+  Home"), as its runtime names it;
 - Tap ``input tap X Y`` (pixels: ``int(v / 1000 * size)`` of the last screenshot's size), Double Tap twice that,
   Long Press ``input swipe X Y X Y 3000``, Swipe ``input swipe X1 Y1 X2 Y2 1000``;
 - Type: through the ADB Keyboard app (it must be installed on the phone: github.com/senzhk/ADBKeyBoard) so any
   text, Chinese included, arrives: switch to it (``ime set``), ``am broadcast -a ADB_CLEAR_TEXT``, ``am broadcast
   -a ADB_INPUT_B64 --es msg <base64>``, switch back;
 - Back ``input keyevent 4``, Home ``input keyevent KEYCODE_HOME``, Launch ``monkey -p PACKAGE -c
-  android.intent.category.LAUNCHER 1``; Wait sleeps.
+  android.intent.category.LAUNCHER 1`` for the package the table gives the name (none: nothing happens, as in the
+  runtime); Wait sleeps.
 
 Tested against a stand-in of the ADB server's socket protocol driven by the real adbutils client (the exact
 commands above); it has not been run against a phone here. A real phone's state cannot be read, so episodes on
@@ -30,29 +32,15 @@ from PIL import Image
 
 from ..config.packages import missing_package
 from .actions import Action, to_pixels
-from .sim import Outcome, resolve_app
-from .state import HOME
+from .openautoglm import APP_PACKAGES, HOME, current_app_name
+from .sim import Outcome
 from .uitree import compress_uiautomator
 
 UI_DUMP_PATH = "/sdcard/window_dump.xml"  # uiautomator's own default file
 
-# App names of the simulated phone -> Android packages (stock Google apps); pass packages= for other phones
-APP_PACKAGES = {
-    "Settings": "com.android.settings", "Contacts": "com.google.android.contacts",
-    "Messages": "com.google.android.apps.messaging", "Browser": "com.android.chrome",
-    "Camera": "com.android.camera2", "Clock": "com.google.android.deskclock",
-    "Calendar": "com.google.android.calendar", "Maps": "com.google.android.apps.maps",
-    "Mail": "com.google.android.gm", "Phone": "com.google.android.dialer",
-    "Files": "com.google.android.apps.nbu.files", "Music": "com.google.android.apps.youtube.music",
-    "Photos": "com.google.android.apps.photos", "Calculator": "com.google.android.calculator",
-    "Wallet": "com.google.android.apps.walletnfcrel", "News": "com.google.android.apps.magazines",
-    "Books": "com.google.android.apps.books", "Translate": "com.google.android.apps.translate",
-    "Video": "com.google.android.youtube",
-}
 ADB_KEYBOARD = "com.android.adbkeyboard/.AdbIME"
 LONG_PRESS_MS = 3000
 SWIPE_MS = 1000
-_FOCUS = re.compile(r"(?:mCurrentFocus|mFocusedApp)=.*?([A-Za-z][\w.]*)/")
 
 
 class DeviceError(ValueError):
@@ -64,7 +52,8 @@ class AdbPhone:
 
     def __init__(self, serial: str, host: str = "127.0.0.1", port: int = 5037, settle_s: float = 1.0,
                  packages: Optional[dict[str, str]] = None):
-        """``settle_s``: seconds to let the phone redraw after each action before the next screenshot."""
+        """``settle_s``: seconds to let the phone redraw after each action before the next screenshot. ``packages``:
+        the app table (name -> package, the first name of a package naming it), Open-AutoGLM's by default."""
         try:
             import adbutils
         except ImportError:
@@ -117,11 +106,11 @@ class AdbPhone:
         return compress_uiautomator(self._shell(f"cat {UI_DUMP_PATH}"), *self.size)
 
     def current_app(self) -> str:
-        by_package = {package: app for app, package in self.packages.items()}
         for line in self._shell("dumpsys window").splitlines():
-            match = _FOCUS.search(line)
-            if match and match.group(1) in by_package:
-                return by_package[match.group(1)]
+            if "mCurrentFocus" in line or "mFocusedApp" in line:
+                name = current_app_name(line, self.packages)
+                if name != HOME:
+                    return name
         return HOME
 
     def execute(self, action: Action) -> Outcome:
@@ -141,10 +130,9 @@ class AdbPhone:
         elif kind == "Home":
             commands = ["input keyevent KEYCODE_HOME"]
         elif kind == "Launch":
-            app = resolve_app(action.args["app"]) or action.args["app"].strip()
-            package = self.packages.get(app)
+            package = self.packages.get(action.args["app"])
             if package is None:
-                return Outcome(False, f"no package known for app {action.args['app']!r}: add it to packages=")
+                return Outcome(False, f"App not found: {action.args['app']} (not a name of the app table)")
             commands = [f"monkey -p {package} -c android.intent.category.LAUNCHER 1"]
         elif kind == "Wait":
             seconds = re.search(r"\d+(?:\.\d+)?", action.args["duration"])

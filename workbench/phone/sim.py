@@ -11,7 +11,8 @@ state. What each action does:
 - Type: replaces the text of the focused field (as AutoGLM's ADB keyboard clears it first); no focused field:
   nothing. Tap a text field to focus it (the keyboard opens).
 - Back: closes a menu, then the keyboard, then goes one page back, then to the home screen. Home: the home
-  screen. Launch: the app's first page (app names as on the home screen; a few Chinese names too). Wait: nothing.
+  screen. Launch: the app's first page, for a name of Open-AutoGLM's app table whose package is installed (as its
+  runtime resolves a name on a phone: ``phone.openautoglm``); any other name does nothing. Wait: nothing.
 
 Every action reports an ``Outcome``: whether it did something (``valid``: an invalid action is a tap on nothing, a
 Type without a focused field, a scroll at a list's end, an unknown app...) and what, in words. ``finish`` is the
@@ -25,17 +26,15 @@ from typing import Callable, Optional, Sequence
 from PIL import Image
 
 from .actions import Action
+from .openautoglm import current_app_name, launch_package
 from .uitree import screen_tree
 from .screen import KEYBOARD_TOP, Box, Screen, keyboard, status_bar
-from .state import APPS, APPS_PER_PAGE, HOME, SETTINGS_PAGES, TOGGLES, PhoneState, web_results
+from .state import (APPS, APPS_PER_PAGE, BROWSER_APP, CONTACTS_APP, HOME, MESSAGES_APP, MUSIC_APP, PHOTOS_APP,
+                    SETTINGS_APP, SETTINGS_PAGES, TOGGLES, PhoneState, web_results)
 
 PHONE_SIZE = (1080, 2400)  # a common Android phone's screen in pixels
 
-# Names a model may use for the apps in Launch (AutoGLM-Phone was trained on Chinese phones)
-APP_ALIASES = {"设置": "Settings", "联系人": "Contacts", "通讯录": "Contacts", "信息": "Messages", "短信": "Messages",
-               "浏览器": "Browser", "音乐": "Music", "相册": "Photos", "图库": "Photos", "相机": "Camera", "时钟": "Clock",
-               "日历": "Calendar", "天气": "Weather", "地图": "Maps", "邮件": "Mail", "电话": "Phone", "文件": "Files",
-               "备忘录": "Notes", "计算器": "Calculator", "Chrome": "Browser", "Gallery": "Photos"}
+LAUNCHER_PACKAGE = "com.android.launcher3"  # the home screen's package: not in the runtime's table ("System Home")
 
 ICON_COLORS = [(95, 99, 104), (0, 150, 136), (52, 168, 83), (66, 133, 244), (60, 60, 60), (63, 81, 181),
                (229, 57, 53), (3, 169, 244), (22, 119, 255), (41, 98, 255), (0, 188, 212), (121, 85, 72),
@@ -45,8 +44,8 @@ PHOTO_COLORS = [(79, 195, 247), (121, 134, 203), (255, 183, 77), (244, 143, 177)
                 (102, 187, 106), (161, 136, 127), (224, 224, 224), (240, 98, 146), (144, 164, 174), (77, 182, 172)]
 
 # The apps drawn by a page builder of their own (the method named); any other installed app shows _other_app's screen
-APP_PAGES = {"Settings": "_settings", "Contacts": "_contacts", "Messages": "_messages", "Browser": "_browser",
-             "Music": "_music", "Photos": "_photos"}
+APP_PAGES = {SETTINGS_APP: "_settings", CONTACTS_APP: "_contacts", MESSAGES_APP: "_messages", BROWSER_APP: "_browser",
+             MUSIC_APP: "_music", PHOTOS_APP: "_photos"}
 
 LIST_TOP, LIST_BOTTOM = 150, 990  # the content area below an app's title bar
 SWIPE_MIN = 50  # a swipe shorter than this (grid units) moves nothing
@@ -106,7 +105,13 @@ class SimPhone:
         self.menu: Optional[_Menu] = None
 
     def current_app(self) -> str:
-        return self.app
+        """The app on screen as Open-AutoGLM's runtime names it (the first name of its table for the focused
+        package; "System Home" for the launcher and for an app it does not know). ``app`` is the phone's own name."""
+        return current_app_name(self.focused_package())
+
+    def focused_package(self) -> str:
+        """The package of the focused window (what ``dumpsys window`` names on a phone)."""
+        return LAUNCHER_PACKAGE if self.app == HOME else app_package(self.app)
 
     def screen(self) -> Screen:
         """The screen on show, on the grid: what is drawn and which elements a gesture can hit."""
@@ -134,14 +139,19 @@ class SimPhone:
             self._go_home()
             return Outcome(True, "went to the home screen")
         if kind == "Launch":
-            app = resolve_app(action.args["app"], self.state.contents.apps)
+            app = installed_app(action.args["app"], self.state.contents.apps)
             if app is None:
-                return Outcome(False, f"no app named {action.args['app']!r} is installed")
-            self._open(app)
+                return Outcome(False, f"App not found: {action.args['app']} (no installed app has that name in "
+                                      "Open-AutoGLM's app table)")
+            self.open_app(app)
             return Outcome(True, f"launched {app}")
         if kind == "Wait":
             return Outcome(True, "waited; nothing changed")
         return Outcome(True, "finished")  # finish: the episode ends; the phone stays as it is
+
+    def open_app(self, app: str) -> str:
+        """Open an installed app on its first page, as a launcher intent does (Launch, a tap on its icon)."""
+        return self._open(app)
 
     # ---- actions --------------------------------------------------------------------------------------------
     def _gesture(self, kind: str, point: tuple[int, int]) -> Outcome:
@@ -228,12 +238,12 @@ class SimPhone:
         if self.app == HOME or not self.stack or self.focus is not None:
             return None
         page = self.stack[-1]
-        rows = {("Contacts", "root"): (len(self.state.contents.contacts), 90),
-                ("Music", "root"): (len(self.state.contents.songs), 80),
-                ("Messages", "root"): (len(self.state.threads), 100)}.get((self.app, page.kind))
+        rows = {(CONTACTS_APP, "root"): (len(self.state.contents.contacts), 90),
+                (MUSIC_APP, "root"): (len(self.state.contents.songs), 80),
+                (MESSAGES_APP, "root"): (len(self.state.threads), 100)}.get((self.app, page.kind))
         if rows is None:
             return None
-        bottom = LIST_BOTTOM - (90 if self.app == "Music" and self.state.now_playing else 0)
+        bottom = LIST_BOTTOM - (90 if self.app == MUSIC_APP and self.state.now_playing else 0)
         return max(0, LIST_TOP + rows[0] * rows[1] - bottom)
 
     # ---- drawing --------------------------------------------------------------------------------------------
@@ -281,7 +291,9 @@ class SimPhone:
             s.rect(box, ICON_COLORS[apps.index(app) % len(ICON_COLORS)], radius=40, element=app,
                    tap=lambda a=app: self._open(a))
             s.text(((box[0] + box[2]) // 2, (box[1] + box[3]) // 2), app[0], 44, (255, 255, 255), anchor="mm")
-            s.text(((box[0] + box[2]) // 2, box[3] + 14), app, 20, (255, 255, 255), anchor="ma")
+            # a long name in a smaller font, as a launcher fits it under its icon (12 characters at 20)
+            s.text(((box[0] + box[2]) // 2, box[3] + 14), app, min(20, 240 // max(1, len(app))), (255, 255, 255),
+                   anchor="ma")
         pages = (len(apps) + APPS_PER_PAGE - 1) // APPS_PER_PAGE
         for i in range(pages):  # page dots
             x = 500 + (i - (pages - 1) / 2) * 40
@@ -305,7 +317,7 @@ class SimPhone:
 
     def _settings(self, s: Screen, page: Page, t: Theme) -> None:
         if page.kind == "root":
-            self._title_bar(s, t, "Settings", back=False)
+            self._title_bar(s, t, SETTINGS_APP, back=False)
             rows = [k for k, (_, where) in TOGGLES.items() if where == "Settings"] + list(SETTINGS_PAGES)
             for i, row in enumerate(rows):
                 y = LIST_TOP + i * 95
@@ -350,7 +362,7 @@ class SimPhone:
                 s.text((130, y + 45), name, 30, t.fg, anchor="lm")
                 if name in self.state.favorites:
                     s.text((940, y + 45), "Favorite", 22, (230, 160, 0), anchor="rm")
-            self._title_bar(s, t, "Contacts", back=False)  # over rows scrolled under it
+            self._title_bar(s, t, CONTACTS_APP, back=False)  # over rows scrolled under it
             return
         name = page.arg
         self._title_bar(s, t, name, back=True)
@@ -360,7 +372,7 @@ class SimPhone:
         s.text((500, 440), name, 40, t.fg, anchor="mm")
         s.text((500, 500), f"Mobile +1 555 01{index:02d}", 26, t.sub, anchor="mm")
         s.rect((80, 580, 480, 670), (26, 115, 232), radius=20, element="Message",
-               tap=lambda: self._open("Messages", Page("chat", name)))
+               tap=lambda: self._open(MESSAGES_APP, Page("chat", name)))
         s.text((280, 625), "Message", 30, (255, 255, 255), anchor="mm")
         fav = name in self.state.favorites
         label = "Remove from favorites" if fav else "Add to favorites"
@@ -411,7 +423,7 @@ class SimPhone:
                        tap=lambda n=name: self._push(Page("chat", n)))
                 s.text((60, y + 32), name, 30, t.fg, anchor="lm")
                 s.text((60, y + 70), last[:40], 22, t.sub, anchor="lm")
-            self._title_bar(s, t, "Messages", back=False)
+            self._title_bar(s, t, MESSAGES_APP, back=False)
             return
         name = page.arg
         self._title_bar(s, t, name, back=True)
@@ -486,7 +498,7 @@ class SimPhone:
                 s.text((60, y + 40), title[:40], 28, (26, 90, 200), anchor="lm")
                 s.text((60, y + 90), snippet[:48], 22, t.sub, anchor="lm")
         else:
-            s.text((500, 260), "Browser", 60, t.fg, anchor="mm")
+            s.text((500, 260), BROWSER_APP, 60, t.fg, anchor="mm")
             for i, tile in enumerate(["News", "Weather", "Maps", "Videos"]):
                 x = 60 + i * 225
                 s.rect((x, 340, x + 200, 460), t.card, radius=20)
@@ -539,7 +551,7 @@ class SimPhone:
             s.text((50, y + 58), artist, 20, t.sub, anchor="lm")
             if song == self.state.now_playing:
                 s.text((940, y + 40), "Playing" if self.state.playing else "Paused", 22, (26, 115, 232), anchor="rm")
-        self._title_bar(s, t, "Music", back=False)
+        self._title_bar(s, t, MUSIC_APP, back=False)
         if self.state.now_playing:
             s.rect((0, bottom, 1000, 1000), t.card)
             s.text((40, bottom + 45), self.state.now_playing.split(" - ")[0], 28, t.fg, anchor="lm")
@@ -573,7 +585,7 @@ class SimPhone:
             s.text((500, 840), "Liked" if liked else "Like", 28, (229, 57, 53) if liked else t.fg, anchor="mm")
             s.text((500, 930), "Double tap the photo to like it", 20, t.sub, anchor="mm")
             return
-        self._title_bar(s, t, "Photos", back=False)
+        self._title_bar(s, t, PHOTOS_APP, back=False)
         for i, name in enumerate(self.state.contents.photos):
             col, row = i % 3, i // 3
             x, y = 30 + col * 320, 170 + row * 200
@@ -598,9 +610,15 @@ class SimPhone:
         s.text((500, 900), f"{self.app} has nothing to do in this simulator", 22, t.sub, anchor="mm")
 
 
-def resolve_app(name: str, apps: Sequence[str] = APPS) -> Optional[str]:
-    """The installed app (of ``apps``) a Launch names (case and surrounding space ignored; a few aliases); None if
-    none."""
-    key = name.strip()
-    key = APP_ALIASES.get(key, key)
-    return next((app for app in apps if app.casefold() == key.casefold()), None)
+def app_package(app: str) -> str:
+    """The Android package of an installed app: the runtime's table's for a name it lists, else one of the
+    simulator's own that holds no package of the table (the runtime then reports "System Home", as it does for any
+    app it does not know)."""
+    return launch_package(app) or "org.workbench.sim." + ("".join(c for c in app.casefold() if c.isalnum()) or "app")
+
+
+def installed_app(name: str, apps: Sequence[str] = APPS) -> Optional[str]:
+    """The installed app (of ``apps``) that ``do(action="Launch", app=name)`` opens: the one whose package the
+    runtime's table gives for exactly this name (another name of the same app works too); None if none."""
+    package = launch_package(name)
+    return next((app for app in apps if package is not None and app_package(app) == package), None)

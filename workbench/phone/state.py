@@ -12,7 +12,7 @@ import copy
 from dataclasses import dataclass, field
 from typing import Optional
 
-HOME = "System Home"  # the current_app of the launcher, as Open-AutoGLM reports an unrecognised package
+from .openautoglm import HOME  # the current_app of the launcher, as Open-AutoGLM reports an unrecognised package
 
 # Settings switches: key -> (label on screen, the Settings page that shows it)
 TOGGLES: dict[str, tuple[str, str]] = {
@@ -52,11 +52,20 @@ SONGS = ["Morning Light - The Harbors", "Blue Avenue - Nina Vale", "Paper Moons 
 PHOTOS = ["Beach", "Mountains", "Cat", "Birthday cake", "Sunset", "City at night", "Forest", "Dog", "Snow",
           "Flowers", "Bridge", "Lake"]
 
-# Installed apps in launcher order: two home pages of twelve. Six have real pages (phone.sim.APP_PAGES); the others
-# open a simple screen of their own (so "open X" has many targets).
-APPS = ["Settings", "Contacts", "Messages", "Browser", "Camera", "Clock", "Calendar", "Weather", "Maps", "Mail",
-        "Phone", "Files", "Music", "Photos", "Notes", "Calculator", "Health", "Wallet", "News", "Books",
-        "Translate", "Shop", "Video", "Food"]
+# Installed apps in launcher order: two home pages of twelve. Every name is one Open-AutoGLM's runtime launches (its
+# app table, phone.openautoglm.APP_PACKAGES: `Launch` opens only a name listed there), so that what a model learns to
+# launch here it can launch on a phone through the runtime. Six apps have real pages (phone.sim.APP_PAGES), named for
+# their role by the nearest app of the table: the messenger is Telegram, the browser Chrome, the music player
+# RetroMusic and the photo album Files (the table has no gallery); Settings and Contacts keep their names. The others
+# open a simple screen of their own (so "open X" has many targets): each the table's app nearest to a stock app the
+# launcher had before (Gmail for Mail, Google Maps for Maps, VLC for Video...), or another of its apps where it has
+# none (Camera, Weather, Phone, Calculator, Health, Translate: AudioRecorder, Expedia, WhatsApp, Broccoli, Quora,
+# Duolingo).
+SETTINGS_APP, CONTACTS_APP, MESSAGES_APP = "Settings", "Contacts", "Telegram"
+BROWSER_APP, MUSIC_APP, PHOTOS_APP = "Chrome", "RetroMusic", "Files"
+APPS = [SETTINGS_APP, CONTACTS_APP, MESSAGES_APP, BROWSER_APP, "AudioRecorder", "Clock", "Google Calendar", "Expedia",
+        "Google Maps", "Gmail", "WhatsApp", "Google Drive", MUSIC_APP, PHOTOS_APP, "Joplin", "Broccoli", "Quora",
+        "Bluecoins", "Reddit", "Google Play Books", "Duolingo", "Temu", "VLC", "McDonald"]
 APPS_PER_PAGE = 12
 
 # What the Browser finds: (title, snippet) pages per query; any other query finds generic pages

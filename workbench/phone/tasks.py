@@ -25,7 +25,8 @@ from typing import Callable, Optional
 
 from .actions import Action
 from .sim import SimPhone
-from .state import DEFAULT_CONTENTS, HOME, SONGS, TOGGLES, PhoneContents, PhoneState, web_results
+from .state import (BROWSER_APP, CONTACTS_APP, DEFAULT_CONTENTS, HOME, MESSAGES_APP, MUSIC_APP, PHOTOS_APP,
+                    SETTINGS_APP, SONGS, TOGGLES, PhoneContents, PhoneState, web_results)
 
 # heldout: values no training task has (a contact, song, setting, app, message never seen); combos: every value is
 # trained, in another template or another pairing, the combination never is (does the model recombine what it knows?)
@@ -115,7 +116,7 @@ class _Planner:
         for _ in range(12):
             if label in self.phone.screen().elements:
                 return
-            if self.phone.current_app() == HOME:
+            if self.phone.app == HOME:
                 self.act(f"{what} is not on this home page; I swipe left to the next page.",
                          Action("Swipe", {"start": [800, 600], "end": [200, 600]}))
             else:
@@ -175,8 +176,8 @@ def _toggle_parts(params: dict):
 
 def _solve_toggle(p: _Planner, params: dict, then: str = "") -> None:
     label, page, want = _toggle_parts(params)
-    p.launch("Settings", f"{label} is a setting.")
-    if page != "Settings":
+    p.launch(SETTINGS_APP, f"{label} is a setting.")
+    if page != SETTINGS_APP:
         p.gesture(page, f"The {label} switch is on the {page} page of Settings; I open {page}.")
     p.gesture(label, f"{label} is {_on_off(not params['on'])}; I tap its switch to turn it {want}.")
     if not then:
@@ -185,7 +186,7 @@ def _solve_toggle(p: _Planner, params: dict, then: str = "") -> None:
 
 def _solve_message(p: _Planner, params: dict) -> None:
     contact, text = params["contact"], params["text"]
-    p.launch("Contacts", f"I need {contact}'s contact card to message them.")
+    p.launch(CONTACTS_APP, f"I need {contact}'s contact card to message them.")
     p.gesture(contact, f"{contact} is in the contact list; I open the card.")
     p.gesture("Message", f"This is {contact}'s card; I tap Message to open the chat.")
     p.gesture("Message box", "The chat is open but the message box is not focused; I tap it.")
@@ -196,7 +197,7 @@ def _solve_message(p: _Planner, params: dict) -> None:
 
 def _solve_reply(p: _Planner, params: dict) -> None:
     contact, text = params["contact"], params["text"]
-    p.launch("Messages", f"The conversation with {contact} is in Messages.")
+    p.launch(MESSAGES_APP, f"The conversation with {contact} is in {MESSAGES_APP}.")
     p.gesture(contact, f"{contact}'s conversation is in the list; I open it.")
     p.gesture("Message box", "The chat is open but the message box is not focused; I tap it.")
     p.type(text, "message box")
@@ -206,8 +207,8 @@ def _solve_reply(p: _Planner, params: dict) -> None:
 
 def _solve_search(p: _Planner, params: dict, open_first: bool = False) -> None:
     query = params["query"]
-    p.launch("Browser", "Web searches happen in the Browser.")
-    p.gesture("Search box", "The Browser is open; I tap the search box first.")
+    p.launch(BROWSER_APP, f"Web searches happen in {BROWSER_APP}.")
+    p.gesture("Search box", f"{BROWSER_APP} is open; I tap the search box first.")
     p.type(query, "search box")
     p.gesture("Go", "The query is typed; I tap Go to search.")
     if open_first:
@@ -218,16 +219,16 @@ def _solve_search(p: _Planner, params: dict, open_first: bool = False) -> None:
         p.finish(f"The results for {query!r} are on screen; the task is done.", f"Searched for {query!r}.")
 
 
-def _solve_song(p: _Planner, params: dict, why: str = "Songs are played in Music.") -> None:
+def _solve_song(p: _Planner, params: dict, why: str = f"Songs are played in {MUSIC_APP}.") -> None:
     title = params["song"].split(" - ")[0]
-    p.launch("Music", why)
+    p.launch(MUSIC_APP, why)
     p.gesture(title, f"{title} is in the library; I tap it to play it.", what=title)
     p.finish(f"{title} is playing; the task is done.", f"Playing {title}.")
 
 
 def _solve_photo(p: _Planner, params: dict) -> None:
     photo = params["photo"]
-    p.launch("Photos", "The photo is in Photos.")
+    p.launch(PHOTOS_APP, f"The photo is in {PHOTOS_APP}.")
     p.gesture(photo, f"The {photo} photo is in the grid; I open it.")
     p.gesture("Photo", "The photo is open; I double-tap it to like it.", kind="Double Tap")
     p.finish(f"The {photo} photo shows Liked; the task is done.", f"Liked the {photo} photo.")
@@ -235,7 +236,7 @@ def _solve_photo(p: _Planner, params: dict) -> None:
 
 def _solve_favorite(p: _Planner, params: dict) -> None:
     contact = params["contact"]
-    p.launch("Contacts", "Favorites are kept in Contacts.")
+    p.launch(CONTACTS_APP, f"Favorites are kept in {CONTACTS_APP}.")
     p.gesture(contact, f"{contact} is in the list; I long-press the entry for its menu.", kind="Long Press")
     p.gesture("Add to favorites", "The menu is open; I tap Add to favorites.")
     p.finish(f"{contact} is marked Favorite; the task is done.", f"Added {contact} to favorites.")
@@ -294,65 +295,65 @@ TEMPLATES: dict[str, Template] = {t.name: t for t in [
     Template("open_app", ("app",),
              lambda p: _phrase(p, ["Open {app}", "Launch the {app} app", "Go to {app}", "Start {app}"]),
              lambda p: (p["app"],),
-             lambda phone, p: {"app_open": phone.current_app() == p["app"]},
+             lambda phone, p: {"app_open": phone.app == p["app"]},
              lambda p: (), _solve_open, _valid(app=lambda v, c: _choice(v, c.apps, "app"))),
     Template("toggle_setting", ("setting", "on"),
              lambda p: _phrase({**p, "label": TOGGLES[p["setting"]][0], "state": _on_off(p["on"])},
                                ["Turn {state} {label}", "Switch {label} {state}", "Set {label} to {state}"]),
-             lambda p: ("Settings",), _toggle_goal, lambda p: (f"toggles.{p['setting']}",), _solve_toggle,
+             lambda p: (SETTINGS_APP,), _toggle_goal, lambda p: (f"toggles.{p['setting']}",), _solve_toggle,
              _valid(setting=_setting, on=_bool), _setup_toggle),
     Template("send_message", ("contact", "text"),
              lambda p: _phrase(p, ["Send '{text}' to {contact}", "Text {contact}: {text}",
                                    "Message {contact} saying '{text}'"]),
-             lambda p: ("Contacts", "Messages"), _sent, lambda p: (f"threads.{p['contact']}",), _solve_message,
+             lambda p: (CONTACTS_APP, MESSAGES_APP), _sent, lambda p: (f"threads.{p['contact']}",), _solve_message,
              _valid(contact=_contact, text=lambda v, c: _text(v))),
     Template("reply_message", ("contact", "text"),
-             lambda p: _phrase(p, ["Reply '{text}' to {contact} in Messages",
+             lambda p: _phrase(p, ["Reply '{text}' to {contact} in " + MESSAGES_APP,
                                    "Answer {contact}'s message with '{text}'"]),
-             lambda p: ("Messages",), _sent, lambda p: (f"threads.{p['contact']}",), _solve_reply,
+             lambda p: (MESSAGES_APP,), _sent, lambda p: (f"threads.{p['contact']}",), _solve_reply,
              _valid(contact=lambda v, c: _choice(v, [who for who, _ in c.threads], "conversation"),
                     text=lambda v, c: _text(v))),
     Template("web_search", ("query",),
-             lambda p: _phrase(p, ["Search the web for {query}", "Look up {query} in the Browser"]),
-             lambda p: ("Browser",),
-             lambda phone, p: {"results_shown": phone.current_app() == "Browser" and bool(phone.stack)
+             lambda p: _phrase(p, ["Search the web for {query}", "Look up {query} in " + BROWSER_APP]),
+             lambda p: (BROWSER_APP,),
+             lambda phone, p: {"results_shown": phone.app == BROWSER_APP and bool(phone.stack)
                                and phone.stack[-1].kind == "results"
                                and phone.stack[-1].arg.casefold() == p["query"].strip().casefold()},
              lambda p: ("searches",), _solve_search, _valid(query=lambda v, c: _text(v, "query"))),
     Template("open_result", ("query",),
              lambda p: _phrase(p, ["Search for {query} and open the first result",
-                                   "Find {query} in the Browser and open the top result"]),
-             lambda p: ("Browser",),
-             lambda phone, p: {"first_result_open": phone.current_app() == "Browser" and bool(phone.stack)
+                                   "Find {query} in " + BROWSER_APP + " and open the top result"]),
+             lambda p: (BROWSER_APP,),
+             lambda phone, p: {"first_result_open": phone.app == BROWSER_APP and bool(phone.stack)
                                and phone.stack[-1].kind == "article"
                                and phone.stack[-1].arg == web_results(p["query"])[0][0]},
              lambda p: ("searches", "read_pages"), lambda pl, p: _solve_search(pl, p, open_first=True),
              _valid(query=lambda v, c: _text(v, "query"))),
     Template("play_song", ("song",),
              lambda p: _phrase({**p, "title": p["song"].split(" - ")[0], "artist": p["song"].split(" - ")[1]},
-                               ["Play {title} in Music", "Play the song {title} by {artist}"]),
-             lambda p: ("Music",), _playing, lambda p: ("now_playing", "playing"), _solve_song, _valid(song=_song)),
+                               ["Play {title} in " + MUSIC_APP, "Play the song {title} by {artist}"]),
+             lambda p: (MUSIC_APP,), _playing, lambda p: ("now_playing", "playing"), _solve_song, _valid(song=_song)),
     Template("like_photo", ("photo",),
-             lambda p: _phrase(p, ["Like the photo {photo} in Photos", "Open the {photo} photo and like it"]),
-             lambda p: ("Photos",), lambda phone, p: {"photo_liked": p["photo"] in phone.state.liked_photos},
+             lambda p: _phrase(p, ["Like the photo {photo} in " + PHOTOS_APP, "Open the {photo} photo and like it"]),
+             lambda p: (PHOTOS_APP,), lambda phone, p: {"photo_liked": p["photo"] in phone.state.liked_photos},
              lambda p: ("liked_photos",), _solve_photo, _valid(photo=lambda v, c: _choice(v, c.photos, "photo"))),
     Template("favorite_contact", ("contact",),
              lambda p: _phrase(p, ["Add {contact} to favorites", "Mark {contact} as a favorite contact"]),
-             lambda p: ("Contacts",), lambda phone, p: {"favorite": p["contact"] in phone.state.favorites},
+             lambda p: (CONTACTS_APP,), lambda phone, p: {"favorite": p["contact"] in phone.state.favorites},
              lambda p: ("favorites",), _solve_favorite,
              _valid(contact=lambda v, c: f"{v} is a favorite already" if v in c.favorites else _contact(v, c))),
     Template("setting_then_song", ("setting", "on", "song"),
              lambda p: _phrase({**p, "label": TOGGLES[p["setting"]][0], "state": _on_off(p["on"]),
                                 "title": p["song"].split(" - ")[0]},
                                ["Turn {state} {label}, then play {title}", "Switch {label} {state} and play {title}"]),
-             lambda p: ("Settings", "Music"), lambda phone, p: {**_toggle_goal(phone, p), **_playing(phone, p)},
+             lambda p: (SETTINGS_APP, MUSIC_APP), lambda phone, p: {**_toggle_goal(phone, p), **_playing(phone, p)},
              lambda p: (f"toggles.{p['setting']}", "now_playing", "playing"),
-             lambda pl, p: (_solve_toggle(pl, p, then="song"), _solve_song(pl, p, "Now the song: it is in Music.")),
+             lambda pl, p: (_solve_toggle(pl, p, then="song"), _solve_song(pl, p, f"Now the song: it is in {MUSIC_APP}.")),
              _valid(setting=_setting, on=_bool, song=_song), _setup_toggle),
     Template("setting_then_message", ("setting", "on", "contact", "text"),
              lambda p: _phrase({**p, "label": TOGGLES[p["setting"]][0], "state": _on_off(p["on"])},
                                ["Turn {state} {label}, then send '{text}' to {contact}"]),
-             lambda p: ("Settings", "Contacts", "Messages"),
+             lambda p: (SETTINGS_APP, CONTACTS_APP, MESSAGES_APP),
              lambda phone, p: {**_toggle_goal(phone, p), **_sent(phone, p)},
              lambda p: (f"toggles.{p['setting']}", f"threads.{p['contact']}"),
              lambda pl, p: (_solve_toggle(pl, p, then="message"), _solve_message(pl, p)),
@@ -397,9 +398,9 @@ def _songs(*titles: str) -> list[str]:
 _TRAIN_TEXTS = ["On my way", "See you at 7", "Running 10 min late", "Happy birthday!", "Call me back please",
                 "Thanks for dinner", "I'll be there soon", "Got it"]
 _BUILTIN: list[tuple[str, str, list[dict]]] = [
-    ("open_app", "train", [{"app": a} for a in ["Settings", "Browser", "Camera", "Maps", "Phone", "Photos", "Wallet",
-                                                 "News"]]),
-    ("open_app", "heldout", [{"app": a} for a in ["Clock", "Mail", "Calculator", "Video"]]),
+    ("open_app", "train", [{"app": a} for a in [SETTINGS_APP, BROWSER_APP, "AudioRecorder", "Google Maps", "WhatsApp",
+                                                 PHOTOS_APP, "Bluecoins", "Reddit"]]),
+    ("open_app", "heldout", [{"app": a} for a in ["Clock", "Gmail", "Broccoli", "VLC"]]),
     ("toggle_setting", "train", [{"setting": s, "on": on} for s, on in [
         ("wifi", False), ("wifi", True), ("bluetooth", True), ("dark_mode", True), ("dark_mode", False),
         ("vibrate", False), ("battery_saver", True), ("location", False)]]),
@@ -440,7 +441,7 @@ _BUILTIN: list[tuple[str, str, list[dict]]] = [
     # combos: each value below is in training tasks (the comment says where), this pairing is in none
     ("favorite_contact", "combos", [{"contact": c} for c in ["Dana Lee", "Li Na", "Sam Taylor"]]),  # send_message
     ("play_song", "combos", [{"song": s} for s in _songs("Orange Sky", "Satellites", "Starlight")]),  # after a setting
-    ("open_app", "combos", [{"app": a} for a in ["Contacts", "Messages", "Music"]]),  # launched in other tasks
+    ("open_app", "combos", [{"app": a} for a in [CONTACTS_APP, MESSAGES_APP, MUSIC_APP]]),  # launched in other tasks
     ("setting_then_song", "combos", [{"setting": s, "on": on, "song": _song_of(t)} for s, on, t in [
         ("wifi", False, "Blue Avenue"), ("battery_saver", True, "City Rain")]]),  # toggle_setting, play_song
     ("send_message", "combos", [{"contact": c, "text": t} for c, t in [
