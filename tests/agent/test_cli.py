@@ -62,14 +62,14 @@ def test_what_cannot_be_reached_is_one_clear_line(capsys, argv, message):
 
 def test_a_bad_task_file_names_file_and_line(capsys, tmp_path):
     tasks = tmp_path / "mine.jsonl"
-    tasks.write_text('{"template": "open_app", "app": "Notes"}\n{"template": "open_app", "app": "Nope"}\n')
+    tasks.write_text('{"template": "open_app", "app": "Joplin"}\n{"template": "open_app", "app": "Nope"}\n')
     code, _, err = run_cli(capsys, "agent", "run", "--oracle", "--tasks", str(tasks))
     assert code == 2 and f"--tasks: {tasks}:2: unknown app 'Nope'; known: Settings" in err
 
 
 def test_record_oracle_episodes_as_runtime_format_rows(capsys, tmp_path):
     out = tmp_path / "rows" / "train.jsonl"
-    code, stdout, err = run_cli(capsys, "agent", "record", "--oracle", "--tasks", "toggle_setting/wifi-off,open_app/news",
+    code, stdout, err = run_cli(capsys, "agent", "record", "--oracle", "--tasks", "toggle_setting/wifi-off,open_app/reddit",
                                 "--size", "112x252", "--date", "2026-12-01", "--out", str(out))
     assert code == 0, err
     rows = [json.loads(line) for line in out.read_text().splitlines()]
@@ -88,7 +88,7 @@ def test_record_oracle_episodes_as_runtime_format_rows(capsys, tmp_path):
 
 
 def test_record_a_stored_run_keeps_only_its_successful_episodes(capsys, tmp_path):
-    run_cli(capsys, "agent", "run", "--oracle", "--tasks", "open_app/settings,open_app/news", "--size", "112x252",
+    run_cli(capsys, "agent", "run", "--oracle", "--tasks", "open_app/settings,open_app/reddit", "--size", "112x252",
             "--out", str(tmp_path / "eps"))
     folder = tmp_path / "eps" / "oracle"
     lines = (folder / "episodes.jsonl").read_text().splitlines()
@@ -137,5 +137,7 @@ def test_record_ui_tree_rows_hold_no_image_and_pass_data_check_in_their_mode(cap
     rows[1]["meta"]["observation"] = "screenshot"  # a row that claims another mode than it shows
     out.write_text("\n".join(json.dumps(r) for r in rows) + "\n")
     code, stdout, err = run_cli(capsys, "data", "check", str(out))
-    assert code == 1 and "train.jsonl:2: runtime format: user turn 2 holds 0 image(s); observation screenshot" in \
+    # the system prompt says what the model sees: a ui_tree row claimed as a screenshot one has the wrong prompt
+    assert code == 1 and "train.jsonl:2: runtime format: the system prompt is not Open-AutoGLM's (en, observation " \
+        "screenshot)" in \
         stdout + err

@@ -62,7 +62,7 @@ def test_oracle_episodes_succeed_in_task_order_and_every_turn_is_in_the_runtime_
         assert len(images) == 1 and images[0] == messages[-1]["content"][0]["image_url"]["url"]
         png = base64.b64decode(images[0].removeprefix("data:image/png;base64,"))
         assert Image.open(io.BytesIO(png)).size == (112, 252)
-        assert runtime_problems(messages + [{"role": "assistant", "content": "<think>x</think><answer>do(action=\"Back\")</answer>"}]) == []
+        assert runtime_problems(messages + [{"role": "assistant", "content": "<think>x</think>\n<answer>do(action=\"Back\")"}]) == []
     long = next(e for e in episodes if e.template == "send_message")
     assert [s.action.split(",")[0] for s in long.steps][:3] == ['do(action="Launch"', 'do(action="Tap"', 'do(action="Tap"']
     assert long.steps[0].current_app == "System Home" and long.steps[1].current_app == "Contacts"
@@ -92,14 +92,15 @@ def test_the_oracle_quotes_the_line_of_the_element_it_taps_when_it_reads_the_scr
 
 
 def test_a_reply_that_does_not_parse_ends_the_episode_as_a_parse_failure():
-    policy = Scripted('<think>Open it</think><answer>do(action="Launch", app="Settings")</answer>', "I think I am done")
+    policy = Scripted('<think>Open it</think>\n<answer>do(action="Launch", app="Settings")', "I think I am done")
     [ep] = run_episodes([TASKS[0]], policy, SMALL)
     assert ep.end_reason == "parse_failure" and ep.success is False
     assert ep.checks == {"app_open": True, "nothing_else_changed": True}  # the goal held, but a parse failure is no success
     assert ep.steps[-1].action == 'finish(message="I think I am done")' and "not one call" in ep.steps[-1].parse_error
     assert ep.message == "I think I am done"
     # the reply is stored back in the conversation as the runtime stores it
-    assert policy.batches[1][0][2]["content"] == '<think>Open it</think><answer>do(action="Launch", app="Settings")</answer>'
+    assert policy.batches[1][0][2]["content"] == \
+        '<think><think>Open it</think>\n<answer></think><answer>do(action="Launch", app="Settings")</answer>'
 
 
 def test_step_limit_invalid_actions_and_server_failures():
@@ -246,10 +247,10 @@ def test_quoted_line_rate_counts_taps_whose_reasoning_copies_a_line_of_the_tree_
     oracle = run_episodes([task], OraclePolicy([task]), SMALL, observation="ui_tree")
     taps = [s for s in oracle[0].steps if quoted_line(s) is not None]
     assert len(taps) >= 3 and summarize(oracle)["quoted_line_rate"] == 1.0
-    launch = '<think>I open Contacts.</think><answer>do(action="Launch", app="Contacts")</answer>'
+    launch = '<think>I open Contacts.</think>\n<answer>do(action="Launch", app="Contacts")'
     made_up = (f'<think>I open the card.\n{task.params["contact"]} [20,150][980,240] tap [500,195]</think>'
-               '<answer>do(action="Tap", element=[500,195])</answer>')
-    unquoted = '<think>I open the card.</think><answer>do(action="Tap", element=[500,195])</answer>'
+               '<answer>do(action="Tap", element=[500,195])')
+    unquoted = '<think>I open the card.</think>\n<answer>do(action="Tap", element=[500,195])'
     invented = run_episodes([task], Scripted(launch, made_up, 'finish(message="done")'), SMALL, observation="ui_tree")
     bare = run_episodes([task], Scripted(launch, unquoted, 'finish(message="done")'), SMALL, observation="ui_tree")
     assert summarize(invented + bare)["quoted_line_rate"] == 0.0

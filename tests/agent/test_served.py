@@ -50,9 +50,10 @@ def test_requests_are_the_runtime_conversation_and_usage_is_recorded():
     last = bodies[-1]["messages"]
     assert [m["role"] for m in last] == ["system", "user", "assistant", "user", "assistant", "user"]
     assert last[1]["content"] == [{"type": "text", "text": 'Turn off Wi-Fi\n\n{"current_app": "System Home"}'}]
-    assert last[3]["content"] == [{"type": "text", "text": '** Screen Info **\n\n{"current_app": "Settings"}'}]
+    assert last[3]["content"] == [{"type": "text", "text": '** Screen Info **\n\n{"current_app": "AndroidSystemSettings"}'}]
     assert last[5]["content"][0]["image_url"]["url"].startswith("data:image/png;base64,")
-    assert last[2]["content"].startswith("<think>Wi-Fi is a setting. I launch Settings.</think><answer>do(action=")
+    assert last[2]["content"].startswith("<think><think>Wi-Fi is a setting. I launch Settings.</think>\n<answer></think>"
+                                         "<answer>do(action=")
 
 
 def test_a_context_overflow_ends_the_episode_with_the_prompt_size():

@@ -46,7 +46,7 @@ def test_grounding_tells_a_model_that_reads_the_tree_from_one_that_remembers_poi
         name = next(line for line in tree.split("\n") if f"[{box[0]},{box[1]}][{box[2]},{box[3]}]" in line).split(" [")[0]
         line = next(line for line in conversation[-1]["content"].split("\n") if line.startswith(name + " ["))
         x, y = re.search(r"tap \[(\d+),(\d+)\]", line).groups()
-        return f'<think>x</think><answer>do(action="Tap", element=[{x},{y}])</answer>'
+        return f'<think>x</think>\n<answer>do(action="Tap", element=[{x},{y}])'
 
     memory = _grounding_with(monkeypatch, remembers)
     assert memory["probes"] == 12 and memory["recorded_in_target"] == 12

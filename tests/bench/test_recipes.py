@@ -223,7 +223,7 @@ def test_an_episode_evaluation_plays_the_tasks_with_the_run_model_and_its_base_a
     from workbench.agent.store import read_episodes
     from workbench.phone.tasks import select_tasks
 
-    spec = f"open_app/news,{select_tasks('heldout')[0].id}"
+    spec = f"open_app/reddit,{select_tasks('heldout')[0].id}"
     evaluation = Evaluation(task="phone_agent", data=spec, observation="ui_tree", max_tokens=2, max_steps=2,
                             date="2026-12-01")
     tuned, base = bench.evaluate_run(evaluation, tmp_path, progress=False)
@@ -235,7 +235,7 @@ def test_an_episode_evaluation_plays_the_tasks_with_the_run_model_and_its_base_a
     assert [e.observation for e in episodes] == ["ui_tree", "ui_tree"] and episodes[0].steps[0].ui_tree
     summary = json.loads((stored[1] / "summary.json").read_text())  # which weights played, how, and the metrics
     assert summary["model"] == str(tmp_path) and summary["metrics"]["n"] == 2
-    assert summary["settings"] == {"tasks": spec, "n": 2, "observation": "ui_tree", "max_steps": 2, "max_tokens": 2,
+    assert summary["settings"] == {"tasks": spec, "n": 2, "observation": "ui_tree", "lang": "en", "max_steps": 2, "max_tokens": 2,
                                    "date": "2026-12-01"}
     assert bench._rows_of(evaluation) == f"2 `{spec}` tasks, whole episodes (ui_tree)"
     # the two models task by task: the spread a difference in success is read against
@@ -262,7 +262,7 @@ def test_a_base_played_with_the_same_key_beside_is_copied_not_played_again(monke
                         real_load(source, device=device))
     monkeypatch.setattr(models, "load_run_for_inference", lambda run_dir, device: real_load("tiny-glm4", device=device))
     monkeypatch.setattr(layout, "base_model", lambda run_dir: str(start))
-    evaluation = Evaluation(task="phone_agent", data="open_app/news,open_app/clock", observation="ui_tree",
+    evaluation = Evaluation(task="phone_agent", data="open_app/reddit,open_app/clock", observation="ui_tree",
                             max_tokens=2, max_steps=2, date="2026-12-01")
     first, second, third = (tmp_path / "runs" / name for name in ("grpo-a", "grpo-b", "grpo-c"))
     _, base_first = bench.evaluate_run(evaluation, first, progress=False)
@@ -271,9 +271,9 @@ def test_a_base_played_with_the_same_key_beside_is_copied_not_played_again(monke
     assert base_loads == [str(start)] and base_second == base_first  # not loaded, not played: copied
     [folder] = (second / "episodes").glob("*--base")
     assert f"the episodes of {first / 'episodes' / folder.name}" in capsys.readouterr().out
-    assert [e.task for e in read_episodes(folder)] == ["open_app/news", "open_app/clock"]
+    assert [e.task for e in read_episodes(folder)] == ["open_app/reddit", "open_app/clock"]
     assert json.loads((folder / "summary.json").read_text())[REPLAY_KEY]
-    other = Evaluation(task="phone_agent", data="open_app/news,open_app/clock", observation="ui_tree",
+    other = Evaluation(task="phone_agent", data="open_app/reddit,open_app/clock", observation="ui_tree",
                        max_tokens=3, max_steps=2, date="2026-12-01")
     bench.evaluate_run(other, third, progress=False)
     assert base_loads == [str(start)] * 2  # another setting: played

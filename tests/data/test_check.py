@@ -32,7 +32,7 @@ def test_recorded_rows_and_the_sample_sets_pass(recorded, capsys):
     for sample in ("phone_screens/train.jsonl", "phone_actions/heldout.jsonl", "identity/train.jsonl"):
         assert check_file(SAMPLES / sample).problems == []
     assert main(["data", "check", str(out)]) == 0
-    assert capsys.readouterr().err.strip() == f"{out}: 7 rows, 0 problem(s)"
+    assert capsys.readouterr().err.strip() == f"{out}: 7 rows, 0 problem(s)\n{out}: 7 in Open-AutoGLM's runtime format"
 
 
 def test_every_broken_row_is_named_with_its_line(recorded, tmp_path, capsys):
@@ -45,7 +45,7 @@ def test_every_broken_row_is_named_with_its_line(recorded, tmp_path, capsys):
         return json.dumps(row)
 
     def answer(text):
-        return lambda r: r["messages"][-1].update(content=f"<think>x</think><answer>{text}</answer>")
+        return lambda r: r["messages"][-1].update(content=f"<think>x</think>\n<answer>{text}")
 
     lines = [
         json.dumps(rows[0]),                                                                    # 1 fine

@@ -59,7 +59,11 @@ def test_a_grpo_step_on_phone_task_screenshots_plays_episodes_and_trains(make_cf
     # the trainer's forward saw the sampler's pixels and positions: it reproduces the sampler up to rounding
     # (fp32: 4.8e-7 measured, docs/grpo.md's ~1e-6; bf16: 3.0e-3)
     assert m.tokens > 0
-    assert m.max_abs < 1e-5 and m.kl < 1e-10 if mode == "fp32" else 1e-5 < m.max_abs < 1e-2 and m.kl < 1e-5
+    # (bf16: within its rounding; sampler and trainer may round alike: on the runtime's prompts, whose completions
+    # here are a few tokens, both steps gave 0)
+    worst = max(e.max_abs for e in mismatch)
+    assert m.max_abs < 1e-5 and m.kl < 1e-10 if mode == "fp32" else worst < 1e-2 and m.kl < 1e-5
+    assert {e.precision for e in mismatch} == {mode}
     # every completion's episode was played on, by the model being trained (not a copy), up to the step limit
     assert len(played) == 2 and all(len(eps) == 4 for _, eps in played)
     continuation, episodes = played[0]

@@ -50,7 +50,7 @@ def test_phone_real_element_boxes_are_used():
 
 def test_a_screenshot_rows_meta_target_box_is_its_tap_box():
     """Screenshot rows (phone_screens, recorded episodes) carry no screen description: the box is meta.target_box."""
-    shot = Example(4, [], '<think>t</think><answer>do(action="Tap", element=[382,157])</answer>',
+    shot = Example(4, [], '<think>t</think>\n<answer>do(action="Tap", element=[382,157])',
                    {"messages": [], "meta": {"target_box": [285, 110, 480, 205]}})
     assert phone(shot, 'do(action="Tap", element=[290,200])')["tap_in_box"] is True
     assert phone(shot, 'do(action="Tap", element=[290,300])')["tap_in_box"] is False
@@ -75,11 +75,11 @@ def test_phone_type_text_match_ignores_case_only():
 
 
 def test_phone_reasoning_with_and_without_answer():
-    with_answer = phone(TAP, '<think>Bluetooth is on; tap its toggle.</think><answer>do(action="Tap", element=[880,200])</answer>')
+    with_answer = phone(TAP, '<think>Bluetooth is on; tap its toggle.</think>\n<answer>do(action="Tap", element=[880,200])')
     assert with_answer["has_reasoning"] and with_answer["has_answer_tag"] and with_answer["exact"]
     reasoning_only = phone(TAP, "", reasoning="Bluetooth is on; I should tap the toggle.")
     assert reasoning_only["has_reasoning"] and not reasoning_only["parsed"]
-    answer_only = phone(TAP, '<answer>do(action="Tap", element=[880,200])</answer>')
+    answer_only = phone(TAP, '<answer>do(action="Tap", element=[880,200])')
     assert not answer_only["has_reasoning"] and answer_only["exact"]
 
 
@@ -87,7 +87,7 @@ def test_phone_summary_rates_and_breakdown():
     task = get_task("phone_actions")
     verdicts = [phone(TAP, 'do(action="Tap", element=[880,200])'),  # exact
                 phone(TAP, "<think>Tap it.</think>nonsense"),  # reasoning, malformed answer
-                phone(TYPE, '<think>Type it.</think><answer>do(action="Type", text="phone case")</answer>'),
+                phone(TYPE, '<think>Type it.</think>\n<answer>do(action="Type", text="phone case")'),
                 phone(TYPE, 'do(action="Back")')]  # wrong type
     s = task.summarize(verdicts)
     assert s["n"] == 4 and s["parse_rate"] == 0.75 and s["type_accuracy"] == 0.5 and s["exact_match"] == 0.5
@@ -164,8 +164,8 @@ def test_phone_episodes_rows_are_judged_by_their_meta_target_box_and_sent_with_i
     examples = load_examples(task.default_data)
     tap = next(e for e in examples if e.row["meta"]["target_box"] is not None and '"Tap"' in e.reference)
     x1, y1, x2, y2 = tap.row["meta"]["target_box"]
-    inside = f'<think>t</think><answer>do(action="Tap", element=[{x1 + 1},{y2 - 1}])</answer>'
-    outside = f'<think>t</think><answer>do(action="Tap", element=[{x1 + 1},{min(y2 + 50, 999)}])</answer>'
+    inside = f'<think>t</think>\n<answer>do(action="Tap", element=[{x1 + 1},{y2 - 1}])'
+    outside = f'<think>t</think>\n<answer>do(action="Tap", element=[{x1 + 1},{min(y2 + 50, 999)}])'
     assert task.score(tap, Reply(inside))["tap_in_box"] is True
     assert task.score(tap, Reply(outside))["tap_in_box"] is False
     image = tap.messages[-1]["content"][0]["image_url"]["url"]

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from workbench.phone.actions import (ACTION_ARGS, Action, ActionSyntaxError, format_action, parse_action,
-                                     reply_action, split_answer, to_pixels)
+                                     parse_legacy_action, reply_action, split_answer, to_pixels)
 
 
 @pytest.mark.parametrize("text, kind, args", [
@@ -24,7 +24,8 @@ def test_valid_actions_parse(text, kind, args):
     ("", "empty"), ("Tap the toggle", "not one call"), ('do(action="Fly")', "unknown action"),
     ('do(action="Tap", element=[1000,5])', "0..999"), ('do(action="Tap")', "takes"),
     ('do(action="Tap", element=[1,2], extra=1)', "takes"), ('do("Tap", [1,2])', "keywords"),
-    ('do(action="Type", text=name)', "literals"), ('print(action="Back")', "not a do"),
+    ('do(action="Type", text=name)', "write Type as"), ('finish(message=done)', "write finish as"),
+    ('do(action="Launch", app=name)', "literals"), ('print(action="Back")', "not a do"),
     ('do(action="Back") do(action="Home")', "not one call"),
 ])
 def test_malformed_actions_say_why(text, why):
@@ -45,13 +46,14 @@ def test_split_answer_forms():
 
 
 
-def test_reply_action_reads_a_replys_action_and_none_for_the_rest():
-    assert reply_action('<think>On.</think><answer>do(action="Tap", element=[5,6])</answer>') == \
+def test_reply_action_reads_a_replys_action_as_the_runtime_does_and_none_for_the_rest():
+    assert reply_action('<think>On.</think>\n<answer>do(action="Tap", element=[5,6])') == \
         Action("Tap", {"element": [5, 6]})
-    assert reply_action('<answer>do(action="Back")</answer>', reasoning="It is on.") == Action("Back")
+    assert reply_action('<answer>do(action="Back")', reasoning="It is on.") == Action("Back")
     assert reply_action('finish(message="done")') == Action("finish", {"message": "done"})
-    for no_action in (None, "", "<think>still thinking", '<answer>do(action="Tap", element=[5000,6])</answer>',
-                      "do(\x00)", "(" * 10_000):
+    # the runtime keeps everything from do(action= on: a closing tag reaches its parser, and ours, and fails
+    for no_action in (None, "", "<think>still thinking", '<answer>do(action="Tap", element=[5000,6])',
+                      '<think>On.</think><answer>do(action="Tap", element=[5,6])</answer>', "do(\x00)", "(" * 10_000):
         assert reply_action(no_action) is None, no_action
 
 @pytest.mark.parametrize("action", [
@@ -62,8 +64,15 @@ def test_reply_action_reads_a_replys_action_and_none_for_the_rest():
 ])
 def test_format_action_reads_back_as_the_same_action(action):
     text = format_action(action)
-    assert "\n" not in text  # one line, even for text with a newline
     assert parse_action(text) == action
+    if action.type in ("Type", "finish"):  # written as it stands: the runtime types it as it stands between the quotes
+        assert text.endswith(next(iter(action.args.values())) + '")')
+
+
+def test_a_type_text_is_read_as_written_and_the_legacy_reading_unescapes_it():
+    written = 'do(action="Type", text="say \\"hi\\"")'
+    assert parse_action(written) == Action("Type", {"text": 'say \\"hi\\"'})  # the runtime types the backslashes
+    assert parse_legacy_action(written) == Action("Type", {"text": 'say "hi"'})
 
 
 def test_every_action_of_the_grammar_can_be_written():

@@ -11,7 +11,7 @@ from workbench.agent import OraclePolicy
 from workbench.phone.actions import format_action
 from workbench.phone.env import PhoneEnv
 from workbench.phone.fresh import STATEFUL_APPS, _words, fresh_phone
-from workbench.phone.runtime import assistant_content
+from workbench.phone.runtime import assistant_target
 from workbench.phone.sim import SimPhone
 from workbench.phone.state import APPS, CONTACTS, DEFAULT_CONTENTS, PHOTOS, SONGS
 from workbench.phone.tasks import make_task, more_training_tasks, select_tasks
@@ -61,7 +61,7 @@ def test_more_training_tasks_on_fresh_phones_name_their_phones_and_their_oracles
     for task in fresh:
         env.reset(options={"task": task})
         for step in task.oracle():
-            *_, info = env.step(assistant_content(step.thinking, format_action(step.action)))
+            *_, info = env.step(assistant_target(step.thinking, format_action(step.action)))
         assert info["success"], task.id
 
 

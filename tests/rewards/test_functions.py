@@ -17,24 +17,26 @@ def reward(name: str, ex: Example, completion: str) -> float:
     return REWARD_FUNCTIONS[name](ex, completion, verdict)
 
 
-TAP = example('<think>x</think><answer>do(action="Tap", element=[500,300])</answer>')
+TAP = example('<think>x</think>\n<answer>do(action="Tap", element=[500,300])')
 
 
 @pytest.mark.parametrize("completion,value", [
-    ('<think>tap it</think><answer>do(action="Tap", element=[510,310])</answer>', 1.0),
-    ('<answer>do(action="Tap", element=[510,310])</answer>', 0.0),  # no reasoning
+    ('<think>tap it</think>\n<answer>do(action="Tap", element=[510,310])', 1.0),
+    ('<answer>do(action="Tap", element=[510,310])', 0.0),  # no reasoning
     ('<think>a</think><answer>do(action="Tap", element=[1,1])</answer><answer>Back</answer>', 0.0),  # two answers
-    ('<think>a</think><answer>tap the wifi</answer>', 0.0),  # does not parse
+    ('<think>a</think>\n<answer>tap the wifi', 0.0),  # does not parse
+    # closed by </answer>: Open-AutoGLM's runtime hands 'do(...)</answer>' to its parser, which rejects it
+    ('<think>tap it</think><answer>do(action="Tap", element=[510,310])</answer>', 0.0),
 ])
 def test_format(completion, value):
     assert reward("format", TAP, completion) == value
 
 
 def test_action_type_tap_in_box_and_distance_shaping():
-    inside = '<answer>do(action="Tap", element=[530,330])</answer>'
-    near = '<answer>do(action="Tap", element=[500,445])</answer>'  # 105 below the box's bottom (340)
-    far = '<answer>do(action="Tap", element=[999,999])</answer>'
-    wrong_type = '<answer>do(action="Back")</answer>'
+    inside = '<answer>do(action="Tap", element=[530,330])'
+    near = '<answer>do(action="Tap", element=[500,445])'  # 105 below the box's bottom (340)
+    far = '<answer>do(action="Tap", element=[999,999])'
+    wrong_type = '<answer>do(action="Back")'
     assert [reward("action_type", TAP, c) for c in (inside, wrong_type)] == [1.0, 0.0]
     assert [reward("tap_in_box", TAP, c) for c in (inside, near, far)] == [1.0, 0.0, 0.0]
     assert reward("tap_distance", TAP, inside) == 1.0
@@ -43,11 +45,11 @@ def test_action_type_tap_in_box_and_distance_shaping():
 
 
 def test_text_match_and_swipe_direction_apply_to_their_action_only():
-    typed = example('<answer>do(action="Type", text="Hello")</answer>')
-    assert reward("text_match", typed, '<answer>do(action="Type", text=" hello ")</answer>') == 1.0
-    assert reward("text_match", typed, '<answer>do(action="Type", text="bye")</answer>') == 0.0
-    assert reward("text_match", TAP, '<answer>do(action="Type", text="Hello")</answer>') == 0.0
-    up = example('<answer>do(action="Swipe", start=[500,800], end=[500,200])</answer>')
-    assert reward("swipe_direction", up, '<answer>do(action="Swipe", start=[400,900], end=[450,100])</answer>') == 1.0
-    assert reward("swipe_direction", up, '<answer>do(action="Swipe", start=[500,200], end=[500,800])</answer>') == 0.0
-    assert reward("swipe_direction", TAP, '<answer>do(action="Swipe", start=[500,800], end=[500,200])</answer>') == 0.0
+    typed = example('<answer>do(action="Type", text="Hello")')
+    assert reward("text_match", typed, '<answer>do(action="Type", text=" hello ")') == 1.0
+    assert reward("text_match", typed, '<answer>do(action="Type", text="bye")') == 0.0
+    assert reward("text_match", TAP, '<answer>do(action="Type", text="Hello")') == 0.0
+    up = example('<answer>do(action="Swipe", start=[500,800], end=[500,200])')
+    assert reward("swipe_direction", up, '<answer>do(action="Swipe", start=[400,900], end=[450,100])') == 1.0
+    assert reward("swipe_direction", up, '<answer>do(action="Swipe", start=[500,200], end=[500,800])') == 0.0
+    assert reward("swipe_direction", TAP, '<answer>do(action="Swipe", start=[500,800], end=[500,200])') == 0.0

@@ -19,7 +19,7 @@ from workbench.rewards.phone_tasks import PhoneTasksScorer, first_step_prompts, 
 
 DATE = datetime.date(2026, 12, 1)
 SIZE = (112, 252)
-WRONG = '<think>Done already.</think><answer>finish(message="done")</answer>'
+WRONG = '<think>Done already.</think>\n<answer>finish(message="done")'
 
 
 @pytest.fixture(scope="module")

@@ -28,7 +28,7 @@ class Confused:
     name = "base"
 
     def __call__(self, conversations):
-        return [Completion('<think>maybe here</think><answer>do(action="Tap", element=[500,990])</answer>')
+        return [Completion('<think>maybe here</think>\n<answer>do(action="Tap", element=[500,990])')
                 if sum(m["role"] == "assistant" for m in c) < 2 else Completion("I am not sure") for c in conversations]
 
 
@@ -81,7 +81,7 @@ def test_draw_action_marks_points_swipes_and_nothing_for_other_actions():
     screen = Image.new("RGB", (100, 200), (255, 255, 255))
     tap = draw_action(screen, 'do(action="Long Press", element=[500,500])')
     assert tap.getpixel((50, 100)) == ACTION_COLOR
-    swipe = draw_action(screen, '<answer>do(action="Swipe", start=[500,800], end=[500,200])</answer>', scale=2)
+    swipe = draw_action(screen, '<answer>do(action="Swipe", start=[500,800], end=[500,200])', scale=2)
     assert swipe.size == (200, 400) and swipe.getpixel((100, 300)) == ACTION_COLOR
     assert list(draw_action(screen, 'do(action="Back")').getdata()) == list(screen.getdata())
     assert list(draw_action(screen, "not an action").getdata()) == list(screen.getdata())

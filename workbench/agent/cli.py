@@ -7,7 +7,8 @@ import json
 import os
 import sys
 
-from ..phone.runtime import MAX_STEPS, OBSERVATIONS, REPEAT_LIMIT, repeat_limit_problem
+from ..phone.openautoglm import LANGS
+from ..phone.runtime import DEFAULT_LANG, MAX_STEPS, OBSERVATIONS, REPEAT_LIMIT, repeat_limit_problem
 from ..phone.screen import parse_size
 
 
@@ -48,6 +49,8 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
     r.add_argument("--observation", choices=OBSERVATIONS, default="screenshot",
                    help="what the model is shown of each screen: the screenshot (default), ui_tree (the screen's "
                    "elements as compact text in the screen info, for text-only models) or both")
+    r.add_argument("--lang", choices=LANGS, default=DEFAULT_LANG, help="Open-AutoGLM's system prompt: en (default, "
+                   "the workbench's English tasks) or cn (its own default; AutoGLM-Phone-9B was trained on it)")
     r.add_argument("--max-tokens", type=int, default=512, help="reply length limit (default 512)")
     r.add_argument("--temperature", type=float, default=0.0, help="0 (the default) decodes greedily")
     r.add_argument("--seed", type=int, help="seed of each sampled request (with --temperature > 0)")
@@ -59,11 +62,12 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
     r.add_argument("--json", action="store_true", help="print the whole report as JSON")
     r.set_defaults(func=run)
 
-    c = sub.add_parser("record", help="write episodes as training rows in AutoGLM's runtime format",
-                       description="One training row per step: the conversation the model saw at that step (earlier "
-                                   "turns as text, the latest screenshot as an image file) and its reply with "
-                                   "<think>. Record the oracle on tasks (--oracle) or the episodes a run stored "
-                                   "(--episodes DIR; only successful ones unless --all).")
+    c = sub.add_parser("record", help="write episodes as training rows in Open-AutoGLM's runtime format",
+                       description="One training row per step: the conversation Open-AutoGLM's runtime sends at that "
+                                   "step (its system prompt, earlier turns as text with the replies as it keeps them, "
+                                   "the latest screenshot as an image file) and the reply to learn, "
+                                   "<think>...</think>\\n<answer>do(...). Record the oracle on tasks (--oracle) or the "
+                                   "episodes a run stored (--episodes DIR; only successful ones unless --all).")
     c.add_argument("--out", required=True, metavar="FILE.jsonl", help="the JSONL file (images go to images/ beside it)")
     c.add_argument("--oracle", action="store_true", help="record the oracle's episodes on --tasks")
     c.add_argument("--tasks", default="train", help=f"with --oracle (default train): {tasks_help}")
@@ -72,6 +76,8 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
     c.add_argument("--size", default="1080x2400", help="with --oracle: the screen WxH in pixels (default 1080x2400)")
     c.add_argument("--date", help="with --oracle: the date in the system prompt, YYYY-MM-DD (default today)")
     c.add_argument("--max-steps", type=int, default=MAX_STEPS, help="with --oracle: step limit")
+    c.add_argument("--lang", choices=LANGS, help="Open-AutoGLM's system prompt in the rows, en or cn (default: en with "
+                   "--oracle; with --episodes, the one the run's model was sent)")
     c.add_argument("--observation", choices=OBSERVATIONS,
                    help="what each row shows of the screen: screenshot (an image file), ui_tree (the screen's compact "
                    "tree as text, no image) or both (default: screenshot with --oracle; with --episodes, what the "
@@ -140,7 +146,7 @@ def run(args) -> int:
                                 max_tokens=args.max_tokens, temperature=args.temperature, seed=args.seed,
                                 api_key=args.api_key or os.environ.get("WORKBENCH_API_KEY"),
                                 adb_host=args.adb_host, adb_port=args.adb_port, screens=not args.no_screens,
-                                observation=args.observation, repeat_limit=args.repeat_limit,
+                                observation=args.observation, repeat_limit=args.repeat_limit, lang=args.lang,
                                 progress=sys.stderr.isatty())
     except (AgentError, DeviceError) as err:
         return _fail([str(err)])
@@ -206,14 +212,16 @@ def record(args) -> int:
     if args.oracle:
         tasks = select_tasks(args.tasks)
         episodes, screens = run_episodes(tasks, OraclePolicy(tasks), sim_devices(parse_size(args.size)), args.max_steps,
-                                         date=date, observation=args.observation or "screenshot"), None
+                                         date=date, observation=args.observation or "screenshot",
+                                         lang=args.lang or DEFAULT_LANG), None
     else:
         try:
             episodes, screens = read_episodes(args.episodes), args.episodes
         except ValueError as err:
             return _fail([f"--episodes: {err}"])
     try:
-        result = record_rows(episodes, args.out, screens, only_success=not args.all, observation=args.observation)
+        result = record_rows(episodes, args.out, screens, only_success=not args.all, observation=args.observation,
+                             lang=args.lang)
     except (ValueError, OSError) as err:  # episodes stored without their screenshots (--no-screens), a bad folder
         return _fail([f"--episodes: {err}"])
     print(f"{result.rows} rows from {result.episodes} episodes ({result.skipped_episodes} unsuccessful skipped), "

@@ -45,6 +45,7 @@ class Episode:
     model: str
     date: str  # the date the system prompt was stamped with (YYYY-MM-DD)
     observation: str = "screenshot"  # what the model was shown of each screen (phone.runtime.OBSERVATIONS)
+    lang: str = "en"  # the runtime's system prompt it was sent (phone.openautoglm.LANGS)
     steps: list[Step] = field(default_factory=list)
     end_reason: Optional[str] = None
     success: Optional[bool] = None

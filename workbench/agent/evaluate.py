@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any, Iterable, Optional, Sequence
 
 from ..config.names import EPISODE_TASK
-from ..phone.runtime import MAX_STEPS, REPEAT_LIMIT
+from ..phone.runtime import DEFAULT_LANG, MAX_STEPS, REPEAT_LIMIT
 from ..phone.sim import PHONE_SIZE
 from ..phone.tasks import PhoneTask
 from ..runs.layout import EPISODES_DIR
@@ -69,10 +69,11 @@ def evaluate_agent(tasks: Sequence[PhoneTask], models: Optional[Iterable[str]] =
                    seed: Optional[int] = None, api_key: Optional[str] = None, adb_host: str = "127.0.0.1",
                    adb_port: int = 5037, date: Optional[datetime.date] = None, screens: bool = True,
                    progress: bool = True, timeout: float = 600.0, observation: str = "screenshot",
-                   repeat_limit: int = REPEAT_LIMIT) -> AgentReport:
+                   repeat_limit: int = REPEAT_LIMIT, lang: str = DEFAULT_LANG) -> AgentReport:
     """Run ``tasks`` once per model of ``server`` (a URL or a ServerHandle; default: every served id), or once with
     their oracle solutions (``oracle=True``), on ``device`` (``sim`` or ``adb:SERIAL``); ``observation``: what the
-    models are shown of each screen (``phone.runtime.OBSERVATIONS``); ``repeat_limit``: as ``run_episodes``."""
+    models are shown of each screen (``phone.runtime.OBSERVATIONS``); ``lang``: Open-AutoGLM's system prompt
+    (``cn`` or ``en``, its ``--lang``); ``repeat_limit``: as ``run_episodes``."""
     kind, serial = _checked_device(device, oracle, server, max_steps, concurrency, tasks)
     stamp = datetime.datetime.now().strftime("%Y%m%d-%H%M%S")
     out = Path(out) if out is not None else Path(runs_dir) / EPISODES_DIR / stamp
@@ -88,7 +89,8 @@ def evaluate_agent(tasks: Sequence[PhoneTask], models: Optional[Iterable[str]] =
                                  concurrency=concurrency) for m in wanted]
     settings = {"tasks": len(tasks), "device": device, "size": list(size) if kind == "sim" else None,
                 "max_steps": max_steps, "repeat_limit": repeat_limit, "concurrency": concurrency, "max_tokens": max_tokens,
-                "temperature": temperature, "seed": seed, "observation": observation, "models": [p.name for p in policies],
+                "temperature": temperature, "seed": seed, "observation": observation, "lang": lang,
+                "models": [p.name for p in policies],
                 "base": next((i for i, c in cards.items() if not c.get("parent")), None), "n": len(tasks)}
     report = AgentReport(TASK_NAME, ",".join(sorted({t.split for t in tasks})), client.base if client else url,
                          settings, 0.0, {})
@@ -99,7 +101,8 @@ def evaluate_agent(tasks: Sequence[PhoneTask], models: Optional[Iterable[str]] =
             folder = run_dir / EPISODES_DIR / stamp if run_dir is not None else out / folder_name(policy.name)
             episodes, metrics = play_to_folder(policy, tasks, devices, folder, settings, screens=screens,
                                                progress=progress, max_steps=max_steps, concurrency=concurrency,
-                                               date=date, observation=observation, repeat_limit=repeat_limit)
+                                               date=date, observation=observation, repeat_limit=repeat_limit,
+                                               lang=lang)
             report.metrics[policy.name] = {"default": metrics}
             report.episodes[policy.name] = str(folder)
             report.records[policy.name] = [{"task": e.task, "success": e.success, "end_reason": e.end_reason,

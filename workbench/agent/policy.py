@@ -15,7 +15,7 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Iterable, Optional, Protocol
 
 from ..phone.actions import Action, format_action
-from ..phone.runtime import assistant_content, message_text
+from ..phone.runtime import assistant_target, message_text
 from ..phone.tasks import PhoneTask
 from ..phone.uitree import quoted_target, turn_tree
 from ..serve.remote import Completion, ServerClient, chat_request
@@ -69,13 +69,13 @@ class OraclePolicy:
                 continue
             step = steps[done] if done < len(steps) else None
             if step is None:  # past its solution (a phone that does not behave as simulated): give up
-                replies.append(Completion(assistant_content("The plan is used up.",
+                replies.append(Completion(assistant_target("The plan is used up.",
                                                             format_action(Action("finish", {"message": "gave up"})))))
                 continue
             # shown the screen as text, the oracle quotes the line of the element it taps (phone.uitree.quoted_target)
             tree = turn_tree(message_text(messages[-1]))[1]
             thinking = quoted_target(step.thinking, tree, step.action) if tree else step.thinking
-            replies.append(Completion(assistant_content(thinking, format_action(step.action))))
+            replies.append(Completion(assistant_target(thinking, format_action(step.action))))
         return replies
 
 

@@ -1,11 +1,11 @@
-"""Trajectories into training data: each step of an episode becomes one training row in AutoGLM's runtime format,
-exactly the conversation the model was (or would have been) sent at that step plus its reply: the system prompt,
-the earlier turns as text, the latest screenshot (an image file beside the JSONL), and the assistant turn
-``<think>..</think><answer>..</answer>``. Earlier assistant turns carry ``"weight": 0`` and the step's own reply
+"""Trajectories into training data: each step of an episode becomes one training row in Open-AutoGLM's runtime
+format (``workbench.phone.runtime``), exactly the conversation its runtime sends at that step plus the reply: the
+system prompt, the earlier turns as text with the earlier replies as the runtime keeps them, the latest screenshot
+(an image file beside the JSONL), and the reply to learn as AutoGLM-Phone writes it, ``<think>..</think>\n<answer>do(...)``. Earlier assistant turns carry ``"weight": 0`` and the step's own reply
 ``"weight": 1`` (OpenAI's fine-tuning convention): each step is a training target once, in its own row, and is
 context in the rows after it.
 
-Rows carry ``meta``: ``format`` ("autoglm-runtime", which ``workbench data check`` holds them to), the task,
+Rows carry ``meta``: ``format`` ("open-autoglm", which ``workbench data check`` holds them to), ``lang``, the task,
 template, split, episode and step, the app on screen and, for a Tap / Long Press / Double Tap that hit an element,
 its box on the grid (``target_box``), and the observation mode unless it is the screenshot (``observation``). Screenshots are stored once per
 distinct image (named by content hash); a ``ui_tree`` row has no image: the screen's tree is in its latest turn.
@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Iterable, Optional
 
 from ..phone.actions import POINT_ACTIONS, parse_action
-from ..phone.runtime import FORMAT_NAME, Conversation, assistant_content
+from ..phone.runtime import FORMAT_NAME, Conversation, assistant_target
 from .episode import Episode, Step
 
 IMAGES_DIR = "images"
@@ -46,13 +46,13 @@ def _png_of(step: Step, screens: Optional[Path]) -> bytes:
 
 
 def episode_rows(episode: Episode, episode_number: int, image_path, screens: Optional[Path] = None,
-                 observation: Optional[str] = None) -> list[dict]:
+                 observation: Optional[str] = None, lang: Optional[str] = None) -> list[dict]:
     """The training rows of one episode; ``image_path(png bytes) -> str`` stores a screenshot and returns the path
     the row names. Steps whose request failed or whose reply did not parse give no row. ``observation``: what the
     rows show of each screen (default: what the episode's model was shown); ``ui_tree`` and ``both`` need the steps'
-    trees."""
-    observation = observation or episode.observation
-    conversation = Conversation(episode.instruction, datetime.date.fromisoformat(episode.date), observation)
+    trees. ``lang``: the runtime's system prompt in the rows (default: the one the episode's model was sent)."""
+    observation, lang = observation or episode.observation, lang or episode.lang
+    conversation = Conversation(episode.instruction, datetime.date.fromisoformat(episode.date), observation, lang)
     rows = []
     usable = [s for s in episode.steps if s.error is None and s.parse_error is None]
     for step in usable:
@@ -65,24 +65,26 @@ def episode_rows(episode: Episode, episode_number: int, image_path, screens: Opt
         for m in messages:
             if m["role"] == "assistant":
                 m["weight"] = 0  # context: trained in its own row
-        messages.append({"role": "assistant", "content": assistant_content(step.reasoning, step.answer), "weight": 1})
+        target = assistant_target(step.reasoning, step.answer)
+        messages.append({"role": "assistant", "content": target, "weight": 1})
         action = parse_action(step.answer)
         box = step.target_box if action.type in POINT_ACTIONS else None
         rows.append({"messages": messages, "meta": {
-            "format": FORMAT_NAME, "task": episode.task, "template": episode.template, "split": episode.split,
+            "format": FORMAT_NAME, "lang": lang, "task": episode.task, "template": episode.template, "split": episode.split,
             "episode": episode_number, "step": step.index, "steps": len(usable), "current_app": step.current_app,
             "target_box": box, "model": episode.model,
             **({"observation": observation} if observation != "screenshot" else {})}})  # absent: screenshot
-        conversation.reply(step.reasoning, step.answer)
+        conversation.reply(target)
     return rows
 
 
 def record_rows(episodes: Iterable[Episode], out: str | Path, screens: Optional[str | Path] = None,
-                only_success: bool = True, observation: Optional[str] = None) -> Recorded:
+                only_success: bool = True, observation: Optional[str] = None, lang: Optional[str] = None) -> Recorded:
     """Write the rows of ``episodes`` to the JSONL file ``out`` and their screenshots to ``images/`` beside it.
     ``screens``: the folder the episodes were stored in (their screenshot paths are relative to it), for
     episodes read back from disk. ``only_success``: skip episodes that did not succeed (the oracle's all do).
-    ``observation``: what the rows show of each screen (default: what each episode's model was shown)."""
+    ``observation``: what the rows show of each screen (default: what each episode's model was shown); ``lang``: the
+    runtime's system prompt in them (default: the one each episode's model was sent)."""
     out = Path(out)
     images = out.parent / IMAGES_DIR
     out.parent.mkdir(parents=True, exist_ok=True)
@@ -103,7 +105,7 @@ def record_rows(episodes: Iterable[Episode], out: str | Path, screens: Optional[
                 skipped += 1
                 continue
             kept += 1
-            for row in episode_rows(episode, kept, image_path, Path(screens) if screens else None, observation):
+            for row in episode_rows(episode, kept, image_path, Path(screens) if screens else None, observation, lang):
                 fh.write(json.dumps(row, ensure_ascii=False) + "\n")
                 count += 1
     return Recorded(count, kept, skipped, len(written), str(out))

@@ -3,8 +3,10 @@
 Up to ``concurrency`` episodes run at once. Each round, the conversations of every running episode go to the
 policy together (a served model gets them as concurrent requests, which the server batches), each reply is
 parsed and executed on that episode's phone, and a finished episode's slot takes the next task. Every turn is
-built exactly in AutoGLM's runtime format (``workbench.phone.runtime.Conversation``): the screenshot as a base64
-PNG data: URL in the latest user turn only, the reply stored back as ``<think>..</think><answer>..</answer>``.
+built exactly as Open-AutoGLM's runtime builds it (``workbench.phone.runtime.Conversation``; ``lang``: its
+system prompt, ``en`` or ``cn``): the screenshot as a base64 PNG data: URL in the latest user turn only, each reply
+kept as the runtime keeps it, and read as the runtime reads it (``phone.openautoglm.runtime_split``: the action is
+everything from ``do(action=`` / ``finish(message=`` on).
 ``observation`` (``screenshot``, ``ui_tree``, ``both``; ``workbench.phone.runtime.OBSERVATIONS``) says what the
 model is shown of each screen: the screenshot, the screen's compact tree in ``screen_info``, or both; the
 screenshot is kept with each step either way (replays, recording).
@@ -21,8 +23,9 @@ from typing import Callable, Optional, Sequence
 
 from ..data.multimodal import image_data_url, png_bytes
 from ..phone.actions import format_action, split_answer
+from ..phone.openautoglm import runtime_split
 from ..phone.env import PhoneEnv
-from ..phone.runtime import MAX_STEPS, REPEAT_LIMIT, Conversation, check_observation, repeat_limit_problem
+from ..phone.runtime import DEFAULT_LANG, MAX_STEPS, REPEAT_LIMIT, Conversation, check_observation, repeat_limit_problem
 from ..phone.sim import PHONE_SIZE, SimPhone
 from ..phone.tasks import PhoneTask
 from ..phone.uitree import tree_of
@@ -62,11 +65,12 @@ def sim_devices(size: tuple[int, int] = PHONE_SIZE) -> Callable[[], SimPhone]:
 def run_episodes(tasks: Sequence[PhoneTask], policy: Policy, device_factory: Optional[Callable[[], object]] = None,
                  max_steps: int = MAX_STEPS, concurrency: int = 8, *, date: Optional[datetime.date] = None,
                  on_episode: Optional[Callable[[Episode], None]] = None,
-                 observation: str = "screenshot", repeat_limit: int = REPEAT_LIMIT) -> list[Episode]:
+                 observation: str = "screenshot", repeat_limit: int = REPEAT_LIMIT,
+                 lang: str = DEFAULT_LANG) -> list[Episode]:
     """Run every task once with ``policy`` on phones from ``device_factory`` (default: simulated 1080x2400 phones;
     a factory may return the same real phone each time, with ``concurrency=1``). ``date`` stamps the system
     prompt (default: today). ``on_episode`` is called as each episode ends (progress bars, streaming to disk).
-    ``observation``: what the model is shown of each screen. ``repeat_limit``: end an episode as ``repeated`` (no
+    ``observation``: what the model is shown of each screen; ``lang``: the runtime's system prompt. ``repeat_limit``: end an episode as ``repeated`` (no
     success) once it gives the same action on the same screen this many times in a row (0: never).
     The episodes come back in the order of ``tasks``."""
     if max_steps < 1:
@@ -84,7 +88,7 @@ def run_episodes(tasks: Sequence[PhoneTask], policy: Policy, device_factory: Opt
     while pending or running:
         while pending and len(running) < concurrency:
             index, task = pending.pop()
-            running.append((index, _start(task, policy.name, device_factory(), max_steps, date, observation)))
+            running.append((index, _start(task, policy.name, device_factory(), max_steps, date, observation, lang)))
         replies = policy([r.conversation.messages for _, r in running])
         if len(replies) != len(running):
             raise RuntimeError(f"policy {policy.name!r} answered {len(replies)} of {len(running)} conversations")
@@ -99,12 +103,13 @@ def run_episodes(tasks: Sequence[PhoneTask], policy: Policy, device_factory: Opt
     return [finished[i] for i in range(len(tasks))]
 
 
-def _start(task: PhoneTask, model: str, device, max_steps: int, date: datetime.date, observation: str) -> _Running:
+def _start(task: PhoneTask, model: str, device, max_steps: int, date: datetime.date, observation: str,
+           lang: str) -> _Running:
     env = PhoneEnv(device, tasks=[task], max_steps=max_steps)
     obs, _ = env.reset(options={"task": task})
     episode = Episode(task.id, task.template, task.split, list(task.apps), task.instruction, model, date.isoformat(),
-                      observation=observation)
-    r = _Running(task, env, Conversation(task.instruction, date, observation), episode,
+                      observation=observation, lang=lang)
+    r = _Running(task, env, Conversation(task.instruction, date, observation, lang), episode,
                  png_bytes(obs["screenshot"]), obs["current_app"])
     r.read_tree()
     r.show()
@@ -120,10 +125,12 @@ def _advance(r: _Running, reply, repeat_limit: int) -> None:
         step.error = reply.error
         _end(r, "context_overflow" if reply.context_overflow else "error", reply.error)
         return
-    split = split_answer(reply.content, reply.reasoning)
-    step.content, step.reasoning, step.answer = reply.content, split.reasoning, split.answer
-    r.conversation.reply(split.reasoning, split.answer)
-    obs, _, terminated, truncated, info = r.env.step(split.answer)
+    # the runtime reads the content alone (a reasoning the server split off never reaches it): the action is what
+    # its client cuts out of the content, and the conversation keeps the reply as it does
+    step.content, step.reasoning = reply.content, split_answer(reply.content, reply.reasoning).reasoning
+    step.answer = runtime_split(reply.content or "")[1].strip()
+    r.conversation.reply(reply.content)
+    obs, _, terminated, truncated, info = r.env.step(reply.content or "")
     action = info["action"]
     step.action, step.parse_error, step.valid, step.effect = format_action(action), info["parse_error"], \
         info["valid"], info["effect"]

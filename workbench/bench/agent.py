@@ -36,7 +36,7 @@ import time
 from typing import Optional
 
 from ..agent import OraclePolicy, ServedPolicy, run_episodes, sim_devices, summarize
-from ..phone.runtime import CONTEXT_TOKENS, Conversation
+from ..phone.runtime import CONTEXT_TOKENS, Conversation, assistant_target
 from ..phone.screen import parse_size
 from ..phone.tasks import SPLITS, TASKS, select_tasks
 
@@ -102,7 +102,7 @@ def tokens(args) -> dict:
     conversation = Conversation(task.instruction)
     for step in steps[:args.steps - 1]:
         conversation.observe(image_data_url(png_bytes(obs["screenshot"])), obs["current_app"])
-        conversation.reply(step.thinking, format_action(step.action))
+        conversation.reply(assistant_target(step.thinking, format_action(step.action)))
         obs, *_ = env.step(step.action)
     messages = conversation.observe(image_data_url(png_bytes(obs["screenshot"])), obs["current_app"])
     vision = load_tokenizer("tiny-glm4v")
@@ -220,7 +220,7 @@ def _tree_tokens(tokenizer, task, steps: int) -> dict:
     episode, = run_episodes([task], OraclePolicy([task]), sim_devices((112, 252)), observation="ui_tree")
     for step in episode.steps[:steps - 1]:
         conversation.observe(None, step.current_app, step.ui_tree)
-        conversation.reply(step.reasoning, step.answer)
+        conversation.reply(assistant_target(step.reasoning, step.answer))
     conversation.observe(None, episode.steps[steps - 1].current_app, episode.steps[steps - 1].ui_tree)
     prompt = tokenizer.apply_chat_template(conversation.messages, add_generation_prompt=True, tokenize=False)
     request = len(tokenizer(prompt)["input_ids"])

@@ -125,7 +125,7 @@ def evaluate_episodes(evaluation: Evaluation, run_dir: Path, progress: bool) -> 
     out, played = [], []
     device, base = resolve_device("auto"), base_model(run_dir)
     settings = {"tasks": evaluation.data, "n": len(tasks), "observation": evaluation.observation,
-                "max_steps": evaluation.max_steps, "max_tokens": evaluation.max_tokens, "date": evaluation.date}
+                "lang": evaluation.lang, "max_steps": evaluation.max_steps, "max_tokens": evaluation.max_tokens, "date": evaluation.date}
     # what else decides greedy decoding's numbers: the kernels (CPU class or GPU, thread count) and the libraries
     numerics = {"device": str(device), "torch": torch.__version__, "transformers": transformers.__version__,
                 "threads": torch.get_num_threads(), "cpu": cpu_class(),
@@ -151,7 +151,7 @@ def evaluate_episodes(evaluation: Evaluation, run_dir: Path, progress: bool) -> 
             episodes, metrics = play_to_folder(policy, tasks, sim_devices(EPISODE_SCREEN), folder, settings,
                                                progress=progress, model=str(source), replay_key=key,
                                                max_steps=evaluation.max_steps, date=date,
-                                               observation=evaluation.observation)
+                                               observation=evaluation.observation, lang=evaluation.lang)
             del loaded, policy
         out.append(metrics)
         played.append(episodes)

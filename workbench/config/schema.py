@@ -297,6 +297,9 @@ class RlSection(Section):
     observation: Literal["screenshot", "ui_tree", "both"] = Field(
         "screenshot", description="rl.prompts phone_tasks: what the prompts show of each screen: the screenshot (a "
         "vision-language model), ui_tree (the screen's compact tree as text: a text model will do) or both.")
+    lang: Literal["cn", "en"] = Field(
+        "en", description="rl.prompts phone_tasks: Open-AutoGLM's system prompt in the prompts (its --lang): en, or cn "
+        "(its default, the prompt AutoGLM-Phone-9B was trained on). Serve the result to the runtime with the same.")
     prompt_steps: Literal["first", "all"] = Field(
         "first", description="rl.prompts phone_tasks: first = each task's first step is a prompt; all = every step "
         "of each task's oracle episode is one (the conversation up to it as the oracle played it), so that the "

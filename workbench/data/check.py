@@ -3,9 +3,11 @@
 Per row: it is JSON and a chat or instruction row (``workbench.data.formats``); its images exist and open; for rows
 whose answers are phone actions (AutoGLM-Phone's grammar, ``workbench.phone.actions``) each answer parses, with
 points on the 0-999 grid, and a Tap / Double Tap / Long Press lands inside ``meta.target_box`` when the row has
-one; rows marked ``meta.format: "autoglm-runtime"`` (``workbench agent record``) conform to AutoGLM's runtime
-message format (``workbench.phone.runtime``); and, given a model's tokenizer, the row's tokens (images included)
-fit the model's context or ``max_length``.
+one; rows marked ``meta.format: "open-autoglm"`` (``workbench agent record``) conform to Open-AutoGLM's runtime
+format (``workbench.phone.runtime``); and, given a model's tokenizer, the row's tokens (images included) fit the
+model's context or ``max_length``. The report counts the rows of each form (``CheckReport.forms``): ``open-autoglm``,
+``legacy`` (``meta.format: "autoglm-runtime"``, the form this workbench wrote before: still trainable, but the
+runtime cannot parse replies learned from it; ``workbench data convert`` rewrites them) and ``other``.
 
 A row holds phone actions when ``actions`` is ``all``, or (``auto``) when it has ``meta.target_box`` or the runtime
 format, or an answer that is ``<answer>...`` or starts with ``do(`` / ``finish(``.
@@ -20,7 +22,7 @@ from typing import Optional
 
 from ..config.files import UnreadableFile, binary_lines, decode_line
 from ..phone.actions import GRID, POINT_ACTIONS, ActionSyntaxError, in_box, parse_action, split_answer
-from ..phone.runtime import FORMAT_NAME, runtime_problems
+from ..phone.runtime import FORMAT_NAME, LEGACY_FORMAT_NAME, runtime_problems
 from .formats import row_to_messages
 from .multimodal import ImageSourceError, encode_chat, has_images, load_image, resolve_images
 from .tokenize import tokenize_messages
@@ -35,13 +37,21 @@ class CheckReport:
     rows: int = 0
     problems: list[str] = field(default_factory=list)  # "file:line: why"
     longest: int = 0  # tokens of the longest row (with a tokenizer)
+    forms: dict[str, int] = field(default_factory=dict)  # rows per form: open-autoglm, legacy, other
+
+    def forms_line(self) -> str:
+        """The rows of each form, in words; the fix for legacy rows."""
+        names = {FORMAT_NAME: "in Open-AutoGLM's runtime format", "legacy": f"in the legacy form (meta.format "
+                 f"{LEGACY_FORMAT_NAME}: replies closed by </answer>, which the runtime cannot parse; `workbench data "
+                 "convert FILE OUT` rewrites them)", "other": "in no agent format (chat or instruction rows)"}
+        return "; ".join(f"{n} {names[form]}" for form, n in self.forms.items())
 
 
 def _is_action_row(row: dict, messages: list[dict], mode: str) -> bool:
     if mode != "auto":
         return mode == "all"
     meta = row.get("meta") if isinstance(row.get("meta"), dict) else {}
-    if meta.get("format") == FORMAT_NAME or meta.get("target_box") is not None:
+    if meta.get("format") in (FORMAT_NAME, LEGACY_FORMAT_NAME) or meta.get("target_box") is not None:
         return True
     return any(m["role"] == "assistant" and _ACTION_TEXT.search(m["content"]) for m in messages)
 
@@ -131,6 +141,8 @@ def check_file(path: str | Path, tokenizer=None, max_length: Optional[int] = Non
             images_ok = not row_problems
             meta = row.get("meta") if isinstance(row.get("meta"), dict) else {}
             runtime = meta.get("format") == FORMAT_NAME
+            form = runtime and FORMAT_NAME or (meta.get("format") == LEGACY_FORMAT_NAME and "legacy") or "other"
+            report.forms[form] = report.forms.get(form, 0) + 1
             if runtime:
                 row_problems += [f"runtime format: {why}" for why in runtime_problems(row["messages"], meta.get("observation"))]
             if _is_action_row(row, messages, actions):

@@ -1,4 +1,5 @@
-"""``workbench data check FILE``: lint training files (registered by workbench.cli.main)."""
+"""``workbench data check FILE``: lint training files; ``workbench data convert FILE OUT``: rewrite legacy agent rows
+into Open-AutoGLM's runtime format (registered by workbench.cli.main)."""
 from __future__ import annotations
 
 import argparse
@@ -8,13 +9,14 @@ import sys
 def add_parser(subparsers) -> argparse.ArgumentParser:
     p = subparsers.add_parser("data", help="check training files before a run reads them",
                               description="Tools for training data.")
-    sub = p.add_subparsers(dest="data_command", required=True, metavar="{check}")
+    sub = p.add_subparsers(dest="data_command", required=True, metavar="{check,convert}")
     c = sub.add_parser(
         "check", help="lint JSONL training files: every problem as file:line: why (exit 1 when there is one)",
         description="Check each row: JSON and a chat or instruction row; images exist and open; phone-action answers "
                     "parse (AutoGLM-Phone's grammar, points on the 0-999 grid) and taps land inside meta.target_box; "
-                    "rows in AutoGLM's runtime format (meta.format autoglm-runtime) conform to it; with --model, the "
-                    "row's tokens (images included) fit the context.")
+                    "rows in Open-AutoGLM's runtime format (meta.format open-autoglm) conform to it, byte for byte; "
+                    "with --model, the row's tokens (images included) fit the context. It says which form each file's "
+                    "rows have (runtime, legacy, other).")
     c.add_argument("files", nargs="+", metavar="FILE", help="JSONL training files")
     c.add_argument("--model", metavar="MODEL", help="count tokens with this model's tokenizer (a built-in name, a local "
                    "directory or a hub id; its weights are not loaded)")
@@ -24,7 +26,38 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
                    help="which rows hold phone actions to check (default auto: rows with meta.target_box, the runtime "
                         "format, or answers written as <answer>/do(...)/finish(...))")
     c.set_defaults(func=run_check)
+    v = sub.add_parser(
+        "convert", help="rewrite agent rows of the legacy form into Open-AutoGLM's runtime format",
+        description="Rewrite rows of the legacy form (meta.format autoglm-runtime: the workbench's own system prompt, "
+                    "replies closed by </answer>) into Open-AutoGLM's runtime format: its system prompt for the row's "
+                    "date, the reply to learn as <think>..</think>\\n<answer>do(...), the earlier replies as the runtime "
+                    "keeps them. Screens, app names and actions stay as recorded; images are read from beside FILE, so "
+                    "write OUT next to it (or copy its images/ folder).")
+    v.add_argument("file", metavar="FILE", help="a JSONL file of legacy rows")
+    v.add_argument("out", metavar="OUT", help="the JSONL file to write")
+    v.add_argument("--lang", choices=("cn", "en"), default="en", help="the runtime's system prompt to use (its --lang; "
+                   "default en)")
+    v.set_defaults(func=run_convert)
     return p
+
+
+def run_convert(args) -> int:
+    import json
+    from pathlib import Path
+
+    from ..phone.runtime import legacy_rows
+
+    source, out = Path(args.file), Path(args.out)
+    try:
+        rows = [json.loads(line) for line in source.read_text(encoding="utf-8").splitlines() if line.strip()]
+        converted = legacy_rows(rows, args.lang)
+    except (OSError, ValueError) as err:
+        print(f"workbench data convert: error: {source}: {err}", file=sys.stderr)
+        return 2
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in converted), encoding="utf-8")
+    print(f"{out}: {len(converted)} rows in Open-AutoGLM's runtime format (lang {args.lang})")
+    return 0
 
 
 def run_check(args) -> int:
@@ -51,4 +84,6 @@ def run_check(args) -> int:
         total += len(report.problems)
         longest = f", longest {report.longest} tokens" if tokenizer is not None and report.rows else ""
         print(f"{path}: {report.rows} rows, {len(report.problems)} problem(s){longest}", file=sys.stderr)
+        if report.forms:
+            print(f"{path}: {report.forms_line()}", file=sys.stderr)
     return 1 if total else 0

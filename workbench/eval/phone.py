@@ -1,7 +1,7 @@
 """The phone-action task: does the answer hold the one right AutoGLM action?
 
-Per reply: the action parses (``parse_action``, after ``split_answer`` removed ``<think>``/``<answer>``
-wrapping), its type is the expected one, it equals the expected action, for Tap/Double Tap/Long Press the
+Per reply: the action parses as Open-AutoGLM's runtime reads it (``phone.openautoglm.runtime_split``: everything
+from ``do(action=`` on, so a reply closed by ``</answer>`` does not), its type is the expected one, it equals the expected action, for Tap/Double Tap/Long Press the
 point lies inside the target element's box (the row's ``meta.target_box`` when it has one, as screenshot rows and
 recorded episodes do; else from its screen description, ``target_box``), for Type
 the text matches (case and surrounding space ignored), and whether reasoning came with it.
@@ -13,6 +13,7 @@ from typing import Optional
 
 from ..config.samples import samples_dir
 from ..phone.actions import POINT_ACTIONS, ActionSyntaxError, in_box, parse_action, split_answer, target_box
+from ..phone.openautoglm import runtime_split
 from .tasks import Example, Reply, rate
 
 
@@ -26,8 +27,8 @@ class PhoneActionsTask:
     def score(self, example: Example, reply: Reply) -> dict:
         expected = parse_action(split_answer(example.reference).answer)  # a bad reference is a data error
         split = split_answer(reply.content, reply.reasoning)
-        try:
-            got, error = parse_action(split.answer), None
+        try:  # the action as Open-AutoGLM's runtime reads the reply's content
+            got, error = parse_action(runtime_split(reply.content or "")[1]), None
         except ActionSyntaxError as err:
             got, error = None, str(err)
         if reply.error:

@@ -3,9 +3,12 @@
 boxes of a screen description. Used by the simulated phone, the ADB bridge, the episode runner, the scorers and
 the data linter.
 
-The syntax is AutoGLM-Phone's (``do(action="Tap", element=[x,y])``, coordinates on a 0-999 grid). A call is
-parsed with Python's ``ast`` (never evaluated): keyword arguments of literal values only, the arguments each
-action needs and nothing else, points inside the grid.
+The syntax is AutoGLM-Phone's (``do(action="Tap", element=[x,y])``, coordinates on a 0-999 grid), read as
+Open-AutoGLM's runtime reads it (``phone_agent/actions/handler.py``, ``parse_action``): the text of a ``Type`` and the
+message of a ``finish`` are everything between ``text="`` (``message="``) and the closing ``")``, taken as written
+(quotes, backslashes and newlines included: the runtime types them as they stand, so they are written unescaped);
+any other call is parsed with Python's ``ast`` (never evaluated): keyword arguments of literal values only, the
+arguments each action needs and nothing else, points inside the grid.
 """
 from __future__ import annotations
 
@@ -49,8 +52,17 @@ class Action:
         return tuple(value) if value is not None else None
 
 
+# The actions whose text the runtime slices out as written: (the call up to the text, what closes it)
+RAW_TEXT_CALLS = {"Type": ('do(action="Type", text="', '")'), "finish": ('finish(message="', '")')}
+
+
 def format_action(action: Action) -> str:
-    """The one-line text of ``action`` that ``parse_action`` reads back: ``do(action="Tap", element=[500,120])``."""
+    """The text of ``action`` that ``parse_action`` (and the runtime) reads back: ``do(action="Tap",
+    element=[500,120])``; a Type's text and a finish's message as they are (a newline in them stays one)."""
+    if action.type in RAW_TEXT_CALLS:
+        opening, closing = RAW_TEXT_CALLS[action.type]
+        return opening + action.args["text" if action.type == "Type" else "message"] + closing
+
     def literal(value) -> str:
         if isinstance(value, (list, tuple)):
             return "[" + ",".join(str(int(v)) for v in value) + "]"
@@ -77,6 +89,26 @@ def parse_action(text: str) -> Action:
     source = text.strip()
     if not source:
         raise ActionSyntaxError("empty answer")
+    for kind, (opening, closing) in RAW_TEXT_CALLS.items():
+        if source.startswith(opening.split(",")[0] if kind == "Type" else "finish"):
+            if not (source.startswith(opening) and source.endswith(closing) and len(source) >= len(opening) + 2):
+                raise ActionSyntaxError(f"write {kind} as {opening}...{closing}: its text is everything between "
+                                        "the quotes, as written")
+            return Action(kind, {"text" if kind == "Type" else "message": source[len(opening):-len(closing)]})
+    return _parse_call(source)
+
+
+def parse_legacy_action(text: str) -> Action:
+    """An action as the workbench wrote it before it followed the runtime: every call, a Type's text and a
+    finish's message included, a Python call of literals (their quotes, backslashes and newlines escaped)."""
+    source = text.strip()
+    if not source:
+        raise ActionSyntaxError("empty answer")
+    return _parse_call(source)
+
+
+def _parse_call(source: str) -> Action:
+    """A ``do(...)`` / ``finish(...)`` call of literal keyword arguments, checked against ACTION_ARGS."""
     try:
         tree = ast.parse(source, mode="eval")
     except SyntaxError as err:
@@ -140,10 +172,14 @@ def split_answer(content: str, reasoning: str = "") -> SplitAnswer:
 
 
 def reply_action(content: Optional[str], reasoning: str = "") -> Optional[Action]:
-    """The action a model's reply holds (``<think>``/``<answer>`` or a bare action); None when its answer is not
-    one valid action. For readers that only need the action; those that report why call ``parse_action``."""
+    """The action a model's reply holds as Open-AutoGLM's runtime reads it (everything from ``do(action=`` /
+    ``finish(message=`` on: ``phone.openautoglm.runtime_split``; a reasoning the server split off never reaches it);
+    None when that is not one valid action (a reply closed by ``</answer>`` is not). For readers that only need the
+    action; those that report why call ``parse_action``."""
+    from .openautoglm import runtime_split
+
     try:
-        return parse_action(split_answer(content or "", reasoning).answer)
+        return parse_action(runtime_split(content or "")[1])
     except ActionSyntaxError:
         return None
 

@@ -2,9 +2,10 @@
 ``step(action)`` -> (observation, reward, terminated, truncated, info).
 
 The observation is what AutoGLM's runtime reads from a phone: ``{"screenshot": HxWx3 uint8, "current_app": str}``.
-An action is the agent's reply text (``<think>..</think><answer>do(...)</answer>``, or the bare call) or a parsed
-``Action``. A reply that does not parse becomes ``finish(message=<the reply>)``, as in AutoGLM's runtime: the
-episode terminates and ``info["parse_error"]`` says why. The episode terminates on ``finish``, and is truncated
+An action is the agent's reply text (``<think>..</think>\n<answer>do(...)``, or the bare call), read as Open-AutoGLM's
+runtime reads it (``phone.openautoglm.runtime_split``: everything from ``do(action=`` on), or a parsed ``Action``. A
+reply that does not parse becomes ``finish(message=<the reply>)``, as in the runtime: the episode terminates and
+``info["parse_error"]`` says why. The episode terminates on ``finish``, and is truncated
 after ``max_steps`` steps. On termination by a parsed ``finish`` the reward is 1.0 when every final-state check
 of the task holds, else 0.0 (``info["checks"]``); a device that cannot read its state (a real phone over ADB)
 gives ``checks`` None and reward 0.0.
@@ -23,7 +24,8 @@ import gymnasium
 import numpy as np
 from gymnasium import spaces
 
-from .actions import Action, ActionSyntaxError, parse_action, split_answer
+from .actions import Action, ActionSyntaxError, parse_action
+from .openautoglm import runtime_split
 from .runtime import MAX_STEPS
 from .sim import SimPhone
 from .tasks import TASKS, PhoneTask
@@ -76,7 +78,7 @@ class PhoneEnv(gymnasium.Env):
         if isinstance(action, str):
             raw = action
             try:
-                action = parse_action(split_answer(raw).answer)
+                action = parse_action(runtime_split(raw)[1])
             except ActionSyntaxError as err:
                 parse_error, action = str(err), Action("finish", {"message": raw})
         if action.type == "finish":

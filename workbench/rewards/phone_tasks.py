@@ -1,8 +1,9 @@
 """Prompts from the offline phone's tasks (``rl.prompts: phone_tasks``) and the reward that plays their episodes
 (``episode_success``).
 
-A prompt is the first step of a task exactly as the episode runner sends it (``agent.run_episodes``, AutoGLM's
-runtime format: system prompt, instruction, the screenshot as a base64 PNG data: URL, the app on screen), made by
+A prompt is the first step of a task exactly as the episode runner sends it (``agent.run_episodes``, Open-AutoGLM's
+runtime format: its system prompt in ``rl.lang``, instruction, the screenshot as a base64 PNG data: URL, the app on
+screen), made by
 running the task's oracle for one step and reading that step back as a training row (``agent.record.episode_rows``):
 the oracle's first reply is the reference and, for a tap, its target box is the row's ``meta.target_box``, so every
 single-step reward (format, action_type, tap_in_box, ...) applies to these prompts too.
@@ -35,6 +36,7 @@ from ..config.names import EPISODE_REWARDS
 from ..data.formats import without_weights
 from ..data.multimodal import image_data_url
 from ..eval.tasks import Example
+from ..phone.runtime import DEFAULT_LANG, replayable_reply
 from ..phone.screen import parse_size
 from ..phone.tasks import PhoneTask, select_tasks
 from ..serve.remote import Completion
@@ -50,11 +52,11 @@ class TaskPrompt(Example):
 
 
 def step_prompts(tasks: list[PhoneTask], size: tuple[int, int], date: datetime.date, observation: str = "screenshot",
-                 steps: str = "first") -> list[TaskPrompt]:
+                 steps: str = "first", lang: str = DEFAULT_LANG) -> list[TaskPrompt]:
     """The first step (``steps="first"``) or every step (``"all"``) of each task's oracle episode as the runner sends
     it, shown as ``observation`` asks, with the oracle's reply there as the reference."""
     episodes = run_episodes(tasks, OraclePolicy(tasks), sim_devices(size), max_steps=1 if steps == "first" else 100,
-                            concurrency=len(tasks), date=date, observation=observation)
+                            concurrency=len(tasks), date=date, observation=observation, lang=lang)
     prompts = []
     for number, (task, episode) in enumerate(zip(tasks, episodes), start=1):
         for row in episode_rows(episode, number, image_data_url)[:1 if steps == "first" else None]:
@@ -101,14 +103,15 @@ class _Scripted:
 
 
 def play_episodes(prompts: list[TaskPrompt], replies: list[str], continuation, size: tuple[int, int],
-                  max_steps: int, date: datetime.date, observation: str = "screenshot") -> list:
+                  max_steps: int, date: datetime.date, observation: str = "screenshot", lang: str = DEFAULT_LANG) -> list:
     """Each prompt's episode: its earlier steps as the prompt holds them (the oracle's replies), ``replies[i]`` at
     the prompt's step, and ``continuation`` (a ``agent.Policy``) answering the rest: the ``agent.Episode`` of each,
     in order."""
-    scripts = [[m["content"] for m in p.messages if m["role"] == "assistant"] + [reply]
+    scripts = [[replayable_reply(m["content"]) for m in p.messages if m["role"] == "assistant"] + [reply]
                for p, reply in zip(prompts, replies)]
     return run_episodes([p.task for p in prompts], _Scripted(scripts, continuation), sim_devices(size),
-                        max_steps=max_steps, concurrency=max(1, len(prompts)), date=date, observation=observation)
+                        max_steps=max_steps, concurrency=max(1, len(prompts)), date=date, observation=observation,
+                        lang=lang)
 
 
 class PhoneTasksScorer(ExamplesScorer):
@@ -117,11 +120,11 @@ class PhoneTasksScorer(ExamplesScorer):
 
     def __init__(self, tasks: list[PhoneTask], names: list[str], size: tuple[int, int], episode_max_steps: int,
                  max_new_tokens: int, date: Optional[datetime.date] = None, observation: str = "screenshot",
-                 prompt_steps: str = "first"):
+                 prompt_steps: str = "first", lang: str = DEFAULT_LANG):
         self.size, self.episode_max_steps, self.max_new_tokens = size, episode_max_steps, max_new_tokens
-        self.observation = observation
+        self.observation, self.lang = observation, lang
         self.date = date or datetime.date.today()  # one date for the whole run: the prompts and the episodes agree
-        super().__init__(step_prompts(tasks, size, self.date, observation, prompt_steps), names)
+        super().__init__(step_prompts(tasks, size, self.date, observation, prompt_steps, lang), names)
         self.continuation = None  # the trained model's greedy policy, once the engine attaches it
 
     @classmethod
@@ -137,7 +140,7 @@ class PhoneTasksScorer(ExamplesScorer):
             raise ConfigError([("rl.screen_size", str(err))]) from None
         date = datetime.date.fromisoformat(rl.date) if rl.date else None
         return cls(tasks, list(rl.rewards), size, rl.episode_max_steps, rl.max_new_tokens, date, rl.observation,
-                   rl.prompt_steps)
+                   rl.prompt_steps, rl.lang)
 
     def attach(self, policy) -> None:
         """The model being trained (``engine.grpo.TrainedPolicy``): it answers the episodes' later steps."""
@@ -156,7 +159,7 @@ class PhoneTasksScorer(ExamplesScorer):
                               "the engine attaches it (PhoneTasksScorer.attach)")
         try:
             episodes = play_episodes(prompts, completions, self.continuation, self.size, self.episode_max_steps,
-                                     self.date, self.observation)
+                                     self.date, self.observation, self.lang)
         except Exception as err:  # noqa: BLE001 - re-raised naming the reward and the tasks
             tasks = ", ".join(sorted({p.task.id for p in prompts}))
             raise RewardError(f"reward {played[0]!r} raised playing the episodes of tasks {tasks}: "

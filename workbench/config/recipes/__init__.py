@@ -94,6 +94,8 @@ class Evaluation(Section):
     figures: dict[str, Figure] = Field(default_factory=dict, description="metric -> expected figure.")
     observation: Literal["screenshot", "ui_tree", "both"] = Field(
         "screenshot", description=f"{EPISODE_TASK} only: what the model is shown of each screen.")
+    lang: Literal["cn", "en"] = Field("en", description=f"{EPISODE_TASK} only: Open-AutoGLM's system prompt (its "
+                                      "--lang), as the training rows have it.")
     max_steps: int = Field(20, ge=1, le=100, description=f"{EPISODE_TASK} only: the step limit of an episode.")
     date: Optional[str] = Field(None, description=f"{EPISODE_TASK} only: the system prompt's date (YYYY-MM-DD; "
                                 "that of the training rows keeps the prompts as trained); null: today.")
