@@ -1,0 +1,110 @@
+"""Open-AutoGLM's own agent loop (``phone_agent.PhoneAgent.run``, its package installed by ``scripts/setup.sh --test``)
+on the simulated phone, against the workbench's runner on the same tasks and the same server:
+
+- the oracle's replies served over HTTP (``PolicyServer``): every task of every split ends the same in both loops
+  (success, how it ended, the final state), and the conversation the runtime sent at every step is byte for byte the
+  one the workbench's runner sent (``phone.runtime.Conversation``);
+- replies the runtime cannot parse (a reply closed by ``</answer>``, as the workbench's targets were before) end both
+  loops at once without success.
+"""
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from workbench.agent import OraclePolicy, ServedPolicy, run_episodes, sim_devices
+from workbench.agent.openautoglm import run_in_runtime
+from workbench.agent.policy_server import PolicyServer
+from workbench.phone.openautoglm import history_reply
+from workbench.phone.tasks import SPLITS, TASKS
+from workbench.serve.remote import Completion, ServerClient
+
+SIZE = (112, 252)  # the screenshots' size (cheap to encode); gestures travel in pixels of a 1080x2400 touch screen
+
+
+def _as_sent(messages: list[dict]) -> str:
+    return json.dumps(messages, ensure_ascii=False)
+
+
+def _runner_episode(task, server: PolicyServer, max_steps: int = 100, size=SIZE):
+    client = ServerClient(server.base_url.removesuffix("/v1"))
+    episode, = run_episodes([task], ServedPolicy(client, server.policy.name, max_tokens=3000), sim_devices(size),
+                            max_steps=max_steps, concurrency=1, repeat_limit=0)
+    return episode
+
+
+@pytest.fixture(scope="module")
+def oracle_server():
+    with PolicyServer(OraclePolicy(TASKS)) as server:
+        yield server
+
+
+def _both_loops_alike(task, server: PolicyServer) -> None:
+    """The task played by the runtime's loop and by ours on the oracle's served replies: both succeed, end alike on
+    the same final state, and sent the same conversation, byte for byte, at every step."""
+    server.received.clear()
+    theirs = run_in_runtime(task, server.base_url, "oracle", size=SIZE)
+    sent_by_runtime = [_as_sent(m) for m in server.received]
+    server.received.clear()
+    ours = _runner_episode(task, server)
+    sent_by_runner = [_as_sent(m) for m in server.received]
+    assert theirs.success and ours.success, (task.id, theirs.end, theirs.message, ours.end_reason)
+    assert (theirs.end, theirs.checks, theirs.final_app) == (ours.end_reason, ours.checks, ours.final_app), task.id
+    assert len(sent_by_runtime) == len(ours.steps) == len(task.oracle())
+    # byte for byte at every step: system prompt, task turn, screenshots, current_app names, the history
+    assert sent_by_runtime == sent_by_runner, task.id
+    # and the runtime's own context at the end: the last request, its screenshot dropped, then the last reply
+    last = json.loads(sent_by_runner[-1])
+    answered = {"role": "user", "content": [p for p in last[-1]["content"] if p["type"] == "text"]}
+    assert theirs.context == last[:-1] + [answered, {"role": "assistant", "content": history_reply(
+        server.policy([last])[0].content)}]
+
+
+@pytest.mark.parametrize("split", SPLITS)
+def test_every_task_of_every_split_ends_alike_in_both_loops_byte_for_byte(split, oracle_server):
+    tasks = [t for t in TASKS if t.split == split]
+    assert len(tasks) >= 15
+    for task in tasks:
+        _both_loops_alike(task, oracle_server)
+
+
+def test_a_reply_the_runtime_cannot_parse_ends_both_loops_without_success():
+    """The replies the workbench trained before (closed by </answer>): the runtime's parser rejects them and
+    finishes; our runner reads them as the runtime does."""
+    task = next(t for t in TASKS if t.id == "toggle_setting/wifi-off")
+
+    class ClosedTags:
+        name = "closed-tags"
+
+        def __call__(self, conversations):
+            return [Completion('<think>Wi-Fi is a setting.</think><answer>do(action="Launch", app="Settings")</answer>')
+                    for _ in conversations]
+
+    with PolicyServer(ClosedTags()) as server:
+        theirs = run_in_runtime(task, server.base_url, "closed-tags", size=SIZE)
+        ours = _runner_episode(task, server, size=SIZE)
+    assert (theirs.end, theirs.success, theirs.actions) == ("parse_failure", False, [])
+    assert (ours.end_reason, ours.success, len(ours.steps)) == ("parse_failure", False, 1)
+    assert theirs.checks == ours.checks and not all(ours.checks.values())
+
+
+def test_launch_names_outside_the_runtimes_table_open_nothing_in_either_loop():
+    task = next(t for t in TASKS if t.id == "toggle_setting/wifi-off")
+    replies = iter(['<think>Open it.</think>\n<answer>do(action="Launch", app="settings")',
+                    '<think>Done.</think>\n<answer>finish(message="done")'])
+
+    class Scripted:
+        name = "scripted"
+
+        def __call__(self, conversations):
+            return [Completion(next(replies)) for _ in conversations]
+
+    with PolicyServer(Scripted()) as server:
+        theirs = run_in_runtime(task, server.base_url, "scripted", size=SIZE)
+        assert theirs.final_app == "System Home" and theirs.end == "finish" and not theirs.success
+        replies = iter(['<think>Open it.</think>\n<answer>do(action="Launch", app="settings")',
+                        '<think>Done.</think>\n<answer>finish(message="done")'])
+        ours = _runner_episode(task, server, size=SIZE)
+    assert ours.final_app == "System Home" and ours.end_reason == "finish" and not ours.success
+    assert not ours.steps[0].valid and "App not found" in ours.steps[0].effect
