@@ -106,7 +106,8 @@ async def chat_completions(body: P.ChatCompletionRequest, request: Request, runt
                             "is used.", param="top_logprobs")
     choices = choice_params(body, max_new, (body.top_logprobs or 0) if body.logprobs else None)
     opens_think = prompt_opens_think(prompt.text)
-    formatters = [ChatFormatter(body, opens_think, runtime.tokenizer, i) for i in range(len(choices))]
+    formatters = [ChatFormatter(body, opens_think, runtime.tokenizer, i, runtime.config.reasoning != "inline")
+                  for i in range(len(choices))]
     images = await run_in_threadpool(prompt.prefill_inputs) if prompt.vision is not None else None
     if body.stream:
         return stream_response(runtime, request, prompt_ids, choices, adapter, formatters, images)

@@ -77,6 +77,12 @@ class ServeConfig(Section):
                                      "machine (relative to the server's working directory); any client may then "
                                      "read any image file the server can. Off: only base64 data: URLs. Remote "
                                      "http(s) URLs are always refused, never fetched.")
+    reasoning: Optional[Literal["split", "inline"]] = Field(
+        None, description="Where a reply's <think> reasoning goes unless the request says (return_reasoning): split = "
+        "message.reasoning_content, the answer in content (what chat UIs and langchain read); inline = the whole reply "
+        "in content, tags and all, as vLLM started without a reasoning parser returns it: Open-AutoGLM's setup, for "
+        "which its runtime keeps the model's own thinking in the history, as the agent's training rows have it. null: "
+        "split on workbench's server, inline on vLLM (started as Open-AutoGLM starts it).")
     max_batch: int = Field(16, ge=1, le=4096, description="Requests decoded together.")
     max_context: Optional[int] = Field(None, ge=2, description="Context length in tokens; null: the model's "
                                        "max_position_embeddings.")
@@ -108,6 +114,10 @@ class ServeConfig(Section):
         """Ids taken twice, and adapters trained on another base (each path was read by its validator)."""
         at = (lambda name: f"{path}.{name}" if path else name)
         out = []
+        if self.engine == "vllm" and self.reasoning == "split":
+            out.append((at("reasoning"), "vLLM is started as Open-AutoGLM starts it, without a reasoning parser: its "
+                        "replies come inline; leave reasoning unset (or inline), or add a parser with "
+                        "--vllm-arg=--reasoning-parser=NAME"))
         taken = {self.base_id: at("model_id" if self.model_id else "model")}
         sources = [(at(f"adapters.{name}"), name, p) for name, p in self.adapters.items()]
         sources += [(at(f"runs[{i}]"), default_adapter_id(run), run) for i, run in enumerate(self.runs)]

@@ -98,9 +98,9 @@ class ChatCompletionRequest(SamplingFields):
     enable_thinking: Optional[bool] = Field(
         None, description="Passed to the chat template (as clients send it through extra_body); overrides "
                           "chat_template_kwargs.enable_thinking")
-    return_reasoning: bool = Field(
-        True, description="true: reasoning in message.reasoning_content (and .reasoning), answer in content; "
-                          "false: the raw text with its <think> tags in content")
+    return_reasoning: Optional[bool] = Field(
+        None, description="true: reasoning in message.reasoning_content (and .reasoning), answer in content; "
+                          "false: the raw text with its <think> tags in content; null: the server's --reasoning")
     chat_template_kwargs: Optional[dict[str, Any]] = Field(None, description="Extra variables for the chat template")
 
 

@@ -51,9 +51,10 @@ class ChatFormatter(_Formatter):
     id_prefix = "chatcmpl"
     chunk_object = "chat.completion.chunk"
 
-    def __init__(self, body: P.ChatCompletionRequest, starts_in_reasoning: bool, tokenizer, index: int = 0):
+    def __init__(self, body: P.ChatCompletionRequest, starts_in_reasoning: bool, tokenizer, index: int = 0,
+                 split_by_default: bool = True):
         super().__init__(body, tokenizer, index)
-        self.split = body.return_reasoning
+        self.split = split_by_default if body.return_reasoning is None else body.return_reasoning
         self.parser = ReasoningParser(starts_in_reasoning) if self.split else None
         # inline mode with a template that pre-opens <think>: give the client the tag the model never wrote
         self._inline_prefix = "<think>" if (starts_in_reasoning and not self.split) else ""
