@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
 """Build and check data_samples/phone_screens/: synthetic phone screenshots (drawn with PIL) and tasks whose
-answers are one AutoGLM-Phone action with a short reasoning, ``<think>...</think><answer>do(...)</answer>``.
+answers are one AutoGLM-Phone action with a short reasoning, as the model writes it for Open-AutoGLM's runtime:
+``<think>...</think>\n<answer>do(...)`` (no closing tag: ``workbench.phone.runtime.assistant_target``).
 
     python data_samples/make_phone_screens.py                      # rewrite phone_screens/ (112x252 images), then check
     python data_samples/make_phone_screens.py --check              # only check the files on disk
@@ -140,12 +141,12 @@ def tap(screen: Screen, element: str, task: str, why: str) -> dict:
     box = screen.elements[element]
     x, y = centre(box)
     return {"screen": screen, "task": task, "target_box": list(box),
-            "answer": f'<think>{why}</think><answer>do(action="Tap", element=[{x},{y}])</answer>'}
+            "answer": f'<think>{why}</think>\n<answer>do(action="Tap", element=[{x},{y}])'}
 
 
 def type_text(screen: Screen, text: str, task: str, why: str) -> dict:
     return {"screen": screen, "task": task, "target_box": None,
-            "answer": f"<think>{why}</think><answer>do(action=\"Type\", text={json.dumps(text, ensure_ascii=False)})</answer>"}
+            "answer": f'<think>{why}</think>\n<answer>do(action="Type", text="{text}")'}
 
 
 OPEN_PHRASES = ["Open {app}", "Launch {app}", "Start the {app} app", "Go to {app}"]
@@ -234,8 +235,8 @@ def check(out: Path) -> list[str]:
                 problems.append(f"{where}: missing image {image}")
                 continue
             parts = split_answer(row["messages"][1]["content"])
-            if not (parts.has_reasoning and parts.has_answer_tag):
-                problems.append(f"{where}: the answer needs <think>...</think><answer>...</answer>")
+            if not (parts.has_reasoning and parts.has_answer_tag) or row["messages"][1]["content"].endswith("</answer>"):
+                problems.append(f"{where}: the answer needs <think>...</think>\\n<answer>do(...), no closing tag")
             action = parse_action(parts.answer)
             box = row["meta"]["target_box"]
             if action.type == "Tap":

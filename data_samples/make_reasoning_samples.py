@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
 """Build phone_actions_reasoning/ from phone_actions/: the same rows, each answer in AutoGLM-Phone's output form
-``<think>one or two short sentences</think><answer>do(...)</answer>``.
+``<think>one or two short sentences</think>\n<answer>do(...)`` (as the model writes it for Open-AutoGLM's runtime: no
+closing tag).
 
     python3 data_samples/make_reasoning_samples.py          # rewrite the files, then check them
     python3 data_samples/make_reasoning_samples.py --check  # only check the files on disk
@@ -66,7 +67,7 @@ def reasoning(row: dict) -> str:
 
 
 def convert(row: dict) -> dict:
-    return {**row, "output": f"<think>{reasoning(row)}</think><answer>{row['output']}</answer>"}
+    return {**row, "output": f"<think>{reasoning(row)}</think>\n<answer>{row['output']}"}
 
 
 def read(path: Path) -> list[dict]:

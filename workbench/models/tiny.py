@@ -55,7 +55,7 @@ def byte_tokenizer(vision: bool = False):
 
 
 AGENT_CORPUS = ("phone_episodes", "train.jsonl")  # under data_samples/: the text the agent tokenizer is fitted on
-AGENT_VOCAB = 1024  # BPE vocabulary fitted (specials come on top)
+AGENT_VOCAB = 2048  # BPE vocabulary fitted (specials come on top): Open-AutoGLM's system prompt in ~370 tokens, a reply in ~10
 
 
 def _row_texts(row: dict):
@@ -74,8 +74,12 @@ def _agent_bpe_json() -> str:
 
     lines = sample_path(*AGENT_CORPUS).read_text(encoding="utf-8").splitlines()
     # Every row's text, repeats included: the grammar and the oracle's phrases are frequent, so BPE turns them into
-    # long tokens, while rare words (contact names, songs, queries) stay in short pieces a held-out name shares.
-    corpus = [text for line in lines if line.strip() for text in _row_texts(json.loads(line))]
+    # long tokens, while rare words (contact names, songs, queries) stay in short pieces a held-out name shares. The
+    # system prompt (Open-AutoGLM's, the same in every row) counts once: repeated in every row it would take the
+    # merges the replies need.
+    rows = [json.loads(line) for line in lines if line.strip()]
+    systems = {m["content"] for r in rows for m in r.get("messages", [])[:1] if m.get("role") == "system"}
+    corpus = sorted(systems) + [text for r in rows for text in _row_texts(r) if text not in systems]
     tk = Tokenizer(models.BPE())
     # single digits: a coordinate is three digit tokens, each position's digit learned across all coordinates
     tk.pre_tokenizer = pre_tokenizers.Sequence([pre_tokenizers.Digits(individual_digits=True),
