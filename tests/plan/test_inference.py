@@ -44,7 +44,7 @@ def test_tiny_glm4_split_by_hand():
 
 
 def test_weight_rule_predicts_smollm2_export_sizes():
-    """docs/export.md measured the export directories (weights + ~3.5 MB of tokenizer and config files)."""
+    """docs/results/2026-11-30-export-smollm2.md measured the export directories (weights + ~3.5 MB of tokenizer and config files)."""
     predicted = {"fp32": weight_bytes("smollm2-135m-instruct", "fp32"), "bf16": weight_bytes("smollm2-135m-instruct", "bf16"),
                  "int8": weight_bytes("smollm2-135m-instruct", "int8", torch.float32)}
     for fmt, bytes_ in predicted.items():
