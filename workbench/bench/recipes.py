@@ -37,12 +37,11 @@ import torch
 from ..config import ConfigError
 from ..config.loading import split_override
 from ..config.names import EPISODE_TASK
-from ..config.recipes import Evaluation, Figure, Recipe, all_recipes, load_recipe
+from ..config.recipes import EDGE, Evaluation, Figure, Recipe, all_recipes, load_recipe
 from ..runs.layout import existing_run_dir
 
 README_BEGIN = "<!-- recipes table: python -m workbench.bench.recipes --readme README.md -->"
 README_END = "<!-- end of the recipes table -->"
-EPS = 1e-9  # figures print with 3 decimals; a value on the tolerance's edge is inside
 
 
 @dataclass
@@ -72,10 +71,6 @@ class Outcome:
         return any(r.verdict == "OUTSIDE" for r in self.rows)
 
 
-def _inside(value: Optional[float], target: Optional[float], tolerance: float) -> bool:
-    return target is None or (value is not None and abs(value - target) <= tolerance + EPS)
-
-
 def judge(value: Optional[float], base: Optional[float], expected: Optional[Figure],
           unjudged: Optional[str] = None) -> str:
     """ok | OUTSIDE for a figure judged; ``unjudged``: why it is not (--set, a run that is not the recipe's)."""
@@ -83,10 +78,9 @@ def judge(value: Optional[float], base: Optional[float], expected: Optional[Figu
         return "no expected figure"
     if unjudged:
         return f"not judged ({unjudged})"
-    ok = expected.value is None or (_inside(value, expected.value, expected.tolerance)
-                                    and _inside(base, expected.base, expected.tolerance))
+    ok = expected.value is None or (expected.holds(value, expected.value) and expected.holds(base, expected.base))
     if expected.above_base_by is not None:  # strictly more than the spread: a tie with the start is no gain
-        ok = ok and value is not None and base is not None and value - base > expected.above_base_by + EPS
+        ok = ok and value is not None and base is not None and value - base > expected.above_base_by + EDGE
     return "ok" if ok else "OUTSIDE"
 
 
