@@ -104,13 +104,10 @@ def evaluate_episodes(evaluation: Evaluation, run_dir: Path, progress: bool) -> 
     import datetime
     import shutil
 
-    import transformers
-
     from ..agent import InProcessPolicy, paired, play_to_folder, sim_devices
-    from ..agent.store import SUMMARY_FILE, find_replay, folder_name, read_episodes, replay_key
+    from ..agent.store import SUMMARY_FILE, find_replay, folder_name, read_episodes, replay_key, replay_numerics
     from ..models import load_for_inference, load_run_for_inference
     from ..phone.tasks import select_tasks
-    from ..engine.environment import cpu_class
     from ..precision import resolve_device
     from ..runs.layout import EPISODES_DIR, base_model
 
@@ -120,10 +117,7 @@ def evaluate_episodes(evaluation: Evaluation, run_dir: Path, progress: bool) -> 
     device, base = resolve_device("auto"), base_model(run_dir)
     settings = {"tasks": evaluation.data, "n": len(tasks), "observation": evaluation.observation,
                 "max_steps": evaluation.max_steps, "max_tokens": evaluation.max_tokens, "date": evaluation.date}
-    # what else decides greedy decoding's numbers: the kernels (CPU class or GPU, thread count) and the libraries
-    numerics = {"device": str(device), "torch": torch.__version__, "transformers": transformers.__version__,
-                "threads": torch.get_num_threads(), "cpu": cpu_class(),
-                "gpu": torch.cuda.get_device_name(device) if device.type == "cuda" else None}
+    numerics = replay_numerics(device)  # what else decides greedy decoding's numbers
     # the run's own weights (model/, or its adapter merged: a GRPO LoRA saves no merged/), then its base
     for role, source, load in (("tuned", run_dir, lambda: load_run_for_inference(run_dir, device=device)),
                                ("base", base, lambda: load_for_inference(base, device=device))):
