@@ -432,7 +432,7 @@ class _Engine:
 def open_run_dir(cfg: RunConfig, run_dir: str | Path | None, ctx) -> Path:
     """Rank 0 names the run directory, checks it and saves the config; every rank gets the same
     verdict (no rank left waiting)."""
-    from ..distributed.context import AGENT_ENV
+    from ..distributed.context import TORCHRUN_LAUNCHER_ENV
 
     verdict = None
     if ctx.is_main:
@@ -442,7 +442,7 @@ def open_run_dir(cfg: RunConfig, run_dir: str | Path | None, ctx) -> Path:
             refuse_existing_run(cfg, run_dir)
             save_config(cfg, run_dir / CONFIG_FILE)
             (run_dir / STOP_FILE).unlink(missing_ok=True)
-            if os.environ.get(LAUNCHED_ENV) != "1" and not os.environ.get(AGENT_ENV):
+            if os.environ.get(LAUNCHED_ENV) != "1" and not os.environ.get(TORCHRUN_LAUNCHER_ENV):
                 (run_dir / FOREGROUND_PID).write_text(str(os.getpid()))
         except ConfigError as err:
             verdict = err.problems
@@ -477,7 +477,7 @@ def engine_session(cfg: RunConfig, run_dir: str | Path | None = None, observers=
         yield engine
     except BaseException as err:  # noqa: BLE001 - logged, then re-raised unchanged
         saved, checkpoint_error = engine.emergency_checkpoint()
-        if ctx.under_agent:
+        if ctx.under_torchrun_launcher:
             record_failure(run_dir, ctx.rank, engine.state.step, err, checkpoint=saved, checkpoint_error=checkpoint_error)
         else:
             writer.emit(RunFailed(step=engine.state.step, error=str(err) or type(err).__name__,
