@@ -68,7 +68,7 @@ def tiny_run_overrides(runs_dir: Path, **overrides) -> dict:
         "schedule.micro_batch_size": 4,
         "schedule.learning_rate": 3e-3,
         "schedule.warmup_steps": 0,
-        "schedule.eval_every": 0,
+        "schedule.eval_loss_every": 0,
         "output.runs_dir": str(runs_dir),
         "output.progress_bar": False,
         "precision.mode": "fp32",

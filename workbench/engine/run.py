@@ -336,7 +336,7 @@ class _Engine:
                     self.result.stopped = True
                     self.result.stop_reason = "; ".join(stop_reasons)
                     break
-                if s.eval_every and step % s.eval_every == 0 and step < s.max_steps:
+                if s.eval_loss_every and step % s.eval_loss_every == 0 and step < s.max_steps:
                     self.evaluate()
                 if cfg.checkpointing.every_steps and step % cfg.checkpointing.every_steps == 0 and step < s.max_steps:
                     self.checkpoint()
