@@ -360,7 +360,8 @@ class CheckpointSection(Section):
     every_steps: int = Field(0, ge=0, description="Save a resumable checkpoint every N steps (0 = only at the end).")
     keep_last: int = Field(2, ge=1, description="Resumable checkpoints kept on disk.")
     resume_from: Optional[str] = Field(None, description="A checkpoint directory, or 'latest' in the run directory.")
-    merge_adapter: bool = Field(False, description="Also save the base with the adapter merged in (final/merged).")
+    merge_adapter: bool = Field(False, description="Also save the base with the adapter merged in, as a whole model "
+                                "in RUN_DIR/merged (beside RUN_DIR/adapter) at the end of the run.")
 
     def problems(self, path: str) -> list[tuple[str, str]]:
         where = self.resume_from
