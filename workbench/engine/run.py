@@ -31,6 +31,7 @@ from ..events.schema import PrecisionRules, QatConverted
 from ..forward import batch_logits, batch_loss_sum, heldout_loss, on_device
 from ..models.processor import save_processor_files
 from ..plan import MEASURED_NAMES, predict_for_run
+from ..plan.arch import resolved_learning_rate
 from ..precision import PrecisionPolicy, count_target_tokens, resolve_device, resolve_precision, window_loss_divisor
 from ..runs.layout import (
     ADAPTER_DIR, CHECKPOINTS_DIR, CONFIG_FILE, EVENTS_FILE, FOREGROUND_PID, LAUNCHED_ENV, MERGED_DIR, MODEL_DIR, STOP_FILE,
@@ -103,9 +104,8 @@ class _Engine:
         self.device = rank_device(resolve_device(cfg.device), self.ctx)
         self.policy: PrecisionPolicy = resolve_precision(cfg, self.device)  # the one resolution of the run
         built = build_model(cfg, self.policy, self.device)
-        if cfg.schedule.learning_rate is None:  # derived once, here; every later reader sees the number
-            lr = cfg.schedule.derived_learning_rate(cfg.lora.enabled, built.base_params)
-            cfg = self.cfg = replace(cfg, **{"schedule.learning_rate": lr})
+        if cfg.schedule.learning_rate is None:  # resolved once, here; every later reader sees the number
+            cfg = self.cfg = replace(cfg, **{"schedule.learning_rate": resolved_learning_rate(cfg, self.policy)})
         self.tokenizer = built.tokenizer
         self.processor = built.processor
         self.rule_reports = built.rules.reports
