@@ -454,13 +454,67 @@ def open_run_dir(cfg: RunConfig, run_dir: str | Path | None, ctx) -> Path:
     return run_dir
 
 
+class SteppedRun:
+    """A set-up run driven one optimizer step at a time from outside the engine (``engine_session``; e.g.
+    ``workbench.bench.diagnosis`` timing its steps under different instruments): the few things such a driver
+    reaches, and nothing else of the engine."""
+
+    def __init__(self, engine: "_Engine"):
+        self._engine = engine
+
+    @property
+    def run_dir(self) -> Path:
+        return self._engine.run_dir
+
+    @property
+    def model(self) -> torch.nn.Module:
+        """The module the steps run forward through (the strategy's wrapper): what a hook on the batches attaches to."""
+        return self._engine.model
+
+    @property
+    def view(self) -> RunView:
+        """What observers see of the run (``engine.observers.RunView``)."""
+        return self._engine.view
+
+    @property
+    def train_rows(self) -> int:
+        """Rows of the training set (what micro-batch indices index)."""
+        return len(self._engine.train_examples)
+
+    @property
+    def observers(self) -> list[Observer]:
+        """The instruments attached to the next steps; a driver may change them between steps."""
+        return self._engine.observers
+
+    @observers.setter
+    def observers(self, observers) -> None:
+        self._engine.observers = list(observers)
+
+    def step(self, batches) -> float:
+        """One optimizer step on the micro-batch indices ``batches`` yields, with its events and the observers' calls,
+        as the run loop takes it; its mean token loss."""
+        return self._engine.advance(batches)[0]
+
+    def emit_census(self) -> None:
+        """Log the parameter census now (what the run logs at its start and end)."""
+        self._engine.emit_census()
+
+
 @contextlib.contextmanager
-def engine_session(cfg: RunConfig, run_dir: str | Path | None = None, observers=(), scorer=None) -> Iterator[_Engine]:
+def engine_session(cfg: RunConfig, run_dir: str | Path | None = None, observers=(), scorer=None) -> Iterator[SteppedRun]:
+    """A run set up as ``run_engine`` sets it up, for a driver of its steps (``SteppedRun``); a failure is handled as
+    ``_session`` says."""
+    with _session(cfg, run_dir, observers, scorer) as engine:
+        yield SteppedRun(engine)
+
+
+@contextlib.contextmanager
+def _session(cfg: RunConfig, run_dir: str | Path | None = None, observers=(), scorer=None) -> Iterator[_Engine]:
     """A run's engine, set up (world context, run directory, event log, model, data, strategy, observers), for
-    whoever drives it: ``run_engine`` runs its loop, ``workbench.bench.diagnosis`` its steps one by one. A failure
-    inside saves an emergency checkpoint where the strategy can and is logged as ``run_failed`` before it
-    propagates; under the workbench launcher a rank records it for the launcher instead, which writes the
-    single run_failed naming the rank that failed first."""
+    whoever drives it: ``run_engine`` runs its loop, ``engine_session`` hands out its steps. A failure inside saves an
+    emergency checkpoint where the strategy can and is logged as ``run_failed`` before it propagates; under the
+    workbench launcher a rank records it for the launcher instead, which writes the single run_failed naming the rank
+    that failed first."""
     from ..distributed.context import init_distributed, shutdown
     from ..distributed.faults import record_failure
 
@@ -497,6 +551,6 @@ def run_engine(cfg: RunConfig, run_dir: str | Path | None = None, observers=(), 
 
     This is the bare engine: ``observers`` are the instruments to attach (``workbench.train`` adds the
     ones the config asks for); ``scorer`` scores GRPO's rollouts (``engine.grpo.RolloutScorer``, for
-    ``training.method: grpo``). A failure is handled as ``engine_session`` says."""
-    with engine_session(cfg, run_dir, observers, scorer) as engine:
+    ``training.method: grpo``). A failure is handled as ``_session`` says."""
+    with _session(cfg, run_dir, observers, scorer) as engine:
         return engine.run()
