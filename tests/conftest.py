@@ -19,18 +19,31 @@ SAMPLES = REPO / "data_samples"
 EXTENSION_TESTS = REPO / "tests" / "extensions" / "jupyterlab"
 
 
-def pytest_configure(config):
-    # The JupyterLab extension is its own package (extensions/jupyterlab), which `pip install -e ".[test]"` does not
-    # install (an extra cannot name a local folder): when its tests are to be collected, one line saying what does,
-    # instead of an ImportError's traceback at collection.
-    import importlib.util
+# The JupyterLab extension is its own package (extensions/jupyterlab), which `pip install -e ".[test]"` does not
+# install (an extra cannot name a local folder). When its tests are about to be collected without it, they are left
+# out and collection stops with one line saying what installs it, instead of an ImportError's traceback per module; a
+# run that does not collect them (`--ignore=tests/extensions`, other folders named) never meets the check.
+EXTENSION_PACKAGE_MISSING = ("tests/extensions/jupyterlab need the workbench_jupyterlab package, which "
+                             "`bash scripts/setup.sh --test` installs (or: pip install -e extensions/jupyterlab)")
+_EXTENSION_WITHOUT_PACKAGE = pytest.StashKey[bool]()
 
-    here = Path(config.invocation_params.dir)
-    asked = [(here / str(a).split("::")[0]).resolve() for a in config.args]
-    if (any(p == EXTENSION_TESTS or p in EXTENSION_TESTS.parents or EXTENSION_TESTS in p.parents for p in asked)
-            and importlib.util.find_spec("workbench_jupyterlab") is None):
-        raise pytest.UsageError("tests/extensions/jupyterlab need the workbench_jupyterlab package, which "
-                                "`bash scripts/setup.sh --test` installs (or: pip install -e extensions/jupyterlab)")
+
+@pytest.hookimpl(wrapper=True)
+def pytest_ignore_collect(collection_path, config):
+    ignored = yield  # --ignore and the rest decide first: a folder they leave out is not collected
+    path = Path(collection_path)
+    if not ignored and (path == EXTENSION_TESTS or EXTENSION_TESTS in path.parents):
+        import importlib.util
+
+        if importlib.util.find_spec("workbench_jupyterlab") is None:
+            config.stash[_EXTENSION_WITHOUT_PACKAGE] = True
+            return True
+    return ignored
+
+
+def pytest_collection_finish(session):
+    if session.config.stash.get(_EXTENSION_WITHOUT_PACKAGE, False):
+        raise pytest.UsageError(EXTENSION_PACKAGE_MISSING)
 
 
 # The longest tests and modules (pytest --durations: minutes each) go first: with -n 2 (README's test command) the
@@ -55,7 +68,7 @@ def tiny_run_overrides(runs_dir: Path, **overrides) -> dict:
         "schedule.micro_batch_size": 4,
         "schedule.learning_rate": 3e-3,
         "schedule.warmup_steps": 0,
-        "schedule.eval_every": 0,
+        "schedule.eval_loss_every": 0,
         "output.runs_dir": str(runs_dir),
         "output.progress_bar": False,
         "precision.mode": "fp32",

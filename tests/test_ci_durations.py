@@ -1,16 +1,22 @@
-"""The wall times that .ci/run's comments and docs/development.md cite as ``[STEP: N s]`` stay within 25% of the
-last measured ones: .ci/durations.json, a copy of the test-artifacts/ci-durations.json that every .ci/run writes (each
-step's wall time). After a CI run, copy that file over .ci/durations.json; this test then names each figure gone
-stale."""
+"""The CI step times stay true. ``.ci/run`` ends by comparing each step's measured wall time with .ci/durations.json
+(``.ci/durations.py``) and fails when one is off by more than its margin; the figures docs/development.md and .ci/run's
+comments cite as ``[STEP: N s]`` stay within 25% of that file. After a change that moves a step's time, copy
+test-artifacts/ci-durations.json (what the run measured) over .ci/durations.json and update the figures."""
+import importlib.util
 import json
 import re
+import subprocess
+import sys
 
 import pytest
 
 from tests.conftest import REPO
 
 CITED = re.compile(r"\[([a-z_]+): (\d+) s\]")
-TOLERANCE = 0.25
+_spec = importlib.util.spec_from_file_location("ci_durations", REPO / ".ci" / "durations.py")
+ci_durations = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(ci_durations)
+TOLERANCE = ci_durations.MARGIN
 
 
 def measured() -> dict:
@@ -32,3 +38,48 @@ def test_cited_durations_are_within_25_percent_of_the_measured_ones(doc):
     stale = [f"[{name}: {seconds} s] (measured {times.get(name)} s)" for name, seconds in cited
              if name not in times or abs(int(seconds) - times[name]) > TOLERANCE * times[name]]
     assert not stale, f"{doc}: stale CI times, copy the measured ones from .ci/durations.json: {stale}"
+
+
+def _ci_functions() -> str:
+    """.ci/run's own ``step`` and ``not_run`` functions, as the run defines them."""
+    run = (REPO / ".ci" / "run").read_text(encoding="utf-8")
+    return "\n".join(re.search(rf"^{name}\(\) {{\n.*?^}}\n", run, re.M | re.S).group(0) for name in ("step", "not_run"))
+
+
+def _run_ci(tmp_path, stated: dict, script: str) -> subprocess.CompletedProcess:
+    """``script`` run with .ci/run's step functions in ``tmp_path``, then .ci/run's last command (the comparison
+    with ``stated``, as .ci/durations.json)."""
+    (tmp_path / "stated.json").write_text(json.dumps(stated))
+    last = (REPO / ".ci" / "run").read_text(encoding="utf-8").rstrip().splitlines()[-1]
+    assert last.startswith("python3 .ci/durations.py test-artifacts/ci-durations.json .ci/durations.json"), last
+    check = last.replace("python3 .ci/durations.py", f"{sys.executable} {REPO / '.ci' / 'durations.py'}").replace(
+        ".ci/durations.json", str(tmp_path / "stated.json"))
+    setup = "set -euo pipefail\nmkdir -p test-artifacts/ci-durations test-artifacts/ci-not-run\n"
+    return subprocess.run(["bash", "-c", setup + _ci_functions() + script + "\n" + check], cwd=tmp_path,
+                          capture_output=True, text=True, timeout=60)
+
+
+def test_a_run_whose_steps_take_their_stated_times_passes(tmp_path):
+    done = _run_ci(tmp_path, {"quick": 1, "skipped": 2000}, "step quick true\nstep skipped not_run skipped 'no bf16'")
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert json.loads((tmp_path / "test-artifacts" / "ci-durations.json").read_text()) == {"quick": 0, "skipped": 0}
+    assert "[ci] durations: skipped 0 s (stated 2000 s): not run here" in done.stdout
+
+
+def test_a_step_off_its_stated_time_by_more_than_the_margin_fails_the_run_and_names_it(tmp_path):
+    done = _run_ci(tmp_path, {"quick": 1, "suite": 600}, "step quick true\nstep suite true")
+    assert done.returncode == 1, done.stdout + done.stderr
+    assert "  - suite: measured 0 s, stated 600 s (off by -600 s, more than 150 s)" in done.stdout
+    assert "quick" not in done.stdout.split("off .ci/durations.json")[1]  # 1 s off: within the 90 s slack
+    assert "copy test-artifacts/ci-durations.json over .ci/durations.json" in done.stdout
+    # a step the file does not state, or one it states that did not run, is off too
+    done = _run_ci(tmp_path, {"quick": 1, "gone": 100}, "step quick true\nstep new true")
+    assert done.returncode == 1 and "  - gone: stated 100 s" in done.stdout and "  - new: measured 0 s" in done.stdout
+
+
+def test_the_margin_is_a_quarter_or_90_seconds_whichever_is_more_unless_a_step_states_its_own():
+    off = ci_durations.off_steps
+    assert off({"suite": 750}, {"suite": 603}) == {} and list(off({"suite": 760}, {"suite": 603})) == ["suite"]
+    assert off({"system": 5}, {"system": 90}) == {} and list(off({"vllm": 585}, {"vllm": 131})) == ["vllm"]
+    assert off({"agent": 0}, {"agent": 2807}, not_run=["agent"]) == {}
+    assert off({"agent": 1872}, {"agent": 2807}) == {}  # its own margin: the seeds' spread

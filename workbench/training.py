@@ -40,11 +40,11 @@ def launch(cfg: RunConfig, run_dir: str | Path | None = None) -> RunHandle:
     # Nodes other than 0 join a run directory that node 0 owns (shared filesystem): their own config and log.
     suffix = f"-node{node}" if node else ""
     if cfg.sharding.distributed:
-        # torchrun (through the workbench agent, which reports a failed rank) starts the ranks.
+        # torchrun (through the workbench launcher, which reports a failed rank) starts the ranks.
         if not node:
             refuse_existing_run(cfg, run_dir)
         config_path = run_dir / f"config{suffix}.json"
-        command = [sys.executable, "-m", "workbench.distributed.agent", str(run_dir), str(config_path), WORKER]
+        command = [sys.executable, "-m", "workbench.distributed.launcher", str(run_dir), str(config_path), WORKER]
     else:
         config_path = run_dir / CONFIG_FILE
         command = [sys.executable, "-m", WORKER, str(run_dir)]

@@ -217,12 +217,14 @@ def test_ui_tree_episodes_show_the_tree_not_the_screenshot_and_keep_both_in_the_
 
     episode, = run_episodes(tasks, watching, SMALL, observation="ui_tree")
     assert episode.success and episode.observation == "ui_tree"
-    for messages in seen:
+    assert len(seen) == len(episode.steps)
+    for step, messages in zip(episode.steps, seen):
         assert "image_url" not in json.dumps(messages)
-        latest = messages[-1]["content"]
-        assert "\n" in latest.rpartition("\n\n")[2]  # the JSON line, then the tree
+        # the latest turn shows the tree of the screen the phone drew at this step; answered turns keep none
+        assert step.ui_tree and step.ui_tree.count("\n") >= 2 and step.ui_tree in json.loads(json.dumps(
+            messages[-1]["content"]))
         earlier = [m["content"] for m in messages[1:-1] if m["role"] == "user"]
-        assert all("\n" not in text.rpartition("\n\n")[2] for text in earlier)  # answered turns keep no tree
+        assert len(earlier) == step.index - 1 and not any(s.ui_tree in text for s in episode.steps for text in earlier)
     contact = tasks[0].params["contact"]
     assert contact in episode.steps[1].ui_tree and episode.steps[1].png is not None  # replays show both
     with pytest.raises(ValueError, match="observation 'xml'"):

@@ -1,6 +1,7 @@
 """Episodes on disk: the replay key (what a greedy evaluation's episodes follow from) and finding episodes played
 with the same key in a runs folder."""
 import json
+from pathlib import Path
 
 from workbench.agent.store import REPLAY_KEY, SUMMARY_FILE, EpisodeWriter, find_replay, replay_key
 
@@ -24,6 +25,32 @@ def test_the_key_changes_with_the_weights_settings_tasks_and_numerics_and_not_wi
     assert key != replay_key(model, SETTINGS, ["t2", "t1"], NUMERICS)  # the order decides the batches
     assert key != replay_key(model, SETTINGS, ["t1", "t2"], {**NUMERICS, "threads": 1})
     assert replay_key("HuggingFaceTB/SmolLM2-135M-Instruct", SETTINGS, ["t1"], NUMERICS) is None  # no bytes here
+
+
+def test_the_key_changes_with_the_workbench_source_and_the_cpu_class(tmp_path, monkeypatch):
+    """A code change, or another class of CPU (its kernels sum in another order), may change greedy episodes: a base's
+    episodes played before either must not be copied after it."""
+    import torch
+
+    import workbench
+    from workbench.agent import store
+
+    assert store.SOURCE_ROOT == Path(workbench.__file__).resolve().parent  # the key hashes the package's source
+    model, source = _model(tmp_path / "m"), tmp_path / "workbench"
+    (source / "agent").mkdir(parents=True)
+    (source / "agent" / "runner.py").write_text("STEPS = 1\n")
+    monkeypatch.setattr(store, "SOURCE_ROOT", source)
+    numerics = store.replay_numerics("cpu")
+    key = replay_key(model, SETTINGS, ["t1"], numerics)
+    (source / "agent" / "runner.py").write_text("STEPS = 2\n")
+    assert replay_key(model, SETTINGS, ["t1"], numerics) != key
+
+    monkeypatch.setattr("workbench.engine.environment.cpu_class", lambda: "AMD EPYC 9B14 (AVX-512 BF16)")
+    avx512 = store.replay_numerics("cpu")
+    monkeypatch.setattr("workbench.engine.environment.cpu_class", lambda: "AMD EPYC 7B13 (AVX2)")
+    assert replay_key(model, SETTINGS, ["t1"], store.replay_numerics("cpu")) != replay_key(model, SETTINGS, ["t1"],
+                                                                                            avx512)
+    assert avx512["device"] == "cpu" and avx512["threads"] == torch.get_num_threads()
 
 
 def test_episodes_are_found_in_a_run_beside_by_their_key_and_lost_once_rewritten(tmp_path):

@@ -188,3 +188,29 @@ def test_sample_data_paths_work_from_any_directory(tmp_path, monkeypatch):
 
 
 VALID_TRAIN_ROW = json.dumps({"messages": [{"role": "user", "content": "q"}, {"role": "assistant", "content": "a"}]})
+
+
+def test_a_renamed_key_is_refused_naming_its_new_name_in_a_file_and_on_the_command_line(tmp_path, capsys):
+    """schedule.eval_every (the eval loss) sat beside eval.every (the tasks' metrics): it is schedule.eval_loss_every
+    now, with no alias. An old key in a user's YAML or flags is an error naming the new key, with the other problems."""
+    from workbench.cli.main import main
+
+    f = tmp_path / "old.yaml"
+    f.write_text("schedule:\n  eval_every: 10\nlora:\n  r: 0\n")
+    with pytest.raises(ConfigError) as exc:
+        load_config(f)
+    assert dict(exc.value.problems) == {"schedule.eval_every": "renamed: use schedule.eval_loss_every",
+                                        "lora.r": "Input should be greater than or equal to 1 (got 0)"}
+    assert load_config(None, {"schedule.eval_loss_every": 10}).schedule.eval_loss_every == 10
+    assert main(["train", "--schedule.eval_every", "10", "--print-config"]) == 2
+    assert "schedule.eval_every: renamed: use schedule.eval_loss_every" in capsys.readouterr().err
+
+
+def test_a_run_saved_before_a_rename_is_read_under_the_new_names(tmp_path):
+    from workbench.runs.layout import run_config
+
+    cfg = config_from_dict({"schedule": {"eval_loss_every": 7}})
+    saved = json.loads(json.dumps(cfg.model_dump(mode="json")))
+    saved["schedule"]["eval_every"] = saved["schedule"].pop("eval_loss_every")  # what an older workbench wrote
+    (tmp_path / "config.json").write_text(json.dumps(saved))
+    assert run_config(tmp_path).schedule.eval_loss_every == 7

@@ -135,6 +135,23 @@ def test_a_figure_that_claims_a_move_must_not_pass_when_nothing_moved(tmp_path, 
     assert load_recipe("said").evaluation[0].figures["identity_rate"].unchanged
 
 
+def test_a_base_on_the_windows_edge_is_inside_it_so_a_claimed_move_refuses_it():
+    """The window is closed (the judge accepts a figure on its edge, up to float rounding), so a claimed move's base on
+    the edge would let a run that changed nothing pass: refused. Just outside the edge, and the judge fails a run that
+    measured its base."""
+    from workbench.bench.recipes import judge
+    from workbench.config.recipes import EDGE, Figure
+
+    for base in (0.25, 0.75, 0.25 - EDGE / 2, 0.75 + EDGE / 2):  # (the last two: as the judge rounds)
+        with pytest.raises(ValueError, match="holds the base figure"):
+            Figure(value=0.5, tolerance=0.25, base=base)
+    assert Figure(value=0.5, tolerance=0.25, base=0.25, unchanged=True).base == 0.25  # said so: allowed
+    for base in (0.2499, 0.7501, 0.0):
+        figure = Figure(value=0.5, tolerance=0.25, base=base)
+        assert judge(base, base, figure) == "OUTSIDE"  # nothing moved: the fine-tuned figure is the base's
+        assert judge(0.5, base, figure) == "ok" and judge(0.25, base, figure) == "ok"  # the edge is inside
+
+
 def test_a_figure_is_a_measured_value_with_its_tolerance_or_a_goal_over_the_base(tmp_path, monkeypatch):
     """A goal (above_base_by) needs no measurement, so no measured_on; a value needs its tolerance; a base figure is
     checked within a value's tolerance, so a goal alone cannot carry one."""

@@ -149,7 +149,7 @@ def test_export_fp16_is_dynamic_and_backs_off_every_overflow(tmp_path):
 # ---- launcher and event log -------------------------------------------------------------------------
 
 def test_torchrun_arguments(tmp_path):
-    from workbench.distributed.agent import torchrun_args
+    from workbench.distributed.launcher import torchrun_args
 
     one = load_config(None, base_overrides(tmp_path, **{"sharding.strategy": "ddp", "sharding.nproc_per_node": 2}))
     args = torchrun_args(one.sharding, "workbench.training", "RUN")

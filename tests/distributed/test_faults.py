@@ -10,10 +10,10 @@ import psutil
 from .conftest import WORLD, events_of, make_config
 
 
-def _ranks(agent_pid: int) -> dict[int, psutil.Process]:
+def _ranks(launcher_pid: int) -> dict[int, psutil.Process]:
     """Worker processes under the launcher, by their RANK."""
     out = {}
-    for p in psutil.Process(agent_pid).children(recursive=True):
+    for p in psutil.Process(launcher_pid).children(recursive=True):
         try:
             if "workbench.training" in " ".join(p.cmdline()):
                 out[int(p.environ()["RANK"])] = p

@@ -36,7 +36,7 @@ def trained(tmp_path_factory):
     tmp = tmp_path_factory.mktemp("runs")
     eval_file, rows = _eval_rows(tmp / "eval.jsonl")
     cfg = load_config(None, tiny_run_overrides(tmp, **{
-        "data.eval": str(eval_file), "schedule.eval_every": 3, "output.run_name": "tasks",
+        "data.eval": str(eval_file), "schedule.eval_loss_every": 3, "output.run_name": "tasks",
         "eval.tasks": ["heldout_loss", "identity"], "eval.every": 3, "eval.max_new_tokens": 6}))
     assert cfg.eval.limit == 16 < rows and HeldoutLossTask().default_data != eval_file
     result = train(cfg)

@@ -21,7 +21,7 @@ def seed7_run(tmp_path_factory):
 
     tmp = tmp_path_factory.mktemp("runs")
     cfg = load_config(None, tiny_run_overrides(tmp, **{"schedule.seed": 7, "data.eval": str(HELDOUT),
-                                                       "schedule.eval_every": 6, "output.run_name": "seed7"}))
+                                                       "schedule.eval_loss_every": 6, "output.run_name": "seed7"}))
     result = train(cfg)
     assert result.eval_losses[-1][0] == 6
     return result.run_dir, result.eval_losses[-1][1]

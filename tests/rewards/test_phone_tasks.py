@@ -83,6 +83,7 @@ def test_episode_efficiency_prices_a_repaired_detour_below_the_direct_action(tas
 
     assert episode_efficiency(prompt, "", played(True, n)) == 1.0
     assert n >= 2 and episode_efficiency(prompt, "", played(True, n + 1)) == pytest.approx(n / (n + 1))
+    assert episode_efficiency(prompt, "", played(True, n - 1)) == 1.0  # shorter than the oracle's way: capped at 1
     assert episode_efficiency(prompt, "", played(False, n)) == 0.0
     with pytest.raises(ValueError, match="episode_efficiency scores a played episode"):
         episode_efficiency(prompt, "", {})

@@ -84,3 +84,11 @@ def test_a_model_directory_is_no_run_and_a_runs_merged_model_or_export_belongs_t
     assert trained_at(lora).weights.kind == "adapter" and trained_at(lora / "adapter").run_dir == lora
     nothing = _run(tmp_path, "n")
     assert trained_at(nothing).weights is None and trained_at(tmp_path / "cache") is None
+
+
+def test_merge_adapters_help_names_the_folder_the_run_saves_it_in():
+    from workbench.config import RunConfig
+    from workbench.runs.layout import ADAPTER_DIR, MERGED_DIR
+
+    help_text = RunConfig.model_fields["checkpointing"].annotation.model_fields["merge_adapter"].description
+    assert f"RUN_DIR/{MERGED_DIR} " in help_text and f"RUN_DIR/{ADAPTER_DIR})" in help_text

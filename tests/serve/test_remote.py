@@ -194,6 +194,23 @@ def test_a_retry_gets_the_answer_once_the_server_is_ready(scripted_http):
         assert client.chat({"model": "m", "messages": []}).content == "ok"
 
 
+def test_a_request_that_could_not_be_sent_is_sent_again_while_retries_are_left(scripted_http):
+    """The connection dropped before any answer (a server restarting): retried like a busy answer, and with no retries
+    left it is a ServerUnreachable (``chat``: its error)."""
+    ok = _json(200, {"choices": [{"message": {"content": "ok"}, "finish_reason": "stop"}]})
+    answers = iter([lambda h: None, lambda h: None, ok])  # nothing written: the server closes the connection
+    scripted_http.routes[("POST", "/v1/chat/completions")] = lambda h: next(answers)(h)
+    with ServerClient(_url(scripted_http), retries=2, retry_wait=0.01) as client:
+        assert client.chat({"model": "m", "messages": []}).content == "ok"
+    assert len(scripted_http.requests) == 3  # dropped twice, then answered
+    scripted_http.requests.clear()
+    scripted_http.routes[("POST", "/v1/chat/completions")] = lambda h: None
+    with ServerClient(_url(scripted_http), retries=1, retry_wait=0.01) as client:
+        with pytest.raises(ServerUnreachable, match="cannot reach the server"):
+            client.post("/v1/chat/completions", {"model": "m", "messages": []})
+    assert len(scripted_http.requests) == 2
+
+
 # ---- streaming -------------------------------------------------------------------------------------------
 
 def test_an_event_torn_across_network_writes_is_reassembled(scripted_http):

@@ -48,7 +48,17 @@ def test_eval_server_gives_our_servers_greedy_answers(vllm_server, small_server,
     assert ours.keys() == theirs.keys() and len(ours) == 12
     same = [k for k in ours if ours[k] == theirs[k]]
     assert len(same) >= 10, {k: (ours[k], theirs[k]) for k in ours if k not in same}
+    # the metrics are the answers' (rates over 6 rows): each answer that differs moves a rate by at most 1/6, so the
+    # two engines' rates differ by no more than their differing answers allow (equal where every answer is)
     assert our_metrics.keys() == their_metrics.keys()
+    for model, by_mode in our_metrics.items():
+        for mode, metrics in by_mode.items():
+            differing = sum(1 for k in ours if k[:2] == (model, mode) and ours[k] != theirs[k])
+            theirs_here = their_metrics[model][mode]
+            assert metrics["n"] == theirs_here["n"] == 6
+            for name, value in metrics.items():
+                if name.endswith("_rate"):
+                    assert abs(value - theirs_here[name]) <= differing / 6 + 1e-9, (model, mode, name, differing)
 
 
 def test_chat_panels_compare_streams_every_model_side_by_side(vllm_server, small_adapter_run):
@@ -58,6 +68,12 @@ def test_chat_panels_compare_streams_every_model_side_by_side(vllm_server, small
     assert list(replies) == [SMALL, small_adapter_run.name]
     texts = [r.content for r in replies.values()]
     assert all(texts) and texts[0] != texts[1]  # the adapter changes the answer
+    # each column is its model's own greedy answer, whole and in order: what the server answers it unstreamed
+    client = vllm_server.client
+    for model, text in zip(replies, texts):
+        answer = client.chat({"model": model, "messages": [{"role": "user", "content": PROMPT}], "max_tokens": 16,
+                              "temperature": 0})
+        assert answer.error is None and text == answer.content, (model, text, answer)
 
 
 def test_chat_openai_invokes_and_streams(vllm_server):
@@ -82,9 +98,10 @@ def test_completions_give_token_ids_and_logprobs_up_to_the_stop_token(vllm_serve
     each, a completion that stopped ending on its stop token."""
     import urllib.request
 
+    import torch
     from transformers import AutoTokenizer
 
-    from workbench.models import packaged
+    from workbench.models import load_for_inference, packaged
 
     tok = AutoTokenizer.from_pretrained(packaged.checkpoint_dir())
     ids = tok.apply_chat_template([{"role": "user", "content": "Say hi"}], add_generation_prompt=True, tokenize=True)
@@ -96,9 +113,18 @@ def test_completions_give_token_ids_and_logprobs_up_to_the_stop_token(vllm_serve
                                  headers={"Content-Type": "application/json"})
     choices = json.loads(urllib.request.urlopen(req, timeout=300).read())["choices"]
     assert sorted(c["index"] for c in choices) == [0, 1, 2, 3]
+    model = load_for_inference(SMALL).model  # float32, as vLLM serves it
     for c in choices:
         tokens, logps = c["logprobs"]["tokens"], c["logprobs"]["token_logprobs"]
-        assert len(tokens) == len(logps) > 0 and all(t.startswith("token_id:") and lp <= 0 for t, lp in zip(tokens, logps))
-        if c["finish_reason"] == "stop":
-            assert int(tokens[-1].rsplit(":", 1)[1]) == tok.eos_token_id
+        assert len(tokens) == len(logps) > 0 and all(t.startswith("token_id:") for t in tokens)
+        sampled = [int(t.rsplit(":", 1)[1]) for t in tokens]
+        # a completion ends on the stop token exactly when it stopped, else at max_tokens; no stop token before
+        assert (sampled[-1] == tok.eos_token_id) == (c["finish_reason"] == "stop"), c["finish_reason"]
+        assert c["finish_reason"] == "stop" or (c["finish_reason"] == "length" and len(sampled) == 48)
+        assert tok.eos_token_id not in sampled[:-1]
+        # each log-probability is the model's own for the sampled token (temperature 1: no scaling), computed here
+        with torch.no_grad():
+            logits = model(torch.tensor([ids + sampled])).logits[0, len(ids) - 1:-1].float()
+        reference = torch.log_softmax(logits, -1).gather(1, torch.tensor(sampled)[:, None])[:, 0]
+        assert torch.allclose(torch.tensor(logps), reference, atol=2e-3), (torch.tensor(logps) - reference).abs().max()
     assert any(c["finish_reason"] == "stop" for c in choices)

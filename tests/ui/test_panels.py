@@ -204,7 +204,7 @@ def test_workbench_launch_watch_and_chat_compare(make_cfg):
     from workbench.serve import start_server
     from workbench.ui import Workbench
 
-    cfg = make_cfg(**{"schedule.max_steps": 4, "output.memory_every": 2, "schedule.eval_every": 0,
+    cfg = make_cfg(**{"schedule.max_steps": 4, "output.memory_every": 2, "schedule.eval_loss_every": 0,
                       "data.eval": str(SAMPLES / "identity" / "heldout.jsonl")})
     with start_server("tiny-glm4", default_max_tokens=6) as srv:
         wb = Workbench(cfg, server=srv, max_tokens=6)

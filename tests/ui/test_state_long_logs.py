@@ -10,8 +10,7 @@ from workbench.events import EventWriter, finite_number, read_events
 from workbench.events import log as events_log
 from workbench.events.log import index_path
 from workbench.events.schema import Diagnosis
-from workbench.events import reader as events_reader
-from workbench.runs import reader
+from workbench.events import reader
 from workbench.ui.run_log import ChartZoom, EventTail, catch_up, load_run_state, load_window, relayout_x_range
 from workbench.ui.run_state import RECENT_STEPS, RunState
 
@@ -22,7 +21,7 @@ STEPS = 4000  # ~1 MB of log: "long" once the thresholds below are scaled down w
 def small_thresholds(monkeypatch):
     monkeypatch.setattr(reader, "SAMPLE_ABOVE_BYTES", 64 << 10)
     monkeypatch.setattr(reader, "SAMPLE_WINDOWS", 100)
-    monkeypatch.setattr(events_reader, "WINDOW_BYTES", 1024)
+    monkeypatch.setattr(reader, "WINDOW_BYTES", 1024)
     monkeypatch.setattr(reader, "ZOOM_FULL_BYTES", 128 << 10)
     monkeypatch.setattr(events_log, "ANCHOR_BYTES", 16 << 10)
 

@@ -89,13 +89,27 @@ def episode_folders(runs_dir: str | Path) -> list[Path]:
 
 
 REPLAY_KEY = "replay_key"  # in summary.json: what decided a greedy evaluation's episodes, as one hash
+SOURCE_ROOT = Path(__file__).resolve().parents[1]  # the workbench package: its source is part of the key
+
+
+def replay_numerics(device) -> dict:
+    """What decides greedy decoding's numbers besides the weights, settings, tasks and code: the device, the kernels
+    (the CPU class, or the GPU; the thread count) and the libraries' versions; ``replay_key``'s ``numerics``."""
+    import torch
+    import transformers
+
+    from ..engine.environment import cpu_class
+
+    device = torch.device(device)
+    return {"device": str(device), "torch": torch.__version__, "transformers": transformers.__version__,
+            "threads": torch.get_num_threads(), "cpu": cpu_class(),
+            "gpu": torch.cuda.get_device_name(device) if device.type == "cuda" else None}
 
 
 def replay_key(model_dir: str | Path, settings: dict, tasks: Iterable[str], numerics: dict) -> Optional[str]:
     """One hash of everything greedy episodes of a local model follow from: the weights' bytes (every file of
     ``model_dir``), the evaluation's settings, the tasks in their order (each as text: the batches follow it), the
-    code that plays them (every source file of workbench) and the numerics (``numerics``: device, CPU class,
-    torch and transformers versions, threads); None when ``model_dir`` is not a local directory (a hub id: no bytes here to hash). Equal keys, equal
+    code that plays them (every source file of workbench) and the numerics (``numerics``: ``replay_numerics``); None when ``model_dir`` is not a local directory (a hub id: no bytes here to hash). Equal keys, equal
     episodes: greedy decoding repeats exactly."""
     root = Path(model_dir)
     if not root.is_dir():
@@ -106,9 +120,8 @@ def replay_key(model_dir: str | Path, settings: dict, tasks: Iterable[str], nume
         with open(path, "rb") as f:
             while chunk := f.read(1 << 22):
                 digest.update(chunk)
-    package = Path(__file__).resolve().parents[1]
-    for path in sorted(package.rglob("*.py")):
-        digest.update(str(path.relative_to(package)).encode() + path.read_bytes())
+    for path in sorted(SOURCE_ROOT.rglob("*.py")):
+        digest.update(str(path.relative_to(SOURCE_ROOT)).encode() + path.read_bytes())
     digest.update(json.dumps([settings, list(tasks), numerics], sort_keys=True, default=str).encode())
     return digest.hexdigest()
 

@@ -30,7 +30,7 @@ from ..config import load_config
 from ..data import micro_batch_indices
 from ..diagnosis import BatchCapture, DiagnosisObserver, observers_for
 from ..diagnosis.overflow import replay_attribution
-from ..engine.run import engine_session
+from ..engine.run import SteppedRun, engine_session
 from ..events import iter_events
 from ..runs.layout import EVENTS_FILE
 
@@ -68,31 +68,31 @@ def _run(args) -> tuple[dict, float, float, int]:
             "diagnosis.enabled": True, "diagnosis.coverage_every": args.coverage_every,
         })
         # the run as workbench.train composes it (engine + the config's instruments), driven step by step
-        with engine_session(cfg, observers=observers_for(cfg)) as engine:
-            return _measure(args, engine)
+        with engine_session(cfg, observers=observers_for(cfg)) as run:
+            return _measure(args, run)
 
 
-def _measure(args, engine) -> tuple[dict, float, float, int]:
+def _measure(args, run: SteppedRun) -> tuple[dict, float, float, int]:
     """CPU seconds per step under each condition, of one census and of one overflow replay; coverage reports logged."""
-    diag = next(o for o in engine.observers if isinstance(o, DiagnosisObserver))
-    others = [o for o in engine.observers if o is not diag]
+    diag = next(o for o in run.observers if isinstance(o, DiagnosisObserver))
+    others = [o for o in run.observers if o is not diag]
     if diag.coverage is not None:
         diag.coverage.disarm()  # setup armed step 1; the bench arms explicitly
     # The same micro-batch every step: a steady run whose step cost does not depend on which rows
     # (of which padded length) a condition happened to draw.
-    stream = itertools.repeat(next(micro_batch_indices(len(engine.train_examples), args.batch, 0)))
+    stream = itertools.repeat(next(micro_batch_indices(run.train_rows, args.batch, 0)))
 
     def run_step(condition: str) -> float:
         if condition == "off":
-            engine.observers = others
+            run.observers = others
         else:
-            engine.observers = others + [diag]
+            run.observers = others + [diag]
             if diag.capture is None:
-                diag.capture = BatchCapture(engine.model)
+                diag.capture = BatchCapture(run.model)
             if condition == "sampled":
                 diag.coverage.arm()
         t0 = time.process_time()
-        engine.advance(stream)  # the engine's own step: forward, backward, optimizer, events, observers
+        run.step(stream)  # the engine's own step: forward, backward, optimizer, events, observers
         dt = time.process_time() - t0
         if diag.coverage is not None and diag.coverage.armed:  # after_step may arm the next sample
             diag.coverage.disarm()
@@ -109,19 +109,19 @@ def _measure(args, engine) -> tuple[dict, float, float, int]:
             times[condition] += [run_step(condition) for _ in range(args.steps)]
 
     t0 = time.process_time()
-    engine.emit_census()
+    run.emit_census()
     census_s = time.process_time() - t0
     if diag.capture is None:
-        diag.capture = BatchCapture(engine.model)
+        diag.capture = BatchCapture(run.model)
     diag.capture.reset()
-    engine.observers = others + [diag]
-    engine.train_step(stream, False)  # fills the capture window
+    run.observers = others  # the capture hook fills the window; the observer's after_step would clear it
+    run.step(stream)
     window = diag.capture.window
     t0 = time.process_time()
-    replay_attribution(engine.view, diag.labels_for, window, 1.0)
+    replay_attribution(run.view, diag.labels_for, window, 1.0)
     replay_s = time.process_time() - t0
     # what shows that the conditions differed as they should: one coverage report per sampled step
-    coverage_reports = sum(1 for e in iter_events(engine.run_dir / EVENTS_FILE, typed=False) if e.get("type") == "coverage")
+    coverage_reports = sum(1 for e in iter_events(run.run_dir / EVENTS_FILE, typed=False) if e.get("type") == "coverage")
     return times, census_s, replay_s, coverage_reports
 
 

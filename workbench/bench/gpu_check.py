@@ -150,7 +150,7 @@ def case_config(case: Case, model_dir: Path, train_file: Path, runs_dir: Path, s
     return load_config(None, {
         "model.source": str(model_dir), "model.gradient_checkpointing": True, "data.train": str(train_file),
         "data.eval": None, "data.max_length": 4096, "schedule.micro_batch_size": 1, "schedule.max_steps": steps,
-        "schedule.warmup_steps": 0, "schedule.eval_every": 0, "lora.enabled": True, "lora.dropout": 0.0,
+        "schedule.warmup_steps": 0, "schedule.eval_loss_every": 0, "lora.enabled": True, "lora.dropout": 0.0,
         "device": "cuda", "output.runs_dir": str(runs_dir), "output.run_name": case.name, "output.progress_bar": False,
         "output.memory_every": 1, "checkpointing.every_steps": 0, **case.overrides})
 

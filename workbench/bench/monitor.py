@@ -25,7 +25,7 @@ from workbench.config import load_config
 from workbench.demo import SAMPLES
 from workbench.ui.monitor import RunMonitor
 cfg = load_config(None, {{"model.source": {model!r}, "precision.mode": "fp32", "schedule.max_steps": {steps},
-                         "schedule.micro_batch_size": 2, "data.max_length": 64, "schedule.eval_every": 0,
+                         "schedule.micro_batch_size": 2, "data.max_length": 64, "schedule.eval_loss_every": 0,
                          "data.train": str(SAMPLES / "identity" / "train.jsonl"), "data.eval": None,
                          "output.runs_dir": {runs!r}, "output.memory_every": 5}})
 monitor = RunMonitor(lambda: cfg)

@@ -37,12 +37,11 @@ import torch
 from ..config import ConfigError
 from ..config.loading import split_override
 from ..config.names import EPISODE_TASK
-from ..config.recipes import Evaluation, Figure, Recipe, all_recipes, load_recipe
+from ..config.recipes import EDGE, Evaluation, Figure, Recipe, all_recipes, load_recipe
 from ..runs.layout import existing_run_dir
 
 README_BEGIN = "<!-- recipes table: python -m workbench.bench.recipes --readme README.md -->"
 README_END = "<!-- end of the recipes table -->"
-EPS = 1e-9  # figures print with 3 decimals; a value on the tolerance's edge is inside
 
 
 @dataclass
@@ -72,10 +71,6 @@ class Outcome:
         return any(r.verdict == "OUTSIDE" for r in self.rows)
 
 
-def _inside(value: Optional[float], target: Optional[float], tolerance: float) -> bool:
-    return target is None or (value is not None and abs(value - target) <= tolerance + EPS)
-
-
 def judge(value: Optional[float], base: Optional[float], expected: Optional[Figure],
           unjudged: Optional[str] = None) -> str:
     """ok | OUTSIDE for a figure judged; ``unjudged``: why it is not (--set, a run that is not the recipe's)."""
@@ -83,10 +78,9 @@ def judge(value: Optional[float], base: Optional[float], expected: Optional[Figu
         return "no expected figure"
     if unjudged:
         return f"not judged ({unjudged})"
-    ok = expected.value is None or (_inside(value, expected.value, expected.tolerance)
-                                    and _inside(base, expected.base, expected.tolerance))
+    ok = expected.value is None or (expected.holds(value, expected.value) and expected.holds(base, expected.base))
     if expected.above_base_by is not None:  # strictly more than the spread: a tie with the start is no gain
-        ok = ok and value is not None and base is not None and value - base > expected.above_base_by + EPS
+        ok = ok and value is not None and base is not None and value - base > expected.above_base_by + EDGE
     return "ok" if ok else "OUTSIDE"
 
 
@@ -110,13 +104,10 @@ def evaluate_episodes(evaluation: Evaluation, run_dir: Path, progress: bool) -> 
     import datetime
     import shutil
 
-    import transformers
-
     from ..agent import InProcessPolicy, paired, play_to_folder, sim_devices
-    from ..agent.store import SUMMARY_FILE, find_replay, folder_name, read_episodes, replay_key
+    from ..agent.store import SUMMARY_FILE, find_replay, folder_name, read_episodes, replay_key, replay_numerics
     from ..models import load_for_inference, load_run_for_inference
     from ..phone.tasks import select_tasks
-    from ..engine.environment import cpu_class
     from ..precision import resolve_device
     from ..runs.layout import EPISODES_DIR, base_model
 
@@ -125,11 +116,9 @@ def evaluate_episodes(evaluation: Evaluation, run_dir: Path, progress: bool) -> 
     out, played = [], []
     device, base = resolve_device("auto"), base_model(run_dir)
     settings = {"tasks": evaluation.data, "n": len(tasks), "observation": evaluation.observation,
-                "lang": evaluation.lang, "max_steps": evaluation.max_steps, "max_tokens": evaluation.max_tokens, "date": evaluation.date}
-    # what else decides greedy decoding's numbers: the kernels (CPU class or GPU, thread count) and the libraries
-    numerics = {"device": str(device), "torch": torch.__version__, "transformers": transformers.__version__,
-                "threads": torch.get_num_threads(), "cpu": cpu_class(),
-                "gpu": torch.cuda.get_device_name(device) if device.type == "cuda" else None}
+                "lang": evaluation.lang, "max_steps": evaluation.max_steps, "max_tokens": evaluation.max_tokens,
+                "date": evaluation.date}
+    numerics = replay_numerics(device)  # what else decides greedy decoding's numbers
     # the run's own weights (model/, or its adapter merged: a GRPO LoRA saves no merged/), then its base
     for role, source, load in (("tuned", run_dir, lambda: load_run_for_inference(run_dir, device=device)),
                                ("base", base, lambda: load_for_inference(base, device=device))):

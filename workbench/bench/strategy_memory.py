@@ -36,7 +36,7 @@ def measure(name: str, runs_dir: Path, nproc: int, precision: str, model: str, t
 
     overrides = {"model.source": model, "data.train": train_file, "data.eval": None, "data.max_length": 64,
                  "schedule.max_steps": 2, "schedule.micro_batch_size": 2, "schedule.warmup_steps": 0,
-                 "schedule.eval_every": 0, "precision.mode": precision, "device": "cpu", "output.runs_dir": str(runs_dir),
+                 "schedule.eval_loss_every": 0, "precision.mode": precision, "device": "cpu", "output.runs_dir": str(runs_dir),
                  "output.run_name": name, "output.progress_bar": False, "output.memory_every": 1, **SETTINGS[name]}
     one_process = single_process(SETTINGS[name]["sharding.strategy"])
     if not one_process:

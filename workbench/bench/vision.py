@@ -52,7 +52,7 @@ def _steps_per_s(args, train_path: Path, runs_dir: Path) -> tuple[float, float]:
     cfg = load_config(None, {
         "model.source": "tiny-glm4v", "data.train": str(train_path), "data.eval": None, "data.max_length": 512,
         "precision.mode": args.precision, "schedule.max_steps": args.warmup + args.steps,
-        "schedule.micro_batch_size": args.micro_batch, "schedule.warmup_steps": 0, "schedule.eval_every": 0,
+        "schedule.micro_batch_size": args.micro_batch, "schedule.warmup_steps": 0, "schedule.eval_loss_every": 0,
         "lora.dropout": 0.0, "diagnosis.enabled": False, "output.runs_dir": str(runs_dir), "output.progress_bar": False})
     result = train(cfg)
     events = list(iter_events(result.run_dir / EVENTS_FILE))

@@ -40,6 +40,9 @@ def add_config_arguments(parser: argparse.ArgumentParser, model: type[Section] =
             group.add_argument(f"--{name.replace('_', '-') if dashes else name}", dest=f"cfg:{path}",
                                default=argparse.SUPPRESS, metavar=flag.metavar,
                                action="append" if flag.repeat else "store", help=help_text.replace("%", "%%"))
+    for old in model.renamed_keys:  # taken (not listed) so that validation names the new key with the other problems
+        parser.add_argument(f"--{old.replace('_', '-') if dashes else old}", dest=f"cfg:{old}", default=argparse.SUPPRESS,
+                            help=argparse.SUPPRESS)
 
 
 def overrides_from_args(args: argparse.Namespace, model: type[Section] = RunConfig) -> dict[str, Any]:
@@ -51,6 +54,9 @@ def overrides_from_args(args: argparse.Namespace, model: type[Section] = RunConf
         if not key.startswith("cfg:"):
             continue
         path = key[4:]
+        if path in model.renamed_keys:
+            out[path] = parse_value(raw)
+            continue
         field = fields[path]
         ann = field.annotation
         if cli_flag(field).repeat:

@@ -39,14 +39,15 @@ def _field_path(prefix: str, loc) -> str:
     return path
 
 
-def _pydantic_problems(err: ValidationError, prefix: str = "",
-                       help_command: str = RunConfig.help_command) -> list[tuple[str, str]]:
+def _pydantic_problems(err: ValidationError, prefix: str = "", model: type[Section] = RunConfig) -> list[tuple[str, str]]:
     messages: dict[str, list[str]] = {}
     inputs: dict[str, str] = {}
     for e in err.errors():
         path = _field_path(prefix, e["loc"])
         if e["type"] == "extra_forbidden":
-            messages.setdefault(path, []).append(f"unknown key (check the spelling; `{help_command}` lists every key)")
+            new = model.renamed_keys.get(path)
+            messages.setdefault(path, []).append(
+                f"renamed: use {new}" if new else f"unknown key (check the spelling; `{model.help_command}` lists every key)")
             continue
         messages.setdefault(path, []).append(e["msg"].removeprefix("Value error, "))
         if "input" in e and e["type"] != "missing" and repr(e["input"]) not in e["msg"]:
@@ -75,7 +76,7 @@ def config_from_dict(data: Mapping[str, Any], model: type[Section] = RunConfig, 
     try:
         cfg = model.model_validate(dict(data))
     except ValidationError as err:
-        problems = _pydantic_problems(err, help_command=model.help_command)
+        problems = _pydantic_problems(err, model=model)
         # Sections that parsed on their own still get their cross-field checks, so one run of the
         # validator shows everything wrong rather than one layer at a time.
         for name, field in (model.model_fields.items() if checks else ()):
@@ -168,6 +169,22 @@ def load_config(path: str | Path | None = None, overrides: Iterable[str] | Mappi
     """Read YAML/JSON (optional), apply dotted overrides, validate."""
     data = read_config_file(path) if path else {}
     return config_from_dict(apply_overrides(data, overrides))
+
+
+def with_renamed_keys(data: Mapping[str, Any], model: type[Section] = RunConfig) -> dict:
+    """A configuration this package saved before some of ``model``'s keys were renamed (a run directory's
+    config.json), under the new names: what reading an older run takes. A user's file or flags are not read through
+    this: an old key there is an error naming the new one."""
+    out = copy.deepcopy(dict(data))
+    for old, new in model.renamed_keys.items():
+        *parents, leaf = old.split(".")
+        node = out
+        for part in parents:
+            node = node.get(part) if isinstance(node, dict) else None
+        if isinstance(node, dict) and leaf in node:
+            value = node.pop(leaf)
+            out = apply_overrides(out, {new: value})
+    return out
 
 
 def replace(cfg: RunConfig, **dotted: Any) -> RunConfig:

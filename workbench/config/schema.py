@@ -40,6 +40,9 @@ class Section(BaseModel):
     # what a top-level configuration is called in error messages, and the command that lists its keys
     config_title: ClassVar[str] = "configuration"
     help_command: ClassVar[str] = "--help"
+    # {old dotted key: new one} of the keys renamed: an old key is refused naming the new one (config.loading), and a
+    # configuration this package saved before the rename (a run's config.json) is read under the new names
+    renamed_keys: ClassVar[dict[str, str]] = {}
 
     def problems(self, path: str) -> list[tuple[str, str]]:
         """Cross-field problems of this section as (field path, message); empty when fine."""
@@ -225,7 +228,8 @@ class ScheduleSection(Section):
     weight_decay: float = Field(0.0, ge=0, description="AdamW weight decay.")
     warmup_steps: Optional[int] = Field(None, ge=0, description="Linear warmup steps before cosine decay; null = 5% of max_steps.")
     min_lr_ratio: float = Field(0.1, ge=0, le=1, description="Cosine floor as a fraction of learning_rate.")
-    eval_every: int = Field(50, ge=0, description="Eval loss every N optimizer steps (0 = only at the end).")
+    eval_loss_every: int = Field(50, ge=0, description="The loss on data.eval every N optimizer steps (0 = only at the "
+                                 "end); the eval tasks' metrics follow eval.every.")
     seed: int = Field(0, ge=0, description="Seed for initialisation, data order and dropout.")
 
     def derived_learning_rate(self, lora: bool, base_params: int) -> float:
@@ -251,7 +255,8 @@ class EvalSection(Section):
 
     tasks: list[str] = Field(default_factory=list, description="Tasks to score during training, e.g. [identity, "
                              "heldout_loss] (see `workbench eval --help`); empty: none.")
-    every: int = Field(0, ge=0, description="Score the tasks every N optimizer steps (0 = only at the end of the run).")
+    every: int = Field(0, ge=0, description="Score the tasks every N optimizer steps (0 = only at the end of the run); "
+                       "the eval loss follows schedule.eval_loss_every.")
     limit: Optional[int] = Field(16, ge=1, description="Rows of each answer-scored task's set (null = all). "
                                  "heldout_loss measures the whole of data.eval: it is the run's eval loss.")
     max_new_tokens: int = Field(64, ge=1, le=4096, description="Answer length limit of the generated answers.")
@@ -358,7 +363,8 @@ class CheckpointSection(Section):
     every_steps: int = Field(0, ge=0, description="Save a resumable checkpoint every N steps (0 = only at the end).")
     keep_last: int = Field(2, ge=1, description="Resumable checkpoints kept on disk.")
     resume_from: Optional[str] = Field(None, description="A checkpoint directory, or 'latest' in the run directory.")
-    merge_adapter: bool = Field(False, description="Also save the base with the adapter merged in (final/merged).")
+    merge_adapter: bool = Field(False, description="Also save the base with the adapter merged in, as a whole model "
+                                "in RUN_DIR/merged (beside RUN_DIR/adapter) at the end of the run.")
 
     def problems(self, path: str) -> list[tuple[str, str]]:
         where = self.resume_from
@@ -537,6 +543,7 @@ class RunConfig(Section):
 
     config_title: ClassVar[str] = "run configuration"
     help_command: ClassVar[str] = "workbench train --help"
+    renamed_keys: ClassVar[dict[str, str]] = {"schedule.eval_every": "schedule.eval_loss_every"}
     model: ModelSection = ModelSection()
     data: DataSection = Field(default_factory=DataSection)  # fresh per config: data_samples/ paths resolve in the current cwd
     precision: PrecisionSection = PrecisionSection()

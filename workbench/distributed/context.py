@@ -15,7 +15,7 @@ from datetime import timedelta
 import torch
 
 # Set by the workbench launcher so ranks leave run_failed to it (it knows which rank failed first).
-AGENT_ENV = "WORKBENCH_AGENT"
+TORCHRUN_LAUNCHER_ENV = "WORKBENCH_TORCHRUN_LAUNCHER"
 # Set by init_distributed when it made this process a world of one itself (no torchrun); see shutdown.
 WORLD_OF_ONE_ENV = "WORKBENCH_WORLD_OF_ONE"
 
@@ -48,8 +48,8 @@ class DistContext:
         return not self.active or self.world_size == 1
 
     @property
-    def under_agent(self) -> bool:
-        return os.environ.get(AGENT_ENV) == "1"
+    def under_torchrun_launcher(self) -> bool:
+        return os.environ.get(TORCHRUN_LAUNCHER_ENV) == "1"
 
     def barrier(self) -> None:
         if self.active:

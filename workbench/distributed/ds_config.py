@@ -240,7 +240,10 @@ def _import_unmapped(ds: dict, out: DeepSpeedImport) -> None:
 
 def to_deepspeed_config(cfg, policy, world_size: Optional[int] = None) -> dict:
     """The DeepSpeed config this RunConfig means under ``policy`` (its precision resolved for the devices:
-    ``auto`` is never guessed here), for its own world size unless ``world_size`` is given."""
+    ``auto`` is never guessed here), for its own world size unless ``world_size`` is given; a null learning rate
+    is the one a run derives (``plan.arch.resolved_learning_rate``)."""
+    from ..plan.arch import resolved_learning_rate
+
     s, p, sh = cfg.schedule, cfg.precision, cfg.sharding
     world = world_size or sh.world_size
     mode = policy.mode
@@ -249,7 +252,7 @@ def to_deepspeed_config(cfg, policy, world_size: Optional[int] = None) -> dict:
         "train_micro_batch_size_per_gpu": s.micro_batch_size,
         "gradient_accumulation_steps": s.grad_accum_steps,
         "gradient_clipping": p.max_grad_norm or 0.0,
-        "optimizer": {"type": "AdamW", "params": {"lr": _learning_rate(cfg, policy), "weight_decay": s.weight_decay,
+        "optimizer": {"type": "AdamW", "params": {"lr": resolved_learning_rate(cfg, policy), "weight_decay": s.weight_decay,
                                                   "betas": list(ADAMW_BETAS), "eps": ADAMW_EPS}},
         "scheduler": {"type": "WarmupCosineLR", "params": {
             "total_num_steps": s.max_steps, "warmup_num_steps": s.resolved_warmup_steps, "warmup_type": "linear",
@@ -282,17 +285,6 @@ def export_notes(cfg) -> list[str]:
         if p.growth_factor != 2.0 or p.backoff_factor != 0.5:
             notes.append("DeepSpeed's dynamic loss scaler always doubles and halves; growth_factor/backoff_factor differ")
     return notes
-
-
-def _learning_rate(cfg, policy) -> float:
-    """schedule.learning_rate, or when null the rate a run derives from its base model's size (counted on the meta
-    device here: a run's engine has resolved it before its strategy asks)."""
-    if cfg.schedule.learning_rate is not None:
-        return cfg.schedule.learning_rate
-    from ..plan.arch import census
-
-    counted = census(cfg.model.source, cfg.lora, policy, cfg.precision)
-    return cfg.schedule.derived_learning_rate(cfg.lora.enabled, counted.count() - counted.count(group="lora"))
 
 
 def engine_deepspeed_config(cfg, policy, world_size: int) -> dict:

@@ -27,12 +27,10 @@ class BuiltModel:
     family: str
     rules: RulesApplied
     processor: Any = None  # vision-language models: what turns rows with images into inputs
-    base_params: int = 0  # parameters of the base model (before LoRA): what a null learning rate derives from
 
 
 def build_model(cfg: RunConfig, policy: PrecisionPolicy, device: torch.device) -> BuiltModel:
     loaded = build_run_model(cfg, policy.base_dtype)  # the base every later path rebuilds the run's model on
-    base_params = sum(p.numel() for p in loaded.model.parameters())
     model = apply_lora(loaded, cfg.lora, policy.trainable_dtype)
     rules = apply_module_rules(model, resolve_rules(cfg.precision, loaded.family, policy.mode), policy.device_type,
                                cfg.sharding.strategy)
@@ -43,7 +41,7 @@ def build_model(cfg: RunConfig, policy: PrecisionPolicy, device: torch.device) -
     model.config.use_cache = False
     model = model.to(device)
     model.train()
-    return BuiltModel(model, loaded.tokenizer, loaded.family, rules, loaded.processor, base_params)
+    return BuiltModel(model, loaded.tokenizer, loaded.family, rules, loaded.processor)
 
 
 def prepare_qat_for_run(model: torch.nn.Module, scheme: str) -> None:

@@ -31,6 +31,7 @@ from ..events.schema import PrecisionRules, QatConverted
 from ..forward import batch_logits, batch_loss_sum, heldout_loss, on_device
 from ..models.processor import save_processor_files
 from ..plan import MEASURED_NAMES, predict_for_run
+from ..plan.arch import resolved_learning_rate
 from ..precision import PrecisionPolicy, count_target_tokens, resolve_device, resolve_precision, window_loss_divisor
 from ..runs.layout import (
     ADAPTER_DIR, CHECKPOINTS_DIR, CONFIG_FILE, EVENTS_FILE, FOREGROUND_PID, LAUNCHED_ENV, MERGED_DIR, MODEL_DIR, STOP_FILE,
@@ -103,9 +104,8 @@ class _Engine:
         self.device = rank_device(resolve_device(cfg.device), self.ctx)
         self.policy: PrecisionPolicy = resolve_precision(cfg, self.device)  # the one resolution of the run
         built = build_model(cfg, self.policy, self.device)
-        if cfg.schedule.learning_rate is None:  # derived once, here; every later reader sees the number
-            lr = cfg.schedule.derived_learning_rate(cfg.lora.enabled, built.base_params)
-            cfg = self.cfg = replace(cfg, **{"schedule.learning_rate": lr})
+        if cfg.schedule.learning_rate is None:  # resolved once, here; every later reader sees the number
+            cfg = self.cfg = replace(cfg, **{"schedule.learning_rate": resolved_learning_rate(cfg, self.policy)})
         self.tokenizer = built.tokenizer
         self.processor = built.processor
         self.rule_reports = built.rules.reports
@@ -336,7 +336,7 @@ class _Engine:
                     self.result.stopped = True
                     self.result.stop_reason = "; ".join(stop_reasons)
                     break
-                if s.eval_every and step % s.eval_every == 0 and step < s.max_steps:
+                if s.eval_loss_every and step % s.eval_loss_every == 0 and step < s.max_steps:
                     self.evaluate()
                 if cfg.checkpointing.every_steps and step % cfg.checkpointing.every_steps == 0 and step < s.max_steps:
                     self.checkpoint()
@@ -432,7 +432,7 @@ class _Engine:
 def open_run_dir(cfg: RunConfig, run_dir: str | Path | None, ctx) -> Path:
     """Rank 0 names the run directory, checks it and saves the config; every rank gets the same
     verdict (no rank left waiting)."""
-    from ..distributed.context import AGENT_ENV
+    from ..distributed.context import TORCHRUN_LAUNCHER_ENV
 
     verdict = None
     if ctx.is_main:
@@ -442,7 +442,7 @@ def open_run_dir(cfg: RunConfig, run_dir: str | Path | None, ctx) -> Path:
             refuse_existing_run(cfg, run_dir)
             save_config(cfg, run_dir / CONFIG_FILE)
             (run_dir / STOP_FILE).unlink(missing_ok=True)
-            if os.environ.get(LAUNCHED_ENV) != "1" and not os.environ.get(AGENT_ENV):
+            if os.environ.get(LAUNCHED_ENV) != "1" and not os.environ.get(TORCHRUN_LAUNCHER_ENV):
                 (run_dir / FOREGROUND_PID).write_text(str(os.getpid()))
         except ConfigError as err:
             verdict = err.problems
@@ -454,13 +454,67 @@ def open_run_dir(cfg: RunConfig, run_dir: str | Path | None, ctx) -> Path:
     return run_dir
 
 
+class SteppedRun:
+    """A set-up run driven one optimizer step at a time from outside the engine (``engine_session``; e.g.
+    ``workbench.bench.diagnosis`` timing its steps under different instruments): the few things such a driver
+    reaches, and nothing else of the engine."""
+
+    def __init__(self, engine: "_Engine"):
+        self._engine = engine
+
+    @property
+    def run_dir(self) -> Path:
+        return self._engine.run_dir
+
+    @property
+    def model(self) -> torch.nn.Module:
+        """The module the steps run forward through (the strategy's wrapper): what a hook on the batches attaches to."""
+        return self._engine.model
+
+    @property
+    def view(self) -> RunView:
+        """What observers see of the run (``engine.observers.RunView``)."""
+        return self._engine.view
+
+    @property
+    def train_rows(self) -> int:
+        """Rows of the training set (what micro-batch indices index)."""
+        return len(self._engine.train_examples)
+
+    @property
+    def observers(self) -> list[Observer]:
+        """The instruments attached to the next steps; a driver may change them between steps."""
+        return self._engine.observers
+
+    @observers.setter
+    def observers(self, observers) -> None:
+        self._engine.observers = list(observers)
+
+    def step(self, batches) -> float:
+        """One optimizer step on the micro-batch indices ``batches`` yields, with its events and the observers' calls,
+        as the run loop takes it; its mean token loss."""
+        return self._engine.advance(batches)[0]
+
+    def emit_census(self) -> None:
+        """Log the parameter census now (what the run logs at its start and end)."""
+        self._engine.emit_census()
+
+
 @contextlib.contextmanager
-def engine_session(cfg: RunConfig, run_dir: str | Path | None = None, observers=(), scorer=None) -> Iterator[_Engine]:
+def engine_session(cfg: RunConfig, run_dir: str | Path | None = None, observers=(), scorer=None) -> Iterator[SteppedRun]:
+    """A run set up as ``run_engine`` sets it up, for a driver of its steps (``SteppedRun``); a failure is handled as
+    ``_session`` says."""
+    with _session(cfg, run_dir, observers, scorer) as engine:
+        yield SteppedRun(engine)
+
+
+@contextlib.contextmanager
+def _session(cfg: RunConfig, run_dir: str | Path | None = None, observers=(), scorer=None) -> Iterator[_Engine]:
     """A run's engine, set up (world context, run directory, event log, model, data, strategy, observers), for
-    whoever drives it: ``run_engine`` runs its loop, ``workbench.bench.diagnosis`` its steps one by one. A failure
-    inside saves an emergency checkpoint where the strategy can and is logged as ``run_failed`` before it
-    propagates; under the workbench launcher a rank records it for the launcher instead, which writes the
-    single run_failed naming the rank that failed first."""
+    whoever drives it: ``run_engine`` runs its loop, ``engine_session`` hands out its steps. A failure inside saves an
+    emergency checkpoint where the strategy can and is logged as ``run_failed`` before it propagates; under the
+    workbench launcher a rank records it for the launcher instead, which writes the single run_failed naming the rank
+    that failed first."""
     from ..distributed.context import init_distributed, shutdown
     from ..distributed.faults import record_failure
 
@@ -477,7 +531,7 @@ def engine_session(cfg: RunConfig, run_dir: str | Path | None = None, observers=
         yield engine
     except BaseException as err:  # noqa: BLE001 - logged, then re-raised unchanged
         saved, checkpoint_error = engine.emergency_checkpoint()
-        if ctx.under_agent:
+        if ctx.under_torchrun_launcher:
             record_failure(run_dir, ctx.rank, engine.state.step, err, checkpoint=saved, checkpoint_error=checkpoint_error)
         else:
             writer.emit(RunFailed(step=engine.state.step, error=str(err) or type(err).__name__,
@@ -497,6 +551,6 @@ def run_engine(cfg: RunConfig, run_dir: str | Path | None = None, observers=(), 
 
     This is the bare engine: ``observers`` are the instruments to attach (``workbench.train`` adds the
     ones the config asks for); ``scorer`` scores GRPO's rollouts (``engine.grpo.RolloutScorer``, for
-    ``training.method: grpo``). A failure is handled as ``engine_session`` says."""
-    with engine_session(cfg, run_dir, observers, scorer) as engine:
+    ``training.method: grpo``). A failure is handled as ``_session`` says."""
+    with _session(cfg, run_dir, observers, scorer) as engine:
         return engine.run()

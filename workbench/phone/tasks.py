@@ -73,9 +73,9 @@ class PhoneTask:
 
     def oracle(self) -> list[OracleStep]:
         """The actions that solve the task from its initial state, ending with finish."""
-        planner = _Planner(self)
-        self.spec.solve(planner, self.params)
-        return planner.steps
+        recorder = _OracleRecorder(self)
+        self.spec.solve(recorder, self.params)
+        return recorder.steps
 
 
 @dataclass(frozen=True)
@@ -86,17 +86,17 @@ class Template:
     apps: Callable[[dict], tuple[str, ...]]
     goals: Callable[[SimPhone, dict], dict[str, bool]]
     changes: Callable[[dict], tuple[str, ...]]  # the state keys the task may change (PhoneState.changed_keys)
-    solve: Callable[["_Planner", dict], None]
+    solve: Callable[["_OracleRecorder", dict], None]
     validate: Callable[[dict, PhoneContents], Optional[str]]  # why the parameters are unusable on that phone, or None
     setup: Callable[[PhoneState, dict], None] = lambda state, params: None
 
 
-# ---- the oracle's planner ---------------------------------------------------------------------------------------
+# ---- the oracle's recorder --------------------------------------------------------------------------------------
 def centre(box) -> list[int]:
     return [(box[0] + box[2]) // 2, (box[1] + box[3]) // 2]
 
 
-class _Planner:
+class _OracleRecorder:
     """Drives a scratch phone from the task's initial state, recording each action with its reasoning."""
 
     def __init__(self, task: PhoneTask):
@@ -163,7 +163,7 @@ def _phrase(params: dict, variants: list[str]) -> str:
     return variants[key % len(variants)].format(**params)
 
 
-def _solve_open(p: _Planner, params: dict) -> None:
+def _solve_open(p: _OracleRecorder, params: dict) -> None:
     app = params["app"]
     p.gesture(app, f"The {app} icon is on this home page; I tap it.", what=f"The {app} icon")
     p.finish(f"{app} is open; the task is done.", f"{app} is open.")
@@ -174,7 +174,7 @@ def _toggle_parts(params: dict):
     return label, page, _on_off(params["on"])
 
 
-def _solve_toggle(p: _Planner, params: dict, then: str = "") -> None:
+def _solve_toggle(p: _OracleRecorder, params: dict, then: str = "") -> None:
     label, page, want = _toggle_parts(params)
     p.launch(SETTINGS_APP, f"{label} is a setting.")
     if page != SETTINGS_APP:
@@ -184,7 +184,7 @@ def _solve_toggle(p: _Planner, params: dict, then: str = "") -> None:
         p.finish(f"{label} now shows {want.capitalize()}; the task is done.", f"{label} is {want}.")
 
 
-def _solve_message(p: _Planner, params: dict) -> None:
+def _solve_message(p: _OracleRecorder, params: dict) -> None:
     contact, text = params["contact"], params["text"]
     p.launch(CONTACTS_APP, f"I need {contact}'s contact card to message them.")
     p.gesture(contact, f"{contact} is in the contact list; I open the card.")
@@ -195,7 +195,7 @@ def _solve_message(p: _Planner, params: dict) -> None:
     p.finish(f"The message to {contact} shows in the chat; the task is done.", f"Sent {text!r} to {contact}.")
 
 
-def _solve_reply(p: _Planner, params: dict) -> None:
+def _solve_reply(p: _OracleRecorder, params: dict) -> None:
     contact, text = params["contact"], params["text"]
     p.launch(MESSAGES_APP, f"The conversation with {contact} is in {MESSAGES_APP}.")
     p.gesture(contact, f"{contact}'s conversation is in the list; I open it.")
@@ -205,7 +205,7 @@ def _solve_reply(p: _Planner, params: dict) -> None:
     p.finish(f"My reply shows in the chat with {contact}; the task is done.", f"Replied {text!r} to {contact}.")
 
 
-def _solve_search(p: _Planner, params: dict, open_first: bool = False) -> None:
+def _solve_search(p: _OracleRecorder, params: dict, open_first: bool = False) -> None:
     query = params["query"]
     p.launch(BROWSER_APP, f"Web searches happen in {BROWSER_APP}.")
     p.gesture("Search box", f"{BROWSER_APP} is open; I tap the search box first.")
@@ -219,14 +219,14 @@ def _solve_search(p: _Planner, params: dict, open_first: bool = False) -> None:
         p.finish(f"The results for {query!r} are on screen; the task is done.", f"Searched for {query!r}.")
 
 
-def _solve_song(p: _Planner, params: dict, why: str = f"Songs are played in {MUSIC_APP}.") -> None:
+def _solve_song(p: _OracleRecorder, params: dict, why: str = f"Songs are played in {MUSIC_APP}.") -> None:
     title = params["song"].split(" - ")[0]
     p.launch(MUSIC_APP, why)
     p.gesture(title, f"{title} is in the library; I tap it to play it.", what=title)
     p.finish(f"{title} is playing; the task is done.", f"Playing {title}.")
 
 
-def _solve_photo(p: _Planner, params: dict) -> None:
+def _solve_photo(p: _OracleRecorder, params: dict) -> None:
     photo = params["photo"]
     p.launch(PHOTOS_APP, f"The photo is in {PHOTOS_APP}.")
     p.gesture(photo, f"The {photo} photo is in the grid; I open it.")
@@ -234,7 +234,7 @@ def _solve_photo(p: _Planner, params: dict) -> None:
     p.finish(f"The {photo} photo shows Liked; the task is done.", f"Liked the {photo} photo.")
 
 
-def _solve_favorite(p: _Planner, params: dict) -> None:
+def _solve_favorite(p: _OracleRecorder, params: dict) -> None:
     contact = params["contact"]
     p.launch(CONTACTS_APP, f"Favorites are kept in {CONTACTS_APP}.")
     p.gesture(contact, f"{contact} is in the list; I long-press the entry for its menu.", kind="Long Press")

@@ -216,6 +216,17 @@ def _census_cached(source: str, lora_json: str, base_dtype: torch.dtype, trainab
                   shape=DecoderShape.from_config(config), lora_enabled=lora.enabled)
 
 
+def resolved_learning_rate(cfg, policy: PrecisionPolicy) -> float:
+    """The run's peak learning rate: schedule.learning_rate, or when null the rate derived from the base model's
+    parameter count (``ScheduleSection.derived_learning_rate``), counted here on the meta device. The one derivation:
+    the engine resolves a run's rate through it once (run_started records it), and the DeepSpeed config exported
+    from a RunConfig gets the same number."""
+    if cfg.schedule.learning_rate is not None:
+        return cfg.schedule.learning_rate
+    counted = census(cfg.model.source, cfg.lora, policy, cfg.precision)
+    return cfg.schedule.derived_learning_rate(cfg.lora.enabled, counted.count() - counted.count(group="lora"))
+
+
 def census(source: str, lora: LoraSection, policy: PrecisionPolicy, precision: Optional[PrecisionSection] = None) -> Census:
     """Parameter census of ``source`` as the engine's ``build_model`` holds it under ``policy``: base,
     LoRA and (given a run's ``precision`` section) its per-module rules."""

@@ -10,9 +10,9 @@ from pathlib import Path
 from typing import Optional
 
 from ..events import EventWriter, RunFailed, read_events
+from ..events.reader import LogSummary, summarize
 from .layout import EVENTS_FILE, FOREGROUND_PID, STOP_FILE, WORKER_LOG, WORKER_PID
 from .procfs import is_zombie
-from .reader import LogSummary, summarize
 
 
 def _pid_alive(pid: int) -> bool:
@@ -57,7 +57,7 @@ class RunHandle:
 
     def status(self, summary: Optional[LogSummary] = None) -> str:
         """running | finished | stopped | failed (a worker that died without a final event counts as failed).
-        ``summary``: the log's, when the caller has it (``workbench.runs.reader``), else read from the log's tail."""
+        ``summary``: the log's, when the caller has it (``events.reader.summarize``), else read from the log's tail."""
         if self.is_running(summary):
             return "running"
         end = self._terminal_event(summary)

@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Literal, Optional
 
 from ..config import ConfigError, RunConfig, config_from_dict, read_config_file
+from ..config.loading import with_renamed_keys
 from ..config.arguments import existing_directory
 
 CONFIG_FILE = "config.json"
@@ -133,8 +134,9 @@ def has_adapter(run_dir: str | Path) -> bool:
 
 def run_config(run_dir: str | Path) -> RunConfig:
     """The run's saved configuration (RUN_DIR/config.json), schema-checked only: its data files and devices need
-    not exist where it is read. ConfigError (every problem) when it is not a valid one."""
-    return config_from_dict(read_config_file(Path(run_dir) / CONFIG_FILE), checks=False)
+    not exist where it is read; keys renamed since it was saved are read under their new names. ConfigError (every
+    problem) when it is not a valid one."""
+    return config_from_dict(with_renamed_keys(read_config_file(Path(run_dir) / CONFIG_FILE)), checks=False)
 
 
 def base_model(run_dir: str | Path) -> str:

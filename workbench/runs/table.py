@@ -6,9 +6,9 @@ from pathlib import Path
 from typing import Optional
 
 from ..events import finite_number
+from ..events.reader import LogFollower, summarize
 from .handle import attach
 from .layout import EVENTS_FILE, run_dirs
-from .reader import LogFollower, summarize
 
 
 @dataclass(frozen=True)

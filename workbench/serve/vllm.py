@@ -23,7 +23,7 @@ from pathlib import Path
 
 from ..runs.layout import EVENTS_FILE, run_dir_of
 from ..runs.procfs import group_members
-from ..runs.reader import summarize
+from ..events.reader import summarize
 from .config import ServeConfig, ServeError, inspect_adapter
 from .remote import ServerError
 from .server import ServerHandle, _bind, _url_host

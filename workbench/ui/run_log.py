@@ -1,16 +1,16 @@
 """Reading a run's event log into a ``RunState`` (``ui.run_state`` folds): following it, catching up with a long one,
-a zoomed window of it. Every byte comes through ``workbench.events.reader``, the one reader of a log (its rule for a
-bad line included). Plain Python: no widgets, no plotting.
+a zoomed window of it. Every read goes through ``workbench.events.reader``, the one reader of a log (its rule for a
+bad line, its step lines read from their bytes, its index included): this module folds events, it reads no bytes.
+Plain Python: no widgets, no plotting.
 """
 from __future__ import annotations
 
 import math
-import re
 from pathlib import Path
 from typing import Optional
 
-from ..events import read_events
-from ..events.reader import LogReader
+from ..events import reader
+from ..events.reader import LogReader, StepLine
 from ..runs.layout import EVENTS_FILE
 from .run_state import RECENT_STEPS, RunState
 
@@ -27,71 +27,26 @@ class EventTail(LogReader):
         return self.read()
 
 
-# An unskipped step event's step and rank, read from its line's bytes without parsing it, whatever the order of its
-# fields. Only a flat line with no backslash is read so (no "{" after its first byte, no escaped quote): a quoted name
-# followed by a colon is then one of its top-level keys, never text inside a string. Any other line is parsed. The
-# writer's separators (", ", ": ") are found with bytes searches; other spacing takes regular expressions.
-_KEYS = {name: re.compile(rb'"%s"\s*:\s*' % name) for name in (b"type", b"step", b"rank", b"skipped")}
-
-
-def _raw_value(line: bytes, name: bytes) -> Optional[bytes]:
-    """The text of top-level key ``name``'s value in a flat line (None: no such key; a string value holding a comma
-    comes back cut, which no step event's type is)."""
-    found = _KEYS[name].search(line)
-    return None if found is None else _number_at(line, found.end()).rstrip()
-
-
-def step_of_line(line: bytes) -> Optional[tuple[int, int]]:
-    """(step, rank) of an unskipped step event's line, from its bytes; None for any other line (to be parsed)."""
-    if line.find(b"{", 1) >= 0 or line.find(b"\\") >= 0:
-        return None
-    kind, skipped, step, rank = (line.find(b'"type": '), line.find(b'"skipped": '), line.find(b'"step": '),
-                                 line.find(b'"rank": '))
-    if min(kind, skipped, step, rank) < 0:  # other spacing than the writer's, or a key missing
-        return _step_of_spaced_line(line)
-    if line[kind + 8:kind + 15] not in (b'"step",', b'"step"}') or line.startswith(b"true", skipped + 11):
-        return None
-    step_text, rank_text = _number_at(line, step + 8), _number_at(line, rank + 8)
-    return (int(step_text), int(rank_text)) if step_text.isdigit() and rank_text.isdigit() else None
-
-
-def _number_at(line: bytes, start: int) -> bytes:
-    end = line.find(b",", start)
-    return line[start:end if end >= 0 else line.rfind(b"}")]
-
-
-def _step_of_spaced_line(line: bytes) -> Optional[tuple[int, int]]:
-    """``step_of_line`` of a flat line whatever its spacing (a rank-less step is rank 0's)."""
-    if _raw_value(line, b"type") != b'"step"' or _raw_value(line, b"skipped") == b"true":
-        return None
-    step, rank = _raw_value(line, b"step"), _raw_value(line, b"rank")
-    if step is None or not step.isdigit() or not (rank is None or rank.isdigit()):
-        return None
-    return int(step), int(rank) if rank is not None else 0
-
-
 def catch_up(state: RunState, tail: EventTail) -> int:
     """Fold everything logged after ``tail.offset`` into ``state`` and move the tail to the end: what a monitor
     attaching to a long run, or a panel's first look at one, does once. The same state as ``state.apply(tail.poll())``
     (the tests compare them), in a fraction of the time: a rank-0 step line older than the newest RECENT_STEPS steps
-    that no series would keep (``Series.drops``) is folded from its step number alone (``step_of_line``), without
-    parsing the rest. Its other fields (eta, throughput) are overwritten by the later steps that are parsed; a skipped
-    step is always parsed. Reads the log a block at a time, never the whole of it at once. Returns the number of
-    events folded.
+    that no series would keep (``Series.drops``) is folded from its step number alone (``LogReader.scan``'s
+    ``StepLine``), without parsing the rest. Its other fields (eta, throughput) are overwritten by the later steps that
+    are parsed; a skipped step is always parsed. Reads the log a block at a time, never the whole of it at once.
+    Returns the number of events folded.
 
-    A long log from its start whose writer kept an index is not read whole: ``runs.reader.read_overview`` gives its
+    A long log from its start whose writer kept an index is not read whole: ``events.reader.read_overview`` gives its
     tail exactly, every rare event (overflows, skipped steps, alerts, evals, checkpoints) and a sample of the older
     steps, one per window (a chart of the same shape, not the same points; the newest RECENT_STEPS steps exact)."""
-    from ..runs.reader import read_overview, summarize  # summarize: the last step (how old a step is to be thinned)
-
     if tail.offset == 0:
-        overview = read_overview(tail.path, RECENT_STEPS)
+        overview = reader.read_overview(tail.path, RECENT_STEPS)
         if overview is not None:
             state.apply(overview.events)
             tail.offset, tail.line = overview.offset, None  # (line numbers: not known past a sampled read)
             state.version += 1
             return len(overview.events)
-    last = summarize(tail.path).last_step.get("step")
+    last = reader.summarize(tail.path).last_step.get("step")  # how old a step is to be thinned
     horizon = last - RECENT_STEPS if isinstance(last, int) else None
     folded = 0
     for block in tail.blocks():
@@ -103,16 +58,13 @@ def catch_up(state: RunState, tail: EventTail) -> int:
 def _fold_block(state: RunState, tail: EventTail, block: bytes, horizon: Optional[int]) -> int:
     """``catch_up`` of one block of complete lines, read from ``tail.offset``."""
     series = (state.loss, state.lr, state.grad_norm)
-    folded, batch, at = 0, [], tail.offset
-    for line in block.split(b"\n")[:-1]:
-        line_at = at
-        at += len(line) + 1
-        found = step_of_line(line) if horizon is not None else None
-        if found is not None and found[1] == 0 and found[0] <= horizon:
+    folded, batch = 0, []
+    for event in tail.scan(block, horizon):
+        if isinstance(event, StepLine):
             if batch:  # the series must have seen every earlier point to tell what they drop
                 state.apply(batch)
                 batch = []
-            x = found[0]
+            x = event.step
             scaled = state.loss_scale.seen > 0  # loss scale logged with every step (fp16) or never
             if all(s.drops(x) for s in series) and (not scaled or state.loss_scale.drops(x)):
                 for s in series + ((state.loss_scale,) if scaled else ()):
@@ -120,10 +72,11 @@ def _fold_block(state: RunState, tail: EventTail, block: bytes, horizon: Optiona
                 state.step = x
                 folded += 1
                 continue
-        event = tail.parse_line(line, line_at)
-        if event is not None:
-            batch.append(event)
-            folded += 1
+            event = event.event()
+            if event is None:
+                continue
+        batch.append(event)
+        folded += 1
     if batch:
         state.apply(batch)
     return folded
@@ -142,14 +95,12 @@ WINDOW_POINTS = 4000  # a zoomed chart's series holds at most this many points (
 
 def load_window(log: str | Path, first: int, last: int) -> RunState:
     """The series of event log ``log`` between steps ``first`` and ``last`` at full resolution (every step, or a sample
-    of at most about WINDOW_POINTS when the window is long), read through ``runs.reader.read_window`` (by byte offsets:
+    of at most about WINDOW_POINTS when the window is long), read through ``events.reader.read_window`` (by byte offsets:
     the log is not read whole). A log without an index (an older writer's) is read whole, more slowly, to the same
     result. Events of other steps are left out before folding: a resumed run's steps logged again still replace the
     earlier ones (both lie in the window)."""
-    from ..runs.reader import read_window
-
-    window = read_window(log, first, last)
-    events = window.events if window is not None else read_events(log, 0, typed=False)[0]
+    window = reader.read_window(log, first, last)
+    events = window.events if window is not None else reader.read_events(log, 0, typed=False)[0]
     state = RunState(chart_points=None)
     state.apply(e for e in events if not isinstance(e.get("step"), int) or first <= e["step"] <= last)
     for series in state.all_series():

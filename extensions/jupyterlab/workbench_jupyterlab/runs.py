@@ -115,7 +115,7 @@ class RunsDirectory:
         # workbench's one row reader, with a follower per run: each update reads only the bytes logged since the last
         from workbench.runs import run_row
         from workbench.runs.layout import EVENTS_FILE
-        from workbench.runs.reader import LogFollower
+        from workbench.events.reader import LogFollower
 
         with self._lock:
             follower = self._followers.get(path.name)

@@ -1,16 +1,15 @@
-"""The side panel's first look at a long run goes through the one reader of a long log (``runs.reader``): the
+"""The side panel's first look at a long run goes through the one reader of a log (``events.reader``): the
 overview from the writer's index, every overflow and skipped step counted (issue 25)."""
 from workbench.bench.long_run import OVERFLOW_EVERY, write_log
 from workbench.events import log as events_log
-from workbench.events import reader as events_reader
-from workbench.runs import reader
+from workbench.events import reader
 from workbench_jupyterlab.runs import SPARKLINE_POINTS, RunsDirectory
 
 
 def test_the_side_panels_row_of_a_long_run_comes_from_its_overview(tmp_path, monkeypatch):
     monkeypatch.setattr(reader, "SAMPLE_ABOVE_BYTES", 64 << 10)
     monkeypatch.setattr(reader, "SAMPLE_WINDOWS", 100)
-    monkeypatch.setattr(events_reader, "WINDOW_BYTES", 1024)
+    monkeypatch.setattr(reader, "WINDOW_BYTES", 1024)
     monkeypatch.setattr(events_log, "ANCHOR_BYTES", 16 << 10)
     overviews = []
     read_overview = reader.read_overview

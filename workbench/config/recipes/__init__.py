@@ -39,6 +39,7 @@ from ..schema import RunConfig, Section
 
 RECIPES_DIR = Path(__file__).resolve().parent
 GiB = 1024**3
+EDGE = 1e-9  # a figure's window is closed: a value on the tolerance's edge (up to float rounding) is inside it
 
 
 class Figure(Section):
@@ -69,11 +70,16 @@ class Figure(Section):
             return self
         if self.tolerance is None:
             raise ValueError(f"value {self.value:g} needs a tolerance (the run-to-run spread either side)")
-        if self.base is not None and not self.unchanged and abs(self.value - self.base) <= self.tolerance:
+        if self.base is not None and not self.unchanged and self.holds(self.base, self.value):
             raise ValueError(f"the window {self.value:g} ± {self.tolerance:g} holds the base figure {self.base:g}: a "
                              "run that changes nothing would pass; narrow the tolerance, or say `unchanged: true` "
                              "when the recipe claims no movement")
         return self
+
+    def holds(self, figure: Optional[float], centre: Optional[float]) -> bool:
+        """Whether the window ``centre`` ± tolerance holds ``figure``: the one rule for the fine-tuned figure, the base
+        figure, and a claimed move's base (which must lie outside, edge included); no centre: nothing to hold to."""
+        return centre is None or (figure is not None and abs(figure - centre) <= self.tolerance + EDGE)
 
     def text(self) -> str:
         """What is expected, in one cell: ``0.516 ± 0.1 (base 0.000)``, ``> base + 0.1``, or both."""

@@ -1,10 +1,10 @@
 """The launcher process of a distributed run: torchrun, plus the run's failure report.
 
-``python -m workbench.distributed.agent RUN_DIR CONFIG WORKER`` reads CONFIG (``RUN_DIR/config.json``; nodes other
+``python -m workbench.distributed.launcher RUN_DIR CONFIG WORKER`` reads CONFIG (``RUN_DIR/config.json``; nodes other
 than 0 pass their own, which differs in node_rank) and runs exactly
 what ``torchrun --nproc_per_node N --nnodes M [--node_rank R --master_addr A --master_port P |
 --standalone] -m WORKER RUN_DIR`` runs (torch.distributed.run's own entry point). The launcher names the
-worker module (``workbench.training``): a layer below it, the agent does not.
+worker module (``workbench.training``): a layer below it, this module does not.
 torchrun tears the job down when any rank fails; this wrapper then writes the one ``run_failed``
 event naming the rank that failed first and how.
 """
@@ -15,7 +15,7 @@ import shutil
 import sys
 from pathlib import Path
 
-from .context import AGENT_ENV
+from .context import TORCHRUN_LAUNCHER_ENV
 from .faults import FAILURES_DIR, failure_event
 
 DEFAULT_MULTINODE_PORT = 29500
@@ -46,7 +46,7 @@ def main(argv: list[str] | None = None) -> int:
 
     config_file, worker = argv[1:]
     cfg = load_config(config_file)  # other nodes: their own node_rank
-    os.environ[AGENT_ENV] = "1"
+    os.environ[TORCHRUN_LAUNCHER_ENV] = "1"
     if cfg.sharding.node_rank == 0:
         shutil.rmtree(run_dir / FAILURES_DIR, ignore_errors=True)  # records of an earlier attempt in this directory
     try:

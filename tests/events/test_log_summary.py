@@ -5,7 +5,7 @@ from workbench.bench.long_run import write_log
 from workbench.events import EventWriter, RunFailed, RunFinished, RunStarted
 from workbench.runs import run_row
 from workbench.runs.layout import EVENTS_FILE, FOREGROUND_PID
-from workbench.runs.reader import LogFollower, summarize
+from workbench.events.reader import LogFollower, summarize
 
 
 def _garble_the_middle(log, keep=200_000):

@@ -1,0 +1,72 @@
+"""Each CI step's measured wall time against .ci/durations.json: exit 1 when one is off by more than the margin.
+
+    python3 .ci/durations.py MEASURED.json [EXPECTED.json] [--not-run NAME ...]
+
+MEASURED.json: what this run of .ci/run measured (test-artifacts/ci-durations.json, each step's seconds);
+EXPECTED.json: the times the repository states (.ci/durations.json by default), which README.md and .ci/run's comments
+cite (tests/test_ci_durations.py holds them to it). ``--not-run``: steps that said they ran nothing on this machine
+(the agent step on a CPU without native bf16): their time is not compared. Standard library only: it runs with the
+system's python3 at the end of .ci/run.
+"""
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+MARGIN = 0.25  # a step may take this fraction more or less than its stated time...
+SLACK_S = 90  # ...or this many seconds, whichever is more (system: ~5 s with Chromium and Node there, 90 s without)
+# Steps whose time varies more by nature, with their own margin: the agent step judges the episodes the trained model
+# plays, so its time follows the model (1,872 s and 2,807 s for seeds 0 and 1 of one recipe).
+STEP_MARGINS = {"agent": 0.4}
+EXPECTED = Path(__file__).resolve().parent / "durations.json"
+FIX = ("after a change that moves a step's time: copy test-artifacts/ci-durations.json over .ci/durations.json and "
+       "update the [STEP: N s] figures in .ci/run and README.md (tests/test_ci_durations.py names the stale ones)")
+
+
+def allowed(name: str, expected: float) -> float:
+    """How far step ``name``'s measured time may be from its ``expected`` seconds."""
+    return max(STEP_MARGINS.get(name, MARGIN) * expected, SLACK_S)
+
+
+def off_steps(measured: dict, expected: dict, not_run=()) -> dict[str, str]:
+    """{step: why} of each step whose measured time is off its stated one by more than ``allowed`` (or that one of
+    the two files lacks), in the stated order; {} when all agree."""
+    off = {}
+    for name in list(expected) + [n for n in measured if n not in expected]:
+        if name in not_run:
+            continue
+        if name not in measured:
+            off[name] = f"stated {expected[name]} s in .ci/durations.json, not measured in this run"
+        elif name not in expected:
+            off[name] = f"measured {measured[name]} s, no stated time in .ci/durations.json"
+        elif abs(measured[name] - expected[name]) > allowed(name, expected[name]):
+            off[name] = (f"measured {measured[name]} s, stated {expected[name]} s (off by "
+                         f"{measured[name] - expected[name]:+d} s, more than {allowed(name, expected[name]):.0f} s)")
+    return off
+
+
+def main(argv: list[str]) -> int:
+    not_run = argv[argv.index("--not-run") + 1:] if "--not-run" in argv else []
+    files = argv[:argv.index("--not-run")] if "--not-run" in argv else argv
+    if not 1 <= len(files) <= 2:
+        print(__doc__.strip().splitlines()[2], file=sys.stderr)
+        return 2
+    measured = json.loads(Path(files[0]).read_text(encoding="utf-8"))
+    expected = json.loads(Path(files[1] if len(files) == 2 else EXPECTED).read_text(encoding="utf-8"))
+    off = off_steps(measured, expected, not_run)
+    for name, seconds in measured.items():
+        state = "not run here" if name in not_run else "OFF" if name in off else "ok"
+        print(f"[ci] durations: {name} {seconds} s (stated {expected.get(name, '-')} s): {state}")
+    if off:
+        print(f"[ci] durations: {len(off)} step(s) off .ci/durations.json by more than their margin ({MARGIN:.0%} or "
+              f"{SLACK_S} s, whichever is more; {', '.join(f'{n} {m:.0%}' for n, m in STEP_MARGINS.items())}):")
+        for name, why in off.items():
+            print(f"  - {name}: {why}")
+        print(f"  {FIX}")
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main(sys.argv[1:]))
