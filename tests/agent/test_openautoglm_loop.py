@@ -108,3 +108,29 @@ def test_launch_names_outside_the_runtimes_table_open_nothing_in_either_loop():
         ours = _runner_episode(task, server, size=SIZE)
     assert ours.final_app == "System Home" and ours.end_reason == "finish" and not ours.success
     assert not ours.steps[0].valid and "App not found" in ours.steps[0].effect
+
+
+@pytest.mark.slow
+def test_a_trained_screenshot_run_served_by_our_server_ends_alike_in_both_loops(tmp_path):
+    """tiny-glm4v-agent trained briefly on the runtime-format episode rows, served by `workbench serve --reasoning
+    inline`: on tasks of each split, Open-AutoGLM's loop and ours (asking the runtime's sampling) end alike, and the
+    trained model does act (its replies parse where the untrained model's do not).
+    `python -m workbench.bench.agent runtime --model RUN/model` prints the same for the whole recipe's run."""
+    from workbench.agent.openautoglm import compare_loops
+    from workbench.config import load_config
+    from workbench.phone.tasks import select_tasks
+    from workbench.serve import start_server
+    from workbench.training import train
+
+    from ..conftest import SAMPLES, tiny_run_overrides
+
+    cfg = load_config(None, tiny_run_overrides(tmp_path / "runs", **{
+        "model.source": "tiny-glm4v-agent", "lora.enabled": False, "data.max_length": 1024,
+        "data.train": str(SAMPLES / "phone_episodes" / "train.jsonl"), "schedule.max_steps": 200,
+        "schedule.micro_batch_size": 8, "schedule.learning_rate": 3e-3, "output.run_name": "screens"}))
+    model = train(cfg).run_dir / "model"
+    tasks = select_tasks("train")[:4] + select_tasks("heldout")[:2] + select_tasks("combos")[:2]
+    with start_server(str(model), model_id="agent", reasoning="inline", max_context=2048) as srv:
+        pairs = compare_loops(tasks, srv.base_url, "agent", max_steps=6, size=SIZE, max_tokens=64)
+    assert [p.task for p in pairs if not p.same] == [], [(p.task, p.runtime.end, p.runner.end_reason) for p in pairs]
+    assert sum(p.runner.end_reason != "parse_failure" for p in pairs) >= 4  # it acts: its replies parse

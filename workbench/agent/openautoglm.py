@@ -212,3 +212,46 @@ def run_in_runtime(task: PhoneTask, base_url: str, model: str, *, lang: str = DE
 def run_tasks_in_runtime(tasks: Sequence[PhoneTask], base_url: str, model: str, **options) -> list[RuntimeEpisode]:
     """``run_in_runtime`` for each task in turn (the runtime's loop plays one phone at a time)."""
     return [run_in_runtime(task, base_url, model, **options) for task in tasks]
+
+
+@dataclass
+class LoopAgreement:
+    """One task played by the runtime's loop and by the workbench's runner against the same served model."""
+    task: str
+    runtime: RuntimeEpisode
+    runner: object  # the runner's agent.Episode
+
+    @property
+    def same(self) -> bool:
+        """Both ended alike (how, success, the final-state checks, the app on screen)."""
+        r, w = self.runtime, self.runner
+        return (r.end, r.success, r.checks, r.final_app) == (w.end_reason, bool(w.success), w.checks, w.final_app)
+
+
+def compare_loops(tasks: Sequence[PhoneTask], base_url: str, model: str, *, lang: str = DEFAULT_LANG,
+                  max_steps: int = 20, size: tuple[int, int] = PHONE_SIZE, max_tokens: int = 256,
+                  progress: bool = False) -> list[LoopAgreement]:
+    """Each task played by Open-AutoGLM's ``PhoneAgent`` and by ``agent.run_episodes`` against ``model`` at
+    ``base_url``, the runner asking with the runtime's own sampling (``RUNTIME_SAMPLING``) and both on the same step
+    limit, with no stop on repeats (the runtime has none): where the model is deterministic, both must end alike."""
+    from ..serve.remote import ServerClient
+    from .policy import RUNTIME_SAMPLING, ServedPolicy
+    from .runner import run_episodes, sim_devices
+
+    client = ServerClient(base_url.removesuffix("/v1"))
+    policy = ServedPolicy(client, model, max_tokens=max_tokens, concurrency=1, **RUNTIME_SAMPLING)
+    out = []
+    try:
+        for n, task in enumerate(tasks, 1):
+            theirs = run_in_runtime(task, base_url, model, lang=lang, max_steps=max_steps, size=size,
+                                    max_tokens=max_tokens)
+            ours, = run_episodes([task], policy, sim_devices(size), max_steps=max_steps, concurrency=1,
+                                 repeat_limit=0, lang=lang)
+            out.append(LoopAgreement(task.id, theirs, ours))
+            if progress:
+                print(f"[{n}/{len(tasks)}] {task.id}: runtime {theirs.end} {theirs.success}, runner "
+                      f"{ours.end_reason} {ours.success}{'' if out[-1].same else '  DIFFERENT'}", flush=True)
+    finally:
+        policy.close()
+        client.close()
+    return out

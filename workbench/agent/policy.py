@@ -27,11 +27,18 @@ class Policy(Protocol):
     def __call__(self, conversations: list[list[dict]]) -> list[Completion]: ...
 
 
+# What Open-AutoGLM's client asks of the server for every reply (phone_agent.model.ModelConfig's defaults, 0.1.1):
+# greedy, but with nucleus 0.85 and a frequency penalty of 0.2
+RUNTIME_SAMPLING = {"temperature": 0.0, "top_p": 0.85, "frequency_penalty": 0.2}
+
+
 class ServedPolicy:
     def __init__(self, client: ServerClient, model: str, *, temperature: float = 0.0, max_tokens: int = 512,
-                 seed: Optional[int] = None, concurrency: int = 8):
+                 seed: Optional[int] = None, concurrency: int = 8, **sampling):
+        """``sampling``: more request fields (``top_p``, ``frequency_penalty``: ``RUNTIME_SAMPLING`` asks as
+        Open-AutoGLM's client does)."""
         self.client, self.name = client, model
-        self.sampling = {"temperature": temperature, "max_tokens": max_tokens, "seed": seed}
+        self.sampling = {"temperature": temperature, "max_tokens": max_tokens, "seed": seed, **sampling}
         self.pool = ThreadPoolExecutor(max(1, concurrency), thread_name_prefix=f"policy-{model}")
 
     def __call__(self, conversations: list[list[dict]]) -> list[Completion]:

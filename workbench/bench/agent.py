@@ -6,6 +6,7 @@ after ten steps of AutoGLM's runtime format.
     python -m workbench.bench.agent tokens      [--size 1080x2400] [--steps 10]
     python -m workbench.bench.agent grounding   --model DIR [--rows FILE.jsonl] [--limit 24] [--seed 0]
     python -m workbench.bench.agent paired      A_DIR B_DIR                     # two models on the same tasks
+    python -m workbench.bench.agent runtime     --model DIR [--tasks heldout] [--size 112x252] [--max-steps 20]
 
 ``throughput`` starts ``workbench serve --model tiny-glm4v`` in its own process (``--max-context 8192``: the tiny
 model's own 1024 positions are fewer than the system prompt's bytes) and runs the tasks at each concurrency,
@@ -23,7 +24,10 @@ and again with the target's bounds and tap point swapped with another element of
 name to its new point; one that learned positions taps the old one. ``paired`` reads two folders of episodes of
 the same tasks (``RUN/episodes/<evaluation>-<tuned|base>``, or two ``workbench agent run`` folders) and prints the
 tasks each model alone finished and the sign test's p-value (``agent.metrics.paired``): whether one finishes more
-than the tasks' own noise; and how each model's episodes ended and the actions each took, by type.
+than the tasks' own noise; and how each model's episodes ended and the actions each took, by type. ``runtime``
+serves a model (a whole model directory, e.g. a run's model/; ``--reasoning inline``, as Open-AutoGLM's vLLM) and
+plays each task twice, with Open-AutoGLM's own ``PhoneAgent`` loop and with ``workbench agent run``'s runner asking
+the runtime's sampling (``agent.openautoglm.compare_loops``): the success of each and the tasks where they differ.
 """
 from __future__ import annotations
 
@@ -229,6 +233,23 @@ def _tree_tokens(tokenizer, task, steps: int) -> dict:
             "ui_tree_tokens_per_screen_max": max(counts), "ui_tree_request_tokens": request}
 
 
+def runtime(args) -> dict:
+    from ..agent.openautoglm import compare_loops
+    from ..serve import start_server
+
+    tasks = select_tasks(args.tasks)
+    with start_server(args.model, model_id="agent", reasoning="inline", max_context=args.max_context,
+                      threads=args.threads) as srv:
+        pairs = compare_loops(tasks, srv.base_url, "agent", lang=args.lang, max_steps=args.max_steps,
+                              size=parse_size(args.size), max_tokens=args.max_tokens, progress=True)
+    return {"model": args.model, "tasks": args.tasks, "n": len(pairs), "size": args.size, "max_steps": args.max_steps,
+            "runtime_success": sum(p.runtime.success for p in pairs),
+            "runner_success": sum(bool(p.runner.success) for p in pairs),
+            "ended_alike": sum(p.same for p in pairs), "different": [p.task for p in pairs if not p.same],
+            "runtime_ends": dict(collections.Counter(p.runtime.end for p in pairs)),
+            "runner_ends": dict(collections.Counter(p.runner.end_reason for p in pairs))}
+
+
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     sub = p.add_subparsers(dest="part", required=True)
@@ -253,9 +274,18 @@ def main() -> None:
     c = sub.add_parser("paired")
     c.add_argument("a", help="a folder of episodes (RUN/episodes/<evaluation>-tuned, or `workbench agent run`'s)")
     c.add_argument("b", help="a folder of episodes of the same tasks by another model")
+    r = sub.add_parser("runtime")
+    r.add_argument("--model", required=True, help="a whole model directory (a run's model/ or merged/)")
+    r.add_argument("--tasks", default="heldout")
+    r.add_argument("--size", default="112x252", help="the screenshots' size (the tiny screenshot model's: 112x252)")
+    r.add_argument("--max-steps", type=int, default=20)
+    r.add_argument("--max-tokens", type=int, default=64)
+    r.add_argument("--max-context", type=int, default=2048)
+    r.add_argument("--threads", type=int, default=1)
+    r.add_argument("--lang", default="en", choices=("cn", "en"))
     args = p.parse_args()
     parts = {"oracle": oracle, "throughput": throughput, "tokens": tokens, "grounding": grounding,
-             "paired": compare}
+             "paired": compare, "runtime": runtime}
     print(json.dumps(parts[args.part](args), indent=1))
 
 

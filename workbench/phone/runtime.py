@@ -37,8 +37,7 @@ import re
 from typing import Optional
 
 from .actions import ActionSyntaxError, format_action, parse_action, parse_legacy_action, split_answer
-from .openautoglm import (ACTION_MARKERS, EN_PROMPT_BODY, LANGS, ZH_PROMPT_BODY, check_lang, history_reply,
-                          runtime_split,
+from .openautoglm import (ACTION_MARKERS, check_lang, history_reply, runtime_split,
                           system_prompt as runtime_system_prompt)
 
 LATER_TURN_PREFIX = "** Screen Info **\n\n"
@@ -356,6 +355,3 @@ def _legacy_row(row: dict, lang: str) -> dict:
     meta["format"], meta["lang"] = FORMAT_NAME, lang
     return {**row, "messages": new, "meta": meta}
 
-
-__all__ = ["Conversation", "FORMAT_NAME", "LEGACY_FORMAT_NAME", "LANGS", "OBSERVATIONS", "assistant_target",
-           "runtime_problems", "legacy_rows", "system_prompt", "EN_PROMPT_BODY", "ZH_PROMPT_BODY"]
