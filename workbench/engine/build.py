@@ -1,7 +1,8 @@
 """The model a run trains, built in one order for every strategy:
 
-    load the base (policy.base_dtype) -> LoRA (policy.trainable_dtype) -> per-module precision rules
-    -> QAT fake quantization (quantization.qat) -> gradient checkpointing -> device
+    load the base (policy.base_dtype; quantization.base: its linear layers quantized on the device)
+    -> LoRA (policy.trainable_dtype) -> per-module precision rules -> QAT fake quantization (quantization.qat)
+    -> gradient checkpointing -> device
 
 and only then does the strategy wrap it and create the optimizer, so the rules' dtypes hold for
 trained and (under FSDP / ZeRO-3) sharded parameters alike, and the planner, which counts the same
@@ -16,6 +17,7 @@ import torch
 
 from ..config import ConfigError, RunConfig
 from ..models import apply_lora, build_run_model, enable_gradient_checkpointing
+from ..models.quantize import count_parameters
 from ..precision import PrecisionPolicy
 from ..precision.module_rules import RulesApplied, apply_module_rules, resolve_rules
 
@@ -28,11 +30,13 @@ class BuiltModel:
     rules: RulesApplied
     processor: Any = None  # vision-language models: what turns rows with images into inputs
     base_params: int = 0  # parameters of the base model (before LoRA): what a null learning rate derives from
+    quantized: Any = None  # quantization.base: what models.quantize.quantize_base did (the base_quantized event)
 
 
 def build_model(cfg: RunConfig, policy: PrecisionPolicy, device: torch.device) -> BuiltModel:
-    loaded = build_run_model(cfg, policy.base_dtype)  # the base every later path rebuilds the run's model on
-    base_params = sum(p.numel() for p in loaded.model.parameters())
+    # the base every later path rebuilds the run's model on
+    loaded = build_run_model(cfg, policy.base_dtype, compute_dtype=policy.compute_dtype, device=device)
+    base_params = count_parameters(loaded.model)
     model = apply_lora(loaded, cfg.lora, policy.trainable_dtype)
     rules = apply_module_rules(model, resolve_rules(cfg.precision, loaded.family, policy.mode), policy.device_type,
                                cfg.sharding.strategy)
@@ -43,7 +47,7 @@ def build_model(cfg: RunConfig, policy: PrecisionPolicy, device: torch.device) -
     model.config.use_cache = False
     model = model.to(device)
     model.train()
-    return BuiltModel(model, loaded.tokenizer, loaded.family, rules, loaded.processor, base_params)
+    return BuiltModel(model, loaded.tokenizer, loaded.family, rules, loaded.processor, base_params, loaded.quantized)
 
 
 def prepare_qat_for_run(model: torch.nn.Module, scheme: str) -> None:

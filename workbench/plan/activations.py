@@ -63,6 +63,9 @@ class ActivationInputs:
     loss_head: str = "full"  # memory.loss_head: full | labels | chunked
     label_tokens: Optional[int] = None  # positions with a (shifted) label per row; None: every position but the last
     loss_chunk_tokens: int = 512  # memory.loss_chunk_tokens (chunked)
+    quantized_base: str = "none"  # quantization.base: nf4 | int8 | none
+    quantized_linears: frozenset = frozenset()  # linear names in a decoder layer that are quantized
+    dequantized_bytes: int = 0  # the largest quantized weight dequantized for one matmul (forward and backward)
 
     @property
     def labelled(self) -> int:
@@ -154,7 +157,11 @@ class _Layer:
         xc = x if self.c is None or x.dtype == self.c else tr.new(x.width, self.c, x.rg)
         if trainable:
             tr.save(xc, "base")
-        self._weight_copy(key, x.width * out_width, self.w_dtype, trainable, x.rg)
+        if name in a.quantized_linears:
+            if a.quantized_base == "int8" and x.rg:
+                tr.save(x, "base")  # LLM.int8's matmul keeps its input for the input's gradient, whatever autocast does
+        else:  # a quantized layer dequantizes inside its own matmul: autocast makes no copy of its weight
+            self._weight_copy(key, x.width * out_width, self.w_dtype, trainable, x.rg)
         out_dtype = self.c or x.dtype
         lora = name in a.lora_targets and not a.full_finetune and self.adapted
         out = tr.new(out_width, out_dtype, x.rg or trainable or lora)
@@ -312,8 +319,8 @@ def estimate_activations(shape: DecoderShape, a: ActivationInputs) -> Activation
     # also holds its fp32 log-softmax again)
     head_rows = {"full": tokens, "labels": a.labelled}.get(a.loss_head, min(a.loss_chunk_tokens, a.labelled))
     head_bytes = _size(c) + (8 if a.loss_head != "chunked" else 12)
-    transient = max(head_rows * shape.vocab * head_bytes,
-                    2 * tokens * widest * 4)  # gradient buffers of the widest op in backward
+    # gradient buffers of the widest op in backward, beside (a quantized base) its weight dequantized for the matmul
+    transient = max(head_rows * shape.vocab * head_bytes, 2 * tokens * widest * 4 + a.dequantized_bytes)
     return ActivationEstimate(
         per_layer=per_layer, lora_per_layer=max(lora_bytes) * tokens, first_layer=first, layer_inputs=layer_inputs,
         head=head, shared=shared, saved_forward=saved, backward_transient=transient, recompute=recompute,
@@ -492,6 +499,12 @@ def lora_targets_in_layer(census: Census) -> frozenset:
         if p.group == "lora" and ".lora_A." in p.name:
             names.add(p.name.split(".lora_A.")[0].rsplit(".", 1)[-1])
     return frozenset(names)
+
+
+def quantized_linears_in_layer(census: Census) -> frozenset:
+    """Which linears of a decoder layer hold quantized weights (quantization.base), read from the census."""
+    return frozenset(p.name.removesuffix(".weight").removesuffix(".base_layer").rsplit(".", 1)[-1]
+                     for p in census.quantized if p.group == "decoder")
 
 
 def lora_layers_in(census: Census) -> frozenset:
