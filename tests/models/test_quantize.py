@@ -67,6 +67,8 @@ def test_every_refusal_names_its_field_and_the_fix_at_once(monkeypatch):
     assert "no attribute 'CB'" in dict(err.value.problems)["sharding.strategy"]
     assert load_config(None, {"quantization.base": "nf4", "sharding.strategy": "fsdp", "sharding.nproc_per_node": 2,
                               "device": "cpu"}).quantization.base == "nf4"  # FSDP2 shards nf4 (trains: tests/distributed)
+    with pytest.raises(ConfigError, match="rl.rollout_engine: vllm would sample with the adapter on the 16-bit base"):
+        load_config(None, {"quantization.base": "nf4", "training.method": "grpo", "rl.rollout_engine": "vllm"})
     monkeypatch.setitem(sys.modules, "bitsandbytes", None)
     with pytest.raises(ConfigError) as err:
         load_config(None, {"quantization.base": "nf4"})

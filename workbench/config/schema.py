@@ -675,6 +675,9 @@ class RunConfig(Section):
                             "rl.rollout_engine in_process for phone tasks"))
             if self.sharding.strategy != "none":
                 out.append(("rl.rollout_engine", "vllm rollouts serve one process: use sharding.strategy none"))
+            if self.quantization.base != "none":
+                out.append(("rl.rollout_engine", f"vllm would sample with the adapter on the 16-bit base, not the "
+                            f"{self.quantization.base} base the policy trains over: use rl.rollout_engine in_process"))
         return out
 
 
