@@ -338,13 +338,10 @@ def test_the_monitor_shows_a_quantized_base_in_its_census(lab_with_a_qlora_run):
     url, token, _ = lab_with_a_qlora_run
     ARTIFACTS.mkdir(parents=True, exist_ok=True)
     with sync_playwright() as pw:
-        browser = pw.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
-        page = browser.new_page(viewport={"width": 1400, "height": 1000})
-        page.set_default_timeout(120_000)
+        page = laptop_page(pw)
         try:
             open_and_run_all(page, url, token, "qlora.ipynb")
-            table = page.locator(".wb-census").first
-            expect(table).to_contain_text("nf4", timeout=180_000)
+            expect(page.locator(".wb-census").first).to_contain_text("nf4", timeout=180_000)
             traces = page.evaluate("() => document.querySelector('.wb-fig-census .js-plotly-plot').data.map(t => t.name)")
             assert "nf4" in traces and "bfloat16" in traces, traces
             page.locator(".wb-fig-census").first.scroll_into_view_if_needed()
@@ -354,7 +351,15 @@ def test_the_monitor_shows_a_quantized_base_in_its_census(lab_with_a_qlora_run):
             page.screenshot(path=str(ARTIFACTS / "qlora-census-failure.png"), full_page=False)
             raise
         finally:
-            browser.close()
+            page.context.browser.close()
+
+
+def laptop_page(pw):
+    """A page of a fresh Chromium, laptop-sized (1400 x 1000: JupyterLab with its file browser, a ~1000 px notebook)."""
+    page = pw.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS).new_page(viewport={"width": 1400,
+                                                                                           "height": 1000})
+    page.set_default_timeout(120_000)
+    return page
 
 
 @pytest.fixture(scope="module")
