@@ -30,7 +30,8 @@ def test_the_decoder_linears_are_quantized_at_the_bytes_the_planner_counts(kind,
     measured = sum(stored_bytes(m, seen) for m in model.modules() if quantized_kind(m))
     predicted = sum(quantized_weight_bytes(kind, o, i, double_quant) for _, o, i in targets)
     assert measured == predicted == report.bytes_after
-    # nf4: ~0.56 byte a weight with double quantization (0.625 without); int8: 1 byte + an fp32 scale per row
+    # nf4: ~0.52 byte a weight with double quantization (0.56 without), plus per-layer code tables that weigh on tiny
+    # layers; int8: 1 byte + an fp32 scale per row
     assert report.bytes_after < (0.35 if kind == "nf4" else 0.6) * report.bytes_before
     assert model.is_loaded_in_4bit if kind == "nf4" else model.is_loaded_in_8bit  # what peft reads
 

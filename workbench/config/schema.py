@@ -206,7 +206,7 @@ class QuantizationSection(Section):
         "int8-dynamic also quantizes activations. null: off.")
     base: QuantizedBase = Field(
         "none", description="Keep the frozen base's linear layers quantized while LoRA trains over them "
-        "(bitsandbytes; QLoRA): nf4 = 4-bit NormalFloat in blocks of 64 (about 0.56 bytes per weight with "
+        "(bitsandbytes; QLoRA): nf4 = 4-bit NormalFloat in blocks of 64 (about 0.52 bytes per weight with "
         "double_quant), int8 = LLM.int8 (1 byte per weight + an fp32 scale per row, outliers above 6.0 in 16-bit). "
         "They compute in the precision policy's dtype, dequantized one layer at a time. The run's model is rebuilt "
         "the same way to serve, chat with and evaluate it; `workbench export` merges the adapter into the dequantized "

@@ -29,6 +29,8 @@ from typing import Iterable, Optional
 
 import torch
 
+from ..dtypes import dtype_name
+
 NF4_BLOCK = 64  # bitsandbytes' default 4-bit block size (transformers' BitsAndBytesConfig keeps it)
 NESTED_BLOCK = 256  # double quantization: scales quantized in blocks of 256
 NF4_CODE_ENTRIES = 16
@@ -130,7 +132,7 @@ def quantize_base(model: torch.nn.Module, kind: str, compute_dtype: torch.dtype,
         setattr(model.get_submodule(parent) if parent else model, child, layer)
     setattr(model, FLAG[kind], True)
     left = tuple(n for n, m in model.named_modules() if type(m) is torch.nn.Linear)
-    return QuantizedBase(kind, len(targets), weights, before, after, str(compute_dtype).replace("torch.", ""),
+    return QuantizedBase(kind, len(targets), weights, before, after, dtype_name(compute_dtype),
                          double_quant and kind == "nf4", left)
 
 
