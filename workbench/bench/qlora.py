@@ -50,10 +50,12 @@ def run_one(args) -> dict:
     from ..runs.layout import EVENTS_FILE
 
     with tempfile.TemporaryDirectory() as tmp:
-        overrides = [*args.set, f"quantization.base={args.only}", f"schedule.max_steps={args.warmup + args.steps}",
-                     "schedule.eval_every=0", "data.eval=null", f"output.runs_dir={tmp}", "output.progress_bar=false",
-                     f"output.run_name={args.only}"]
-        cfg = load_recipe(args.recipe).run_config(overrides)
+        recipe, steps = load_recipe(args.recipe), args.warmup + args.steps
+        warmup = min(recipe.run_config(args.set, checks=False).schedule.resolved_warmup_steps, steps)  # a short run
+        overrides = [*args.set, f"quantization.base={args.only}", f"schedule.max_steps={steps}",
+                     f"schedule.warmup_steps={warmup}", "schedule.eval_every=0", "data.eval=null",
+                     f"output.runs_dir={tmp}", "output.progress_bar=false", f"output.run_name={args.only}"]
+        cfg = recipe.run_config(overrides)
         clock = _cpu_clock()
         result = run_engine(cfg, None, observers=observers_for(cfg) + [clock])  # workbench.train's, and the clock
         events = list(iter_events(result.run_dir / EVENTS_FILE))
