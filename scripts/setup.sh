@@ -50,10 +50,11 @@ fi
 "$VENV/bin/python" -c "import torch" 2>/dev/null || "${PIP[@]}" install -q "$TORCH_SPEC"
 
 # The export extra (torchao, ONNX) always: the README's `workbench export --target int8|onnx` and notebook 06 use it.
-# DeepSpeed (extra 'distributed') and adbutils (extra 'phone', a real phone) stay optional: asked for without them,
-# workbench says in one line what to install.
-EXTRAS="[export]"
-[ "${1:-}" = "--test" ] && EXTRAS="[export,test]"
+# The qlora extra (bitsandbytes, 43 MB wheel) always: `workbench train --recipe identity-demo-qlora` trains over an
+# nf4 base. DeepSpeed (extra 'distributed') and adbutils (extra 'phone', a real phone) stay optional: asked for without
+# them, workbench says in one line what to install.
+EXTRAS="[export,qlora]"
+[ "${1:-}" = "--test" ] && EXTRAS="[export,qlora,test]"
 # The JupyterLab extension (extensions/jupyterlab: server routes + the prebuilt side panel, no Node needed) in the
 # same pip call, so that its "workbench" dependency is this checkout. Its install puts the frontend in
 # $VENV/share/jupyter/labextensions and enables the server extension in $VENV/etc/jupyter.

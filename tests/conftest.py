@@ -123,3 +123,53 @@ def fail_forward(monkeypatch):
 def write_jsonl(path: Path, lines: list[str]) -> Path:
     path.write_text("\n".join(lines) + "\n", encoding="utf-8")
     return path
+
+
+# ---- a run over a quantized base (quantization.base nf4), and its model built by hand ------------------------------
+
+QLORA_STEPS = 8
+
+
+@pytest.fixture(scope="session")
+def qlora_run(tmp_path_factory) -> Path:
+    """A finished tiny-GLM-4 LoRA run over an nf4 base, in fp32 (so that serving, evaluating and exporting it can be
+    compared with its own figures to float rounding), with its eval loss on the identity held-out set."""
+    from workbench.config import load_config
+    from workbench.training import train
+
+    cfg = load_config(None, tiny_run_overrides(tmp_path_factory.mktemp("qlora-runs"), **{
+        "quantization.base": "nf4", "schedule.max_steps": QLORA_STEPS, "schedule.learning_rate": 1e-2,
+        "lora.dropout": 0.0, "data.eval": str(SAMPLES / "identity" / "heldout.jsonl"), "output.run_name": "qlora"}))
+    return train(cfg).run_dir
+
+
+def qlora_reference(run_dir: Path, quantized: bool = True):
+    """(model, tokenizer) of ``run_dir``'s tiny-GLM-4 built here rather than by ``models.build_run_model`` (which serving,
+    chat, eval and export rebuild a run with): the base drawn from seed 0 in bf16, its linear layers quantized as
+    training quantized them (``quantized``; else left in bf16: what a path that silently skipped the quantization
+    would serve), the rest in fp32, the run's adapter on it (peft, unmerged), in eval mode."""
+    import torch
+    from peft import PeftModel
+
+    from workbench.models import tiny
+    from workbench.models.quantize import cast_unquantized, quantize_base
+
+    model, tok = tiny.tiny_glm4(seed=0, dtype=torch.bfloat16)
+    if quantized:
+        quantize_base(model, "nf4", torch.float32)
+    cast_unquantized(model, torch.float32)
+    return PeftModel.from_pretrained(model, str(run_dir / "adapter")).eval(), tok
+
+
+def reference_logprobs(model, tokenizer, messages: list[dict], tokens: list[int]) -> list[float]:
+    """The log-probability ``model`` gives each of ``tokens`` after the chat prompt of ``messages`` (rendered as the
+    server renders it), teacher-forced."""
+    import torch
+
+    from workbench.data.multimodal import encode_prompt
+
+    prompt = encode_prompt(tokenizer, messages, None).input_ids
+    ids = torch.tensor([prompt + tokens])
+    with torch.no_grad():
+        logits = model(input_ids=ids).logits[0, len(prompt) - 1:-1].float()
+    return torch.log_softmax(logits, -1).gather(1, torch.tensor(tokens)[:, None])[:, 0].tolist()

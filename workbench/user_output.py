@@ -21,10 +21,12 @@ class _ImportChatter(logging.Filter):
     imports torchao (installed with the export and test extras) as it loads any model class; torchao logs each
     compiled kernel it cannot load on this machine, and torch warns about torchao's pytree registrations;
     accelerate (imported by peft) imports DeepSpeed where it is installed, whose logger tells stdout, not
-    stderr, that it found no GPU: a line that broke ``workbench export --json``'s output."""
+    stderr, that it found no GPU: a line that broke ``workbench export --json``'s output. bitsandbytes (a quantized
+    base) warns on a CPU with AVX512-BF16 that it failed to load an optional faster kernel from the hub, and its int8
+    layer logs on every matmul of an evaluation that it casts its input to fp16 (LLM.int8 always does)."""
 
     NOISE = ("Skipping import of cpp extensions", "Failed to load ", "Calling register_constant() on Enum subclasses",
-             "Setting accelerator to CPU")
+             "Setting accelerator to CPU", "MatMul8bitLt: inputs will be cast")
 
     def filter(self, record: logging.LogRecord) -> bool:
         message = record.getMessage()
@@ -36,6 +38,7 @@ _IMPORT_CHATTER = _ImportChatter()
 
 def hide_import_chatter() -> None:
     """Drop those lines (only those) wherever workbench loads models: the CLI, workers, notebooks, the server.
-    A filter on the two loggers: no import, nothing else of theirs is hidden; adding it again is a no-op."""
-    for name in ("torchao", "torch.utils._pytree", "DeepSpeed"):
+    A filter on those loggers: no import, nothing else of theirs is hidden; adding it again is a no-op."""
+    for name in ("torchao", "torch.utils._pytree", "DeepSpeed", "bitsandbytes.backends.cpu.ops",
+                 "bitsandbytes.autograd._functions"):
         logging.getLogger(name).addFilter(_IMPORT_CHATTER)

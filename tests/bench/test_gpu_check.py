@@ -81,3 +81,53 @@ def test_figures_from_a_runs_events_and_the_report(tmp_path):
     assert json.loads((tmp_path / "r.json").read_text()) == report
     text = gpu_check.summary(report)
     assert "fp16-overflow" in text and "7.00" in text and "8.00" in text and "down_proj" in text
+
+
+def test_the_full_depth_cases_put_autoglm_phone_9b_on_a_24_gib_card():
+    """LoRA bf16, nf4 QLoRA and int8 QLoRA at AutoGLM-Phone-9B's every layer, each capped at an RTX 4090's memory."""
+    from workbench.plan.planner import RTX4090_BYTES
+
+    full = {c.name: c for c in gpu_check.CASES if c.full_depth}
+    assert set(full) == {"9b-lora-bf16-24gib", "9b-qlora-nf4-24gib", "9b-qlora-int8-24gib"}
+    assert {c.overrides.get("quantization.base", "none") for c in full.values()} == {"none", "nf4", "int8"}
+    assert all(c.cap_bytes == RTX4090_BYTES == gpu_check.RTX4090_BYTES for c in full.values())
+    assert all(c.overrides["precision.mode"] == "bf16" for c in full.values())
+    assert not any(c.cap_bytes for c in gpu_check.CASES if not c.full_depth)
+
+
+def test_the_full_depth_model_is_autoglm_phone_9b_whole():
+    import torch
+    from transformers import Glm4vForConditionalGeneration
+
+    from workbench.config import LoraSection
+    from workbench.plan.arch import census
+    from workbench.plan.planner import policy_for
+
+    cfg, _ = gpu_check.model_config(None, None)
+    assert cfg.text_config.num_hidden_layers == 40 and cfg.vision_config.depth == 24
+    with torch.device("meta"):
+        params = sum(p.numel() for p in Glm4vForConditionalGeneration(cfg).parameters())
+    lora = LoraSection(enabled=False)
+    assert params == census("autoglm-phone-9b", lora, policy_for("bf16", lora)).count()  # what the planner plans
+    assert 10.2e9 < params < 10.4e9
+
+
+def test_the_cap_is_a_fraction_of_the_gpu_and_a_smaller_gpu_is_refused():
+    h100 = 81559 * 2**20  # what an 80 GB H100 reports
+    assert gpu_check.cap_fraction(gpu_check.RTX4090_BYTES, h100) == pytest.approx(24564 / 81559)
+    assert gpu_check.cap_fraction(gpu_check.RTX4090_BYTES, gpu_check.RTX4090_BYTES) == 1.0
+    with pytest.raises(ValueError, match="less than the 24.0 GiB cap"):
+        gpu_check.cap_fraction(gpu_check.RTX4090_BYTES, 16 * 2**30)
+    with gpu_check.memory_cap(None):  # uncapped cases touch no CUDA state (this machine has none)
+        pass
+
+
+def test_the_report_says_whether_the_planned_fit_held():
+    report = {"cases": [
+        {"case": "9b-lora-bf16-24gib", "cuda_peak": None, "predicted": {"gpu_total": 28 << 30}, "planned_fit": False,
+         "out_of_memory": True, "error": "OutOfMemoryError: CUDA out of memory."},
+        {"case": "9b-qlora-nf4-24gib", "cuda_peak": 15 << 30, "predicted": {"gpu_total": 16 << 30},
+         "measured_over_predicted": 15 / 16, "planned_fit": True, "out_of_memory": False, "s_per_step": [9.5, 8.25]}]}
+    lines = gpu_check.summary(report).splitlines()
+    assert "planned not to fit 24 GiB, ran out of memory" in lines[2]
+    assert "planned to fit 24 GiB, ran" in lines[3] and "8.2" in lines[3] and "15.00" in lines[3]

@@ -224,6 +224,7 @@ def test_an_episode_evaluation_plays_the_tasks_with_the_run_model_and_its_base_a
     from workbench.phone.tasks import select_tasks
 
     spec = f"open_app/reddit,{select_tasks('heldout')[0].id}"
+    (tmp_path / "config.json").write_text(json.dumps({"model": {"source": "tiny-glm4"}}))  # a run's own config
     evaluation = Evaluation(task="phone_agent", data=spec, observation="ui_tree", max_tokens=2, max_steps=2,
                             date="2026-12-01")
     tuned, base = bench.evaluate_run(evaluation, tmp_path, progress=False)
@@ -265,6 +266,9 @@ def test_a_base_played_with_the_same_key_beside_is_copied_not_played_again(monke
     evaluation = Evaluation(task="phone_agent", data="open_app/reddit,open_app/clock", observation="ui_tree",
                             max_tokens=2, max_steps=2, date="2026-12-01")
     first, second, third = (tmp_path / "runs" / name for name in ("grpo-a", "grpo-b", "grpo-c"))
+    for run in (first, second, third):  # each run's own config (its base is patched above)
+        run.mkdir(parents=True)
+        (run / "config.json").write_text(json.dumps({"model": {"source": "tiny-glm4"}}))
     _, base_first = bench.evaluate_run(evaluation, first, progress=False)
     assert base_loads == [str(start)]
     _, base_second = bench.evaluate_run(evaluation, second, progress=False)

@@ -43,3 +43,19 @@ def test_the_readme_set_up_installs_every_package_an_export_target_needs():
     assert default, "scripts/setup.sh no longer sets its default EXTRAS=\"[...]\" line"
     needed = {OPTIONAL_PACKAGES[module][1] for target in TARGETS for module in TARGET_MODULES[target]}
     assert needed == {"export"} and needed <= set(default.group(1).split(","))
+
+
+def test_the_readme_set_up_installs_what_the_qlora_recipe_needs():
+    """`workbench train --recipe identity-demo-qlora` right after the README's first command (`bash scripts/setup.sh`):
+    its quantization.base needs bitsandbytes, from the extra the default set-up installs."""
+    import re
+
+    from tests.conftest import REPO
+    from workbench.config.packages import OPTIONAL_PACKAGES
+    from workbench.config.recipes import load_recipe
+
+    assert load_recipe("identity-demo-qlora").run_config().quantization.base == "nf4"
+    default = re.search(r'^EXTRAS="\[([a-z,]*)\]"$', (REPO / "scripts" / "setup.sh").read_text(), re.M)
+    assert OPTIONAL_PACKAGES["bitsandbytes"][1] in default.group(1).split(",")
+    pyproject = (REPO / "pyproject.toml").read_text()
+    assert re.search(r'^qlora = \["bitsandbytes>=0\.50"\]$', pyproject, re.M)

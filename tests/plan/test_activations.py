@@ -2,7 +2,7 @@
 import pytest
 import torch
 
-from workbench.bench.activations import Case, text_activations
+from workbench.bench.activations import QUANTIZED_CASES, Case, text_activations
 from workbench.config import RunConfig
 from workbench.models import apply_lora, load_base_model
 from workbench.plan import measure_saved_activations, predict_for_run
@@ -99,3 +99,22 @@ def test_loss_head_saved_bytes_exact(source, mode, lora, label_tokens):
         if lora:
             assert p == m, (head, p, m)
     assert got["chunked"][1] < got["full"][1]
+
+
+@pytest.mark.parametrize("case", [c for c in QUANTIZED_CASES if c.source == "tiny-glm4"], ids=lambda c: c.label)
+def test_quantized_base_activations(case):
+    """LoRA over an nf4 base keeps what LoRA over the 16-bit base keeps (exact without checkpointing); LLM.int8 keeps
+    each quantized linear's input on its autograd context, checkpointing or not, which the measurement walks
+    (exact without checkpointing; with it within the tiny models' tolerance, as LoRA's)."""
+    predicted, measured = text_activations(case)
+    if case.ckpt:
+        assert abs(predicted - measured) <= TINY_TOL * measured, (predicted, measured)
+    else:
+        assert predicted == measured
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("case", [c for c in QUANTIZED_CASES if c.source != "tiny-glm4"], ids=lambda c: c.label)
+def test_default_model_quantized_base_activations_exact(case):
+    predicted, measured = text_activations(case)
+    assert predicted == measured

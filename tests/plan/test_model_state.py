@@ -8,10 +8,11 @@ from workbench.plan import STATE_CATEGORIES, compare, measure_model_state, predi
 from workbench.precision import resolve_precision, token_loss_sum
 
 
-def _config(source, mode, lora):
+def _config(source, mode, lora, quantized="none"):
     return RunConfig.model_validate({
         "model": {"source": source}, "precision": {"mode": mode, "init_scale": 1.0},
         "lora": {"enabled": lora}, "data": {"train": "unused.jsonl", "eval": None}, "schedule": {"micro_batch_size": 2},
+        "quantization": {"base": quantized},
     })
 
 
@@ -69,3 +70,33 @@ def test_vision_tower_gets_no_state_under_text_only_data():
     _, model, opt = _train_one_step(cfg)
     vision = [p for n, p in model.named_parameters() if ".visual." in n]
     assert vision and all(p.grad is None and p not in opt.state for p in vision)
+
+
+# every kind, storage dtype and model once in the default suite; the rest of the matrix in CI's slow step
+QUANTIZED_DEFAULT = {("tiny-glm4", "bf16", "nf4"), ("tiny-glm4", "fp16", "nf4"), ("tiny-glm4", "fp32", "int8"),
+                     ("tiny-glm4v", "bf16", "int8"), ("tiny-glm4v", "pure-bf16", "nf4")}
+QUANTIZED_MATRIX = [pytest.param(*case, marks=() if case in QUANTIZED_DEFAULT else pytest.mark.slow)
+                    for case in ((source, mode, kind) for source in ("tiny-glm4", "tiny-glm4v")
+                                 for mode in ("fp32", "fp16", "bf16", "pure-bf16") for kind in ("nf4", "int8"))]
+
+
+@pytest.mark.parametrize("source,mode,quantized", QUANTIZED_MATRIX)
+def test_quantized_base_state_exact(source, mode, quantized):
+    """The packed weights and their quantization constants (models.quantize.quantized_weight_bytes) to the byte, in
+    the census as in the memory event's weights."""
+    from workbench.engine.census import parameter_census
+
+    cfg = _config(source, mode, True, quantized)
+    policy, model, opt = _train_one_step(cfg)
+    measured = measure_model_state(model, opt)
+    for r in compare(predict_for_run(cfg, policy).state, measured, STATE_CATEGORIES):
+        assert r.predicted == r.measured, r
+    rows, totals = parameter_census(model)
+    assert {r["dtype"] for r in rows if r["quantized"] == "bitsandbytes"} == {quantized} and totals[quantized] > 0
+    assert sum(r["bytes"] for r in rows) == measured["weights"]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("quantized", ["nf4", "int8"])
+def test_default_model_quantized_state_exact(quantized):
+    _assert_exact(_config("smollm2-135m-instruct", "bf16", True, quantized))

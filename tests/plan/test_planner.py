@@ -134,6 +134,21 @@ def test_cli_plan_json_and_fact_check(capsys):
     assert verdicts["002-two-4090"].startswith("wrong for one request")
     assert all(verdicts[k] == "impossible" for k in ("003-fp32", "003-fp16", "003-lora-fp16"))
     assert verdicts["000-zero3"].startswith("impossible with its config")
+    int8 = next(r for r in rows if r["id"] == "003-lora-int8")  # judged on the planner's QLoRA rows
+    assert int8["verdict"] == "impossible (even an nf4 base exceeds it)" and int8["lower_bound_gib"] > 10
+
+
+def test_cli_plans_quantized_bases_beside_the_16_bit_one(capsys):
+    assert main(["plan", "--model", "tiny-glm4", "--json", "--precision", "bf16", "--strategy", "none", "--lora",
+                 "--grad-ckpt", "on", "--seq-len", "64", "--devices", "1x4GiB", "--quantization-base", "all"]) == 0
+    rows = {r["label"]: r for r in json.loads(capsys.readouterr().out)["rows"]}
+    assert set(rows) == {"bf16/single/LoRA/ckpt", "bf16/single/QLoRA-nf4/ckpt", "bf16/single/QLoRA-int8/ckpt"}
+    weights = {label: r["model_state"]["weights"] for label, r in rows.items()}
+    assert weights["bf16/single/QLoRA-nf4/ckpt"] < weights["bf16/single/QLoRA-int8/ckpt"] < weights["bf16/single/LoRA/ckpt"]
+    assert main(["plan", "--model", "tiny-glm4", "--full", "--quantization-base", "nf4", "--json", "--strategy", "none",
+                 "--devices", "1x4GiB"]) == 0
+    assert json.loads(capsys.readouterr().out)["rows"] == []  # a full fine-tune over a quantized base is no option
+    assert main(["plan", "--quantization-base", "fp4"]) == 2
 
 
 def test_strategy_none_is_a_world_of_one_in_every_plan(capsys):

@@ -1,5 +1,7 @@
 """End to end in a real browser: JupyterLab + Debian Chromium driven by playwright.
 
+The monitor attached to a run over an nf4 base shows the quantized weights in its census (``qlora-census.png``).
+
 Opens notebooks/01_quickstart.ipynb (short parameters), runs all cells, checks that the panels render,
 clicks Launch in the page, watches the loss chart gain points while the run goes, waits for the run to
 finish, then asks the chat compare panel and waits for two answers. Then every notebooks/*.ipynb (the run
@@ -302,6 +304,62 @@ def test_quickstart_in_jupyterlab(jupyter_lab):
             raise
         finally:
             browser.close()
+
+
+@pytest.fixture
+def lab_with_a_qlora_run(tmp_path):
+    """JupyterLab over a folder holding a finished tiny-GLM-4 run over an nf4 base and a notebook that attaches the
+    monitor to it."""
+    import nbformat
+
+    require_browser()
+    from tests.conftest import tiny_run_overrides
+    from workbench.config import load_config
+    from workbench.training import train
+
+    root = tmp_path / "lab"
+    root.mkdir()
+    train(load_config(None, tiny_run_overrides(root / "runs", **{
+        "quantization.base": "nf4", "precision.mode": "bf16", "schedule.max_steps": 4, "output.run_name": "qlora"})))
+    nb = nbformat.v4.new_notebook(metadata={"kernelspec": {"name": "python3", "display_name": "Python 3",
+                                                           "language": "python"}})
+    nb.cells = [nbformat.v4.new_code_cell("from workbench.ui import RunMonitor\n\nmonitor = RunMonitor()\n"
+                                          "monitor.attach('runs/qlora')\nmonitor")]
+    nbformat.write(nb, root / "qlora.ipynb")
+    with running_jupyter_lab(tmp_path, root) as (url, token):
+        yield url, token, root
+
+
+def test_the_monitor_shows_a_quantized_base_in_its_census(lab_with_a_qlora_run):
+    """The census of a run over an nf4 base: the base's weights are an nf4 bar and nf4 rows beside bfloat16 / float32
+    (screenshot qlora-census.png)."""
+    from playwright.sync_api import expect, sync_playwright
+
+    url, token, _ = lab_with_a_qlora_run
+    ARTIFACTS.mkdir(parents=True, exist_ok=True)
+    with sync_playwright() as pw:
+        page = laptop_page(pw)
+        try:
+            open_and_run_all(page, url, token, "qlora.ipynb")
+            expect(page.locator(".wb-census").first).to_contain_text("nf4", timeout=180_000)
+            traces = page.evaluate("() => document.querySelector('.wb-fig-census .js-plotly-plot').data.map(t => t.name)")
+            assert "nf4" in traces and "bfloat16" in traces, traces
+            page.locator(".wb-fig-census").first.scroll_into_view_if_needed()
+            time.sleep(2)  # the chart finishes drawing
+            page.screenshot(path=str(ARTIFACTS / "qlora-census.png"), full_page=False)
+        except BaseException:
+            page.screenshot(path=str(ARTIFACTS / "qlora-census-failure.png"), full_page=False)
+            raise
+        finally:
+            page.context.browser.close()
+
+
+def laptop_page(pw):
+    """A page of a fresh Chromium, laptop-sized (1400 x 1000: JupyterLab with its file browser, a ~1000 px notebook)."""
+    page = pw.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS).new_page(viewport={"width": 1400,
+                                                                                           "height": 1000})
+    page.set_default_timeout(120_000)
+    return page
 
 
 @pytest.fixture(scope="module")

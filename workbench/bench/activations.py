@@ -1,7 +1,7 @@
 """The activation planner against what autograd saves for backward: the figures of docs/memory_planner.md
 ("Achieved tolerance", the screenshots' vision share), printed.
 
-    python -m workbench.bench.activations [--cases default|tiny|vision ...]
+    python -m workbench.bench.activations [--cases default|tiny|vision|quantized ...]
 
 Each case builds a model as a run does (precision policy, LoRA, gradient checkpointing), measures one forward + the
 run's loss under ``plan.SavedTensors`` (``measure_saved_activations``) and prints the planner's prediction
@@ -29,10 +29,12 @@ class Case:
     dropout: float = 0.05
     loss_head: str = "chunked"  # memory.loss_head (the default)
     lora_layers: Optional[int] = None  # lora.layers: adapters on the last N decoder layers only
+    quantized: str = "none"  # quantization.base: nf4 | int8 (LoRA over a quantized base)
 
     @property
     def label(self) -> str:
-        return (f"{self.source} {self.mode} {'LoRA' if self.lora else 'full'}"
+        adapter = ("LoRA" if self.quantized == "none" else f"QLoRA-{self.quantized}") if self.lora else "full"
+        return (f"{self.source} {self.mode} {adapter}"
                 f"{' dropout ' + format(self.dropout, 'g') if self.lora else ''}{' ckpt' if self.ckpt else ''}"
                 f" {self.batch}x{self.seq}"
                 + ("" if self.loss_head == "chunked" else f" loss_head {self.loss_head}")
@@ -46,6 +48,11 @@ DEFAULT_CASES += [replace(c, lora_layers=8) for c in DEFAULT_CASES[1:3]]  # bf16
 TINY_CASES = [Case(source, mode, lora, ckpt, 2, 48) for source in ("tiny-glm4", "tiny-glm4v")
               for mode, lora, ckpt in (("bf16", True, False), ("fp32", False, False), ("pure-bf16", True, True),
                                        ("bf16", False, True), ("fp16", True, False))]
+# LoRA over a quantized base: nf4 keeps nothing more than LoRA over a 16-bit base; LLM.int8 keeps each quantized
+# linear's input (on its autograd context, which the measurement walks too)
+QUANTIZED_CASES = [Case("tiny-glm4", mode, True, ckpt, 2, 48, quantized=kind) for kind in ("nf4", "int8")
+                   for mode, ckpt in (("bf16", False), ("fp32", False), ("bf16", True))]
+QUANTIZED_CASES += [Case("smollm2-135m-instruct", "bf16", True, False, 1, 256, quantized=kind) for kind in ("nf4", "int8")]
 VISION_CASES = [Case("tiny-glm4v", mode, lora, ckpt, 2, 40) for mode, lora, ckpt in (
     ("bf16", True, False), ("bf16", True, True), ("fp16", True, True), ("fp32", False, False), ("bf16", False, False),
     ("pure-bf16", False, True))]
@@ -58,20 +65,22 @@ def _run_config(case: Case):
         "model": {"source": case.source, "gradient_checkpointing": case.ckpt}, "precision": {"mode": case.mode},
         "lora": {"enabled": case.lora, "dropout": case.dropout, "layers": case.lora_layers},
         "data": {"train": "unused.jsonl", "eval": None, "max_length": case.seq},
-        "schedule": {"micro_batch_size": case.batch}, "memory": {"loss_head": case.loss_head}})
+        "schedule": {"micro_batch_size": case.batch}, "memory": {"loss_head": case.loss_head},
+        "quantization": {"base": case.quantized}})
 
 
 def text_activations(case: Case) -> tuple[int, int]:
     """(predicted, measured) bytes saved for backward by one forward of random tokens, every token labelled."""
     import torch
 
-    from ..models import apply_lora, enable_gradient_checkpointing, load_base_model
+    from ..models import apply_lora, build_run_model, enable_gradient_checkpointing
     from ..plan import measure_saved_activations, predict_for_run
     from ..precision import resolve_precision
 
     cfg = _run_config(case)
     policy = resolve_precision(cfg, torch.device("cpu"))
-    model = apply_lora(load_base_model(cfg.model, policy.base_dtype), cfg.lora, policy.trainable_dtype)
+    base = build_run_model(cfg, policy.base_dtype, compute_dtype=policy.compute_dtype)  # quantized as a run's
+    model = apply_lora(base, cfg.lora, policy.trainable_dtype)
     model.train()
     if case.ckpt:
         enable_gradient_checkpointing(model)
@@ -152,7 +161,8 @@ def _rel(predicted: int, measured: int) -> str:
 
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(prog="python -m workbench.bench.activations", description=__doc__.split("\n\n")[0])
-    ap.add_argument("--cases", nargs="+", choices=("default", "tiny", "vision"), default=["default", "tiny", "vision"])
+    ap.add_argument("--cases", nargs="+", choices=("default", "tiny", "vision", "quantized"),
+                    default=["default", "tiny", "vision", "quantized"])
     ap.add_argument("--loss-head", choices=("full", "labels", "chunked"), default="chunked",
                     help="memory.loss_head of every case (default: chunked, the run's default)")
     args = ap.parse_args(argv)
@@ -166,7 +176,8 @@ def main(argv=None) -> int:
                 rows.append((f"{case.label} + 112x224 screenshot: whole batch", f"{m.predicted_total:,}",
                              f"{m.measured_total:,}", _rel(m.predicted_total, m.measured_total)))
             continue
-        for case in (replace(c, loss_head=args.loss_head) for c in (DEFAULT_CASES if group == "default" else TINY_CASES)):
+        cases = {"default": DEFAULT_CASES, "tiny": TINY_CASES, "quantized": QUANTIZED_CASES}[group]
+        for case in (replace(c, loss_head=args.loss_head) for c in cases):
             predicted, measured = text_activations(case)
             rows.append((case.label, f"{predicted:,}", f"{measured:,}",
                          _rel(predicted, measured) + ("" if predicted == measured else f" ({predicted - measured:+,} B)")))

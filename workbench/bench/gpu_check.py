@@ -19,14 +19,25 @@ each), then trains each case for ``--steps`` optimizer steps (micro-batch 1, LoR
 * ``fsdp2``: FSDP2 ``fully_shard`` (zero3) at world size 1 (torchrun, one rank);
 * ``deepspeed-zero3-offload``: DeepSpeed ZeRO-3 with optimizer and parameters offloaded to the CPU, world size 1.
 
+Then the full-depth cases, AutoGLM-Phone-9B's real size (``Glm4vConfig()`` whole: 40 decoder layers, the 24-block
+vision tower, 10.29 B parameters; random bf16 weights built on the GPU, written once to the temporary directory, no
+download), one 1080x2400 screenshot a row, the process capped at an RTX 4090's 24,564 MiB
+(``torch.cuda.set_per_process_memory_fraction``: a larger GPU behaves as a 4090 would, a smaller one is not one):
+
+* ``9b-lora-bf16-24gib``: LoRA over the bf16 base, gradient checkpointing (the planner says it does not fit: an
+  out-of-memory error is then the expected finding, recorded, not a failure of the check);
+* ``9b-qlora-nf4-24gib``: LoRA over an nf4 base (quantization.base nf4), gradient checkpointing;
+* ``9b-qlora-int8-24gib``: LoRA over an int8 base (quantization.base int8), gradient checkpointing.
+
 Per case: the peak CUDA memory the run's ``memory`` events report (``torch.cuda.max_memory_allocated``) against
-the planner's per-GPU prediction for the same setting (``plan.predict_for_run`` with the screenshot), the losses,
-overflow events and wall time; everything, the GPU tests' outcome included, in one JSON file (``--out``, named on
-the last line). Exit status 1 when a GPU test failed.
+the planner's per-GPU prediction for the same setting (``plan.predict_for_run`` with the screenshot) and whether
+it said the setting fits the cap, the losses, seconds per step, overflow events and wall time; everything, the GPU
+tests' outcome included, in one JSON file (``--out``, named on the last line). Exit status 1 when a GPU test failed.
 """
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import subprocess
 import sys
@@ -42,6 +53,7 @@ TESTS = REPO / "tests"
 DEFAULT_OUT = "runs/gpu_check.json"  # runs/ is git-ignored: a check leaves the checkout clean
 IMAGE_SIZE = "1080x2400"
 TEXT_LAYERS = VISION_LAYERS = 4
+RTX4090_BYTES = 24564 * 2**20  # what an RTX 4090 reports (workbench.plan.planner.RTX4090_BYTES)
 
 
 @dataclass(frozen=True)
@@ -51,6 +63,8 @@ class Case:
     what: str
     needs: tuple = ()  # importable modules the case needs beyond torch
     expects_overflow: bool = False
+    full_depth: bool = False  # AutoGLM-Phone-9B's every layer, not the 4-layer model
+    cap_bytes: Optional[int] = None  # the process's CUDA memory capped at this (a 24 GB card's)
 
 
 CASES = (
@@ -68,7 +82,43 @@ CASES = (
                                      "sharding.nproc_per_node": 1},
          "DeepSpeed ZeRO-3, optimizer and parameters offloaded to the CPU, world size 1, bf16, chunked head",
          needs=("deepspeed",)),
+    Case("9b-lora-bf16-24gib", {"precision.mode": "bf16"},
+         "AutoGLM-Phone-9B's full depth, LoRA over the bf16 base, checkpointing, capped at 24 GiB (planned not to fit)",
+         full_depth=True, cap_bytes=RTX4090_BYTES),
+    Case("9b-qlora-nf4-24gib", {"precision.mode": "bf16", "quantization.base": "nf4"},
+         "AutoGLM-Phone-9B's full depth, LoRA over an nf4 base, checkpointing, capped at 24 GiB",
+         needs=("bitsandbytes",), full_depth=True, cap_bytes=RTX4090_BYTES),
+    Case("9b-qlora-int8-24gib", {"precision.mode": "bf16", "quantization.base": "int8"},
+         "AutoGLM-Phone-9B's full depth, LoRA over an int8 base, checkpointing, capped at 24 GiB",
+         needs=("bitsandbytes",), full_depth=True, cap_bytes=RTX4090_BYTES),
 )
+
+
+def cap_fraction(cap_bytes: int, total_bytes: int) -> float:
+    """``torch.cuda.set_per_process_memory_fraction``'s argument that caps a GPU of ``total_bytes`` at ``cap_bytes``;
+    ValueError when the GPU is smaller than the cap (it cannot stand in for the capped card)."""
+    if cap_bytes > total_bytes:
+        raise ValueError(f"this GPU has {total_bytes / 2**30:.1f} GiB, less than the {cap_bytes / 2**30:.1f} GiB cap: "
+                         "it cannot stand in for that card")
+    return cap_bytes / total_bytes
+
+
+@contextlib.contextmanager
+def memory_cap(cap_bytes: Optional[int]):
+    """This process's CUDA allocations capped at ``cap_bytes`` while inside (None: uncapped); the cap is lifted and
+    the cache emptied on the way out, so the next case starts on the whole GPU."""
+    import torch
+
+    if cap_bytes is None:
+        yield
+        return
+    torch.cuda.empty_cache()
+    torch.cuda.set_per_process_memory_fraction(cap_fraction(cap_bytes, torch.cuda.get_device_properties(0).total_memory))
+    try:
+        yield
+    finally:
+        torch.cuda.set_per_process_memory_fraction(1.0)
+        torch.cuda.empty_cache()
 
 
 def skip_reason() -> Optional[str]:
@@ -99,8 +149,8 @@ def select_cases(names: Optional[str]) -> list[Case]:
 
 
 def model_config(text_layers: int = TEXT_LAYERS, vision_layers: int = VISION_LAYERS):
-    """GLM-4.1V's config at the real widths (``Glm4vConfig()``) with reduced depth; the vision markup's token ids
-    are the byte tokenizer's, the vocabulary stays 151,552."""
+    """GLM-4.1V's config at the real widths (``Glm4vConfig()``) with reduced depth (``None``: the real depth); the
+    vision markup's token ids are the byte tokenizer's, the vocabulary stays 151,552."""
     from transformers import Glm4vConfig
 
     from ..models.tiny import VISION_TOKENS, byte_tokenizer
@@ -110,24 +160,31 @@ def model_config(text_layers: int = TEXT_LAYERS, vision_layers: int = VISION_LAY
                     "video_token_id", "video_end_token_id"), tok.convert_tokens_to_ids(VISION_TOKENS)))
     base = Glm4vConfig()
     text = base.text_config.to_dict()
-    text.update(num_hidden_layers=text_layers, pad_token_id=tok.pad_token_id, eos_token_id=tok.eos_token_id)
+    text.update(num_hidden_layers=text_layers or text["num_hidden_layers"], pad_token_id=tok.pad_token_id,
+                eos_token_id=tok.eos_token_id)
     vision = base.vision_config.to_dict()
-    vision.update(depth=vision_layers)
+    vision.update(depth=vision_layers or vision["depth"])
     return Glm4vConfig(text_config=text, vision_config=vision, **ids), tok
 
 
-def write_model(directory: Path, seed: int = 0) -> Path:
-    """The random model as a local Hugging Face directory (what every strategy's worker can load)."""
+def write_model(directory: Path, seed: int = 0, full_depth: bool = False) -> Path:
+    """The random model as a local Hugging Face directory (what every strategy's worker can load); ``full_depth``:
+    every layer of AutoGLM-Phone-9B (20.6 GB of bf16 safetensors)."""
     import torch
     from transformers import Glm4vForConditionalGeneration
     from transformers.models.glm4v.image_processing_pil_glm4v import Glm4vImageProcessorPil
 
     from ..plan.images import GLM41V_PREPROCESSOR
 
-    cfg, tok = model_config()
+    cfg, tok = model_config(None, None) if full_depth else model_config()
     torch.manual_seed(seed)
     with torch.device("cuda" if torch.cuda.is_available() else "cpu"):
-        model = Glm4vForConditionalGeneration(cfg).to(torch.bfloat16)
+        default = torch.get_default_dtype()
+        torch.set_default_dtype(torch.bfloat16)  # built in bf16: the 9B's fp32 copy would not fit beside it
+        try:
+            model = Glm4vForConditionalGeneration(cfg)
+        finally:
+            torch.set_default_dtype(default)
     model.save_pretrained(directory)
     tok.save_pretrained(directory)
     p = GLM41V_PREPROCESSOR
@@ -194,6 +251,7 @@ def measured(run_dir: Path) -> dict:
             "skipped_steps": sum(1 for e in events if e["type"] == "step" and e.get("skipped")),
             "overflow_origins": [{"step": e["step"], "phase": e.get("phase"), "module": e.get("module")}
                                  for e in events if e["type"] == "overflow_origin"],
+            "s_per_step": [e["step_time_s"] for e in events if e["type"] == "step" and "step_time_s" in e],
             "failed": next((e.get("error") for e in events if e["type"] == "run_failed"), None)}
 
 
@@ -213,7 +271,8 @@ def run_case(case: Case, cfg, shape: dict, timeout_s: float) -> dict:
     try:
         if single_process(cfg.sharding.strategy):
             torch.cuda.reset_peak_memory_stats()
-            run_dir = train(cfg).run_dir
+            with memory_cap(case.cap_bytes):
+                run_dir = train(cfg).run_dir
         else:
             handle = launch(cfg)
             status = handle.wait(timeout_s)
@@ -224,6 +283,12 @@ def run_case(case: Case, cfg, shape: dict, timeout_s: float) -> dict:
     except Exception as err:  # noqa: BLE001 - one case failing must not lose the others' figures
         out["error"] = f"{type(err).__name__}: {err}"
     out["wall_s"] = round(time.time() - t0, 1)
+    if case.cap_bytes is not None:
+        out["cap_bytes"] = case.cap_bytes
+        out["out_of_memory"] = "out of memory" in str(out.get("error") or out.get("failed") or "").lower()
+        pred = out["predicted"].get("gpu_total")
+        if pred:  # the planner's verdict on the capped card, against what happened
+            out["planned_fit"] = pred <= case.cap_bytes
     pred = out["predicted"].get("gpu_total")
     if pred and out.get("cuda_peak"):
         out["measured_over_predicted"] = out["cuda_peak"] / pred
@@ -260,15 +325,19 @@ def write_report(path: Path, report: dict) -> None:
 def summary(report: dict) -> str:
     tests = report.get("gpu_tests") or {}
     lines = [f"gpu tests (pytest -m gpu): {tests.get('error') or tests.get('skipped') or tests.get('summary')}"]
-    lines += [f"{'case':<26}{'peak GiB':>10}{'planned GiB':>13}{'ratio':>8}  notes"]
+    lines += [f"{'case':<26}{'peak GiB':>10}{'planned GiB':>13}{'ratio':>8}{'s/step':>8}  notes"]
     for r in report.get("cases", []):
         peak, pred = r.get("cuda_peak"), (r.get("predicted") or {}).get("gpu_total")
         notes = r.get("error") or r.get("skipped") or ""
+        if "planned_fit" in r:
+            notes = (f"planned {'to fit' if r['planned_fit'] else 'not to fit'} 24 GiB, "
+                     f"{'ran out of memory' if r['out_of_memory'] else 'ran'}; {notes}").rstrip("; ")
+        times = r.get("s_per_step") or []
         if "overflow_named" in r:
             notes += f" overflow named: {[o['module'] for o in r.get('overflow_origins', [])][:1] or 'NO'}"
         lines.append(f"{r['case']:<26}{peak / 2 ** 30 if peak else float('nan'):>10.2f}"
                      f"{pred / 2 ** 30 if pred else float('nan'):>13.2f}{r.get('measured_over_predicted', float('nan')):>8.2f}"
-                     f"  {notes}")
+                     f"{times[-1] if times else float('nan'):>8.1f}  {notes}")
     return "\n".join(lines)
 
 
@@ -301,7 +370,7 @@ def main(argv=None) -> int:
     results = []
     with tempfile.TemporaryDirectory() as tmp:
         tmp = Path(tmp)
-        model_dir = write_model(tmp / "model")
+        model_dirs: dict = {}
         train_file = write_rows(tmp / "screens")
         shape = None
         for case in cases:
@@ -310,8 +379,11 @@ def main(argv=None) -> int:
             if why:
                 results.append({"case": case.name, "what": case.what, "skipped": why})
                 continue
-            cfg = case_config(case, model_dir, train_file, tmp / "runs", args.steps)
-            shape = shape or row_shape(cfg)
+            if case.full_depth not in model_dirs:
+                model_dirs[case.full_depth] = write_model(tmp / ("model-9b" if case.full_depth else "model"),
+                                                          full_depth=case.full_depth)
+            cfg = case_config(case, model_dirs[case.full_depth], train_file, tmp / "runs", args.steps)
+            shape = shape or row_shape(cfg)  # the same tokenizer and rows at either depth
             report["row"] = shape
             results.append(run_case(case, cfg, shape, timeout_s=left))
             print(f"  {case.name}: {results[-1].get('error') or 'done'} ({results[-1]['wall_s']} s)", flush=True)

@@ -106,10 +106,10 @@ def evaluate_episodes(evaluation: Evaluation, run_dir: Path, progress: bool) -> 
 
     from ..agent import InProcessPolicy, paired, play_to_folder, sim_devices
     from ..agent.store import SUMMARY_FILE, find_replay, folder_name, read_episodes, replay_key, replay_numerics
-    from ..models import load_for_inference, load_run_for_inference
+    from ..models import load_run_for_inference
     from ..phone.tasks import select_tasks
     from ..precision import resolve_device
-    from ..runs.layout import EPISODES_DIR, base_model
+    from ..runs.layout import EPISODES_DIR, base_model, run_config
 
     tasks = select_tasks(evaluation.data)
     date = datetime.date.fromisoformat(evaluation.date) if evaluation.date else None
@@ -118,10 +118,14 @@ def evaluate_episodes(evaluation: Evaluation, run_dir: Path, progress: bool) -> 
     settings = {"tasks": evaluation.data, "n": len(tasks), "observation": evaluation.observation,
                 "lang": evaluation.lang, "max_steps": evaluation.max_steps, "max_tokens": evaluation.max_tokens,
                 "date": evaluation.date}
+    quantized = run_config(run_dir).quantization.base
+    if quantized != "none":  # the same files make another base: its episodes are not the 16-bit base's
+        settings["quantization.base"] = quantized
     numerics = replay_numerics(device)  # what else decides greedy decoding's numbers
-    # the run's own weights (model/, or its adapter merged: a GRPO LoRA saves no merged/), then its base
+    # the run's own weights (model/, or its adapter merged: a GRPO LoRA saves no merged/), then its base (a quantized
+    # base quantized as the run trained over it: the base its adapter plays on)
     for role, source, load in (("tuned", run_dir, lambda: load_run_for_inference(run_dir, device=device)),
-                               ("base", base, lambda: load_for_inference(base, device=device))):
+                               ("base", base, lambda: _load_base(run_dir, base, device))):
         folder = run_dir / EPISODES_DIR / folder_name(f"{evaluation.label}-{role}")
         key = replay_key(base, settings, [repr(t) for t in tasks], numerics) if role == "base" else None
         earlier = find_replay(run_dir.parent, folder.name, key) if key else None
@@ -152,6 +156,20 @@ def evaluate_episodes(evaluation: Evaluation, run_dir: Path, progress: bool) -> 
     print(f"[recipes] {evaluation.label}: of {m['tasks']} tasks, {m['only_a']} finished by the tuned model alone, "
           f"{m['only_b']} by the base alone (sign test p = {m['sign_test_p']:.3g}), {m['both']} by both", flush=True)
     return out[0], out[1]
+
+
+def _load_base(run_dir: Path, base: str, device):
+    """The base model a run's episodes are judged against: ``base`` as a model with no run, or, for a run over a
+    quantized base (quantization.base), that base built as the run built it."""
+    from ..models import build_run_model, load_for_inference
+    from ..runs.layout import run_config
+
+    cfg = run_config(run_dir)
+    if cfg.quantization.base == "none":
+        return load_for_inference(base, device=device)
+    loaded = build_run_model(cfg, torch.float32, device=device)
+    loaded.model.eval().to(device)
+    return loaded
 
 
 def _rate_text(rate) -> str:

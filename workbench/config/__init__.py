@@ -24,6 +24,8 @@ from .schema import (
     ModelSection,
     OutputSection,
     PrecisionSection,
+    QUANTIZED_BASES,
+    QuantizationSection,
     RunConfig,
     ScheduleSection,
     Section,
@@ -36,6 +38,6 @@ from .schema import (
 __all__ = [
     "ConfigError", "apply_overrides", "config_from_dict", "config_to_dict", "load_config", "mapping_from_text", "merge_config", "parse_value",
     "read_config_file", "read_mapping_file", "replace", "save_config", "CheckpointSection", "DataSection", "LoraSection", "LOSS_HEADS", "LossHead", "MemorySection",
-    "ModelSection", "OutputSection", "PrecisionSection", "RunConfig", "ScheduleSection", "Section", "leaf_fields",
+    "ModelSection", "OutputSection", "PrecisionSection", "QUANTIZED_BASES", "QuantizationSection", "RunConfig", "ScheduleSection", "Section", "leaf_fields",
     "CliFlag", "cli_flag", "single_process", "world_size_for",
 ]

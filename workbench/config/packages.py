@@ -1,6 +1,6 @@
 """Packages a feature needs beyond the core install: whether they are here, and the one line that says how to get them.
 
-The core install (``bash scripts/setup.sh``) includes the ``export`` extra; ``distributed`` (DeepSpeed) and
+The core install (``bash scripts/setup.sh``) includes the ``export`` and ``qlora`` extras; ``distributed`` (DeepSpeed) and
 ``phone`` (adbutils, a real phone over ADB) stay optional. A feature whose package is missing is refused before any
 work starts, with a message naming the package and the install command, never an ImportError's traceback.
 """
@@ -17,6 +17,7 @@ OPTIONAL_PACKAGES = {
     "onnxruntime": ("onnxruntime", "export"),
     "deepspeed": ("deepspeed", "distributed"),
     "adbutils": ("adbutils", "phone"),
+    "bitsandbytes": ("bitsandbytes", "qlora"),
 }
 
 

@@ -191,11 +191,43 @@ class LoraSection(Section):
         return out
 
 
+QuantizedBase = Literal["none", "nf4", "int8"]
+QUANTIZED_BASES: tuple = get_args(QuantizedBase)
+# (strategy, quantization.base) that cannot train together, and why: the run is refused before it starts. Checked with
+# bitsandbytes 0.50.2 and 2 gloo ranks (tests/distributed/test_quantized_base.py): FSDP2 with nf4 and DeepSpeed ZeRO
+# with nf4 or int8 train to the one-process losses.
+QUANTIZED_BASE_UNSHARDABLE = {
+    ("fsdp", "int8"): "replaces each parameter by a plain sharded one, and bitsandbytes' int8 layer reads its weight's "
+    "row scales from its own Int8Params type (AttributeError: 'Parameter' object has no attribute 'CB')",
+}
+
+
 class QuantizationSection(Section):
     qat: Optional[Literal["int8-weight", "int8-dynamic", "int4-weight"]] = Field(
         None, description="Quantization-aware training (torchao): fake-quantize the decoder's linear layers while "
         "training (under LoRA: the frozen base layers), convert them to real int8/int4 weights at the end; "
         "int8-dynamic also quantizes activations. null: off.")
+    base: QuantizedBase = Field(
+        "none", description="Keep the frozen base's linear layers quantized while LoRA trains over them "
+        "(bitsandbytes; QLoRA): nf4 = 4-bit NormalFloat in blocks of 64 (about 0.52 bytes per weight with "
+        "double_quant), int8 = LLM.int8 (1 byte per weight + an fp32 scale per row, outliers above 6.0 in 16-bit). "
+        "They compute in the precision policy's dtype, dequantized one layer at a time. The run's model is rebuilt "
+        "the same way to serve, chat with and evaluate it; `workbench export` merges the adapter into the dequantized "
+        "base. none: the base in model.dtype. AutoGLM-Phone-9B with a screenshot fits one 24 GB GPU with nf4 or int8 "
+        "(`workbench plan --quantization-base nf4 --images-per-row 1`).")
+    double_quant: bool = Field(
+        True, description="nf4: quantize the per-block scales too (8-bit, QLoRA's double quantization): about "
+        "0.4 bits less per weight. int8 ignores it (one fp32 scale per row).")
+    skip_modules: list[str] = Field(
+        default_factory=lambda: ["lm_head", "visual"], description="Linear layers left unquantized, in the base's "
+        "dtype: a module is skipped when one of these names is a dotted part of its name (visual = GLM-4.1V's vision "
+        "tower with its projector visual.merger; visual.merger alone keeps just the projector). The output layer "
+        "(lm_head) is where quantization error reaches the logits directly: QLoRA and transformers leave it out too.")
+
+    def problems(self, path: str) -> list[tuple[str, str]]:
+        bad = [name for name in self.skip_modules if not re.fullmatch(r"[A-Za-z0-9_]+(\.[A-Za-z0-9_]+)*", name)]
+        return [(f"{path}.skip_modules", f"{name!r} is not a module name: give dotted names such as lm_head or "
+                 "visual.merger (no patterns)") for name in bad]
 
 
 LossHead = Literal["full", "labels", "chunked"]
@@ -600,6 +632,7 @@ class RunConfig(Section):
             out.append(("quantization.qat", f"QAT swaps linear layers for fake-quantized ones before the strategy wraps "
                         f"the model; sharding them with {self.sharding.strategy} is not supported: use "
                         "sharding.strategy none or ddp, or turn QAT off"))
+        out += self._quantized_base_problems()
         if self.eval.tasks and self.sharding.strategy in ("fsdp", "deepspeed"):
             out.append(("eval.tasks", f"task metrics generate answers with the whole model on rank 0; "
                         f"{self.sharding.strategy} shards it across ranks: use sharding.strategy none or ddp, or "
@@ -607,6 +640,26 @@ class RunConfig(Section):
         if self.training.method == "grpo":
             out += self._grpo_problems()
         out += self.sharding.run_problems(self)
+        return out
+
+    def _quantized_base_problems(self) -> list[tuple[str, str]]:
+        base = self.quantization.base
+        if base == "none":
+            return []
+        out = []
+        if missing := missing_package("bitsandbytes"):
+            out.append(("quantization.base", f"a quantized base runs on bitsandbytes, and {missing}; or set "
+                        "quantization.base none"))
+        if not self.lora.enabled:
+            out.append(("quantization.base", f"{base} weights are frozen: a full fine-tune (lora.enabled false) would "
+                        "have nothing to train in them: enable lora, or set quantization.base none"))
+        if self.quantization.qat:
+            out.append(("quantization.qat", f"QAT fake-quantizes the base's linear layers, and quantization.base {base} "
+                        "has replaced them with quantized ones already: set one of them (qat null, or base none)"))
+        why = QUANTIZED_BASE_UNSHARDABLE.get((self.sharding.strategy, base))
+        if why:
+            out.append(("sharding.strategy", f"{self.sharding.strategy} over an {base} base: FSDP2 {why}: use "
+                        "quantization.base nf4, or sharding.strategy ddp or deepspeed"))
         return out
 
     def _grpo_problems(self) -> list[tuple[str, str]]:
@@ -632,6 +685,9 @@ class RunConfig(Section):
                             "rl.rollout_engine in_process for phone tasks"))
             if self.sharding.strategy != "none":
                 out.append(("rl.rollout_engine", "vllm rollouts serve one process: use sharding.strategy none"))
+            if self.quantization.base != "none":
+                out.append(("rl.rollout_engine", f"vllm would sample with the adapter on the 16-bit base, not the "
+                            f"{self.quantization.base} base the policy trains over: use rl.rollout_engine in_process"))
         return out
 
 

@@ -1,7 +1,8 @@
 """The model a run trains, built in one order for every strategy:
 
-    load the base (policy.base_dtype) -> LoRA (policy.trainable_dtype) -> per-module precision rules
-    -> QAT fake quantization (quantization.qat) -> gradient checkpointing -> device
+    load the base (policy.base_dtype; quantization.base: its linear layers quantized on the device)
+    -> LoRA (policy.trainable_dtype) -> per-module precision rules -> QAT fake quantization (quantization.qat)
+    -> gradient checkpointing -> device
 
 and only then does the strategy wrap it and create the optimizer, so the rules' dtypes hold for
 trained and (under FSDP / ZeRO-3) sharded parameters alike, and the planner, which counts the same
@@ -27,10 +28,12 @@ class BuiltModel:
     family: str
     rules: RulesApplied
     processor: Any = None  # vision-language models: what turns rows with images into inputs
+    quantized: Any = None  # quantization.base: what models.quantize.quantize_base did (the base_quantized event)
 
 
 def build_model(cfg: RunConfig, policy: PrecisionPolicy, device: torch.device) -> BuiltModel:
-    loaded = build_run_model(cfg, policy.base_dtype)  # the base every later path rebuilds the run's model on
+    # the base every later path rebuilds the run's model on
+    loaded = build_run_model(cfg, policy.base_dtype, compute_dtype=policy.compute_dtype, device=device)
     model = apply_lora(loaded, cfg.lora, policy.trainable_dtype)
     rules = apply_module_rules(model, resolve_rules(cfg.precision, loaded.family, policy.mode), policy.device_type,
                                cfg.sharding.strategy)
@@ -41,7 +44,7 @@ def build_model(cfg: RunConfig, policy: PrecisionPolicy, device: torch.device) -
     model.config.use_cache = False
     model = model.to(device)
     model.train()
-    return BuiltModel(model, loaded.tokenizer, loaded.family, rules, loaded.processor)
+    return BuiltModel(model, loaded.tokenizer, loaded.family, rules, loaded.processor, loaded.quantized)
 
 
 def prepare_qat_for_run(model: torch.nn.Module, scheme: str) -> None:

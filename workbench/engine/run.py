@@ -27,8 +27,9 @@ from ..data import collate, load_examples, micro_batch_indices
 from ..events import (
     Census, Checkpoint, Eval, EventWriter, Memory, Overflow, PlanPrediction, RunFailed, RunFinished, RunStarted, Step,
 )
-from ..events.schema import PrecisionRules, QatConverted
+from ..events.schema import BaseQuantized, PrecisionRules, QatConverted
 from ..forward import batch_logits, batch_loss_sum, heldout_loss, on_device
+from ..models import merged_model
 from ..models.processor import save_processor_files
 from ..plan import MEASURED_NAMES, predict_for_run
 from ..plan.arch import resolved_learning_rate
@@ -109,6 +110,7 @@ class _Engine:
         self.tokenizer = built.tokenizer
         self.processor = built.processor
         self.rule_reports = built.rules.reports
+        self.quantized_base = built.quantized
         d = cfg.data
         self.train_examples, self.train_stats = load_examples(d.train, self.tokenizer, d.max_length, d.format,
                                                               d.skip_bad_rows, d.system_prompt, self.processor,
@@ -310,6 +312,8 @@ class _Engine:
             data={"train": self.train_stats.to_dict(), "eval": self.eval_stats.to_dict() if self.eval_stats else None}))
         if self.rule_reports:
             self.emit_run(PrecisionRules(step=start_step, rules=self.rule_reports))
+        if self.quantized_base is not None:
+            self.emit_run(BaseQuantized(step=start_step, **self.quantized_base.to_dict()))
         self.emit_plan()
         self.emit_census()
         self.emit_memory(self.strategy.measure_state())
@@ -423,7 +427,7 @@ class _Engine:
         self.emit_run(Checkpoint(step=self.state.step, path=str(target), kind="adapter" if self.cfg.lora.enabled else "model"))
         if self.cfg.lora.enabled and self.cfg.checkpointing.merge_adapter:  # none or ddp: the full model is here
             merged = self.run_dir / MERGED_DIR
-            self.strategy.module.merge_and_unload().save_pretrained(merged)
+            merged_model(self.strategy.module, target, self.policy.base_dtype).save_pretrained(merged)
             self.save_inputs_side(merged)
             self.writer.emit(Checkpoint(step=self.state.step, path=str(merged), kind="merged"))
         return target

@@ -202,6 +202,23 @@ class QatConverted(Event):
 
 
 @dataclass(frozen=True)
+class BaseQuantized(Event):
+    """The frozen base's linear layers were quantized (``quantization.base``) before LoRA wrapped them: how many, and
+    their bytes before and after (the census then shows them as nf4 / int8 rows)."""
+
+    type: ClassVar[str] = "base_quantized"
+    step: int
+    kind: str  # nf4 | int8
+    layers: int  # linear layers quantized
+    weights: int  # elements they hold
+    bytes_before: int  # in the 16-bit dtype they were quantized from
+    bytes_after: int  # packed weights + quantization constants
+    compute_dtype: str  # what they dequantize to for each matmul
+    double_quant: bool
+    skipped: list  # linear layers left unquantized (quantization.skip_modules)
+
+
+@dataclass(frozen=True)
 class EvalTask(Event):
     """Task metrics of the model being trained (config ``eval.tasks``): one event per task per evaluation."""
 
@@ -263,7 +280,7 @@ EVENT_TYPES: dict[str, type[Event]] = {
     cls.type: cls for cls in (RunStarted, PlanPrediction, Step, Overflow, Census, Memory, Eval, Checkpoint, RunFinished, RunFailed)
 }
 EVENT_TYPES.update({cls.type: cls for cls in (PrecisionRules, Coverage, OverflowOrigin, Diagnosis, QatConverted,
-                                                   EvalTask, Rollout, PolicyMismatch)})
+                                                   BaseQuantized, EvalTask, Rollout, PolicyMismatch)})
 
 
 def event_from_dict(d: dict[str, Any]) -> Event | dict:

@@ -1,5 +1,6 @@
 """The run an export starts from: its saved configuration, its adapter, and the unexported model
-(the base in fp32 with the adapter applied), which every export is checked against."""
+(the base in fp32 with the adapter applied; a quantized base dequantized first), which every export is checked
+against."""
 from __future__ import annotations
 
 import copy
@@ -64,9 +65,11 @@ def open_run(run_dir: str | Path) -> RunSource:
 
 
 def load_reference(source: RunSource) -> Reference:
-    """The base exactly as the run built it (``models.build_run_model``: same source and seed, fp32) with the saved
-    adapter applied."""
+    """The base exactly as the run built it (``models.build_run_model``: same source and seed, fp32; a quantized base
+    (quantization.base) quantized as in training, then dequantized into fp32 layers: the full-precision base the
+    adapter is merged into) with the saved adapter applied."""
     from ..models import build_run_model
 
-    loaded = build_run_model(source.config, torch.float32, TrainedWeights("adapter", source.adapter_dir))
+    loaded = build_run_model(source.config, torch.float32, TrainedWeights("adapter", source.adapter_dir),
+                             dequantized=True)
     return Reference(loaded.model, loaded.tokenizer, loaded.family, loaded.source, loaded.processor)

@@ -8,12 +8,13 @@ from .loading import (
 )
 from .run_model import (
     base_config, base_problem, base_seed, build_run_model, code_built, load_for_inference, load_run_for_inference,
-    shared_base,
+    merged_model, shared_base,
 )
 
 __all__ = ["packaged", "tiny", "GROUPS", "module_group", "BUILTIN", "LoadedModel", "apply_lora",
            "enable_gradient_checkpointing", "list_models", "load_base_model", "load_for_inference",
            "load_run_for_inference", "load_tokenizer", "lora_targets", "model_family", "peft_deprecation_hidden",
-           "pretrained_class", "base_config", "base_problem", "base_seed", "build_run_model", "code_built", "shared_base"]
+           "pretrained_class", "base_config", "base_problem", "base_seed", "build_run_model", "code_built", "merged_model",
+           "shared_base"]
 
 hide_import_chatter()  # before anything here imports transformers' model classes

@@ -46,6 +46,7 @@ class LoadedModel:
     family: str
     source: str  # what was loaded: a path or hub id
     processor: Any = None  # vision-language models: images + chat template -> inputs (models.processor)
+    quantized: Any = None  # a quantized base (quantization.base): what models.quantize.quantize_base did
 
 
 def model_family(config) -> str:

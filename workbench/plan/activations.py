@@ -63,6 +63,9 @@ class ActivationInputs:
     loss_head: str = "full"  # memory.loss_head: full | labels | chunked
     label_tokens: Optional[int] = None  # positions with a (shifted) label per row; None: every position but the last
     loss_chunk_tokens: int = 512  # memory.loss_chunk_tokens (chunked)
+    quantized_base: str = "none"  # quantization.base: nf4 | int8 | none
+    quantized_linears: frozenset = frozenset()  # linear names in a decoder layer that are quantized
+    dequantized_bytes: int = 0  # the largest quantized weight dequantized for one matmul (forward and backward)
 
     @property
     def labelled(self) -> int:
@@ -127,6 +130,7 @@ class _Layer:
         self.w_dtype = a.trainable_dtype if a.full_finetune else a.base_dtype
         self.cast_seen = cast_weights_seen
         self.adapted = True  # this layer carries adapters (lora.layers: the last ones only)
+        self.int8_held: dict = {}  # tensor id -> bytes per token LLM.int8's matmuls keep (quantization.base int8)
 
     def _weight_copy(self, key: str, numel: int, w_dtype: torch.dtype, trainable: bool, needed: bool) -> None:
         # autocast caches casts of trainable leaves for the whole forward; frozen ones are cast per
@@ -154,7 +158,14 @@ class _Layer:
         xc = x if self.c is None or x.dtype == self.c else tr.new(x.width, self.c, x.rg)
         if trainable:
             tr.save(xc, "base")
-        self._weight_copy(key, x.width * out_width, self.w_dtype, trainable, x.rg)
+        if name in a.quantized_linears:
+            if a.quantized_base == "int8" and x.rg:
+                # LLM.int8's matmul keeps its input for the input's gradient on its own context, whatever autocast
+                # does, and outside autograd's saved tensors: gradient checkpointing does not drop it either
+                tr.save(x, "base")
+                self.int8_held.setdefault(x.id, x.width * _size(x.dtype))
+        else:  # a quantized layer dequantizes inside its own matmul: autocast makes no copy of its weight
+            self._weight_copy(key, x.width * out_width, self.w_dtype, trainable, x.rg)
         out_dtype = self.c or x.dtype
         lora = name in a.lora_targets and not a.full_finetune and self.adapted
         out = tr.new(out_width, out_dtype, x.rg or trainable or lora)
@@ -204,6 +215,11 @@ class _Layer:
         attn = tr.new(q_w, att_dtype, rg)
         if rg and self.a.attn_implementation != "eager":
             tr.save(attn, "base")  # SDPA keeps its output
+        if s.glm_style and self.a.quantized_base == "int8" and "o_proj" in self.a.quantized_linears:
+            # GLM's partial rotary concatenates q back into (batch, heads, seq, dim), so SDPA's output comes out in that
+            # layout and turning it into (batch, seq, hidden) copies it (Llama's rotary keeps the projection's layout:
+            # no copy); LLM.int8 keeps that copy as o_proj's input (measured on both)
+            attn = tr.new(q_w, att_dtype, rg)
         o = self.linear(attn, "o_proj", s.hidden, k + ".o")
         if s.glm_style:
             o = self.norm(o, k + ".post_attn")
@@ -271,14 +287,15 @@ def estimate_activations(shape: DecoderShape, a: ActivationInputs) -> Activation
     emb_dtype = a.trainable_dtype if a.full_finetune else a.base_dtype
     x = tr.new(shape.hidden, emb_dtype, a.full_finetune)
     layer = _Layer(tr, shape, a, cast_seen)
-    layer_bytes, lora_bytes = [], []
+    layer_bytes, lora_bytes, int8_bytes = [], [], []
     inputs = []
     for i in range(shape.layers):
-        before, before_lora = tr.total(), tr.total("lora")
+        before, before_lora, before_int8 = tr.total(), tr.total("lora"), sum(layer.int8_held.values())
         inputs.append(x)
         x = layer.forward(x, i)
         layer_bytes.append(tr.total() - before)
         lora_bytes.append(tr.total("lora") - before_lora)
+        int8_bytes.append(sum(layer.int8_held.values()) - before_int8)
     head_tr = _Tracer()
     head_layer = _Layer(head_tr, shape, a, cast_seen)
     h = _head(head_tr, head_layer, x, shape, a)
@@ -299,8 +316,10 @@ def estimate_activations(shape: DecoderShape, a: ActivationInputs) -> Activation
         layer_input = shape.hidden * 4  # the residual stream is fp32 under AMP full fine-tuning
     layer_inputs = layer_input * tokens
     if a.gradient_checkpointing:
-        # every checkpointed layer keeps its input, also one below every adapter that needs no gradient (measured)
-        body = layer_inputs * shape.layers
+        # every checkpointed layer keeps its input, also one below every adapter that needs no gradient (measured);
+        # an int8 base's matmuls keep their inputs all the same (on their autograd context), in every layer, since
+        # each checkpointed layer's input requires a gradient
+        body = layer_inputs * shape.layers + max(int8_bytes) * shape.layers * tokens
         recompute = per_layer
     else:
         body = sum(layer_bytes) * tokens
@@ -312,8 +331,8 @@ def estimate_activations(shape: DecoderShape, a: ActivationInputs) -> Activation
     # also holds its fp32 log-softmax again)
     head_rows = {"full": tokens, "labels": a.labelled}.get(a.loss_head, min(a.loss_chunk_tokens, a.labelled))
     head_bytes = _size(c) + (8 if a.loss_head != "chunked" else 12)
-    transient = max(head_rows * shape.vocab * head_bytes,
-                    2 * tokens * widest * 4)  # gradient buffers of the widest op in backward
+    # gradient buffers of the widest op in backward, beside (a quantized base) its weight dequantized for the matmul
+    transient = max(head_rows * shape.vocab * head_bytes, 2 * tokens * widest * 4 + a.dequantized_bytes)
     return ActivationEstimate(
         per_layer=per_layer, lora_per_layer=max(lora_bytes) * tokens, first_layer=first, layer_inputs=layer_inputs,
         head=head, shared=shared, saved_forward=saved, backward_transient=transient, recompute=recompute,
@@ -494,6 +513,12 @@ def lora_targets_in_layer(census: Census) -> frozenset:
     return frozenset(names)
 
 
+def quantized_linears_in_layer(census: Census) -> frozenset:
+    """Which linears of a decoder layer hold quantized weights (quantization.base), read from the census."""
+    return frozenset(p.name.removesuffix(".weight").removesuffix(".base_layer").rsplit(".", 1)[-1]
+                     for p in census.quantized if p.group == "decoder")
+
+
 def lora_layers_in(census: Census) -> frozenset:
     """The indices of the decoder layers that carry adapters, read from the census (``lora.layers``: the last ones)."""
     return frozenset(int(m.group(1)) for p in census.params if p.group == "lora" and ".lora_A." in p.name
@@ -574,6 +599,22 @@ class SavedTensors:
     def __exit__(self, *exc) -> None:
         self._hooks.__exit__(*exc)
 
+    def add_held_by_graph(self, output: torch.Tensor) -> None:
+        """Count what bitsandbytes' autograd functions keep for backward on their own context, out of autograd's
+        saved tensors (LLM.int8's matmul keeps its input there): walked from ``output``'s graph."""
+        seen, todo = set(), [output.grad_fn]
+        while todo:
+            fn = todo.pop()
+            if fn is None or id(fn) in seen:
+                continue
+            seen.add(id(fn))
+            if type(fn).__name__.startswith("MatMul"):  # bitsandbytes' MatMul8bitLt / MatMul8bitFp / MatMul4Bit
+                held = [getattr(fn, "A", None), *(getattr(fn, "tensors", None) or ())]
+                for t in held:
+                    if isinstance(t, torch.Tensor):
+                        self._pack(t)
+            todo += [f for f, _ in fn.next_functions]
+
     def result(self) -> ActivationMeasurement:
         self.alive = []
         return ActivationMeasurement(saved_forward=sum(n for n, copy in self.seen.values() if not copy),
@@ -592,5 +633,6 @@ def measure_saved_activations(model: torch.nn.Module, input_ids: torch.Tensor, a
     batch = {"input_ids": input_ids, "labels": input_ids if labels is None else labels, **inputs}
     with SavedTensors(model) as saved:
         loss = batch_loss_sum(model, batch, autocast, memory)
+    saved.add_held_by_graph(loss)
     del loss
     return saved.result()

@@ -15,8 +15,9 @@ from typing import Optional
 
 import torch
 
-from ..config import ConfigError, LoraSection, PrecisionSection
+from ..config import ConfigError, LoraSection, PrecisionSection, QuantizationSection
 from ..models.groups import module_group
+from ..models.quantize import quantization_targets, quantized_data_bytes, quantized_weight_bytes
 from ..precision import PrecisionPolicy
 
 # SmolLM2-135M-Instruct's config.json, so the default model plans without fetching its wheel.
@@ -115,10 +116,23 @@ class ParamInfo:
     group: str  # vision | embedding | lm_head | lora | decoder | other
     unit: str  # the layer (FSDP unit / ZeRO-3 gather unit) it belongs to
     reached: bool  # receives a gradient from text-only data (the vision tower does not)
+    quantized: str = ""  # a quantized base's weight (quantization.base): nf4 | int8; '' for a float one
+    rows: int = 0  # a quantized weight's output features (its per-row and per-block constants count with them)
+    double_quant: bool = False  # nf4: the block scales quantized too
 
     @property
     def nbytes(self) -> int:
+        if self.quantized:
+            return quantized_weight_bytes(self.quantized, self.rows, self.numel // self.rows, self.double_quant)
         return self.numel * self.dtype.itemsize
+
+    def stored(self, float_bytes: int) -> tuple[int, int, int]:
+        """(elements, bytes, constant bytes) of the tensor a strategy shards: a float weight's elements at
+        ``float_bytes`` each, or a quantized weight's packed codes (its constants stay whole on every rank)."""
+        if not self.quantized:
+            return self.numel, self.numel * float_bytes, 0
+        data = quantized_data_bytes(self.quantized, self.rows, self.numel // self.rows)
+        return data, data, self.nbytes - data
 
 
 @dataclass(frozen=True)
@@ -166,11 +180,21 @@ class Census:
         layers = [n for u, n in self.units.items() if u != "root"]
         return max(layers) if layers else self.largest_unit
 
+    @property
+    def quantized(self) -> tuple:
+        """The quantized base's weights (quantization.base), in model order."""
+        return tuple(p for p in self.params if p.quantized)
+
     def summary(self) -> dict:
-        return {"source": self.source, "class": self.model_class, "family": self.family,
-                "total_params": self.count(), "trainable_params": self.count(trainable=True),
-                "vision_params": self.count(group="vision"), "lora_params": self.count(group="lora"),
-                "largest_layer_params": self.largest_layer}
+        out = {"source": self.source, "class": self.model_class, "family": self.family,
+               "total_params": self.count(), "trainable_params": self.count(trainable=True),
+               "vision_params": self.count(group="vision"), "lora_params": self.count(group="lora"),
+               "largest_layer_params": self.largest_layer}
+        if self.quantized:
+            q = self.quantized
+            out.update(quantized_base=q[0].quantized, quantized_params=sum(p.numel for p in q),
+                       quantized_bytes=sum(p.nbytes for p in q))
+        return out
 
 
 def _unit(name: str) -> str:
@@ -194,13 +218,18 @@ def build_meta_model(config):
 
 @functools.lru_cache(maxsize=32)
 def _census_cached(source: str, lora_json: str, base_dtype: torch.dtype, trainable_dtype: torch.dtype, mode: str,
-                   precision_json: Optional[str]) -> Census:
+                   precision_json: Optional[str], quantization_json: Optional[str] = None) -> Census:
     from ..models import LoadedModel, apply_lora, model_family
     from ..precision.module_rules import apply_module_rules, resolve_rules
 
     config = load_model_config(source)
     family = model_family(config)
     model = build_meta_model(config).to(base_dtype)  # load_base_model loads in policy.base_dtype
+    quantized: dict = {}  # id(weight) -> its linear: the layers models.quantize.quantize_base replaces
+    if quantization_json is not None:
+        q = QuantizationSection.model_validate_json(quantization_json)
+        if q.base != "none":
+            quantized = {id(m.weight): m for _, m in quantization_targets(model, q.skip_modules)}
     lora = LoraSection.model_validate_json(lora_json)
     wrapped = apply_lora(LoadedModel(model, None, family, source), lora, trainable_dtype)
     if precision_json is not None:  # the run's per-module rules change storage dtypes as the engine applies them
@@ -210,8 +239,11 @@ def _census_cached(source: str, lora_json: str, base_dtype: torch.dtype, trainab
     for name, p in wrapped.named_parameters():  # de-duplicates tied weights, as the real model does
         name = name.removeprefix("base_model.model.")
         group = module_group(name)
+        linear = quantized.get(id(p))
+        extra = dict(quantized=q.base, rows=linear.out_features, double_quant=q.double_quant and q.base == "nf4",
+                     ) if linear is not None else {}
         infos.append(ParamInfo(name=name, numel=p.numel(), dtype=p.dtype, trainable=p.requires_grad, group=group,
-                               unit=_unit(name), reached=group != "vision"))
+                               unit=_unit(name), reached=group != "vision", **extra))
     return Census(source=source, model_class=type(model).__name__, family=family, params=tuple(infos),
                   shape=DecoderShape.from_config(config), lora_enabled=lora.enabled)
 
@@ -227,8 +259,12 @@ def resolved_learning_rate(cfg, policy: PrecisionPolicy) -> float:
     return cfg.schedule.derived_learning_rate(cfg.lora.enabled, counted.count() - counted.count(group="lora"))
 
 
-def census(source: str, lora: LoraSection, policy: PrecisionPolicy, precision: Optional[PrecisionSection] = None) -> Census:
+def census(source: str, lora: LoraSection, policy: PrecisionPolicy, precision: Optional[PrecisionSection] = None,
+           quantization: Optional[QuantizationSection] = None) -> Census:
     """Parameter census of ``source`` as the engine's ``build_model`` holds it under ``policy``: base,
-    LoRA and (given a run's ``precision`` section) its per-module rules."""
+    LoRA, (given a run's ``precision`` section) its per-module rules and (given ``quantization``) its quantized
+    base's layers at their bytes with the quantization constants (``models.quantize.quantized_weight_bytes``)."""
+    quant = quantization if quantization is not None and quantization.base != "none" else None
     return _census_cached(source, lora.model_dump_json(), policy.base_dtype, policy.trainable_dtype, policy.mode,
-                          precision.model_dump_json() if precision is not None else None)
+                          precision.model_dump_json() if precision is not None else None,
+                          quant.model_dump_json() if quant is not None else None)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import itertools
 import json
 import sys
 
@@ -86,10 +87,13 @@ def run(args) -> int:
             for strat, stage in _strategies(args.strategy):
                 for off in OFFLOADS if args.offload == "all" else (args.offload,):
                     for use_lora in (True, False) if args.lora is None else (args.lora,):
-                        for ck in {"on": (True,), "off": (False,), "both": (False, True)}[args.grad_ckpt]:
+                        for ck, quant in itertools.product(
+                                {"on": (True,), "off": (False,), "both": (False, True)}[args.grad_ckpt],
+                                options.quantized_bases):
                             s = Setting(prec, strat, stage, off, use_lora, world_size_for(strat, devices.count),
                                         args.micro_batch, args.seq_len, ck, options.images(), options.image_size,
-                                        loss_head=options.loss_head, label_tokens=options.label_tokens)
+                                        loss_head=options.loss_head, label_tokens=options.label_tokens,
+                                        quantized_base=quant)
                             if s.invalid_reason() is None and s.world_size <= devices.count:
                                 plans.append(predict(args.model, s, devices, lora=lora))
     except ConfigError as err:

@@ -6,6 +6,7 @@ claimed figure, no activation or framework detail can rescue the claim.
 """
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import asdict, dataclass
 from typing import Optional
 
@@ -55,7 +56,9 @@ CLAIMS = (
     Claim("003-lora-fp16", "seed 003 (NVIDIA T4)", "LoRA + FP16: 8 GB", 8,
           "LoRA r=8 (its target names 'query'/'value' match no GLM module; we use q_proj,v_proj), fp16 frozen base, batch 8, seq 512"),
     Claim("003-lora-int8", "seed 003 (NVIDIA T4)", "LoRA + INT8 quantization: 5 GB", 5,
-          "LoRA r=8 on an int8-quantized base (bitsandbytes LLM.int8: Linear weights 1 byte, embeddings/lm_head fp16), batch 8"),
+          "LoRA r=8 (q_proj, v_proj) over an int8 base (quantization.base int8: bitsandbytes LLM.int8, linear weights "
+          "1 byte + an fp32 scale per row; embeddings, lm_head and the vision tower fp16), fp16, batch 8, seq 512, "
+          "gradient checkpointing, one T4"),
     # once images are counted: AutoGLM-Phone's training rows are screenshots (issue 9)
     Claim("000-zero3-images", "seed 000 §4.1 (2x RTX 4090), screenshots counted",
           "FP16 + ZeRO-3: ~11 GB per card, batch up to 4 per GPU", 11,
@@ -127,12 +130,18 @@ def fact_check(devices_4090=DEFAULT_DEVICES, devices_t4=T4_DEVICES) -> list[Verd
     out.append(Verdict(CLAIMS[5], p.gpu_total / GiB, p.state.weights / GiB, "impossible",
                        f"The frozen fp16 base alone is {p.state.weights / GiB:.1f} GiB (> 8, and > the T4's 15 GiB); "
                        "LoRA shrinks gradients and optimizer state, not the base weights. (8 GB is about right for a ~3-4 B model.)"))
-    int8 = weight_bytes(MODEL, "int8")  # every Linear but lm_head quantized, as bitsandbytes and torchao do
-    int4 = weight_bytes(MODEL, "int4")
-    out.append(Verdict(CLAIMS[6], (int8 + p.gpu_total - p.state.weights) / GiB, int8 / GiB,
-                       "impossible (even 4-bit weights exceed it)",
-                       f"int8 Linear weights + fp16 embeddings/lm_head = {int8 / GiB:.1f} GiB > 5 before any activation; "
-                       f"4-bit would be {int4 / GiB:.1f} GiB of weights (scales included), still above 5 GB with CUDA context and activations."))
+    # the planner's QLoRA rows (quantization.base): the base as the workbench trains it over int8 / nf4 weights
+    qlora = Setting("fp16", "none", 0, "none", True, 1, 8, 512, True, quantized_base="int8")
+    p = run(CLAIMS[6], qlora, t4, lora=q_v)
+    nf4 = run(CLAIMS[6], dataclasses.replace(qlora, quantized_base="nf4"), t4, lora=q_v)
+    out.append(Verdict(CLAIMS[6], p.gpu_total / GiB, p.state.weights / GiB,
+                       "impossible (even an nf4 base exceeds it)",
+                       f"The int8 base alone is {p.state.weights / GiB:.1f} GiB (linear weights 1 byte + row scales, "
+                       f"embeddings, lm_head and the vision tower fp16) > 5 GB before any activation; the run needs "
+                       f"{p.gpu_total / GiB:.1f} GiB, {p.gpu['activations'] / GiB:.1f} of them activations (LLM.int8 keeps "
+                       f"each quantized layer's 16-bit input, checkpointing or not). An nf4 base is "
+                       f"{nf4.state.weights / GiB:.1f} GiB and the run {nf4.gpu_total / GiB:.1f} GiB: 5 GB holds neither. "
+                       "(5 GB is about the int8 weights of a 4-5 B model.)"))
     out.extend(_image_verdicts(devices_4090))
     out.extend(_deployment_verdicts())
     return out

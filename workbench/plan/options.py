@@ -3,7 +3,7 @@ project: ``workbench plan`` generates their flags from this schema and the plan 
 inputs with it, so both report a bad value the same way, naming the field."""
 from __future__ import annotations
 
-from typing import ClassVar, Optional
+from typing import ClassVar, Literal, Optional
 
 from pydantic import Field, field_validator
 
@@ -28,6 +28,10 @@ class PlanOptions(Section):
     label_tokens: Optional[int] = Field(
         None, ge=1, description="Text tokens per example that carry a label (an answer's tokens); null: all of them. "
         "What the labels and chunked heads scale with.")
+    quantization_base: Literal["none", "nf4", "int8", "all"] = Field(
+        "none", description="Training plans: the frozen base quantized (quantization.base: LoRA over an nf4 or int8 "
+        "base, QLoRA), or all three; its weights at their quantized bytes, the dequantized copy of the largest "
+        "layer in the activations.")
     weights: str = Field(",".join(WEIGHT_FORMATS), description="With --inference: weight formats, comma-separated, "
                          f"of {', '.join(WEIGHT_FORMATS)}.")
     context: int = Field(DEFAULT_CONTEXT, ge=1, description="With --inference: text tokens per request (prompt + "
@@ -54,6 +58,12 @@ class PlanOptions(Section):
     @property
     def formats(self) -> tuple:
         return tuple(self.weights.split(","))
+
+    @property
+    def quantized_bases(self) -> tuple:
+        from ..config import QUANTIZED_BASES
+
+        return QUANTIZED_BASES if self.quantization_base == "all" else (self.quantization_base,)
 
     def images(self, inference: bool = False) -> int:
         return (1 if inference else 0) if self.images_per_row is None else self.images_per_row

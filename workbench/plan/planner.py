@@ -25,11 +25,16 @@ from typing import Optional
 
 import torch
 
-from ..config import LOSS_HEADS, ConfigError, LoraSection, PrecisionSection, RunConfig, single_process, world_size_for
+from ..config import (
+    LOSS_HEADS, QUANTIZED_BASES, ConfigError, LoraSection, PrecisionSection, QuantizationSection, RunConfig,
+    single_process, world_size_for,
+)
+from ..config.schema import QUANTIZED_BASE_UNSHARDABLE
 from ..precision import Hardware, PrecisionPolicy, resolve_policy
+from ..models.quantize import QUANTIZE_FROM
 from .activations import (
     ActivationInputs, VisionShape, estimate_activations, estimate_vision_activations, lora_layers_in,
-    lora_targets_in_layer,
+    lora_targets_in_layer, quantized_linears_in_layer,
 )
 from .arch import Census, census, load_model_config
 from .images import images_for
@@ -118,6 +123,7 @@ class Setting:
     loss_head: str = "chunked"  # memory.loss_head (forward.head): full | labels | chunked
     label_tokens: Optional[int] = None  # text positions with a label per example; None: all of them
     loss_chunk_tokens: int = 512  # memory.loss_chunk_tokens
+    quantized_base: str = "none"  # quantization.base: none | nf4 | int8 (LoRA over a quantized frozen base)
 
     @property
     def label(self) -> str:
@@ -126,7 +132,10 @@ class Setting:
         off = "" if self.offload == "none" else f"+off:{self.offload}"
         img = f"/{self.images_per_row}img@{self.image_size}" if self.images_per_row else ""
         head = "" if self.loss_head == "chunked" else f"/{self.loss_head}-head"
-        return (f"{self.precision}/{strat}{off}/{'LoRA' if self.lora else 'full'}"
+        adapter = "LoRA" if self.lora else "full"
+        if self.quantized_base != "none":
+            adapter = f"QLoRA-{self.quantized_base}" if self.lora else f"full-{self.quantized_base}"
+        return (f"{self.precision}/{strat}{off}/{adapter}"
                 f"{'/ckpt' if self.gradient_checkpointing else ''}{img}{head}")
 
     def invalid_reason(self) -> Optional[str]:
@@ -153,6 +162,12 @@ class Setting:
             return "strategy none runs one process: world_size must be 1"
         if self.loss_head not in LOSS_HEADS:
             return f"loss head {self.loss_head!r} unknown: use one of {', '.join(LOSS_HEADS)}"
+        if self.quantized_base not in QUANTIZED_BASES:
+            return f"quantized base {self.quantized_base!r} unknown: use one of {', '.join(QUANTIZED_BASES)}"
+        if self.quantized_base != "none" and not self.lora:
+            return f"a {self.quantized_base} base is frozen: full fine-tuning has nothing to train in it (use LoRA)"
+        if (self.strategy, self.quantized_base) in QUANTIZED_BASE_UNSHARDABLE:
+            return f"FSDP2 cannot shard an int8 base: it {QUANTIZED_BASE_UNSHARDABLE[(self.strategy, self.quantized_base)]}"
         return None
 
 
@@ -217,9 +232,10 @@ def policy_for(precision: str, lora: LoraSection, devices: "DeviceSet | None" = 
 
 def predict(model: str, setting: Setting, devices: DeviceSet = DEFAULT_DEVICES, lora: Optional[LoraSection] = None,
             policy: Optional[PrecisionPolicy] = None, device_type: str = "cuda", attn_implementation: str = "sdpa",
-            precision: Optional[PrecisionSection] = None) -> Plan:
+            precision: Optional[PrecisionSection] = None, quantization: Optional[QuantizationSection] = None) -> Plan:
     """Predict memory for ``model`` (a preset, or a directory with config.json) under ``setting``.
-    ``precision``: a run's precision section, whose per-module rules the census applies."""
+    ``precision``: a run's precision section, whose per-module rules the census applies. ``quantization``: a run's
+    quantization section (its skip_modules and double_quant; default: the schema's) for ``setting.quantized_base``."""
     lora = (lora or LoraSection()).model_copy(update={"enabled": setting.lora})
     invalid = setting.invalid_reason()
     if invalid is None and setting.world_size > devices.count:
@@ -227,7 +243,9 @@ def predict(model: str, setting: Setting, devices: DeviceSet = DEFAULT_DEVICES, 
     prec = setting.precision if setting.precision in PRECISIONS else "bf16"
     if policy is None:
         policy = policy_for(prec, lora, devices)
-    c = census(model, lora, policy, precision)
+    quant_base = setting.quantized_base if setting.quantized_base in QUANTIZED_BASES else "none"
+    quantization = (quantization or QuantizationSection()).model_copy(update={"base": quant_base})
+    c = census(model, lora, policy, precision, quantization)
     n = max(1, setting.world_size)
     notes: list[str] = []
 
@@ -248,7 +266,8 @@ def predict(model: str, setting: Setting, devices: DeviceSet = DEFAULT_DEVICES, 
         attn_implementation=attn_implementation, device_type=device_type, loss_head=setting.loss_head,
         # image tokens never carry labels: at most the text positions do
         label_tokens=setting.seq_len - 1 if setting.label_tokens is None else min(setting.label_tokens, setting.seq_len - 1),
-        loss_chunk_tokens=setting.loss_chunk_tokens, **act_in)
+        loss_chunk_tokens=setting.loss_chunk_tokens, quantized_base=quant_base,
+        quantized_linears=quantized_linears_in_layer(c), dequantized_bytes=_dequantized_bytes(c, policy), **act_in)
     acts = estimate_activations(c.shape, act_inputs)
     activations = acts.to_dict()
     vision_bytes = 0
@@ -259,6 +278,20 @@ def predict(model: str, setting: Setting, devices: DeviceSet = DEFAULT_DEVICES, 
     return Plan(model=model, setting=setting, devices=devices, state=state, gpu=gpu, host=host,
                 lora_extras=_lora_extras(c, acts, setting, len(adapted)), activations=activations, census=c.summary(),
                 notes=tuple(notes), invalid=invalid)
+
+
+def _dequantized_bytes(c: Census, policy: PrecisionPolicy) -> int:
+    """A quantized base's working copy: the largest quantized weight dequantized for one matmul (forward, and again
+    in backward for the input's gradient). nf4 dequantizes to the 16-bit dtype it was quantized from, then casts to
+    the compute dtype when that differs; LLM.int8 dequantizes to its input's dtype (the base's)."""
+    q = c.quantized
+    if not q:
+        return 0
+    largest = max(p.numel for p in q)
+    if q[0].quantized == "int8":
+        return largest * policy.base_dtype.itemsize
+    compute = policy.compute_dtype
+    return largest * (QUANTIZE_FROM.itemsize + (compute.itemsize if compute != QUANTIZE_FROM else 0))
 
 
 def _compute_dtypes(strategy: str, prec: str, lowp, policy: PrecisionPolicy) -> dict:
@@ -360,8 +393,10 @@ def _model_state(c: Census, s: Setting, policy: PrecisionPolicy, lowp, n: int, n
         grads = sum(p.nbytes for p in trainable if p.reached)
         opt = sum(2 * p.nbytes for p in trainable if p.reached)
         steps = ADAMW_STEP_BYTES * sum(1 for p in trainable if p.reached)
-        state = ModelState(weights=-(-c.bytes() // n), gradients=-(-grads // n), optimizer_state=-(-opt // n) + steps,
-                           master_weights=0)
+        # a quantized base's packed codes are sharded like any parameter, its quantization constants stay whole
+        constants = sum(p.stored(0)[2] for p in c.quantized)
+        state = ModelState(weights=-(-(c.bytes() - constants) // n) + constants, gradients=-(-grads // n),
+                           optimizer_state=-(-opt // n) + steps, master_weights=0)
         compute = (lowp if lowp is not None else policy.base_dtype).itemsize
         root = c.units.get("root", 0)  # embeddings, lm_head, ...: the root stays unsharded all step
         if s.stage == 3:
@@ -376,8 +411,13 @@ def _model_state(c: Census, s: Setting, policy: PrecisionPolicy, lowp, n: int, n
     # DeepSpeed
     lp = lowp.itemsize if lowp is not None else 4
     mixed = lowp is not None
-    persist = sum(p.numel for p in c.params if p.numel < DS_PERSISTENCE_THRESHOLD) if s.stage == 3 else 0
-    weights = (total * lp) if s.stage < 3 else -(-(total - persist) * lp // n) + persist * lp
+    # DeepSpeed casts float parameters to fp16/bf16; a quantized base's packed codes keep their bytes and are
+    # partitioned (stage 3) like any parameter, their quantization constants stay whole on every rank
+    stored = [p.stored(lp) for p in c.params]
+    constants = sum(k for _, _, k in stored)
+    persist_bytes = sum(b for e, b, _ in stored if e < DS_PERSISTENCE_THRESHOLD) if s.stage == 3 else 0
+    all_bytes = sum(b for _, b, _ in stored)
+    weights = all_bytes + constants if s.stage < 3 else -(-(all_bytes - persist_bytes) // n) + persist_bytes + constants
     grads_lp = n_train * lp if s.stage == 1 else -(-n_train * lp // n)
     grads_fp32 = -(-n_train * 4 // n) if mixed else 0  # fp32 gradient partition the optimizer steps on
     master = -(-n_train * 4 // n) if mixed else 0
@@ -397,7 +437,7 @@ def _model_state(c: Census, s: Setting, policy: PrecisionPolicy, lowp, n: int, n
         state = ModelState(weights=weights, gradients=grads_fp32, optimizer_state=opt, master_weights=master)
         host = {"optimizer_state": opt, "master_weights": master, "gradients": grads_fp32}
         if s.offload == "optimizer+params":
-            host["weights"] = weights - persist * lp
+            host["weights"] = weights - persist_bytes - constants
     if not mixed:
         notes.append("DeepSpeed in fp32: no master copy, Adam on the fp32 parameters")
     return state, buffers, host
@@ -425,9 +465,10 @@ def predict_for_run(cfg: RunConfig, policy: PrecisionPolicy, world_size: int = 1
                       micro_batch=micro_batch or cfg.schedule.micro_batch_size, seq_len=seq_len or cfg.data.max_length,
                       gradient_checkpointing=cfg.model.gradient_checkpointing, images_per_row=images_per_row,
                       image_size=image_size, loss_head=cfg.memory.loss_head, label_tokens=label_tokens,
-                      loss_chunk_tokens=cfg.memory.loss_chunk_tokens)
+                      loss_chunk_tokens=cfg.memory.loss_chunk_tokens, quantized_base=cfg.quantization.base)
     return predict(cfg.model.source, setting, devices, lora=cfg.lora, policy=policy, device_type=policy.device_type,
-                   attn_implementation=cfg.model.attn_implementation, precision=cfg.precision)
+                   attn_implementation=cfg.model.attn_implementation, precision=cfg.precision,
+                   quantization=cfg.quantization)
 
 
 def _local_devices(device_type: str, world_size: int) -> DeviceSet:

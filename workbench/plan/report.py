@@ -30,6 +30,22 @@ def run_report(run_dir: str | Path) -> dict:
             for rank, m in sorted(latest.items())}
 
 
+def quantized_base_line(run_dir: str | Path) -> str | None:
+    """What a run over a quantized base (quantization.base) quantized, measured against the plan's census; None for
+    a run over a 16-bit base."""
+    events, _ = read_events(Path(run_dir) / EVENTS_FILE)
+    done = [e for e in events if getattr(e, "type", "") == "base_quantized"]
+    if not done:
+        return None
+    q = done[-1]
+    plans = [e for e in events if getattr(e, "type", "") == "plan"]
+    planned = (plans[-1].plan.get("census") or {}).get("quantized_bytes") if plans else None
+    mib = 2**20
+    return (f"quantized base {q.kind}: {q.layers} linear layers, {q.weights:,} weights, {q.bytes_before / mib:,.2f} MiB "
+            f"-> {q.bytes_after / mib:,.2f} MiB measured" + (f", {planned / mib:,.2f} MiB planned" if planned else "")
+            + f" (computing in {q.compute_dtype})")
+
+
 def add_parser(subparsers) -> argparse.ArgumentParser:
     p = subparsers.add_parser("report", help="a run's predicted vs measured model-state memory, per category")
     from ..runs import existing_run_dir
@@ -51,6 +67,9 @@ def run(args) -> int:
     if args.json:
         print(json.dumps({rank: [r.to_dict() for r in rows] for rank, rows in report.items()}, indent=2))
         return 0
+    quantized = quantized_base_line(args.run_dir)
+    if quantized:
+        print(quantized)
     for rank, rows in report.items():
         print(f"rank {rank}")
         print(format_comparison(rows))

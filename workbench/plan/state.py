@@ -7,6 +7,7 @@ from dataclasses import asdict, dataclass
 import torch
 
 from ..events.schema import MODEL_STATE_FIELDS
+from ..models.quantize import quantized_kind, stored_bytes
 from .arch import Census
 
 MEASURED_NAMES = MODEL_STATE_FIELDS  # category -> the memory event field that carries it as measured
@@ -61,6 +62,13 @@ def _nbytes(t: torch.Tensor) -> int:
     return t.numel() * t.element_size()
 
 
+def _weights_bytes(model: torch.nn.Module, params: list) -> int:
+    """Bytes of ``params``, a quantized base's weight with its quantization constants (``models.quantize``)."""
+    quantized = {id(m.weight): m for m in model.modules() if quantized_kind(m)}
+    storages: set = set()
+    return sum(stored_bytes(quantized[id(p)], storages) if id(p) in quantized else _nbytes(p) for p in params)
+
+
 def measure_model_state(model: torch.nn.Module, optimizer: torch.optim.Optimizer | None = None) -> dict:
     """Measured model-state bytes under the prediction's names.
 
@@ -72,7 +80,7 @@ def measure_model_state(model: torch.nn.Module, optimizer: torch.optim.Optimizer
     params = list(model.parameters())  # de-duplicated: tied weights count once
     own = {id(p) for p in params}
     out = {
-        "weights": sum(_nbytes(p) for p in params),
+        "weights": _weights_bytes(model, params),
         "gradients": sum(_nbytes(p.grad) for p in params if p.grad is not None),
         "optimizer_state": 0,
         "master_weights": 0,

@@ -168,12 +168,16 @@ def apply_module_rules(model: torch.nn.Module, rules: list[Rule], device_type: s
         target = rule.target_storage()
         for name, module in matched[i]:
             for p in module.parameters():
-                if target is not None and p.dtype != target:
+                # a quantized base's weights (quantization.base: uint8 / int8 storage) are no floats to recast
+                if target is not None and p.is_floating_point() and p.dtype != target:
                     p.data = p.data.to(target)
                     report["params_recast"] += p.numel()
                     report["trained_params_recast"] += p.numel() if p.requires_grad else 0
             if rule.compute == "float32":
                 run_in_fp32(module, device_type)
+                for layer in module.modules():  # a 4-bit layer dequantizes to its compute dtype, not its input's
+                    if hasattr(layer, "compute_dtype") and type(layer.weight).__name__ == "Params4bit":
+                        layer.compute_dtype = torch.float32
                 fp32_modules.append((name, module))
         reports.append(report)
     return RulesApplied(reports, fp32_modules)

@@ -38,6 +38,12 @@ class PrecisionPolicy:
             return contextlib.nullcontext()
         return torch.autocast(self.device_type, dtype=self.autocast_dtype)
 
+    @property
+    def compute_dtype(self) -> torch.dtype:
+        """What the frozen base's matmuls run in: the autocast dtype, else the dtype the base is stored in (a
+        quantized base's layers dequantize to it)."""
+        return self.autocast_dtype or self.base_dtype
+
     def make_grad_scaler(self) -> Optional[torch.amp.GradScaler]:
         if not self.use_grad_scaler:
             return None

@@ -38,6 +38,7 @@ class Runtime:
         self.processor = None  # vision-language models: images + chat template -> inputs (None: text-only)
         self.base_root = config.model
         self.base_seed = None  # the seed a code-built base loaded here was drawn from (None: a base from files)
+        self.base_quantization = None  # the quantization section of a base loaded here (quantization.base)
         self.created = int(time.time())
         self.adapters: dict[str, AdapterEntry] = {}
         self._names = (f"a{i}" for i in itertools.count())
@@ -93,17 +94,18 @@ class Runtime:
             raise ConfigError([("model" if f == "model.source" else f, m) for f, m in err.problems],
                               ServeConfig.config_title) from None
         self.base_seed = base_seed(base)
+        self.base_quantization = base.quantization
         loaded.model.eval()
         return loaded
 
     def _seed_problem(self, found) -> str | None:
-        """Why a run's adapter does not fit the base loaded here: another seed of a code-built base (None: it fits,
-        or the base was handed in, its seed unknown)."""
+        """Why a run's adapter does not fit the base loaded here: another seed of a code-built base, or another
+        quantization of it (quantization.base) (None: it fits, or the base was handed in, its making unknown)."""
         from ..models import base_problem
 
         if found.run is None or self.loaded is not None:
             return None
-        return base_problem(found.run, found.run.model.source, self.base_seed)
+        return base_problem(found.run, found.run.model.source, self.base_seed, self.base_quantization)
 
     def shutdown(self) -> None:
         if self.engine is not None:

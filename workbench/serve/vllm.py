@@ -139,6 +139,24 @@ def adapter_rank(adapter_dir: str | Path) -> int:
     return max([int(cfg.get("r") or 8), *map(int, (cfg.get("rank_pattern") or {}).values())])
 
 
+def refuse_quantized_bases(adapters: dict, vllm_args) -> None:
+    """ServeError for an adapter trained over a quantized base (quantization.base): vLLM would put it on the 16-bit
+    base, which is not the model it trained with. vLLM quantizes a base itself only with ``--quantization
+    bitsandbytes`` (nf4 in flight, on its CUDA build; its x86 CPU build has no bitsandbytes), which a user may pass
+    with --vllm-arg; the merged export serves anywhere."""
+    quantized = {name: a.run.quantization.base for name, a in adapters.items()
+                 if a.run is not None and a.run.quantization.base != "none"}
+    if not quantized or "--quantization" in vllm_args:
+        return
+    name, kind = next(iter(quantized.items()))
+    raise ServeError(f"adapter {name!r} trained over an {kind} base (quantization.base), and vLLM would serve it on "
+                     "the 16-bit base: merge it into the dequantized base (`workbench export RUN --target merged "
+                     "--dtype bfloat16`) and serve that (`workbench serve --engine vllm --model "
+                     "RUN/exports/merged-bfloat16`), or serve the run with --engine workbench (the base quantized as "
+                     "in training); on a GPU, vLLM's CUDA build quantizes the base to nf4 itself with --vllm-arg "
+                     "--quantization --vllm-arg bitsandbytes (4-bit only; its CPU build has no bitsandbytes)")
+
+
 def vllm_lora_rank(rank: int) -> int:
     """vLLM's --max-lora-rank for adapters up to ``rank``."""
     for allowed in VLLM_LORA_RANKS:
@@ -172,6 +190,7 @@ def build_launch(config: ServeConfig, python: str | Path | None = None, *, lora_
     ``lora_rank``: enable LoRA for adapters loaded later at run time (GRPO pushes one per step) up to that rank.
     A ``port`` of 0 is replaced by a free one (vLLM binds its own socket)."""
     adapters = {name: inspect_adapter(path) for name, path in config.served_adapters().items()}
+    refuse_quantized_bases(adapters, config.vllm_args)
     port = config.port or _free_port(config.host)
     model = model_directory(config.model)
     argv = [str(python or vllm_python()), "-m", "vllm.entrypoints.openai.api_server", "--model", model,

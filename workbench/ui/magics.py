@@ -122,7 +122,7 @@ class WorkbenchMagics(Magics):
     def __init__(self, shell):
         super().__init__(shell)
         self.monitors: list = []  # every run launched from this kernel keeps its monitor (and its poller) alive
-        self.servers: dict[str, Any] = {}  # base model -> ServerHandle started here for %workbench_chat
+        self.servers: dict[str, Any] = {}  # base model (and its quantization) -> ServerHandle for %workbench_chat
 
     @staticmethod
     def _parse(parser: MagicArgumentParser, line: str) -> Optional[argparse.Namespace]:
@@ -200,7 +200,7 @@ class WorkbenchMagics(Magics):
         """A server in this kernel for ``model`` (a run: its base with its adapter; a built-in model: itself),
         started once per base model; returns it and the model id to ask."""
         from ..models import BUILTIN
-        from ..runs import base_model, has_adapter, is_run_dir
+        from ..runs import base_model, has_adapter, is_run_dir, run_config
         from ..serve import start_server
 
         run_dir = next((p for p in (Path(model), runs_dir / model) if is_run_dir(p)), None)
@@ -216,12 +216,15 @@ class WorkbenchMagics(Magics):
             raise UsageError(f"%workbench_chat: the run {str(run_dir)!r} holds no LoRA adapter (adapter/): has it "
                              "finished? (a full fine-tune's model/ is served with `workbench serve --model DIR`)")
         base = base_model(run_dir)
-        served = self.servers.get(base)
+        quantized = run_config(run_dir).quantization.base
+        # a run over a quantized base (quantization.base) is served on that base quantized the same way: its own server
+        key = base if quantized == "none" else f"{base} ({quantized})"
+        served = self.servers.get(key)
         if served is None:
-            self.servers[base] = start_server(base, runs=[str(run_dir)])
+            self.servers[key] = start_server(base, runs=[str(run_dir)])
         elif run_dir.name not in served.models():
             served.add_adapter(run_dir.name, run_dir)
-        return self.servers[base], run_dir.name
+        return self.servers[key], run_dir.name
 
 
 def load_ipython_extension(ipython) -> None:

@@ -27,7 +27,9 @@ from .view_helpers import Throttle
 
 POLL_INTERVAL_S = 0.1
 MAX_REDRAWS_PER_S = 4
-DTYPE_COLORS = {"float32": "#1e88e5", "bfloat16": "#43a047", "float16": "#fb8c00", "int8": "#8e24aa", "uint8": "#8e24aa"}
+# nf4 / int8: a quantized base's weights (quantization.base), with their quantization constants
+DTYPE_COLORS = {"float32": "#1e88e5", "bfloat16": "#43a047", "float16": "#fb8c00", "int8": "#8e24aa", "uint8": "#8e24aa",
+                "nf4": "#d81b60"}
 ALERT_COLORS = {"error": "#c62828", "warning": "#ef6c00", "info": "#1565c0", "success": "#2e7d32"}
 MiB = 2**20
 # Charts get a fixed width: a FigureWidget in a grid cell first draws at plotly's default 700 px and only
