@@ -102,67 +102,59 @@ def evaluate_episodes(evaluation: Evaluation, run_dir: Path, progress: bool) -> 
     """(fine-tuned metrics, base metrics) of an episode evaluation (task phone_agent): every task of
     ``evaluation.data`` played to its end on the simulated phone by the run's own weights (model/, or its adapter
     merged) and by its base, in this process (greedy, on the GPU when one is visible; 8 conversations a batch on a
-    CPU, 48 on a GPU: the 31 held-out tasks took 17 min a model on 2 CPU cores); each model's episodes are stored in
-    RUN_DIR/episodes/<evaluation>-<tuned|base>/ (replies, screens, trees, final checks) to read. A local base's
-    episodes are copied, not played, from a run beside this one whose base episodes have the same replay key
-    (``agent.store.replay_key``: the same weights, settings, tasks, code and numerics): runs that start from one
-    model (GRPO variants from one SFT) play its episodes once."""
-    import datetime
-    import shutil
-
-    import transformers
-
-    from ..agent import InProcessPolicy, paired, play_to_folder, sim_devices
-    from ..agent.store import SUMMARY_FILE, find_replay, folder_name, read_episodes, replay_key
+    CPU, 48 on a GPU: the 31 held-out tasks took 17 min a model on 2 CPU cores), through the one judge
+    (``agent.judge``); each model's episodes are stored in RUN_DIR/episodes/<evaluation>-<tuned|base>/ (replies,
+    screens, trees, final checks) to read. A local base's episodes are copied, not played, from a run beside this one
+    whose base episodes have the same replay key (``agent.store.replay_key``: the same weights, settings, tasks, code
+    and numerics): runs that start from one model (GRPO variants from one SFT) play its episodes once."""
     from ..models import load_for_inference, load_run_for_inference
-    from ..phone.tasks import select_tasks
-    from ..engine.environment import cpu_class
     from ..precision import resolve_device
-    from ..runs.layout import EPISODES_DIR, base_model
+    from ..runs.layout import base_model
+
+    device, base = resolve_device("auto"), base_model(run_dir)
+    tuned, start = judge_models(evaluation, run_dir, [
+        ("tuned", run_dir, lambda: load_run_for_inference(run_dir, device=device), None),
+        ("base", base, lambda: load_for_inference(base, device=device), base)], progress)
+    m = tuned.paired_with(start)  # greedy episodes repeat exactly: the tasks that tell the two apart are the spread
+    print(f"[recipes] {evaluation.label}: of {m['tasks']} tasks, {m['only_a']} finished by the tuned model alone, "
+          f"{m['only_b']} by the base alone (sign test p = {m['sign_test_p']:.3g}), {m['both']} by both", flush=True)
+    return tuned.metrics, start.metrics
+
+
+def judge_models(evaluation: Evaluation, run_dir: Path, models: list, progress: bool) -> list:
+    """Each of ``models`` ((role, source, load, local model directory or None)) judged on ``evaluation``'s tasks
+    (``agent.judge``), its episodes in RUN_DIR/episodes/<evaluation>-<role>/; one with a local model directory has a
+    replay key, and its episodes are copied from a run beside ``run_dir`` that played them with the same key."""
+    import datetime
+
+    from ..agent import Contestant, judge, sim_devices
+    from ..agent.judge import in_process, numerics
+    from ..agent.store import folder_name, replay_key
+    from ..phone.tasks import select_tasks
+    from ..precision import resolve_device
+    from ..runs.layout import EPISODES_DIR
 
     tasks = select_tasks(evaluation.data)
     date = datetime.date.fromisoformat(evaluation.date) if evaluation.date else None
-    out, played = [], []
-    device, base = resolve_device("auto"), base_model(run_dir)
     settings = {"tasks": evaluation.data, "n": len(tasks), "observation": evaluation.observation,
                 "max_steps": evaluation.max_steps, "max_tokens": evaluation.max_tokens, "date": evaluation.date}
-    # what else decides greedy decoding's numbers: the kernels (CPU class or GPU, thread count) and the libraries
-    numerics = {"device": str(device), "torch": torch.__version__, "transformers": transformers.__version__,
-                "threads": torch.get_num_threads(), "cpu": cpu_class(),
-                "gpu": torch.cuda.get_device_name(device) if device.type == "cuda" else None}
-    # the run's own weights (model/, or its adapter merged: a GRPO LoRA saves no merged/), then its base
-    for role, source, load in (("tuned", run_dir, lambda: load_run_for_inference(run_dir, device=device)),
-                               ("base", base, lambda: load_for_inference(base, device=device))):
-        folder = run_dir / EPISODES_DIR / folder_name(f"{evaluation.label}-{role}")
-        key = replay_key(base, settings, [repr(t) for t in tasks], numerics) if role == "base" else None
-        earlier = find_replay(run_dir.parent, folder.name, key) if key else None
-        if earlier is not None:
-            if earlier.resolve() != folder.resolve():
-                shutil.rmtree(folder, ignore_errors=True)
-                shutil.copytree(earlier, folder)
-            print(f"[recipes] {evaluation.label} {role}: the episodes of {earlier} (the same weights, settings, "
-                  "tasks, code and numerics: greedy episodes repeat exactly), not played again", flush=True)
-            episodes = read_episodes(folder)
-            metrics = json.loads((folder / SUMMARY_FILE).read_text(encoding="utf-8"))["metrics"]
-        else:
-            loaded = load()
-            policy = InProcessPolicy(loaded.model, loaded.tokenizer, loaded.processor, name=role,
-                                     max_tokens=evaluation.max_tokens)
-            episodes, metrics = play_to_folder(policy, tasks, sim_devices(EPISODE_SCREEN), folder, settings,
-                                               progress=progress, model=str(source), replay_key=key,
-                                               max_steps=evaluation.max_steps, date=date,
-                                               observation=evaluation.observation)
-            del loaded, policy
-        out.append(metrics)
-        played.append(episodes)
+    here = numerics(resolve_device("auto"))
+    contestants = [Contestant(role, run_dir / EPISODES_DIR / folder_name(f"{evaluation.label}-{role}"),
+                              in_process(role, load, evaluation.max_tokens), model=str(source),
+                              replay_key=replay_key(local, settings, [repr(t) for t in tasks], here) if local else None)
+                   for role, source, load, local in models]
+
+    def said(j) -> None:
+        if j.replayed_from is not None:
+            print(f"[recipes] {evaluation.label} {j.name}: the episodes of {j.replayed_from} (the same weights, "
+                  "settings, tasks, code and numerics: greedy episodes repeat exactly), not played again", flush=True)
         if progress:
-            print(f"[recipes] {evaluation.label} {role}: success {out[-1]['success_rate']:.3f} of {len(tasks)}, "
-                  f"reached the task's apps {out[-1]['reached_apps_rate']:.3f}, taps quoting a line of the tree "
-                  f"{_rate_text(out[-1]['quoted_line_rate'])}", flush=True)
-    m = paired(*played)  # greedy episodes repeat exactly: the tasks that tell the two apart are the spread
-    print(f"[recipes] {evaluation.label}: of {m['tasks']} tasks, {m['only_a']} finished by the tuned model alone, "
-          f"{m['only_b']} by the base alone (sign test p = {m['sign_test_p']:.3g}), {m['both']} by both", flush=True)
-    return out[0], out[1]
+            print(f"[recipes] {evaluation.label} {j.name}: success {j.metrics['success_rate']:.3f} of {len(tasks)}, "
+                  f"reached the task's apps {j.metrics['reached_apps_rate']:.3f}, taps quoting a line of the tree "
+                  f"{_rate_text(j.metrics['quoted_line_rate'])}", flush=True)
+
+    return judge(contestants, tasks, sim_devices(EPISODE_SCREEN), settings, replays=run_dir.parent, progress=progress,
+                 on_judged=said, max_steps=evaluation.max_steps, date=date, observation=evaluation.observation)
 
 
 def _rate_text(rate) -> str:
