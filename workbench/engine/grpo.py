@@ -13,7 +13,7 @@ from __future__ import annotations
 import math
 import time
 from dataclasses import dataclass
-from typing import Optional, Protocol, Sequence
+from typing import Any, Callable, ContextManager, Optional, Protocol, Sequence
 
 import torch
 
@@ -59,6 +59,25 @@ class TrainedPolicy:
     autocast: object
 
 
+@dataclass(frozen=True)
+class Trainee:
+    """What the GRPO step may use of the run it trains, and nothing more (the engine builds it once the model and
+    the strategy exist): the unwrapped model (sampling, the adapter's disable and save), what the trainer's forward
+    runs through (the strategy's wrapper), the tokenizer and processor (None for a text model), the run's precision
+    policy (its autocast and mode), the device, the world (``rank``, ``world_size``, ``sum``: the collectives every
+    rank calls alike) and the strategy's accumulation context and backward."""
+
+    module: torch.nn.Module
+    forward: torch.nn.Module
+    tokenizer: Any
+    processor: Any
+    policy: Any  # precision.PrecisionPolicy
+    device: torch.device
+    world: Any  # distributed.context.DistContext
+    accumulating: Callable[[bool], ContextManager]
+    backward: Callable[[torch.Tensor], None]
+
+
 @dataclass
 class _Window:
     rollouts: Rollouts
@@ -83,37 +102,36 @@ def _mean_std(values: list[float]) -> tuple[float, float]:
 
 
 class GrpoStep:
-    """One GRPO optimizer step for an engine (``_Engine``): ``train_step`` has the SFT step's signature."""
+    """GRPO's part of an optimizer step (``accumulate``: rollouts, rewards, the backward of every micro-batch); the
+    engine then takes the optimizer step as for SFT. It sees the run only through its ``Trainee``."""
 
-    def __init__(self, engine, scorer: RolloutScorer):
-        self.engine, self.scorer = engine, scorer
-        self.cfg = engine.cfg
+    def __init__(self, cfg, trainee: Trainee, scorer: RolloutScorer):
+        self.cfg, self.t, self.scorer = cfg, trainee, scorer
         self.last_events: list = []
         attach = getattr(scorer, "attach", None)
         if attach is not None:
-            attach(TrainedPolicy(engine.strategy.module, engine.tokenizer, engine.processor, engine.policy.autocast))
+            attach(TrainedPolicy(trainee.module, trainee.tokenizer, trainee.processor, trainee.policy.autocast))
         self.vllm = None  # rl.rollout_engine vllm: the server sampling the rollouts (stopped when the process ends)
         if self.cfg.rl.rollout_engine == "vllm":
             from .vllm_rollouts import VllmRollouts
 
-            module = engine.strategy.module
-            self.vllm = VllmRollouts(self.cfg, engine.policy, engine.tokenizer,
-                                     model_stop_token_ids(module, engine.tokenizer), engine.device)
+            self.vllm = VllmRollouts(self.cfg, trainee.policy, trainee.tokenizer,
+                                     model_stop_token_ids(trainee.module, trainee.tokenizer), trainee.device)
 
     @property
     def prompt_count(self) -> int:
         return len(self.scorer.prompts)
 
     def _rollout(self, prompts: list) -> _Window:
-        e, rl = self.engine, self.cfg.rl
+        t, rl = self.t, self.cfg.rl
         if self.vllm is not None:
             rollouts = self.vllm.sample([p.messages for p in prompts], rl.group_size, rl.max_new_tokens,
                                         rl.temperature)
             return self._scored(prompts, rollouts)
         # screenshots travel inline (data: URLs) and are decoded here, for the processor (a text model has none)
-        rollouts = sample_completions(e.strategy.module, e.tokenizer, [resolve_images(p.messages) for p in prompts],
+        rollouts = sample_completions(t.module, t.tokenizer, [resolve_images(p.messages) for p in prompts],
                                       rl.group_size, rl.max_new_tokens, temperature=rl.temperature,
-                                      autocast=e.policy.autocast, processor=e.processor)
+                                      autocast=t.policy.autocast, processor=t.processor)
         return self._scored(prompts, rollouts)
 
     def _scored(self, prompts: list, rollouts: Rollouts) -> _Window:
@@ -129,54 +147,48 @@ class GrpoStep:
         return _Window(rollouts, expanded, scored, total, group_advantages(total, rl.group_size,
                                                                           scale=rl.scale_rewards == "group"))
 
-    def train_step(self, stream, measure: bool = False):
-        e, rl = self.engine, self.cfg.rl
-        mbs, rank = self.cfg.schedule.micro_batch_size, e.ctx.rank
+    def accumulate(self, stream, step: int) -> tuple[float, int, int]:
+        """The rollouts and backward of optimizer step ``step`` (1-based): (this rank's loss sum, the window's
+        completion tokens over all ranks, this rank's processed tokens); the step's events in ``last_events``."""
+        t, rl = self.t, self.cfg.rl
         t0 = time.perf_counter()
         if self.vllm is not None:  # the adapter as this step starts reaches vLLM under a new name
-            self.vllm.push_adapter(e.strategy.module, e.state.step + 1)
+            self.vllm.push_adapter(t.module, step)
         drawn, windows = [], []  # every window sampled (the rollout event's rewards), the ones trained on
         for _ in range(self.cfg.schedule.grad_accum_steps):
             windows += self._micro_batch(stream, drawn)
         rollout_s = time.perf_counter() - t0
         local_tokens = sum(int(w.rollouts.completion_mask.sum()) for w in windows)
         processed = sum(int(w.rollouts.attention_mask.sum()) for w in windows)
-        window_tokens = int(e.ctx.sum([local_tokens])[0])
-        divisor = window_loss_divisor(window_tokens, e.ctx.world_size)
+        window_tokens = int(t.world.sum([local_tokens])[0])
+        divisor = window_loss_divisor(window_tokens, t.world.world_size)
         parts, mismatches, reference_kl = [], [], 0.0
         for i, w in enumerate(windows):
             r = w.rollouts
-            with e.strategy.accumulating(last=i == len(windows) - 1):
-                logp = token_logprobs(e.model, r.batch(), e.policy.autocast, rl.temperature, last=r.completion_width,
+            with t.accumulating(i == len(windows) - 1):
+                logp = token_logprobs(t.forward, r.batch(), t.policy.autocast, rl.temperature, last=r.completion_width,
                                       suppress=r.suppressed)
                 ref = self._reference_logprobs(r) if rl.kl_coef > 0 else None
                 part = grpo_loss_sum(logp, r.sampler_logprobs, w.advantages.to(logp.device), r.completion_mask,
                                      rl.clip_range, rl.kl_coef, ref)
-                e.strategy.backward(part / divisor)
+                t.backward(part / divisor)
                 if ref is not None:
                     reference_kl += reference_kl_sum(logp, ref, r.completion_mask)
             parts.append(part.detach())
             mismatches.append(mismatch_stats(logp, r.sampler_logprobs, r.completion_mask, rl.clip_range))
         loss_sum = float(torch.stack(parts).double().sum())
-        state = e.measure_peak_state(measure)
-        for o in e.observers:
-            o.before_optimizer_step(e.view, e.state.step + 1)
-        e._consistent = False
-        outcome = e.strategy.step(self.cfg.precision.max_grad_norm)
-        e.scheduler_step()
-        loss_sum, processed = e.ctx.sum([loss_sum, processed])
         # rl.kl_coef > 0 on every rank alike: the reference forward is done anyway, and the sum is one collective
-        kl = float(e.ctx.sum([reference_kl])[0]) / window_tokens if rl.kl_coef > 0 else None
+        kl = float(t.world.sum([reference_kl])[0]) / window_tokens if rl.kl_coef > 0 else None
         self.last_events = [self._rollout_event(drawn, windows, rollout_s, kl), self._mismatch_event(mismatches)]
-        return loss_sum / window_tokens, window_tokens, int(processed), outcome, state
+        return loss_sum, window_tokens, processed
 
     def _micro_batch(self, stream, drawn: list) -> list[_Window]:
         """One micro-batch's windows to train on. rl.max_draws 1: the prompts drawn, every group. Above 1: the
         groups with a spread of each draw, drawing again while all ranks together hold fewer than
         micro_batch_size groups each and draws are left (every rank draws as often, so the stream stays one);
         when no draw had a spread, the last as drawn (advantages 0: a backward on every rank all the same)."""
-        e, rl = self.engine, self.cfg.rl
-        mbs, rank = self.cfg.schedule.micro_batch_size, e.ctx.rank
+        t, rl = self.t, self.cfg.rl
+        mbs, rank = self.cfg.schedule.micro_batch_size, t.world.rank
         kept = []
         for _ in range(rl.max_draws):
             idx = next(stream)[rank * mbs:(rank + 1) * mbs]  # this rank's slice of the global micro-batch of prompts
@@ -187,17 +199,17 @@ class GrpoStep:
             spread = groups_with_spread(window.total, rl.group_size)
             if spread:
                 kept.append(window.groups(spread, rl.group_size))
-            held = int(e.ctx.sum([sum(len(w.total) // rl.group_size for w in kept)])[0])
-            if held >= mbs * e.ctx.world_size:
+            held = int(t.world.sum([sum(len(w.total) // rl.group_size for w in kept)])[0])
+            if held >= mbs * t.world.world_size:
                 break
         return kept or [drawn[-1]]
 
     @torch.no_grad()
     def _reference_logprobs(self, r: Rollouts) -> torch.Tensor:
         """The reference policy's log-probabilities: the base model, the LoRA adapter disabled (no second copy)."""
-        e = self.engine
-        with e.strategy.module.disable_adapter():
-            return token_logprobs(e.model, r.batch(), e.policy.autocast, self.cfg.rl.temperature,
+        t = self.t
+        with t.module.disable_adapter():
+            return token_logprobs(t.forward, r.batch(), t.policy.autocast, self.cfg.rl.temperature,
                                   last=r.completion_width, suppress=r.suppressed)
 
     # ---- the step's events (rank 0 writes them; the mismatch is summed over ranks) ---------------------------
@@ -239,10 +251,10 @@ class GrpoStep:
                            "trained_groups": sum(len(groups_with_spread(w.total, rl.group_size)) for w in trained)}))
 
     def _mismatch_event(self, ms: list[Mismatch]) -> PolicyMismatch:
-        e = self.engine
-        tokens, abs_sum, sq_dev, kl_sum, clipped = e.ctx.sum([sum(m.as_sums()[k] for m in ms) for k in range(5)])
+        t = self.t
+        tokens, abs_sum, sq_dev, kl_sum, clipped = t.world.sum([sum(m.as_sums()[k] for m in ms) for k in range(5)])
         tokens = max(int(tokens), 1)
         return PolicyMismatch(step=0, tokens=int(tokens), mean_abs=abs_sum / tokens,
                               max_abs=max(m.abs_max for m in ms), ratio_min=min(m.ratio_min for m in ms),
                               ratio_max=max(m.ratio_max for m in ms), ratio_std=math.sqrt(sq_dev / tokens),
-                              kl=kl_sum / tokens, clipped=clipped / tokens, precision=e.policy.mode)
+                              kl=kl_sum / tokens, clipped=clipped / tokens, precision=t.policy.mode)
