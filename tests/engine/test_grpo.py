@@ -104,6 +104,39 @@ def test_scale_rewards_none_keeps_the_rewards_scale_in_the_advantages(make_cfg, 
         assert any(a > 2 for a in advantages), advantages
 
 
+def test_mask_truncated_completions_leaves_the_cut_answers_out_of_the_loss(make_cfg):
+    """rl.mask_truncated_completions: an untrained model's completions nearly never reach a stop token in 3 tokens,
+    and the cut ones are not trained on: a step whose completions were all cut has no token in the loss or its count
+    and a zero gradient; otherwise only the finished completions' tokens count (fewer than the mismatch compared)."""
+    r = train(grpo(make_cfg, **{"rl.mask_truncated_completions": True, "rl.max_new_tokens": 3,
+                                "schedule.max_steps": 3, "output.run_name": "masked"}))
+    rollouts, steps, mismatch = (events_of(r.run_dir, k) for k in ("rollout", "step", "policy_mismatch"))
+    assert any(ro.truncated == 1.0 for ro in rollouts)
+    for ro, st, m in zip(rollouts, steps, mismatch):
+        assert m.tokens == round(ro.completion_tokens_mean * ro.groups * ro.group_size)  # still measured on all
+        if ro.truncated == 1.0:
+            assert (st.tokens, st.loss, st.grad_norm) == (0, 0.0, 0.0)
+        else:
+            assert 0 < st.tokens < m.tokens
+
+
+@pytest.mark.parametrize("mode", ["token_truncate", "token_mask"])
+def test_importance_sampling_reports_the_weights_it_applied(make_cfg, mode):
+    """rl.importance_sampling in bf16 with a cap just above 1: the mismatch event says the mean weight the loss
+    applied (within the ratios' range, never above the cap; 0 for masked tokens) and the share of tokens over the
+    cap, which is the share whose ratio exceeds it (none where sampler and trainer agree bit for bit)."""
+    cap = 1.0005
+    r = train(grpo(make_cfg, **{"precision.mode": "bf16", "rl.importance_sampling": mode,
+                                "rl.importance_sampling_cap": cap, "output.run_name": mode}))
+    for m in events_of(r.run_dir, "policy_mismatch"):
+        assert (m.is_capped > 0) == (m.ratio_max > cap), m
+        low = 0.0 if mode == "token_mask" and m.is_capped else min(m.ratio_min, cap)
+        assert low - 1e-6 <= m.is_weight_mean <= min(m.ratio_max, cap) + 1e-6, m
+    plain = events_of(make_cfg_run := train(grpo(make_cfg, **{"output.run_name": f"plain-{mode}"})).run_dir,
+                      "policy_mismatch")
+    assert make_cfg_run and all(m.is_weight_mean is None and m.is_capped is None for m in plain)
+
+
 @pytest.fixture
 def odd_rows_only():
     # a spread for prompts of odd line numbers only: the even ones' groups are all equal (no learning signal)

@@ -328,6 +328,24 @@ class RlSection(Section):
                                "log-probabilities use the same).")
     max_new_tokens: int = Field(64, ge=1, le=8192, description="Completion length limit of the rollouts.")
     samples_logged: int = Field(4, ge=0, le=64, description="Sample completions per rollout event (the monitor's table).")
+    loss_type: Literal["dapo", "grpo", "dr_grpo", "bnpo"] = Field(
+        "dapo", description="How the loss is normalised (TRL's GRPOTrainer loss_type, over the whole accumulation "
+        "window): dapo = the token mean over the window, as SFT's loss (a long completion weighs by its tokens); "
+        "grpo = each completion's token mean, averaged (length-biased: short right answers and long wrong ones "
+        "weigh more per token); dr_grpo = the sum over completions x rl.max_new_tokens (Dr. GRPO: a constant); "
+        "bnpo = each micro-batch's token mean, averaged.")
+    mask_truncated_completions: bool = Field(
+        False, description="Leave the completions cut at rl.max_new_tokens out of the loss and its normalisation "
+        "(TRL's mask_truncated_completions, DAPO's overlong filter): a cut answer is scored as unfinished, not as wrong.")
+    importance_sampling: Literal["none", "token_truncate", "token_mask"] = Field(
+        "none", description="Correct the sampler/trainer mismatch by truncated importance sampling (TRL's "
+        "vllm_importance_sampling_correction; in-process and vLLM rollouts alike): the trainer's own log-probabilities "
+        "are the old policy, and each token's loss is weighted by exp(logp trainer - logp sampler), capped at "
+        "rl.importance_sampling_cap (token_truncate) or 0 above it (token_mask); the mismatch event reports the mean "
+        "weight and the share capped. none = the sampler's log-probabilities are the old policy (the mismatch "
+        "enters the PPO ratio and its clip).")
+    importance_sampling_cap: float = Field(3.0, gt=1, le=100, description="rl.importance_sampling: the cap C of "
+                                           "the weights (TRL's vllm_importance_sampling_cap).")
     rollout_engine: Literal["in_process", "vllm"] = Field(
         "in_process", description="What samples the rollouts: in_process = the model being trained (generate); vllm = "
         "a vLLM server started for the run (`bash scripts/setup.sh --vllm`), given the current LoRA adapter each step "

@@ -23,7 +23,8 @@ from ..forward import token_logprobs
 from ..forward.generate import Rollouts, model_stop_token_ids, sample_completions
 from ..precision import window_loss_divisor
 from ..precision.policy_loss import (Mismatch, all_equal_groups, group_advantages, groups_with_spread, grpo_loss_sum,
-                                     mismatch_stats, reference_kl_sum)
+                                     importance_stats, importance_weights, loss_normalisation, mismatch_stats,
+                                     reference_kl_sum)
 
 
 @dataclass
@@ -147,9 +148,10 @@ class GrpoStep:
         return _Window(rollouts, expanded, scored, total, group_advantages(total, rl.group_size,
                                                                           scale=rl.scale_rewards == "group"))
 
-    def accumulate(self, stream, step: int) -> tuple[float, int, int]:
-        """The rollouts and backward of optimizer step ``step`` (1-based): (this rank's loss sum, the window's
-        completion tokens over all ranks, this rank's processed tokens); the step's events in ``last_events``."""
+    def accumulate(self, stream, step: int) -> tuple[float, int, int, int]:
+        """The rollouts and backward of optimizer step ``step`` (1-based): (this rank's loss sum, what the window's
+        loss sum is divided by over all ranks (``rl.loss_type``), the window's trained completion tokens over all
+        ranks, this rank's processed tokens); the step's events in ``last_events``."""
         t, rl = self.t, self.cfg.rl
         t0 = time.perf_counter()
         if self.vllm is not None:  # the adapter as this step starts reaches vLLM under a new name
@@ -158,29 +160,47 @@ class GrpoStep:
         for _ in range(self.cfg.schedule.grad_accum_steps):
             windows += self._micro_batch(stream, drawn)
         rollout_s = time.perf_counter() - t0
-        local_tokens = sum(int(w.rollouts.completion_mask.sum()) for w in windows)
+        masks = [self._trained_mask(w.rollouts) for w in windows]
+        local_tokens = sum(int(m.sum()) for m in masks)
         processed = sum(int(w.rollouts.attention_mask.sum()) for w in windows)
-        window_tokens = int(t.world.sum([local_tokens])[0])
-        divisor = window_loss_divisor(window_tokens, t.world.world_size)
-        parts, mismatches, reference_kl = [], [], 0.0
-        for i, w in enumerate(windows):
+        row_weights, count = loss_normalisation(rl.loss_type, masks, rl.max_new_tokens)
+        window_tokens, count = (int(v) for v in t.world.sum([local_tokens, count]))
+        divisor = window_loss_divisor(max(count, 1), t.world.world_size)  # all masked (truncated): the loss is 0
+        parts, mismatches, weighted, reference_kl = [], [], [], 0.0
+        for i, (w, mask, rows) in enumerate(zip(windows, masks, row_weights)):
             r = w.rollouts
             with t.accumulating(i == len(windows) - 1):
                 logp = token_logprobs(t.forward, r.batch(), t.policy.autocast, rl.temperature, last=r.completion_width,
                                       suppress=r.suppressed)
                 ref = self._reference_logprobs(r) if rl.kl_coef > 0 else None
-                part = grpo_loss_sum(logp, r.sampler_logprobs, w.advantages.to(logp.device), r.completion_mask,
-                                     rl.clip_range, rl.kl_coef, ref)
+                old, is_weights = r.sampler_logprobs, None
+                if rl.importance_sampling != "none":  # the trainer is the old policy, the mismatch a weight
+                    old = logp.detach()
+                    is_weights = importance_weights(logp, r.sampler_logprobs, rl.importance_sampling,
+                                                    rl.importance_sampling_cap)
+                    weighted.append(importance_stats(is_weights, logp, r.sampler_logprobs, mask,
+                                                     rl.importance_sampling_cap))
+                part = grpo_loss_sum(logp, old, w.advantages.to(logp.device), mask, rl.clip_range, rl.kl_coef, ref,
+                                     rows.to(logp.device), is_weights)
                 t.backward(part / divisor)
                 if ref is not None:
-                    reference_kl += reference_kl_sum(logp, ref, r.completion_mask)
+                    reference_kl += reference_kl_sum(logp, ref, mask)
             parts.append(part.detach())
             mismatches.append(mismatch_stats(logp, r.sampler_logprobs, r.completion_mask, rl.clip_range))
         loss_sum = float(torch.stack(parts).double().sum())
         # rl.kl_coef > 0 on every rank alike: the reference forward is done anyway, and the sum is one collective
-        kl = float(t.world.sum([reference_kl])[0]) / window_tokens if rl.kl_coef > 0 else None
-        self.last_events = [self._rollout_event(drawn, windows, rollout_s, kl), self._mismatch_event(mismatches)]
-        return loss_sum, window_tokens, processed
+        kl = float(t.world.sum([reference_kl])[0]) / max(window_tokens, 1) if rl.kl_coef > 0 else None
+        self.last_events = [self._rollout_event(drawn, windows, rollout_s, kl),
+                            self._mismatch_event(mismatches, weighted)]
+        return loss_sum, count, window_tokens, processed
+
+    def _trained_mask(self, r: Rollouts) -> torch.Tensor:
+        """The completion tokens the loss counts: all, or with rl.mask_truncated_completions none of a completion
+        cut at rl.max_new_tokens (DAPO's overlong filter: its reward says nothing of a finished answer)."""
+        if not self.cfg.rl.mask_truncated_completions:
+            return r.completion_mask
+        stopped = torch.tensor(r.stopped, dtype=r.completion_mask.dtype, device=r.completion_mask.device)
+        return r.completion_mask * stopped.unsqueeze(1)
 
     def _micro_batch(self, stream, drawn: list) -> list[_Window]:
         """One micro-batch's windows to train on. rl.max_draws 1: the prompts drawn, every group. Above 1: the
@@ -250,11 +270,16 @@ class GrpoStep:
                           {"draws": len(windows),
                            "trained_groups": sum(len(groups_with_spread(w.total, rl.group_size)) for w in trained)}))
 
-    def _mismatch_event(self, ms: list[Mismatch]) -> PolicyMismatch:
-        t = self.t
-        tokens, abs_sum, sq_dev, kl_sum, clipped = t.world.sum([sum(m.as_sums()[k] for m in ms) for k in range(5)])
+    def _mismatch_event(self, ms: list[Mismatch], weighted: list[tuple[float, int, int]]) -> PolicyMismatch:
+        """The step's mismatch over all ranks; with rl.importance_sampling, the weights it applied: their mean over
+        the trained tokens and the share of tokens the cap truncated (or masked)."""
+        t, rl = self.t, self.cfg.rl
+        sums = [sum(m.as_sums()[k] for m in ms) for k in range(5)] + [sum(w[k] for w in weighted) for k in range(3)]
+        tokens, abs_sum, sq_dev, kl_sum, clipped, is_sum, is_capped, is_tokens = t.world.sum(sums)
         tokens = max(int(tokens), 1)
+        corrected = {} if rl.importance_sampling == "none" else {
+            "is_weight_mean": is_sum / max(is_tokens, 1), "is_capped": is_capped / max(is_tokens, 1)}
         return PolicyMismatch(step=0, tokens=int(tokens), mean_abs=abs_sum / tokens,
                               max_abs=max(m.abs_max for m in ms), ratio_min=min(m.ratio_min for m in ms),
                               ratio_max=max(m.ratio_max for m in ms), ratio_std=math.sqrt(sq_dev / tokens),
-                              kl=kl_sum / tokens, clipped=clipped / tokens, precision=t.policy.mode)
+                              kl=kl_sum / tokens, clipped=clipped / tokens, precision=t.policy.mode, **corrected)

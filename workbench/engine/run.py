@@ -202,10 +202,11 @@ class _Engine:
         """One optimizer step over ``grad_accum_steps`` micro-batches (SFT's, or GRPO's rollouts: ``GrpoStep``).
         Returns the mean token loss, target tokens, processed tokens, the StepOutcome and (if ``measure``) the
         model-state bytes with gradients still allocated."""
-        if self.grpo is not None:
-            loss_sum, window_tokens, processed = self.grpo.accumulate(stream, self.state.step + 1)
+        if self.grpo is not None:  # the divisor: what the GRPO loss is normalised by (rl.loss_type)
+            loss_sum, divisor, window_tokens, processed = self.grpo.accumulate(stream, self.state.step + 1)
         else:
             loss_sum, window_tokens, processed = self._accumulate(stream)
+            divisor = window_tokens
         state = self.measure_peak_state(measure)
         for o in self.observers:
             o.before_optimizer_step(self.view, self.state.step + 1)
@@ -213,7 +214,7 @@ class _Engine:
         outcome = self.strategy.step(self.cfg.precision.max_grad_norm)
         self.scheduler_step()
         loss_sum, processed = self.ctx.sum([loss_sum, processed])
-        return loss_sum / window_tokens, window_tokens, int(processed), outcome, state
+        return loss_sum / max(divisor, 1), window_tokens, int(processed), outcome, state
 
     def _accumulate(self, stream) -> tuple[float, int, int]:
         """SFT's backward of ``grad_accum_steps`` micro-batches, token-normalised over the window: (this rank's

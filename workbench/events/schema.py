@@ -257,6 +257,11 @@ class PolicyMismatch(Event):
     kl: float  # mean k3 estimate of KL(sampler || trainer) per token
     clipped: float  # share of tokens whose ratio falls outside 1 +- rl.clip_range
     precision: str  # the run's precision mode
+    # rl.importance_sampling (truncated importance sampling of the mismatch): the mean weight exp(trainer - sampler)
+    # the loss applied per trained token (after the cap) and the share of those tokens the cap truncated or masked;
+    # absent without the correction and in older logs
+    is_weight_mean: Optional[float] = None
+    is_capped: Optional[float] = None
 
 
 EVENT_TYPES: dict[str, type[Event]] = {

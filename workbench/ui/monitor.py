@@ -81,6 +81,10 @@ def samples_html(samples: list) -> str:
     return (f"<table class='wb-samples' style='font-size:12px'><tr>{head}</tr>{''.join(rows)}</table>")
 
 
+# series whose key does not say what they are on their chart
+TRACE_NAMES = {"is_capped": "share of tokens capped (rl.importance_sampling)"}
+
+
 class RunMonitor(W.VBox):
     """Launch/attach, stop, progress and live charts for one run at a time.
 
@@ -444,7 +448,7 @@ class RunMonitor(W.VBox):
             for name, series in series_of.items():
                 key = prefix + name
                 if key not in self._grpo_traces:
-                    fig.add_scatter(name=name.replace("_", " "), mode="lines+markers",
+                    fig.add_scatter(name=TRACE_NAMES.get(name, name.replace("_", " ")), mode="lines+markers",
                                     line=dict(dash="dash") if name == "total" else None)
                     self._grpo_traces[key] = (fig, len(fig.data) - 1)
                 fig, index = self._grpo_traces[key]

@@ -134,7 +134,8 @@ class RunState:
     # GRPO (training.method grpo): reward name -> Series of its mean (the weighted "total" too), the mismatch
     # figures -> Series, the latest sample completions, and per step the share of groups without signal
     rewards: dict = field(default_factory=dict)
-    mismatch: dict = field(default_factory=dict)  # "mean_abs" / "max_abs" / "kl" / "ratio_std" -> Series
+    # "mean_abs" / "max_abs" / "kl" / "ratio_std" (and "is_capped" with rl.importance_sampling) -> Series
+    mismatch: dict = field(default_factory=dict)
     samples: list = field(default_factory=list)  # [{step, prompt, completion, rewards, total, advantage}]
     # "parse_rate" / "all_equal_groups" / "completion_tokens" / "reference_kl" (rl.kl_coef > 0) -> Series
     rollout_stats: dict = field(default_factory=dict)
@@ -283,6 +284,9 @@ class RunState:
     def _on_policy_mismatch(self, e, rank):
         for key in ("mean_abs", "max_abs", "kl", "ratio_std"):
             self.mismatch.setdefault(key, self._series()).add(_get(e, "step"), finite_number(_get(e, key)))
+        for key in ("is_capped",):  # rl.importance_sampling: the share of tokens whose weight the cap changed
+            if _get(e, key) is not None:
+                self.mismatch.setdefault(key, self._series()).add(_get(e, "step"), finite_number(_get(e, key)))
 
     def _on_checkpoint(self, e, rank):
         self.checkpoints.append({"step": _get(e, "step"), "path": _get(e, "path"), "kind": _get(e, "kind")})
