@@ -30,10 +30,15 @@ from ..precision.policy_loss import (Mismatch, all_equal_groups, group_advantage
 @dataclass
 class ScoredCompletions:
     """What a scorer says of a batch of completions: each reward function's raw value per completion, and per
-    completion whether it parsed (None where the scorer has no notion of parsing)."""
+    completion whether it parsed (None where the scorer has no notion of parsing); a scorer that plays episodes
+    also says which succeeded (``successes``: the task pool's tallies) and, with rl.step_advantage_weight > 0, each
+    completion's step advantage and what its anchor groups were (``rewards.credit``)."""
 
     rewards: dict[str, list[float]]
     parsed: Optional[list[bool]] = None
+    successes: Optional[list[bool]] = None
+    step_advantages: Optional[list[float]] = None
+    anchors: Optional[dict] = None  # {anchor_groups, mean_size, with_spread}
 
 
 class RolloutScorer(Protocol):
@@ -86,15 +91,32 @@ class _Window:
     scored: ScoredCompletions
     total: torch.Tensor
     advantages: torch.Tensor
+    replayed: Optional[list[bool]] = None  # rows whose completion the task pool replayed (rl.pool_replay)
 
     def groups(self, keep: list[int], group_size: int) -> "_Window":
         """This window restricted to the groups ``keep`` (their advantages are within-group: unchanged)."""
         rows = [g * group_size + j for g in keep for j in range(group_size)]
-        parsed = None if self.scored.parsed is None else [self.scored.parsed[i] for i in rows]
-        scored = ScoredCompletions({n: [v[i] for i in rows] for n, v in self.scored.rewards.items()}, parsed)
+        pick = lambda values: None if values is None else [values[i] for i in rows]  # noqa: E731
+        scored = ScoredCompletions({n: pick(v) for n, v in self.scored.rewards.items()}, pick(self.scored.parsed),
+                                   pick(self.scored.successes), pick(self.scored.step_advantages), self.scored.anchors)
         idx = torch.tensor(rows, dtype=torch.long)
         return _Window(self.rollouts.rows(rows), [self.prompts[i] for i in rows], scored, self.total[idx],
-                       self.advantages[idx])
+                       self.advantages[idx], pick(self.replayed))
+
+    def sampler_logprobs(self, logp: torch.Tensor) -> torch.Tensor:
+        """The log-probabilities the old policy gave the completions: the sampler's, and for a replayed row the
+        trainer's own (``logp``, detached: no sampler drew it this step)."""
+        r = self.rollouts
+        if not self.replayed or not any(self.replayed):
+            return r.sampler_logprobs
+        rows = torch.tensor(self.replayed, device=logp.device).unsqueeze(1)
+        return torch.where(rows, logp.detach(), r.sampler_logprobs)
+
+    def sampled_mask(self, mask: torch.Tensor) -> torch.Tensor:
+        """``mask`` without the replayed rows: the tokens a sampler drew (what the mismatch measures)."""
+        if not self.replayed or not any(self.replayed):
+            return mask
+        return mask * (~torch.tensor(self.replayed, device=mask.device)).to(mask.dtype).unsqueeze(1)
 
 
 def _mean_std(values: list[float]) -> tuple[float, float]:
@@ -119,21 +141,45 @@ class GrpoStep:
             self.vllm = VllmRollouts(self.cfg, trainee.policy, trainee.tokenizer,
                                      model_stop_token_ids(trainee.module, trainee.tokenizer), trainee.device)
 
+        self.pool = getattr(scorer, "pool", None)  # rl.pool: the scorer's task pool draws the prompts
+        self.step = 0
+
     @property
     def prompt_count(self) -> int:
         return len(self.scorer.prompts)
+
+    def resume_state(self) -> dict:
+        """What an exact resume needs beyond weights and the stream: the task pool's state."""
+        return {"task_pool": self.pool.state_dict()} if self.pool is not None else {}
+
+    def restore(self, state: dict) -> None:
+        if self.pool is not None and state.get("task_pool"):
+            self.pool.load_state_dict(state["task_pool"])
+
+    def _draw(self, stream, draw: int) -> list:
+        """This rank's prompts of the next global micro-batch: the stream's (the data order), or with the task pool
+        its own draw, the same on every rank for the run's seed, the step and the draw (the stream is still
+        advanced: its position counts the micro-batches taken)."""
+        mbs, rank = self.cfg.schedule.micro_batch_size, self.t.world.rank
+        idx = next(stream)[rank * mbs:(rank + 1) * mbs]  # this rank's slice of the global micro-batch of prompts
+        if self.pool is None:
+            return [self.scorer.prompts[i] for i in idx]
+        return self.pool.draw(mbs * self.t.world.world_size, (self.cfg.schedule.seed, self.step, draw),
+                              slice(rank * mbs, (rank + 1) * mbs))
 
     def _rollout(self, prompts: list) -> _Window:
         t, rl = self.t, self.cfg.rl
         if self.vllm is not None:
             rollouts = self.vllm.sample([p.messages for p in prompts], rl.group_size, rl.max_new_tokens,
                                         rl.temperature)
-            return self._scored(prompts, rollouts)
+            window = self._scored(prompts, rollouts)
+            return self._followed(window) if self.pool is not None else window
         # screenshots travel inline (data: URLs) and are decoded here, for the processor (a text model has none)
         rollouts = sample_completions(t.module, t.tokenizer, [resolve_images(p.messages) for p in prompts],
                                       rl.group_size, rl.max_new_tokens, temperature=rl.temperature,
                                       autocast=t.policy.autocast, processor=t.processor)
-        return self._scored(prompts, rollouts)
+        window = self._scored(prompts, rollouts)
+        return self._followed(window) if self.pool is not None else window
 
     def _scored(self, prompts: list, rollouts: Rollouts) -> _Window:
         rl = self.cfg.rl
@@ -142,11 +188,47 @@ class GrpoStep:
         missing = [name for name in rl.rewards if name not in scored.rewards]
         if missing:
             raise RuntimeError(f"the rollout scorer gave no values for rl.rewards {missing}")
-        total = torch.zeros(len(expanded), dtype=torch.float64)
+        return self._advantaged(_Window(rollouts, expanded, scored, torch.zeros(0), torch.zeros(0)))
+
+    def _advantaged(self, w: _Window) -> _Window:
+        """``w`` with its totals (the rewards weighted) and advantages: the episode's within its group, plus with
+        rl.step_advantage_weight the sampled step's within its anchor group (``ScoredCompletions.step_advantages``)."""
+        rl = self.cfg.rl
+        w.total = torch.zeros(len(w.prompts), dtype=torch.float64)
         for name, weight in rl.rewards.items():
-            total += weight * torch.tensor(scored.rewards[name], dtype=torch.float64)
-        return _Window(rollouts, expanded, scored, total, group_advantages(total, rl.group_size,
-                                                                          scale=rl.scale_rewards == "group"))
+            w.total += weight * torch.tensor(w.scored.rewards[name], dtype=torch.float64)
+        w.advantages = group_advantages(w.total, rl.group_size, scale=rl.scale_rewards == "group")
+        if rl.step_advantage_weight > 0 and w.scored.step_advantages is not None:
+            w.advantages = w.advantages + rl.step_advantage_weight * torch.tensor(w.scored.step_advantages,
+                                                                                 dtype=w.advantages.dtype)
+        return w
+
+    def _followed(self, w: _Window) -> _Window:
+        """The task pool's part of a drawn window (rl.pool): the replies that succeeded kept, the groups that all
+        failed given a kept reply (rl.pool_replay), and every rank's successes summed into the pool's weights."""
+        pool, rl = self.pool, self.cfg.rl
+        successes = w.scored.successes or [False] * len(w.prompts)
+        # the agent's own episodes move the weights (a replayed success is not one of them)
+        pool.update(self.t.world.sum(pool.tally(w.prompts, successes)))
+        replace = {}
+        for i, ok in enumerate(successes):
+            if ok:
+                pool.remember(w.prompts[i], w.rollouts.completion_ids(i))
+        for g in range(0, len(w.prompts), rl.group_size):
+            kept = pool.kept_reply(w.prompts[g])
+            if kept is not None and not any(successes[g:g + rl.group_size]):
+                replace[g + rl.group_size - 1] = kept
+        return self._replayed(w, replace) if replace else w
+
+    def _replayed(self, w: _Window, replace: dict[int, list[int]]) -> _Window:
+        """``w`` with the kept replies of ``replace`` (row -> token ids) in place of those rows' completions, the
+        window scored again (the replayed episodes played with the model as it is now)."""
+        t = self.t
+        rollouts = w.rollouts.replaced(replace, t.tokenizer, model_stop_token_ids(t.module, t.tokenizer))
+        scored = self.scorer(w.prompts, rollouts.texts)
+        self.pool.replayed += len(replace)
+        return self._advantaged(_Window(rollouts, w.prompts, scored, w.total, w.advantages,
+                                        [i in replace for i in range(len(w.prompts))]))
 
     def accumulate(self, stream, step: int) -> tuple[float, int, int, int]:
         """The rollouts and backward of optimizer step ``step`` (1-based): (this rank's loss sum, what the window's
@@ -154,6 +236,7 @@ class GrpoStep:
         ranks, this rank's processed tokens); the step's events in ``last_events``."""
         t, rl = self.t, self.cfg.rl
         t0 = time.perf_counter()
+        self.step = step
         if self.vllm is not None:  # the adapter as this step starts reaches vLLM under a new name
             self.vllm.push_adapter(t.module, step)
         drawn, windows = [], []  # every window sampled (the rollout event's rewards), the ones trained on
@@ -173,20 +256,19 @@ class GrpoStep:
                 logp = token_logprobs(t.forward, r.batch(), t.policy.autocast, rl.temperature, last=r.completion_width,
                                       suppress=r.suppressed)
                 ref = self._reference_logprobs(r) if rl.kl_coef > 0 else None
-                old, is_weights = r.sampler_logprobs, None
+                old = sampler = w.sampler_logprobs(logp)
+                is_weights = None
                 if rl.importance_sampling != "none":  # the trainer is the old policy, the mismatch a weight
                     old = logp.detach()
-                    is_weights = importance_weights(logp, r.sampler_logprobs, rl.importance_sampling,
-                                                    rl.importance_sampling_cap)
-                    weighted.append(importance_stats(is_weights, logp, r.sampler_logprobs, mask,
-                                                     rl.importance_sampling_cap))
+                    is_weights = importance_weights(logp, sampler, rl.importance_sampling, rl.importance_sampling_cap)
+                    weighted.append(importance_stats(is_weights, logp, sampler, mask, rl.importance_sampling_cap))
                 part = grpo_loss_sum(logp, old, w.advantages.to(logp.device), mask, rl.clip_range, rl.kl_coef, ref,
                                      rows.to(logp.device), is_weights)
                 t.backward(part / divisor)
                 if ref is not None:
                     reference_kl += reference_kl_sum(logp, ref, mask)
             parts.append(part.detach())
-            mismatches.append(mismatch_stats(logp, r.sampler_logprobs, r.completion_mask, rl.clip_range))
+            mismatches.append(mismatch_stats(logp, sampler, w.sampled_mask(r.completion_mask), rl.clip_range))
         loss_sum = float(torch.stack(parts).double().sum())
         # rl.kl_coef > 0 on every rank alike: the reference forward is done anyway, and the sum is one collective
         kl = float(t.world.sum([reference_kl])[0]) / max(window_tokens, 1) if rl.kl_coef > 0 else None
@@ -208,11 +290,10 @@ class GrpoStep:
         micro_batch_size groups each and draws are left (every rank draws as often, so the stream stays one);
         when no draw had a spread, the last as drawn (advantages 0: a backward on every rank all the same)."""
         t, rl = self.t, self.cfg.rl
-        mbs, rank = self.cfg.schedule.micro_batch_size, t.world.rank
+        mbs = self.cfg.schedule.micro_batch_size
         kept = []
         for _ in range(rl.max_draws):
-            idx = next(stream)[rank * mbs:(rank + 1) * mbs]  # this rank's slice of the global micro-batch of prompts
-            window = self._rollout([self.scorer.prompts[i] for i in idx])
+            window = self._rollout(self._draw(stream, len(drawn)))
             drawn.append(window)
             if rl.max_draws == 1:
                 return [window]
@@ -260,12 +341,20 @@ class GrpoStep:
                     sample["thumbnail"] = thumbnail
                 samples.append(sample)
         mean, std = float(total.mean()), float(total.std(unbiased=False))
+        anchors = [w.scored.anchors for w in windows if w.scored.anchors]
+        credit = {} if not anchors else {"anchors": {
+            "anchor_groups": sum(a["anchor_groups"] for a in anchors),
+            "with_spread": sum(a["with_spread"] for a in anchors),
+            "mean_size": sum(a["mean_size"] * a["anchor_groups"] for a in anchors) /
+            max(1, sum(a["anchor_groups"] for a in anchors))}}
+        if self.pool is not None:
+            credit["task_pool"] = self.pool.event_state()
         return Rollout(step=0, groups=len(total) // rl.group_size, group_size=rl.group_size, rewards=rewards,
                        reward_mean=mean, reward_std=std, all_equal_groups=all_equal_groups(total, rl.group_size),
                        completion_tokens_mean=sum(lengths) / len(lengths), completion_tokens_max=max(lengths),
                        truncated=sum(truncated) / len(truncated),
                        parse_rate=sum(parsed) / len(parsed) if parsed else None, samples=samples, rollout_s=rollout_s,
-                       reference_kl=reference_kl,
+                       reference_kl=reference_kl, **credit,
                        **({} if rl.max_draws == 1 else
                           {"draws": len(windows),
                            "trained_groups": sum(len(groups_with_spread(w.total, rl.group_size)) for w in trained)}))

@@ -130,6 +130,8 @@ class _Engine:
             self.grpo = self._grpo_step(built)
         if cfg.checkpointing.resume_from:
             self._resume(cfg.checkpointing.resume_from)
+            if self.grpo is not None:
+                self.grpo.restore(self.state.extra)
         self.view = RunView(cfg=cfg, model=self.model, named_trainable=tuple(self.strategy.named_trainable),
                             policy=self.policy, rank=self.ctx.rank, world_size=self.ctx.world_size,
                             start_step=self.state.step, train_examples=self.train_examples, emit=self.writer.emit,
@@ -286,6 +288,8 @@ class _Engine:
         self.state.micro_batches += taken.count  # the stream's position, for an exact resume
         self.state.tokens += target_tokens
         self.state.last_loss = loss
+        if self.grpo is not None:
+            self.state.extra = self.grpo.resume_state()
         self._consistent = True
         if self.strategy.can_save_alone:  # only the emergency checkpoint reads the RNG snapshot
             self._rng_after_step = rng_state()

@@ -239,6 +239,14 @@ class Rollout(Event):
     # rl.kl_coef > 0: the k3 estimate of KL(policy || reference) per trained completion token (how far the policy has
     # moved from its start; what the penalty acts on); absent without a reference and in older logs
     reference_kl: Optional[float] = None
+    # rl.pool (the task pool, rank 0's view: every rank's is the same): {"families": {family: {success: recent share
+    # of successful episodes or None before any, weight: its draw weight, drawn: prompts drawn this step}}, "fresh":
+    # fresh instances drawn this step, "replayed": completions replaced by a kept successful reply, "kept": replies
+    # kept}; absent without the pool and in older logs
+    task_pool: Optional[dict] = None
+    # rl.step_advantage_weight > 0: GiGPO's anchor-state groups of the trained steps this step (rank 0's):
+    # {anchor_groups, mean_size: members per group, with_spread: groups whose returns differ}; absent without it
+    anchors: Optional[dict] = None
 
 
 @dataclass(frozen=True)

@@ -149,6 +149,9 @@ class RunMonitor(W.VBox):
         self.reward_fig = _figure("rewards (GRPO rollouts)", "mean reward", showlegend=True)
         self.mismatch_fig = _figure("policy mismatch: |logp sampler - logp trainer|", "nats per token",
                                     showlegend=True, log_y=True)
+        # rl.pool: each task family's recent success, what the pool draws by (a failing family more often)
+        self.pool_fig = _figure("task pool: recent success per family", "share of episodes succeeded",
+                                showlegend=True, yaxis_range=[0, 1.05])
         self.scale_fig = _figure("loss scale", "scale", (
             go.Scatter(name="loss scale", mode="lines"),
             go.Scatter(name="overflow (step skipped)", mode="markers", marker=dict(color="#c62828", size=10, symbol="x"))),
@@ -163,7 +166,7 @@ class RunMonitor(W.VBox):
         self.census_fig = _figure("parameters by module group and dtype", "parameters", xtitle=None, barmode="stack",
                                   yaxis_tickformat="~s")
         self.figures = {"loss": self.loss_fig, "tasks": self.task_fig, "rewards": self.reward_fig,
-                        "mismatch": self.mismatch_fig, "loss_scale": self.scale_fig, "grad_norm": self.grad_fig,
+                        "mismatch": self.mismatch_fig, "pool": self.pool_fig, "loss_scale": self.scale_fig, "grad_norm": self.grad_fig,
                         "lr": self.lr_fig, "memory": self.memory_fig, "breakdown": self.breakdown_fig,
                         "census": self.census_fig}
 
@@ -366,7 +369,7 @@ class RunMonitor(W.VBox):
             fig.layout.xaxis.range, fig.layout.xaxis.autorange = None, True
         self.memory_fig.data = []
         self.task_fig.data = []
-        self.reward_fig.data, self.mismatch_fig.data, self._grpo_traces = [], [], {}
+        self.reward_fig.data, self.mismatch_fig.data, self.pool_fig.data, self._grpo_traces = [], [], [], {}
         self.samples_table.value = ""
         self.loss_fig.data = self.loss_fig.data[:2]  # the task losses a previous run added
         self._task_traces = {}
@@ -397,6 +400,7 @@ class RunMonitor(W.VBox):
         for fig, has_data in ((self.loss_fig, s.loss.x or s.eval_loss.x), (self.scale_fig, s.loss_scale.x),
                               (self.task_fig, any(f is self.task_fig for f, _ in self._task_traces.values())),
                               (self.reward_fig, s.rewards), (self.mismatch_fig, s.mismatch),
+                              (self.pool_fig, s.pool_success),
                               (self.grad_fig, s.grad_norm.x), (self.lr_fig, s.lr.x),
                               (self.memory_fig, s.memory_series), (self.breakdown_fig, s.memory),
                               (self.census_fig, s.census)):
@@ -429,8 +433,8 @@ class RunMonitor(W.VBox):
         if not total:
             return
         zoomed = [self.step_figures[name] for name in self.zoom.windows]  # the user's zoom stays
-        for fig in (self.loss_fig, self.task_fig, self.reward_fig, self.mismatch_fig, self.scale_fig, self.grad_fig,
-                    self.lr_fig, self.memory_fig):
+        for fig in (self.loss_fig, self.task_fig, self.reward_fig, self.mismatch_fig, self.pool_fig, self.scale_fig,
+                    self.grad_fig, self.lr_fig, self.memory_fig):
             if not any(fig is z for z in zoomed) and tuple(fig.layout.xaxis.range or ()) != (0, total):
                 fig.layout.xaxis.range = [0, total]
 
@@ -441,10 +445,12 @@ class RunMonitor(W.VBox):
         grpo = (s.config.get("training") or {}).get("method") == "grpo" or bool(s.rewards)
         for name in ("rewards", "mismatch"):
             self.figure_boxes[name].layout.display = None if grpo else "none"
+        self.figure_boxes["pool"].layout.display = None if grpo and s.pool_success else "none"
         self.samples_cell.layout.display = None if grpo and s.samples else "none"
         if not grpo:
             return
-        for fig, prefix, series_of in ((self.reward_fig, "reward ", s.rewards), (self.mismatch_fig, "", s.mismatch)):
+        for fig, prefix, series_of in ((self.reward_fig, "reward ", s.rewards), (self.mismatch_fig, "", s.mismatch),
+                                       (self.pool_fig, "pool ", s.pool_success)):
             for name, series in series_of.items():
                 key = prefix + name
                 if key not in self._grpo_traces:
