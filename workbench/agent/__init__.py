@@ -5,7 +5,7 @@ caller that compares agents on whole episodes), ``evaluate_agent`` behind ``work
 of training rows behind ``workbench agent record``."""
 from .episode import Episode, Step
 from .evaluate import AgentError, AgentReport, evaluate_agent
-from .judge import Contestant, Judged, judge, play_to_folder
+from .judging import Contestant, Judged, judge, play_to_folder
 from .metrics import paired, summarize
 from .policy import InProcessPolicy, OraclePolicy, Policy, ServedPolicy
 from .runner import run_episodes, sim_devices

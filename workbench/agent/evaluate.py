@@ -21,7 +21,7 @@ from ..phone.tasks import PhoneTask
 from ..runs.layout import EPISODES_DIR
 from ..runs.results import served_run_dir, write_results
 from ..serve.remote import ServerClient, ServerUnreachable
-from .judge import Contestant, judge
+from .judging import Contestant, judge
 from .policy import OraclePolicy, ServedPolicy
 from .runner import sim_devices
 from .store import folder_name
