@@ -24,7 +24,8 @@ def length_reward():
 
 
 def test_grpo_samples_from_vllm_at_temperature_07_with_the_adapter_it_trains(tmp_path, length_reward):
-    """Three steps at rl.temperature 0.7. The trainer's log-probabilities (logits / 0.7) match vLLM's: vLLM is asked
+    """Three steps at rl.temperature 0.7, with rl.importance_sampling token_truncate (the correction TRL applies to
+    vLLM rollouts). The trainer's log-probabilities (logits / 0.7) match vLLM's: vLLM is asked
     for the log-probabilities after temperature (--logprobs-mode processed_logprobs; its raw ones differ from these
     by ~0.2-0.5 nats a token at 0.7). From step 2 on the adapter has moved the policy away from the base (its KL to
     the base, reference_kl), and vLLM still samples what the trainer computes: the adapter of each step reaches vLLM
@@ -39,7 +40,8 @@ def test_grpo_samples_from_vllm_at_temperature_07_with_the_adapter_it_trains(tmp
         "data.max_length": 512, "precision.mode": "fp32", "lora.r": 8, "schedule.max_steps": 3,
         "schedule.micro_batch_size": 2, "schedule.learning_rate": 2e-3, "schedule.warmup_steps": 0,
         "rl.rollout_engine": "vllm", "rl.temperature": 0.7, "rl.group_size": 4, "rl.max_new_tokens": 24,
-        "rl.rewards": length_reward, "rl.kl_coef": 0.01, "diagnosis.enabled": False,
+        "rl.rewards": length_reward, "rl.kl_coef": 0.01, "rl.importance_sampling": "token_truncate",
+        "diagnosis.enabled": False,
         "output.runs_dir": str(tmp_path / "runs"), "output.run_name": "vllm", "output.progress_bar": False})
     result = train(cfg)
     events = list(iter_events(result.run_dir / "events.jsonl"))
@@ -48,9 +50,11 @@ def test_grpo_samples_from_vllm_at_temperature_07_with_the_adapter_it_trains(tmp
     assert [e.step for e in mismatch] == [1, 2, 3] and all(e.tokens > 0 for e in mismatch)
     for m in mismatch:  # fp32 in both engines: only the kernels differ
         assert m.mean_abs < 0.02 and m.kl < 1e-3, m
+        # the truncated importance-sampling correction (TRL's, for vLLM rollouts): weights near 1, none at the cap
+        assert abs(m.is_weight_mean - 1) < 0.02 and m.is_capped == 0.0, m
     moved = [r.reference_kl for r in rollouts]
     print("mismatch mean_abs", [round(m.mean_abs, 5) for m in mismatch], "kl", [m.kl for m in mismatch],
-          "reference_kl", moved)
+          "reference_kl", moved, "is_weight_mean", [m.is_weight_mean for m in mismatch])
     assert moved[0] == 0.0 and moved[2] > 1e-3, moved  # the adapter starts at 0, then trains
     for m, kl in zip(mismatch[1:], moved[1:]):
         assert m.kl < kl / 10, (m, kl)  # vLLM samples the trained adapter, not the base

@@ -2,7 +2,8 @@
 the rewards the run was given, one optimizer step on the clipped, token-normalised surrogate.
 
 The engine imports no reward: whoever starts the run (``workbench.training``) passes a ``RolloutScorer``, an object
-with the prompts and a call that scores completions. Per optimizer step, for each of ``grad_accum_steps``
+with the prompts and a call that scores completions (and, for phone tasks, optionally a task pool that draws the
+prompts, and each completion's step advantage: ``rewards.task_pool``, ``rewards.credit``). Per optimizer step, for each of ``grad_accum_steps``
 micro-batches, ``micro_batch_size`` prompts (this rank's slice of the data stream, as SFT takes rows) each get
 ``rl.group_size`` completions, sampled in one batch under the run's precision policy with each token's
 log-probability kept as the sampler computed it. The trainer's forward recomputes those log-probabilities (same
@@ -44,8 +45,10 @@ class ScoredCompletions:
 class RolloutScorer(Protocol):
     """What scores a run's rollouts. Optionally it also has ``attach(policy: TrainedPolicy)``, called once the
     model is built: a reward that needs the model being trained (an episode the model plays on after its sampled
-    first action) gets it there; and ``thumbnail(prompt) -> Optional[str]``, a small image data: URL of the
-    prompt shown beside its logged samples."""
+    first action) gets it there; ``thumbnail(prompt) -> Optional[str]``, a small image data: URL of the
+    prompt shown beside its logged samples; and ``pool`` (``rewards.task_pool.TaskPool``, rl.pool): then the pool
+    draws the prompts (``draw``), follows the successes (``tally`` summed over ranks, ``update``), keeps and replays
+    successful replies (``remember``, ``kept_reply``), and reports and saves its state."""
 
     prompts: Sequence  # items with .messages (the conversation up to the answer; screenshots as data: URLs)
 
