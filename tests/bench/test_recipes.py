@@ -439,3 +439,37 @@ def _oracle_named(name):
     oracle = OraclePolicy(select_tasks("open_app"))
     oracle.name = name
     return oracle
+
+
+def test_the_bench_trains_an_rl_recipes_baselines_after_it_and_judges_them_with_it(monkeypatch, tmp_path, capsys):
+    """run_recipe of a recipe with baselines: the RL run first (its training time measured), then each baseline from
+    the same start for that time, then every evaluation gets them; the printed table follows the figures."""
+    from workbench.bench import baselines as bl
+
+    recipe = load_recipe("grpo-phone-agent-smollm2")
+    assert recipe.baselines == ["sft_continued", "filtered_bc"]
+    start_run = tmp_path / "sft"
+    (start_run / "model").mkdir(parents=True)
+    (start_run / "model" / "config.json").write_text("{}")
+    calls = []
+    monkeypatch.setattr(bench, "config_differences", lambda *a: [])
+    monkeypatch.setattr(bench, "_train", lambda cfg: calls.append(("train", cfg.output.run_name)) or tmp_path / "grpo")
+    monkeypatch.setattr(bench, "_note_machine", lambda *a: None)
+    monkeypatch.setattr(bl, "train_baselines", lambda recipe, start, run, model, wall_s, run_dir, train, progress:
+                        calls.append(("baselines", start.name, run, model, run_dir)) or
+                        [bl.Baseline("sft_continued", tmp_path / "cont", 12.0, 3)])
+
+    def evaluated(recipe, run_dir, unjudged, progress, baselines, comparisons):
+        calls.append(("evaluate", [b.role for b in baselines]))
+        comparisons.append(bl.Comparison("phone_agent heldout", [
+            {"role": "base", "success": 14, "n": 31, "only": 0, "only_start": 0, "p": 1.0},
+            {"role": "sft_continued", "success": 15, "n": 31, "only": 2, "only_start": 1, "p": 1.0},
+            {"role": "tuned", "success": 13, "n": 31, "only": 1, "only_start": 2, "p": 1.0}]))
+        return []
+
+    monkeypatch.setattr(bench, "evaluate_recipe", evaluated)
+    out = bench.run_recipe(recipe, {}, tmp_path, progress=False, start_run=start_run)
+    assert calls == [("train", calls[0][1]), ("baselines", "phone-agent-smollm2", start_run, start_run / "model",
+                                              tmp_path / "grpo"), ("evaluate", ["sft_continued"])]
+    text = bench.format_outcomes([out])
+    assert re.search(r"SFT continued +15/31  2 / 1 \(p 1\)", text) and "SFT continued: 3 steps in 12 s" in text, text
