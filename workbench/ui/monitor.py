@@ -150,7 +150,8 @@ class RunMonitor(W.VBox):
         self.mismatch_fig = _figure("policy mismatch: |logp sampler - logp trainer|", "nats per token",
                                     showlegend=True, log_y=True)
         # rl.pool: each task family's recent success, what the pool draws by (a failing family more often)
-        self.pool_fig = _figure("task pool: recent success per family", "share of episodes succeeded",
+        # (taller: a legend of ten families under the chart leaves it its plot)
+        self.pool_fig = _figure("task pool: recent success per family", "recent success", height=400,
                                 showlegend=True, yaxis_range=[0, 1.05])
         self.scale_fig = _figure("loss scale", "scale", (
             go.Scatter(name="loss scale", mode="lines"),
