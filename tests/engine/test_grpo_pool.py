@@ -39,8 +39,8 @@ def pool_run(make_cfg, name: str, winner=None, **overrides):
                     for kind in ("rollout", "step", "policy_mismatch")}
 
 
-def test_the_pool_replays_a_kept_success_into_a_group_that_failed_and_follows_the_successes(make_cfg):
-    result, ev = pool_run(make_cfg, "pool")
+def test_the_pool_replays_a_kept_success_into_a_group_that_failed_follows_the_successes_and_resumes(make_cfg):
+    whole_run, ev = pool_run(make_cfg, "pool")
     rollouts, steps, mismatch = ev["rollout"], ev["step"], ev["policy_mismatch"]
     first = rollouts[0].task_pool
     # step 1: the first reply won (1 of 3 episodes), so it was kept; its group had a spread: nothing replayed
@@ -59,14 +59,10 @@ def test_the_pool_replays_a_kept_success_into_a_group_that_failed_and_follows_th
                                                                                                 1 / 12])
     # step credit: the group's three sampled replies share the task's first screen, one anchor group a step
     assert all(r.anchors["anchor_groups"] == 1 and r.anchors["mean_size"] >= 3 for r in rollouts)
-
-
-def test_a_resumed_pool_run_replays_and_draws_as_the_whole_run_did(make_cfg):
-    """The kept replies and the families' recent outcomes ride in the checkpoint: resumed at step 2, steps 3 and 4
-    replay the same reply and report the same pool as the whole run (without them: nothing to replay, success 0)."""
-    whole_run, whole = pool_run(make_cfg, "whole")
+    # the kept replies and the recent outcomes ride in the checkpoint: resumed at step 2, steps 3 and 4 replay the
+    # same reply and report the same pool (without them: nothing to replay, success 0)
     step2 = next(p for p in (whole_run.run_dir / "checkpoints").iterdir() if p.name.endswith("0000002"))
     _, resumed = pool_run(make_cfg, "resumed", winner=FirstReplyWins.winner,
                           **{"checkpointing.resume_from": str(step2)})
-    assert [r.task_pool for r in resumed["rollout"]] == [r.task_pool for r in whole["rollout"][2:]]
-    assert [s.loss for s in resumed["step"]] == [s.loss for s in whole["step"][2:]]
+    assert [r.task_pool for r in resumed["rollout"]] == [r.task_pool for r in rollouts[2:]]
+    assert [s.loss for s in resumed["step"]] == [s.loss for s in steps[2:]]
