@@ -159,9 +159,10 @@ def test_a_recipe_that_starts_from_another_is_trained_from_that_recipes_model(mo
 
     def train_start(recipe, runs_dir, progress, out):
         started.append(recipe.starts_from)
-        return start_run / "model"
+        return start_run
 
-    def train_and_evaluate(recipe, cfg, unjudged, out, progress):
+    def train_and_evaluate(recipe, cfg, unjudged, out, progress, start):
+        assert start == start_run  # the baselines' start: its step time, its model
         trained.append(cfg.model.source)
         judged.append(unjudged is None)
         figure = Figure(value=1.0, tolerance=0.1, base=0.0)
@@ -305,7 +306,7 @@ def test_each_evaluation_of_a_recipe_is_judged_on_its_own_figures(monkeypatch, t
     recipe = load_recipe("screenshots-to-actions-tiny-glm4v")
     heldout, combos = recipe.evaluation
 
-    def measured(evaluation, run_dir, progress):
+    def measured(evaluation, run_dir, progress, baselines=(), comparisons=None):
         figures = {m: f.value for m, f in evaluation.figures.items()}
         if evaluation is combos:
             figures["parse_rate"] = 0.86  # off its own window (0.953 ± 0.06), inside the held-out one (0.911 ± 0.06)
@@ -371,3 +372,109 @@ def test_a_recipe_of_two_ddp_ranks_is_trained_as_two_processes_as_workbench_trai
     assert judged == [out.run_dir] and any(e.type == "run_finished" for e in events)
     assert {e.rank for e in events if e.type == "memory"} == {0, 1}  # both ranks trained
     assert out.machine.endswith("2 processes of 1 torch thread") and out.cpu_s > out.train_s * 0.5  # their CPU counted
+
+
+def test_an_rl_recipes_baselines_train_from_its_start_for_its_wall_time_and_are_judged_beside_it(monkeypatch, tmp_path,
+                                                                                                 capsys):
+    """A recipe's baselines (issue 55): SFT continued and filtered behaviour cloning, each the start recipe's training
+    from the start model for the RL run's own wall time (steps = that time / the start run's median step time; the
+    BC's playing of the RL tasks counted in it), the BC on the start's own successful episodes of the RL tasks as
+    training rows; then every model on the same episodes, paired with the start, in one table, and the figures
+    judged against the best of the start and the baselines. Training is a stand-in here (its configs checked); the
+    start plays as the oracle (so it succeeds), the trained models are tiny GLM-4."""
+    from workbench import models
+    from workbench.agent import judging as judge_module
+    from workbench.bench import baselines as bl
+    from workbench.config.recipes import Evaluation, Recipe
+    from workbench.events import EventWriter, Step
+    from workbench.runs import layout
+
+    recipe = load_recipe("grpo-phone-agent-smollm2").model_copy(update={"baselines": ["sft_continued", "filtered_bc"]})
+    start = load_recipe(recipe.starts_from)
+    start_run, grpo_run = tmp_path / "runs" / "sft", tmp_path / "runs" / "grpo"
+    start_run.mkdir(parents=True)
+    grpo_run.mkdir()
+    with EventWriter(start_run / "events.jsonl") as w:  # the start's steps took 10 s each (the median)
+        for n, seconds in enumerate([9.0, 10.0, 30.0], 1):
+            w.emit(Step(step=n, loss=1.0, lr=1e-4, grad_norm=1.0, loss_scale=None, skipped=False, tokens=10,
+                        tokens_per_s=1.0, step_time_s=seconds, eta_s=0.0))
+    real_run_config, real_in_process = Recipe.run_config, judge_module.in_process
+    two_tasks = {"rl.tasks": "open_app/settings,open_app/clock", "rl.episode_max_steps": 4}
+    monkeypatch.setattr(Recipe, "run_config", lambda self, overrides=(), checks=True: real_run_config(
+        self, {**dict(overrides), **(two_tasks if self.name == recipe.name else {})}, checks=checks))
+    monkeypatch.setattr(judge_module, "in_process", lambda name, load, max_tokens: lambda: _oracle_named(name))
+    trained = []
+
+    def train(cfg):
+        trained.append(cfg)
+        return tmp_path / "runs" / cfg.output.run_name
+
+    out = bl.train_baselines(recipe, start, start_run, tmp_path / "start-model", 200.0, grpo_run, train, False)
+    continued, cloned = trained
+    assert [b.role for b in out] == ["sft_continued", "filtered_bc"] and all(b.run_dir for b in out)
+    assert continued.schedule.max_steps == 20 and continued.model.source == str(tmp_path / "start-model")
+    assert continued.data.train == start.run_config({}).data.train  # the start's own rows, continued
+    rows = [json.loads(line) for line in open(cloned.data.train)]
+    assert cloned.data.train.startswith(str(grpo_run)) and rows and all(r["meta"]["observation"] == "ui_tree"
+                                                                          for r in rows)
+    assert 0 < cloned.schedule.max_steps <= 20 and "rows of the 2 of 2 RL tasks the start finished" in out[1].note
+    # judged on the same episodes: the start (the oracle again: it wins all), both baselines, the RL run
+    monkeypatch.setattr(models, "load_run_for_inference", lambda run_dir, device: models.load_for_inference("tiny-glm4"))
+    monkeypatch.setattr(layout, "base_model", lambda run_dir: "tiny-glm4")
+    monkeypatch.setattr(judge_module, "in_process", lambda name, load, max_tokens: (
+        (lambda: _oracle_named(name)) if name == "base" else real_in_process(name, load, max_tokens)))
+    evaluation = Evaluation(task="phone_agent", data="open_app/settings,open_app/clock", observation="ui_tree",
+                            max_tokens=2, max_steps=2, date="2026-12-01")
+    (grpo_run / "config.json").write_text(json.dumps({"model": {"source": "tiny-glm4"}}))  # the run's own config
+    comparisons = []
+    tuned, best = bench.evaluate_episodes(evaluation, grpo_run, False, out, comparisons)
+    assert tuned["success_rate"] == 0.0 and best["success_rate"] == 1.0  # the best of the start and the baselines
+    [c] = comparisons
+    assert [(r["role"], r["success"], r["only"], r["only_start"]) for r in c.rows] == [
+        ("base", 2, 0, 0), ("sft_continued", 0, 0, 2), ("filtered_bc", 0, 0, 2), ("tuned", 0, 0, 2)]
+    lines = bl.comparison_lines(recipe.name, comparisons, out)
+    assert lines[2].split()[:4] == ["SFT", "start", "2/2", "-"] and "0/2  0 / 2 (p 0.5)" in lines[3], lines
+    assert "the best of the start and its baselines is SFT start (1.000)" in capsys.readouterr().out
+
+
+def _oracle_named(name):
+    from workbench.agent import OraclePolicy
+    from workbench.phone.tasks import select_tasks
+
+    oracle = OraclePolicy(select_tasks("open_app"))
+    oracle.name = name
+    return oracle
+
+
+def test_the_bench_trains_an_rl_recipes_baselines_after_it_and_judges_them_with_it(monkeypatch, tmp_path, capsys):
+    """run_recipe of a recipe with baselines: the RL run first (its training time measured), then each baseline from
+    the same start for that time, then every evaluation gets them; the printed table follows the figures."""
+    from workbench.bench import baselines as bl
+
+    recipe = load_recipe("grpo-phone-agent-smollm2")
+    assert recipe.baselines == ["sft_continued", "filtered_bc"]
+    start_run = tmp_path / "sft"
+    (start_run / "model").mkdir(parents=True)
+    (start_run / "model" / "config.json").write_text("{}")
+    calls = []
+    monkeypatch.setattr(bench, "config_differences", lambda *a: [])
+    monkeypatch.setattr(bench, "_train", lambda cfg: calls.append(("train", cfg.output.run_name)) or tmp_path / "grpo")
+    monkeypatch.setattr(bench, "_note_machine", lambda *a: None)
+    monkeypatch.setattr(bl, "train_baselines", lambda recipe, start, run, model, wall_s, run_dir, train, progress:
+                        calls.append(("baselines", start.name, run, model, run_dir)) or
+                        [bl.Baseline("sft_continued", tmp_path / "cont", 12.0, 3)])
+
+    def evaluated(recipe, run_dir, unjudged, progress, baselines, comparisons):
+        calls.append(("evaluate", [b.role for b in baselines]))
+        comparisons.append(bl.Comparison("phone_agent heldout", [
+            {"role": "base", "success": 14, "n": 31, "only": 0, "only_start": 0, "p": 1.0},
+            {"role": "sft_continued", "success": 15, "n": 31, "only": 2, "only_start": 1, "p": 1.0},
+            {"role": "tuned", "success": 13, "n": 31, "only": 1, "only_start": 2, "p": 1.0}]))
+        return []
+
+    monkeypatch.setattr(bench, "evaluate_recipe", evaluated)
+    out = bench.run_recipe(recipe, {}, tmp_path, progress=False, start_run=start_run)
+    assert calls == [("train", calls[0][1]), ("baselines", "phone-agent-smollm2", start_run, start_run / "model",
+                                              tmp_path / "grpo"), ("evaluate", ["sft_continued"])]
+    text = bench.format_outcomes([out])
+    assert re.search(r"SFT continued +15/31  2 / 1 \(p 1\)", text) and "SFT continued: 3 steps in 12 s" in text, text

@@ -39,6 +39,16 @@ def test_grpo_defaults_are_valid_and_sft_stays_the_default():
                                                                        "prompts": "phone_tasks"}},
      "rl.rollout_engine", "text prompts"),
     ({"rl": {"rollout_engine": "sglang"}}, "rl.rollout_engine", "in_process"),
+    ({"rl": {"loss_type": "sum"}}, "rl.loss_type", "dr_grpo"),
+    ({"rl": {"importance_sampling": "sequence_mask"}}, "rl.importance_sampling", "token_truncate"),
+    ({"rl": {"importance_sampling_cap": 1.0}}, "rl.importance_sampling_cap", "greater than 1"),
+    ({"rl": {"pool": True}}, "rl.pool", "set rl.prompts phone_tasks and an episode reward"),
+    ({"rl": {"pool": True, "prompts": "phone_tasks", "rewards": {"format": 1}}}, "rl.pool", "an episode reward"),
+    ({"rl": {"pool_replay": True}}, "rl.pool_replay", "set rl.pool true"),
+    ({"rl": {"pool_fresh_share": 0.5}}, "rl.pool_fresh_share", "set rl.pool true"),
+    ({"rl": {"pool_floor": 1.5}}, "rl.pool_floor", "less than or equal to 1"),
+    ({"rl": {"step_advantage_weight": 0.5}}, "rl.step_advantage_weight", "episode reward"),
+    ({"rl": {"step_discount": 0}}, "rl.step_discount", "greater than 0"),
 ])
 def test_bad_rl_settings_name_their_field(data, path, word):
     problems = problems_of(data)

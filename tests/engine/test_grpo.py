@@ -1,6 +1,7 @@
 """GRPO in the engine (training.method grpo) on the tiny GLM-4 and the phone-action rows: rollouts sampled by the
 model being trained, rewards by name, rollout and policy_mismatch events, precision policies, accumulation over
 groups, exact resume, and a reward that raises stopping the run with its name and the row."""
+import math
 from pathlib import Path
 
 import pytest
@@ -48,12 +49,14 @@ def test_grpo_steps_log_rollouts_and_the_mismatch_and_train_the_adapter(make_cfg
     assert [e.step for e in rollouts] == [1, 2] and [e.step for e in mismatch] == [1, 2]
     ro = rollouts[0]
     assert ro.groups == 2 and ro.group_size == 3 and set(ro.rewards) == {"format", "action_type", "length"}
-    assert 1 <= ro.completion_tokens_mean <= 6 and len(ro.samples) == 2
+    assert ro.completion_tokens_max <= 6 and len(ro.samples) == 2  # rl.max_new_tokens
     assert ro.parse_rate == 0.0 and ro.rewards["format"]["mean"] == 0.0  # 6 tokens of an untrained model: no action
     assert set(ro.samples[0]) == {"prompt", "completion", "rewards", "total", "advantage"}
     m = mismatch[0]
-    assert m.precision == mode and m.tokens > 0 and 0 <= m.mean_abs <= m.max_abs
-    assert m.ratio_min <= 1 <= m.ratio_max
+    # every completion token of the step compared (rl.max_draws 1: each group drawn is trained), the loss divided by
+    # their count; the ratio's extremes are exp of the largest log-probability gap, one way or the other
+    assert m.precision == mode and m.tokens == steps[0].tokens == round(ro.completion_tokens_mean * 2 * 3)
+    assert max(-math.log(m.ratio_min), math.log(m.ratio_max)) == pytest.approx(m.max_abs, rel=1e-4, abs=1e-12)
     # the same weights and policy: the trainer reproduces the sampler up to rounding, in fp32 to ~1e-6 as docs/grpo.md
     # says (4.8e-7 measured); in low precision to rounding of that precision (1.1e-3 in bf16 here): a trainer computing
     # in bf16 where fp32 was asked fails the first bound, one computing in fp32 where bf16 was asked the second
@@ -61,7 +64,6 @@ def test_grpo_steps_log_rollouts_and_the_mismatch_and_train_the_adapter(make_cfg
     # and fp16 alike (max_abs 0.0 measured on such an EPYC): there the lower bound cannot tell the precisions apart.
     low = 0.0 if cpu_has_fast_bf16() else 1e-5
     assert m.max_abs < 1e-5 and m.kl < 1e-10 if mode == "fp32" else low <= m.max_abs < 1e-2 and m.kl < 1e-5
-    assert steps[0].tokens == m.tokens  # the loss is normalised by the window's completion tokens
     from safetensors.torch import load_file
 
     trained = load_file(str(r.run_dir / "adapter" / "adapter_model.safetensors"))
@@ -100,6 +102,39 @@ def test_scale_rewards_none_keeps_the_rewards_scale_in_the_advantages(make_cfg, 
         assert all(a == pytest.approx(1.0, abs=1e-3) or a == 0 for a in advantages), advantages
     else:
         assert any(a > 2 for a in advantages), advantages
+
+
+def test_mask_truncated_completions_leaves_the_cut_answers_out_of_the_loss(make_cfg):
+    """rl.mask_truncated_completions: an untrained model's completions nearly never reach a stop token in 3 tokens,
+    and the cut ones are not trained on: a step whose completions were all cut has no token in the loss or its count
+    and a zero gradient; otherwise only the finished completions' tokens count (fewer than the mismatch compared)."""
+    r = train(grpo(make_cfg, **{"rl.mask_truncated_completions": True, "rl.max_new_tokens": 3,
+                                "schedule.max_steps": 3, "output.run_name": "masked"}))
+    rollouts, steps, mismatch = (events_of(r.run_dir, k) for k in ("rollout", "step", "policy_mismatch"))
+    assert any(ro.truncated == 1.0 for ro in rollouts)
+    for ro, st, m in zip(rollouts, steps, mismatch):
+        assert m.tokens == round(ro.completion_tokens_mean * ro.groups * ro.group_size)  # still measured on all
+        if ro.truncated == 1.0:
+            assert (st.tokens, st.loss, st.grad_norm) == (0, 0.0, 0.0)
+        else:
+            assert 0 < st.tokens < m.tokens
+
+
+@pytest.mark.parametrize("mode", ["token_truncate", "token_mask"])
+def test_importance_sampling_reports_the_weights_it_applied(make_cfg, mode):
+    """rl.importance_sampling in bf16 with a cap just above 1: the mismatch event says the mean weight the loss
+    applied (within the ratios' range, never above the cap; 0 for masked tokens) and the share of tokens over the
+    cap, which is the share whose ratio exceeds it (none where sampler and trainer agree bit for bit)."""
+    cap = 1.0005
+    r = train(grpo(make_cfg, **{"precision.mode": "bf16", "rl.importance_sampling": mode,
+                                "rl.importance_sampling_cap": cap, "output.run_name": mode}))
+    for m in events_of(r.run_dir, "policy_mismatch"):
+        assert (m.is_capped > 0) == (m.ratio_max > cap), m
+        low = 0.0 if mode == "token_mask" and m.is_capped else min(m.ratio_min, cap)
+        assert low - 1e-6 <= m.is_weight_mean <= min(m.ratio_max, cap) + 1e-6, m
+    plain = events_of(make_cfg_run := train(grpo(make_cfg, **{"output.run_name": f"plain-{mode}"})).run_dir,
+                      "policy_mismatch")
+    assert make_cfg_run and all(m.is_weight_mean is None and m.is_capped is None for m in plain)
 
 
 @pytest.fixture

@@ -1,12 +1,13 @@
-"""The GRPO arithmetic: group-normalised advantages, the clipped surrogate, the KL penalty, token normalisation and
-the mismatch figures, checked against hand-computed values."""
+"""The GRPO arithmetic: group-normalised advantages, the clipped surrogate, the KL penalty, token normalisation, the
+loss types, the importance-sampling correction and the mismatch figures, checked against hand-computed values."""
 import math
 
 import pytest
 import torch
 
 from workbench.precision import window_loss_divisor
-from workbench.precision.policy_loss import (all_equal_groups, group_advantages, groups_with_spread, grpo_loss_sum,
+from workbench.precision.policy_loss import (LOSS_TYPES, all_equal_groups, group_advantages, groups_with_spread,
+                                            grpo_loss_sum, importance_stats, importance_weights, loss_normalisation,
                                             mismatch_stats, reference_kl_sum)
 
 
@@ -105,3 +106,58 @@ def test_mismatch_figures():
     assert m.clipped == 2
     assert m.kl_sum == pytest.approx((math.exp(-0.1) + 0.1 - 1) + (math.exp(0.1) - 0.1 - 1))
     assert mismatch_stats(sampler, sampler, torch.ones(1, 4), 0.2).abs_max == 0
+
+
+def _window_loss(loss_type: str, logps: list, advantages: list, masks: list, max_new_tokens: int) -> float:
+    """The window's loss as the GRPO step computes it: each micro-batch's weighted sum over the shared count."""
+    rows, count = loss_normalisation(loss_type, masks, max_new_tokens)
+    return sum(float(grpo_loss_sum(lp, lp, a, m, 0.2, row_weights=w)) for lp, a, m, w in
+               zip(logps, advantages, masks, rows)) / count
+
+
+def test_each_loss_type_normalises_the_window_as_trl_documents_it():
+    """TRL's GRPOTrainer loss_type, per micro-batch and then averaged over the accumulation (equal micro-batches):
+    grpo = mean over completions of each one's token mean; bnpo = mean over micro-batches of the token mean;
+    dr_grpo = sum / (completions x max_completion_length); dapo = sum / the window's tokens. On policy (ratio 1)
+    each token's loss is -A; the completions are 3, 1, 2 and 4 tokens long, so every pair of types differs."""
+    masks = [torch.tensor([[1, 1, 1, 0], [1, 0, 0, 0]]), torch.tensor([[1, 1, 0, 0], [1, 1, 1, 1]])]
+    advantages = [torch.tensor([1.0, -2.0]), torch.tensor([0.5, 3.0])]
+    logps = [torch.full((2, 4), -1.0), torch.full((2, 4), -2.0)]
+    per_token = [[-1.0] * 3, [2.0], [-0.5] * 2, [-3.0] * 4]  # -A on each completion token
+    flat = [x for c in per_token for x in c]
+    expected = {
+        "grpo": sum(sum(c) / len(c) for c in per_token) / 4,
+        "bnpo": (sum(per_token[0] + per_token[1]) / 4 + sum(per_token[2] + per_token[3]) / 6) / 2,
+        "dr_grpo": sum(flat) / (4 * 8),
+        "dapo": sum(flat) / len(flat),
+    }
+    got = {t: _window_loss(t, logps, advantages, masks, max_new_tokens=8) for t in LOSS_TYPES}
+    assert got == pytest.approx(expected)
+    assert len({round(v, 6) for v in got.values()}) == 4  # four different normalisations, none a no-op of another
+    with pytest.raises(ValueError, match="loss type 'sum'"):
+        loss_normalisation("sum", masks, 8)
+
+
+def test_truncated_importance_sampling_weights_each_tokens_loss_by_its_capped_ratio():
+    """rl.importance_sampling: the trainer is the old policy (ratio 1, no clip from the mismatch) and each token's loss
+    is scaled by w = exp(logp trainer - logp sampler), capped at C (token_truncate) or 0 above C (token_mask): the loss
+    and its gradient change by exactly that ratio."""
+    gaps = [math.log(0.5), 0.0, math.log(1.5), math.log(5.0)]  # trainer - sampler per token
+    sampler = torch.tensor([[-2.0, -2.0, -2.0, -2.0]])
+    logp = (sampler + torch.tensor([gaps])).requires_grad_(True)
+    mask, adv = torch.ones(1, 4), torch.tensor([2.0])
+    truncate = importance_weights(logp, sampler, "token_truncate", cap=3.0)
+    torch.testing.assert_close(truncate, torch.tensor([[0.5, 1.0, 1.5, 3.0]]))
+    masked = importance_weights(logp, sampler, "token_mask", cap=3.0)
+    torch.testing.assert_close(masked, torch.tensor([[0.5, 1.0, 1.5, 0.0]]))
+    loss = grpo_loss_sum(logp, logp.detach(), adv, mask, clip_range=0.2, token_weights=truncate)
+    assert float(loss.detach()) == pytest.approx(-2.0 * (0.5 + 1.0 + 1.5 + 3.0))  # -A x w per token
+    loss.backward()
+    torch.testing.assert_close(logp.grad, -2.0 * truncate)  # d(-A w r)/d logp at r = 1
+    # without the correction the sampler is the old policy: the 5x token is clipped at 1.2, the 0.5x one is not
+    plain = grpo_loss_sum(logp.detach(), sampler, adv, mask, clip_range=0.2)
+    assert float(plain) == pytest.approx(-2.0 * (0.5 + 1.0 + 1.2 + 1.2))
+    total, capped, tokens = importance_stats(truncate, logp, sampler, mask, cap=3.0)
+    assert (total, capped, tokens) == (pytest.approx(6.0), 1, 4)
+    with pytest.raises(ValueError, match="importance sampling 'none'"):
+        importance_weights(logp, sampler, "none", 3.0)

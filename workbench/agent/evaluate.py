@@ -21,10 +21,10 @@ from ..phone.tasks import PhoneTask
 from ..runs.layout import EPISODES_DIR
 from ..runs.results import served_run_dir, write_results
 from ..serve.remote import ServerClient, ServerUnreachable
-from .metrics import summarize
+from .judging import Contestant, judge
 from .policy import OraclePolicy, ServedPolicy
-from .runner import run_episodes, sim_devices
-from .store import REPLAY_KEY, EpisodeWriter, folder_name
+from .runner import sim_devices
+from .store import folder_name
 
 TASK_NAME = EPISODE_TASK  # the task name of episode metrics in eval_results.json and the runs panel
 
@@ -95,20 +95,20 @@ def evaluate_agent(tasks: Sequence[PhoneTask], models: Optional[Iterable[str]] =
     report = AgentReport(TASK_NAME, ",".join(sorted({t.split for t in tasks})), client.base if client else url,
                          settings, 0.0, {})
     start = time.monotonic()
+    contestants = []
+    for policy in policies:
+        run_dir = served_run_dir(cards.get(policy.name, {}))
+        folder = run_dir / EPISODES_DIR / stamp if run_dir is not None else out / folder_name(policy.name)
+        contestants.append(Contestant(policy.name, folder, lambda p=policy: p))
     try:
-        for policy in policies:
-            run_dir = served_run_dir(cards.get(policy.name, {}))
-            folder = run_dir / EPISODES_DIR / stamp if run_dir is not None else out / folder_name(policy.name)
-            episodes, metrics = play_to_folder(policy, tasks, devices, folder, settings, screens=screens,
-                                               progress=progress, max_steps=max_steps, concurrency=concurrency,
-                                               date=date, observation=observation, repeat_limit=repeat_limit,
-                                               lang=lang)
-            report.metrics[policy.name] = {"default": metrics}
-            report.episodes[policy.name] = str(folder)
-            report.records[policy.name] = [{"task": e.task, "success": e.success, "end_reason": e.end_reason,
-                                            "steps": len(e.steps), "message": e.message} for e in episodes]
+        for judged in judge(contestants, tasks, devices, settings, screens=screens, progress=progress,
+                            max_steps=max_steps, concurrency=concurrency, date=date, observation=observation,
+                            repeat_limit=repeat_limit, lang=lang):
+            report.metrics[judged.name] = {"default": judged.metrics}
+            report.episodes[judged.name] = str(judged.folder)
+            report.records[judged.name] = judged.records
     finally:
-        for policy in policies:
+        for policy in policies:  # the ones a failure left unplayed
             getattr(policy, "close", lambda: None)()
         if client is not None:
             client.close()
@@ -167,35 +167,3 @@ def _served_models(client: ServerClient, models: Optional[Iterable[str]]) -> tup
         raise AgentError(f"model id(s) {', '.join(map(repr, missing))} not served at {client.base}; "
                          f"served: {', '.join(cards)}")
     return cards, wanted
-
-
-def play_to_folder(policy, tasks: Sequence[PhoneTask], devices, folder: Path, settings: dict, *, screens: bool = True,
-                   progress: bool = True, model: Optional[str] = None, replay_key: Optional[str] = None,
-                   **run_options) -> tuple[list, dict]:
-    """(episodes, metrics) of one model (``run_episodes`` with ``run_options``), each episode written to ``folder``
-    as it ends, with a progress bar counting the successes; the folder's summary names ``model`` (default: the
-    policy's name) beside ``settings`` and the metrics, and ``replay_key`` where given (``store.replay_key``)."""
-    writer = EpisodeWriter(folder, screens=screens)
-    bar = _progress(len(tasks), f"agent {policy.name}", progress)
-    successes = []
-
-    def ended(episode):
-        writer.write(episode)
-        successes.append(bool(episode.success))
-        bar.update(1)
-        bar.set_postfix(succeeded=f"{sum(successes)}/{len(successes)}")
-
-    try:
-        episodes = run_episodes(tasks, policy, devices, on_episode=ended, **run_options)
-    finally:
-        bar.close()
-    metrics = summarize(episodes)
-    writer.close({"model": model or policy.name, "settings": settings, "metrics": metrics,
-                  **({REPLAY_KEY: replay_key} if replay_key else {})})
-    return episodes, metrics
-
-
-def _progress(total: int, desc: str, enabled: bool):
-    from tqdm.auto import tqdm
-
-    return tqdm(total=total, desc=desc, unit="episode", disable=not enabled, leave=False)

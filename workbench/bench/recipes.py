@@ -39,6 +39,7 @@ from ..config.loading import split_override
 from ..config.names import EPISODE_TASK
 from ..config.recipes import EDGE, Evaluation, Figure, Recipe, all_recipes, load_recipe
 from ..runs.layout import existing_run_dir
+from .baselines import comparison_lines
 
 README_BEGIN = "<!-- recipes table: python -m workbench.bench.recipes --readme README.md -->"
 README_END = "<!-- end of the recipes table -->"
@@ -65,6 +66,8 @@ class Outcome:
     cpu_s: float = 0.0  # this process's CPU time for both (the server's threads included)
     machine: str = ""  # device/precision the run resolved to, and the torch threads
     notes: list[str] = field(default_factory=list)
+    baselines: list = field(default_factory=list)  # bench.baselines.Baseline: the recipe's baselines, trained here
+    comparisons: list = field(default_factory=list)  # bench.baselines.Comparison: per episode evaluation, every model
 
     @property
     def failed(self) -> bool:
@@ -92,70 +95,91 @@ def _scalars(metrics: dict) -> dict:
 EPISODE_SCREEN = (112, 252)  # the simulated phone's pixels in episode evaluations: a ui_tree model never sees them
 
 
-def evaluate_episodes(evaluation: Evaluation, run_dir: Path, progress: bool) -> tuple[dict, dict]:
+def evaluate_episodes(evaluation: Evaluation, run_dir: Path, progress: bool, baselines: tuple = (),
+                      comparisons: Optional[list] = None) -> tuple[dict, dict]:
     """(fine-tuned metrics, base metrics) of an episode evaluation (task phone_agent): every task of
     ``evaluation.data`` played to its end on the simulated phone by the run's own weights (model/, or its adapter
     merged) and by its base, in this process (greedy, on the GPU when one is visible; 8 conversations a batch on a
-    CPU, 48 on a GPU: the 31 held-out tasks took 17 min a model on 2 CPU cores); each model's episodes are stored in
-    RUN_DIR/episodes/<evaluation>-<tuned|base>/ (replies, screens, trees, final checks) to read. A local base's
-    episodes are copied, not played, from a run beside this one whose base episodes have the same replay key
-    (``agent.store.replay_key``: the same weights, settings, tasks, code and numerics): runs that start from one
-    model (GRPO variants from one SFT) play its episodes once."""
-    import datetime
-    import shutil
+    CPU, 48 on a GPU: the 31 held-out tasks took 17 min a model on 2 CPU cores), through the one judge
+    (``agent.judging``); each model's episodes are stored in RUN_DIR/episodes/<evaluation>-<tuned|base>/ (replies,
+    screens, trees, final checks) to read. A local base's episodes are copied, not played, from a run beside this one
+    whose base episodes have the same replay key (``agent.store.replay_key``: the same weights, settings, tasks, code
+    and numerics): runs that start from one model (GRPO variants from one SFT) play its episodes once.
 
-    from ..agent import InProcessPolicy, paired, play_to_folder, sim_devices
-    from ..agent.store import SUMMARY_FILE, find_replay, folder_name, read_episodes, replay_key, replay_numerics
+    ``baselines`` (``bench.baselines.Baseline``, trained from the same start): judged on the same episodes too, each
+    paired with the start; ``comparisons`` gets the evaluation's ``Comparison``; the base metrics returned are then
+    the best of the start and the baselines (what a claim over the start must beat)."""
     from ..models import load_run_for_inference
+    from ..precision import resolve_device
+    from ..runs.layout import base_model
+    from .baselines import LABELS, Comparison
+
+    device, base = resolve_device("auto"), base_model(run_dir)
+    trained = [b for b in baselines if b.run_dir is not None]
+    judged = judge_models(evaluation, run_dir, [
+        ("tuned", run_dir, lambda: load_run_for_inference(run_dir, device=device), None),
+        ("base", base, lambda: _load_base(run_dir, base, device), base),
+        *((b.role, b.run_dir, lambda d=b.run_dir: load_run_for_inference(d, device=device), None) for b in trained)],
+        progress)
+    tuned, start = judged[0], judged[1]
+    m = tuned.paired_with(start)  # greedy episodes repeat exactly: the tasks that tell the two apart are the spread
+    print(f"[recipes] {evaluation.label}: of {m['tasks']} tasks, {m['only_a']} finished by the tuned model alone, "
+          f"{m['only_b']} by the base alone (sign test p = {m['sign_test_p']:.3g}), {m['both']} by both", flush=True)
+    if not trained:
+        return tuned.metrics, start.metrics
+    comparison = Comparison(evaluation.label)
+    for j in [start, *judged[2:], tuned]:
+        p = j.paired_with(start)
+        comparison.rows.append({"role": j.name, "success": sum(bool(e.success) for e in j.episodes),
+                                "n": len(j.episodes), "only": p["only_a"], "only_start": p["only_b"],
+                                "p": p["sign_test_p"]})
+    if comparisons is not None:
+        comparisons.append(comparison)
+    best = max([start, *judged[2:]], key=lambda j: j.metrics["success_rate"] or 0.0)
+    print(f"[recipes] {evaluation.label}: the best of the start and its baselines is {LABELS[best.name]} "
+          f"({best.metrics['success_rate']:.3f}): the recipe's goal is judged against it", flush=True)
+    return tuned.metrics, best.metrics
+
+
+def judge_models(evaluation: Evaluation, run_dir: Path, models: list, progress: bool) -> list:
+    """Each of ``models`` ((role, source, load, local model directory or None)) judged on ``evaluation``'s tasks
+    (``agent.judging``), its episodes in RUN_DIR/episodes/<evaluation>-<role>/; one with a local model directory has a
+    replay key, and its episodes are copied from a run beside ``run_dir`` that played them with the same key."""
+    import datetime
+
+    from ..agent import Contestant, judge, sim_devices
+    from ..agent.judging import in_process
+    from ..agent.store import folder_name, replay_key, replay_numerics
     from ..phone.tasks import select_tasks
     from ..precision import resolve_device
-    from ..runs.layout import EPISODES_DIR, base_model, run_config
+    from ..runs.layout import EPISODES_DIR, run_config
 
     tasks = select_tasks(evaluation.data)
     date = datetime.date.fromisoformat(evaluation.date) if evaluation.date else None
-    out, played = [], []
-    device, base = resolve_device("auto"), base_model(run_dir)
     settings = {"tasks": evaluation.data, "n": len(tasks), "observation": evaluation.observation,
                 "lang": evaluation.lang, "max_steps": evaluation.max_steps, "max_tokens": evaluation.max_tokens,
                 "date": evaluation.date}
     quantized = run_config(run_dir).quantization.base
     if quantized != "none":  # the same files make another base: its episodes are not the 16-bit base's
         settings["quantization.base"] = quantized
-    numerics = replay_numerics(device)  # what else decides greedy decoding's numbers
-    # the run's own weights (model/, or its adapter merged: a GRPO LoRA saves no merged/), then its base (a quantized
-    # base quantized as the run trained over it: the base its adapter plays on)
-    for role, source, load in (("tuned", run_dir, lambda: load_run_for_inference(run_dir, device=device)),
-                               ("base", base, lambda: _load_base(run_dir, base, device))):
-        folder = run_dir / EPISODES_DIR / folder_name(f"{evaluation.label}-{role}")
-        key = replay_key(base, settings, [repr(t) for t in tasks], numerics) if role == "base" else None
-        earlier = find_replay(run_dir.parent, folder.name, key) if key else None
-        if earlier is not None:
-            if earlier.resolve() != folder.resolve():
-                shutil.rmtree(folder, ignore_errors=True)
-                shutil.copytree(earlier, folder)
-            print(f"[recipes] {evaluation.label} {role}: the episodes of {earlier} (the same weights, settings, "
-                  "tasks, code and numerics: greedy episodes repeat exactly), not played again", flush=True)
-            episodes = read_episodes(folder)
-            metrics = json.loads((folder / SUMMARY_FILE).read_text(encoding="utf-8"))["metrics"]
-        else:
-            loaded = load()
-            policy = InProcessPolicy(loaded.model, loaded.tokenizer, loaded.processor, name=role,
-                                     max_tokens=evaluation.max_tokens)
-            episodes, metrics = play_to_folder(policy, tasks, sim_devices(EPISODE_SCREEN), folder, settings,
-                                               progress=progress, model=str(source), replay_key=key,
-                                               max_steps=evaluation.max_steps, date=date,
-                                               observation=evaluation.observation, lang=evaluation.lang)
-            del loaded, policy
-        out.append(metrics)
-        played.append(episodes)
+    here = replay_numerics(resolve_device("auto"))  # what else decides greedy decoding's numbers
+    contestants = [Contestant(role, run_dir / EPISODES_DIR / folder_name(f"{evaluation.label}-{role}"),
+                              in_process(role, load, evaluation.max_tokens), model=str(source),
+                              replay_key=replay_key(local, settings, [repr(t) for t in tasks], here) if local else None)
+                   for role, source, load, local in models]
+
+    def said(j) -> None:
+        if j.replayed_from is not None:
+            print(f"[recipes] {evaluation.label} {j.name}: the episodes of {j.replayed_from} (the same weights, "
+                  "settings, tasks, code and numerics: greedy episodes repeat exactly), not played again", flush=True)
         if progress:
-            print(f"[recipes] {evaluation.label} {role}: success {out[-1]['success_rate']:.3f} of {len(tasks)}, "
-                  f"reached the task's apps {out[-1]['reached_apps_rate']:.3f}, taps quoting a line of the tree "
-                  f"{_rate_text(out[-1]['quoted_line_rate'])}", flush=True)
-    m = paired(*played)  # greedy episodes repeat exactly: the tasks that tell the two apart are the spread
-    print(f"[recipes] {evaluation.label}: of {m['tasks']} tasks, {m['only_a']} finished by the tuned model alone, "
-          f"{m['only_b']} by the base alone (sign test p = {m['sign_test_p']:.3g}), {m['both']} by both", flush=True)
-    return out[0], out[1]
+            print(f"[recipes] {evaluation.label} {j.name}: success {j.metrics['success_rate']:.3f} of {len(tasks)}, "
+                  f"reached the task's apps {j.metrics['reached_apps_rate']:.3f}, taps quoting a line of the tree "
+                  f"{_rate_text(j.metrics['quoted_line_rate'])}", flush=True)
+
+    return judge(contestants, tasks, sim_devices(EPISODE_SCREEN), settings, replays=run_dir.parent, progress=progress,
+                 on_judged=said, max_steps=evaluation.max_steps, date=date, observation=evaluation.observation,
+                 lang=evaluation.lang)
 
 
 def _load_base(run_dir: Path, base: str, device):
@@ -176,14 +200,16 @@ def _rate_text(rate) -> str:
     return "-" if rate is None else f"{rate:.3f}"
 
 
-def evaluate_run(evaluation: Evaluation, run_dir: Path, progress: bool) -> tuple[dict, dict]:
+def evaluate_run(evaluation: Evaluation, run_dir: Path, progress: bool, baselines: tuple = (),
+                 comparisons: Optional[list] = None) -> tuple[dict, dict]:
     """(fine-tuned metrics, base metrics) of one evaluation of a run, as `workbench eval --run RUN` measures them;
     a full fine-tune (model/, no adapter to serve beside its base) as `workbench eval --base RUN/model` and
-    `workbench eval --base MODEL`, one server each. Episode evaluations: ``evaluate_episodes``."""
+    `workbench eval --base MODEL`, one server each. Episode evaluations: ``evaluate_episodes`` (with the recipe's
+    ``baselines``)."""
     from ..eval.runner import evaluate
 
     if evaluation.task == EPISODE_TASK:
-        return evaluate_episodes(evaluation, run_dir, progress)
+        return evaluate_episodes(evaluation, run_dir, progress, baselines, comparisons)
     from ..runs.layout import base_model, trained_weights
     from ..serve.config import default_adapter_id
 
@@ -243,7 +269,7 @@ def _note_machine(recipe: Recipe, run_dir: Path, out: Outcome) -> None:
 
 
 def _train_start(recipe: Recipe, runs_dir: Path, progress: bool, out: Outcome) -> Path:
-    """Train the recipe ``recipe`` starts from (its own config, its own thread count) and return its model."""
+    """Train the recipe ``recipe`` starts from (its own config, its own thread count) and return its run."""
     start = load_recipe(recipe.starts_from)
     cfg = start.run_config({"output.runs_dir": str(runs_dir), "output.progress_bar": progress,
                             "output.run_name": f"{start.name}-{time.strftime('%Y%m%d-%H%M%S')}"})
@@ -252,7 +278,7 @@ def _train_start(recipe: Recipe, runs_dir: Path, progress: bool, out: Outcome) -
     with _threads_as_measured(start):
         run_dir = _train(cfg)
     out.notes.append(f"started from recipe {start.name}, trained here in {time.monotonic() - t0:.0f} s: {run_dir}")
-    return starting_model(run_dir)
+    return run_dir
 
 
 def _train(cfg) -> Path:
@@ -293,17 +319,19 @@ def run_recipe(recipe: Recipe, overrides: dict, runs_dir: Path, progress: bool =
                               for d in start_differs]
                 unjudged = "the start run is not its recipe's"
         else:
-            source = _train_start(recipe, runs_dir, progress, out)
+            start_run = _train_start(recipe, runs_dir, progress, out)
+            source = starting_model(start_run)
         overrides = {**overrides, "model.source": str(source)}
     cfg = recipe.run_config({**overrides, "output.runs_dir": str(runs_dir),
                              "output.run_name": f"{recipe.name}-{time.strftime('%Y%m%d-%H%M%S')}",
                              "output.progress_bar": overrides.get("output.progress_bar", progress)})
     with _threads_as_measured(recipe):
-        _train_and_evaluate(recipe, cfg, unjudged, out, progress)
+        _train_and_evaluate(recipe, cfg, unjudged, out, progress, start_run)
     return out
 
 
-def _train_and_evaluate(recipe: Recipe, cfg, unjudged: Optional[str], out: Outcome, progress: bool) -> None:
+def _train_and_evaluate(recipe: Recipe, cfg, unjudged: Optional[str], out: Outcome, progress: bool,
+                        start_run: Optional[Path] = None) -> None:
     cpu0 = _cpu_s()
     ranks = cfg.sharding.world_size if cfg.sharding.distributed else 1
     how = f"{ranks} processes of 1 torch thread" if ranks > 1 else f"{torch.get_num_threads()} torch thread(s)"
@@ -313,8 +341,15 @@ def _train_and_evaluate(recipe: Recipe, cfg, unjudged: Optional[str], out: Outco
     out.train_s, out.run_dir = time.monotonic() - t0, run_dir
     _note_machine(recipe, run_dir, out)
     out.machine += f", {how}"
+    if recipe.baselines and start_run is not None:  # the same start, the same wall time, another use of it
+        from .baselines import train_baselines
+
+        out.baselines = train_baselines(recipe, load_recipe(recipe.starts_from), start_run, Path(cfg.model.source),
+                                        out.train_s, run_dir, _train, progress)
+        out.notes.append("base (episode evaluations): the best of the start and its baselines, each trained from the "
+                         "start for this run's training time")
     t0 = time.monotonic()
-    out.rows += evaluate_recipe(recipe, run_dir, unjudged, progress)
+    out.rows += evaluate_recipe(recipe, run_dir, unjudged, progress, out.baselines, out.comparisons)
     out.eval_s = time.monotonic() - t0
     out.cpu_s = _cpu_s() - cpu0
 
@@ -357,14 +392,14 @@ def judge_run(recipe: Recipe, run_dir: Path, overrides: dict, progress: bool = T
     return out
 
 
-def evaluate_recipe(recipe: Recipe, run_dir: Path, unjudged: Optional[str] = None,
-                    progress: bool = False) -> list[Measured]:
+def evaluate_recipe(recipe: Recipe, run_dir: Path, unjudged: Optional[str] = None, progress: bool = False,
+                    baselines: tuple = (), comparisons: Optional[list] = None) -> list[Measured]:
     """Each evaluation of ``recipe`` on a run of it (trained here or elsewhere, e.g. by `workbench demo`), every
-    figure judged against the expected one."""
+    figure judged against the expected one (with ``baselines``, a base's figure is the best of the start and them)."""
     rows = []
     for i, evaluation in enumerate(recipe.evaluation):
         print(f"[recipes] {recipe.name}: evaluating {evaluation.label}", flush=True)
-        tuned, base = evaluate_run(evaluation, run_dir, progress)
+        tuned, base = evaluate_run(evaluation, run_dir, progress, baselines, comparisons)
         for metric in list(evaluation.figures) or list(_scalars(tuned)):
             if metric not in tuned:
                 raise ConfigError([(f"evaluation[{i}].figures.{metric}", f"task {evaluation.task} "
@@ -403,6 +438,7 @@ def format_outcomes(outcomes: list[Outcome], runs_kept: bool = True) -> str:
         m = o.recipe.measured_on
         there = (f"; measured {m.wall_s:.0f} s wall, {m.cpu_s:.0f} s CPU on {m.description}"
                  if m is not None and m.wall_s and m.cpu_s else "")
+        lines += comparison_lines(o.recipe.name, o.comparisons, o.baselines)
         lines.append(f"{o.recipe.name}: train {o.train_s:.0f} s + evaluate {o.eval_s:.0f} s = "
                      f"{o.train_s + o.eval_s:.0f} s wall, {o.cpu_s:.0f} s CPU, here as {o.machine}{there}; run: "
                      f"{o.run_dir if runs_kept else '(removed: --runs-dir DIR keeps it)'}")
@@ -529,7 +565,11 @@ def main(argv: Optional[list[str]] = None) -> int:
             "recipe": o.recipe.name, "skipped": o.skipped, "machine": o.machine, "train_s": round(o.train_s, 1),
             "eval_s": round(o.eval_s, 1), "cpu_s": round(o.cpu_s, 1), "notes": o.notes,
             "figures": [{"task": r.task, "metric": r.metric, "base": r.base, "value": r.value, "verdict": r.verdict}
-                        for r in o.rows]} for o in outcomes], indent=1), encoding="utf-8")
+                        for r in o.rows],
+            "baselines": [{"role": b.role, "run_dir": str(b.run_dir) if b.run_dir else None, "train_s": round(b.train_s, 1),
+                           "steps": b.steps, "note": b.note} for b in o.baselines],
+            "comparisons": [{"evaluation": c.label, "models": c.rows} for c in o.comparisons]}
+            for o in outcomes], indent=1), encoding="utf-8")
     return 1 if any(o.failed for o in outcomes) else 0
 
 

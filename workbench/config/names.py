@@ -33,7 +33,7 @@ EVAL_TASKS = NameCatalogue("task", ("heldout_loss", "identity", "phone_actions",
 # a recipe may be judged by it (its evaluation's data: the tasks, e.g. heldout), a training run's eval.tasks not.
 EPISODE_TASK = "phone_agent"
 # Reward functions of reinforcement fine-tuning (``rl.rewards``), implemented in ``workbench.rewards``.
-REWARDS = NameCatalogue("reward", ("action_type", "episode_efficiency", "episode_success", "format", "swipe_direction",
-                                   "tap_distance", "tap_in_box", "text_match"))
+REWARDS = NameCatalogue("reward", ("action_type", "episode_efficiency", "episode_shortest", "episode_success", "format",
+                                   "swipe_direction", "tap_distance", "tap_in_box", "text_match"))
 # The rewards that score an episode played on from the sampled action (rl.prompts phone_tasks plays it once for all)
-EPISODE_REWARDS = ("episode_success", "episode_efficiency")
+EPISODE_REWARDS = ("episode_success", "episode_efficiency", "episode_shortest")

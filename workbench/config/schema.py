@@ -368,6 +368,46 @@ class RlSection(Section):
                                "log-probabilities use the same).")
     max_new_tokens: int = Field(64, ge=1, le=8192, description="Completion length limit of the rollouts.")
     samples_logged: int = Field(4, ge=0, le=64, description="Sample completions per rollout event (the monitor's table).")
+    pool: bool = Field(
+        False, description="rl.prompts phone_tasks: draw the tasks by how the agent does on them (the task pool: "
+        "MobileRL's AdaGRPO, ARPO): each family of tasks (template) by its recent success, a solved one less, a "
+        "failing one more, with a floor (rl.pool_floor); fresh instances (rl.pool_fresh_share) and replay of "
+        "successful replies (rl.pool_replay) on top. Needs an episode reward (its success is what the pool follows).")
+    pool_floor: float = Field(0.1, ge=0, le=1, description="rl.pool: a family's draw weight is floor + (1 - floor) x "
+                              "(1 - its recent success): a solved family keeps this much of a failing one's.")
+    pool_window: int = Field(16, ge=1, le=4096, description="rl.pool: a family's recent success is the share of its "
+                             "last this-many played episodes that succeeded.")
+    pool_fresh_share: float = Field(0.0, ge=0, le=1, description="rl.pool: the share of draws that are a new task of "
+                                    "the family on a phone of new names and texts (never a held-out value) instead of "
+                                    "a task of rl.tasks: a solved template still yields unsolved instances.")
+    pool_replay: bool = Field(False, description="rl.pool: keep each reply whose episode succeeded, per task and step; "
+                              "a later group of that prompt whose episodes all failed gets it in place of its last "
+                              "completion (played and scored again; trained as on-policy): a spread where none was.")
+    step_advantage_weight: float = Field(
+        0.0, ge=0, le=10, description="GiGPO's step credit (rl.prompts phone_tasks, an episode reward): the weight of "
+        "each sampled step's advantage within its anchor-state group (every step of the window's episodes taken on "
+        "the same screen of the same task, its return the success discounted by rl.step_discount per later step), "
+        "added to the episode advantage; 0 = off. Tells apart episodes that all succeed in different numbers of steps.")
+    step_discount: float = Field(0.95, gt=0, le=1, description="rl.step_advantage_weight: a step's return is the "
+                                 "episode's success x this per step after it.")
+    loss_type: Literal["dapo", "grpo", "dr_grpo", "bnpo"] = Field(
+        "dapo", description="How the loss is normalised (TRL's GRPOTrainer loss_type, over the whole accumulation "
+        "window): dapo = the token mean over the window, as SFT's loss (a long completion weighs by its tokens); "
+        "grpo = each completion's token mean, averaged (length-biased: short right answers and long wrong ones "
+        "weigh more per token); dr_grpo = the sum over completions x rl.max_new_tokens (Dr. GRPO: a constant); "
+        "bnpo = each micro-batch's token mean, averaged.")
+    mask_truncated_completions: bool = Field(
+        False, description="Leave the completions cut at rl.max_new_tokens out of the loss and its normalisation "
+        "(TRL's mask_truncated_completions, DAPO's overlong filter): a cut answer is scored as unfinished, not as wrong.")
+    importance_sampling: Literal["none", "token_truncate", "token_mask"] = Field(
+        "none", description="Correct the sampler/trainer mismatch by truncated importance sampling (TRL's "
+        "vllm_importance_sampling_correction; in-process and vLLM rollouts alike): the trainer's own log-probabilities "
+        "are the old policy, and each token's loss is weighted by exp(logp trainer - logp sampler), capped at "
+        "rl.importance_sampling_cap (token_truncate) or 0 above it (token_mask); the mismatch event reports the mean "
+        "weight and the share capped. none = the sampler's log-probabilities are the old policy (the mismatch "
+        "enters the PPO ratio and its clip).")
+    importance_sampling_cap: float = Field(3.0, gt=1, le=100, description="rl.importance_sampling: the cap C of "
+                                           "the weights (TRL's vllm_importance_sampling_cap).")
     rollout_engine: Literal["in_process", "vllm"] = Field(
         "in_process", description="What samples the rollouts: in_process = the model being trained (generate); vllm = "
         "a vLLM server started for the run (`bash scripts/setup.sh --vllm`), given the current LoRA adapter each step "
@@ -382,6 +422,15 @@ class RlSection(Section):
         out += [(f"{path}.rewards.{name}", "plays the episode of a phone task on from its sampled action, and "
                  f"rl.prompts is {self.prompts}: set rl.prompts phone_tasks, or drop the reward")
                 for name in self.rewards if name in EPISODE_REWARDS and self.prompts != "phone_tasks"]
+        played = any(name in EPISODE_REWARDS for name in self.rewards)
+        for name, on in (("pool", self.pool), ("step_advantage_weight", self.step_advantage_weight > 0)):
+            if on and (self.prompts != "phone_tasks" or not played):
+                out.append((f"{path}.{name}", "follows the episodes played from each sampled reply: set rl.prompts "
+                            f"phone_tasks and an episode reward ({', '.join(EPISODE_REWARDS)}) in rl.rewards, or turn "
+                            "it off"))
+        for name, on in (("pool_fresh_share", self.pool_fresh_share > 0), ("pool_replay", self.pool_replay)):
+            if on and not self.pool:
+                out.append((f"{path}.{name}", "a setting of the task pool: set rl.pool true, or leave it at its default"))
         if self.date is not None and not _is_date(self.date):
             out.append((f"{path}.date", f"{self.date!r} is not a date: give YYYY-MM-DD, e.g. 2026-12-01, or null"))
         if not re.fullmatch(r"\s*\d+\s*[xX]\s*\d+\s*", self.screen_size) or \

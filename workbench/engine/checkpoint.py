@@ -8,7 +8,7 @@ from __future__ import annotations
 import json
 import random
 import shutil
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Optional
 
@@ -24,6 +24,7 @@ class TrainState:
     micro_batches: int  # micro-batches consumed from the data stream
     tokens: int = 0  # target tokens trained on so far
     last_loss: Optional[float] = None
+    extra: dict = field(default_factory=dict)  # the method's own state (GRPO's task pool), JSON
 
 
 def rng_state() -> dict:

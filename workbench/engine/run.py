@@ -43,7 +43,7 @@ from .build import build_model
 from .census import parameter_census
 from .checkpoint import TrainState, list_checkpoints, load_checkpoint, rng_state, save_checkpoint
 from .environment import hardware, versions
-from .grpo import GrpoStep
+from .grpo import GrpoStep, Trainee
 from .observers import Observer, RunView
 from .schedule import lr_factor
 
@@ -132,6 +132,8 @@ class _Engine:
             self.grpo = self._grpo_step(built)
         if cfg.checkpointing.resume_from:
             self._resume(cfg.checkpointing.resume_from)
+            if self.grpo is not None:
+                self.grpo.restore(self.state.extra)
         self.view = RunView(cfg=cfg, model=self.model, named_trainable=tuple(self.strategy.named_trainable),
                             policy=self.policy, rank=self.ctx.rank, world_size=self.ctx.world_size,
                             start_step=self.state.step, train_examples=self.train_examples, emit=self.writer.emit,
@@ -150,7 +152,11 @@ class _Engine:
                                 "rl.observation ui_tree (the screen as text) or rl.prompts rows")])
         if not self.scorer.prompts:
             raise ConfigError([("data.train", "no prompts to sample rollouts for")])
-        return GrpoStep(self, self.scorer)
+        trainee = Trainee(module=self.strategy.module, forward=self.model, tokenizer=self.tokenizer,
+                          processor=self.processor, policy=self.policy, device=self.device, world=self.ctx,
+                          accumulating=lambda last: self.strategy.accumulating(last=last),
+                          backward=self.strategy.backward)
+        return GrpoStep(self.cfg, trainee, self.scorer)
 
     def _resume(self, where: str) -> None:
         path = Path(where)
@@ -197,9 +203,26 @@ class _Engine:
         return batch_loss_sum(self.model, batch, self.policy.autocast, self.cfg.memory)
 
     def train_step(self, stream, measure: bool = False) -> tuple[float, int, int, object, Optional[dict]]:
-        """One optimizer step over ``grad_accum_steps`` micro-batches. Returns the mean token loss,
-        target tokens, processed tokens, the StepOutcome and (if ``measure``) the model-state bytes
-        with gradients still allocated."""
+        """One optimizer step over ``grad_accum_steps`` micro-batches (SFT's, or GRPO's rollouts: ``GrpoStep``).
+        Returns the mean token loss, target tokens, processed tokens, the StepOutcome and (if ``measure``) the
+        model-state bytes with gradients still allocated."""
+        if self.grpo is not None:  # the divisor: what the GRPO loss is normalised by (rl.loss_type)
+            loss_sum, divisor, window_tokens, processed = self.grpo.accumulate(stream, self.state.step + 1)
+        else:
+            loss_sum, window_tokens, processed = self._accumulate(stream)
+            divisor = window_tokens
+        state = self.measure_peak_state(measure)
+        for o in self.observers:
+            o.before_optimizer_step(self.view, self.state.step + 1)
+        self._consistent = False  # until the run loop has recorded this update in ``state``
+        outcome = self.strategy.step(self.cfg.precision.max_grad_norm)
+        self.scheduler_step()
+        loss_sum, processed = self.ctx.sum([loss_sum, processed])
+        return loss_sum / max(divisor, 1), window_tokens, int(processed), outcome, state
+
+    def _accumulate(self, stream) -> tuple[float, int, int]:
+        """SFT's backward of ``grad_accum_steps`` micro-batches, token-normalised over the window: (this rank's
+        loss sum, the window's target tokens over all ranks, this rank's processed tokens)."""
         batches = []
         local_tokens = processed = 0
         mbs, rank = self.cfg.schedule.micro_batch_size, self.ctx.rank
@@ -218,15 +241,7 @@ class _Engine:
                 part = self._forward_loss_sum(batch)
                 self.strategy.backward(part / divisor)
             parts.append(part.detach())
-        loss_sum = float(torch.stack(parts).double().sum())  # one device sync for the window, not one per micro-batch
-        state = self.measure_peak_state(measure)
-        for o in self.observers:
-            o.before_optimizer_step(self.view, self.state.step + 1)
-        self._consistent = False  # until the run loop has recorded this update in ``state``
-        outcome = self.strategy.step(self.cfg.precision.max_grad_norm)
-        self.scheduler_step()
-        loss_sum, processed = self.ctx.sum([loss_sum, processed])
-        return loss_sum / window_tokens, window_tokens, int(processed), outcome, state
+        return float(torch.stack(parts).double().sum()), window_tokens, processed  # one device sync for the window
 
     def measure_peak_state(self, measure: bool) -> Optional[dict]:
         """Called after a step's backward, before its optimizer step: records the gradients' bytes at the step's
@@ -268,14 +283,15 @@ class _Engine:
         t0 = time.perf_counter()
         lr = self.optimizer.param_groups[0]["lr"]
         measure = (self.state.step + 1) % out.memory_every == 0
-        step_fn = self.grpo.train_step if self.grpo is not None else self.train_step
         taken = _Counted(stream)
-        loss, target_tokens, processed, outcome, state = step_fn(taken, measure)
+        loss, target_tokens, processed, outcome, state = self.train_step(taken, measure)
         dt = time.perf_counter() - t0
         self.state.step += 1
         self.state.micro_batches += taken.count  # the stream's position, for an exact resume
         self.state.tokens += target_tokens
         self.state.last_loss = loss
+        if self.grpo is not None:
+            self.state.extra = self.grpo.resume_state()
         self._consistent = True
         if self.strategy.can_save_alone:  # only the emergency checkpoint reads the RNG snapshot
             self._rng_after_step = rng_state()

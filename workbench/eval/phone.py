@@ -1,10 +1,10 @@
 """The phone-action task: does the answer hold the one right AutoGLM action?
 
 Per reply: the action parses as Open-AutoGLM's runtime reads it (``phone.openautoglm.runtime_split``: everything
-from ``do(action=`` on, so a reply closed by ``</answer>`` does not), its type is the expected one, it equals the expected action, for Tap/Double Tap/Long Press the
-point lies inside the target element's box (the row's ``meta.target_box`` when it has one, as screenshot rows and
-recorded episodes do; else from its screen description, ``target_box``), for Type
-the text matches (case and surrounding space ignored), and whether reasoning came with it.
+from ``do(action=`` on, so a reply closed by ``</answer>`` does not), its type is the expected one, it equals the
+expected action, for Tap/Double Tap/Long Press the point lies inside the target element's box (the row's
+``meta.target_box`` when it has one, as screenshot rows and recorded episodes do; else from its screen description,
+``target_box``), for Type the text matches (case and surrounding space ignored), and whether reasoning came with it.
 """
 from __future__ import annotations
 

@@ -256,6 +256,14 @@ class Rollout(Event):
     # rl.kl_coef > 0: the k3 estimate of KL(policy || reference) per trained completion token (how far the policy has
     # moved from its start; what the penalty acts on); absent without a reference and in older logs
     reference_kl: Optional[float] = None
+    # rl.pool (the task pool, rank 0's view: every rank's is the same): {"families": {family: {success: recent share
+    # of successful episodes or None before any, weight: its draw weight, drawn: prompts drawn this step}}, "fresh":
+    # fresh instances drawn this step, "replayed": completions replaced by a kept successful reply, "kept": replies
+    # kept}; absent without the pool and in older logs
+    task_pool: Optional[dict] = None
+    # rl.step_advantage_weight > 0: GiGPO's anchor-state groups of the trained steps this step (rank 0's):
+    # {anchor_groups, mean_size: members per group, with_spread: groups whose returns differ}; absent without it
+    anchors: Optional[dict] = None
 
 
 @dataclass(frozen=True)
@@ -274,6 +282,11 @@ class PolicyMismatch(Event):
     kl: float  # mean k3 estimate of KL(sampler || trainer) per token
     clipped: float  # share of tokens whose ratio falls outside 1 +- rl.clip_range
     precision: str  # the run's precision mode
+    # rl.importance_sampling (truncated importance sampling of the mismatch): the mean weight exp(trainer - sampler)
+    # the loss applied per trained token (after the cap) and the share of those tokens the cap truncated or masked;
+    # absent without the correction and in older logs
+    is_weight_mean: Optional[float] = None
+    is_capped: Optional[float] = None
 
 
 EVENT_TYPES: dict[str, type[Event]] = {

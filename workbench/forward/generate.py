@@ -205,6 +205,30 @@ class Rollouts:
                         on(self.sampler_logprobs), [self.texts[i] for i in keep], self.prompt_width,
                         [self.stopped[i] for i in keep], vision, self.image_token_id, self.suppressed)
 
+    def replaced(self, rows: dict[int, list[int]], tokenizer, stops: list[int]) -> "Rollouts":
+        """These rollouts with the completions of ``rows`` (row -> token ids, up to and including a stop token)
+        put in place of what was sampled there (a reply replayed from an earlier step); the replaced rows' sampler
+        log-probabilities are 0 (no sampler drew them: the trainer supplies its own)."""
+        pad_id = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else stops[0]
+        generated = self.input_ids[:, self.prompt_width:]
+        width = max([generated.shape[1]] + [len(ids) for ids in rows.values()])
+        grown = torch.full((generated.shape[0], width), pad_id, dtype=generated.dtype, device=generated.device)
+        grown[:, :generated.shape[1]] = generated
+        sampled = torch.zeros(grown.shape, dtype=self.sampler_logprobs.dtype, device=self.sampler_logprobs.device)
+        sampled[:, :generated.shape[1]] = self.sampler_logprobs
+        for row, ids in rows.items():
+            grown[row] = pad_id
+            grown[row, :len(ids)] = torch.tensor(ids, dtype=grown.dtype)
+            sampled[row] = 0.0
+        inputs = {"input_ids": self.input_ids[:, :self.prompt_width],
+                  "attention_mask": self.attention_mask[:, :self.prompt_width], **(self.vision or {})}
+        return _assembled(tokenizer, inputs, grown, sampled, stops, self.suppressed, self.image_token_id)
+
+    def completion_ids(self, row: int) -> list[int]:
+        """The token ids of one row's completion, up to and including its stop token."""
+        keep = self.completion_mask[row].bool()
+        return [int(t) for t in self.input_ids[row, self.prompt_width:][keep]]
+
     def batch(self) -> dict[str, torch.Tensor]:
         out = {"input_ids": self.input_ids, "attention_mask": self.attention_mask}
         if self.vision is None:
@@ -272,6 +296,12 @@ def rollouts_of(tokenizer, inputs: dict, prompts: list, generated: torch.Tensor,
     """Rollouts of ``generated`` [rows, steps] completion ids (each row up to its first stop token, padded after it)
     and their sampler log-probabilities, after the left-padded prompt ``inputs`` (``_left_padded``) of ``prompts``:
     whichever engine sampled them (this process's ``generate``, or a vLLM server)."""
+    image_token_id = next((p.vision.image_token_id for p in prompts if p.vision is not None), None)
+    return _assembled(tokenizer, inputs, generated, sampled, stops, suppressed, image_token_id)
+
+
+def _assembled(tokenizer, inputs: dict, generated: torch.Tensor, sampled: torch.Tensor, stops: list[int],
+               suppressed: tuple, image_token_id: Optional[int]) -> Rollouts:
     width = inputs["input_ids"].shape[1]
     sequences = torch.cat([inputs["input_ids"], generated.to(inputs["input_ids"].device)], dim=1)
     is_stop = torch.isin(generated, torch.tensor(stops, device=generated.device))
@@ -281,6 +311,5 @@ def rollouts_of(tokenizer, inputs: dict, prompts: list, generated: torch.Tensor,
     attention = torch.cat([inputs["attention_mask"], keep], dim=1)
     texts = [answer_text(tokenizer, row.tolist(), stops) for row in generated]
     vision = {k: inputs[k] for k in ("pixel_values", "image_grid_thw") if k in inputs} or None
-    image_token_id = next((p.vision.image_token_id for p in prompts if p.vision is not None), None)
     return Rollouts(sequences, attention, _position_ids(attention), keep, sampled * keep, texts, width,
                     [bool(x) for x in is_stop.any(dim=1)], vision, image_token_id, suppressed)

@@ -45,7 +45,11 @@ class ExamplesScorer:
                 except Exception as err:  # noqa: BLE001 - re-raised naming the reward and the row
                     raise RewardError(f"reward {name!r} raised on {self.where(example)}: {type(err).__name__}: "
                                       f"{err} (completion: {completion[:200]!r})") from err
-        return ScoredCompletions(rewards, [bool(v["parsed"]) for v in verdicts])
+        return self.finish(prompts, verdicts, ScoredCompletions(rewards, [bool(v["parsed"]) for v in verdicts]))
+
+    def finish(self, prompts: list, verdicts: list[dict], scored: ScoredCompletions) -> ScoredCompletions:
+        """What a subclass adds to a batch's scores from its verdicts (nothing by default)."""
+        return scored
 
     @staticmethod
     def describe(example) -> str:

@@ -13,6 +13,8 @@ and returns a float, 0 where it does not apply (constant within a group: no adva
 - ``episode_efficiency``: that success priced by its length, the oracle's steps over the episode's (at most 1): a
   detour the rest of the episode repairs (a needless swipe) scores below the direct action, where success scores
   both 1.
+- ``episode_shortest``: that success priced by the shortest successful episode of its group over its own length
+  (MobileRL's shortest-path adjustment, ``rewards.credit``): no oracle needed, 0 for a failed episode.
 """
 from __future__ import annotations
 
@@ -98,10 +100,17 @@ def episode_efficiency(example, completion: str, verdict: dict) -> float:
     return min(1.0, len(example.task.oracle()) / max(1, len(episode.steps)))
 
 
+def episode_shortest(example, completion: str, verdict: dict) -> float:
+    episode = _played(verdict, "episode_shortest")
+    if not episode.success:
+        return 0.0
+    return verdict["group_shortest"] / max(1, len(episode.steps))
+
+
 REWARD_FUNCTIONS: dict[str, RewardFn] = {
     "format": format_reward, "action_type": action_type, "tap_in_box": tap_in_box, "tap_distance": tap_distance,
     "text_match": text_match, "swipe_direction": swipe_direction, "episode_success": episode_success,
-    "episode_efficiency": episode_efficiency,
+    "episode_efficiency": episode_efficiency, "episode_shortest": episode_shortest,
 }
 
 

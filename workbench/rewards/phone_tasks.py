@@ -35,13 +35,16 @@ from ..config import ConfigError, RunConfig
 from ..config.names import EPISODE_REWARDS
 from ..data.formats import without_weights
 from ..data.multimodal import image_data_url
+from ..engine.grpo import ScoredCompletions
 from ..eval.tasks import Example
 from ..phone.runtime import DEFAULT_LANG, replayable_reply
 from ..phone.screen import parse_size
 from ..phone.tasks import PhoneTask, select_tasks
 from ..serve.remote import Completion
-from .functions import RewardError
+from .credit import anchor_step_advantages, group_shortest
 from .examples import ExamplesScorer
+from .functions import RewardError
+from .task_pool import TaskPool
 
 
 @dataclass(frozen=True)
@@ -115,17 +118,26 @@ def play_episodes(prompts: list[TaskPrompt], replies: list[str], continuation, s
 
 
 class PhoneTasksScorer(ExamplesScorer):
-    """The rollout scorer of ``rl.prompts: phone_tasks``: prompts from the tasks' first steps; with
-    ``episode_success`` among the rewards, every completion's episode played on (``verdict["episode"]``)."""
+    """The rollout scorer of ``rl.prompts: phone_tasks``: prompts from the tasks' first steps (or every step); with
+    an episode reward among the rewards, every completion's episode played on (``verdict["episode"]``), which then
+    also gives each completion's success, its step advantage (``step_credit``: (discount, scale) of GiGPO's anchor
+    groups, ``rewards.credit``) and the task pool's tallies (``pool``: ``rewards.task_pool.TaskPool``, rl.pool)."""
 
     def __init__(self, tasks: list[PhoneTask], names: list[str], size: tuple[int, int], episode_max_steps: int,
                  max_new_tokens: int, date: Optional[datetime.date] = None, observation: str = "screenshot",
-                 prompt_steps: str = "first", lang: str = DEFAULT_LANG):
+                 prompt_steps: str = "first", step_credit: Optional[tuple[float, bool]] = None,
+                 pool: Optional[dict] = None, lang: str = DEFAULT_LANG):
         self.size, self.episode_max_steps, self.max_new_tokens = size, episode_max_steps, max_new_tokens
-        self.observation, self.lang = observation, lang
+        self.observation, self.prompt_steps, self.step_credit = observation, prompt_steps, step_credit
+        self.lang = lang
         self.date = date or datetime.date.today()  # one date for the whole run: the prompts and the episodes agree
         super().__init__(step_prompts(tasks, size, self.date, observation, prompt_steps, lang), names)
         self.continuation = None  # the trained model's greedy policy, once the engine attaches it
+        self.pool = None if pool is None else TaskPool(self.prompts, self.task_prompts, **pool)
+
+    def task_prompts(self, tasks: list[PhoneTask]) -> list[TaskPrompt]:
+        """The prompts of further tasks (the pool's fresh instances), made as the run's own are."""
+        return step_prompts(tasks, self.size, self.date, self.observation, self.prompt_steps, self.lang)
 
     @classmethod
     def from_config(cls, cfg: RunConfig) -> "PhoneTasksScorer":
@@ -139,8 +151,11 @@ class PhoneTasksScorer(ExamplesScorer):
         except ValueError as err:
             raise ConfigError([("rl.screen_size", str(err))]) from None
         date = datetime.date.fromisoformat(rl.date) if rl.date else None
+        credit = (rl.step_discount, rl.scale_rewards == "group") if rl.step_advantage_weight > 0 else None
+        pool = dict(floor=rl.pool_floor, window=rl.pool_window, fresh_share=rl.pool_fresh_share,
+                    replay=rl.pool_replay) if rl.pool else None
         return cls(tasks, list(rl.rewards), size, rl.episode_max_steps, rl.max_new_tokens, date, rl.observation,
-                   rl.prompt_steps, rl.lang)
+                   rl.prompt_steps, credit, pool, rl.lang)
 
     def attach(self, policy) -> None:
         """The model being trained (``engine.grpo.TrainedPolicy``): it answers the episodes' later steps."""
@@ -164,5 +179,28 @@ class PhoneTasksScorer(ExamplesScorer):
             tasks = ", ".join(sorted({p.task.id for p in prompts}))
             raise RewardError(f"reward {played[0]!r} raised playing the episodes of tasks {tasks}: "
                               f"{type(err).__name__}: {err}") from err
-        for verdict, episode in zip(verdicts, episodes):
-            verdict["episode"] = episode
+        shortest = group_shortest(episodes, _runs(prompts))
+        for verdict, episode, best in zip(verdicts, episodes, shortest):
+            verdict["episode"], verdict["group_shortest"] = episode, best
+
+    def finish(self, prompts: list, verdicts: list[dict], scored: ScoredCompletions) -> ScoredCompletions:
+        """The episodes' successes, and with step credit each trained step's advantage in its anchor group."""
+        episodes = [v.get("episode") for v in verdicts]
+        if any(e is None for e in episodes):  # no episode reward: nothing was played
+            return scored
+        scored.successes = [bool(e.success) for e in episodes]
+        if self.step_credit is not None:
+            trained = [sum(1 for m in p.messages if m["role"] == "assistant") for p in prompts]
+            scored.step_advantages, scored.anchors = anchor_step_advantages(episodes, trained, *self.step_credit)
+        return scored
+
+
+def _runs(prompts: list) -> list[int]:
+    """The sizes of the runs of one prompt in a batch (a group's completions follow each other)."""
+    sizes = []
+    for i, p in enumerate(prompts):
+        if i and p is prompts[i - 1]:
+            sizes[-1] += 1
+        else:
+            sizes.append(1)
+    return sizes

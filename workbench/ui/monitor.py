@@ -83,6 +83,10 @@ def samples_html(samples: list) -> str:
     return (f"<table class='wb-samples' style='font-size:12px'><tr>{head}</tr>{''.join(rows)}</table>")
 
 
+# series whose key does not say what they are on their chart
+TRACE_NAMES = {"is_capped": "share of tokens capped (rl.importance_sampling)"}
+
+
 class RunMonitor(W.VBox):
     """Launch/attach, stop, progress and live charts for one run at a time.
 
@@ -147,6 +151,10 @@ class RunMonitor(W.VBox):
         self.reward_fig = _figure("rewards (GRPO rollouts)", "mean reward", showlegend=True)
         self.mismatch_fig = _figure("policy mismatch: |logp sampler - logp trainer|", "nats per token",
                                     showlegend=True, log_y=True)
+        # rl.pool: each task family's recent success, what the pool draws by (a failing family more often)
+        # (taller: a legend of ten families under the chart leaves it its plot)
+        self.pool_fig = _figure("task pool: recent success per family", "recent success", height=400,
+                                showlegend=True, yaxis_range=[0, 1.05])
         self.scale_fig = _figure("loss scale", "scale", (
             go.Scatter(name="loss scale", mode="lines"),
             go.Scatter(name="overflow (step skipped)", mode="markers", marker=dict(color="#c62828", size=10, symbol="x"))),
@@ -161,7 +169,7 @@ class RunMonitor(W.VBox):
         self.census_fig = _figure("parameters by module group and dtype", "parameters", xtitle=None, barmode="stack",
                                   yaxis_tickformat="~s")
         self.figures = {"loss": self.loss_fig, "tasks": self.task_fig, "rewards": self.reward_fig,
-                        "mismatch": self.mismatch_fig, "loss_scale": self.scale_fig, "grad_norm": self.grad_fig,
+                        "mismatch": self.mismatch_fig, "pool": self.pool_fig, "loss_scale": self.scale_fig, "grad_norm": self.grad_fig,
                         "lr": self.lr_fig, "memory": self.memory_fig, "breakdown": self.breakdown_fig,
                         "census": self.census_fig}
 
@@ -364,7 +372,7 @@ class RunMonitor(W.VBox):
             fig.layout.xaxis.range, fig.layout.xaxis.autorange = None, True
         self.memory_fig.data = []
         self.task_fig.data = []
-        self.reward_fig.data, self.mismatch_fig.data, self._grpo_traces = [], [], {}
+        self.reward_fig.data, self.mismatch_fig.data, self.pool_fig.data, self._grpo_traces = [], [], [], {}
         self.samples_table.value = ""
         self.loss_fig.data = self.loss_fig.data[:2]  # the task losses a previous run added
         self._task_traces = {}
@@ -395,6 +403,7 @@ class RunMonitor(W.VBox):
         for fig, has_data in ((self.loss_fig, s.loss.x or s.eval_loss.x), (self.scale_fig, s.loss_scale.x),
                               (self.task_fig, any(f is self.task_fig for f, _ in self._task_traces.values())),
                               (self.reward_fig, s.rewards), (self.mismatch_fig, s.mismatch),
+                              (self.pool_fig, s.pool_success),
                               (self.grad_fig, s.grad_norm.x), (self.lr_fig, s.lr.x),
                               (self.memory_fig, s.memory_series), (self.breakdown_fig, s.memory),
                               (self.census_fig, s.census)):
@@ -427,8 +436,8 @@ class RunMonitor(W.VBox):
         if not total:
             return
         zoomed = [self.step_figures[name] for name in self.zoom.windows]  # the user's zoom stays
-        for fig in (self.loss_fig, self.task_fig, self.reward_fig, self.mismatch_fig, self.scale_fig, self.grad_fig,
-                    self.lr_fig, self.memory_fig):
+        for fig in (self.loss_fig, self.task_fig, self.reward_fig, self.mismatch_fig, self.pool_fig, self.scale_fig,
+                    self.grad_fig, self.lr_fig, self.memory_fig):
             if not any(fig is z for z in zoomed) and tuple(fig.layout.xaxis.range or ()) != (0, total):
                 fig.layout.xaxis.range = [0, total]
 
@@ -439,14 +448,16 @@ class RunMonitor(W.VBox):
         grpo = (s.config.get("training") or {}).get("method") == "grpo" or bool(s.rewards)
         for name in ("rewards", "mismatch"):
             self.figure_boxes[name].layout.display = None if grpo else "none"
+        self.figure_boxes["pool"].layout.display = None if grpo and s.pool_success else "none"
         self.samples_cell.layout.display = None if grpo and s.samples else "none"
         if not grpo:
             return
-        for fig, prefix, series_of in ((self.reward_fig, "reward ", s.rewards), (self.mismatch_fig, "", s.mismatch)):
+        for fig, prefix, series_of in ((self.reward_fig, "reward ", s.rewards), (self.mismatch_fig, "", s.mismatch),
+                                       (self.pool_fig, "pool ", s.pool_success)):
             for name, series in series_of.items():
                 key = prefix + name
                 if key not in self._grpo_traces:
-                    fig.add_scatter(name=name.replace("_", " "), mode="lines+markers",
+                    fig.add_scatter(name=TRACE_NAMES.get(name, name.replace("_", " ")), mode="lines+markers",
                                     line=dict(dash="dash") if name == "total" else None)
                     self._grpo_traces[key] = (fig, len(fig.data) - 1)
                 fig, index = self._grpo_traces[key]

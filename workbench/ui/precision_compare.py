@@ -17,6 +17,8 @@ from .run_state import RunState
 # what must agree for a difference between the runs to be the precision's: the settings a same-seed comparison keeps
 SAME_SETTINGS = (("seed",), ("model", "source"), ("data", "train"), ("rl", "prompts"), ("rl", "tasks"),
                  ("rl", "rewards"), ("rl", "scale_rewards"), ("rl", "group_size"), ("rl", "temperature"), ("rl", "max_new_tokens"),
+                 ("rl", "loss_type"), ("rl", "mask_truncated_completions"), ("rl", "importance_sampling"),
+                 ("rl", "pool"), ("rl", "step_advantage_weight"),
                  ("schedule", "learning_rate"), ("schedule", "micro_batch_size"), ("schedule", "grad_accum_steps"))
 METRICS = {"mismatch": ("mean_abs", "mean |logp sampler - logp trainer| (nats per token)"),
            "max_mismatch": ("max_abs", "max |logp sampler - logp trainer|"),

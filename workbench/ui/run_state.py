@@ -134,10 +134,14 @@ class RunState:
     # GRPO (training.method grpo): reward name -> Series of its mean (the weighted "total" too), the mismatch
     # figures -> Series, the latest sample completions, and per step the share of groups without signal
     rewards: dict = field(default_factory=dict)
-    mismatch: dict = field(default_factory=dict)  # "mean_abs" / "max_abs" / "kl" / "ratio_std" -> Series
+    # "mean_abs" / "max_abs" / "kl" / "ratio_std" (and "is_capped" with rl.importance_sampling) -> Series
+    mismatch: dict = field(default_factory=dict)
     samples: list = field(default_factory=list)  # [{step, prompt, completion, rewards, total, advantage}]
-    # "parse_rate" / "all_equal_groups" / "completion_tokens" / "reference_kl" (rl.kl_coef > 0) -> Series
+    # "parse_rate" / "all_equal_groups" / "completion_tokens" / "reference_kl" (rl.kl_coef > 0) / "replayed" (rl.pool)
+    # -> Series
     rollout_stats: dict = field(default_factory=dict)
+    # rl.pool: task family -> Series of its recent success (the share of its last episodes that succeeded)
+    pool_success: dict = field(default_factory=dict)
     lr: Series = field(default_factory=Series)
     grad_norm: Series = field(default_factory=Series)
     loss_scale: Series = field(default_factory=Series)
@@ -172,7 +176,7 @@ class RunState:
         """Every series of the state (the per-step ones, and those of memory, task metrics, rewards, mismatch)."""
         return [self.loss, self.eval_loss, self.lr, self.grad_norm, self.loss_scale, self.coverage,
                 *self.task_metrics.values(), *self.rewards.values(), *self.mismatch.values(),
-                *self.rollout_stats.values(), *self.memory_series.values()]
+                *self.rollout_stats.values(), *self.pool_success.values(), *self.memory_series.values()]
 
     @property
     def done(self) -> bool:
@@ -279,10 +283,19 @@ class RunState:
             if value is not None:
                 self.rollout_stats.setdefault(key, self._series()).add(step, finite_number(value))
         self.samples = [{"step": step, **sample} for sample in (_get(e, "samples") or [])]
+        pool = _get(e, "task_pool") or {}
+        for family, figures in (pool.get("families") or {}).items():
+            if (figures or {}).get("success") is not None:  # None: no episode of the family played yet
+                self.pool_success.setdefault(family, self._series()).add(step, finite_number(figures["success"]))
+        if pool:
+            self.rollout_stats.setdefault("replayed", self._series()).add(step, finite_number(pool.get("replayed")))
 
     def _on_policy_mismatch(self, e, rank):
         for key in ("mean_abs", "max_abs", "kl", "ratio_std"):
             self.mismatch.setdefault(key, self._series()).add(_get(e, "step"), finite_number(_get(e, key)))
+        for key in ("is_capped",):  # rl.importance_sampling: the share of tokens whose weight the cap changed
+            if _get(e, key) is not None:
+                self.mismatch.setdefault(key, self._series()).add(_get(e, "step"), finite_number(_get(e, key)))
 
     def _on_checkpoint(self, e, rank):
         self.checkpoints.append({"step": _get(e, "step"), "path": _get(e, "path"), "kind": _get(e, "kind")})

@@ -16,6 +16,8 @@ A recipe is one YAML file in this folder (shipped in the wheel; its name is the 
   ``config`` then sets no ``model.source``: ``train --recipe NAME`` needs ``--model.source`` (the start's trained
   model), and the bench trains the start first and passes its model. One level: the start starts from nothing, and
   it saves a whole model (a full fine-tune, or LoRA with ``checkpointing.merge_adapter``).
+- ``baselines``: for a recipe that starts from another, what the bench also trains from that start for the same
+  wall time and judges beside it (SFT continued, filtered behaviour cloning): a claim over the start must beat them.
 - ``variant_of``: another recipe whose ``config`` this one's layers over, key by key (a shorter variant writes only
   what it shortens, and follows its recipe's data and model when those change). One level; the variant has its own
   ``evaluation`` and figures, measured on itself.
@@ -190,6 +192,12 @@ class Recipe(Section):
     plan: PlanInputs = Field(default_factory=PlanInputs, description="Inputs of `workbench plan --recipe`.")
     starts_from: Optional[str] = Field(None, description="A recipe whose trained model this one starts from (its "
                                        "model.source); null: the config's model.source.")
+    baselines: list[Literal["sft_continued", "filtered_bc"]] = Field(
+        default_factory=list, description="For a recipe that starts_from another: what else the bench trains from the "
+        "same start, for the same wall time as this recipe's training, and judges on the same episodes beside it: "
+        "sft_continued = the start recipe's training continued; filtered_bc = the start recipe's training on the "
+        "start model's own successful episodes of this recipe's RL tasks (DigiRL's filtered behaviour cloning). An "
+        "above_base_by goal is then judged against the best of the start and these.")
     variant_of: Optional[str] = Field(None, description="A recipe whose config this one's layers over (config is then "
                                       "the merge; only what differs is written in the file); null: none.")
     # set by load_recipe, not by the file
@@ -205,6 +213,12 @@ class Recipe(Section):
                         "{device, precision, description}"))
         if self.starts_from is not None:
             out += self._start_problems()
+        elif self.baselines:
+            out.append(("baselines", "baselines start from the model this recipe starts from: give starts_from, or "
+                        "remove them"))
+        if "filtered_bc" in self.baselines and (self.config.get("rl") or {}).get("prompts") != "phone_tasks":
+            out.append(("baselines", "filtered_bc clones the start's successful episodes of the RL tasks: it needs "
+                        "config.rl.prompts phone_tasks"))
         return out
 
     def _start_problems(self) -> list[tuple[str, str]]:
