@@ -5,7 +5,7 @@ the GLM-4.1V architecture of AutoGLM-Phone-9B) without weights from a hub.
 
 ``tiny_glm4v_agent`` is the one meant to learn: a GLM-4.1V a few times larger, with a BPE tokenizer fitted on the
 phone agent's training text (``data_samples/phone_episodes/train.jsonl``: the action grammar, tasks, replies), so a
-step of an episode is ~200 tokens instead of ~1,500 bytes and the model trains from random in minutes on a CPU.
+step of an episode is ~400-700 tokens instead of ~3,000 bytes and the model trains from random in minutes on a CPU.
 """
 from __future__ import annotations
 
