@@ -9,6 +9,8 @@ on the simulated phone, against the workbench's runner on the same tasks and the
 """
 from __future__ import annotations
 
+import contextlib
+import io
 import json
 
 import pytest
@@ -134,3 +136,57 @@ def test_a_trained_screenshot_run_served_by_our_server_ends_alike_in_both_loops(
         pairs = compare_loops(tasks, srv.base_url, "agent", max_steps=6, size=SIZE, max_tokens=64)
     assert [p.task for p in pairs if not p.same] == [], [(p.task, p.runtime.end, p.runner.end_reason) for p in pairs]
     assert sum(p.runner.end_reason != "parse_failure" for p in pairs) >= 4  # it acts: its replies parse
+
+
+RUNTIME_TEXTS = [
+    'do(action="Tap", element=[382,312])', 'do(action="Tap", element=[617,312], message="pay")',
+    'do(action="Tap", element=[1382,312])', 'do(action="Tap", element=[852,312,7])', 'do(action="Tap")',
+    'do(action="Double Tap", element=[147,312])', 'do(action="Long Press", element=[500,500])',
+    'do(action="Swipe", start=[800,600], end=[200,600])', 'do(action="Swipe", start=[800,600])',
+    'do(action="Type", text="say "hi" \\\\ ok")', 'do(action="Type_Name", text="Li Na")', 'do(action = "Type", text="x")',
+    'do(action="Launch", app="Settings")', 'do(action="Launch", app="settings")', 'do(action="Launch")',
+    'do(action="Back")', 'do(action="Home", extra=1)', 'do(action="Wait", duration="0 seconds")',
+    'do(action="Note", message="True")', 'do(action="Interact")', 'do(action="Take_over", message="log in")',
+    'do(action="Fly")', 'done(action="Back")', 'do(action="Tap", element=[1,2]) and more', 'do(action=name)',
+    'finish(message="done")', "finish(message='done')", 'finish(done)', "tap the wifi", "",
+]
+
+
+@pytest.mark.parametrize("text", RUNTIME_TEXTS)
+def test_our_reading_of_an_action_is_what_the_runtimes_parser_and_handler_do(text):
+    """``phone.openautoglm.runtime_action`` (the episode runner's reading) against Open-AutoGLM's own parser and
+    ActionHandler carrying the text out on a simulated phone through its device factory."""
+    from phone_agent.actions.handler import ActionHandler, parse_action
+
+    from workbench.agent.openautoglm import _runtime_on
+    from workbench.phone.actions import ActionSyntaxError
+    from workbench.phone.openautoglm import runtime_action
+    from workbench.phone.sim import SimPhone
+
+    def seen(phone) -> tuple:  # what a step leaves on the phone
+        return phone.app, phone.home_page, [(p.kind, p.arg) for p in phone.stack], phone.focus, dict(phone.drafts), \
+            phone.state
+
+    try:
+        ours = runtime_action(text)
+    except ActionSyntaxError:
+        ours = "raises"
+    theirs_phone, ours_phone = SimPhone(), SimPhone()
+    with _runtime_on(theirs_phone), contextlib.redirect_stdout(io.StringIO()):
+        try:
+            parsed = parse_action(text)
+        except ValueError:
+            theirs = "raises"
+        else:
+            result = ActionHandler(confirmation_callback=lambda m: True, takeover_callback=lambda m: None).execute(
+                parsed, 1080, 2400)
+            theirs = ("finish", parsed["message"]) if result.should_finish else "goes on"
+    if theirs == "raises" or ours == "raises":
+        assert ours == theirs
+    elif theirs != "goes on":
+        assert (ours.type, ours.args["message"]) == theirs
+    else:  # the same step on the phone: ours performs its action (or nothing), the runtime's handler did its own
+        assert ours is None or ours.type != "finish"
+        if ours is not None:
+            ours_phone.execute(ours)
+        assert seen(ours_phone) == seen(theirs_phone)

@@ -96,7 +96,8 @@ def test_a_reply_that_does_not_parse_ends_the_episode_as_a_parse_failure():
     [ep] = run_episodes([TASKS[0]], policy, SMALL)
     assert ep.end_reason == "parse_failure" and ep.success is False
     assert ep.checks == {"app_open": True, "nothing_else_changed": True}  # the goal held, but a parse failure is no success
-    assert ep.steps[-1].action == 'finish(message="I think I am done")' and "not one call" in ep.steps[-1].parse_error
+    assert ep.steps[-1].action == 'finish(message="I think I am done")'
+    assert "neither do(...) nor finish(...)" in ep.steps[-1].parse_error
     assert ep.message == "I think I am done"
     # the reply is stored back in the conversation as the runtime stores it
     assert policy.batches[1][0][2]["content"] == \

@@ -27,6 +27,7 @@ from dataclasses import dataclass, field
 from typing import Optional, Sequence
 
 from ..phone.actions import Action, format_action
+from ..phone.openautoglm import TOUCH_SIZE
 from ..phone.runtime import DEFAULT_LANG, MAX_STEPS
 from ..phone.sim import PHONE_SIZE, SimPhone, app_package
 from ..phone.state import PhoneState
@@ -49,15 +50,15 @@ def _runtime():
 
 def _grid(pixel: int, size: int) -> int:
     """The 0-999 grid point the runtime turned into ``pixel`` (``int(v / 1000 * size)``): the smallest such, which is
-    the only one when ``size`` >= 1000."""
-    return min(999, max(0, math.ceil(pixel * 1000 / size)))
+    the only one when ``size`` >= 1000; a pixel off the screen gives a point off the grid (it hits nothing)."""
+    return math.ceil(pixel * 1000 / size)
 
 
 class SimDevice:
     """The functions of the runtime's device module (``phone_agent.adb``: screenshot, current app, gestures, keys,
     launch, the ADB keyboard) on a simulated phone. ``executed``: each action it carried out, as an ``Action``."""
 
-    def __init__(self, phone: SimPhone, touch_size: tuple[int, int] = PHONE_SIZE):
+    def __init__(self, phone: SimPhone, touch_size: tuple[int, int] = TOUCH_SIZE):
         self.phone, self.touch_size = phone, touch_size
         self.executed: list[Action] = []
         self.table = _runtime().config.apps.APP_PACKAGES
@@ -196,9 +197,11 @@ def run_in_runtime(task: PhoneTask, base_url: str, model: str, *, lang: str = DE
     start = task.initial_state()
     phone.reset(start)
     with _runtime_on(phone) as device:
+        # a user who confirms every sensitive tap and has nothing to take over (its defaults ask on the console)
         agent = runtime.PhoneAgent(ModelConfig(base_url=base_url, api_key=api_key, model_name=model, lang=lang,
                                                max_tokens=max_tokens),
-                                   AgentConfig(max_steps=max_steps, lang=lang, verbose=not quiet))
+                                   AgentConfig(max_steps=max_steps, lang=lang, verbose=not quiet),
+                                   confirmation_callback=lambda message: True, takeover_callback=lambda message: None)
         out = io.StringIO()
         with contextlib.redirect_stdout(out) if quiet else contextlib.nullcontext():
             returned = agent.run(task.instruction)

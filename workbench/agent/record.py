@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterable, Optional
 
-from ..phone.actions import POINT_ACTIONS, parse_action
+from ..phone.actions import POINT_ACTIONS, ActionSyntaxError, parse_action
 from ..phone.runtime import FORMAT_NAME, Conversation, assistant_target
 from .episode import Episode, Step
 
@@ -66,8 +66,12 @@ def episode_rows(episode: Episode, episode_number: int, image_path, screens: Opt
             if m["role"] == "assistant":
                 m["weight"] = 0  # context: trained in its own row
         target = assistant_target(step.reasoning, step.answer)
+        try:
+            action = parse_action(step.answer)
+        except ActionSyntaxError:  # a call the runtime did nothing with: context for the rows after it, no target
+            conversation.reply(target)
+            continue
         messages.append({"role": "assistant", "content": target, "weight": 1})
-        action = parse_action(step.answer)
         box = step.target_box if action.type in POINT_ACTIONS else None
         rows.append({"messages": messages, "meta": {
             "format": FORMAT_NAME, "lang": lang, "task": episode.task, "template": episode.template, "split": episode.split,

@@ -131,9 +131,9 @@ def _advance(r: _Running, reply, repeat_limit: int) -> None:
     step.answer = runtime_split(reply.content or "")[1].strip()
     r.conversation.reply(reply.content)
     obs, _, terminated, truncated, info = r.env.step(reply.content or "")
-    action = info["action"]
-    step.action, step.parse_error, step.valid, step.effect = format_action(action), info["parse_error"], \
-        info["valid"], info["effect"]
+    action = info["action"]  # None: the runtime parses it but does nothing with it
+    step.action, step.parse_error, step.valid, step.effect = format_action(action) if action else None, \
+        info["parse_error"], info["valid"], info["effect"]
     step.element, step.target_box = info["element"], list(info["box"]) if info["box"] else None
     r.png, r.app = png_bytes(obs["screenshot"]), obs["current_app"]
     r.read_tree()

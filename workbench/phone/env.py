@@ -2,10 +2,12 @@
 ``step(action)`` -> (observation, reward, terminated, truncated, info).
 
 The observation is what AutoGLM's runtime reads from a phone: ``{"screenshot": HxWx3 uint8, "current_app": str}``.
-An action is the agent's reply text (``<think>..</think>\n<answer>do(...)``, or the bare call), read as Open-AutoGLM's
-runtime reads it (``phone.openautoglm.runtime_split``: everything from ``do(action=`` on), or a parsed ``Action``. A
-reply that does not parse becomes ``finish(message=<the reply>)``, as in the runtime: the episode terminates and
-``info["parse_error"]`` says why. The episode terminates on ``finish``, and is truncated
+An action is the agent's reply text (``<think>..</think>\n<answer>do(...)``, or the bare call), read and carried
+out as Open-AutoGLM's runtime does (``phone.openautoglm``: ``runtime_split`` cuts everything from ``do(action=`` on,
+``runtime_action`` reads it as its parser and handler do), or a parsed ``Action``. A reply its parser rejects becomes
+``finish(message=<the reply>)``, as in the runtime: the episode terminates and ``info["parse_error"]`` says why. A call
+it parses but its handler does nothing with (an action it does not know, a missing argument) is a step that changes
+nothing (``valid`` False), and the episode goes on, as there. The episode terminates on ``finish``, and is truncated
 after ``max_steps`` steps. On termination by a parsed ``finish`` the reward is 1.0 when every final-state check
 of the task holds, else 0.0 (``info["checks"]``); a device that cannot read its state (a real phone over ADB)
 gives ``checks`` None and reward 0.0.
@@ -24,8 +26,8 @@ import gymnasium
 import numpy as np
 from gymnasium import spaces
 
-from .actions import Action, ActionSyntaxError, parse_action
-from .openautoglm import runtime_split
+from .actions import Action, ActionSyntaxError
+from .openautoglm import runtime_action, runtime_split
 from .runtime import MAX_STEPS
 from .sim import SimPhone
 from .tasks import TASKS, PhoneTask
@@ -77,10 +79,13 @@ class PhoneEnv(gymnasium.Env):
         parse_error = None
         if isinstance(action, str):
             raw = action
+            text = runtime_split(raw)[1]
             try:
-                action = parse_action(runtime_split(raw)[1])
+                action = runtime_action(text)
             except ActionSyntaxError as err:
-                parse_error, action = str(err), Action("finish", {"message": raw})
+                parse_error, action = str(err), Action("finish", {"message": text})
+            if action is None:  # parsed, but the runtime's handler does nothing with it: a step that changes nothing
+                return self._nothing_done(text)
         if action.type == "finish":
             outcome_valid, effect = parse_error is None, "finished" if parse_error is None else "did not parse: finished"
             element = box = None
@@ -94,6 +99,14 @@ class PhoneEnv(gymnasium.Env):
         info = {"action": action, "valid": outcome_valid, "effect": effect, "element": element, "box": box,
                 "parse_error": parse_error, "checks": checks, "success": success, "step": self.steps}
         return self._observe(), 1.0 if success else 0.0, terminated, truncated, info
+
+    def _nothing_done(self, text: str):
+        truncated = self.steps >= self.max_steps
+        checks = self.judge() if truncated else None
+        info = {"action": None, "text": text, "valid": False, "element": None, "box": None, "parse_error": None,
+                "effect": "the runtime parses it, but its handler does nothing with it (an action it does not know, or "
+                          "a missing argument)", "checks": checks, "success": False, "step": self.steps}
+        return self._observe(), 0.0, False, truncated, info
 
     def judge(self) -> Optional[dict[str, bool]]:
         """The task's final-state checks now; None when the device cannot read its state."""

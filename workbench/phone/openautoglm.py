@@ -388,3 +388,76 @@ def history_reply(content: str) -> str:
     </answer>`` of ``runtime_split``."""
     thinking, action = runtime_split(content)
     return f"<think>{thinking}</think><answer>{action}</answer>"
+
+
+# How the runtime's handler (phone_agent/actions/handler.py) treats what its parser returns: the do() actions it
+# carries out, each with the arguments it reads; any other action name it answers "Unknown action" or a placeholder
+# (Note, Call_API, Interact) and the episode goes on.
+_POINTED = ("Tap", "Double Tap", "Long Press")
+_UNHANDLED = ("Note", "Call_API", "Interact", "Take_over")
+TOUCH_SIZE = (1080, 2400)  # the pixels the runtime's gestures are sent in (agent.openautoglm.SimDevice reports them)
+
+
+def _touch_point(value, size: tuple[int, int] = TOUCH_SIZE) -> Optional[list]:
+    """A point as the runtime's handler turns it into pixels (``int(v / 1000 * size)``) and the grid point of those
+    pixels (exact at >= 1000 pixels a side; one off the screen stays off it); None where the handler fails on it."""
+    try:
+        pixels = [int(value[0] / 1000 * size[0]), int(value[1] / 1000 * size[1])]
+    except (TypeError, IndexError, KeyError):
+        return None
+    return [-(-p * 1000 // s) for p, s in zip(pixels, size)]
+
+
+def _handled(kwargs: dict):
+    """The Action the runtime's handler carries out for a parsed do(...) call; None where it does nothing."""
+    from .actions import Action
+
+    name = kwargs.get("action")
+    if name in _POINTED:
+        point = _touch_point(kwargs["element"]) if kwargs.get("element") else None
+        return Action(name, {"element": point}) if point else None
+    if name == "Swipe":
+        start, end = (_touch_point(kwargs[k]) if kwargs.get(k) else None for k in ("start", "end"))
+        return Action("Swipe", {"start": start, "end": end}) if start and end else None
+    if name in ("Type", "Type_Name"):
+        text = kwargs.get("text", "")
+        return Action("Type", {"text": text}) if isinstance(text, str) else None
+    if name == "Launch":
+        app = kwargs.get("app")
+        return Action("Launch", {"app": app}) if app and isinstance(app, str) else None
+    if name in ("Back", "Home"):
+        return Action(name)
+    if name == "Wait":
+        duration = kwargs.get("duration", "1 seconds")
+        return Action("Wait", {"duration": duration}) if isinstance(duration, str) else None
+    return None  # an action it does not know, or one of _UNHANDLED
+
+
+def runtime_action(text: str):
+    """What Open-AutoGLM's runtime does with an action text (the part its client cut out: ``runtime_split``), read by
+    its parser and carried out by its handler: the ``Action`` it performs (points turned through its pixels; one off
+    the screen stays off it), None for a call its handler does nothing with (an action it does not know, a missing
+    argument: the episode goes on), ``finish`` for any text starting with ``finish`` (the message its slice gives).
+    ``ActionSyntaxError`` where its parser raises: the runtime then finishes with the text as the message."""
+    import ast
+
+    from .actions import Action, ActionSyntaxError
+
+    source = text.strip()
+    if source.startswith(('do(action="Type"', 'do(action="Type_Name"')):
+        if "text=" not in source:
+            raise ActionSyntaxError("a Type call without text=")
+        return Action("Type", {"text": source.split("text=", 1)[1][1:-2]})
+    if source.startswith("do"):
+        escaped = source.replace("\n", "\\n").replace("\r", "\\r").replace("\t", "\\t")
+        try:
+            call = ast.parse(escaped, mode="eval").body
+            if not isinstance(call, ast.Call):
+                raise ActionSyntaxError("not a call")
+            kwargs = {kw.arg: ast.literal_eval(kw.value) for kw in call.keywords}
+        except (SyntaxError, ValueError, TypeError, MemoryError, RecursionError) as err:
+            raise ActionSyntaxError(f"the runtime's parser fails on it: {err}") from None
+        return _handled(kwargs)
+    if source.startswith("finish"):
+        return Action("finish", {"message": source.replace("finish(message=", "")[1:-2]})
+    raise ActionSyntaxError("neither do(...) nor finish(...)")
