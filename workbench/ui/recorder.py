@@ -45,18 +45,21 @@ function render({ model, el }) {
   where.className = "wb-phone-where";
   where.style.font = "11px monospace";
   where.style.color = "#555";
-  where.textContent = "click: tap, hold: long press, drag: swipe";
+  const hint = "click: tap, hold: long press, drag: swipe";
+  where.textContent = hint;
   const draw = () => {
     img.src = model.get("src");
     img.style.width = model.get("width") + "px";
+    where.textContent = hint;  // the phone answered
   };
   draw();
   model.on("change:src", draw);
+  model.on("change:frame", draw);  // redrawn, the same screen or not: the step was handled
   model.on("change:width", draw);
-  const grid = (e) => {
+  const grid = (e) => {  // the point on the screenshot itself (inside the border), on the 0-999 grid
     const r = img.getBoundingClientRect();
-    const x = Math.floor((e.clientX - r.left) / r.width * 1000);
-    const y = Math.floor((e.clientY - r.top) / r.height * 1000);
+    const x = Math.floor((e.clientX - r.left - img.clientLeft) / img.clientWidth * 1000);
+    const y = Math.floor((e.clientY - r.top - img.clientTop) / img.clientHeight * 1000);
     return [Math.max(0, Math.min(999, x)), Math.max(0, Math.min(999, y))];
   };
   let down = null;
@@ -82,7 +85,7 @@ function render({ model, el }) {
     where.textContent = "sent; waiting for the phone...";
     down = null;
   });
-  img.addEventListener("pointerleave", () => { if (!down) where.textContent = ""; });
+  img.addEventListener("pointerleave", () => { if (!down) where.textContent = hint; });
   box.append(img, where);
   el.append(box);
 }
@@ -100,6 +103,7 @@ class PhoneScreen(anywidget.AnyWidget):
     width = traitlets.Int(270).tag(sync=True)
     long_press_ms = traitlets.Int(LONG_PRESS_MS).tag(sync=True)
     drag_units = traitlets.Int(DRAG_UNITS).tag(sync=True)
+    frame = traitlets.Int(0).tag(sync=True)  # counts the redraws (a step that changed nothing redraws too)
 
     def __init__(self, width: int = 270, **kwargs):
         super().__init__(width=width, **kwargs)
@@ -108,6 +112,7 @@ class PhoneScreen(anywidget.AnyWidget):
 
     def show(self, png: bytes) -> None:
         self.src = "data:image/png;base64," + base64.b64encode(png).decode("ascii")
+        self.frame += 1
 
     def on_gesture(self, handler) -> None:
         self._handlers.append(handler)
@@ -156,7 +161,7 @@ class RecorderPanel(W.VBox):
                                   layout=W.Layout(width="330px"))
         self.thought.add_class("wb-recorder-thought")
         self.click_as = W.ToggleButtons(options=["Tap", "Double Tap", "Long Press"], value="Tap",
-                                        description="a click:", style={"button_width": "90px",
+                                        description="a click:", style={"button_width": "100px",
                                                                        "description_width": "60px"})
         self.swipes = {d: _button(f"Swipe {d}", f"wb-recorder-swipe-{d}", width="98px") for d in DIRECTIONS}
         self.text = W.Text(placeholder="text to type", layout=W.Layout(width="230px"))
