@@ -121,3 +121,24 @@ def test_the_episodes_view_opens_a_failed_step_in_the_recorder_with_the_phone_in
     assert "checks hold" in panel.status.value
     rows = [json.loads(line) for line in open(panel.write_rows().path)]
     assert [r["meta"]["step"] for r in rows] == [2, 3]
+
+
+def test_the_panel_drives_a_real_phone_through_the_adb_bridge(tmp_path):
+    """device="adb:SERIAL": the stand-in ADB server's phone on the screen, a click sent as its device command, the app
+    list the bridge's packages; nothing is judged."""
+    from ..phone.adb_standin import AdbStandIn
+
+    with AdbStandIn(serials=["emulator-5554"]) as adb:
+        panel = RecorderPanel(tmp_path, device="adb:emulator-5554", adb_port=adb.port)
+        panel.demonstrator.device.settle_s = 0
+        assert "the phone emulator-5554" in panel.children[0].value and shown(panel.screen).size == (1080, 2400)
+        assert "Settings" in panel.app.options and not panel.task.options  # no simulator tasks to pick
+        panel.task.value = "Check the battery level"
+        panel.start_button.click()
+        panel.screen.gesture({"gesture": "click", "point": [500, 500]})
+        panel.screen.gesture({"gesture": "swipe", "start": [500, 800], "end": [500, 300]})
+        sent = [c for c in adb.shell_commands() if c.startswith("input ")]
+        assert sent == ["input tap 540 1200", "input swipe 540 1920 540 720 1000"]
+        panel.message.value = "Battery at 80%."
+        panel.finish_button.click()
+        assert "3 steps; not judged" in panel.status.value
