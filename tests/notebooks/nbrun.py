@@ -30,6 +30,10 @@ PARAMETERS = {
     "07_phone_agent_episodes.ipynb": dict(MAX_STEPS=300, MAX_TOKENS=64,
                                           TASKS="web_search/exchange-rate,open_app/clock", EPISODE_STEPS=2,
                                           RUNS_DIR="{runs}"),
+    # 09 trains the screenshot agent as 07 does (300 steps), then two fine-tunes of 150 steps from it: on its rows with
+    # the recorded demonstrations (x100) and, the control, on its rows alone (on 2 loaded cores, one thread each:
+    # demonstrated steps exact 0.05 -> 0.45, control 0.05; held-out demonstrations 0.062 -> 0.188, control 0.062)
+    "09_own_app.ipynb": dict(AGENT_STEPS=300, TUNE_STEPS=150, RUNS_DIR="{runs}"),
     "08_grpo_phone_actions.ipynb": dict(MODEL="tiny-glm4", SFT_STEPS=2, GRPO_STEPS=2, MISMATCH_STEPS=1, MICRO_BATCH=1,
                                         GROUP=2, MAX_NEW_TOKENS=6, EVAL_ROWS=2, MODES=["fp32", "bf16"],
                                         RUNS_DIR="{runs}"),

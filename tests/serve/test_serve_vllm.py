@@ -61,6 +61,34 @@ def test_eval_server_gives_our_servers_greedy_answers(vllm_server, small_server,
                     assert abs(value - theirs_here[name]) <= differing / 6 + 1e-9, (model, mode, name, differing)
 
 
+def test_step_metrics_on_recorded_demonstrations_are_our_servers(vllm_server, small_server, capsys):
+    """`workbench eval --task phone_steps` on the recorded demonstrations as text (own_app/heldout_tree.jsonl: no
+    image, what a text model reads): vLLM's greedy answers are ours, base and adapter, and the report names the
+    evaluator's rules either way."""
+    from workbench.cli.main import main
+
+    from ..conftest import SAMPLES
+
+    def steps(url: str) -> dict:
+        assert main(["eval", "--server", url, "--task", "phone_steps", "--data",
+                     str(SAMPLES / "own_app" / "heldout_tree.jsonl"), "--limit", "4", "--max-tokens", "24", "--json",
+                     "--no-write"]) == 0
+        return json.loads(capsys.readouterr().out)
+
+    from workbench.phone.actions import split_answer
+
+    def replies(report: dict) -> dict:  # ours splits <think> into reasoning_content, vLLM keeps it in the text
+        return {(m, r["index"]): split_answer(r["answer"] or "", r["reasoning"] or "") for m, by_mode in
+                report["records"].items() for r in by_mode["default"]}
+
+    ours, theirs = steps(small_server.url), steps(vllm_server.url)
+    assert ours["settings"]["rules"] == theirs["settings"]["rules"] and "AgentCPM-GUI" in theirs["settings"]["rules"]
+    mine, vllms = replies(ours), replies(theirs)
+    same = [k for k in mine if (mine[k].answer, mine[k].reasoning) == (vllms[k].answer, vllms[k].reasoning)]
+    assert len(mine) == 8 and mine.keys() == vllms.keys() and len(same) >= 6, {k: (mine[k], vllms[k]) for k in mine}
+    assert {m: v["default"]["n"] for m, v in theirs["metrics"].items()} == {m: 4 for m in ours["metrics"]}
+
+
 def test_chat_panels_compare_streams_every_model_side_by_side(vllm_server, small_adapter_run):
     from workbench.serve.client import compare
 

@@ -6,6 +6,10 @@ same action on the same screen ``phone.runtime.REPEAT_LIMIT`` times in a row: st
 (the server refused the conversation as longer than its context) or ``error`` (the request failed). ``success``
 is the final-state checks all holding after a parsed finish; None when the device cannot judge its state (a real
 phone).
+
+A person's demonstration (``workbench.agent.demonstrate``) is an episode too, of model ``demonstration``; a correction
+continues a model's episode from the step it got wrong: its first ``context_steps`` steps are the model's own, kept as
+the context of the steps a person demonstrated after them and never a training target themselves.
 """
 from __future__ import annotations
 
@@ -54,6 +58,7 @@ class Episode:
     final_app: Optional[str] = None
     final_screenshot: Optional[str] = None
     final_png: Optional[bytes] = field(default=None, repr=False, compare=False)
+    context_steps: int = 0  # a correction: its first steps are the corrected model's, context only (no rows of their own)
 
     @property
     def prompt_tokens_last(self) -> Optional[int]:

@@ -110,6 +110,8 @@ def record_rows(episodes: Iterable[Episode], out: str | Path, screens: Optional[
                 continue
             kept += 1
             for row in episode_rows(episode, kept, image_path, Path(screens) if screens else None, observation, lang):
+                if row["meta"]["step"] <= episode.context_steps:  # a correction's steps before it: context, no target
+                    continue
                 fh.write(json.dumps(row, ensure_ascii=False) + "\n")
                 count += 1
     return Recorded(count, kept, skipped, len(written), str(out))

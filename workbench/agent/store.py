@@ -30,16 +30,18 @@ def folder_name(text: str) -> str:
 
 
 class EpisodeWriter:
-    """Writes episodes into ``folder`` as they end (a crash keeps the ones that ended)."""
+    """Writes episodes into ``folder`` as they end (a crash keeps the ones that ended). ``append``: after the episodes
+    the folder holds already (a folder of demonstrations, recorded one at a time), instead of in their place."""
 
-    def __init__(self, folder: str | Path, screens: bool = True):
+    def __init__(self, folder: str | Path, screens: bool = True, append: bool = False):
         self.folder = Path(folder)
         self.folder.mkdir(parents=True, exist_ok=True)
         self.screens = screens
-        self.count = 0
+        path = self.folder / EPISODES_FILE
+        self.count = len(read_episodes(self.folder)) if append and path.is_file() else 0
         # an earlier summary no longer describes the folder (a crash now must not leave it beside new episodes)
         (self.folder / SUMMARY_FILE).unlink(missing_ok=True)
-        self._file = open(self.folder / EPISODES_FILE, "w", encoding="utf-8")
+        self._file = open(path, "a" if append else "w", encoding="utf-8")
 
     def write(self, episode: Episode) -> None:
         self.count += 1

@@ -28,7 +28,7 @@ class NameCatalogue:
 
 
 EVAL_TASKS = NameCatalogue("task", ("heldout_loss", "identity", "phone_actions", "phone_actions_reasoning", "phone_episodes",
-                                       "phone_screens", "text"))
+                                       "phone_screens", "phone_steps", "text"))
 # The phone agent's whole-episode task (workbench.agent: episodes on the simulated phone, success on the final state);
 # a recipe may be judged by it (its evaluation's data: the tasks, e.g. heldout), a training run's eval.tasks not.
 EPISODE_TASK = "phone_agent"

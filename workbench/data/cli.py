@@ -1,5 +1,5 @@
-"""``workbench data check FILE``: lint training files; ``workbench data convert FILE OUT``: rewrite legacy agent rows
-into Open-AutoGLM's runtime format (registered by workbench.cli.main)."""
+"""``workbench data check FILE``: lint training files; ``workbench data merge``: merge them into one; ``workbench data
+convert FILE OUT``: rewrite legacy agent rows into Open-AutoGLM's runtime format (registered by workbench.cli.main)."""
 from __future__ import annotations
 
 import argparse
@@ -9,7 +9,7 @@ import sys
 def add_parser(subparsers) -> argparse.ArgumentParser:
     p = subparsers.add_parser("data", help="check training files before a run reads them",
                               description="Tools for training data.")
-    sub = p.add_subparsers(dest="data_command", required=True, metavar="{check,convert}")
+    sub = p.add_subparsers(dest="data_command", required=True, metavar="{check,merge,convert}")
     c = sub.add_parser(
         "check", help="lint JSONL training files: every problem as file:line: why (exit 1 when there is one)",
         description="Check each row: JSON and a chat or instruction row; images exist and open; phone-action answers "
@@ -38,6 +38,16 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
     v.add_argument("--lang", choices=("cn", "en"), default="en", help="the runtime's system prompt to use (its --lang; "
                    "default en)")
     v.set_defaults(func=run_convert)
+    m = sub.add_parser(
+        "merge", help="merge training files into one (e.g. demonstrations into an agent's rows)",
+        description="Check every input as `workbench data check` does (nothing is written while one has a problem), "
+                    "then write their rows, in order, to one file; image paths relative to an input's folder are "
+                    "rewritten relative to the output's folder.")
+    m.add_argument("files", nargs="+", metavar="FILE", help="JSONL training files")
+    m.add_argument("--out", required=True, metavar="OUT.jsonl", help="the merged file (a new file, not an input)")
+    m.add_argument("--repeat", action="append", default=[], metavar="FILE=N",
+                   help="write FILE's rows N times (repeatable): a few demonstrations among thousands of rows")
+    m.set_defaults(func=run_merge)
     return p
 
 
@@ -57,6 +67,32 @@ def run_convert(args) -> int:
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in converted), encoding="utf-8")
     print(f"{out}: {len(converted)} rows in Open-AutoGLM's runtime format (lang {args.lang})")
+    return 0
+
+
+def run_merge(args) -> int:
+    from .merge import merge_files
+
+    repeat, problems = {}, []
+    for item in args.repeat:
+        name, sep, count = item.rpartition("=")
+        if not sep or not count.isdigit():
+            problems.append(f"--repeat {item!r}: give FILE=N, N a whole number")
+        else:
+            repeat[name] = int(count)
+    if not args.out.endswith(".jsonl"):
+        problems.append(f"--out {args.out!r}: give a .jsonl file name")
+    if not problems:
+        merged = merge_files(args.out, args.files, repeat)
+        problems = merged.problems
+    if problems:
+        for line in problems:
+            print(line)
+        print(f"workbench data merge: error: {len(problems)} problem(s); nothing written", file=sys.stderr)
+        return 1
+    for path, (rows, times) in merged.per_file.items():
+        print(f"{path}: {rows} rows" + (f" x {times}" if times > 1 else ""))
+    print(f"{merged.rows} rows: {merged.path}")
     return 0
 
 

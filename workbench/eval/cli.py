@@ -97,8 +97,30 @@ def format_report(report) -> str:
             lines.append(f"{m} ({mode}): {metrics['failed']} of {metrics['failed'] + metrics['n']} requests failed, "
                          "not scored; first reasons:")
             lines += [f"  - {reason}" for reason in metrics.get("errors", [])]
+    lines += _by_type(rows)
     answered = "the answered rows only (n)" if report.failed else "every row"
     lines.append(f"task {report.task} on {report.settings['n']} rows of {report.data}; metrics over {answered}; "
                  f"{report.wall_s:.1f} s")
+    if report.settings.get("rules"):
+        lines.append(f"rules: {report.settings['rules']}")
     lines += [f"written: {p}" for p in report.written]
     return "\n".join(lines)
+
+
+def _by_type(rows: list) -> list[str]:
+    """The per-action-type figures (a phone task's ``by_type``) as a table: a row per model and mode, a column per
+    expected action type holding ``n: type match / exact match``; nothing for a task without them."""
+    kinds = sorted({k for _, _, metrics in rows for k in metrics.get("by_type") or {}})
+    if not kinds:
+        return []
+
+    def cell(group) -> str:
+        if not group:
+            return "-"
+        return f"{group['n']}: {_cell(group.get('type_match', group.get('type_accuracy')))} / {_cell(group['exact_match'])}"
+
+    table = [["model", "thinking", *kinds]] + [[m, mode, *(cell((metrics.get("by_type") or {}).get(k)) for k in kinds)]
+                                              for m, mode, metrics in rows]
+    widths = [max(len(r[i]) for r in table) for i in range(len(table[0]))]
+    return ["per expected action type (rows: type match / exact match):"] + \
+        ["  ".join(c.ljust(w) for c, w in zip(r, widths)).rstrip() for r in table]

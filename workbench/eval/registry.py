@@ -7,6 +7,7 @@ from ..config.samples import samples_dir
 from .identity import IdentityTask
 from .loss import HeldoutLossTask
 from .phone import PhoneActionsTask
+from .steps import StepMatchTask
 from .tasks import Task
 from .text import TextMatchTask
 
@@ -36,5 +37,5 @@ def _register_builtin() -> None:
                                                       samples_dir() / "phone_actions_reasoning" / "heldout.jsonl"),
                  PhoneActionsTask("phone_episodes", samples_dir() / "phone_episodes" / "heldout.jsonl"),
                  PhoneActionsTask("phone_screens", samples_dir() / "phone_screens" / "heldout.jsonl"),  # screenshots
-                 IdentityTask(), TextMatchTask(), HeldoutLossTask()):
+                 StepMatchTask(), IdentityTask(), TextMatchTask(), HeldoutLossTask()):
         _TASKS.setdefault(task.name, task)

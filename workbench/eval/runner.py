@@ -163,7 +163,8 @@ def _ask_served(task, models, clients, base, examples, modes, data_path, limit, 
     report = EvalReport(task.name, str(data_path), " ".join(dict.fromkeys(served[m][0].base for m in models)),
                         {"temperature": temperature, "seed": seed, "max_tokens": max_tokens, "limit": limit,
                          "n": len(examples), "concurrency": concurrency, "enable_thinking": enable_thinking,
-                         "models": models, "base": base},
+                         "models": models, "base": base,
+                         **({"rules": task.rules} if getattr(task, "rules", None) else {})},  # its matching rules
                         round(wall, 3), metrics, records)
     if write:
         for model in models:

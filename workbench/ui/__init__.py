@@ -11,7 +11,7 @@ import importlib
 # name -> module of this package that defines it, imported on first access
 _LAZY = {"Workbench": "dashboard", "ConfigPanel": "config_panel", "PlanPanel": "plan_panel", "RunMonitor": "monitor",
          "RunsPanel": "runs_panel", "ChatComparePanel": "chat_panel", "RunState": "state", "EpisodeReplay": "episodes",
-         "EpisodeCompare": "episodes", "PrecisionCompare": "precision_compare",
+         "EpisodeCompare": "episodes", "RecorderPanel": "recorder", "PrecisionCompare": "precision_compare",
          "PrecisionCompareView": "precision_compare_view"}
 __all__ = list(_LAZY)
 

@@ -1,7 +1,9 @@
 """Replay phone-agent episodes (``workbench agent run`` stores them): a step slider over the screens the model saw,
 its action drawn over the element it hit, its thinking and answer, what the phone did; at the end the final
-screen, how the episode ended and the final-state checks. ``EpisodeCompare`` shows several models' episodes of one
-task side by side on one slider (base vs fine-tuned); ``EpisodesSection`` (in the chat compare panel) picks the
+screen, how the episode ended and the final-state checks. At a step of an episode that did not succeed, *Correct from
+this step* opens the recorder panel (``workbench.ui.recorder``) with the phone in that step's state, to demonstrate
+the rest (a correction: the model's earlier steps stay as context). ``EpisodeCompare`` shows several models' episodes
+of one task side by side on one slider (base vs fine-tuned); ``EpisodesSection`` (in the chat compare panel) picks the
 episode folders of a runs directory to compare."""
 from __future__ import annotations
 
@@ -27,10 +29,12 @@ def _verdict(episode: Episode) -> str:
 
 class EpisodeReplay(W.VBox):
     def __init__(self, episodes: str | Path | Sequence[Episode] = (), title: Optional[str] = None, scale: int = 2,
-                 picker: bool = True):
+                 picker: bool = True, corrections: str | Path = "demonstrations"):
         """``episodes``: a folder ``workbench agent run`` wrote (its screenshots are read from it), or episodes in
-        memory (with their screenshots). ``scale`` enlarges small screens (112x252) for reading."""
+        memory (with their screenshots). ``scale`` enlarges small screens (112x252) for reading. ``corrections``: the
+        folder the recorder saves corrections to (beside any demonstrations recorded there)."""
         self.folder = Path(episodes) if isinstance(episodes, (str, Path)) else None
+        self.corrections = Path(corrections)
         self.episodes: list[Episode] = read_episodes(self.folder) if self.folder else list(episodes)
         self.scale = scale
         label = title or (self.episodes[0].model if self.episodes else "episodes")
@@ -47,9 +51,16 @@ class EpisodeReplay(W.VBox):
         self.tree.add_class("wb-episode-tree")
         self.info = W.HTML()
         self.info.add_class("wb-episode-info")
+        self.correct_button = W.Button(description="Correct from this step", icon="pencil",
+                                       tooltip="open this step in the recorder, the phone in its state, and "
+                                               "demonstrate the rest", layout=W.Layout(width="200px"))
+        self.correct_button.add_class("wb-correct")
+        self.correct_button.on_click(lambda _: self.open_correction())
+        self.correction = W.VBox()  # the recorder panel, once a correction is opened
         self.picker.observe(lambda _: self._episode_changed(), names="value")
         self.slider.observe(lambda _: self.show(), names="value")
-        super().__init__([self.header, self.picker, self.slider, W.HBox([self.image, self.tree]), self.info],
+        super().__init__([self.header, self.picker, self.slider, W.HBox([self.image, self.tree]), self.info,
+                          self.correct_button, self.correction],
                          layout=W.Layout(border="1px solid #ccc", padding="6px", width="100%"))
         self.add_class("wb-episode-replay")
         if self.episodes:
@@ -98,9 +109,27 @@ class EpisodeReplay(W.VBox):
             answer = current.answer if current else None
             self.image.value = png_bytes(draw_action(shot, answer, current.target_box if current else None, self.scale))
         self.info.value = self._step_html(episode, current) if current else self._end_html(episode)
+        # a step of an episode that did not succeed can be corrected from (the end, or a success, not)
+        self.correct_button.layout.display = None if current and episode.success is not True else "none"
         tree = current.ui_tree if current else None
         self.tree.layout.display = None if tree else "none"
         self.tree.value = _tree_html(tree, current.element if current else None) if tree else ""
+
+    def open_correction(self, step: Optional[int] = None):
+        """The recorder panel under the replay, the phone in the state of ``step`` (default: the step shown) of the
+        episode shown, its earlier steps kept as context; returns the panel."""
+        from .recorder import RecorderPanel
+
+        episode = self.episode
+        step = step or self.slider.value
+        panel = RecorderPanel(self.corrections, size=self._screen_size(episode))
+        panel.correct(episode, step, self.folder)
+        self.correction.children = [panel]
+        return panel
+
+    def _screen_size(self, episode: Episode) -> tuple[int, int]:
+        shot = self._screenshot(episode.steps[0]) if episode.steps else None
+        return shot.size if shot is not None else (1080, 2400)
 
     def _step_html(self, episode: Episode, step: Step) -> str:
         e = html.escape
