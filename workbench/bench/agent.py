@@ -159,7 +159,7 @@ def _tap_probe(row: dict, rng) -> Optional[dict]:
 
 
 def _tapped(reply: str) -> Optional[tuple[int, int]]:
-    from ..phone.actions import reply_action
+    from ..phone.openautoglm import reply_action
 
     action = reply_action(reply)
     return action.point() if action else None

@@ -171,19 +171,6 @@ def split_answer(content: str, reasoning: str = "") -> SplitAnswer:
     return SplitAnswer(reasoning, answer.strip(), bool(reasoning), tagged is not None)
 
 
-def reply_action(content: Optional[str], reasoning: str = "") -> Optional[Action]:
-    """The action a model's reply holds as Open-AutoGLM's runtime reads it (everything from ``do(action=`` /
-    ``finish(message=`` on: ``phone.openautoglm.runtime_split``; a reasoning the server split off never reaches it);
-    None when that is not one valid action (a reply closed by ``</answer>`` is not). For readers that only need the
-    action; those that report why call ``parse_action``."""
-    from .openautoglm import runtime_split
-
-    try:
-        return parse_action(runtime_split(content or "")[1])
-    except ActionSyntaxError:
-        return None
-
-
 Box = tuple[int, int, int, int]
 
 

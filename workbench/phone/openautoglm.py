@@ -16,6 +16,8 @@ from __future__ import annotations
 import datetime
 from typing import Optional
 
+from .actions import Action, ActionSyntaxError, parse_action
+
 RUNTIME = "phone-agent 0.1.1"  # the package these values were taken from, and which the tests install
 LANGS = ("cn", "en")  # its --lang values: cn = the Chinese prompt (its default), en = the English one
 HOME = "System Home"  # the current app when no name of the table matches the focused window
@@ -383,6 +385,17 @@ def runtime_split(content: str) -> tuple[str, str]:
     return "", content
 
 
+def reply_action(content: Optional[str], reasoning: str = "") -> Optional[Action]:
+    """The action a model's reply holds as Open-AutoGLM's runtime reads it (everything from ``do(action=`` /
+    ``finish(message=`` on: ``runtime_split``; a reasoning the server split off never reaches it);
+    None when that is not one valid action (a reply closed by ``</answer>`` is not). For readers that only need the
+    action; those that report why call ``parse_action``."""
+    try:
+        return parse_action(runtime_split(content or "")[1])
+    except ActionSyntaxError:
+        return None
+
+
 def history_reply(content: str) -> str:
     """The assistant turn the runtime keeps in its history for a reply: ``<think>{thinking}</think><answer>{action}
     </answer>`` of ``runtime_split``."""
@@ -410,8 +423,6 @@ def _touch_point(value, size: tuple[int, int] = TOUCH_SIZE) -> Optional[list]:
 
 def _handled(kwargs: dict):
     """The Action the runtime's handler carries out for a parsed do(...) call; None where it does nothing."""
-    from .actions import Action
-
     name = kwargs.get("action")
     if name in _POINTED:
         point = _touch_point(kwargs["element"]) if kwargs.get("element") else None
@@ -440,8 +451,6 @@ def runtime_action(text: str):
     argument: the episode goes on), ``finish`` for any text starting with ``finish`` (the message its slice gives).
     ``ActionSyntaxError`` where its parser raises: the runtime then finishes with the text as the message."""
     import ast
-
-    from .actions import Action, ActionSyntaxError
 
     source = text.strip()
     if source.startswith(('do(action="Type"', 'do(action="Type_Name"')):

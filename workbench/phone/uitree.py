@@ -24,7 +24,8 @@ import re
 import xml.etree.ElementTree as ET
 from typing import Iterable, Optional
 
-from .actions import format_action, hit_box, in_box, reply_action, split_answer
+from .actions import format_action, hit_box, in_box, split_answer
+from .openautoglm import reply_action
 from .screen import GRID, Box, Screen
 
 KEYBOARD_LINE = "keyboard open"

@@ -22,7 +22,8 @@ import math
 from typing import Callable
 
 from ..config.names import REWARDS
-from ..phone.actions import POINT_ACTIONS, Action, parse_action, reply_action, split_answer, target_box
+from ..phone.actions import POINT_ACTIONS, Action, parse_action, split_answer, target_box
+from ..phone.openautoglm import reply_action
 
 SHAPING_RADIUS = 250  # grid units (a quarter of the screen) at which tap_distance reaches 0
 

@@ -11,7 +11,7 @@ from typing import Optional, Sequence
 
 from PIL import Image, ImageDraw
 
-from ..phone.actions import reply_action
+from ..phone.openautoglm import reply_action
 
 BOX_COLOR = (0, 200, 0)
 ACTION_COLOR = (255, 0, 0)
