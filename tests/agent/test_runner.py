@@ -162,6 +162,10 @@ def test_metrics_count_what_happened():
     assert summarize(run_episodes(combos, OraclePolicy(combos), SMALL) + good)["by_split"] == {
         "combos": {"n": 1, "success_rate": 1.0}, "train": {"n": 1, "success_rate": 1.0}}
     assert m["prompt_tokens_last"] is None
+    # a tap off the screen parses in the runtime and is executed to no effect: an invalid action, of type Tap
+    off = summarize(run_episodes(tasks[:1], Scripted('do(action="Tap", element=[1200,5])', 'finish(message="x")'),
+                                 SMALL))
+    assert off["action_types"] == {"Tap": 1} and off["invalid_action_rate"] == 1.0
 
 
 def test_episodes_round_trip_through_their_folder(tmp_path):

@@ -417,7 +417,7 @@ def test_a_demonstration_recorded_by_clicks_becomes_rows_the_linter_accepts_and_
             steps = page.locator(".wb-recorder-steps").first
             _click_grid(page, 150, 300)  # the Settings icon
             expect(steps).to_contain_text("on Settings")
-            expect(state).to_contain_text("step 2 on Settings")
+            expect(state).to_contain_text("step 2 on AndroidSystemSettings")  # the runtime's name for it
             _click_grid(page, 300, 380)  # Airplane mode: the wrong row
             expect(steps).to_contain_text("on Airplane mode")
             shot("1-wrong-row")
@@ -450,13 +450,13 @@ def test_a_demonstration_recorded_by_clicks_becomes_rows_the_linter_accepts_and_
         assert box[0] <= point[0] <= box[2] and box[1] <= point[1] <= box[3]
     assert points[0] == (150, 300), points  # the grid point the page was clicked at
     assert answers[1].startswith("<think>Wi-Fi is on; I tap its row to turn it off.</think>")
-    assert answers[2].endswith('finish(message="Wi-Fi is off.")</answer>')
+    assert answers[2].endswith('\n<answer>finish(message="Wi-Fi is off.")')  # AutoGLM-Phone's form: no closing tag
     assert check_file(rows_file).problems == []
     # a fine-tune trains on them: the screenshot agent, every weight, a few steps
     run = subprocess.run([sys.executable, "-m", "workbench", "train", "--model.source", "tiny-glm4v-agent",
                           "--lora.enabled", "false", "--precision.mode", "fp32", "--data.train", str(rows_file),
                           "--data.eval", "null", "--data.max_length", "4096", "--schedule.max_steps", "3",
-                          "--schedule.micro_batch_size", "3", "--schedule.eval_every", "0",
+                          "--schedule.micro_batch_size", "3", "--schedule.eval_loss_every", "0",
                           "--diagnosis.enabled", "false", "--output.runs_dir", str(tmp_path / "runs")],
                          capture_output=True, text=True, timeout=600, cwd=REPO)
     assert run.returncode == 0, run.stdout[-2000:] + run.stderr[-2000:]

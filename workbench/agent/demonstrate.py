@@ -32,6 +32,7 @@ from typing import Optional, Sequence
 
 from ..data.multimodal import png_bytes
 from ..phone.actions import GRID, POINT_ACTIONS, Action, format_action, hit_box, parse_action
+from ..phone.openautoglm import runtime_action
 from ..phone.runtime import assistant_target
 from ..phone.sim import PHONE_SIZE, SimPhone
 from ..phone.tasks import TASKS, PhoneTask
@@ -207,7 +208,8 @@ class Demonstrator:
                     raise DemonstrationError(
                         f"the phone does not show step {s.index}'s stored screen after the episode's earlier actions "
                         "(the simulator changed since it was recorded?): demonstrate the task anew instead")
-                self.device.execute(parse_action(s.action))
+                if s.action:  # what it executed, read as the runtime read it (None: a step that changed nothing)
+                    self.device.execute(runtime_action(s.action))
             self.task = task
         else:
             self.notes.append(f"a real phone cannot be put back: bring it to the screen of step {step} by hand")
@@ -316,7 +318,8 @@ class Demonstrator:
         if self.judges_state:
             self.device.reset(self._start_state)
             for s in episode.steps:
-                self.device.execute(parse_action(s.action))
+                if s.action:  # what it executed, read as the runtime read it (None: a step that changed nothing)
+                    self.device.execute(runtime_action(s.action))
         else:
             self.notes.append(f"the phone was not changed back: undo '{step.answer}' on the phone by hand")
         self._screen = None

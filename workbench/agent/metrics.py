@@ -27,7 +27,8 @@ import collections
 import math
 from typing import Iterable, Optional
 
-from ..phone.actions import POINT_ACTIONS, parse_action
+from ..phone.actions import POINT_ACTIONS
+from ..phone.openautoglm import runtime_action
 from .episode import END_REASONS, Episode, Step
 
 
@@ -58,7 +59,7 @@ def reached_apps(ep: Episode) -> bool:
 def quoted_line(step: Step) -> Optional[bool]:
     """For a point action on a screen shown as text: whether the reasoning's last line is a line of that screen's
     tree. None for any other step."""
-    if step.ui_tree is None or not step.action or parse_action(step.action).type not in POINT_ACTIONS:
+    if step.ui_tree is None or not step.action or runtime_action(step.action).type not in POINT_ACTIONS:
         return None
     lines = step.reasoning.strip().split("\n")
     return len(lines) > 1 and lines[-1] in step.ui_tree.split("\n")
@@ -80,7 +81,8 @@ def summarize(episodes: Iterable[Episode]) -> dict:
         "mean_steps": _mean([len(ep.steps) for ep in episodes]),
         "prompt_tokens_last": _mean(last_tokens),
         "prompt_tokens_last_max": max((t for t in last_tokens if t is not None), default=None),
-        "action_types": dict(sorted(collections.Counter(parse_action(s.action).type for s in actions).items())),
+        # an executed action read as the runtime read it (a point off the screen included: it was executed, to no effect)
+        "action_types": dict(sorted(collections.Counter(runtime_action(s.action).type for s in actions).items())),
         "end_reasons": {r: n for r, n in reasons.items() if n},
         "by_split": _groups(episodes, lambda ep: [ep.split]),
         "by_template": _groups(episodes, lambda ep: [ep.template]),

@@ -53,7 +53,7 @@ def run_one(args) -> dict:
         recipe, steps = load_recipe(args.recipe), args.warmup + args.steps
         warmup = min(recipe.run_config(args.set, checks=False).schedule.resolved_warmup_steps, steps)  # a short run
         overrides = [*args.set, f"quantization.base={args.only}", f"schedule.max_steps={steps}",
-                     f"schedule.warmup_steps={warmup}", "schedule.eval_every=0", "data.eval=null",
+                     f"schedule.warmup_steps={warmup}", "schedule.eval_loss_every=0", "data.eval=null",
                      f"output.runs_dir={tmp}", "output.progress_bar=false", f"output.run_name={args.only}"]
         cfg = recipe.run_config(overrides)
         clock = _cpu_clock()
