@@ -1,7 +1,8 @@
 """The CI step times stay true. ``.ci/run`` ends by comparing each step's measured wall time with .ci/durations.json
-(``.ci/durations.py``) and fails when one is off by more than its margin; the figures docs/development.md and .ci/run's
-comments cite as ``[STEP: N s]`` stay within 25% of that file. After a change that moves a step's time, copy
-test-artifacts/ci-durations.json (what the run measured) over .ci/durations.json and update the figures."""
+(``.ci/durations.py``) and, on the CPU class the file's times were measured on, fails when one is off by more than its
+margin; the figures docs/development.md and .ci/run's comments cite as ``[STEP: N s]`` stay within 25% of that file.
+After a change that moves a step's time, copy test-artifacts/ci-durations.json (what the run measured) into
+.ci/durations.json's steps and update the figures."""
 import importlib.util
 import json
 import re
