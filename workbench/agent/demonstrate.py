@@ -208,8 +208,7 @@ class Demonstrator:
                     raise DemonstrationError(
                         f"the phone does not show step {s.index}'s stored screen after the episode's earlier actions "
                         "(the simulator changed since it was recorded?): demonstrate the task anew instead")
-                if s.action:  # what it executed, read as the runtime read it (None: a step that changed nothing)
-                    self.device.execute(runtime_action(s.action))
+                self._redo(s)
             self.task = task
         else:
             self.notes.append(f"a real phone cannot be put back: bring it to the screen of step {step} by hand")
@@ -305,6 +304,11 @@ class Demonstrator:
     def wait(self, seconds: int = 1, thought: str = "") -> Step:
         return self.act(Action("Wait", {"duration": f"{seconds} seconds"}), thought)
 
+    def _redo(self, step: Step) -> None:
+        """Carry out a stored step's action again, as the runtime read it when it ran (none: it changed nothing)."""
+        if step.action:
+            self.device.execute(runtime_action(step.action))
+
     def undo(self) -> Step:
         """Take the last step back. The simulated phone is put back into the state before it (the start, then the
         steps before it again); a real phone cannot be: the step leaves the record, and the phone must be put back
@@ -318,8 +322,7 @@ class Demonstrator:
         if self.judges_state:
             self.device.reset(self._start_state)
             for s in episode.steps:
-                if s.action:  # what it executed, read as the runtime read it (None: a step that changed nothing)
-                    self.device.execute(runtime_action(s.action))
+                self._redo(s)
         else:
             self.notes.append(f"the phone was not changed back: undo '{step.answer}' on the phone by hand")
         self._screen = None
