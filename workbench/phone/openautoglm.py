@@ -404,10 +404,9 @@ def history_reply(content: str) -> str:
 
 
 # How the runtime's handler (phone_agent/actions/handler.py) treats what its parser returns: the do() actions it
-# carries out, each with the arguments it reads; any other action name it answers "Unknown action" or a placeholder
-# (Note, Call_API, Interact) and the episode goes on.
+# carries out, each with the arguments it reads; any other action name (Note, Call_API, Interact and Take_over
+# among them) it answers "Unknown action" or with a placeholder, and the episode goes on.
 _POINTED = ("Tap", "Double Tap", "Long Press")
-_UNHANDLED = ("Note", "Call_API", "Interact", "Take_over")
 TOUCH_SIZE = (1080, 2400)  # the pixels the runtime's gestures are sent in (agent.openautoglm.SimDevice reports them)
 
 
@@ -441,7 +440,7 @@ def _handled(kwargs: dict):
     if name == "Wait":
         duration = kwargs.get("duration", "1 seconds")
         return Action("Wait", {"duration": duration}) if isinstance(duration, str) else None
-    return None  # an action it does not know, or one of _UNHANDLED
+    return None  # an action it does not know, or one it only answers (Note, Call_API, Interact, Take_over)
 
 
 def runtime_action(text: str):
