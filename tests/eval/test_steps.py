@@ -31,11 +31,19 @@ TAP = 'do(action="Tap", element=[500,450])'
     ('do(action="Tap", element=[420,410])', True),  # inside the box
     ('do(action="Tap", element=[385,505])', True),  # outside the box, inside it enlarged 1.2 times
     ('do(action="Tap", element=[375,450])', False),  # outside the enlarged box, 0.125 of the screen away
-    ('<answer>do(action="Double Tap", element=[500,450])</answer>', False),  # right place, another class
+    ('<answer>do(action="Double Tap", element=[500,450])', False),  # right place, another class
 ])
 def test_a_tap_matches_inside_its_target_enlarged_1_2_times(reply, exact):
     v = verdict(TAP, reply)
     assert v["exact"] is exact and v["type_match"] is ("Double" not in reply)
+
+
+def test_a_reply_is_read_as_open_autoglms_runtime_reads_it():
+    # the runtime's client cuts from do(action= on and its parser fails on a closing </answer>: a step the phone
+    # would not take is no match here either (eval.phone and the runner read replies the same way)
+    assert verdict(TAP, '<think>t</think>\n<answer>do(action="Tap", element=[500,450])')["exact"]
+    closed = verdict(TAP, '<think>t</think><answer>do(action="Tap", element=[500,450])</answer>')
+    assert not closed["parsed"] and not closed["exact"]
 
 
 def test_without_a_box_a_tap_matches_within_0_04_of_the_screen():

@@ -50,7 +50,7 @@ def test_split_answer_forms():
 def test_reply_action_reads_a_replys_action_as_the_runtime_does_and_none_for_the_rest():
     assert reply_action('<think>On.</think>\n<answer>do(action="Tap", element=[5,6])') == \
         Action("Tap", {"element": [5, 6]})
-    assert reply_action('<answer>do(action="Back")', reasoning="It is on.") == Action("Back")
+    assert reply_action('<answer>do(action="Back")') == Action("Back")
     assert reply_action('finish(message="done")') == Action("finish", {"message": "done"})
     # the runtime keeps everything from do(action= on: a closing tag reaches its parser, and ours, and fails
     for no_action in (None, "", "<think>still thinking", '<answer>do(action="Tap", element=[5000,6])',

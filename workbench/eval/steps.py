@@ -29,8 +29,8 @@ from pathlib import Path
 from typing import Optional
 
 from ..config.samples import samples_dir
-from ..phone.actions import ActionSyntaxError, GRID, parse_action, split_answer
-from ..phone.openautoglm import launch_package
+from ..phone.actions import GRID, parse_action, split_answer
+from ..phone.openautoglm import launch_package, reply_action
 from .tasks import Example, Reply, mean, rate
 
 EVALUATOR = "AgentCPM-GUI (OpenBMB/AgentCPM-GUI eval/utils/evaluator.py, after AITW's action matching)"
@@ -92,10 +92,7 @@ class StepMatchTask:
 
     def score(self, example: Example, reply: Reply) -> dict:
         expected = parse_action(split_answer(example.reference).answer)  # a bad reference is a data error
-        try:
-            got = parse_action(split_answer(reply.content, reply.reasoning).answer)
-        except ActionSyntaxError:
-            got = None
+        got = reply_action(reply.content)  # as Open-AutoGLM's runtime reads the reply (the runner and eval.phone too)
         meta = example.row.get("meta") if isinstance(example.row.get("meta"), dict) else {}
         type_match = got is not None and CLASSES[got.type] == CLASSES[expected.type]
         exact, distance, similarity = False, None, None

@@ -385,7 +385,7 @@ def runtime_split(content: str) -> tuple[str, str]:
     return "", content
 
 
-def reply_action(content: Optional[str], reasoning: str = "") -> Optional[Action]:
+def reply_action(content: Optional[str]) -> Optional[Action]:
     """The action a model's reply holds as Open-AutoGLM's runtime reads it (everything from ``do(action=`` /
     ``finish(message=`` on: ``runtime_split``; a reasoning the server split off never reaches it);
     None when that is not one valid action (a reply closed by ``</answer>`` is not). For readers that only need the
