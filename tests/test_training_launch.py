@@ -2,7 +2,7 @@ import os
 import signal
 import time
 
-from workbench.training import launch
+from workbench.training import launch, train_to_end
 from workbench.runs import attach
 
 
@@ -22,6 +22,16 @@ def test_launch_runs_in_its_own_process_and_finishes(make_cfg):
     events, _ = handle.events()
     assert events[0].type == "run_started" and events[-1].type == "run_finished"
     assert attach(handle.run_dir).status() == "finished"  # a fresh handle reads the same state
+
+
+def test_train_to_end_trains_in_a_worker_with_the_threads_asked_for(make_cfg):
+    """The bench's way to train: the caller keeps none of the run's memory (a GRPO run trained in the bench's process
+    left 12 GB there, and the bench was killed for memory when its baseline's two ranks started)."""
+    run_dir, status = train_to_end(make_cfg(**{"schedule.max_steps": 2}), threads=1)
+    assert status == "finished"
+    assert int((run_dir / "worker.pid").read_text()) != os.getpid()
+    started = next(e for e in attach(run_dir).events()[0] if e.type == "run_started")
+    assert started.hardware["torch_threads"] == 1
 
 
 def _no_worker_left(handle) -> None:

@@ -29,10 +29,11 @@ def train(cfg: RunConfig, run_dir: str | Path | None = None) -> RunResult:
     return run_engine(cfg, run_dir, observers=observers_for(cfg) + task_observers(cfg), scorer=scorer_for(cfg))
 
 
-def launch(cfg: RunConfig, run_dir: str | Path | None = None) -> RunHandle:
+def launch(cfg: RunConfig, run_dir: str | Path | None = None, env: dict[str, str] | None = None) -> RunHandle:
     """Start ``cfg`` in a new worker process (a distributed ``sharding.strategy``: torchrun with its
     ranks); returns at once. The handle (``workbench.runs.RunHandle``) gives status, stop, wait and events;
-    a notebook kernel stays responsive because training never runs inside it."""
+    a notebook kernel stays responsive because training never runs inside it. ``env``: variables set for the worker
+    on top of this process's."""
     cfg = replace(cfg, **{"output.progress_bar": False})  # the worker logs to a file, not a terminal
     run_dir = Path(run_dir) if run_dir else new_run_dir(cfg)
     run_dir.mkdir(parents=True, exist_ok=True)
@@ -52,21 +53,25 @@ def launch(cfg: RunConfig, run_dir: str | Path | None = None) -> RunHandle:
     log = open(run_dir / f"worker{suffix}.log", "ab")
     # A new session: stop() can signal the launcher and every rank it started as one process group.
     proc = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, start_new_session=True, cwd=os.getcwd(),
-                            env={**os.environ, LAUNCHED_ENV: "1"})
+                            env={**os.environ, **(env or {}), LAUNCHED_ENV: "1"})
     log.close()
     (run_dir / f"worker{suffix}.pid").write_text(str(proc.pid))
     return RunHandle(run_dir, proc)
 
 
-def train_to_end(cfg: RunConfig) -> tuple[Path, str]:
-    """Train ``cfg`` to its end as ``workbench train`` does; (run directory, status: finished | stopped | failed).
-    A distributed ``sharding.strategy`` goes through ``launch`` (torchrun starts its ranks): ``train`` in this
-    process would run it as a world of one, on a 2-rank config half the rows a step. Anything else trains here."""
-    if not cfg.sharding.distributed:
-        result = train(cfg)
-        return result.run_dir, "stopped" if result.stopped else "finished"
-    handle = launch(cfg)
-    return handle.run_dir, handle.wait()
+def train_to_end(cfg: RunConfig, threads: int | None = None) -> tuple[Path, str]:
+    """Train ``cfg`` to its end in a worker process (``launch``; torchrun and its ranks for a distributed
+    ``sharding.strategy``) and wait for it; (run directory, status: finished | stopped | failed). The caller's memory
+    stays its own: a run that trained in the caller's process would leave its peak there (a bench that trained GRPO
+    in-process held 12 GB after it and was killed for memory when the next run's two ranks started). ``threads``: the
+    worker's torch threads (OMP_NUM_THREADS) for a run of one process; torchrun gives each rank one. Interrupted, the
+    run is stopped (it saves a checkpoint) before the interrupt goes on."""
+    handle = launch(cfg, env=None if threads is None or cfg.sharding.distributed else {"OMP_NUM_THREADS": str(threads)})
+    try:
+        return handle.run_dir, handle.wait()
+    except BaseException:
+        handle.stop()
+        raise
 
 
 def _sigterm(signum, frame):

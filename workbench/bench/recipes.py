@@ -282,15 +282,16 @@ def _train_start(recipe: Recipe, runs_dir: Path, progress: bool, out: Outcome) -
 
 
 def _train(cfg) -> Path:
-    """Train ``cfg`` as ``workbench train --recipe`` does (a recipe of 2 DDP ranks as 2 processes, not a world of
-    one in this process) and return its run directory; a failed run is an error naming its log."""
+    """Train ``cfg`` as ``workbench train --recipe`` does, in a worker process (a recipe of 2 DDP ranks as 2
+    processes, not a world of one) with this process's torch thread count, and return its run directory; a failed run
+    is an error naming its log."""
     from ..runs.layout import WORKER_LOG
     from ..training import train_to_end
 
-    if cfg.sharding.distributed:
-        print(f"[recipes] {cfg.sharding.world_size} ranks under torchrun: follow them with "
-              f"`workbench events {cfg.output.runs_dir}/{cfg.output.run_name} --follow`", flush=True)
-    run_dir, status = train_to_end(cfg)
+    ranks = f"{cfg.sharding.world_size} ranks under torchrun" if cfg.sharding.distributed else "a worker process"
+    print(f"[recipes] {ranks}: follow with `workbench events {cfg.output.runs_dir}/{cfg.output.run_name} --follow`",
+          flush=True)
+    run_dir, status = train_to_end(cfg, threads=torch.get_num_threads())
     if status == "failed":
         raise RuntimeError(f"the run {run_dir} failed: see {run_dir / WORKER_LOG} and its events.jsonl")
     return run_dir
