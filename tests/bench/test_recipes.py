@@ -418,6 +418,10 @@ def test_an_rl_recipes_baselines_train_from_its_start_for_its_wall_time_and_are_
     assert cloned.data.train.startswith(str(grpo_run)) and rows and all(r["meta"]["observation"] == "ui_tree"
                                                                           for r in rows)
     assert 0 < cloned.schedule.max_steps <= 25 and "rows of the 2 of 2 RL tasks the start finished" in out[1].note
+    # a budget the playing uses up: the BC is not trained (one step with no warmup only perturbs the start)
+    short = bl.train_baselines(recipe, start, start_run, tmp_path / "start-model", 0.0, grpo_run, train, False)
+    assert short[0].steps == 1 and short[1].run_dir is None and "no time left to train" in short[1].note
+    assert len(trained) == 3  # SFT continued trained again, the BC not
     # judged on the same episodes: the start (the oracle again: it wins all), both baselines, the RL run
     monkeypatch.setattr(models, "load_run_for_inference", lambda run_dir, device: models.load_for_inference("tiny-glm4"))
     monkeypatch.setattr(layout, "base_model", lambda run_dir: "tiny-glm4")
