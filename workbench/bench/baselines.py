@@ -17,7 +17,6 @@ count against the start says which tasks each won or lost.
 """
 from __future__ import annotations
 
-import statistics
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -74,10 +73,11 @@ def train_baselines(recipe, start, start_run: Path, start_model: Path, wall_s: f
                 out.append(Baseline(role, None, note=note))
                 continue
             overrides["data.train"] = str(rows)
-        steps = round((wall_s - (time.monotonic() - t0)) / step_s)
-        if role == "filtered_bc" and steps < 1:  # one step with no warmup only perturbs it (1 of 24 held-out tasks, the start 4)
-            out.append(Baseline(role, None, time.monotonic() - t0, note=f"{note}; playing them took "
-                                f"{time.monotonic() - t0:.0f} s of the {wall_s:.0f} s: no time left to train"))
+        spent = time.monotonic() - t0
+        steps = round((wall_s - spent) / step_s)
+        if role == "filtered_bc" and steps < 1:  # one step with no warmup only perturbs it (2026-12-06: 1 of 24 tasks)
+            out.append(Baseline(role, None, spent, note=f"{note}; playing them took {spent:.0f} s of the "
+                                f"{wall_s:.0f} s: no time left to train"))
             continue
         steps = max(1, steps)
         print(f"[recipes] {recipe.name}: baseline {LABELS[role]}, {steps} steps of {start.name} from its model "
