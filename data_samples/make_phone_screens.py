@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Build and check data_samples/phone_screens/: synthetic phone screenshots (drawn with PIL) and tasks whose
 answers are one AutoGLM-Phone action with a short reasoning, as the model writes it for Open-AutoGLM's runtime:
-``<think>...</think>\n<answer>do(...)`` (no closing tag: ``workbench.phone.runtime.assistant_target``).
+``<think>...</think>\n<answer>do(...)`` (no closing tag: ``workbench.phone.conversation.assistant_target``).
 
     python data_samples/make_phone_screens.py                      # rewrite phone_screens/ (112x252 images), then check
     python data_samples/make_phone_screens.py --check              # only check the files on disk

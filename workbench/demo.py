@@ -84,10 +84,11 @@ def _wrap(text: str, col: int) -> list[str]:
 def identity_scores(rows: list[tuple[str, str, str]]) -> dict[str, dict]:
     """The identity task's metrics of the base and the tuned answers: introduces PhoneMate, claims no other identity,
     denies none the question did not name, does not loop."""
-    from .eval import Example, Reply, get_task
+    from .eval import Example, get_task
+    from .serve.remote import ModelReply
 
     task = get_task("identity")
-    return {side: task.summarize([task.score(Example(i, [{"role": "user", "content": row[0]}], ""), Reply(row[col]))
+    return {side: task.summarize([task.score(Example(i, [{"role": "user", "content": row[0]}], ""), ModelReply(row[col]))
                                   for i, row in enumerate(rows, 1)])
             for side, col in (("base", 1), ("fine-tuned", 2))}
 

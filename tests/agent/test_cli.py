@@ -7,7 +7,7 @@ import json
 import pytest
 
 from workbench.cli.main import main
-from workbench.phone.runtime import FORMAT_NAME, runtime_problems
+from workbench.phone.conversation import FORMAT_NAME, runtime_problems
 from workbench.phone.tasks import select_tasks
 
 

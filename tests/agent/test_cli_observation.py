@@ -9,7 +9,7 @@ import pytest
 
 from workbench.agent.store import read_episodes
 from workbench.cli.main import main
-from workbench.phone.runtime import OBSERVATIONS, system_prompt
+from workbench.phone.conversation import OBSERVATIONS, system_prompt
 
 SIZE = (112, 252)
 

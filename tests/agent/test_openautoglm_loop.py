@@ -3,7 +3,7 @@ on the simulated phone, against the workbench's runner on the same tasks and the
 
 - the oracle's replies served over HTTP (``PolicyServer``): every task of every split ends the same in both loops
   (success, how it ended, the final state), and the conversation the runtime sent at every step is byte for byte the
-  one the workbench's runner sent (``phone.runtime.Conversation``);
+  one the workbench's runner sent (``phone.conversation.Conversation``);
 - replies the runtime cannot parse (a reply closed by ``</answer>``, as the workbench's targets were before) end both
   loops at once without success.
 """
@@ -20,7 +20,7 @@ from workbench.agent.openautoglm import run_in_runtime
 from workbench.agent.policy_server import PolicyServer
 from workbench.phone.openautoglm import history_reply
 from workbench.phone.tasks import SPLITS, TASKS
-from workbench.serve.remote import Completion, ServerClient
+from workbench.serve.remote import ModelReply, ServerClient
 
 SIZE = (112, 252)  # the screenshots' size (cheap to encode); gestures travel in pixels of a 1080x2400 touch screen
 
@@ -80,7 +80,7 @@ def test_a_reply_the_runtime_cannot_parse_ends_both_loops_without_success():
         name = "closed-tags"
 
         def __call__(self, conversations):
-            return [Completion('<think>Wi-Fi is a setting.</think><answer>do(action="Launch", app="Settings")</answer>')
+            return [ModelReply('<think>Wi-Fi is a setting.</think><answer>do(action="Launch", app="Settings")</answer>')
                     for _ in conversations]
 
     with PolicyServer(ClosedTags()) as server:
@@ -100,7 +100,7 @@ def test_launch_names_outside_the_runtimes_table_open_nothing_in_either_loop():
         name = "scripted"
 
         def __call__(self, conversations):
-            return [Completion(next(replies)) for _ in conversations]
+            return [ModelReply(next(replies)) for _ in conversations]
 
     with PolicyServer(Scripted()) as server:
         theirs = run_in_runtime(task, server.base_url, "scripted", size=SIZE)

@@ -6,7 +6,7 @@ import torch
 from workbench.agent import OraclePolicy, run_episodes, sim_devices
 from workbench.agent.record import record_rows
 from workbench.config import ModelSection
-from workbench.data.dataset import load_examples
+from workbench.data.dataset import load_training_examples
 from workbench.data.tokenize import IGNORE_INDEX
 from workbench.models import load_base_model
 from workbench.phone.tasks import select_tasks
@@ -22,7 +22,7 @@ def test_each_row_trains_its_own_step_and_reads_the_earlier_ones_as_context(tmp_
         weights = [m["weight"] for m in row["messages"] if m["role"] == "assistant"]
         assert weights == [0] * i + [1]
     loaded = load_base_model(ModelSection(source="tiny-glm4v"), torch.float32)
-    examples, _ = load_examples(out, loaded.tokenizer, 4096, processor=loaded.processor)
+    examples, _ = load_training_examples(out, loaded.tokenizer, 4096, processor=loaded.processor)
     tok = loaded.tokenizer
     for row, example in zip(rows, examples):
         trained = tok.decode([t for t, label in zip(example.input_ids, example.labels) if label != IGNORE_INDEX])

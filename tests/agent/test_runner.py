@@ -9,15 +9,15 @@ import json
 import pytest
 from PIL import Image
 
-from workbench.agent import OraclePolicy, run_episodes, sim_devices, summarize
+from workbench.agent import OraclePolicy, run_episodes, sim_devices, summarize_episodes
 from workbench.agent.metrics import quoted_line, reached_apps
 from workbench.agent.policy import first_instruction
 from workbench.agent.store import EpisodeWriter, read_episodes
 from workbench.phone.actions import parse_action, split_answer
-from workbench.phone.runtime import runtime_problems
+from workbench.phone.conversation import runtime_problems
 from workbench.phone.tasks import TASKS, select_tasks
 from workbench.phone.uitree import element_line_at
-from workbench.serve.remote import Completion
+from workbench.serve.remote import ModelReply
 
 SMALL = sim_devices((112, 252))
 
@@ -27,8 +27,8 @@ class Scripted:
 
     name = "scripted"
 
-    def __init__(self, *script: Completion | str):
-        self.script = [Completion(s) if isinstance(s, str) else s for s in script]
+    def __init__(self, *script: ModelReply | str):
+        self.script = [ModelReply(s) if isinstance(s, str) else s for s in script]
         self.batches: list[list[list[dict]]] = []
 
     def __call__(self, conversations):
@@ -108,12 +108,12 @@ def test_step_limit_invalid_actions_and_server_failures():
     [ep] = run_episodes([TASKS[0]], Scripted('do(action="Tap", element=[500,990])'), SMALL, max_steps=3)
     assert ep.end_reason == "step_limit" and len(ep.steps) == 3 and not ep.success
     assert [s.valid for s in ep.steps] == [False, False, False] and "hit no element" in ep.steps[0].effect
-    overflow = Completion(error="HTTP 400: maximum context length", context_overflow=True, prompt_tokens=30000)
-    [ep] = run_episodes([TASKS[0]], Scripted(Completion('do(action="Wait", duration="1 seconds")', prompt_tokens=900),
+    overflow = ModelReply(error="HTTP 400: maximum context length", context_overflow=True, prompt_tokens=30000)
+    [ep] = run_episodes([TASKS[0]], Scripted(ModelReply('do(action="Wait", duration="1 seconds")', prompt_tokens=900),
                                              overflow), SMALL)
     assert ep.end_reason == "context_overflow" and ep.success is False and ep.prompt_tokens_last == 30000
     assert ep.steps[-1].action is None and ep.steps[-1].error.startswith("HTTP 400")
-    [ep] = run_episodes([TASKS[0]], Scripted(Completion(error="ConnectError: refused")), SMALL)
+    [ep] = run_episodes([TASKS[0]], Scripted(ModelReply(error="ConnectError: refused")), SMALL)
     assert ep.end_reason == "error" and ep.message == "ConnectError: refused"
     with pytest.raises(ValueError, match="max_steps must be at least 1"):
         run_episodes([TASKS[0]], Scripted("x"), SMALL, max_steps=0)
@@ -150,7 +150,7 @@ def test_metrics_count_what_happened():
     tasks = select_tasks("open_app")[:2]
     good = run_episodes(tasks[:1], OraclePolicy(tasks), SMALL)
     bad = run_episodes(tasks[1:], Scripted('do(action="Tap", element=[500,990])', "nonsense"), SMALL)
-    m = summarize(good + bad)
+    m = summarize_episodes(good + bad)
     assert m["n"] == 2 and m["success_rate"] == 0.5 and m["parse_failure_rate"] == 0.5
     # the oracle's one Tap is valid, the scripted Tap on nothing is not; finish is no action on the phone
     assert [s.action.split("(")[0] for s in good[0].steps] == ["do", "finish"]
@@ -159,11 +159,11 @@ def test_metrics_count_what_happened():
     assert m["by_template"] == {"open_app": {"n": 2, "success_rate": 0.5}}
     assert m["by_split"] == {"train": {"n": 2, "success_rate": 0.5}}
     combos = select_tasks("combos")[:1]
-    assert summarize(run_episodes(combos, OraclePolicy(combos), SMALL) + good)["by_split"] == {
+    assert summarize_episodes(run_episodes(combos, OraclePolicy(combos), SMALL) + good)["by_split"] == {
         "combos": {"n": 1, "success_rate": 1.0}, "train": {"n": 1, "success_rate": 1.0}}
     assert m["prompt_tokens_last"] is None
     # a tap off the screen parses in the runtime and is executed to no effect: an invalid action, of type Tap
-    off = summarize(run_episodes(tasks[:1], Scripted('do(action="Tap", element=[1200,5])', 'finish(message="x")'),
+    off = summarize_episodes(run_episodes(tasks[:1], Scripted('do(action="Tap", element=[1200,5])', 'finish(message="x")'),
                                  SMALL))
     assert off["action_types"] == {"Tap": 1} and off["invalid_action_rate"] == 1.0
 
@@ -173,7 +173,7 @@ def test_episodes_round_trip_through_their_folder(tmp_path):
     writer = EpisodeWriter(tmp_path / "eps")
     for ep in episodes:
         writer.write(ep)
-    writer.close({"metrics": summarize(episodes)})
+    writer.close({"metrics": summarize_episodes(episodes)})
     back = read_episodes(tmp_path / "eps")
     assert [e.to_dict() for e in back] == [e.to_dict() for e in episodes]
     first = back[0].steps[0]
@@ -246,24 +246,24 @@ def test_reached_apps_counts_episodes_that_got_to_every_app_of_their_task_and_no
     both = run_episodes([task], Scripted(launch(first), launch(second), 'finish(message="done")'), SMALL)
     assert [reached_apps(e) for e in oracle + idle + half + both] == [True, False, False, True]
     assert not both[0].success  # reaching the apps is not finishing the task
-    assert summarize(idle + both)["reached_apps_rate"] == 0.5
+    assert summarize_episodes(idle + both)["reached_apps_rate"] == 0.5
 
 
 def test_quoted_line_rate_counts_taps_whose_reasoning_copies_a_line_of_the_tree_and_not_made_up_ones():
     [task] = select_tasks("send_message")[:1]
     oracle = run_episodes([task], OraclePolicy([task]), SMALL, observation="ui_tree")
     taps = [s for s in oracle[0].steps if quoted_line(s) is not None]
-    assert len(taps) >= 3 and summarize(oracle)["quoted_line_rate"] == 1.0
+    assert len(taps) >= 3 and summarize_episodes(oracle)["quoted_line_rate"] == 1.0
     launch = '<think>I open Contacts.</think>\n<answer>do(action="Launch", app="Contacts")'
     made_up = (f'<think>I open the card.\n{task.params["contact"]} [20,150][980,240] tap [500,195]</think>'
                '<answer>do(action="Tap", element=[500,195])')
     unquoted = '<think>I open the card.</think>\n<answer>do(action="Tap", element=[500,195])'
     invented = run_episodes([task], Scripted(launch, made_up, 'finish(message="done")'), SMALL, observation="ui_tree")
     bare = run_episodes([task], Scripted(launch, unquoted, 'finish(message="done")'), SMALL, observation="ui_tree")
-    assert summarize(invented + bare)["quoted_line_rate"] == 0.0
-    assert summarize(oracle + invented)["quoted_line_rate"] == len(taps) / (len(taps) + 1)
+    assert summarize_episodes(invented + bare)["quoted_line_rate"] == 0.0
+    assert summarize_episodes(oracle + invented)["quoted_line_rate"] == len(taps) / (len(taps) + 1)
     shots = run_episodes([task], OraclePolicy([task]), SMALL)  # screenshots: no tree shown, nothing to quote
-    assert summarize(shots)["quoted_line_rate"] is None
+    assert summarize_episodes(shots)["quoted_line_rate"] is None
 
 
 def test_paired_counts_tasks_each_model_alone_finished_and_the_sign_test():

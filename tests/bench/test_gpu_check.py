@@ -100,7 +100,7 @@ def test_the_full_depth_model_is_autoglm_phone_9b_whole():
     from transformers import Glm4vForConditionalGeneration
 
     from workbench.config import LoraSection
-    from workbench.plan.arch import census
+    from workbench.plan.arch import planned_census
     from workbench.plan.planner import policy_for
 
     cfg, _ = gpu_check.model_config(None, None)
@@ -108,7 +108,7 @@ def test_the_full_depth_model_is_autoglm_phone_9b_whole():
     with torch.device("meta"):
         params = sum(p.numel() for p in Glm4vForConditionalGeneration(cfg).parameters())
     lora = LoraSection(enabled=False)
-    assert params == census("autoglm-phone-9b", lora, policy_for("bf16", lora)).count()  # what the planner plans
+    assert params == planned_census("autoglm-phone-9b", lora, policy_for("bf16", lora)).count()  # what the planner plans
     assert 10.2e9 < params < 10.4e9
 
 

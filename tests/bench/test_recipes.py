@@ -117,10 +117,11 @@ def test_the_readme_results_table_is_the_one_the_bench_renders():
 def test_every_expected_figure_names_a_metric_its_task_reports():
     """Checked before anything trains for minutes: an answer task's metrics from one scored row, the held-out loss
     task's from its measurement on the tiny model."""
-    from workbench.eval import Reply, get_task, load_examples
+    from workbench.eval import get_task, load_eval_examples
+    from workbench.serve.remote import ModelReply
     from workbench.models import load_for_inference
 
-    from workbench.agent import OraclePolicy, run_episodes, sim_devices, summarize
+    from workbench.agent import OraclePolicy, run_episodes, sim_devices, summarize_episodes
     from workbench.config.names import EPISODE_TASK
     from workbench.phone.tasks import select_tasks
 
@@ -129,7 +130,7 @@ def test_every_expected_figure_names_a_metric_its_task_reports():
         for evaluation in recipe.evaluation:
             if evaluation.task == EPISODE_TASK:  # episodes' metrics: two of its tasks played by their oracle
                 tasks = select_tasks(evaluation.data)[:2]
-                reported = summarize(run_episodes(tasks, OraclePolicy(tasks), sim_devices((112, 252)),
+                reported = summarize_episodes(run_episodes(tasks, OraclePolicy(tasks), sim_devices((112, 252)),
                                                   observation=evaluation.observation))
                 assert set(evaluation.figures) <= set(reported), (recipe.name, set(evaluation.figures) - set(reported))
                 continue
@@ -138,8 +139,8 @@ def test_every_expected_figure_names_a_metric_its_task_reports():
             if getattr(task, "needs_model", False):
                 reported = task.measure(tiny.model, tiny.tokenizer, data, limit=2, max_length=64)
             else:
-                example = load_examples(data, limit=1)[0]
-                reported = task.summarize([task.score(example, Reply(example.reference))])
+                example = load_eval_examples(data, limit=1)[0]
+                reported = task.summarize([task.score(example, ModelReply(example.reference))])
             assert set(evaluation.figures) <= set(reported), (recipe.name, set(evaluation.figures) - set(reported))
 
 

@@ -153,25 +153,25 @@ def image_dir(tmp_path_factory):
 
 @pytest.mark.parametrize("line,reason", BAD_IMAGE_ROWS, ids=[r for _, r in BAD_IMAGE_ROWS])
 def test_bad_image_rows_stop_with_file_line_and_reason(tiny, image_dir, line, reason):
-    from workbench.data import DataError, load_examples
+    from workbench.data import DataError, load_training_examples
     from tests.conftest import write_jsonl
 
     good = image_row(parts("ok.png"))
     path = write_jsonl(image_dir / f"d{abs(hash(line))}.jsonl", [good, line, good])
     max_length = 1300 if "long.png" in line else 512
     with pytest.raises(DataError) as exc:
-        load_examples(path, tiny.tokenizer, max_length, processor=tiny.processor)
+        load_training_examples(path, tiny.tokenizer, max_length, processor=tiny.processor)
     assert str(exc.value).startswith(f"{path}:2: ") and reason in str(exc.value), str(exc.value)
 
 
 def test_image_rows_on_a_text_model_and_both_row_forms(tiny, image_dir):
-    from workbench.data import DataError, load_examples
+    from workbench.data import DataError, load_training_examples
     from tests.conftest import write_jsonl
 
     path = write_jsonl(image_dir / "forms.jsonl", [image_row(parts("ok.png")), image_row("<image>Tap OK", images=["ok.png"])])
     with pytest.raises(DataError, match=r"forms.jsonl:1: the row holds images, but the model is text-only"):
-        load_examples(path, tiny.tokenizer, 512)
-    (a, b), stats = load_examples(path, tiny.tokenizer, 512, processor=tiny.processor)
+        load_training_examples(path, tiny.tokenizer, 512)
+    (a, b), stats = load_training_examples(path, tiny.tokenizer, 512, processor=tiny.processor)
     assert a.input_ids == b.input_ids and a.labels == b.labels  # the shortcut is the same conversation
     assert stats.images == 2 and stats.image_tokens == 72
 

@@ -21,7 +21,7 @@ class MatmulDtypes(Observer):
     """Records the output dtype of every nn.Linear during the first training step, then stops the run."""
 
     def setup(self, run):
-        self.policy = run.policy
+        self.policy = run.precision
         self.seen: set = set()
         self.deepspeed = None
         if hasattr(run.model, "fp16_enabled"):  # a DeepSpeed engine: what it was configured to run in

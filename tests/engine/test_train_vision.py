@@ -145,12 +145,12 @@ def test_fp16_overflows_on_screenshot_rows_are_attributed_and_coverage_sees_the_
 
 
 def test_the_overflow_capture_keeps_every_model_input_for_the_replay(tmp_path):
-    from workbench.data import collate, load_examples, model_inputs
+    from workbench.data import collate, load_training_examples, model_inputs
     from workbench.diagnosis import BatchCapture
     from workbench.models import load_for_inference
 
     loaded = load_for_inference("tiny-glm4v")
-    examples, _ = load_examples(sample_rows(tmp_path / "rows.jsonl", 2), loaded.tokenizer, 512, processor=loaded.processor)
+    examples, _ = load_training_examples(sample_rows(tmp_path / "rows.jsonl", 2), loaded.tokenizer, 512, processor=loaded.processor)
     batch = model_inputs(collate(examples, loaded.tokenizer.pad_token_id))
     model = loaded.model.train()
     capture = BatchCapture(model)

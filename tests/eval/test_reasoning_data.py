@@ -39,11 +39,12 @@ def test_every_answer_is_short_reasoning_then_the_source_action():
 
 
 def test_reasoning_task_scores_its_own_references_perfectly():
-    from workbench.eval import Reply, load_examples
+    from workbench.eval import load_eval_examples
+    from workbench.serve.remote import ModelReply
 
     task = get_task("phone_actions_reasoning")
-    examples = load_examples(task.default_data)
-    s = task.summarize([task.score(ex, Reply(ex.reference)) for ex in examples])
+    examples = load_eval_examples(task.default_data)
+    s = task.summarize([task.score(ex, ModelReply(ex.reference)) for ex in examples])
     assert s["exact_match"] == s["parse_rate"] == s["reasoning_and_answer_rate"] == 1.0
     assert s["tap_in_box"] == 1.0 and s["type_text_match"] == 1.0
 

@@ -3,7 +3,8 @@ from __future__ import annotations
 
 import pytest
 
-from workbench.eval import Example, Reply, get_task, load_examples, task_names
+from workbench.eval import Example, get_task, load_eval_examples, task_names
+from workbench.serve.remote import ModelReply
 from workbench.phone.actions import target_box
 from workbench.eval.text import exact_match, token_f1
 
@@ -17,7 +18,7 @@ BOXED = Example(3, [], 'do(action="Long Press", element=[450,500])',
 
 
 def phone(example, content, reasoning=""):
-    return get_task("phone_actions").score(example, Reply(content, reasoning))
+    return get_task("phone_actions").score(example, ModelReply(content, reasoning))
 
 
 def test_builtin_tasks_are_registered_by_name():
@@ -44,8 +45,8 @@ def test_phone_tap_outside_box():
 
 def test_phone_real_element_boxes_are_used():
     assert target_box(BOXED.row["input"], (450, 500)) == (100, 450, 800, 560)
-    assert get_task("phone_actions").score(BOXED, Reply('do(action="Long Press", element=[120,460])'))["tap_in_box"] is True
-    assert get_task("phone_actions").score(BOXED, Reply('do(action="Long Press", element=[120,900])'))["tap_in_box"] is False
+    assert get_task("phone_actions").score(BOXED, ModelReply('do(action="Long Press", element=[120,460])'))["tap_in_box"] is True
+    assert get_task("phone_actions").score(BOXED, ModelReply('do(action="Long Press", element=[120,900])'))["tap_in_box"] is False
 
 
 def test_a_screenshot_rows_meta_target_box_is_its_tap_box():
@@ -99,21 +100,21 @@ def test_phone_summary_rates_and_breakdown():
 
 def test_identity_verdicts():
     task, ex = get_task("identity"), Example(1, [], "I am PhoneMate.")
-    assert task.score(ex, Reply("I am PhoneMate, a phone assistant built on AutoGLM-Phone-9B. I am not Claude."))["ok"]
-    assert task.score(ex, Reply("我是 PhoneMate，一个基于 AutoGLM-Phone-9B 构建的手机助手。我不是 Claude。"))["ok"]
-    smol = task.score(ex, Reply("I am SmolLM, an AI assistant trained by Hugging Face."))
+    assert task.score(ex, ModelReply("I am PhoneMate, a phone assistant built on AutoGLM-Phone-9B. I am not Claude."))["ok"]
+    assert task.score(ex, ModelReply("我是 PhoneMate，一个基于 AutoGLM-Phone-9B 构建的手机助手。我不是 Claude。"))["ok"]
+    smol = task.score(ex, ModelReply("I am SmolLM, an AI assistant trained by Hugging Face."))
     assert not smol["ok"] and not smol["introduces"] and smol["other_names"] == ["SmolLM", "Hugging Face"]
-    both = task.score(ex, Reply("I am PhoneMate. Actually, I'm Claude."))
+    both = task.score(ex, ModelReply("I am PhoneMate. Actually, I'm Claude."))
     assert both["introduces"] and both["claims_other"] and not both["ok"]
-    assert task.score(ex, Reply("我是通义千问。"))["other_names"] == ["通义千问"]
-    assert not task.score(ex, Reply("I am an AI assistant."))["claims_other"]
-    assert task.summarize([task.score(ex, Reply("I am PhoneMate.")), smol]) == \
+    assert task.score(ex, ModelReply("我是通义千问。"))["other_names"] == ["通义千问"]
+    assert not task.score(ex, ModelReply("I am an AI assistant."))["claims_other"]
+    assert task.summarize([task.score(ex, ModelReply("I am PhoneMate.")), smol]) == \
         {"n": 2, "identity_rate": 0.5, "introduces_rate": 0.5, "claims_other_rate": 0.5, "wrong_denial_rate": 0.0,
          "loop_rate": 0.0}
     asked = Example(1, [{"role": "user", "content": "Who exactly are you?"}], "I am PhoneMate.")
-    looping = task.score(asked, Reply("I am PhoneMate. I am not You, I am not You, I am not You, I am not"))
+    looping = task.score(asked, ModelReply("I am PhoneMate. I am not You, I am not You, I am not You, I am not"))
     assert looping["loop"] == "i am not you" and not looping["ok"] and looping["introduces"] and not looping["claims_other"]
-    assert task.score(asked, Reply("I am PhoneMate. I am not Siri."))["wrong_denials"] == ["Siri"]  # never asked about
+    assert task.score(asked, ModelReply("I am PhoneMate. I am not Siri."))["wrong_denials"] == ["Siri"]  # never asked about
 
 
 def test_text_metrics():
@@ -122,19 +123,19 @@ def test_text_metrics():
     assert token_f1("Paris", "Paris is nice") == pytest.approx(2 * 1 * (1 / 3) / (1 + 1 / 3))
     assert token_f1("伦敦", "北京") == 0.0 and token_f1("北京市", "北京") == pytest.approx(0.8)
     task = get_task("text")
-    s = task.summarize([task.score(Example(1, [], "Paris."), Reply("paris")),
-                        task.score(Example(2, [], "Paris."), Reply("<think>hm</think>London"))])
+    s = task.summarize([task.score(Example(1, [], "Paris."), ModelReply("paris")),
+                        task.score(Example(2, [], "Paris."), ModelReply("<think>hm</think>London"))])
     assert s == {"n": 2, "exact_match": 0.5, "token_f1": 0.5}
 
 
 def test_load_examples_renders_rows_as_training_does(tmp_path):
-    ex = load_examples(get_task("phone_actions").default_data, limit=2)
+    ex = load_eval_examples(get_task("phone_actions").default_data, limit=2)
     assert len(ex) == 2 and ex[0].messages[0]["role"] == "user" and ex[0].reference.startswith("do(")
     bad = tmp_path / "bad.jsonl"
     bad.write_text('{"instruction": "x", "output": "y"}\n{"nope": 1}\n')
     from workbench.data import DataError
     with pytest.raises(DataError, match="bad.jsonl:2"):
-        load_examples(bad)
+        load_eval_examples(bad)
 
 
 def test_the_config_names_exactly_the_builtin_tasks_and_a_registered_one():
@@ -161,13 +162,13 @@ def test_the_config_names_exactly_the_builtin_tasks_and_a_registered_one():
 
 def test_phone_episodes_rows_are_judged_by_their_meta_target_box_and_sent_with_inline_screenshots():
     task = get_task("phone_episodes")
-    examples = load_examples(task.default_data)
+    examples = load_eval_examples(task.default_data)
     tap = next(e for e in examples if e.row["meta"]["target_box"] is not None and '"Tap"' in e.reference)
     x1, y1, x2, y2 = tap.row["meta"]["target_box"]
     inside = f'<think>t</think>\n<answer>do(action="Tap", element=[{x1 + 1},{y2 - 1}])'
     outside = f'<think>t</think>\n<answer>do(action="Tap", element=[{x1 + 1},{min(y2 + 50, 999)}])'
-    assert task.score(tap, Reply(inside))["tap_in_box"] is True
-    assert task.score(tap, Reply(outside))["tap_in_box"] is False
+    assert task.score(tap, ModelReply(inside))["tap_in_box"] is True
+    assert task.score(tap, ModelReply(outside))["tap_in_box"] is False
     image = tap.messages[-1]["content"][0]["image_url"]["url"]
     assert image.startswith("data:image/png;base64,")  # a server never reads the row's file path
     assert all("weight" not in m for m in tap.messages)  # training-only keys stay out of the request

@@ -80,7 +80,7 @@ def test_screenshot_rows_scored_through_server_started_with_its_defaults(capsys)
     from workbench.serve import start_server
 
     with start_server("tiny-glm4v", threads=1) as srv:  # allow_local_images off: data: URLs only
-        assert srv.runtime.config.allow_local_images is False
+        assert srv.served.config.allow_local_images is False
         report = _json_report(capsys, ["eval", "--server", srv.url, *EVAL, "--json", "--no-write"])
     _every_row_answered(report, {"tiny-glm4v"})
 

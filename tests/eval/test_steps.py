@@ -7,7 +7,8 @@ import re
 
 import pytest
 
-from workbench.eval import Example, Reply, get_task, load_examples
+from workbench.eval import Example, get_task, load_eval_examples
+from workbench.serve.remote import ModelReply
 from workbench.eval.steps import StepMatchTask, enlarged, text_similarity
 
 from ..conftest import SAMPLES
@@ -21,7 +22,7 @@ def example(answer: str, box=BOX, episode: int = 1, step: int = 1) -> Example:
 
 
 def verdict(answer: str, reply: str, box=BOX) -> dict:
-    return StepMatchTask().score(example(answer, box), Reply(reply))
+    return StepMatchTask().score(example(answer, box), ModelReply(reply))
 
 
 TAP = 'do(action="Tap", element=[500,450])'
@@ -84,7 +85,7 @@ def test_summary_per_type_and_per_episode_success_and_goal_progress():
     rows = [(1, 1, TAP, TAP), (1, 2, 'do(action="Back")', 'do(action="Back")'),  # episode 1: all exact
             (2, 1, TAP, TAP), (2, 2, 'do(action="Back")', 'do(action="Home")'),  # episode 2: a miss at step 2 of 3
             (2, 3, 'finish(message="x")', 'finish(message="x")')]
-    verdicts = [task.score(example(a, episode=e, step=s), Reply(r)) for e, s, a, r in rows]
+    verdicts = [task.score(example(a, episode=e, step=s), ModelReply(r)) for e, s, a, r in rows]
     m = task.summarize(verdicts)
     assert (m["n"], m["episodes"], m["exact_match"], m["type_match"]) == (5, 2, 0.8, 1.0)
     assert m["episode_success"] == 0.5 and m["goal_progress"] == pytest.approx((1 + 1 / 3) / 2)
@@ -94,14 +95,14 @@ def test_summary_per_type_and_per_episode_success_and_goal_progress():
 
 def test_the_recorded_set_scores_itself_exact_and_its_real_phone_twin_by_distance():
     task = get_task("phone_steps")
-    examples = load_examples(task.default_data)
+    examples = load_eval_examples(task.default_data)
     assert len(examples) == 32
-    perfect = task.summarize([task.score(ex, Reply(ex.reference)) for ex in examples])
+    perfect = task.summarize([task.score(ex, ModelReply(ex.reference)) for ex in examples])
     assert perfect["exact_match"] == 1.0 and perfect["episode_success"] == 1.0 and perfect["episodes"] == 4
     # rows from a real phone have no box: the recorded point alone, 0.04 of the screen around it
     for ex in examples:
         ex.row["meta"]["target_box"] = None
-    moved = [task.score(ex, Reply(re.sub(r"element=\[(\d+),", lambda m: f"element=[{int(m.group(1)) + 30},",
+    moved = [task.score(ex, ModelReply(re.sub(r"element=\[(\d+),", lambda m: f"element=[{int(m.group(1)) + 30},",
                                          ex.reference))) for ex in examples]
     assert all(v["exact"] for v in moved)
 

@@ -5,7 +5,7 @@ from workbench.bench.long_run import write_log
 from workbench.events import EventWriter, RunFailed, RunFinished, RunStarted
 from workbench.runs import run_row
 from workbench.runs.layout import EVENTS_FILE, FOREGROUND_PID
-from workbench.events.reader import LogFollower, summarize
+from workbench.events.reader import LogFollower, summarize_log
 
 
 def _garble_the_middle(log, keep=200_000):
@@ -22,7 +22,7 @@ def test_the_row_of_a_long_log_comes_from_its_ends(tmp_path):
     (run / FOREGROUND_PID).write_text(str(os.getpid()))  # alive: running
     log = run / EVENTS_FILE
     _garble_the_middle(log)
-    summary = summarize(log)
+    summary = summarize_log(log)
     assert summary.bytes_read < 200_000 < log.stat().st_size / 20  # two ends, not the 5 MB log
     row = run_row(run)
     assert (row.status, row.step, row.total_steps, row.model, row.precision) == ("running", 20_000, 50_000, "tiny-glm4", "fp16")
@@ -45,7 +45,7 @@ def test_a_follower_reads_only_what_was_appended_and_agrees_with_a_fresh_read(tm
         with open(log, "ab") as fh:
             fh.write(b'{"type": "step", "rank": 0, "step": 99999')  # a line still being written: not read yet
         s = follower.poll()
-        fresh = summarize(log)
+        fresh = summarize_log(log)
         assert (s.started, s.last_step, s.end, s.offset) == (fresh.started, fresh.last_step, fresh.end, fresh.offset)
         assert s.last_step["step"] == start + 99
         assert follower.bytes_read - read_before == s.offset - before  # the appended bytes, once
@@ -59,7 +59,7 @@ def test_a_resumed_run_is_not_ended_by_its_earlier_failure(tmp_path):
     log = run / EVENTS_FILE
     with EventWriter(log) as w:
         w.emit(RunFailed(step=50, error="killed", error_type="WorkerDied"))
-    assert summarize(log).end["type"] == "run_failed" and run_row(run).status == "failed"
+    assert summarize_log(log).end["type"] == "run_failed" and run_row(run).status == "failed"
     with EventWriter(log) as w:
         w.emit(RunStarted(run_dir=str(run), config={"model": {"source": "smollm2-135m-instruct"}}, hardware={},
                           versions={}, total_steps=120, precision={"mode": "bf16"}, start_step=40))

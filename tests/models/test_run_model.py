@@ -37,18 +37,18 @@ def _loss(model, tokenizer, run_dir) -> float:
 
 def test_the_served_run_has_the_loss_the_engine_logged(seed7_run):
     from workbench.serve.config import ServeConfig
-    from workbench.serve.runtime import Runtime
+    from workbench.serve.registry import ServedModels
 
     run_dir, logged = seed7_run
-    runtime = Runtime(ServeConfig(model="tiny-glm4", runs=[str(run_dir)]))
-    runtime.load()
+    served = ServedModels(ServeConfig(model="tiny-glm4", runs=[str(run_dir)]))
+    served.load()
     try:
-        assert runtime.status == "ok", runtime.error
-        runtime.engine.model.set_adapter(runtime.adapters["seed7"].internal)  # what a request for the run routes to
-        assert _loss(runtime.engine.model, runtime.tokenizer, run_dir) == pytest.approx(logged, rel=1e-5)
-        assert runtime.base_seed == 7
+        assert served.status == "ok", served.error
+        served.decoder.model.set_adapter(served.adapters["seed7"].internal)  # what a request for the run routes to
+        assert _loss(served.decoder.model, served.tokenizer, run_dir) == pytest.approx(logged, rel=1e-5)
+        assert served.base_seed == 7
     finally:
-        runtime.shutdown()
+        served.shutdown()
 
 
 def test_eval_run_in_process_and_the_export_reference_have_the_engines_loss(seed7_run):
@@ -64,17 +64,17 @@ def test_eval_run_in_process_and_the_export_reference_have_the_engines_loss(seed
 
 def test_a_server_of_another_seeds_base_refuses_the_run(seed7_run):
     from workbench.serve.config import ServeConfig, ServeError
-    from workbench.serve.runtime import Runtime
+    from workbench.serve.registry import ServedModels
 
     run_dir, _ = seed7_run
-    runtime = Runtime(ServeConfig(model="tiny-glm4"))  # no run: the base of the schema's default seed, 0
-    runtime.load()
+    served = ServedModels(ServeConfig(model="tiny-glm4"))  # no run: the base of the schema's default seed, 0
+    served.load()
     try:
-        assert runtime.status == "ok" and runtime.base_seed == 0
+        assert served.status == "ok" and served.base_seed == 0
         with pytest.raises(ServeError, match="schedule.seed 7"):
-            runtime.add_adapter("late", run_dir)
+            served.add_adapter("late", run_dir)
     finally:
-        runtime.shutdown()
+        served.shutdown()
 
 
 def test_build_run_model_draws_a_code_built_base_from_the_runs_seed(seed7_run):

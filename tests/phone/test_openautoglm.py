@@ -12,7 +12,7 @@ import pytest
 
 from workbench.phone import openautoglm as ours
 from workbench.phone.actions import Action, format_action, parse_action
-from workbench.phone.runtime import assistant_target
+from workbench.phone.conversation import assistant_target
 from workbench.phone.sim import SimPhone, app_package
 from workbench.phone.state import APPS
 
@@ -36,7 +36,7 @@ def _runtime_date(prompt: str, lang: str) -> datetime.date:
 @pytest.mark.parametrize("lang", ["cn", "en"])
 def test_the_system_prompts_are_the_runtimes_byte_for_byte(lang):
     theirs = get_system_prompt(lang)
-    assert ours.system_prompt(_runtime_date(theirs, lang), lang) == theirs
+    assert ours.runtime_system_prompt(_runtime_date(theirs, lang), lang) == theirs
 
 
 def test_the_app_table_is_the_runtimes_in_its_order():

@@ -9,7 +9,7 @@ import json
 
 import pytest
 
-from workbench.phone.runtime import (FORMAT_NAME, LEGACY_FORMAT_NAME, Conversation, assistant_target, legacy_rows,
+from workbench.phone.conversation import (FORMAT_NAME, LEGACY_FORMAT_NAME, Conversation, assistant_target, legacy_rows,
                                      runtime_problems, system_prompt)
 
 DATE = datetime.date(2026, 12, 1)

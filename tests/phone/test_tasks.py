@@ -9,7 +9,7 @@ import pytest
 
 from workbench.phone.actions import format_action
 from workbench.phone.env import PhoneEnv
-from workbench.phone.runtime import assistant_target
+from workbench.phone.conversation import assistant_target
 from workbench.phone.sim import SimPhone
 from workbench.phone.state import APPS, DEFAULT_CONTENTS
 from workbench.phone.tasks import (MORE_FRESH_SHARE, TASKS, TEMPLATES, _pairing, TaskFileError, load_task_file,

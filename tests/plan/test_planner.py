@@ -5,7 +5,7 @@ import pytest
 import torch
 
 from workbench.config import ConfigError, LoraSection, RunConfig
-from workbench.plan import DeviceSet, Setting, census, compare, policy_for, predict, predict_for_run
+from workbench.plan import DeviceSet, Setting, planned_census, compare, policy_for, predict, predict_for_run
 from workbench.cli.main import main
 from workbench.plan.planner import GiB, plan_matrix
 from workbench.precision import resolve_precision
@@ -21,7 +21,7 @@ TINY_LORA = 2 * 16 * ((64 + 64) + (64 + 32) * 2 + (64 + 64) + (64 + 256) + (128 
 
 
 def test_tiny_hand_computed_counts_and_bytes():
-    c = census("tiny-glm4", FULL, policy_for("fp32", FULL))
+    c = planned_census("tiny-glm4", FULL, policy_for("fp32", FULL))
     assert c.count() == TINY_TOTAL == 115520
     n_tensors = sum(1 for p in c.params)
     p = predict("tiny-glm4", Setting("fp32", "none", lora=False, world_size=1, micro_batch=1, seq_len=8,
@@ -31,7 +31,7 @@ def test_tiny_hand_computed_counts_and_bytes():
     assert p.state.optimizer_state == 8 * TINY_TOTAL + 4 * n_tensors
     assert p.state.master_weights == 0
     lora = LoraSection(r=16)
-    c = census("tiny-glm4", lora, policy_for("bf16", lora))
+    c = planned_census("tiny-glm4", lora, policy_for("bf16", lora))
     assert c.count(group="lora") == TINY_LORA == 30720
     p = predict("tiny-glm4", Setting("bf16", "none", lora=True, micro_batch=1, seq_len=8), lora=lora)
     assert p.state.weights == 2 * TINY_TOTAL + 4 * TINY_LORA  # bf16 frozen base, fp32 adapters
@@ -39,14 +39,14 @@ def test_tiny_hand_computed_counts_and_bytes():
 
 
 def test_autoglm_preset_is_10_29b_with_0_89b_vision():
-    c = census("autoglm-phone-9b", FULL, policy_for("bf16", FULL))
+    c = planned_census("autoglm-phone-9b", FULL, policy_for("bf16", FULL))
     assert round(c.count() / 1e9, 2) == 10.29
     assert round(c.count(group="vision") / 1e9, 2) == 0.89
 
 
 def test_zero3_over_two_ranks_holds_half_the_parameters():
     lora = LoraSection()
-    c = census("autoglm-phone-9b", FULL, policy_for("bf16", FULL))
+    c = planned_census("autoglm-phone-9b", FULL, policy_for("bf16", FULL))
     for strategy, stage in (("deepspeed", 3), ("fsdp", 3)):
         p = predict("autoglm-phone-9b", Setting("bf16", strategy, stage, "none", False, 2, 1, 512, True), lora=FULL)
         full_lowp = c.count() * (2 if strategy == "deepspeed" else 4)  # DS: bf16 module; FSDP2: fp32 shards

@@ -2,14 +2,14 @@
 give a spread where every episode succeeds; the group-relative shortest-path reward (episode_shortest)."""
 import pytest
 
-from workbench.agent.episode import Episode, Step
+from workbench.agent.episode import Episode, Turn
 from workbench.rewards.credit import anchor_step_advantages, group_shortest, screen_key
 from workbench.rewards.functions import episode_shortest
 
 
 def _episode(screens: list[str], success: bool, task: str = "t/1") -> Episode:
     return Episode(task, "open_app", "train", ["Settings"], "Open Settings", "m", "2026-12-01", observation="ui_tree",
-                   steps=[Step(i + 1, "Launcher", ui_tree=s) for i, s in enumerate(screens)], success=success)
+                   steps=[Turn(i + 1, "Launcher", ui_tree=s) for i, s in enumerate(screens)], success=success)
 
 
 def test_an_anchor_group_forms_from_equal_screens_across_episodes_and_steps():

@@ -2,7 +2,8 @@
 import pytest
 
 from workbench.eval.phone import PhoneActionsTask
-from workbench.eval.tasks import Example, Reply
+from workbench.eval.task_protocol import Example
+from workbench.serve.remote import ModelReply
 from workbench.rewards import REWARD_FUNCTIONS
 
 SCREEN = "Screen: Settings; elements: Wi-Fi [500,300], Bluetooth [500,420]"
@@ -13,7 +14,7 @@ def example(reference: str, screen: str = SCREEN) -> Example:
 
 
 def reward(name: str, ex: Example, completion: str) -> float:
-    verdict = PhoneActionsTask().score(ex, Reply(content=completion))
+    verdict = PhoneActionsTask().score(ex, ModelReply(content=completion))
     return REWARD_FUNCTIONS[name](ex, completion, verdict)
 
 

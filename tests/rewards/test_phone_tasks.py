@@ -11,7 +11,7 @@ from PIL import ImageChops, ImageStat
 
 from workbench.data.multimodal import image_data_url, last_image_url, load_image
 from workbench.phone.env import PhoneEnv
-from workbench.phone.runtime import Conversation, runtime_problems
+from workbench.phone.conversation import Conversation, runtime_problems
 from workbench.phone.sim import SimPhone
 from workbench.phone.tasks import select_tasks
 from workbench.rewards import RewardError, scorer_for

@@ -11,7 +11,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 
-from workbench.serve.remote import (Completion, ServerClient, ServerError, ServerUnreachable, chat_request,
+from workbench.serve.remote import (ModelReply, ServerClient, ServerError, ServerUnreachable, chat_request,
                                     prompt_messages, sse_data)
 
 from ..conftest import SAMPLES
@@ -111,7 +111,7 @@ def test_the_body_and_key_reach_the_server_as_built(scripted_http):
         "usage": {"prompt_tokens": 7}})
     body = chat_request("m", prompt_messages("hello", "Be brief."), temperature=0.0, max_tokens=4)
     with ServerClient(_url(scripted_http) + "/v1/", api_key="k") as client:  # the root or its /v1, either works
-        assert client.chat(body) == Completion("hi", "why", "stop", prompt_tokens=7)
+        assert client.chat(body) == ModelReply("hi", "why", "stop", prompt_tokens=7)
     [request] = scripted_http.requests
     assert request["path"] == "/v1/chat/completions" and request["body"] == body
     assert request["authorization"] == "Bearer k"

@@ -230,11 +230,11 @@ def test_health_hides_the_model_only_when_asked_and_a_key_is_set(api_key, hide, 
     from fastapi.testclient import TestClient
 
     from workbench.serve.app import create_app
-    from workbench.serve.runtime import Runtime, ServeConfig
+    from workbench.serve.registry import ServedModels, ServeConfig
 
-    runtime = Runtime(ServeConfig(model="tiny-glm4", model_id="autoglm-phone-9b", api_key=api_key,
+    served = ServedModels(ServeConfig(model="tiny-glm4", model_id="autoglm-phone-9b", api_key=api_key,
                                   health_hides_model=hide))  # never loaded: /health answers all the same
-    with TestClient(create_app(runtime)) as tc:
+    with TestClient(create_app(served)) as tc:
         body = tc.get("/health").json()
     assert body["model"] == ("autoglm-phone-9b" if named else None)
 
@@ -243,10 +243,10 @@ def test_health_is_503_while_loading():
     from fastapi.testclient import TestClient
 
     from workbench.serve.app import create_app
-    from workbench.serve.runtime import Runtime, ServeConfig
+    from workbench.serve.registry import ServedModels, ServeConfig
 
-    runtime = Runtime(ServeConfig(model="tiny-glm4"))  # never loaded
-    with TestClient(create_app(runtime)) as tc:
+    served = ServedModels(ServeConfig(model="tiny-glm4"))  # never loaded
+    with TestClient(create_app(served)) as tc:
         r = tc.get("/health")
         assert r.status_code == 503 and r.json()["status"] == "loading"
         r = tc.post("/v1/chat/completions", json={"model": "tiny-glm4", "messages": MSG})
@@ -257,17 +257,17 @@ def test_adapter_management_from_another_machine_needs_a_key():
     from fastapi.testclient import TestClient
 
     from workbench.serve.app import create_app
-    from workbench.serve.runtime import Runtime, ServeConfig
+    from workbench.serve.registry import ServedModels, ServeConfig
 
-    runtime = Runtime(ServeConfig(model="tiny-glm4"))
-    runtime.status = "ok"  # no model needed: refused before anything loads
-    remote = TestClient(create_app(runtime), client=("192.0.2.7", 5000))
+    served = ServedModels(ServeConfig(model="tiny-glm4"))
+    served.status = "ok"  # no model needed: refused before anything loads
+    remote = TestClient(create_app(served), client=("192.0.2.7", 5000))
     r = remote.post("/v1/load_lora_adapter", json={"lora_name": "x", "lora_path": "/etc"})
     assert r.status_code == 403 and r.json()["error"]["type"] == "permission_error"
     # no host name is trusted but this machine's addresses (starlette's test client calls itself "testclient")
-    r = TestClient(create_app(runtime)).post("/v1/load_lora_adapter", json={"lora_name": "x", "lora_path": "/etc"})
+    r = TestClient(create_app(served)).post("/v1/load_lora_adapter", json={"lora_name": "x", "lora_path": "/etc"})
     assert r.status_code == 403 and r.json()["error"]["type"] == "permission_error"
-    keyed = Runtime(ServeConfig(model="tiny-glm4", api_key="k", adapter_root="/nonexistent"))
+    keyed = ServedModels(ServeConfig(model="tiny-glm4", api_key="k", adapter_root="/nonexistent"))
     keyed.status = "ok"
     r = TestClient(create_app(keyed), client=("192.0.2.7", 5000)).post(
         "/v1/load_lora_adapter", json={"lora_name": "x", "lora_path": "/nonexistent/x"}, headers={"Authorization": "Bearer k"})
@@ -278,16 +278,16 @@ def test_http_adapter_paths_stay_inside_the_adapter_root(tmp_path):
     from fastapi.testclient import TestClient
 
     from workbench.serve.app import create_app
-    from workbench.serve.runtime import Runtime, ServeConfig
+    from workbench.serve.registry import ServedModels, ServeConfig
 
     root = tmp_path / "runs"
     (root / "inside").mkdir(parents=True)
     outside = tmp_path / "elsewhere"
     outside.mkdir()
     (root / "link").symlink_to(outside)
-    runtime = Runtime(ServeConfig(model="tiny-glm4", adapter_root=str(root)))
-    runtime.status = "ok"  # refused before any model is needed
-    tc = TestClient(create_app(runtime), client=("127.0.0.1", 50000))  # this machine: no API key needed
+    served = ServedModels(ServeConfig(model="tiny-glm4", adapter_root=str(root)))
+    served.status = "ok"  # refused before any model is needed
+    tc = TestClient(create_app(served), client=("127.0.0.1", 50000))  # this machine: no API key needed
     for path in (str(root / ".." / "elsewhere"), str(outside), str(root / "link"), str(root / "inside" / ".." / ".."),
                  "/etc", "~"):
         r = tc.post("/v1/load_lora_adapter", json={"lora_name": "x", "lora_path": path})
@@ -299,7 +299,7 @@ def test_http_adapter_paths_stay_inside_the_adapter_root(tmp_path):
     for name in ("../../etc", " x", "a" * 200, ""):
         r = tc.post("/v1/load_lora_adapter", json={"lora_name": name, "lora_path": str(root / "inside")})
         assert r.status_code == 400 and r.json()["error"]["param"] == "lora_name", name
-    assert runtime.adapters == {}
+    assert served.adapters == {}
 
 
 def test_openapi_describes_what_is_accepted(tiny_server):

@@ -133,7 +133,7 @@ def test_model_ids_taken_twice_are_refused(tiny_run):
 
 
 def test_server_and_client_import_without_ipywidgets():
-    code = ("import sys, workbench.serve, workbench.serve.app, workbench.serve.client, workbench.serve.engine; "
+    code = ("import sys, workbench.serve, workbench.serve.app, workbench.serve.client, workbench.serve.batcher; "
             "bad = [m for m in sys.modules if m.split('.')[0] in ('ipywidgets', 'anywidget')]; "
             "assert not bad, bad")
     res = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)

@@ -133,7 +133,7 @@ def test_image_and_text_requests_decode_in_one_batch():
     """Two image requests and a text request admitted together decode as one batch, each row as it would alone."""
     from workbench.data.multimodal import encode_chat, resolve_images, vision_batch
     from workbench.models import load_for_inference
-    from workbench.serve.engine import Engine, GenerationRequest, SamplingParams
+    from workbench.serve.batcher import BatchDecoder, GenerationRequest, SamplingParams
 
     loaded = load_for_inference(MODEL)
     prompts = []
@@ -144,7 +144,7 @@ def test_image_and_text_requests_decode_in_one_batch():
     text = loaded.tokenizer.apply_chat_template([{"role": "user", "content": "hello"}], add_generation_prompt=True,
                                                 tokenize=False)
     text_ids = loaded.tokenizer(text, add_special_tokens=False)["input_ids"]
-    engine = Engine(loaded.model, loaded.tokenizer, max_batch=8)
+    engine = BatchDecoder(loaded.model, loaded.tokenizer, max_batch=8)
     outputs: dict[int, tuple] = {}
     done = threading.Event()
     requests, logprobs = [], {}
@@ -299,12 +299,12 @@ def test_local_image_paths_only_with_the_flag(tmp_path):
 
     from workbench.models import load_for_inference
     from workbench.serve.app import create_app
-    from workbench.serve.runtime import Runtime, ServeConfig
+    from workbench.serve.registry import ServedModels, ServeConfig
 
-    runtime = Runtime(ServeConfig(model=MODEL, allow_local_images=True, default_max_tokens=2), loaded=load_for_inference(MODEL))
-    runtime.load()
+    served = ServedModels(ServeConfig(model=MODEL, allow_local_images=True, default_max_tokens=2), loaded=load_for_inference(MODEL))
+    served.load()
     try:
-        tc = TestClient(create_app(runtime))
+        tc = TestClient(create_app(served))
 
         def ask(url):
             return tc.post("/v1/chat/completions", json={"model": MODEL, "messages": image_message(url), "max_tokens": 2})
@@ -317,7 +317,7 @@ def test_local_image_paths_only_with_the_flag(tmp_path):
             r = ask(url)
             assert r.status_code == 400 and words in r.json()["error"]["message"], (url, r.text)
     finally:
-        runtime.shutdown()
+        served.shutdown()
 
 
 def test_serve_flag_allow_local_images_is_generated_from_the_config():

@@ -7,7 +7,7 @@ import httpx
 import pytest
 import torch
 
-from workbench.serve.engine import GenerationRequest, SamplingParams, apply_penalties
+from workbench.serve.batcher import GenerationRequest, SamplingParams, apply_penalties
 
 MODEL = "tiny-glm4"
 PROMPT = "Once upon a time"

@@ -72,7 +72,7 @@ def test_langchain_chatopenai_streamed_and_not(small_server):
 def test_client_disconnect_frees_its_slot(small_server):
     body = {"model": SMALL, "messages": [{"role": "user", "content": "Write a very long story about a dragon."}],
             "max_tokens": 2000, "temperature": 0.8, "seed": 1, "stream": True}
-    before = small_server.runtime.engine.counters["cancelled"]
+    before = small_server.served.decoder.counters["cancelled"]
     with httpx.stream("POST", small_server.url + "/v1/chat/completions", json=body, timeout=60) as r:
         lines = r.iter_lines()
         for _ in range(4):
@@ -82,23 +82,23 @@ def test_client_disconnect_frees_its_slot(small_server):
     deadline = time.monotonic() + 15
     while time.monotonic() < deadline:
         health = httpx.get(small_server.url + "/health").json()
-        if health["running"] == 0 and small_server.runtime.engine.counters["cancelled"] > before:
+        if health["running"] == 0 and small_server.served.decoder.counters["cancelled"] > before:
             break
         time.sleep(0.1)
     assert health["running"] == 0 and health["waiting"] == 0
-    assert small_server.runtime.engine.counters["cancelled"] == before + 1
+    assert small_server.served.decoder.counters["cancelled"] == before + 1
 
 
 def test_non_streamed_client_giving_up_frees_its_slot(small_server):
     body = {"model": SMALL, "messages": [{"role": "user", "content": "Write a very long story."}],
             "max_tokens": 2000, "temperature": 0.8, "seed": 2}
-    before = small_server.runtime.engine.counters["cancelled"]
+    before = small_server.served.decoder.counters["cancelled"]
     with pytest.raises(httpx.ReadTimeout):
         httpx.post(small_server.url + "/v1/chat/completions", json=body, timeout=1.5)
     deadline = time.monotonic() + 15
-    while time.monotonic() < deadline and small_server.runtime.engine.counters["cancelled"] == before:
+    while time.monotonic() < deadline and small_server.served.decoder.counters["cancelled"] == before:
         time.sleep(0.1)
-    assert small_server.runtime.engine.counters["cancelled"] == before + 1
+    assert small_server.served.decoder.counters["cancelled"] == before + 1
     assert httpx.get(small_server.url + "/health").json()["running"] == 0
 
 

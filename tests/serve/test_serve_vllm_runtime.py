@@ -14,7 +14,7 @@ import json
 import pytest
 
 from workbench.phone.openautoglm import history_reply
-from workbench.phone.runtime import assistant_target
+from workbench.phone.conversation import assistant_target
 
 from ..conftest import write_jsonl
 from .helpers import SMALL

@@ -54,7 +54,7 @@ def test_picked_screenshot_goes_to_every_compared_model(tmp_path):
     the same image request (greedy), and the reasoning block shows only where there is reasoning."""
     from tests.serve.helpers import make_adapter
     from workbench.serve import start_server
-    from workbench.serve.client import Reply, compare, image_data_url
+    from workbench.serve.client import ChatReply, compare, image_data_url
     from workbench.ui.chat_panel import AnswerColumn, ChatComparePanel
 
     run = make_adapter(MODEL, tmp_path / "tuned", seed=1)
@@ -81,7 +81,7 @@ def test_picked_screenshot_goes_to_every_compared_model(tmp_path):
         for column in panel.answers.children:
             assert column.reasoning_box.layout.display == (None if replies[column.model].reasoning else "none")
     column = AnswerColumn(MODEL)
-    column.show(Reply(MODEL, content="do(action=\"Tap\")", reasoning="The Mail icon is on the screen."), done=True)
+    column.show(ChatReply(MODEL, content="do(action=\"Tap\")", reasoning="The Mail icon is on the screen."), done=True)
     assert column.reasoning_box.layout.display is None and "Mail icon" in column.reasoning.value
 
 

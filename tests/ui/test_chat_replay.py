@@ -37,7 +37,7 @@ def _panel(servers, models: list[str]) -> chat_panel.ChatComparePanel:
 
 def _prompts(server) -> list[str]:
     """The prompts the server's model was given, decoded, padding dropped; emptied for the next request."""
-    model, tok = server.runtime.engine.base_model, server.runtime.tokenizer
+    model, tok = server.served.decoder.base_model, server.served.tokenizer
     texts = [tok.decode([i for i in ids if i != tok.pad_token_id]) for ids in model.prompts]
     model.prompts.clear()
     return texts
@@ -80,11 +80,11 @@ def test_replay_of_a_screenshot_row_sends_the_screenshot_inline(servers):
     panel.replay.task.value = "phone_screens"  # the held-out screenshot set, a task of its own (notebook 05 picks it)
     assert len(panel.replay.row.options) == 40 and panel.replay.row.value == 0
     assert panel.replay.row.options[0][0].startswith("1: Task: ") and "data:" not in panel.replay.row.options[0][0]
-    seen = servers["phone"].runtime.engine.base_model.seen_images
+    seen = servers["phone"].served.decoder.base_model.seen_images
     _prompts(servers["phone"])
     verdicts = panel.replay.replay(0, ["phone", "base"])
     # the vision server decoded the row's screenshot and prefilled its pixels with the row's text
-    assert servers["phone"].runtime.engine.base_model.seen_images == seen + 1
+    assert servers["phone"].served.decoder.base_model.seen_images == seen + 1
     (prompt,) = _prompts(servers["phone"])
     text = panel.replay.examples[0].messages[-1]["content"][-1]["text"]
     assert "<|image|>" in prompt and prompt.endswith(text + "<|assistant|>\n"), prompt

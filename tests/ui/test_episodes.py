@@ -9,7 +9,7 @@ from PIL import Image
 from workbench.agent import OraclePolicy, run_episodes, sim_devices
 from workbench.agent.store import EpisodeWriter
 from workbench.phone.tasks import select_tasks
-from workbench.serve.remote import Completion
+from workbench.serve.remote import ModelReply
 from workbench.ui.drawing import ACTION_COLOR, BOX_COLOR, draw_action
 from workbench.ui.episodes import EpisodeCompare, EpisodeReplay
 
@@ -28,8 +28,8 @@ class Confused:
     name = "base"
 
     def __call__(self, conversations):
-        return [Completion('<think>maybe here</think>\n<answer>do(action="Tap", element=[500,990])')
-                if sum(m["role"] == "assistant" for m in c) < 2 else Completion("I am not sure") for c in conversations]
+        return [ModelReply('<think>maybe here</think>\n<answer>do(action="Tap", element=[500,990])')
+                if sum(m["role"] == "assistant" for m in c) < 2 else ModelReply("I am not sure") for c in conversations]
 
 
 def pixels(widget_image) -> Image.Image:

@@ -12,8 +12,8 @@ from PIL import Image
 from workbench.agent import run_episodes, sim_devices
 from workbench.agent.store import EpisodeWriter, read_episodes
 from workbench.phone.tasks import select_tasks
-from workbench.phone.runtime import assistant_target
-from workbench.serve.remote import Completion
+from workbench.phone.conversation import assistant_target
+from workbench.serve.remote import ModelReply
 from workbench.ui.episodes import EpisodeReplay
 from workbench.ui.recorder import PhoneScreen, RecorderPanel
 
@@ -95,7 +95,7 @@ class TapsBluetooth:
 
     def __call__(self, conversations):
         actions = ['do(action="Launch", app="Settings")', 'do(action="Tap", element=[500,287])', 'finish(message="ok")']
-        return [Completion(assistant_target("m", actions[sum(m['role'] == 'assistant' for m in c)]))
+        return [ModelReply(assistant_target("m", actions[sum(m['role'] == 'assistant' for m in c)]))
                 for c in conversations]
 
 

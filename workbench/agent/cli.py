@@ -8,7 +8,7 @@ import os
 import sys
 
 from ..phone.openautoglm import LANGS
-from ..phone.runtime import DEFAULT_LANG, MAX_STEPS, OBSERVATIONS, REPEAT_LIMIT, repeat_limit_problem
+from ..phone.conversation import DEFAULT_LANG, MAX_STEPS, OBSERVATIONS, REPEAT_LIMIT, repeat_limit_problem
 from ..phone.screen import parse_size
 
 

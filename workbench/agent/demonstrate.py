@@ -33,11 +33,11 @@ from typing import Optional, Sequence
 from ..data.multimodal import png_bytes
 from ..phone.actions import GRID, POINT_ACTIONS, Action, format_action, hit_box, parse_action
 from ..phone.openautoglm import runtime_action
-from ..phone.runtime import assistant_target
+from ..phone.conversation import assistant_target
 from ..phone.sim import PHONE_SIZE, SimPhone
 from ..phone.tasks import TASKS, PhoneTask
 from ..phone.uitree import element_line_at, tree_boxes, tree_of
-from .episode import Episode, Step
+from .episode import Episode, Turn
 from .store import EpisodeWriter, read_episodes
 
 MODEL = "demonstration"  # Episode.model of what a person demonstrated
@@ -128,7 +128,7 @@ class Demonstrator:
         return self._screen
 
     @property
-    def steps(self) -> list[Step]:
+    def steps(self) -> list[Turn]:
         return self.episode.steps if self.episode else []
 
     @property
@@ -236,7 +236,7 @@ class Demonstrator:
             raise DemonstrationError("no demonstration is being recorded: start one with the task's instruction")
         return self.episode
 
-    def act(self, action: Action | str, thought: str = "") -> Step:
+    def act(self, action: Action | str, thought: str = "") -> Turn:
         """Execute ``action`` on the phone as the next step of the demonstration; the step keeps the screen it acted
         on. ``finish`` ends the demonstration (``finish``)."""
         episode = self._require()
@@ -261,55 +261,55 @@ class Demonstrator:
             self.notes.append(f"the phone did nothing: {outcome.effect} (undo it, or go on)")
         return step
 
-    def _step(self, shown: Screen, action: Action, thought: str) -> Step:
+    def _step(self, shown: Screen, action: Action, thought: str) -> Turn:
         answer = format_action(action)
-        return Step(len(self.steps) + 1, shown.app, content=assistant_target(thought, answer), reasoning=thought,
+        return Turn(len(self.steps) + 1, shown.app, content=assistant_target(thought, answer), reasoning=thought,
                     answer=answer, action=answer, ui_tree=shown.tree, png=shown.png)
 
-    def tap(self, x: float, y: float, thought: str = "") -> Step:
+    def tap(self, x: float, y: float, thought: str = "") -> Turn:
         return self.act(Action("Tap", {"element": _on_grid((x, y))}), thought)
 
-    def double_tap(self, x: float, y: float, thought: str = "") -> Step:
+    def double_tap(self, x: float, y: float, thought: str = "") -> Turn:
         return self.act(Action("Double Tap", {"element": _on_grid((x, y))}), thought)
 
-    def long_press(self, x: float, y: float, thought: str = "") -> Step:
+    def long_press(self, x: float, y: float, thought: str = "") -> Turn:
         return self.act(Action("Long Press", {"element": _on_grid((x, y))}), thought)
 
-    def swipe(self, start: Sequence[float], end: Sequence[float], thought: str = "") -> Step:
+    def swipe(self, start: Sequence[float], end: Sequence[float], thought: str = "") -> Turn:
         return self.act(Action("Swipe", {"start": _on_grid(start), "end": _on_grid(end)}), thought)
 
-    def swipe_direction(self, direction: str, thought: str = "") -> Step:
+    def swipe_direction(self, direction: str, thought: str = "") -> Turn:
         """A swipe across the middle of the screen, the finger moving ``direction`` (up: the list scrolls on)."""
         if direction not in DIRECTIONS:
             raise DemonstrationError(f"direction {direction!r}: give one of {', '.join(DIRECTIONS)}")
         start, end = DIRECTIONS[direction]
         return self.swipe(start, end, thought)
 
-    def type_text(self, text: str, thought: str = "") -> Step:
+    def type_text(self, text: str, thought: str = "") -> Turn:
         if not text:
             raise DemonstrationError("type the text to enter first")
         return self.act(Action("Type", {"text": text}), thought)
 
-    def back(self, thought: str = "") -> Step:
+    def back(self, thought: str = "") -> Turn:
         return self.act(Action("Back"), thought)
 
-    def home(self, thought: str = "") -> Step:
+    def home(self, thought: str = "") -> Turn:
         return self.act(Action("Home"), thought)
 
-    def launch(self, app: str, thought: str = "") -> Step:
+    def launch(self, app: str, thought: str = "") -> Turn:
         if not app:
             raise DemonstrationError("pick the app to launch first")
         return self.act(Action("Launch", {"app": app}), thought)
 
-    def wait(self, seconds: int = 1, thought: str = "") -> Step:
+    def wait(self, seconds: int = 1, thought: str = "") -> Turn:
         return self.act(Action("Wait", {"duration": f"{seconds} seconds"}), thought)
 
-    def _redo(self, step: Step) -> None:
+    def _redo(self, step: Turn) -> None:
         """Carry out a stored step's action again, as the runtime read it when it ran (none: it changed nothing)."""
         if step.action:
             self.device.execute(runtime_action(step.action))
 
-    def undo(self) -> Step:
+    def undo(self) -> Turn:
         """Take the last step back. The simulated phone is put back into the state before it (the start, then the
         steps before it again); a real phone cannot be: the step leaves the record, and the phone must be put back
         by hand."""

@@ -2,7 +2,7 @@
 
 ``end_reason`` is one of ``END_REASONS``: ``finish`` (the agent said finish), ``parse_failure`` (a reply that does
 not parse: AutoGLM's runtime turns it into finish, and it counts as no success), ``step_limit``, ``repeated`` (the
-same action on the same screen ``phone.runtime.REPEAT_LIMIT`` times in a row: stuck, no success), ``context_overflow``
+same action on the same screen ``phone.conversation.REPEAT_LIMIT`` times in a row: stuck, no success), ``context_overflow``
 (the server refused the conversation as longer than its context) or ``error`` (the request failed). ``success``
 is the final-state checks all holding after a parsed finish; None when the device cannot judge its state (a real
 phone).
@@ -20,7 +20,7 @@ END_REASONS = ("finish", "parse_failure", "step_limit", "repeated", "context_ove
 
 
 @dataclass
-class Step:
+class Turn:
     index: int  # 1-based
     current_app: str  # the app on screen when the model was asked
     screenshot: Optional[str] = None  # the screen it saw: a file name in the episodes folder once stored
@@ -48,9 +48,9 @@ class Episode:
     instruction: str
     model: str
     date: str  # the date the system prompt was stamped with (YYYY-MM-DD)
-    observation: str = "screenshot"  # what the model was shown of each screen (phone.runtime.OBSERVATIONS)
+    observation: str = "screenshot"  # what the model was shown of each screen (phone.conversation.OBSERVATIONS)
     lang: str = "en"  # the runtime's system prompt it was sent (phone.openautoglm.LANGS)
-    steps: list[Step] = field(default_factory=list)
+    steps: list[Turn] = field(default_factory=list)
     end_reason: Optional[str] = None
     success: Optional[bool] = None
     checks: Optional[dict] = None
@@ -75,5 +75,5 @@ class Episode:
     @classmethod
     def from_dict(cls, data: dict) -> "Episode":
         data = dict(data)
-        steps = [Step(**s) for s in data.pop("steps", [])]
+        steps = [Turn(**s) for s in data.pop("steps", [])]
         return cls(**data, steps=steps)

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any, Iterable, Optional, Sequence
 
 from ..config.names import EPISODE_TASK
-from ..phone.runtime import DEFAULT_LANG, MAX_STEPS, REPEAT_LIMIT
+from ..phone.conversation import DEFAULT_LANG, MAX_STEPS, REPEAT_LIMIT
 from ..phone.sim import PHONE_SIZE
 from ..phone.tasks import PhoneTask
 from ..runs.layout import EPISODES_DIR
@@ -72,7 +72,7 @@ def evaluate_agent(tasks: Sequence[PhoneTask], models: Optional[Iterable[str]] =
                    repeat_limit: int = REPEAT_LIMIT, lang: str = DEFAULT_LANG) -> AgentReport:
     """Run ``tasks`` once per model of ``server`` (a URL or a ServerHandle; default: every served id), or once with
     their oracle solutions (``oracle=True``), on ``device`` (``sim`` or ``adb:SERIAL``); ``observation``: what the
-    models are shown of each screen (``phone.runtime.OBSERVATIONS``); ``lang``: Open-AutoGLM's system prompt
+    models are shown of each screen (``phone.conversation.OBSERVATIONS``); ``lang``: Open-AutoGLM's system prompt
     (``cn`` or ``en``, its ``--lang``); ``repeat_limit``: as ``run_episodes``."""
     kind, serial = _checked_device(device, oracle, server, max_steps, concurrency, tasks)
     stamp = datetime.datetime.now().strftime("%Y%m%d-%H%M%S")

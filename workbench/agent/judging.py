@@ -1,5 +1,5 @@
 """The one judge of phone-agent episodes: each contestant plays the tasks to their end, its episodes stored in its
-own folder as they end (``agent.store``), summarised (``agent.metrics.summarize``), and contestants compared task
+own folder as they end (``agent.store``), summarised (``agent.metrics.summarize_episodes``), and contestants compared task
 by task (``paired_with``).
 
 Every caller that judges episodes goes through ``judge``: ``workbench agent run`` (``agent.evaluate``: served models
@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Callable, Optional, Sequence
 
 from .episode import Episode
-from .metrics import paired, summarize
+from .metrics import paired, summarize_episodes
 from .policy import Policy
 from .runner import run_episodes
 from .store import REPLAY_KEY, SUMMARY_FILE, EpisodeWriter, find_replay, read_episodes
@@ -107,7 +107,7 @@ def play_to_folder(policy, tasks: Sequence, devices, folder: Path, settings: dic
         episodes = run_episodes(tasks, policy, devices, on_episode=ended, **run_options)
     finally:
         bar.close()
-    metrics = summarize(episodes)
+    metrics = summarize_episodes(episodes)
     writer.close({"model": model or policy.name, "settings": settings, "metrics": metrics,
                   **({REPLAY_KEY: replay_key} if replay_key else {})})
     return episodes, metrics

@@ -29,7 +29,7 @@ from typing import Iterable, Optional
 
 from ..phone.actions import POINT_ACTIONS
 from ..phone.openautoglm import runtime_action
-from .episode import END_REASONS, Episode, Step
+from .episode import END_REASONS, Episode, Turn
 
 
 def _rate(flags: list) -> Optional[float]:
@@ -56,7 +56,7 @@ def reached_apps(ep: Episode) -> bool:
     return bool(ep.apps) and set(ep.apps) <= shown
 
 
-def quoted_line(step: Step) -> Optional[bool]:
+def quoted_line(step: Turn) -> Optional[bool]:
     """For a point action on a screen shown as text: whether the reasoning's last line is a line of that screen's
     tree. None for any other step."""
     if step.ui_tree is None or not step.action or runtime_action(step.action).type not in POINT_ACTIONS:
@@ -65,7 +65,7 @@ def quoted_line(step: Step) -> Optional[bool]:
     return len(lines) > 1 and lines[-1] in step.ui_tree.split("\n")
 
 
-def summarize(episodes: Iterable[Episode]) -> dict:
+def summarize_episodes(episodes: Iterable[Episode]) -> dict:
     episodes = list(episodes)
     actions = [s for ep in episodes for s in ep.steps if s.action and not s.action.startswith("finish(")]
     last_tokens = [ep.prompt_tokens_last for ep in episodes]

@@ -28,7 +28,7 @@ from typing import Optional, Sequence
 
 from ..phone.actions import Action, format_action
 from ..phone.openautoglm import TOUCH_SIZE
-from ..phone.runtime import DEFAULT_LANG, MAX_STEPS
+from ..phone.conversation import DEFAULT_LANG, MAX_STEPS
 from ..phone.sim import PHONE_SIZE, SimPhone, app_package
 from ..phone.state import PhoneState
 from ..phone.tasks import PhoneTask

@@ -1,5 +1,5 @@
 """Policies: what answers the phone agent's turns. A policy maps a batch of conversations in AutoGLM's runtime format
-(``workbench.phone.runtime``) to one reply each, as a server would return them (``Completion``: content, the
+(``workbench.phone.conversation``) to one reply each, as a server would return them (``ModelReply``: content, the
 reasoning it split off, an error, the prompt's token count).
 
 - ``ServedPolicy``: a model behind any OpenAI-compatible server; the batch goes out as concurrent requests, which
@@ -15,16 +15,16 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Iterable, Optional, Protocol
 
 from ..phone.actions import Action, format_action
-from ..phone.runtime import assistant_target, message_text
+from ..phone.conversation import assistant_target, message_text
 from ..phone.tasks import PhoneTask
 from ..phone.uitree import quoted_target, turn_tree
-from ..serve.remote import Completion, ServerClient, chat_request
+from ..serve.remote import ModelReply, ServerClient, chat_request
 
 
 class Policy(Protocol):
     name: str
 
-    def __call__(self, conversations: list[list[dict]]) -> list[Completion]: ...
+    def __call__(self, conversations: list[list[dict]]) -> list[ModelReply]: ...
 
 
 # What Open-AutoGLM's client asks of the server for every reply (phone_agent.model.ModelConfig's defaults, 0.1.1):
@@ -41,7 +41,7 @@ class ServedPolicy:
         self.sampling = {"temperature": temperature, "max_tokens": max_tokens, "seed": seed, **sampling}
         self.pool = ThreadPoolExecutor(max(1, concurrency), thread_name_prefix=f"policy-{model}")
 
-    def __call__(self, conversations: list[list[dict]]) -> list[Completion]:
+    def __call__(self, conversations: list[list[dict]]) -> list[ModelReply]:
         return list(self.pool.map(lambda messages: self.client.chat(chat_request(self.name, messages, **self.sampling)),
                                   conversations))
 
@@ -66,23 +66,23 @@ class OraclePolicy:
                 raise ValueError(f"two tasks read {task.instruction!r} and need different actions (one is "
                                  f"{task.id}): give each task its own instruction")
 
-    def __call__(self, conversations: list[list[dict]]) -> list[Completion]:
+    def __call__(self, conversations: list[list[dict]]) -> list[ModelReply]:
         replies = []
         for messages in conversations:
             steps = self.solutions.get(first_instruction(messages))
             done = sum(1 for m in messages if m["role"] == "assistant")
             if steps is None:
-                replies.append(Completion(error="the oracle knows no task with this instruction"))
+                replies.append(ModelReply(error="the oracle knows no task with this instruction"))
                 continue
             step = steps[done] if done < len(steps) else None
             if step is None:  # past its solution (a phone that does not behave as simulated): give up
-                replies.append(Completion(assistant_target("The plan is used up.",
+                replies.append(ModelReply(assistant_target("The plan is used up.",
                                                             format_action(Action("finish", {"message": "gave up"})))))
                 continue
             # shown the screen as text, the oracle quotes the line of the element it taps (phone.uitree.quoted_target)
             tree = turn_tree(message_text(messages[-1]))[1]
             thinking = quoted_target(step.thinking, tree, step.action) if tree else step.thinking
-            replies.append(Completion(assistant_target(thinking, format_action(step.action))))
+            replies.append(ModelReply(assistant_target(thinking, format_action(step.action))))
         return replies
 
 
@@ -107,11 +107,11 @@ class InProcessPolicy:
             batch_size = default_batch_size(next(model.parameters()).device)
         self.max_tokens, self.batch_size, self.autocast = max_tokens, batch_size, autocast  # autocast: a run's policy
 
-    def __call__(self, conversations: list[list[dict]]) -> list[Completion]:
+    def __call__(self, conversations: list[list[dict]]) -> list[ModelReply]:
         from ..data.multimodal import resolve_images
         from ..forward.generate import greedy_replies
 
         answers = greedy_replies(self.model, self.tokenizer, [resolve_images(c) for c in conversations],
                                  self.max_tokens, processor=self.processor, batch_size=self.batch_size,
                                  autocast=self.autocast)
-        return [Completion(answer) for answer in answers]
+        return [ModelReply(answer) for answer in answers]

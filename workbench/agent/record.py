@@ -1,5 +1,5 @@
 """Trajectories into training data: each step of an episode becomes one training row in Open-AutoGLM's runtime
-format (``workbench.phone.runtime``), exactly the conversation its runtime sends at that step plus the reply: the
+format (``workbench.phone.conversation``), exactly the conversation its runtime sends at that step plus the reply: the
 system prompt, the earlier turns as text with the earlier replies as the runtime keeps them, the latest screenshot
 (an image file beside the JSONL), and the reply to learn as AutoGLM-Phone writes it, ``<think>..</think>\n<answer>do(...)``. Earlier assistant turns carry ``"weight": 0`` and the step's own reply
 ``"weight": 1`` (OpenAI's fine-tuning convention): each step is a training target once, in its own row, and is
@@ -21,8 +21,8 @@ from pathlib import Path
 from typing import Iterable, Optional
 
 from ..phone.actions import POINT_ACTIONS, ActionSyntaxError, parse_action
-from ..phone.runtime import FORMAT_NAME, Conversation, assistant_target
-from .episode import Episode, Step
+from ..phone.conversation import FORMAT_NAME, Conversation, assistant_target
+from .episode import Episode, Turn
 
 IMAGES_DIR = "images"
 
@@ -36,7 +36,7 @@ class Recorded:
     path: str
 
 
-def _png_of(step: Step, screens: Optional[Path]) -> bytes:
+def _png_of(step: Turn, screens: Optional[Path]) -> bytes:
     if step.png is not None:
         return step.png
     if screens is None or step.screenshot is None:

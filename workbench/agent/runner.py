@@ -3,11 +3,11 @@
 Up to ``concurrency`` episodes run at once. Each round, the conversations of every running episode go to the
 policy together (a served model gets them as concurrent requests, which the server batches), each reply is
 parsed and executed on that episode's phone, and a finished episode's slot takes the next task. Every turn is
-built exactly as Open-AutoGLM's runtime builds it (``workbench.phone.runtime.Conversation``; ``lang``: its
+built exactly as Open-AutoGLM's runtime builds it (``workbench.phone.conversation.Conversation``; ``lang``: its
 system prompt, ``en`` or ``cn``): the screenshot as a base64 PNG data: URL in the latest user turn only, each reply
 kept as the runtime keeps it, and read as the runtime reads it (``phone.openautoglm.runtime_split``: the action is
 everything from ``do(action=`` / ``finish(message=`` on).
-``observation`` (``screenshot``, ``ui_tree``, ``both``; ``workbench.phone.runtime.OBSERVATIONS``) says what the
+``observation`` (``screenshot``, ``ui_tree``, ``both``; ``workbench.phone.conversation.OBSERVATIONS``) says what the
 model is shown of each screen: the screenshot, the screen's compact tree in ``screen_info``, or both; the
 screenshot is kept with each step either way (replays, recording).
 An episode ends on finish, on a reply that does not parse (finish with the raw reply, no success), at the step
@@ -25,11 +25,11 @@ from ..data.multimodal import image_data_url, png_bytes
 from ..phone.actions import format_action, split_answer
 from ..phone.openautoglm import runtime_split
 from ..phone.env import PhoneEnv
-from ..phone.runtime import DEFAULT_LANG, MAX_STEPS, REPEAT_LIMIT, Conversation, check_observation, repeat_limit_problem
+from ..phone.conversation import DEFAULT_LANG, MAX_STEPS, REPEAT_LIMIT, Conversation, check_observation, repeat_limit_problem
 from ..phone.sim import PHONE_SIZE, SimPhone
 from ..phone.tasks import PhoneTask
 from ..phone.uitree import tree_of
-from .episode import Episode, Step
+from .episode import Episode, Turn
 from .policy import Policy
 
 
@@ -119,7 +119,7 @@ def _start(task: PhoneTask, model: str, device, max_steps: int, date: datetime.d
 def _advance(r: _Running, reply, repeat_limit: int) -> None:
     """One reply: record it, execute it, and either end the episode or show the model the next screen."""
     ep = r.episode
-    step = Step(len(ep.steps) + 1, r.app, prompt_tokens=reply.prompt_tokens, png=r.png, ui_tree=r.tree)
+    step = Turn(len(ep.steps) + 1, r.app, prompt_tokens=reply.prompt_tokens, png=r.png, ui_tree=r.tree)
     ep.steps.append(step)
     if reply.error:
         step.error = reply.error
@@ -149,7 +149,7 @@ def _advance(r: _Running, reply, repeat_limit: int) -> None:
     r.show()
 
 
-def _repeats(steps: list[Step]) -> int:
+def _repeats(steps: list[Turn]) -> int:
     """How many steps in a row, up to the latest, gave its action on its screen."""
     last, count = steps[-1], 0
     for step in reversed(steps):

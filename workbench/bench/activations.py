@@ -78,15 +78,15 @@ def text_activations(case: Case) -> tuple[int, int]:
     from ..precision import resolve_precision
 
     cfg = _run_config(case)
-    policy = resolve_precision(cfg, torch.device("cpu"))
-    base = build_run_model(cfg, policy.base_dtype, compute_dtype=policy.compute_dtype)  # quantized as a run's
-    model = apply_lora(base, cfg.lora, policy.trainable_dtype)
+    precision = resolve_precision(cfg, torch.device("cpu"))
+    base = build_run_model(cfg, precision.base_dtype, compute_dtype=precision.compute_dtype)  # quantized as a run's
+    model = apply_lora(base, cfg.lora, precision.trainable_dtype)
     model.train()
     if case.ckpt:
         enable_gradient_checkpointing(model)
     ids = torch.randint(0, 250, (case.batch, case.seq), generator=torch.Generator().manual_seed(0))
-    measured = measure_saved_activations(model, ids, policy.autocast, memory=cfg.memory)
-    return predict_for_run(cfg, policy).activations["saved_forward"], measured.saved_forward
+    measured = measure_saved_activations(model, ids, precision.autocast, memory=cfg.memory)
+    return predict_for_run(cfg, precision).activations["saved_forward"], measured.saved_forward
 
 
 def screenshot_batch(model, images):
@@ -133,18 +133,18 @@ def vision_activations(case: Case) -> VisionMeasurement:
     from ..precision import resolve_precision
 
     cfg = _run_config(case)
-    policy = resolve_precision(cfg, torch.device("cpu"))
-    model = build_model(cfg, policy, torch.device("cpu")).model
+    precision = resolve_precision(cfg, torch.device("cpu"))
+    model = build_model(cfg, precision, torch.device("cpu")).model
     model.train()
     ids, inputs = screenshot_batch(model.get_base_model() if case.lora else model,
                                    [Image.new("RGB", (112, 224), (9, 99, 199))] * case.batch)
     labels = ids.clone()
     labels[:, 8:ids.shape[1] - 32] = IGNORE_INDEX  # the image and its markers follow 8 text tokens
-    with_images = measure_saved_activations(model, ids, policy.autocast, labels=labels, memory=cfg.memory,
+    with_images = measure_saved_activations(model, ids, precision.autocast, labels=labels, memory=cfg.memory,
                                             **inputs).saved_forward
-    text_only = measure_saved_activations(model, ids, policy.autocast, labels=labels, memory=cfg.memory).saved_forward
-    plan = predict_for_run(cfg, policy, seq_len=case.seq, images_per_row=1, image_size="112x224")
-    same_length = predict_for_run(cfg, policy, seq_len=ids.shape[1], label_tokens=39)  # 40 text tokens: 39 labels
+    text_only = measure_saved_activations(model, ids, precision.autocast, labels=labels, memory=cfg.memory).saved_forward
+    plan = predict_for_run(cfg, precision, seq_len=case.seq, images_per_row=1, image_size="112x224")
+    same_length = predict_for_run(cfg, precision, seq_len=ids.shape[1], label_tokens=39)  # 40 text tokens: 39 labels
     return VisionMeasurement(plan.activations["saved_forward"] - same_length.activations["saved_forward"],
                              with_images - text_only, plan.activations["saved_forward"], with_images,
                              plan.activations["seq_len"], ids.shape[1])

@@ -39,8 +39,8 @@ import statistics
 import time
 from typing import Optional
 
-from ..agent import OraclePolicy, ServedPolicy, run_episodes, sim_devices, summarize
-from ..phone.runtime import CONTEXT_TOKENS, Conversation, assistant_target
+from ..agent import OraclePolicy, ServedPolicy, run_episodes, sim_devices, summarize_episodes
+from ..phone.conversation import CONTEXT_TOKENS, Conversation, assistant_target
 from ..phone.screen import parse_size
 from ..phone.tasks import SPLITS, TASKS, select_tasks
 
@@ -75,7 +75,7 @@ def throughput(args) -> dict:
             wall = time.monotonic() - start
             policy.close()
             requests = sum(len(e.steps) for e in episodes)
-            metrics = summarize(episodes)
+            metrics = summarize_episodes(episodes)
             out["runs"][concurrency] = {"wall_s": round(wall, 1), "episodes_per_min": round(len(episodes) / wall * 60, 1),
                                         "requests_per_min": round(requests / wall * 60, 1),
                                         "end_reasons": metrics["end_reasons"], "load_avg_1min": round(load, 2)}
@@ -205,7 +205,7 @@ def compare(args) -> dict:
 
     try:
         a, b = read_episodes(args.a), read_episodes(args.b)
-        sa, sb = summarize(a), summarize(b)
+        sa, sb = summarize_episodes(a), summarize_episodes(b)
         return {"a": args.a, "b": args.b, "success_a": sa["success_rate"], "success_b": sb["success_rate"],
                 **paired(a, b), **{f"{k}_{side}": s[k] for k in ("end_reasons", "action_types")
                                    for side, s in (("a", sa), ("b", sb))}}

@@ -35,14 +35,14 @@ def _config(args, runs_dir: str):
 
 def _prepared(cfg):
     """Model with LoRA, tokenized examples and the precision policy, built as the engine builds them."""
-    from ..data import load_examples
+    from ..data import load_training_examples
     from ..engine.build import build_model
     from ..precision import resolve_device, resolve_precision
 
     device = resolve_device(cfg.device)
-    policy = resolve_precision(cfg, device)
-    built = build_model(cfg, policy, device)
-    examples, _ = load_examples(cfg.data.train, built.tokenizer, cfg.data.max_length)
+    precision = resolve_precision(cfg, device)
+    built = build_model(cfg, precision, device)
+    examples, _ = load_training_examples(cfg.data.train, built.tokenizer, cfg.data.max_length)
     return built.model, built.tokenizer, examples, policy
 
 
@@ -79,11 +79,11 @@ def run_bare(args) -> dict:
     from ..precision import count_target_tokens, window_loss_divisor
 
     cfg = _config(args, tempfile.gettempdir())
-    model, tok, examples, policy = _prepared(cfg)
+    model, tok, examples, precision = _prepared(cfg)
     model.train()
     params = [p for p in model.parameters() if p.requires_grad]
     opt = torch.optim.AdamW(params, lr=cfg.schedule.learning_rate, foreach=True)
-    scaler = policy.make_grad_scaler()
+    scaler = precision.make_grad_scaler()
     batches = _batches(cfg, examples, tok, args.warmup + args.steps)
     t0 = None
     for k, window in enumerate(batches):
@@ -91,7 +91,7 @@ def run_bare(args) -> dict:
             t0 = time.perf_counter()
         divisor = window_loss_divisor(sum(count_target_tokens(b["labels"]) for b in window))
         for b in window:
-            loss = batch_loss_sum(model, b, policy.autocast, cfg.memory) / divisor
+            loss = batch_loss_sum(model, b, precision.autocast, cfg.memory) / divisor
             (scaler.scale(loss) if scaler else loss).backward()
         if scaler:
             scaler.unscale_(opt)
@@ -111,7 +111,7 @@ def run_trainer(args) -> dict:
     from transformers import Trainer, TrainerCallback, TrainingArguments
 
     cfg = _config(args, tempfile.gettempdir())
-    model, tok, examples, policy = _prepared(cfg)
+    model, tok, examples, precision = _prepared(cfg)
     flat = [b for window in _batches(cfg, examples, tok, args.warmup + args.steps) for b in window]
 
     class Fixed(torch.utils.data.Dataset):  # pre-collated micro-batches, served in order
@@ -131,7 +131,7 @@ def run_trainer(args) -> dict:
         targs = TrainingArguments(
             output_dir=tmp, per_device_train_batch_size=1, gradient_accumulation_steps=cfg.schedule.grad_accum_steps,
             max_steps=args.warmup + args.steps, learning_rate=cfg.schedule.learning_rate, lr_scheduler_type="constant",
-            max_grad_norm=1.0, bf16=policy.mode == "bf16", fp16=policy.mode == "fp16", use_cpu=policy.device_type == "cpu",
+            max_grad_norm=1.0, bf16=precision.mode == "bf16", fp16=precision.mode == "fp16", use_cpu=precision.device_type == "cpu",
             logging_strategy="no", save_strategy="no", report_to=[], dataloader_num_workers=0, remove_unused_columns=False,
             disable_tqdm=True, average_tokens_across_devices=False)
         trainer = Trainer(model=model, args=targs, train_dataset=Fixed(), data_collator=lambda items: items[0], callbacks=[Clock()])

@@ -214,11 +214,11 @@ def case_config(case: Case, model_dir: Path, train_file: Path, runs_dir: Path, s
 
 def row_shape(cfg) -> dict:
     """The longest row's text and labelled tokens (what the planner is given; the screenshot adds its own)."""
-    from ..data import load_examples
+    from ..data import load_training_examples
     from ..models import load_tokenizer
 
     loaded = load_tokenizer(cfg.model.source)
-    examples, _ = load_examples(cfg.data.train, loaded.tokenizer, cfg.data.max_length, processor=loaded.processor)
+    examples, _ = load_training_examples(cfg.data.train, loaded.tokenizer, cfg.data.max_length, processor=loaded.processor)
     image_id = loaded.tokenizer.convert_tokens_to_ids("<|image|>")
     longest = max(examples, key=lambda e: len(e.input_ids))
     images = sum(1 for t in longest.input_ids if t == image_id) + 2  # the image tokens and their two markers
@@ -232,8 +232,8 @@ def prediction(cfg, shape: dict) -> dict:
     from ..plan import predict_for_run
     from ..precision import resolve_precision
 
-    policy = resolve_precision(cfg, torch.device("cuda"))
-    plan = predict_for_run(cfg, policy, world_size=1, seq_len=shape["text_tokens"], images_per_row=1,
+    precision = resolve_precision(cfg, torch.device("cuda"))
+    plan = predict_for_run(cfg, precision, world_size=1, seq_len=shape["text_tokens"], images_per_row=1,
                            image_size=IMAGE_SIZE, label_tokens=shape["label_tokens"])
     return {"label": plan.setting.label, "gpu_total": plan.gpu_total, "gpu": plan.gpu,
             "activations_peak": plan.activations.get("peak")}

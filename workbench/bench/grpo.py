@@ -51,11 +51,12 @@ def trl(args, seed: int, out_dir: Path) -> dict:
     from trl import GRPOConfig, GRPOTrainer
 
     from ..eval.phone import PhoneActionsTask
-    from ..eval.tasks import Reply, load_examples
+    from ..eval.task_protocol import load_eval_examples
+    from ..serve.remote import ModelReply
     from ..models.loading import _where
     from ..rewards import REWARD_FUNCTIONS
 
-    examples = load_examples(args.data)
+    examples = load_eval_examples(args.data)
     task = PhoneActionsTask()
 
     def wrap(name):
@@ -63,7 +64,7 @@ def trl(args, seed: int, out_dir: Path) -> dict:
             out = []
             for completion, index in zip(completions, row):
                 text = completion[0]["content"] if isinstance(completion, list) else completion
-                verdict = task.score(examples[index], Reply(content=text))
+                verdict = task.score(examples[index], ModelReply(content=text))
                 out.append(float(REWARD_FUNCTIONS[name](examples[index], text, verdict)))
             return out
         reward.__name__ = name

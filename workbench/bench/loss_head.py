@@ -86,9 +86,9 @@ def _build(args):
                              "lora.dropout": 0.0, "memory.loss_chunk_tokens": args.chunk_tokens,
                              "schedule.learning_rate": 1e-4, "device": args.device})
     device = resolve_device(cfg.device)
-    policy = resolve_precision(cfg, device)
-    built = build_model(cfg, policy, device)
-    return cfg, policy, built, device
+    precision = resolve_precision(cfg, device)
+    built = build_model(cfg, precision, device)
+    return cfg, precision, built, device
 
 
 def run_contender(name: str, args) -> dict:
@@ -99,10 +99,10 @@ def run_contender(name: str, args) -> dict:
     from ..plan.activations import SavedTensors
 
     torch.set_num_threads(args.threads)
-    cfg, policy, built, device = _build(args)
+    cfg, precision, built, device = _build(args)
     model = built.model.train()
     batch = on_device(_row(model.config.vocab_size, args.prompt_tokens, args.label_tokens), device)
-    step, saved = (_trl_step if name == "trl" else _workbench_step)(name, cfg, policy, model, batch, built.tokenizer)
+    step, saved = (_trl_step if name == "trl" else _workbench_step)(name, cfg, precision, model, batch, built.tokenizer)
     # Peak RSS over the first step, from the loaded model: later steps reuse what the allocator kept of it.
     loaded = host_rss()
     reset = _reset_hwm()
@@ -126,7 +126,7 @@ def run_contender(name: str, args) -> dict:
     return out
 
 
-def _workbench_step(name, cfg, policy, model, batch, tokenizer):
+def _workbench_step(name, cfg, precision, model, batch, tokenizer):
     """The engine's step for one micro-batch: batch_loss_sum through the head, normalised by precision.step."""
     import torch
 
@@ -136,10 +136,10 @@ def _workbench_step(name, cfg, policy, model, batch, tokenizer):
     memory = cfg.memory.model_copy(update={"loss_head": "chunked" if name == "liger" else name})
     named = [(n, p) for n, p in model.named_parameters() if p.requires_grad]
     opt = torch.optim.AdamW([p for _, p in named], lr=cfg.schedule.learning_rate)
-    scaler = policy.make_grad_scaler()
+    scaler = precision.make_grad_scaler()
     divisor = window_loss_divisor(count_target_tokens(batch["labels"]))
-    forward = (lambda: _liger_loss_sum(model, batch, policy.autocast)) if name == "liger" else \
-        (lambda: batch_loss_sum(model, batch, policy.autocast, memory))
+    forward = (lambda: _liger_loss_sum(model, batch, precision.autocast)) if name == "liger" else \
+        (lambda: batch_loss_sum(model, batch, precision.autocast, memory))
 
     def step():
         loss = forward() / divisor
@@ -172,7 +172,7 @@ def _liger_loss_sum(model, batch, autocast):
                                            reduction="sum")
 
 
-def _trl_step(name, cfg, policy, model, batch, tokenizer):
+def _trl_step(name, cfg, precision, model, batch, tokenizer):
     """TRL's SFTTrainer with its default loss, on the same row: its compute_loss (the saved-tensor figure) and
     its training_step + optimizer step (one optimizer step per call)."""
     import tempfile
@@ -185,8 +185,8 @@ def _trl_step(name, cfg, policy, model, batch, tokenizer):
     data = Dataset.from_list([{"input_ids": ids, "completion_mask": mask}])
     targs = SFTConfig(output_dir=tempfile.mkdtemp(), per_device_train_batch_size=1, max_steps=10 ** 6,
                       learning_rate=cfg.schedule.learning_rate, lr_scheduler_type="constant",
-                      max_grad_norm=cfg.precision.max_grad_norm, bf16=policy.mode == "bf16",
-                      fp16=policy.mode == "fp16", use_cpu=policy.device_type == "cpu", report_to=[],
+                      max_grad_norm=cfg.precision.max_grad_norm, bf16=precision.mode == "bf16",
+                      fp16=precision.mode == "fp16", use_cpu=precision.device_type == "cpu", report_to=[],
                       logging_strategy="no", save_strategy="no", disable_tqdm=True, max_length=None,
                       completion_only_loss=True, dataloader_num_workers=0)
     trainer = SFTTrainer(model=model, args=targs, train_dataset=data, processing_class=tokenizer)

@@ -4,7 +4,7 @@ Per row: it is JSON and a chat or instruction row (``workbench.data.formats``); 
 whose answers are phone actions (AutoGLM-Phone's grammar, ``workbench.phone.actions``) each answer parses, with
 points on the 0-999 grid, and a Tap / Double Tap / Long Press lands inside ``meta.target_box`` when the row has
 one; rows marked ``meta.format: "open-autoglm"`` (``workbench agent record``) conform to Open-AutoGLM's runtime
-format (``workbench.phone.runtime``); and, given a model's tokenizer, the row's tokens (images included) fit the
+format (``workbench.phone.conversation``); and, given a model's tokenizer, the row's tokens (images included) fit the
 model's context or ``max_length``. The report counts the rows of each form (``CheckReport.forms``): ``open-autoglm``,
 ``legacy`` (``meta.format: "autoglm-runtime"``, the form this workbench wrote before: still trainable, but the
 runtime cannot parse replies learned from it; ``workbench data convert`` rewrites them) and ``other``.
@@ -22,7 +22,7 @@ from typing import Optional
 
 from ..config.files import UnreadableFile, binary_lines, decode_line
 from ..phone.actions import GRID, POINT_ACTIONS, ActionSyntaxError, in_box, parse_action, split_answer
-from ..phone.runtime import FORMAT_NAME, LEGACY_FORMAT_NAME, runtime_problems
+from ..phone.conversation import FORMAT_NAME, LEGACY_FORMAT_NAME, runtime_problems
 from .formats import row_to_messages
 from .multimodal import ImageSourceError, encode_chat, has_images, load_image, resolve_images
 from .tokenize import tokenize_messages

@@ -55,7 +55,7 @@ def run_convert(args) -> int:
     import json
     from pathlib import Path
 
-    from ..phone.runtime import legacy_rows
+    from ..phone.conversation import legacy_rows
 
     source, out = Path(args.file), Path(args.out)
     try:

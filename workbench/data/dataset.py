@@ -34,7 +34,7 @@ class DataStats:
         return dict(self.__dict__)
 
 
-def load_examples(path: str | Path, tokenizer, max_length: int, fmt: str = "auto",
+def load_training_examples(path: str | Path, tokenizer, max_length: int, fmt: str = "auto",
                   skip_bad_rows: bool = False, system_prompt: Optional[str] = None,
                   processor=None, ui_tree_layouts: str = "as_recorded",
                   seed: int = 0) -> tuple[list[TokenizedExample], DataStats]:

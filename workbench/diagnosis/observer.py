@@ -89,13 +89,13 @@ class DiagnosisObserver(Observer):
         if self.in_collapse:  # one diagnosis per episode
             return None
         self.in_collapse = True
-        cause, fixes = cause_and_fixes(run.policy.mode, self.last_origin, self.history,
+        cause, fixes = cause_and_fixes(run.precision.mode, self.last_origin, self.history,
                                        run.cfg.schedule.learning_rate)  # as the engine resolved it
         module = self.last_origin.get("module") if self.last_origin else None
         stop = self.d.stop_on_collapse
         event = Diagnosis(
             step=step, kind="scale_collapse", cause=cause, fix="; or ".join(f["fix"] for f in fixes), module=module,
-            evidence={"trigger": reason, "mode": run.policy.mode, "skips_in_window": self.history.skips,
+            evidence={"trigger": reason, "mode": run.precision.mode, "skips_in_window": self.history.skips,
                       "window": len(self.history.recent), "scale": self.history.scale, "scale_floor": self.d.scale_floor,
                       "scale_history": list(self.history.changes),
                       "recent": [list(r) for r in self.history.recent],

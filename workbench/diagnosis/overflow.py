@@ -186,7 +186,7 @@ def replay_attribution(run, labels_for: LabelIndex, window: list[dict], scale: O
     try:
         for k, (mb, lb) in enumerate(zip(window, labels)):
             _set_rng(mb["rng"], device)
-            loss = batch_loss_sum(model, {**mb["inputs"], "labels": lb}, run.policy.autocast,
+            loss = batch_loss_sum(model, {**mb["inputs"], "labels": lb}, run.precision.autocast,
                                   run.cfg.memory)  # training's forward
             if tracer.forward_origin is not None:
                 origin = tracer.forward_origin

@@ -238,7 +238,7 @@ def _import_unmapped(ds: dict, out: DeepSpeedImport) -> None:
                               .get(key, "logging setting, not carried over")))
 
 
-def to_deepspeed_config(cfg, policy, world_size: Optional[int] = None) -> dict:
+def to_deepspeed_config(cfg, precision, world_size: Optional[int] = None) -> dict:
     """The DeepSpeed config this RunConfig means under ``policy`` (its precision resolved for the devices:
     ``auto`` is never guessed here), for its own world size unless ``world_size`` is given; a null learning rate
     is the one a run derives (``plan.arch.resolved_learning_rate``)."""
@@ -246,13 +246,13 @@ def to_deepspeed_config(cfg, policy, world_size: Optional[int] = None) -> dict:
 
     s, p, sh = cfg.schedule, cfg.precision, cfg.sharding
     world = world_size or sh.world_size
-    mode = policy.mode
+    mode = precision.mode
     out: dict[str, Any] = {
         "train_batch_size": s.micro_batch_size * s.grad_accum_steps * world,
         "train_micro_batch_size_per_gpu": s.micro_batch_size,
         "gradient_accumulation_steps": s.grad_accum_steps,
         "gradient_clipping": p.max_grad_norm or 0.0,
-        "optimizer": {"type": "AdamW", "params": {"lr": resolved_learning_rate(cfg, policy), "weight_decay": s.weight_decay,
+        "optimizer": {"type": "AdamW", "params": {"lr": resolved_learning_rate(cfg, precision), "weight_decay": s.weight_decay,
                                                   "betas": list(ADAMW_BETAS), "eps": ADAMW_EPS}},
         "scheduler": {"type": "WarmupCosineLR", "params": {
             "total_num_steps": s.max_steps, "warmup_num_steps": s.resolved_warmup_steps, "warmup_type": "linear",
@@ -287,10 +287,10 @@ def export_notes(cfg) -> list[str]:
     return notes
 
 
-def engine_deepspeed_config(cfg, policy, world_size: int) -> dict:
+def engine_deepspeed_config(cfg, precision, world_size: int) -> dict:
     """``to_deepspeed_config`` plus what the workbench engine needs: its own optimizer (torch AdamW, no
     compiled ops) and schedule, and the loop's accumulation boundary rather than DeepSpeed's counter."""
-    ds = to_deepspeed_config(cfg, policy, world_size)
+    ds = to_deepspeed_config(cfg, precision, world_size)
     ds.pop("optimizer")
     ds.pop("scheduler")
     ds["zero_allow_untested_optimizer"] = True

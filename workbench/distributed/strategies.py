@@ -33,8 +33,8 @@ class Strategy:
 
     name = "none"
 
-    def __init__(self, cfg, ctx: DistContext, policy: PrecisionPolicy, device: torch.device):
-        self.cfg, self.ctx, self.policy, self.device = cfg, ctx, policy, device
+    def __init__(self, cfg, ctx: DistContext, precision: PrecisionPolicy, device: torch.device):
+        self.cfg, self.ctx, self.precision, self.device = cfg, ctx, precision, device
 
     # ---- set-up ---------------------------------------------------------------------------------
     # Rank 0 holds the whole model and optimizer state, so it can save a checkpoint after a failure
@@ -57,7 +57,7 @@ class Strategy:
         return model
 
     def make_scaler(self):
-        return self.policy.make_grad_scaler()
+        return self.precision.make_grad_scaler()
 
     # ---- the step -------------------------------------------------------------------------------
     def accumulating(self, last: bool):
@@ -132,7 +132,7 @@ class FSDPStrategy(Strategy):
         from torch.distributed.fsdp import CPUOffloadPolicy, MixedPrecisionPolicy, OffloadPolicy, fully_shard
 
         sh = self.cfg.sharding
-        low = self.policy.autocast_dtype
+        low = self.precision.autocast_dtype
         # Gather parameters in the compute dtype; reduce gradients in fp32 so shards stay exact master grads.
         mp = MixedPrecisionPolicy(param_dtype=low, reduce_dtype=torch.float32) if low is not None else MixedPrecisionPolicy()
         offload = CPUOffloadPolicy() if sh.offload == "optimizer+params" else OffloadPolicy()
@@ -148,12 +148,12 @@ class FSDPStrategy(Strategy):
         return model
 
     def make_scaler(self):
-        if not self.policy.use_grad_scaler:
+        if not self.precision.use_grad_scaler:
             return None
         from torch.distributed.fsdp.sharded_grad_scaler import ShardedGradScaler
 
         # Agrees on found-inf across ranks, so every rank skips the same steps.
-        return ShardedGradScaler(self.policy.device_type, **self.policy.scaler)
+        return ShardedGradScaler(self.precision.device_type, **self.precision.scaler)
 
     @contextlib.contextmanager
     def accumulating(self, last: bool):
@@ -209,7 +209,7 @@ class DeepSpeedStrategy(Strategy):
         self.module = model
         self.named_trainable = [(n, p) for n, p in model.named_parameters() if p.requires_grad]
         self.optimizer = make_optimizer([p for _, p in self.named_trainable])  # DeepSpeed wraps it; LR schedule acts on it
-        self.ds_config = engine_deepspeed_config(self.cfg, self.policy, self.ctx.world_size)
+        self.ds_config = engine_deepspeed_config(self.cfg, self.precision, self.ctx.world_size)
         if self.device.type == "cpu":
             # DeepSpeed's CPU shared-memory collectives are a JIT-compiled C++ op (minutes of compiling, and a
             # compiler) that only speeds up large CPU reductions; plain gloo is what the other strategies use.
@@ -292,5 +292,5 @@ def _deepspeed_gradient_bytes(opt) -> int:
 STRATEGIES = {"none": Strategy, "ddp": DDPStrategy, "fsdp": FSDPStrategy, "deepspeed": DeepSpeedStrategy}
 
 
-def make_strategy(cfg, ctx: DistContext, policy: PrecisionPolicy, device: torch.device) -> Strategy:
-    return STRATEGIES[cfg.sharding.strategy](cfg, ctx, policy, device)
+def make_strategy(cfg, ctx: DistContext, precision: PrecisionPolicy, device: torch.device) -> Strategy:
+    return STRATEGIES[cfg.sharding.strategy](cfg, ctx, precision, device)

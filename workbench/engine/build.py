@@ -1,7 +1,7 @@
 """The model a run trains, built in one order for every strategy:
 
-    load the base (policy.base_dtype; quantization.base: its linear layers quantized on the device)
-    -> LoRA (policy.trainable_dtype) -> per-module precision rules -> QAT fake quantization (quantization.qat)
+    load the base (precision.base_dtype; quantization.base: its linear layers quantized on the device)
+    -> LoRA (precision.trainable_dtype) -> per-module precision rules -> QAT fake quantization (quantization.qat)
     -> gradient checkpointing -> device
 
 and only then does the strategy wrap it and create the optimizer, so the rules' dtypes hold for
@@ -31,11 +31,11 @@ class BuiltModel:
     quantized: Any = None  # quantization.base: what models.quantize.quantize_base did (the base_quantized event)
 
 
-def build_model(cfg: RunConfig, policy: PrecisionPolicy, device: torch.device) -> BuiltModel:
+def build_model(cfg: RunConfig, precision: PrecisionPolicy, device: torch.device) -> BuiltModel:
     # the base every later path rebuilds the run's model on
-    loaded = build_run_model(cfg, policy.base_dtype, compute_dtype=policy.compute_dtype, device=device)
-    model = apply_lora(loaded, cfg.lora, policy.trainable_dtype)
-    rules = apply_module_rules(model, resolve_rules(cfg.precision, loaded.family, policy.mode), policy.device_type,
+    loaded = build_run_model(cfg, precision.base_dtype, compute_dtype=precision.compute_dtype, device=device)
+    model = apply_lora(loaded, cfg.lora, precision.trainable_dtype)
+    rules = apply_module_rules(model, resolve_rules(cfg.precision, loaded.family, precision.mode), precision.device_type,
                                cfg.sharding.strategy)
     if cfg.quantization.qat:
         prepare_qat_for_run(model, cfg.quantization.qat)

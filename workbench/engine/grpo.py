@@ -7,7 +7,7 @@ prompts, and each completion's step advantage: ``rewards.task_pool``, ``rewards.
 micro-batches, ``micro_batch_size`` prompts (this rank's slice of the data stream, as SFT takes rows) each get
 ``rl.group_size`` completions, sampled in one batch under the run's precision policy with each token's
 log-probability kept as the sampler computed it. The trainer's forward recomputes those log-probabilities (same
-policy, full sequence, gradients on); the arithmetic is ``precision.policy_loss``, the divisor the SFT one.
+weights, full sequence, gradients on); the arithmetic is ``engine.grpo_loss``, the divisor the SFT one.
 """
 from __future__ import annotations
 
@@ -23,7 +23,7 @@ from ..events.schema import PolicyMismatch, Rollout
 from ..forward import token_logprobs
 from ..forward.generate import Rollouts, model_stop_token_ids, sample_completions
 from ..precision import window_loss_divisor
-from ..precision.policy_loss import (Mismatch, all_equal_groups, group_advantages, groups_with_spread, grpo_loss_sum,
+from .grpo_loss import (Mismatch, all_equal_groups, group_advantages, groups_with_spread, grpo_loss_sum,
                                      importance_stats, importance_weights, loss_normalisation, mismatch_stats,
                                      reference_kl_sum)
 
@@ -80,7 +80,7 @@ class Trainee:
     forward: torch.nn.Module
     tokenizer: Any
     processor: Any
-    policy: Any  # precision.PrecisionPolicy
+    precision: Any  # precision.PrecisionPolicy
     device: torch.device
     world: Any  # distributed.context.DistContext
     accumulating: Callable[[bool], ContextManager]
@@ -136,12 +136,12 @@ class GrpoStep:
         self.last_events: list = []
         attach = getattr(scorer, "attach", None)
         if attach is not None:
-            attach(TrainedPolicy(trainee.module, trainee.tokenizer, trainee.processor, trainee.policy.autocast))
+            attach(TrainedPolicy(trainee.module, trainee.tokenizer, trainee.processor, trainee.precision.autocast))
         self.vllm = None  # rl.rollout_engine vllm: the server sampling the rollouts (stopped when the process ends)
         if self.cfg.rl.rollout_engine == "vllm":
             from .vllm_rollouts import VllmRollouts
 
-            self.vllm = VllmRollouts(self.cfg, trainee.policy, trainee.tokenizer,
+            self.vllm = VllmRollouts(self.cfg, trainee.precision, trainee.tokenizer,
                                      model_stop_token_ids(trainee.module, trainee.tokenizer), trainee.device)
 
         self.pool = getattr(scorer, "pool", None)  # rl.pool: the scorer's task pool draws the prompts
@@ -180,7 +180,7 @@ class GrpoStep:
         # screenshots travel inline (data: URLs) and are decoded here, for the processor (a text model has none)
         rollouts = sample_completions(t.module, t.tokenizer, [resolve_images(p.messages) for p in prompts],
                                       rl.group_size, rl.max_new_tokens, temperature=rl.temperature,
-                                      autocast=t.policy.autocast, processor=t.processor)
+                                      autocast=t.precision.autocast, processor=t.processor)
         window = self._scored(prompts, rollouts)
         return self._followed(window) if self.pool is not None else window
 
@@ -256,7 +256,7 @@ class GrpoStep:
         for i, (w, mask, rows) in enumerate(zip(windows, masks, row_weights)):
             r = w.rollouts
             with t.accumulating(i == len(windows) - 1):
-                logp = token_logprobs(t.forward, r.batch(), t.policy.autocast, rl.temperature, last=r.completion_width,
+                logp = token_logprobs(t.forward, r.batch(), t.precision.autocast, rl.temperature, last=r.completion_width,
                                       suppress=r.suppressed)
                 ref = self._reference_logprobs(r) if rl.kl_coef > 0 else None
                 old = sampler = w.sampler_logprobs(logp)
@@ -313,7 +313,7 @@ class GrpoStep:
         """The reference policy's log-probabilities: the base model, the LoRA adapter disabled (no second copy)."""
         t = self.t
         with t.module.disable_adapter():
-            return token_logprobs(t.forward, r.batch(), t.policy.autocast, self.cfg.rl.temperature,
+            return token_logprobs(t.forward, r.batch(), t.precision.autocast, self.cfg.rl.temperature,
                                   last=r.completion_width, suppress=r.suppressed)
 
     # ---- the step's events (rank 0 writes them; the mismatch is summed over ranks) ---------------------------
@@ -374,4 +374,4 @@ class GrpoStep:
         return PolicyMismatch(step=0, tokens=int(tokens), mean_abs=abs_sum / tokens,
                               max_abs=max(m.abs_max for m in ms), ratio_min=min(m.ratio_min for m in ms),
                               ratio_max=max(m.ratio_max for m in ms), ratio_std=math.sqrt(sq_dev / tokens),
-                              kl=kl_sum / tokens, clipped=clipped / tokens, precision=t.policy.mode, **corrected)
+                              kl=kl_sum / tokens, clipped=clipped / tokens, precision=t.precision.mode, **corrected)

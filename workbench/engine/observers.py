@@ -24,7 +24,7 @@ class RunView:
     cfg: RunConfig
     model: torch.nn.Module  # what forward runs on (the strategy's wrapper, if any)
     named_trainable: Sequence[tuple[str, torch.nn.Parameter]]  # trained weights, in registration order
-    policy: PrecisionPolicy
+    precision: PrecisionPolicy
     rank: int
     world_size: int
     start_step: int  # optimizer steps completed before this process started (a resume)

@@ -23,7 +23,7 @@ from typing import Iterator, Optional
 import torch
 
 from ..config import ConfigError, RunConfig, config_to_dict, replace, save_config
-from ..data import collate, load_examples, micro_batch_indices
+from ..data import collate, load_training_examples, micro_batch_indices
 from ..events import (
     Census, Checkpoint, Eval, EventWriter, Memory, Overflow, PlanPrediction, RunFailed, RunFinished, RunStarted, Step,
 )
@@ -103,24 +103,24 @@ class _Engine:
         from ..distributed.strategies import make_strategy
 
         self.device = rank_device(resolve_device(cfg.device), self.ctx)
-        self.policy: PrecisionPolicy = resolve_precision(cfg, self.device)  # the one resolution of the run
-        built = build_model(cfg, self.policy, self.device)
+        self.precision: PrecisionPolicy = resolve_precision(cfg, self.device)  # the one resolution of the run
+        built = build_model(cfg, self.precision, self.device)
         if cfg.schedule.learning_rate is None:  # resolved once, here; every later reader sees the number
-            cfg = self.cfg = replace(cfg, **{"schedule.learning_rate": resolved_learning_rate(cfg, self.policy)})
+            cfg = self.cfg = replace(cfg, **{"schedule.learning_rate": resolved_learning_rate(cfg, self.precision)})
         self.tokenizer = built.tokenizer
         self.processor = built.processor
         self.rule_reports = built.rules.reports
         self.quantized_base = built.quantized
         d = cfg.data
-        self.train_examples, self.train_stats = load_examples(d.train, self.tokenizer, d.max_length, d.format,
+        self.train_examples, self.train_stats = load_training_examples(d.train, self.tokenizer, d.max_length, d.format,
                                                               d.skip_bad_rows, d.system_prompt, self.processor,
                                                               d.ui_tree_layouts, cfg.schedule.seed)
         self.eval_examples, self.eval_stats = ([], None)
         if d.eval:
-            self.eval_examples, self.eval_stats = load_examples(d.eval, self.tokenizer, d.max_length, d.format,
+            self.eval_examples, self.eval_stats = load_training_examples(d.eval, self.tokenizer, d.max_length, d.format,
                                                                 d.skip_bad_rows, d.system_prompt, self.processor)
         s = cfg.schedule
-        self.strategy = make_strategy(cfg, self.ctx, self.policy, self.device)
+        self.strategy = make_strategy(cfg, self.ctx, self.precision, self.device)
         self.strategy.prepare(built.model, lambda params: torch.optim.AdamW(params, lr=s.learning_rate,
                                                                              weight_decay=s.weight_decay, foreach=True),
                               built.rules.fp32_modules)
@@ -135,7 +135,7 @@ class _Engine:
             if self.grpo is not None:
                 self.grpo.restore(self.state.extra)
         self.view = RunView(cfg=cfg, model=self.model, named_trainable=tuple(self.strategy.named_trainable),
-                            policy=self.policy, rank=self.ctx.rank, world_size=self.ctx.world_size,
+                            precision=self.precision, rank=self.ctx.rank, world_size=self.ctx.world_size,
                             start_step=self.state.step, train_examples=self.train_examples, emit=self.writer.emit,
                             zero_grad=lambda: self.optimizer.zero_grad(set_to_none=True), tokenizer=self.tokenizer,
                             processor=self.processor)
@@ -153,7 +153,7 @@ class _Engine:
         if not self.scorer.prompts:
             raise ConfigError([("data.train", "no prompts to sample rollouts for")])
         trainee = Trainee(module=self.strategy.module, forward=self.model, tokenizer=self.tokenizer,
-                          processor=self.processor, policy=self.policy, device=self.device, world=self.ctx,
+                          processor=self.processor, precision=self.precision, device=self.device, world=self.ctx,
                           accumulating=lambda last: self.strategy.accumulating(last=last),
                           backward=self.strategy.backward)
         return GrpoStep(self.cfg, trainee, self.scorer)
@@ -193,14 +193,14 @@ class _Engine:
         if not self.ctx.is_main:
             return
         try:
-            plan = predict_for_run(self.cfg, self.policy, self.ctx.world_size).to_dict()
+            plan = predict_for_run(self.cfg, self.precision, self.ctx.world_size).to_dict()
         except Exception as err:  # noqa: BLE001 - a planner gap must not stop a training run
             plan = {"error": f"{type(err).__name__}: {err}"}
         self.emit_run(PlanPrediction(step=self.state.step, plan=plan))
 
     # ---- the step -----------------------------------------------------------------------------
     def _forward_loss_sum(self, batch: dict) -> torch.Tensor:
-        return batch_loss_sum(self.model, batch, self.policy.autocast, self.cfg.memory)
+        return batch_loss_sum(self.model, batch, self.precision.autocast, self.cfg.memory)
 
     def train_step(self, stream, measure: bool = False) -> tuple[float, int, int, object, Optional[dict]]:
         """One optimizer step over ``grad_accum_steps`` micro-batches (SFT's, or GRPO's rollouts: ``GrpoStep``).
@@ -262,7 +262,7 @@ class _Engine:
         if not self.eval_examples:
             return None
         measured = heldout_loss(self.model, self.eval_examples, self.tokenizer.pad_token_id,
-                                batch_size=self.cfg.schedule.micro_batch_size, autocast=self.policy.autocast,
+                                batch_size=self.cfg.schedule.micro_batch_size, autocast=self.precision.autocast,
                                 device=self.device, rank=self.ctx.rank, world_size=self.ctx.world_size,
                                 reduce=self.ctx.sum, memory=self.cfg.memory)
         self.emit_run(Eval(step=self.state.step, loss=measured.loss, tokens=measured.tokens))
@@ -324,7 +324,7 @@ class _Engine:
         start_step = self.state.step
         self.emit_run(RunStarted(
             run_dir=str(self.run_dir), config=config_to_dict(cfg), hardware=hardware(self.device), versions=versions(),
-            precision=self.policy.to_dict(), total_steps=s.max_steps, start_step=start_step,
+            precision=self.precision.to_dict(), total_steps=s.max_steps, start_step=start_step,
             data={"train": self.train_stats.to_dict(), "eval": self.eval_stats.to_dict() if self.eval_stats else None}))
         if self.rule_reports:
             self.emit_run(PrecisionRules(step=start_step, rules=self.rule_reports))
@@ -393,7 +393,7 @@ class _Engine:
         batch = on_device(collate(examples, self.tokenizer.pad_token_id), self.device)
         module = self.strategy.module
         figures = convert_and_compare(module, self.cfg.quantization.qat,
-                                      lambda: batch_logits(module, batch, self.policy.autocast), batch["attention_mask"])
+                                      lambda: batch_logits(module, batch, self.precision.autocast), batch["attention_mask"])
         self.emit_run(QatConverted(step=self.state.step, scheme=self.cfg.quantization.qat, **figures))
         self.emit_census()
 
@@ -443,7 +443,7 @@ class _Engine:
         self.emit_run(Checkpoint(step=self.state.step, path=str(target), kind="adapter" if self.cfg.lora.enabled else "model"))
         if self.cfg.lora.enabled and self.cfg.checkpointing.merge_adapter:  # none or ddp: the full model is here
             merged = self.run_dir / MERGED_DIR
-            merged_model(self.strategy.module, target, self.policy.base_dtype).save_pretrained(merged)
+            merged_model(self.strategy.module, target, self.precision.base_dtype).save_pretrained(merged)
             self.save_inputs_side(merged)
             self.writer.emit(Checkpoint(step=self.state.step, path=str(merged), kind="merged"))
         return target

@@ -24,7 +24,7 @@ DTYPE_OF_MODE = {"fp32": "float32", "bf16": "bfloat16", "pure-bf16": "bfloat16",
 class VllmRollouts:
     """The run's vLLM server and the adapter it currently serves."""
 
-    def __init__(self, cfg, policy, tokenizer, stops: list[int], device):
+    def __init__(self, cfg, precision, tokenizer, stops: list[int], device):
         from ..config import config_from_dict
         from ..serve.config import ServeConfig
         from ..serve.vllm import has_nvidia_gpu, start_vllm
@@ -32,7 +32,7 @@ class VllmRollouts:
         rl, s = cfg.rl, cfg.schedule
         self.tokenizer, self.stops, self.device = tokenizer, stops, device
         self.pad_id = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else stops[0]
-        serve = config_from_dict({"engine": "vllm", "model": cfg.model.source, "dtype": DTYPE_OF_MODE[policy.mode],
+        serve = config_from_dict({"engine": "vllm", "model": cfg.model.source, "dtype": DTYPE_OF_MODE[precision.mode],
                                   "port": 0, "max_batch": max(8, s.micro_batch_size * rl.group_size),
                                   "max_context": cfg.data.max_length + rl.max_new_tokens}, ServeConfig)
         print(f"[grpo] starting vLLM for the rollouts ({serve.dtype}) ...", flush=True)

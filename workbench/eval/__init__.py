@@ -2,6 +2,6 @@
 (``evaluate``); results are stored with each adapter's run (``eval_results.json``). The action grammar the phone
 scorers parse is ``workbench.phone.actions``."""
 from .registry import get_task, register_task, task_names
-from .tasks import Example, Reply, Task, load_examples
+from .task_protocol import Example, Task, load_eval_examples
 
-__all__ = ["Example", "Reply", "Task", "get_task", "load_examples", "register_task", "task_names"]
+__all__ = ["Example", "Task", "get_task", "load_eval_examples", "register_task", "task_names"]

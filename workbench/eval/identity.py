@@ -13,7 +13,8 @@ import re
 
 from ..config.samples import samples_dir
 from ..phone.actions import split_answer
-from .tasks import Example, Reply, rate
+from ..serve.remote import ModelReply
+from .task_protocol import Example, rate
 from .text import repeated_run
 
 OTHER_ASSISTANTS = ("SmolLM", "ChatGPT", "GPT-4", "GPT-3", "OpenAI", "Claude", "Anthropic", "Llama", "LLaMA",
@@ -54,7 +55,7 @@ class IdentityTask:
         asked = question.casefold()
         return [m.group(1) for m in _DENIES.finditer(text) if m.group(1).casefold() not in asked]
 
-    def score(self, example: Example, reply: Reply) -> dict:
+    def score(self, example: Example, reply: ModelReply) -> dict:
         answer = split_answer(reply.content, reply.reasoning).answer
         introduces = self.identity.casefold() in answer.casefold()
         others = self.other_claims(answer)

@@ -15,7 +15,8 @@ from ..engine.observers import Observer, RunView
 from ..events.schema import EvalTask
 from ..forward.generate import greedy_replies
 from .registry import get_task
-from .tasks import Example, Reply, load_examples
+from ..serve.remote import ModelReply
+from .task_protocol import Example, load_eval_examples
 
 
 class TaskEvalObserver(Observer):
@@ -31,7 +32,7 @@ class TaskEvalObserver(Observer):
         self._step = run.start_step
         for task in self.tasks:
             if not getattr(task, "needs_model", False):  # read once; a bad file fails the run at its start
-                self._examples[task.name] = load_examples(task.default_data, self.section.limit, self.data.system_prompt)
+                self._examples[task.name] = load_eval_examples(task.default_data, self.section.limit, self.data.system_prompt)
 
     def after_step(self, run: RunView, step: int, outcome, loss: float):
         self._step = step
@@ -60,15 +61,15 @@ class TaskEvalObserver(Observer):
                 metrics = task.measure(model, run.tokenizer, Path(self.data.eval if own else task.default_data),
                                        limit=None if own else self.section.limit, max_length=self.data.max_length,
                                        batch_size=run.cfg.schedule.micro_batch_size,
-                                       system_prompt=self.data.system_prompt, autocast=run.policy.autocast,
+                                       system_prompt=self.data.system_prompt, autocast=run.precision.autocast,
                                        processor=run.processor)
             else:
                 examples = self._examples[task.name]
                 # screenshot rows: their inline images decoded for the run's processor (no server here)
                 answers = greedy_replies(model, run.tokenizer, [resolve_images(ex.messages) for ex in examples],
                                          self.section.max_new_tokens, processor=run.processor,
-                                         autocast=run.policy.autocast)
-                metrics = task.summarize([task.score(ex, Reply(a)) for ex, a in zip(examples, answers)])
+                                         autocast=run.precision.autocast)
+                metrics = task.summarize([task.score(ex, ModelReply(a)) for ex, a in zip(examples, answers)])
             event = EvalTask(step=step, task=task.name, metrics=metrics, wall_s=time.perf_counter() - t0)
             run.emit(event)
             events.append(event)

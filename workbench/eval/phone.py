@@ -14,7 +14,8 @@ from typing import Optional
 from ..config.samples import samples_dir
 from ..phone.actions import POINT_ACTIONS, ActionSyntaxError, in_box, parse_action, split_answer, target_box
 from ..phone.openautoglm import runtime_split
-from .tasks import Example, Reply, rate
+from ..serve.remote import ModelReply
+from .task_protocol import Example, rate
 
 
 class PhoneActionsTask:
@@ -24,7 +25,7 @@ class PhoneActionsTask:
         self.name = name
         self.default_data = default_data or samples_dir() / "phone_actions" / "heldout.jsonl"
 
-    def score(self, example: Example, reply: Reply) -> dict:
+    def score(self, example: Example, reply: ModelReply) -> dict:
         expected = parse_action(split_answer(example.reference).answer)  # a bad reference is a data error
         split = split_answer(reply.content, reply.reasoning)
         try:  # the action as Open-AutoGLM's runtime reads the reply's content

@@ -1,4 +1,4 @@
-"""Tasks by name: the built-in scorers and any a plug-in registers (``register_task``). Apart from ``tasks`` (what a
+"""Tasks by name: the built-in scorers and any a plug-in registers (``register_task``). Apart from ``task_protocol`` (what a
 task is), which the scorers import: the registry imports the scorers, so neither needs the other lazily."""
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from .identity import IdentityTask
 from .loss import HeldoutLossTask
 from .phone import PhoneActionsTask
 from .steps import StepMatchTask
-from .tasks import Task
+from .task_protocol import Task
 from .text import TextMatchTask
 
 _TASKS: dict[str, Task] = {}

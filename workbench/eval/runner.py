@@ -6,7 +6,7 @@ server's batching does not change greedy output), ``seed`` for sampled runs. The
 run directory of each evaluated adapter (``eval_results.json``, one entry per task), where the runs panel
 reads it.
 
-Each row's images go inline as base64 data: URLs (``load_examples`` reads them; ``chat_request`` builds the body),
+Each row's images go inline as base64 data: URLs (``load_eval_examples`` reads them; ``chat_request`` builds the body),
 so screenshot tasks work against any OpenAI-compatible server started with its safe defaults. A request that
 fails is never scored: the metrics are over the answered rows only (``n``), and each model's entry counts the
 ``failed`` requests and keeps the first distinct reasons (``errors``).
@@ -25,7 +25,8 @@ from ..runs.layout import ADAPTER_DIR, MODEL_DIR, TrainedWeights
 from ..runs.results import served_run_dir, write_results
 from ..serve.remote import ServerClient, ServerUnreachable, chat_request
 from .registry import get_task
-from .tasks import Reply, Task, load_examples
+from ..serve.remote import ModelReply
+from .task_protocol import Task, load_eval_examples
 
 THINKING_MODES = {"default": None, "on": True, "off": False}  # mode name -> the request's enable_thinking
 MAX_REASONS = 3  # distinct failure reasons kept per model and mode
@@ -99,7 +100,7 @@ def evaluate(task: str | Task, models: Optional[Iterable[str]] = None, *, server
             raise EvalError(f"task {task.name!r} is measured on the model itself, not through a server: give the "
                             "runs (--run runs/NAME) and/or the base model (--base MODEL) instead of --server")
         return _measure_in_process(task, models, base, runs, data, limit, system_prompt, write)
-    examples = load_examples(data_path, limit, system_prompt)
+    examples = load_eval_examples(data_path, limit, system_prompt)
     modes = thinking_modes(enable_thinking)
     if server is None:
         return _with_own_server(task, models, base, runs, data_path, limit, enable_thinking, temperature, seed,
@@ -135,11 +136,10 @@ def _ask_served(task, models, clients, base, examples, modes, data_path, limit, 
         base = next((i for i, (_, c) in served.items() if not c.get("parent")), None)
     jobs = [(m, mode, ex) for m in models for mode in modes for ex in examples]
 
-    def ask(job) -> Reply:
+    def ask(job) -> ModelReply:
         model, mode, ex = job
-        c = served[model][0].chat(chat_request(model, ex.messages, enable_thinking=THINKING_MODES[mode], seed=seed,
-                                               temperature=temperature, max_tokens=max_tokens))
-        return Reply(c.content, c.reasoning, c.finish_reason, c.error)
+        return served[model][0].chat(chat_request(model, ex.messages, enable_thinking=THINKING_MODES[mode], seed=seed,
+                                                  temperature=temperature, max_tokens=max_tokens))
 
     start = time.monotonic()
     bar = _progress(len(jobs), f"eval {task.name}", progress)

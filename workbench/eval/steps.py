@@ -31,7 +31,8 @@ from typing import Optional
 from ..config.samples import samples_dir
 from ..phone.actions import GRID, parse_action, split_answer
 from ..phone.openautoglm import launch_package, reply_action
-from .tasks import Example, Reply, mean, rate
+from ..serve.remote import ModelReply
+from .task_protocol import Example, mean, rate
 
 EVALUATOR = "AgentCPM-GUI (OpenBMB/AgentCPM-GUI eval/utils/evaluator.py, after AITW's action matching)"
 # An action's class in AgentCPM-GUI's evaluator (our grammar's type -> its class name)
@@ -90,7 +91,7 @@ class StepMatchTask:
                 f"{self.tap_distance:g} of the screen of the recorded point, a swipe by direction, Type by containment "
                 "(case and space ignored), Back/Home by button, Launch by app; episode success = every step exact")
 
-    def score(self, example: Example, reply: Reply) -> dict:
+    def score(self, example: Example, reply: ModelReply) -> dict:
         expected = parse_action(split_answer(example.reference).answer)  # a bad reference is a data error
         got = reply_action(reply.content)  # as Open-AutoGLM's runtime reads the reply (the runner and eval.phone too)
         meta = example.row.get("meta") if isinstance(example.row.get("meta"), dict) else {}

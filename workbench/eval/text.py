@@ -12,7 +12,8 @@ from collections import Counter
 
 from ..config.samples import samples_dir
 from ..phone.actions import split_answer
-from .tasks import Example, Reply, mean
+from ..serve.remote import ModelReply
+from .task_protocol import Example, mean
 
 _ARTICLES = re.compile(r"\b(a|an|the)\b")
 _TOKEN = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]|[^\s\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]+")
@@ -69,7 +70,7 @@ class TextMatchTask:
     def __init__(self, default_data=None):
         self.default_data = default_data or samples_dir() / "identity" / "heldout.jsonl"
 
-    def score(self, example: Example, reply: Reply) -> dict:
+    def score(self, example: Example, reply: ModelReply) -> dict:
         answer = split_answer(reply.content, reply.reasoning).answer
         reference = split_answer(example.reference).answer
         return {"exact": exact_match(answer, reference), "f1": token_f1(answer, reference)}

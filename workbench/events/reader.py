@@ -4,7 +4,7 @@ benches); no other module opens a log to read or looks at its bytes. What it rea
 
 * forward from an offset (``LogReader``, ``read_events``): the lines completed since the last read; a reader that
   thins old steps can take a step line's step from its bytes without parsing it (``LogReader.scan``);
-* the two ends (``summarize``, ``LogFollower``): what a run's row needs (its start, its last step, its end), in reads
+* the two ends (``summarize_log``, ``LogFollower``): what a run's row needs (its start, its last step, its end), in reads
   that do not grow with the log;
 * a long log through the index its writer keeps (``read_overview``, ``read_window``): a chart of the whole run, or a
   zoomed step window, in bounded reads.
@@ -357,7 +357,7 @@ def read_index(log_file: str | Path) -> Optional[list[dict]]:
 
 # ---- the two ends of a log: what a run's row needs ------------------------------------------------------------------
 # A row (status, last step, loss, total steps, model, precision) needs the run's ``run_started`` event, its last step
-# and whether it ended: the head of the log and its tail. ``summarize`` reads those two ends only (a few KiB of a log of
+# and whether it ended: the head of the log and its tail. ``summarize_log`` reads those two ends only (a few KiB of a log of
 # any length); a ``LogFollower`` keeps a byte offset and folds only what was appended since it last looked, so a side
 # panel's stream that follows a running run reads each byte once. ``workbench runs``, the runs panel, the JupyterLab
 # side panel and the run handles' status read a row through here.
@@ -399,7 +399,7 @@ class LogSummary:
         return self.end is not None
 
 
-def summarize(path: str | Path, size: Optional[int] = None) -> LogSummary:
+def summarize_log(path: str | Path, size: Optional[int] = None) -> LogSummary:
     """The summary of a log from its head and tail only (bounded reads, whatever its length)."""
     path = Path(path)
     size = complete_size(path) if size is None else size
@@ -433,7 +433,7 @@ class LogFollower:
         size = complete_size(self.path)
         s = self.summary
         if s is None or size < s.offset or size - s.offset > CATCH_UP_BYTES:  # first look, replaced, or far behind
-            self.summary = summarize(self.path, size)
+            self.summary = summarize_log(self.path, size)
             self.bytes_read += self.summary.bytes_read
             return self.summary
         if size > s.offset:

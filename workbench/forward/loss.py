@@ -2,7 +2,7 @@
 
 One definition for every caller: the engine's training forward and its (sharded) eval, the ``heldout_loss`` eval
 task, export parity, the overflow replay and the benchmarks. A batch is what ``data.collate`` makes of examples
-that ``data.load_examples`` tokenized (with the model's processor, so rows with screenshots carry their pixel
+that ``data.load_training_examples`` tokenized (with the model's processor, so rows with screenshots carry their pixel
 values and grids); the model gets ``data.model_inputs(batch)``, never a hand-picked subset of it.
 """
 from __future__ import annotations
@@ -16,7 +16,7 @@ from typing import Callable, Optional, Sequence
 import torch
 
 from ..config import MemorySection
-from ..data import collate, load_examples, model_inputs
+from ..data import collate, load_training_examples, model_inputs
 from ..precision import count_target_tokens, token_loss_sum
 from .head import loss_at_labels
 
@@ -77,7 +77,7 @@ def load_heldout(path: str | Path, tokenizer, max_length: int, processor=None, s
                  limit: Optional[int] = None) -> list:
     """The examples of a held-out JSONL file tokenized exactly as training tokenizes its data (``processor``: a
     vision-language model's, for rows with screenshots); the first ``limit`` of them (None: all)."""
-    examples, _ = load_examples(path, tokenizer, max_length, system_prompt=system_prompt, processor=processor)
+    examples, _ = load_training_examples(path, tokenizer, max_length, system_prompt=system_prompt, processor=processor)
     return examples[:limit] if limit else examples
 
 

@@ -28,7 +28,7 @@ from gymnasium import spaces
 
 from .actions import Action, ActionSyntaxError
 from .openautoglm import runtime_action, runtime_split
-from .runtime import MAX_STEPS
+from .conversation import MAX_STEPS
 from .sim import SimPhone
 from .tasks import TASKS, PhoneTask
 

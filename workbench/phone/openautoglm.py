@@ -347,8 +347,9 @@ def date_line(date: Optional[datetime.date] = None, lang: str = "en") -> str:
     return ZH_DATE_PREFIX + day.strftime("%Y年%m月%d日") + " " + _ZH_WEEKDAYS[day.weekday()]
 
 
-def system_prompt(date: Optional[datetime.date] = None, lang: str = "en") -> str:
-    """The runtime's system prompt in ``lang``, stamped with ``date`` (default: today)."""
+def runtime_system_prompt(date: Optional[datetime.date] = None, lang: str = "en") -> str:
+    """The runtime's own system prompt in ``lang``, stamped with ``date`` (default: today): the screenshot form, which
+    ``phone.conversation.system_prompt`` (the one builder of a conversation's system message) adapts to the text modes."""
     return date_line(date, lang) + (EN_PROMPT_BODY if lang == "en" else ZH_PROMPT_BODY)
 
 

@@ -34,7 +34,7 @@ from typing import Optional
 import torch
 
 from ..models.processor import merged_tokens
-from .arch import Census, DecoderShape
+from .arch import PlannedCensus, DecoderShape
 
 FP32 = torch.float32
 
@@ -504,7 +504,7 @@ def _merger(tr: _Tracer, layer: "_Layer", v: VisionShape, x: _Tensor) -> _Tensor
     return layer.linear(tr.new(v.merger, g.dtype, True), "down_proj", o, "merger.down")
 
 
-def lora_targets_in_layer(census: Census) -> frozenset:
+def lora_targets_in_layer(census: PlannedCensus) -> frozenset:
     """Which linears of a decoder layer carry adapters, read from the census (peft's own matching)."""
     names = set()
     for p in census.params:
@@ -513,13 +513,13 @@ def lora_targets_in_layer(census: Census) -> frozenset:
     return frozenset(names)
 
 
-def quantized_linears_in_layer(census: Census) -> frozenset:
+def quantized_linears_in_layer(census: PlannedCensus) -> frozenset:
     """Which linears of a decoder layer hold quantized weights (quantization.base), read from the census."""
     return frozenset(p.name.removesuffix(".weight").removesuffix(".base_layer").rsplit(".", 1)[-1]
                      for p in census.quantized if p.group == "decoder")
 
 
-def lora_layers_in(census: Census) -> frozenset:
+def lora_layers_in(census: PlannedCensus) -> frozenset:
     """The indices of the decoder layers that carry adapters, read from the census (``lora.layers``: the last ones)."""
     return frozenset(int(m.group(1)) for p in census.params if p.group == "lora" and ".lora_A." in p.name
                      for m in [re.search(r"\.layers\.(\d+)\.", p.name)] if m and ".visual." not in p.name)

@@ -136,7 +136,7 @@ class ParamInfo:
 
 
 @dataclass(frozen=True)
-class Census:
+class PlannedCensus:
     """Every parameter of the model as the run will hold it, counted on the meta device."""
 
     source: str
@@ -218,7 +218,7 @@ def build_meta_model(config):
 
 @functools.lru_cache(maxsize=32)
 def _census_cached(source: str, lora_json: str, base_dtype: torch.dtype, trainable_dtype: torch.dtype, mode: str,
-                   precision_json: Optional[str], quantization_json: Optional[str] = None) -> Census:
+                   precision_json: Optional[str], quantization_json: Optional[str] = None) -> PlannedCensus:
     from ..models import LoadedModel, apply_lora, model_family
     from ..precision.module_rules import apply_module_rules, resolve_rules
 
@@ -244,7 +244,7 @@ def _census_cached(source: str, lora_json: str, base_dtype: torch.dtype, trainab
                      ) if linear is not None else {}
         infos.append(ParamInfo(name=name, numel=p.numel(), dtype=p.dtype, trainable=p.requires_grad, group=group,
                                unit=_unit(name), reached=group != "vision", **extra))
-    return Census(source=source, model_class=type(model).__name__, family=family, params=tuple(infos),
+    return PlannedCensus(source=source, model_class=type(model).__name__, family=family, params=tuple(infos),
                   shape=DecoderShape.from_config(config), lora_enabled=lora.enabled)
 
 
@@ -255,12 +255,12 @@ def resolved_learning_rate(cfg, policy: PrecisionPolicy) -> float:
     from a RunConfig gets the same number."""
     if cfg.schedule.learning_rate is not None:
         return cfg.schedule.learning_rate
-    counted = census(cfg.model.source, cfg.lora, policy, cfg.precision)
+    counted = planned_census(cfg.model.source, cfg.lora, policy, cfg.precision)
     return cfg.schedule.derived_learning_rate(cfg.lora.enabled, counted.count() - counted.count(group="lora"))
 
 
-def census(source: str, lora: LoraSection, policy: PrecisionPolicy, precision: Optional[PrecisionSection] = None,
-           quantization: Optional[QuantizationSection] = None) -> Census:
+def planned_census(source: str, lora: LoraSection, policy: PrecisionPolicy, precision: Optional[PrecisionSection] = None,
+           quantization: Optional[QuantizationSection] = None) -> PlannedCensus:
     """Parameter census of ``source`` as the engine's ``build_model`` holds it under ``policy``: base,
     LoRA, (given a run's ``precision`` section) its per-module rules and (given ``quantization``) its quantized
     base's layers at their bytes with the quantization constants (``models.quantize.quantized_weight_bytes``)."""

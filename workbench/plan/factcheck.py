@@ -14,7 +14,7 @@ from ..config import LoraSection
 import torch
 
 from .planner import DEFAULT_DEVICES, GiB, T4_DEVICES, DeviceSet, Setting, plan_matrix, policy_for, predict
-from .arch import census
+from .arch import planned_census
 from .inference import weight_bytes
 
 MODEL = "autoglm-phone-9b"
@@ -261,13 +261,13 @@ def _claim(claim_id: str) -> Claim:
 
 def _text_fp16_gib() -> float:
     lora = LoraSection(enabled=False)
-    c = census(MODEL, lora, policy_for("pure-bf16", lora))
+    c = planned_census(MODEL, lora, policy_for("pure-bf16", lora))
     return (c.bytes() - c.bytes(group="vision")) / GiB
 
 
 def _all_fp16_gib() -> float:
     lora = LoraSection(enabled=False)
-    return census(MODEL, lora, policy_for("pure-bf16", lora)).bytes() / GiB
+    return planned_census(MODEL, lora, policy_for("pure-bf16", lora)).bytes() / GiB
 
 
 def format_markdown(verdicts: list[Verdict]) -> str:

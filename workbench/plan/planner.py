@@ -36,9 +36,9 @@ from .activations import (
     ActivationInputs, VisionShape, estimate_activations, estimate_vision_activations, lora_layers_in,
     lora_targets_in_layer, quantized_linears_in_layer,
 )
-from .arch import Census, census, load_model_config
+from .arch import PlannedCensus, planned_census, load_model_config
 from .images import images_for
-from .state import ADAMW_STEP_BYTES, ModelState, predict_single_process_state
+from .model_state import ADAMW_STEP_BYTES, ModelState, predict_single_process_state
 
 GiB = 1024**3
 FP32 = torch.float32
@@ -245,7 +245,7 @@ def predict(model: str, setting: Setting, devices: DeviceSet = DEFAULT_DEVICES, 
         policy = policy_for(prec, lora, devices)
     quant_base = setting.quantized_base if setting.quantized_base in QUANTIZED_BASES else "none"
     quantization = (quantization or QuantizationSection()).model_copy(update={"base": quant_base})
-    c = census(model, lora, policy, precision, quantization)
+    c = planned_census(model, lora, policy, precision, quantization)
     n = max(1, setting.world_size)
     notes: list[str] = []
 
@@ -280,7 +280,7 @@ def predict(model: str, setting: Setting, devices: DeviceSet = DEFAULT_DEVICES, 
                 notes=tuple(notes), invalid=invalid)
 
 
-def _dequantized_bytes(c: Census, policy: PrecisionPolicy) -> int:
+def _dequantized_bytes(c: PlannedCensus, policy: PrecisionPolicy) -> int:
     """A quantized base's working copy: the largest quantized weight dequantized for one matmul (forward, and again
     in backward for the input's gradient). nf4 dequantizes to the 16-bit dtype it was quantized from, then casts to
     the compute dtype when that differs; LLM.int8 dequantizes to its input's dtype (the base's)."""
@@ -305,7 +305,7 @@ def _compute_dtypes(strategy: str, prec: str, lowp, policy: PrecisionPolicy) -> 
     return dict(autocast_dtype=policy.autocast_dtype, base_dtype=policy.base_dtype, trainable_dtype=policy.trainable_dtype)
 
 
-def _add_vision(activations: dict, notes: list[str], c: Census, config, images, acts, act_inputs,
+def _add_vision(activations: dict, notes: list[str], c: PlannedCensus, config, images, acts, act_inputs,
                 setting: Setting) -> int:
     """The vision tower's activations folded into ``activations`` (and a note); returns what it adds to the peak."""
     seq_len = act_inputs.seq_len
@@ -332,7 +332,7 @@ def _add_vision(activations: dict, notes: list[str], c: Census, config, images, 
     return vision_bytes
 
 
-def _placement(c: Census, setting: Setting, state, buffers: int, host_state: dict, acts, act_in: dict,
+def _placement(c: PlannedCensus, setting: Setting, state, buffers: int, host_state: dict, acts, act_in: dict,
                vision_bytes: int, n: int) -> tuple[dict, dict]:
     """(bytes per GPU, bytes on the host) by category."""
     gpu = {
@@ -358,7 +358,7 @@ def _placement(c: Census, setting: Setting, state, buffers: int, host_state: dic
     return gpu, host
 
 
-def _lora_extras(c: Census, acts, setting: Setting, adapted_layers: int) -> dict:
+def _lora_extras(c: PlannedCensus, acts, setting: Setting, adapted_layers: int) -> dict:
     """The adapter's own figures (parameters, weights, gradients and AdamW, activations over its
     ``adapted_layers``)."""
     lora_params = [p for p in c.params if p.group == "lora"]
@@ -368,13 +368,13 @@ def _lora_extras(c: Census, acts, setting: Setting, adapted_layers: int) -> dict
             "lora_activations": acts.lora_per_layer * (0 if setting.gradient_checkpointing else adapted_layers)}
 
 
-def _vision_reached(c: Census) -> Census:
+def _vision_reached(c: PlannedCensus) -> PlannedCensus:
     """With images in the batch the vision tower takes part: its trainable weights get gradients."""
     params = tuple(dataclasses.replace(p, reached=True) if p.group == "vision" else p for p in c.params)
     return dataclasses.replace(c, params=params)
 
 
-def _model_state(c: Census, s: Setting, policy: PrecisionPolicy, lowp, n: int, notes: list):
+def _model_state(c: PlannedCensus, s: Setting, policy: PrecisionPolicy, lowp, n: int, notes: list):
     """(per-rank ModelState, GPU sharding/communication buffer bytes, per-rank part offloaded to host)."""
     total = c.count()
     trainable = [p for p in c.params if p.trainable]

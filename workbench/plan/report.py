@@ -13,7 +13,7 @@ from pathlib import Path
 
 from ..events import read_events
 from ..runs.layout import EVENTS_FILE
-from .state import MEASURED_NAMES, compare, format_comparison
+from .model_state import MEASURED_NAMES, compare, format_comparison
 
 def run_report(run_dir: str | Path) -> dict:
     """{rank: [ComparisonRow]} for every rank that measured its model state after a backward."""

@@ -1,4 +1,4 @@
-"""The scoring every rollout scorer shares: prompts that are ``eval.tasks.Example`` items, each completion's
+"""The scoring every rollout scorer shares: prompts that are ``eval.task_protocol.Example`` items, each completion's
 phone-action verdict computed once, then each named reward on it, errors naming the reward and the prompt."""
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ from typing import Optional
 from ..data.multimodal import image_data_url, last_image_url, load_image, thumbnail_png
 from ..engine.grpo import ScoredCompletions
 from ..eval.phone import PhoneActionsTask
-from ..eval.tasks import Reply
+from ..serve.remote import ModelReply
 from .functions import REWARD_FUNCTIONS, RewardError
 
 
@@ -15,7 +15,7 @@ THUMBNAIL_BOX, THUMBNAIL_COLORS = (64, 160), 64  # the samples table's screensho
 
 
 class ExamplesScorer:
-    """Prompts that are ``eval.tasks.Example`` items (the conversation up to the answer, the reference answer),
+    """Prompts that are ``eval.task_protocol.Example`` items (the conversation up to the answer, the reference answer),
     completions scored by the phone-action verdict and the named reward functions. A subclass may add to the
     verdicts of a batch (``add_to_verdicts``) what a reward needs beyond the one completion."""
 
@@ -33,7 +33,7 @@ class ExamplesScorer:
         verdicts = []
         for example, completion in zip(prompts, completions):
             try:
-                verdicts.append(self.task.score(example, Reply(content=completion)))
+                verdicts.append(self.task.score(example, ModelReply(content=completion)))
             except Exception as err:  # noqa: BLE001 - re-raised naming the row
                 raise RewardError(f"scoring {self.where(example)} failed: {type(err).__name__}: {err}") from err
         self.add_to_verdicts(prompts, completions, verdicts)

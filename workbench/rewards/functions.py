@@ -1,4 +1,4 @@
-"""Reward functions by name. Each takes the prompt (an ``eval.tasks.Example``: the row, its reference answer) and
+"""Reward functions by name. Each takes the prompt (an ``eval.task_protocol.Example``: the row, its reference answer) and
 the phone-action verdict of one completion (``PhoneActionsTask.score``: computed once per completion and shared)
 and returns a float, 0 where it does not apply (constant within a group: no advantage either way).
 

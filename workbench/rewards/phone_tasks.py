@@ -36,11 +36,11 @@ from ..config.names import EPISODE_REWARDS
 from ..data.formats import without_weights
 from ..data.multimodal import image_data_url
 from ..engine.grpo import ScoredCompletions
-from ..eval.tasks import Example
-from ..phone.runtime import DEFAULT_LANG, replayable_reply
+from ..eval.task_protocol import Example
+from ..phone.conversation import DEFAULT_LANG, replayable_reply
 from ..phone.screen import parse_size
 from ..phone.tasks import PhoneTask, select_tasks
-from ..serve.remote import Completion
+from ..serve.remote import ModelReply
 from .credit import anchor_step_advantages, group_shortest
 from .examples import ExamplesScorer
 from .functions import RewardError
@@ -49,7 +49,7 @@ from .task_pool import TaskPool
 
 @dataclass(frozen=True)
 class TaskPrompt(Example):
-    """An ``eval.tasks.Example`` (the first step's conversation, the oracle's reply as reference) with its task."""
+    """An ``eval.task_protocol.Example`` (the first step's conversation, the oracle's reply as reference) with its task."""
 
     task: Optional[PhoneTask] = None
 
@@ -85,18 +85,18 @@ class _Scripted:
     def __init__(self, scripts: list[list[str]], then):
         self.scripts, self.then, self.index = scripts, then, {}
 
-    def __call__(self, conversations: list[list[dict]]) -> list[Completion]:
+    def __call__(self, conversations: list[list[dict]]) -> list[ModelReply]:
         if not self.index:
             if len(conversations) != len(self.scripts):
                 raise RuntimeError(f"{len(conversations)} episodes began, for {len(self.scripts)} sampled actions")
             self.index = {id(c): i for i, c in enumerate(conversations)}
-        replies: list[Optional[Completion]] = [None] * len(conversations)
+        replies: list[Optional[ModelReply]] = [None] * len(conversations)
         rest = []
         for n, messages in enumerate(conversations):
             script = self.scripts[self.index[id(messages)]]
             done = sum(1 for m in messages if m["role"] == "assistant")
             if done < len(script):
-                replies[n] = Completion(script[done])
+                replies[n] = ModelReply(script[done])
             else:
                 rest.append(n)
         if rest:

@@ -4,7 +4,7 @@ of ``rl.rewards`` for each completion. ``rl.prompts: rows`` -> ``RowsScorer``; `
 from __future__ import annotations
 
 from ..config import RunConfig
-from ..eval.tasks import load_examples
+from ..eval.task_protocol import load_eval_examples
 from .examples import ExamplesScorer
 from .phone_tasks import PhoneTasksScorer
 
@@ -15,7 +15,7 @@ class RowsScorer(ExamplesScorer):
 
     def __init__(self, path: str, names: list[str], system_prompt=None):
         self.path = path
-        super().__init__(load_examples(path, system_prompt=system_prompt), names)
+        super().__init__(load_eval_examples(path, system_prompt=system_prompt), names)
 
     def where(self, example) -> str:
         return f"row {example.index} of {self.path}"

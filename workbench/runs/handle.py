@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Optional
 
 from ..events import EventWriter, RunFailed, read_events
-from ..events.reader import LogSummary, summarize
+from ..events.reader import LogSummary, summarize_log
 from .layout import EVENTS_FILE, FOREGROUND_PID, STOP_FILE, WORKER_LOG, WORKER_PID
 from .procfs import is_zombie
 
@@ -46,7 +46,7 @@ class RunHandle:
 
     def _terminal_event(self, summary: Optional[LogSummary] = None) -> Optional[dict]:
         # the end of the run's latest segment, from the log's tail (a resumed run's old end does not count)
-        return (summary or summarize(self.events_path)).end
+        return (summary or summarize_log(self.events_path)).end
 
     def is_running(self, summary: Optional[LogSummary] = None) -> bool:
         if self.process is not None:
@@ -57,7 +57,7 @@ class RunHandle:
 
     def status(self, summary: Optional[LogSummary] = None) -> str:
         """running | finished | stopped | failed (a worker that died without a final event counts as failed).
-        ``summary``: the log's, when the caller has it (``events.reader.summarize``), else read from the log's tail."""
+        ``summary``: the log's, when the caller has it (``events.reader.summarize_log``), else read from the log's tail."""
         if self.is_running(summary):
             return "running"
         end = self._terminal_event(summary)

@@ -6,7 +6,7 @@ from pathlib import Path
 from typing import Optional
 
 from ..events import finite_number
-from ..events.reader import LogFollower, summarize
+from ..events.reader import LogFollower, summarize_log
 from .handle import attach
 from .layout import EVENTS_FILE, run_dirs
 
@@ -25,10 +25,10 @@ class RunRow:
 
 def run_row(run_dir: str | Path, follower: Optional[LogFollower] = None) -> RunRow:
     """One run's row from its event log (only rank 0's events) and its worker's liveness. The log is read at its
-    head and tail only (``reader.summarize``), or, with a ``follower`` of this run's log (a stream that keeps one),
+    head and tail only (``reader.summarize_log``), or, with a ``follower`` of this run's log (a stream that keeps one),
     only what was appended since that follower last looked: the cost does not grow with the run."""
     run_dir = Path(run_dir)
-    summary = follower.poll() if follower is not None else summarize(run_dir / EVENTS_FILE)
+    summary = follower.poll() if follower is not None else summarize_log(run_dir / EVENTS_FILE)
     started, last = summary.started, summary.last_step
     return RunRow(name=run_dir.name, path=run_dir, status=attach(run_dir).status(summary), step=last.get("step", 0),
                   total_steps=started.get("total_steps"), loss=finite_number(last.get("loss")),

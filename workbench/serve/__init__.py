@@ -4,7 +4,7 @@
 has ``chat`` and ``compare`` for notebooks. Nothing here imports ipywidgets.
 """
 from .config import ServeConfig, ServeError
-from .engines import start_server
+from .backends import start_server
 from .server import ServerHandle, serve_forever
 
 __all__ = ["ServeConfig", "ServeError", "ServerHandle", "serve_forever", "start_server"]

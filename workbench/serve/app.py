@@ -1,9 +1,9 @@
-"""The FastAPI application: OpenAI-compatible endpoints over a Runtime (``app.state.runtime``).
+"""The FastAPI application: OpenAI-compatible endpoints over a ServedModels (``app.state.served``).
 
 Each route is a small function here; what they share lives beside them: errors in OpenAI's shape and their
-handlers (``errors``), the request rendered for the engine (``render``: chat template, images, limits,
-sampling), the engine's generations collected (``generate``) or streamed as server-sent events (``sse``), and
-the engine's events as OpenAI objects (``responses``, with ``logprobs``).
+handlers (``errors``), the request rendered for the decoder (``render``: chat template, images, limits,
+sampling), the decoder's generations collected (``collect``) or streamed as server-sent events (``sse``), and
+the decoder's events as OpenAI objects (``responses``, with ``logprobs``).
 """
 from __future__ import annotations
 
@@ -16,34 +16,34 @@ from starlette.concurrency import run_in_threadpool
 
 from . import protocol as P
 from .errors import ERROR_RESPONSES, APIError, error_response, install_error_handlers
-from .generate import collect
+from .collect import collect
 from .reasoning import prompt_opens_think
 from .render import choice_params, image_parts, max_new_tokens, render_chat
 from .responses import ChatFormatter, TextFormatter, merge_choices
-from .runtime import Runtime, ServeError
+from .registry import ServedModels, ServeError
 from .sse import stream_response
 
 router = APIRouter()
 
 
-def create_app(runtime: Runtime) -> FastAPI:
+def create_app(served: ServedModels) -> FastAPI:
     app = FastAPI(title="workbench serve", version="1.0",
                   description="OpenAI-compatible chat and text completions for a base model and its LoRA adapters.")
-    app.state.runtime = runtime
+    app.state.served = served
     install_error_handlers(app)
-    app.add_middleware(_RequireKey, key=runtime.config.api_key)
+    app.add_middleware(_RequireKey, key=served.config.api_key)
     app.include_router(router)
     _truthful_openapi(app)
     return app
 
 
-def runtime_of(request: Request) -> Runtime:
-    return request.app.state.runtime
+def served_of(request: Request) -> ServedModels:
+    return request.app.state.served
 
 
-def require_admin(request: Request, runtime: Runtime = Depends(runtime_of)) -> None:
+def require_admin(request: Request, served: ServedModels = Depends(served_of)) -> None:
     # Loading an adapter reads server-side paths: without an API key, only this machine may do it.
-    if runtime.config.api_key:
+    if served.config.api_key:
         return
     host = request.client.host if request.client else ""
     if host not in ("127.0.0.1", "::1", "localhost"):
@@ -51,11 +51,11 @@ def require_admin(request: Request, runtime: Runtime = Depends(runtime_of)) -> N
                             "server with --api-key", type="permission_error")
 
 
-def require_ready(runtime: Runtime = Depends(runtime_of)) -> None:
-    if runtime.status == "loading":
+def require_ready(served: ServedModels = Depends(served_of)) -> None:
+    if served.status == "loading":
         raise APIError(503, "The model is still loading; retry shortly.", type="service_unavailable")
-    if runtime.status == "error":
-        raise APIError(503, f"The model failed to load: {runtime.error}", type="service_unavailable")
+    if served.status == "error":
+        raise APIError(503, f"The model failed to load: {served.error}", type="service_unavailable")
 
 
 def _json_or_stream(what: str, chunk: str) -> dict:
@@ -66,26 +66,26 @@ def _json_or_stream(what: str, chunk: str) -> dict:
 
 @router.get("/health", response_model=P.Health,
             responses={503: {"model": P.Health, "description": "Loading or failed"}})
-def health(runtime: Runtime = Depends(runtime_of)):
+def health(served: ServedModels = Depends(served_of)):
     # open to anyone even with an API key (load balancers probe it); it names the served model as the documents
     # specify, unless the operator keeps that name behind the key (health_hides_model)
-    stats = runtime.engine.stats() if runtime.engine is not None and runtime.status == "ok" else {}
-    hide = bool(runtime.config.api_key) and runtime.config.health_hides_model
-    body = {"status": runtime.status, "model": None if hide else runtime.config.base_id,
+    stats = served.decoder.stats() if served.decoder is not None and served.status == "ok" else {}
+    hide = bool(served.config.api_key) and served.config.health_hides_model
+    body = {"status": served.status, "model": None if hide else served.config.base_id,
             "running": stats.get("running", 0), "waiting": stats.get("waiting", 0),
-            "peak_batch": stats.get("peak_batch", 0), "detail": runtime.error}
-    return JSONResponse(body, status_code=200 if runtime.status == "ok" else 503)
+            "peak_batch": stats.get("peak_batch", 0), "detail": served.error}
+    return JSONResponse(body, status_code=200 if served.status == "ok" else 503)
 
 
 @router.get("/v1/models", response_model=P.ModelList, responses={401: ERROR_RESPONSES[401]})
-def list_models(runtime: Runtime = Depends(runtime_of)):
-    return {"object": "list", "data": runtime.cards() if runtime.status == "ok" else []}
+def list_models(served: ServedModels = Depends(served_of)):
+    return {"object": "list", "data": served.cards() if served.status == "ok" else []}
 
 
 @router.get("/v1/models/{model_id:path}", response_model=P.ModelCard,
             responses={401: ERROR_RESPONSES[401], 404: ERROR_RESPONSES[404]})
-def get_model(model_id: str, runtime: Runtime = Depends(runtime_of)):
-    for card in runtime.cards() if runtime.status == "ok" else []:
+def get_model(model_id: str, served: ServedModels = Depends(served_of)):
+    for card in served.cards() if served.status == "ok" else []:
         if card["id"] == model_id:
             return card
     raise APIError(404, f"The model {model_id!r} does not exist", param="model", code="model_not_found")
@@ -93,12 +93,12 @@ def get_model(model_id: str, runtime: Runtime = Depends(runtime_of)):
 
 @router.post("/v1/chat/completions", dependencies=[Depends(require_ready)], response_model=P.ChatCompletion,
              responses={**ERROR_RESPONSES, 200: _json_or_stream("A chat completion", "ChatCompletionChunk")})
-async def chat_completions(body: P.ChatCompletionRequest, request: Request, runtime: Runtime = Depends(runtime_of)):
-    adapter = _resolve_model(runtime, body.model)
+async def chat_completions(body: P.ChatCompletionRequest, request: Request, served: ServedModels = Depends(served_of)):
+    adapter = _resolve_model(served, body.model)
     # decoding and resizing images takes a while: off the event loop, which serves every stream
-    prompt = await run_in_threadpool(render_chat, runtime, body) if image_parts(body) else render_chat(runtime, body)
+    prompt = await run_in_threadpool(render_chat, served, body) if image_parts(body) else render_chat(served, body)
     prompt_ids = prompt.ids
-    max_new = max_new_tokens(runtime, len(prompt_ids), body.max_completion_tokens or body.max_tokens,
+    max_new = max_new_tokens(served, len(prompt_ids), body.max_completion_tokens or body.max_tokens,
                              "max_completion_tokens" if body.max_completion_tokens else "max_tokens", "messages",
                              image_tokens=prompt.image_tokens)
     if body.top_logprobs is not None and not body.logprobs:
@@ -106,55 +106,55 @@ async def chat_completions(body: P.ChatCompletionRequest, request: Request, runt
                             "is used.", param="top_logprobs")
     choices = choice_params(body, max_new, (body.top_logprobs or 0) if body.logprobs else None)
     opens_think = prompt_opens_think(prompt.text)
-    formatters = [ChatFormatter(body, opens_think, runtime.tokenizer, i, runtime.config.reasoning != "inline")
+    formatters = [ChatFormatter(body, opens_think, served.tokenizer, i, served.config.reasoning != "inline")
                   for i in range(len(choices))]
     images = await run_in_threadpool(prompt.prefill_inputs) if prompt.vision is not None else None
     if body.stream:
-        return stream_response(runtime, request, prompt_ids, choices, adapter, formatters, images)
-    outcomes = await asyncio.gather(*(collect(runtime, request, prompt_ids, p, adapter, images) for p in choices))
+        return stream_response(served, request, prompt_ids, choices, adapter, formatters, images)
+    outcomes = await asyncio.gather(*(collect(served, request, prompt_ids, p, adapter, images) for p in choices))
     return merge_choices([f.complete(events) for f, events in zip(formatters, outcomes)])
 
 
 @router.post("/v1/completions", dependencies=[Depends(require_ready)], response_model=P.Completion,
              responses={**ERROR_RESPONSES, 200: _json_or_stream("A completion", "Completion")})
-async def completions(body: P.CompletionRequest, request: Request, runtime: Runtime = Depends(runtime_of)):
-    adapter = _resolve_model(runtime, body.model)
+async def completions(body: P.CompletionRequest, request: Request, served: ServedModels = Depends(served_of)):
+    adapter = _resolve_model(served, body.model)
     # the model's validation already holds it to exactly one non-empty prompt (else a 400 naming 'prompt')
     prompt = body.prompt if isinstance(body.prompt, str) else body.prompt[0]
-    prompt_ids = runtime.tokenizer(prompt, add_special_tokens=True)["input_ids"]
-    max_new = max_new_tokens(runtime, len(prompt_ids), body.max_tokens if body.max_tokens else 16,
+    prompt_ids = served.tokenizer(prompt, add_special_tokens=True)["input_ids"]
+    max_new = max_new_tokens(served, len(prompt_ids), body.max_tokens if body.max_tokens else 16,
                              "max_tokens", "prompt")
     choices = choice_params(body, max_new, body.logprobs)
-    formatters = [TextFormatter(body, runtime.tokenizer, i) for i in range(len(choices))]
+    formatters = [TextFormatter(body, served.tokenizer, i) for i in range(len(choices))]
     if body.stream:
-        return stream_response(runtime, request, prompt_ids, choices, adapter, formatters)
-    outcomes = await asyncio.gather(*(collect(runtime, request, prompt_ids, p, adapter) for p in choices))
+        return stream_response(served, request, prompt_ids, choices, adapter, formatters)
+    outcomes = await asyncio.gather(*(collect(served, request, prompt_ids, p, adapter) for p in choices))
     return merge_choices([f.complete(events) for f, events in zip(formatters, outcomes)])
 
 
 @router.post("/v1/load_lora_adapter", dependencies=[Depends(require_admin), Depends(require_ready)],
              response_model=P.ModelCard, responses={k: ERROR_RESPONSES[k] for k in (400, 401, 403, 503)})
-def load_lora_adapter(body: P.LoadAdapterRequest, runtime: Runtime = Depends(runtime_of)):
+def load_lora_adapter(body: P.LoadAdapterRequest, served: ServedModels = Depends(served_of)):
     try:
-        runtime.add_adapter(body.lora_name, body.lora_path, within=runtime.config.adapter_root)
+        served.add_adapter(body.lora_name, body.lora_path, within=served.config.adapter_root)
     except ServeError as err:
         raise APIError(400, str(err), param="lora_name" if err.about == "id" else "lora_path") from None
-    return next(c for c in runtime.cards() if c["id"] == body.lora_name)
+    return next(c for c in served.cards() if c["id"] == body.lora_name)
 
 
 @router.post("/v1/unload_lora_adapter", dependencies=[Depends(require_admin), Depends(require_ready)],
              response_model=P.ModelList, responses=ERROR_RESPONSES)
-def unload_lora_adapter(body: P.UnloadAdapterRequest, runtime: Runtime = Depends(runtime_of)):
+def unload_lora_adapter(body: P.UnloadAdapterRequest, served: ServedModels = Depends(served_of)):
     try:
-        runtime.remove_adapter(body.lora_name)
+        served.remove_adapter(body.lora_name)
     except KeyError:
         raise APIError(404, f"No adapter {body.lora_name!r} is loaded", param="lora_name",
                        code="model_not_found") from None
-    return {"object": "list", "data": runtime.cards()}
+    return {"object": "list", "data": served.cards()}
 
 
-def _resolve_model(runtime: Runtime, model_id: str) -> str | None:
-    adapter = runtime.resolve(model_id)
+def _resolve_model(served: ServedModels, model_id: str) -> str | None:
+    adapter = served.resolve(model_id)
     if adapter is False:
         raise APIError(404, f"The model {model_id!r} does not exist; GET /v1/models lists the served ids",
                        param="model", code="model_not_found")

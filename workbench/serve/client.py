@@ -96,7 +96,7 @@ def chat_model(model: str, *, base_url: str | None = None, server: Any = None, a
 
 
 @dataclass
-class Reply:
+class ChatReply:
     model: str
     content: str = ""
     reasoning: str = ""
@@ -116,7 +116,7 @@ def _in_notebook() -> bool:
     return shell is not None and "IPKernelApp" in getattr(shell, "config", {})
 
 
-def absorb_chunk(reply: Reply, chunk) -> tuple[str, str]:
+def absorb_chunk(reply: ChatReply, chunk) -> tuple[str, str]:
     """Add one streamed message chunk's reasoning and text to ``reply``; returns (reasoning, text)."""
     reasoning = chunk.additional_kwargs.get("reasoning_content") or ""
     text = chunk.content if isinstance(chunk.content, str) else ""
@@ -125,7 +125,7 @@ def absorb_chunk(reply: Reply, chunk) -> tuple[str, str]:
     return reasoning, text
 
 
-def _stream_reply(llm: ReasoningChatOpenAI, reply: Reply, messages: list, on_update=None) -> Reply:
+def _stream_reply(llm: ReasoningChatOpenAI, reply: ChatReply, messages: list, on_update=None) -> ChatReply:
     start = time.monotonic()
     try:
         for chunk in llm.stream(messages):
@@ -139,14 +139,14 @@ def _stream_reply(llm: ReasoningChatOpenAI, reply: Reply, messages: list, on_upd
 
 
 def chat(model: str, prompt: str | list, *, system: str | None = None, images: Iterable = (), stream: bool = True,
-         show: bool = True, out=None, **llm_options) -> Reply:
-    """Ask one served model; stream the answer (reasoning first, marked) as it comes. Returns a Reply.
+         show: bool = True, out=None, **llm_options) -> ChatReply:
+    """Ask one served model; stream the answer (reasoning first, marked) as it comes. Returns a ChatReply.
     ``images``: screenshots sent with the prompt (paths, bytes or data: URLs).
 
     ``llm_options``: base_url / server / api_key / enable_thinking / temperature / max_tokens (see chat_model).
     """
     llm = chat_model(model, **llm_options)
-    reply = Reply(model)
+    reply = ChatReply(model)
     out = out or sys.stdout
     state = {"in_reasoning": False}
 
@@ -192,13 +192,13 @@ def served_models(*, base_url: str | None = None, server: Any = None, api_key: s
 
 def compare(prompt: str | list, models: Iterable[str] | None = None, *, system: str | None = None,
             images: Iterable = (), show: bool = True, html_output: bool | None = None, out=None,
-            refresh_s: float = 0.25, **llm_options) -> dict[str, Reply]:
+            refresh_s: float = 0.25, **llm_options) -> dict[str, ChatReply]:
     """Ask several served models the same prompt (and ``images``) at once (default: every model the server
-    lists) and show the answers side by side as they stream. Returns {model id: Reply}."""
+    lists) and show the answers side by side as they stream. Returns {model id: ChatReply}."""
     conn = {k: llm_options[k] for k in ("base_url", "server", "api_key") if k in llm_options}
     # a repeated id would stream twice into one column: each model once
     models = list(dict.fromkeys(models)) if models is not None else served_models(**conn)
-    replies = {m: Reply(m) for m in models}
+    replies = {m: ChatReply(m) for m in models}
     messages = prompt if isinstance(prompt, list) else prompt_messages(prompt, system, images)
     threads = [threading.Thread(target=_stream_reply, args=(chat_model(m, **llm_options), replies[m], messages),
                                 daemon=True) for m in models]
@@ -223,7 +223,7 @@ def compare(prompt: str | list, models: Iterable[str] | None = None, *, system: 
     return replies
 
 
-def _html_table(replies: dict[str, Reply], done: bool) -> str:
+def _html_table(replies: dict[str, ChatReply], done: bool) -> str:
     cells = []
     for r in replies.values():
         body = ""
@@ -238,18 +238,18 @@ def _html_table(replies: dict[str, Reply], done: bool) -> str:
     return f"<table style='width:100%;table-layout:fixed'><tr>{''.join(cells)}</tr></table>"
 
 
-def _write_reply(reply: Reply, out) -> None:
+def _write_reply(reply: ChatReply, out) -> None:
     """A whole reply as text: its reasoning marked, then the answer (or the error in its place)."""
     if reply.reasoning:
         out.write(f"[thinking] {reply.reasoning}\n[answer] ")
     out.write((f"[error] {reply.error}" if reply.error else reply.content) + "\n")
 
 
-def _print_side_by_side(replies: dict[str, Reply], out) -> None:
+def _print_side_by_side(replies: dict[str, ChatReply], out) -> None:
     for r in replies.values():
         out.write(f"=== {r.model} ({r.seconds:.1f} s) ===\n")
         _write_reply(r, out)
     out.flush()
 
 
-__all__ = ["ReasoningChatOpenAI", "Reply", "chat", "chat_model", "compare", "image_data_url", "served_models"]
+__all__ = ["ReasoningChatOpenAI", "ChatReply", "chat", "chat_model", "compare", "image_data_url", "served_models"]

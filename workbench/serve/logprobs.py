@@ -1,7 +1,7 @@
 """Log-probabilities in OpenAI's two shapes: the chat ``logprobs`` object and the legacy completions one."""
 from __future__ import annotations
 
-from .engine import Event
+from .batcher import TokenEvent
 
 
 class TokenNames:
@@ -42,6 +42,6 @@ def text_logprobs(name: TokenNames, entries, offset: int = 0) -> dict | None:
 
 
 
-def all_logprobs(events: list[Event]) -> list | None:
+def all_logprobs(events: list[TokenEvent]) -> list | None:
     """Every token's log-probability entry of a finished generation (None when none were asked for)."""
     return None if events[-1].logprobs is None else [t for e in events for t in e.logprobs or []]

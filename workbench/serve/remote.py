@@ -9,7 +9,7 @@ way in, the client users bring.
 - Errors: a refused request is a ``ServerError`` carrying the status and the server's own message, whatever shape
   it came in (OpenAI's ``{"error": {"message"}}``, ``{"error": "..."}``, FastAPI's and vLLM's ``{"detail": ...}``,
   vLLM's older ``{"message": ...}``); a server that cannot be reached is a ``ServerUnreachable``. ``chat`` returns
-  its failure in the ``Completion`` instead (``error``; ``context_overflow`` when the prompt does not fit), so that
+  its failure in the ``ModelReply`` instead (``error``; ``context_overflow`` when the prompt does not fit), so that
   one bad request among many does not stop the others.
 - Streaming: ``stream_chat`` yields the chunks of a server-sent-event stream, reassembled whatever the network did
   to them; a stream cut in the middle of an event is a ``ServerError``.
@@ -32,7 +32,9 @@ RETRIED_STATUSES = (429, 502, 503, 504)  # what a server answers while it is bus
 
 
 @dataclass(frozen=True)
-class Completion:
+class ModelReply:
+    """One reply of a model to a chat request, as a server (or a policy standing in for one) returned it: what the
+    runner plays, the eval tasks score and GRPO rewards. A failed request is a reply too (``error``)."""
     content: str = ""
     reasoning: str = ""  # what the server split off as reasoning_content (thinking models)
     finish_reason: Optional[str] = None
@@ -238,17 +240,17 @@ class ServerClient:
             raise ServerUnreachable(f"GET {self.base}/models did not answer an OpenAI model list: "
                                     f"{str(data)[:200]}") from None
 
-    def chat(self, body: dict) -> Completion:
+    def chat(self, body: dict) -> ModelReply:
         """POST /v1/chat/completions with ``body`` (not streamed): the first choice, or the failure in the
-        Completion."""
+        ModelReply."""
         try:
             data = self.post("/v1/chat/completions", body)
         except ServerError as err:
-            return Completion(error=str(err), context_overflow=err.context_overflow,
+            return ModelReply(error=str(err), context_overflow=err.context_overflow,
                               prompt_tokens=err.prompt_tokens if err.context_overflow else None)
         choice = data["choices"][0]
         message = choice["message"]
-        return Completion(message.get("content") or "", message.get("reasoning_content") or "",
+        return ModelReply(message.get("content") or "", message.get("reasoning_content") or "",
                           choice.get("finish_reason"), prompt_tokens=(data.get("usage") or {}).get("prompt_tokens"))
 
     def stream_chat(self, body: dict) -> Iterator[dict]:

@@ -1,4 +1,4 @@
-"""A request as the engine takes it: the chat rendered to prompt ids by the model's template (images decoded by
+"""A request as the decoder takes it: the chat rendered to prompt ids by the model's template (images decoded by
 ``workbench.data.multimodal``, the path training rows take: base64 ``data:`` URLs; local paths only with
 ``allow_local_images``; remote URLs refused, never fetched), the completion's token limit checked against the
 context (image tokens included), and each choice's sampling parameters. Every problem is an ``APIError`` 400
@@ -9,9 +9,9 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from . import protocol as P
-from .engine import SamplingParams
+from .batcher import SamplingParams
 from .errors import APIError
-from .runtime import Runtime
+from .registry import ServedModels
 
 
 def _message_text(content) -> str:
@@ -48,12 +48,12 @@ def image_parts(body: P.ChatCompletionRequest) -> list[tuple[int, int]]:
             for j, part in enumerate(m.content) if part.type == "image_url"]
 
 
-def _image_messages(runtime: Runtime, body: P.ChatCompletionRequest, where: list[tuple[int, int]]) -> list[dict]:
+def _image_messages(served: ServedModels, body: P.ChatCompletionRequest, where: list[tuple[int, int]]) -> list[dict]:
     """The messages with their images decoded; a 400 naming the reason for anything that cannot be used."""
     from ..data.multimodal import ImageSourceError, resolve_images
 
     i, j = where[0]
-    if runtime.processor is None:
+    if served.processor is None:
         raise APIError(400, f"The model {body.model!r} is a text-only model and cannot read images "
                             f"(messages[{i}].content[{j}] is an image part): send text only, or ask a "
                             "vision-language model (e.g. a server started with --model tiny-glm4v).",
@@ -66,9 +66,9 @@ def _image_messages(runtime: Runtime, body: P.ChatCompletionRequest, where: list
                  "content": [p.model_dump(exclude_none=True) for p in m.content] if isinstance(m.content, list)
                  else (m.content or "")} for m in body.messages]
     try:
-        return resolve_images(messages, allow_local_files=runtime.config.allow_local_images)
+        return resolve_images(messages, allow_local_files=served.config.allow_local_images)
     except ImageSourceError as err:
-        hint = ("" if runtime.config.allow_local_images or "local image paths" not in str(err)
+        hint = ("" if served.config.allow_local_images or "local image paths" not in str(err)
                 else " (this server was not started with --allow-local-images)")
         raise APIError(400, f"Invalid image in the messages: {err}{hint}", param="messages",
                        code="invalid_image") from None
@@ -85,7 +85,7 @@ def _template_problem(err: Exception) -> APIError:
                     param="messages")
 
 
-def render_chat(runtime: Runtime, body: P.ChatCompletionRequest) -> ChatPrompt:
+def render_chat(served: ServedModels, body: P.ChatCompletionRequest) -> ChatPrompt:
     kwargs: dict[str, Any] = dict(body.chat_template_kwargs or {})
     for reserved in ("conversation", "messages", "tokenize", "add_generation_prompt", "return_dict", "tools",
                      "documents", "chat_template", "continue_final_message", "return_tensors"):
@@ -99,27 +99,27 @@ def render_chat(runtime: Runtime, body: P.ChatCompletionRequest) -> ChatPrompt:
 
     images = image_parts(body)
     if images:
-        messages = _image_messages(runtime, body, images)
+        messages = _image_messages(served, body, images)
     else:
         messages = [{"role": _template_role(m.role), "content": _message_text(m.content)} for m in body.messages]
     try:
-        example = encode_prompt(runtime.tokenizer, messages, runtime.processor, template_kwargs=kwargs)
+        example = encode_prompt(served.tokenizer, messages, served.processor, template_kwargs=kwargs)
     except ImageSourceError as err:  # e.g. an aspect ratio the image processor cannot resize
         raise APIError(400, f"Invalid image in the messages: {err}", param="messages", code="invalid_image") from None
     except (TemplateError, ValueError, TypeError) as err:  # what a template raises on messages it cannot render
         raise _template_problem(err) from None
     if not example.input_ids:
         raise APIError(400, "The messages render to an empty prompt", param="messages")
-    return ChatPrompt(runtime.tokenizer.decode(example.input_ids), example.input_ids, example.vision)
+    return ChatPrompt(served.tokenizer.decode(example.input_ids), example.input_ids, example.vision)
 
 
-def max_new_tokens(runtime: Runtime, prompt_len: int, requested: int | None, param: str, prompt_param: str,
+def max_new_tokens(served: ServedModels, prompt_len: int, requested: int | None, param: str, prompt_param: str,
                    image_tokens: int = 0) -> int:
-    limit = runtime.engine.max_context
+    limit = served.decoder.max_context
     of_images = f", {image_tokens} of them image tokens" if image_tokens else ""
     fix = " (or use fewer or smaller images)" if image_tokens else ""
     if requested is None:
-        requested = runtime.config.default_max_tokens or (limit - prompt_len)
+        requested = served.config.default_max_tokens or (limit - prompt_len)
         requested = min(requested, limit - prompt_len)
         if requested < 1:
             raise APIError(400, f"This model's maximum context length is {limit} tokens. However, your messages "

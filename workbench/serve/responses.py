@@ -1,11 +1,11 @@
-"""Engine events -> OpenAI objects: a chat or text completion whole, or its stream chunks, and their usage."""
+"""Decoder events (``TokenEvent``) -> OpenAI objects: a chat or text completion whole, or its stream chunks, and their usage."""
 from __future__ import annotations
 
 import time
 import uuid
 
 from . import protocol as P
-from .engine import Event
+from .batcher import TokenEvent
 from .logprobs import TokenNames, all_logprobs, chat_logprobs, text_logprobs
 from .reasoning import ReasoningParser
 
@@ -80,7 +80,7 @@ class ChatFormatter(_Formatter):
     def start(self) -> list[dict]:
         return [self._chunk({"role": "assistant", "content": ""})]
 
-    def delta(self, event: Event) -> list[dict]:
+    def delta(self, event: TokenEvent) -> list[dict]:
         final = event.finish_reason is not None
         reasoning, content = self._parts(event.text, final)
         logprobs = chat_logprobs(self.names, event.logprobs) if event.logprobs else None
@@ -95,7 +95,7 @@ class ChatFormatter(_Formatter):
             chunks.append(self._chunk({}, event.finish_reason, logprobs=logprobs))
         return chunks
 
-    def complete(self, events: list[Event]) -> dict:
+    def complete(self, events: list[TokenEvent]) -> dict:
         reasoning, content = self._parts("".join(e.text for e in events), final=True)
         last = events[-1]
         message: dict = {"role": "assistant", "content": content}
@@ -126,7 +126,7 @@ class TextFormatter(_Formatter):
     def start(self) -> list[dict]:
         return []
 
-    def delta(self, event: Event) -> list[dict]:
+    def delta(self, event: TokenEvent) -> list[dict]:
         out = []
         logprobs = text_logprobs(self.names, event.logprobs, self._offset) if event.logprobs else None
         if event.text:
@@ -137,7 +137,7 @@ class TextFormatter(_Formatter):
             out.append(self._obj("", event.finish_reason, logprobs))
         return out
 
-    def complete(self, events: list[Event]) -> dict:
+    def complete(self, events: list[TokenEvent]) -> dict:
         last = events[-1]
         obj = self._obj("".join(e.text for e in events), last.finish_reason, text_logprobs(self.names, all_logprobs(events)))
         obj["usage"] = usage(last.prompt_tokens, last.completion_tokens)

@@ -15,7 +15,7 @@ from pathlib import Path
 from ..config import config_from_dict
 from .config import ServeConfig, ServeError
 from .remote import ServerClient, ServerError
-from .runtime import Runtime
+from .registry import ServedModels
 
 API_KEY_ENV = "WORKBENCH_API_KEY"  # the key when no option names one (the CLI; a server in a subprocess)
 
@@ -33,18 +33,18 @@ def _bind(host: str, port: int) -> socket.socket:
 
 
 def _bound_server(config: ServeConfig, loaded=None):
-    """The runtime (model not loaded yet), the socket bound to the configured address, the uvicorn server for it
+    """The served (model not loaded yet), the socket bound to the configured address, the uvicorn server for it
     and the host and port it listens on (port 0: the one the system picked)."""
     import uvicorn
 
     from .app import create_app
 
-    runtime = Runtime(config, loaded=loaded)
+    served = ServedModels(config, loaded=loaded)
     sock = _bind(config.host, config.port)
-    server = uvicorn.Server(uvicorn.Config(create_app(runtime), log_level=config.log_level, access_log=False,
+    server = uvicorn.Server(uvicorn.Config(create_app(served), log_level=config.log_level, access_log=False,
                                            timeout_graceful_shutdown=2, lifespan="off"))
     host, port = sock.getsockname()[:2]
-    return runtime, sock, server, host, port
+    return served, sock, server, host, port
 
 
 def serve_forever(config: ServeConfig, on_listening=None, loaded=None) -> None:
@@ -54,14 +54,14 @@ def serve_forever(config: ServeConfig, on_listening=None, loaded=None) -> None:
     ServeError when the input was wrong): a server that can never answer must not keep running."""
     import asyncio
 
-    runtime, sock, server, host, port = _bound_server(config, loaded)
+    served, sock, server, host, port = _bound_server(config, loaded)
     print(f"[workbench serve] listening on http://{host}:{port} (loading {config.model} ...)", file=sys.stderr, flush=True)
     if on_listening:
         on_listening(host, port)
 
     def load():
-        runtime.load()
-        if runtime.failure is not None:
+        served.load()
+        if served.failure is not None:
             server.should_exit = True
 
     loader = threading.Thread(target=load, name="workbench-load", daemon=True)
@@ -69,21 +69,21 @@ def serve_forever(config: ServeConfig, on_listening=None, loaded=None) -> None:
     try:
         asyncio.run(server.serve(sockets=[sock]))
     finally:
-        runtime.shutdown()
+        served.shutdown()
         sock.close()
-    if runtime.failure is not None:
-        raise runtime.failure
+    if served.failure is not None:
+        raise served.failure
 
 
 class ServerHandle:
     """A server running in the background. ``url`` is the root; ``base_url`` is what OpenAI clients take."""
 
-    def __init__(self, url: str, api_key: str | None, *, runtime: Runtime | None = None, server=None,
+    def __init__(self, url: str, api_key: str | None, *, served: ServedModels | None = None, server=None,
                  thread: threading.Thread | None = None, process: subprocess.Popen | None = None, sock=None,
                  config_file: Path | None = None):
         self.url = url
         self.api_key = api_key
-        self.runtime = runtime
+        self.served = served
         self._server, self._thread, self._process, self._sock = server, thread, process, sock
         self.config_file = config_file  # a subprocess server's configuration, removed on stop
         self._client: ServerClient | None = None
@@ -118,18 +118,18 @@ class ServerHandle:
 
         In this process the path may lie anywhere (it is the caller's); a server in a subprocess is asked
         over HTTP, like any client, so the path must lie inside its adapter_root."""
-        if self.runtime is not None:
-            self.runtime.add_adapter(model_id, path)
-            return next(c for c in self.runtime.cards() if c["id"] == model_id)
+        if self.served is not None:
+            self.served.add_adapter(model_id, path)
+            return next(c for c in self.served.cards() if c["id"] == model_id)
         try:
             return self.client.load_adapter(model_id, str(path))
         except ServerError as err:
             raise ServeError(err.message) from None
 
     def remove_adapter(self, model_id: str) -> None:
-        if self.runtime is not None:
+        if self.served is not None:
             try:
-                self.runtime.remove_adapter(model_id)
+                self.served.remove_adapter(model_id)
             except KeyError:
                 raise ServeError(f"no adapter {model_id!r} is loaded") from None
             return
@@ -151,8 +151,8 @@ class ServerHandle:
             self._server.should_exit = True
             if self._thread is not None:
                 self._thread.join(timeout)
-            if self.runtime is not None:
-                self.runtime.shutdown()
+            if self.served is not None:
+                self.served.shutdown()
             if self._sock is not None:
                 self._sock.close()
             self._server = None
@@ -193,7 +193,7 @@ def start_server(model: str = "smollm2-135m-instruct", *, adapters: dict[str, st
     config = config_from_dict({"model": model, "adapters": {k: str(v) for k, v in (adapters or {}).items()},
                                "runs": [str(r) for r in runs or []], "port": port, "host": host, "api_key": api_key,
                                "log_level": log_level, **options}, ServeConfig)
-    if config.engine == "vllm":  # workbench.serve.start_server starts vLLM (workbench.serve.engines)
+    if config.engine == "vllm":  # workbench.serve.start_server starts vLLM (workbench.serve.backends)
         raise ValueError("engine vllm: call workbench.serve.start_server, which starts vLLM for these options")
     if subprocess_mode:
         if loaded is not None:
@@ -213,7 +213,7 @@ def start_server(model: str = "smollm2-135m-instruct", *, adapters: dict[str, st
 def _start_thread(config: ServeConfig, loaded, load_here: bool) -> ServerHandle:
     import asyncio
 
-    runtime, sock, server, host, port = _bound_server(config, loaded)
+    served, sock, server, host, port = _bound_server(config, loaded)
 
     def run():
         asyncio.run(server.serve(sockets=[sock]))
@@ -223,21 +223,21 @@ def _start_thread(config: ServeConfig, loaded, load_here: bool) -> ServerHandle:
     if load_here:
         # In the caller's thread: in a notebook, transformers' loading progress bar is an ipywidget,
         # and widgets must not be created from a background thread.
-        runtime.load()
+        served.load()
     else:
-        threading.Thread(target=_load_quietly, args=(runtime,), name="workbench-load", daemon=True).start()
-    return ServerHandle(f"http://{_url_host(host)}:{port}", config.api_key, runtime=runtime, server=server,
+        threading.Thread(target=_load_quietly, args=(served,), name="workbench-load", daemon=True).start()
+    return ServerHandle(f"http://{_url_host(host)}:{port}", config.api_key, served=served, server=server,
                         thread=thread, sock=sock)
 
 
-def _load_quietly(runtime: Runtime) -> None:
+def _load_quietly(served: ServedModels) -> None:
     """Background load without progress bars (which would be widgets in a notebook, from a thread)."""
     from transformers.utils import logging as hf_logging
 
     was_enabled = hf_logging.is_progress_bar_enabled()
     hf_logging.disable_progress_bar()
     try:
-        runtime.load()
+        served.load()
     finally:
         if was_enabled:
             hf_logging.enable_progress_bar()

@@ -8,22 +8,22 @@ from typing import Any, AsyncIterator
 from fastapi import Request
 from fastapi.responses import StreamingResponse
 
-from .engine import SamplingParams
-from .generate import submit
+from .batcher import SamplingParams
+from .collect import submit
 from .responses import usage
-from .runtime import Runtime
+from .registry import ServedModels
 
 
 def sse_event(obj: Any) -> bytes:
     return f"data: {json.dumps(obj, ensure_ascii=False)}\n\n".encode()
 
 
-def stream_response(runtime: Runtime, request: Request, prompt_ids, choices: list[SamplingParams], adapter,
+def stream_response(served: ServedModels, request: Request, prompt_ids, choices: list[SamplingParams], adapter,
                     formatters: list, images: dict | None = None) -> StreamingResponse:
-    """One SSE stream for every choice: their chunks interleave as the engine produces them (each names its
+    """One SSE stream for every choice: their chunks interleave as the decoder produces them (each names its
     choice index); the usage chunk, when asked for, comes once at the end."""
     queue: asyncio.Queue = asyncio.Queue()
-    reqs = [submit(runtime, prompt_ids, params, adapter, queue, index, images)[0] for index, params in enumerate(choices)]
+    reqs = [submit(served, prompt_ids, params, adapter, queue, index, images)[0] for index, params in enumerate(choices)]
     first = formatters[0]
 
     async def body() -> AsyncIterator[bytes]:

@@ -23,7 +23,7 @@ from pathlib import Path
 
 from ..runs.layout import EVENTS_FILE, run_dir_of
 from ..runs.procfs import group_members
-from ..events.reader import summarize
+from ..events.reader import summarize_log
 from .config import ServeConfig, ServeError, inspect_adapter
 from .remote import ServerError
 from .server import ServerHandle, _bind, _url_host
@@ -172,7 +172,7 @@ def run_dtype(path: str | Path) -> str | None:
     if run_dir is None:
         return None
     log = run_dir / EVENTS_FILE
-    precision = (summarize(log).started.get("precision") or {}) if log.is_file() else {}
+    precision = (summarize_log(log).started.get("precision") or {}) if log.is_file() else {}
     return precision.get("autocast_dtype") or precision.get("base_dtype")
 
 

@@ -17,7 +17,7 @@ from typing import Any, Iterable, Optional
 
 import ipywidgets as W
 
-from ..serve.client import Reply, absorb_chunk, chat_model, served_models
+from ..serve.client import ChatReply, absorb_chunk, chat_model, served_models
 from ..serve.remote import prompt_messages
 from .episodes import EpisodesSection
 from .export_chat import ExportChatSection
@@ -41,7 +41,7 @@ class AnswerColumn(W.VBox):
                          layout=W.Layout(border="1px solid #ccc", padding="6px", width="100%"))
         self.add_class("wb-answer-column")
 
-    def show(self, reply: Reply, done: bool) -> None:
+    def show(self, reply: ChatReply, done: bool) -> None:
         status = (f"{reply.seconds:.1f} s" if done else "streaming...")
         self.header.value = f"<b>{html.escape(reply.model)}</b> <small class='wb-answer-status'>{status}</small>"
         if reply.reasoning:
@@ -61,7 +61,7 @@ class ChatComparePanel(W.VBox):
         self.server = server
         self.base_url = base_url
         self.endpoints: dict[str, Any] = {}  # model id -> the server of a model served apart (an export)
-        self.replies: dict[str, Reply] = {}
+        self.replies: dict[str, ChatReply] = {}
         self.columns: dict[str, AnswerColumn] = {}
         self._task: Optional[asyncio.Task] = None
         self.models = W.SelectMultiple(options=list(models), description="models", rows=4,
@@ -160,13 +160,13 @@ class ChatComparePanel(W.VBox):
             return None
         self.prompt.value = prompt
         self.message.value = ""
-        self.replies = {m: Reply(m) for m in models}
+        self.replies = {m: ChatReply(m) for m in models}
         self.columns = {m: AnswerColumn(m) for m in models}
         self.answers.layout.grid_template_columns = f"repeat({len(models)}, 1fr)"
         self.answers.children = list(self.columns.values())
         return prompt, models
 
-    def ask(self, prompt: Optional[str] = None, models: Optional[Iterable[str]] = None) -> Optional[dict[str, Reply]]:
+    def ask(self, prompt: Optional[str] = None, models: Optional[Iterable[str]] = None) -> Optional[dict[str, ChatReply]]:
         """Button handler: in a kernel, start streaming and return at once; without a loop, answer synchronously."""
         try:
             loop = asyncio.get_running_loop()
@@ -178,8 +178,8 @@ class ChatComparePanel(W.VBox):
         return None
 
     async def ask_async(self, prompt: Optional[str] = None, models: Optional[Iterable[str]] = None,
-                        messages: Optional[list] = None) -> dict[str, Reply]:
-        """Stream every model's answer at once; returns {model: Reply} when all are done. ``messages``: the whole
+                        messages: Optional[list] = None) -> dict[str, ChatReply]:
+        """Stream every model's answer at once; returns {model: ChatReply} when all are done. ``messages``: the whole
         conversation to send (a replayed row's), ``prompt`` then being only what the prompt box shows."""
         started = self._start(prompt, models)
         if started is None:
@@ -213,7 +213,7 @@ class ChatComparePanel(W.VBox):
             col.show(self.replies[m], done=True)
         return self.replies
 
-    async def answered(self) -> dict[str, Reply]:
+    async def answered(self) -> dict[str, ChatReply]:
         """Wait for the answers the Ask button started (``await wb.chat.answered()``)."""
         if self._task is not None:
             await self._task
@@ -333,11 +333,11 @@ class ReplayRows(W.VBox):
 
     def load_rows(self) -> list:
         """The rows of the picked task's held-out set, as the row picker's options."""
-        from ..eval import load_examples
+        from ..eval import load_eval_examples
 
         task = _task(self.task.value)
         try:
-            self.examples = load_examples(task.default_data)
+            self.examples = load_eval_examples(task.default_data)
         except ValueError as err:  # DataError: say so instead of failing the panel
             self.examples = []
             self.expected.value = f"<span style='color:#c62828'>{html.escape(str(err))}</span>"
@@ -357,7 +357,7 @@ class ReplayRows(W.VBox):
         return None
 
     async def replay_async(self, row: Optional[int] = None, models: Optional[Iterable[str]] = None) -> dict[str, dict]:
-        from ..eval import Reply as TaskReply
+        from ..serve.remote import ModelReply
 
         if row is not None:
             self.row.value = row
@@ -371,8 +371,8 @@ class ReplayRows(W.VBox):
         # the prompt box shows the row's text; the whole conversation, its screenshots inline, is what is sent
         replies = await self.chat.ask_async(_text_of(example.messages[-1]["content"]), models,
                                             messages=list(example.messages))
-        # the row's images travel inline (load_examples read them); a failed request is not scored
-        self.verdicts = {m: {"error": r.error} if r.error else task.score(example, TaskReply(r.content, r.reasoning))
+        # the row's images travel inline (load_eval_examples read them); a failed request is not scored
+        self.verdicts = {m: {"error": r.error} if r.error else task.score(example, ModelReply(r.content, r.reasoning))
                          for m, r in replies.items()}
         self.result.value = "".join(f"<div><b>{html.escape(m)}</b>: {_verdict_html(v)}</div>"
                                     for m, v in self.verdicts.items())

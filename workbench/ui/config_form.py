@@ -316,13 +316,13 @@ def tokenizer_for(source: str):
 
 
 def preview_data(cfg: RunConfig, n: int = 3, tokenizer=None) -> DataPreview:
-    """``n`` examples of ``cfg.data.train`` through ``workbench.data.load_examples`` (so a bad row stops the
+    """``n`` examples of ``cfg.data.train`` through ``workbench.data.load_training_examples`` (so a bad row stops the
     preview as it would stop the run: DataError naming file:line)."""
-    from ..data import load_examples
+    from ..data import load_training_examples
     from ..data import IGNORE_INDEX
 
     tok = tokenizer or tokenizer_for(cfg.model.source)
-    examples, stats = load_examples(cfg.data.train, tok, cfg.data.max_length, cfg.data.format,
+    examples, stats = load_training_examples(cfg.data.train, tok, cfg.data.max_length, cfg.data.format,
                                     cfg.data.skip_bad_rows, cfg.data.system_prompt)
     shown = examples[:n]
     return DataPreview([[(tok.decode([i]), lab != IGNORE_INDEX) for i, lab in zip(ex.input_ids, ex.labels)]

@@ -15,7 +15,7 @@ from typing import Optional, Sequence
 import ipywidgets as W
 from PIL import Image
 
-from ..agent.episode import Episode, Step
+from ..agent.episode import Episode, Turn
 from ..agent.store import episode_folders, read_episodes
 from ..data.multimodal import png_bytes
 from .drawing import draw_action
@@ -86,7 +86,7 @@ class EpisodeReplay(W.VBox):
         self.slider.value = 1
         self.show()
 
-    def _screenshot(self, step: Optional[Step]) -> Optional[Image.Image]:
+    def _screenshot(self, step: Optional[Turn]) -> Optional[Image.Image]:
         episode = self.episode
         data = (step.png if step else episode.final_png)
         name = step.screenshot if step else episode.final_screenshot
@@ -131,7 +131,7 @@ class EpisodeReplay(W.VBox):
         shot = self._screenshot(episode.steps[0]) if episode.steps else None
         return shot.size if shot is not None else (1080, 2400)
 
-    def _step_html(self, episode: Episode, step: Step) -> str:
+    def _step_html(self, episode: Episode, step: Turn) -> str:
         e = html.escape
         lines = [f"<div><b>{e(episode.instruction)}</b></div>",
                  f"<div>step {step.index} of {len(episode.steps)} &middot; on {e(step.current_app)}"

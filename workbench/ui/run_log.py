@@ -46,7 +46,7 @@ def catch_up(state: RunState, tail: EventTail) -> int:
             tail.offset, tail.line = overview.offset, None  # (line numbers: not known past a sampled read)
             state.version += 1
             return len(overview.events)
-    last = reader.summarize(tail.path).last_step.get("step")  # how old a step is to be thinned
+    last = reader.summarize_log(tail.path).last_step.get("step")  # how old a step is to be thinned
     horizon = last - RECENT_STEPS if isinstance(last, int) else None
     folded = 0
     for block in tail.blocks():

@@ -1,4 +1,4 @@
-"""What the server serves: the base model, its adapters under their own ids, and the engine running them."""
+"""What the server serves: the base model, its adapters under their own ids, and the batch decoder running them."""
 from __future__ import annotations
 
 import itertools
@@ -22,8 +22,8 @@ class AdapterEntry:
     created: int
 
 
-class Runtime:
-    """Loads in the background (so /health can answer 503 meanwhile) and then owns the engine."""
+class ServedModels:
+    """Loads in the background (so /health can answer 503 meanwhile) and then owns the decoder."""
 
     def __init__(self, config: ServeConfig, loaded=None):
         """``loaded``: a workbench.models.LoadedModel to serve instead of loading ``config.model`` (tests,
@@ -33,7 +33,7 @@ class Runtime:
         self.status = "loading"
         self.error: str | None = None
         self.failure: BaseException | None = None  # why loading failed, for the CLI's exit code
-        self.engine = None
+        self.decoder = None
         self.tokenizer = None
         self.processor = None  # vision-language models: images + chat template -> inputs (None: text-only)
         self.base_root = config.model
@@ -60,7 +60,7 @@ class Runtime:
     def _load(self) -> None:
         import torch
 
-        from .engine import Engine
+        from .batcher import BatchDecoder
 
         cfg = self.config
         if cfg.threads:
@@ -70,11 +70,11 @@ class Runtime:
         self.tokenizer = loaded.tokenizer
         self.processor = loaded.processor
         # weights packed for the CPU decode only in a model loaded here: one handed in may still be trained
-        self.engine = Engine(loaded.model, loaded.tokenizer, max_batch=cfg.max_batch, max_context=cfg.max_context,
+        self.decoder = BatchDecoder(loaded.model, loaded.tokenizer, max_batch=cfg.max_batch, max_context=cfg.max_context,
                              pack_weights=self.loaded is None)
         for adapter_id, path in cfg.served_adapters().items():
             self.add_adapter(adapter_id, path)
-        self.engine.start()
+        self.decoder.start()
 
     def _load_base(self):
         """The served base as the runs served on it trained on it (``models.build_run_model`` with their config: a
@@ -108,8 +108,8 @@ class Runtime:
         return base_problem(found.run, found.run.model.source, self.base_seed, self.base_quantization)
 
     def shutdown(self) -> None:
-        if self.engine is not None:
-            self.engine.shutdown()
+        if self.decoder is not None:
+            self.decoder.shutdown()
 
     # ---- model ids --------------------------------------------------------------------------
 
@@ -149,7 +149,7 @@ class Runtime:
                 raise ServeError(f"adapter {adapter_id!r} does not fit this server's base: {seed}")
             entry = AdapterEntry(adapter_id, next(self._names), str(found.dir.resolve()), int(time.time()))
             try:
-                self.engine.add_adapter(entry.internal, str(found.dir))
+                self.decoder.add_adapter(entry.internal, str(found.dir))
             except (RuntimeError, ValueError, KeyError, OSError) as err:  # e.g. shapes that do not fit this base
                 log.warning("adapter %r does not load", adapter_id, exc_info=True)
                 raise ServeError(f"adapter {adapter_id!r} does not load onto {self.config.model!r}: "
@@ -162,4 +162,4 @@ class Runtime:
             entry = self.adapters.pop(adapter_id, None)
             if entry is None:
                 raise KeyError(adapter_id)
-            self.engine.remove_adapter(entry.internal)
+            self.decoder.remove_adapter(entry.internal)

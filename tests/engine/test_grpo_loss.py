@@ -6,7 +6,7 @@ import pytest
 import torch
 
 from workbench.precision import window_loss_divisor
-from workbench.precision.policy_loss import (LOSS_TYPES, all_equal_groups, group_advantages, groups_with_spread,
+from workbench.engine.grpo_loss import (LOSS_TYPES, all_equal_groups, group_advantages, groups_with_spread,
                                             grpo_loss_sum, importance_stats, importance_weights, loss_normalisation,
                                             mismatch_stats, reference_kl_sum)
 

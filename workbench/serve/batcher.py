@@ -74,8 +74,8 @@ class TokenLogprob:
 
 
 @dataclass
-class Event:
-    """What the engine tells a request's consumer: a text delta, then one final event."""
+class TokenEvent:
+    """What the decoder tells a request's consumer: a text delta, then one final event."""
     text: str = ""
     logprobs: list[TokenLogprob] | None = None  # the tokens behind this delta, when the request asked
     finish_reason: str | None = None  # "stop" | "length" | "cancelled" | "error"
@@ -85,11 +85,11 @@ class Event:
 
 
 class GenerationRequest:
-    def __init__(self, prompt_ids: list[int], params: SamplingParams, sink: Callable[[Event], None],
+    def __init__(self, prompt_ids: list[int], params: SamplingParams, sink: Callable[[TokenEvent], None],
                  adapter: str | None = None, prefill_inputs: dict[str, torch.Tensor] | None = None):
         self.prompt_ids = list(prompt_ids)
         self.params = params
-        self.sink = sink  # called from the engine thread; must not block
+        self.sink = sink  # called from the decoder thread; must not block
         self.adapter = adapter  # internal adapter name, None for the base model
         self.prefill_inputs = prefill_inputs  # images: extra model inputs of the prefill forward only
         self.position_offset = 0  # decode position = cache position + this (rotary positions of images)
@@ -106,15 +106,15 @@ class GenerationRequest:
         self.cancelled.set()
 
 
-class EngineError(RuntimeError):
+class DecoderError(RuntimeError):
     pass
 
 
-class Engine:
+class BatchDecoder:
     def __init__(self, model, tokenizer, *, max_batch: int = 16, max_context: int | None = None,
                  eos_token_ids: list[int] | None = None, pack_weights: bool = False):
         """``pack_weights``: compute the linear layers with oneDNN-packed weights (``workbench.serve.packed``): for
-        a model only this engine uses and nobody trains, as the server's own."""
+        a model only this decoder uses and nobody trains, as the server's own."""
         self.base_model = model
         self.model = model  # becomes a peft model once an adapter is loaded
         self.tokenizer = tokenizer
@@ -144,7 +144,7 @@ class Engine:
     # ---- public API (any thread) -------------------------------------------------------------
 
     def start(self) -> None:
-        self._thread = threading.Thread(target=self._loop, name="workbench-engine", daemon=True)
+        self._thread = threading.Thread(target=self._loop, name="workbench-decoder", daemon=True)
         self._thread.start()
 
     def shutdown(self, timeout: float = 10.0) -> None:
@@ -171,11 +171,11 @@ class Engine:
         """Stop routing to ``name``; its weights go once no running request uses them."""
         self._call(self._retire_adapter, name, timeout=60.0)
 
-    # ---- engine thread --------------------------------------------------------------------------
+    # ---- decoder thread -------------------------------------------------------------------------
 
     def _call(self, fn, *args, timeout: float):
         if self._thread is None or not self._thread.is_alive():
-            return fn(*args)  # engine not running: nobody else touches the model
+            return fn(*args)  # decoder not running: nobody else touches the model
         done = threading.Event()
         box: dict = {}
 
@@ -191,7 +191,7 @@ class Engine:
         with self._wake:
             self._wake.notify_all()
         if not done.wait(timeout):
-            raise EngineError(f"engine did not run {fn.__name__} within {timeout:.0f} s")
+            raise DecoderError(f"decoder did not run {fn.__name__} within {timeout:.0f} s")
         if "error" in box:
             raise box["error"]
         return box.get("value")
@@ -380,7 +380,7 @@ class Engine:
 
     def _emit(self, req: GenerationRequest, text: str) -> None:
         if text:
-            req.sink(Event(text=text, logprobs=self._take_logprobs(req)))
+            req.sink(TokenEvent(text=text, logprobs=self._take_logprobs(req)))
 
     @staticmethod
     def _take_logprobs(req: GenerationRequest) -> list[TokenLogprob] | None:
@@ -394,10 +394,10 @@ class Engine:
             return
         req.done = True
         self.counters["cancelled" if reason == "cancelled" else "finished"] += 1
-        req.sink(Event(finish_reason=reason, prompt_tokens=len(req.prompt_ids), completion_tokens=len(req.generated),
+        req.sink(TokenEvent(finish_reason=reason, prompt_tokens=len(req.prompt_ids), completion_tokens=len(req.generated),
                        error=error, logprobs=self._take_logprobs(req)))
 
-    # ---- adapters (engine thread) -----------------------------------------------------------
+    # ---- adapters (decoder thread) ----------------------------------------------------------
 
     def _load_adapter(self, name: str, path: str) -> None:
         from peft import PeftModel
@@ -405,7 +405,7 @@ class Engine:
         from ..models import peft_deprecation_hidden
 
         if name in self._adapters:
-            raise EngineError(f"adapter {name!r} is already loaded")
+            raise DecoderError(f"adapter {name!r} is already loaded")
         with peft_deprecation_hidden():
             if self.model is self.base_model:
                 self.model = PeftModel.from_pretrained(self.base_model, path, adapter_name=name, is_trainable=False)
@@ -416,7 +416,7 @@ class Engine:
 
     def _retire_adapter(self, name: str) -> None:
         if name not in self._adapters:
-            raise EngineError(f"adapter {name!r} is not loaded")
+            raise DecoderError(f"adapter {name!r} is not loaded")
         self._retired_adapters.add(name)
 
     def _drop_retired_adapters(self) -> None:

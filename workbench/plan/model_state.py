@@ -8,7 +8,7 @@ import torch
 
 from ..events.schema import MODEL_STATE_FIELDS
 from ..models.quantize import quantized_kind, stored_bytes
-from .arch import Census
+from .arch import PlannedCensus
 
 MEASURED_NAMES = MODEL_STATE_FIELDS  # category -> the memory event field that carries it as measured
 STATE_CATEGORIES = tuple(MODEL_STATE_FIELDS)
@@ -37,7 +37,7 @@ class ModelState:
         return {**asdict(self), "total": self.total}
 
 
-def predict_single_process_state(c: Census) -> ModelState:
+def predict_single_process_state(c: PlannedCensus) -> ModelState:
     """One process, torch AdamW over the trainable parameters, dtypes from the precision policy.
 
     Parameters that get no gradient (a VL model's vision tower under text-only data) hold no

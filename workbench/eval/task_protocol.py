@@ -19,6 +19,7 @@ from typing import Optional, Protocol
 
 from ..data.formats import DataError, row_to_messages, without_weights
 from ..data.multimodal import inline_images
+from ..serve.remote import ModelReply
 
 
 @dataclass(frozen=True)
@@ -29,26 +30,17 @@ class Example:
     row: dict = field(default_factory=dict)  # the row as read (a screen description in 'input', ...)
 
 
-@dataclass(frozen=True)
-class Reply:
-    """A model's answer as the server returned it: content, and the reasoning it split off."""
-    content: str = ""
-    reasoning: str = ""
-    finish_reason: Optional[str] = None
-    error: Optional[str] = None  # the request failed: scored as a wrong answer
-
-
 class Task(Protocol):
     name: str
     description: str
     default_data: Optional[Path]
 
-    def score(self, example: Example, reply: Reply) -> dict: ...
+    def score(self, example: Example, reply: ModelReply) -> dict: ...
 
     def summarize(self, verdicts: list[dict]) -> dict: ...
 
 
-def load_examples(path: str | Path, limit: Optional[int] = None, system_prompt: Optional[str] = None) -> list[Example]:
+def load_eval_examples(path: str | Path, limit: Optional[int] = None, system_prompt: Optional[str] = None) -> list[Example]:
     """The rows of a chat or instruction JSONL file as prompts with reference answers, rendered as training
     renders them (``workbench.data.formats``); DataError naming file:line on a bad row. Each row's images are
     read here (paths relative to the file's folder) and carried inline as base64 data: URLs, so the prompts go to

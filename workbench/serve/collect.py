@@ -1,4 +1,4 @@
-"""Generations of a request: submitted to the engine, their events collected whole (a non-streamed answer, which
+"""Generations of a request: submitted to the decoder, their events collected whole (a non-streamed answer, which
 stops when its client goes away)."""
 from __future__ import annotations
 
@@ -7,34 +7,34 @@ import time
 
 from fastapi import Request
 
-from .engine import Event, GenerationRequest
+from .batcher import TokenEvent, GenerationRequest
 from .errors import APIError
-from .runtime import Runtime
+from .registry import ServedModels
 
 DISCONNECT_POLL_S = 0.5  # how often a non-streamed request checks that its client is still there
 
 
-def submit(runtime: Runtime, prompt_ids, params, adapter, q: asyncio.Queue | None = None,
+def submit(served: ServedModels, prompt_ids, params, adapter, q: asyncio.Queue | None = None,
            index: int | None = None, images: dict | None = None) -> tuple[GenerationRequest, asyncio.Queue]:
     """Start one generation; its events go to ``q`` (a new queue by default), as ``(index, event)`` when an
     index is given (several choices sharing one queue). ``images``: the prompt's prefill inputs."""
     loop = asyncio.get_running_loop()
     q = q if q is not None else asyncio.Queue()
 
-    def sink(event: Event) -> None:  # engine thread -> event loop
+    def sink(event: TokenEvent) -> None:  # decoder thread -> event loop
         try:
             loop.call_soon_threadsafe(q.put_nowait, event if index is None else (index, event))
         except RuntimeError:  # loop closed: the server is going down
             pass
 
     req = GenerationRequest(prompt_ids, params, sink, adapter=adapter, prefill_inputs=images)
-    runtime.engine.submit(req)
+    served.decoder.submit(req)
     return req, q
 
 
-async def collect(runtime: Runtime, request: Request, prompt_ids, params, adapter, images: dict | None = None) -> list[Event]:
-    req, q = submit(runtime, prompt_ids, params, adapter, images=images)
-    events: list[Event] = []
+async def collect(served: ServedModels, request: Request, prompt_ids, params, adapter, images: dict | None = None) -> list[TokenEvent]:
+    req, q = submit(served, prompt_ids, params, adapter, images=images)
+    events: list[TokenEvent] = []
     next_check = time.monotonic() + DISCONNECT_POLL_S
     try:
         while True:

@@ -1,7 +1,7 @@
 """The agent's conversation, exactly as Open-AutoGLM's runtime (``phone_agent.PhoneAgent``) builds it at every step,
 so that what a model is trained on is what the deployed runtime sends it:
 
-- one system message: the runtime's own system prompt (``phone.openautoglm.system_prompt``: ``cn`` or ``en``, its
+- one system message: the runtime's own system prompt (``phone.openautoglm.runtime_system_prompt``: ``cn`` or ``en``, its
   ``--lang``), whose first line is the date;
 - the first user turn: the screenshot (an ``image_url`` part, a base64 PNG data: URL), then the text
   ``"{task}\\n\\n{screen_info}"``; each later user turn: the new screenshot, then ``"** Screen Info **\\n\\n{screen_info}"``;
@@ -38,7 +38,7 @@ from typing import Optional
 
 from .actions import ActionSyntaxError, format_action, parse_action, parse_legacy_action, split_answer
 from .openautoglm import (ACTION_MARKERS, check_lang, history_reply, runtime_split,
-                          system_prompt as runtime_system_prompt)
+                          runtime_system_prompt)
 
 LATER_TURN_PREFIX = "** Screen Info **\n\n"
 FORMAT_NAME = "open-autoglm"  # meta.format of training rows in Open-AutoGLM's runtime format
