@@ -104,3 +104,26 @@ def test_the_engine_source_never_imports_an_instrument_or_a_view():
     for path, names in _imported_names("workbench.engine").items():
         bad = {n for n in names if n.startswith(("workbench.diagnosis", "workbench.ui", "ipywidgets"))}
         assert not bad, f"{path} imports {bad}"
+
+
+# Module paths renamed so that one word names one thing (docs/architecture.md's glossary): none is kept as an alias,
+# so code that still uses one fails here and at its own import instead of reading a second name for the same thing.
+RENAMED = {
+    "workbench.phone.runtime": "workbench.phone.conversation",
+    "workbench.serve.runtime": "workbench.serve.registry",
+    "workbench.serve.engine": "workbench.serve.batcher",
+    "workbench.serve.engines": "workbench.serve.backends",
+    "workbench.serve.generate": "workbench.serve.collect",
+    "workbench.precision.policy_loss": "workbench.engine.grpo_loss",
+    "workbench.plan.state": "workbench.plan.model_state",
+    "workbench.eval.tasks": "workbench.eval.task_protocol",
+}
+
+
+@pytest.mark.parametrize("old", sorted(RENAMED))
+def test_a_renamed_module_path_no_longer_imports_and_its_new_one_does(old):
+    import importlib
+
+    with pytest.raises(ModuleNotFoundError):
+        importlib.import_module(old)
+    importlib.import_module(RENAMED[old])
