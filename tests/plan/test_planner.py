@@ -144,6 +144,10 @@ def test_cli_plan_json_and_fact_check(capsys):
     assert main(["fact-check"]) == 0
     table = capsys.readouterr().out
     assert all(d.title in table and d.title_en in table for d in DOCUMENTS.values())
+    from tests.conftest import REPO
+
+    assert table.strip() in (REPO / "docs" / "memory_planner.md").read_text(encoding="utf-8"), \
+        "docs/memory_planner.md's fact-check table is not what `workbench fact-check` prints: paste its output there"
 
 
 def test_cli_plans_quantized_bases_beside_the_16_bit_one(capsys):
