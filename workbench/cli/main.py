@@ -34,7 +34,7 @@ SUBPACKAGE_COMMANDS = (
 
 
 def _train_parser(sub) -> None:
-    p = sub.add_parser("train", help="fine-tune a model (one process)",
+    p = sub.add_parser("train", help="fine-tune a model (one process, or several: --nproc, --nnodes)",
                        description="Fine-tune with the settings of --recipe and --config, overridden by "
                        "--section.field flags. Values parse as YAML: --lora.target_modules '[q_proj, v_proj]', "
                        "--data.eval null.")
