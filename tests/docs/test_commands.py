@@ -11,7 +11,8 @@ as ``my_train.jsonl`` / ``my_heldout.jsonl``):
 - the fast ones also run for real (``FAST``: ``--help``, ``recipes``, ``env``, ``data check``, ``--print-config``,
   ...: a few seconds for all pages); the slower ones (``SLOW``: ``plan``, ``fact-check``, the oracle's episodes) run
   in ``-m slow`` (CI's slow step); the rest (training for minutes to hours, a server, a GPU, a phone) is parsed only;
-- ``pytest`` lines name test files that exist and registered markers; ``bash scripts/setup.sh`` lines, flags it has;
+- ``pytest`` lines name test files that exist and registered markers; ``bash scripts/setup.sh``, ``.ci/run`` and
+  ``scripts/nightly.sh`` lines, flags and steps they have;
 - any other program is one of ``EXTERNAL`` (another project's command, said so on the page).
 
 docs/autoglm_phone_9b.md has its own test. The README's two set-up commands are what CI runs (``.ci/run``).
@@ -47,7 +48,8 @@ PATH_FLAGS = ("--config", "--deepspeed", "--data.train", "--data.eval", "--model
 
 
 def program(cmd: DocCommand) -> tuple[str, list[str]]:
-    """(which program, its arguments): "workbench", a module "workbench.bench.X", "pytest", "setup", "external"."""
+    """(which program, its arguments): "workbench", a module "workbench.bench.X", "pytest", "script PATH" (bash),
+    "external"."""
     argv = list(cmd.argv)
     name = Path(argv[0]).name
     if name == "workbench":
@@ -55,8 +57,8 @@ def program(cmd: DocCommand) -> tuple[str, list[str]]:
     if re.fullmatch(r"python3?", name) and argv[1:2] == ["-m"]:
         module = argv[2]
         return ("workbench" if module == "workbench" else module), argv[3:]
-    if argv[:2] == ["bash", "scripts/setup.sh"]:
-        return "setup", argv[2:]
+    if argv[0] == "bash" and len(argv) > 1:
+        return f"script {argv[1]}", argv[2:]
     if (argv[1] if re.fullmatch(r"python3?", name) and len(argv) > 1 else name) in EXTERNAL:
         return "external", argv
     return "unknown", argv
@@ -172,6 +174,20 @@ def check_pytest(args: list[str]) -> str | None:
     return f"unknown markers {sorted(unknown)}, missing paths {missing}" if unknown or missing else None
 
 
+def check_script(path: str, args: list[str]) -> str | None:
+    """``bash scripts/setup.sh --flag``, ``bash .ci/run STEP``, ``bash scripts/nightly.sh STEP``: the script exists
+    and takes the flag or step."""
+    if not (REPO / path).is_file():
+        return f"{path}: no such script"
+    if path == "scripts/setup.sh":
+        script = (REPO / path).read_text(encoding="utf-8")
+        return next((f"{path} has no {a}" for a in args if f'"{a}"' not in script), None)
+    run = (REPO / ".ci" / "run").read_text(encoding="utf-8")
+    steps = {"nightly", *(s for name in ("CI_STEPS", "NIGHTLY_STEPS")
+                          for s in re.search(rf'^{name}="([\w ]+)"$', run, re.M).group(1).split())}
+    return next((f"{path}: no step {a} ({sorted(steps)})" for a in args if a not in steps), None)
+
+
 def check_page(page_name: str, tmp_path: Path, runnable) -> list[str]:
     page, problems = Page(tmp_path), []
     for cmd in page_commands(REPO / page_name, REPO):
@@ -185,9 +201,8 @@ def check_page(page_name: str, tmp_path: Path, runnable) -> list[str]:
                 if (unknown := page.unknown_paths(lenient)) else None)
         elif which == "pytest":
             problem = check_pytest(args)
-        elif which == "setup":
-            script = (REPO / "scripts" / "setup.sh").read_text(encoding="utf-8")
-            problem = next((f"scripts/setup.sh has no {a}" for a in args if f'"{a}"' not in script), None)
+        elif which.startswith("script "):
+            problem = check_script(which.split()[1], args)
         elif which == "external":
             problem = None
         else:
