@@ -96,3 +96,24 @@ def test_a_recipe_carries_its_figures_and_one_results_page_not_its_history(recip
              if re.search(r"\b20\d\d-\d\d-\d\d\b", re.sub(r"docs/results/[\w.-]+\.md", "", line))
              and not re.match(r'\s*date: "20\d\d-\d\d-\d\d"', line)]
     assert not dates, f"{recipe}: dated history: {dates}"
+
+
+def _anchors(page) -> set[str]:
+    """The anchors of a page's headings, as GitHub makes them (code blocks left out)."""
+    text = re.sub(r"```.*?```", "", page.read_text(encoding="utf-8"), flags=re.S)
+    return {re.sub(r"[^\w\- ]", "", h.strip().lower()).replace(" ", "-") for h in re.findall(r"^#+ (.*)$", text, re.M)}
+
+
+def test_every_link_of_the_docs_resolves_to_a_file_and_heading():
+    pages = [REPO / "README.md", *(REPO / "docs").rglob("*.md"), *SAMPLES.rglob("README.md"),
+             REPO / "extensions" / "README.md"]
+    broken = []
+    for page in pages:
+        for link in re.findall(r"\]\(([^)\s]+)\)", page.read_text(encoding="utf-8")):
+            path, _, anchor = link.partition("#")
+            if link.startswith(("http://", "https://")):
+                continue
+            target = (page.parent / path).resolve() if path else page
+            if not target.exists() or (anchor and target.suffix == ".md" and anchor not in _anchors(target)):
+                broken.append(f"{page.relative_to(REPO)}: {link}")
+    assert not broken, broken
