@@ -39,6 +39,28 @@ _TINY: dict[str, Callable] = {"tiny-glm4": tiny.tiny_glm4, "tiny-glm4v": tiny.ti
                               "tiny-glm4v-agent": tiny.tiny_glm4v_agent}
 
 
+def canonical_model(source: str) -> str:
+    """One name per model, to tell whether two model sources are one model: a built-in name with a hub id is that
+    hub id, a hub id is compared as the hub resolves it (case aside), a folder of the Hugging Face cache
+    (``models--ORG--NAME/snapshots/REV``) is its hub id, another local directory its resolved path."""
+    if source in BUILTIN:
+        return (BUILTIN[source].hub_id or source).lower()
+    path = Path(source).expanduser()
+    if path.exists():
+        resolved = path.resolve()
+        parts = resolved.parts
+        if len(parts) >= 3 and parts[-2] == "snapshots" and parts[-3].startswith("models--"):
+            return parts[-3].removeprefix("models--").replace("--", "/", 1).lower()
+        return str(resolved)
+    return source.lower()
+
+
+def same_model(a: str, b: str) -> bool:
+    """Whether two model sources name one model (``canonical_model``): ``autoglm-phone-9b`` is
+    ``zai-org/AutoGLM-Phone-9B``."""
+    return a == b or canonical_model(a) == canonical_model(b)
+
+
 @dataclass
 class LoadedModel:
     model: torch.nn.Module
