@@ -61,6 +61,30 @@ def same_model(a: str, b: str) -> bool:
     return a == b or canonical_model(a) == canonical_model(b)
 
 
+def declared_family(source: str) -> str | None:
+    """The family (llama | glm4 | glm4v) of a model source without loading it: a built-in name's or built-in hub id's,
+    else the ``model_type`` of the config.json of a local directory or of the hub id's copy in the Hugging Face cache;
+    None when neither is at hand (a hub id never fetched here)."""
+    for model in BUILTIN.values():
+        if same_model(model.name, source):
+            return model.family
+    local = Path(source).expanduser() / "config.json"
+    if not local.is_file():
+        from huggingface_hub import try_to_load_from_cache
+
+        try:
+            cached = try_to_load_from_cache(source, "config.json")
+        except ValueError:  # not a hub id either
+            cached = None
+        local = Path(cached) if isinstance(cached, str) else None
+    if local is None:
+        return None
+    import json
+    from types import SimpleNamespace
+
+    return model_family(SimpleNamespace(model_type=json.loads(local.read_text(encoding="utf-8")).get("model_type", "")))
+
+
 @dataclass
 class LoadedModel:
     model: torch.nn.Module
