@@ -147,3 +147,29 @@ def test_a_model_that_does_not_fit_is_refused_before_loading_with_the_planners_f
     served.load()
     assert "autoglm-phone-9b in float32 needs 40.2 GiB" in served.error, served.error
     assert "this machine has 16.0 GiB of RAM free" in served.error and "--device cuda" in served.error
+
+
+def test_the_built_in_name_and_the_hub_id_are_one_model(tmp_path):
+    """A run trained on the built-in autoglm-phone-9b is served on zai-org/AutoGLM-Phone-9B (and the other way round,
+    and from the Hugging Face cache's folder of it); another model is still refused, naming the flag to pass."""
+    import json
+
+    from workbench.models import canonical_model, same_model
+
+    def run(name: str, source: str):
+        adapter = tmp_path / name / "adapter"
+        adapter.mkdir(parents=True)
+        (adapter / "adapter_config.json").write_text(json.dumps({"r": 16, "base_model_name_or_path": source}))
+        (tmp_path / name / "config.json").write_text(json.dumps({"model": {"source": source}}))
+        return str(tmp_path / name)
+
+    snapshot = tmp_path / "hub" / "models--zai-org--AutoGLM-Phone-9B" / "snapshots" / "abc123"
+    snapshot.mkdir(parents=True)
+    assert same_model("autoglm-phone-9b", "zai-org/AutoGLM-Phone-9B") and same_model(str(snapshot), "autoglm-phone-9b")
+    assert canonical_model("zai-org/autoglm-phone-9b") == "zai-org/autoglm-phone-9b"
+    assert not same_model("autoglm-phone-9b", "tiny-glm4v") and not same_model(str(tmp_path), "autoglm-phone-9b")
+    for served, trained in [("zai-org/AutoGLM-Phone-9B", "autoglm-phone-9b"), ("autoglm-phone-9b", "zai-org/AutoGLM-Phone-9B"),
+                            (str(snapshot), "autoglm-phone-9b")]:
+        assert ServeConfig(model=served, runs=[run(f"r{len(list(tmp_path.iterdir()))}", trained)]).problems() == []
+    problems = ServeConfig(model="zai-org/AutoGLM-Phone-9B", runs=[run("other", "tiny-glm4v")]).problems()
+    assert problems and "pass --model tiny-glm4v" in problems[0][1]
