@@ -154,11 +154,12 @@ def model_config(text_layers: int = TEXT_LAYERS, vision_layers: int = VISION_LAY
     from transformers import Glm4vConfig
 
     from ..models.tiny import VISION_TOKENS, byte_tokenizer
+    from ..plan.arch import autoglm_phone_9b_config
 
     tok = byte_tokenizer(vision=True)
     ids = dict(zip(("image_start_token_id", "image_token_id", "image_end_token_id", "video_start_token_id",
                     "video_token_id", "video_end_token_id"), tok.convert_tokens_to_ids(VISION_TOKENS)))
-    base = Glm4vConfig()
+    base = autoglm_phone_9b_config()  # its rotary settings: Glm4vConfig()'s alone fail the decoder's forward
     text = base.text_config.to_dict()
     text.update(num_hidden_layers=text_layers or text["num_hidden_layers"], pad_token_id=tok.pad_token_id,
                 eos_token_id=tok.eos_token_id)

@@ -70,7 +70,26 @@ def _targets(cfg: RunConfig, recipe):
 
         return recipe_devices(recipe), recipe.plan.images_per_row, recipe.plan.image_size
     devices = _local_devices("cuda", cfg.sharding.world_size) if torch.cuda.is_available() else DEFAULT_DEVICES
-    return devices, None, "1080x2400"
+    return (devices, *_first_row_screens(cfg.data.train))
+
+
+def _first_row_screens(path: str) -> tuple:
+    """(screenshots, WIDTHxHEIGHT of the first) of the training file's first row; (None, 1080x2400) when there is
+    none to read (a vision-language model is then planned with one phone screenshot a row)."""
+    import json
+    from pathlib import Path
+
+    from PIL import Image
+
+    try:
+        with open(path, encoding="utf-8") as fh:
+            row = json.loads(fh.readline())
+        parts = [p for m in row["messages"] if isinstance(m.get("content"), list) for p in m["content"]
+                 if p.get("type") == "image_url"]
+        with Image.open(Path(path).parent / parts[0]["image_url"]["url"]) as image:
+            return len(parts), f"{image.width}x{image.height}"
+    except (OSError, ValueError, KeyError, IndexError, TypeError):
+        return None, "1080x2400"
 
 
 def _policy(cfg: RunConfig, devices):
