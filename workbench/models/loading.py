@@ -145,6 +145,21 @@ def _where(name: str) -> str:
     return where
 
 
+def fetch_hub_weights(source: str) -> str | None:
+    """A hub model's files fetched into the Hugging Face cache once, here (``huggingface_hub.snapshot_download``;
+    ``HF_ENDPOINT`` names a mirror): its hub id, or None for a source that is no hub id (a model built from code, the
+    packaged one, a local directory). Processes started afterwards read the cache."""
+    if source in _TINY or source == packaged.NAME:
+        return None
+    where = _where(source)
+    if Path(where).exists():
+        return None
+    from huggingface_hub import snapshot_download
+
+    snapshot_download(where)
+    return where
+
+
 def load_base_model(section: ModelSection, dtype: torch.dtype, seed: int = 0) -> LoadedModel:
     """The base model on CPU stored in ``dtype`` (a run's ``policy.base_dtype``) plus its tokenizer
     (moving to a device is the caller's)."""
