@@ -618,6 +618,17 @@ def _sharded_grad_scaler_available() -> bool:
     return True
 
 
+DEVICE_HELP = ("auto (the first CUDA GPU when one is visible, else the CPU), cpu, cuda or cuda:N; one resolution "
+               "for training and inference (precision.resolve_device)")
+
+
+def device_problem(name: str) -> Optional[str]:
+    """Why ``name`` is not a device value (auto, cpu, cuda or cuda:N), or None."""
+    if name in ("auto", "cpu", "cuda") or (name.startswith("cuda:") and name[5:].isdigit()):
+        return None
+    return f"{name!r} is not a device: use auto, cpu, cuda or cuda:N"
+
+
 def _visible_gpus() -> int:
     import torch
 
@@ -644,7 +655,7 @@ class RunConfig(Section):
     eval: EvalSection = EvalSection()
     training: TrainingSection = TrainingSection()
     rl: RlSection = Field(default_factory=RlSection)
-    device: str = Field("auto", description="auto, cpu, cuda or cuda:N.")
+    device: str = Field("auto", description=DEVICE_HELP + ".")
     # {field path: (value, why)} of the values derived from other fields because the user left them null; a dump writes
     # them back as null, so a copy with another training.method derives them again.
     _derived: dict = PrivateAttr(default_factory=dict)
@@ -673,8 +684,8 @@ class RunConfig(Section):
 
     def problems(self, path: str = "") -> list[tuple[str, str]]:
         out = []
-        if not (self.device in ("auto", "cpu", "cuda") or (self.device.startswith("cuda:") and self.device[5:].isdigit())):
-            out.append(("device", f"{self.device!r} is not a device: use auto, cpu, cuda or cuda:N"))
+        if problem := device_problem(self.device):
+            out.append(("device", problem))
         if not self.lora.enabled and self.precision.mode != "pure-bf16" and self.model.dtype not in ("auto", "float32"):
             out.append(("model.dtype", f"full fine-tuning keeps fp32 master weights; {self.model.dtype} weights would "
                         "be trained directly (and GradScaler refuses fp16 gradients): use auto or float32, or enable LoRA"))

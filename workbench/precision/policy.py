@@ -87,6 +87,8 @@ def cpu_has_fast_bf16() -> bool:
 
 
 def resolve_device(name: str) -> torch.device:
+    """The device a config's ``device`` value names (``auto``: the first CUDA GPU when one is visible, else the CPU),
+    one resolution for training and inference; ConfigError naming ``device`` for a GPU that is not there."""
     if name == "auto":
         return torch.device("cuda" if torch.cuda.is_available() else "cpu")
     dev = torch.device(name)
@@ -114,6 +116,20 @@ class Hardware:
     @classmethod
     def gpu(cls, bf16: bool = True) -> "Hardware":
         return cls("cuda", bf16, bf16)
+
+
+_WEIGHTS_OF_MODE = {"bf16": "bfloat16", "pure-bf16": "bfloat16", "fp16": "float16", "fp32": "float32"}
+
+
+def inference_dtype(requested: str, device: torch.device) -> str:
+    """The dtype a model's weights are held in to answer requests on ``device``: ``requested``, or for ``auto`` the
+    16-bit (or 32-bit) dtype that precision.mode ``auto`` trains in there (``resolve_policy``: one decision for both):
+    bfloat16 on a GPU with bf16 and on a CPU with native bf16 (AVX512-BF16/AMX), float16 on a GPU without bf16,
+    float32 on a CPU without native bf16 (where bf16 is emulated, many times slower)."""
+    if requested != "auto":
+        return requested
+    mode = resolve_policy(PrecisionSection(mode="auto"), Hardware.of(device), lora_enabled=True).mode
+    return _WEIGHTS_OF_MODE[mode]
 
 
 def resolve_policy(precision: PrecisionSection, hardware: Hardware, lora_enabled: bool,
