@@ -7,42 +7,27 @@ no rule here knows, fails the test."""
 from __future__ import annotations
 
 import json
-import re
-import shlex
 import subprocess
 from pathlib import Path
 
 import pytest
 
-REPO = Path(__file__).resolve().parents[1]
+from .commands import page_commands
+
+REPO = Path(__file__).resolve().parents[2]
 GUIDE = REPO / "docs" / "autoglm_phone_9b.md"
 
 
-def guide_commands(text: str) -> list[str]:
-    """The commands of the guide's ```bash blocks, in order, their trailing comments dropped."""
-    commands = []
-    for block in re.findall(r"```bash\n(.*?)```", text, re.S):
-        for line in block.splitlines():
-            line = re.sub(r"\s+#\s.*$", "", line).strip()
-            if line and not line.startswith("#"):
-                commands.append(line)
-    return commands
-
-
-def _env_and_argv(command: str) -> tuple[dict, list[str]]:
-    words = shlex.split(command)
-    env = {}
-    while words and re.fullmatch(r"[A-Z_]+=.*", words[0]):
-        key, value = words.pop(0).split("=", 1)
-        env[key] = value
-    return env, words
+def guide_commands(page: Path) -> list[list[str]]:
+    """The commands of the guide's bash blocks, in order, as the shell splits them (``tests/docs/commands.py``)."""
+    return [list(c.argv) for c in page_commands(page)]
 
 
 def _flag(argv: list[str], name: str):
     return argv[argv.index(name) + 1] if name in argv else None
 
 
-def _download(argv: list[str], env: dict) -> None:
+def _download(argv: list[str]) -> None:
     """`hf download REPO --local-dir DIR`: the hub id is the built-in model's, `hf` takes these arguments, and DIR gets
     the stand-in: the 9B's config (the planner's: GLM-4.1V's published widths, rotary settings and token ids)."""
     from workbench.models import BUILTIN
@@ -110,27 +95,26 @@ def _install(argv: list[str]) -> None:
 
 
 STAND_INS = [
-    (lambda a: a[:2] == ["bash", "scripts/setup.sh"], lambda a, env: Path(a[1]).is_file()),
-    (lambda a: a[0] == "source", lambda a, env: None),  # this test runs in the environment the set-up makes
-    (lambda a: a[:2] == ["pip", "install"], lambda a, env: _install(a)),
+    (lambda a: a[:2] == ["bash", "scripts/setup.sh"], lambda a: Path(a[1]).is_file()),
+    (lambda a: a[0] == "source", lambda a: None),  # this test runs in the environment the set-up makes
+    (lambda a: a[:2] == ["pip", "install"], lambda a: _install(a)),
     (lambda a: a[0] == "hf", _download),
-    (lambda a: a[:2] == ["workbench", "train"], lambda a, env: _train(a)),
-    (lambda a: a[:2] == ["workbench", "serve"] and "--print-command" not in a, lambda a, env: _serve(a)),
-    (lambda a: a[:2] == ["workbench", "eval"], lambda a, env: _eval(a)),
-    (lambda a: a[:2] == ["python", "main.py"], lambda a, env: _open_autoglm(a)),
+    (lambda a: a[:2] == ["workbench", "train"], lambda a: _train(a)),
+    (lambda a: a[:2] == ["workbench", "serve"] and "--print-command" not in a, lambda a: _serve(a)),
+    (lambda a: a[:2] == ["workbench", "eval"], lambda a: _eval(a)),
+    (lambda a: a[:2] == ["python", "main.py"], lambda a: _open_autoglm(a)),
 ]
 
 
-def run_command(command: str, capsys) -> None:
+def run_command(argv: list[str], capsys) -> None:
     from workbench.cli.main import main
 
-    env, argv = _env_and_argv(command)
     for matches, stand_in in STAND_INS:
         if matches(argv):
-            stand_in(argv, env)
+            stand_in(argv)
             return
-    assert argv[0] == "workbench", f"no rule runs this command of the guide: {command}"
-    assert main(argv[1:]) == 0, (command, capsys.readouterr())
+    assert argv[0] == "workbench", f"no rule runs this command of the guide: {argv}"
+    assert main(argv[1:]) == 0, (argv, capsys.readouterr())
 
 
 @pytest.mark.slow
@@ -139,7 +123,7 @@ def test_every_command_of_the_guide_runs_in_order_from_a_fresh_clone(tmp_path, m
     subprocess.run(["git", "clone", "--quiet", str(REPO), str(clone)], check=True, timeout=300)
     monkeypatch.chdir(clone)
     monkeypatch.setenv("PATH", f"{Path(__import__('sys').executable).parent}:{__import__('os').environ['PATH']}")
-    commands = guide_commands((clone / "docs" / "autoglm_phone_9b.md").read_text(encoding="utf-8"))
+    commands = guide_commands(clone / "docs" / "autoglm_phone_9b.md")
     assert len(commands) >= 15
     for command in commands:
         run_command(command, capsys)
@@ -149,8 +133,7 @@ def test_every_command_of_the_guide_runs_in_order_from_a_fresh_clone(tmp_path, m
 def test_the_guide_is_linked_from_the_readmes_first_screen_and_its_commands_parse():
     head = "\n".join((REPO / "README.md").read_text(encoding="utf-8").splitlines()[:40])
     assert "docs/autoglm_phone_9b.md" in head
-    commands = guide_commands(GUIDE.read_text(encoding="utf-8"))
-    unknown = [c for c in commands if not any(m(_env_and_argv(c)[1]) for m, _ in STAND_INS)
-               and _env_and_argv(c)[1][0] != "workbench"]
+    commands = guide_commands(GUIDE)
+    unknown = [c for c in commands if not any(m(c) for m, _ in STAND_INS) and c[0] != "workbench"]
     assert not unknown, unknown
-    assert not any("pip install 'workbench[" in c for c in commands)
+    assert not any(word.startswith("workbench[") for c in commands for word in c)
