@@ -54,7 +54,7 @@ PHOTOS = ["Beach", "Mountains", "Cat", "Birthday cake", "Sunset", "City at night
 
 # Installed apps in launcher order: two home pages of twelve. Every name is one Open-AutoGLM's runtime launches (its
 # app table, phone.openautoglm.APP_PACKAGES: `Launch` opens only a name listed there), so that what a model learns to
-# launch here it can launch on a phone through the runtime. Six apps have real pages (phone.sim.APP_PAGES), named for
+# launch here it can launch on a phone through the runtime. Six apps have real pages (phone.apps.APP_PAGES), named for
 # their role by the nearest app of the table: the messenger is Telegram, the browser Chrome, the music player
 # RetroMusic and the photo album Files (the table has no gallery); Settings and Contacts keep their names. The others
 # open a simple screen of their own (so "open X" has many targets): each the table's app nearest to a stock app the
