@@ -21,7 +21,9 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
                     "answers one action at a time until finish, the step limit, a reply that does not parse or a "
                     "context overflow; success is judged on the phone's final state.")
     sub = p.add_subparsers(dest="agent_command", required=True, metavar="{run,record}")
-    tasks_help = ("all, train, heldout (values no training task has), combos (trained values, new pairings), "
+    tasks_help = ("all (train, heldout and combos), train, heldout (values no training task has), combos (trained "
+                  "values, new pairings), perturbed (training tasks on screens no demonstration shows: pop-ups, slow "
+                  "apps, renamed buttons, shuffled layouts), "
                   f"a template ({', '.join(TEMPLATES)}), a task id, several of these "
                   "comma-separated, or a JSONL task file")
 

@@ -27,10 +27,10 @@ from PIL import Image
 
 from .actions import Action
 from .apps import APP_PAGES, OTHER_APP, Menu, Page, home
-from .apps.common import DARK, LIGHT, LIST_TOP, draw_menu, status_text
-from .openautoglm import current_app_name, launch_package
+from .apps.common import DARK, LIGHT, LIST_TOP, draw_loading, draw_menu, popup, status_text
+from .openautoglm import current_app_name, launch_package, wait_seconds
 from .screen import Box, Screen, status_bar
-from .state import APPS, HOME, PhoneState
+from .state import APPS, HOME, LOAD_SECONDS, PhoneState
 from .uitree import screen_tree
 
 PHONE_SIZE = (1080, 2400)  # a common Android phone's screen in pixels
@@ -38,6 +38,19 @@ PHONE_SIZE = (1080, 2400)  # a common Android phone's screen in pixels
 LAUNCHER_PACKAGE = "com.android.launcher3"  # the home screen's package: not in the runtime's table ("System Home")
 
 SWIPE_MIN = 50  # a swipe shorter than this (grid units) moves nothing
+
+
+@dataclass(frozen=True)
+class PhoneSnapshot:
+    """Everything a ``SimPhone`` holds, to ``restore`` later (onto it or onto another phone of the same size)."""
+    state: PhoneState
+    app: str
+    home_page: int
+    stack: tuple[Page, ...]
+    focus: Optional[str]
+    drafts: tuple[tuple[str, str], ...]
+    menu: Optional[Menu]
+    greeted: frozenset[str]
 
 
 @dataclass
@@ -68,7 +81,26 @@ class SimPhone:
         self.stack: list[Page] = []
         self.focus: Optional[str] = None  # the focused text field ("chat", "browser")
         self.drafts: dict[str, str] = {}  # text typed into each field
-        self.menu: Optional[Menu] = None
+        self.menu: Optional[Menu] = None  # a context menu or a pop-up over the page
+        self.greeted: set[str] = set()  # the apps whose pop-up has shown this episode (a perturbed phone's)
+
+    def snapshot(self) -> PhoneSnapshot:
+        """What the phone holds now: ``restore`` brings it back (the state is copied, so later actions leave it)."""
+        return PhoneSnapshot(self.state.copy(), self.app, self.home_page,
+                             tuple(Page(p.kind, p.arg, p.scroll, p.loading) for p in self.stack), self.focus,
+                             tuple(self.drafts.items()), self.menu, frozenset(self.greeted))
+
+    def restore(self, snap: PhoneSnapshot) -> None:
+        self.state, self.app, self.home_page = snap.state.copy(), snap.app, snap.home_page
+        self.stack = [Page(p.kind, p.arg, p.scroll, p.loading) for p in snap.stack]
+        self.focus, self.drafts, self.menu, self.greeted = snap.focus, dict(snap.drafts), snap.menu, set(snap.greeted)
+
+    def key(self) -> tuple:
+        """A hashable value equal for phones that hold the same (data, screen on show, field, drafts, menu): what
+        the next actions do depends on nothing else."""
+        menu = None if self.menu is None else (self.menu.title, tuple(label for label, _ in self.menu.options))
+        return (self.state.key(), self.app, self.home_page, tuple((p.kind, p.arg, p.scroll, p.loading) for p in self.stack),
+                self.focus, tuple(sorted(self.drafts.items())), menu, frozenset(self.greeted))
     def current_app(self) -> str:
         """The app on screen as Open-AutoGLM's runtime names it (the first name of its table for the focused
         package; "System Home" for the launcher and for an app it does not know). ``app`` is the phone's own name."""
@@ -90,10 +122,12 @@ class SimPhone:
         screen is drawn from these elements."""
         return screen_tree(self._build())
 
-    def execute(self, action: Action) -> Outcome:
+    def execute(self, action: Action, screen: Optional[Screen] = None) -> Outcome:
+        """Carry ``action`` out. ``screen``: the screen on show, where the caller has built it since the phone last
+        changed (a search trying many actions from one state saves building it again for each gesture)."""
         kind = action.type
         if kind in ("Tap", "Double Tap", "Long Press"):
-            return self._gesture(kind, tuple(action.args["element"]))
+            return self._gesture(kind, tuple(action.args["element"]), screen)
         if kind == "Swipe":
             return self._swipe(action.args["start"], action.args["end"])
         if kind == "Type":
@@ -111,14 +145,34 @@ class SimPhone:
             self.open_app(app)
             return Outcome(True, f"launched {app}")
         if kind == "Wait":
-            return Outcome(True, "waited; nothing changed")
+            return self._wait(wait_seconds(action.args["duration"]))
         return Outcome(True, "finished")  # finish: the episode ends; the phone stays as it is
 
     def open_app(self, app: str, *pages: Page) -> str:
         """Open an installed app on its first page (as a launcher intent does: Launch, a tap on its icon), or on
         ``pages`` above its first one (an app opened at a page of its own, as Contacts' Message opens a chat)."""
         self.app, self.stack, self.focus, self.menu = app, [Page("root"), *pages], None, None
+        if app in self.state.contents.perturbation.slow:
+            self.stack[-1].loading = LOAD_SECONDS
+        else:
+            self._greet()
         return f"opened {app}"
+
+    def _greet(self) -> None:
+        """A perturbed phone's pop-up over the app just opened (or just loaded), the first time this episode."""
+        if self.app in self.state.contents.perturbation.popups and self.app not in self.greeted:
+            self.greeted.add(self.app)
+            self.menu = popup(self.app)
+
+    def _wait(self, seconds: float) -> Outcome:
+        page = self.stack[-1] if self.app != HOME and self.stack else None
+        if page is None or page.loading <= 0:
+            return Outcome(True, "waited; nothing changed")
+        page.loading = max(0.0, page.loading - seconds)
+        if page.loading:
+            return Outcome(True, f"waited; {self.app} is still loading")
+        self._greet()
+        return Outcome(True, f"waited; {self.app} has loaded")
 
     def push(self, page: Page) -> str:
         """Open ``page`` above the one on show (the keyboard and any menu close)."""
@@ -148,8 +202,8 @@ class SimPhone:
         return Outcome(False, "already on the home screen: Back does nothing")
 
     # ---- actions --------------------------------------------------------------------------------------------
-    def _gesture(self, kind: str, point: tuple[int, int]) -> Outcome:
-        screen = self._build()
+    def _gesture(self, kind: str, point: tuple[int, int], screen: Optional[Screen] = None) -> Outcome:
+        screen = screen or self._build()
         name = screen.hit(point)
         if name is None:
             if self.menu is not None:
@@ -205,7 +259,7 @@ class SimPhone:
 
     def _scroll_extent(self) -> Optional[int]:
         """How far the page on show scrolls (grid units); None when it does not."""
-        if self.app == HOME or not self.stack or self.focus is not None:
+        if self.app == HOME or not self.stack or self.focus is not None or self.stack[-1].loading:
             return None
         rows = APP_PAGES.get(self.app, OTHER_APP).list_rows(self, self.stack[-1])
         if rows is None:
@@ -222,9 +276,14 @@ class SimPhone:
             page = self.stack[-1]
             s = Screen(f"{self.app}:{page.kind}:{page.arg or ''}", background=theme.bg)
             status_bar(s, dark=theme is DARK, clock=status_text(self.state))
-            APP_PAGES.get(self.app, OTHER_APP).draw(self, s, page, theme)
+            if page.loading:
+                draw_loading(self, s, theme)
+            else:
+                APP_PAGES.get(self.app, OTHER_APP).draw(self, s, page, theme)
         if self.menu is not None:
             draw_menu(self, s)
+        for old, new in self.state.contents.perturbation.renamed:
+            s.rename(old, new)
         return s
 
 

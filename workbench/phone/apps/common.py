@@ -3,11 +3,11 @@ an app's screen on the 0-999 grid (the title bar, the content area a list scroll
 scrolled list, and the context menu a long press opens over a page."""
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Callable, Iterator, Optional, Protocol
 
 from ..screen import Screen
-from ..state import PhoneState
+from ..state import POPUP_ACCEPT, POPUP_DISMISS, PhoneState
 
 # ---- geometry (grid units) ---------------------------------------------------------------------------------------
 STATUS_BAR_BOTTOM = 50  # the status bar above every page
@@ -32,6 +32,7 @@ class Page:
     kind: str  # what the app shows: "root", "contact", "chat", "results", "article", "player", "photo", a Settings page
     arg: Optional[str] = None  # whose page: a contact, a query, a song, a photo...
     scroll: int = 0
+    loading: float = 0.0  # seconds it still loads (a perturbed phone's slow app): nothing on it yet
 
 
 @dataclass
@@ -46,12 +47,12 @@ class Theme:
 LIGHT, DARK = Theme(), Theme((24, 24, 27), (44, 44, 48), (235, 235, 235), (160, 160, 165), (70, 70, 75))
 
 
-@dataclass
+@dataclass(frozen=True)
 class Menu:
-    """A context menu over the page (a long press opens it): its title and its options, each a label and what
-    picking it does (returns the effect, in words)."""
+    """A context menu over the page (a long press opens it) or a pop-up: its title and its options, each a label
+    and what picking it does to the phone it is given (returns the effect, in words)."""
     title: str
-    options: list[tuple[str, Callable[[], str]]] = field(default_factory=list)
+    options: tuple[tuple[str, Callable[["AppHost"], str]], ...] = ()
 
 
 class AppHost(Protocol):
@@ -85,9 +86,9 @@ class App:
 
 
 def status_text(state: PhoneState) -> str:
-    """The status bar's text: the clock and the switches that show there."""
-    on = [label for key, label in (("airplane", "Airplane"), ("wifi", "Wi-Fi"), ("bluetooth", "BT"),
-                                    ("do_not_disturb", "DND")) if state.toggles[key]]
+    """The status bar's text: the clock and the switches that show there (named as the phone names them)."""
+    on = [state.contents.perturbation.label(label) for key, label in (
+        ("airplane", "Airplane"), ("wifi", "Wi-Fi"), ("bluetooth", "BT"), ("do_not_disturb", "DND")) if state.toggles[key]]
     return "9:41   " + " ".join(on)
 
 
@@ -127,6 +128,18 @@ def draw_menu(phone: AppHost, s: Screen) -> None:
         s.text((170, y + 45), label, 30, (20, 20, 20), anchor="lm")
 
 
-def _pick(phone: AppHost, do: Callable[[], str]) -> str:
+def _pick(phone: AppHost, do: Callable[[AppHost], str]) -> str:
     phone.menu = None
-    return do()
+    return do(phone)
+
+
+def popup(app: str) -> Menu:
+    """The pop-up a perturbed phone's app greets its first opening with: either button closes it."""
+    return Menu(f"Enjoying {app}? Rate it", ((POPUP_DISMISS, lambda phone: "dismissed the pop-up"),
+                                              (POPUP_ACCEPT, lambda phone: "closed the pop-up (rated the app)")))
+
+
+def draw_loading(phone: AppHost, s: Screen, t: Theme) -> None:
+    """A page still loading: the app's title and "Loading...", nothing to tap."""
+    title_bar(phone, s, t, phone.app, back=False)
+    s.text((500, 480), "Loading...", 36, t.sub, anchor="mm")

@@ -19,9 +19,9 @@ def set_favorite(phone: AppHost, name: str, on: bool) -> str:
 
 def favorite_menu(phone: AppHost, name: str) -> str:
     fav = name in phone.state.favorites
-    phone.menu = Menu(name, [("Remove from favorites" if fav else "Add to favorites",
-                              lambda: set_favorite(phone, name, not fav)),
-                             ("Open contact", lambda: phone.push(Page("contact", name)))])
+    phone.menu = Menu(name, (("Remove from favorites" if fav else "Add to favorites",
+                              lambda p: set_favorite(p, name, not fav)),
+                             ("Open contact", lambda p: p.push(Page("contact", name)))))
     return f"opened the menu of {name}"
 
 

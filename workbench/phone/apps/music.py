@@ -33,9 +33,9 @@ def like_song(phone: AppHost, song: str, on: bool) -> str:
 
 def like_menu(phone: AppHost, song: str) -> str:
     liked = song in phone.state.liked_songs
-    phone.menu = Menu(song.split(" - ")[0], [("Unlike song" if liked else "Like song",
-                                              lambda: like_song(phone, song, not liked)),
-                                             ("Play", lambda: play(phone, song))])
+    phone.menu = Menu(song.split(" - ")[0], (("Unlike song" if liked else "Like song",
+                                              lambda p: like_song(p, song, not liked)),
+                                             ("Play", lambda p: play(p, song))))
     return f"opened the menu of {song}"
 
 

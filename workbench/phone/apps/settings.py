@@ -34,7 +34,8 @@ def _toggle_row(phone: AppHost, s: Screen, t: Theme, y: int, key: str) -> None:
 def draw(phone: AppHost, s: Screen, page: Page, t: Theme) -> None:
     if page.kind == "root":
         title_bar(phone, s, t, SETTINGS_APP, back=False)
-        rows = [k for k, (_, where) in TOGGLES.items() if where == "Settings"] + list(SETTINGS_PAGES)
+        rows = list(phone.state.contents.perturbation.settings_order) or \
+            [k for k, (_, where) in TOGGLES.items() if where == "Settings"] + list(SETTINGS_PAGES)
         for i, row in enumerate(rows):
             y = LIST_TOP + i * ROW_PITCH
             if row in TOGGLES:
