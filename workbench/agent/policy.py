@@ -6,6 +6,9 @@ reasoning it split off, an error, the prompt's token count).
   the server decodes together.
 - ``OraclePolicy``: the tasks' oracle solutions, found from the conversation alone (the task's instruction in the
   first user turn, the step from the replies so far): the same loop, no model.
+- ``ExpertPolicy``: the expert (``phone.expert``) on the phone the conversation shows: the task found by its
+  instruction, the phone rebuilt by replaying the conversation's replies from the task's start, whoever wrote them
+  (so it answers after another agent's mistakes too: DAgger's labels).
 - ``InProcessPolicy``: a model in this process (the reinforcement-learning loop's model under training), greedy
   answers of ``workbench.forward.generate``; any other callable of the same shape (``Policy``) plugs in too.
 """
@@ -15,7 +18,8 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Iterable, Optional, Protocol
 
 from ..phone.actions import Action, format_action
-from ..phone.conversation import assistant_target, message_text
+from ..phone.conversation import assistant_target, message_text, replied_actions
+from ..phone.expert import Expert, ExpertStep, replay
 from ..phone.tasks import PhoneTask
 from ..phone.uitree import quoted_target, turn_tree
 from ..serve.remote import ModelReply, ServerClient, chat_request
@@ -54,6 +58,14 @@ def first_instruction(messages: list[dict]) -> str:
     return message_text(next(m for m in messages if m["role"] == "user")).rpartition("\n\n")[0]
 
 
+def _answer(messages: list[dict], thinking: str, action: Action) -> ModelReply:
+    """A scripted reply to ``messages``: shown the screen as text, it quotes the line of the element it taps
+    (``phone.uitree.quoted_target``), as the oracle's rows do."""
+    tree = turn_tree(message_text(messages[-1]))[1]
+    thinking = quoted_target(thinking, tree, action) if tree else thinking
+    return ModelReply(assistant_target(thinking, format_action(action)))
+
+
 class OraclePolicy:
     name = "oracle"
 
@@ -79,10 +91,38 @@ class OraclePolicy:
                 replies.append(ModelReply(assistant_target("The plan is used up.",
                                                             format_action(Action("finish", {"message": "gave up"})))))
                 continue
-            # shown the screen as text, the oracle quotes the line of the element it taps (phone.uitree.quoted_target)
-            tree = turn_tree(message_text(messages[-1]))[1]
-            thinking = quoted_target(step.thinking, tree, step.action) if tree else step.thinking
-            replies.append(ModelReply(assistant_target(thinking, format_action(step.action))))
+            replies.append(_answer(messages, step.thinking, step.action))
+        return replies
+
+
+class ExpertPolicy:
+    """The expert's next step on the phone each conversation shows (``expert``: one ``phone.expert.Expert``, whose
+    answers are kept across calls; default a new one)."""
+
+    name = "expert"
+
+    def __init__(self, tasks: Iterable[PhoneTask], expert: Optional[Expert] = None):
+        self.tasks: dict[str, PhoneTask] = {}
+        for task in tasks:  # it finds a task by its instruction: two tasks of one instruction would be played as one
+            if self.tasks.setdefault(task.instruction, task) != task:
+                raise ValueError(f"two tasks read {task.instruction!r} and start differently (one is {task.id}): "
+                                 "give each task its own instruction")
+        self.expert = expert or Expert()
+
+    def step(self, messages: list[dict]) -> Optional[ExpertStep]:
+        """The expert's step on the phone ``messages`` show (the instruction's task, the replies replayed); None for
+        a conversation of no task it knows."""
+        task = self.tasks.get(first_instruction(messages))
+        if task is None:
+            return None
+        return self.expert.step(task, replay(task, replied_actions(messages)))
+
+    def __call__(self, conversations: list[list[dict]]) -> list[ModelReply]:
+        replies = []
+        for messages in conversations:
+            step = self.step(messages)
+            replies.append(ModelReply(error="the expert knows no task with this instruction") if step is None
+                           else _answer(messages, step.thinking, step.action))
         return replies
 
 
