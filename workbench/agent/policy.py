@@ -109,20 +109,27 @@ class ExpertPolicy:
                                  "give each task its own instruction")
         self.expert = expert or Expert()
 
-    def step(self, messages: list[dict]) -> Optional[ExpertStep]:
-        """The expert's step on the phone ``messages`` show (the instruction's task, the replies replayed); None for
-        a conversation of no task it knows."""
+    def phone(self, messages: list[dict]):
+        """(task, the phone ``messages`` show: the instruction's task, its replies replayed from the task's start);
+        (None, None) for a conversation of no task it knows."""
         task = self.tasks.get(first_instruction(messages))
-        if task is None:
-            return None
-        return self.expert.step(task, replay(task, replied_actions(messages)))
+        return (task, replay(task, replied_actions(messages))) if task is not None else (None, None)
+
+    def step(self, messages: list[dict]) -> Optional[ExpertStep]:
+        """The expert's step on the phone ``messages`` show; None for a conversation of no task it knows."""
+        task, phone = self.phone(messages)
+        return self.expert.step(task, phone) if task is not None else None
+
+    def reply(self, messages: list[dict], step: ExpertStep) -> ModelReply:
+        """``step`` as the reply to ``messages``."""
+        return _answer(messages, step.thinking, step.action)
 
     def __call__(self, conversations: list[list[dict]]) -> list[ModelReply]:
         replies = []
         for messages in conversations:
             step = self.step(messages)
             replies.append(ModelReply(error="the expert knows no task with this instruction") if step is None
-                           else _answer(messages, step.thinking, step.action))
+                           else self.reply(messages, step))
         return replies
 
 
@@ -136,22 +143,30 @@ def default_batch_size(device) -> int:
 
 
 class InProcessPolicy:
-    """A model loaded in this process (e.g. the one a reinforcement-learning loop trains): its greedy answers,
-    ``batch_size`` conversations per forward (default: ``default_batch_size`` of the model's device). The
-    screenshots' data: URLs are decoded here; no token counts."""
+    """A model loaded in this process (e.g. the one a reinforcement-learning loop trains): its greedy answers, or with
+    ``temperature`` > 0 answers sampled from its distribution at that temperature (``forward.generate
+    .sample_completions``; seed torch's generator for samples that repeat), ``batch_size`` conversations per forward
+    (default: ``default_batch_size`` of the model's device). The screenshots' data: URLs are decoded here; no token
+    counts."""
 
     def __init__(self, model, tokenizer, processor=None, *, name: str = "in-process", max_tokens: int = 256,
-                 batch_size: Optional[int] = None, autocast=None):
+                 batch_size: Optional[int] = None, autocast=None, temperature: float = 0.0):
         self.model, self.tokenizer, self.processor, self.name = model, tokenizer, processor, name
         if batch_size is None:
             batch_size = default_batch_size(next(model.parameters()).device)
         self.max_tokens, self.batch_size, self.autocast = max_tokens, batch_size, autocast  # autocast: a run's policy
+        self.temperature = temperature
 
     def __call__(self, conversations: list[list[dict]]) -> list[ModelReply]:
         from ..data.multimodal import resolve_images
-        from ..forward.generate import greedy_replies
+        from ..forward.generate import greedy_replies, sample_completions
 
-        answers = greedy_replies(self.model, self.tokenizer, [resolve_images(c) for c in conversations],
-                                 self.max_tokens, processor=self.processor, batch_size=self.batch_size,
-                                 autocast=self.autocast)
+        resolved = [resolve_images(c) for c in conversations]
+        if self.temperature <= 0:
+            answers = greedy_replies(self.model, self.tokenizer, resolved, self.max_tokens, processor=self.processor,
+                                     batch_size=self.batch_size, autocast=self.autocast)
+        else:
+            answers = [text for i in range(0, len(resolved), self.batch_size) for text in sample_completions(
+                self.model, self.tokenizer, resolved[i:i + self.batch_size], 1, self.max_tokens,
+                temperature=self.temperature, autocast=self.autocast, processor=self.processor).texts]
         return [ModelReply(answer) for answer in answers]
