@@ -148,3 +148,27 @@ def test_every_step_is_a_prompt_and_episode_success_plays_on_from_the_sampled_st
     episodes = play_episodes([late, late], [late.reference, WRONG], OraclePolicy(tasks), SIZE, 20, DATE, "ui_tree")
     assert len(episodes[1].steps) == k and episodes[1].steps[k - 1].answer == 'finish(message="done")'
     assert [s.answer for s in episodes[0].steps[:k - 1]] == [s.answer for s in episodes[1].steps[:k - 1]]  # replayed
+
+
+def test_rl_lang_cn_sends_the_chinese_prompt_in_every_prompt_and_every_played_turn(tasks):
+    """rl.lang cn: the run's prompts, the pool's fresh instances and the turns the trained model plays on after the
+    sampled one all carry Open-AutoGLM's Chinese system prompt (the model is trained and judged in one language)."""
+    from workbench.phone.conversation import system_prompt
+
+    s = scorer_for(load_config(None, {"training.method": "grpo", "lora.dropout": 0, "rl.prompts": "phone_tasks",
+                                      "rl.tasks": "heldout", "rl.screen_size": "112x252", "rl.lang": "cn",
+                                      "rl.rewards": {"episode_success": 1.0}, "rl.date": "2026-12-01"}))
+    cn = system_prompt(DATE, lang="cn")
+    assert {p.messages[0]["content"] for p in s.prompts} == {cn}
+    fresh = s.task_prompts(tasks)
+    assert {p.messages[0]["content"] for p in fresh} == {cn}
+    seen, oracle = [], OraclePolicy(tasks)
+
+    def continuation(conversations):
+        seen.extend(c[0]["content"] for c in conversations)
+        return oracle(conversations)
+
+    s.continuation = continuation
+    played = [p for p in fresh if len(p.task.oracle()) > 1][:1]
+    assert s(played, [played[0].reference]).rewards["episode_success"] == [1.0]
+    assert seen and set(seen) == {cn}
