@@ -285,6 +285,71 @@ def test_a_base_played_with_the_same_key_beside_is_copied_not_played_again(monke
     assert base_loads == [str(start)] * 2  # another setting: played
 
 
+def test_a_qlora_runs_base_episodes_are_played_on_its_nf4_base(qlora_run, tmp_path, monkeypatch):
+    """A run trained over an nf4 base is judged against that base, built as the run built it, not against the 16-bit
+    model of the same name: the base that plays gives the nf4 base's logits (tests/conftest.py: qlora_reference, its
+    adapter off), which differ from the 16-bit base's."""
+    import shutil
+
+    import torch
+
+    from tests.conftest import qlora_reference
+    from workbench import models
+    from workbench.config.recipes import Evaluation
+    from workbench.forward import generate
+
+    ids = torch.tensor([[5, 70, 81, 120, 33, 9]])
+
+    def logits(model):
+        with torch.no_grad():
+            return model(input_ids=ids).logits.float()
+
+    played, greedy = [], generate.greedy_replies
+    monkeypatch.setattr(generate, "greedy_replies", lambda model, *a, **kw: played.append(logits(model)) or
+                        greedy(model, *a, **kw))
+    run = tmp_path / "qlora"
+    shutil.copytree(qlora_run, run)
+    evaluation = Evaluation(task="phone_agent", data="open_app/reddit", observation="ui_tree", max_tokens=2,
+                            max_steps=1, date="2026-12-01")
+    bench.evaluate_run(evaluation, run, progress=False)
+    reference, _ = qlora_reference(run)
+    with reference.disable_adapter():
+        nf4 = logits(reference)
+    sixteen_bit = logits(models.load_for_inference("tiny-glm4").model.eval())
+    assert (nf4 - sixteen_bit).abs().max() > 1e-3  # the two bases tell apart
+    assert len(played) == 2  # the run's model and its base
+    assert any(torch.allclose(p, nf4, atol=1e-5) for p in played)
+    assert not any(torch.allclose(p, sixteen_bit, atol=1e-5) for p in played)
+
+
+def test_a_qlora_runs_base_is_played_not_copied_from_a_16_bit_run_of_the_same_start(monkeypatch, tmp_path, capsys):
+    """Two runs from one local model, one over its nf4 quantization (quantization.base): their bases are two models,
+    so the QLoRA run's base episodes are played on its own base, not copied from the 16-bit run's, and their summary
+    says which base played."""
+    from workbench.config.recipes import Evaluation
+
+    from workbench import models
+
+    start = tmp_path / "start-model"
+    loaded = models.load_for_inference("tiny-glm4")
+    loaded.model.save_pretrained(start)
+    loaded.tokenizer.save_pretrained(start)
+    real_load = models.load_for_inference
+    monkeypatch.setattr(models, "load_run_for_inference", lambda run_dir, device: real_load("tiny-glm4", device=device))
+    evaluation = Evaluation(task="phone_agent", data="open_app/reddit", observation="ui_tree", max_tokens=2,
+                            max_steps=1, date="2026-12-01")
+    runs = {}
+    for name, quantization in (("sft-16-bit", {}), ("sft-qlora", {"base": "nf4"})):
+        runs[name] = tmp_path / "runs" / name
+        runs[name].mkdir(parents=True)
+        (runs[name] / "config.json").write_text(json.dumps({"model": {"source": str(start)},
+                                                            "quantization": quantization}))
+        bench.evaluate_run(evaluation, runs[name], progress=False)
+    assert "not played again" not in capsys.readouterr().out
+    [folder] = (runs["sft-qlora"] / "episodes").glob("*--base")
+    assert json.loads((folder / "summary.json").read_text())["settings"]["quantization.base"] == "nf4"
+
+
 def test_a_start_named_in_the_same_command_is_trained_once_and_first(monkeypatch, tmp_path):
     """.ci/run names screenshots-to-actions-tiny-glm4v and the GRPO recipe that starts from it: the start runs first
     (whatever the order given) and its run is GRPO's start, not a second training of it."""

@@ -48,3 +48,24 @@ def test_vllm_is_not_handed_a_qlora_adapter_for_a_16_bit_base(qlora_run):
     with pytest.raises(ServeError, match="merged") as err:
         build_launch(config, "/venv/bin/python")
     assert "--quantization --vllm-arg bitsandbytes" in str(err.value)
+
+
+def test_a_server_of_a_double_quant_base_refuses_an_adapter_trained_without_it(qlora_run, tmp_path):
+    """quantization.double_quant is part of an nf4 base (its block scales quantized or not): the adapter of a run
+    trained with it off is refused by a server of the run that trained with it on, and says both."""
+    import json
+    import shutil
+
+    from workbench.serve import start_server
+
+    single = tmp_path / "single"
+    shutil.copytree(qlora_run, single)
+    config = json.loads((single / "config.json").read_text())
+    assert config["quantization"]["double_quant"] is True
+    config["quantization"]["double_quant"] = False
+    (single / "config.json").write_text(json.dumps(config))
+    with start_server("tiny-glm4", runs=[str(qlora_run)], threads=1) as srv:
+        with pytest.raises(Exception, match="double_quant False") as err:
+            srv.add_adapter("single", str(single))
+        assert "double_quant True" in str(err.value)
+        assert "single" not in srv.models()
