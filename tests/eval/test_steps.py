@@ -69,6 +69,10 @@ def test_without_a_box_a_tap_matches_within_0_04_of_the_screen():
     ('finish(message="Wi-Fi is off.")', 'finish(message="done")', True, True),  # a stop is its class
     ('finish(message="Wi-Fi is off.")', 'do(action="Wait", duration="1 seconds")', False, False),
     ('do(action="Tap", element=[500,450])', 'Tap the Wi-Fi row', False, False),  # no action: no format hit
+    # a press held on the right element is no tap, nor the other way round: another class, no match
+    ('do(action="Long Press", element=[500,450])', 'do(action="Tap", element=[500,450])', False, False),
+    ('do(action="Tap", element=[500,450])', 'do(action="Long Press", element=[500,450])', False, False),
+    ('do(action="Long Press", element=[500,450])', 'do(action="Long Press", element=[420,410])', True, True),
 ])
 def test_the_other_classes_match_as_agentcpm_gui_matches_them(expected, reply, type_match, exact):
     v = verdict(expected, reply)
