@@ -3,6 +3,8 @@ minutes-long ones under -m slow and in .ci/run); a figure outside its tolerance 
 machine is skipped saying what it needs; the README's results table is the one the bench renders."""
 import json
 import re
+import time
+from types import SimpleNamespace
 
 import pytest
 
@@ -453,6 +455,7 @@ def test_an_rl_recipes_baselines_train_from_its_start_for_its_wall_time_and_are_
     from workbench.bench import baselines as bl
     from workbench.config.recipes import Evaluation, Recipe
     from workbench.events import EventWriter, Step
+    from workbench.phone.tasks import select_tasks
     from workbench.runs import layout
 
     recipe = load_recipe("grpo-phone-agent-smollm2").model_copy(update={"baselines": ["sft_continued", "filtered_bc"]})
@@ -469,6 +472,9 @@ def test_an_rl_recipes_baselines_train_from_its_start_for_its_wall_time_and_are_
     monkeypatch.setattr(Recipe, "run_config", lambda self, overrides=(), checks=True: real_run_config(
         self, {**dict(overrides), **(two_tasks if self.name == recipe.name else {})}, checks=checks))
     monkeypatch.setattr(judge_module, "in_process", lambda name, load, max_tokens: lambda: _oracle_named(name))
+    clock, play = [0.0], bl.own_successes  # the start's playing of the RL tasks takes 40 s of the baselines' clock
+    monkeypatch.setattr(bl, "time", SimpleNamespace(monotonic=lambda: clock[0], strftime=time.strftime))
+    monkeypatch.setattr(bl, "own_successes", lambda *a: (clock.__setitem__(0, clock[0] + 40.0), play(*a))[1])
     trained = []
 
     def train(cfg):
@@ -483,11 +489,25 @@ def test_an_rl_recipes_baselines_train_from_its_start_for_its_wall_time_and_are_
     rows = [json.loads(line) for line in open(cloned.data.train)]
     assert cloned.data.train.startswith(str(grpo_run)) and rows and all(r["meta"]["observation"] == "ui_tree"
                                                                           for r in rows)
-    assert 0 < cloned.schedule.max_steps <= 25 and "rows of the 2 of 2 RL tasks the start finished" in out[1].note
+    assert "rows of the 2 of 2 RL tasks the start finished" in out[1].note
+    assert cloned.schedule.max_steps == 20  # what the 40 s of playing left of the 200 s, at 8 s a step (not 25)
     # a budget the playing uses up: the BC is not trained (one step with no warmup only perturbs the start)
     short = bl.train_baselines(recipe, start, start_run, tmp_path / "start-model", 0.0, grpo_run, train, False)
     assert short[0].steps == 1 and short[1].run_dir is None and "no time left to train" in short[1].note
     assert len(trained) == 3  # SFT continued trained again, the BC not
+    # a start that finishes one of the two tasks (on open_app/clock it opens Settings and stops): only the finished
+    # episode becomes rows; the failed one, actions and all, is not cloned
+    def settings_for_clock(name):
+        oracle = _oracle_named(name)
+        clock_task, settings_task = select_tasks("open_app/clock,open_app/settings")
+        oracle.solutions[clock_task.instruction] = settings_task.oracle()
+        return oracle
+
+    monkeypatch.setattr(judge_module, "in_process", lambda name, load, max_tokens: lambda: settings_for_clock(name))
+    half = bl.train_baselines(recipe, start, start_run, tmp_path / "start-model", 200.0, grpo_run, train, False)
+    assert "rows of the 1 of 2 RL tasks the start finished" in half[1].note
+    rows = [json.loads(line) for line in open(trained[-1].data.train)]
+    assert rows and {r["meta"]["task"] for r in rows} == {"open_app/settings"}
     # judged on the same episodes: the start (the oracle again: it wins all), both baselines, the RL run
     monkeypatch.setattr(models, "load_run_for_inference", lambda run_dir, device: models.load_for_inference("tiny-glm4"))
     monkeypatch.setattr(layout, "base_model", lambda run_dir: "tiny-glm4")

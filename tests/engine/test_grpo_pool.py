@@ -66,3 +66,19 @@ def test_the_pool_replays_a_kept_success_into_a_group_that_failed_follows_the_su
                           **{"checkpointing.resume_from": str(step2)})
     assert [r.task_pool for r in resumed["rollout"]] == [r.task_pool for r in rollouts[2:]]
     assert [s.loss for s in resumed["step"]] == [s.loss for s in steps[2:]]
+
+
+def test_step_credit_adds_the_step_advantage_to_the_winners_advantage(make_cfg):
+    """rl.step_advantage_weight 0.5, one step (three replies, the first one winning): the samples table's advantage of
+    the winning reply is its episode advantage (one win in a group of 3) plus half its step advantage in its anchor
+    group, which is positive (its return is the group's highest): more than the episode's alone."""
+    import torch
+
+    from workbench.engine.grpo_loss import group_advantages
+
+    _, ev = pool_run(make_cfg, "credit", **{"schedule.max_steps": 1, "rl.pool": False, "rl.pool_replay": False})
+    rollout = ev["rollout"][0]
+    winner = rollout.samples[0]
+    assert winner["rewards"] == {"episode_success": 1.0} and rollout.anchors["with_spread"] >= 1
+    episode = float(group_advantages(torch.tensor([1.0, 0.0, 0.0], dtype=torch.float64), 3, scale=True)[0])
+    assert winner["advantage"] > episode + 0.1
