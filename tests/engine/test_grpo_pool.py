@@ -5,6 +5,7 @@ into a later group that failed, the replayed row is trained as on-policy, and th
 from __future__ import annotations
 
 import pytest
+import torch
 
 from workbench.engine.run import run_engine
 from workbench.events import iter_events
@@ -39,8 +40,20 @@ def pool_run(make_cfg, name: str, winner=None, **overrides):
                     for kind in ("rollout", "step", "policy_mismatch")}
 
 
-def test_the_pool_replays_a_kept_success_into_a_group_that_failed_follows_the_successes_and_resumes(make_cfg):
-    whole_run, ev = pool_run(make_cfg, "pool")
+def test_the_pool_replays_a_kept_success_into_a_group_that_failed_follows_the_successes_and_resumes(make_cfg,
+                                                                                                    monkeypatch):
+    from workbench.engine import grpo as grpo_module
+
+    ratios = []  # per step, the PPO ratio of the group's last row on its tokens (the row a replay takes)
+    loss_sum = grpo_module.grpo_loss_sum
+
+    def recorded(logp, old, advantages, mask, *args, **kwargs):
+        ratios.append(torch.exp(logp.detach() - old)[-1][mask[-1] > 0])
+        return loss_sum(logp, old, advantages, mask, *args, **kwargs)
+
+    with monkeypatch.context() as patched:
+        patched.setattr(grpo_module, "grpo_loss_sum", recorded)
+        whole_run, ev = pool_run(make_cfg, "pool")
     rollouts, steps, mismatch = ev["rollout"], ev["step"], ev["policy_mismatch"]
     first = rollouts[0].task_pool
     # step 1: the first reply won (1 of 3 episodes), so it was kept; its group had a spread: nothing replayed
@@ -54,6 +67,9 @@ def test_the_pool_replays_a_kept_success_into_a_group_that_failed_follows_the_su
     for ro, st, m in zip(later, steps[1:], mismatch[1:]):
         # the replayed row is trained (in the step's tokens) but no sampler drew it: not in the mismatch
         assert m.tokens < st.tokens == round(ro.completion_tokens_mean * 3)
+    # ... and it is trained as on-policy: its old log-probabilities are the trainer's own, its PPO ratio 1 on every
+    # token (not the ratio to the sampler's log-probabilities of the completion it replaced)
+    assert len(ratios) == 4 and all(len(r) and bool((r == 1.0).all()) for r in ratios[1:]), ratios
     # the pool follows the agent's own episodes: the replayed wins do not count, open_app's success falls
     assert [r.task_pool["families"]["open_app"]["success"] for r in rollouts] == pytest.approx([1 / 3, 1 / 6, 1 / 9,
                                                                                                 1 / 12])

@@ -172,3 +172,20 @@ def test_rl_lang_cn_sends_the_chinese_prompt_in_every_prompt_and_every_played_tu
     played = [p for p in fresh if len(p.task.oracle()) > 1][:1]
     assert s(played, [played[0].reference]).rewards["episode_success"] == [1.0]
     assert seen and set(seen) == {cn}
+
+
+def test_rl_step_discount_prices_each_sampled_step_by_the_steps_left_after_it(tasks):
+    """rl.step_discount 0.5 with rl.step_advantage_weight (scale_rewards none): three replies to a task's first screen
+    (one anchor group), two that win in the oracle's n steps and one that gives up; a win's return at the sampled step
+    is 0.5^(n - 1), so the step advantages are that return less the group's mean."""
+    task = next(t for t in tasks if len(t.oracle()) >= 3)
+    s = scorer_for(load_config(None, {"training.method": "grpo", "lora.dropout": 0, "rl.prompts": "phone_tasks",
+                                      "rl.tasks": task.id, "rl.screen_size": "112x252", "rl.date": "2026-12-01",
+                                      "rl.rewards": {"episode_success": 1.0}, "rl.step_advantage_weight": 0.5,
+                                      "rl.step_discount": 0.5, "rl.scale_rewards": "none"}))
+    s.continuation = OraclePolicy([task])
+    p = s.prompts[0]
+    scored = s([p, p, p], [p.reference, p.reference, WRONG])
+    won = 0.5 ** (len(task.oracle()) - 1)
+    assert scored.successes == [True, True, False]
+    assert scored.step_advantages == pytest.approx([won / 3, won / 3, -2 * won / 3])
