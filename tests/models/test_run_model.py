@@ -135,3 +135,12 @@ def test_load_run_for_inference_keeps_a_qlora_runs_adapter_unmerged_on_its_nf4_b
     with torch.no_grad():
         torch.testing.assert_close(loaded.model(input_ids=ids).logits, reference(input_ids=ids).logits, rtol=0,
                                    atol=1e-4)
+
+
+def test_two_quantized_bases_are_the_same_whatever_the_order_their_kept_modules_are_named_in():
+    from workbench.config.schema import QuantizationSection
+    from workbench.models.run_model import _base_quantization
+
+    one = QuantizationSection(base="nf4", skip_modules=["visual", "lm_head"])
+    assert _base_quantization(one) == _base_quantization(QuantizationSection(base="nf4", skip_modules=["lm_head", "visual"]))
+    assert _base_quantization(one) != _base_quantization(QuantizationSection(base="nf4", skip_modules=["lm_head"]))

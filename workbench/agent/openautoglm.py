@@ -23,12 +23,11 @@ from __future__ import annotations
 import base64
 import contextlib
 import io
-import math
 from dataclasses import dataclass, field
 from typing import Optional, Sequence
 
 from ..phone.actions import Action, format_action
-from ..phone.openautoglm import TOUCH_SIZE
+from ..phone.openautoglm import TOUCH_SIZE, grid_point
 from ..phone.conversation import DEFAULT_LANG, MAX_STEPS
 from ..phone.sim import PHONE_SIZE, SimPhone, app_package
 from ..phone.state import PhoneState
@@ -49,12 +48,6 @@ def _runtime():
     return phone_agent
 
 
-def _grid(pixel: int, size: int) -> int:
-    """The 0-999 grid point the runtime turned into ``pixel`` (``int(v / 1000 * size)``): the smallest such, which is
-    the only one when ``size`` >= 1000; a pixel off the screen gives a point off the grid (it hits nothing)."""
-    return math.ceil(pixel * 1000 / size)
-
-
 class SimDevice:
     """The functions of the runtime's device module (``phone_agent.adb``: screenshot, current app, gestures, keys,
     launch, the ADB keyboard) on a simulated phone. ``executed``: each action it carried out, as an ``Action``."""
@@ -70,7 +63,7 @@ class SimDevice:
 
     def _point(self, x: int, y: int) -> list[int]:
         width, height = self.touch_size
-        return [_grid(x, width), _grid(y, height)]
+        return [grid_point(x, width), grid_point(y, height)]
 
     # -- what the runtime reads -----------------------------------------------------------------------------------
     def get_screenshot(self, device_id: Optional[str] = None, timeout: int = 10):

@@ -156,4 +156,4 @@ def _base_quantization(section: QuantizationSection) -> tuple:
     """What makes two quantized bases the same (QAT is no part of the base: its adapters serve on the plain one)."""
     if section.base == "none":
         return ("none",)
-    return (section.base, tuple(section.skip_modules), section.double_quant if section.base == "nf4" else None)
+    return (section.base, tuple(sorted(set(section.skip_modules))), section.double_quant if section.base == "nf4" else None)

@@ -418,7 +418,13 @@ def _touch_point(value, size: tuple[int, int] = TOUCH_SIZE) -> Optional[list]:
         pixels = [int(value[0] / 1000 * size[0]), int(value[1] / 1000 * size[1])]
     except (TypeError, IndexError, KeyError):
         return None
-    return [-(-p * 1000 // s) for p, s in zip(pixels, size)]
+    return [grid_point(p, s) for p, s in zip(pixels, size)]
+
+
+def grid_point(pixel: int, size: int) -> int:
+    """The 0-999 grid point the runtime turned into ``pixel`` (``int(v / 1000 * size)``): the smallest such, which is
+    the only one when ``size`` >= 1000; a pixel off the screen gives a point off the grid (it hits nothing)."""
+    return -(-pixel * 1000 // size)
 
 
 def _handled(kwargs: dict):
