@@ -114,7 +114,8 @@ def test_seed_import_validates_as_a_runconfig_for_gpus(tmp_path, monkeypatch):
 
 
 def gpu_policy(cfg):
-    from workbench.precision import Hardware, resolve_policy
+    from workbench.hardware import Hardware
+    from workbench.precision import resolve_policy
 
     return resolve_policy(cfg.precision, Hardware.gpu(), cfg.lora.enabled, cfg.model.dtype)
 

@@ -100,7 +100,7 @@ def replay_numerics(device) -> dict:
     import torch
     import transformers
 
-    from ..engine.environment import cpu_class
+    from ..hardware import cpu_class
 
     device = torch.device(device)
     return {"device": str(device), "torch": torch.__version__, "transformers": transformers.__version__,

@@ -172,7 +172,7 @@ def grounding(args) -> dict:
     from ..forward.generate import greedy_replies
     from ..models import load_for_inference
     from ..phone.actions import in_box
-    from ..precision import resolve_device
+    from ..hardware import resolve_device
 
     rng = random.Random(args.seed)
     with open(resolve_sample_path(args.rows), encoding="utf-8") as f:

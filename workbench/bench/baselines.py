@@ -102,7 +102,7 @@ def own_successes(recipe, start_model: Path, run_dir: Path, progress: bool) -> t
     from ..models import load_for_inference
     from ..phone.screen import parse_size
     from ..phone.tasks import select_tasks
-    from ..precision import resolve_device
+    from ..hardware import resolve_device
     from ..runs.layout import EPISODES_DIR
 
     rl = recipe.run_config({"model.source": str(start_model)}).rl

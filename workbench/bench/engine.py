@@ -37,7 +37,8 @@ def _prepared(cfg):
     """Model with LoRA, tokenized examples and the precision policy, built as the engine builds them."""
     from ..data import load_training_examples
     from ..engine.build import build_model
-    from ..precision import resolve_device, resolve_precision
+    from ..hardware import resolve_device
+    from ..precision import resolve_precision
 
     device = resolve_device(cfg.device)
     precision = resolve_precision(cfg, device)

@@ -80,7 +80,8 @@ def _reset_hwm() -> bool:
 def _build(args):
     from ..config import load_config
     from ..engine.build import build_model
-    from ..precision import resolve_device, resolve_precision
+    from ..hardware import resolve_device
+    from ..precision import resolve_precision
 
     cfg = load_config(None, {"model.source": args.model, "precision.mode": args.precision, "data.eval": None,
                              "lora.dropout": 0.0, "memory.loss_chunk_tokens": args.chunk_tokens,

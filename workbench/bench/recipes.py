@@ -110,7 +110,7 @@ def evaluate_episodes(evaluation: Evaluation, run_dir: Path, progress: bool, bas
     paired with the start; ``comparisons`` gets the evaluation's ``Comparison``; the base metrics returned are then
     the best of the start and the baselines (what a claim over the start must beat)."""
     from ..models import load_run_for_inference
-    from ..precision import resolve_device
+    from ..hardware import resolve_device
     from ..runs.layout import base_model
     from .baselines import LABELS, Comparison
 
@@ -151,7 +151,7 @@ def judge_models(evaluation: Evaluation, run_dir: Path, models: list, progress: 
     from ..agent.judging import in_process
     from ..agent.store import folder_name, replay_key, replay_numerics
     from ..phone.tasks import select_tasks
-    from ..precision import resolve_device
+    from ..hardware import resolve_device
     from ..runs.layout import EPISODES_DIR, run_config
 
     tasks = select_tasks(evaluation.data)
@@ -301,7 +301,7 @@ def run_recipe(recipe: Recipe, overrides: dict, runs_dir: Path, progress: bool =
                start_run: Optional[Path] = None) -> Outcome:
     """Train and evaluate ``recipe`` here (or say why this machine cannot). ``start_run``: for a recipe that
     starts from another, a run of that recipe to start from (else it is trained first)."""
-    from ..engine.environment import machine_memory
+    from ..hardware import machine_memory
 
     out = Outcome(recipe)
     out.skipped = recipe.requirements.unmet(*machine_memory())
@@ -543,7 +543,7 @@ def main(argv: Optional[list[str]] = None) -> int:
     except ConfigError as err:
         print(f"error: {err}", file=sys.stderr)
         return 2
-    from ..engine.environment import cpu_class
+    from ..hardware import cpu_class
 
     print(f"[recipes] load average at start {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores of {cpu_class()}",
           flush=True)

@@ -46,7 +46,8 @@ def _import(args) -> int:
 def _export(args) -> int:
     from ..config import load_config
     from ..distributed.ds_config import export_notes, to_deepspeed_config
-    from ..precision import Hardware, resolve_policy
+    from ..hardware import Hardware
+    from ..precision import resolve_policy
 
     cfg = load_config(args.config, args.set)
     # The file is for the user's GPUs, not this machine: resolve precision for them.

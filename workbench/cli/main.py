@@ -112,7 +112,7 @@ def _cmd_train(args) -> int:
             print(f"note: {key}: null, so {value:g} ({why}); set {key} to choose", file=sys.stderr)
         return 0
     if args.recipe:
-        from ..engine.environment import machine_memory
+        from ..hardware import machine_memory
 
         unmet = _recipe(args).requirements.unmet(*machine_memory())
         if unmet:

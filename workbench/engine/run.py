@@ -33,7 +33,8 @@ from ..models import merged_model
 from ..models.processor import save_processor_files
 from ..plan import MEASURED_NAMES, predict_for_run
 from ..plan.arch import resolved_learning_rate
-from ..precision import PrecisionPolicy, count_target_tokens, resolve_device, resolve_precision, window_loss_divisor
+from ..hardware import describe_hardware, resolve_device
+from ..precision import PrecisionPolicy, count_target_tokens, resolve_precision, window_loss_divisor
 from ..runs.layout import (
     ADAPTER_DIR, CHECKPOINTS_DIR, CONFIG_FILE, EVENTS_FILE, FOREGROUND_PID, LAUNCHED_ENV, MERGED_DIR, MODEL_DIR, STOP_FILE,
     new_run_dir, refuse_existing_run,
@@ -42,7 +43,7 @@ from . import memory
 from .build import build_model
 from .census import parameter_census
 from .checkpoint import TrainState, list_checkpoints, load_checkpoint, rng_state, save_checkpoint
-from .environment import hardware, versions
+from .environment import versions
 from .grpo import GrpoStep, Trainee
 from .observers import Observer, RunView
 from .schedule import lr_factor
@@ -323,7 +324,7 @@ class _Engine:
         t_start = time.time()
         start_step = self.state.step
         self.emit_run(RunStarted(
-            run_dir=str(self.run_dir), config=config_to_dict(cfg), hardware=hardware(self.device), versions=versions(),
+            run_dir=str(self.run_dir), config=config_to_dict(cfg), hardware=describe_hardware(self.device), versions=versions(),
             precision=self.precision.to_dict(), total_steps=s.max_steps, start_step=start_step,
             data={"train": self.train_stats.to_dict(), "eval": self.eval_stats.to_dict() if self.eval_stats else None}))
         if self.rule_reports:
