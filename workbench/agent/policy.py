@@ -108,7 +108,7 @@ class InProcessPolicy:
         self.max_tokens, self.batch_size, self.autocast = max_tokens, batch_size, autocast  # autocast: a run's policy
 
     def __call__(self, conversations: list[list[dict]]) -> list[ModelReply]:
-        from ..data.multimodal import resolve_images
+        from ..image_io import resolve_images
         from ..forward.generate import greedy_replies
 
         answers = greedy_replies(self.model, self.tokenizer, [resolve_images(c) for c in conversations],

@@ -21,7 +21,7 @@ import datetime
 from dataclasses import dataclass
 from typing import Callable, Optional, Sequence
 
-from ..data.multimodal import image_data_url, png_bytes
+from ..image_io import image_data_url, png_bytes
 from ..phone.actions import format_action, split_answer
 from ..phone.openautoglm import runtime_split
 from ..phone.env import PhoneEnv

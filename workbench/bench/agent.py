@@ -88,7 +88,8 @@ def throughput(args) -> dict:
 def tokens(args) -> dict:
     import base64
 
-    from ..data.multimodal import encode_chat, image_data_url, png_bytes, resolve_images
+    from ..data.multimodal import encode_chat
+    from ..image_io import image_data_url, png_bytes, resolve_images
     from ..models import load_tokenizer, packaged
     from ..models.processor import image_token_count
     from ..phone.actions import format_action

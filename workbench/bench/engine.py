@@ -44,7 +44,7 @@ def _prepared(cfg):
     precision = resolve_precision(cfg, device)
     built = build_model(cfg, precision, device)
     examples, _ = load_training_examples(cfg.data.train, built.tokenizer, cfg.data.max_length)
-    return built.model, built.tokenizer, examples, policy
+    return built.model, built.tokenizer, examples, precision
 
 
 def _batches(cfg, examples, tokenizer, n_steps):

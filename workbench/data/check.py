@@ -24,7 +24,8 @@ from ..config.files import UnreadableFile, binary_lines, decode_line
 from ..phone.actions import GRID, POINT_ACTIONS, ActionSyntaxError, in_box, parse_action, split_answer
 from ..phone.conversation import FORMAT_NAME, LEGACY_FORMAT_NAME, runtime_problems
 from .formats import row_to_messages
-from .multimodal import ImageSourceError, encode_chat, has_images, load_image, resolve_images
+from ..image_io import ImageSourceError, load_image, resolve_images
+from .multimodal import encode_chat, has_images
 from .tokenize import tokenize_messages
 
 ACTION_MODES = ("auto", "all", "none")

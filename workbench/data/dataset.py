@@ -13,7 +13,8 @@ from ..config.files import UnreadableFile, binary_lines, decode_line
 from ..phone.uitree import shuffled_layout
 from .tokenize import IGNORE_INDEX
 from .formats import DataError, row_to_messages
-from .multimodal import encode_chat, has_images, resolve_images, vision_batch
+from ..image_io import resolve_images
+from .multimodal import encode_chat, has_images, vision_batch
 from .tokenize import TokenizedExample, tokenize_messages
 
 

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any, Sequence
 
 from .check import check_file
-from .multimodal import _SCHEME
+from ..image_io import url_scheme
 
 
 @dataclass
@@ -33,8 +33,7 @@ def _moved(url: Any, source_dir: Path, out_dir: Path) -> Any:
     rest (absolute paths, data: URLs, what is no string) as it is."""
     if not isinstance(url, str) or not url.strip() or Path(url).is_absolute():
         return url
-    match = _SCHEME.match(url)
-    if match and len(match.group(1)) > 1:  # data: (or a scheme the checks refused already)
+    if url_scheme(url):  # data: (or a scheme the checks refused already)
         return url
     return os.path.relpath(source_dir / url, out_dir)
 

@@ -18,7 +18,7 @@ from typing import Any, Callable, ContextManager, Optional, Protocol, Sequence
 
 import torch
 
-from ..data.multimodal import resolve_images
+from ..image_io import resolve_images
 from ..events.schema import PolicyMismatch, Rollout
 from ..forward import token_logprobs
 from ..forward.generate import Rollouts, model_stop_token_ids, sample_completions

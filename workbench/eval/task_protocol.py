@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Optional, Protocol
 
 from ..data.formats import DataError, row_to_messages, without_weights
-from ..data.multimodal import inline_images
+from ..image_io import inline_images
 from ..serve.remote import ModelReply
 
 

@@ -8,7 +8,6 @@ episode folders of a runs directory to compare."""
 from __future__ import annotations
 
 import html
-import io
 from pathlib import Path
 from typing import Optional, Sequence
 
@@ -17,7 +16,7 @@ from PIL import Image
 
 from ..agent.episode import Episode, Turn
 from ..agent.store import episode_folders, read_episodes
-from ..data.multimodal import png_bytes
+from ..image_io import image_from_bytes, png_bytes
 from .drawing import draw_action
 
 
@@ -92,7 +91,7 @@ class EpisodeReplay(W.VBox):
         name = step.screenshot if step else episode.final_screenshot
         if data is None and name is not None and self.folder is not None:
             data = (self.folder / name).read_bytes()
-        return Image.open(io.BytesIO(data)) if data is not None else None
+        return image_from_bytes(data) if data is not None else None
 
     def show(self, step: Optional[int] = None) -> None:
         """Position ``step`` (1..steps: what the model saw and did; steps + 1: the end)."""

@@ -13,7 +13,6 @@ Clicks reach the kernel only while it is idle: record in a cell of its own, not 
 """
 from __future__ import annotations
 
-import base64
 import html
 from pathlib import Path
 from typing import Optional, Sequence
@@ -23,6 +22,7 @@ import ipywidgets as W
 import traitlets
 
 from ..agent.demonstrate import DIRECTIONS, DemonstrationError, Demonstrator
+from ..image_io import image_data_url
 from ..phone.sim import PHONE_SIZE
 from ..phone.tasks import TASKS, PhoneTask
 
@@ -111,7 +111,7 @@ class PhoneScreen(anywidget.AnyWidget):
         self.on_msg(lambda _widget, content, _buffers: self.gesture(content))
 
     def show(self, png: bytes) -> None:
-        self.src = "data:image/png;base64," + base64.b64encode(png).decode("ascii")
+        self.src = image_data_url(png)
         self.frame += 1
 
     def on_gesture(self, handler) -> None:
