@@ -139,6 +139,20 @@ def test_export_round_trip(tmp_path):
         assert back.overrides[key] == getattr(getattr(cfg, section), field), key
 
 
+def test_the_deepspeed_config_writes_the_optimizer_the_engine_builds(tmp_path):
+    import torch
+
+    from workbench.distributed.ds_config import to_deepspeed_config
+    from workbench.engine.step import build_optimizer
+
+    cfg = load_config(None, base_overrides(tmp_path, **{"schedule.learning_rate": 2e-4, "schedule.weight_decay": 0.01}))
+    group = build_optimizer([torch.nn.Parameter(torch.zeros(2))], cfg.schedule).param_groups[0]
+    ds = to_deepspeed_config(cfg, gpu_policy(cfg))["optimizer"]
+    assert ds["type"] == "AdamW"
+    assert ds["params"] == {"lr": group["lr"], "weight_decay": group["weight_decay"], "betas": list(group["betas"]),
+                            "eps": group["eps"]}
+
+
 def test_export_fp16_is_dynamic_and_backs_off_every_overflow(tmp_path):
     from workbench.distributed.ds_config import to_deepspeed_config
 

@@ -76,6 +76,7 @@ def run_bare(args) -> dict:
     engine's (``workbench.forward``), so the two differ only in what the engine does around the step."""
     import torch
 
+    from ..engine.step import build_optimizer
     from ..forward import batch_loss_sum
     from ..precision import count_target_tokens, window_loss_divisor
 
@@ -83,7 +84,7 @@ def run_bare(args) -> dict:
     model, tok, examples, precision = _prepared(cfg)
     model.train()
     params = [p for p in model.parameters() if p.requires_grad]
-    opt = torch.optim.AdamW(params, lr=cfg.schedule.learning_rate, foreach=True)
+    opt = build_optimizer(params, cfg.schedule)
     scaler = precision.make_grad_scaler()
     batches = _batches(cfg, examples, tok, args.warmup + args.steps)
     t0 = None

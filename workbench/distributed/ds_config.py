@@ -14,8 +14,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Optional
 
-ADAMW_BETAS = (0.9, 0.999)  # torch AdamW defaults: what the workbench trains with
-ADAMW_EPS = 1e-8
+from ..config.optimizer import ADAMW_BETAS, ADAMW_EPS, OPTIMIZER, optimizer_settings
+
 
 
 class DeepSpeedConfigWarning(UserWarning):
@@ -131,7 +131,7 @@ def _import_optimizer(opt: dict, out: DeepSpeedImport) -> None:
     o = out.overrides
     kind = str(opt.get("type", ""))
     if kind.lower() not in ("adamw", "adam"):
-        _warn(out, "optimizer.type", f"{kind!r}: the workbench trains with AdamW; only lr and weight_decay carry over")
+        _warn(out, "optimizer.type", f"{kind!r}: the workbench trains with {OPTIMIZER}; only lr and weight_decay carry over")
     params = opt.get("params") or {}
     for key in params:
         if key not in ADAM_PARAMS:
@@ -252,8 +252,7 @@ def to_deepspeed_config(cfg, precision, world_size: Optional[int] = None) -> dic
         "train_micro_batch_size_per_gpu": s.micro_batch_size,
         "gradient_accumulation_steps": s.grad_accum_steps,
         "gradient_clipping": p.max_grad_norm or 0.0,
-        "optimizer": {"type": "AdamW", "params": {"lr": resolved_learning_rate(cfg, precision), "weight_decay": s.weight_decay,
-                                                  "betas": list(ADAMW_BETAS), "eps": ADAMW_EPS}},
+        "optimizer": {"type": OPTIMIZER, "params": _json_settings(s, resolved_learning_rate(cfg, precision))},
         "scheduler": {"type": "WarmupCosineLR", "params": {
             "total_num_steps": s.max_steps, "warmup_num_steps": s.resolved_warmup_steps, "warmup_type": "linear",
             "warmup_min_ratio": 0.0, "cos_min_ratio": s.min_lr_ratio}},
@@ -273,6 +272,11 @@ def to_deepspeed_config(cfg, precision, world_size: Optional[int] = None) -> dic
     if sh.offload == "optimizer+params":
         zero["offload_param"] = {"device": "cpu", "pin_memory": True}
     return out
+
+
+def _json_settings(schedule, learning_rate: float) -> dict:
+    """The run's optimizer settings (``config.optimizer``) as JSON values: DeepSpeed's optimizer.params."""
+    return {k: list(v) if isinstance(v, tuple) else v for k, v in optimizer_settings(schedule, learning_rate).items()}
 
 
 def export_notes(cfg) -> list[str]:

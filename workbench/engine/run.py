@@ -47,6 +47,7 @@ from .environment import versions
 from .grpo import GrpoStep, Trainee
 from .observers import Observer, RunView
 from .schedule import lr_factor
+from .step import build_optimizer
 
 
 
@@ -122,9 +123,7 @@ class _Engine:
                                                                 d.skip_bad_rows, d.system_prompt, self.processor)
         s = cfg.schedule
         self.strategy = make_strategy(cfg, self.ctx, self.precision, self.device)
-        self.strategy.prepare(built.model, lambda params: torch.optim.AdamW(params, lr=s.learning_rate,
-                                                                             weight_decay=s.weight_decay, foreach=True),
-                              built.rules.fp32_modules)
+        self.strategy.prepare(built.model, lambda params: build_optimizer(params, s), built.rules.fp32_modules)
         self.model = self.strategy.model  # forward goes through the wrapper (DDP, FSDP root, DeepSpeed engine)
         self.optimizer = self.strategy.optimizer
         self.scheduler = torch.optim.lr_scheduler.LambdaLR(
