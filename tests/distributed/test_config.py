@@ -80,7 +80,7 @@ def test_all_problems_reported_at_once(tmp_path):
 # ---- DeepSpeed JSON ---------------------------------------------------------------------------------
 
 def test_seed_deepspeed_config_imports_with_the_two_warnings(tmp_path):
-    from workbench.distributed.ds_config import DeepSpeedConfigWarning, import_deepspeed_config
+    from workbench.config.deepspeed_import import DeepSpeedConfigWarning, import_deepspeed_config
 
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
@@ -102,7 +102,7 @@ def test_seed_deepspeed_config_imports_with_the_two_warnings(tmp_path):
 
 def test_seed_import_validates_as_a_runconfig_for_gpus(tmp_path, monkeypatch):
     import workbench.config.schema as schema
-    from workbench.distributed.ds_config import import_deepspeed_config
+    from workbench.config.deepspeed_import import import_deepspeed_config
 
     monkeypatch.setattr(schema, "_visible_gpus", lambda: 2)  # the article's 2x RTX 4090
     with warnings.catch_warnings():
@@ -121,7 +121,8 @@ def gpu_policy(cfg):
 
 
 def test_export_round_trip(tmp_path):
-    from workbench.distributed.ds_config import import_deepspeed_config, to_deepspeed_config
+    from workbench.config.deepspeed_import import import_deepspeed_config
+    from workbench.distributed.ds_config import to_deepspeed_config
 
     cfg = load_config(None, base_overrides(tmp_path, **{"sharding.strategy": "deepspeed", "sharding.deepspeed_stage": 2,
                                                         "sharding.nproc_per_node": 2, "precision.mode": "bf16",

@@ -32,7 +32,7 @@ def _import(args) -> int:
     import yaml
 
     from ..config import apply_overrides
-    from ..distributed.ds_config import import_deepspeed_file
+    from ..config.deepspeed_import import import_deepspeed_file
 
     result = import_deepspeed_file(args.file, args.world_size, "file")  # a ConfigError: main prints it, exit 2
     print(yaml.safe_dump(apply_overrides({}, result.overrides), sort_keys=False), end="")

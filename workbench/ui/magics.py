@@ -1,14 +1,14 @@
 """IPython magics: ``%load_ext workbench``, then
 
     %workbench [--runs-dir DIR]                     the dashboard (config, plan, launch & monitor, runs, chat)
-    %%workbench_train [--wait] [--name VAR] [--set KEY=VALUE] [--section.field VALUE ...]
+    %%workbench_train [--wait] [--name VAR] [--recipe NAME] [--deepspeed FILE] [--set KEY=VALUE] [--section.field VALUE ...]
     <a YAML run configuration>                      launched in a worker process, its monitor shown
     %workbench_runs [--runs-dir DIR]                the runs and their status
     %workbench_chat [--server URL] [--max-tokens N] [--runs-dir DIR] MODEL PROMPT   (quote a PROMPT ending in ?)
 
 The cell of ``%%workbench_train`` is what ``workbench train --config FILE`` reads, and the magic line takes the
-command's overrides (``--lora.r 8``, ``--set precision.mode=fp16``), so a cell and a command line mean the
-same run. The magics only compose the panels, the launcher and the chat client; nothing here trains in the
+command's other inputs (``--recipe``, ``--deepspeed``, ``--set precision.mode=fp16``, ``--lora.r 8``, ``--nproc 2``),
+assembled in the same place (``config.assemble``), so a cell and a command line mean the same run. The magics only compose the panels, the launcher and the chat client; nothing here trains in the
 kernel, and ipywidgets is imported only by the magics that show a widget.
 """
 from __future__ import annotations
@@ -22,7 +22,7 @@ from typing import Any, Optional
 from IPython.core.error import UsageError
 from IPython.core.magic import Magics, cell_magic, line_magic, magics_class
 
-from ..config import ConfigError, RunConfig, apply_overrides, config_from_dict, mapping_from_text
+from ..config import ConfigError, RunConfig, mapping_from_text
 
 DEFAULT_RUNS_DIR = RunConfig().output.runs_dir
 # %workbench_chat: options first, then the model, then the prompt as typed (quotes and all)
@@ -46,26 +46,35 @@ class MagicArgumentParser(argparse.ArgumentParser):
 
 
 def _train_parser() -> MagicArgumentParser:
-    from ..config.flags import add_config_arguments
+    from ..config.assemble import add_run_input_arguments
 
     p = MagicArgumentParser(prog="%%workbench_train", description="Launch the run configured by the cell (YAML, "
                             "as in workbench train --config), overridden by the flags of this line.")
     p.add_argument("--wait", action="store_true", help="block until the run ends (the monitor keeps drawing)")
     p.add_argument("--timeout", type=float, default=None, help="with --wait: give up waiting after this many seconds")
     p.add_argument("--name", metavar="VAR", help="store the run's monitor (.handle: status, stop, wait) in this variable")
-    p.add_argument("--set", metavar="KEY=VALUE", action="append", default=[], help="dotted override, repeatable")
-    add_config_arguments(p)
+    add_run_input_arguments(p, config_file=False)
     return p
 
 
 def train_config(line: str, cell: str) -> tuple[RunConfig, argparse.Namespace]:
-    """The RunConfig of a ``%%workbench_train`` cell: its YAML, then --set overrides, then --section.field flags
-    (the precedence of ``workbench train``)."""
-    from ..config.flags import overrides_from_args
+    """The RunConfig of a ``%%workbench_train`` cell: the line's --recipe, the cell's YAML, the line's --deepspeed,
+    --set overrides and --section.field flags, assembled as ``workbench train`` assembles its inputs
+    (``config.assemble``); the DeepSpeed importer's warnings are printed. A recipe this machine cannot run is
+    refused, as the command refuses it."""
+    from ..config.assemble import assemble_settings, run_inputs
 
     args = _train_parser().parse_args(shlex.split(line))
-    data = mapping_from_text(cell, "the cell", "%%workbench_train")
-    return config_from_dict(apply_overrides(apply_overrides(data, args.set), overrides_from_args(args))), args
+    assembled = assemble_settings(run_inputs(args, mapping_from_text(cell, "the cell", "%%workbench_train")))
+    for notice in assembled.notices():
+        print(notice)
+    cfg = assembled.config()
+    if assembled.recipe is not None:
+        from ..hardware import machine_memory
+
+        if unmet := assembled.recipe.requirements.unmet(*machine_memory()):
+            raise ConfigError([("--recipe", f"recipe {args.recipe} {unmet}")])
+    return cfg, args
 
 
 def _runs_dir_parser(prog: str, description: str, usage: Optional[str] = None) -> MagicArgumentParser:
