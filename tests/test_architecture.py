@@ -51,7 +51,7 @@ def module_files(root: Path = PACKAGE_ROOT) -> dict[str, Path]:
 
 def package_exports(package: str, path: Path, modules) -> dict[str, str]:
     """{name: module} of the names a package's ``__init__`` hands out: re-exported imports and the values of a lazy
-    table (``{"train": "workbench.training"}`` or ``{"RunMonitor": "monitor"}``)."""
+    table (``{"train": "workbench.training"}`` or ``{"RunMonitor": "monitor_panel"}``)."""
     exports = {}
     for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
         if isinstance(node, ast.ImportFrom):

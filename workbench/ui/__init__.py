@@ -9,8 +9,8 @@ from __future__ import annotations
 import importlib
 
 # name -> module of this package that defines it, imported on first access
-_LAZY = {"Workbench": "dashboard", "ConfigPanel": "config_panel", "PlanPanel": "plan_panel", "RunMonitor": "monitor",
-         "RunsPanel": "runs_panel", "ChatComparePanel": "chat_panel", "RunState": "state", "EpisodeReplay": "episodes",
+_LAZY = {"Workbench": "dashboard", "ConfigPanel": "config_panel", "PlanPanel": "plan_panel", "RunMonitor": "monitor_panel",
+         "RunsPanel": "runs_panel", "ChatComparePanel": "chat_panel", "RunState": "run_state", "EpisodeReplay": "episodes",
          "EpisodeCompare": "episodes", "RecorderPanel": "recorder", "PrecisionCompare": "precision_compare",
          "PrecisionCompareView": "precision_compare_view"}
 __all__ = list(_LAZY)

@@ -10,7 +10,7 @@ from ..config import RunConfig, replace
 from ..plan import DEFAULT_DEVICES, DeviceSet
 from .chat_panel import ChatComparePanel
 from .config_panel import ConfigPanel
-from .monitor import RunMonitor
+from .monitor_panel import RunMonitor
 from .plan_panel import PlanPanel
 from .runs_panel import RunsPanel
 from .run_state import RunState

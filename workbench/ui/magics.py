@@ -163,7 +163,7 @@ class WorkbenchMagics(Magics):
             raise UsageError(str(err)) from None
         from IPython.display import display
 
-        from .monitor import RunMonitor
+        from .monitor_panel import RunMonitor
 
         monitor = RunMonitor()
         display(monitor)
