@@ -274,7 +274,7 @@ CYCLES_BEING_BROKEN: list[list[str]] = []
 
 
 def test_no_two_modules_reach_each_other():
-    """Within a package too, dependencies go one way (ui.export_chat reaches the chat panel through a protocol; the
+    """Within a package too, dependencies go one way (ui.chat_exports reaches the chat panel through a protocol; the
     eval task registry imports the scorers, which import only what a task is; the launcher and the worker it starts
     live in one module)."""
     found = module_cycles(module_edges())

@@ -19,8 +19,8 @@ import ipywidgets as W
 
 from ..serve.client import ChatReply, absorb_chunk, chat_model, served_models
 from ..serve.remote import prompt_messages
-from .episodes import EpisodesSection
-from .export_chat import ExportChatSection
+from .episodes_panel import EpisodesSection
+from .chat_exports import ExportChatSection
 from .view_helpers import ChatImage, Throttle, sample_screenshots
 
 MAX_MODELS = 3
@@ -91,9 +91,9 @@ class ChatComparePanel(W.VBox):
         if server is not None and not self.models.options:
             self.refresh_models()
 
-        # ---- exports of a run, each on a server of its own (workbench/ui/export_chat.py) ----
+        # ---- exports of a run, each on a server of its own (workbench/ui/chat_exports.py) ----
         self.export_models = ExportChatSection(self, runs_dir)
-        # ---- whole phone-agent episodes of two models, side by side (workbench/ui/episodes.py) ----
+        # ---- whole phone-agent episodes of two models, side by side (workbench/ui/episodes_panel.py) ----
         self.episodes = EpisodesSection(runs_dir)
         self.children = (*self.children, self.export_models, self.episodes)
 

@@ -148,7 +148,7 @@ class WorkbenchMagics(Magics):
             return
         from IPython.display import display
 
-        from .dashboard import Workbench
+        from .dashboard_panel import Workbench
 
         display(Workbench(runs_dir=args.runs_dir))
 

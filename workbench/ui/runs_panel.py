@@ -12,7 +12,7 @@ import plotly.graph_objects as go
 from ..config.loading import flat_fields
 from ..runs import RunRow, list_runs
 from ..runs.results import metric_rows, result_tasks
-from .export_section import ExportSection
+from .runs_export import ExportSection
 from .lab_settings import chart_template
 from .run_log import load_run_state
 from .run_state import RunState

@@ -1,7 +1,7 @@
 """Replay phone-agent episodes (``workbench agent run`` stores them): a step slider over the screens the model saw,
 its action drawn over the element it hit, its thinking and answer, what the phone did; at the end the final
 screen, how the episode ended and the final-state checks. At a step of an episode that did not succeed, *Correct from
-this step* opens the recorder panel (``workbench.ui.recorder``) with the phone in that step's state, to demonstrate
+this step* opens the recorder panel (``workbench.ui.recorder_panel``) with the phone in that step's state, to demonstrate
 the rest (a correction: the model's earlier steps stay as context). ``EpisodeCompare`` shows several models' episodes
 of one task side by side on one slider (base vs fine-tuned); ``EpisodesSection`` (in the chat compare panel) picks the
 episode folders of a runs directory to compare."""
@@ -117,7 +117,7 @@ class EpisodeReplay(W.VBox):
     def open_correction(self, step: Optional[int] = None):
         """The recorder panel under the replay, the phone in the state of ``step`` (default: the step shown) of the
         episode shown, its earlier steps kept as context; returns the panel."""
-        from .recorder import RecorderPanel
+        from .recorder_panel import RecorderPanel
 
         episode = self.episode
         step = step or self.slider.value
