@@ -169,6 +169,7 @@ def _tapped(reply: str) -> Optional[tuple[int, int]]:
 def grounding(args) -> dict:
     import random
 
+    from ..config.files import read_jsonl
     from ..config.samples import resolve_sample_path
     from ..forward.generate import greedy_replies
     from ..models import load_for_inference
@@ -176,8 +177,7 @@ def grounding(args) -> dict:
     from ..hardware import resolve_device
 
     rng = random.Random(args.seed)
-    with open(resolve_sample_path(args.rows), encoding="utf-8") as f:
-        rows = [json.loads(line) for line in f if line.strip()]
+    rows = read_jsonl(resolve_sample_path(args.rows))
     rng.shuffle(rows)
     probes = [p for p in (_tap_probe(row, rng) for row in rows) if p is not None][:args.limit]
     if not probes:

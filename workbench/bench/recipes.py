@@ -457,6 +457,7 @@ def starts_first(recipes: list[Recipe]) -> list[Recipe]:
 # ---- the README's results table -------------------------------------------------------------------------------
 
 def _rows_of(evaluation: Evaluation) -> str:
+    from ..config.files import jsonl_lines
     from ..eval import get_task
 
     if evaluation.task == EPISODE_TASK:
@@ -465,7 +466,7 @@ def _rows_of(evaluation: Evaluation) -> str:
         return f"{len(select_tasks(evaluation.data))} `{evaluation.data}` tasks, whole episodes ({evaluation.observation})"
 
     data = Path(evaluation.data) if evaluation.data else get_task(evaluation.task).default_data
-    total = sum(1 for line in Path(data).read_text(encoding="utf-8").splitlines() if line.strip())
+    total = sum(1 for _ in jsonl_lines(data))
     n = min(total, evaluation.rows or total)
     try:
         shown = Path(data).resolve().relative_to(Path(data).resolve().parents[2])  # data_samples/SET/FILE

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any, Sequence
 
 from .check import check_file
+from ..config.files import read_jsonl
 from ..image_io import url_scheme
 
 
@@ -79,7 +80,7 @@ def merge_files(out: str | Path, inputs: Sequence[str | Path], repeat: dict | No
     with open(out, "w", encoding="utf-8") as fh:
         for path in inputs:
             source_dir = Path(path).parent.resolve()
-            rows = [json.loads(line) for line in Path(path).read_text(encoding="utf-8").splitlines() if line.strip()]
+            rows = read_jsonl(path)  # checked above: every line is a row
             times = repeat.get(str(Path(path)), 1)
             lines = [json.dumps(moved_row(row, source_dir, out_dir), ensure_ascii=False) for row in rows]
             for _ in range(times):
