@@ -22,6 +22,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Optional
 
+from ..user_output import text_table
+
 LABELS = {"base": "SFT start", "sft_continued": "SFT continued", "filtered_bc": "filtered BC", "tuned": "RL (the recipe)"}
 
 
@@ -138,9 +140,8 @@ def comparison_lines(recipe_name: str, comparisons: list[Comparison], baselines:
             paired = "-" if role == "base" else f"{r['only']} / {r['only_start']} (p {r['p']:.2g})"
             cells.append(f"{r['success']}/{r['n']}  {paired}")
         table.append(cells)
-    widths = [max(len(row[i]) for row in table) for i in range(len(header))]
     lines = [f"{recipe_name}: the same start, the same episodes, the same wall time"]
-    lines += ["  " + "  ".join(c.ljust(w) for c, w in zip(row, widths)) for row in table]
+    lines += text_table(table, indent="  ")
     lines += [f"  {LABELS[b.role]}: {b.steps} steps in {b.train_s:.0f} s" + (f"; {b.note}" if b.note else "")
               if b.run_dir is not None else f"  {LABELS[b.role]}: not trained ({b.note})" for b in baselines]
     return lines

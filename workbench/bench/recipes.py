@@ -39,6 +39,7 @@ from ..config.loading import split_override
 from ..config.names import EPISODE_TASK
 from ..config.recipes import EDGE, Evaluation, Figure, Recipe, all_recipes, load_recipe
 from ..runs.layout import existing_run_dir
+from ..user_output import text_table
 from .baselines import comparison_lines
 
 README_BEGIN = "<!-- recipes table: python -m workbench.bench.recipes --readme README.md -->"
@@ -431,8 +432,7 @@ def format_outcomes(outcomes: list[Outcome], runs_kept: bool = True) -> str:
         for r in o.rows:
             expected = "-" if r.expected is None else r.expected.text()
             table.append([o.recipe.name, r.task, r.metric, _num(r.base), _num(r.value), expected, r.verdict])
-    widths = [max(len(row[i]) for row in table) for i in range(len(table[0]) - 1)]
-    lines = ["  ".join(c.ljust(w) for c, w in zip(row, widths)) + "  " + row[-1] for row in table]
+    lines = text_table(table)
     for o in outcomes:
         if o.skipped:
             continue

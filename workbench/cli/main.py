@@ -193,14 +193,9 @@ def _runs_parser(sub) -> None:
 
 
 def _cmd_runs(args) -> int:
-    from ..runs import list_runs
+    from ..runs import runs_table
 
-    rows = list_runs(args.runs_dir)
-    if not rows:
-        print(f"no runs in {args.runs_dir}")
-    for r in rows:
-        last = f"step {r.step} loss {r.loss:.4f}" if r.loss is not None else f"step {r.step}" if r.step else "no steps"
-        print(f"{r.name:<28} {r.status:<9} {last}")
+    print(runs_table(args.runs_dir))
     return 0
 
 

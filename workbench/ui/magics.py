@@ -111,21 +111,6 @@ def split_chat_line(line: str) -> tuple[str, str, str]:
     return options, model, prompt
 
 
-def runs_table(runs_dir: str | Path) -> str:
-    """The runs of ``runs_dir`` as a text table (name, status, step/total, last loss, model, precision)."""
-    from ..runs import list_runs
-
-    rows = list_runs(runs_dir)
-    if not rows:
-        return f"no runs in {runs_dir}"
-    lines = [f"{'run':<32} {'status':<9} {'step':>11} {'loss':>9}  {'model':<24} precision"]
-    for r in rows:
-        step = f"{r.step}/{r.total_steps}" if r.total_steps else str(r.step)
-        loss = f"{r.loss:.4f}" if r.loss is not None else "-"
-        lines.append(f"{r.name:<32} {r.status:<9} {step:>11} {loss:>9}  {r.model or '-':<24} {r.precision or '-'}")
-    return "\n".join(lines)
-
-
 @magics_class
 class WorkbenchMagics(Magics):
     def __init__(self, shell):
@@ -180,6 +165,8 @@ class WorkbenchMagics(Magics):
         """List the runs and their status: ``%workbench_runs [--runs-dir DIR]``."""
         args = self._parse(_runs_dir_parser("%workbench_runs", "List the runs and their status."), line)
         if args is not None:
+            from ..runs import runs_table
+
             print(runs_table(args.runs_dir))
 
     @line_magic
@@ -241,4 +228,4 @@ def load_ipython_extension(ipython) -> None:
     ipython.register_magics(WorkbenchMagics)
 
 
-__all__ = ["WorkbenchMagics", "load_ipython_extension", "runs_table", "split_chat_line", "train_config"]
+__all__ = ["WorkbenchMagics", "load_ipython_extension", "split_chat_line", "train_config"]
