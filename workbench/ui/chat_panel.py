@@ -54,7 +54,14 @@ class AnswerColumn(W.VBox):
 
 
 class ChatComparePanel(W.VBox):
-    """Pick 2-3 model ids the server lists, type a prompt, read the answers side by side."""
+    """Pick 2-3 model ids the server lists, type a prompt, read the answers side by side.
+
+    Args:
+        server: a ``ServerHandle`` to ask (or ``base_url``: an OpenAI-compatible server's URL).
+        models: the model ids offered before the server is asked (Refresh models lists the served ones).
+        max_tokens: the answers' length cap at the start.
+        runs_dir: where the exports and episodes sections look for runs.
+    """
 
     def __init__(self, server: Any = None, base_url: Optional[str] = None, models: Iterable[str] = (),
                  max_tokens: int = 128, runs_dir: str = "runs"):

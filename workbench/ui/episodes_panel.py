@@ -29,9 +29,16 @@ def _verdict(episode: Episode) -> str:
 class EpisodeReplay(W.VBox):
     def __init__(self, episodes: str | Path | Sequence[Episode] = (), title: Optional[str] = None, scale: int = 2,
                  picker: bool = True, corrections: str | Path = "demonstrations"):
-        """``episodes``: a folder ``workbench agent run`` wrote (its screenshots are read from it), or episodes in
-        memory (with their screenshots). ``scale`` enlarges small screens (112x252) for reading. ``corrections``: the
-        folder the recorder saves corrections to (beside any demonstrations recorded there)."""
+        """One model's episodes, a step at a time: the screen it saw, its reply, what the phone did.
+
+        Args:
+            episodes: a folder ``workbench agent run`` wrote (its screenshots are read from it), or episodes in memory
+                (with their screenshots).
+            title: the header (default: the episodes' model).
+            scale: enlarges small screens (112x252) for reading.
+            picker: show the episode picker (``EpisodeCompare`` picks for all its replays).
+            corrections: the folder the recorder saves corrections to (beside any demonstrations recorded there).
+        """
         self.folder = Path(episodes) if isinstance(episodes, (str, Path)) else None
         self.corrections = Path(corrections)
         self.episodes: list[Episode] = read_episodes(self.folder) if self.folder else list(episodes)
@@ -175,7 +182,12 @@ def _tree_html(tree: str, element: Optional[str]) -> str:
 
 
 class EpisodeCompare(W.VBox):
-    """Several models' episodes of the same task side by side, one task picker and one step slider for all."""
+    """Several models' episodes of the same task side by side, one task picker and one step slider for all.
+
+    Args:
+        sources: model name -> its episodes (a folder or episodes in memory, as ``EpisodeReplay`` takes them).
+        scale: enlarges small screens for reading.
+    """
 
     def __init__(self, sources: dict[str, str | Path | Sequence[Episode]], scale: int = 2):
         self.replays = {name: EpisodeReplay(source, title=name, scale=scale, picker=False)

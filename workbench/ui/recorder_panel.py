@@ -142,9 +142,16 @@ def _button(label: str, css: str, icon: str = "", width: str = "auto") -> W.Butt
 
 
 class RecorderPanel(W.VBox):
-    """Demonstrate tasks on a phone; each finished demonstration is saved in ``folder`` (an episode folder).
-    ``device``: ``"sim"`` (default, a simulated phone of ``size`` pixels), ``"adb:SERIAL"`` (a real phone; ``adb_host``
-    / ``adb_port``: the ADB server) or a device object. ``width``: the screen's width on the page, in pixels."""
+    """Demonstrate tasks on a phone; each finished demonstration is saved as an episode.
+
+    Args:
+        folder: the episode folder demonstrations are saved in.
+        device: ``"sim"`` (default: a simulated phone), ``"adb:SERIAL"`` (a real phone) or a device object.
+        size: the simulated phone's size in pixels.
+        width: the screen's width on the page, in pixels.
+        tasks: the tasks offered (the simulated phone judges them on its final state).
+        adb_host, adb_port: the ADB server of a real phone.
+    """
 
     def __init__(self, folder: str | Path = "demonstrations", device=None, size: tuple[int, int] = PHONE_SIZE,
                  width: int = 270, tasks: Sequence[PhoneTask] = TASKS, adb_host: str = "127.0.0.1",

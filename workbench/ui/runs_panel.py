@@ -37,6 +37,14 @@ def config_diff(configs: dict[str, dict]) -> dict[str, dict]:
 
 
 class RunsPanel(W.VBox):
+    """The runs of a runs directory: their rows, attach one to the monitor, compare loss curves, configs and task
+    metrics, export one.
+
+    Args:
+        runs_dir: the runs directory listed.
+        monitor: the ``RunMonitor`` that Attach monitor watches the selected run in (None: no Attach).
+    """
+
     def __init__(self, runs_dir: str = "runs", monitor=None):
         self.monitor = monitor
         self.runs: list[RunRow] = []
