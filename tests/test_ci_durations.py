@@ -20,19 +20,45 @@ _spec.loader.exec_module(ci_durations)
 TOLERANCE = ci_durations.MARGIN
 
 
+def stated() -> dict:
+    return json.loads((REPO / ".ci" / "durations.json").read_text(encoding="utf-8"))
+
+
 def measured() -> dict:
-    return json.loads((REPO / ".ci" / "durations.json").read_text(encoding="utf-8"))["steps"]
+    """Every stated step's time: CI's, the parts timed inside them, the nightly ones."""
+    return ci_durations.stated_steps(stated())
 
 
 HERE = ci_durations.cpu_class()  # this machine's class: the stated times are held on it
 ELSEWHERE = "avx2" if HERE != "avx2" else "avx512_bf16"
 
 
+def _listed(run: str, name: str) -> list[str]:
+    return re.search(rf'^{name}="([\w ]+)"$', run, re.M).group(1).split()
+
+
 def test_every_step_of_ci_is_measured_and_cited():
-    run = (REPO / ".ci" / "run").read_text(encoding="utf-8")
-    steps = set(re.findall(r"^\s*step (\w+) ", run, re.M))
-    assert steps == set(measured()), "every step .ci/run times has a measured time in .ci/durations.json, and only those"
-    assert steps <= {name for name, _ in CITED.findall(run)}, "each step's comment cites its time as [STEP: N s]"
+    run, times = (REPO / ".ci" / "run").read_text(encoding="utf-8"), stated()
+    top = re.findall(r"^run_step (\w+) ", run, re.M)
+    inside = re.findall(r"^\s+step (\w+) ", run, re.M)  # called within a step's function
+    assert set(top) | set(inside) == set(measured()), \
+        "every step .ci/run times has a stated time in .ci/durations.json, and only those"
+    assert _listed(run, "CI_STEPS") == list(times["steps"]) == [n for n in top if n in times["steps"]], \
+        "CI_STEPS, in order: .ci/durations.json's steps"
+    assert _listed(run, "NIGHTLY_STEPS") == list(times["nightly"]) and set(inside) == set(times["inside"])
+    assert set(top) | set(inside) <= {name for name, _ in CITED.findall(run)}, "each step's comment cites [STEP: N s]"
+    assert set(times["estimated"]) <= set(measured())
+
+
+def test_cis_stated_steps_with_the_announced_ones_fit_the_limit():
+    """CI's steps (their parts timed inside them counted once) and the budget of every step announced but not yet in
+    .ci/run sum to at most LIMIT_S: room left below CI's 90 minutes."""
+    times = stated()
+    total = ci_durations.ci_total(times)
+    assert total == sum(times["steps"].values()) + sum(
+        t for n, t in ci_durations.RESERVED.items() if n not in times["steps"])
+    assert total <= ci_durations.LIMIT_S, f"CI's stated steps take {total} s, more than {ci_durations.LIMIT_S} s"
+    assert ci_durations.ci_total({**times, "steps": {**times["steps"], "more": 900}}) > ci_durations.LIMIT_S
 
 
 @pytest.mark.parametrize("doc", [".ci/run", "docs/development.md"])
@@ -46,9 +72,10 @@ def test_cited_durations_are_within_25_percent_of_the_measured_ones(doc):
 
 
 def _ci_functions() -> str:
-    """.ci/run's own ``step`` and ``not_run`` functions, as the run defines them."""
+    """.ci/run's own ``step``, ``not_run`` and ``run_step`` functions, as the run defines them."""
     run = (REPO / ".ci" / "run").read_text(encoding="utf-8")
-    return "\n".join(re.search(rf"^{name}\(\) {{\n.*?^}}\n", run, re.M | re.S).group(0) for name in ("step", "not_run"))
+    return "\n".join(re.search(rf"^{name}\(\) {{\n.*?^}}\n", run, re.M | re.S).group(0)
+                     for name in ("step", "not_run", "run_step"))
 
 
 def _run_ci(tmp_path, stated: dict, script: str, measured_on: str = HERE) -> subprocess.CompletedProcess:
@@ -105,3 +132,20 @@ def test_the_margin_is_a_quarter_or_90_seconds_whichever_is_more_unless_a_step_s
     assert off({"system": 5}, {"system": 90}) == {} and list(off({"vllm": 585}, {"vllm": 131})) == ["vllm"]
     assert off({"agent": 0}, {"agent": 2807}, not_run=["agent"]) == {}
     assert off({"agent": 1872}, {"agent": 2807}) == {}  # its own margin: the seeds' spread
+
+
+def test_a_run_of_named_steps_runs_those_alone_and_compares_only_them(tmp_path):
+    """`bash .ci/run STEP ...` (how each step is timed alone): the steps not named are not run and not compared."""
+    script = 'SELECTED="quick"\nrun_step quick true\nrun_step other false\nrun_step recipes_and_demo false'
+    done = _run_ci(tmp_path, {"quick": 1, "other": 2000, "recipes_and_demo": 700, "demo": 100}, script)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert json.loads((tmp_path / "test-artifacts" / "ci-durations.json").read_text()) == {"quick": 0}
+    assert sorted(p.name for p in (tmp_path / "test-artifacts" / "ci-not-run").iterdir()) == \
+        ["bench", "demo", "other", "recipes_and_demo"]
+
+
+def test_the_run_refuses_a_step_it_does_not_have(tmp_path):
+    done = subprocess.run(["bash", str(REPO / ".ci" / "run"), "no_such_step"], cwd=tmp_path, capture_output=True,
+                          text=True, timeout=60)
+    assert done.returncode == 2 and "unknown step no_such_step" in done.stdout, done.stdout + done.stderr
+

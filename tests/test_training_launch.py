@@ -65,3 +65,26 @@ def test_a_killed_worker_is_reported_failed(make_cfg):
         _no_worker_left(handle)
     end = handle.events()[0][-1]
     assert end.type == "run_failed" and end.error_type == "WorkerDied" and "code -9" in end.error
+
+
+def test_a_distributed_run_of_a_hub_model_downloads_it_once_before_its_ranks(monkeypatch, tmp_path):
+    """The launcher fetches a hub model into the cache once; its ranks read the cache offline (no second download,
+    no two ranks racing); a local directory or a model built from code fetches nothing."""
+    from workbench.config import apply_overrides, config_from_dict
+    from workbench.training import ranks_env
+
+    def load_config(_, overrides, checks):
+        return config_from_dict(apply_overrides({}, overrides), checks=checks)
+
+    fetched = []
+    monkeypatch.setattr("huggingface_hub.snapshot_download", lambda repo_id, **kw: fetched.append(repo_id))
+    two = {"sharding.strategy": "ddp", "sharding.nproc_per_node": 2, "device": "cpu"}
+    assert ranks_env(load_config(None, {"model.source": "autoglm-phone-9b", **two}, checks=False)) == {"HF_HUB_OFFLINE": "1"}
+    assert fetched == ["zai-org/AutoGLM-Phone-9B"]
+    local = tmp_path / "AutoGLM-Phone-9B"
+    local.mkdir()
+    (local / "config.json").write_text("{}")
+    for source in (str(local), "tiny-glm4v"):
+        assert ranks_env(load_config(None, {"model.source": source, **two}, checks=False)) == {}
+    assert ranks_env(load_config(None, {"model.source": "autoglm-phone-9b"}, checks=False)) == {}  # one process
+    assert fetched == ["zai-org/AutoGLM-Phone-9B"]

@@ -61,8 +61,8 @@ def device_supports_bf16(device: torch.device) -> bool:
 
 
 def resolve_device(name: str) -> torch.device:
-    """The device a config's ``device`` names (``auto``: the GPU when one is visible); ConfigError naming ``device``
-    for one this machine does not have."""
+    """The device a config's ``device`` value names (``auto``: the first CUDA GPU when one is visible, else the CPU),
+    one resolution for training and inference; ConfigError naming ``device`` for a GPU that is not there."""
     if name == "auto":
         return torch.device("cuda" if torch.cuda.is_available() else "cpu")
     dev = torch.device(name)

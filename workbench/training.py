@@ -39,6 +39,16 @@ def train(cfg: RunConfig, run_dir: str | Path | None = None) -> RunResult:
     return run_engine(cfg, run_dir, observers=observers_for(cfg) + task_observers(cfg), scorer=scorer_for(cfg))
 
 
+def ranks_env(cfg: RunConfig) -> dict[str, str]:
+    """What the processes of a distributed run need to load its model without each downloading it: a hub model is
+    fetched once here, and its ranks read the cache offline (``HF_HUB_OFFLINE``)."""
+    from .models import fetch_hub_weights
+
+    if cfg.sharding.distributed and fetch_hub_weights(cfg.model.source):
+        return {"HF_HUB_OFFLINE": "1"}
+    return {}
+
+
 def launch(cfg: RunConfig, run_dir: str | Path | None = None, env: dict[str, str] | None = None) -> RunHandle:
     """Start ``cfg`` in a new worker process (a distributed ``sharding.strategy``: torchrun with its
     ranks); returns at once. The handle (``workbench.runs.RunHandle``) gives status, stop, wait and events;
@@ -60,6 +70,7 @@ def launch(cfg: RunConfig, run_dir: str | Path | None = None, env: dict[str, str
         config_path = run_dir / CONFIG_FILE
         command = [sys.executable, "-m", WORKER, str(run_dir)]
     save_config(cfg, config_path)
+    env = {**(env or {}), **ranks_env(cfg)}
     log = open(run_dir / f"worker{suffix}.log", "ab")
     # A new session: stop() can signal the launcher and every rank it started as one process group.
     proc = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, start_new_session=True, cwd=os.getcwd(),

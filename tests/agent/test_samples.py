@@ -25,3 +25,12 @@ def test_own_app_demonstrations_are_current_and_clean():
                          timeout=600)
     assert res.returncode == 0, res.stderr[-3000:]
     assert "own_app: ok" in res.stdout
+
+
+def test_the_9b_recipes_rows_are_current_and_clean():
+    """data_samples/phone_episodes_1080/: the oracle's episodes at 1080x2400 with the runtime's Chinese prompt, as a
+    fresh recording writes them today."""
+    res = subprocess.run([sys.executable, str(SAMPLES / "make_phone_episodes_1080.py"), "--check"], capture_output=True,
+                         text=True, timeout=600)
+    assert res.returncode == 0, res.stderr[-3000:]
+    assert "phone_episodes_1080: ok" in res.stdout

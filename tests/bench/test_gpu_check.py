@@ -131,3 +131,40 @@ def test_the_report_says_whether_the_planned_fit_held():
     lines = gpu_check.summary(report).splitlines()
     assert "planned not to fit 24 GiB, ran out of memory" in lines[2]
     assert "planned to fit 24 GiB, ran" in lines[3] and "8.2" in lines[3] and "15.00" in lines[3]
+
+
+def test_the_inference_cases_ask_the_server_on_cuda_for_a_phone_screenshot(monkeypatch, tmp_path):
+    """Each server case starts the built-in server with --device cuda (the one it checks: auto lands there too) and
+    sends one 1080x2400 screenshot; the eval case evaluates a training case's run on CUDA; a failure is recorded."""
+    import base64
+    import contextlib
+    import io
+
+    from PIL import Image
+
+    cases = {c.name: c for c in gpu_check.INFERENCE_CASES}
+    assert set(cases) == {"serve-tiny-glm4v-cuda", "serve-9b-random-bf16", "eval-run-cuda"}
+    assert cases["serve-9b-random-bf16"].model == "model-9b" and cases["serve-9b-random-bf16"].dtype == "bfloat16"
+    message = gpu_check.screenshot_request()
+    png = base64.b64decode(message[0]["content"][0]["image_url"]["url"].split(",", 1)[1])
+    assert Image.open(io.BytesIO(png)).size == (1080, 2400)
+    started = []
+
+    @contextlib.contextmanager
+    def fake_server(model, **options):
+        started.append((model, options))
+        raise RuntimeError("no CUDA here")
+        yield
+
+    monkeypatch.setattr("workbench.serve.start_server", fake_server)
+    got = gpu_check.run_inference_case(cases["serve-9b-random-bf16"], tmp_path / "model-9b", None)
+    assert started == [(str(tmp_path / "model-9b"), {"device": "cuda", "dtype": "bfloat16", "max_context": 8192,
+                                                       "log_level": "warning"})]
+    assert got["error"] == "RuntimeError: no CUDA here" and "wall_s" in got
+    evaluated = []
+    monkeypatch.setattr("workbench.eval.runner.evaluate", lambda task, **kw: evaluated.append((task, kw)) or 1 / 0)
+    got = gpu_check.run_inference_case(cases["eval-run-cuda"], None, tmp_path / "run")
+    assert evaluated[0][0] == "heldout_loss" and evaluated[0][1]["device"] == "cuda" and "ZeroDivisionError" in got["error"]
+    monkeypatch.setattr(gpu_check, "write_model", lambda directory, full_depth=False: directory)  # no 20 GB here
+    skipped = gpu_check.inference_cases({}, tmp_path, 600, {}, str(tmp_path / "r.json"))
+    assert any(r.get("skipped") == "no training case finished a run" for r in skipped)

@@ -58,7 +58,7 @@ def test_a_gpu_recipe_on_this_cpu_machine_says_what_it_needs(capsys, monkeypatch
     monkeypatch.setattr(hardware, "machine_memory", lambda: ([], 64 * 1024**3))
     assert main(["train", "--recipe", "autoglm-phone-9b-lora-2x4090"]) == 2
     err = capsys.readouterr().err
-    assert ("needs 2 CUDA GPUs with >= 23.5 GiB each and >= 32 GiB host RAM; this machine has no CUDA GPU" in err
+    assert ("needs 2 CUDA GPUs with >= 23.8 GiB each and >= 32 GiB host RAM; this machine has no CUDA GPU" in err
             and "workbench plan --recipe autoglm-phone-9b-lora-2x4090" in err and "Traceback" not in err)
     assert main(["train", "--recipe", "autoglm-phone-9b-lora-2x4090", "--print-config"]) == 0  # looking is fine
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import copy
 import json
+from pathlib import Path
 
 import pytest
 
@@ -32,7 +33,28 @@ def test_recorded_rows_and_the_sample_sets_pass(recorded, capsys):
     for sample in ("phone_screens/train.jsonl", "phone_actions/heldout.jsonl", "identity/train.jsonl"):
         assert check_file(SAMPLES / sample).problems == []
     assert main(["data", "check", str(out)]) == 0
-    assert capsys.readouterr().err.strip() == f"{out}: 7 rows, 0 problem(s)\n{out}: 7 in Open-AutoGLM's runtime format"
+    assert capsys.readouterr().err.strip() == (f"{out}: 7 rows, 0 problem(s)\n"
+                                               f"{out}: 7 in Open-AutoGLM's runtime format (7 lang en)")
+
+
+@pytest.mark.parametrize("recipe", ["autoglm-phone-9b-lora-2x4090", "autoglm-phone-9b-qlora-1x24gb"])
+def test_the_9b_recipes_train_on_runtime_format_rows_at_the_phones_resolution(recipe, capsys):
+    """Both files of each 9B recipe: every row in Open-AutoGLM's runtime format with its Chinese system prompt (what
+    the model was trained on), the screenshots 1080x2400; `workbench data check` says so."""
+    from PIL import Image
+
+    from workbench.config.recipes import load_recipe
+
+    data = load_recipe(recipe).run_config().data
+    for path in (data.train, data.eval):
+        report = check_file(path)
+        assert report.problems == [] and report.forms == {"open-autoglm": report.rows} == {"open-autoglm": report.langs["cn"]}
+        assert main(["data", "check", path]) == 0
+        assert f"{report.rows} in Open-AutoGLM's runtime format ({report.rows} lang cn)" in capsys.readouterr().err
+        rows = [json.loads(line) for line in Path(path).read_text(encoding="utf-8").splitlines()]
+        shots = {p["image_url"]["url"] for r in rows for m in r["messages"] if isinstance(m["content"], list)
+                 for p in m["content"] if p["type"] == "image_url"}
+        assert {Image.open(Path(path).parent / s).size for s in shots} == {(1080, 2400)}
 
 
 def test_every_broken_row_is_named_with_its_line(recorded, tmp_path, capsys):

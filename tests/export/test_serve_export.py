@@ -16,7 +16,7 @@ def test_served_export_answers_through_openai_client(export_fixture, request):
     ids = local.tokenizer(prompt, add_special_tokens=False, return_tensors="pt")["input_ids"]
     out = local.model.generate(ids, max_new_tokens=6, do_sample=False)[0, ids.shape[1]:]
     expected = local.tokenizer.decode(out, skip_special_tokens=True)
-    with start_server(str(export_dir), model_id="exported", threads=1, max_batch=2) as srv:
+    with start_server(str(export_dir), model_id="exported", threads=1, max_batch=2, dtype="float32") as srv:
         reply = srv.openai_client(max_retries=0).chat.completions.create(
             model="exported", messages=[{"role": "user", "content": "Who are you?"}], max_tokens=6, temperature=0)
     assert reply.model == "exported"

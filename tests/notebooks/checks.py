@@ -159,7 +159,8 @@ def check_09_own_app(nb, workdir: Path) -> None:
     # demonstrations) is not (0.45 against 0.05 measured); the rest is printed as it is, never asserted
     assert rows["tuned"][1] > max(rows["agent"][1], rows["control"][1]) + 0.1, text
     assert re.search(r"^verdict: the demonstrated steps were learned \(exact", text, re.M), text
-    assert "python main.py --base-url http://localhost:8000/v1 --model tuned-" in text, text  # the serve section
+    # the serve section: Open-AutoGLM's runner with the prompt the rows were recorded with (English)
+    assert re.search(r"python main\.py --base-url http://localhost:8000/v1 --model tuned-\d+ --lang en ", text), text
     assert len(_widgets(nb)) >= 5  # three run monitors, the recorder panel, the episode replay
 
 

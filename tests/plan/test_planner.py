@@ -136,6 +136,18 @@ def test_cli_plan_json_and_fact_check(capsys):
     assert verdicts["000-zero3"].startswith("impossible with its config")
     int8 = next(r for r in rows if r["id"] == "003-lora-int8")  # judged on the planner's QLoRA rows
     assert int8["verdict"] == "impossible (even an nf4 base exceeds it)" and int8["lower_bound_gib"] > 10
+    # each claim cites its document by title (what a reader can find), never by an internal name
+    from workbench.plan.factcheck import DOCUMENTS
+
+    assert all(any(r["source"].startswith(d.short) for d in DOCUMENTS.values()) for r in rows), [r["source"] for r in rows]
+    assert not any("seed" in r["source"] for r in rows)
+    assert main(["fact-check"]) == 0
+    table = capsys.readouterr().out
+    assert all(d.title in table and d.title_en in table for d in DOCUMENTS.values())
+    from tests.conftest import REPO
+
+    assert table.strip() in (REPO / "docs" / "memory_planner.md").read_text(encoding="utf-8"), \
+        "docs/memory_planner.md's fact-check table is not what `workbench fact-check` prints: paste its output there"
 
 
 def test_cli_plans_quantized_bases_beside_the_16_bit_one(capsys):

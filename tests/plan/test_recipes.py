@@ -33,11 +33,19 @@ def test_a_gpu_recipe_is_the_planners_cheapest_fit_and_needs_what_it_predicts(pl
     assert rp.own.host_total <= req.host_memory_gib * GiB <= devices.host_ram
 
 
-def test_the_9b_recipe_reads_one_screenshot_and_2048_text_tokens(plans):
-    own = plans["autoglm-phone-9b-lora-2x4090"].own
+@pytest.mark.parametrize("name", ["autoglm-phone-9b-lora-2x4090", "autoglm-phone-9b-qlora-1x24gb"])
+def test_the_9b_recipes_read_one_screenshot_and_2560_text_tokens(plans, name):
+    own = plans[name].own
     images = own.activations["images"]
     assert images["size"] == "1080x2400" and images["images_per_row"] == 1
-    assert own.setting.seq_len == 2048  # data.max_length less the screenshot's tokens
+    assert own.setting.seq_len == 2560  # data.max_length less the screenshot's tokens
+
+
+def test_the_one_gpu_recipe_is_the_cheapest_fit_over_its_nf4_base(plans):
+    rp = plans["autoglm-phone-9b-qlora-1x24gb"]
+    assert rp.own.setting.label == "bf16/single/QLoRA-nf4/ckpt/1img@1080x2400" and rp.own.devices.count == 1
+    assert {p.setting.quantized_base for p in rp.matrix.plans} == {"nf4"}  # held to fits over the same base
+    assert not plan_recipe(load_recipe("autoglm-phone-9b-lora-2x4090"), rp.own.devices).own.fits  # 16-bit: no
 
 
 def test_a_disagreeing_recipe_is_named_with_the_new_fit(plans):

@@ -23,7 +23,7 @@ def tiny_server():
     from workbench.serve import start_server
 
     # default_max_tokens keeps requests without max_tokens (the fuzzer sends many) short
-    with start_server("tiny-glm4", default_max_tokens=8, max_batch=8, threads=1) as srv:
+    with start_server("tiny-glm4", default_max_tokens=8, max_batch=8, threads=1, dtype="float32") as srv:
         yield srv
 
 

@@ -143,7 +143,7 @@ def test_server_and_client_import_without_ipywidgets():
 def test_module_entry_point_help():
     res = _serve("--help")
     assert res.returncode == 0 and "--adapter NAME=PATH" in res.stdout and "--run runs/NAME" in res.stdout
-    assert "--max-batch" in res.stdout and "--adapter-root" in res.stdout and "float32, bfloat16, float16" in res.stdout
+    assert "--max-batch" in res.stdout and "--adapter-root" in res.stdout and "auto, float32, bfloat16, float16" in " ".join(res.stdout.split())
 
 
 def test_subprocess_mode_hands_the_config_over_as_a_file(tiny_run, monkeypatch):

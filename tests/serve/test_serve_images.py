@@ -41,7 +41,7 @@ def image_message(url: str, text: str = "Task: Open Mail\nWhat is the next actio
 def vision_server():
     from workbench.serve import start_server
 
-    with start_server(MODEL, max_batch=8, threads=1, default_max_tokens=8) as srv:
+    with start_server(MODEL, max_batch=8, threads=1, default_max_tokens=8, dtype="float32") as srv:
         yield srv
 
 
@@ -369,7 +369,7 @@ def test_openai_client_streams_an_image_chat_from_a_served_adapter(screenshot_ru
     from workbench.serve import start_server
 
     messages = image_message(png_data_url(SCREEN))
-    with start_server(MODEL, runs=[str(screenshot_run)], threads=1) as srv:
+    with start_server(MODEL, runs=[str(screenshot_run)], threads=1, dtype="float32") as srv:
         client = srv.openai_client(max_retries=0)
         tokens, logprobs, usage = streamed(client, "screens", messages, 10)
         _, base_logprobs, base_usage = streamed(client, MODEL, messages, 10)

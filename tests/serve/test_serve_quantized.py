@@ -17,7 +17,7 @@ MESSAGES = [{"role": "user", "content": "Who are you?"}]
 def test_a_qlora_run_is_served_on_its_quantized_base(qlora_run):
     from workbench.serve import start_server
 
-    with start_server("tiny-glm4", runs=[str(qlora_run)], threads=1) as srv:
+    with start_server("tiny-glm4", runs=[str(qlora_run)], threads=1, dtype="float32") as srv:
         tokens, logprobs, _ = streamed(srv.openai_client(max_retries=0), "qlora", MESSAGES, 8)
     quantized, tok = qlora_reference(qlora_run)
     unquantized, _ = qlora_reference(qlora_run, quantized=False)

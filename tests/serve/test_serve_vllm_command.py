@@ -87,6 +87,23 @@ def test_glm4v_gets_open_autoglms_deployment_flags(tmp_path):
     assert _flag(argv, "--served-model-name") == "autoglm-phone-9b"
 
 
+@pytest.mark.parametrize("model", ["autoglm-phone-9b", "zai-org/AutoGLM-Phone-9B", "local"])
+def test_the_deployment_flags_follow_the_glm4v_family_however_the_base_is_named(model, tmp_path, monkeypatch, capsys):
+    """The built-in name, its hub id (never fetched here) and a local directory: each gets Open-AutoGLM's flags on the
+    command --print-command shows; its README says to follow them strictly (dropping them cost tap accuracy)."""
+    if model == "local":
+        model = str(tmp_path / "AutoGLM-Phone-9B")
+        Path(model).mkdir()
+        Path(model, "config.json").write_text(json.dumps({"model_type": "glm4v"}))
+    monkeypatch.setenv(PYTHON_ENV, str(tmp_path / "none"))
+    assert main(["serve", "--engine", "vllm", "--model", model, "--print-command"]) == 0
+    argv = capsys.readouterr().out.split()
+    assert _flag(argv, "--model") == ("zai-org/AutoGLM-Phone-9B" if model == "autoglm-phone-9b" else model)
+    assert _flag(argv, "--max-model-len") == "25480" and _flag(argv, "--chat-template-content-format") == "string"
+    assert "--limit-mm-per-prompt" in argv and "--mm-processor-kwargs" in argv
+    assert "--chat-template-content-format" not in _launch(model="smollm2-135m-instruct").argv  # text models: none
+
+
 def test_vllm_ranks():
     assert [vllm_lora_rank(r) for r in (1, 2, 8, 9, 64, 300)] == [1, 8, 8, 16, 64, 320]
 

@@ -428,7 +428,7 @@ def test_config_panel_starts_from_a_recipe():
     panel.recipe_button.click()
     assert panel.editors["model.source"].widget.value == "autoglm-phone-9b"
     assert panel.editors["model.gradient_checkpointing"].widget.value is True
-    assert "needs: 2 CUDA GPUs with &gt;= 23.5 GiB each" in panel.recipe_message.value
+    assert "needs: 2 CUDA GPUs with &gt;= 23.8 GiB each" in panel.recipe_message.value
     assert "--sharding.strategy fsdp" in panel.cli_command
     assert "starts from the model recipe" not in panel.recipe_message.value
     panel.recipe_choice.value = "grpo-phone-tasks-tiny-glm4v"  # GRPO from an SFT model: which model to give is said

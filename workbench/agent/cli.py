@@ -24,7 +24,9 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
     sub = p.add_subparsers(dest="agent_command", required=True, metavar="{run,record}")
     tasks_help = ("all, train, heldout (values no training task has), combos (trained values, new pairings), "
                   f"a template ({', '.join(TEMPLATES)}), a task id, several of these "
-                  "comma-separated, or a JSONL task file")
+                  "comma-separated, or a JSONL task file (rows {\"template\": NAME, ...}, or {\"instruction\": "
+                  "\"your own task in words\"} for a real phone: no simulator checks, the episodes stored for you to "
+                  "judge)")
 
     r = sub.add_parser("run", help="run tasks with served models (or their oracle solutions) and score them",
                        description="Run every task once per model of a server (--server URL --model ID) or with the "

@@ -149,6 +149,12 @@ def _checked_device(device: str, oracle: bool, server: Any, max_steps: int, conc
         raise AgentError("max_steps and concurrency must be at least 1")
     if not tasks:
         raise AgentError("no tasks to run")
+    free = [t.id for t in tasks if t.free_form]
+    if free and (kind != "adb" or oracle):
+        raise AgentError(f"{len(free)} free-form task(s) ({free[0]}, ...): your own instructions have no simulated "
+                         "start state, checks or oracle; run them with a model on a phone (--device adb:SERIAL), where "
+                         "the episodes are stored for you to judge (and `workbench agent record --episodes DIR` makes "
+                         "rows of the ones you keep)")
     return kind, serial
 
 

@@ -50,10 +50,13 @@ def _groups(episodes: list[Episode], key) -> dict[str, dict]:
     return {name: {"n": len(eps), "success_rate": _rate([e.success for e in eps])} for name, eps in sorted(groups.items())}
 
 
-def reached_apps(ep: Episode) -> bool:
-    """Every app of the task was on screen at some step of ``ep`` or at its end."""
+def reached_apps(ep: Episode) -> Optional[bool]:
+    """Every app of the task was on screen at some step of ``ep`` or at its end; None for a task that names no app
+    (a free-form instruction: not judged)."""
+    if not ep.apps:
+        return None
     shown = {s.current_app for s in ep.steps} | {ep.final_app}
-    return bool(ep.apps) and set(ep.apps) <= shown
+    return set(ep.apps) <= shown
 
 
 def quoted_line(step: Turn) -> Optional[bool]:

@@ -29,6 +29,11 @@ download), one 1080x2400 screenshot a row, the process capped at an RTX 4090's 2
 * ``9b-qlora-nf4-24gib``: LoRA over an nf4 base (quantization.base nf4), gradient checkpointing;
 * ``9b-qlora-int8-24gib``: LoRA over an int8 base (quantization.base int8), gradient checkpointing.
 
+Then the inference cases (``--inference also|only|no``; ``only`` fits a 15-minute lease): the built-in server started
+with ``--device auto`` on CUDA answers a 1080x2400 screenshot request from a tiny GLM-4V and from the full-size random
+GLM-4.1V in bf16 (where it was placed, in what dtype, the reply), and ``workbench eval --task heldout_loss`` of the
+first training case's run on CUDA.
+
 Per case: the peak CUDA memory the run's ``memory`` events report (``torch.cuda.max_memory_allocated``) against
 the planner's per-GPU prediction for the same setting (``plan.predict_for_run`` with the screenshot) and whether
 it said the setting fits the cap, the losses, seconds per step, overflow events and wall time; everything, the GPU
@@ -94,6 +99,90 @@ CASES = (
 )
 
 
+@dataclass(frozen=True)
+class InferenceCase:
+    """The built-in server on CUDA answering one screenshot request, or ``workbench eval`` of a run on CUDA."""
+
+    name: str
+    model: str  # tiny-glm4v | model (the 4-layer random GLM-4.1V at real widths) | model-9b (every layer)
+    what: str
+    dtype: str = "auto"
+    evaluate_run: bool = False  # eval heldout_loss of the first training case's run on CUDA, not a server
+
+
+INFERENCE_CASES = (
+    InferenceCase("serve-tiny-glm4v-cuda", "tiny-glm4v", "workbench serve --device auto on CUDA: a tiny GLM-4V answers "
+                  "a 1080x2400 screenshot request (device and dtype resolved as training's)"),
+    InferenceCase("serve-9b-random-bf16", "model-9b", "the built-in server with AutoGLM-Phone-9B's full-size random "
+                  "GLM-4.1V in bf16 on CUDA answers a 1080x2400 screenshot request", dtype="bfloat16"),
+    InferenceCase("eval-run-cuda", "model", "workbench eval --task heldout_loss of a run on CUDA (in process)",
+                  evaluate_run=True),
+)
+
+
+def screenshot_request(size: tuple = (1080, 2400)) -> list[dict]:
+    """One user turn with a phone screenshot (the simulated phone's home screen at ``size``) as a data: URL."""
+    import base64
+    import io
+
+    from ..phone.sim import SimPhone
+
+    buffer = io.BytesIO()
+    SimPhone(size=size).screenshot().save(buffer, "PNG")
+    url = "data:image/png;base64," + base64.b64encode(buffer.getvalue()).decode()
+    return [{"role": "user", "content": [{"type": "image_url", "image_url": {"url": url}},
+                                         {"type": "text", "text": "Open Settings. What is the next action?"}]}]
+
+
+def run_inference_case(case: InferenceCase, model_dir: Optional[Path], run_dir: Optional[Path]) -> dict:
+    """One inference case's figures: where the model answered, in what, the reply's length and its seconds."""
+    from ..serve import start_server
+
+    out: dict = {"case": case.name, "what": case.what}
+    t0 = time.time()
+    try:
+        if case.evaluate_run:
+            from ..eval.runner import evaluate
+
+            report = evaluate("heldout_loss", runs=[str(run_dir)], device="cuda", progress=False, write=False)
+            out["metrics"] = {m: by["default"] for m, by in report.metrics.items()}
+        else:
+            source = case.model if model_dir is None else str(model_dir)
+            with start_server(source, device="cuda", dtype=case.dtype, max_context=8192, log_level="warning") as srv:
+                out["placed"] = {"device": str(srv.served.device), "dtype": srv.served.dtype}
+                reply = srv.openai_client(max_retries=0).chat.completions.create(
+                    model=source, messages=screenshot_request(), max_tokens=16, temperature=0)
+                out["reply"] = reply.choices[0].message.content
+                out["usage"] = {"prompt_tokens": reply.usage.prompt_tokens,
+                                "completion_tokens": reply.usage.completion_tokens}
+    except Exception as err:  # noqa: BLE001 - one case failing must not lose the others' figures
+        out["error"] = f"{type(err).__name__}: {err}"
+    out["wall_s"] = round(time.time() - t0, 1)
+    return out
+
+
+def inference_cases(model_dirs: dict, tmp: Path, left_s: float, report: dict, out: str) -> list[dict]:
+    """Every inference case within ``left_s`` seconds: the random GLM-4.1V directories the training cases wrote
+    (written here when they did not run), the first finished training run for the eval case."""
+    results, t0 = [], time.time()
+    runs = sorted(p for p in (tmp / "runs").glob("*") if (p / "adapter").is_dir()) if (tmp / "runs").exists() else []
+    for case in INFERENCE_CASES:
+        if left_s - (time.time() - t0) < 60:
+            results.append({"case": case.name, "what": case.what, "skipped": "time budget spent"})
+            continue
+        if case.evaluate_run and not runs:
+            results.append({"case": case.name, "what": case.what, "skipped": "no training case finished a run"})
+            continue
+        full = case.model == "model-9b"
+        if case.model != "tiny-glm4v" and full not in model_dirs:
+            model_dirs[full] = write_model(tmp / case.model, full_depth=full)
+        results.append(run_inference_case(case, model_dirs.get(full) if case.model != "tiny-glm4v" else None,
+                                          runs[0] if runs else None))
+        print(f"  {case.name}: {results[-1].get('error') or 'done'} ({results[-1]['wall_s']} s)", flush=True)
+        write_report(Path(out), {**report, "inference": results})
+    return results
+
+
 def cap_fraction(cap_bytes: int, total_bytes: int) -> float:
     """``torch.cuda.set_per_process_memory_fraction``'s argument that caps a GPU of ``total_bytes`` at ``cap_bytes``;
     ValueError when the GPU is smaller than the cap (it cannot stand in for the capped card)."""
@@ -154,11 +243,12 @@ def model_config(text_layers: int = TEXT_LAYERS, vision_layers: int = VISION_LAY
     from transformers import Glm4vConfig
 
     from ..models.tiny import VISION_TOKENS, byte_tokenizer
+    from ..plan.arch import autoglm_phone_9b_config
 
     tok = byte_tokenizer(vision=True)
     ids = dict(zip(("image_start_token_id", "image_token_id", "image_end_token_id", "video_start_token_id",
                     "video_token_id", "video_end_token_id"), tok.convert_tokens_to_ids(VISION_TOKENS)))
-    base = Glm4vConfig()
+    base = autoglm_phone_9b_config()  # its rotary settings: Glm4vConfig()'s alone fail the decoder's forward
     text = base.text_config.to_dict()
     text.update(num_hidden_layers=text_layers or text["num_hidden_layers"], pad_token_id=tok.pad_token_id,
                 eos_token_id=tok.eos_token_id)
@@ -349,6 +439,9 @@ def main(argv=None) -> int:
     p.add_argument("--cases", help="comma-separated subset of: " + ", ".join(c.name for c in CASES))
     p.add_argument("--steps", type=int, default=3, help="optimizer steps per case")
     p.add_argument("--budget-s", type=float, default=480, help="stop starting cases after this many seconds")
+    p.add_argument("--inference", choices=("also", "only", "no"), default="also",
+                   help="the inference cases (" + ", ".join(c.name for c in INFERENCE_CASES) + "): after the training "
+                   "cases (also, the default), alone (only: a 15-minute lease) or not at all")
     args = p.parse_args(argv)
     try:
         cases = select_cases(args.cases)
@@ -373,7 +466,7 @@ def main(argv=None) -> int:
         model_dirs: dict = {}
         train_file = write_rows(tmp / "screens")
         shape = None
-        for case in cases:
+        for case in cases if args.inference != "only" else ():
             left = args.budget_s - (time.time() - t0)
             why = case_skip_reason(case) or (None if left > 30 else f"time budget of {args.budget_s:g} s spent")
             if why:
@@ -389,6 +482,8 @@ def main(argv=None) -> int:
             print(f"  {case.name}: {results[-1].get('error') or 'done'} ({results[-1]['wall_s']} s)", flush=True)
             report["cases"] = results
             write_report(Path(args.out), report)  # after every case: a later crash keeps what was measured
+        if args.inference != "no":
+            report["inference"] = inference_cases(model_dirs, tmp, args.budget_s - (time.time() - t0), report, args.out)
     report["cases"] = results
     report["wall_s"] = round(time.time() - t0, 1)
     write_report(Path(args.out), report)

@@ -214,7 +214,9 @@ def evaluate_run(evaluation: Evaluation, run_dir: Path, progress: bool, baseline
     from ..runs.layout import base_model, trained_weights
     from ..serve.config import default_adapter_id
 
-    kw = dict(data=evaluation.data, limit=evaluation.rows, max_tokens=evaluation.max_tokens, progress=progress)
+    # float32 weights, as every recipe's figures were measured (dtype auto would serve bf16 on a CPU with native bf16)
+    kw = dict(data=evaluation.data, limit=evaluation.rows, max_tokens=evaluation.max_tokens, progress=progress,
+              dtype="float32")
     weights = trained_weights(run_dir)
     if weights is not None and weights.kind == "model":
         tuned, base = (evaluate(evaluation.task, base=str(source), write=False, **kw)

@@ -35,12 +35,16 @@ SUBPACKAGE_COMMANDS = (
 def _train_parser(sub) -> None:
     from ..config.assemble import add_run_input_arguments
 
-    p = sub.add_parser("train", help="fine-tune a model (one process)",
+    p = sub.add_parser("train", help="fine-tune a model (one process, or several: --nproc, --nnodes)",
                        description="Fine-tune with the settings of --recipe and --config, overridden by "
                        "--section.field flags. Values parse as YAML: --lora.target_modules '[q_proj, v_proj]', "
                        "--data.eval null.")
     p.add_argument("--print-config", action="store_true", help="print the resolved configuration and exit")
     p.add_argument("--background", action="store_true", help="start in a worker process and print its run directory")
+    p.add_argument("--dry-run", action="store_true", help="build the model at its real size on the meta device (no "
+                   "weights, no GPU), apply LoRA, the quantized-base plan, the module rules and the sharding units, "
+                   "run one row forward and backward, print the parameters, the planner's memory per GPU and the "
+                   "launch command, and exit (2 naming a bad target module, a rule matching nothing, a shape error)")
     add_run_input_arguments(p)
     p.set_defaults(func=_cmd_train)
 
@@ -69,6 +73,10 @@ def _cmd_train(args) -> int:
         for key, (value, why) in cfg.derived.items():  # on stderr: the JSON on stdout stays a config to reuse
             print(f"note: {key}: null, so {value:g} ({why}); set {key} to choose", file=sys.stderr)
         return 0
+    if args.dry_run:
+        from .dry_run import run_dry
+
+        return run_dry(cfg, _recipe(args) if args.recipe else None, getattr(args, "argv", [])[1:])
     if args.recipe:
         from ..hardware import machine_memory
 
@@ -245,6 +253,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
+    args.argv = list(sys.argv[1:] if argv is None else argv)  # what the user typed (the dry run's launch line)
     try:
         return args.func(args) or 0
     except (ConfigError, DataError, CommandInputError) as err:

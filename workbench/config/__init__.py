@@ -14,6 +14,7 @@ from .loading import (
     save_config,
 )
 from .schema import (
+    DEVICE_HELP,
     CheckpointSection,
     CliFlag,
     DataSection,
@@ -30,13 +31,14 @@ from .schema import (
     ScheduleSection,
     Section,
     cli_flag,
+    device_problem,
     leaf_fields,
     single_process,
     world_size_for,
 )
 
 __all__ = [
-    "ConfigError", "apply_overrides", "config_from_dict", "config_to_dict", "load_config", "mapping_from_text", "merge_config", "parse_value",
+    "DEVICE_HELP", "device_problem", "ConfigError", "apply_overrides", "config_from_dict", "config_to_dict", "load_config", "mapping_from_text", "merge_config", "parse_value",
     "read_config_file", "read_mapping_file", "replace", "save_config", "CheckpointSection", "DataSection", "LoraSection", "LOSS_HEADS", "LossHead", "MemorySection",
     "ModelSection", "OutputSection", "PrecisionSection", "QUANTIZED_BASES", "QuantizationSection", "RunConfig", "ScheduleSection", "Section", "leaf_fields",
     "CliFlag", "cli_flag", "single_process", "world_size_for",

@@ -130,7 +130,9 @@ class PrecisionSection(Section):
     mode: PrecisionMode = Field(
         "auto",
         description="fp32; fp16 (autocast + GradScaler, fp32 master weights); bf16 (autocast, no scaler); "
-        "pure-bf16 (bf16 weights and compute); auto (bf16 where the device supports it, else fp16).",
+        "pure-bf16 (bf16 weights and compute); auto: on a GPU bf16 where it supports it, else fp16 (with a warning: "
+        "GLM models are known to overflow in fp16); on a CPU bf16 with native bf16 (AVX512-BF16 or AMX), else fp32 "
+        "(`workbench env` says which).",
     )
     init_scale: float = Field(65536.0, gt=0, description="fp16: initial loss scale.")
     growth_factor: float = Field(2.0, gt=1.0, description="fp16: scale multiplier after growth_interval clean steps; must be "
@@ -169,7 +171,7 @@ class LoraSection(Section):
     layers: Optional[int] = Field(
         None, ge=1, description="Adapt only the last N decoder layers (null: every layer). Nothing below them needs a "
         "gradient, so backward stops there and keeps no activations for them: a text-agent row of SmolLM2-135M (30 "
-        "layers) trains in about half the time with 8 (docs/agent.md).")
+        "layers) trains in about half the time with 8 (docs/results/2026-12-03-text-agent-reading.md).")
     train_projector: bool = Field(
         False, description="Vision-language models (GLM-4.1V): also put LoRA adapters on the vision projector "
         "(visual.merger, the MLP that maps image features into the language model). The vision encoder stays frozen; "
@@ -213,8 +215,9 @@ class QuantizationSection(Section):
         "double_quant), int8 = LLM.int8 (1 byte per weight + an fp32 scale per row, outliers above 6.0 in 16-bit). "
         "They compute in the precision policy's dtype, dequantized one layer at a time. The run's model is rebuilt "
         "the same way to serve, chat with and evaluate it; `workbench export` merges the adapter into the dequantized "
-        "base. none: the base in model.dtype. AutoGLM-Phone-9B with a screenshot fits one 24 GB GPU with nf4 or int8 "
-        "(`workbench plan --quantization-base nf4 --images-per-row 1`).")
+        "base. none: the base in model.dtype. AutoGLM-Phone-9B with a screenshot fits one 24 GB GPU with nf4, not "
+        "with int8, whose layers keep their 16-bit inputs for backward (`workbench plan --quantization-base all "
+        "--images-per-row 1 --devices 1x24564MiB --lora --strategy none`).")
     double_quant: bool = Field(
         True, description="nf4: quantize the per-block scales too (8-bit, QLoRA's double quantization): about "
         "0.4 bits less per weight. int8 ignores it (one fp32 scale per row).")
@@ -300,8 +303,9 @@ class EvalSection(Section):
 class TrainingSection(Section):
     method: Literal["sft", "grpo"] = Field(
         "sft", description="sft: supervised fine-tuning on data.train's answers; grpo: reinforcement fine-tuning with "
-        "verifiable rewards (GRPO, the rl section): the model samples rl.group_size answers per prompt of data.train, "
-        "rewards score them, and each answer is pushed up or down by how it did against its group.")
+        "verifiable rewards (GRPO, the rl section): the model samples rl.group_size answers per prompt (data.train's "
+        "rows, or the phone's tasks: rl.prompts), rewards score them, and each answer is pushed up or down by how it "
+        "did against its group.")
 
 
 def _is_date(text: str) -> bool:
@@ -321,8 +325,9 @@ class RlSection(Section):
     prompts: Literal["rows", "phone_tasks"] = Field(
         "rows", description="Where prompts come from: rows = the single-step rows of data.train (every message "
         "but the last answer is the prompt; the answer is the reference the rewards check against); phone_tasks = "
-        "the first step of each of rl.tasks on the offline phone, in AutoGLM's runtime format with its screenshot "
-        "(a vision-language model; the oracle's first action is the reference; data.train is not read for prompts).")
+        "the first step of each of rl.tasks on the offline phone, in Open-AutoGLM's runtime format with its screenshot "
+        "(a vision-language model) or, with rl.observation ui_tree, the screen as text (any chat model); the "
+        "oracle's first action is the reference; data.train is not read for prompts.")
     tasks: str = Field("train", description="rl.prompts phone_tasks: the offline phone's tasks to start from: all, "
                        "train, heldout, a template, task ids, more:COUNT:SEED (further training tasks, a new draw for a seed "
                        "other than 0; comma-separated) or a .jsonl task file.")
@@ -613,6 +618,17 @@ def _sharded_grad_scaler_available() -> bool:
     return True
 
 
+DEVICE_HELP = ("auto (the first CUDA GPU when one is visible, else the CPU), cpu, cuda or cuda:N; one resolution "
+               "for training and inference (hardware.resolve_device)")
+
+
+def device_problem(name: str) -> Optional[str]:
+    """Why ``name`` is not a device value (auto, cpu, cuda or cuda:N), or None."""
+    if name in ("auto", "cpu", "cuda") or (name.startswith("cuda:") and name[5:].isdigit()):
+        return None
+    return f"{name!r} is not a device: use auto, cpu, cuda or cuda:N"
+
+
 def _visible_gpus() -> int:
     import torch
 
@@ -639,7 +655,7 @@ class RunConfig(Section):
     eval: EvalSection = EvalSection()
     training: TrainingSection = TrainingSection()
     rl: RlSection = Field(default_factory=RlSection)
-    device: str = Field("auto", description="auto, cpu, cuda or cuda:N.")
+    device: str = Field("auto", description=DEVICE_HELP + ".")
     # {field path: (value, why)} of the values derived from other fields because the user left them null; a dump writes
     # them back as null, so a copy with another training.method derives them again.
     _derived: dict = PrivateAttr(default_factory=dict)
@@ -668,8 +684,8 @@ class RunConfig(Section):
 
     def problems(self, path: str = "") -> list[tuple[str, str]]:
         out = []
-        if not (self.device in ("auto", "cpu", "cuda") or (self.device.startswith("cuda:") and self.device[5:].isdigit())):
-            out.append(("device", f"{self.device!r} is not a device: use auto, cpu, cuda or cuda:N"))
+        if problem := device_problem(self.device):
+            out.append(("device", problem))
         if not self.lora.enabled and self.precision.mode != "pure-bf16" and self.model.dtype not in ("auto", "float32"):
             out.append(("model.dtype", f"full fine-tuning keeps fp32 master weights; {self.model.dtype} weights would "
                         "be trained directly (and GradScaler refuses fp16 gradients): use auto or float32, or enable LoRA"))

@@ -38,12 +38,15 @@ class CheckReport:
     problems: list[str] = field(default_factory=list)  # "file:line: why"
     longest: int = 0  # tokens of the longest row (with a tokenizer)
     forms: dict[str, int] = field(default_factory=dict)  # rows per form: open-autoglm, legacy, other
+    langs: dict[str, int] = field(default_factory=dict)  # runtime-format rows per system-prompt language (meta.lang)
 
     def forms_line(self) -> str:
         """The rows of each form, in words; the fix for legacy rows."""
         names = {FORMAT_NAME: "in Open-AutoGLM's runtime format", "legacy": f"in the legacy form (meta.format "
                  f"{LEGACY_FORMAT_NAME}: replies closed by </answer>, which the runtime cannot parse; `workbench data "
                  "convert FILE OUT` rewrites them)", "other": "in no agent format (chat or instruction rows)"}
+        langs = ", ".join(f"{n} lang {lang}" for lang, n in self.langs.items())
+        names[FORMAT_NAME] += f" ({langs})" if langs else ""
         return "; ".join(f"{n} {names[form]}" for form, n in self.forms.items())
 
 
@@ -142,6 +145,7 @@ def check_file(path: str | Path, tokenizer=None, max_length: Optional[int] = Non
             report.forms[form] = report.forms.get(form, 0) + 1
             if runtime:
                 row_problems += [f"runtime format: {why}" for why in runtime_problems(row["messages"], meta.get("observation"))]
+                report.langs[str(meta.get("lang"))] = report.langs.get(str(meta.get("lang")), 0) + 1
             if _is_action_row(row, messages, actions):
                 row_problems += _action_problems(row, messages, grammar=not runtime)
             if tokenizer is not None and images_ok:

@@ -142,7 +142,7 @@ class FSDPStrategy(Strategy):
         fp32_kw = dict(kw, mp_policy=MixedPrecisionPolicy(reduce_dtype=torch.float32))
         for _, module in self.fp32_modules:
             fully_shard(module, **fp32_kw)
-        for layer in _decoder_layers(model):
+        for layer in shard_units(model):
             fully_shard(layer, **kw)
         fully_shard(model, **kw)
         return model
@@ -262,7 +262,7 @@ class DeepSpeedStrategy(Strategy):
         self.model.destroy()
 
 
-def _decoder_layers(model) -> list:
+def shard_units(model) -> list:
     """The repeated blocks of a transformers model (its ``_no_split_modules``): FSDP's shard units."""
     base = model.get_base_model() if hasattr(model, "get_base_model") else model
     names = set(getattr(base, "_no_split_modules", None) or [])

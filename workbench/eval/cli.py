@@ -39,6 +39,11 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
     p.add_argument("--concurrency", type=int, default=8, help="requests in flight at once (default 8)")
     p.add_argument("--system-prompt", help="system message for rows without one (as data.system_prompt in training)")
     p.add_argument("--api-key", help="the server's API key (default: $WORKBENCH_API_KEY)")
+    p.add_argument("--device", default="auto", help="where the models started here answer: auto (the first CUDA GPU "
+                   "when one is visible, else the CPU), cpu, cuda or cuda:N; refused before loading when the planner "
+                   "says a model does not fit there")
+    p.add_argument("--dtype", default="auto", choices=("auto", "float32", "bfloat16", "float16"),
+                   help="their weights' dtype; auto: what precision.mode auto trains in on that device")
     p.add_argument("--no-write", action="store_true", help="do not write eval_results.json into the run directories")
     p.add_argument("--json", action="store_true", help="print the whole report (with every answer) as JSON")
     p.add_argument("--allow-errors", action="store_true", help="exit 0 even when requests failed (the metrics "
@@ -63,7 +68,7 @@ def run(args) -> int:
                           limit=args.limit, enable_thinking=args.enable_thinking, temperature=args.temperature,
                           seed=args.seed, max_tokens=args.max_tokens, concurrency=args.concurrency,
                           system_prompt=args.system_prompt, api_key=args.api_key or os.environ.get("WORKBENCH_API_KEY"),
-                          write=not args.no_write, progress=sys.stderr.isatty())
+                          write=not args.no_write, progress=sys.stderr.isatty(), device=args.device, dtype=args.dtype)
     except (EvalError, DataError, ConfigError, ServeError) as err:
         print(f"workbench eval: error: {err}", file=sys.stderr)
         return 2

@@ -77,7 +77,8 @@ def evaluate(task: str | Task, models: Optional[Iterable[str]] = None, *, server
              base: Optional[str] = None, runs: Iterable[str] = (), data: Optional[str | Path] = None,
              limit: Optional[int] = None, enable_thinking: Optional[str] = None, temperature: float = 0.0,
              seed: Optional[int] = None, max_tokens: int = 96, concurrency: int = 8, system_prompt: Optional[str] = None,
-             api_key: Optional[str] = None, write: bool = True, progress: bool = True, timeout: float = 600.0) -> EvalReport:
+             api_key: Optional[str] = None, write: bool = True, progress: bool = True, timeout: float = 600.0,
+             device: str = "auto", dtype: str = "auto") -> EvalReport:
     """Score served models on an eval task. Without ``server``, one is started here for ``base`` with the adapters
     of ``runs`` (and one per full fine-tune or export among them, under the run's name), all stopped afterwards; a
     task measured on the model itself (``heldout_loss``) loads ``base`` / ``runs`` in this process instead.
@@ -95,6 +96,8 @@ def evaluate(task: str | Task, models: Optional[Iterable[str]] = None, *, server
         concurrency: requests in flight; timeout: seconds one may take; api_key: the server's key.
         write: store the report in each evaluated adapter's run directory (``eval_results.json``).
         progress: show a progress bar.
+        device, dtype: where the models started here answer and in what (``serve.registry.placement``: auto is the
+            GPU when one is visible, in the dtype training's precision auto picks there).
 
     Returns:
         The ``EvalReport`` (metrics per model and thinking mode); EvalError for what cannot be evaluated.
@@ -110,12 +113,14 @@ def evaluate(task: str | Task, models: Optional[Iterable[str]] = None, *, server
         if server is not None:
             raise EvalError(f"task {task.name!r} is measured on the model itself, not through a server: give the "
                             "runs (--run runs/NAME) and/or the base model (--base MODEL) instead of --server")
-        return _measure_in_process(task, models, base, runs, data, limit, system_prompt, write)
+        return _measure_in_process(task, models, base, runs, data, limit, system_prompt, write,
+                                   {"device": device, "dtype": dtype})
     examples = load_eval_examples(data_path, limit, system_prompt)
     modes = thinking_modes(enable_thinking)
     if server is None:
         return _with_own_server(task, models, base, runs, data_path, limit, enable_thinking, temperature, seed,
-                                max_tokens, concurrency, system_prompt, write, progress, timeout)
+                                max_tokens, concurrency, system_prompt, write, progress, timeout,
+                                {"device": device, "dtype": dtype})
     servers = list(server) if isinstance(server, (list, tuple)) else [server]
     clients = [ServerClient(getattr(srv, "url", srv), api_key or getattr(srv, "api_key", None), timeout)
                for srv in servers]
@@ -194,7 +199,7 @@ def summarize_answered(task: Task, records: list[dict]) -> dict:
 
 
 def _with_own_server(task, models, base, runs, data_path, limit, enable_thinking, temperature, seed, max_tokens,
-                     concurrency, system_prompt, write, progress, timeout) -> EvalReport:
+                     concurrency, system_prompt, write, progress, timeout, placed: dict) -> EvalReport:
     """One server for the base with the runs' adapters, and one per full fine-tune or merged/exported model
     (served under its run's name, as its adapter would be): base and tuned side by side either way."""
     from ..serve import start_server
@@ -204,10 +209,10 @@ def _with_own_server(task, models, base, runs, data_path, limit, enable_thinking
     adapters, full = _served_parts(runs)
     with contextlib.ExitStack() as stack:
         servers = [stack.enter_context(start_server(base, runs=adapters, max_batch=max(concurrency, 1),
-                                                    log_level="warning"))]
+                                                    log_level="warning", **placed))]
         for model_id, path in full.items():
             servers.append(stack.enter_context(start_server(str(path), model_id=model_id, max_batch=max(concurrency, 1),
-                                                            log_level="warning")))
+                                                            log_level="warning", **placed)))
         wanted = list(models) if models else [base, *(default_adapter_id(r) for r in adapters), *full]
         return evaluate(task, wanted, server=servers, base=base, data=data_path, limit=limit,
                         enable_thinking=enable_thinking, temperature=temperature, seed=seed, max_tokens=max_tokens,
@@ -249,7 +254,7 @@ def _base_of(runs: list[str], base: Optional[str]) -> str:
     return base
 
 
-def _measure_in_process(task, models, base, runs, data, limit, system_prompt, write) -> EvalReport:
+def _measure_in_process(task, models, base, runs, data, limit, system_prompt, write, placed: dict) -> EvalReport:
     """A task measured on the models themselves (held-out loss): the base loaded once here, each run's adapter
     put on it in turn (peft, never merged) and the base measured with the adapters disabled; a full fine-tune's or
     merged model is loaded on its own after them. Ids as a server
@@ -272,8 +277,9 @@ def _measure_in_process(task, models, base, runs, data, limit, system_prompt, wr
     configs += [run_config(d) for d in full_runs.values() if d is not None]
 
     data_path, system_prompt = _runs_data(task, configs, data, system_prompt)
+    placed = {**placed, "dtype": _measured_dtype(placed, configs)}
     start = time.monotonic()
-    loaded = _base_with_adapters(base, adapters)
+    loaded = _base_with_adapters(base, adapters, placed)
     model, metrics = loaded.model, {}
     # truncated and batched as the runs' eval was (data.max_length, micro_batch_size)
     max_length = max({c.data.max_length for c in configs}, default=512)
@@ -285,7 +291,7 @@ def _measure_in_process(task, models, base, runs, data, limit, system_prompt, wr
 
     for model_id in wanted:
         if model_id in full:
-            own = _full_model(full[model_id], full_runs[model_id])
+            own = _full_model(full[model_id], full_runs[model_id], placed)
             metrics[model_id] = {"default": measure(own.model, own)}
             del own
         elif model_id == base:
@@ -305,6 +311,22 @@ def _measure_in_process(task, models, base, runs, data, limit, system_prompt, wr
             if run_dir is not None:
                 report.written.append(str(write_results(run_dir, report, model_id)))
     return report
+
+
+def _measured_dtype(placed: dict, configs: list) -> str:
+    """The dtype a loss is measured in: the one asked for, else (auto) the one the runs held their base in on that
+    device (their precision policy: an adapter's held-out loss is then its run's own eval loss), the widest of them;
+    without runs, the device's (``serve.registry.placement``)."""
+    if placed["dtype"] != "auto" or not configs:
+        return placed["dtype"]
+    from ..dtypes import dtype_name
+    from ..hardware import Hardware
+    from ..precision import resolve_policy
+    from ..serve.registry import placement
+
+    hardware = Hardware.of(placement(placed["device"], "float32")[0])
+    stored = {resolve_policy(c.precision, hardware, c.lora.enabled, c.model.dtype).base_dtype for c in configs}
+    return dtype_name(max(stored, key=lambda d: d.itemsize))
 
 
 def _runs_data(task, configs: list, data, system_prompt) -> tuple[Path, Optional[str]]:
@@ -327,12 +349,11 @@ def _runs_data(task, configs: list, data, system_prompt) -> tuple[Path, Optional
     return Path(data), system_prompt
 
 
-def _base_with_adapters(base: str, adapters: dict):
+def _base_with_adapters(base: str, adapters: dict, placed: dict):
     """``base`` built as the runs of ``adapters`` trained on it (``models.build_run_model``: a code-built base drawn
-    from their seed), each run's adapter on it under its id (peft, unmerged; the first one active)."""
-    import torch
-
-    from ..models import build_run_model, peft_deprecation_hidden, shared_base
+    from their seed), each run's adapter on it under its id (peft, unmerged; the first one active), on the device
+    and in the dtype ``placed`` names (``_placed``)."""
+    from ..models import peft_deprecation_hidden, shared_base
 
     try:
         cfg = shared_base(base, [found.run for found in adapters.values() if found.run is not None])
@@ -340,7 +361,7 @@ def _base_with_adapters(base: str, adapters: dict):
         raise EvalError(f"the runs need different base models: {err}") from None
     items = list(adapters.items())
     first = TrainedWeights("adapter", items[0][1].dir) if items else None
-    loaded = build_run_model(cfg, torch.float32, first, items[0][0] if items else "default")
+    loaded = _placed(cfg, placed, first, items[0][0] if items else "default")
     with peft_deprecation_hidden():
         for name, found in items[1:]:
             loaded.model.load_adapter(str(found.dir), adapter_name=name)
@@ -348,15 +369,28 @@ def _base_with_adapters(base: str, adapters: dict):
     return loaded
 
 
-def _full_model(weights: Path, run_dir: Optional[Path]):
+def _full_model(weights: Path, run_dir: Optional[Path], placed: dict):
     """A full fine-tune's model/, a merged model or an export, with its run's model options when it has a run."""
-    import torch
-
-    from ..models import base_config, build_run_model
+    from ..models import base_config
     from ..runs import run_config
 
     cfg = run_config(run_dir) if run_dir is not None else base_config(str(weights))
-    return build_run_model(cfg, torch.float32, TrainedWeights("model", weights))
+    return _placed(cfg, placed, TrainedWeights("model", weights))
+
+
+def _placed(cfg, placed: dict, weights: Optional[TrainedWeights], adapter_name: str = "default"):
+    """``models.build_run_model`` on ``placed["device"]`` in ``placed["dtype"]`` as a server places a model
+    (``serve.registry.placement``), refused first when the planner says it does not fit there."""
+    from ..dtypes import DTYPE_BY_NAME
+    from ..models import build_run_model
+    from ..serve.registry import placement, refuse_what_does_not_fit
+
+    device, dtype = placement(placed["device"], placed["dtype"])
+    source = str(weights.path) if weights is not None and weights.kind == "model" else cfg.model.source
+    refuse_what_does_not_fit(source, dtype, device, cfg.quantization)
+    loaded = build_run_model(cfg, DTYPE_BY_NAME[dtype], weights, adapter_name, device=device)
+    loaded.model.to(device)
+    return loaded
 
 
 def _progress(total: int, desc: str, enabled: bool):

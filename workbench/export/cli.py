@@ -29,6 +29,8 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
     p.add_argument("--max-logit-diff", type=float, help="gate: largest |logit diff| (default: the target's)")
     p.add_argument("--min-agreement", type=float, help="gate: least greedy-token agreement (default: the target's)")
     p.add_argument("--max-loss-increase", type=float, help="gate: held-out loss increase allowed (default: the target's)")
+    p.add_argument("--device", default="auto", help="where the fp32 reference (and a merged export) compute the "
+                   "parity logits: auto (the first CUDA GPU when one is visible, else the CPU), cpu, cuda or cuda:N")
     p.add_argument("--force", action="store_true", help="overwrite an existing output directory")
     p.add_argument("--verify", metavar="EXPORT_DIR", help="re-check an existing export against its source run instead")
     p.add_argument("--json", action="store_true", help="print the manifest (or parity figures) as JSON")
@@ -79,7 +81,7 @@ def run(args) -> int:
         if args.verify:
             if args.run_dir:
                 raise ExportInputError("give either RUN (to export) or --verify EXPORT_DIR, not both")
-            report = verify(args.verify)
+            report = verify(args.verify, device=args.device)
             print(json.dumps(report.to_dict(), indent=2) if args.json else f"{args.verify}: parity passed: {report.summary()}")
             return 0
         if not args.run_dir:
@@ -91,7 +93,7 @@ def run(args) -> int:
             gate = _gate(args, args.target, args.dtype, args.int8_mode)
         result = export(args.run_dir, args.target, args.out, dtype=args.dtype, int8_mode=args.int8_mode,
                         heldout=args.heldout, max_examples=args.max_examples, gate=gate, overwrite=args.force,
-                        progress=_print_phase if args.progress else None)
+                        progress=_print_phase if args.progress else None, device=args.device)
     except ExportInputError as err:
         print(f"workbench export: error: {err}", file=sys.stderr)
         return 2

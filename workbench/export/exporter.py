@@ -83,7 +83,7 @@ def _versions() -> dict:
 def export(run_dir: str | Path, target: str = "merged", out: str | Path | None = None, *, dtype: str = "float32",
            int8_mode: str = "dynamic", heldout: str | Path | None = None, max_examples: int = DEFAULT_MAX_EXAMPLES,
            gate: Optional[ParityGate] = None, overwrite: bool = False,
-           progress: Optional[Callable[[int, str], None]] = None) -> ExportResult:
+           progress: Optional[Callable[[int, str], None]] = None, device: str = "auto") -> ExportResult:
     """Export a run's adapter (merged, int8 or ONNX), measure its parity with the run and write its manifest.
 
     Args:
@@ -94,6 +94,7 @@ def export(run_dir: str | Path, target: str = "merged", out: str | Path | None =
         heldout: the JSONL parity is measured on (default: the run's data.eval); max_examples: its first rows.
         gate: the parity bounds (default: the target's, ``TargetSpec.default_gate``).
         progress: ``progress(i, what)`` as each of the PHASES starts (i counts from 1).
+        device: where the fp32 reference and a merged export compute their parity logits (``reference_device``).
 
     Returns:
         The ``ExportResult`` (path, manifest, parity figures); ExportInputError for a run, target or option that
@@ -115,7 +116,8 @@ def export(run_dir: str | Path, target: str = "merged", out: str | Path | None =
 
     t0 = time.perf_counter()
     _phase(progress, 1)
-    ref = load_reference(source)
+    where = reference_device(source, device)
+    ref = load_reference(source, where)
     if reason := unsupported_reason(spec, ref.family):
         raise ExportInputError(reason)
     batches = parity_batches(held, source, ref, max_examples)
@@ -138,7 +140,7 @@ def export(run_dir: str | Path, target: str = "merged", out: str | Path | None =
     write_s = time.perf_counter() - t_write
     t_check = time.perf_counter()
     _phase(progress, 4)
-    report = compare(reference, read_export(partial, spec), batches, gate)
+    report = compare(reference, read_export(partial, spec, where), batches, gate)
     manifest = _manifest(source, ref, spec, partial, report, heldout=held, reference_bytes=reference_bytes,
                          wall={"write_s": write_s, "parity_s": time.perf_counter() - t_check,
                                "total_s": time.perf_counter() - t0})
@@ -150,6 +152,23 @@ def export(run_dir: str | Path, target: str = "merged", out: str | Path | None =
         shutil.rmtree(out)
     partial.rename(out)
     return ExportResult(out, manifest)
+
+
+def reference_device(source: RunSource, device: str = "auto"):
+    """Where the fp32 reference of ``source`` computes: ``device`` resolved as a server resolves it
+    (``serve.registry.placement``); ExportInputError, before loading, when the planner says the fp32 model does not fit
+    there."""
+    from ..config import ConfigError
+    from ..plan.inference import fit_problem
+    from ..serve.registry import placement
+
+    try:
+        where, _ = placement(device, "float32")
+    except ConfigError as err:
+        raise ExportInputError(str(err)) from None
+    if problem := fit_problem(source.base, "float32", where):
+        raise ExportInputError(f"the fp32 reference parity is measured against cannot be loaded: {problem}")
+    return where
 
 
 def parity_batches(path: str | Path, source: RunSource, ref: Reference, max_examples: int,
@@ -193,17 +212,18 @@ def read_manifest(export_dir: str | Path) -> dict:
     return json.loads(path.read_text())
 
 
-def verify(export_dir: str | Path, max_examples: Optional[int] = None) -> ParityReport:
+def verify(export_dir: str | Path, max_examples: Optional[int] = None, device: str = "auto") -> ParityReport:
     """Re-check an existing export against its source run, on the held-out data and gate its manifest names
     (e.g. after copying it, or to catch a corrupted file). Raises ParityFailed with the figures."""
     export_dir = Path(export_dir)
     m = read_manifest(export_dir)
     spec = TargetSpec(m["target"], **m["options"])
     source = open_run(m["source_run"])
-    ref = load_reference(source)
+    where = reference_device(source, device)
+    ref = load_reference(source, where)
     parity = m["parity"]
     batches = parity_batches(parity["heldout"], source, ref, max_examples or parity["examples"])
-    report = compare(reference_logits(torch_logits(ref.model), batches), read_export(export_dir, spec), batches,
+    report = compare(reference_logits(torch_logits(ref.model), batches), read_export(export_dir, spec, where), batches,
                      ParityGate(**parity["gate"]))
     if not report.passed:
         raise ParityFailed(export_dir, report)

@@ -14,7 +14,7 @@ from typing import Callable
 
 import torch
 
-from ..forward import batch_logits
+from ..forward import batch_logits, on_device
 from ..precision import count_target_tokens, token_loss_sum
 from ..precision.parity import LogitAgreement, logit_agreement
 
@@ -109,4 +109,10 @@ def compare(reference: list[torch.Tensor], candidate: LogitsFn, batches: list[di
 
 
 def torch_logits(model: torch.nn.Module) -> LogitsFn:
-    return lambda batch: batch_logits(model, batch)
+    """The logits of a batch from ``model`` on its own device (the batch follows it), returned in host memory where
+    every export's logits are compared."""
+    def logits(batch: dict) -> torch.Tensor:
+        device = next(model.parameters()).device
+        return batch_logits(model, on_device(batch, device)).cpu()
+
+    return logits

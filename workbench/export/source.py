@@ -40,8 +40,9 @@ class Reference:
     processor: Any = None  # a vision-language base's processor: held-out rows with screenshots become its inputs
 
     def merged_copy(self) -> torch.nn.Module:
-        """The adapter merged into a copy of the base (the reference itself stays unmerged)."""
-        return copy.deepcopy(self.model).merge_and_unload()
+        """The adapter merged into a copy of the base, in host memory (the reference itself stays unmerged; a
+        reference on a GPU is moved to the host first: two copies of it rarely fit there)."""
+        return copy.deepcopy(self.model.to("cpu")).merge_and_unload()
 
 
 def open_run(run_dir: str | Path) -> RunSource:
@@ -64,12 +65,13 @@ def open_run(run_dir: str | Path) -> RunSource:
     return RunSource(run_dir, cfg, weights.path)
 
 
-def load_reference(source: RunSource) -> Reference:
+def load_reference(source: RunSource, device: "str | torch.device" = "cpu") -> Reference:
     """The base exactly as the run built it (``models.build_run_model``: same source and seed, fp32; a quantized base
     (quantization.base) quantized as in training, then dequantized into fp32 layers: the full-precision base the
-    adapter is merged into) with the saved adapter applied."""
+    adapter is merged into) with the saved adapter applied, on ``device``."""
     from ..models import build_run_model
 
     loaded = build_run_model(source.config, torch.float32, TrainedWeights("adapter", source.adapter_dir),
-                             dequantized=True)
+                             dequantized=True, device=device)
+    loaded.model.to(device)
     return Reference(loaded.model, loaded.tokenizer, loaded.family, loaded.source, loaded.processor)

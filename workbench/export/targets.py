@@ -195,8 +195,9 @@ def write_onnx(merged: torch.nn.Module, tokenizer, base_path: str, out: Path, sp
 WRITERS: dict[str, Callable] = {"merged": write_merged, "int8": write_int8, "onnx": write_onnx, "onnx-int8": write_onnx}
 
 
-def read_export(out: Path, spec: TargetSpec) -> LogitsFn:
-    """The written export loaded back from disk, as a logits function (what serving or the runner will load)."""
+def read_export(out: Path, spec: TargetSpec, device: "str | torch.device" = "cpu") -> LogitsFn:
+    """The written export loaded back from disk, as a logits function (what serving or the runner will load); a
+    merged export on ``device`` (int8 and ONNX exports run on the CPU, where their kernels are)."""
     if spec.target.startswith("onnx"):
         from .onnx_runner import OnnxCausalLM
 
@@ -204,5 +205,6 @@ def read_export(out: Path, spec: TargetSpec) -> LogitsFn:
         return lambda batch: torch.from_numpy(runner.logits(batch["input_ids"].numpy(), batch["attention_mask"].numpy()))
     from ..models import load_for_inference
 
-    dtype = spec.dtype if spec.target == "merged" else "float32"
-    return torch_logits(load_for_inference(str(out), dtype=dtype).model)
+    merged = spec.target == "merged"
+    return torch_logits(load_for_inference(str(out), dtype=spec.dtype if merged else "float32",
+                                           device=device if merged else "cpu").model)

@@ -39,6 +39,52 @@ _TINY: dict[str, Callable] = {"tiny-glm4": tiny.tiny_glm4, "tiny-glm4v": tiny.ti
                               "tiny-glm4v-agent": tiny.tiny_glm4v_agent}
 
 
+def canonical_model(source: str) -> str:
+    """One name per model, to tell whether two model sources are one model: a built-in name with a hub id is that
+    hub id, a hub id is compared as the hub resolves it (case aside), a folder of the Hugging Face cache
+    (``models--ORG--NAME/snapshots/REV``) is its hub id, another local directory its resolved path."""
+    if source in BUILTIN:
+        return (BUILTIN[source].hub_id or source).lower()
+    path = Path(source).expanduser()
+    if path.exists():
+        resolved = path.resolve()
+        parts = resolved.parts
+        if len(parts) >= 3 and parts[-2] == "snapshots" and parts[-3].startswith("models--"):
+            return parts[-3].removeprefix("models--").replace("--", "/", 1).lower()
+        return str(resolved)
+    return source.lower()
+
+
+def same_model(a: str, b: str) -> bool:
+    """Whether two model sources name one model (``canonical_model``): ``autoglm-phone-9b`` is
+    ``zai-org/AutoGLM-Phone-9B``."""
+    return a == b or canonical_model(a) == canonical_model(b)
+
+
+def declared_family(source: str) -> str | None:
+    """The family (llama | glm4 | glm4v) of a model source without loading it: a built-in name's or built-in hub id's,
+    else the ``model_type`` of the config.json of a local directory or of the hub id's copy in the Hugging Face cache;
+    None when neither is at hand (a hub id never fetched here)."""
+    for model in BUILTIN.values():
+        if same_model(model.name, source):
+            return model.family
+    local = Path(source).expanduser() / "config.json"
+    if not local.is_file():
+        from huggingface_hub import try_to_load_from_cache
+
+        try:
+            cached = try_to_load_from_cache(source, "config.json")
+        except ValueError:  # not a hub id either
+            cached = None
+        local = Path(cached) if isinstance(cached, str) else None
+    if local is None:
+        return None
+    import json
+    from types import SimpleNamespace
+
+    return model_family(SimpleNamespace(model_type=json.loads(local.read_text(encoding="utf-8")).get("model_type", "")))
+
+
 @dataclass
 class LoadedModel:
     model: torch.nn.Module
@@ -96,6 +142,21 @@ def _where(name: str) -> str:
     where = BUILTIN[name].hub_id if name in BUILTIN else name
     if Path(where).exists() and not (Path(where) / "config.json").is_file():
         raise ConfigError([("model.source", f"{where!r} is a path but holds no config.json: point at a Hugging Face model directory")])
+    return where
+
+
+def fetch_hub_weights(source: str) -> str | None:
+    """A hub model's files fetched into the Hugging Face cache once, here (``huggingface_hub.snapshot_download``;
+    ``HF_ENDPOINT`` names a mirror): its hub id, or None for a source that is no hub id (a model built from code, the
+    packaged one, a local directory). Processes started afterwards read the cache."""
+    if source in _TINY or source == packaged.NAME:
+        return None
+    where = _where(source)
+    if Path(where).exists():
+        return None
+    from huggingface_hub import snapshot_download
+
+    snapshot_download(where)
     return where
 
 

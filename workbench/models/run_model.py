@@ -18,7 +18,7 @@ from ..config import QuantizationSection, RunConfig, config_from_dict
 from ..dtypes import DTYPE_BY_NAME
 from ..runs.layout import TrainedWeights
 from . import packaged
-from .loading import _TINY, LoadedModel, load_base_model, peft_deprecation_hidden
+from .loading import _TINY, LoadedModel, load_base_model, peft_deprecation_hidden, same_model
 from .quantize import QUANTIZE_FROM, cast_unquantized, dequantize_base, is_quantized, quantize_base
 
 
@@ -132,7 +132,7 @@ def base_problem(run: RunConfig, source: str, seed: Optional[int],
                  quantization: Optional[QuantizationSection] = None) -> Optional[str]:
     """Why ``run``'s adapter does not fit a base of ``source`` built with ``seed`` (None: a base from files) and, given,
     ``quantization`` (the base's ``quantization`` section), or None when it fits."""
-    if run.model.source != source:
+    if not same_model(run.model.source, source):
         return f"it was trained on {run.model.source!r}, not {source!r}"
     if quantization is not None and _base_quantization(run.quantization) != _base_quantization(quantization):
         return (f"it was trained on a base quantized as {_quantized_as(run.quantization)}, and this base is quantized as "

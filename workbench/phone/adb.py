@@ -1,6 +1,6 @@
 """A real Android phone over ADB, with the simulated phone's interface (``PhoneEnv(AdbPhone(serial))``).
 
-Through ``adbutils`` (the optional extra ``phone``: ``pip install 'workbench[phone]'``) and a running ADB server
+Through ``adbutils`` (the optional extra ``phone``: ``pip install -e '.[phone]'`` in the checkout) and a running ADB server
 (``adb start-server``; default 127.0.0.1:5037). Each action is the device command AutoGLM's runtime sends:
 
 - screenshot: ``screencap -p``; current app: the focused window's line of ``dumpsys window`` named by Open-AutoGLM's

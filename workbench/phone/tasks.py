@@ -13,7 +13,9 @@ task): it asks whether a model recombines what it learned, where ``heldout`` als
 saw.
 
 Task files (``load_task_file``): JSONL, one ``{"template": NAME, ...parameters}`` object a line (optionally
-``"id"`` and ``"split"``); a bad row is a ``TaskFileError`` naming file:line and the fix.
+``"id"`` and ``"split"``), or ``{"instruction": "..."}``: a free-form task for a real phone (your own app's), with no
+start state, checks or oracle (``FREE_FORM``: its episodes are judged by a person or by step metrics); a bad row is a
+``TaskFileError`` naming file:line and the fix.
 """
 from __future__ import annotations
 
@@ -50,7 +52,12 @@ class PhoneTask:
 
     @property
     def spec(self) -> "Template":
-        return TEMPLATES[self.template]
+        return FREE_FORM if self.template == FREE_FORM.name else TEMPLATES[self.template]
+
+    @property
+    def free_form(self) -> bool:
+        """An instruction of the user's own: no simulated start state, no final-state checks, no oracle."""
+        return self.template == FREE_FORM.name
 
     @property
     def instruction(self) -> str:
@@ -369,6 +376,31 @@ def _slug(value) -> str:
     return re.sub(r"[^a-z0-9]+", "-", str(value).casefold()).strip("-")[:24]
 
 
+def _no_oracle(recorder, params: dict) -> None:
+    raise ValueError(f"a free-form task ({params['instruction']!r}) has no oracle: demonstrate it (the recorder) or "
+                     "run a model on a phone")
+
+
+def _an_instruction(params: dict, phone: PhoneContents) -> Optional[str]:
+    text = params.get("instruction")
+    return None if isinstance(text, str) and text.strip() else "'instruction' is the task in words: a non-empty string"
+
+
+# A task in the user's own words, for a real phone (not in TEMPLATES: the simulated phone cannot judge it).
+FREE_FORM = Template("instruction", ("instruction",), lambda p: p["instruction"].strip(), lambda p: (),
+                     lambda phone, p: {}, lambda p: (), _no_oracle, _an_instruction)
+
+
+def free_form_task(instruction: str, split: str = "train", task_id: Optional[str] = None) -> PhoneTask:
+    """A task of the user's own words (``FREE_FORM``); ValueError for an empty instruction."""
+    if why := _an_instruction({"instruction": instruction}, DEFAULT_CONTENTS):
+        raise ValueError(why)
+    if split not in SPLITS:
+        raise ValueError(f"split must be one of {', '.join(SPLITS)}, got {split!r}")
+    return PhoneTask(task_id or f"instruction/{_slug(instruction)[:60]}", FREE_FORM.name,
+                     {"instruction": instruction.strip()}, split)
+
+
 def make_task(template: str, params: dict, split: str = "train", task_id: Optional[str] = None,
               phone: PhoneContents = DEFAULT_CONTENTS) -> PhoneTask:
     """A task of ``template`` with ``params`` on a phone holding ``phone``; ValueError saying what is wrong (unknown
@@ -458,7 +490,8 @@ class TaskFileError(ValueError):
 
 
 def load_task_file(path: str | Path) -> list[PhoneTask]:
-    """The tasks of a JSONL task file: ``{"template": NAME, <its parameters>, "id"?: ..., "split"?: ...}`` a line."""
+    """The tasks of a JSONL task file: ``{"template": NAME, <its parameters>, "id"?: ..., "split"?: ...}`` or
+    ``{"instruction": "...", "id"?: ..., "split"?: ...}`` (free form) a line."""
     path = Path(path)
     try:
         lines = list(jsonl_lines(path))
@@ -474,10 +507,17 @@ def load_task_file(path: str | Path) -> list[PhoneTask]:
                 raise ValueError("a row is a JSON object such as {\"template\": \"open_app\", \"app\": \"Settings\"}")
             row = dict(row)
             template = row.pop("template", None)
-            if template is None:
-                raise ValueError(f"no 'template': give one of {', '.join(TEMPLATES)}")
-            task = make_task(template, {k: v for k, v in row.items() if k not in ("id", "split")},
-                             row.get("split", "train"), row.get("id"))
+            if template is None and "instruction" in row:
+                extra = sorted(set(row) - {"instruction", "id", "split"})
+                if extra:
+                    raise ValueError(f"a free-form row takes 'instruction' (and 'id', 'split'); unknown {', '.join(extra)}")
+                task = free_form_task(row["instruction"], row.get("split", "train"), row.get("id"))
+            elif template is None:
+                raise ValueError(f"no 'template': give one of {', '.join(TEMPLATES)}, or your own task in words as "
+                                 "{\"instruction\": \"...\"} (a real phone's task: no simulator checks)")
+            else:
+                task = make_task(template, {k: v for k, v in row.items() if k not in ("id", "split")},
+                                 row.get("split", "train"), row.get("id"))
         except ValueError as err:
             raise TaskFileError(f"{path}:{number}: {err}") from None
         if task.id in seen:

@@ -1,5 +1,5 @@
 """Memory planner: predict GPU/host memory per device from a model config alone, measure the same
-categories on a live run, and fact-check the reference documents' claims.
+categories on a live run, and fact-check published memory claims (plan.factcheck.DOCUMENTS).
 
 Engine API: ``predict_for_run(cfg, policy, world_size=1, ...) -> Plan`` (emit ``plan.to_dict()`` at
 start), ``measure_model_state(model, optimizer) -> dict`` and ``compare(plan, measured) -> rows``.

@@ -35,16 +35,33 @@ PRESETS = {
     "tiny-glm4v": "random 2-layer GLM-4.1V model (tests)",
     "tiny-glm4v-agent": "random 4-layer GLM-4.1V with a tokenizer fitted on phone-agent episodes",
 }
+# AutoGLM-Phone-9B's architecture as GLM-4.1V-9B's published config.json states it: transformers' Glm4vConfig() widths
+# and token ids, with its rotary settings. Glm4vConfig() alone leaves partial_rotary_factor at 1.0 beside the default
+# mrope_section [8, 12, 12] (which assumes 0.5): its text decoder's forward then fails ("split_sizes ... sum exactly to
+# 64"); `workbench train --dry-run` found it running the model on the meta device. No parameter depends on it.
+AUTOGLM_PHONE_9B_TEXT = {"rope_parameters": {"rope_type": "default", "rope_theta": 10000.0, "partial_rotary_factor": 0.5,
+                                             "mrope_section": [8, 12, 12]},
+                         "eos_token_id": [151329, 151336, 151338], "pad_token_id": 151329}
+
+
+def autoglm_phone_9b_config():
+    """The transformers config of AutoGLM-Phone-9B (``AUTOGLM_PHONE_9B_TEXT`` over Glm4vConfig()'s defaults)."""
+    from transformers import Glm4vConfig
+
+    text = {**Glm4vConfig().text_config.to_dict(), **AUTOGLM_PHONE_9B_TEXT}
+    return Glm4vConfig(text_config=text, architectures=["Glm4vForConditionalGeneration"])
+
+
 ALIASES = {"zai-org/autoglm-phone-9b": "autoglm-phone-9b", "glm4v": "autoglm-phone-9b", "default": "smollm2-135m-instruct"}
 
 
 def load_model_config(source: str):
     """A transformers config for a preset name, a hub id we know, or a local directory with config.json."""
-    from transformers import AutoConfig, Glm4vConfig, LlamaConfig
+    from transformers import AutoConfig, LlamaConfig
 
     key = ALIASES.get(source.lower(), source.lower())
     if key == "autoglm-phone-9b":
-        return Glm4vConfig()
+        return autoglm_phone_9b_config()
     if key == "smollm2-135m-instruct":
         from ..models import packaged
 

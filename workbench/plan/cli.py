@@ -43,7 +43,7 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
     p.add_argument("--devices", default="2x24564MiB", help="COUNTxSIZE, e.g. 2x24GiB (default: 2x RTX 4090, 24564 MiB each)")
     p.add_argument("--host-ram", default="64GiB", help="host RAM (default 64GiB)")
     p.add_argument("--json", action="store_true", help="print JSON instead of a table")
-    p.add_argument("--fact-check", action="store_true", help="print the seed documents' claims vs the planner instead")
+    p.add_argument("--fact-check", action="store_true", help="print published memory claims (three blog posts) vs the planner instead")
     p.add_argument("--inference", action="store_true",
                    help="serving memory instead of training: weights in each format + KV cache + screenshots, on one "
                    "GPU (a 16 GB T4 and a 24 GB RTX 4090 unless --devices names one)")
@@ -52,7 +52,7 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
 
 
 def add_fact_check_parser(subparsers) -> argparse.ArgumentParser:
-    p = subparsers.add_parser("fact-check", help="compare the reference documents' memory claims with the planner")
+    p = subparsers.add_parser("fact-check", help="compare published memory claims about AutoGLM-Phone-9B (three blog posts) with the planner")
     p.add_argument("--json", action="store_true", help="print JSON instead of a markdown table")
     return p
 

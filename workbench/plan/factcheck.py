@@ -1,5 +1,6 @@
-"""Fact-check of the reference documents' memory claims against the planner's figures for the real
-model (AutoGLM-Phone-9B = transformers' Glm4vConfig() defaults).
+"""Fact-check of published memory claims about fine-tuning and serving AutoGLM-Phone-9B (three blog posts,
+``DOCUMENTS``) against the planner's figures for the real model (AutoGLM-Phone-9B = transformers' Glm4vConfig()
+defaults).
 
 Verdicts rest on lower bounds where possible: if the weights (or the model state) alone exceed the
 claimed figure, no activation or framework detail can rescue the claim.
@@ -21,9 +22,35 @@ MODEL = "autoglm-phone-9b"
 
 
 @dataclass(frozen=True)
+class Document:
+    title: str  # as published (Chinese)
+    title_en: str  # its title in English
+    short: str  # how the table cites it
+
+
+# The documents whose claims are checked: blog posts published in Chinese, cited by title (not part of this repository).
+DOCUMENTS = {
+    "optimization-guide": Document("AutoGLM-Phone-9B优化指南：混合精度训练方案",
+                                   "AutoGLM-Phone-9B optimization guide: a mixed-precision training scheme",
+                                   "blog post \"AutoGLM-Phone-9B optimization guide\""),
+    "training-techniques": Document("AutoGLM-Phone-9B技术揭秘：轻量化模型的训练技巧",
+                                    "AutoGLM-Phone-9B revealed: training techniques for a lightweight model",
+                                    "blog post \"AutoGLM-Phone-9B revealed\""),
+    "fine-tuning-in-practice": Document("autoglm-phone-9b模型微调训练实战：从数据准备到生产部署全流程解析",
+                                        "Fine-tuning autoglm-phone-9b in practice: from data preparation to production "
+                                        "deployment", "blog post \"Fine-tuning autoglm-phone-9b in practice\""),
+}
+
+
+def cite(document: str, where: str = "") -> str:
+    """A claim's source as the table prints it: the document's short title, then where in it."""
+    return DOCUMENTS[document].short + (f", {where}" if where else "")
+
+
+@dataclass(frozen=True)
 class Claim:
     id: str
-    source: str
+    source: str  # cite(...): the document by title, and where in it
     text: str  # the claim as the document states it (translated)
     claimed_gib: Optional[float]  # None: the claim states no figure
     settings: str  # the settings the document evidently means
@@ -43,40 +70,40 @@ class Verdict:
 
 
 CLAIMS = (
-    Claim("000-fp32", "seed 000 §4.1 (2x RTX 4090)", "FP32 full precision: ~28 GB peak per card, does not fit a 24 GB 4090", 28,
+    Claim("000-fp32", cite("optimization-guide", "§4.1 (2x RTX 4090)"), "FP32 full precision: ~28 GB peak per card, does not fit a 24 GB 4090", 28,
           "full fine-tuning, fp32, one copy per card (DDP), micro-batch 1, seq 512, gradient checkpointing"),
-    Claim("000-amp", "seed 000 §4.1 (2x RTX 4090)", "FP16 + AMP: ~18 GB per card, trains with batch <= 2", 18,
+    Claim("000-amp", cite("optimization-guide", "§4.1 (2x RTX 4090)"), "FP16 + AMP: ~18 GB per card, trains with batch <= 2", 18,
           "full fine-tuning (the document never mentions LoRA), torch AMP fp16, DDP, micro-batch 2, seq 512, ckpt"),
-    Claim("000-zero3", "seed 000 §3.3/§4.1 (2x RTX 4090)", "FP16 + DeepSpeed ZeRO-3: ~11 GB per card, batch up to 4 per GPU", 11,
+    Claim("000-zero3", cite("optimization-guide", "§3.3/§4.1 (2x RTX 4090)"), "FP16 + DeepSpeed ZeRO-3: ~11 GB per card, batch up to 4 per GPU", 11,
           "its deepspeed_config.json: fp16, ZeRO-3, offload_optimizer to CPU, micro-batch 4, full fine-tuning, ckpt, seq 512"),
-    Claim("003-fp32", "seed 003 (NVIDIA T4)", "FP32 full-parameter training: 24 GB", 24,
+    Claim("003-fp32", cite("fine-tuning-in-practice", "NVIDIA T4"), "FP32 full-parameter training: 24 GB", 24,
           "full fine-tuning, fp32, one T4 (16 GB), batch 8, max_length 512"),
-    Claim("003-fp16", "seed 003 (NVIDIA T4)", "FP16 mixed precision: 12 GB", 12,
+    Claim("003-fp16", cite("fine-tuning-in-practice", "NVIDIA T4"), "FP16 mixed precision: 12 GB", 12,
           "full fine-tuning, torch AMP fp16 (T4 has no bf16), batch 8, max_length 512"),
-    Claim("003-lora-fp16", "seed 003 (NVIDIA T4)", "LoRA + FP16: 8 GB", 8,
+    Claim("003-lora-fp16", cite("fine-tuning-in-practice", "NVIDIA T4"), "LoRA + FP16: 8 GB", 8,
           "LoRA r=8 (its target names 'query'/'value' match no GLM module; we use q_proj,v_proj), fp16 frozen base, batch 8, seq 512"),
-    Claim("003-lora-int8", "seed 003 (NVIDIA T4)", "LoRA + INT8 quantization: 5 GB", 5,
+    Claim("003-lora-int8", cite("fine-tuning-in-practice", "NVIDIA T4"), "LoRA + INT8 quantization: 5 GB", 5,
           "LoRA r=8 (q_proj, v_proj) over an int8 base (quantization.base int8: bitsandbytes LLM.int8, linear weights "
           "1 byte + an fp32 scale per row; embeddings, lm_head and the vision tower fp16), fp16, batch 8, seq 512, "
           "gradient checkpointing, one T4"),
-    # once images are counted: AutoGLM-Phone's training rows are screenshots (issue 9)
-    Claim("000-zero3-images", "seed 000 §4.1 (2x RTX 4090), screenshots counted",
+    # once images are counted: AutoGLM-Phone's training rows are screenshots
+    Claim("000-zero3-images", cite("optimization-guide", "§4.1 (2x RTX 4090), screenshots counted"),
           "FP16 + ZeRO-3: ~11 GB per card, batch up to 4 per GPU", 11,
           "its ZeRO-3 fp16 config at micro-batch 4, read as kindly as possible (LoRA, parameters offloaded too, ckpt), "
           "each row one 1080x2400 screenshot + 512 text tokens"),
-    Claim("002-batch16-images", "seed 002 §4.1 (RTX 4090), screenshots counted",
+    Claim("002-batch16-images", cite("training-techniques", "§4.1 (RTX 4090), screenshots counted"),
           "FP16 + AMP with gradient accumulation: batch size 16 per 4090", 24,
           "LoRA, fp16, the cheapest 2x4090 strategy at micro-batch 16 (ckpt), one 1080x2400 screenshot + 512 text tokens per row"),
-    # deployment (issue 12): inference memory of one request, weights in fp16/bf16/int8/int4
-    Claim("002-infer-8gb", "seed 002 §1.2", "one inference uses under 8 GB of GPU memory (INT8/FP16 mixed inference)", 8,
+    # deployment: inference memory of one request, weights in fp16/bf16/int8/int4
+    Claim("002-infer-8gb", cite("training-techniques", "§1.2"), "one inference uses under 8 GB of GPU memory (INT8/FP16 mixed inference)", 8,
           "one request: 4,096 text tokens + one 1080x2400 screenshot, weights int8 / fp16 (and int4 for comparison)"),
-    Claim("002-two-4090", "seed 002 §2", "serving needs 2 or more RTX 4090s: one card cannot hold the full model", 24,
+    Claim("002-two-4090", cite("training-techniques", "§2"), "serving needs 2 or more RTX 4090s: one card cannot hold the full model", 24,
           "one request (4,096 text tokens + one screenshot), bf16 weights, on one 24 GB RTX 4090"),
-    Claim("003-int8-deploy", "seed 003 (deployment)", "dynamic INT8 quantization (quantize_dynamic on Linear) for deployment", None,
+    Claim("003-int8-deploy", cite("fine-tuning-in-practice", "deployment"), "dynamic INT8 quantization (quantize_dynamic on Linear) for deployment", None,
           "int8 weight-only / dynamic on every Linear but lm_head; sizes vs bf16, and SmolLM2's measured exports"),
-    Claim("003-onnx", "seed 003 (deployment)", "export to ONNX (opset 13, a (1, 512) dummy input) and run it with ONNX Runtime / CoreML", None,
+    Claim("003-onnx", cite("fine-tuning-in-practice", "deployment"), "export to ONNX (opset 13, a (1, 512) dummy input) and run it with ONNX Runtime / CoreML", None,
           "torch.onnx.export of the merged model in fp32, as the document's code does"),
-    Claim("003-mobile", "seed 003 (conclusion)", "24 GB -> 5 GB makes deploying and updating the model on mobile devices possible", 5,
+    Claim("003-mobile", cite("fine-tuning-in-practice", "conclusion"), "24 GB -> 5 GB makes deploying and updating the model on mobile devices possible", 5,
           "inference with int4 weights (the smallest format) and one screenshot; 'updating' = LoRA training"),
 )
 
@@ -278,4 +305,6 @@ def format_markdown(verdicts: list[Verdict]) -> str:
         claimed = "-" if c.claimed_gib is None else f"{c.claimed_gib:g} GB"
         lines.append(f"| {c.text} | {c.source} | {claimed} | {c.settings} | {v.planner_gib:.1f} GiB | "
                      f"{v.lower_bound_gib:.1f} GiB | **{v.verdict}** | {v.why} |")
+    lines += ["", "Sources: blog posts published in Chinese (claims translated; sections by their numbers):"]
+    lines += [f"- {d.short}: {d.title} ({d.title_en})" for d in DOCUMENTS.values()]
     return "\n".join(lines)

@@ -12,6 +12,7 @@ point per group of 128. The same rule predicts the sizes measured on SmolLM2's e
 """
 from __future__ import annotations
 
+import dataclasses
 import functools
 from dataclasses import dataclass
 from typing import Optional
@@ -127,8 +128,9 @@ def prefill_bytes(shape: DecoderShape, tokens: int, batch: int = 1) -> int:
 def predict_inference(model: str, fmt: str, devices: DeviceSet, context: int = DEFAULT_CONTEXT,
                       images_per_row: int = 1, image_size: str = "1080x2400", batch: int = 1) -> InferencePlan:
     """GPU bytes to serve ``model`` with ``fmt`` weights: one request of ``context`` text tokens and
-    ``images_per_row`` screenshots (their image tokens sit in the KV cache too)."""
-    if fmt not in WEIGHT_FORMATS:
+    ``images_per_row`` screenshots (their image tokens sit in the KV cache too). ``fmt`` fp32 (a CPU's) is planned
+    too, though no export writes it."""
+    if fmt not in (*WEIGHT_FORMATS, "fp32"):
         raise ConfigError([("--weights", f"{fmt!r}: use one of {', '.join(WEIGHT_FORMATS)}")])
     if context < 1 or batch < 1:
         raise ConfigError([("--context", f"context {context} and batch {batch}: both must be >= 1")])
@@ -137,8 +139,8 @@ def predict_inference(model: str, fmt: str, devices: DeviceSet, context: int = D
     images = images_for(model, config, image_size, images_per_row) if images_per_row else None
     seq = context + (images.tokens_per_row if images else 0)
     notes, refused = [], None
-    compute = torch.float16 if fmt == "fp16" else torch.bfloat16
-    if not devices.bf16 and fmt != "fp16":
+    compute = {"fp16": torch.float16, "fp32": torch.float32}.get(fmt, torch.bfloat16)
+    if not devices.bf16 and fmt not in ("fp16", "fp32"):
         compute = torch.float16
         if fmt == "bf16":
             refused = (f"{devices.name} has no bf16 (sm_75): load the weights as fp16 (the fp16 row; GLM models are "
@@ -147,7 +149,8 @@ def predict_inference(model: str, fmt: str, devices: DeviceSet, context: int = D
             notes.append(f"{fmt} weights dequantize to fp16 here (no bf16 on {devices.name})")
     if fmt == "int4" and not devices.bf16:
         notes.append("torchao's int4 kernel (tinygemm) needs sm_80+: on a T4 use bitsandbytes NF4 (about the same bytes)")
-    gpu = {"weights": weight_bytes(model, fmt, compute), "kv_cache": kv_cache_bytes(shape, seq, batch)}
+    gpu = {"weights": weight_bytes(model, fmt, compute),
+           "kv_cache": kv_cache_bytes(shape, seq, batch, dtype_bytes=compute.itemsize)}
     working = prefill_bytes(shape, seq, batch)
     vision_forward = 0
     if images is not None:
@@ -163,7 +166,7 @@ def predict_inference(model: str, fmt: str, devices: DeviceSet, context: int = D
     gpu["forward_working_set"] = working
     # weights are allocated once, tensor by tensor; the allocator's reserve grows with what comes and goes
     gpu["fragmentation"] = int(FRAGMENTATION * (sum(gpu.values()) - gpu["weights"]))
-    gpu["cuda_context"] = CUDA_CONTEXT_BYTES
+    gpu["cuda_context"] = CUDA_CONTEXT_BYTES if devices.device_type == "cuda" else 0
     return InferencePlan(model=model, fmt=fmt, devices=devices, context=context, seq_len=seq, images=images, gpu=gpu,
                          refused=refused, notes=tuple(notes), vision_forward=vision_forward)
 
@@ -212,3 +215,67 @@ def format_inference(rows: list[InferencePlan]) -> str:
     out.append("weights: torchao weight-only through transformers (every Linear but lm_head; embeddings, norms and "
                "convolutions stay 16-bit); KV cache 16-bit; 0.75 GiB CUDA context and a 10% allocator reserve over the non-weight bytes assumed")
     return "\n".join(out)
+
+
+# ---- will a model about to be loaded for inference fit? ---------------------------------------------------------------
+_FORMAT_OF_DTYPE = {"float32": "fp32", "bfloat16": "bf16", "float16": "fp16"}
+
+
+def live_devices(device: torch.device) -> DeviceSet:
+    """The one device a model is about to be loaded on, as the planner describes devices: a GPU's total memory, or the
+    host RAM free now (a CPU's model lives there)."""
+    import psutil
+
+    if device.type == "cuda":
+        props = torch.cuda.get_device_properties(device.index or 0)
+        return DeviceSet(count=1, bytes_per_device=props.total_memory, host_ram=psutil.virtual_memory().total,
+                         name=f"{device} ({props.name})", bf16=torch.cuda.is_bf16_supported())
+    free = psutil.virtual_memory().available
+    return DeviceSet(count=1, bytes_per_device=free, host_ram=free, name="this machine", device_type="cpu")
+
+
+def serving_plan(source: str, dtype: str, devices: DeviceSet, quantization=None,
+                 context: int = DEFAULT_CONTEXT) -> InferencePlan:
+    """The memory of ``source`` answering one request of ``context`` text tokens (and one 1080x2400 screenshot for a
+    vision-language model) with its weights in ``dtype``, or, given a ``quantization`` section whose base is
+    quantized, its linear layers at their quantized bytes (the planner's census of that base)."""
+    config = load_model_config(source)
+    plan = predict_inference(source, _FORMAT_OF_DTYPE[dtype], devices, context,
+                             images_per_row=1 if hasattr(config, "vision_config") else 0)
+    if quantization is None or quantization.base == "none":
+        return plan
+    from ..config import LoraSection
+    from .arch import planned_census
+    from .planner import policy_for
+
+    lora = LoraSection(enabled=False)
+    weights = planned_census(source, lora, policy_for("fp32", lora, devices, dtype), quantization=quantization).bytes()
+    return dataclasses.replace(plan, gpu={**plan.gpu, "weights": weights})
+
+
+def fit_problem(source: str, dtype: str, device: torch.device, quantization=None,
+                context: int = DEFAULT_CONTEXT) -> Optional[str]:
+    """Why ``source`` in ``dtype`` (``quantization``: a run's section, for a base quantized as it trained) will not
+    fit ``device`` for one request, with the planner's figure and the fixes; None when it fits, or when the planner
+    does not know the model (a hub id it has no config of: loading will tell)."""
+    devices = live_devices(device)
+    try:
+        plan = serving_plan(source, dtype, devices, quantization, context)
+    except ConfigError:
+        return None
+    if plan.total <= devices.bytes_per_device:
+        return None
+    parts = ", ".join(f"{k.replace('_', ' ')} {v / GiB:.1f}" for k, v in plan.gpu.items() if v)
+    need = (f"{source} in {dtype}{' over its ' + quantization.base + ' base' if quantization is not None and quantization.base != 'none' else ''} "
+            f"needs {plan.total / GiB:.1f} GiB for one request of {context:,} text tokens"
+            f"{' and one 1080x2400 screenshot' if plan.images else ''} ({parts} GiB; `workbench plan --inference`), "
+            f"and {devices.name} has {devices.bytes_per_device / GiB:.1f} GiB"
+            f"{' of RAM free' if device.type == 'cpu' else ''}")
+    if device.type == "cuda":
+        fixes = ("serve a run trained over a 4-bit base (quantization.base nf4, e.g. the recipe "
+                 "autoglm-phone-9b-qlora-1x24gb: its base is loaded in nf4), serve with vLLM (--engine vllm; over two "
+                 "GPUs add --vllm-arg=--tensor-parallel-size=2), or use a GPU with more memory")
+    else:
+        fixes = ("a GPU (--device cuda), --dtype bfloat16 (half the bytes of float32; slow on a CPU without native "
+                 "bf16), or a machine with more free RAM")
+    return f"{need}: {fixes}"

