@@ -35,7 +35,7 @@ sys.path.insert(0, str(HERE.parent))  # run from a checkout: the workbench packa
 from workbench.agent import OraclePolicy, run_episodes, sim_devices  # noqa: E402
 from workbench.agent.record import IMAGES_DIR, record_rows  # noqa: E402
 from workbench.data.check import check_file  # noqa: E402
-from workbench.phone.tasks import MORE_FRESH_SHARE, SPLITS, more_training_tasks, select_tasks  # noqa: E402
+from workbench.phone.tasks import MORE_FRESH_SHARE, more_training_tasks, select_tasks  # noqa: E402
 
 OUTS = {"screenshot": HERE / "phone_episodes", "ui_tree": HERE / "phone_episodes_tree"}
 SIZE = (112, 252)  # as phone_screens/: 36 image tokens for GLM-4.1V's processor, seconds on a CPU
@@ -75,7 +75,7 @@ def check(out: Path, observation: str = "screenshot") -> list[str]:
             problems.append(f"{split}.jsonl does not hold one episode of every {split} task")
         if {r["meta"].get("observation", "screenshot") for r in rows} != {observation}:
             problems.append(f"{split}.jsonl holds rows of another observation than {observation}")
-    for held in [s for s in SPLITS if s != "train"]:
+    for held in [s for s in SETS if not s.startswith("train")]:
         if tasks["train"] & tasks[held]:
             problems.append(f"tasks in train and {held}: {sorted(tasks['train'] & tasks[held])}")
     with tempfile.TemporaryDirectory() as tmp:

@@ -3,7 +3,9 @@ on the simulated phone, against the workbench's runner on the same tasks and the
 
 - the oracle's replies served over HTTP (``PolicyServer``): every task of every split ends the same in both loops
   (success, how it ended, the final state), and the conversation the runtime sent at every step is byte for byte the
-  one the workbench's runner sent (``phone.conversation.Conversation``);
+  one the workbench's runner sent (``phone.conversation.Conversation``); the perturbed split's tasks the same with
+  the expert's replies served (its pop-ups, renamed buttons, shuffled layouts, and slow apps the runtime's Wait
+  waits for);
 - replies the runtime cannot parse (a reply closed by ``</answer>``, as the workbench's targets were before) end both
   loops at once without success.
 """
@@ -15,11 +17,12 @@ import json
 
 import pytest
 
-from workbench.agent import OraclePolicy, ServedPolicy, run_episodes, sim_devices
+from workbench.agent import ExpertPolicy, OraclePolicy, ServedPolicy, run_episodes, sim_devices
 from workbench.agent.openautoglm import run_in_runtime
 from workbench.agent.policy_server import PolicyServer
 from workbench.phone.openautoglm import history_reply
-from workbench.phone.tasks import SPLITS, TASKS
+from workbench.phone.expert import Expert
+from workbench.phone.tasks import PERTURBED_TASKS, TASKS
 from workbench.serve.remote import ModelReply, ServerClient
 
 SIZE = (112, 252)  # the screenshots' size (cheap to encode); gestures travel in pixels of a 1080x2400 touch screen
@@ -42,9 +45,10 @@ def oracle_server():
         yield server
 
 
-def _both_loops_alike(task, server: PolicyServer) -> None:
-    """The task played by the runtime's loop and by ours on the oracle's served replies: both succeed, end alike on
-    the same final state, and sent the same conversation, byte for byte, at every step."""
+def _both_loops_alike(task, server: PolicyServer, steps: int) -> None:
+    """The task played by the runtime's loop and by ours on the served replies (the oracle's, the expert's): both
+    succeed in ``steps`` steps, end alike on the same final state, and sent the same conversation, byte for byte, at
+    every step."""
     server.received.clear()
     theirs = run_in_runtime(task, server.base_url, "oracle", size=SIZE)
     sent_by_runtime = [_as_sent(m) for m in server.received]
@@ -53,7 +57,7 @@ def _both_loops_alike(task, server: PolicyServer) -> None:
     sent_by_runner = [_as_sent(m) for m in server.received]
     assert theirs.success and ours.success, (task.id, theirs.end, theirs.message, ours.end_reason)
     assert (theirs.end, theirs.checks, theirs.final_app) == (ours.end_reason, ours.checks, ours.final_app), task.id
-    assert len(sent_by_runtime) == len(ours.steps) == len(task.oracle())
+    assert len(sent_by_runtime) == len(ours.steps) == steps
     # byte for byte at every step: system prompt, task turn, screenshots, current_app names, the history
     assert sent_by_runtime == sent_by_runner, task.id
     # and the runtime's own context at the end: the last request, its screenshot dropped, then the last reply
@@ -63,12 +67,25 @@ def _both_loops_alike(task, server: PolicyServer) -> None:
         server.policy([last])[0].content)}]
 
 
-@pytest.mark.parametrize("split", SPLITS)
+@pytest.mark.parametrize("split", list(dict.fromkeys(t.split for t in TASKS)))
 def test_every_task_of_every_split_ends_alike_in_both_loops_byte_for_byte(split, oracle_server):
     tasks = [t for t in TASKS if t.split == split]
     assert len(tasks) >= 15
     for task in tasks:
-        _both_loops_alike(task, oracle_server)
+        _both_loops_alike(task, oracle_server, len(task.oracle()))
+
+
+def test_every_perturbed_task_ends_alike_in_both_loops_with_the_experts_replies():
+    """The perturbed split (pop-ups to dismiss, slow apps to wait for, renamed buttons, shuffled layouts) in
+    Open-AutoGLM's own loop: the expert, served, solves each task there as in our runner, in its shortest path's
+    steps; a slow app loads only when the runtime's Wait has waited (on the phone's clock)."""
+    expert = Expert()
+    with PolicyServer(ExpertPolicy(PERTURBED_TASKS, expert)) as server:
+        for task in PERTURBED_TASKS:
+            _both_loops_alike(task, server, expert.shortest(task))
+    waits = [s for t in PERTURBED_TASKS if t.id.startswith("perturbed/slow/") for s in expert.path(t)
+             if s.action.type == "Wait"]
+    assert len(waits) >= 5
 
 
 def test_a_reply_the_runtime_cannot_parse_ends_both_loops_without_success():

@@ -3,6 +3,7 @@ episodes, the metrics and the episodes on disk."""
 from __future__ import annotations
 
 import base64
+import copy
 import io
 import json
 
@@ -10,7 +11,7 @@ import pytest
 from PIL import Image
 
 from workbench.agent import OraclePolicy, run_episodes, sim_devices, summarize_episodes
-from workbench.agent.metrics import quoted_line, reached_apps
+from workbench.agent.metrics import false_finish, quoted_line, reached_apps
 from workbench.agent.policy import first_instruction
 from workbench.agent.store import EpisodeWriter, read_episodes
 from workbench.phone.actions import parse_action, split_answer
@@ -166,6 +167,26 @@ def test_metrics_count_what_happened():
     off = summarize_episodes(run_episodes(tasks[:1], Scripted('do(action="Tap", element=[1200,5])', 'finish(message="x")'),
                                  SMALL))
     assert off["action_types"] == {"Tap": 1} and off["invalid_action_rate"] == 1.0
+
+
+def test_loop_and_false_finish_rates_and_steps_to_success_count_each_ending_once():
+    """Four episodes of one task: the oracle's (success in its steps), a loop (the same tap on nothing three times:
+    ended by the repeat rule), a false finish (finish at once: a check fails) and a reply that does not parse
+    (ended, no success, but not a finish the agent claimed). A real phone's episode is not judged: no false finish
+    either way."""
+    task = select_tasks("toggle_setting/wifi-off")
+    good = run_episodes(task, OraclePolicy(task), SMALL)
+    loop = run_episodes(task, Scripted('do(action="Tap", element=[500,990])'), SMALL)
+    false = run_episodes(task, Scripted('finish(message="Wi-Fi is off")'), SMALL)
+    unparsed = run_episodes(task, Scripted("nonsense"), SMALL)
+    m = summarize_episodes(good + loop + false + unparsed)
+    assert [e.end_reason for e in good + loop + false + unparsed] == ["finish", "repeated", "finish", "parse_failure"]
+    assert m["loop_rate"] == 0.25 and m["false_finish_rate"] == 0.25 and m["success_rate"] == 0.25
+    assert m["mean_steps_success"] == len(task[0].oracle()) == 3 and m["mean_steps"] == (3 + 3 + 1 + 1) / 4
+    unjudged = copy.deepcopy(false[0])
+    unjudged.checks, unjudged.success = None, None  # as on a real phone
+    assert false_finish(unjudged) is None and summarize_episodes([unjudged])["false_finish_rate"] is None
+    assert summarize_episodes(loop * 3 + good)["loop_rate"] == 0.75
 
 
 def test_episodes_round_trip_through_their_folder(tmp_path):

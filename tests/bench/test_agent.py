@@ -74,3 +74,11 @@ def test_paired_compares_two_folders_of_episodes_task_by_task(tmp_path):
                                                                            "Home", "Long Press", "Double Tap", "Wait"}
     with pytest.raises(SystemExit, match="paired: the two sets of episodes are of different tasks"):
         bench.compare(argparse.Namespace(a=sft, b=str(stored / "phone_agent-combos--base")))
+
+
+def test_expert_compares_its_paths_with_the_oracles_and_times_the_states_a_careless_agent_visits():
+    out = bench.expert(argparse.Namespace(tasks="toggle_setting,send_message", noise=0.3, max_steps=8, seed=0))
+    assert out["tasks"] == 26 and out["longer"] == 0 and out["shorter"] >= 2 and out["equal"] >= 10
+    assert sum(out["expert_minus_oracle_steps"].values()) == 26 and out["states"] >= 40
+    ms = out["ms_per_state"]
+    assert 0 <= ms["median"] <= ms["p90"] <= ms["max"] and out["searches"] >= 20

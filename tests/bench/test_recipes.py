@@ -103,7 +103,7 @@ def test_a_gpu_recipe_is_skipped_saying_what_it_needs(monkeypatch, capsys):
 
     monkeypatch.setattr(hardware, "machine_memory", lambda: ([], 24 * 1024**3))
     assert bench.main(["autoglm-phone-9b-lora-2x4090"]) == 0
-    assert "skipped: needs 2 CUDA GPUs with >= 23.5 GiB each" in capsys.readouterr().out
+    assert "skipped: needs 2 CUDA GPUs with >= 23.8 GiB each" in capsys.readouterr().out
 
 
 def test_the_readme_results_table_is_the_one_the_bench_renders():

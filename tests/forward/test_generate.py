@@ -67,7 +67,7 @@ def tiny_glm4v():
 def served_answers(model: str, conversations: list[list[dict]], max_tokens: int) -> list[str]:
     from workbench.serve import start_server
 
-    with start_server(model, max_batch=4, threads=1, allow_local_images=True) as srv:
+    with start_server(model, max_batch=4, threads=1, allow_local_images=True, dtype="float32") as srv:  # as the model here
         return [httpx.post(srv.base_url + "/chat/completions", timeout=60, json={
             "model": model, "messages": m, "max_tokens": max_tokens, "temperature": 0}).json()["choices"][0]["message"]["content"]
                 for m in conversations]

@@ -115,7 +115,7 @@ def test_selecting_tasks_by_name():
     assert {t.split for t in select_tasks("combos")} == {"combos"}
     assert {t.template for t in select_tasks("open_app,like_photo")} == {"open_app", "like_photo"}
     assert [t.id for t in select_tasks("open_app/settings")] == ["open_app/settings"]
-    with pytest.raises(ValueError, match=r"unknown tasks 'nope': give all, train, heldout, combos, a template \(open_app"):
+    with pytest.raises(ValueError, match=r"unknown tasks 'nope': give all, train, heldout, combos, perturbed, a template \(open_app"):
         select_tasks("train,nope")
     with pytest.raises(ValueError, match="unknown app 'Nope'"):
         make_task("open_app", {"app": "Nope"})

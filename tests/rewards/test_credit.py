@@ -1,10 +1,9 @@
 """Credit per step: GiGPO's anchor-state groups form from equal screens of one task, across episodes and steps, and
-give a spread where every episode succeeds; the group-relative shortest-path reward (episode_shortest)."""
+give a spread where every episode succeeds."""
 import pytest
 
 from workbench.agent.episode import Episode, Turn
-from workbench.rewards.credit import anchor_step_advantages, group_shortest, screen_key
-from workbench.rewards.functions import episode_shortest
+from workbench.rewards.credit import anchor_step_advantages, screen_key
 
 
 def _episode(screens: list[str], success: bool, task: str = "t/1") -> Episode:
@@ -36,10 +35,3 @@ def test_step_advantages_scaled_by_the_anchor_groups_std():
     won_short, won_long = _episode(["s0", "s1"], True), _episode(["s0", "x", "s1"], True)
     advantages, _ = anchor_step_advantages([won_short, won_long], [0, 0], discount=0.5, scale=True)
     assert advantages == pytest.approx([1.0, -1.0], abs=1e-3)  # two members: +-1 after the std, whatever the gap
-
-
-def test_the_shortest_path_reward_prices_a_success_by_its_groups_shortest():
-    eps = [_episode(["a"] * 2, True), _episode(["a"] * 4, True), _episode(["a"], False), _episode(["a"] * 3, False)]
-    assert group_shortest(eps, [2, 2]) == [2, 2, None, None]
-    verdicts = [{"episode": e, "group_shortest": s} for e, s in zip(eps, group_shortest(eps, [2, 2]))]
-    assert [episode_shortest(None, "", v) for v in verdicts] == [1.0, 0.5, 0.0, 0.0]

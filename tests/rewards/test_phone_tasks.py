@@ -95,6 +95,32 @@ def test_episode_efficiency_prices_a_repaired_detour_below_the_direct_action(tas
         load_config(None, {"training.method": "grpo", "lora.dropout": 0, "rl.rewards": {"episode_efficiency": 1.0}})
 
 
+def test_episode_shortest_prices_a_success_by_the_experts_shortest_path_not_the_oracles():
+    """Alice Chen has a conversation already: 6 steps through Telegram, where the oracle's solution (through Contacts)
+    takes 7. The oracle's own episode from the task's first prompt then scores 6/7, a 6-step one 1, a longer one
+    less, a failure 0; a prompt later in the oracle's episode is priced by its replayed steps plus the expert's path
+    from there."""
+    from types import SimpleNamespace
+
+    from workbench.phone.expert import Expert
+    from workbench.rewards.functions import episode_shortest
+
+    task = select_tasks("send_message/alice-chen-on-my-way")[0]
+    assert (Expert().shortest(task), len(task.oracle())) == (6, 7)
+    s = PhoneTasksScorer([task], ["episode_shortest"], SIZE, 20, 32, date=DATE, prompt_steps="all")
+    s.continuation = OraclePolicy([task])
+    first = s.prompts[0]
+    scored = s([first, first], [first.reference, WRONG])
+    assert scored.rewards["episode_shortest"] == [pytest.approx(6 / 7), 0.0]
+    assert [s.shortest(p) for p in s.prompts] == [6] + [7] * 6  # from step 2 on, the oracle's way is a shortest one
+
+    def played(success, steps):
+        return {"episode": SimpleNamespace(success=success, steps=[None] * steps), "shortest": 6}
+
+    assert [episode_shortest(first, "", played(True, n)) for n in (6, 8)] == [1.0, 0.75]
+    assert episode_shortest(first, "", played(False, 6)) == 0.0
+
+
 @pytest.mark.parametrize("field,value,says", [("rl.tasks", "no_such_task", "unknown tasks 'no_such_task'"),
                                               ("rl.screen_size", "12x252", "at least 28"),
                                               ("rl.date", "2026-13-01", "not a date")])

@@ -13,20 +13,26 @@ from ..phone.screen import parse_size
 from ..user_output import table_cell, text_table
 
 
-def add_parser(subparsers) -> argparse.ArgumentParser:
+def tasks_help() -> str:
+    """What --tasks takes, in words."""
     from ..phone.tasks import TEMPLATES
 
+    return ("all (train, heldout and combos), train, heldout (values no training task has), combos (trained values, "
+            "new pairings), perturbed (training tasks on screens no demonstration shows: pop-ups, slow apps, renamed "
+            f"buttons, shuffled layouts), a template ({', '.join(TEMPLATES)}), a task id, several of these "
+            "comma-separated, or a JSONL task file (rows {\"template\": NAME, ...}, or {\"instruction\": \"your own task "
+            "in words\"} for a real phone: no simulator checks, the episodes stored for you to judge)")
+
+
+def add_parser(subparsers) -> argparse.ArgumentParser:
     p = subparsers.add_parser(
         "agent", help="run the phone agent's episodes (simulated phone or ADB) and record them as training data",
         description="Episodes of AutoGLM-Phone tasks: the model sees each screen in AutoGLM's runtime format and "
                     "answers one action at a time until finish, the step limit, a reply that does not parse or a "
                     "context overflow; success is judged on the phone's final state.")
-    sub = p.add_subparsers(dest="agent_command", required=True, metavar="{run,record}")
-    tasks_help = ("all, train, heldout (values no training task has), combos (trained values, new pairings), "
-                  f"a template ({', '.join(TEMPLATES)}), a task id, several of these "
-                  "comma-separated, or a JSONL task file (rows {\"template\": NAME, ...}, or {\"instruction\": "
-                  "\"your own task in words\"} for a real phone: no simulator checks, the episodes stored for you to "
-                  "judge)")
+    sub = p.add_subparsers(dest="agent_command", required=True, metavar="{run,record,headroom,dagger}")
+    p.commands = sub  # the agent's subcommands: workbench.cli.dagger adds dagger (it trains: a layer above this one)
+    tasks_text = tasks_help()
 
     r = sub.add_parser("run", help="run tasks with served models (or their oracle solutions) and score them",
                        description="Run every task once per model of a server (--server URL --model ID) or with the "
@@ -37,7 +43,7 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
     r.add_argument("--model", action="append", metavar="ID", help="a served model id (repeatable; default: every one)")
     r.add_argument("--oracle", action="store_true", help="run the tasks' oracle solutions through the same loop, "
                    "no server (shows every task solvable)")
-    r.add_argument("--tasks", default="heldout", help=f"which tasks (default heldout): {tasks_help}")
+    r.add_argument("--tasks", default="heldout", help=f"which tasks (default heldout): {tasks_text}")
     r.add_argument("--device", default="sim", help="sim (the simulated phone, default) or adb:SERIAL (a phone the "
                    "ADB server lists; needs the 'phone' extra)")
     r.add_argument("--adb-host", default="127.0.0.1", help="the ADB server's host (default 127.0.0.1)")
@@ -73,7 +79,7 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
                                    "episodes a run stored (--episodes DIR; only successful ones unless --all).")
     c.add_argument("--out", required=True, metavar="FILE.jsonl", help="the JSONL file (images go to images/ beside it)")
     c.add_argument("--oracle", action="store_true", help="record the oracle's episodes on --tasks")
-    c.add_argument("--tasks", default="train", help=f"with --oracle (default train): {tasks_help}")
+    c.add_argument("--tasks", default="train", help=f"with --oracle (default train): {tasks_text}")
     c.add_argument("--episodes", metavar="DIR", help="a folder of episodes `workbench agent run` stored")
     c.add_argument("--all", action="store_true", help="with --episodes: unsuccessful episodes too")
     c.add_argument("--size", default="1080x2400", help="with --oracle: the screen WxH in pixels (default 1080x2400)")
@@ -86,7 +92,55 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
                    "tree as text, no image) or both (default: screenshot with --oracle; with --episodes, what the "
                    "run's model was shown)")
     c.set_defaults(func=record)
+    _headroom_parser(sub, tasks_text)
     return p
+
+
+def _headroom_parser(sub, tasks_help: str) -> None:
+    h = sub.add_parser("headroom", help="pass@1 against pass@k per task for a run's model: what RL can sharpen",
+                       description="A run's model plays every task k times, each reply sampled at --temperature (seed "
+                                   "--seed + i for sample i), and once greedily. Per task: its successes c of k, "
+                                   "pass@1 = c/k and pass@k; the tasks it finishes sometimes but not always are those "
+                                   "reinforcement learning can sharpen. Run it before an RL run from this model. The "
+                                   "episodes and headroom.json go to --out.")
+    h.add_argument("--run", required=True, metavar="RUN", help="the run whose model plays (its model/, or its base "
+                   "with its adapter merged)")
+    h.add_argument("--tasks", default="train", help=f"which tasks (default train): {tasks_help}")
+    h.add_argument("-k", type=int, default=8, help="samples per task (default 8)")
+    h.add_argument("--temperature", type=float, default=1.0, help="the sampling temperature (default 1.0)")
+    h.add_argument("--seed", type=int, default=0, help="torch's seed of the first sample (default 0)")
+    add_play_arguments(h)
+    h.add_argument("--out", metavar="DIR", help="where the episodes and headroom.json go (default "
+                   "RUN/headroom/<tasks>-k<k>-t<temperature>)")
+    h.add_argument("--json", action="store_true", help="print headroom.json instead of the table")
+    h.set_defaults(func=headroom)
+
+
+def add_play_arguments(p: argparse.ArgumentParser) -> None:
+    """How a run's model plays in this process (``headroom``, ``dagger``): its step and reply limits, what it is shown
+    of each screen, the simulated phone's size, the system prompt's date (``play_checks`` checks them)."""
+    p.add_argument("--max-steps", type=int, default=20, help="step limit per episode (default 20)")
+    p.add_argument("--max-tokens", type=int, default=128, help="reply length limit (default 128)")
+    p.add_argument("--observation", choices=OBSERVATIONS, help="what the model is shown of each screen (default: what "
+                   "the run's training rows show)")
+    p.add_argument("--size", default="1080x2400", help="the simulated phone's screen WxH (default 1080x2400)")
+    p.add_argument("--date", help="the date in the system prompt, YYYY-MM-DD (default today)")
+
+
+def play_checks(args) -> list:
+    """The (flag, check) pairs of ``--run``, ``--tasks`` and ``add_play_arguments``' options."""
+    import datetime
+    from pathlib import Path
+
+    from ..phone.tasks import select_tasks
+    from ..runs.layout import is_run_dir
+
+    return [("--run", lambda: None if is_run_dir(Path(args.run)) else f"{args.run!r} is not a run directory"),
+            ("--tasks", lambda: _why(lambda: select_tasks(args.tasks))),
+            ("--max-steps", lambda: _at_least_one(args.max_steps)),
+            ("--max-tokens", lambda: _at_least_one(args.max_tokens)),
+            ("--size", lambda: _why(lambda: parse_size(args.size))),
+            ("--date", lambda: _why(lambda: datetime.date.fromisoformat(args.date)) if args.date else None)]
 
 
 def _problems(checks) -> list[str]:
@@ -158,9 +212,10 @@ def run(args) -> int:
 
 
 def format_report(report) -> str:
-    """One row per model (success, parse failures, invalid actions, steps, prompt tokens), then per template."""
-    keys = ["n", "success_rate", "reached_apps_rate", "quoted_line_rate", "parse_failure_rate", "invalid_action_rate",
-            "mean_steps_success", "prompt_tokens_last"]
+    """One row per model (success, loops, false finishes, steps to success, parse failures, invalid actions, prompt
+    tokens), then per template."""
+    keys = ["n", "success_rate", "loop_rate", "false_finish_rate", "mean_steps_success", "reached_apps_rate",
+            "quoted_line_rate", "parse_failure_rate", "invalid_action_rate", "prompt_tokens_last"]
     table = [["model", *keys]] + [[m, *(table_cell(by_mode["default"][k]) for k in keys)]
                                   for m, by_mode in report.metrics.items()]
     lines = text_table(table)
@@ -178,6 +233,42 @@ def format_report(report) -> str:
                  f"{report.wall_s:.1f} s")
     lines += [f"written: {p}" for p in report.written]
     return "\n".join(lines)
+
+
+def headroom(args) -> int:
+    import datetime
+    from pathlib import Path
+
+    from ..models.run_model import load_run_for_inference
+    from ..hardware import resolve_device
+    from ..phone.tasks import select_tasks
+    from ..runs.layout import run_config
+    from .headroom import format_headroom, headroom_record, measure_headroom
+    from .policy import InProcessPolicy
+    from .record import rows_observation
+    from .runner import sim_devices
+
+    problems = _problems(play_checks(args) + [
+        ("-k", lambda: _at_least_one(args.k)),
+        ("--temperature", lambda: None if args.temperature > 0 else "must be above 0: samples that differ")])
+    if problems:
+        return _fail(problems)
+    run, tasks = Path(args.run), select_tasks(args.tasks)
+    observation = args.observation or rows_observation(run_config(run).data.train)
+    loaded = load_run_for_inference(run, device=resolve_device("auto"))
+    out = Path(args.out) if args.out else run / "headroom" / f"{args.tasks.replace('/', '_')}-k{args.k}-t{args.temperature:g}"
+    settings = {"run": str(run), "tasks": args.tasks, "k": args.k, "temperature": args.temperature, "seed": args.seed,
+                "observation": observation, "max_steps": args.max_steps, "max_tokens": args.max_tokens}
+    rows, summary = measure_headroom(
+        tasks, lambda t: InProcessPolicy(loaded.model, loaded.tokenizer, loaded.processor, name=run.name,
+                                         max_tokens=args.max_tokens, temperature=t),
+        args.k, out, sim_devices(parse_size(args.size)), settings, seed=args.seed, temperature=args.temperature,
+        progress=sys.stderr.isatty(), max_steps=args.max_steps, observation=observation,
+        date=datetime.date.fromisoformat(args.date) if args.date else None)
+    record = headroom_record(rows, summary, settings)
+    (out / "headroom.json").write_text(json.dumps(record, indent=1), encoding="utf-8")
+    print(json.dumps(record, indent=1) if args.json else format_headroom(rows, summary) + f"\nwritten: {out}")
+    return 0
 
 
 def record(args) -> int:

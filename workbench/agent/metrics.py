@@ -8,9 +8,13 @@
   ends with a line of that screen's tree, copied exactly, as the oracle's rows do (``phone.uitree.quoted_target``):
   whether the agent reads the tree or makes a line up; None when no such tap was made;
 - ``parse_failure_rate``: episodes ended by a reply that did not parse;
+- ``loop_rate``: episodes ended by the repeat rule (``repeated``: the same action on the same screen
+  ``phone.conversation.REPEAT_LIMIT`` times in a row): the agent stuck repeating itself;
+- ``false_finish_rate``: of the judged episodes, those that ended on a parsed finish while a check of the task
+  failed: the agent said it was done when it was not;
 - ``invalid_action_rate``: executed actions (finish excluded) that did nothing: a tap on no element, Type with no
   focused field, a scroll at a list's end, an unknown app...;
-- ``mean_steps_success``: the length of the successful episodes; ``mean_steps``: of all;
+- ``mean_steps_success``: the steps to success (the length of the successful episodes); ``mean_steps``: of all;
 - ``prompt_tokens_last``: the prompt's token count at each episode's last step (the server's usage), mean and
   max: how close the runtime's growing history comes to the context;
 - ``action_types``: the executed actions (finish excluded) by type: what a model does more or less of (a GRPO
@@ -68,6 +72,13 @@ def quoted_line(step: Turn) -> Optional[bool]:
     return len(lines) > 1 and lines[-1] in step.ui_tree.split("\n")
 
 
+def false_finish(ep: Episode) -> Optional[bool]:
+    """Whether ``ep`` ended on a parsed finish while a check of its task failed; None for an episode not judged."""
+    if ep.checks is None:
+        return None
+    return ep.end_reason == "finish" and not all(ep.checks.values())
+
+
 def summarize_episodes(episodes: Iterable[Episode]) -> dict:
     episodes = list(episodes)
     actions = [s for ep in episodes for s in ep.steps if s.action and not s.action.startswith("finish(")]
@@ -79,6 +90,8 @@ def summarize_episodes(episodes: Iterable[Episode]) -> dict:
         "reached_apps_rate": _rate([reached_apps(ep) for ep in episodes]),
         "quoted_line_rate": _rate([quoted_line(s) for ep in episodes for s in ep.steps]),
         "parse_failure_rate": _rate([ep.end_reason == "parse_failure" for ep in episodes]),
+        "loop_rate": _rate([ep.end_reason == "repeated" for ep in episodes]),
+        "false_finish_rate": _rate([false_finish(ep) for ep in episodes]),
         "invalid_action_rate": _rate([not s.valid for s in actions]),
         "mean_steps_success": _mean([len(ep.steps) for ep in episodes if ep.success]),
         "mean_steps": _mean([len(ep.steps) for ep in episodes]),

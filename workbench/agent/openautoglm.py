@@ -3,7 +3,8 @@
 does), its model client pointed at any OpenAI-compatible server, its device interface answered by a ``SimPhone``:
 swapped in through its own device factory (``phone_agent.device_factory``: the factory's device module, which is
 ``phone_agent.adb`` on a phone, is ``SimDevice`` here). None of its files is changed; its timing delays are set to 0
-through its own timing configuration. The loop, the prompt, the history, the reply parsing and the action handler are
+through its own timing configuration, and the clock its action handler sleeps on for a ``Wait`` is the simulated
+phone's (``_PhoneClock``: the phone waits that long, a slow app loads, and no time passes). The loop, the prompt, the history, the reply parsing and the action handler are
 all the runtime's: it judges whether what workbench trains runs in the runtime unchanged.
 
 ``SimDevice`` answers as the runtime's adb code would on a phone showing the simulator's screens: a screenshot at the
@@ -116,6 +117,10 @@ class SimDevice:
             self.phone.open_app(app)
         return True
 
+    def wait(self, seconds: float) -> None:
+        """Time passing on the phone (the runtime's Wait sleeps on its clock: ``_PhoneClock``)."""
+        self._do(Action("Wait", {"duration": f"{seconds:g} seconds"}))
+
     def type_text(self, text: str, device_id: Optional[str] = None) -> None:
         self._do(Action("Type", {"text": text}))
 
@@ -164,22 +169,39 @@ def _ending(returned: str, context: list[dict]) -> str:
         return "parse_failure"
 
 
+class _PhoneClock:
+    """The clock the runtime's action handler sleeps on (its module's ``time``), on the simulated phone: a sleep
+    is the phone waiting that long (a ``Wait``: a slow app loads meanwhile) and takes no time. Its own delays are 0
+    (``_runtime_on`` sets them so), so only its ``Wait`` action moves the phone's clock, as in the workbench's runner."""
+
+    def __init__(self, device: SimDevice):
+        self.device = device
+
+    def sleep(self, seconds: float) -> None:
+        if seconds > 0:
+            self.device.wait(seconds)
+
+
 @contextlib.contextmanager
 def _runtime_on(phone: SimPhone):
-    """The runtime's device factory answering with ``phone`` (and its delays 0) for the duration."""
+    """The runtime's device factory answering with ``phone`` (its delays 0, its Wait the phone's) for the duration."""
     runtime = _runtime()
+    import phone_agent.actions.handler as handler
+
     df, timing = runtime.device_factory, runtime.config.timing
-    saved = df._device_factory, timing.TIMING_CONFIG.action, timing.TIMING_CONFIG.device
+    saved = df._device_factory, timing.TIMING_CONFIG.action, timing.TIMING_CONFIG.device, handler.time
     df.set_device_type(df.DeviceType.ADB)
     device = SimDevice(phone)
     df.get_device_factory()._module = device  # the factory's device module: phone_agent.adb on a phone
     timing.update_timing_config(action=timing.ActionTimingConfig(0, 0, 0, 0),
                                 device=timing.DeviceTimingConfig(0, 0, 0, 0, 0, 0, 0, 0))
+    handler.time = _PhoneClock(device)
     try:
         yield device
     finally:
         df._device_factory = saved[0]
         timing.update_timing_config(action=saved[1], device=saved[2])
+        handler.time = saved[3]
 
 
 def run_in_runtime(task: PhoneTask, base_url: str, model: str, *, lang: str = DEFAULT_LANG, max_steps: int = MAX_STEPS,

@@ -7,6 +7,7 @@ after ten steps of AutoGLM's runtime format.
     python -m workbench.bench.agent grounding   --model DIR [--rows FILE.jsonl] [--limit 24] [--seed 0]
     python -m workbench.bench.agent paired      A_DIR B_DIR                     # two models on the same tasks
     python -m workbench.bench.agent runtime     --model DIR [--tasks heldout] [--size 112x252] [--max-steps 20]
+    python -m workbench.bench.agent expert      [--tasks train,heldout,combos,perturbed] [--noise 0.3] [--seed 0]
 
 ``throughput`` starts ``workbench serve --model tiny-glm4v`` in its own process (``--max-context 8192``: the tiny
 model's own 1024 positions are fewer than the system prompt's bytes) and runs the tasks at each concurrency,
@@ -28,6 +29,12 @@ than the tasks' own noise; and how each model's episodes ended and the actions e
 serves a model (a whole model directory, e.g. a run's model/; ``--reasoning inline``, as Open-AutoGLM's vLLM) and
 plays each task twice, with Open-AutoGLM's own ``PhoneAgent`` loop and with ``workbench agent run``'s runner asking
 the runtime's sampling (``agent.openautoglm.compare_loops``): the success of each and the tasks where they differ.
+``expert`` compares the expert's shortest path from each task's start with the fixed oracle's solution (how many
+are shorter, equal, longer: longer would be a bug) and times the expert on the states a careless agent visits: each
+task played for up to ``--max-steps`` steps by the oracle's next step, replaced with probability ``--noise`` by an
+action drawn from those the expert tries there or a tap on any element (from that point on the oracle's plan is lost
+and the expert's step is taken instead), every state labelled by one ``phone.expert.Expert`` (its answers kept
+across states, as DAgger's labelling keeps them): milliseconds per state (median, mean, 90th percentile, max).
 """
 from __future__ import annotations
 
@@ -42,7 +49,7 @@ from typing import Optional
 from ..agent import OraclePolicy, ServedPolicy, run_episodes, sim_devices, summarize_episodes
 from ..phone.conversation import CONTEXT_TOKENS, Conversation, assistant_target
 from ..phone.screen import parse_size
-from ..phone.tasks import SPLITS, TASKS, select_tasks
+from ..phone.tasks import TASKS, select_tasks
 
 
 def oracle(args) -> dict:
@@ -50,7 +57,7 @@ def oracle(args) -> dict:
     episodes = run_episodes(TASKS, OraclePolicy(TASKS), sim_devices(parse_size(args.size)), concurrency=8)
     wall = time.monotonic() - start
     lengths = [len(e.steps) for e in episodes]
-    by_split = {split: sum(e.success for e in episodes if e.split == split) for split in SPLITS}
+    by_split = {split: sum(e.success for e in episodes if e.split == split) for split in dict.fromkeys(t.split for t in TASKS)}
     return {"tasks": len(TASKS), "solved": sum(bool(e.success) for e in episodes), "solved_by_split": by_split,
             "steps_histogram": dict(sorted(collections.Counter(lengths).items())),
             "steps_median": statistics.median(lengths), "steps_min": min(lengths), "steps_max": max(lengths),
@@ -251,6 +258,42 @@ def runtime(args) -> dict:
             "runner_ends": dict(collections.Counter(p.runner.end_reason for p in pairs))}
 
 
+def expert(args) -> dict:
+    import random
+
+    from ..phone.expert import Expert, moves, replay
+
+    tasks, rng, labeller = select_tasks(args.tasks), random.Random(args.seed), Expert()
+    diffs, times = collections.Counter(), []
+    for task in tasks:
+        diffs[labeller.shortest(task) - len(task.oracle())] += 1
+    start = time.monotonic()
+    for task in tasks:
+        phone, plan = replay(task, []), [s.action for s in task.oracle()]
+        for _ in range(args.max_steps):
+            t0 = time.perf_counter()
+            label = labeller.step(task, phone)
+            times.append(time.perf_counter() - t0)
+            action = plan.pop(0) if plan else label.action
+            if rng.random() < args.noise:
+                screen = phone.screen()
+                action, plan = rng.choice(list(moves(phone, task, screen)) + [
+                    type(action)("Tap", {"element": [(b[0] + b[2]) // 2, (b[1] + b[3]) // 2]})
+                    for b in screen.elements.values()]), []
+            if action.type == "finish":
+                break
+            phone.execute(action)
+    times.sort()
+    ms = [t * 1000 for t in times]
+    return {"tasks": len(tasks), "expert_minus_oracle_steps": dict(sorted(diffs.items())),
+            "shorter": sum(n for d, n in diffs.items() if d < 0), "equal": diffs[0],
+            "longer": sum(n for d, n in diffs.items() if d > 0), "states": len(ms),
+            "ms_per_state": {"median": round(statistics.median(ms), 2), "mean": round(statistics.mean(ms), 2),
+                             "p90": round(ms[int(0.9 * (len(ms) - 1))], 2), "max": round(ms[-1], 1)},
+            "searches": labeller.searches, "states_expanded": labeller.expanded,
+            "labelling_wall_s": round(time.monotonic() - start, 1), "noise": args.noise, "seed": args.seed}
+
+
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     sub = p.add_subparsers(dest="part", required=True)
@@ -284,9 +327,14 @@ def main() -> None:
     r.add_argument("--max-context", type=int, default=2048)
     r.add_argument("--threads", type=int, default=1)
     r.add_argument("--lang", default="en", choices=("cn", "en"))
+    e = sub.add_parser("expert")
+    e.add_argument("--tasks", default="train,heldout,combos,perturbed")
+    e.add_argument("--noise", type=float, default=0.3, help="the chance that a step is a random action")
+    e.add_argument("--max-steps", type=int, default=15)
+    e.add_argument("--seed", type=int, default=0)
     args = p.parse_args()
     parts = {"oracle": oracle, "throughput": throughput, "tokens": tokens, "grounding": grounding,
-             "paired": compare, "runtime": runtime}
+             "paired": compare, "runtime": runtime, "expert": expert}
     print(json.dumps(parts[args.part](args), indent=1))
 
 

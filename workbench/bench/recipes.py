@@ -232,13 +232,11 @@ def evaluate_run(evaluation: Evaluation, run_dir: Path, progress: bool, baseline
 
 def starting_model(run_dir: Path) -> Path:
     """The whole model a run saved, for a recipe that starts from it: a full fine-tune's model/, else its merged/."""
-    from ..runs.layout import MERGED_DIR, is_model_dir, trained_weights
+    from ..runs.layout import whole_model
 
-    weights = trained_weights(run_dir)
-    if weights is not None and weights.kind == "model":
-        return weights.path
-    if is_model_dir(run_dir / MERGED_DIR):
-        return run_dir / MERGED_DIR
+    model = whole_model(run_dir)
+    if model is not None:
+        return model
     raise ConfigError([("--start-run", f"{run_dir} saved no whole model (model/ or merged/) to start from")])
 
 

@@ -22,7 +22,8 @@ SUBPACKAGE_COMMANDS = (
     ("workbench.serve.cli", "add_parser", "run"),
     ("workbench.export.cli", "add_parser", "run"),
     ("workbench.eval.cli", "add_parser", "run"),
-    ("workbench.agent.cli", "add_parser", None),  # agent run|record: each subcommand sets its own func
+    ("workbench.agent.cli", "add_parser", None),  # agent run|record|headroom: each subcommand sets its own func
+    ("workbench.cli.dagger", "add_parser", None),  # agent dagger (it trains: registered from here, into agent's)
     ("workbench.data.cli", "add_parser", None),  # data check
     ("workbench.cli.export_events", "add_parser", "run"),
     ("workbench.cli.recipes", "add_parser", "run"),

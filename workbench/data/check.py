@@ -7,7 +7,12 @@ one; rows marked ``meta.format: "open-autoglm"`` (``workbench agent record``) co
 format (``workbench.phone.conversation``); and, given a model's tokenizer, the row's tokens (images included) fit the
 model's context or ``max_length``. The report counts the rows of each form (``CheckReport.forms``): ``open-autoglm``,
 ``legacy`` (``meta.format: "autoglm-runtime"``, the form this workbench wrote before: still trainable, but the
-runtime cannot parse replies learned from it; ``workbench data convert`` rewrites them) and ``other``.
+runtime cannot parse replies learned from it; ``workbench data convert`` rewrites them), ``preference`` and ``other``.
+
+A preference pair (``prompt``, ``chosen``, ``rejected``: TRL's conversational preference format, as
+``agent.labels.preference_rows`` writes it) is checked as the training row its prompt and chosen reply make (the
+runtime format and actions where its ``meta`` says so, images, tokens); its rejected reply, a reply that went wrong,
+only for its length; the two replies must differ.
 
 A row holds phone actions when ``actions`` is ``all``, or (``auto``) when it has ``meta.target_box`` or the runtime
 format, or an answer that is ``<answer>...`` or starts with ``do(`` / ``finish(``.
@@ -22,8 +27,8 @@ from typing import Optional
 from ..config.files import UnreadableFile, jsonl_lines
 from ..phone.actions import GRID, POINT_ACTIONS, ActionSyntaxError, in_box, parse_action, split_answer
 from ..phone.conversation import FORMAT_NAME, LEGACY_FORMAT_NAME, runtime_problems
-from .formats import row_to_messages
 from ..image_io import ImageSourceError, load_image, resolve_images
+from .formats import detect_format, preference_sides, row_to_messages
 from .multimodal import encode_chat, has_images
 from .tokenize import tokenize_messages
 
@@ -42,7 +47,9 @@ class CheckReport:
 
     def forms_line(self) -> str:
         """The rows of each form, in words; the fix for legacy rows."""
-        names = {FORMAT_NAME: "in Open-AutoGLM's runtime format", "legacy": f"in the legacy form (meta.format "
+        names = {FORMAT_NAME: "in Open-AutoGLM's runtime format", "preference": "preference pairs (prompt, chosen, "
+                 "rejected: TRL's conversational preference format; the chosen side checked as a training row)",
+                 "legacy": f"in the legacy form (meta.format "
                  f"{LEGACY_FORMAT_NAME}: replies closed by </answer>, which the runtime cannot parse; `workbench data "
                  "convert FILE OUT` rewrites them)", "other": "in no agent format (chat or instruction rows)"}
         langs = ", ".join(f"{n} lang {lang}" for lang, n in self.langs.items())
@@ -114,6 +121,35 @@ def _token_count(messages: list[dict], tok, base_dir: Path) -> int:
     return len(tokenize_messages(tok.tokenizer, messages, 1 << 62).input_ids)
 
 
+def _row_problems(row: dict, messages: list[dict], meta: dict, tokenizer, limit: Optional[int], actions: str,
+                  base_dir: Path, report: CheckReport) -> list[str]:
+    """One training conversation's problems (a row's, or a pair's chosen side: ``row`` then holds its ``messages``):
+    its images, its runtime format and actions, its tokens against ``limit``."""
+    problems = _image_problems(messages, base_dir)
+    images_ok = not problems
+    if meta.get("format") == FORMAT_NAME:
+        problems += [f"runtime format: {why}" for why in runtime_problems(row["messages"], meta.get("observation"))]
+        report.langs[str(meta.get("lang"))] = report.langs.get(str(meta.get("lang")), 0) + 1
+    if _is_action_row(row, messages, actions):
+        problems += _action_problems(row, messages, grammar=meta.get("format") != FORMAT_NAME)
+    if tokenizer is not None and images_ok:
+        problems += _token_problems(messages, tokenizer, limit, base_dir, report)
+    return problems
+
+
+def _token_problems(messages: list[dict], tokenizer, limit: Optional[int], base_dir: Path,
+                    report: CheckReport) -> list[str]:
+    try:
+        count = _token_count(messages, tokenizer, base_dir)
+    except ValueError as err:
+        return [str(err)]
+    report.longest = max(report.longest, count)
+    if count > limit:
+        return [f"{count} tokens, more than the {limit}-token context: shorten the row (fewer turns, smaller "
+                "screenshots) or check against a longer context"]
+    return []
+
+
 def check_file(path: str | Path, tokenizer=None, max_length: Optional[int] = None, actions: str = "auto") -> CheckReport:
     """Every problem of the JSONL file at ``path``. ``tokenizer``: a ``workbench.models.LoadedTokenizer`` to count
     each row's tokens against ``max_length`` (default: its model's context)."""
@@ -133,33 +169,23 @@ def check_file(path: str | Path, tokenizer=None, max_length: Optional[int] = Non
             try:
                 if line.error is not None:
                     raise ValueError(line.error)
-                messages = row_to_messages(row)
+                pair = detect_format(row) == "preference" if isinstance(row, dict) else False
+                sides = preference_sides(row) if pair else [row_to_messages(row)]
             except ValueError as err:
                 problem(number, str(err))
                 continue
-            row_problems = _image_problems(messages, base_dir)
-            images_ok = not row_problems
             meta = row.get("meta") if isinstance(row.get("meta"), dict) else {}
-            runtime = meta.get("format") == FORMAT_NAME
-            form = runtime and FORMAT_NAME or (meta.get("format") == LEGACY_FORMAT_NAME and "legacy") or "other"
+            form = "preference" if pair else meta.get("format") == FORMAT_NAME and FORMAT_NAME or (
+                meta.get("format") == LEGACY_FORMAT_NAME and "legacy") or "other"
             report.forms[form] = report.forms.get(form, 0) + 1
-            if runtime:
-                row_problems += [f"runtime format: {why}" for why in runtime_problems(row["messages"], meta.get("observation"))]
-                report.langs[str(meta.get("lang"))] = report.langs.get(str(meta.get("lang")), 0) + 1
-            if _is_action_row(row, messages, actions):
-                row_problems += _action_problems(row, messages, grammar=not runtime)
-            if tokenizer is not None and images_ok:
-                try:
-                    count = _token_count(messages, tokenizer, base_dir)
-                except ValueError as err:
-                    row_problems.append(str(err))
-                else:
-                    report.longest = max(report.longest, count)
-                    if count > limit:
-                        row_problems.append(f"{count} tokens, more than the {limit}-token context: shorten the row "
-                                            "(fewer turns, smaller screenshots) or check against a longer context")
-            for why in row_problems:
+            # a pair: its chosen side (the prompt and the reply to learn) is checked as a training row is; its
+            # rejected side (a reply that went wrong: maybe one that does not parse) only for its length
+            checked = {**row, "messages": row["prompt"] + row["chosen"]} if pair else row
+            for why in _row_problems(checked, sides[0], meta, tokenizer, limit, actions, base_dir, report):
                 problem(number, why)
+            if pair and tokenizer is not None and not _image_problems(sides[1], base_dir):
+                for why in _token_problems(sides[1], tokenizer, limit, base_dir, report):
+                    problem(number, f"rejected: {why}")
     except (UnreadableFile, OSError) as err:
         problem(getattr(err, "line", None), getattr(err, "reason", None) or f"cannot read the file: {err}")
     if report.rows == 0 and not report.problems:

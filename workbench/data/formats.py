@@ -29,7 +29,12 @@ class DataError(ValueError):
         super().__init__(f"{where}: {reason}")
 
 
+PREFERENCE_KEYS = ("prompt", "chosen", "rejected")  # TRL's preference format (conversational: lists of messages)
+
+
 def detect_format(row: dict) -> str:
+    if all(k in row for k in PREFERENCE_KEYS):
+        return "preference"
     if "messages" in row:
         return "chat"
     if "instruction" in row or "output" in row:
@@ -42,6 +47,9 @@ def row_to_messages(row: Any, fmt: str = "auto", system_prompt: Optional[str] = 
     if not isinstance(row, dict):
         raise ValueError(f"a row is a JSON object, got {type(row).__name__}")
     kind = detect_format(row) if fmt == "auto" else fmt
+    if kind == "preference":
+        raise ValueError("a preference pair (prompt, chosen, rejected) is no supervised row: train pairs with a "
+                         "preference method, or give this file's chosen side as messages")
     if kind == "chat":
         messages = _chat(row)
     elif kind == "instruction":
@@ -118,6 +126,29 @@ def _chat(row: dict) -> list[dict]:
     if out[-1]["role"] != "assistant":
         raise ValueError("the last message must be the assistant's (a trailing user turn has no answer to learn)")
     return out
+
+
+def preference_sides(row: dict) -> tuple[list[dict], list[dict]]:
+    """(chosen, rejected) conversations of a preference row in TRL's conversational form: ``prompt`` (the messages up
+    to a user turn) followed by each side's one assistant message. ValueError saying what is wrong."""
+    prompt = row.get("prompt")
+    if not isinstance(prompt, list) or not prompt:
+        raise ValueError("'prompt' must be a non-empty list of {role, content} messages ending with a user turn")
+    sides = []
+    for name in ("chosen", "rejected"):
+        side = row.get(name)
+        if not (isinstance(side, list) and len(side) == 1 and isinstance(side[0], dict)
+                and side[0].get("role") == "assistant" and isinstance(side[0].get("content"), str)
+                and side[0]["content"].strip()):
+            raise ValueError(f"'{name}' must be a list of one assistant message with content, as TRL's conversational "
+                             f"preference rows: [{{\"role\": \"assistant\", \"content\": \"...\"}}]")
+        messages = _chat({"messages": prompt + [{"role": "assistant", "content": side[0]["content"]}]})
+        if messages[-2]["role"] != "user":
+            raise ValueError("'prompt' must end with a user turn: the chosen and rejected replies answer it")
+        sides.append(messages)
+    if sides[0][-1]["content"] == sides[1][-1]["content"]:
+        raise ValueError("'chosen' and 'rejected' are the same reply: a pair needs two different ones")
+    return sides[0], sides[1]
 
 
 def trained(message: dict) -> bool:

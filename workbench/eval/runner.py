@@ -263,6 +263,7 @@ def _measure_in_process(task, models, base, runs, data, limit, system_prompt, wr
     eval loss."""
     from ..runs import run_config
     from ..serve.config import default_adapter_id, inspect_adapter
+    from ..serve.registry import placement
 
     base = _base_of(runs, base)
     adapter_runs, full = _served_parts(runs)
@@ -277,7 +278,7 @@ def _measure_in_process(task, models, base, runs, data, limit, system_prompt, wr
     configs += [run_config(d) for d in full_runs.values() if d is not None]
 
     data_path, system_prompt = _runs_data(task, configs, data, system_prompt)
-    placed = {**placed, "dtype": _measured_dtype(placed, configs)}
+    placed = {**placed, "dtype": placement(placed["device"], placed["dtype"], configs)[1]}
     start = time.monotonic()
     loaded = _base_with_adapters(base, adapters, placed)
     model, metrics = loaded.model, {}
@@ -311,22 +312,6 @@ def _measure_in_process(task, models, base, runs, data, limit, system_prompt, wr
             if run_dir is not None:
                 report.written.append(str(write_results(run_dir, report, model_id)))
     return report
-
-
-def _measured_dtype(placed: dict, configs: list) -> str:
-    """The dtype a loss is measured in: the one asked for, else (auto) the one the runs held their base in on that
-    device (their precision policy: an adapter's held-out loss is then its run's own eval loss), the widest of them;
-    without runs, the device's (``serve.registry.placement``)."""
-    if placed["dtype"] != "auto" or not configs:
-        return placed["dtype"]
-    from ..dtypes import dtype_name
-    from ..hardware import Hardware
-    from ..precision import resolve_policy
-    from ..serve.registry import placement
-
-    hardware = Hardware.of(placement(placed["device"], "float32")[0])
-    stored = {resolve_policy(c.precision, hardware, c.lora.enabled, c.model.dtype).base_dtype for c in configs}
-    return dtype_name(max(stored, key=lambda d: d.itemsize))
 
 
 def _runs_data(task, configs: list, data, system_prompt) -> tuple[Path, Optional[str]]:

@@ -289,11 +289,32 @@ class PolicyMismatch(Event):
     is_capped: Optional[float] = None
 
 
+@dataclass(frozen=True)
+class DaggerRound(Event):
+    """One round of DAgger (``workbench agent dagger``, logged in ``RUN/dagger/events.jsonl``): the agent played the
+    tasks, the expert labelled every state it was asked at, and the model trained on the run's rows and every
+    round's labels so far."""
+
+    type: ClassVar[str] = "dagger_round"
+    round: int  # 1, 2, ...
+    model: str  # the model that played: the run's, then the previous round's
+    episodes: int
+    success_rate: Optional[float]  # of the episodes it played (agent.metrics.summarize_episodes)
+    loop_rate: Optional[float]
+    false_finish_rate: Optional[float]
+    states: int  # states labelled by the expert this round (rows added)
+    kinds: dict  # of them, the ones where the agent left a shortest path: {"loop": n, "false_finish": n, "other": n}
+    rows: int  # rows the round trained on (the run's and every round's labels)
+    run_dir: str  # the round's training run
+    status: str  # its end: finished | stopped | failed
+    wall_s: float  # playing, labelling and training
+
+
 EVENT_TYPES: dict[str, type[Event]] = {
     cls.type: cls for cls in (RunStarted, PlanPrediction, Step, Overflow, Census, Memory, Eval, Checkpoint, RunFinished, RunFailed)
 }
 EVENT_TYPES.update({cls.type: cls for cls in (PrecisionRules, Coverage, OverflowOrigin, Diagnosis, QatConverted,
-                                                   BaseQuantized, EvalTask, Rollout, PolicyMismatch)})
+                                                   BaseQuantized, EvalTask, Rollout, PolicyMismatch, DaggerRound)})
 
 
 def event_from_dict(d: dict[str, Any]) -> Event | dict:

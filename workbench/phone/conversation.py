@@ -37,7 +37,7 @@ import re
 from typing import Optional
 
 from .actions import ActionSyntaxError, format_action, parse_action, parse_legacy_action, split_answer
-from .openautoglm import (ACTION_MARKERS, check_lang, history_reply, runtime_split,
+from .openautoglm import (ACTION_MARKERS, check_lang, history_reply, runtime_action, runtime_split,
                           runtime_system_prompt)
 
 LATER_TURN_PREFIX = "** Screen Info **\n\n"
@@ -185,6 +185,21 @@ def replayable_reply(kept: str) -> str:
     replaying it takes the same action and leaves the same history."""
     match = _KEPT.fullmatch(kept)
     return match.group(1) + match.group(2) if match else kept
+
+
+def replied_actions(messages: list[dict]) -> list:
+    """What the runtime carried out for each reply of a conversation so far (its assistant turns, kept as the
+    runtime keeps them or written as the model writes them): the ``Action``, None for a reply it parsed but did
+    nothing with. Replayed from a task's start (``phone.expert.replay``) they rebuild the phone the conversation
+    shows last."""
+    out = []
+    for message in messages:
+        if message["role"] == "assistant":
+            try:
+                out.append(runtime_action(runtime_split(replayable_reply(message_text(message)))[1]))
+            except ActionSyntaxError:  # a reply the runtime could not parse ends its episode: nothing after it
+                out.append(None)
+    return out
 
 
 def _without_tree(text: str) -> str:

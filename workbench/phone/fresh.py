@@ -5,7 +5,7 @@ Why: every built-in task runs on the one default phone, and training tasks may o
 so 540 training tasks name 16 apps, 15 contacts, 20 songs and 9 photos, each many times; a model fits each name's
 line and never learns to find a name it has not seen (docs/agent.md, "Why held-out names are not read yet"). On a
 fresh phone the name in the instruction is new, and so is where it sits: only reading the screen finds it. The
-apps that have state (``phone.sim.APP_PAGES``) keep their names, as on every phone, and move about the launcher with
+apps that have state (``phone.apps.APP_PAGES``) keep their names, as on every phone, and move about the launcher with
 the others; the other apps' names are made up, so Open-AutoGLM's runtime knows none of them: it cannot ``Launch``
 them (a tap on the icon opens them) and reports "System Home" while one is open, as it does for any app missing from
 its table on a real phone.
@@ -15,7 +15,7 @@ from __future__ import annotations
 import random
 import re
 
-from .sim import APP_PAGES
+from .apps import APP_PAGES
 from .state import APPS, CONTACTS, DEFAULT_CONTENTS, PHOTOS, SONGS, PhoneContents
 
 # The apps the simulator gives real pages; every phone has them, under these names

@@ -444,6 +444,14 @@ def _handled(kwargs: dict):
     return None  # an action it does not know, or one it only answers (Note, Call_API, Interact, Take_over)
 
 
+def wait_seconds(duration: str) -> float:
+    """How long the runtime's handler sleeps for a Wait of ``duration`` ("x seconds"; 1 where that is no number)."""
+    try:
+        return max(0.0, float(duration.replace("seconds", "").strip()))
+    except ValueError:
+        return 1.0
+
+
 def runtime_action(text: str):
     """What Open-AutoGLM's runtime does with an action text (the part its client cut out: ``runtime_split``), read by
     its parser and carried out by its handler: the ``Action`` it performs (points turned through its pixels; one off

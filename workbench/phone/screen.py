@@ -66,6 +66,15 @@ class Screen:
     def text(self, xy: tuple[int, int], text: str, size: int, fill: Color = (20, 20, 20), anchor: str = "la") -> None:
         self.ops.append(("text", xy, text, size, fill, anchor))
 
+    def rename(self, old: str, new: str) -> None:
+        """Call the element ``old`` ``new`` (in its place in the drawing order, with what its gestures do) and draw
+        every text that reads exactly ``old`` as ``new``."""
+        if old in self.elements:
+            self.elements = {new if name == old else name: box for name, box in self.elements.items()}
+            if old in self.handlers:
+                self.handlers = {new if name == old else name: h for name, h in self.handlers.items()}
+        self.ops = [op[:2] + (new,) + op[3:] if op[0] == "text" and op[2] == old else op for op in self.ops]
+
     def hit(self, point: tuple[int, int]) -> Optional[str]:
         """The element under ``point``: the last drawn (topmost) whose box holds it; None when none does."""
         for name in reversed(list(self.elements)):

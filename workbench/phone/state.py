@@ -54,7 +54,7 @@ PHOTOS = ["Beach", "Mountains", "Cat", "Birthday cake", "Sunset", "City at night
 
 # Installed apps in launcher order: two home pages of twelve. Every name is one Open-AutoGLM's runtime launches (its
 # app table, phone.openautoglm.APP_PACKAGES: `Launch` opens only a name listed there), so that what a model learns to
-# launch here it can launch on a phone through the runtime. Six apps have real pages (phone.sim.APP_PAGES), named for
+# launch here it can launch on a phone through the runtime. Six apps have real pages (phone.apps.APP_PAGES), named for
 # their role by the nearest app of the table: the messenger is Telegram, the browser Chrome, the music player
 # RetroMusic and the photo album Files (the table has no gallery); Settings and Contacts keep their names. The others
 # open a simple screen of their own (so "open X" has many targets): each the table's app nearest to a stock app the
@@ -93,9 +93,38 @@ def web_results(query: str) -> list[tuple[str, str]]:
 
 
 @dataclass(frozen=True)
+class Perturbation:
+    """How a phone departs from the screens every demonstration shows (the ``perturbed`` tasks,
+    ``phone.tasks.perturbed_tasks``): fixed for the episode, like the catalogues.
+
+    - ``popups``: apps that greet their first opening of the episode with a pop-up (``POPUP_DISMISS`` closes it,
+      as do Back and a tap outside it);
+    - ``slow``: apps whose first page shows "Loading..." each time they open, until the phone has waited
+      ``LOAD_SECONDS`` (``Wait``: the phone's clock moves only while the agent waits);
+    - ``renamed``: (label, new label) pairs: an element and any text of exactly that label is drawn and named anew
+      (Wi-Fi as WLAN, Send as Post...);
+    - ``settings_order``: the rows of Settings' first page in another order (empty: the usual one).
+    """
+    popups: tuple[str, ...] = ()
+    slow: tuple[str, ...] = ()
+    renamed: tuple[tuple[str, str], ...] = ()
+    settings_order: tuple[str, ...] = ()
+
+    def label(self, name: str) -> str:
+        """What an element named ``name`` is called on this phone."""
+        return dict(self.renamed).get(name, name)
+
+
+NO_PERTURBATION = Perturbation()
+POPUP_DISMISS, POPUP_ACCEPT = "Not now", "Rate now"  # a pop-up's two buttons: both close it, neither changes data
+LOAD_SECONDS = 2.0  # how long a slow app's first page loads
+
+
+@dataclass(frozen=True)
 class PhoneContents:
     """The phone's catalogues: what is installed and stored before any task, never changed by one. Contacts are
-    listed alphabetically; apps in launcher order (``APPS_PER_PAGE`` a home page)."""
+    listed alphabetically; apps in launcher order (``APPS_PER_PAGE`` a home page). ``perturbation``: how its
+    screens depart from the ones the demonstrations show."""
     contacts: tuple[str, ...] = tuple(CONTACTS)
     threads: tuple[tuple[str, tuple[tuple[str, str], ...]], ...] = tuple(
         (c, tuple(m)) for c, m in THREADS.items())  # contact -> ((sender, text), ...), as THREADS
@@ -103,6 +132,7 @@ class PhoneContents:
     photos: tuple[str, ...] = tuple(PHOTOS)
     apps: tuple[str, ...] = tuple(APPS)
     favorites: tuple[str, ...] = ("Mom",)
+    perturbation: Perturbation = NO_PERTURBATION  # how its screens depart from the demonstrations' (none by default)
 
     def initial_threads(self) -> dict[str, list[tuple[str, str]]]:
         return {contact: list(messages) for contact, messages in self.threads}
@@ -132,7 +162,16 @@ class PhoneState:
         return cls(favorites=set(contents.favorites), threads=contents.initial_threads(), contents=contents)
 
     def copy(self) -> "PhoneState":
-        return copy.deepcopy(self)
+        """A copy that shares nothing mutable (the catalogues, immutable, are shared)."""
+        return PhoneState(dict(self.toggles), set(self.favorites), {c: list(m) for c, m in self.threads.items()},
+                          self.now_playing, self.playing, set(self.liked_songs), set(self.liked_photos),
+                          list(self.searches), list(self.read_pages), self.contents)
+
+    def key(self) -> tuple:
+        """A hashable value equal for equal states (the catalogues aside: fixed for an episode)."""
+        return (tuple(sorted(self.toggles.items())), frozenset(self.favorites),
+                tuple((c, tuple(m)) for c, m in self.threads.items()), self.now_playing, self.playing,
+                frozenset(self.liked_songs), frozenset(self.liked_photos), tuple(self.searches), tuple(self.read_pages))
 
     def changed_keys(self, before: "PhoneState") -> set[str]:
         """What differs from ``before``: ``toggles.<key>``, ``threads.<contact>``, or a field name."""
@@ -144,3 +183,16 @@ class PhoneState:
             if getattr(self, name) != getattr(before, name):
                 keys.add(name)
         return keys
+
+
+# The app whose screens set each field of the state (``PhoneState.changed_keys``' names; toggles.* and threads.* by
+# their prefix): where a change can be made, or undone
+KEY_APPS = {"toggles": SETTINGS_APP, "threads": MESSAGES_APP, "favorites": CONTACTS_APP, "now_playing": MUSIC_APP,
+            "playing": MUSIC_APP, "liked_songs": MUSIC_APP, "liked_photos": PHOTOS_APP, "searches": BROWSER_APP,
+            "read_pages": BROWSER_APP}
+
+
+def key_app(key: str) -> str:
+    """The app that sets a state key of ``changed_keys`` (``toggles.wifi``: Settings)."""
+    return KEY_APPS[key.split(".", 1)[0]]
+

@@ -28,12 +28,15 @@ from typing import Callable, Optional
 from ..config.files import UnreadableFile, jsonl_lines
 from .actions import Action
 from .sim import SimPhone
-from .state import (BROWSER_APP, CONTACTS_APP, DEFAULT_CONTENTS, HOME, MESSAGES_APP, MUSIC_APP, PHOTOS_APP,
-                    SETTINGS_APP, SONGS, TOGGLES, PhoneContents, PhoneState, web_results)
+from .state import (BROWSER_APP, CONTACTS_APP, DEFAULT_CONTENTS, HOME, LOAD_SECONDS, MESSAGES_APP, MUSIC_APP,
+                    PHOTOS_APP, POPUP_DISMISS, SETTINGS_APP, SETTINGS_PAGES, SONGS, TOGGLES, Perturbation, PhoneContents,
+                    PhoneState, web_results)
 
 # heldout: values no training task has (a contact, song, setting, app, message never seen); combos: every value is
-# trained, in another template or another pairing, the combination never is (does the model recombine what it knows?)
-SPLITS = ("train", "heldout", "combos")
+# trained, in another template or another pairing, the combination never is (does the model recombine what it knows?);
+# perturbed: training tasks on a phone whose screens no demonstration shows (pop-ups, slow apps, renamed buttons,
+# shuffled layouts: perturbed_tasks)
+SPLITS = ("train", "heldout", "combos", "perturbed")
 
 
 @dataclass(frozen=True)
@@ -118,6 +121,17 @@ class _OracleRecorder:
         if not outcome.valid:
             raise AssertionError(f"oracle of {self.task.id}: {action} did nothing ({outcome.effect})")
         self.steps.append(OracleStep(thinking, action))
+        self.settle()
+
+    def settle(self) -> None:
+        """A perturbed phone's detours after an action: wait while the app loads, dismiss a pop-up."""
+        phone = self.phone
+        if phone.app != HOME and phone.stack and phone.stack[-1].loading:
+            self.act(f"{phone.app} is still loading and shows nothing to tap yet; I wait for it.",
+                     Action("Wait", {"duration": f"{LOAD_SECONDS:g} seconds"}))
+        elif phone.menu is not None and any(label == POPUP_DISMISS for label, _ in phone.menu.options):
+            self.gesture(POPUP_DISMISS, f"A pop-up over {phone.app} asks me to rate it; it is in the way, so I "
+                                        f"dismiss it with {POPUP_DISMISS}.")
 
     def reveal(self, label: str, what: str) -> None:
         """Swipe until ``label`` is on screen: home pages to the left, lists upwards."""
@@ -133,8 +147,11 @@ class _OracleRecorder:
         raise AssertionError(f"oracle of {self.task.id}: {label!r} never appeared")
 
     def gesture(self, label: str, thinking: str, kind: str = "Tap", what: Optional[str] = None) -> None:
-        self.reveal(label, what or label)
-        box = self.phone.screen().elements[label]
+        shown = self.phone.state.contents.perturbation.label(label)  # a perturbed phone may call it otherwise
+        if shown != label:
+            thinking, what = thinking.replace(label, shown), (what or label).replace(label, shown)
+        self.reveal(shown, what or shown)
+        box = self.phone.screen().elements[shown]
         self.act(thinking, Action(kind, {"element": centre(box)}))
 
     def launch(self, app: str, why: str) -> None:
@@ -485,6 +502,57 @@ _BUILTIN: list[tuple[str, str, list[dict]]] = [
 TASKS: list[PhoneTask] = [make_task(name, params, split) for name, split, values in _BUILTIN for params in values]
 
 
+# ---- the perturbed split: training tasks on phones whose screens no demonstration shows -------------------------
+PERTURBATIONS = ("popup", "slow", "renamed", "shuffled")
+# what a phone of another maker or version calls the same buttons (WLAN: what Chinese Android phones call Wi-Fi)
+RENAMED = (("Wi-Fi", "WLAN"), ("Bluetooth", "BT"), ("Dark mode", "Dark theme"), ("Display", "Screen"),
+           ("Message", "Chat"), ("Message box", "Write a message"), ("Send", "Post"), ("Go", "Search"),
+           ("Search box", "Address bar"), ("Add to favorites", "Star contact"), ("Like", "Love"))
+PERTURBED_PER_TEMPLATE = 2
+
+
+def perturbed(task: PhoneTask, kind: str) -> PhoneTask:
+    """``task`` on a phone perturbed by ``kind`` (``PERTURBATIONS``): ``popup`` (each app of the task greets its
+    first opening with a pop-up), ``slow`` (each app of the task loads before it shows anything: a Wait),
+    ``renamed`` (``RENAMED``'s buttons under other names), ``shuffled`` (the launcher, the photos, the songs, the
+    conversations and Settings' rows in another order, drawn from the task's id). Its id is
+    ``perturbed/KIND/<task id>``, its split ``perturbed``."""
+    import dataclasses
+    import random
+
+    c = task.phone
+    if kind == "popup":
+        phone = dataclasses.replace(c, perturbation=Perturbation(popups=task.apps))
+    elif kind == "slow":
+        phone = dataclasses.replace(c, perturbation=Perturbation(slow=task.apps))
+    elif kind == "renamed":
+        phone = dataclasses.replace(c, perturbation=Perturbation(renamed=RENAMED))
+    elif kind == "shuffled":
+        rng = random.Random(task.id)
+        shuffled = lambda values: tuple(rng.sample(list(values), len(values)))  # noqa: E731
+        rows = [k for k, (_, where) in TOGGLES.items() if where == SETTINGS_APP] + list(SETTINGS_PAGES)
+        phone = dataclasses.replace(c, apps=shuffled(c.apps), photos=shuffled(c.photos), songs=shuffled(c.songs),
+                                    threads=shuffled(c.threads),
+                                    perturbation=Perturbation(settings_order=shuffled(rows)))
+    else:
+        raise ValueError(f"unknown perturbation {kind!r}: give one of {', '.join(PERTURBATIONS)}")
+    return PhoneTask(f"perturbed/{kind}/{task.id}", task.template, dict(task.params), "perturbed", phone)
+
+
+def perturbed_tasks() -> list[PhoneTask]:
+    """The ``perturbed`` split: the first ``PERTURBED_PER_TEMPLATE`` training tasks of each template, each on a phone
+    of another perturbation (turning through ``PERTURBATIONS``: every kind five times, no template twice the same)."""
+    out = []
+    templates = list(dict.fromkeys(t.template for t in TASKS if t.split == "train"))
+    for k, template in enumerate(templates):
+        base = [t for t in TASKS if t.split == "train" and t.template == template][:PERTURBED_PER_TEMPLATE]
+        out += [perturbed(t, PERTURBATIONS[(k + 2 * j) % len(PERTURBATIONS)]) for j, t in enumerate(base)]
+    return out
+
+
+PERTURBED_TASKS: list[PhoneTask] = perturbed_tasks()
+
+
 class TaskFileError(ValueError):
     """A bad row of a task file, at file:line."""
 
@@ -537,7 +605,9 @@ _MORE_SPEC = re.compile(r"more:(\d+)(?::(\d+))?")
 
 
 def select_tasks(spec: str, tasks: Optional[list[PhoneTask]] = None) -> list[PhoneTask]:
-    """Tasks named by ``spec``: ``all``, a split (``train``, ``heldout``, ``combos``), a template, a task id,
+    """Tasks named by ``spec``: ``all`` (the built-in tasks: train, heldout and combos), a split (``train``,
+    ``heldout``, ``combos``, or ``perturbed``: ``PERTURBED_TASKS``, which share their instructions with training
+    tasks and so are asked for by name, never by ``all``), a template, a task id,
     ``more:COUNT[:SEED]`` (COUNT further training tasks, ``more_training_tasks`` with ``MORE_FRESH_SHARE`` of them on
     phones of new names; SEED 0, the default, draws the text agent's training tasks, another seed tasks it never
     trained on, never a held-out value), or several of these separated by commas; or a task file (``.jsonl``).
@@ -545,6 +615,7 @@ def select_tasks(spec: str, tasks: Optional[list[PhoneTask]] = None) -> list[Pho
     if spec.endswith(".jsonl") or Path(spec).is_file():
         return load_task_file(spec)
     pool = TASKS if tasks is None else tasks
+    named = pool + PERTURBED_TASKS if tasks is None else pool  # what a split or an id may name
     chosen: dict[str, PhoneTask] = {}
     for part in [p.strip() for p in spec.split(",") if p.strip()]:
         more = _MORE_SPEC.fullmatch(part)
@@ -555,11 +626,11 @@ def select_tasks(spec: str, tasks: Optional[list[PhoneTask]] = None) -> list[Pho
         elif part == "all":
             found = pool
         elif part in SPLITS:
-            found = [t for t in pool if t.split == part]
+            found = [t for t in named if t.split == part]
         elif part in TEMPLATES:
             found = [t for t in pool if t.template == part]
         else:
-            found = [t for t in pool if t.id == part]
+            found = [t for t in named if t.id == part]
             if not found:
                 raise ValueError(f"unknown tasks {part!r}: give all, {', '.join(SPLITS)}, a template "
                                  f"({', '.join(TEMPLATES)}), a task id (e.g. {pool[0].id}), more:COUNT[:SEED] "

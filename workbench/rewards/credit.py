@@ -1,5 +1,4 @@
-"""Credit per step for phone episodes: GiGPO's anchor-state groups (arXiv 2505.10978, verl-agent) and the
-group-relative shortest-path reward (MobileRL's shortest-path adjustment, arXiv 2509.18119).
+"""Credit per step for phone episodes: GiGPO's anchor-state groups (arXiv 2505.10978, verl-agent).
 
 **Anchor-state groups** (``rl.step_advantage_weight`` > 0). A window's completions each played an episode: the
 prompt's earlier steps replayed, the sampled reply, the trained model's later steps. Every step of every one of those
@@ -12,16 +11,10 @@ replies of one prompt share a screen, so they are always one anchor group; other
 episode that went back to it, another prompt's episode of the same task passing through it) join it. Unlike the
 episode reward, the discounted return tells apart two episodes that both succeed in a different number of steps:
 a group whose episodes all succeed still has a spread.
-
-**Shortest path** (reward ``episode_shortest``): a successful episode scores the shortest successful episode of its
-group over its own length (1 for the shortest, less for a detour), a failed one 0: episode_efficiency's price of a
-detour without needing the oracle's length.
 """
 from __future__ import annotations
 
 import hashlib
-from typing import Optional
-
 import torch
 
 
@@ -56,15 +49,3 @@ def anchor_step_advantages(episodes: list, trained_steps: list[int], discount: f
              "mean_size": sum(len(r) for r in anchors.values()) / len(anchors) if anchors else 0.0,
              "with_spread": sum(bool(r.max() > r.min()) for r in anchors.values())}
     return out, stats
-
-
-def group_shortest(episodes: list, groups: list[int]) -> list[Optional[int]]:
-    """For each episode, the length of the shortest successful episode of its group (``groups``: the groups' sizes,
-    consecutive), None where none of its group succeeded."""
-    out, start = [], 0
-    for size in groups:
-        group = episodes[start:start + size]
-        won = [len(e.steps) for e in group if e.success]
-        out += [min(won) if won else None] * size
-        start += size
-    return out

@@ -13,8 +13,9 @@ and returns a float, 0 where it does not apply (constant within a group: no adva
 - ``episode_efficiency``: that success priced by its length, the oracle's steps over the episode's (at most 1): a
   detour the rest of the episode repairs (a needless swipe) scores below the direct action, where success scores
   both 1.
-- ``episode_shortest``: that success priced by the shortest successful episode of its group over its own length
-  (MobileRL's shortest-path adjustment, ``rewards.credit``): no oracle needed, 0 for a failed episode.
+- ``episode_shortest``: that success priced by the shortest episode its prompt allows over its own length (MobileRL's
+  shortest-path adjustment): the prompt's replayed steps plus the expert's shortest path from where they leave the
+  phone (``phone.expert``; ``verdict["shortest"]``), at most 1; 0 for a failed episode.
 """
 from __future__ import annotations
 
@@ -105,7 +106,7 @@ def episode_shortest(example, completion: str, verdict: dict) -> float:
     episode = _played(verdict, "episode_shortest")
     if not episode.success:
         return 0.0
-    return verdict["group_shortest"] / max(1, len(episode.steps))
+    return min(1.0, verdict["shortest"] / max(1, len(episode.steps)))
 
 
 REWARD_FUNCTIONS: dict[str, RewardFn] = {

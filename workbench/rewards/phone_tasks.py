@@ -37,11 +37,12 @@ from ..data.formats import without_weights
 from ..image_io import image_data_url
 from ..engine.grpo import ScoredCompletions
 from ..eval.task_protocol import Example
-from ..phone.conversation import DEFAULT_LANG, replayable_reply
+from ..phone.conversation import DEFAULT_LANG, replayable_reply, replied_actions
+from ..phone.expert import Expert, replay
 from ..phone.screen import parse_size
 from ..phone.tasks import PhoneTask, select_tasks
 from ..serve.remote import ModelReply
-from .credit import anchor_step_advantages, group_shortest
+from .credit import anchor_step_advantages
 from .examples import ExamplesScorer
 from .functions import RewardError
 from .task_pool import TaskPool
@@ -133,6 +134,7 @@ class PhoneTasksScorer(ExamplesScorer):
         self.date = date or datetime.date.today()  # one date for the whole run: the prompts and the episodes agree
         super().__init__(step_prompts(tasks, size, self.date, observation, prompt_steps, lang), names)
         self.continuation = None  # the trained model's greedy policy, once the engine attaches it
+        self.expert, self._shortest = Expert(), {}  # episode_shortest's lengths, by (task, steps replayed)
         self.pool = None if pool is None else TaskPool(self.prompts, self.task_prompts, **pool)
 
     def task_prompts(self, tasks: list[PhoneTask]) -> list[TaskPrompt]:
@@ -162,6 +164,15 @@ class PhoneTasksScorer(ExamplesScorer):
         self.continuation = InProcessPolicy(policy.model, policy.tokenizer, policy.processor, name="trained",
                                             max_tokens=self.max_new_tokens, autocast=policy.autocast)
 
+    def shortest(self, prompt: TaskPrompt) -> int:
+        """The fewest steps an episode from ``prompt`` can take: its replayed steps, then the expert's shortest path
+        from the phone they leave (``phone.expert``; not the fixed oracle's length, which can be longer)."""
+        done = replied_actions(prompt.messages)
+        key = (prompt.task, len(done))  # a prompt replays the oracle's first steps: its task and their count name it
+        if key not in self._shortest:
+            self._shortest[key] = len(done) + self.expert.step(prompt.task, replay(prompt.task, done)).steps_left
+        return self._shortest[key]
+
     def where(self, example) -> str:
         return f"task {example.task.id} (prompt {example.index} of rl.tasks)"
 
@@ -179,9 +190,8 @@ class PhoneTasksScorer(ExamplesScorer):
             tasks = ", ".join(sorted({p.task.id for p in prompts}))
             raise RewardError(f"reward {played[0]!r} raised playing the episodes of tasks {tasks}: "
                               f"{type(err).__name__}: {err}") from err
-        shortest = group_shortest(episodes, _runs(prompts))
-        for verdict, episode, best in zip(verdicts, episodes, shortest):
-            verdict["episode"], verdict["group_shortest"] = episode, best
+        for verdict, episode, prompt in zip(verdicts, episodes, prompts):
+            verdict["episode"], verdict["shortest"] = episode, self.shortest(prompt)
 
     def finish(self, prompts: list, verdicts: list[dict], scored: ScoredCompletions) -> ScoredCompletions:
         """The episodes' successes, and with step credit each trained step's advantage in its anchor group."""
@@ -193,14 +203,3 @@ class PhoneTasksScorer(ExamplesScorer):
             trained = [sum(1 for m in p.messages if m["role"] == "assistant") for p in prompts]
             scored.step_advantages, scored.anchors = anchor_step_advantages(episodes, trained, *self.step_credit)
         return scored
-
-
-def _runs(prompts: list) -> list[int]:
-    """The sizes of the runs of one prompt in a batch (a group's completions follow each other)."""
-    sizes = []
-    for i, p in enumerate(prompts):
-        if i and p is prompts[i - 1]:
-            sizes[-1] += 1
-        else:
-            sizes.append(1)
-    return sizes

@@ -103,6 +103,15 @@ def trained_weights(run_dir: str | Path) -> Optional[TrainedWeights]:
     return None
 
 
+def whole_model(run_dir: str | Path) -> Optional[Path]:
+    """The whole model a run saved, for what starts from it (a recipe's start, a DAgger round): a full fine-tune's
+    model/, else its merged/ (a LoRA run of checkpointing.merge_adapter true); None without."""
+    weights = trained_weights(run_dir)
+    if weights is not None and weights.kind == "model":
+        return weights.path
+    return Path(run_dir) / MERGED_DIR if is_model_dir(Path(run_dir) / MERGED_DIR) else None
+
+
 @dataclass(frozen=True)
 class TrainedAt:
     """What a path names to serve or evaluate: the trained weights (None: a run that saved none yet) and the run

@@ -7,6 +7,7 @@ import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Sequence
 
 from ..config import ConfigError
 from .config import ServeConfig, ServeError, base_mismatch, inside_root, inspect_adapter, model_id_problem
@@ -14,18 +15,25 @@ from .config import ServeConfig, ServeError, base_mismatch, inside_root, inspect
 log = logging.getLogger(__name__)
 
 
-def placement(device: str, dtype: str) -> tuple:
+def placement(device: str, dtype: str, runs: Sequence = ()) -> tuple:
     """(torch device, dtype name) a model for inference is loaded on and in: ``device`` resolved as training resolves
-    it (``hardware.resolve_device``: auto is the first CUDA GPU when one is visible), ``dtype`` auto as training's
-    precision auto decides for that device (``precision.inference_dtype``)."""
+    it (``hardware.resolve_device``: auto is the first CUDA GPU when one is visible). ``dtype`` auto: the dtype the
+    ``runs`` (their RunConfigs) held their base in on that device (their precision policy: an adapter then answers and
+    scores as its run did while training), the widest of them; without runs, what training's precision auto decides
+    for that device (``precision.inference_dtype``)."""
     from ..config import device_problem
-    from ..hardware import resolve_device
-    from ..precision import inference_dtype
+    from ..dtypes import dtype_name
+    from ..hardware import Hardware, resolve_device
+    from ..precision import inference_dtype, resolve_policy
 
     if problem := device_problem(device):
         raise ConfigError([("device", problem)])
     resolved = resolve_device(device)
-    return resolved, inference_dtype(dtype, resolved)
+    if dtype != "auto" or not runs:
+        return resolved, inference_dtype(dtype, resolved)
+    hardware = Hardware.of(resolved)
+    stored = {resolve_policy(c.precision, hardware, c.lora.enabled, c.model.dtype).base_dtype for c in runs}
+    return resolved, dtype_name(max(stored, key=lambda d: d.itemsize))
 
 
 def refuse_what_does_not_fit(source: str, dtype: str, device, quantization=None, context: int | None = None) -> None:
@@ -113,11 +121,12 @@ class ServedModels:
 
         cfg = self.config
         runs = [found.run for found in map(inspect_adapter, cfg.served_adapters().values()) if found.run is not None]
+        runs = [run for run in runs if same_model(run.model.source, cfg.model)]
         try:
-            base = shared_base(cfg.model, [run for run in runs if same_model(run.model.source, cfg.model)])
+            base = shared_base(cfg.model, runs)
         except ValueError as err:
             raise ServeError(f"the served runs need different bases: {err}") from None
-        self.device, self.dtype = placement(cfg.device, cfg.dtype)
+        self.device, self.dtype = placement(cfg.device, cfg.dtype, runs)
         log.info("loading %s on %s in %s", cfg.model, self.device, self.dtype)
         refuse_what_does_not_fit(cfg.model, self.dtype, self.device, base.quantization, cfg.max_context)
         try:

@@ -142,6 +142,9 @@ class RunState:
     rollout_stats: dict = field(default_factory=dict)
     # rl.pool: task family -> Series of its recent success (the share of its last episodes that succeeded)
     pool_success: dict = field(default_factory=dict)
+    # DAgger (RUN/dagger/events.jsonl): one {round, success_rate, loop_rate, false_finish_rate, states, kinds, rows,
+    # run_dir, status} a round, in round order
+    dagger_rounds: list = field(default_factory=list)
     lr: Series = field(default_factory=Series)
     grad_norm: Series = field(default_factory=Series)
     loss_scale: Series = field(default_factory=Series)
@@ -296,6 +299,13 @@ class RunState:
         for key in ("is_capped",):  # rl.importance_sampling: the share of tokens whose weight the cap changed
             if _get(e, key) is not None:
                 self.mismatch.setdefault(key, self._series()).add(_get(e, "step"), finite_number(_get(e, key)))
+
+    def _on_dagger_round(self, e, rank):
+        keys = ("round", "model", "episodes", "success_rate", "loop_rate", "false_finish_rate", "states", "kinds",
+                "rows", "run_dir", "status", "wall_s")
+        row = {k: _get(e, k) for k in keys}
+        self.dagger_rounds = sorted([r for r in self.dagger_rounds if r["round"] != row["round"]] + [row],
+                                    key=lambda r: r["round"])
 
     def _on_checkpoint(self, e, rank):
         self.checkpoints.append({"step": _get(e, "step"), "path": _get(e, "path"), "kind": _get(e, "kind")})
