@@ -1,6 +1,6 @@
-"""``workbench agent run --observation`` against a real server (``workbench serve --model tiny-glm4v``): what the
-model is shown of each screen reaches the server. The server's own prompt count tells: a screenshot costs the image's
-tokens, the screen tree its text's."""
+"""``workbench agent run --observation`` and ``--lang`` against a real server (``workbench serve --model tiny-glm4v``):
+what the model is shown of each screen, and the system prompt in its language, reach the server. The server's own
+prompt count tells: a screenshot costs the image's tokens, the screen tree its text's, each prompt its own."""
 from __future__ import annotations
 
 import json
@@ -52,3 +52,25 @@ def test_agent_run_sends_what_observation_asks_for(tiny_vision_server, tmp_path,
     assert tokens["both"] - tokens["screenshot"] >= tree, tokens  # both: the tree besides the screenshot
     # ui_tree: the tree instead of the image and its two markers (<|begin_of_image|>, <|end_of_image|>)
     assert tokens["ui_tree"] - tokens["screenshot"] >= tree - image - 2, tokens
+
+
+def test_agent_run_lang_cn_sends_the_chinese_prompt(tiny_vision_server, tmp_path, capsys):
+    """``--lang cn``: the server is sent Open-AutoGLM's Chinese system prompt, not the English one. The same first turn
+    in each language costs the server its prompt's tokens (the tiny tokenizer's, about one a byte) and the same rest."""
+    from workbench.models.tiny import byte_tokenizer
+
+    first = {}
+    for lang in ("en", "cn"):
+        code = main(["agent", "run", "--server", tiny_vision_server.url, "--tasks", "open_app/settings",
+                     "--size", "x".join(map(str, SIZE)), "--max-steps", "1", "--max-tokens", "8", "--lang", lang,
+                     "--out", str(tmp_path / lang), "--no-write", "--json"])
+        report = json.loads(capsys.readouterr().out)
+        assert code == 0 and report["settings"]["lang"] == lang
+        [folder] = report["episodes"].values()
+        [episode] = read_episodes(folder)
+        assert episode.lang == lang
+        first[lang] = episode.steps[0].prompt_tokens
+    prompt = {lang: len(byte_tokenizer(vision=True)(system_prompt(lang=lang), add_special_tokens=False)["input_ids"])
+              for lang in first}
+    assert prompt["cn"] > 3 * prompt["en"]  # Chinese characters are three bytes each
+    assert first["cn"] - prompt["cn"] == first["en"] - prompt["en"], (first, prompt)

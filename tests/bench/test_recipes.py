@@ -3,6 +3,8 @@ minutes-long ones under -m slow and in .ci/run); a figure outside its tolerance 
 machine is skipped saying what it needs; the README's results table is the one the bench renders."""
 import json
 import re
+import time
+from types import SimpleNamespace
 
 import pytest
 
@@ -285,6 +287,71 @@ def test_a_base_played_with_the_same_key_beside_is_copied_not_played_again(monke
     assert base_loads == [str(start)] * 2  # another setting: played
 
 
+def test_a_qlora_runs_base_episodes_are_played_on_its_nf4_base(qlora_run, tmp_path, monkeypatch):
+    """A run trained over an nf4 base is judged against that base, built as the run built it, not against the 16-bit
+    model of the same name: the base that plays gives the nf4 base's logits (tests/conftest.py: qlora_reference, its
+    adapter off), which differ from the 16-bit base's."""
+    import shutil
+
+    import torch
+
+    from tests.conftest import qlora_reference
+    from workbench import models
+    from workbench.config.recipes import Evaluation
+    from workbench.forward import generate
+
+    ids = torch.tensor([[5, 70, 81, 120, 33, 9]])
+
+    def logits(model):
+        with torch.no_grad():
+            return model(input_ids=ids).logits.float()
+
+    played, greedy = [], generate.greedy_replies
+    monkeypatch.setattr(generate, "greedy_replies", lambda model, *a, **kw: played.append(logits(model)) or
+                        greedy(model, *a, **kw))
+    run = tmp_path / "qlora"
+    shutil.copytree(qlora_run, run)
+    evaluation = Evaluation(task="phone_agent", data="open_app/reddit", observation="ui_tree", max_tokens=2,
+                            max_steps=1, date="2026-12-01")
+    bench.evaluate_run(evaluation, run, progress=False)
+    reference, _ = qlora_reference(run)
+    with reference.disable_adapter():
+        nf4 = logits(reference)
+    sixteen_bit = logits(models.load_for_inference("tiny-glm4").model.eval())
+    assert (nf4 - sixteen_bit).abs().max() > 1e-3  # the two bases tell apart
+    assert len(played) == 2  # the run's model and its base
+    assert any(torch.allclose(p, nf4, atol=1e-5) for p in played)
+    assert not any(torch.allclose(p, sixteen_bit, atol=1e-5) for p in played)
+
+
+def test_a_qlora_runs_base_is_played_not_copied_from_a_16_bit_run_of_the_same_start(monkeypatch, tmp_path, capsys):
+    """Two runs from one local model, one over its nf4 quantization (quantization.base): their bases are two models,
+    so the QLoRA run's base episodes are played on its own base, not copied from the 16-bit run's, and their summary
+    says which base played."""
+    from workbench.config.recipes import Evaluation
+
+    from workbench import models
+
+    start = tmp_path / "start-model"
+    loaded = models.load_for_inference("tiny-glm4")
+    loaded.model.save_pretrained(start)
+    loaded.tokenizer.save_pretrained(start)
+    real_load = models.load_for_inference
+    monkeypatch.setattr(models, "load_run_for_inference", lambda run_dir, device: real_load("tiny-glm4", device=device))
+    evaluation = Evaluation(task="phone_agent", data="open_app/reddit", observation="ui_tree", max_tokens=2,
+                            max_steps=1, date="2026-12-01")
+    runs = {}
+    for name, quantization in (("sft-16-bit", {}), ("sft-qlora", {"base": "nf4"})):
+        runs[name] = tmp_path / "runs" / name
+        runs[name].mkdir(parents=True)
+        (runs[name] / "config.json").write_text(json.dumps({"model": {"source": str(start)},
+                                                            "quantization": quantization}))
+        bench.evaluate_run(evaluation, runs[name], progress=False)
+    assert "not played again" not in capsys.readouterr().out
+    [folder] = (runs["sft-qlora"] / "episodes").glob("*--base")
+    assert json.loads((folder / "summary.json").read_text())["settings"]["quantization.base"] == "nf4"
+
+
 def test_a_start_named_in_the_same_command_is_trained_once_and_first(monkeypatch, tmp_path):
     """.ci/run names screenshots-to-actions-tiny-glm4v and the GRPO recipe that starts from it: the start runs first
     (whatever the order given) and its run is GRPO's start, not a second training of it."""
@@ -388,6 +455,7 @@ def test_an_rl_recipes_baselines_train_from_its_start_for_its_wall_time_and_are_
     from workbench.bench import baselines as bl
     from workbench.config.recipes import Evaluation, Recipe
     from workbench.events import EventWriter, Step
+    from workbench.phone.tasks import select_tasks
     from workbench.runs import layout
 
     recipe = load_recipe("grpo-phone-agent-smollm2").model_copy(update={"baselines": ["sft_continued", "filtered_bc"]})
@@ -404,6 +472,9 @@ def test_an_rl_recipes_baselines_train_from_its_start_for_its_wall_time_and_are_
     monkeypatch.setattr(Recipe, "run_config", lambda self, overrides=(), checks=True: real_run_config(
         self, {**dict(overrides), **(two_tasks if self.name == recipe.name else {})}, checks=checks))
     monkeypatch.setattr(judge_module, "in_process", lambda name, load, max_tokens: lambda: _oracle_named(name))
+    clock, play = [0.0], bl.own_successes  # the start's playing of the RL tasks takes 40 s of the baselines' clock
+    monkeypatch.setattr(bl, "time", SimpleNamespace(monotonic=lambda: clock[0], strftime=time.strftime))
+    monkeypatch.setattr(bl, "own_successes", lambda *a: (clock.__setitem__(0, clock[0] + 40.0), play(*a))[1])
     trained = []
 
     def train(cfg):
@@ -418,11 +489,25 @@ def test_an_rl_recipes_baselines_train_from_its_start_for_its_wall_time_and_are_
     rows = [json.loads(line) for line in open(cloned.data.train)]
     assert cloned.data.train.startswith(str(grpo_run)) and rows and all(r["meta"]["observation"] == "ui_tree"
                                                                           for r in rows)
-    assert 0 < cloned.schedule.max_steps <= 25 and "rows of the 2 of 2 RL tasks the start finished" in out[1].note
+    assert "rows of the 2 of 2 RL tasks the start finished" in out[1].note
+    assert cloned.schedule.max_steps == 20  # what the 40 s of playing left of the 200 s, at 8 s a step (not 25)
     # a budget the playing uses up: the BC is not trained (one step with no warmup only perturbs the start)
     short = bl.train_baselines(recipe, start, start_run, tmp_path / "start-model", 0.0, grpo_run, train, False)
     assert short[0].steps == 1 and short[1].run_dir is None and "no time left to train" in short[1].note
     assert len(trained) == 3  # SFT continued trained again, the BC not
+    # a start that finishes one of the two tasks (on open_app/clock it opens Settings and stops): only the finished
+    # episode becomes rows; the failed one, actions and all, is not cloned
+    def settings_for_clock(name):
+        oracle = _oracle_named(name)
+        clock_task, settings_task = select_tasks("open_app/clock,open_app/settings")
+        oracle.solutions[clock_task.instruction] = settings_task.oracle()
+        return oracle
+
+    monkeypatch.setattr(judge_module, "in_process", lambda name, load, max_tokens: lambda: settings_for_clock(name))
+    half = bl.train_baselines(recipe, start, start_run, tmp_path / "start-model", 200.0, grpo_run, train, False)
+    assert "rows of the 1 of 2 RL tasks the start finished" in half[1].note
+    rows = [json.loads(line) for line in open(trained[-1].data.train)]
+    assert rows and {r["meta"]["task"] for r in rows} == {"open_app/settings"}
     # judged on the same episodes: the start (the oracle again: it wins all), both baselines, the RL run
     monkeypatch.setattr(models, "load_run_for_inference", lambda run_dir, device: models.load_for_inference("tiny-glm4"))
     monkeypatch.setattr(layout, "base_model", lambda run_dir: "tiny-glm4")

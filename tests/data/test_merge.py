@@ -44,3 +44,31 @@ def test_a_bad_input_writes_nothing_and_every_problem_is_named(tmp_path, capsys)
     assert "3 problem(s); nothing written" in printed.err and not out.exists()
     assert main(["data", "merge", "--out", str(DEMOS), str(DEMOS)]) == 1
     assert "the output is one of the inputs" in capsys.readouterr().out
+
+
+def test_inline_screenshots_are_merged_as_they_are(tmp_path, capsys):
+    """A row whose screenshot is inline (a data: URL, as rows read from a phone without files are) keeps it byte for
+    byte in the merged file, and the merged file still checks and shows that screenshot."""
+    import base64
+    import io
+
+    from PIL import Image
+
+    from workbench.data.multimodal import load_image
+
+    row = json.loads(DEMOS.read_text().splitlines()[0])
+    screen = Image.open(DEMOS.parent / row["messages"][1]["content"][0]["image_url"]["url"]).convert("RGB")
+    buffer = io.BytesIO()
+    screen.save(buffer, format="PNG")
+    inline = "data:image/png;base64," + base64.b64encode(buffer.getvalue()).decode()
+    row["messages"][1]["content"][0]["image_url"]["url"] = inline
+    source = tmp_path / "phone" / "inline.jsonl"
+    source.parent.mkdir()
+    source.write_text(json.dumps(row) + "\n")
+    out = tmp_path / "data" / "mix.jsonl"
+    assert main(["data", "merge", "--out", str(out), str(source)]) == 0
+    merged, = (json.loads(line) for line in out.read_text().splitlines())
+    url = merged["messages"][1]["content"][0]["image_url"]["url"]
+    assert url == inline
+    assert check_file(out).problems == []
+    assert list(load_image(url).getdata()) == list(screen.getdata())  # the screenshot it was recorded with

@@ -132,9 +132,71 @@ def test_importance_sampling_reports_the_weights_it_applied(make_cfg, mode):
         assert (m.is_capped > 0) == (m.ratio_max > cap), m
         low = 0.0 if mode == "token_mask" and m.is_capped else min(m.ratio_min, cap)
         assert low - 1e-6 <= m.is_weight_mean <= min(m.ratio_max, cap) + 1e-6, m
-    plain = events_of(make_cfg_run := train(grpo(make_cfg, **{"output.run_name": f"plain-{mode}"})).run_dir,
-                      "policy_mismatch")
-    assert make_cfg_run and all(m.is_weight_mean is None and m.is_capped is None for m in plain)
+    plain = events_of(train(grpo(make_cfg, **{"output.run_name": f"plain-{mode}"})).run_dir, "policy_mismatch")
+    # without importance sampling: the mismatch still reported every step, with no weights
+    assert len(plain) == 2 and all(m.is_weight_mean is None and m.is_capped is None for m in plain)
+
+
+SAMPLER_OFFSET = 0.02  # row r's sampler gives each of its tokens 0.02 x (r + 1) less log-probability than the model
+
+
+@pytest.fixture(scope="module")
+def one_step(tmp_path_factory):
+    """One GRPO step of the tiny GLM-4 in fp32 (two prompts, groups of 3, up to 24 new tokens: one completion of the six
+    stops early, so their lengths differ) under each setting named, with a sampler that disagrees with the trainer by
+    a known amount (as a vLLM sampler may): row r's log-probabilities lowered by SAMPLER_OFFSET x (r + 1), a ratio of
+    exp(0.02) to exp(0.12), inside the clip (0.2) and the cap. The same seed: the same rollouts in each run.
+    {name: (the step's loss, its step event, its rollout event, its policy_mismatch event)}."""
+    from tests.conftest import tiny_run_overrides
+    from workbench.config import load_config
+    from workbench.engine import grpo as grpo_module
+
+    sample = grpo_module.sample_completions
+
+    def disagreeing(*args, **kwargs):
+        r = sample(*args, **kwargs)
+        rows = torch.arange(1, r.sampler_logprobs.shape[0] + 1, dtype=r.sampler_logprobs.dtype).unsqueeze(1)
+        r.sampler_logprobs = r.sampler_logprobs - SAMPLER_OFFSET * rows * r.completion_mask
+        return r
+
+    register_reward("length_24", lambda example, completion, verdict: len(completion) / 10.0)
+    settings = {"dapo": {}, "dr_grpo": {"rl.loss_type": "dr_grpo"},
+                "importance_sampling": {"rl.importance_sampling": "token_truncate"}}
+    out = {}
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(grpo_module, "sample_completions", disagreeing)
+        for name, overrides in settings.items():
+            cfg = load_config(None, tiny_run_overrides(tmp_path_factory.mktemp("one-step"), **{
+                "training.method": "grpo", "data.train": ROWS, "data.max_length": 256, "precision.mode": "fp32",
+                "schedule.micro_batch_size": 2, "schedule.max_steps": 1, "rl.group_size": 3, "rl.max_new_tokens": 24,
+                "rl.rewards": {"length_24": 1.0}, "output.run_name": name, **overrides}))
+            r = train(cfg)
+            out[name] = (r.losses[0], *(events_of(r.run_dir, kind)[0] for kind in ("step", "rollout", "policy_mismatch")))
+    unregister_reward("length_24")
+    return out
+
+
+def test_each_loss_type_divides_the_same_step_by_its_own_count(one_step):
+    """rl.loss_type dr_grpo: the same step's loss (the same rollouts, the same per-token terms) divided by the
+    completions x rl.max_new_tokens (6 x 24) where dapo divides by the completion tokens (fewer: one stopped early)."""
+    (dapo, step, rollout, _), (dr_grpo, _, same, _) = one_step["dapo"], one_step["dr_grpo"]
+    assert same.samples == rollout.samples
+    assert step.tokens < 6 * 24 and rollout.truncated < 1.0, "no completion stopped early: the loss types coincide"
+    assert dr_grpo * 6 * 24 == pytest.approx(dapo * step.tokens, rel=1e-6)
+    assert dr_grpo != pytest.approx(dapo, rel=1e-3)
+
+
+def test_importance_sampling_corrects_the_samplers_mismatch_once(one_step):
+    """rl.importance_sampling token_truncate: the trainer is the old policy (the PPO ratio 1) and each token is
+    weighted by trainer / sampler; without it the PPO ratio is that same trainer / sampler. With no ratio clipped or
+    capped the two losses are one: the mismatch corrected once either way (corrected twice, the loss moves by the
+    ratio, up to 12% here)."""
+    (plain, _, rollout, _), (corrected, _, same, m) = one_step["dapo"], one_step["importance_sampling"]
+    assert same.samples == rollout.samples
+    assert m.ratio_max == pytest.approx(math.exp(6 * SAMPLER_OFFSET), rel=1e-4) and m.clipped == 0.0
+    assert m.is_capped == 0.0 and m.is_weight_mean > math.exp(SAMPLER_OFFSET) - 1e-4
+    assert abs(plain) > 1e-3  # lengths differ: the step's loss is no sum of advantages that cancel
+    assert corrected == pytest.approx(plain, rel=1e-5)
 
 
 @pytest.fixture

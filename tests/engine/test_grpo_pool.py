@@ -5,6 +5,7 @@ into a later group that failed, the replayed row is trained as on-policy, and th
 from __future__ import annotations
 
 import pytest
+import torch
 
 from workbench.engine.run import run_engine
 from workbench.events import iter_events
@@ -39,8 +40,20 @@ def pool_run(make_cfg, name: str, winner=None, **overrides):
                     for kind in ("rollout", "step", "policy_mismatch")}
 
 
-def test_the_pool_replays_a_kept_success_into_a_group_that_failed_follows_the_successes_and_resumes(make_cfg):
-    whole_run, ev = pool_run(make_cfg, "pool")
+def test_the_pool_replays_a_kept_success_into_a_group_that_failed_follows_the_successes_and_resumes(make_cfg,
+                                                                                                    monkeypatch):
+    from workbench.engine import grpo as grpo_module
+
+    ratios = []  # per step, the PPO ratio of the group's last row on its tokens (the row a replay takes)
+    loss_sum = grpo_module.grpo_loss_sum
+
+    def recorded(logp, old, advantages, mask, *args, **kwargs):
+        ratios.append(torch.exp(logp.detach() - old)[-1][mask[-1] > 0])
+        return loss_sum(logp, old, advantages, mask, *args, **kwargs)
+
+    with monkeypatch.context() as patched:
+        patched.setattr(grpo_module, "grpo_loss_sum", recorded)
+        whole_run, ev = pool_run(make_cfg, "pool")
     rollouts, steps, mismatch = ev["rollout"], ev["step"], ev["policy_mismatch"]
     first = rollouts[0].task_pool
     # step 1: the first reply won (1 of 3 episodes), so it was kept; its group had a spread: nothing replayed
@@ -54,6 +67,9 @@ def test_the_pool_replays_a_kept_success_into_a_group_that_failed_follows_the_su
     for ro, st, m in zip(later, steps[1:], mismatch[1:]):
         # the replayed row is trained (in the step's tokens) but no sampler drew it: not in the mismatch
         assert m.tokens < st.tokens == round(ro.completion_tokens_mean * 3)
+    # ... and it is trained as on-policy: its old log-probabilities are the trainer's own, its PPO ratio 1 on every
+    # token (not the ratio to the sampler's log-probabilities of the completion it replaced)
+    assert len(ratios) == 4 and all(len(r) and bool((r == 1.0).all()) for r in ratios[1:]), ratios
     # the pool follows the agent's own episodes: the replayed wins do not count, open_app's success falls
     assert [r.task_pool["families"]["open_app"]["success"] for r in rollouts] == pytest.approx([1 / 3, 1 / 6, 1 / 9,
                                                                                                 1 / 12])
@@ -66,3 +82,19 @@ def test_the_pool_replays_a_kept_success_into_a_group_that_failed_follows_the_su
                           **{"checkpointing.resume_from": str(step2)})
     assert [r.task_pool for r in resumed["rollout"]] == [r.task_pool for r in rollouts[2:]]
     assert [s.loss for s in resumed["step"]] == [s.loss for s in steps[2:]]
+
+
+def test_step_credit_adds_the_step_advantage_to_the_winners_advantage(make_cfg):
+    """rl.step_advantage_weight 0.5, one step (three replies, the first one winning): the samples table's advantage of
+    the winning reply is its episode advantage (one win in a group of 3) plus half its step advantage in its anchor
+    group, which is positive (its return is the group's highest): more than the episode's alone."""
+    import torch
+
+    from workbench.engine.grpo_loss import group_advantages
+
+    _, ev = pool_run(make_cfg, "credit", **{"schedule.max_steps": 1, "rl.pool": False, "rl.pool_replay": False})
+    rollout = ev["rollout"][0]
+    winner = rollout.samples[0]
+    assert winner["rewards"] == {"episode_success": 1.0} and rollout.anchors["with_spread"] >= 1
+    episode = float(group_advantages(torch.tensor([1.0, 0.0, 0.0], dtype=torch.float64), 3, scale=True)[0])
+    assert winner["advantage"] > episode + 0.1

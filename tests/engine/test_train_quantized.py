@@ -77,3 +77,21 @@ def test_checkpointing_and_every_loss_head_give_the_same_gradients_over_a_quanti
             torch.testing.assert_close(other[n], grads[n], rtol=1e-4, atol=1e-6, msg=f"{n} ckpt={ckpt} head={head}")
     plain_loss, _ = _gradients("none", False, "full")
     assert abs(plain_loss - loss) > 1e-4  # the quantized base is not the 16-bit one
+
+
+def test_the_quantized_layers_compute_in_the_policys_dtype_whatever_the_base_is_stored_in():
+    """precision.mode bf16 with model.dtype float32 (the base stored in fp32, matmuls autocast to bf16): the nf4 layers
+    dequantize to bf16 for each matmul, as the policy computes, and the base_quantized event says so."""
+    from workbench.config import load_config
+    from workbench.engine.build import build_model
+    from workbench.models.quantize import quantized_kind
+    from workbench.precision import resolve_precision
+
+    cfg = load_config(None, {"model.source": "tiny-glm4", "quantization.base": "nf4", "precision.mode": "bf16",
+                             "model.dtype": "float32"})
+    policy = resolve_precision(cfg, torch.device("cpu"))
+    assert policy.base_dtype == torch.float32 and policy.compute_dtype == torch.bfloat16
+    built = build_model(cfg, policy, torch.device("cpu"))
+    layers = [m for m in built.model.modules() if quantized_kind(m) == "nf4"]
+    assert layers and {m.compute_dtype for m in layers} == {torch.bfloat16}
+    assert built.quantized.compute_dtype == "bfloat16"

@@ -16,9 +16,9 @@ from ..conftest import SAMPLES
 BOX = [400, 400, 600, 500]  # 200 x 100 on the grid; x1.2 about its centre: [380, 390, 620, 510]
 
 
-def example(answer: str, box=BOX, episode: int = 1, step: int = 1) -> Example:
+def example(answer: str, box=BOX, episode: int = 1, step: int = 1, task: str = "t") -> Example:
     return Example(step, [], f"<think>t</think><answer>{answer}</answer>",
-                   {"messages": [], "meta": {"task": "t", "episode": episode, "step": step, "target_box": box}})
+                   {"messages": [], "meta": {"task": task, "episode": episode, "step": step, "target_box": box}})
 
 
 def verdict(answer: str, reply: str, box=BOX) -> dict:
@@ -62,6 +62,7 @@ def test_without_a_box_a_tap_matches_within_0_04_of_the_screen():
      False),
     ('do(action="Type", text="Phone battery is low")', 'do(action="Type", text="  phone battery ")', True, True),
     ('do(action="Type", text="Good night")', 'do(action="Type", text="Good morning")', True, False),
+    ('do(action="Type", text="Good night")', 'do(action="Type", text="good night, Mom")', True, True),  # either way
     ('do(action="Back")', 'do(action="Home")', True, False),  # both presses; another button
     ('do(action="Launch", app="Settings")', 'do(action="Launch", app="AndroidSystemSettings")', True, True),  # one package
     ('do(action="Launch", app="Settings")', 'do(action="Launch", app="Contacts")', True, False),
@@ -69,6 +70,10 @@ def test_without_a_box_a_tap_matches_within_0_04_of_the_screen():
     ('finish(message="Wi-Fi is off.")', 'finish(message="done")', True, True),  # a stop is its class
     ('finish(message="Wi-Fi is off.")', 'do(action="Wait", duration="1 seconds")', False, False),
     ('do(action="Tap", element=[500,450])', 'Tap the Wi-Fi row', False, False),  # no action: no format hit
+    # a press held on the right element is no tap, nor the other way round: another class, no match
+    ('do(action="Long Press", element=[500,450])', 'do(action="Tap", element=[500,450])', False, False),
+    ('do(action="Tap", element=[500,450])', 'do(action="Long Press", element=[500,450])', False, False),
+    ('do(action="Long Press", element=[500,450])', 'do(action="Long Press", element=[420,410])', True, True),
 ])
 def test_the_other_classes_match_as_agentcpm_gui_matches_them(expected, reply, type_match, exact):
     v = verdict(expected, reply)
@@ -91,6 +96,16 @@ def test_summary_per_type_and_per_episode_success_and_goal_progress():
     assert m["episode_success"] == 0.5 and m["goal_progress"] == pytest.approx((1 + 1 / 3) / 2)
     assert m["by_type"]["Back"] == {"n": 2, "type_match": 1.0, "exact_match": 0.5}
     assert "0.04" in task.rules and "x1.2" in task.rules and "AgentCPM-GUI" in task.rules
+
+
+def test_episodes_of_two_tasks_are_two_episodes_whatever_their_numbers():
+    """Rows merged from two recordings (data merge) each number their episodes from 1: an episode is its task's, so
+    the first episode of two tasks are two episodes, one finished and one not."""
+    task = StepMatchTask()
+    verdicts = [task.score(example(TAP, task="open_app/clock"), ModelReply(TAP)),
+                task.score(example(TAP, task="toggle_setting/wifi-off"), ModelReply('do(action="Back")'))]
+    m = task.summarize(verdicts)
+    assert (m["episodes"], m["episode_success"], m["goal_progress"]) == (2, 0.5, 0.5)
 
 
 def test_the_recorded_set_scores_itself_exact_and_its_real_phone_twin_by_distance():

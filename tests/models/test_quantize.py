@@ -85,3 +85,18 @@ def test_the_panel_offers_the_setting_and_shows_its_refusal_inline():
     panel.form.set("lora.enabled", False)
     panel.form.set("quantization.base", "nf4")
     assert any("full fine-tune" in p for p in panel.form.field_problems("quantization.base"))
+
+
+def test_a_qlora_run_of_glm4v_by_default_quantizes_the_decoder_and_keeps_the_vision_tower_and_lm_head():
+    """quantization.base nf4 with nothing else set: the run's model (as training, serving and chat build it) has its
+    decoder's linear layers in nf4 and GLM-4.1V's vision tower, its projector and the output layer as they were."""
+    from workbench.models import build_run_model
+
+    cfg = load_config(None, {"model.source": "tiny-glm4v", "quantization.base": "nf4"})
+    model = build_run_model(cfg, torch.float32).model
+    kinds = {n: quantized_kind(m) for n, m in model.named_modules() if isinstance(m, torch.nn.Linear) or quantized_kind(m)}
+    vision = {n: k for n, k in kinds.items() if ".visual." in f".{n}."}
+    decoder = {n: k for n, k in kinds.items() if ".layers." in n and n not in vision}
+    assert vision and set(vision.values()) == {""}, {n: k for n, k in vision.items() if k}
+    assert decoder and set(decoder.values()) == {"nf4"}
+    assert kinds["lm_head"] == ""

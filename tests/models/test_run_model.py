@@ -114,3 +114,24 @@ def test_load_run_for_inference_merges_a_lora_runs_adapter_into_its_own_base(see
     assert _loss(loaded.model, loaded.tokenizer, run_dir) == pytest.approx(logged, rel=1e-4)
     with pytest.raises(ValueError, match="no trained weights"):
         load_run_for_inference(tmp_path)
+
+
+def test_load_run_for_inference_keeps_a_qlora_runs_adapter_unmerged_on_its_nf4_base(qlora_run):
+    """Over an nf4 base the adapter stays as it trained (merging would round the merged weights to nf4 again): the
+    model the recipe bench plays has the run's own eval loss and the logits of its base and adapter built by hand."""
+    import torch
+
+    from workbench.events import iter_events
+    from workbench.models import load_run_for_inference
+
+    from ..conftest import qlora_reference
+
+    loaded = load_run_for_inference(qlora_run)
+    assert not loaded.model.training
+    logged = [e.loss for e in iter_events(qlora_run / "events.jsonl") if getattr(e, "type", None) == "eval"][-1]
+    assert _loss(loaded.model, loaded.tokenizer, qlora_run) == pytest.approx(logged, rel=1e-6)
+    reference, _ = qlora_reference(qlora_run)
+    ids = torch.tensor([[5, 70, 81, 120, 33, 9]])
+    with torch.no_grad():
+        torch.testing.assert_close(loaded.model(input_ids=ids).logits, reference(input_ids=ids).logits, rtol=0,
+                                   atol=1e-4)

@@ -162,3 +162,15 @@ def test_data_convert_and_check_say_which_form_a_file_has(tmp_path, capsys):
     assert main(["data", "convert", str(old), str(tmp_path / "new.jsonl")]) == 0
     assert main(["data", "check", str(tmp_path / "new.jsonl")]) == 0
     assert "1 in Open-AutoGLM's runtime format" in capsys.readouterr().err
+
+
+def test_data_convert_lang_cn_writes_the_chinese_prompt_it_names(tmp_path, capsys):
+    from workbench.cli.main import main
+
+    old, new = tmp_path / "old.jsonl", tmp_path / "new.jsonl"
+    old.write_text(json.dumps(_legacy_row()) + "\n")
+    assert main(["data", "convert", str(old), str(new), "--lang", "cn"]) == 0
+    assert "(lang cn)" in capsys.readouterr().out
+    row = json.loads(new.read_text())
+    assert row["messages"][0]["content"] == system_prompt(DATE, lang="cn")  # 今天的日期是: 2026年12月01日 ...
+    assert row["meta"]["lang"] == "cn"

@@ -8,11 +8,11 @@ from workbench.plan import STATE_CATEGORIES, compare, measure_model_state, predi
 from workbench.precision import resolve_precision, token_loss_sum
 
 
-def _config(source, mode, lora, quantized="none"):
+def _config(source, mode, lora, quantized="none", **quantization):
     return RunConfig.model_validate({
         "model": {"source": source}, "precision": {"mode": mode, "init_scale": 1.0},
         "lora": {"enabled": lora}, "data": {"train": "unused.jsonl", "eval": None}, "schedule": {"micro_batch_size": 2},
-        "quantization": {"base": quantized},
+        "quantization": {"base": quantized, **quantization},
     })
 
 
@@ -94,6 +94,17 @@ def test_quantized_base_state_exact(source, mode, quantized):
     rows, totals = parameter_census(model)
     assert {r["dtype"] for r in rows if r["quantized"] == "bitsandbytes"} == {quantized} and totals[quantized] > 0
     assert sum(r["bytes"] for r in rows) == measured["weights"]
+
+
+def test_an_nf4_base_without_double_quant_is_planned_at_its_measured_bytes():
+    """quantization.double_quant false keeps nf4's block scales in fp32 (4 bytes a block of 64, not 1 + a share of the
+    nested ones and a code table a layer): the plan counts the weights the run holds, which differ from double_quant's
+    (on the tiny model's small layers the tables outweigh the saving: fewer bytes without it)."""
+    single, double = (_config("tiny-glm4", "bf16", True, "nf4", double_quant=flag) for flag in (False, True))
+    _assert_exact(single)
+    weights = {cfg.quantization.double_quant: predict_for_run(cfg, resolve_precision(cfg, torch.device("cpu")))
+               .state.weights for cfg in (single, double)}
+    assert weights[False] != weights[True]
 
 
 @pytest.mark.slow

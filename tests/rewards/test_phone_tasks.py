@@ -174,3 +174,44 @@ def test_every_step_is_a_prompt_and_episode_success_plays_on_from_the_sampled_st
     episodes = play_episodes([late, late], [late.reference, WRONG], OraclePolicy(tasks), SIZE, 20, DATE, "ui_tree")
     assert len(episodes[1].steps) == k and episodes[1].steps[k - 1].answer == 'finish(message="done")'
     assert [s.answer for s in episodes[0].steps[:k - 1]] == [s.answer for s in episodes[1].steps[:k - 1]]  # replayed
+
+
+def test_rl_lang_cn_sends_the_chinese_prompt_in_every_prompt_and_every_played_turn(tasks):
+    """rl.lang cn: the run's prompts, the pool's fresh instances and the turns the trained model plays on after the
+    sampled one all carry Open-AutoGLM's Chinese system prompt (the model is trained and judged in one language)."""
+    from workbench.phone.conversation import system_prompt
+
+    s = scorer_for(load_config(None, {"training.method": "grpo", "lora.dropout": 0, "rl.prompts": "phone_tasks",
+                                      "rl.tasks": "heldout", "rl.screen_size": "112x252", "rl.lang": "cn",
+                                      "rl.rewards": {"episode_success": 1.0}, "rl.date": "2026-12-01"}))
+    cn = system_prompt(DATE, lang="cn")
+    assert {p.messages[0]["content"] for p in s.prompts} == {cn}
+    fresh = s.task_prompts(tasks)
+    assert {p.messages[0]["content"] for p in fresh} == {cn}
+    seen, oracle = [], OraclePolicy(tasks)
+
+    def continuation(conversations):
+        seen.extend(c[0]["content"] for c in conversations)
+        return oracle(conversations)
+
+    s.continuation = continuation
+    played = [p for p in fresh if len(p.task.oracle()) > 1][:1]
+    assert s(played, [played[0].reference]).rewards["episode_success"] == [1.0]
+    assert seen and set(seen) == {cn}
+
+
+def test_rl_step_discount_prices_each_sampled_step_by_the_steps_left_after_it(tasks):
+    """rl.step_discount 0.5 with rl.step_advantage_weight (scale_rewards none): three replies to a task's first screen
+    (one anchor group), two that win in the oracle's n steps and one that gives up; a win's return at the sampled step
+    is 0.5^(n - 1), so the step advantages are that return less the group's mean."""
+    task = next(t for t in tasks if len(t.oracle()) >= 3)
+    s = scorer_for(load_config(None, {"training.method": "grpo", "lora.dropout": 0, "rl.prompts": "phone_tasks",
+                                      "rl.tasks": task.id, "rl.screen_size": "112x252", "rl.date": "2026-12-01",
+                                      "rl.rewards": {"episode_success": 1.0}, "rl.step_advantage_weight": 0.5,
+                                      "rl.step_discount": 0.5, "rl.scale_rewards": "none"}))
+    s.continuation = OraclePolicy([task])
+    p = s.prompts[0]
+    scored = s([p, p, p], [p.reference, p.reference, WRONG])
+    won = 0.5 ** (len(task.oracle()) - 1)
+    assert scored.successes == [True, True, False]
+    assert scored.step_advantages == pytest.approx([won / 3, won / 3, -2 * won / 3])

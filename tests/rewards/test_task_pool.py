@@ -31,8 +31,12 @@ def test_the_weights_follow_each_familys_recent_success_with_a_floor(prompts):
     pool = _pool(prompts)
     assert pool.families == ["open_app", "toggle_setting"] and pool.probabilities() == {"open_app": 0.5,
                                                                                        "toggle_setting": 0.5}
+    assert pool.weight("open_app") == pool.weight("toggle_setting") == 1.0  # never played: failing, not solved
     opens = [p for p in prompts if family(p.task) == "open_app"][:1] * 8
     toggles = [p for p in prompts if family(p.task) == "toggle_setting"][:1] * 8
+    played = _pool(prompts)  # one family solved, the other not played yet: the unplayed one is drawn at weight 1
+    played.update(played.tally(opens, [True] * 8))
+    assert played.probabilities() == pytest.approx({"open_app": 0.1 / 1.1, "toggle_setting": 1 / 1.1})
     pool.update(pool.tally(opens + toggles, [True] * 8 + [False] * 8))
     assert pool.success("open_app") == 1.0 and pool.success("toggle_setting") == 0.0
     assert pool.weight("open_app") == pytest.approx(0.1) and pool.weight("toggle_setting") == 1.0
@@ -41,6 +45,16 @@ def test_the_weights_follow_each_familys_recent_success_with_a_floor(prompts):
     # the window keeps the latest outcomes: two draws of open_app failing bring its success down to 6 of 8
     pool.update(pool.tally(opens[:2], [False, False]))
     assert pool.success("open_app") == 0.75 and pool.weight("open_app") == pytest.approx(0.1 + 0.9 * 0.25)
+
+
+def test_a_window_shorter_than_a_draw_keeps_the_draws_share_of_successes(prompts):
+    """rl.pool_window 2 and a draw of 8 open_app episodes of which 4 succeeded: the family's recent success is 0.5 (the
+    draw's share), not 0 or 1 by which of its outcomes entered the window last."""
+    opens = [p for p in prompts if family(p.task) == "open_app"][:1] * 8
+    pool = _pool(prompts, window=2)
+    pool.update(pool.tally(opens, [True, False] * 4))
+    assert pool.success("open_app") == 0.5
+    assert pool.weight("open_app") == pytest.approx(0.1 + 0.9 * 0.5)
 
 
 def test_every_rank_draws_the_same_micro_batch_and_builds_its_own_slice(prompts):

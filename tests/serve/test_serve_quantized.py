@@ -48,3 +48,29 @@ def test_vllm_is_not_handed_a_qlora_adapter_for_a_16_bit_base(qlora_run):
     with pytest.raises(ServeError, match="merged") as err:
         build_launch(config, "/venv/bin/python")
     assert "--quantization --vllm-arg bitsandbytes" in str(err.value)
+
+
+@pytest.mark.parametrize("field,value", [("double_quant", False), ("skip_modules", ["lm_head", "visual", "mlp"])],
+                         ids=["double_quant", "skip_modules"])
+def test_a_server_of_a_qlora_base_refuses_an_adapter_trained_on_another_quantization_of_it(qlora_run, tmp_path, field,
+                                                                                           value):
+    """What makes an nf4 base is part of it: its block scales quantized or not (quantization.double_quant), the layers
+    left in 16-bit (quantization.skip_modules: here the MLPs too). The adapter of a run trained on another is refused
+    by a server of the run that trained on the default one, and the refusal says both."""
+    import json
+    import shutil
+
+    from workbench.serve import start_server
+
+    other = tmp_path / "other"
+    shutil.copytree(qlora_run, other)
+    config = json.loads((other / "config.json").read_text())
+    served = config["quantization"][field]
+    assert served != value
+    config["quantization"][field] = value
+    (other / "config.json").write_text(json.dumps(config))
+    with start_server("tiny-glm4", runs=[str(qlora_run)], threads=1) as srv:
+        with pytest.raises(Exception, match="quantized as nf4") as err:
+            srv.add_adapter("other", str(other))
+        assert f"{field} {value}" in str(err.value) and f"{field} {served}" in str(err.value)
+        assert "other" not in srv.models()

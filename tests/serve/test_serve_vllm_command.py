@@ -262,3 +262,14 @@ def test_a_glm4v_model_is_refused_in_one_line_where_vllm_cannot_import_torchvisi
     python.write_text(python.read_text().replace('"import torchvision") exit 1', '"import torchvision") exit 0'))
     assert main(["serve", "--engine", "vllm", "--model", str(model), "--port", "0"]) == 1  # started, then died
     assert (tmp_path / "started").exists()
+
+
+def test_reasoning_split_on_vllm_is_refused_naming_the_field_and_the_fix(tmp_path, monkeypatch, capsys):
+    """vLLM is started as Open-AutoGLM starts it (no reasoning parser): its replies come inline, so asking for them
+    split is refused before anything starts, naming the option and the two ways out."""
+    monkeypatch.setenv(PYTHON_ENV, str(tmp_path / "none"))
+    assert main(["serve", "--engine", "vllm", "--reasoning", "split", "--print-command"]) == 2
+    captured = capsys.readouterr()
+    assert captured.out == ""  # no command printed
+    assert "reasoning" in captured.err and "--vllm-arg=--reasoning-parser=NAME" in captured.err
+    assert main(["serve", "--engine", "vllm", "--reasoning", "inline", "--print-command"]) == 0

@@ -43,8 +43,10 @@ def test_clicks_holds_drags_and_buttons_record_a_demonstration(tmp_path):
     panel.screen.gesture({"gesture": "swipe", "start": [500, 800], "end": [500, 300]})  # nothing scrolls here
     assert "the phone did nothing: nothing scrolls here" in panel.status.value
     panel.undo_button.click()
-    panel.click_as.value = "Long Press"
+    panel.click_as.value = "Long Press"  # a click is then a Long Press: recorded as one, and a held row flips nothing
     panel.screen.gesture({"gesture": "click", "point": _centre(phone.screen().elements["Wi-Fi"])})
+    assert "<code>do(action=&quot;Long Press&quot;, element=[" in panel.steps_view.value.split("<li")[-1]
+    assert " on Wi-Fi" in panel.steps_view.value.split("<li")[-1] and phone.state.toggles["wifi"] is True
     panel.undo_button.click()
     panel.click_as.value = "Tap"
     before = panel.screen.src
