@@ -234,7 +234,7 @@ NO_SAMPLE = "(no sample)"
 
 class ImagePicker(W.VBox):
     """One image for the prompt: uploaded, or a sample phone screenshot; a thumbnail shows what will be sent.
-    The image itself is a ``state.ChatImage`` (plain Python); this widget only picks and shows it."""
+    The image itself is a ``view_helpers.ChatImage`` (plain Python); this widget only picks and shows it."""
 
     def __init__(self):
         self.image: Optional[ChatImage] = None
