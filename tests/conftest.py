@@ -103,18 +103,18 @@ def make_cfg(tmp_path):
 def fail_forward(monkeypatch):
     """``fail_forward(n, exc)``: the n-th training forward pass of this process raises ``exc`` (a crash or a
     Ctrl-C at a chosen point of a chosen step); ``undo()`` on the returned monkeypatch lifts it."""
-    from workbench.engine import run as run_module
+    from workbench.engine.sft import SftStep
 
     def arm(n: int, exc: BaseException):
-        forward, calls = run_module._Engine._forward_loss_sum, []
+        forward, calls = SftStep.forward_loss_sum, []
 
-        def failing(engine, batch):
+        def failing(step, batch):
             calls.append(1)
             if len(calls) == n:
                 raise exc
-            return forward(engine, batch)
+            return forward(step, batch)
 
-        monkeypatch.setattr(run_module._Engine, "_forward_loss_sum", failing)
+        monkeypatch.setattr(SftStep, "forward_loss_sum", failing)
         return monkeypatch
 
     return arm

@@ -51,7 +51,7 @@ def module_files(root: Path = PACKAGE_ROOT) -> dict[str, Path]:
 
 def package_exports(package: str, path: Path, modules) -> dict[str, str]:
     """{name: module} of the names a package's ``__init__`` hands out: re-exported imports and the values of a lazy
-    table (``{"train": "workbench.training"}`` or ``{"RunMonitor": "monitor"}``)."""
+    table (``{"train": "workbench.training"}`` or ``{"RunMonitor": "monitor_panel"}``)."""
     exports = {}
     for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
         if isinstance(node, ast.ImportFrom):
@@ -274,7 +274,7 @@ CYCLES_BEING_BROKEN: list[list[str]] = []
 
 
 def test_no_two_modules_reach_each_other():
-    """Within a package too, dependencies go one way (ui.export_chat reaches the chat panel through a protocol; the
+    """Within a package too, dependencies go one way (ui.chat_exports reaches the chat panel through a protocol; the
     eval task registry imports the scorers, which import only what a task is; the launcher and the worker it starts
     live in one module)."""
     found = module_cycles(module_edges())

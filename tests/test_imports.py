@@ -117,6 +117,14 @@ RENAMED = {
     "workbench.precision.policy_loss": "workbench.engine.grpo_loss",
     "workbench.plan.state": "workbench.plan.model_state",
     "workbench.eval.tasks": "workbench.eval.task_protocol",
+    # ui files named by role: *_panel a panel, <panel>_<part> a part of one, the rest widget-free (tests/ui/test_roles.py)
+    "workbench.ui.monitor": "workbench.ui.monitor_panel",
+    "workbench.ui.episodes": "workbench.ui.episodes_panel",
+    "workbench.ui.recorder": "workbench.ui.recorder_panel",
+    "workbench.ui.precision_compare_view": "workbench.ui.precision_compare_panel",
+    "workbench.ui.dashboard": "workbench.ui.dashboard_panel",
+    "workbench.ui.export_section": "workbench.ui.runs_export",
+    "workbench.ui.export_chat": "workbench.ui.chat_exports",
 }
 
 

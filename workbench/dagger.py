@@ -75,8 +75,8 @@ def play_and_label(n: int, model: Path, tasks: Sequence[PhoneTask], round_dir: P
                    expert: ExpertPolicy, progress: bool, policy=None):
     """Round ``n``'s playing (``model``, greedy; ``policy``: another policy to play instead, for tests) and the
     expert's labels of every state it was asked at; (the judged episodes, what ``write_labels`` wrote)."""
+    from .hardware import resolve_device
     from .models import load_for_inference
-    from .precision import resolve_device
 
     load = (lambda: policy) if policy is not None else in_process(
         f"round-{n}", lambda: load_for_inference(str(model), device=resolve_device("auto")), max_tokens)

@@ -25,7 +25,17 @@ WORKER = "workbench.training"  # this module: what the worker process and each t
 
 
 def train(cfg: RunConfig, run_dir: str | Path | None = None) -> RunResult:
-    """Fine-tune ``cfg`` in this process (or as this rank of a torchrun job): see ``workbench.engine.run_engine``."""
+    """Fine-tune ``cfg`` in this process (or as this rank of a torchrun job), with the instruments its config asks
+    for and, for GRPO, the rewards of ``rl.rewards`` (``workbench.engine.run_engine`` is the bare loop).
+
+    Args:
+        cfg: the run's configuration (``config.load_config``, or ``config.assemble.assemble`` of a command's inputs).
+        run_dir: where the run goes (default: a new directory under ``output.runs_dir``).
+
+    Returns:
+        The ``RunResult``: losses, eval losses, the adapter's path, whether it stopped early. Everything it did is in
+        the run directory's ``events.jsonl``. ConfigError or DataError, naming the field or file:line, before any step.
+    """
     return run_engine(cfg, run_dir, observers=observers_for(cfg) + task_observers(cfg), scorer=scorer_for(cfg))
 
 

@@ -1,11 +1,28 @@
-"""What reaches the user's terminal (or a worker's log): third-party deprecation notices are for
-those libraries' maintainers, not for someone fine-tuning a model, so the command-line entry points
-hide them. Library use (notebooks, the Python API, the test suite) keeps Python's own warning
-filters: there they stay visible to the developers who can act on them."""
+"""What reaches the user's terminal (or a worker's log): tables of text, the one way (``text_table``,
+``table_cell``); and no noise: third-party deprecation notices are for those libraries' maintainers, not for
+someone fine-tuning a model, so the command-line entry points hide them. Library use (notebooks, the Python API,
+the test suite) keeps Python's own warning filters: there they stay visible to the developers who can act on them."""
 from __future__ import annotations
 
 import logging
 import warnings
+from typing import Any, Collection, Sequence
+
+
+def table_cell(value: Any) -> str:
+    """A value as a table shows it: ``-`` for None, a float to 3 decimals, anything else as ``str``."""
+    return "-" if value is None else f"{value:.3f}" if isinstance(value, float) else str(value)
+
+
+def text_table(rows: Sequence[Sequence[str]], right: Collection[int] = (), indent: str = "") -> list[str]:
+    """``rows`` (the header first, every cell a string) as lines of columns two spaces apart, each as wide as its
+    widest cell: left-aligned, or right-aligned for the column indices in ``right``; ``indent`` before each line,
+    trailing spaces dropped."""
+    if not rows:
+        return []
+    widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
+    return [(indent + "  ".join(cell.rjust(w) if i in right else cell.ljust(w)
+                                for i, (cell, w) in enumerate(zip(row, widths)))).rstrip() for row in rows]
 
 DEPRECATIONS = (DeprecationWarning, PendingDeprecationWarning, FutureWarning)
 

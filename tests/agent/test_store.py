@@ -45,9 +45,9 @@ def test_the_key_changes_with_the_workbench_source_and_the_cpu_class(tmp_path, m
     (source / "agent" / "runner.py").write_text("STEPS = 2\n")
     assert replay_key(model, SETTINGS, ["t1"], numerics) != key
 
-    monkeypatch.setattr("workbench.engine.environment.cpu_class", lambda: "AMD EPYC 9B14 (AVX-512 BF16)")
+    monkeypatch.setattr("workbench.hardware.cpu_class", lambda: "AMD EPYC 9B14 (AVX-512 BF16)")
     avx512 = store.replay_numerics("cpu")
-    monkeypatch.setattr("workbench.engine.environment.cpu_class", lambda: "AMD EPYC 7B13 (AVX2)")
+    monkeypatch.setattr("workbench.hardware.cpu_class", lambda: "AMD EPYC 7B13 (AVX2)")
     assert replay_key(model, SETTINGS, ["t1"], store.replay_numerics("cpu")) != replay_key(model, SETTINGS, ["t1"],
                                                                                             avx512)
     assert avx512["device"] == "cpu" and avx512["threads"] == torch.get_num_threads()

@@ -101,9 +101,9 @@ def test_overriding_a_setting_shows_figures_without_judging_them(monkeypatch, ca
 
 
 def test_a_gpu_recipe_is_skipped_saying_what_it_needs(monkeypatch, capsys):
-    import workbench.engine.environment as environment
+    import workbench.hardware as hardware
 
-    monkeypatch.setattr(environment, "machine_memory", lambda: ([], 24 * 1024**3))
+    monkeypatch.setattr(hardware, "machine_memory", lambda: ([], 24 * 1024**3))
     assert bench.main(["autoglm-phone-9b-lora-2x4090"]) == 0
     assert "skipped: needs 2 CUDA GPUs with >= 23.8 GiB each" in capsys.readouterr().out
 

@@ -53,9 +53,9 @@ def test_train_recipe_then_config_then_flags(capsys, tmp_path):
 
 
 def test_a_gpu_recipe_on_this_cpu_machine_says_what_it_needs(capsys, monkeypatch):
-    import workbench.engine.environment as environment
+    import workbench.hardware as hardware
 
-    monkeypatch.setattr(environment, "machine_memory", lambda: ([], 64 * 1024**3))
+    monkeypatch.setattr(hardware, "machine_memory", lambda: ([], 64 * 1024**3))
     assert main(["train", "--recipe", "autoglm-phone-9b-lora-2x4090"]) == 2
     err = capsys.readouterr().err
     assert ("needs 2 CUDA GPUs with >= 23.8 GiB each and >= 32 GiB host RAM; this machine has no CUDA GPU" in err

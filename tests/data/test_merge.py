@@ -54,7 +54,7 @@ def test_inline_screenshots_are_merged_as_they_are(tmp_path, capsys):
 
     from PIL import Image
 
-    from workbench.data.multimodal import load_image
+    from workbench.image_io import load_image
 
     row = json.loads(DEMOS.read_text().splitlines()[0])
     screen = Image.open(DEMOS.parent / row["messages"][1]["content"][0]["image_url"]["url"]).convert("RGB")

@@ -7,9 +7,8 @@ import torch
 from PIL import Image
 
 from workbench.data import collate, model_inputs
-from workbench.data.multimodal import (
-    ImageSourceError, content_parts, count_image_tokens, encode_chat, load_image, resolve_images, vision_batch,
-)
+from workbench.data.multimodal import content_parts, count_image_tokens, encode_chat, vision_batch
+from workbench.image_io import ImageSourceError, load_image, resolve_images
 from workbench.models import load_for_inference
 from workbench.models.processor import GLM4V_CHAT_TEMPLATE, image_token_count, keeps_reasoning
 from workbench.data import IGNORE_INDEX
@@ -187,7 +186,7 @@ def test_the_phone_screens_samples_load_and_check():
 
 
 def test_inline_images_reads_each_file_once_and_sends_it_as_a_data_url(tmp_path):
-    from workbench.data.multimodal import ImageSourceError, image_data_url, inline_images, load_image
+    from workbench.image_io import ImageSourceError, image_data_url, inline_images, load_image
 
     Image.new("RGB", (8, 6), "red").save(tmp_path / "a.png")
     part = {"type": "image_url", "image_url": {"url": "a.png"}}

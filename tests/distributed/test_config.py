@@ -80,7 +80,7 @@ def test_all_problems_reported_at_once(tmp_path):
 # ---- DeepSpeed JSON ---------------------------------------------------------------------------------
 
 def test_seed_deepspeed_config_imports_with_the_two_warnings(tmp_path):
-    from workbench.distributed.ds_config import DeepSpeedConfigWarning, import_deepspeed_config
+    from workbench.config.deepspeed_import import DeepSpeedConfigWarning, import_deepspeed_config
 
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
@@ -102,7 +102,7 @@ def test_seed_deepspeed_config_imports_with_the_two_warnings(tmp_path):
 
 def test_seed_import_validates_as_a_runconfig_for_gpus(tmp_path, monkeypatch):
     import workbench.config.schema as schema
-    from workbench.distributed.ds_config import import_deepspeed_config
+    from workbench.config.deepspeed_import import import_deepspeed_config
 
     monkeypatch.setattr(schema, "_visible_gpus", lambda: 2)  # the article's 2x RTX 4090
     with warnings.catch_warnings():
@@ -114,13 +114,15 @@ def test_seed_import_validates_as_a_runconfig_for_gpus(tmp_path, monkeypatch):
 
 
 def gpu_policy(cfg):
-    from workbench.precision import Hardware, resolve_policy
+    from workbench.hardware import Hardware
+    from workbench.precision import resolve_policy
 
     return resolve_policy(cfg.precision, Hardware.gpu(), cfg.lora.enabled, cfg.model.dtype)
 
 
 def test_export_round_trip(tmp_path):
-    from workbench.distributed.ds_config import import_deepspeed_config, to_deepspeed_config
+    from workbench.config.deepspeed_import import import_deepspeed_config
+    from workbench.distributed.ds_config import to_deepspeed_config
 
     cfg = load_config(None, base_overrides(tmp_path, **{"sharding.strategy": "deepspeed", "sharding.deepspeed_stage": 2,
                                                         "sharding.nproc_per_node": 2, "precision.mode": "bf16",
@@ -136,6 +138,20 @@ def test_export_round_trip(tmp_path):
                 "precision.mode", "precision.max_grad_norm", "sharding.deepspeed_stage", "sharding.nproc_per_node"):
         section, field = key.split(".")
         assert back.overrides[key] == getattr(getattr(cfg, section), field), key
+
+
+def test_the_deepspeed_config_writes_the_optimizer_the_engine_builds(tmp_path):
+    import torch
+
+    from workbench.distributed.ds_config import to_deepspeed_config
+    from workbench.engine.step import build_optimizer
+
+    cfg = load_config(None, base_overrides(tmp_path, **{"schedule.learning_rate": 2e-4, "schedule.weight_decay": 0.01}))
+    group = build_optimizer([torch.nn.Parameter(torch.zeros(2))], cfg.schedule).param_groups[0]
+    ds = to_deepspeed_config(cfg, gpu_policy(cfg))["optimizer"]
+    assert ds["type"] == "AdamW"
+    assert ds["params"] == {"lr": group["lr"], "weight_decay": group["weight_decay"], "betas": list(group["betas"]),
+                            "eps": group["eps"]}
 
 
 def test_export_fp16_is_dynamic_and_backs_off_every_overflow(tmp_path):

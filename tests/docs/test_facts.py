@@ -66,7 +66,8 @@ def test_the_docs_name_the_format_marker_recorded_rows_carry():
 def test_workbench_train_help_says_what_precision_auto_picks_on_each_device():
     """The flag's help (the schema's description) names each choice ``resolve_policy`` makes for ``auto``."""
     from workbench.config import PrecisionSection
-    from workbench.precision.policy import Hardware, resolve_policy
+    from workbench.hardware import Hardware
+    from workbench.precision.policy import resolve_policy
 
     help_text = PrecisionSection.model_fields["mode"].description
     picks = {"on a GPU bf16 where it supports it": (Hardware.gpu(bf16=True), "bf16"),

@@ -10,7 +10,7 @@ import torch
 from tests.conftest import SAMPLES
 from workbench import train
 from workbench.events import iter_events
-from workbench.precision.policy import cpu_has_fast_bf16
+from workbench.hardware import cpu_has_fast_bf16
 from workbench.rewards import REWARD_FUNCTIONS, register_reward, unregister_reward
 from workbench.config.names import REWARDS
 

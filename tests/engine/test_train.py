@@ -315,3 +315,33 @@ def test_a_null_learning_rate_is_derived_from_the_model_once_and_recorded(make_c
     full = train(make_cfg(**{"schedule.learning_rate": None, "schedule.max_steps": 1, "schedule.warmup_steps": 0,
                              "lora.enabled": False}))
     assert events_of(full, "step")[0].lr == pytest.approx(5e-5)
+
+
+def test_the_engine_runs_the_step_type_its_method_names(make_cfg, monkeypatch):
+    """A training method is a step type behind ``engine.step.TrainingStep`` (``engine.run.STEP_TYPES``): the engine
+    runs one it has never seen, and its window's loss and events reach the run as the engine's own would."""
+    from workbench.engine import run as run_module
+    from workbench.engine.sft import SftStep
+    from workbench.engine.step import Accumulated
+    from workbench.events.schema import Eval
+
+    class Counted(SftStep):  # SFT's window, plus an event of its own per step and a resumable count
+        windows = 0
+
+        def accumulate(self, stream, step):
+            window = super().accumulate(stream, step)
+            Counted.windows += 1
+            return Accumulated(window.loss_sum, window.divisor, window.target_tokens, window.processed_tokens,
+                               (Eval(step=0, loss=-1.0, tokens=step),))
+
+        def resume_state(self):
+            return {"windows": Counted.windows}
+
+    plain = train(make_cfg(**{"schedule.max_steps": 3, "output.run_name": "plain"}))
+    monkeypatch.setitem(run_module.STEP_TYPES, "sft", Counted)
+    counted = train(make_cfg(**{"schedule.max_steps": 3, "output.run_name": "counted"}))
+    assert Counted.windows == 3 and counted.losses == plain.losses
+    assert [(e.step, e.tokens) for e in iter_events(counted.run_dir / "events.jsonl")
+            if e.type == "eval" and e.loss == -1.0] == [(1, 1), (2, 2), (3, 3)]
+    state = json.loads(next((counted.run_dir / "checkpoints").glob("step-*/state.json")).read_text())
+    assert state["extra"] == {"windows": 3}

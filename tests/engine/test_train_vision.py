@@ -112,7 +112,7 @@ def test_tiny_glm4v_overfits_eight_screenshot_rows_and_greedy_reproduces_them(ma
     reproduces each answer exactly (reasoning, tags and coordinates). Full fine-tuning, as a random tiny model
     memorises faster that way than through LoRA."""
     from workbench.data.formats import row_to_messages
-    from workbench.data.multimodal import resolve_images
+    from workbench.image_io import resolve_images
     from workbench.forward.generate import greedy_replies
     from workbench.models import load_for_inference
 

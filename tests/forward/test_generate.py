@@ -7,7 +7,7 @@ import torch
 import pytest
 
 from tests.conftest import SAMPLES
-from workbench.data.multimodal import resolve_images
+from workbench.image_io import resolve_images
 from workbench.forward.generate import (answer_text, ends_sentence, greedy_replies, greedy_tokens, model_stop_token_ids,
                                         stop_token_ids, whole_sentences)
 from workbench.models import load_for_inference

@@ -101,7 +101,7 @@ def test_task_files_and_their_errors(tmp_path):
                      ('{"app": "Joplin"}', "3: no 'template'"),
                      ('{"template": "open_app"}', "3: template open_app takes app; missing app"),
                      ('{"template": "toggle_setting", "setting": "wifi", "on": "yes"}', "3: 'on' must be true or false"),
-                     ('[1, 2]', "3: a row is a JSON object"), ('{"template": ', "3: Expecting value"),
+                     ('[1, 2]', "3: a row is a JSON object"), ('{"template": ', "3: not valid JSON (Expecting value"),
                      ('{"template": "open_app", "app": "Joplin"}', "3: task id 'open_app/joplin' already used on line 1")]:
         bad = tmp_path / "bad.jsonl"
         bad.write_text('{"template": "open_app", "app": "Joplin"}\n\n' + row + "\n")

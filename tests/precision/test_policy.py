@@ -4,7 +4,8 @@ import pytest
 import torch
 
 from workbench.config import ConfigError, load_config
-from workbench.precision import PrecisionWarning, resolve_device, resolve_precision
+from workbench.hardware import resolve_device
+from workbench.precision import PrecisionWarning, resolve_precision
 
 CPU = torch.device("cpu")
 
@@ -30,7 +31,7 @@ def test_lora_policies(mode, autocast, base, trainable, scaler):
 
 @pytest.mark.parametrize("fast_bf16,mode", [(True, "bf16"), (False, "fp32")])
 def test_auto_on_cpu_follows_native_bf16_support(monkeypatch, fast_bf16, mode):
-    monkeypatch.setattr("workbench.precision.policy.cpu_has_fast_bf16", lambda: fast_bf16)
+    monkeypatch.setattr("workbench.hardware.cpu_has_fast_bf16", lambda: fast_bf16)
     p = policy(**{"precision.mode": "auto"})
     assert p.mode == mode and p.requested == "auto"
     assert ("no native bf16" in " ".join(p.notes)) == (not fast_bf16)

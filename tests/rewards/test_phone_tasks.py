@@ -9,7 +9,7 @@ from workbench.agent.runner import png_bytes
 from workbench.config import ConfigError, load_config
 from PIL import ImageChops, ImageStat
 
-from workbench.data.multimodal import image_data_url, last_image_url, load_image
+from workbench.image_io import image_data_url, last_image_url, load_image
 from workbench.phone.env import PhoneEnv
 from workbench.phone.conversation import Conversation, runtime_problems
 from workbench.phone.sim import SimPhone

@@ -10,7 +10,8 @@ import pytest
 import torch
 
 from workbench.config import ConfigError, PrecisionSection
-from workbench.precision import Hardware, inference_dtype, resolve_policy
+from workbench.hardware import Hardware
+from workbench.precision import inference_dtype, resolve_policy
 from workbench.serve.config import ServeConfig
 from workbench.serve.registry import ServedModels, placement
 
@@ -42,7 +43,7 @@ def test_auto_is_the_gpu_when_one_is_visible_in_the_dtype_training_picks_there(c
 @pytest.mark.parametrize("fast_bf16", [True, False])
 def test_on_a_cpu_auto_is_what_training_precision_auto_picks(monkeypatch, fast_bf16):
     """bf16 where the CPU has it natively (AVX512-BF16/AMX), else fp32: one decision, training's."""
-    monkeypatch.setattr("workbench.precision.policy.cpu_has_fast_bf16", lambda: fast_bf16)
+    monkeypatch.setattr("workbench.hardware.cpu_has_fast_bf16", lambda: fast_bf16)
     device, dtype = placement("auto", "auto")
     assert device == torch.device("cpu") and dtype == ("bfloat16" if fast_bf16 else "float32")
     training = resolve_policy(PrecisionSection(mode="auto"), Hardware.of(device), lora_enabled=True)
@@ -68,7 +69,7 @@ def test_the_weights_go_where_the_device_resolves(monkeypatch, tmp_path):
     """The served base and its adapter, on the resolved device (the meta device here: not the CPU, so a model left
     on the CPU is seen), in the resolved dtype."""
     run = make_adapter("tiny-glm4", tmp_path / "runs" / "probe")
-    monkeypatch.setattr("workbench.precision.resolve_device", lambda name: torch.device("meta"))
+    monkeypatch.setattr("workbench.hardware.resolve_device", lambda name: torch.device("meta"))
     served = ServedModels(ServeConfig(model="tiny-glm4", dtype="bfloat16", runs=[str(run)]))
     served.load()
     try:
@@ -95,7 +96,8 @@ def test_every_tensor_the_decoder_makes_follows_the_model(monkeypatch):
     a tensor made without naming the model's device (a prompt's ids, positions, masks, the cache's padding, the
     images' pixels) would land on meta and the forward on the CPU model fails. The sampler's generator is made on
     the model's device (on a GPU, a CPU generator cannot draw from CUDA probabilities)."""
-    from workbench.data.multimodal import encode_prompt, resolve_images, vision_batch
+    from workbench.data.multimodal import encode_prompt, vision_batch
+    from workbench.image_io import resolve_images
     from workbench.models import load_for_inference
     from workbench.serve import batcher
     from workbench.serve.batcher import BatchDecoder, GenerationRequest, SamplingParams

@@ -56,7 +56,8 @@ def tiny_processor():
 def reference(model, processor, messages, n: int) -> tuple[list[int], list[float]]:
     """Greedy tokens of ``model.generate`` on the processor inputs of ``messages`` and their log-probabilities
     (transformers' own rotary positions and caching: what the server must reproduce)."""
-    from workbench.data.multimodal import encode_chat, resolve_images, vision_batch
+    from workbench.data.multimodal import encode_chat, vision_batch
+    from workbench.image_io import resolve_images
 
     example = encode_chat(processor, resolve_images(messages, allow_local_files=False), add_generation_prompt=True)
     ids = torch.tensor([example.input_ids])
@@ -131,7 +132,8 @@ def test_image_requests_decode_as_model_generate_does(vision_server):
 
 def test_image_and_text_requests_decode_in_one_batch():
     """Two image requests and a text request admitted together decode as one batch, each row as it would alone."""
-    from workbench.data.multimodal import encode_chat, resolve_images, vision_batch
+    from workbench.data.multimodal import encode_chat, vision_batch
+    from workbench.image_io import resolve_images
     from workbench.models import load_for_inference
     from workbench.serve.batcher import BatchDecoder, GenerationRequest, SamplingParams
 

@@ -370,7 +370,7 @@ def _recorder_notebook(root: Path) -> None:
 
     nb = v4.new_notebook()
     nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
-    nb.cells = [v4.new_code_cell('from workbench.ui.recorder import RecorderPanel\n\n'
+    nb.cells = [v4.new_code_cell('from workbench.ui.recorder_panel import RecorderPanel\n\n'
                                  'panel = RecorderPanel("demos", size=(1080, 2400))\npanel')]
     nbformat.write(nb, root / "recorder.ipynb")
 

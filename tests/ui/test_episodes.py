@@ -11,7 +11,7 @@ from workbench.agent.store import EpisodeWriter
 from workbench.phone.tasks import select_tasks
 from workbench.serve.remote import ModelReply
 from workbench.ui.drawing import ACTION_COLOR, BOX_COLOR, draw_action
-from workbench.ui.episodes import EpisodeCompare, EpisodeReplay
+from workbench.ui.episodes_panel import EpisodeCompare, EpisodeReplay
 
 TASKS = select_tasks("toggle_setting/wifi-off,like_photo/cat")
 

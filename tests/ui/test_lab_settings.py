@@ -30,14 +30,14 @@ def test_the_chart_template_follows_the_theme_jupyterlab_applies(tmp_path):
 def test_the_panels_charts_are_dark_on_a_dark_theme(tmp_path, monkeypatch):
     import plotly.io as pio
 
-    from workbench.ui.monitor import RunMonitor
+    from workbench.ui.monitor_panel import RunMonitor
     from workbench.ui.runs_panel import RunsPanel
 
     dark_bg = pio.templates["plotly_dark"].layout.paper_bgcolor
     (tmp_path / "none").mkdir()
     monkeypatch.setenv("JUPYTERLAB_SETTINGS_DIR", str(tmp_path / "none"))  # no theme chosen: light
-    assert RunMonitor().loss_fig.layout.template.layout.paper_bgcolor != dark_bg
+    assert RunMonitor().charts.loss_fig.layout.template.layout.paper_bgcolor != dark_bg
     monkeypatch.setenv("JUPYTERLAB_SETTINGS_DIR", str(_dark_user_settings(tmp_path / "user")))
     monitor, panel = RunMonitor(), RunsPanel(str(tmp_path / "runs"))
-    for fig in (*monitor.figures.values(), panel.compare_fig, panel.metrics_fig):
+    for fig in (*monitor.charts.figures.values(), panel.compare_fig, panel.metrics_fig):
         assert fig.layout.template.layout.paper_bgcolor == dark_bg

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from workbench.events import EventWriter, RunStarted, Step
 from workbench.events.schema import PolicyMismatch, Rollout
-from workbench.ui.monitor import RunMonitor, samples_html
+from workbench.ui.monitor_charts import samples_html
+from workbench.ui.monitor_panel import RunMonitor
 from workbench.ui.run_log import load_run_state
 
 
@@ -58,20 +59,20 @@ def test_monitor_draws_reward_curves_mismatch_and_samples_for_grpo_only(tmp_path
     m = RunMonitor()
     m.attach(tmp_path / "g")
     m.wait_sync(10)
-    assert {t.name: list(t.y) for t in m.reward_fig.data} == {"total": [0.5, 1.0], "format": [0.25, 0.5],
+    assert {t.name: list(t.y) for t in m.charts.reward_fig.data} == {"total": [0.5, 1.0], "format": [0.25, 0.5],
                                                               "tap in box": [0.1, 0.2]}
-    assert list(next(t for t in m.mismatch_fig.data if t.name == "mean abs").y) == [0.01, 0.02]
-    assert list(next(t for t in m.mismatch_fig.data if t.name.startswith("share of tokens capped")).y) == [0.01, 0.02]
-    assert {t.name: list(t.y) for t in m.pool_fig.data} == {"open app": [0.5, 1.0]}
-    assert m.figure_boxes["pool"].layout.display is None
-    assert m.figure_boxes["rewards"].layout.display is None and m.samples_cell.layout.display is None
-    assert "&lt;think&gt;go&lt;/think&gt;" in m.samples_table.value and "Turn on &lt;Wi-Fi&gt;" in m.samples_table.value
-    assert f"<img src='{THUMBNAIL}'" in m.samples_table.value
+    assert list(next(t for t in m.charts.mismatch_fig.data if t.name == "mean abs").y) == [0.01, 0.02]
+    assert list(next(t for t in m.charts.mismatch_fig.data if t.name.startswith("share of tokens capped")).y) == [0.01, 0.02]
+    assert {t.name: list(t.y) for t in m.charts.pool_fig.data} == {"open app": [0.5, 1.0]}
+    assert m.charts.figure_boxes["pool"].layout.display is None
+    assert m.charts.figure_boxes["rewards"].layout.display is None and m.charts.samples_cell.layout.display is None
+    assert "&lt;think&gt;go&lt;/think&gt;" in m.charts.samples_table.value and "Turn on &lt;Wi-Fi&gt;" in m.charts.samples_table.value
+    assert f"<img src='{THUMBNAIL}'" in m.charts.samples_table.value
     m.attach(tmp_path / "s")
     m.wait_sync(10)
-    assert not m.reward_fig.data and m.figure_boxes["rewards"].layout.display == "none"
-    assert not m.pool_fig.data and m.figure_boxes["pool"].layout.display == "none"
-    assert m.samples_cell.layout.display == "none"
+    assert not m.charts.reward_fig.data and m.charts.figure_boxes["rewards"].layout.display == "none"
+    assert not m.charts.pool_fig.data and m.charts.figure_boxes["pool"].layout.display == "none"
+    assert m.charts.samples_cell.layout.display == "none"
 
 
 def test_the_samples_table_shows_a_screen_column_only_for_samples_with_a_thumbnail():

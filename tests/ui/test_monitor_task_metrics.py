@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from workbench.events import EventWriter, RunStarted, Step
 from workbench.events.schema import Eval, EvalTask
-from workbench.ui.monitor import RunMonitor
+from workbench.ui.monitor_panel import RunMonitor
 
 
 def _write_run(run_dir, tasks: bool, eval_file="heldout.jsonl"):
@@ -29,17 +29,17 @@ def test_task_rates_get_their_chart_and_a_task_loss_joins_the_eval_loss(tmp_path
     m = RunMonitor()
     m.attach(tmp_path / "with")
     m.wait_sync(10)
-    rates = {t.name: (list(t.x), list(t.y)) for t in m.task_fig.data}
+    rates = {t.name: (list(t.x), list(t.y)) for t in m.charts.task_fig.data}
     assert rates == {"identity identity_rate": ([2, 4], [0.5, 1.0]), "identity introduces_rate": ([2, 4], [0.5, 1.0]),
                      "identity claims_other_rate": ([2, 4], [0.0, 0.0])}
-    losses = {t.name: list(t.y) for t in m.loss_fig.data}
+    losses = {t.name: list(t.y) for t in m.charts.loss_fig.data}
     assert losses["eval loss"] == losses["held-out loss (task)"] == [1.5, 0.5]
-    assert m.figure_boxes["tasks"].layout.display is None and not m.task_fig.layout.annotations[0].visible
-    assert tuple(m.task_fig.layout.xaxis.range) == (0, 4)
+    assert m.charts.figure_boxes["tasks"].layout.display is None and not m.charts.task_fig.layout.annotations[0].visible
+    assert tuple(m.charts.task_fig.layout.xaxis.range) == (0, 4)
 
     m.attach(tmp_path / "with")  # a run attached again starts from clean charts
     m.wait_sync(10)
-    assert len(m.task_fig.data) == 3 and [t.name for t in m.loss_fig.data].count("held-out loss (task)") == 1
+    assert len(m.charts.task_fig.data) == 3 and [t.name for t in m.charts.loss_fig.data].count("held-out loss (task)") == 1
 
 
 def test_a_run_without_eval_tasks_hides_the_task_chart(tmp_path):
@@ -47,7 +47,7 @@ def test_a_run_without_eval_tasks_hides_the_task_chart(tmp_path):
     m = RunMonitor()
     m.attach(tmp_path / "without")
     m.wait_sync(10)
-    assert m.figure_boxes["tasks"].layout.display == "none" and not m.task_fig.data
+    assert m.charts.figure_boxes["tasks"].layout.display == "none" and not m.charts.task_fig.data
 
 
 def test_a_task_loss_of_a_run_without_an_eval_set_says_it_is_not_the_eval_loss(tmp_path):
@@ -56,5 +56,5 @@ def test_a_task_loss_of_a_run_without_an_eval_set_says_it_is_not_the_eval_loss(t
     m = RunMonitor()
     m.attach(tmp_path / "no-eval")
     m.wait_sync(10)
-    names = [t.name for t in m.loss_fig.data]
+    names = [t.name for t in m.charts.loss_fig.data]
     assert "held-out loss (task)" not in names and "held-out loss (task's file: the run has no eval set)" in names

@@ -9,7 +9,8 @@ from workbench.cli.main import _resolved
 from workbench.events import Census, EventWriter, Memory, Overflow, RunFinished, RunStarted, Step
 from workbench.plan import DeviceSet
 from workbench.ui.config_panel import ConfigPanel
-from workbench.ui.monitor import MAX_REDRAWS_PER_S, RunMonitor
+from workbench.ui.monitor_panel import RunMonitor
+from workbench.ui.run_poller import MAX_REDRAWS_PER_S
 from workbench.ui.plan_panel import PlanPanel
 from workbench.ui.runs_panel import RunsPanel, config_diff
 from tests.conftest import SAMPLES
@@ -159,17 +160,17 @@ def test_monitor_shows_every_chart_and_alert_of_a_run(tmp_path):
     m = RunMonitor()
     m.attach(tmp_path / "runs" / "synthetic")
     m.wait_sync(10)
-    assert list(m.loss_fig.data[0].x) == [1, 2, 3, 4]
-    assert tuple(m.loss_fig.layout.xaxis.range) == (0, 4) == tuple(m.memory_fig.layout.xaxis.range)  # the whole run
-    assert list(m.scale_fig.data[1].x) == [1] and m.scale_fig.layout.yaxis.type == "log"
-    assert list(m.grad_fig.data[0].y) == [None, 1.0, 1.0, 1.0]
-    assert {t.name for t in m.memory_fig.data} == {"cuda:0 allocated", "cuda:0 reserved", "cuda:0 peak", "rank0 host RSS"}
-    assert list(m.breakdown_fig.data[0].y) == [1.0, 0.5, 1.0, 0.0]  # MiB: weights, gradients, optimizer, master
-    assert m.breakdown_fig.layout.title.text == "model state at the step's peak (rank 0)"
-    census = {t.name: dict(zip(t.x, t.y)) for t in m.census_fig.data}
+    assert list(m.charts.loss_fig.data[0].x) == [1, 2, 3, 4]
+    assert tuple(m.charts.loss_fig.layout.xaxis.range) == (0, 4) == tuple(m.charts.memory_fig.layout.xaxis.range)  # the whole run
+    assert list(m.charts.scale_fig.data[1].x) == [1] and m.charts.scale_fig.layout.yaxis.type == "log"
+    assert list(m.charts.grad_fig.data[0].y) == [None, 1.0, 1.0, 1.0]
+    assert {t.name for t in m.charts.memory_fig.data} == {"cuda:0 allocated", "cuda:0 reserved", "cuda:0 peak", "rank0 host RSS"}
+    assert list(m.charts.breakdown_fig.data[0].y) == [1.0, 0.5, 1.0, 0.0]  # MiB: weights, gradients, optimizer, master
+    assert m.charts.breakdown_fig.layout.title.text == "model state at the step's peak (rank 0)"
+    census = {t.name: dict(zip(t.x, t.y)) for t in m.charts.census_fig.data}
     assert census == {"float16": {"decoder": 100, "lora (trained)": 0}, "float32": {"decoder": 0, "lora (trained)": 8}}
-    assert "wb-alert-diagnosis" in m.alerts.value and "switch to bf16" in m.alerts.value
-    assert "wb-alert-overflow" in m.alerts.value and "run finished" in m.alerts.value
+    assert "wb-alert-diagnosis" in m.charts.alerts.value and "switch to bf16" in m.charts.alerts.value
+    assert "wb-alert-overflow" in m.charts.alerts.value and "run finished" in m.charts.alerts.value
     assert m.progress.value == 1.0 and "finished" in m.status.value and m.stop_button.disabled
 
 
@@ -179,24 +180,24 @@ def test_monitor_redraws_census_and_alerts_only_when_they_change(tmp_path):
     m = RunMonitor()
     m.attach(tmp_path / "runs" / "a")
     m.wait_sync(10)
-    assert "wb-census" in m.census_table.value and "run finished" in m.alerts.value
-    m.census_table.value = m.alerts.value = "untouched"
+    assert "wb-census" in m.charts.census_table.value and "run finished" in m.charts.alerts.value
+    m.charts.census_table.value = m.charts.alerts.value = "untouched"
     m.state.version += 1
-    m.redraw()  # neither the census nor the alerts changed: both are left as drawn
-    assert m.census_table.value == m.alerts.value == "untouched"
+    m.poller.redraw()  # neither the census nor the alerts changed: both are left as drawn
+    assert m.charts.census_table.value == m.charts.alerts.value == "untouched"
     m.state.apply([Census(step=5, rows=[{"group": "lm_head", "dtype": "bfloat16", "trainable": False, "count": 3,
                                          "bytes": 6}], totals={"bfloat16": 3})])
-    m.redraw()  # a new census: redrawn; still no new alert
-    assert "lm_head" in m.census_table.value and "(step 5)" in m.census_fig.layout.title.text
-    assert m.alerts.value == "untouched"
+    m.poller.redraw()  # a new census: redrawn; still no new alert
+    assert "lm_head" in m.charts.census_table.value and "(step 5)" in m.charts.census_fig.layout.title.text
+    assert m.charts.alerts.value == "untouched"
     m.state.apply([{"type": "diagnosis", "step": 5, "cause": "something new"}])
-    m.redraw()
-    assert "something new" in m.alerts.value and "run finished" in m.alerts.value
-    m.census_table.value = m.alerts.value = "untouched"
+    m.poller.redraw()
+    assert "something new" in m.charts.alerts.value and "run finished" in m.charts.alerts.value
+    m.charts.census_table.value = m.charts.alerts.value = "untouched"
     m.attach(tmp_path / "runs" / "b")  # a new run always draws
     m.wait_sync(10)
-    assert "wb-census" in m.census_table.value and "run finished" in m.alerts.value
-    assert {t.name for t in m.census_fig.data} == {"float16", "float32"}
+    assert "wb-census" in m.charts.census_table.value and "run finished" in m.charts.alerts.value
+    assert {t.name for t in m.charts.census_fig.data} == {"float16", "float32"}
 
 
 def test_workbench_launch_watch_and_chat_compare(make_cfg):
@@ -215,9 +216,9 @@ def test_workbench_launch_watch_and_chat_compare(make_cfg):
         assert m.handle is not None and (m.handle.run_dir / "config.json").exists()
         state = m.wait_sync(180)
         assert state.status == "finished"
-        assert list(m.loss_fig.data[0].x) == [1, 2, 3, 4] and len(m.loss_fig.data[1].x) == 1  # eval at the end
-        assert m.census_fig.data and "finished" in m.status.value and m.progress.value == 1.0
-        assert m.latencies and max(m.latencies) < 5
+        assert list(m.charts.loss_fig.data[0].x) == [1, 2, 3, 4] and len(m.charts.loss_fig.data[1].x) == 1  # eval at the end
+        assert m.charts.census_fig.data and "finished" in m.status.value and m.progress.value == 1.0
+        assert m.poller.latencies and max(m.poller.latencies) < 5
         run_id = m.handle.run_dir.name
         assert run_id in srv.models() and set(wb.chat.models.value) == {"tiny-glm4", run_id}
         assert run_id in {r.name for r in wb.runs.runs}
@@ -257,8 +258,8 @@ def test_stop_button_and_async_polling(make_cfg):
         m = RunMonitor(lambda: cfg)
         m.t0 = time.monotonic()
         m.launch_button.click()
-        assert m._task is not None  # polled by an asyncio task on this loop
-        while len(m.loss_fig.data[0].x) < 2:
+        assert m.poller._task is not None  # polled by an asyncio task on this loop
+        while len(m.charts.loss_fig.data[0].x) < 2:
             await asyncio.sleep(0.1)
         assert not m.stop_button.disabled
         m.stop_button.click()
@@ -269,7 +270,7 @@ def test_stop_button_and_async_polling(make_cfg):
     assert state.status == "stopped" and 2 <= state.step < 2000
     elapsed = time.monotonic() - m.t0
     # throttled: MAX_REDRAWS_PER_S over the run's life, plus the few forced ones (launch, stop, the end)
-    assert 2 <= m.redraws <= MAX_REDRAWS_PER_S * elapsed + 5, (m.redraws, elapsed)
+    assert 2 <= m.poller.redraws <= MAX_REDRAWS_PER_S * elapsed + 5, (m.poller.redraws, elapsed)
 
 
 def test_runs_panel_lists_compares_and_attaches(tmp_path):
@@ -303,15 +304,15 @@ def _write_bf16_run(run_dir, steps=3):
 
 
 def test_monitor_lays_its_charts_in_a_grid_of_readable_columns():
-    from workbench.ui.monitor import CHART_WIDTH_PX
+    from workbench.ui.monitor_charts import CHART_WIDTH_PX
 
     m = RunMonitor()
-    assert CHART_WIDTH_PX >= 420 and {f.layout.width for f in m.figures.values()} == {CHART_WIDTH_PX}
+    assert CHART_WIDTH_PX >= 420 and {f.layout.width for f in m.charts.figures.values()} == {CHART_WIDTH_PX}
     # as many columns as fit: 2 on a ~1000 px notebook, 1 on a narrow one (the browser test measures it)
-    assert m.charts.layout.grid_template_columns == f"repeat(auto-fill, {CHART_WIDTH_PX + 10}px)"
-    assert len(m.charts.children) == len(m.figures) + 2  # the charts, the census table, GRPO's samples table
+    assert m.charts.grid.layout.grid_template_columns == f"repeat(auto-fill, {CHART_WIDTH_PX + 10}px)"
+    assert len(m.charts.grid.children) == len(m.charts.figures) + 2  # the charts, the census table, GRPO's samples table
     # before a run: every chart says it waits, no bare axes
-    for fig in m.figures.values():
+    for fig in m.charts.figures.values():
         assert fig.layout.annotations[0].visible and fig.layout.annotations[0].text.startswith("waiting")
         assert fig.layout.xaxis.visible is False
 
@@ -321,17 +322,17 @@ def test_monitor_says_there_is_no_loss_scaling_instead_of_an_empty_chart(tmp_pat
     m = RunMonitor()
     m.attach(tmp_path / "runs" / "bf16")
     m.wait_sync(10)
-    assert m.figure_boxes["loss_scale"].layout.display == "none" and m.scale_note.layout.display is None
-    assert "no loss scaling in bf16" in m.scale_note.value
-    assert not m.loss_fig.layout.annotations[0].visible and m.loss_fig.layout.xaxis.visible  # data: axes back
-    assert m.census_fig.layout.annotations[0].visible  # this run logged no census: that chart still waits
+    assert m.charts.figure_boxes["loss_scale"].layout.display == "none" and m.charts.scale_note.layout.display is None
+    assert "no loss scaling in bf16" in m.charts.scale_note.value
+    assert not m.charts.loss_fig.layout.annotations[0].visible and m.charts.loss_fig.layout.xaxis.visible  # data: axes back
+    assert m.charts.census_fig.layout.annotations[0].visible  # this run logged no census: that chart still waits
 
     _write_synthetic_run(tmp_path / "runs" / "fp16")  # an fp16 run on the same monitor: the chart comes back
     m.attach(tmp_path / "runs" / "fp16")
     m.wait_sync(10)
-    assert m.figure_boxes["loss_scale"].layout.display is None and m.scale_note.layout.display == "none"
-    assert list(m.scale_fig.data[0].y) == [32768.0] * 4 and not m.scale_fig.layout.annotations[0].visible
-    assert "1 overflow(s)" in m.scale_fig.layout.title.text
+    assert m.charts.figure_boxes["loss_scale"].layout.display is None and m.charts.scale_note.layout.display == "none"
+    assert list(m.charts.scale_fig.data[0].y) == [32768.0] * 4 and not m.charts.scale_fig.layout.annotations[0].visible
+    assert "1 overflow(s)" in m.charts.scale_fig.layout.title.text
 
 
 def test_runs_panel_shows_no_chart_until_runs_are_compared(tmp_path):

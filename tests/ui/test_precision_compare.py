@@ -88,7 +88,7 @@ def test_the_state_imports_no_widget():
 
 
 def test_the_view_draws_one_trace_per_run_in_each_panel_on_a_log_scale(tmp_path):
-    from workbench.ui.precision_compare_view import PrecisionCompareView, figure
+    from workbench.ui.precision_compare_panel import PrecisionCompareView, figure
 
     for mode in MISMATCH:
         write_run(tmp_path / mode, mode, steps=(1,)).close()

@@ -14,8 +14,8 @@ from workbench.agent.store import EpisodeWriter, read_episodes
 from workbench.phone.tasks import select_tasks
 from workbench.phone.conversation import assistant_target
 from workbench.serve.remote import ModelReply
-from workbench.ui.episodes import EpisodeReplay
-from workbench.ui.recorder import PhoneScreen, RecorderPanel
+from workbench.ui.episodes_panel import EpisodeReplay
+from workbench.ui.recorder_panel import PhoneScreen, RecorderPanel
 
 SIZE = (112, 252)
 

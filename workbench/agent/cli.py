@@ -10,6 +10,7 @@ import sys
 from ..phone.openautoglm import LANGS
 from ..phone.conversation import DEFAULT_LANG, MAX_STEPS, OBSERVATIONS, REPEAT_LIMIT, repeat_limit_problem
 from ..phone.screen import parse_size
+from ..user_output import table_cell, text_table
 
 
 def tasks_help() -> str:
@@ -210,27 +211,23 @@ def run(args) -> int:
     return 0
 
 
-def _cell(value) -> str:
-    return "-" if value is None else f"{value:.3f}" if isinstance(value, float) else str(value)
-
-
 def format_report(report) -> str:
     """One row per model (success, loops, false finishes, steps to success, parse failures, invalid actions, prompt
     tokens), then per template."""
     keys = ["n", "success_rate", "loop_rate", "false_finish_rate", "mean_steps_success", "reached_apps_rate",
             "quoted_line_rate", "parse_failure_rate", "invalid_action_rate", "prompt_tokens_last"]
-    table = [["model", *keys]] + [[m, *(_cell(by_mode["default"][k]) for k in keys)]
+    table = [["model", *keys]] + [[m, *(table_cell(by_mode["default"][k]) for k in keys)]
                                   for m, by_mode in report.metrics.items()]
-    lines = _columns(table)
+    lines = text_table(table)
     for model, by_mode in report.metrics.items():
         metrics = by_mode["default"]
         lines.append(f"\n{model}: end reasons {metrics['end_reasons']}")
         if len(metrics["by_split"]) > 1:  # heldout and combos asked together: each its own rate
-            lines.append("  by split: " + ", ".join(f"{split} {_cell(g['success_rate'])} of {g['n']}"
+            lines.append("  by split: " + ", ".join(f"{split} {table_cell(g['success_rate'])} of {g['n']}"
                                                   for split, g in metrics["by_split"].items()))
-        rows = [["template", "n", "success_rate"]] + [[t, str(g["n"]), _cell(g["success_rate"])]
+        rows = [["template", "n", "success_rate"]] + [[t, str(g["n"]), table_cell(g["success_rate"])]
                                                       for t, g in metrics["by_template"].items()]
-        lines += ["  " + line for line in _columns(rows)]
+        lines += text_table(rows, indent="  ")
         lines.append(f"  episodes: {report.episodes[model]}")
     lines.append(f"\n{report.settings['n']} tasks ({report.data}) on {report.settings['device']}; "
                  f"{report.wall_s:.1f} s")
@@ -238,18 +235,13 @@ def format_report(report) -> str:
     return "\n".join(lines)
 
 
-def _columns(table: list[list[str]]) -> list[str]:
-    widths = [max(len(r[i]) for r in table) for i in range(len(table[0]))]
-    return ["  ".join(c.ljust(w) for c, w in zip(r, widths)).rstrip() for r in table]
-
-
 def headroom(args) -> int:
     import datetime
     from pathlib import Path
 
     from ..models.run_model import load_run_for_inference
+    from ..hardware import resolve_device
     from ..phone.tasks import select_tasks
-    from ..precision import resolve_device
     from ..runs.layout import run_config
     from .headroom import format_headroom, headroom_record, measure_headroom
     from .policy import InProcessPolicy

@@ -24,13 +24,12 @@ from __future__ import annotations
 
 import copy
 import datetime
-import io
 import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Optional, Sequence
 
-from ..data.multimodal import png_bytes
+from ..image_io import image_from_bytes, png_bytes
 from ..phone.actions import GRID, POINT_ACTIONS, Action, format_action, hit_box, parse_action
 from ..phone.openautoglm import runtime_action
 from ..phone.conversation import assistant_target
@@ -225,9 +224,7 @@ class Demonstrator:
         if png is None and first.screenshot and screens is not None:
             png = (Path(screens) / first.screenshot).read_bytes()
         if png is not None:
-            from PIL import Image
-
-            size = Image.open(io.BytesIO(png)).size
+            size = image_from_bytes(png).size
             if tuple(self.device.size) != size:
                 self.device.size = size
 

@@ -70,10 +70,24 @@ def evaluate_agent(tasks: Sequence[PhoneTask], models: Optional[Iterable[str]] =
                    adb_port: int = 5037, date: Optional[datetime.date] = None, screens: bool = True,
                    progress: bool = True, timeout: float = 600.0, observation: str = "screenshot",
                    repeat_limit: int = REPEAT_LIMIT, lang: str = DEFAULT_LANG) -> AgentReport:
-    """Run ``tasks`` once per model of ``server`` (a URL or a ServerHandle; default: every served id), or once with
-    their oracle solutions (``oracle=True``), on ``device`` (``sim`` or ``adb:SERIAL``); ``observation``: what the
-    models are shown of each screen (``phone.conversation.OBSERVATIONS``); ``lang``: Open-AutoGLM's system prompt
-    (``cn`` or ``en``, its ``--lang``); ``repeat_limit``: as ``run_episodes``."""
+    """Play ``tasks`` once per served model (or once with their oracle solutions), store and judge the episodes.
+
+    Args:
+        tasks: the phone tasks (``phone.tasks.select_tasks``).
+        models: the served ids to play (default: every one); server: a URL or a ServerHandle.
+        oracle: play the tasks' oracle solutions instead of a model.
+        device: ``sim`` or ``adb:SERIAL``; size: the simulated phone's pixels; adb_host, adb_port: the ADB server.
+        max_steps, repeat_limit, observation, lang: as ``run_episodes`` takes them.
+        concurrency: episodes at once; timeout: seconds a request may take; api_key: the server's key.
+        max_tokens, temperature, seed: the requests' settings.
+        out: where episodes of models served from no run go (default ``runs_dir/episodes/<stamp>``).
+        runs_dir: the runs directory; write: add the report to each evaluated run's ``eval_results.json``.
+        date: the date in the system prompt (default: today); screens: store each step's screenshot.
+        progress: show a progress bar.
+
+    Returns:
+        The ``AgentReport`` (metrics per model, their episode folders); AgentError for what cannot run.
+    """
     kind, serial = _checked_device(device, oracle, server, max_steps, concurrency, tasks)
     stamp = datetime.datetime.now().strftime("%Y%m%d-%H%M%S")
     out = Path(out) if out is not None else Path(runs_dir) / EPISODES_DIR / stamp

@@ -16,6 +16,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Callable, Optional, Sequence
 
+from ..user_output import text_table
 from .episode import Episode
 
 
@@ -76,8 +77,7 @@ def format_headroom(rows: Sequence[TaskHeadroom], summary: dict) -> str:
     for r in rows:
         table.append([r.task, "-" if r.greedy is None else ("yes" if r.greedy else "no"), str(r.successes),
                       f"{r.pass_1:.3f}", f"{r.pass_k:.3f}", "yes" if r.sharpenable else ""])
-    widths = [max(len(row[i]) for row in table) for i in range(len(table[0]))]
-    lines = ["  ".join(c.ljust(w) for c, w in zip(row, widths)).rstrip() for row in table]
+    lines = text_table(table)
     greedy = summary["greedy_success"]
     lines.append(f"\n{summary['tasks']} tasks: greedy {'-' if greedy is None else f'{greedy:.3f}'}, "
                  f"pass@1 {summary['pass_1']:.3f}, pass@{k} {summary['pass_k']:.3f}; RL can sharpen "

@@ -26,6 +26,7 @@ import io
 from dataclasses import dataclass, field
 from typing import Optional, Sequence
 
+from ..image_io import png_bytes
 from ..phone.actions import Action, format_action
 from ..phone.openautoglm import TOUCH_SIZE, grid_point
 from ..phone.conversation import DEFAULT_LANG, MAX_STEPS
@@ -69,10 +70,8 @@ class SimDevice:
     def get_screenshot(self, device_id: Optional[str] = None, timeout: int = 10):
         from phone_agent.adb.screenshot import Screenshot
 
-        image = self.phone.screenshot()
-        buffer = io.BytesIO()
-        image.save(buffer, format="PNG")
-        return Screenshot(base64.b64encode(buffer.getvalue()).decode("utf-8"), *self.touch_size)
+        png = png_bytes(self.phone.screenshot())
+        return Screenshot(base64.b64encode(png).decode("utf-8"), *self.touch_size)
 
     def get_current_app(self, device_id: Optional[str] = None) -> str:
         package = self.phone.focused_package()

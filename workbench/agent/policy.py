@@ -158,8 +158,8 @@ class InProcessPolicy:
         self.temperature = temperature
 
     def __call__(self, conversations: list[list[dict]]) -> list[ModelReply]:
-        from ..data.multimodal import resolve_images
         from ..forward.generate import greedy_replies, sample_completions
+        from ..image_io import resolve_images
 
         resolved = [resolve_images(c) for c in conversations]
         if self.temperature <= 0:

@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterable, Iterator, Optional
 
+from ..config.files import UnreadableFile, jsonl_lines
 from ..phone.actions import POINT_ACTIONS, ActionSyntaxError, parse_action
 from ..phone.conversation import FORMAT_NAME, Conversation, assistant_target
 from .episode import Episode, Turn
@@ -102,12 +103,13 @@ def episode_rows(episode: Episode, episode_number: int, image_path, screens: Opt
 def rows_observation(path: str | Path) -> str:
     """What the rows of a training file show of each screen (its first row's ``meta.observation``; screenshot when
     it names none): what a model trained on them must be shown when it plays."""
-    with open(path, encoding="utf-8") as fh:
-        for line in fh:
-            if line.strip():
-                meta = json.loads(line).get("meta") or {}
-                return meta.get("observation", "screenshot") if isinstance(meta, dict) else "screenshot"
-    return "screenshot"
+    first = next(jsonl_lines(path), None)
+    if first is None:
+        return "screenshot"
+    if first.error is not None:
+        raise UnreadableFile(path, first.number, first.error)
+    meta = first.value.get("meta") or {}
+    return meta.get("observation", "screenshot") if isinstance(meta, dict) else "screenshot"
 
 
 class ImageFolder:

@@ -21,7 +21,7 @@ import datetime
 from dataclasses import dataclass
 from typing import Callable, Optional, Sequence
 
-from ..data.multimodal import image_data_url, png_bytes
+from ..image_io import image_data_url, png_bytes
 from ..phone.actions import format_action, split_answer
 from ..phone.openautoglm import runtime_split
 from ..phone.env import PhoneEnv
@@ -67,12 +67,24 @@ def run_episodes(tasks: Sequence[PhoneTask], policy: Policy, device_factory: Opt
                  on_episode: Optional[Callable[[Episode], None]] = None,
                  observation: str = "screenshot", repeat_limit: int = REPEAT_LIMIT,
                  lang: str = DEFAULT_LANG) -> list[Episode]:
-    """Run every task once with ``policy`` on phones from ``device_factory`` (default: simulated 1080x2400 phones;
-    a factory may return the same real phone each time, with ``concurrency=1``). ``date`` stamps the system
-    prompt (default: today). ``on_episode`` is called as each episode ends (progress bars, streaming to disk).
-    ``observation``: what the model is shown of each screen; ``lang``: the runtime's system prompt. ``repeat_limit``: end an episode as ``repeated`` (no
-    success) once it gives the same action on the same screen this many times in a row (0: never).
-    The episodes come back in the order of ``tasks``."""
+    """Run every task once with ``policy``, ``concurrency`` episodes at a time, one batch of replies per turn.
+
+    Args:
+        tasks: the phone tasks to play.
+        policy: what answers the conversations (``agent.policy``: a served model, the oracle, a model in memory).
+        device_factory: a phone per episode (default: simulated 1080x2400 phones; a real phone with concurrency 1).
+        max_steps: turns before an episode ends as ``step_limit``.
+        concurrency: episodes played at once.
+        date: the date in the system prompt (default: today).
+        on_episode: called as each episode ends (progress bars, streaming to disk).
+        observation: what the model is shown of each screen (``phone.conversation.OBSERVATIONS``).
+        repeat_limit: the same action on the same screen this many times in a row ends the episode as ``repeated``
+            (0: never).
+        lang: the runtime's system prompt (``cn`` or ``en``).
+
+    Returns:
+        The episodes, in the order of ``tasks``; ValueError for an option out of range.
+    """
     if max_steps < 1:
         raise ValueError(f"max_steps must be at least 1, got {max_steps}")
     if repeat_limit_problem(repeat_limit):

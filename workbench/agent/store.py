@@ -17,6 +17,7 @@ import re
 from pathlib import Path
 from typing import Iterable, Optional
 
+from ..config.files import jsonl_lines
 from .episode import Episode
 
 EPISODES_FILE = "episodes.jsonl"
@@ -71,12 +72,13 @@ def read_episodes(folder: str | Path) -> list[Episode]:
     if not path.is_file():
         raise ValueError(f"{folder} holds no {EPISODES_FILE}: give a folder `workbench agent run` wrote")
     episodes = []
-    for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
-        if line.strip():
-            try:
-                episodes.append(Episode.from_dict(json.loads(line)))
-            except (ValueError, TypeError) as err:
-                raise ValueError(f"{path}:{number}: not an episode: {err}") from None
+    for line in jsonl_lines(path):
+        try:
+            if line.error is not None:
+                raise ValueError(line.error)
+            episodes.append(Episode.from_dict(line.value))
+        except (ValueError, TypeError) as err:
+            raise ValueError(f"{path}:{line.number}: not an episode: {err}") from None
     return episodes
 
 
@@ -100,7 +102,7 @@ def replay_numerics(device) -> dict:
     import torch
     import transformers
 
-    from ..engine.environment import cpu_class
+    from ..hardware import cpu_class
 
     device = torch.device(device)
     return {"device": str(device), "torch": torch.__version__, "transformers": transformers.__version__,

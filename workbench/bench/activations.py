@@ -17,6 +17,8 @@ import argparse
 from dataclasses import dataclass, replace
 from typing import Optional
 
+from ..user_output import text_table
+
 
 @dataclass(frozen=True)
 class Case:
@@ -181,9 +183,7 @@ def main(argv=None) -> int:
             predicted, measured = text_activations(case)
             rows.append((case.label, f"{predicted:,}", f"{measured:,}",
                          _rel(predicted, measured) + ("" if predicted == measured else f" ({predicted - measured:+,} B)")))
-    widths = [max(len(r[i]) for r in rows) for i in range(4)]
-    for r in rows:
-        print("  ".join(c.ljust(w) for c, w in zip(r, widths)).rstrip())
+    print("\n".join(text_table(rows)))
     return 0
 
 

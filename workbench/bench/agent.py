@@ -95,7 +95,8 @@ def throughput(args) -> dict:
 def tokens(args) -> dict:
     import base64
 
-    from ..data.multimodal import encode_chat, image_data_url, png_bytes, resolve_images
+    from ..data.multimodal import encode_chat
+    from ..image_io import image_data_url, png_bytes, resolve_images
     from ..models import load_tokenizer, packaged
     from ..models.processor import image_token_count
     from ..phone.actions import format_action
@@ -175,15 +176,15 @@ def _tapped(reply: str) -> Optional[tuple[int, int]]:
 def grounding(args) -> dict:
     import random
 
+    from ..config.files import read_jsonl
     from ..config.samples import resolve_sample_path
     from ..forward.generate import greedy_replies
     from ..models import load_for_inference
     from ..phone.actions import in_box
-    from ..precision import resolve_device
+    from ..hardware import resolve_device
 
     rng = random.Random(args.seed)
-    with open(resolve_sample_path(args.rows), encoding="utf-8") as f:
-        rows = [json.loads(line) for line in f if line.strip()]
+    rows = read_jsonl(resolve_sample_path(args.rows))
     rng.shuffle(rows)
     probes = [p for p in (_tap_probe(row, rng) for row in rows) if p is not None][:args.limit]
     if not probes:

@@ -22,6 +22,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Optional
 
+from ..user_output import text_table
+
 LABELS = {"base": "SFT start", "sft_continued": "SFT continued", "filtered_bc": "filtered BC", "tuned": "RL (the recipe)"}
 
 
@@ -102,7 +104,7 @@ def own_successes(recipe, start_model: Path, run_dir: Path, progress: bool) -> t
     from ..models import load_for_inference
     from ..phone.screen import parse_size
     from ..phone.tasks import select_tasks
-    from ..precision import resolve_device
+    from ..hardware import resolve_device
     from ..runs.layout import EPISODES_DIR
 
     rl = recipe.run_config({"model.source": str(start_model)}).rl
@@ -138,9 +140,8 @@ def comparison_lines(recipe_name: str, comparisons: list[Comparison], baselines:
             paired = "-" if role == "base" else f"{r['only']} / {r['only_start']} (p {r['p']:.2g})"
             cells.append(f"{r['success']}/{r['n']}  {paired}")
         table.append(cells)
-    widths = [max(len(row[i]) for row in table) for i in range(len(header))]
     lines = [f"{recipe_name}: the same start, the same episodes, the same wall time"]
-    lines += ["  " + "  ".join(c.ljust(w) for c, w in zip(row, widths)) for row in table]
+    lines += text_table(table, indent="  ")
     lines += [f"  {LABELS[b.role]}: {b.steps} steps in {b.train_s:.0f} s" + (f"; {b.note}" if b.note else "")
               if b.run_dir is not None else f"  {LABELS[b.role]}: not trained ({b.note})" for b in baselines]
     return lines

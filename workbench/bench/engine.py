@@ -37,13 +37,14 @@ def _prepared(cfg):
     """Model with LoRA, tokenized examples and the precision policy, built as the engine builds them."""
     from ..data import load_training_examples
     from ..engine.build import build_model
-    from ..precision import resolve_device, resolve_precision
+    from ..hardware import resolve_device
+    from ..precision import resolve_precision
 
     device = resolve_device(cfg.device)
     precision = resolve_precision(cfg, device)
     built = build_model(cfg, precision, device)
     examples, _ = load_training_examples(cfg.data.train, built.tokenizer, cfg.data.max_length)
-    return built.model, built.tokenizer, examples, policy
+    return built.model, built.tokenizer, examples, precision
 
 
 def _batches(cfg, examples, tokenizer, n_steps):
@@ -75,6 +76,7 @@ def run_bare(args) -> dict:
     engine's (``workbench.forward``), so the two differ only in what the engine does around the step."""
     import torch
 
+    from ..engine.step import build_optimizer
     from ..forward import batch_loss_sum
     from ..precision import count_target_tokens, window_loss_divisor
 
@@ -82,7 +84,7 @@ def run_bare(args) -> dict:
     model, tok, examples, precision = _prepared(cfg)
     model.train()
     params = [p for p in model.parameters() if p.requires_grad]
-    opt = torch.optim.AdamW(params, lr=cfg.schedule.learning_rate, foreach=True)
+    opt = build_optimizer(params, cfg.schedule)
     scaler = precision.make_grad_scaler()
     batches = _batches(cfg, examples, tok, args.warmup + args.steps)
     t0 = None

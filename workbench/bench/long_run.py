@@ -13,7 +13,7 @@ a run that is still going (a live ``foreground.pid``, no final event), and print
 * update:   one incremental monitor update after one more step was logged (read it, fold it, redraw)
 * points:   the most points any chart trace of the monitor holds (what goes to the browser per chart)
 * zoom:     zooming the loss chart into ZOOM_STEPS steps from a quarter of the run: that window read again from the
-            log, every step of it (``RunMonitor.zoom_chart``, what a plotly zoom calls)
+            log, every step of it (``MonitorCharts.zoom_chart``, what a plotly zoom calls)
 
 Writing the 1M-step log takes a minute or more here; ``--sizes`` picks sizes. Times are wall seconds of one
 measurement on whatever machine runs it (compare the rows of one run, not machines). ``--limit-s`` skips the
@@ -86,7 +86,7 @@ def measure(runs_dir: Path, steps: int, limit_s: float = math.inf) -> dict:
     """The figures of one size (see the module doc); a figure not measured (over ``limit_s`` before it) is None."""
     from ..cli.main import main as cli_main
     from ..runs import run_row
-    from ..ui.monitor import RunMonitor
+    from ..ui.monitor_panel import RunMonitor
 
     run_dir = runs_dir / f"long-{steps}"
     t0 = time.perf_counter()
@@ -111,12 +111,12 @@ def measure(runs_dir: Path, steps: int, limit_s: float = math.inf) -> dict:
     write_log(run_dir, 1, start=steps + 2)
     out["update_s"], _ = _timed(lambda: monitor.poll_once(force=True))
     assert monitor.state.step == steps + 2, monitor.state.step
-    out["points"] = max(len(trace.x or ()) for fig in monitor.figures.values() for trace in fig.data
+    out["points"] = max(len(trace.x or ()) for fig in monitor.charts.figures.values() for trace in fig.data
                         if getattr(trace, "x", None) is not None)
     first = steps // 4
     last = first + min(ZOOM_STEPS, steps // 2)
-    out["zoom_s"], _ = _timed(lambda: monitor.zoom_chart("loss", (first, last)))
-    assert list(monitor.loss_fig.data[0].x) == list(range(first, last + 1)), "a zoomed window shows every step"
+    out["zoom_s"], _ = _timed(lambda: monitor.charts.zoom_chart("loss", (first, last)))
+    assert list(monitor.charts.loss_fig.data[0].x) == list(range(first, last + 1)), "a zoomed window shows every step"
     return out
 
 

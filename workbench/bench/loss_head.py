@@ -80,7 +80,8 @@ def _reset_hwm() -> bool:
 def _build(args):
     from ..config import load_config
     from ..engine.build import build_model
-    from ..precision import resolve_device, resolve_precision
+    from ..hardware import resolve_device
+    from ..precision import resolve_precision
 
     cfg = load_config(None, {"model.source": args.model, "precision.mode": args.precision, "data.eval": None,
                              "lora.dropout": 0.0, "memory.loss_chunk_tokens": args.chunk_tokens,
@@ -128,14 +129,13 @@ def run_contender(name: str, args) -> dict:
 
 def _workbench_step(name, cfg, precision, model, batch, tokenizer):
     """The engine's step for one micro-batch: batch_loss_sum through the head, normalised by precision.step."""
-    import torch
-
+    from ..engine.step import build_optimizer
     from ..forward import batch_loss_sum
     from ..precision import count_target_tokens, optimizer_step, window_loss_divisor
 
     memory = cfg.memory.model_copy(update={"loss_head": "chunked" if name == "liger" else name})
     named = [(n, p) for n, p in model.named_parameters() if p.requires_grad]
-    opt = torch.optim.AdamW([p for _, p in named], lr=cfg.schedule.learning_rate)
+    opt = build_optimizer([p for _, p in named], cfg.schedule)
     scaler = precision.make_grad_scaler()
     divisor = window_loss_divisor(count_target_tokens(batch["labels"]))
     forward = (lambda: _liger_loss_sum(model, batch, precision.autocast)) if name == "liger" else \

@@ -23,7 +23,7 @@ SETUP = """
 import json
 from workbench.config import load_config
 from workbench.demo import SAMPLES
-from workbench.ui.monitor import RunMonitor
+from workbench.ui.monitor_panel import RunMonitor
 cfg = load_config(None, {{"model.source": {model!r}, "precision.mode": "fp32", "schedule.max_steps": {steps},
                          "schedule.micro_batch_size": 2, "data.max_length": 64, "schedule.eval_loss_every": 0,
                          "data.train": str(SAMPLES / "identity" / "train.jsonl"), "data.eval": None,
@@ -86,7 +86,7 @@ def measure(model: str = "tiny-glm4", steps: int = 150, pings: int = 60) -> dict
             rtts.append(rtt)
             time.sleep(0.1)
         _execute(kc, "state = await monitor.wait(timeout=1200)")
-        _, out = _execute(kc, "print(json.dumps({'latencies': monitor.latencies, 'redraws': monitor.redraws, "
+        _, out = _execute(kc, "print(json.dumps({'latencies': monitor.poller.latencies, 'redraws': monitor.poller.redraws, "
                               "'steps': monitor.state.step, 'status': monitor.state.status}))")
         result = json.loads(out)
     finally:

@@ -39,6 +39,7 @@ from ..config.loading import split_override
 from ..config.names import EPISODE_TASK
 from ..config.recipes import EDGE, Evaluation, Figure, Recipe, all_recipes, load_recipe
 from ..runs.layout import existing_run_dir
+from ..user_output import text_table
 from .baselines import comparison_lines
 
 README_BEGIN = "<!-- recipes table: python -m workbench.bench.recipes --readme README.md -->"
@@ -110,7 +111,7 @@ def evaluate_episodes(evaluation: Evaluation, run_dir: Path, progress: bool, bas
     paired with the start; ``comparisons`` gets the evaluation's ``Comparison``; the base metrics returned are then
     the best of the start and the baselines (what a claim over the start must beat)."""
     from ..models import load_run_for_inference
-    from ..precision import resolve_device
+    from ..hardware import resolve_device
     from ..runs.layout import base_model
     from .baselines import LABELS, Comparison
 
@@ -151,7 +152,7 @@ def judge_models(evaluation: Evaluation, run_dir: Path, models: list, progress: 
     from ..agent.judging import in_process
     from ..agent.store import folder_name, replay_key, replay_numerics
     from ..phone.tasks import select_tasks
-    from ..precision import resolve_device
+    from ..hardware import resolve_device
     from ..runs.layout import EPISODES_DIR, run_config
 
     tasks = select_tasks(evaluation.data)
@@ -301,7 +302,7 @@ def run_recipe(recipe: Recipe, overrides: dict, runs_dir: Path, progress: bool =
                start_run: Optional[Path] = None) -> Outcome:
     """Train and evaluate ``recipe`` here (or say why this machine cannot). ``start_run``: for a recipe that
     starts from another, a run of that recipe to start from (else it is trained first)."""
-    from ..engine.environment import machine_memory
+    from ..hardware import machine_memory
 
     out = Outcome(recipe)
     out.skipped = recipe.requirements.unmet(*machine_memory())
@@ -431,8 +432,7 @@ def format_outcomes(outcomes: list[Outcome], runs_kept: bool = True) -> str:
         for r in o.rows:
             expected = "-" if r.expected is None else r.expected.text()
             table.append([o.recipe.name, r.task, r.metric, _num(r.base), _num(r.value), expected, r.verdict])
-    widths = [max(len(row[i]) for row in table) for i in range(len(table[0]) - 1)]
-    lines = ["  ".join(c.ljust(w) for c, w in zip(row, widths)) + "  " + row[-1] for row in table]
+    lines = text_table(table)
     for o in outcomes:
         if o.skipped:
             continue
@@ -457,6 +457,7 @@ def starts_first(recipes: list[Recipe]) -> list[Recipe]:
 # ---- the README's results table -------------------------------------------------------------------------------
 
 def _rows_of(evaluation: Evaluation) -> str:
+    from ..config.files import jsonl_lines
     from ..eval import get_task
 
     if evaluation.task == EPISODE_TASK:
@@ -465,7 +466,7 @@ def _rows_of(evaluation: Evaluation) -> str:
         return f"{len(select_tasks(evaluation.data))} `{evaluation.data}` tasks, whole episodes ({evaluation.observation})"
 
     data = Path(evaluation.data) if evaluation.data else get_task(evaluation.task).default_data
-    total = sum(1 for line in Path(data).read_text(encoding="utf-8").splitlines() if line.strip())
+    total = sum(1 for _ in jsonl_lines(data))
     n = min(total, evaluation.rows or total)
     try:
         shown = Path(data).resolve().relative_to(Path(data).resolve().parents[2])  # data_samples/SET/FILE
@@ -543,7 +544,7 @@ def main(argv: Optional[list[str]] = None) -> int:
     except ConfigError as err:
         print(f"error: {err}", file=sys.stderr)
         return 2
-    from ..engine.environment import cpu_class
+    from ..hardware import cpu_class
 
     print(f"[recipes] load average at start {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores of {cpu_class()}",
           flush=True)

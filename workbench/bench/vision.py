@@ -20,6 +20,7 @@ import tempfile
 import warnings
 from pathlib import Path
 
+from ..config.files import read_jsonl
 from ..config.samples import samples_dir
 
 SAMPLES = samples_dir()
@@ -28,8 +29,7 @@ SAMPLES = samples_dir()
 def _rows(folder: Path, with_images: bool, out: Path) -> Path:
     """The training rows of ``folder`` with absolute image paths, or with their image parts dropped."""
     lines = []
-    for line in (folder / "train.jsonl").read_text(encoding="utf-8").splitlines():
-        row = json.loads(line)
+    for row in read_jsonl(folder / "train.jsonl"):
         user = row["messages"][0]
         if with_images:
             for part in user["content"]:

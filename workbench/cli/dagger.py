@@ -7,6 +7,7 @@ import datetime
 import sys
 from pathlib import Path
 
+from ..user_output import table_cell, text_table
 
 
 def add_parser(subparsers) -> argparse.ArgumentParser:
@@ -53,10 +54,6 @@ def run(args) -> int:
     return 0 if results and results[-1].status == "finished" else 1
 
 
-def _rate(value) -> str:
-    return "-" if value is None else f"{value:.3f}"
-
-
 def format_rounds(results) -> str:
     """A row per round: how the agent that played did, what the expert labelled, what the round trained."""
     table = [["round", "success", "loops", "false finishes", "states labelled", "off a shortest path", "rows",
@@ -64,7 +61,6 @@ def format_rounds(results) -> str:
     for r in results:
         e = r.event
         off = ", ".join(f"{k} {n}" for k, n in e.kinds.items() if n) or "none"
-        table.append([str(e.round), _rate(e.success_rate), _rate(e.loop_rate), _rate(e.false_finish_rate),
+        table.append([str(e.round), table_cell(e.success_rate), table_cell(e.loop_rate), table_cell(e.false_finish_rate),
                       str(e.states), off, str(e.rows), f"{e.run_dir} ({e.status})"])
-    widths = [max(len(row[i]) for row in table) for i in range(len(table[0]))]
-    return "\n".join("  ".join(c.ljust(w) for c, w in zip(row, widths)).rstrip() for row in table)
+    return "\n".join(text_table(table))

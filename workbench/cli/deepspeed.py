@@ -32,7 +32,7 @@ def _import(args) -> int:
     import yaml
 
     from ..config import apply_overrides
-    from ..distributed.ds_config import import_deepspeed_file
+    from ..config.deepspeed_import import import_deepspeed_file
 
     result = import_deepspeed_file(args.file, args.world_size, "file")  # a ConfigError: main prints it, exit 2
     print(yaml.safe_dump(apply_overrides({}, result.overrides), sort_keys=False), end="")
@@ -46,7 +46,8 @@ def _import(args) -> int:
 def _export(args) -> int:
     from ..config import load_config
     from ..distributed.ds_config import export_notes, to_deepspeed_config
-    from ..precision import Hardware, resolve_policy
+    from ..hardware import Hardware
+    from ..precision import resolve_policy
 
     cfg = load_config(args.config, args.set)
     # The file is for the user's GPUs, not this machine: resolve precision for them.

@@ -76,19 +76,18 @@ def _targets(cfg: RunConfig, recipe):
 def _first_row_screens(path: str) -> tuple:
     """(screenshots, WIDTHxHEIGHT of the first) of the training file's first row; (None, 1080x2400) when there is
     none to read (a vision-language model is then planned with one phone screenshot a row)."""
-    import json
     from pathlib import Path
 
-    from PIL import Image
+    from ..config.files import jsonl_lines
+    from ..image_io import load_image
 
     try:
-        with open(path, encoding="utf-8") as fh:
-            row = json.loads(fh.readline())
+        row = next(jsonl_lines(path)).value
         parts = [p for m in row["messages"] if isinstance(m.get("content"), list) for p in m["content"]
                  if p.get("type") == "image_url"]
-        with Image.open(Path(path).parent / parts[0]["image_url"]["url"]) as image:
-            return len(parts), f"{image.width}x{image.height}"
-    except (OSError, ValueError, KeyError, IndexError, TypeError):
+        image = load_image(parts[0]["image_url"]["url"], Path(path).parent)
+        return len(parts), f"{image.width}x{image.height}"
+    except (OSError, ValueError, KeyError, IndexError, TypeError, StopIteration):
         return None, "1080x2400"
 
 

@@ -37,8 +37,8 @@ def _device_lines(device) -> list[str]:
     import torch
 
     from ..config import RunConfig
-    from ..precision import device_supports_bf16, resolve_precision
-    from ..precision.policy import cpu_has_fast_bf16
+    from ..hardware import cpu_has_fast_bf16, device_supports_bf16
+    from ..precision import resolve_precision
 
     if device.type == "cpu":
         native = cpu_has_fast_bf16()

@@ -11,7 +11,6 @@ from pathlib import Path
 from .. import __version__
 from ..config import ConfigError
 from ..config.arguments import CommandInputError, existing_directory
-from ..config.flags import add_config_arguments, overrides_from_args
 from ..data import DataError
 from ..runs import existing_run_dir, trained_weights
 
@@ -35,78 +34,37 @@ SUBPACKAGE_COMMANDS = (
 
 
 def _train_parser(sub) -> None:
+    from ..config.assemble import add_run_input_arguments
+
     p = sub.add_parser("train", help="fine-tune a model (one process, or several: --nproc, --nnodes)",
                        description="Fine-tune with the settings of --recipe and --config, overridden by "
                        "--section.field flags. Values parse as YAML: --lora.target_modules '[q_proj, v_proj]', "
                        "--data.eval null.")
-    p.add_argument("--recipe", metavar="NAME", help="start from a packaged recipe (`workbench recipes` lists them); "
-                   "--config, --deepspeed and flags apply on top of it, in that order (flags win). A recipe that needs "
-                   "hardware this machine lacks is refused, saying what it needs")
-    p.add_argument("--config", metavar="FILE", help="YAML or JSON run configuration (on top of --recipe)")
-    p.add_argument("--deepspeed", metavar="FILE", help="a DeepSpeed config JSON (as for HF Trainer / LLaMA-Factory), "
-                   "imported into the run configuration with warnings where DeepSpeed would not do what it says; "
-                   "it overrides --config, and flags on the command line override it")
-    p.add_argument("--set", metavar="KEY=VALUE", action="append", default=[], help="dotted override, repeatable")
     p.add_argument("--print-config", action="store_true", help="print the resolved configuration and exit")
     p.add_argument("--background", action="store_true", help="start in a worker process and print its run directory")
     p.add_argument("--dry-run", action="store_true", help="build the model at its real size on the meta device (no "
                    "weights, no GPU), apply LoRA, the quantized-base plan, the module rules and the sharding units, "
                    "run one row forward and backward, print the parameters, the planner's memory per GPU and the "
                    "launch command, and exit (2 naming a bad target module, a rule matching nothing, a shape error)")
-    add_config_arguments(p)
-    g = p.add_argument_group("processes (short for --sharding.*; --nproc N > 1 without a strategy means ddp)")
-    for flag, key in (("--nproc", "nproc_per_node"), ("--nnodes", "nnodes"), ("--node-rank", "node_rank"),
-                      ("--master-addr", "master_addr"), ("--master-port", "master_port")):
-        g.add_argument(flag, dest=f"cfg:sharding.{key}", default=argparse.SUPPRESS, metavar="VALUE",
-                       help=f"same as --sharding.{key}")
+    add_run_input_arguments(p)
     p.set_defaults(func=_cmd_train)
 
 
 def _resolved(args):
-    from ..config import apply_overrides, config_from_dict, merge_config, read_config_file
+    """The run config of the command's inputs (``config.assemble``), the DeepSpeed importer's warnings on stderr."""
+    from ..config import read_config_file
+    from ..config.assemble import assemble_settings, run_inputs
 
-    def with_command_line(data: dict) -> dict:
-        return apply_overrides(apply_overrides(data, args.set), overrides_from_args(args))
-
-    data = _recipe(args).config if args.recipe else {}
-    data = merge_config(data, read_config_file(args.config)) if args.config else data
-    if args.deepspeed:
-        # Precedence: --config < --deepspeed < --set and --section.field flags. A process count given
-        # anywhere is the world size that splits the JSON's train_batch_size.
-        sharding = with_command_line(data).get("sharding") or {}
-        world = _world_size(sharding) if {"nproc_per_node", "nnodes"} & set(sharding) else None
-        data = apply_overrides(data, _deepspeed_settings(args.deepspeed, world))
-    data = with_command_line(data)
-    if args.recipe and (problems := _recipe(args).start_problems(data)):
-        raise ConfigError(problems)
-    sharding = data.get("sharding") or {}
-    if "strategy" not in sharding and (_world_size(sharding) or 1) > 1:
-        data = apply_overrides(data, {"sharding.strategy": "ddp"})
-    return config_from_dict(data)
+    assembled = assemble_settings(run_inputs(args, read_config_file(args.config) if args.config else None))
+    for line in assembled.notices():
+        print(line, file=sys.stderr)
+    return assembled.config()
 
 
 def _recipe(args):
     from ..config.recipes import load_recipe
 
     return load_recipe(args.recipe)
-
-
-def _world_size(sharding: dict) -> int | None:
-    """nproc_per_node x nnodes as given (None when either is not a number yet: validation reports it)."""
-    counts = [sharding.get(k, 1) for k in ("nproc_per_node", "nnodes")]
-    return counts[0] * counts[1] if all(isinstance(c, int) for c in counts) else None
-
-
-def _deepspeed_settings(path: str, world_size: int | None) -> dict:
-    """RunConfig settings of a DeepSpeed JSON, through the importer; its warnings and notes printed."""
-    from ..distributed.ds_config import import_deepspeed_file
-
-    result = import_deepspeed_file(path, world_size, "--deepspeed")
-    for key, msg in result.warnings:
-        print(f"warning: {path}: {key}: {msg}", file=sys.stderr)
-    for key, msg in result.notes:
-        print(f"note: {path}: {key}: {msg}", file=sys.stderr)
-    return result.overrides
 
 
 def _cmd_train(args) -> int:
@@ -121,7 +79,7 @@ def _cmd_train(args) -> int:
 
         return run_dry(cfg, _recipe(args) if args.recipe else None, getattr(args, "argv", [])[1:])
     if args.recipe:
-        from ..engine.environment import machine_memory
+        from ..hardware import machine_memory
 
         unmet = _recipe(args).requirements.unmet(*machine_memory())
         if unmet:
@@ -244,14 +202,9 @@ def _runs_parser(sub) -> None:
 
 
 def _cmd_runs(args) -> int:
-    from ..runs import list_runs
+    from ..runs import runs_table
 
-    rows = list_runs(args.runs_dir)
-    if not rows:
-        print(f"no runs in {args.runs_dir}")
-    for r in rows:
-        last = f"step {r.step} loss {r.loss:.4f}" if r.loss is not None else f"step {r.step}" if r.step else "no steps"
-        print(f"{r.name:<28} {r.status:<9} {last}")
+    print(runs_table(args.runs_dir))
     return 0
 
 

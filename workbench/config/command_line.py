@@ -35,14 +35,21 @@ def flag_value(value: Any) -> str:
     return shlex.quote(str(value))
 
 
-def command_line(config: RunConfig | Mapping, command: str = "workbench train", multiline: bool = True) -> str:
-    """``command`` with a flag for every leaf of ``config`` (a RunConfig or a partial config dict) that
-    differs from its default; leaves a partial dict lacks are left at their defaults."""
+def changed_settings(config: RunConfig | Mapping) -> dict[str, Any]:
+    """{dotted path: value} of every leaf of ``config`` (a RunConfig or a partial config dict) that differs from its
+    default, in schema order; leaves a partial dict lacks are left out."""
     data = config_to_dict(config) if isinstance(config, RunConfig) else config
     defaults = config_to_dict(RunConfig())
-    parts = [command]
+    changed = {}
     for path, _ in leaf_fields(RunConfig):
         value = _dotted(data, path)
         if value is not _MISSING and value != _dotted(defaults, path):
-            parts.append(f"--{path} {flag_value(value)}")
+            changed[path] = value
+    return changed
+
+
+def command_line(config: RunConfig | Mapping, command: str = "workbench train", multiline: bool = True) -> str:
+    """``command`` with a flag for every leaf of ``config`` (a RunConfig or a partial config dict) that
+    differs from its default; leaves a partial dict lacks are left at their defaults."""
+    parts = [command] + [f"--{path} {flag_value(value)}" for path, value in changed_settings(config).items()]
     return (" \\\n    " if multiline else " ").join(parts)

@@ -619,7 +619,7 @@ def _sharded_grad_scaler_available() -> bool:
 
 
 DEVICE_HELP = ("auto (the first CUDA GPU when one is visible, else the CPU), cpu, cuda or cuda:N; one resolution "
-               "for training and inference (precision.resolve_device)")
+               "for training and inference (hardware.resolve_device)")
 
 
 def device_problem(name: str) -> Optional[str]:

@@ -19,17 +19,17 @@ format, or an answer that is ``<answer>...`` or starts with ``do(`` / ``finish(`
 """
 from __future__ import annotations
 
-import json
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Optional
 
-from ..config.files import UnreadableFile, binary_lines, decode_line
+from ..config.files import UnreadableFile, jsonl_lines
 from ..phone.actions import GRID, POINT_ACTIONS, ActionSyntaxError, in_box, parse_action, split_answer
 from ..phone.conversation import FORMAT_NAME, LEGACY_FORMAT_NAME, runtime_problems
+from ..image_io import ImageSourceError, load_image, resolve_images
 from .formats import detect_format, preference_sides, row_to_messages
-from .multimodal import ImageSourceError, encode_chat, has_images, load_image, resolve_images
+from .multimodal import encode_chat, has_images
 from .tokenize import tokenize_messages
 
 ACTION_MODES = ("auto", "all", "none")
@@ -163,17 +163,14 @@ def check_file(path: str | Path, tokenizer=None, max_length: Optional[int] = Non
         report.problems.append(f"{path}:{line}: {why}" if line is not None else f"{path}: {why}")
 
     try:
-        for number, raw in binary_lines(str(path)):
-            if not raw.strip():
-                continue
+        for line in jsonl_lines(str(path)):
+            number, row = line.number, line.value
             report.rows += 1
             try:
-                row = json.loads(decode_line(raw, number))
+                if line.error is not None:
+                    raise ValueError(line.error)
                 pair = detect_format(row) == "preference" if isinstance(row, dict) else False
                 sides = preference_sides(row) if pair else [row_to_messages(row)]
-            except json.JSONDecodeError as err:
-                problem(number, f"not valid JSON ({err.msg} at column {err.colno})")
-                continue
             except ValueError as err:
                 problem(number, str(err))
                 continue

@@ -55,12 +55,16 @@ def run_convert(args) -> int:
     import json
     from pathlib import Path
 
+    from ..config.files import UnreadableFile, read_jsonl
     from ..phone.conversation import legacy_rows
 
     source, out = Path(args.file), Path(args.out)
     try:
-        rows = [json.loads(line) for line in source.read_text(encoding="utf-8").splitlines() if line.strip()]
+        rows = read_jsonl(source)
         converted = legacy_rows(rows, args.lang)
+    except UnreadableFile as err:  # names the file (and the line)
+        print(f"workbench data convert: error: {err}", file=sys.stderr)
+        return 2
     except (OSError, ValueError) as err:
         print(f"workbench data convert: error: {source}: {err}", file=sys.stderr)
         return 2

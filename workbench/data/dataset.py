@@ -1,7 +1,6 @@
 """Load a JSONL file into tokenized examples; deterministic, resumable micro-batch stream."""
 from __future__ import annotations
 
-import json
 import random
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -9,11 +8,12 @@ from typing import Iterator, Optional
 
 import torch
 
-from ..config.files import UnreadableFile, binary_lines, decode_line
+from ..config.files import UnreadableFile, jsonl_lines
 from ..phone.uitree import shuffled_layout
 from .tokenize import IGNORE_INDEX
 from .formats import DataError, row_to_messages
-from .multimodal import encode_chat, has_images, resolve_images, vision_batch
+from ..image_io import resolve_images
+from .multimodal import encode_chat, has_images, vision_batch
 from .tokenize import TokenizedExample, tokenize_messages
 
 
@@ -47,16 +47,12 @@ def load_training_examples(path: str | Path, tokenizer, max_length: int, fmt: st
     stats = DataStats(path)
     examples: list[TokenizedExample] = []
     try:
-        for lineno, raw in binary_lines(path):
-            if not raw.strip():
-                continue
+        for line in jsonl_lines(path):
+            lineno, row = line.number, line.value
             stats.rows += 1
             try:
-                line = decode_line(raw, lineno)
-                try:
-                    row = json.loads(line)
-                except json.JSONDecodeError as err:
-                    raise ValueError(f"not valid JSON ({err.msg} at column {err.colno})") from None
+                if line.error is not None:
+                    raise ValueError(line.error)
                 if ui_tree_layouts == "shuffled" and isinstance(row, dict):
                     row = shuffled_layout(row, random.Random(f"{seed}:{lineno}"))
                 ex = _encode(row_to_messages(row, fmt, system_prompt), tokenizer, processor, max_length, base_dir)

@@ -17,7 +17,8 @@ from pathlib import Path
 from typing import Any, Sequence
 
 from .check import check_file
-from .multimodal import _SCHEME
+from ..config.files import read_jsonl
+from ..image_io import url_scheme
 
 
 @dataclass
@@ -33,8 +34,7 @@ def _moved(url: Any, source_dir: Path, out_dir: Path) -> Any:
     rest (absolute paths, data: URLs, what is no string) as it is."""
     if not isinstance(url, str) or not url.strip() or Path(url).is_absolute():
         return url
-    match = _SCHEME.match(url)
-    if match and len(match.group(1)) > 1:  # data: (or a scheme the checks refused already)
+    if url_scheme(url):  # data: (or a scheme the checks refused already)
         return url
     return os.path.relpath(source_dir / url, out_dir)
 
@@ -80,7 +80,7 @@ def merge_files(out: str | Path, inputs: Sequence[str | Path], repeat: dict | No
     with open(out, "w", encoding="utf-8") as fh:
         for path in inputs:
             source_dir = Path(path).parent.resolve()
-            rows = [json.loads(line) for line in Path(path).read_text(encoding="utf-8").splitlines() if line.strip()]
+            rows = read_jsonl(path)  # checked above: every line is a row
             times = repeat.get(str(Path(path)), 1)
             lines = [json.dumps(moved_row(row, source_dir, out_dir), ensure_ascii=False) for row in rows]
             for _ in range(times):

@@ -2,6 +2,6 @@
 launched through torchrun (``workbench.distributed.launcher``), observed through the same events.
 See docs/distributed.md."""
 from .context import DistContext, init_distributed
-from .ds_config import DeepSpeedConfigWarning, import_deepspeed_config, to_deepspeed_config
+from .ds_config import to_deepspeed_config
 
-__all__ = ["DistContext", "init_distributed", "DeepSpeedConfigWarning", "import_deepspeed_config", "to_deepspeed_config"]
+__all__ = ["DistContext", "init_distributed", "to_deepspeed_config"]

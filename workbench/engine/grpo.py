@@ -14,11 +14,12 @@ from __future__ import annotations
 import math
 import time
 from dataclasses import dataclass
-from typing import Any, Callable, ContextManager, Optional, Protocol, Sequence
+from typing import Iterator, Optional, Protocol, Sequence
 
 import torch
 
-from ..data.multimodal import resolve_images
+from ..config import ConfigError, RunConfig
+from ..image_io import resolve_images
 from ..events.schema import PolicyMismatch, Rollout
 from ..forward import token_logprobs
 from ..forward.generate import Rollouts, model_stop_token_ids, sample_completions
@@ -26,6 +27,7 @@ from ..precision import window_loss_divisor
 from .grpo_loss import (Mismatch, all_equal_groups, group_advantages, groups_with_spread, grpo_loss_sum,
                                      importance_stats, importance_weights, loss_normalisation, mismatch_stats,
                                      reference_kl_sum)
+from .step import Accumulated, Trainee
 
 
 @dataclass
@@ -66,25 +68,6 @@ class TrainedPolicy:
     tokenizer: object
     processor: object
     autocast: object
-
-
-@dataclass(frozen=True)
-class Trainee:
-    """What the GRPO step may use of the run it trains, and nothing more (the engine builds it once the model and
-    the strategy exist): the unwrapped model (sampling, the adapter's disable and save), what the trainer's forward
-    runs through (the strategy's wrapper), the tokenizer and processor (None for a text model), the run's precision
-    policy (its autocast and mode), the device, the world (``rank``, ``world_size``, ``sum``: the collectives every
-    rank calls alike) and the strategy's accumulation context and backward."""
-
-    module: torch.nn.Module
-    forward: torch.nn.Module
-    tokenizer: Any
-    processor: Any
-    precision: Any  # precision.PrecisionPolicy
-    device: torch.device
-    world: Any  # distributed.context.DistContext
-    accumulating: Callable[[bool], ContextManager]
-    backward: Callable[[torch.Tensor], None]
 
 
 @dataclass
@@ -128,12 +111,11 @@ def _mean_std(values: list[float]) -> tuple[float, float]:
 
 
 class GrpoStep:
-    """GRPO's part of an optimizer step (``accumulate``: rollouts, rewards, the backward of every micro-batch); the
-    engine then takes the optimizer step as for SFT. It sees the run only through its ``Trainee``."""
+    """GRPO's part of an optimizer step (``TrainingStep``; ``accumulate``: rollouts, rewards, the backward of every
+    micro-batch); the engine then takes the optimizer step as for SFT. It sees the run only through its ``Trainee``."""
 
-    def __init__(self, cfg, trainee: Trainee, scorer: RolloutScorer):
+    def __init__(self, cfg: RunConfig, trainee: Trainee, scorer: RolloutScorer):
         self.cfg, self.t, self.scorer = cfg, trainee, scorer
-        self.last_events: list = []
         attach = getattr(scorer, "attach", None)
         if attach is not None:
             attach(TrainedPolicy(trainee.module, trainee.tokenizer, trainee.processor, trainee.precision.autocast))
@@ -147,8 +129,24 @@ class GrpoStep:
         self.pool = getattr(scorer, "pool", None)  # rl.pool: the scorer's task pool draws the prompts
         self.step = 0
 
+    @classmethod
+    def for_run(cls, cfg: RunConfig, trainee: Trainee, examples: Sequence,
+                scorer: Optional[RolloutScorer]) -> "GrpoStep":
+        """The GRPO step of a run, on the prompts of its ``scorer`` (the training rows are not its data);
+        ConfigError naming the field for a run it cannot train."""
+        if scorer is None:
+            raise ConfigError([("training.method", "grpo needs rewards to score the rollouts: start the run through "
+                                "workbench.train (or the CLI), which composes the rewards of rl.rewards")])
+        if cfg.rl.prompts == "phone_tasks" and trainee.processor is None and cfg.rl.observation != "ui_tree":
+            raise ConfigError([("rl.prompts", f"phone_tasks prompts are screenshots, and {cfg.model.source!r} is "
+                                "a text model (no processor): use a vision-language model (e.g. tiny-glm4v-agent), "
+                                "rl.observation ui_tree (the screen as text) or rl.prompts rows")])
+        if not scorer.prompts:
+            raise ConfigError([("data.train", "no prompts to sample rollouts for")])
+        return cls(cfg, trainee, scorer)
+
     @property
-    def prompt_count(self) -> int:
+    def rows(self) -> int:
         return len(self.scorer.prompts)
 
     def resume_state(self) -> dict:
@@ -233,10 +231,10 @@ class GrpoStep:
         return self._advantaged(_Window(rollouts, w.prompts, scored, w.total, w.advantages,
                                         [i in replace for i in range(len(w.prompts))]))
 
-    def accumulate(self, stream, step: int) -> tuple[float, int, int, int]:
-        """The rollouts and backward of optimizer step ``step`` (1-based): (this rank's loss sum, what the window's
+    def accumulate(self, stream: Iterator[Sequence[int]], step: int) -> Accumulated:
+        """The rollouts and backward of optimizer step ``step`` (1-based): this rank's loss sum, what the window's
         loss sum is divided by over all ranks (``rl.loss_type``), the window's trained completion tokens over all
-        ranks, this rank's processed tokens); the step's events in ``last_events``."""
+        ranks, this rank's processed tokens, and the step's rollout and policy-mismatch events."""
         t, rl = self.t, self.cfg.rl
         t0 = time.perf_counter()
         self.step = step
@@ -275,9 +273,8 @@ class GrpoStep:
         loss_sum = float(torch.stack(parts).double().sum())
         # rl.kl_coef > 0 on every rank alike: the reference forward is done anyway, and the sum is one collective
         kl = float(t.world.sum([reference_kl])[0]) / max(window_tokens, 1) if rl.kl_coef > 0 else None
-        self.last_events = [self._rollout_event(drawn, windows, rollout_s, kl),
-                            self._mismatch_event(mismatches, weighted)]
-        return loss_sum, count, window_tokens, processed
+        events = (self._rollout_event(drawn, windows, rollout_s, kl), self._mismatch_event(mismatches, weighted))
+        return Accumulated(loss_sum, count, window_tokens, processed, events)
 
     def _trained_mask(self, r: Rollouts) -> torch.Tensor:
         """The completion tokens the loss counts: all, or with rl.mask_truncated_completions none of a completion

@@ -1,8 +1,9 @@
 """The training engine: AMP + gradient accumulation + LoRA, observed through events, in one process
 or as one rank of a torchrun job (DDP, FSDP, DeepSpeed: ``workbench.distributed``).
 
-The step itself reads top to bottom like nanoGPT's: accumulate token-normalised losses over the
-window, then one optimizer step (unscale -> clip -> step -> update) that the strategy performs.
+The step itself reads top to bottom like nanoGPT's, in ``_Engine.train_step``: the training method's window
+(``STEP_TYPES``: SFT's or GRPO's forward and backward of every micro-batch), then one optimizer step (unscale ->
+clip -> step -> update) that the strategy performs; ``engine/step.py`` lists the parts and where each lives.
 Everything else here is bookkeeping: events, checkpoints, eval, progress. Rank 0 writes the run's
 events; every rank writes its own memory and overflow events.
 """
@@ -18,22 +19,24 @@ import traceback
 import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Iterator, Optional
+from typing import Iterator, Optional, Sequence
 
 import torch
 
 from ..config import ConfigError, RunConfig, config_to_dict, replace, save_config
 from ..data import collate, load_training_examples, micro_batch_indices
+from ..distributed.context import DistContext
 from ..events import (
     Census, Checkpoint, Eval, EventWriter, Memory, Overflow, PlanPrediction, RunFailed, RunFinished, RunStarted, Step,
 )
 from ..events.schema import BaseQuantized, PrecisionRules, QatConverted
-from ..forward import batch_logits, batch_loss_sum, heldout_loss, on_device
+from ..forward import batch_logits, heldout_loss, on_device
 from ..models import merged_model
 from ..models.processor import save_processor_files
 from ..plan import MEASURED_NAMES, predict_for_run
 from ..plan.arch import resolved_learning_rate
-from ..precision import PrecisionPolicy, count_target_tokens, resolve_device, resolve_precision, window_loss_divisor
+from ..hardware import describe_hardware, resolve_device
+from ..precision import PrecisionPolicy, resolve_precision
 from ..runs.layout import (
     ADAPTER_DIR, CHECKPOINTS_DIR, CONFIG_FILE, EVENTS_FILE, FOREGROUND_PID, LAUNCHED_ENV, MERGED_DIR, MODEL_DIR, STOP_FILE,
     new_run_dir, refuse_existing_run,
@@ -42,11 +45,15 @@ from . import memory
 from .build import build_model
 from .census import parameter_census
 from .checkpoint import TrainState, list_checkpoints, load_checkpoint, rng_state, save_checkpoint
-from .environment import hardware, versions
-from .grpo import GrpoStep, Trainee
+from .environment import versions
+from .grpo import GrpoStep, RolloutScorer
 from .observers import Observer, RunView
 from .schedule import lr_factor
+from .sft import SftStep
+from .step import StepResult, Trainee, TrainingStep, build_optimizer
 
+# training.method -> its step type (``engine.step.TrainingStep``): a new method is a class here, nothing else.
+STEP_TYPES: dict[str, type[TrainingStep]] = {"sft": SftStep, "grpo": GrpoStep}
 
 
 @dataclass
@@ -78,10 +85,11 @@ class _Counted:
 
 
 class _Engine:
-    def __init__(self, cfg: RunConfig, run_dir: Path, writer: EventWriter, ctx, observers=(), scorer=None):
+    def __init__(self, cfg: RunConfig, run_dir: Path, writer: EventWriter, ctx: DistContext,
+                 observers: Sequence[Observer] = (), scorer: Optional[RolloutScorer] = None):
         self.cfg, self.run_dir, self.writer, self.ctx = cfg, run_dir, writer, ctx
         self.scorer = scorer  # GRPO's rollout scorer (training.method grpo), composed by workbench.training
-        self.grpo: Optional[GrpoStep] = None
+        self.step_type: Optional[TrainingStep] = None  # the training method's window: SftStep, GrpoStep
         self.ckpt_root = run_dir / CHECKPOINTS_DIR
         self.state = TrainState(step=0, micro_batches=0)
         self.result = RunResult(run_dir=run_dir, step=0)
@@ -121,19 +129,19 @@ class _Engine:
                                                                 d.skip_bad_rows, d.system_prompt, self.processor)
         s = cfg.schedule
         self.strategy = make_strategy(cfg, self.ctx, self.precision, self.device)
-        self.strategy.prepare(built.model, lambda params: torch.optim.AdamW(params, lr=s.learning_rate,
-                                                                             weight_decay=s.weight_decay, foreach=True),
-                              built.rules.fp32_modules)
+        self.strategy.prepare(built.model, lambda params: build_optimizer(params, s), built.rules.fp32_modules)
         self.model = self.strategy.model  # forward goes through the wrapper (DDP, FSDP root, DeepSpeed engine)
         self.optimizer = self.strategy.optimizer
         self.scheduler = torch.optim.lr_scheduler.LambdaLR(
             self.optimizer, lambda k: lr_factor(k, s.resolved_warmup_steps, s.max_steps, s.min_lr_ratio))
-        if cfg.training.method == "grpo":
-            self.grpo = self._grpo_step(built)
+        trainee = Trainee(module=self.strategy.module, forward=self.model, tokenizer=self.tokenizer,
+                          processor=self.processor, precision=self.precision, device=self.device, world=self.ctx,
+                          accumulating=lambda last: self.strategy.accumulating(last=last),
+                          backward=self.strategy.backward)
+        self.step_type = STEP_TYPES[cfg.training.method].for_run(cfg, trainee, self.train_examples, self.scorer)
         if cfg.checkpointing.resume_from:
             self._resume(cfg.checkpointing.resume_from)
-            if self.grpo is not None:
-                self.grpo.restore(self.state.extra)
+            self.step_type.restore(self.state.extra)
         self.view = RunView(cfg=cfg, model=self.model, named_trainable=tuple(self.strategy.named_trainable),
                             precision=self.precision, rank=self.ctx.rank, world_size=self.ctx.world_size,
                             start_step=self.state.step, train_examples=self.train_examples, emit=self.writer.emit,
@@ -141,22 +149,6 @@ class _Engine:
                             processor=self.processor)
         for o in self.observers:
             o.setup(self.view)
-
-    def _grpo_step(self, built) -> GrpoStep:
-        if self.scorer is None:
-            raise ConfigError([("training.method", "grpo needs rewards to score the rollouts: start the run through "
-                                "workbench.train (or the CLI), which composes the rewards of rl.rewards")])
-        if self.cfg.rl.prompts == "phone_tasks" and self.processor is None and self.cfg.rl.observation != "ui_tree":
-            raise ConfigError([("rl.prompts", f"phone_tasks prompts are screenshots, and {self.cfg.model.source!r} is "
-                                "a text model (no processor): use a vision-language model (e.g. tiny-glm4v-agent), "
-                                "rl.observation ui_tree (the screen as text) or rl.prompts rows")])
-        if not self.scorer.prompts:
-            raise ConfigError([("data.train", "no prompts to sample rollouts for")])
-        trainee = Trainee(module=self.strategy.module, forward=self.model, tokenizer=self.tokenizer,
-                          processor=self.processor, precision=self.precision, device=self.device, world=self.ctx,
-                          accumulating=lambda last: self.strategy.accumulating(last=last),
-                          backward=self.strategy.backward)
-        return GrpoStep(self.cfg, trainee, self.scorer)
 
     def _resume(self, where: str) -> None:
         path = Path(where)
@@ -199,49 +191,21 @@ class _Engine:
         self.emit_run(PlanPrediction(step=self.state.step, plan=plan))
 
     # ---- the step -----------------------------------------------------------------------------
-    def _forward_loss_sum(self, batch: dict) -> torch.Tensor:
-        return batch_loss_sum(self.model, batch, self.precision.autocast, self.cfg.memory)
-
-    def train_step(self, stream, measure: bool = False) -> tuple[float, int, int, object, Optional[dict]]:
-        """One optimizer step over ``grad_accum_steps`` micro-batches (SFT's, or GRPO's rollouts: ``GrpoStep``).
-        Returns the mean token loss, target tokens, processed tokens, the StepOutcome and (if ``measure``) the
-        model-state bytes with gradients still allocated."""
-        if self.grpo is not None:  # the divisor: what the GRPO loss is normalised by (rl.loss_type)
-            loss_sum, divisor, window_tokens, processed = self.grpo.accumulate(stream, self.state.step + 1)
-        else:
-            loss_sum, window_tokens, processed = self._accumulate(stream)
-            divisor = window_tokens
+    def train_step(self, stream: Iterator, measure: bool = False) -> StepResult:
+        """One optimizer step, whole (``engine/step.py`` says where each part lives): the training method's window
+        of ``grad_accum_steps`` micro-batches (forward, loss, backward), the observers before the update, the
+        strategy's optimizer step (unscale -> clip -> step -> update), the schedule; the loss over all ranks.
+        ``measure``: the result carries the model-state bytes with gradients still allocated."""
+        window = self.step_type.accumulate(stream, self.state.step + 1)
         state = self.measure_peak_state(measure)
         for o in self.observers:
             o.before_optimizer_step(self.view, self.state.step + 1)
         self._consistent = False  # until the run loop has recorded this update in ``state``
         outcome = self.strategy.step(self.cfg.precision.max_grad_norm)
         self.scheduler_step()
-        loss_sum, processed = self.ctx.sum([loss_sum, processed])
-        return loss_sum / max(divisor, 1), window_tokens, int(processed), outcome, state
-
-    def _accumulate(self, stream) -> tuple[float, int, int]:
-        """SFT's backward of ``grad_accum_steps`` micro-batches, token-normalised over the window: (this rank's
-        loss sum, the window's target tokens over all ranks, this rank's processed tokens)."""
-        batches = []
-        local_tokens = processed = 0
-        mbs, rank = self.cfg.schedule.micro_batch_size, self.ctx.rank
-        for _ in range(self.cfg.schedule.grad_accum_steps):
-            idx = next(stream)[rank * mbs:(rank + 1) * mbs]  # this rank's slice of the global micro-batch
-            batch = collate([self.train_examples[i] for i in idx], self.tokenizer.pad_token_id)
-            # counted on the host copy: no device round trip per micro-batch
-            local_tokens += count_target_tokens(batch["labels"])
-            processed += int(batch["attention_mask"].sum())
-            batches.append(on_device(batch, self.device))
-        window_tokens = int(self.ctx.sum([local_tokens])[0])
-        divisor = window_loss_divisor(window_tokens, self.ctx.world_size)
-        parts = []
-        for i, batch in enumerate(batches):
-            with self.strategy.accumulating(last=i == len(batches) - 1):
-                part = self._forward_loss_sum(batch)
-                self.strategy.backward(part / divisor)
-            parts.append(part.detach())
-        return float(torch.stack(parts).double().sum()), window_tokens, processed  # one device sync for the window
+        loss_sum, processed = self.ctx.sum([window.loss_sum, window.processed_tokens])
+        return StepResult(loss_sum / max(window.divisor, 1), window.target_tokens, int(processed), outcome, state,
+                          window.events)
 
     def measure_peak_state(self, measure: bool) -> Optional[dict]:
         """Called after a step's backward, before its optimizer step: records the gradients' bytes at the step's
@@ -275,23 +239,23 @@ class _Engine:
         self._saved_step, self._saved_path = self.state.step, path
         return path
 
-    def advance(self, stream) -> tuple[float, object, list[str]]:
-        """One optimizer step of the run and everything that goes with it: the step's events, memory and census
-        when due, the observers' after_step. Returns the step's mean token loss, its StepOutcome and the reasons
-        this rank's observers gave to stop (the run loop, and benchmarks that drive the steps themselves)."""
+    def advance(self, stream: Iterator) -> StepResult:
+        """One optimizer step of the run (``train_step``) and everything that goes with it: the step's events,
+        memory and census when due, the observers' after_step. Returns the step's result with the reasons this
+        rank's observers gave to stop (the run loop, and benchmarks that drive the steps themselves)."""
         s, out = self.cfg.schedule, self.cfg.output
         t0 = time.perf_counter()
         lr = self.optimizer.param_groups[0]["lr"]
         measure = (self.state.step + 1) % out.memory_every == 0
         taken = _Counted(stream)
-        loss, target_tokens, processed, outcome, state = self.train_step(taken, measure)
+        result = self.train_step(taken, measure)
+        loss, outcome = result.loss, result.outcome
         dt = time.perf_counter() - t0
         self.state.step += 1
         self.state.micro_batches += taken.count  # the stream's position, for an exact resume
-        self.state.tokens += target_tokens
+        self.state.tokens += result.target_tokens
         self.state.last_loss = loss
-        if self.grpo is not None:
-            self.state.extra = self.grpo.resume_state()
+        self.state.extra = self.step_type.resume_state()
         self._consistent = True
         if self.strategy.can_save_alone:  # only the emergency checkpoint reads the RNG snapshot
             self._rng_after_step = rng_state()
@@ -304,18 +268,17 @@ class _Engine:
                                       nonfinite_params=outcome.nonfinite_params, nonfinite_count=outcome.nonfinite_count))
         if step % out.log_every == 0 or outcome.skipped or step == s.max_steps:
             self.emit_run(Step(step=step, loss=loss, lr=lr, grad_norm=outcome.grad_norm,
-                               loss_scale=outcome.scale_after, skipped=outcome.skipped, tokens=target_tokens,
-                               tokens_per_s=processed / dt, step_time_s=dt,
+                               loss_scale=outcome.scale_after, skipped=outcome.skipped, tokens=result.target_tokens,
+                               tokens_per_s=result.processed_tokens / dt, step_time_s=dt,
                                eta_s=self._avg_step_time * (s.max_steps - step)))
-        if self.grpo is not None:
-            for event in self.grpo.last_events:
-                self.emit_run(dataclasses.replace(event, step=step))
-        if state is not None:
-            self.emit_memory(state)
+        for event in result.events:  # the method's own (GRPO's rollout and policy mismatch)
+            self.emit_run(dataclasses.replace(event, step=step))
+        if result.model_state is not None:
+            self.emit_memory(result.model_state)
         if out.census_every and step % out.census_every == 0:
             self.emit_census()
-        stop_reasons = [r for o in self.observers if (r := o.after_step(self.view, step, outcome, loss))]
-        return loss, outcome, stop_reasons
+        stop_reasons = tuple(r for o in self.observers if (r := o.after_step(self.view, step, outcome, loss)))
+        return dataclasses.replace(result, stop_reasons=stop_reasons)
 
     # ---- the loop -----------------------------------------------------------------------------
     def run(self) -> RunResult:
@@ -323,7 +286,7 @@ class _Engine:
         t_start = time.time()
         start_step = self.state.step
         self.emit_run(RunStarted(
-            run_dir=str(self.run_dir), config=config_to_dict(cfg), hardware=hardware(self.device), versions=versions(),
+            run_dir=str(self.run_dir), config=config_to_dict(cfg), hardware=describe_hardware(self.device), versions=versions(),
             precision=self.precision.to_dict(), total_steps=s.max_steps, start_step=start_step,
             data={"train": self.train_stats.to_dict(), "eval": self.eval_stats.to_dict() if self.eval_stats else None}))
         if self.rule_reports:
@@ -333,8 +296,7 @@ class _Engine:
         self.emit_plan()
         self.emit_census()
         self.emit_memory(self.strategy.measure_state())
-        rows = self.grpo.prompt_count if self.grpo is not None else len(self.train_examples)
-        stream = micro_batch_indices(rows, s.micro_batch_size * self.ctx.world_size, s.seed,
+        stream = micro_batch_indices(self.step_type.rows, s.micro_batch_size * self.ctx.world_size, s.seed,
                                     self.state.micro_batches)  # global micro-batches; each rank slices its own
         self._rng_after_step = rng_state() if self.strategy.can_save_alone else None
         bar = None
@@ -349,10 +311,10 @@ class _Engine:
                     self.result.stopped = True
                     self.result.stop_reason = "stop requested"
                     break
-                loss, outcome, stop_reasons = self.advance(stream)
+                taken = self.advance(stream)
                 step = self.state.step
-                if self.ctx.any(bool(stop_reasons)):
-                    stop_reasons = stop_reasons or ["stopped by another rank's observer"]
+                if self.ctx.any(bool(taken.stop_reasons)):
+                    stop_reasons = taken.stop_reasons or ["stopped by another rank's observer"]
                     self.result.stopped = True
                     self.result.stop_reason = "; ".join(stop_reasons)
                     break
@@ -362,8 +324,8 @@ class _Engine:
                     self.checkpoint()
                 if bar is not None:
                     bar.update(1)
-                    bar.set_postfix(loss=f"{loss:.4f}", **({"scale": f"{outcome.scale_after:g}"}
-                                                           if outcome.scale_after is not None else {}))
+                    scale = taken.outcome.scale_after
+                    bar.set_postfix(loss=f"{taken.loss:.4f}", **({"scale": f"{scale:g}"} if scale is not None else {}))
         finally:
             if bar is not None:
                 bar.close()
@@ -449,7 +411,7 @@ class _Engine:
         return target
 
 
-def open_run_dir(cfg: RunConfig, run_dir: str | Path | None, ctx) -> Path:
+def open_run_dir(cfg: RunConfig, run_dir: str | Path | None, ctx: DistContext) -> Path:
     """Rank 0 names the run directory, checks it and saves the config; every rank gets the same
     verdict (no rank left waiting)."""
     from ..distributed.context import TORCHRUN_LAUNCHER_ENV
@@ -498,8 +460,8 @@ class SteppedRun:
 
     @property
     def train_rows(self) -> int:
-        """Rows of the training set (what micro-batch indices index)."""
-        return len(self._engine.train_examples)
+        """Rows of the training set (what micro-batch indices index: the prompts of a GRPO run)."""
+        return self._engine.step_type.rows
 
     @property
     def observers(self) -> list[Observer]:
@@ -513,7 +475,7 @@ class SteppedRun:
     def step(self, batches) -> float:
         """One optimizer step on the micro-batch indices ``batches`` yields, with its events and the observers' calls,
         as the run loop takes it; its mean token loss."""
-        return self._engine.advance(batches)[0]
+        return self._engine.advance(batches).loss
 
     def emit_census(self) -> None:
         """Log the parameter census now (what the run logs at its start and end)."""
@@ -521,7 +483,8 @@ class SteppedRun:
 
 
 @contextlib.contextmanager
-def engine_session(cfg: RunConfig, run_dir: str | Path | None = None, observers=(), scorer=None) -> Iterator[SteppedRun]:
+def engine_session(cfg: RunConfig, run_dir: str | Path | None = None, observers: Sequence[Observer] = (),
+                   scorer: Optional[RolloutScorer] = None) -> Iterator[SteppedRun]:
     """A run set up as ``run_engine`` sets it up, for a driver of its steps (``SteppedRun``); a failure is handled as
     ``_session`` says."""
     with _session(cfg, run_dir, observers, scorer) as engine:
@@ -529,7 +492,8 @@ def engine_session(cfg: RunConfig, run_dir: str | Path | None = None, observers=
 
 
 @contextlib.contextmanager
-def _session(cfg: RunConfig, run_dir: str | Path | None = None, observers=(), scorer=None) -> Iterator[_Engine]:
+def _session(cfg: RunConfig, run_dir: str | Path | None = None, observers: Sequence[Observer] = (),
+             scorer: Optional[RolloutScorer] = None) -> Iterator[_Engine]:
     """A run's engine, set up (world context, run directory, event log, model, data, strategy, observers), for
     whoever drives it: ``run_engine`` runs its loop, ``engine_session`` hands out its steps. A failure inside saves an
     emergency checkpoint where the strategy can and is logged as ``run_failed`` before it propagates; under the
@@ -564,7 +528,8 @@ def _session(cfg: RunConfig, run_dir: str | Path | None = None, observers=(), sc
     shutdown(ctx)
 
 
-def run_engine(cfg: RunConfig, run_dir: str | Path | None = None, observers=(), scorer=None) -> RunResult:
+def run_engine(cfg: RunConfig, run_dir: str | Path | None = None, observers: Sequence[Observer] = (),
+               scorer: Optional[RolloutScorer] = None) -> RunResult:
     """Run a fine-tune in this process: one process, or this rank of a torchrun job for a distributed
     ``sharding.strategy`` (without torchrun, a world of one). Events go to the run's event log
     (``runs.layout.EVENTS_FILE``).

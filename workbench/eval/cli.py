@@ -6,6 +6,7 @@ import json
 import sys
 
 from ..runs import existing_trained
+from ..user_output import table_cell, text_table
 
 
 def add_parser(subparsers) -> argparse.ArgumentParser:
@@ -84,19 +85,14 @@ def run(args) -> int:
     return 0
 
 
-def _cell(value) -> str:
-    return "-" if value is None else f"{value:.3f}" if isinstance(value, float) else str(value)
-
-
 def format_report(report) -> str:
     """The metrics as a table: one row per model and thinking mode, one column per scalar metric (``n``: the
     answered rows they are over, ``failed``: requests without an answer), then each model's failure reasons."""
     rows = [(m, mode, metrics) for m, by_mode in report.metrics.items() for mode, metrics in by_mode.items()]
     keys = [k for k, v in rows[0][2].items() if not isinstance(v, (dict, list))] if rows else []
-    table = [["model", "thinking", *keys]] + [[m, mode, *(_cell(metrics.get(k)) for k in keys)]
+    table = [["model", "thinking", *keys]] + [[m, mode, *(table_cell(metrics.get(k)) for k in keys)]
                                               for m, mode, metrics in rows]
-    widths = [max(len(r[i]) for r in table) for i in range(len(table[0]))]
-    lines = ["  ".join(c.ljust(w) for c, w in zip(r, widths)) for r in table]
+    lines = text_table(table)
     for m, mode, metrics in rows:
         if metrics.get("failed"):
             lines.append(f"{m} ({mode}): {metrics['failed']} of {metrics['failed'] + metrics['n']} requests failed, "
@@ -122,10 +118,8 @@ def _by_type(rows: list) -> list[str]:
     def cell(group) -> str:
         if not group:
             return "-"
-        return f"{group['n']}: {_cell(group.get('type_match', group.get('type_accuracy')))} / {_cell(group['exact_match'])}"
+        return f"{group['n']}: {table_cell(group.get('type_match', group.get('type_accuracy')))} / {table_cell(group['exact_match'])}"
 
     table = [["model", "thinking", *kinds]] + [[m, mode, *(cell((metrics.get("by_type") or {}).get(k)) for k in kinds)]
                                               for m, mode, metrics in rows]
-    widths = [max(len(r[i]) for r in table) for i in range(len(table[0]))]
-    return ["per expected action type (rows: type match / exact match):"] + \
-        ["  ".join(c.ljust(w) for c, w in zip(r, widths)).rstrip() for r in table]
+    return ["per expected action type (rows: type match / exact match):"] + text_table(table)

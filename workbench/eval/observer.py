@@ -10,7 +10,7 @@ from __future__ import annotations
 import time
 from pathlib import Path
 
-from ..data.multimodal import resolve_images
+from ..image_io import resolve_images
 from ..engine.observers import Observer, RunView
 from ..events.schema import EvalTask
 from ..forward.generate import greedy_replies

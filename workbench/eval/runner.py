@@ -79,17 +79,28 @@ def evaluate(task: str | Task, models: Optional[Iterable[str]] = None, *, server
              seed: Optional[int] = None, max_tokens: int = 96, concurrency: int = 8, system_prompt: Optional[str] = None,
              api_key: Optional[str] = None, write: bool = True, progress: bool = True, timeout: float = 600.0,
              device: str = "auto", dtype: str = "auto") -> EvalReport:
-    """Score ``models`` (default: every served id) of ``server`` (a URL or a ServerHandle, or a list of them) on
-    ``task``; ``base``: the id the report compares with (default: the first served model that is no adapter).
+    """Score served models on an eval task. Without ``server``, one is started here for ``base`` with the adapters
+    of ``runs`` (and one per full fine-tune or export among them, under the run's name), all stopped afterwards; a
+    task measured on the model itself (``heldout_loss``) loads ``base`` / ``runs`` in this process instead.
 
-    Without ``server``, one is started here for ``base`` (default: the runs' base model) with the adapters of
-    ``runs``, and one for each full fine-tune (``lora.enabled false``: the run's model/) or merged/exported model
-    among ``runs``, served under the run's name; all stopped afterwards. ``data`` replaces the task's default JSONL; ``limit`` keeps its first rows.
-    ``write``: store the report in each evaluated adapter's run directory. A task measured on the model itself
-    (``heldout_loss``) takes ``base`` / ``runs`` and no server: the models are loaded in this process, and its data
-    defaults to the runs' own ``data.eval`` (their eval loss), the task's file only without runs. ``device`` and
-    ``dtype``: where the models started here answer and in what (``serve.registry.placement``: auto is the GPU when one
-    is visible, in the dtype training's precision auto picks there).
+    Args:
+        task: an eval task's name (``workbench eval --task``) or a ``Task``.
+        models: the served ids to score (default: every one).
+        server: a URL or a ServerHandle, or a list of them.
+        base: the id the report compares with (default: the first served model that is no adapter; without a
+            server, the runs' base model).
+        runs: run directories to serve and score.
+        data: a JSONL file in place of the task's default data (``heldout_loss``: the runs' ``data.eval``).
+        limit: score only the first rows.
+        enable_thinking, temperature, seed, max_tokens, system_prompt: the requests' settings.
+        concurrency: requests in flight; timeout: seconds one may take; api_key: the server's key.
+        write: store the report in each evaluated adapter's run directory (``eval_results.json``).
+        progress: show a progress bar.
+        device, dtype: where the models started here answer and in what (``serve.registry.placement``: auto is the
+            GPU when one is visible, in the dtype training's precision auto picks there).
+
+    Returns:
+        The ``EvalReport`` (metrics per model and thinking mode); EvalError for what cannot be evaluated.
     """
     task = get_task(task) if isinstance(task, str) else task
     data_path = Path(data) if data is not None else task.default_data

@@ -12,13 +12,13 @@ A task with ``needs_model = True`` (held-out loss) instead ``measure``s a model 
 """
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Optional, Protocol
 
+from ..config.files import UnreadableFile, jsonl_lines
 from ..data.formats import DataError, row_to_messages, without_weights
-from ..data.multimodal import inline_images
+from ..image_io import inline_images
 from ..serve.remote import ModelReply
 
 
@@ -46,24 +46,23 @@ def load_eval_examples(path: str | Path, limit: Optional[int] = None, system_pro
     read here (paths relative to the file's folder) and carried inline as base64 data: URLs, so the prompts go to
     any OpenAI-compatible server as they are, and a missing screenshot is a data error, not a failed request."""
     path = Path(path)
-    try:
-        lines = path.read_text(encoding="utf-8").splitlines()
-    except (OSError, UnicodeDecodeError) as err:
-        raise DataError(str(path), None, f"cannot read the task data: {err}") from None
     examples, images = [], {}  # images: one data: URL per screenshot file, shared by the rows showing it
-    for number, line in enumerate(lines, 1):
-        if not line.strip():
-            continue
-        try:
-            row = json.loads(line)
-            messages = inline_images(row_to_messages(row, system_prompt=system_prompt), path.parent, images)
-        except ValueError as err:  # json.JSONDecodeError is one
-            raise DataError(str(path), number, str(err)) from None
-        except OSError as err:
-            raise DataError(str(path), number, f"cannot read an image of the row: {err}") from None
-        examples.append(Example(number, without_weights(messages[:-1]), messages[-1]["content"], row))
-        if limit is not None and len(examples) >= limit:
-            break
+    try:
+        for line in jsonl_lines(path):
+            number, row = line.number, line.value
+            try:
+                if line.error is not None:
+                    raise ValueError(line.error)
+                messages = inline_images(row_to_messages(row, system_prompt=system_prompt), path.parent, images)
+            except ValueError as err:
+                raise DataError(str(path), number, str(err)) from None
+            except OSError as err:
+                raise DataError(str(path), number, f"cannot read an image of the row: {err}") from None
+            examples.append(Example(number, without_weights(messages[:-1]), messages[-1]["content"], row))
+            if limit is not None and len(examples) >= limit:
+                break
+    except UnreadableFile as err:
+        raise DataError(str(path), err.line, f"cannot read the task data: {err.reason}") from None
     if not examples:
         raise DataError(str(path), None, "no rows to evaluate")
     return examples

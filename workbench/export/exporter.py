@@ -84,13 +84,22 @@ def export(run_dir: str | Path, target: str = "merged", out: str | Path | None =
            int8_mode: str = "dynamic", heldout: str | Path | None = None, max_examples: int = DEFAULT_MAX_EXAMPLES,
            gate: Optional[ParityGate] = None, overwrite: bool = False,
            progress: Optional[Callable[[int, str], None]] = None, device: str = "auto") -> ExportResult:
-    """Export run ``run_dir``'s adapter as ``target`` into ``out`` (default ``RUN/exports/<target>``).
+    """Export a run's adapter (merged, int8 or ONNX), measure its parity with the run and write its manifest.
 
-    ``heldout``: the JSONL parity is measured on (default: the run's data.eval). ``gate``: the parity bounds
-    (default: the target's, see TargetSpec.default_gate). Raises ExportInputError for a run, target or option
-    that cannot be exported, ParityFailed (with the figures) when the written export misses its gate.
-    ``progress(i, what)`` is called as each of the PHASES starts (i counts from 1). ``device``: where the fp32
-    reference and a merged export compute their parity logits (``reference_device``)."""
+    Args:
+        run_dir: the finished run.
+        target: ``merged``, ``int8`` or ``onnx`` (``export.targets``).
+        out: the export's directory (default ``RUN/exports/<target>``); overwrite: replace one that exists.
+        dtype: a merged export's dtype; int8_mode: ``dynamic`` or ``weight`` (an int8 export's activations).
+        heldout: the JSONL parity is measured on (default: the run's data.eval); max_examples: its first rows.
+        gate: the parity bounds (default: the target's, ``TargetSpec.default_gate``).
+        progress: ``progress(i, what)`` as each of the PHASES starts (i counts from 1).
+        device: where the fp32 reference and a merged export compute their parity logits (``reference_device``).
+
+    Returns:
+        The ``ExportResult`` (path, manifest, parity figures); ExportInputError for a run, target or option that
+        cannot be exported, ParityFailed (with the figures) when the written export misses its gate.
+    """
     spec = _spec(target, dtype, int8_mode)
     source = open_run(run_dir)
     out = Path(out) if out else exports_dir(source.run_dir) / spec.name

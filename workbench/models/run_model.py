@@ -79,7 +79,7 @@ def load_for_inference(source: str = packaged.NAME, dtype: str = "float32",
                        device: "str | torch.device" = "cpu") -> LoadedModel:
     """A model with no run, for generation or measuring (a base to compare with, a merged model or an export): built
     as ``build_run_model`` builds a run's base with the schema's defaults, in eval mode, on ``device`` (a caller
-    wanting the GPU when one is visible passes ``precision.resolve_device("auto")``)."""
+    wanting the GPU when one is visible passes ``hardware.resolve_device("auto")``)."""
     loaded = build_run_model(base_config(source), DTYPE_BY_NAME[dtype])
     loaded.model.eval().to(device)
     return loaded

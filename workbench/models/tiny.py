@@ -10,10 +10,10 @@ step of an episode is ~400-700 tokens instead of ~3,000 bytes and the model trai
 from __future__ import annotations
 
 import functools
-import json
 
 import torch
 
+from ..config.files import read_jsonl
 from ..config.samples import sample_path
 
 # GLM-4's chat markup. Each assistant turn ends with <|endoftext|> so the model learns to stop.
@@ -72,12 +72,11 @@ def _agent_bpe_json() -> str:
     """The fitted BPE (a tokenizers JSON), once per process: fitting takes ~0.2 s and is deterministic."""
     from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
 
-    lines = sample_path(*AGENT_CORPUS).read_text(encoding="utf-8").splitlines()
     # Every row's text, repeats included: the grammar and the oracle's phrases are frequent, so BPE turns them into
     # long tokens, while rare words (contact names, songs, queries) stay in short pieces a held-out name shares. The
     # system prompt (Open-AutoGLM's, the same in every row) counts once: repeated in every row it would take the
     # merges the replies need.
-    rows = [json.loads(line) for line in lines if line.strip()]
+    rows = read_jsonl(sample_path(*AGENT_CORPUS))
     systems = {m["content"] for r in rows for m in r.get("messages", [])[:1] if m.get("role") == "system"}
     corpus = sorted(systems) + [text for r in rows for text in _row_texts(r) if text not in systems]
     tk = Tokenizer(models.BPE())

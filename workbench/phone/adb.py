@@ -22,7 +22,6 @@ it have no final-state checks (``judges_state`` is False).
 from __future__ import annotations
 
 import base64
-import io
 import re
 import socket
 import time
@@ -31,6 +30,7 @@ from typing import Optional
 from PIL import Image
 
 from ..config.packages import missing_package
+from ..image_io import image_from_bytes
 from .actions import Action, to_pixels
 from .openautoglm import APP_PACKAGES, HOME, current_app_name
 from .sim import Outcome
@@ -95,7 +95,7 @@ class AdbPhone:
 
     def screenshot(self) -> Image.Image:
         png = self.device.shell("screencap -p", encoding=None)
-        image = Image.open(io.BytesIO(png)).convert("RGB")
+        image = image_from_bytes(png)
         self.size = image.size
         return image
 

@@ -25,6 +25,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Optional
 
+from ..config.files import UnreadableFile, jsonl_lines
 from .actions import Action
 from .sim import SimPhone
 from .state import (BROWSER_APP, CONTACTS_APP, DEFAULT_CONTENTS, HOME, LOAD_SECONDS, MESSAGES_APP, MUSIC_APP,
@@ -561,15 +562,15 @@ def load_task_file(path: str | Path) -> list[PhoneTask]:
     ``{"instruction": "...", "id"?: ..., "split"?: ...}`` (free form) a line."""
     path = Path(path)
     try:
-        lines = path.read_text(encoding="utf-8").splitlines()
-    except (OSError, UnicodeDecodeError) as err:
-        raise TaskFileError(f"{path}: cannot read the task file: {err}") from None
+        lines = list(jsonl_lines(path))
+    except UnreadableFile as err:
+        raise TaskFileError(f"{path}: cannot read the task file: {err.reason}") from None
     tasks, seen = [], {}
-    for number, line in enumerate(lines, 1):
-        if not line.strip():
-            continue
+    for line in lines:
+        number, row = line.number, line.value
         try:
-            row = json.loads(line)
+            if line.error is not None:
+                raise ValueError(line.error)
             if not isinstance(row, dict):
                 raise ValueError("a row is a JSON object such as {\"template\": \"open_app\", \"app\": \"Settings\"}")
             row = dict(row)
@@ -585,7 +586,7 @@ def load_task_file(path: str | Path) -> list[PhoneTask]:
             else:
                 task = make_task(template, {k: v for k, v in row.items() if k not in ("id", "split")},
                                  row.get("split", "train"), row.get("id"))
-        except ValueError as err:  # json.JSONDecodeError is one
+        except ValueError as err:
             raise TaskFileError(f"{path}:{number}: {err}") from None
         if task.id in seen:
             raise TaskFileError(f"{path}:{number}: task id {task.id!r} already used on line {seen[task.id]}: "

@@ -30,7 +30,8 @@ from ..config import (
     single_process, world_size_for,
 )
 from ..config.schema import QUANTIZED_BASE_UNSHARDABLE
-from ..precision import Hardware, PrecisionPolicy, resolve_policy
+from ..hardware import Hardware
+from ..precision import PrecisionPolicy, resolve_policy
 from ..models.quantize import QUANTIZE_FROM
 from .activations import (
     ActivationInputs, VisionShape, estimate_activations, estimate_vision_activations, lora_layers_in,

@@ -6,7 +6,6 @@ object instead of re-deriving dtypes from strings.
 from __future__ import annotations
 
 import contextlib
-import re
 import warnings
 from dataclasses import asdict, dataclass, field
 from typing import Optional
@@ -15,6 +14,7 @@ import torch
 
 from ..config import ConfigError, PrecisionSection, RunConfig
 from ..dtypes import DTYPE_BY_NAME, dtype_name
+from ..hardware import Hardware
 
 class PrecisionWarning(UserWarning):
     pass
@@ -55,67 +55,6 @@ class PrecisionPolicy:
             d[k] = None if d[k] is None else dtype_name(d[k])
         d["notes"] = list(self.notes)
         return d
-
-
-def device_supports_bf16(device: torch.device) -> bool:
-    """Whether bf16 runs at all (CPU autocast emulates it everywhere; see cpu_has_fast_bf16)."""
-    if device.type == "cuda":
-        return torch.cuda.is_bf16_supported()
-    return device.type == "cpu"
-
-
-def read_cpuinfo() -> Optional[str]:
-    """/proc/cpuinfo's text; None where there is none (not Linux)."""
-    try:
-        with open("/proc/cpuinfo", encoding="utf-8") as fh:
-            return fh.read()
-    except OSError:
-        return None
-
-
-def cpu_flags(cpuinfo: Optional[str] = None) -> set[str]:
-    """The CPU's feature flags, whole words of the ``flags`` line of ``cpuinfo`` (/proc/cpuinfo's text when None)."""
-    info = read_cpuinfo() if cpuinfo is None else cpuinfo
-    listed = re.search(r"^flags\s*:\s*(.+)$", info or "", re.M)
-    return set(listed.group(1).split()) if listed else set()
-
-
-def cpu_has_fast_bf16() -> bool:
-    """Native bf16 matmuls (AVX512-BF16 or AMX). Without them bf16 is emulated: on an AVX2-only
-    CPU we measured a bf16-autocast LoRA step of SmolLM2 ~25x slower than fp32."""
-    return bool({"avx512_bf16", "amx_bf16"} & cpu_flags())
-
-
-def resolve_device(name: str) -> torch.device:
-    """The device a config's ``device`` value names (``auto``: the first CUDA GPU when one is visible, else the CPU),
-    one resolution for training and inference; ConfigError naming ``device`` for a GPU that is not there."""
-    if name == "auto":
-        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
-    dev = torch.device(name)
-    if dev.type == "cuda" and not torch.cuda.is_available():
-        raise ConfigError([("device", f"{name} requested but no CUDA device is visible: use cpu or auto")])
-    if dev.type == "cuda" and dev.index is not None and dev.index >= torch.cuda.device_count():
-        raise ConfigError([("device", f"{name} does not exist: {torch.cuda.device_count()} CUDA device(s) visible")])
-    return dev
-
-
-@dataclass(frozen=True)
-class Hardware:
-    """What resolving a precision mode needs to know about the devices a run will use: read from a live
-    device (``Hardware.of``), or described (the planner's target GPUs, ``Hardware.gpu``)."""
-
-    device_type: str  # cpu | cuda
-    bf16: bool  # bfloat16 runs at all
-    fast_bf16: bool  # bfloat16 matmuls are native (on a CPU without them bf16 and fp16 are emulated)
-
-    @classmethod
-    def of(cls, device: torch.device) -> "Hardware":
-        bf16 = device_supports_bf16(device)
-        return cls(device.type, bf16, bf16 if device.type != "cpu" else cpu_has_fast_bf16())
-
-    @classmethod
-    def gpu(cls, bf16: bool = True) -> "Hardware":
-        return cls("cuda", bf16, bf16)
 
 
 _WEIGHTS_OF_MODE = {"bf16": "bfloat16", "pure-bf16": "bfloat16", "fp16": "float16", "fp32": "float32"}

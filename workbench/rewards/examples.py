@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Optional
 
-from ..data.multimodal import image_data_url, last_image_url, load_image, thumbnail_png
+from ..image_io import image_data_url, last_image_url, load_image, thumbnail_png
 from ..engine.grpo import ScoredCompletions
 from ..eval.phone import PhoneActionsTask
 from ..serve.remote import ModelReply

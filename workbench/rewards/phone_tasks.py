@@ -34,7 +34,7 @@ from ..agent.record import episode_rows
 from ..config import ConfigError, RunConfig
 from ..config.names import EPISODE_REWARDS
 from ..data.formats import without_weights
-from ..data.multimodal import image_data_url
+from ..image_io import image_data_url
 from ..engine.grpo import ScoredCompletions
 from ..eval.task_protocol import Example
 from ..phone.conversation import DEFAULT_LANG, replayable_reply, replied_actions

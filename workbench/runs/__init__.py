@@ -7,9 +7,9 @@ from .layout import (
     STOP_FILE, TrainedAt, TrainedWeights, base_model, existing_run_dir, existing_trained, exports_dir, has_adapter,
     is_model_dir, is_run_dir, new_run_dir, run_config, run_dir_of, run_dirs, trained_at, trained_weights,
 )
-from .table import RunRow, list_runs, run_row
+from .table import RunRow, list_runs, run_row, runs_table
 
 __all__ = ["RunHandle", "attach", "STOP_FILE", "TrainedAt", "TrainedWeights", "base_model", "existing_run_dir",
            "existing_trained", "exports_dir", "has_adapter", "is_model_dir", "is_run_dir", "new_run_dir", "run_config",
            "run_dir_of", "run_dirs", "trained_at", "trained_weights",
-           "RunRow", "list_runs", "run_row"]
+           "RunRow", "list_runs", "runs_table", "run_row"]

@@ -1,4 +1,5 @@
-"""The runs of a runs directory, one typed row each: what ``workbench runs`` prints and the runs panel lists."""
+"""The runs of a runs directory, one typed row each: what ``workbench runs`` prints (``runs_table``) and the runs
+panel lists."""
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -7,6 +8,7 @@ from typing import Optional
 
 from ..events import finite_number
 from ..events.reader import LogFollower, summarize_log
+from ..user_output import text_table
 from .handle import attach
 from .layout import EVENTS_FILE, run_dirs
 
@@ -39,3 +41,17 @@ def run_row(run_dir: str | Path, follower: Optional[LogFollower] = None) -> RunR
 def list_runs(runs_dir: str | Path) -> list[RunRow]:
     """One row per run of ``run_dirs(runs_dir)``."""
     return [run_row(d) for d in run_dirs(runs_dir)]
+
+
+def runs_table(runs_dir: str | Path) -> str:
+    """The runs of ``runs_dir`` as a text table (run, status, step/total, last loss, model, precision): what
+    ``workbench runs`` and ``%workbench_runs`` print."""
+    rows = list_runs(runs_dir)
+    if not rows:
+        return f"no runs in {runs_dir}"
+    table = [["run", "status", "step", "loss", "model", "precision"]]
+    for r in rows:
+        step = f"{r.step}/{r.total_steps}" if r.total_steps else str(r.step)
+        loss = f"{r.loss:.4f}" if r.loss is not None else "-"
+        table.append([r.name, r.status, step, loss, r.model or "-", r.precision or "-"])
+    return "\n".join(text_table(table, right=(2, 3)))

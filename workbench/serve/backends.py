@@ -8,8 +8,19 @@ from .config import ServeConfig
 
 
 def start_server(model: str = "smollm2-135m-instruct", *, engine: str = "workbench", **options):
-    """``server.start_server``'s arguments plus ``engine``: "workbench" (ours) or "vllm" (a vLLM server in its own
-    environment, always a subprocess; ``timeout`` defaults to 900 s there, its start takes minutes on a small CPU)."""
+    """Start an OpenAI-compatible server in the background (``with start_server() as srv: ...``).
+
+    Args:
+        model: the base model (a built-in name, a local directory or a hub id).
+        engine: "workbench" (ours) or "vllm" (a vLLM server in its own environment, always a subprocess; ``timeout``
+            defaults to 900 s there, its start takes minutes on a small CPU).
+        **options: ``serve.server.start_server``'s: ``adapters`` (id -> adapter or run directory), ``runs``,
+            ``port`` (0: a free one), ``host``, ``api_key``, ``subprocess_mode``, ``wait``, ``timeout``, ``loaded``
+            and any ``ServeConfig`` field (max_batch, dtype, threads...).
+
+    Returns:
+        The server's handle (``url``, ``models()``, ``add_adapter``, ``stop``); ConfigError naming every bad option.
+    """
     if engine != "vllm":
         return server.start_server(model, engine=engine, **options)
     wait, timeout = options.pop("wait", True), options.pop("timeout", 900.0)

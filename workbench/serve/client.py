@@ -23,7 +23,7 @@ from typing import Any, Iterable
 
 from langchain_openai import ChatOpenAI
 
-from ..data.multimodal import image_data_url
+from ..image_io import image_data_url
 from .remote import ServerClient, prompt_messages
 
 DEFAULT_BASE_URL = "http://127.0.0.1:8000/v1"

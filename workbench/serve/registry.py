@@ -17,13 +17,14 @@ log = logging.getLogger(__name__)
 
 def placement(device: str, dtype: str, runs: Sequence = ()) -> tuple:
     """(torch device, dtype name) a model for inference is loaded on and in: ``device`` resolved as training resolves
-    it (``precision.resolve_device``: auto is the first CUDA GPU when one is visible). ``dtype`` auto: the dtype the
+    it (``hardware.resolve_device``: auto is the first CUDA GPU when one is visible). ``dtype`` auto: the dtype the
     ``runs`` (their RunConfigs) held their base in on that device (their precision policy: an adapter then answers and
     scores as its run did while training), the widest of them; without runs, what training's precision auto decides
     for that device (``precision.inference_dtype``)."""
     from ..config import device_problem
     from ..dtypes import dtype_name
-    from ..precision import Hardware, inference_dtype, resolve_device, resolve_policy
+    from ..hardware import Hardware, resolve_device
+    from ..precision import inference_dtype, resolve_policy
 
     if problem := device_problem(device):
         raise ConfigError([("device", problem)])

@@ -46,7 +46,7 @@ class ModelReply:
 def prompt_messages(prompt: str, system: Optional[str] = None, images: Iterable = ()) -> list[dict]:
     """A one-turn conversation: ``system`` if given, then the user's ``prompt`` with ``images`` (paths, bytes or
     data: URLs, as base64 data: URLs) before its text."""
-    from ..data.multimodal import image_data_url
+    from ..image_io import image_data_url
 
     if isinstance(images, (str, Path, bytes)):  # one image given bare
         images = [images]
@@ -61,7 +61,7 @@ def chat_request(model: str, messages: list[dict], *, base_dir=None, image_cache
     ``base_dir``, the data file's folder) read here and sent inline (``inline_images``; ImageSourceError saying
     which image and why); ``sampling`` (temperature, max_tokens, ...) as given; ``enable_thinking`` and ``seed``
     only when set."""
-    from ..data.multimodal import inline_images
+    from ..image_io import inline_images
 
     body = {"model": model, "messages": inline_images(messages, base_dir, image_cache), **sampling}
     if seed is not None:

@@ -1,5 +1,5 @@
 """A request as the decoder takes it: the chat rendered to prompt ids by the model's template (images decoded by
-``workbench.data.multimodal``, the path training rows take: base64 ``data:`` URLs; local paths only with
+``workbench.image_io`` and ``workbench.data.multimodal``, the path training rows take: base64 ``data:`` URLs; local paths only with
 ``allow_local_images``; remote URLs refused, never fetched), the completion's token limit checked against the
 context (image tokens included), and each choice's sampling parameters. Every problem is an ``APIError`` 400
 naming the field."""
@@ -50,7 +50,7 @@ def image_parts(body: P.ChatCompletionRequest) -> list[tuple[int, int]]:
 
 def _image_messages(served: ServedModels, body: P.ChatCompletionRequest, where: list[tuple[int, int]]) -> list[dict]:
     """The messages with their images decoded; a 400 naming the reason for anything that cannot be used."""
-    from ..data.multimodal import ImageSourceError, resolve_images
+    from ..image_io import ImageSourceError, resolve_images
 
     i, j = where[0]
     if served.processor is None:
@@ -95,7 +95,8 @@ def render_chat(served: ServedModels, body: P.ChatCompletionRequest) -> ChatProm
         kwargs["enable_thinking"] = body.enable_thinking
     from jinja2 import TemplateError
 
-    from ..data.multimodal import ImageSourceError, encode_prompt
+    from ..data.multimodal import encode_prompt
+    from ..image_io import ImageSourceError
 
     images = image_parts(body)
     if images:

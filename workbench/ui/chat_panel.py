@@ -19,8 +19,8 @@ import ipywidgets as W
 
 from ..serve.client import ChatReply, absorb_chunk, chat_model, served_models
 from ..serve.remote import prompt_messages
-from .episodes import EpisodesSection
-from .export_chat import ExportChatSection
+from .episodes_panel import EpisodesSection
+from .chat_exports import ExportChatSection
 from .view_helpers import ChatImage, Throttle, sample_screenshots
 
 MAX_MODELS = 3
@@ -54,7 +54,14 @@ class AnswerColumn(W.VBox):
 
 
 class ChatComparePanel(W.VBox):
-    """Pick 2-3 model ids the server lists, type a prompt, read the answers side by side."""
+    """Pick 2-3 model ids the server lists, type a prompt, read the answers side by side.
+
+    Args:
+        server: a ``ServerHandle`` to ask (or ``base_url``: an OpenAI-compatible server's URL).
+        models: the model ids offered before the server is asked (Refresh models lists the served ones).
+        max_tokens: the answers' length cap at the start.
+        runs_dir: where the exports and episodes sections look for runs.
+    """
 
     def __init__(self, server: Any = None, base_url: Optional[str] = None, models: Iterable[str] = (),
                  max_tokens: int = 128, runs_dir: str = "runs"):
@@ -91,9 +98,9 @@ class ChatComparePanel(W.VBox):
         if server is not None and not self.models.options:
             self.refresh_models()
 
-        # ---- exports of a run, each on a server of its own (workbench/ui/export_chat.py) ----
+        # ---- exports of a run, each on a server of its own (workbench/ui/chat_exports.py) ----
         self.export_models = ExportChatSection(self, runs_dir)
-        # ---- whole phone-agent episodes of two models, side by side (workbench/ui/episodes.py) ----
+        # ---- whole phone-agent episodes of two models, side by side (workbench/ui/episodes_panel.py) ----
         self.episodes = EpisodesSection(runs_dir)
         self.children = (*self.children, self.export_models, self.episodes)
 
@@ -227,7 +234,7 @@ NO_SAMPLE = "(no sample)"
 
 class ImagePicker(W.VBox):
     """One image for the prompt: uploaded, or a sample phone screenshot; a thumbnail shows what will be sent.
-    The image itself is a ``state.ChatImage`` (plain Python); this widget only picks and shows it."""
+    The image itself is a ``view_helpers.ChatImage`` (plain Python); this widget only picks and shows it."""
 
     def __init__(self):
         self.image: Optional[ChatImage] = None

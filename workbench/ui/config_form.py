@@ -16,11 +16,12 @@ from typing import Any, Callable, Literal, Optional
 import yaml
 from pydantic import BaseModel
 
-from ..config.command_line import command_line
 from ..config import (
-    ConfigError, RunConfig, Section, config_from_dict, config_to_dict, leaf_fields, read_config_file,
+    ConfigError, RunConfig, Section, apply_overrides, config_from_dict, config_to_dict, leaf_fields, read_config_file,
     save_config,
 )
+from ..config.assemble import AssembledSettings, RunInputs, assemble_settings, process_default
+from ..config.command_line import changed_settings, command_line
 
 TYPED_KINDS = ("choice", "bool", "int", "float")  # a form holds these as typed values, the others as text
 
@@ -148,6 +149,7 @@ class ConfigForm:
         if path not in self.fields:
             raise KeyError(f"{path!r} is not a config field (fields: section.name, e.g. 'lora.r')")
         self.values[path] = self.fields[path].shown(value)
+        self._apply_process_default({path})
         return self.validate()
 
     def set_config(self, cfg: RunConfig | dict) -> Optional[RunConfig]:
@@ -169,7 +171,18 @@ class ConfigForm:
             raise KeyError(f"not config fields: {', '.join(unknown)}")
         for path, value in overrides.items():
             self.values[path] = self.fields[path].shown(value)
+        self._apply_process_default(set(overrides))
         return self.validate()
+
+    def _apply_process_default(self, edited: set[str]) -> None:
+        """An edit of the process count, the strategy left at its default, takes the strategy a command line's
+        ``--nproc N`` takes (``config.assemble.process_default``: more than one process means ddp)."""
+        if not {"sharding.nproc_per_node", "sharding.nnodes"} & edited or "sharding.strategy" in edited:
+            return
+        if self.values["sharding.strategy"] != RunConfig().sharding.strategy:
+            return
+        counts = {key: self.values[f"sharding.{key}"] for key in ("nproc_per_node", "nnodes")}
+        self.values.update(process_default({"sharding": counts}))
 
     def on_change(self, listener: Callable[["ConfigForm"], None]) -> None:
         """``listener(form)`` after every validation."""
@@ -226,10 +239,24 @@ class ConfigForm:
         """The ``workbench train`` command of the values (also while they have problems)."""
         return command_line(self.data()[0])
 
-    # ---- files ----------------------------------------------------------------------------------
+    # ---- the inputs of a run: recipe, files, DeepSpeed JSON (config.assemble, as workbench train takes them) -----
+    def assemble(self, inputs: RunInputs) -> AssembledSettings:
+        """Every field from the inputs ``workbench train`` takes, assembled as it assembles them
+        (``config.assemble``): a recipe, a config's settings, a DeepSpeed file, ``--set`` overrides and flags; the
+        fields they leave unset at their defaults. Returns the assembled settings (their recipe, the DeepSpeed
+        import's warnings and notes); ConfigError for an unknown recipe or an unusable file."""
+        assembled = assemble_settings(inputs)
+        if assembled.imported is not None:  # the importer and this schema disagree: say so rather than drop settings
+            unknown = sorted(set(assembled.imported.overrides) - set(self.fields))
+            if unknown:
+                raise ConfigError([("file", f"{inputs.deepspeed}: maps to fields this config does not have: "
+                                    f"{', '.join(unknown)}")])
+        self.set_config(assembled.settings)
+        return assembled
+
     def load(self, path: str | Path) -> Optional[RunConfig]:
-        """Fill the form from a YAML/JSON config file (missing fields at their defaults); raises ConfigError
-        (naming the file) for a file that cannot be read."""
+        """Fill the form from a YAML/JSON config file (missing fields at their defaults), as ``workbench train
+        --config FILE`` reads it; raises ConfigError (naming the file) for a file that cannot be read."""
         try:
             data = read_config_file(path)
         except ConfigError as err:  # named for the form's file box, not the CLI's --config flag
@@ -237,7 +264,8 @@ class ConfigForm:
         except (UnicodeDecodeError, IsADirectoryError) as err:
             reason = "a folder" if isinstance(err, IsADirectoryError) else "not UTF-8 text"
             raise ConfigError([("file", f"{str(path)!r} is {reason}: give a YAML or JSON config file")]) from None
-        return self.set_config(data)
+        self.assemble(RunInputs(config=data))
+        return self.config
 
     def save(self, path: str | Path) -> Path:
         """Write the valid config to ``path`` (.yaml/.yml: YAML, else JSON); raises ConfigError while the form
@@ -259,28 +287,28 @@ class ConfigForm:
     def start_from_recipe(self, name: str):
         """Every field from the packaged recipe ``name`` (the fields it does not set at their defaults; output.*,
         where runs go, kept as it is). Returns the recipe; raises ConfigError for an unknown or broken recipe."""
-        from ..config.recipes import load_recipe
-
-        recipe = load_recipe(name)
-        data = recipe.settings()
+        assembled = assemble_settings(RunInputs(recipe=name))
+        data = assembled.settings
         current, _ = self.data()  # a field whose text does not parse is left out: it takes its default
         data["output"] = {**current.get("output", {}), **data.get("output", {})}
         self.set_config(data)
-        return recipe
+        return assembled.recipe
 
-    def import_deepspeed(self, path: str | Path, world_size: Optional[int] = None):
-        """Apply a DeepSpeed JSON config through ``workbench.distributed.ds_config`` (its batch, precision,
-        ZeRO and offload settings). Returns the importer's result: ``.warnings`` and ``.notes`` are
+    def import_deepspeed(self, path: str | Path):
+        """Apply a DeepSpeed JSON config over the form's values, as ``workbench train --config FILE --deepspeed
+        PATH`` applies it over the file (its batch, precision, ZeRO and offload settings; the form's process count
+        splits its train_batch_size). Returns the importer's result: ``.warnings`` and ``.notes`` are
         ``(DeepSpeed key, message)``. Raises ConfigError naming the file for one that is not a DeepSpeed JSON
-        object."""
-        from ..distributed.ds_config import import_deepspeed_file
-
-        imported = import_deepspeed_file(path, world_size, "file")
-        unknown = sorted(set(imported.overrides) - set(self.fields))
-        if unknown:  # the importer and this schema disagree: say so rather than drop settings silently
-            raise ConfigError([("file", f"{path}: maps to fields this config does not have: {', '.join(unknown)}")])
-        self.update(imported.overrides)
-        return imported
+        object. A field whose text does not parse keeps its text unless the file sets it."""
+        current, unreadable = self.data()
+        kept = {p: self.values[p] for p, _ in unreadable}
+        assembled = self.assemble(RunInputs(config=apply_overrides({}, changed_settings(current)), deepspeed=path,
+                                            deepspeed_field="file"))
+        kept = {p: v for p, v in kept.items() if p not in assembled.imported.overrides}
+        if kept:
+            self.values.update(kept)
+            self.validate()
+        return assembled.imported
 
 
 # ---- data preview: the engine's own loading, the first examples shown -------------------------------

@@ -62,7 +62,13 @@ class FieldEditor:
 
 class ConfigPanel(W.VBox):
     """Edit a RunConfig. ``config`` is the current valid config (None while a value is invalid); ``form``
-    the model behind the widgets."""
+    the model behind the widgets (``config_form.ConfigForm``).
+
+    Args:
+        cfg: the configuration shown first (default: the defaults).
+        path: the file box's first value (the file Load and Save use).
+        preview_rows: examples the data preview shows.
+    """
 
     def __init__(self, cfg: Optional[RunConfig] = None, path: str = "", preview_rows: int = 3):
         self.form = ConfigForm()

@@ -1,14 +1,14 @@
 """IPython magics: ``%load_ext workbench``, then
 
     %workbench [--runs-dir DIR]                     the dashboard (config, plan, launch & monitor, runs, chat)
-    %%workbench_train [--wait] [--name VAR] [--set KEY=VALUE] [--section.field VALUE ...]
+    %%workbench_train [--wait] [--name VAR] [--recipe NAME] [--deepspeed FILE] [--set KEY=VALUE] [--section.field VALUE ...]
     <a YAML run configuration>                      launched in a worker process, its monitor shown
     %workbench_runs [--runs-dir DIR]                the runs and their status
     %workbench_chat [--server URL] [--max-tokens N] [--runs-dir DIR] MODEL PROMPT   (quote a PROMPT ending in ?)
 
 The cell of ``%%workbench_train`` is what ``workbench train --config FILE`` reads, and the magic line takes the
-command's overrides (``--lora.r 8``, ``--set precision.mode=fp16``), so a cell and a command line mean the
-same run. The magics only compose the panels, the launcher and the chat client; nothing here trains in the
+command's other inputs (``--recipe``, ``--deepspeed``, ``--set precision.mode=fp16``, ``--lora.r 8``, ``--nproc 2``),
+assembled in the same place (``config.assemble``), so a cell and a command line mean the same run. The magics only compose the panels, the launcher and the chat client; nothing here trains in the
 kernel, and ipywidgets is imported only by the magics that show a widget.
 """
 from __future__ import annotations
@@ -22,7 +22,7 @@ from typing import Any, Optional
 from IPython.core.error import UsageError
 from IPython.core.magic import Magics, cell_magic, line_magic, magics_class
 
-from ..config import ConfigError, RunConfig, apply_overrides, config_from_dict, mapping_from_text
+from ..config import ConfigError, RunConfig, mapping_from_text
 
 DEFAULT_RUNS_DIR = RunConfig().output.runs_dir
 # %workbench_chat: options first, then the model, then the prompt as typed (quotes and all)
@@ -46,26 +46,35 @@ class MagicArgumentParser(argparse.ArgumentParser):
 
 
 def _train_parser() -> MagicArgumentParser:
-    from ..config.flags import add_config_arguments
+    from ..config.assemble import add_run_input_arguments
 
     p = MagicArgumentParser(prog="%%workbench_train", description="Launch the run configured by the cell (YAML, "
                             "as in workbench train --config), overridden by the flags of this line.")
     p.add_argument("--wait", action="store_true", help="block until the run ends (the monitor keeps drawing)")
     p.add_argument("--timeout", type=float, default=None, help="with --wait: give up waiting after this many seconds")
     p.add_argument("--name", metavar="VAR", help="store the run's monitor (.handle: status, stop, wait) in this variable")
-    p.add_argument("--set", metavar="KEY=VALUE", action="append", default=[], help="dotted override, repeatable")
-    add_config_arguments(p)
+    add_run_input_arguments(p, config_file=False)
     return p
 
 
 def train_config(line: str, cell: str) -> tuple[RunConfig, argparse.Namespace]:
-    """The RunConfig of a ``%%workbench_train`` cell: its YAML, then --set overrides, then --section.field flags
-    (the precedence of ``workbench train``)."""
-    from ..config.flags import overrides_from_args
+    """The RunConfig of a ``%%workbench_train`` cell: the line's --recipe, the cell's YAML, the line's --deepspeed,
+    --set overrides and --section.field flags, assembled as ``workbench train`` assembles its inputs
+    (``config.assemble``); the DeepSpeed importer's warnings are printed. A recipe this machine cannot run is
+    refused, as the command refuses it."""
+    from ..config.assemble import assemble_settings, run_inputs
 
     args = _train_parser().parse_args(shlex.split(line))
-    data = mapping_from_text(cell, "the cell", "%%workbench_train")
-    return config_from_dict(apply_overrides(apply_overrides(data, args.set), overrides_from_args(args))), args
+    assembled = assemble_settings(run_inputs(args, mapping_from_text(cell, "the cell", "%%workbench_train")))
+    for notice in assembled.notices():
+        print(notice)
+    cfg = assembled.config()
+    if assembled.recipe is not None:
+        from ..hardware import machine_memory
+
+        if unmet := assembled.recipe.requirements.unmet(*machine_memory()):
+            raise ConfigError([("--recipe", f"recipe {args.recipe} {unmet}")])
+    return cfg, args
 
 
 def _runs_dir_parser(prog: str, description: str, usage: Optional[str] = None) -> MagicArgumentParser:
@@ -102,21 +111,6 @@ def split_chat_line(line: str) -> tuple[str, str, str]:
     return options, model, prompt
 
 
-def runs_table(runs_dir: str | Path) -> str:
-    """The runs of ``runs_dir`` as a text table (name, status, step/total, last loss, model, precision)."""
-    from ..runs import list_runs
-
-    rows = list_runs(runs_dir)
-    if not rows:
-        return f"no runs in {runs_dir}"
-    lines = [f"{'run':<32} {'status':<9} {'step':>11} {'loss':>9}  {'model':<24} precision"]
-    for r in rows:
-        step = f"{r.step}/{r.total_steps}" if r.total_steps else str(r.step)
-        loss = f"{r.loss:.4f}" if r.loss is not None else "-"
-        lines.append(f"{r.name:<32} {r.status:<9} {step:>11} {loss:>9}  {r.model or '-':<24} {r.precision or '-'}")
-    return "\n".join(lines)
-
-
 @magics_class
 class WorkbenchMagics(Magics):
     def __init__(self, shell):
@@ -139,7 +133,7 @@ class WorkbenchMagics(Magics):
             return
         from IPython.display import display
 
-        from .dashboard import Workbench
+        from .dashboard_panel import Workbench
 
         display(Workbench(runs_dir=args.runs_dir))
 
@@ -154,7 +148,7 @@ class WorkbenchMagics(Magics):
             raise UsageError(str(err)) from None
         from IPython.display import display
 
-        from .monitor import RunMonitor
+        from .monitor_panel import RunMonitor
 
         monitor = RunMonitor()
         display(monitor)
@@ -171,6 +165,8 @@ class WorkbenchMagics(Magics):
         """List the runs and their status: ``%workbench_runs [--runs-dir DIR]``."""
         args = self._parse(_runs_dir_parser("%workbench_runs", "List the runs and their status."), line)
         if args is not None:
+            from ..runs import runs_table
+
             print(runs_table(args.runs_dir))
 
     @line_magic
@@ -232,4 +228,4 @@ def load_ipython_extension(ipython) -> None:
     ipython.register_magics(WorkbenchMagics)
 
 
-__all__ = ["WorkbenchMagics", "load_ipython_extension", "runs_table", "split_chat_line", "train_config"]
+__all__ = ["WorkbenchMagics", "load_ipython_extension", "split_chat_line", "train_config"]

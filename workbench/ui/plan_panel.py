@@ -82,7 +82,12 @@ def plan_html(plan: Plan) -> str:
 
 
 class PlanPanel(W.VBox):
-    """Shows ``plan`` (the latest prediction) for ``config`` on ``devices``."""
+    """Shows ``plan`` (the latest prediction) for ``config`` on ``devices``.
+
+    Args:
+        cfg: the configuration planned (``set_config`` plans another).
+        devices: the device set planned for (default: 2x RTX 4090), editable in the panel.
+    """
 
     def __init__(self, cfg: Optional[RunConfig] = None, devices: DeviceSet = DEFAULT_DEVICES):
         self.config: Optional[RunConfig] = cfg

@@ -2,7 +2,7 @@
 mismatch and the reward curves of each, overlaid. Plain Python: ``PrecisionCompare`` folds each run's event log
 into a ``RunState`` (the monitor's own model of a run) and says what would make the runs not comparable (different
 seeds, prompts or rewards); ``precision_compare.figure`` draws it with plotly, ``PrecisionCompareView`` is the widget
-(``workbench.ui.precision_compare_view``).
+(``workbench.ui.precision_compare_panel``).
 """
 from __future__ import annotations
 

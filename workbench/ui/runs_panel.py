@@ -12,7 +12,7 @@ import plotly.graph_objects as go
 from ..config.loading import flat_fields
 from ..runs import RunRow, list_runs
 from ..runs.results import metric_rows, result_tasks
-from .export_section import ExportSection
+from .runs_export import ExportSection
 from .lab_settings import chart_template
 from .run_log import load_run_state
 from .run_state import RunState
@@ -37,6 +37,14 @@ def config_diff(configs: dict[str, dict]) -> dict[str, dict]:
 
 
 class RunsPanel(W.VBox):
+    """The runs of a runs directory: their rows, attach one to the monitor, compare loss curves, configs and task
+    metrics, export one.
+
+    Args:
+        runs_dir: the runs directory listed.
+        monitor: the ``RunMonitor`` that Attach monitor watches the selected run in (None: no Attach).
+    """
+
     def __init__(self, runs_dir: str = "runs", monitor=None):
         self.monitor = monitor
         self.runs: list[RunRow] = []

@@ -42,7 +42,7 @@ class ChatImage:
     @classmethod
     def from_source(cls, source: "str | Path | bytes", name: Optional[str] = None) -> "ChatImage":
         """From a file path or an upload's bytes (``name``: its file name); ValueError saying why not."""
-        from ..data.multimodal import load_image, thumbnail_png
+        from ..image_io import load_image, thumbnail_png
         from ..serve.client import image_data_url
 
         raw = isinstance(source, (bytes, bytearray, memoryview))

@@ -235,7 +235,7 @@ def test_the_monitor_and_the_side_panel_follow_a_growing_100k_step_log(tmp_path)
     from playwright.sync_api import sync_playwright
 
     from workbench.bench.long_run import write_log
-    from workbench.ui.monitor import MAX_REDRAWS_PER_S
+    from workbench.ui.run_poller import MAX_REDRAWS_PER_S
     from workbench.ui.run_state import CHART_POINTS, RECENT_STEPS
 
     require_browser()
@@ -244,7 +244,7 @@ def test_the_monitor_and_the_side_panel_follow_a_growing_100k_step_log(tmp_path)
     write_log(run, 100_000, total_steps=200_000)
     nb = v4.new_notebook()
     nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
-    nb.cells = [v4.new_code_cell("from workbench.ui.monitor import RunMonitor\n"
+    nb.cells = [v4.new_code_cell("from workbench.ui.monitor_panel import RunMonitor\n"
                                  "monitor = RunMonitor()\nmonitor.attach('runs/long-100k')\n"
                                  "monitor")]
     nbformat.write(nb, root / "long.ipynb")

@@ -10,19 +10,23 @@ from ..config import RunConfig, replace
 from ..plan import DEFAULT_DEVICES, DeviceSet
 from .chat_panel import ChatComparePanel
 from .config_panel import ConfigPanel
-from .monitor import RunMonitor
+from .monitor_panel import RunMonitor
 from .plan_panel import PlanPanel
 from .runs_panel import RunsPanel
 from .run_state import RunState
 
 
 class Workbench(W.Tab):
-    """Tabs: Config | Plan | Launch & monitor | Runs | Chat.
+    """Tabs: Config | Plan | Launch & monitor | Runs | Chat. The panels are also attributes (``wb.config``,
+    ``wb.plan``, ``wb.monitor``, ``wb.runs``, ``wb.chat``) to show one at a time in a walkthrough.
 
-    The panels are also attributes (``wb.config``, ``wb.plan``, ``wb.monitor``, ``wb.runs``, ``wb.chat``)
-    to show one at a time in a walkthrough. With ``server`` (a ``workbench.serve.ServerHandle``), each
-    finished run's adapter is added to the server and to the chat panel's choices. ``max_tokens``: the
-    chat panel's initial answer length.
+    Args:
+        cfg: the configuration the config panel starts from.
+        server: a ``workbench.serve.ServerHandle``: each finished run's adapter is added to it and to the chat
+            panel's choices.
+        devices: the plan panel's device set.
+        runs_dir: the runs directory (default: the config's ``output.runs_dir``).
+        max_tokens: the chat panel's initial answer length.
     """
 
     def __init__(self, cfg: Optional[RunConfig] = None, server: Any = None, devices: DeviceSet = DEFAULT_DEVICES,

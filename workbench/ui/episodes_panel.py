@@ -1,14 +1,13 @@
 """Replay phone-agent episodes (``workbench agent run`` stores them): a step slider over the screens the model saw,
 its action drawn over the element it hit, its thinking and answer, what the phone did; at the end the final
 screen, how the episode ended and the final-state checks. At a step of an episode that did not succeed, *Correct from
-this step* opens the recorder panel (``workbench.ui.recorder``) with the phone in that step's state, to demonstrate
+this step* opens the recorder panel (``workbench.ui.recorder_panel``) with the phone in that step's state, to demonstrate
 the rest (a correction: the model's earlier steps stay as context). ``EpisodeCompare`` shows several models' episodes
 of one task side by side on one slider (base vs fine-tuned); ``EpisodesSection`` (in the chat compare panel) picks the
 episode folders of a runs directory to compare."""
 from __future__ import annotations
 
 import html
-import io
 from pathlib import Path
 from typing import Optional, Sequence
 
@@ -17,7 +16,7 @@ from PIL import Image
 
 from ..agent.episode import Episode, Turn
 from ..agent.store import episode_folders, read_episodes
-from ..data.multimodal import png_bytes
+from ..image_io import image_from_bytes, png_bytes
 from .drawing import draw_action
 
 
@@ -30,9 +29,16 @@ def _verdict(episode: Episode) -> str:
 class EpisodeReplay(W.VBox):
     def __init__(self, episodes: str | Path | Sequence[Episode] = (), title: Optional[str] = None, scale: int = 2,
                  picker: bool = True, corrections: str | Path = "demonstrations"):
-        """``episodes``: a folder ``workbench agent run`` wrote (its screenshots are read from it), or episodes in
-        memory (with their screenshots). ``scale`` enlarges small screens (112x252) for reading. ``corrections``: the
-        folder the recorder saves corrections to (beside any demonstrations recorded there)."""
+        """One model's episodes, a step at a time: the screen it saw, its reply, what the phone did.
+
+        Args:
+            episodes: a folder ``workbench agent run`` wrote (its screenshots are read from it), or episodes in memory
+                (with their screenshots).
+            title: the header (default: the episodes' model).
+            scale: enlarges small screens (112x252) for reading.
+            picker: show the episode picker (``EpisodeCompare`` picks for all its replays).
+            corrections: the folder the recorder saves corrections to (beside any demonstrations recorded there).
+        """
         self.folder = Path(episodes) if isinstance(episodes, (str, Path)) else None
         self.corrections = Path(corrections)
         self.episodes: list[Episode] = read_episodes(self.folder) if self.folder else list(episodes)
@@ -92,7 +98,7 @@ class EpisodeReplay(W.VBox):
         name = step.screenshot if step else episode.final_screenshot
         if data is None and name is not None and self.folder is not None:
             data = (self.folder / name).read_bytes()
-        return Image.open(io.BytesIO(data)) if data is not None else None
+        return image_from_bytes(data) if data is not None else None
 
     def show(self, step: Optional[int] = None) -> None:
         """Position ``step`` (1..steps: what the model saw and did; steps + 1: the end)."""
@@ -118,7 +124,7 @@ class EpisodeReplay(W.VBox):
     def open_correction(self, step: Optional[int] = None):
         """The recorder panel under the replay, the phone in the state of ``step`` (default: the step shown) of the
         episode shown, its earlier steps kept as context; returns the panel."""
-        from .recorder import RecorderPanel
+        from .recorder_panel import RecorderPanel
 
         episode = self.episode
         step = step or self.slider.value
@@ -176,7 +182,12 @@ def _tree_html(tree: str, element: Optional[str]) -> str:
 
 
 class EpisodeCompare(W.VBox):
-    """Several models' episodes of the same task side by side, one task picker and one step slider for all."""
+    """Several models' episodes of the same task side by side, one task picker and one step slider for all.
+
+    Args:
+        sources: model name -> its episodes (a folder or episodes in memory, as ``EpisodeReplay`` takes them).
+        scale: enlarges small screens for reading.
+    """
 
     def __init__(self, sources: dict[str, str | Path | Sequence[Episode]], scale: int = 2):
         self.replays = {name: EpisodeReplay(source, title=name, scale=scale, picker=False)

@@ -1,32 +1,22 @@
-"""The launch and monitor panel: launch / stop / re-attach a run and watch it live.
-
-Training runs in a worker process (``workbench.training.launch``). An asyncio task on the kernel's own
-event loop tails the run's event log, folds events into a ``RunState`` and redraws at most
-``MAX_REDRAWS_PER_S`` times a second, one ``batch_update`` per figure. Nothing runs in a thread
-that touches a widget, and the kernel stays free between polls (clicks, other cells).
+"""The monitor panel's charts and tables (``ui.monitor_panel``), drawn from a ``RunState``: loss, task metrics, GRPO's
+rewards, policy mismatch and task pool, loss scale, gradient norm, learning rate, memory, the model state's
+breakdown, the parameter census, the alerts and GRPO's sample completions. No launching, no polling
+(``ui.run_poller`` says when to draw); a zoom into a step chart reads that window of the log at full resolution.
 """
 from __future__ import annotations
 
-import asyncio
 import html
-import time
 from pathlib import Path
-from typing import Callable, Optional
+from typing import Optional
 
 import ipywidgets as W
 import plotly.graph_objects as go
 
-from ..config import RunConfig
-from ..training import launch
-from ..runs import RunHandle, attach
 from ..events.schema import MODEL_STATE_FIELDS
 from .lab_settings import chart_template
-from .run_log import ChartZoom, EventTail, catch_up, relayout_x_range
+from .run_log import ChartZoom, relayout_x_range
 from .run_state import RunState
-from .view_helpers import Throttle
 
-POLL_INTERVAL_S = 0.1
-MAX_REDRAWS_PER_S = 4
 # nf4 / int8: a quantized base's weights (quantization.base), with their quantization constants
 DTYPE_COLORS = {"float32": "#1e88e5", "bfloat16": "#43a047", "float16": "#fb8c00", "int8": "#8e24aa", "uint8": "#8e24aa",
                 "nf4": "#d81b60"}
@@ -87,36 +77,13 @@ def samples_html(samples: list) -> str:
 TRACE_NAMES = {"is_capped": "share of tokens capped (rl.importance_sampling)"}
 
 
-class RunMonitor(W.VBox):
-    """Launch/attach, stop, progress and live charts for one run at a time.
+class MonitorCharts:
+    """The charts (``figures``, each in a box of ``figure_boxes``, laid out in ``grid``), the census and samples
+    tables and the ``alerts`` of one run at a time: ``reset`` for a new run, ``draw`` its state."""
 
-    ``config_source`` returns the RunConfig to launch (the config panel's current one) or None.
-    """
-
-    def __init__(self, config_source: Optional[Callable[[], Optional[RunConfig]]] = None):
-        self.config_source = config_source
-        self._init_watch_state()
-        self._build_controls()
-        self._build_figures()
-        self._build_tables()
-        self._follow_zoom()
-        super().__init__([W.HTML("<b>Launch and monitor</b>"),
-                          W.HBox([self.launch_button, self.stop_button, self.message]),
-                          W.HBox([self.progress, self.status]), self.alerts, self._chart_grid()])
-        self.add_class("wb-monitor-panel")
-
-    def _init_watch_state(self) -> None:
-        """The run watched, its folded state and what the views last drew."""
-        self.handle: Optional[RunHandle] = None
+    def __init__(self):
         self.state = RunState()
-        self.tail: Optional[EventTail] = None
-        self._task: Optional[asyncio.Task] = None
-        self._throttle = Throttle(1.0 / MAX_REDRAWS_PER_S)
-        self._drawn_version = -1
-        self._finished_callbacks: list[Callable[[RunState], None]] = []
-        self._fired_finished = False
-        self.redraws = 0
-        self.latencies: list[float] = []  # seconds from a step event's timestamp to the redraw that drew it
+        self.log_path: Optional[Path] = None
         self._census_traces: dict[str, int] = {}
         self._memory_traces: dict[str, int] = {}
         self._task_traces: dict[str, tuple[go.FigureWidget, int]] = {}  # "task metric" -> (figure, trace index)
@@ -125,20 +92,10 @@ class RunMonitor(W.VBox):
         # replaces its census dict on each census event and only appends to its alerts list.
         self._drawn_census: Optional[dict] = None
         self._drawn_alerts: tuple = (None, -1)  # (the alerts list, how many of its alerts)
-
-    def _build_controls(self) -> None:
-        """Launch and Stop, the message line, the progress bar and the status."""
-        self.launch_button = W.Button(description="Launch", icon="play", button_style="success",
-                                      tooltip="start the configured run in a worker process")
-        self.stop_button = W.Button(description="Stop", icon="stop", button_style="danger", disabled=True,
-                                    tooltip="stop after the current step (a checkpoint is saved)")
-        self.launch_button.add_class("wb-launch")
-        self.stop_button.add_class("wb-stop")
-        self.launch_button.on_click(lambda _: self.launch())
-        self.stop_button.on_click(lambda _: self.stop())
-        self.message = W.HTML()
-        self.progress = W.FloatProgress(value=0.0, min=0.0, max=1.0, description="", layout=W.Layout(width="50%"))
-        self.status = W.HTML("<span class='wb-run-status'>idle</span>")
+        self._build_figures()
+        self._build_tables()
+        self._follow_zoom()
+        self._chart_grid()
 
     def _build_figures(self) -> None:
         """One FigureWidget per chart, named in ``figures``."""
@@ -208,130 +165,10 @@ class RunMonitor(W.VBox):
                              layout=W.Layout(width=f"{CHART_WIDTH_PX}px", overflow="auto"))
         self.samples_cell = W.VBox([W.HTML("<b>sample completions (latest GRPO step)</b>"), self.samples_table],
                                    layout=W.Layout(width=f"{2 * CHART_WIDTH_PX}px", overflow="auto", display="none"))
-        self.charts = W.GridBox(cells + [census_cell, self.samples_cell], layout=W.Layout(
+        self.grid = W.GridBox(cells + [census_cell, self.samples_cell], layout=W.Layout(
             grid_template_columns=f"repeat(auto-fill, {CHART_WIDTH_PX + 10}px)", grid_gap="4px"))
-        self.charts.add_class("wb-monitor-grid")
-        return self.charts
-
-    # ---- actions --------------------------------------------------------------------------------
-    def launch(self, cfg: Optional[RunConfig] = None) -> Optional[RunHandle]:
-        """Start ``cfg`` (default: the config source's) in a worker process and watch it."""
-        cfg = cfg or (self.config_source() if self.config_source else None)
-        if cfg is None:
-            self.message.value = "<span style='color:#c62828'>cannot launch: the configuration has problems</span>"
-            return None
-        if self.handle is not None and self.handle.is_running():
-            self.message.value = "<span style='color:#c62828'>a run is already going: stop it first</span>"
-            return None
-        handle = launch(cfg)
-        self.message.value = f"launched <code>{html.escape(str(handle.run_dir))}</code>"
-        self._watch(handle, status="starting")
-        return handle
-
-    def attach(self, run_dir: str | Path) -> RunHandle:
-        """Watch an existing run (running or not), e.g. after a kernel restart."""
-        handle = attach(run_dir)
-        self.message.value = f"attached to <code>{html.escape(str(handle.run_dir))}</code>"
-        self._watch(handle, status="running" if handle.is_running() else "idle")
-        return handle
-
-    def stop(self) -> None:
-        """Ask the run to stop; the worker saves a checkpoint first. Does not block the kernel."""
-        if self.handle is None:
-            return
-        self.stop_button.disabled = True
-        self.message.value = "stopping after the current step..."
-        handle = self.handle
-        try:
-            loop = asyncio.get_running_loop()
-        except RuntimeError:
-            handle.stop()
-            self.poll_once(force=True)
-            return
-        loop.run_in_executor(None, handle.stop)  # waits for the worker in a thread; touches no widget
-
-    def on_finished(self, callback: Callable[[RunState], None]) -> None:
-        """``callback(state)`` once per run when it finishes, stops or fails (on the kernel's loop)."""
-        self._finished_callbacks.append(callback)
-
-    # ---- the event loop side ------------------------------------------------------------------
-    def _watch(self, handle: RunHandle, status: str) -> None:
-        if self._task is not None and not self._task.done():
-            self._task.cancel()
-        self.handle = handle
-        self.state = RunState(run_dir=str(handle.run_dir), status=status)
-        self.tail = EventTail(handle.events_path, typed=False)
-        self._drawn_version = -1
-        self._fired_finished = False
-        self.latencies = []
-        self._reset_figures()
-        self.stop_button.disabled = not handle.is_running()
-        catch_up(self.state, self.tail)  # what the run logged so far, folded at once (a long run: thinned as read)
-        self.state.pending_step_times.clear()  # history, not the latency of a live redraw
-        self.poll_once(force=True)
-        try:
-            loop = asyncio.get_running_loop()
-        except RuntimeError:
-            return  # no kernel loop (plain script / tests): call poll_once() or wait_sync()
-        self._task = loop.create_task(self._poll_loop())
-
-    async def _poll_loop(self) -> None:
-        while True:
-            self.poll_once()
-            if self._finished():
-                self.poll_once(force=True)
-                return
-            await asyncio.sleep(POLL_INTERVAL_S)
-
-    def _finished(self) -> bool:
-        if self.handle is None:
-            return True
-        if self.handle.is_running():
-            return False
-        if not self.state.done:
-            self.handle.status()  # logs run_failed for a worker that died silently
-            self.state.apply(self.tail.poll())
-        return True
-
-    def poll_once(self, force: bool = False) -> int:
-        """Read new events, fold them in, redraw if due. Returns how many events were read."""
-        if self.tail is None:
-            return 0
-        events = self.tail.poll()
-        if events:
-            self.state.apply(events)
-        if self.state.version != self._drawn_version and (force or self._throttle.ready()):
-            self.redraw()
-        if self.state.done and not self._fired_finished and (self.handle is None or not self.handle.is_running()):
-            self._fired_finished = True
-            self.stop_button.disabled = True
-            for cb in list(self._finished_callbacks):
-                try:
-                    cb(self.state)
-                except Exception as err:  # noqa: BLE001 - a callback error must not kill the poller
-                    self.message.value = f"<span style='color:#c62828'>{html.escape(type(err).__name__)}: {html.escape(str(err))}</span>"
-        return len(events)
-
-    async def wait(self, timeout: Optional[float] = None) -> RunState:
-        """Await the end of the watched run while the charts keep updating (``await monitor.wait()``)."""
-        deadline = None if timeout is None else time.monotonic() + timeout
-        while self._task is not None and not self._task.done():
-            if deadline is not None and time.monotonic() > deadline:
-                raise TimeoutError(f"run still going after {timeout} s")
-            await asyncio.sleep(0.1)
-        self.poll_once(force=True)
-        return self.state
-
-    def wait_sync(self, timeout: Optional[float] = None) -> RunState:
-        """Without an event loop (tests, scripts): poll until the run ends."""
-        deadline = None if timeout is None else time.monotonic() + timeout
-        while not self._finished():
-            if deadline is not None and time.monotonic() > deadline:
-                raise TimeoutError(f"run still going after {timeout} s")
-            self.poll_once()
-            time.sleep(POLL_INTERVAL_S)
-        self.poll_once(force=True)
-        return self.state
+        self.grid.add_class("wb-monitor-grid")
+        return self.grid
 
     # ---- drawing ------------------------------------------------------------------------------
     def _on_relayout(self, name: str, message) -> None:
@@ -343,7 +180,7 @@ class RunMonitor(W.VBox):
     def zoom_chart(self, name: str, x_range) -> None:
         """Show step chart ``name`` (a key of ``step_figures``) between steps ``x_range`` = (lo, hi) at full
         resolution, read from the log for that window; None (or the whole run's range): the run's overview."""
-        if self.tail is not None and self.zoom.set_range(name, self.tail.path, x_range, self.state):
+        if self.log_path is not None and self.zoom.set_range(name, self.log_path, x_range, self.state):
             self._draw_step_series([name])
 
     def _draw_step_series(self, names) -> None:
@@ -362,7 +199,9 @@ class RunMonitor(W.VBox):
                     series = getattr(s, name)
                     fig.data[0].x, fig.data[0].y = list(series.x), list(series.y)
 
-    def _reset_figures(self) -> None:
+    def reset(self, state: RunState, log_path: Optional[Path] = None) -> None:
+        """Empty charts for a new run (``state``, its log at ``log_path``), each saying it waits for data."""
+        self.state, self.log_path = state, log_path
         self.zoom.clear()
         for fig in (self.loss_fig, self.scale_fig, self.grad_fig, self.lr_fig):
             with fig.batch_update():
@@ -387,11 +226,9 @@ class RunMonitor(W.VBox):
         self._draw_loss_scaling_note()
         self._drawn_census, self._drawn_alerts = None, (None, -1)  # a new run always draws
 
-    def redraw(self) -> None:
-        s = self.state
-        now = time.time()
-        self._drawn_version = s.version
-        self.redraws += 1
+    def draw(self, state: RunState) -> None:
+        """Every chart and table of ``state`` (a zoomed step chart keeps its window)."""
+        s = self.state = state
         self._draw_step_series([name for name in self.step_figures if not self.zoom.zoomed(name)])
         self.scale_fig.layout.title.text = f"loss scale: {len(s.overflows)} overflow(s)"
         self._draw_loss_scaling_note()
@@ -412,11 +249,7 @@ class RunMonitor(W.VBox):
         self._fix_step_axes()
         self._draw_memory()
         self._draw_census()
-        self._draw_progress()
         self._draw_alerts()
-        for t in s.take_pending_step_times():
-            if t is not None:
-                self.latencies.append(now - t)
 
     def _draw_loss_scaling_note(self) -> None:
         s = self.state
@@ -523,14 +356,6 @@ class RunMonitor(W.VBox):
                                    f"<table class='wb-census' style='font-size:85%;border-spacing:10px 1px'><tr><th>group</th><th>dtype</th>"
                                    f"<th>trained</th><th>params</th><th>MiB</th></tr>{rows}</table>")
         self._drawn_census = s.census
-
-    def _draw_progress(self) -> None:
-        s = self.state
-        self.progress.value = s.progress
-        self.progress.bar_style = {"finished": "success", "failed": "danger", "stopped": "warning"}.get(s.status, "info")
-        rate = f" | {s.tokens_per_s:,.0f} tok/s" if s.tokens_per_s and not s.done else ""  # summary() has the ETA
-        self.status.value = f"<span class='wb-run-status' data-status='{s.status}'>{html.escape(s.summary())}{rate}</span>"
-        self.stop_button.disabled = s.done or self.handle is None
 
     def _draw_alerts(self) -> None:
         alerts = self.state.alerts

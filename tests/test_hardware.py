@@ -1,7 +1,7 @@
-"""What a run records about its machine: the CPU class that an fp32 recipe's figures depend on."""
+"""The machine's facts (workbench.hardware): the CPU class that an fp32 recipe's figures depend on, recorded by every run."""
 import torch
 
-from workbench.engine.environment import cpu_class, hardware
+from workbench.hardware import cpu_class, describe_hardware
 
 EPYC = "processor\t: 0\nmodel name\t: AMD EPYC 9R14\nflags\t\t: fpu sse2 avx2 {extra}\n\nprocessor\t: 1\n"
 
@@ -20,4 +20,4 @@ def test_a_flag_is_matched_whole_and_a_bare_cpuinfo_still_answers():
 
 
 def test_every_run_records_its_cpu_class():
-    assert hardware(torch.device("cpu"))["cpu"] == cpu_class()
+    assert describe_hardware(torch.device("cpu"))["cpu"] == cpu_class()

@@ -50,8 +50,13 @@ def _summary_html(compare: PrecisionCompare) -> str:
 
 
 class PrecisionCompareView(W.VBox):
-    """``PrecisionCompareView([run_dir, ...], labels=None)``: the runs side by side; Refresh reads what their logs
-    gained (runs still training are followed)."""
+    """GRPO runs of one seed under different precisions side by side; Refresh reads what their logs gained (runs
+    still training are followed).
+
+    Args:
+        run_dirs: the runs compared.
+        labels: their names on the chart (default: each run's precision).
+    """
 
     def __init__(self, run_dirs: Sequence[str | Path], labels: Optional[Sequence[str]] = None):
         self.compare = PrecisionCompare(run_dirs, labels)

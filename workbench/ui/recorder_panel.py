@@ -13,7 +13,6 @@ Clicks reach the kernel only while it is idle: record in a cell of its own, not 
 """
 from __future__ import annotations
 
-import base64
 import html
 from pathlib import Path
 from typing import Optional, Sequence
@@ -23,6 +22,7 @@ import ipywidgets as W
 import traitlets
 
 from ..agent.demonstrate import DIRECTIONS, DemonstrationError, Demonstrator
+from ..image_io import image_data_url
 from ..phone.sim import PHONE_SIZE
 from ..phone.tasks import TASKS, PhoneTask
 
@@ -111,7 +111,7 @@ class PhoneScreen(anywidget.AnyWidget):
         self.on_msg(lambda _widget, content, _buffers: self.gesture(content))
 
     def show(self, png: bytes) -> None:
-        self.src = "data:image/png;base64," + base64.b64encode(png).decode("ascii")
+        self.src = image_data_url(png)
         self.frame += 1
 
     def on_gesture(self, handler) -> None:
@@ -142,9 +142,16 @@ def _button(label: str, css: str, icon: str = "", width: str = "auto") -> W.Butt
 
 
 class RecorderPanel(W.VBox):
-    """Demonstrate tasks on a phone; each finished demonstration is saved in ``folder`` (an episode folder).
-    ``device``: ``"sim"`` (default, a simulated phone of ``size`` pixels), ``"adb:SERIAL"`` (a real phone; ``adb_host``
-    / ``adb_port``: the ADB server) or a device object. ``width``: the screen's width on the page, in pixels."""
+    """Demonstrate tasks on a phone; each finished demonstration is saved as an episode.
+
+    Args:
+        folder: the episode folder demonstrations are saved in.
+        device: ``"sim"`` (default: a simulated phone), ``"adb:SERIAL"`` (a real phone) or a device object.
+        size: the simulated phone's size in pixels.
+        width: the screen's width on the page, in pixels.
+        tasks: the tasks offered (the simulated phone judges them on its final state).
+        adb_host, adb_port: the ADB server of a real phone.
+    """
 
     def __init__(self, folder: str | Path = "demonstrations", device=None, size: tuple[int, int] = PHONE_SIZE,
                  width: int = 270, tasks: Sequence[PhoneTask] = TASKS, adb_host: str = "127.0.0.1",
