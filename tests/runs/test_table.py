@@ -44,8 +44,9 @@ def test_the_cli_prints_the_same_rows(capsys, tmp_path):
     _run(tmp_path, "c")
     assert main(["runs", "--runs-dir", str(tmp_path)]) == 0
     lines = capsys.readouterr().out.splitlines()
-    assert lines[0].split() == ["a", "finished", "step", "2", "loss", "1.2500"]
-    assert lines[1].split() == ["c", "finished", "no", "steps"]
+    assert lines[0].split() == ["run", "status", "step", "loss", "model", "precision"]  # the magic's table
+    assert lines[1].split() == ["a", "finished", "2/5", "1.2500", "tiny-glm4", "bf16"]
+    assert lines[2].split() == ["c", "finished", "0/5", "-", "tiny-glm4", "bf16"]
     with pytest.raises(SystemExit) as exc:  # a runs directory that does not exist is named, exit 2 (#14)
         main(["runs", "--runs-dir", str(tmp_path / "missing")])
     assert exc.value.code == 2 and "does not exist" in capsys.readouterr().err
