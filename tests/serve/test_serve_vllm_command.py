@@ -20,14 +20,13 @@ from workbench.serve.vllm import (PYTHON_ENV, VllmMissing, adapter_rank, build_l
 from .helpers import SMALL
 
 
-def _run_dir(root: Path, name: str, rank: int, autocast: str | None = None) -> Path:
-    """A run directory as training leaves it, as far as serving reads it: config.json, adapter/, the log's start."""
+def _run_dir(root: Path, name: str, rank: int, precision: str = "fp32") -> Path:
+    """A run directory as training leaves it, as far as serving reads it: config.json (its precision.mode decides
+    the dtype its base was held in) and adapter/."""
     run = root / name
     (run / "adapter").mkdir(parents=True)
     (run / "adapter" / "adapter_config.json").write_text(json.dumps({"r": rank, "base_model_name_or_path": "x"}))
-    (run / "config.json").write_text(json.dumps({"model": {"source": SMALL}}))
-    started = {"type": "run_started", "precision": {"autocast_dtype": autocast, "base_dtype": "float32"}}
-    (run / "events.jsonl").write_text(json.dumps(started) + "\n")
+    (run / "config.json").write_text(json.dumps({"model": {"source": SMALL}, "precision": {"mode": precision}}))
     return run
 
 
@@ -40,7 +39,7 @@ def _launch(**options):
 
 
 def test_runs_become_lora_modules_under_our_ids_with_the_rank_vllm_accepts(tmp_path):
-    a, b = _run_dir(tmp_path, "demo-a", rank=4), _run_dir(tmp_path, "demo-b", rank=12, autocast="bfloat16")
+    a, b = _run_dir(tmp_path, "demo-a", rank=4), _run_dir(tmp_path, "demo-b", rank=12, precision="bf16")
     launch = _launch(runs=[str(a), str(b / "adapter")], adapters={"mine": str(a)}, model_id="base")
     argv = launch.argv
     assert argv[:3] == ["/venv/bin/python", "-m", "vllm.entrypoints.openai.api_server"]
@@ -53,13 +52,20 @@ def test_runs_become_lora_modules_under_our_ids_with_the_rank_vllm_accepts(tmp_p
     assert _flag(argv, "--max-loras") == "4"  # one free slot: a full set leaks an adapter into base rows
     assert launch.env["VLLM_ALLOW_RUNTIME_LORA_UPDATING"] == "True"
     assert _flag(argv, "--port") == "8123" and launch.url == "http://127.0.0.1:8123"
-    assert _flag(argv, "--dtype") == "float32"  # the first run's policy (fp32), before the second's bf16
+    assert _flag(argv, "--dtype") == "float32"  # both held their base in fp32 (bf16 autocasts over an fp32 base)
 
 
-def test_dtype_follows_the_runs_policy_unless_given(tmp_path):
-    run = _run_dir(tmp_path, "bf", rank=16, autocast="bfloat16")
-    assert _flag(_launch(runs=[str(run)]).argv, "--dtype") == "bfloat16"
-    assert _flag(_launch(runs=[str(run)], dtype="float32").argv, "--dtype") == "float32"
+def test_dtype_is_the_one_our_server_loads_in_unless_given(tmp_path):
+    """vLLM is given the dtype serve.registry.placement gives our own server, never vLLM's auto (the checkpoint's
+    dtype: bfloat16 for SmolLM2, where a float32 run answers in float32): the runs' base dtype, the widest of them,
+    else what precision auto trains in on the device."""
+    from workbench.serve.registry import placement
+
+    pure, fp32 = _run_dir(tmp_path, "bf", rank=16, precision="pure-bf16"), _run_dir(tmp_path, "f", rank=8)
+    assert _flag(_launch(runs=[str(pure)]).argv, "--dtype") == "bfloat16"
+    assert _flag(_launch(runs=[str(pure), str(fp32)]).argv, "--dtype") == "float32"
+    assert _flag(_launch(runs=[str(pure)], dtype="float32").argv, "--dtype") == "float32"
+    assert _flag(_launch().argv, "--dtype") == placement("auto", "auto")[1] != "auto"
     assert "--enable-lora" not in _launch().argv  # no adapters, no LoRA machinery
 
 

