@@ -7,7 +7,7 @@ import typing
 from typing import Any
 
 from .loading import parse_value
-from .schema import RunConfig, Section, cli_flag, leaf_fields
+from .schema import RunConfig, Section, cli_flag, leaf_fields, optional_parts
 
 
 def _unannotated(annotation: Any) -> Any:
@@ -15,9 +15,8 @@ def _unannotated(annotation: Any) -> Any:
 
 
 def _is_plain_str(annotation: Any) -> bool:
-    annotation = _unannotated(annotation)
-    args = [_unannotated(a) for a in typing.get_args(annotation) if a is not type(None)]
-    return annotation is str or (typing.get_origin(annotation) is typing.Union and args == [str])
+    members, _ = optional_parts(_unannotated(annotation))
+    return [_unannotated(a) for a in members] == [str]
 
 
 def add_config_arguments(parser: argparse.ArgumentParser, model: type[Section] = RunConfig, *,

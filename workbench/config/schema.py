@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import math
 import re
+import types
+import typing
 from dataclasses import dataclass
 from pathlib import Path
 from typing import ClassVar, Literal, Optional, Union, get_args
@@ -769,6 +771,15 @@ def _derive_lora_dropout(data: dict) -> tuple[dict, dict]:
     else:
         dropout, why = SFT_LORA_DROPOUT, f"training.method {method}"
     return {**data, "lora": {**lora, "dropout": dropout}}, {"lora.dropout": (dropout, why)}
+
+
+def optional_parts(annotation) -> tuple[list, bool]:
+    """The members of a union annotation other than None, and whether None was one of them (``Optional[X]`` and
+    ``X | None`` alike); a plain annotation is its own one member."""
+    if typing.get_origin(annotation) not in (Union, types.UnionType):
+        return [annotation], False
+    args = typing.get_args(annotation)
+    return [a for a in args if a is not type(None)], type(None) in args
 
 
 def cli_flag(field) -> CliFlag:

@@ -8,6 +8,8 @@ such view, a test or a script can drive the form without any.
 """
 from __future__ import annotations
 
+import functools
+import operator
 import typing
 from dataclasses import dataclass
 from pathlib import Path
@@ -17,7 +19,8 @@ import yaml
 from pydantic import BaseModel
 
 from ..config import (
-    ConfigError, RunConfig, Section, apply_overrides, config_from_dict, config_to_dict, leaf_fields, read_config_file,
+    ConfigError, RunConfig, Section, apply_overrides, config_from_dict, config_to_dict, leaf_fields, optional_parts,
+    read_config_file,
     save_config,
 )
 from ..config.assemble import AssembledSettings, RunInputs, assemble_settings, process_default
@@ -85,11 +88,9 @@ def _literal_choices(ann) -> tuple:
 
 def _field_spec(path: str, section: str, info) -> FieldSpec:
     ann = info.annotation
-    args = typing.get_args(ann)
-    optional = typing.get_origin(ann) is typing.Union and type(None) in args
+    rest, optional = optional_parts(ann)
     if optional:
-        rest = [a for a in args if a is not type(None)]
-        ann = rest[0] if len(rest) == 1 else typing.Union[tuple(rest)]
+        ann = functools.reduce(operator.or_, rest)
     help_text = info.description or ""
     choices = _literal_choices(ann)
     if choices and not optional:
