@@ -26,6 +26,7 @@ from PIL import Image
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent))  # run from a checkout: the workbench package beside data_samples/
 from workbench.phone.screen import GRID, Screen, keyboard, parse_size, status_bar  # noqa: E402
+
 OUT = HERE / "phone_screens"
 SMALL = (112, 252)  # 4x9 merged patches for GLM-4.1V's processor: 36 image tokens, seconds on a CPU
 

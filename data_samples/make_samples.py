@@ -669,7 +669,8 @@ def check_all():
     if len(held_prompts) != len({norm(p) for p in held_prompts}):
         errors.append("identity/heldout.jsonl: duplicate prompts")
 
-    demo = [l for l in (HERE / "identity/heldout_prompts.txt").read_text(encoding="utf-8").splitlines() if l.strip()]
+    demo = [line for line in (HERE / "identity/heldout_prompts.txt").read_text(encoding="utf-8").splitlines()
+            if line.strip()]
     demo_zh = sum(bool(HAS_CJK.search(p)) for p in demo)
     if len(demo) != 8 or demo_zh != 3:
         errors.append(f"identity/heldout_prompts.txt: want 8 prompts (5 en, 3 zh), got {len(demo)} ({demo_zh} zh)")

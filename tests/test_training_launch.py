@@ -2,8 +2,8 @@ import os
 import signal
 import time
 
-from workbench.training import launch, train_to_end
 from workbench.runs import attach
+from workbench.training import launch, train_to_end
 
 
 def _wait_for(pred, timeout=120):

@@ -1,3 +1,5 @@
-from .cli.main import entry_point
 import sys
+
+from .cli.main import entry_point
+
 sys.exit(entry_point())

@@ -21,9 +21,9 @@ from __future__ import annotations
 
 import datetime
 import time
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable, Optional, Sequence
 
 from .agent import Contestant, ExpertPolicy, judge, sim_devices
 from .agent.judging import in_process
@@ -71,7 +71,7 @@ def round_config(cfg: RunConfig, model: Path, rows: Path, steps: int, dagger_dir
 
 
 def play_and_label(n: int, model: Path, tasks: Sequence[PhoneTask], round_dir: Path, *, observation: str,
-                   max_steps: int, max_tokens: int, size: tuple[int, int], date: Optional[datetime.date],
+                   max_steps: int, max_tokens: int, size: tuple[int, int], date: datetime.date | None,
                    expert: ExpertPolicy, progress: bool, policy=None):
     """Round ``n``'s playing (``model``, greedy; ``policy``: another policy to play instead, for tests) and the
     expert's labels of every state it was asked at; (the judged episodes, what ``write_labels`` wrote)."""
@@ -90,8 +90,8 @@ def play_and_label(n: int, model: Path, tasks: Sequence[PhoneTask], round_dir: P
 
 def run_dagger(run_dir: Path, tasks: Sequence[PhoneTask], rounds: int, steps: int, train: Callable, *,
                observation: str = "screenshot", max_steps: int = MAX_STEPS, max_tokens: int = 256,
-               size: tuple[int, int] = (1080, 2400), date: Optional[datetime.date] = None, progress: bool = True,
-               policy_for: Optional[Callable[[Path], object]] = None) -> list[RoundResult]:
+               size: tuple[int, int] = (1080, 2400), date: datetime.date | None = None, progress: bool = True,
+               policy_for: Callable[[Path], object] | None = None) -> list[RoundResult]:
     """``rounds`` rounds of DAgger from the run at ``run_dir`` on ``tasks`` (see the module's docstring), each
     training ``steps`` steps with ``train(cfg) -> (run_dir, status)`` (``training.train_to_end``: a worker process).
     ``policy_for(model)``: a policy to play a round's model with instead of the model itself (tests)."""

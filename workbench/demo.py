@@ -7,7 +7,6 @@ import textwrap
 import time
 import unicodedata
 from pathlib import Path
-from typing import Optional
 
 from .config import RunConfig
 from .config.recipes import load_recipe
@@ -18,7 +17,7 @@ SAMPLES = samples_dir()
 RECIPE = "identity-demo"  # the demo's settings: workbench/config/recipes/identity-demo.yaml
 
 
-def demo_config(steps: Optional[int] = None, runs_dir: str = "runs", model: Optional[str] = None) -> RunConfig:
+def demo_config(steps: int | None = None, runs_dir: str = "runs", model: str | None = None) -> RunConfig:
     """The identity-demo recipe, in ``runs_dir`` under a demo-TIMESTAMP name; ``steps`` and ``model`` change it."""
     recipe = load_recipe(RECIPE)
     overrides = {"output.runs_dir": runs_dir, "output.run_name": "demo-" + time.strftime("%Y%m%d-%H%M%S")}
@@ -93,7 +92,7 @@ def identity_scores(rows: list[tuple[str, str, str]]) -> dict[str, dict]:
             for side, col in (("base", 1), ("fine-tuned", 2))}
 
 
-def print_side_by_side(rows: list[tuple[str, str, str]], width: Optional[int] = None) -> None:
+def print_side_by_side(rows: list[tuple[str, str, str]], width: int | None = None) -> None:
     width = width or max(60, min(shutil.get_terminal_size((120, 20)).columns, 160))
     col = (width - 3) // 2
     for prompt, base, tuned in rows:
@@ -109,7 +108,7 @@ def print_side_by_side(rows: list[tuple[str, str, str]], width: Optional[int] = 
     print("=" * width)
 
 
-def run_demo(steps: Optional[int] = None, runs_dir: str = "runs", model: Optional[str] = None) -> dict:
+def run_demo(steps: int | None = None, runs_dir: str = "runs", model: str | None = None) -> dict:
     from .training import train
 
     t0 = time.time()
@@ -119,7 +118,7 @@ def run_demo(steps: Optional[int] = None, runs_dir: str = "runs", model: Optiona
     result = train(cfg)
     t_train = time.time() - t0
     print(f"[demo] trained in {t_train:.0f} s; loss {result.losses[0]:.3f} -> {result.losses[-1]:.3f}; "
-          f"eval {', '.join(f'step {s}: {l:.3f}' for s, l in result.eval_losses)}", flush=True)
+          f"eval {', '.join(f'step {s}: {loss:.3f}' for s, loss in result.eval_losses)}", flush=True)
     rows = compare_answers(result.run_dir, heldout_prompts())
     print_side_by_side(rows)
     identity = identity_scores(rows)

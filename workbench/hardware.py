@@ -10,14 +10,13 @@ import os
 import platform
 import re
 from dataclasses import dataclass
-from typing import Optional
 
 import torch
 
 from .config import ConfigError
 
 
-def read_cpuinfo() -> Optional[str]:
+def read_cpuinfo() -> str | None:
     """/proc/cpuinfo's text; None where there is none (not Linux)."""
     try:
         with open("/proc/cpuinfo", encoding="utf-8") as fh:
@@ -26,7 +25,7 @@ def read_cpuinfo() -> Optional[str]:
         return None
 
 
-def cpu_flags(cpuinfo: Optional[str] = None) -> set[str]:
+def cpu_flags(cpuinfo: str | None = None) -> set[str]:
     """The CPU's feature flags, whole words of the ``flags`` line of ``cpuinfo`` (/proc/cpuinfo's text when None)."""
     info = read_cpuinfo() if cpuinfo is None else cpuinfo
     listed = re.search(r"^flags\s*:\s*(.+)$", info or "", re.M)
@@ -39,7 +38,7 @@ def cpu_has_fast_bf16() -> bool:
     return bool({"avx512_bf16", "amx_bf16"} & cpu_flags())
 
 
-def cpu_class(cpuinfo: Optional[str] = None) -> str:
+def cpu_class(cpuinfo: str | None = None) -> str:
     """The CPU's model name and its widest vector unit (AMX, AVX-512 BF16, AVX-512, AVX2). Recorded because an fp32
     run's figures depend on it: each class's kernels sum in another order, and hundreds of steps carry the difference
     (the tiny-glm4v recipes' windows hold the classes measured). ``cpuinfo``: /proc/cpuinfo's text (read when None)."""
@@ -83,12 +82,12 @@ class Hardware:
     fast_bf16: bool  # bfloat16 matmuls are native (on a CPU without them bf16 and fp16 are emulated)
 
     @classmethod
-    def of(cls, device: torch.device) -> "Hardware":
+    def of(cls, device: torch.device) -> Hardware:
         bf16 = device_supports_bf16(device)
         return cls(device.type, bf16, bf16 if device.type != "cpu" else cpu_has_fast_bf16())
 
     @classmethod
-    def gpu(cls, bf16: bool = True) -> "Hardware":
+    def gpu(cls, bf16: bool = True) -> Hardware:
         return cls("cuda", bf16, bf16)
 
 

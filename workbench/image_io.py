@@ -26,7 +26,7 @@ import io
 import mimetypes
 import re
 from pathlib import Path
-from typing import Any, Optional
+from typing import Any
 
 _SCHEME = re.compile(r"^([A-Za-z][A-Za-z0-9+.-]*):")
 
@@ -41,7 +41,7 @@ class ImageSourceError(ValueError):
     """An image reference that cannot be used, and why (no traceback: the reason is the message)."""
 
 
-def load_image(url: Any, base_dir: Optional[str | Path] = None, allow_local_files: bool = True):
+def load_image(url: Any, base_dir: str | Path | None = None, allow_local_files: bool = True):
     """An RGB image from a ``data:`` URL or a local file path; ImageSourceError saying why not."""
     from PIL import Image, UnidentifiedImageError
 
@@ -86,7 +86,7 @@ def image_from_bytes(data: bytes):
         return img.convert("RGB")
 
 
-def image_data_url(source: "str | Path | bytes", name: Optional[str] = None) -> str:
+def image_data_url(source: str | Path | bytes, name: str | None = None) -> str:
     """An image as a base64 ``data:`` URL (what OpenAI-compatible servers accept by default): a data: URL as is,
     a file's or raw bytes (``name`` or the path gives the media type; PNG when unknown)."""
     if isinstance(source, str) and source.startswith("data:"):
@@ -110,7 +110,7 @@ def png_bytes(image, optimize: bool = False) -> bytes:
     return buf.getvalue()
 
 
-def thumbnail_png(image, box: tuple[int, int], colors: Optional[int] = None) -> bytes:
+def thumbnail_png(image, box: tuple[int, int], colors: int | None = None) -> bytes:
     """A PIL image shrunk to fit ``box`` (width, height; aspect kept, never enlarged) as PNG bytes: a preview;
     ``colors`` makes it a palette image of that many colours (a third of the bytes for a screenshot)."""
     small = image.copy()
@@ -118,15 +118,15 @@ def thumbnail_png(image, box: tuple[int, int], colors: Optional[int] = None) -> 
     return png_bytes(small.quantize(colors) if colors else small, optimize=True)
 
 
-def last_image_url(messages: list[dict]) -> Optional[str]:
+def last_image_url(messages: list[dict]) -> str | None:
     """The url of the conversation's last image part (the latest screenshot), None when it has none."""
     urls = [p["image_url"]["url"] for m in messages if isinstance(m.get("content"), list)
             for p in m["content"] if isinstance(p, dict) and p.get("type") == "image_url"]
     return urls[-1] if urls else None
 
 
-def inline_images(messages: list[dict], base_dir: Optional[str | Path] = None,
-                  cache: Optional[dict] = None) -> list[dict]:
+def inline_images(messages: list[dict], base_dir: str | Path | None = None,
+                  cache: dict | None = None) -> list[dict]:
     """The messages with every image part's url a base64 data: URL: a file path (relative to ``base_dir``, the
     JSONL file's folder) is read here, as an OpenAI client would, because a server must not read files on a
     client's behalf (ours refuses by default, as vLLM does); data: URLs are kept. ImageSourceError (naming the
@@ -155,7 +155,7 @@ def inline_images(messages: list[dict], base_dir: Optional[str | Path] = None,
     return out
 
 
-def _file_data_url(url: Any, base_dir: Optional[str | Path], cache: dict) -> str:
+def _file_data_url(url: Any, base_dir: str | Path | None, cache: dict) -> str:
     key = (str(base_dir), url)
     if key not in cache:
         load_image(url, base_dir)  # checks it: a remote URL, a missing file or no image says why, here
@@ -181,7 +181,7 @@ def _decode_data_url(url: str) -> bytes:
 
 
 
-def resolve_images(messages: list[dict], base_dir: Optional[str | Path] = None,
+def resolve_images(messages: list[dict], base_dir: str | Path | None = None,
                    allow_local_files: bool = True) -> list[dict]:
     """The messages with image_url parts decoded (ImageSourceError naming the image's position)."""
     out, n = [], 0

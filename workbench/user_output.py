@@ -6,7 +6,8 @@ from __future__ import annotations
 
 import logging
 import warnings
-from typing import Any, Collection, Sequence
+from collections.abc import Collection, Sequence
+from typing import Any
 
 
 def table_cell(value: Any) -> str:

@@ -88,9 +88,9 @@ def test_a_correction_continues_a_failed_episode_from_the_step_it_got_wrong(tmp_
     oracle = task.oracle()
 
     def wrong(conversations):  # launches Settings as the oracle does, then taps Bluetooth and finishes
-        from workbench.serve.remote import ModelReply
         from workbench.phone.actions import format_action
         from workbench.phone.conversation import assistant_target
+        from workbench.serve.remote import ModelReply
 
         done = sum(m["role"] == "assistant" for m in conversations[0])
         action = [oracle[0].action, Action("Tap", {"element": [500, 287]}), Action("finish", {"message": "ok"})][done]

@@ -9,8 +9,7 @@ import pytest
 import torch
 
 from workbench.agent import OraclePolicy, run_episodes, sim_devices
-from workbench.agent.headroom import (format_headroom, measure_headroom, pass_at_k, summarize_headroom,
-                                      task_headroom)
+from workbench.agent.headroom import format_headroom, measure_headroom, pass_at_k, summarize_headroom, task_headroom
 from workbench.phone.tasks import select_tasks
 from workbench.serve.remote import ModelReply
 

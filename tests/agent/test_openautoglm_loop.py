@@ -20,8 +20,8 @@ import pytest
 from workbench.agent import ExpertPolicy, OraclePolicy, ServedPolicy, run_episodes, sim_devices
 from workbench.agent.openautoglm import run_in_runtime
 from workbench.agent.policy_server import PolicyServer
-from workbench.phone.openautoglm import history_reply
 from workbench.phone.expert import Expert
+from workbench.phone.openautoglm import history_reply
 from workbench.phone.tasks import PERTURBED_TASKS, TASKS
 from workbench.serve.remote import ModelReply, ServerClient
 

@@ -11,8 +11,8 @@ import json
 
 import pytest
 
-from workbench.phone.openautoglm import history_reply
 from workbench.phone.conversation import assistant_target
+from workbench.phone.openautoglm import history_reply
 
 from ..conftest import write_jsonl
 

@@ -35,10 +35,9 @@ def test_episodes_played_in_chinese_become_rows_in_chinese(tmp_path):
     with that prompt: the rows teach the model the conversation it was in, and data check holds them to it."""
     import datetime
 
+    from workbench.agent.store import EpisodeWriter, read_episodes
     from workbench.data.check import check_file
     from workbench.phone.conversation import system_prompt
-
-    from workbench.agent.store import EpisodeWriter, read_episodes
 
     tasks = select_tasks("open_app")[:1]
     date = datetime.date(2026, 12, 1)

@@ -18,9 +18,9 @@ def _grounding_with(monkeypatch, answer) -> dict:
     """bench.agent grounding with a stand-in model: ``answer(conversation, recorded_row)`` gives each reply."""
     import json
 
+    import workbench.models as models
     from workbench.config.samples import resolve_sample_path
     from workbench.forward import generate
-    import workbench.models as models
 
     with open(resolve_sample_path(bench.GROUNDING_ROWS), encoding="utf-8") as f:
         rows = [json.loads(line) for line in f]

@@ -119,13 +119,12 @@ def test_the_readme_results_table_is_the_one_the_bench_renders():
 def test_every_expected_figure_names_a_metric_its_task_reports():
     """Checked before anything trains for minutes: an answer task's metrics from one scored row, the held-out loss
     task's from its measurement on the tiny model."""
-    from workbench.eval import get_task, load_eval_examples
-    from workbench.serve.remote import ModelReply
-    from workbench.models import load_for_inference
-
     from workbench.agent import OraclePolicy, run_episodes, sim_devices, summarize_episodes
     from workbench.config.names import EPISODE_TASK
+    from workbench.eval import get_task, load_eval_examples
+    from workbench.models import load_for_inference
     from workbench.phone.tasks import select_tasks
+    from workbench.serve.remote import ModelReply
 
     tiny = load_for_inference("tiny-glm4")
     for recipe in all_recipes():
@@ -215,10 +214,9 @@ def test_an_episode_evaluation_plays_the_tasks_with_the_run_model_and_its_base_a
                                                                                                       tmp_path, capsys):
     """Task phone_agent: whole episodes in process, the run's model against its base, each model's episodes stored
     in the run to read; the metrics are the agent's (success per split)."""
+    from workbench import models
     from workbench.config.recipes import Evaluation
     from workbench.runs import layout
-
-    from workbench import models
 
     played = []  # the run's own weights (here a stand-in): loaded from the run, not from a model path
     monkeypatch.setattr(models, "load_run_for_inference",
@@ -251,11 +249,10 @@ def test_an_episode_evaluation_plays_the_tasks_with_the_run_model_and_its_base_a
 def test_a_base_played_with_the_same_key_beside_is_copied_not_played_again(monkeypatch, tmp_path, capsys):
     """Runs that start from one local model (GRPO variants from one SFT) play its episodes once: a second run's
     judge copies the base's episodes of the first (same replay key), and plays them when a setting differs."""
+    from workbench import models
     from workbench.agent.store import REPLAY_KEY, read_episodes
     from workbench.config.recipes import Evaluation
     from workbench.runs import layout
-
-    from workbench import models
 
     start = tmp_path / "start-model"  # a local base, as an SFT run's model/ is
     loaded = models.load_for_inference("tiny-glm4")
@@ -328,9 +325,8 @@ def test_a_qlora_runs_base_is_played_not_copied_from_a_16_bit_run_of_the_same_st
     """Two runs from one local model, one over its nf4 quantization (quantization.base): their bases are two models,
     so the QLoRA run's base episodes are played on its own base, not copied from the 16-bit run's, and their summary
     says which base played."""
-    from workbench.config.recipes import Evaluation
-
     from workbench import models
+    from workbench.config.recipes import Evaluation
 
     start = tmp_path / "start-model"
     loaded = models.load_for_inference("tiny-glm4")

@@ -3,8 +3,8 @@ import json
 
 import yaml
 
-from workbench.cli.main import main
 from tests.conftest import SAMPLES
+from workbench.cli.main import main
 
 
 def test_import_prints_the_settings_and_the_warnings(capsys):

@@ -4,8 +4,8 @@ import json
 
 import pytest
 
-from workbench.cli.main import main
 from tests.cli.helpers import run_cli
+from workbench.cli.main import main
 
 
 def tiny_train(tmp_path, *extra: str) -> list[str]:

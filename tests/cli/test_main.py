@@ -4,9 +4,9 @@ import shlex
 import subprocess
 import sys
 
-from workbench.cli.main import main
 from tests.cli.helpers import run_cli
 from tests.conftest import REPO, SAMPLES
+from workbench.cli.main import main
 
 
 def test_print_config_applies_typed_flags(capsys, tmp_path):

@@ -2,8 +2,8 @@
 import shlex
 
 from workbench.cli.main import _resolved, build_parser
-from workbench.config.command_line import command_line, flag_value
 from workbench.config import RunConfig, load_config
+from workbench.config.command_line import command_line, flag_value
 
 
 def _parse(command: str) -> RunConfig:

@@ -2,8 +2,8 @@ import json
 
 import pytest
 
-from workbench.config import ConfigError, RunConfig, config_from_dict, load_config, replace, save_config
 from tests.conftest import SAMPLES
+from workbench.config import ConfigError, RunConfig, config_from_dict, load_config, replace, save_config
 
 VALID_TRAIN = str(SAMPLES / "identity" / "train.jsonl")
 

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from workbench.agent.record import record_rows
 from workbench.agent import OraclePolicy, run_episodes, sim_devices
+from workbench.agent.record import record_rows
 from workbench.cli.main import main
 from workbench.data.check import check_file
 from workbench.models import load_tokenizer

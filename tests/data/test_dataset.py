@@ -3,10 +3,16 @@ import json
 import pytest
 import torch
 
-from workbench.data import DataError, collate, load_training_examples, micro_batch_indices, tokenize_messages
-from workbench.models.tiny import byte_tokenizer
-from workbench.data import IGNORE_INDEX
 from tests.conftest import SAMPLES, write_jsonl
+from workbench.data import (
+    IGNORE_INDEX,
+    DataError,
+    collate,
+    load_training_examples,
+    micro_batch_indices,
+    tokenize_messages,
+)
+from workbench.models.tiny import byte_tokenizer
 
 TOK = byte_tokenizer()
 GOOD = json.dumps({"messages": [{"role": "user", "content": "hi"}, {"role": "assistant", "content": "hello"}]})

@@ -6,12 +6,11 @@ import pytest
 import torch
 from PIL import Image
 
-from workbench.data import collate, model_inputs
+from workbench.data import IGNORE_INDEX, collate, model_inputs
 from workbench.data.multimodal import content_parts, count_image_tokens, encode_chat, vision_batch
 from workbench.image_io import ImageSourceError, load_image, resolve_images
 from workbench.models import load_for_inference
 from workbench.models.processor import GLM4V_CHAT_TEMPLATE, image_token_count, keeps_reasoning
-from workbench.data import IGNORE_INDEX
 
 ANSWER = '<think>The OK button is at the bottom.</think><answer>do(action="Tap", element=[500,880])</answer>'
 
@@ -152,8 +151,8 @@ def image_dir(tmp_path_factory):
 
 @pytest.mark.parametrize("line,reason", BAD_IMAGE_ROWS, ids=[r for _, r in BAD_IMAGE_ROWS])
 def test_bad_image_rows_stop_with_file_line_and_reason(tiny, image_dir, line, reason):
-    from workbench.data import DataError, load_training_examples
     from tests.conftest import write_jsonl
+    from workbench.data import DataError, load_training_examples
 
     good = image_row(parts("ok.png"))
     path = write_jsonl(image_dir / f"d{abs(hash(line))}.jsonl", [good, line, good])
@@ -164,8 +163,8 @@ def test_bad_image_rows_stop_with_file_line_and_reason(tiny, image_dir, line, re
 
 
 def test_image_rows_on_a_text_model_and_both_row_forms(tiny, image_dir):
-    from workbench.data import DataError, load_training_examples
     from tests.conftest import write_jsonl
+    from workbench.data import DataError, load_training_examples
 
     path = write_jsonl(image_dir / "forms.jsonl", [image_row(parts("ok.png")), image_row("<image>Tap OK", images=["ok.png"])])
     with pytest.raises(DataError, match=r"forms.jsonl:1: the row holds images, but the model is text-only"):

@@ -5,12 +5,12 @@ import pytest
 import torch
 from safetensors.torch import load_file
 
+from tests.engine.test_train import _hand_count
+from workbench import train
 from workbench.config import ConfigError, config_from_dict
 from workbench.diagnosis import ScaleHistory, collapse_reason
-from workbench import train
 from workbench.events import iter_events
 from workbench.models import loading, tiny
-from tests.engine.test_train import _hand_count
 
 POISONED = "model.layers.1.mlp.down_proj"
 

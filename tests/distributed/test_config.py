@@ -8,8 +8,8 @@ import warnings
 
 import pytest
 
-from workbench.config import ConfigError, load_config
 from tests.conftest import SAMPLES
+from workbench.config import ConfigError, load_config
 
 from .conftest import base_overrides
 
@@ -181,8 +181,7 @@ def test_torchrun_arguments(tmp_path):
 
 
 def _hammer(path, rank, n):
-    from workbench.events import EventWriter
-    from workbench.events import Census
+    from workbench.events import Census, EventWriter
 
     w = EventWriter(path, rank=rank)
     for i in range(n):  # 20 KiB lines: far above the 4 KiB pipe limit and Python's 8 KiB buffer

@@ -44,9 +44,8 @@ def _download(argv: list[str]) -> None:
 
 def _train(argv: list[str]) -> None:
     """The dry run of the command; the run directory it names keeps what serving reads of a finished run."""
-    from workbench.cli.main import main
+    from workbench.cli.main import _resolved, build_parser, main
     from workbench.config import save_config
-    from workbench.cli.main import _resolved, build_parser
 
     dry = argv if "--dry-run" in argv else [*argv, "--dry-run"]
     assert main(dry[1:]) == 0, dry

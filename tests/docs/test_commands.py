@@ -29,8 +29,14 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import REPO, SAMPLES
-from tests.docs.commands import (DocCommand, is_placeholder, page_commands, parse_command_line, placeholders,
-                                 run_module_main)
+from tests.docs.commands import (
+    DocCommand,
+    is_placeholder,
+    page_commands,
+    parse_command_line,
+    placeholders,
+    run_module_main,
+)
 
 OWN_TEST = {"docs/autoglm_phone_9b.md": "tests/docs/test_autoglm_phone_9b.py"}
 PAGES = [p for p in ["README.md", *sorted(str(p.relative_to(REPO)) for p in (REPO / "docs").glob("*.md")),

@@ -9,10 +9,10 @@ import torch
 
 from tests.conftest import SAMPLES
 from workbench import train
+from workbench.config.names import REWARDS
 from workbench.events import iter_events
 from workbench.hardware import cpu_has_fast_bf16
 from workbench.rewards import REWARD_FUNCTIONS, register_reward, unregister_reward
-from workbench.config.names import REWARDS
 
 ROWS = str(SAMPLES / "phone_actions_reasoning" / "train.jsonl")
 

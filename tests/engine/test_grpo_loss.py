@@ -5,10 +5,19 @@ import math
 import pytest
 import torch
 
+from workbench.engine.grpo_loss import (
+    LOSS_TYPES,
+    all_equal_groups,
+    group_advantages,
+    groups_with_spread,
+    grpo_loss_sum,
+    importance_stats,
+    importance_weights,
+    loss_normalisation,
+    mismatch_stats,
+    reference_kl_sum,
+)
 from workbench.precision import window_loss_divisor
-from workbench.engine.grpo_loss import (LOSS_TYPES, all_equal_groups, group_advantages, groups_with_spread,
-                                            grpo_loss_sum, importance_stats, importance_weights, loss_normalisation,
-                                            mismatch_stats, reference_kl_sum)
 
 
 def test_advantages_are_normalised_within_each_group_and_zero_for_an_all_equal_group():

@@ -6,8 +6,8 @@ import time
 from pathlib import Path
 
 from tests.conftest import REPO
-from workbench.training import launch
 from workbench.runs import attach
+from workbench.training import launch
 
 # A new Python process that knows only the run directory: attach, read the status, stop, report.
 ATTACH_AND_STOP = """

@@ -5,11 +5,11 @@ import pytest
 import torch
 from safetensors.torch import load_file
 
+from tests.conftest import write_jsonl
+from workbench import train
 from workbench.config import ConfigError
 from workbench.data import DataError
-from workbench import train
 from workbench.events import iter_events
-from tests.conftest import write_jsonl
 
 
 def events_of(result, kind):

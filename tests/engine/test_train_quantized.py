@@ -41,7 +41,7 @@ def test_fp16_with_the_grad_scaler_checkpointing_and_accumulation_over_an_nf4_ba
     from workbench.plan.report import quantized_base_line, run_report
 
     mib = f"{quantized.bytes_after / 2**20:,.2f} MiB"
-    assert quantized_base_line(r.run_dir).startswith(f"quantized base nf4: 12 linear layers, 73,728 weights")
+    assert quantized_base_line(r.run_dir).startswith("quantized base nf4: 12 linear layers, 73,728 weights")
     assert f"{mib} measured, {mib} planned" in quantized_base_line(r.run_dir)
     assert next(row for row in run_report(r.run_dir)[0] if row.category == "weights").error == 0
 

@@ -6,9 +6,9 @@ import pytest
 import torch
 from PIL import Image, ImageDraw
 
+from tests.conftest import SAMPLES
 from workbench import train
 from workbench.events import iter_events
-from tests.conftest import SAMPLES
 
 SCREENS = SAMPLES / "phone_screens"
 
@@ -112,8 +112,8 @@ def test_tiny_glm4v_overfits_eight_screenshot_rows_and_greedy_reproduces_them(ma
     reproduces each answer exactly (reasoning, tags and coordinates). Full fine-tuning, as a random tiny model
     memorises faster that way than through LoRA."""
     from workbench.data.formats import row_to_messages
-    from workbench.image_io import resolve_images
     from workbench.forward.generate import greedy_replies
+    from workbench.image_io import resolve_images
     from workbench.models import load_for_inference
 
     path, rows = _eight_screens(tmp_path)

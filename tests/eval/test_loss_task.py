@@ -5,9 +5,9 @@ import math
 
 import pytest
 
-from workbench.events import read_events
 from workbench.eval.loss import HeldoutLossTask
 from workbench.eval.runner import EvalError, evaluate
+from workbench.events import read_events
 from workbench.runs.results import read_results
 
 from ..conftest import SAMPLES

@@ -6,12 +6,11 @@ from pathlib import Path
 
 import pytest
 
-from workbench.runs.results import RESULTS_FILE, read_results
 from workbench.eval.runner import EvalError, evaluate
+from workbench.runs.results import RESULTS_FILE, read_results
 
 from ..conftest import SAMPLES, tiny_run_overrides, write_jsonl
 from ..serve.helpers import make_adapter
-
 
 
 @pytest.fixture(scope="module")

@@ -4,9 +4,9 @@ from __future__ import annotations
 import pytest
 
 from workbench.eval import Example, get_task, load_eval_examples, task_names
-from workbench.serve.remote import ModelReply
-from workbench.phone.actions import target_box
 from workbench.eval.text import exact_match, token_f1
+from workbench.phone.actions import target_box
+from workbench.serve.remote import ModelReply
 
 SCREEN = "Screen: Settings > Bluetooth; elements: Bluetooth toggle (On) [880,200], Paired: AirPods [300,330]"
 TAP = Example(1, [{"role": "user", "content": "Turn off Bluetooth\n\n" + SCREEN}], 'do(action="Tap", element=[880,200])',

@@ -8,8 +8,8 @@ import re
 import pytest
 
 from workbench.eval import Example, get_task, load_eval_examples
-from workbench.serve.remote import ModelReply
 from workbench.eval.steps import StepMatchTask, enlarged, text_similarity
+from workbench.serve.remote import ModelReply
 
 from ..conftest import SAMPLES
 

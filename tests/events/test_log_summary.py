@@ -3,9 +3,9 @@ import os
 
 from workbench.bench.long_run import write_log
 from workbench.events import EventWriter, RunFailed, RunFinished, RunStarted
+from workbench.events.reader import LogFollower, summarize_log
 from workbench.runs import run_row
 from workbench.runs.layout import EVENTS_FILE, FOREGROUND_PID
-from workbench.events.reader import LogFollower, summarize_log
 
 
 def _garble_the_middle(log, keep=200_000):

@@ -124,11 +124,11 @@ def test_onnx_export_passes_parity_and_generates_like_the_merged_model(glm4_run,
 
 
 def test_onnx_int8_export_passes_its_gate(glm4_run, tmp_path):
-    from workbench.export import export
-
     import collections
 
     import onnx
+
+    from workbench.export import export
 
     result = export(glm4_run, "onnx-int8", tmp_path / "onnx-int8")
     assert result.manifest["parity"]["passed"]

@@ -3,13 +3,20 @@ text and screenshot prompts, batched with left padding, equal to what the server
 from __future__ import annotations
 
 import httpx
-import torch
 import pytest
+import torch
 
 from tests.conftest import SAMPLES
+from workbench.forward.generate import (
+    answer_text,
+    ends_sentence,
+    greedy_replies,
+    greedy_tokens,
+    model_stop_token_ids,
+    stop_token_ids,
+    whole_sentences,
+)
 from workbench.image_io import resolve_images
-from workbench.forward.generate import (answer_text, ends_sentence, greedy_replies, greedy_tokens, model_stop_token_ids,
-                                        stop_token_ids, whole_sentences)
 from workbench.models import load_for_inference
 from workbench.models.tiny import byte_tokenizer
 

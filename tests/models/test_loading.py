@@ -2,7 +2,7 @@ import pytest
 import torch
 
 from workbench.config import ConfigError, LoraSection, ModelSection
-from workbench.models import BUILTIN, apply_lora, load_base_model, load_for_inference, list_models
+from workbench.models import BUILTIN, apply_lora, list_models, load_base_model, load_for_inference
 
 FP32 = torch.float32
 

@@ -10,7 +10,12 @@ import torch
 from workbench.config import ConfigError, load_config
 from workbench.models import tiny
 from workbench.models.quantize import (
-    dequantize_base, quantization_targets, quantize_base, quantized_kind, quantized_weight_bytes, stored_bytes,
+    dequantize_base,
+    quantization_targets,
+    quantize_base,
+    quantized_kind,
+    quantized_weight_bytes,
+    stored_bytes,
 )
 
 

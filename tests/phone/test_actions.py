@@ -4,8 +4,16 @@ from __future__ import annotations
 
 import pytest
 
-from workbench.phone.actions import (ACTION_ARGS, Action, ActionSyntaxError, format_action, parse_action,
-                                     parse_legacy_action, split_answer, to_pixels)
+from workbench.phone.actions import (
+    ACTION_ARGS,
+    Action,
+    ActionSyntaxError,
+    format_action,
+    parse_action,
+    parse_legacy_action,
+    split_answer,
+    to_pixels,
+)
 from workbench.phone.openautoglm import reply_action
 
 

@@ -9,9 +9,9 @@ import pytest
 
 from workbench.agent import OraclePolicy
 from workbench.phone.actions import format_action
+from workbench.phone.conversation import assistant_target
 from workbench.phone.env import PhoneEnv
 from workbench.phone.fresh import STATEFUL_APPS, _words, fresh_phone
-from workbench.phone.conversation import assistant_target
 from workbench.phone.sim import SimPhone
 from workbench.phone.state import APPS, CONTACTS, DEFAULT_CONTENTS, PHOTOS, SONGS
 from workbench.phone.tasks import make_task, more_training_tasks, select_tasks

@@ -8,19 +8,18 @@ import json
 import subprocess
 from pathlib import Path
 
+import phone_agent.adb.device as runtime_adb  # noqa: E402  (the runtime's package: a test dependency)
 import pytest
+from phone_agent.actions.handler import parse_action as runtime_parse
+from phone_agent.config import get_system_prompt
+from phone_agent.config.apps import APP_PACKAGES as RUNTIME_APPS
+from phone_agent.model.client import ModelClient, ModelConfig
 
 from workbench.phone import openautoglm as ours
 from workbench.phone.actions import Action, format_action, parse_action
 from workbench.phone.conversation import assistant_target
 from workbench.phone.sim import SimPhone, app_package
 from workbench.phone.state import APPS
-
-import phone_agent.adb.device as runtime_adb  # noqa: E402  (the runtime's package: a test dependency)
-from phone_agent.actions.handler import parse_action as runtime_parse
-from phone_agent.config import get_system_prompt
-from phone_agent.config.apps import APP_PACKAGES as RUNTIME_APPS
-from phone_agent.model.client import ModelClient, ModelConfig
 
 SAMPLES = Path(__file__).resolve().parents[2] / "data_samples"
 

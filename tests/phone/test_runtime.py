@@ -9,8 +9,15 @@ import json
 
 import pytest
 
-from workbench.phone.conversation import (FORMAT_NAME, LEGACY_FORMAT_NAME, Conversation, assistant_target, legacy_rows,
-                                     runtime_problems, system_prompt)
+from workbench.phone.conversation import (
+    FORMAT_NAME,
+    LEGACY_FORMAT_NAME,
+    Conversation,
+    assistant_target,
+    legacy_rows,
+    runtime_problems,
+    system_prompt,
+)
 
 DATE = datetime.date(2026, 12, 1)
 LAUNCH = 'do(action="Launch", app="Settings")'

@@ -7,8 +7,9 @@ import hashlib
 import pytest
 
 from workbench.phone.actions import parse_action
+from workbench.phone.openautoglm import HOME
 from workbench.phone.sim import SimPhone
-from workbench.phone.state import CONTACTS, HOME, SONGS, PhoneState
+from workbench.phone.state import CONTACTS, SONGS, PhoneState
 from workbench.phone.tasks import centre
 
 

@@ -8,12 +8,21 @@ import statistics
 import pytest
 
 from workbench.phone.actions import format_action
-from workbench.phone.env import PhoneEnv
 from workbench.phone.conversation import assistant_target
+from workbench.phone.env import PhoneEnv
 from workbench.phone.sim import SimPhone
 from workbench.phone.state import APPS, DEFAULT_CONTENTS
-from workbench.phone.tasks import (MORE_FRESH_SHARE, TASKS, TEMPLATES, _pairing, TaskFileError, load_task_file,
-                                  make_task, more_training_tasks, select_tasks)
+from workbench.phone.tasks import (
+    MORE_FRESH_SHARE,
+    TASKS,
+    TEMPLATES,
+    TaskFileError,
+    _pairing,
+    load_task_file,
+    make_task,
+    more_training_tasks,
+    select_tasks,
+)
 
 ENV = PhoneEnv(SimPhone((112, 252)), max_steps=30)
 

@@ -15,8 +15,14 @@ from workbench.config.samples import resolve_sample_path
 from workbench.phone.actions import Action, in_box, parse_action, split_answer
 from workbench.phone.sim import SimPhone
 from workbench.phone.tasks import TASKS, select_tasks
-from workbench.phone.uitree import (KEYBOARD_LINE, compress_uiautomator, moved_elements, shuffled_layout, tree_boxes,
-                                    turn_tree)
+from workbench.phone.uitree import (
+    KEYBOARD_LINE,
+    compress_uiautomator,
+    moved_elements,
+    shuffled_layout,
+    tree_boxes,
+    turn_tree,
+)
 
 DUMP = Path(__file__).parent / "data" / "uiautomator_settings.xml"  # written in uiautomator's format (no phone here)
 LINE = re.compile(r"^(?P<name>.+?) (?:\"[^\"]*\" )*\[(\d+),(\d+)\]\[(\d+),(\d+)\] tap \[(?P<x>\d+),(?P<y>\d+)\]")

@@ -7,11 +7,10 @@ from PIL import Image
 from transformers.models.glm4v.image_processing_pil_glm4v import Glm4vImageProcessorPil
 
 from workbench.bench.activations import Case, vision_activations
+from workbench.cli.main import main
 from workbench.config import ConfigError
 from workbench.plan import load_model_config
-from workbench.cli.main import main
 from workbench.plan.images import GLM41V_PREPROCESSOR, image_geometry, image_load, parse_image_size
-from workbench.precision import resolve_precision
 
 # The vision tower's share is modelled op by op: measured within 5% (fp32 exact, bf16 autocast +2%,
 # pure-bf16 with checkpointing +4%); the whole batch within the text planner's tiny-model tolerance.

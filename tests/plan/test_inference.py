@@ -7,9 +7,9 @@ import pytest
 import torch
 from safetensors import safe_open
 
+from workbench.cli.main import main
 from workbench.config import ConfigError
 from workbench.models import tiny
-from workbench.cli.main import main
 from workbench.plan.factcheck import SMOLLM2_MEASURED_MB
 from workbench.plan.inference import RTX4090, T4, inference_table, linear_split, predict_inference, weight_bytes
 

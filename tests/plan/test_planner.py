@@ -4,9 +4,9 @@ import json
 import pytest
 import torch
 
-from workbench.config import ConfigError, LoraSection, RunConfig
-from workbench.plan import DeviceSet, Setting, planned_census, compare, policy_for, predict, predict_for_run
 from workbench.cli.main import main
+from workbench.config import ConfigError, LoraSection, RunConfig
+from workbench.plan import DeviceSet, Setting, compare, planned_census, policy_for, predict, predict_for_run
 from workbench.plan.planner import GiB, plan_matrix
 from workbench.precision import resolve_precision
 

@@ -4,8 +4,8 @@ import json
 
 import pytest
 
-from workbench.config.recipes import all_recipes, load_recipe
 from workbench.cli.main import main
+from workbench.config.recipes import all_recipes, load_recipe
 from workbench.plan.recipes import format_recipe_plan, plan_recipe
 
 GiB = 1024**3

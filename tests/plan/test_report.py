@@ -1,5 +1,5 @@
-from workbench.cli.main import main
 from workbench import train
+from workbench.cli.main import main
 from workbench.plan.report import run_report
 
 

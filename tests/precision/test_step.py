@@ -5,7 +5,10 @@ import torch
 
 from workbench.data import IGNORE_INDEX
 from workbench.precision import (
-    count_target_tokens, optimizer_step, token_loss_sum, window_loss_divisor,
+    count_target_tokens,
+    optimizer_step,
+    token_loss_sum,
+    window_loss_divisor,
 )
 
 

@@ -3,8 +3,8 @@ import pytest
 
 from workbench.eval.phone import PhoneActionsTask
 from workbench.eval.task_protocol import Example
-from workbench.serve.remote import ModelReply
 from workbench.rewards import REWARD_FUNCTIONS
+from workbench.serve.remote import ModelReply
 
 SCREEN = "Screen: Settings; elements: Wi-Fi [500,300], Bluetooth [500,420]"
 

@@ -3,15 +3,14 @@ and the episode_success reward, which plays each sampled first action on through
 import datetime
 
 import pytest
+from PIL import ImageChops, ImageStat
 
 from workbench.agent import OraclePolicy
 from workbench.agent.runner import png_bytes
 from workbench.config import ConfigError, load_config
-from PIL import ImageChops, ImageStat
-
 from workbench.image_io import image_data_url, last_image_url, load_image
-from workbench.phone.env import PhoneEnv
 from workbench.phone.conversation import Conversation, runtime_problems
+from workbench.phone.env import PhoneEnv
 from workbench.phone.sim import SimPhone
 from workbench.phone.tasks import select_tasks
 from workbench.rewards import RewardError, scorer_for

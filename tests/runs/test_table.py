@@ -2,8 +2,8 @@
 import pytest
 
 from workbench.cli.main import main
-from workbench.runs import RunRow, list_runs
 from workbench.events import EventWriter, RunFinished, RunStarted, Step, read_events
+from workbench.runs import RunRow, list_runs
 
 
 def _run(root, name, losses=(), rank1_step=None, finished=True):
@@ -56,8 +56,8 @@ def test_a_run_training_in_the_foreground_is_running_not_failed(make_cfg):
     """A run trained in the user's own process (a terminal, a notebook) has no worker.pid: while it trains the
     runs list must say running (not record a silent death), and finished after."""
     from workbench.engine import run_engine
-    from workbench.runs import attach
     from workbench.engine.observers import Observer
+    from workbench.runs import attach
 
     seen = []
 

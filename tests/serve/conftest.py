@@ -29,8 +29,9 @@ def tiny_server():
 
 @pytest.fixture(scope="session")
 def scripted_server():
-    from .scripted import scripted_model
     from workbench.serve import start_server
+
+    from .scripted import scripted_model
 
     with start_server("scripted", loaded=scripted_model(), max_batch=4) as srv:
         yield srv

@@ -11,8 +11,15 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 
-from workbench.serve.remote import (ModelReply, ServerClient, ServerError, ServerUnreachable, chat_request,
-                                    prompt_messages, sse_data)
+from workbench.serve.remote import (
+    ModelReply,
+    ServerClient,
+    ServerError,
+    ServerUnreachable,
+    chat_request,
+    prompt_messages,
+    sse_data,
+)
 
 from ..conftest import SAMPLES
 

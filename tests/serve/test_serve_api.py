@@ -230,7 +230,7 @@ def test_health_hides_the_model_only_when_asked_and_a_key_is_set(api_key, hide, 
     from fastapi.testclient import TestClient
 
     from workbench.serve.app import create_app
-    from workbench.serve.registry import ServedModels, ServeConfig
+    from workbench.serve.registry import ServeConfig, ServedModels
 
     served = ServedModels(ServeConfig(model="tiny-glm4", model_id="autoglm-phone-9b", api_key=api_key,
                                   health_hides_model=hide))  # never loaded: /health answers all the same
@@ -243,7 +243,7 @@ def test_health_is_503_while_loading():
     from fastapi.testclient import TestClient
 
     from workbench.serve.app import create_app
-    from workbench.serve.registry import ServedModels, ServeConfig
+    from workbench.serve.registry import ServeConfig, ServedModels
 
     served = ServedModels(ServeConfig(model="tiny-glm4"))  # never loaded
     with TestClient(create_app(served)) as tc:
@@ -257,7 +257,7 @@ def test_adapter_management_from_another_machine_needs_a_key():
     from fastapi.testclient import TestClient
 
     from workbench.serve.app import create_app
-    from workbench.serve.registry import ServedModels, ServeConfig
+    from workbench.serve.registry import ServeConfig, ServedModels
 
     served = ServedModels(ServeConfig(model="tiny-glm4"))
     served.status = "ok"  # no model needed: refused before anything loads
@@ -278,7 +278,7 @@ def test_http_adapter_paths_stay_inside_the_adapter_root(tmp_path):
     from fastapi.testclient import TestClient
 
     from workbench.serve.app import create_app
-    from workbench.serve.registry import ServedModels, ServeConfig
+    from workbench.serve.registry import ServeConfig, ServedModels
 
     root = tmp_path / "runs"
     (root / "inside").mkdir(parents=True)

@@ -11,7 +11,7 @@ import torch
 
 from workbench.config import ConfigError, PrecisionSection
 from workbench.hardware import Hardware
-from workbench.precision import inference_dtype, resolve_policy
+from workbench.precision import resolve_policy
 from workbench.serve.config import ServeConfig
 from workbench.serve.registry import ServedModels, placement
 

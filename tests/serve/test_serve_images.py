@@ -301,7 +301,7 @@ def test_local_image_paths_only_with_the_flag(tmp_path):
 
     from workbench.models import load_for_inference
     from workbench.serve.app import create_app
-    from workbench.serve.registry import ServedModels, ServeConfig
+    from workbench.serve.registry import ServeConfig, ServedModels
 
     served = ServedModels(ServeConfig(model=MODEL, allow_local_images=True, default_max_tokens=2), loaded=load_for_inference(MODEL))
     served.load()

@@ -15,7 +15,7 @@ import pytest
 from workbench.cli.main import main
 from workbench.config import config_from_dict
 from workbench.serve.config import ServeConfig
-from workbench.serve.vllm import (PYTHON_ENV, VllmMissing, adapter_rank, build_launch, vllm_lora_rank, vllm_python)
+from workbench.serve.vllm import PYTHON_ENV, VllmMissing, adapter_rank, build_launch, vllm_lora_rank, vllm_python
 
 from .helpers import SMALL
 

@@ -10,7 +10,6 @@ import pytest
 from tests.serve.scripted import answering_model
 from workbench.ui import chat_panel
 
-
 ANSWERS = {"tuned": "I am PhoneMate, a phone assistant built on AutoGLM-Phone-9B.", "base": "I'm Claude, made by Anthropic.",
            "phone": '<think>The task starts on the home screen.</think><answer>do(action="Launch", app="Settings")</answer>'}
 VISION = {"phone"}  # served as a vision-language model: it reads screenshots; the others are text-only

@@ -8,7 +8,6 @@ from workbench.ui.monitor_charts import samples_html
 from workbench.ui.monitor_panel import RunMonitor
 from workbench.ui.run_log import load_run_state
 
-
 THUMBNAIL = "data:image/png;base64,iVBORw0KGgo="
 
 

@@ -4,16 +4,15 @@ import time
 
 import yaml
 
-from workbench.cli.main import build_parser
-from workbench.cli.main import _resolved
+from tests.conftest import SAMPLES
+from workbench.cli.main import _resolved, build_parser
 from workbench.events import Census, EventWriter, Memory, Overflow, RunFinished, RunStarted, Step
 from workbench.plan import DeviceSet
 from workbench.ui.config_panel import ConfigPanel
 from workbench.ui.monitor_panel import RunMonitor
-from workbench.ui.run_poller import MAX_REDRAWS_PER_S
 from workbench.ui.plan_panel import PlanPanel
+from workbench.ui.run_poller import MAX_REDRAWS_PER_S
 from workbench.ui.runs_panel import RunsPanel, config_diff
-from tests.conftest import SAMPLES
 
 
 def test_config_panel_is_generated_from_the_schema():

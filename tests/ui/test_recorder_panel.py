@@ -11,8 +11,8 @@ from PIL import Image
 
 from workbench.agent import run_episodes, sim_devices
 from workbench.agent.store import EpisodeWriter, read_episodes
-from workbench.phone.tasks import select_tasks
 from workbench.phone.conversation import assistant_target
+from workbench.phone.tasks import select_tasks
 from workbench.serve.remote import ModelReply
 from workbench.ui.episodes_panel import EpisodeReplay
 from workbench.ui.recorder_panel import PhoneScreen, RecorderPanel

@@ -5,8 +5,8 @@ import json
 import random
 
 from workbench.bench.long_run import write_log
-from workbench.runs.layout import EVENTS_FILE
 from workbench.events.reader import step_of_line
+from workbench.runs.layout import EVENTS_FILE
 from workbench.ui.run_log import EventTail, catch_up, load_run_state
 from workbench.ui.run_state import RunState
 

@@ -1,8 +1,8 @@
 """The runs panel's task metrics: eval results of two runs (and their base) as a table and a bar chart."""
 from __future__ import annotations
 
-from workbench.runs.results import write_results
 from workbench.eval.runner import EvalReport
+from workbench.runs.results import write_results
 from workbench.ui.runs_panel import RunsPanel
 
 from .test_panels import _write_synthetic_run

@@ -6,11 +6,10 @@ import json
 import pytest
 
 from workbench.bench.long_run import OVERFLOW_EVERY, write_log
-from workbench.events import EventWriter, finite_number, read_events
+from workbench.events import EventWriter, finite_number, read_events, reader
 from workbench.events import log as events_log
 from workbench.events.log import index_path
 from workbench.events.schema import Diagnosis
-from workbench.events import reader
 from workbench.ui.run_log import ChartZoom, EventTail, catch_up, load_run_state, load_window, relayout_x_range
 from workbench.ui.run_state import RECENT_STEPS, RunState
 

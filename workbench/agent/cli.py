@@ -7,8 +7,8 @@ import json
 import os
 import sys
 
-from ..phone.openautoglm import LANGS
 from ..phone.conversation import DEFAULT_LANG, MAX_STEPS, OBSERVATIONS, REPEAT_LIMIT, repeat_limit_problem
+from ..phone.openautoglm import LANGS
 from ..phone.screen import parse_size
 from ..user_output import table_cell, text_table
 
@@ -239,8 +239,8 @@ def headroom(args) -> int:
     import datetime
     from pathlib import Path
 
-    from ..models.run_model import load_run_for_inference
     from ..hardware import resolve_device
+    from ..models.run_model import load_run_for_inference
     from ..phone.tasks import select_tasks
     from ..runs.layout import run_config
     from .headroom import format_headroom, headroom_record, measure_headroom

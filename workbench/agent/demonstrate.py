@@ -25,14 +25,14 @@ from __future__ import annotations
 import copy
 import datetime
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Optional, Sequence
 
 from ..image_io import image_from_bytes, png_bytes
 from ..phone.actions import GRID, POINT_ACTIONS, Action, format_action, hit_box, parse_action
-from ..phone.openautoglm import runtime_action
 from ..phone.conversation import assistant_target
+from ..phone.openautoglm import runtime_action
 from ..phone.sim import PHONE_SIZE, SimPhone
 from ..phone.tasks import TASKS, PhoneTask
 from ..phone.uitree import element_line_at, tree_boxes, tree_of
@@ -54,7 +54,7 @@ class Screen:
     """What the phone shows now: the screenshot (PNG), the app on screen and its tree (None without one)."""
     png: bytes
     app: str
-    tree: Optional[str]
+    tree: str | None
 
 
 def launchable_apps(device) -> list[str]:
@@ -71,7 +71,7 @@ def _slug(text: str) -> str:
     return re.sub(r"[^a-z0-9]+", "-", text.casefold()).strip("-")[:48] or "task"
 
 
-def _describe(action: Action, element: Optional[str]) -> str:
+def _describe(action: Action, element: str | None) -> str:
     """The reasoning of a step given no thought: what was done, in the grammar's words."""
     kind = action.type
     if kind in POINT_ACTIONS:
@@ -98,16 +98,16 @@ class Demonstrator:
     folder ``folder``. ``tasks``: the built-in tasks a task id or instruction may name (default: the simulator's)."""
 
     def __init__(self, folder: str | Path, device=None, size: tuple[int, int] = PHONE_SIZE,
-                 tasks: Sequence[PhoneTask] = TASKS, date: Optional[datetime.date] = None):
+                 tasks: Sequence[PhoneTask] = TASKS, date: datetime.date | None = None):
         self.folder = Path(folder)
         self.device = device if device is not None else SimPhone(size)
         self.tasks = list(tasks)
         self.date = date
-        self.episode: Optional[Episode] = None  # the demonstration being recorded
-        self.task: Optional[PhoneTask] = None  # its built-in task (None: free text, or a real phone)
+        self.episode: Episode | None = None  # the demonstration being recorded
+        self.task: PhoneTask | None = None  # its built-in task (None: free text, or a real phone)
         self.notes: list[str] = []  # what the person should know about the last call (shown by the panel)
         self._start_state = None
-        self._screen: Optional[Screen] = None
+        self._screen: Screen | None = None
 
     # ---- what the phone shows ---------------------------------------------------------------------------------
     @property
@@ -137,13 +137,13 @@ class Demonstrator:
     def apps(self) -> list[str]:
         return launchable_apps(self.device)
 
-    def find_task(self, text: str) -> Optional[PhoneTask]:
+    def find_task(self, text: str) -> PhoneTask | None:
         """The built-in task ``text`` names (its id or its instruction, case and space ignored); None if none."""
         key = " ".join(text.split()).casefold()
         return next((t for t in self.tasks if t.id.casefold() == key or t.instruction.casefold() == key), None)
 
     # ---- a demonstration --------------------------------------------------------------------------------------
-    def start(self, task: str | PhoneTask, template: Optional[str] = None) -> Episode:
+    def start(self, task: str | PhoneTask, template: str | None = None) -> Episode:
         """Begin a demonstration of ``task``: a built-in task (or its id or instruction: the simulated phone starts
         from its initial state and judges the result), or any instruction as free text (the phone as it is now on a
         real phone; a fresh simulated phone). ``template``: a family name for a free-text task (default ``own``)."""
@@ -174,7 +174,7 @@ class Demonstrator:
         self._screen = None
         return self.episode
 
-    def correct(self, episode: Episode, step: int, screens: Optional[str | Path] = None) -> Episode:
+    def correct(self, episode: Episode, step: int, screens: str | Path | None = None) -> Episode:
         """Continue ``episode`` (a model's, e.g. a failed one) from its step ``step`` (1-based: the first step to
         demonstrate anew): the steps before it are kept as context, and on the simulated phone the phone is put back
         into that step's state and each replayed screen is checked against the stored one (``screens``: the folder
@@ -361,7 +361,7 @@ class Demonstrator:
         """The demonstrations saved in the folder (none yet: empty)."""
         return read_episodes(self.folder) if (self.folder / "episodes.jsonl").is_file() else []
 
-    def write_rows(self, out: str | Path, observation: Optional[str] = None, tasks: Optional[Sequence[str]] = None):
+    def write_rows(self, out: str | Path, observation: str | None = None, tasks: Sequence[str] | None = None):
         """The folder's demonstrations as training rows (``record_rows``); those that failed their task's checks
         are left out. ``observation``: what the rows show of each screen (default the screenshot; ``ui_tree`` for a
         text model: the screen's tree, no image). ``tasks``: only the demonstrations of these task ids."""

@@ -14,7 +14,6 @@ the context of the steps a person demonstrated after them and never a training t
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
-from typing import Optional
 
 END_REASONS = ("finish", "parse_failure", "step_limit", "repeated", "context_overflow", "error")
 
@@ -23,20 +22,20 @@ END_REASONS = ("finish", "parse_failure", "step_limit", "repeated", "context_ove
 class Turn:
     index: int  # 1-based
     current_app: str  # the app on screen when the model was asked
-    screenshot: Optional[str] = None  # the screen it saw: a file name in the episodes folder once stored
-    prompt_tokens: Optional[int] = None  # the server's count of this request's prompt
+    screenshot: str | None = None  # the screen it saw: a file name in the episodes folder once stored
+    prompt_tokens: int | None = None  # the server's count of this request's prompt
     content: str = ""  # the reply as the server returned it (reasoning split off)
     reasoning: str = ""
     answer: str = ""  # the text parsed as the action (the <answer> part)
-    action: Optional[str] = None  # the action as executed (format_action); None when the request failed
-    parse_error: Optional[str] = None
-    valid: Optional[bool] = None  # the action did something on the phone
+    action: str | None = None  # the action as executed (format_action); None when the request failed
+    parse_error: str | None = None
+    valid: bool | None = None  # the action did something on the phone
     effect: str = ""  # what happened, in words
-    element: Optional[str] = None  # the element a Tap / Long Press / Double Tap hit
-    target_box: Optional[list[int]] = None  # its box on the 0-999 grid
-    error: Optional[str] = None
-    ui_tree: Optional[str] = None  # the screen's compact tree, when the model was shown it
-    png: Optional[bytes] = field(default=None, repr=False, compare=False)  # the screenshot until it is stored
+    element: str | None = None  # the element a Tap / Long Press / Double Tap hit
+    target_box: list[int] | None = None  # its box on the 0-999 grid
+    error: str | None = None
+    ui_tree: str | None = None  # the screen's compact tree, when the model was shown it
+    png: bytes | None = field(default=None, repr=False, compare=False)  # the screenshot until it is stored
 
 
 @dataclass
@@ -51,17 +50,17 @@ class Episode:
     observation: str = "screenshot"  # what the model was shown of each screen (phone.conversation.OBSERVATIONS)
     lang: str = "en"  # the runtime's system prompt it was sent (phone.openautoglm.LANGS)
     steps: list[Turn] = field(default_factory=list)
-    end_reason: Optional[str] = None
-    success: Optional[bool] = None
-    checks: Optional[dict] = None
-    message: Optional[str] = None  # finish's message, or why the episode ended otherwise
-    final_app: Optional[str] = None
-    final_screenshot: Optional[str] = None
-    final_png: Optional[bytes] = field(default=None, repr=False, compare=False)
+    end_reason: str | None = None
+    success: bool | None = None
+    checks: dict | None = None
+    message: str | None = None  # finish's message, or why the episode ended otherwise
+    final_app: str | None = None
+    final_screenshot: str | None = None
+    final_png: bytes | None = field(default=None, repr=False, compare=False)
     context_steps: int = 0  # a correction: its first steps are the corrected model's, context only (no rows of their own)
 
     @property
-    def prompt_tokens_last(self) -> Optional[int]:
+    def prompt_tokens_last(self) -> int | None:
         counts = [s.prompt_tokens for s in self.steps if s.prompt_tokens is not None]
         return counts[-1] if counts else None
 
@@ -73,7 +72,7 @@ class Episode:
         return out
 
     @classmethod
-    def from_dict(cls, data: dict) -> "Episode":
+    def from_dict(cls, data: dict) -> Episode:
         data = dict(data)
         steps = [Turn(**s) for s in data.pop("steps", [])]
         return cls(**data, steps=steps)

@@ -10,9 +10,10 @@ from __future__ import annotations
 
 import datetime
 import time
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterable, Optional, Sequence
+from typing import Any
 
 from ..config.names import EPISODE_TASK
 from ..phone.conversation import DEFAULT_LANG, MAX_STEPS, REPEAT_LIMIT
@@ -53,7 +54,7 @@ class AgentReport:
         return out
 
 
-def parse_device(spec: str) -> tuple[str, Optional[str]]:
+def parse_device(spec: str) -> tuple[str, str | None]:
     """``sim`` or ``adb:SERIAL`` -> (kind, serial); ValueError saying what is accepted."""
     if spec == "sim":
         return "sim", None
@@ -62,12 +63,12 @@ def parse_device(spec: str) -> tuple[str, Optional[str]]:
     raise ValueError(f"{spec!r}: give sim (the simulated phone) or adb:SERIAL (a phone `adb devices` lists)")
 
 
-def evaluate_agent(tasks: Sequence[PhoneTask], models: Optional[Iterable[str]] = None, *, server: Any = None,
+def evaluate_agent(tasks: Sequence[PhoneTask], models: Iterable[str] | None = None, *, server: Any = None,
                    oracle: bool = False, device: str = "sim", size: tuple[int, int] = PHONE_SIZE,
-                   max_steps: int = MAX_STEPS, concurrency: int = 8, out: Optional[str | Path] = None,
+                   max_steps: int = MAX_STEPS, concurrency: int = 8, out: str | Path | None = None,
                    runs_dir: str | Path = "runs", write: bool = True, max_tokens: int = 512, temperature: float = 0.0,
-                   seed: Optional[int] = None, api_key: Optional[str] = None, adb_host: str = "127.0.0.1",
-                   adb_port: int = 5037, date: Optional[datetime.date] = None, screens: bool = True,
+                   seed: int | None = None, api_key: str | None = None, adb_host: str = "127.0.0.1",
+                   adb_port: int = 5037, date: datetime.date | None = None, screens: bool = True,
                    progress: bool = True, timeout: float = 600.0, observation: str = "screenshot",
                    repeat_limit: int = REPEAT_LIMIT, lang: str = DEFAULT_LANG) -> AgentReport:
     """Play ``tasks`` once per served model (or once with their oracle solutions), store and judge the episodes.
@@ -136,7 +137,7 @@ def evaluate_agent(tasks: Sequence[PhoneTask], models: Optional[Iterable[str]] =
 
 
 def _checked_device(device: str, oracle: bool, server: Any, max_steps: int, concurrency: int,
-                    tasks: Sequence[PhoneTask]) -> tuple[str, Optional[str]]:
+                    tasks: Sequence[PhoneTask]) -> tuple[str, str | None]:
     """The device's kind and serial, once the options are known to fit together (AgentError naming the fix)."""
     if oracle == (server is not None):
         raise AgentError("give a server (and its model ids) or oracle=True, not both or neither")
@@ -158,7 +159,7 @@ def _checked_device(device: str, oracle: bool, server: Any, max_steps: int, conc
     return kind, serial
 
 
-def _devices(kind: str, serial: Optional[str], size: tuple[int, int], adb_host: str, adb_port: int):
+def _devices(kind: str, serial: str | None, size: tuple[int, int], adb_host: str, adb_port: int):
     """A factory of phones for the episodes: simulated ones, or the one real phone reused episode after episode."""
     if kind != "adb":
         return sim_devices(size)
@@ -168,7 +169,7 @@ def _devices(kind: str, serial: Optional[str], size: tuple[int, int], adb_host: 
     return lambda: phone
 
 
-def _served_models(client: ServerClient, models: Optional[Iterable[str]]) -> tuple[dict, list[str]]:
+def _served_models(client: ServerClient, models: Iterable[str] | None) -> tuple[dict, list[str]]:
     """The server's model cards and the ids to play (default: every served one); AgentError, client closed, when
     the server cannot answer or a wanted id is not served."""
     try:

@@ -12,9 +12,9 @@ learn from; one it always finishes has nothing left to gain. The episodes of eve
 from __future__ import annotations
 
 import math
+from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Callable, Optional, Sequence
 
 from ..user_output import text_table
 from .episode import Episode
@@ -34,7 +34,7 @@ class TaskHeadroom:
     split: str
     samples: int  # n
     successes: int  # c
-    greedy: Optional[bool]  # the greedy episode's success (None: not played)
+    greedy: bool | None  # the greedy episode's success (None: not played)
     pass_1: float
     pass_k: float
 
@@ -44,7 +44,7 @@ class TaskHeadroom:
         return 0 < self.successes < self.samples
 
 
-def task_headroom(samples: Sequence[Sequence[Episode]], greedy: Optional[Sequence[Episode]] = None) -> list[TaskHeadroom]:
+def task_headroom(samples: Sequence[Sequence[Episode]], greedy: Sequence[Episode] | None = None) -> list[TaskHeadroom]:
     """Per task, its pass@1 and pass@k from ``samples`` (k runs over the same tasks, in the same order) and its
     greedy episode's success."""
     k = len(samples)

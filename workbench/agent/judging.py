@@ -14,9 +14,9 @@ from __future__ import annotations
 
 import json
 import shutil
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable, Optional, Sequence
 
 from .episode import Episode
 from .metrics import paired, summarize_episodes
@@ -33,8 +33,8 @@ class Contestant:
     name: str
     folder: Path
     policy: Callable[[], Policy]
-    model: Optional[str] = None
-    replay_key: Optional[str] = None
+    model: str | None = None
+    replay_key: str | None = None
 
 
 @dataclass
@@ -45,17 +45,17 @@ class Judged:
     folder: Path
     episodes: list[Episode]
     metrics: dict
-    replayed_from: Optional[Path] = None
+    replayed_from: Path | None = None
     records: list[dict] = field(default_factory=list)  # one line per episode: task, success, end_reason, steps
 
-    def paired_with(self, other: "Judged") -> dict:
+    def paired_with(self, other: Judged) -> dict:
         """This contestant (a) against ``other`` (b), task by task (``agent.metrics.paired``)."""
         return paired(self.episodes, other.episodes)
 
 
 def judge(contestants: Sequence[Contestant], tasks: Sequence, devices, settings: dict, *,
-          replays: Optional[Path] = None, progress: bool = True, screens: bool = True,
-          on_judged: Optional[Callable[[Judged], None]] = None, **run_options) -> list[Judged]:
+          replays: Path | None = None, progress: bool = True, screens: bool = True,
+          on_judged: Callable[[Judged], None] | None = None, **run_options) -> list[Judged]:
     """Each contestant's episodes of ``tasks`` on phones from ``devices`` (``run_episodes`` with ``run_options``),
     stored in its folder with a summary naming it beside ``settings`` and its metrics. A contestant with a replay
     key whose episodes a folder of the same name under ``replays`` (``RUNS/*/episodes/NAME``) holds with the same
@@ -88,7 +88,7 @@ def judge(contestants: Sequence[Contestant], tasks: Sequence, devices, settings:
 
 
 def play_to_folder(policy, tasks: Sequence, devices, folder: Path, settings: dict, *, screens: bool = True,
-                   progress: bool = True, model: Optional[str] = None, replay_key: Optional[str] = None,
+                   progress: bool = True, model: str | None = None, replay_key: str | None = None,
                    **run_options) -> tuple[list, dict]:
     """(episodes, metrics) of one policy (``run_episodes`` with ``run_options``), each episode written to ``folder``
     as it ends, with a progress bar counting the successes; the folder's summary names ``model`` (default: the

@@ -28,9 +28,9 @@ from __future__ import annotations
 
 import hashlib
 import json
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Iterable, Iterator, Optional
 
 from ..phone.actions import POINT_ACTIONS
 from ..phone.expert import ExpertStep
@@ -52,12 +52,12 @@ class LabelledState:
     agent_reply: str  # the agent's reply as a training target
     expert: ExpertStep
     expert_reply: str
-    expert_box: Optional[list[int]]  # the box of the element the expert's tap hits (meta.target_box)
-    kind: Optional[str]  # None, or one of KINDS
+    expert_box: list[int] | None  # the box of the element the expert's tap hits (meta.target_box)
+    kind: str | None  # None, or one of KINDS
 
 
 def label_states(episodes: Iterable[Episode], policy: ExpertPolicy, image_path,
-                 screens: Optional[Path] = None) -> Iterator[LabelledState]:
+                 screens: Path | None = None) -> Iterator[LabelledState]:
     """Every state the agent was asked at in ``episodes`` (a reply it could not parse included; a failed request
     not), labelled by ``policy``'s expert. ``image_path`` stores a screenshot and gives the path a row names
     (``ImageFolder.path``); ``screens``: the folder episodes read back from disk were stored in."""
@@ -79,12 +79,12 @@ def label_states(episodes: Iterable[Episode], policy: ExpertPolicy, image_path,
             yield LabelledState(episode, number, step, messages, agent_reply, expert, reply, box, kind)
 
 
-def _screen(step: Turn, screens: Optional[Path]) -> str:
+def _screen(step: Turn, screens: Path | None) -> str:
     return hashlib.sha1(_png_of(step, screens)).hexdigest()
 
 
 def _kind(policy: ExpertPolicy, messages: list[dict], agent_reply: str, step: Turn, expert: ExpertStep,
-          before: Optional[tuple], screen: str) -> Optional[str]:
+          before: tuple | None, screen: str) -> str | None:
     """How the agent's step left a shortest path (None: it did not)."""
     finished = step.parse_error is None and (step.action or "").startswith("finish(")
     if finished:
@@ -136,7 +136,7 @@ class Labelled:
 
 
 def write_labels(episodes: Iterable[Episode], policy: ExpertPolicy, folder: Path,
-                 screens: Optional[Path] = None) -> Labelled:
+                 screens: Path | None = None) -> Labelled:
     """``episodes``' states labelled by the expert into ``folder``: ``labels.jsonl`` (DAgger's rows) and
     ``pairs.jsonl`` (the preference pairs), their screenshots in ``images/`` beside them."""
     folder.mkdir(parents=True, exist_ok=True)

@@ -29,19 +29,19 @@ from __future__ import annotations
 
 import collections
 import math
-from typing import Iterable, Optional
+from collections.abc import Iterable
 
 from ..phone.actions import POINT_ACTIONS
 from ..phone.openautoglm import runtime_action
 from .episode import END_REASONS, Episode, Turn
 
 
-def _rate(flags: list) -> Optional[float]:
+def _rate(flags: list) -> float | None:
     flags = [bool(f) for f in flags if f is not None]
     return sum(flags) / len(flags) if flags else None
 
 
-def _mean(values: list) -> Optional[float]:
+def _mean(values: list) -> float | None:
     values = [v for v in values if v is not None]
     return sum(values) / len(values) if values else None
 
@@ -54,7 +54,7 @@ def _groups(episodes: list[Episode], key) -> dict[str, dict]:
     return {name: {"n": len(eps), "success_rate": _rate([e.success for e in eps])} for name, eps in sorted(groups.items())}
 
 
-def reached_apps(ep: Episode) -> Optional[bool]:
+def reached_apps(ep: Episode) -> bool | None:
     """Every app of the task was on screen at some step of ``ep`` or at its end; None for a task that names no app
     (a free-form instruction: not judged)."""
     if not ep.apps:
@@ -63,7 +63,7 @@ def reached_apps(ep: Episode) -> Optional[bool]:
     return set(ep.apps) <= shown
 
 
-def quoted_line(step: Turn) -> Optional[bool]:
+def quoted_line(step: Turn) -> bool | None:
     """For a point action on a screen shown as text: whether the reasoning's last line is a line of that screen's
     tree. None for any other step."""
     if step.ui_tree is None or not step.action or runtime_action(step.action).type not in POINT_ACTIONS:
@@ -72,7 +72,7 @@ def quoted_line(step: Turn) -> Optional[bool]:
     return len(lines) > 1 and lines[-1] in step.ui_tree.split("\n")
 
 
-def false_finish(ep: Episode) -> Optional[bool]:
+def false_finish(ep: Episode) -> bool | None:
     """Whether ``ep`` ended on a parsed finish while a check of its task failed; None for an episode not judged."""
     if ep.checks is None:
         return None

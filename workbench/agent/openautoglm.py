@@ -23,13 +23,13 @@ from __future__ import annotations
 import base64
 import contextlib
 import io
+from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Optional, Sequence
 
 from ..image_io import png_bytes
 from ..phone.actions import Action, format_action
-from ..phone.openautoglm import TOUCH_SIZE, grid_point
 from ..phone.conversation import DEFAULT_LANG, MAX_STEPS
+from ..phone.openautoglm import TOUCH_SIZE, grid_point
 from ..phone.sim import PHONE_SIZE, SimPhone, app_package
 from ..phone.state import PhoneState
 from ..phone.tasks import PhoneTask
@@ -67,39 +67,39 @@ class SimDevice:
         return [grid_point(x, width), grid_point(y, height)]
 
     # -- what the runtime reads -----------------------------------------------------------------------------------
-    def get_screenshot(self, device_id: Optional[str] = None, timeout: int = 10):
+    def get_screenshot(self, device_id: str | None = None, timeout: int = 10):
         from phone_agent.adb.screenshot import Screenshot
 
         png = png_bytes(self.phone.screenshot())
         return Screenshot(base64.b64encode(png).decode("utf-8"), *self.touch_size)
 
-    def get_current_app(self, device_id: Optional[str] = None) -> str:
+    def get_current_app(self, device_id: str | None = None) -> str:
         package = self.phone.focused_package()
         line = f"mCurrentFocus=Window{{4c1d u0 {package}/{package}.MainActivity}}"
         return next((name for name, p in self.table.items() if p in line), "System Home")
 
     # -- what it does -------------------------------------------------------------------------------------------
-    def tap(self, x: int, y: int, device_id: Optional[str] = None, delay: Optional[float] = None) -> None:
+    def tap(self, x: int, y: int, device_id: str | None = None, delay: float | None = None) -> None:
         self._do(Action("Tap", {"element": self._point(x, y)}))
 
-    def double_tap(self, x: int, y: int, device_id: Optional[str] = None, delay: Optional[float] = None) -> None:
+    def double_tap(self, x: int, y: int, device_id: str | None = None, delay: float | None = None) -> None:
         self._do(Action("Double Tap", {"element": self._point(x, y)}))
 
-    def long_press(self, x: int, y: int, duration_ms: int = 3000, device_id: Optional[str] = None,
-                   delay: Optional[float] = None) -> None:
+    def long_press(self, x: int, y: int, duration_ms: int = 3000, device_id: str | None = None,
+                   delay: float | None = None) -> None:
         self._do(Action("Long Press", {"element": self._point(x, y)}))
 
-    def swipe(self, start_x: int, start_y: int, end_x: int, end_y: int, duration_ms: Optional[int] = None,
-              device_id: Optional[str] = None, delay: Optional[float] = None) -> None:
+    def swipe(self, start_x: int, start_y: int, end_x: int, end_y: int, duration_ms: int | None = None,
+              device_id: str | None = None, delay: float | None = None) -> None:
         self._do(Action("Swipe", {"start": self._point(start_x, start_y), "end": self._point(end_x, end_y)}))
 
-    def back(self, device_id: Optional[str] = None, delay: Optional[float] = None) -> None:
+    def back(self, device_id: str | None = None, delay: float | None = None) -> None:
         self._do(Action("Back"))
 
-    def home(self, device_id: Optional[str] = None, delay: Optional[float] = None) -> None:
+    def home(self, device_id: str | None = None, delay: float | None = None) -> None:
         self._do(Action("Home"))
 
-    def launch_app(self, app_name: str, device_id: Optional[str] = None, delay: Optional[float] = None) -> bool:
+    def launch_app(self, app_name: str, device_id: str | None = None, delay: float | None = None) -> bool:
         """As the runtime's adb code: False for a name outside its table; else the package is started (a package the
         phone does not have starts nothing, and the call still says True, as ``monkey`` does)."""
         if app_name not in self.table:
@@ -114,16 +114,16 @@ class SimDevice:
         """Time passing on the phone (the runtime's Wait sleeps on its clock: ``_PhoneClock``)."""
         self._do(Action("Wait", {"duration": f"{seconds:g} seconds"}))
 
-    def type_text(self, text: str, device_id: Optional[str] = None) -> None:
+    def type_text(self, text: str, device_id: str | None = None) -> None:
         self._do(Action("Type", {"text": text}))
 
-    def clear_text(self, device_id: Optional[str] = None) -> None:
+    def clear_text(self, device_id: str | None = None) -> None:
         """The ADB keyboard's clear: the simulator's Type replaces the field's text already."""
 
-    def detect_and_set_adb_keyboard(self, device_id: Optional[str] = None) -> str:
+    def detect_and_set_adb_keyboard(self, device_id: str | None = None) -> str:
         return "com.android.adbkeyboard/.AdbIME"
 
-    def restore_keyboard(self, ime: str, device_id: Optional[str] = None) -> None:
+    def restore_keyboard(self, ime: str, device_id: str | None = None) -> None:
         """Nothing to restore: the simulator has one keyboard."""
 
 
@@ -139,7 +139,7 @@ class RuntimeEpisode:
     checks: dict
     actions: list[str] = field(default_factory=list)
     context: list[dict] = field(default_factory=list)
-    final_state: Optional[PhoneState] = None
+    final_state: PhoneState | None = None
     final_app: str = ""
 
 

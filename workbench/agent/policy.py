@@ -14,8 +14,9 @@ reasoning it split off, an error, the prompt's token count).
 """
 from __future__ import annotations
 
+from collections.abc import Iterable
 from concurrent.futures import ThreadPoolExecutor
-from typing import Iterable, Optional, Protocol
+from typing import Protocol
 
 from ..phone.actions import Action, format_action
 from ..phone.conversation import assistant_target, message_text, replied_actions
@@ -38,7 +39,7 @@ RUNTIME_SAMPLING = {"temperature": 0.0, "top_p": 0.85, "frequency_penalty": 0.2}
 
 class ServedPolicy:
     def __init__(self, client: ServerClient, model: str, *, temperature: float = 0.0, max_tokens: int = 512,
-                 seed: Optional[int] = None, concurrency: int = 8, **sampling):
+                 seed: int | None = None, concurrency: int = 8, **sampling):
         """``sampling``: more request fields (``top_p``, ``frequency_penalty``: ``RUNTIME_SAMPLING`` asks as
         Open-AutoGLM's client does)."""
         self.client, self.name = client, model
@@ -101,7 +102,7 @@ class ExpertPolicy:
 
     name = "expert"
 
-    def __init__(self, tasks: Iterable[PhoneTask], expert: Optional[Expert] = None):
+    def __init__(self, tasks: Iterable[PhoneTask], expert: Expert | None = None):
         self.tasks: dict[str, PhoneTask] = {}
         for task in tasks:  # it finds a task by its instruction: two tasks of one instruction would be played as one
             if self.tasks.setdefault(task.instruction, task) != task:
@@ -115,7 +116,7 @@ class ExpertPolicy:
         task = self.tasks.get(first_instruction(messages))
         return (task, replay(task, replied_actions(messages))) if task is not None else (None, None)
 
-    def step(self, messages: list[dict]) -> Optional[ExpertStep]:
+    def step(self, messages: list[dict]) -> ExpertStep | None:
         """The expert's step on the phone ``messages`` show; None for a conversation of no task it knows."""
         task, phone = self.phone(messages)
         return self.expert.step(task, phone) if task is not None else None
@@ -150,7 +151,7 @@ class InProcessPolicy:
     counts."""
 
     def __init__(self, model, tokenizer, processor=None, *, name: str = "in-process", max_tokens: int = 256,
-                 batch_size: Optional[int] = None, autocast=None, temperature: float = 0.0):
+                 batch_size: int | None = None, autocast=None, temperature: float = 0.0):
         self.model, self.tokenizer, self.processor, self.name = model, tokenizer, processor, name
         if batch_size is None:
             batch_size = default_batch_size(next(model.parameters()).device)

@@ -9,7 +9,6 @@ from __future__ import annotations
 import json
 import threading
 import time
-from typing import Optional
 
 from fastapi import FastAPI, Request
 from fastapi.responses import JSONResponse, StreamingResponse
@@ -52,7 +51,7 @@ class PolicyServer:
                         "choices": [{"index": 0, "message": {"role": "assistant", "content": reply.content},
                                      "finish_reason": "stop"}]}
 
-            def chunk(delta: dict, finish: Optional[str] = None) -> str:
+            def chunk(delta: dict, finish: str | None = None) -> str:
                 return "data: " + json.dumps({"id": "chatcmpl-policy", "object": "chat.completion.chunk",
                                               "created": created, "model": name, "choices": [
                                                   {"index": 0, "delta": delta, "finish_reason": finish}]},
@@ -69,7 +68,7 @@ class PolicyServer:
 
         return app
 
-    def start(self) -> "PolicyServer":
+    def start(self) -> PolicyServer:
         import socket
 
         import uvicorn
@@ -94,7 +93,7 @@ class PolicyServer:
             self._server.should_exit = True
             self._thread.join(timeout=10)
 
-    def __enter__(self) -> "PolicyServer":
+    def __enter__(self) -> PolicyServer:
         return self.start()
 
     def __exit__(self, *exc) -> None:

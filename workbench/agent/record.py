@@ -16,9 +16,9 @@ import copy
 import datetime
 import hashlib
 import json
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Iterable, Iterator, Optional
 
 from ..config.files import UnreadableFile, jsonl_lines
 from ..phone.actions import POINT_ACTIONS, ActionSyntaxError, parse_action
@@ -37,7 +37,7 @@ class Recorded:
     path: str
 
 
-def _png_of(step: Turn, screens: Optional[Path]) -> bytes:
+def _png_of(step: Turn, screens: Path | None) -> bytes:
     if step.png is not None:
         return step.png
     if screens is None or step.screenshot is None:
@@ -46,8 +46,8 @@ def _png_of(step: Turn, screens: Optional[Path]) -> bytes:
     return (screens / step.screenshot).read_bytes()
 
 
-def asked_states(episode: Episode, image_path, screens: Optional[Path] = None, observation: Optional[str] = None,
-                 lang: Optional[str] = None, unparsed: bool = False) -> Iterator[tuple[Turn, list[dict], str]]:
+def asked_states(episode: Episode, image_path, screens: Path | None = None, observation: str | None = None,
+                 lang: str | None = None, unparsed: bool = False) -> Iterator[tuple[Turn, list[dict], str]]:
     """Each step of ``episode`` whose request was answered, as (the step, the conversation the model saw there in
     training rows' form: a copy, its earlier replies ``"weight": 0``, the screenshot stored by ``image_path``; its
     reply as a training target). ``unparsed``: the step whose reply the runtime could not parse too (the last of its
@@ -79,8 +79,8 @@ def row_meta(episode: Episode, episode_number: int, step: Turn, steps: int, box,
             **({"observation": observation} if observation != "screenshot" else {})}  # absent: screenshot
 
 
-def episode_rows(episode: Episode, episode_number: int, image_path, screens: Optional[Path] = None,
-                 observation: Optional[str] = None, lang: Optional[str] = None) -> list[dict]:
+def episode_rows(episode: Episode, episode_number: int, image_path, screens: Path | None = None,
+                 observation: str | None = None, lang: str | None = None) -> list[dict]:
     """The training rows of one episode; ``image_path(png bytes) -> str`` stores a screenshot and returns the path
     the row names. Steps whose request failed or whose reply did not parse give no row. ``observation``: what the
     rows show of each screen (default: what the episode's model was shown); ``ui_tree`` and ``both`` need the steps'
@@ -128,8 +128,8 @@ class ImageFolder:
         return f"{IMAGES_DIR}/{name}"
 
 
-def record_rows(episodes: Iterable[Episode], out: str | Path, screens: Optional[str | Path] = None,
-                only_success: bool = True, observation: Optional[str] = None, lang: Optional[str] = None) -> Recorded:
+def record_rows(episodes: Iterable[Episode], out: str | Path, screens: str | Path | None = None,
+                only_success: bool = True, observation: str | None = None, lang: str | None = None) -> Recorded:
     """Write the rows of ``episodes`` to the JSONL file ``out`` and their screenshots to ``images/`` beside it.
     ``screens``: the folder the episodes were stored in (their screenshot paths are relative to it), for
     episodes read back from disk. ``only_success``: skip episodes that did not succeed (the oracle's all do).

@@ -18,14 +18,21 @@ when the server refuses the conversation as too long for its context, or when a 
 from __future__ import annotations
 
 import datetime
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Callable, Optional, Sequence
 
 from ..image_io import image_data_url, png_bytes
 from ..phone.actions import format_action, split_answer
-from ..phone.openautoglm import runtime_split
+from ..phone.conversation import (
+    DEFAULT_LANG,
+    MAX_STEPS,
+    REPEAT_LIMIT,
+    Conversation,
+    check_observation,
+    repeat_limit_problem,
+)
 from ..phone.env import PhoneEnv
-from ..phone.conversation import DEFAULT_LANG, MAX_STEPS, REPEAT_LIMIT, Conversation, check_observation, repeat_limit_problem
+from ..phone.openautoglm import runtime_split
 from ..phone.sim import PHONE_SIZE, SimPhone
 from ..phone.tasks import PhoneTask
 from ..phone.uitree import tree_of
@@ -41,7 +48,7 @@ class _Running:
     episode: Episode
     png: bytes
     app: str
-    tree: Optional[str] = None
+    tree: str | None = None
     done: bool = False
 
     def show(self) -> None:
@@ -62,9 +69,9 @@ def sim_devices(size: tuple[int, int] = PHONE_SIZE) -> Callable[[], SimPhone]:
     return lambda: SimPhone(size)
 
 
-def run_episodes(tasks: Sequence[PhoneTask], policy: Policy, device_factory: Optional[Callable[[], object]] = None,
-                 max_steps: int = MAX_STEPS, concurrency: int = 8, *, date: Optional[datetime.date] = None,
-                 on_episode: Optional[Callable[[Episode], None]] = None,
+def run_episodes(tasks: Sequence[PhoneTask], policy: Policy, device_factory: Callable[[], object] | None = None,
+                 max_steps: int = MAX_STEPS, concurrency: int = 8, *, date: datetime.date | None = None,
+                 on_episode: Callable[[Episode], None] | None = None,
                  observation: str = "screenshot", repeat_limit: int = REPEAT_LIMIT,
                  lang: str = DEFAULT_LANG) -> list[Episode]:
     """Run every task once with ``policy``, ``concurrency`` episodes at a time, one batch of replies per turn.
@@ -171,7 +178,7 @@ def _repeats(steps: list[Turn]) -> int:
     return count
 
 
-def _end(r: _Running, reason: str, message: Optional[str]) -> None:
+def _end(r: _Running, reason: str, message: str | None) -> None:
     ep = r.episode
     ep.end_reason, ep.message = reason, message
     if ep.success is None and ep.checks is None and r.env.judge() is not None:

@@ -14,8 +14,8 @@ from __future__ import annotations
 import hashlib
 import json
 import re
+from collections.abc import Iterable
 from pathlib import Path
-from typing import Iterable, Optional
 
 from ..config.files import jsonl_lines
 from .episode import Episode
@@ -59,7 +59,7 @@ class EpisodeWriter:
         self._file.write(json.dumps(episode.to_dict(), ensure_ascii=False) + "\n")
         self._file.flush()
 
-    def close(self, summary: Optional[dict] = None) -> None:
+    def close(self, summary: dict | None = None) -> None:
         self._file.close()
         if summary is not None:
             (self.folder / SUMMARY_FILE).write_text(json.dumps(summary, indent=1, ensure_ascii=False), encoding="utf-8")
@@ -110,7 +110,7 @@ def replay_numerics(device) -> dict:
             "gpu": torch.cuda.get_device_name(device) if device.type == "cuda" else None}
 
 
-def replay_key(model_dir: str | Path, settings: dict, tasks: Iterable[str], numerics: dict) -> Optional[str]:
+def replay_key(model_dir: str | Path, settings: dict, tasks: Iterable[str], numerics: dict) -> str | None:
     """One hash of everything greedy episodes of a local model follow from: the weights' bytes (every file of
     ``model_dir``), the evaluation's settings, the tasks in their order (each as text: the batches follow it), the
     code that plays them (every source file of workbench) and the numerics (``numerics``: ``replay_numerics``); None when ``model_dir`` is not a local directory (a hub id: no bytes here to hash). Equal keys, equal
@@ -130,7 +130,7 @@ def replay_key(model_dir: str | Path, settings: dict, tasks: Iterable[str], nume
     return digest.hexdigest()
 
 
-def find_replay(runs_dir: str | Path, name: str, key: str) -> Optional[Path]:
+def find_replay(runs_dir: str | Path, name: str, key: str) -> Path | None:
     """An episode folder called ``name`` in some run of ``runs_dir`` (``RUN/episodes/<name>/``) whose summary holds
     ``key``: the same episodes, played before (e.g. the base model of several runs that start from one model)."""
     for summary in sorted(Path(runs_dir).glob(f"*/episodes/{name}/{SUMMARY_FILE}")):

@@ -4,10 +4,9 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
-from typing import Optional
 
 
-def run_child(module: str, argv: list, name: str) -> Optional[dict]:
+def run_child(module: str, argv: list, name: str) -> dict | None:
     """Run ``python -m module *argv --only name`` (a benchmark's child-process mode, alone on the cores) and return
     the dict it printed on its ``RESULT`` line; None (its stderr printed) when it failed."""
     out = subprocess.run([sys.executable, "-m", module, *argv, "--only", name], capture_output=True, text=True)

@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import argparse
 from dataclasses import dataclass, replace
-from typing import Optional
 
 from ..user_output import text_table
 
@@ -30,7 +29,7 @@ class Case:
     seq: int = 256
     dropout: float = 0.05
     loss_head: str = "chunked"  # memory.loss_head (the default)
-    lora_layers: Optional[int] = None  # lora.layers: adapters on the last N decoder layers only
+    lora_layers: int | None = None  # lora.layers: adapters on the last N decoder layers only
     quantized: str = "none"  # quantization.base: nf4 | int8 (LoRA over a quantized base)
 
     @property
@@ -95,10 +94,10 @@ def screenshot_batch(model, images):
     """input_ids [rows, 8 text + image tokens with their markers + 32 text] and the model inputs of ``images``
     (one a row) through GLM-4.1V's published image processor."""
     import torch
+    from transformers.models.glm4v.image_processing_pil_glm4v import Glm4vImageProcessorPil
 
     from ..models.processor import grid_token_count
     from ..plan.images import GLM41V_PREPROCESSOR
-    from transformers.models.glm4v.image_processing_pil_glm4v import Glm4vImageProcessorPil
 
     p = GLM41V_PREPROCESSOR
     processor = Glm4vImageProcessorPil(size=p["size"], patch_size=p["patch_size"], merge_size=p["merge_size"],

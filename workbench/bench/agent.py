@@ -44,7 +44,6 @@ import json
 import os
 import statistics
 import time
-from typing import Optional
 
 from ..agent import OraclePolicy, ServedPolicy, run_episodes, sim_devices, summarize_episodes
 from ..phone.conversation import CONTEXT_TOKENS, Conversation, assistant_target
@@ -146,7 +145,7 @@ def tokens(args) -> dict:
 GROUNDING_ROWS = "data_samples/phone_episodes_tree/train.jsonl"
 
 
-def _tap_probe(row: dict, rng) -> Optional[dict]:
+def _tap_probe(row: dict, rng) -> dict | None:
     """A row as a grounding probe: its prompt as recorded and with the target swapped with a same-size element, or
     None (no Tap on a named element, a position target, no other element of its size on the screen)."""
     from ..phone.uitree import POSITION_TARGETS, moved_elements, same_size_boxes, tree_boxes, turn_tree
@@ -166,7 +165,7 @@ def _tap_probe(row: dict, rng) -> Optional[dict]:
     return {"template": meta.get("template"), "box": box, "other": other, "prompt": prompt, "swapped": swapped}
 
 
-def _tapped(reply: str) -> Optional[tuple[int, int]]:
+def _tapped(reply: str) -> tuple[int, int] | None:
     from ..phone.openautoglm import reply_action
 
     action = reply_action(reply)
@@ -179,9 +178,9 @@ def grounding(args) -> dict:
     from ..config.files import read_jsonl
     from ..config.samples import resolve_sample_path
     from ..forward.generate import greedy_replies
+    from ..hardware import resolve_device
     from ..models import load_for_inference
     from ..phone.actions import in_box
-    from ..hardware import resolve_device
 
     rng = random.Random(args.seed)
     rows = read_jsonl(resolve_sample_path(args.rows))

@@ -20,7 +20,6 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Optional
 
 from ..user_output import text_table
 
@@ -30,7 +29,7 @@ LABELS = {"base": "SFT start", "sft_continued": "SFT continued", "filtered_bc": 
 @dataclass
 class Baseline:
     role: str  # sft_continued | filtered_bc
-    run_dir: Optional[Path]  # None: not trained (say why in note)
+    run_dir: Path | None  # None: not trained (say why in note)
     train_s: float = 0.0
     steps: int = 0
     note: str = ""
@@ -91,20 +90,19 @@ def train_baselines(recipe, start, start_run: Path, start_model: Path, wall_s: f
     return out
 
 
-def own_successes(recipe, start_model: Path, run_dir: Path, progress: bool) -> tuple[Optional[Path], str]:
+def own_successes(recipe, start_model: Path, run_dir: Path, progress: bool) -> tuple[Path | None, str]:
     """The start model's successful episodes of the recipe's RL tasks as training rows (a JSONL in ``run_dir``), and
     a note saying how many; (None, why) when none succeeded."""
     import datetime
 
     from ..agent import Contestant, judge, sim_devices
     from ..agent.judging import in_process
-    from ..agent.store import replay_numerics
     from ..agent.record import record_rows
-    from ..agent.store import replay_key
+    from ..agent.store import replay_key, replay_numerics
+    from ..hardware import resolve_device
     from ..models import load_for_inference
     from ..phone.screen import parse_size
     from ..phone.tasks import select_tasks
-    from ..hardware import resolve_device
     from ..runs.layout import EPISODES_DIR
 
     rl = recipe.run_config({"model.source": str(start_model)}).rl

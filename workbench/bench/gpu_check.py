@@ -50,7 +50,6 @@ import tempfile
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Optional
 
 REPO = Path(__file__).resolve().parents[2]
 SAMPLES = REPO / "data_samples"
@@ -69,7 +68,7 @@ class Case:
     needs: tuple = ()  # importable modules the case needs beyond torch
     expects_overflow: bool = False
     full_depth: bool = False  # AutoGLM-Phone-9B's every layer, not the 4-layer model
-    cap_bytes: Optional[int] = None  # the process's CUDA memory capped at this (a 24 GB card's)
+    cap_bytes: int | None = None  # the process's CUDA memory capped at this (a 24 GB card's)
 
 
 CASES = (
@@ -134,7 +133,7 @@ def screenshot_request(size: tuple = (1080, 2400)) -> list[dict]:
                                          {"type": "text", "text": "Open Settings. What is the next action?"}]}]
 
 
-def run_inference_case(case: InferenceCase, model_dir: Optional[Path], run_dir: Optional[Path]) -> dict:
+def run_inference_case(case: InferenceCase, model_dir: Path | None, run_dir: Path | None) -> dict:
     """One inference case's figures: where the model answered, in what, the reply's length and its seconds."""
     from ..serve import start_server
 
@@ -193,7 +192,7 @@ def cap_fraction(cap_bytes: int, total_bytes: int) -> float:
 
 
 @contextlib.contextmanager
-def memory_cap(cap_bytes: Optional[int]):
+def memory_cap(cap_bytes: int | None):
     """This process's CUDA allocations capped at ``cap_bytes`` while inside (None: uncapped); the cap is lifted and
     the cache emptied on the way out, so the next case starts on the whole GPU."""
     import torch
@@ -210,7 +209,7 @@ def memory_cap(cap_bytes: Optional[int]):
         torch.cuda.empty_cache()
 
 
-def skip_reason() -> Optional[str]:
+def skip_reason() -> str | None:
     """Why the whole check cannot run here, or None."""
     import torch
 
@@ -220,14 +219,14 @@ def skip_reason() -> Optional[str]:
     return None
 
 
-def case_skip_reason(case: Case) -> Optional[str]:
+def case_skip_reason(case: Case) -> str | None:
     import importlib.util
 
     missing = [m for m in case.needs if importlib.util.find_spec(m) is None]
     return f"{', '.join(missing)} not installed" if missing else None
 
 
-def select_cases(names: Optional[str]) -> list[Case]:
+def select_cases(names: str | None) -> list[Case]:
     if not names:
         return list(CASES)
     by_name = {c.name: c for c in CASES}
@@ -349,8 +348,7 @@ def run_case(case: Case, cfg, shape: dict, timeout_s: float) -> dict:
     import torch
 
     from ..config import single_process
-    from ..training import launch
-    from ..training import train
+    from ..training import launch, train
 
     out: dict = {"case": case.name, "what": case.what}
     try:

@@ -52,9 +52,9 @@ def trl(args, seed: int, out_dir: Path) -> dict:
 
     from ..eval.phone import PhoneActionsTask
     from ..eval.task_protocol import load_eval_examples
-    from ..serve.remote import ModelReply
     from ..models.loading import _where
     from ..rewards import REWARD_FUNCTIONS
+    from ..serve.remote import ModelReply
 
     examples = load_eval_examples(args.data)
     task = PhoneActionsTask()

@@ -30,7 +30,6 @@ import tempfile
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Optional
 
 import torch
 
@@ -50,17 +49,17 @@ README_END = "<!-- end of the recipes table -->"
 class Measured:
     task: str
     metric: str
-    value: Optional[float]  # the fine-tuned model's
-    base: Optional[float]
-    expected: Optional[Figure]
+    value: float | None  # the fine-tuned model's
+    base: float | None
+    expected: Figure | None
     verdict: str  # ok | OUTSIDE | not judged (...)
 
 
 @dataclass
 class Outcome:
     recipe: Recipe
-    skipped: Optional[str] = None
-    run_dir: Optional[Path] = None
+    skipped: str | None = None
+    run_dir: Path | None = None
     rows: list[Measured] = field(default_factory=list)
     train_s: float = 0.0
     eval_s: float = 0.0
@@ -75,8 +74,8 @@ class Outcome:
         return any(r.verdict == "OUTSIDE" for r in self.rows)
 
 
-def judge(value: Optional[float], base: Optional[float], expected: Optional[Figure],
-          unjudged: Optional[str] = None) -> str:
+def judge(value: float | None, base: float | None, expected: Figure | None,
+          unjudged: str | None = None) -> str:
     """ok | OUTSIDE for a figure judged; ``unjudged``: why it is not (--set, a run that is not the recipe's)."""
     if expected is None:
         return "no expected figure"
@@ -97,7 +96,7 @@ EPISODE_SCREEN = (112, 252)  # the simulated phone's pixels in episode evaluatio
 
 
 def evaluate_episodes(evaluation: Evaluation, run_dir: Path, progress: bool, baselines: tuple = (),
-                      comparisons: Optional[list] = None) -> tuple[dict, dict]:
+                      comparisons: list | None = None) -> tuple[dict, dict]:
     """(fine-tuned metrics, base metrics) of an episode evaluation (task phone_agent): every task of
     ``evaluation.data`` played to its end on the simulated phone by the run's own weights (model/, or its adapter
     merged) and by its base, in this process (greedy, on the GPU when one is visible; 8 conversations a batch on a
@@ -110,8 +109,8 @@ def evaluate_episodes(evaluation: Evaluation, run_dir: Path, progress: bool, bas
     ``baselines`` (``bench.baselines.Baseline``, trained from the same start): judged on the same episodes too, each
     paired with the start; ``comparisons`` gets the evaluation's ``Comparison``; the base metrics returned are then
     the best of the start and the baselines (what a claim over the start must beat)."""
-    from ..models import load_run_for_inference
     from ..hardware import resolve_device
+    from ..models import load_run_for_inference
     from ..runs.layout import base_model
     from .baselines import LABELS, Comparison
 
@@ -151,8 +150,8 @@ def judge_models(evaluation: Evaluation, run_dir: Path, models: list, progress: 
     from ..agent import Contestant, judge, sim_devices
     from ..agent.judging import in_process
     from ..agent.store import folder_name, replay_key, replay_numerics
-    from ..phone.tasks import select_tasks
     from ..hardware import resolve_device
+    from ..phone.tasks import select_tasks
     from ..runs.layout import EPISODES_DIR, run_config
 
     tasks = select_tasks(evaluation.data)
@@ -202,7 +201,7 @@ def _rate_text(rate) -> str:
 
 
 def evaluate_run(evaluation: Evaluation, run_dir: Path, progress: bool, baselines: tuple = (),
-                 comparisons: Optional[list] = None) -> tuple[dict, dict]:
+                 comparisons: list | None = None) -> tuple[dict, dict]:
     """(fine-tuned metrics, base metrics) of one evaluation of a run, as `workbench eval --run RUN` measures them;
     a full fine-tune (model/, no adapter to serve beside its base) as `workbench eval --base RUN/model` and
     `workbench eval --base MODEL`, one server each. Episode evaluations: ``evaluate_episodes`` (with the recipe's
@@ -299,7 +298,7 @@ def _train(cfg) -> Path:
 
 
 def run_recipe(recipe: Recipe, overrides: dict, runs_dir: Path, progress: bool = True,
-               start_run: Optional[Path] = None) -> Outcome:
+               start_run: Path | None = None) -> Outcome:
     """Train and evaluate ``recipe`` here (or say why this machine cannot). ``start_run``: for a recipe that
     starts from another, a run of that recipe to start from (else it is trained first)."""
     from ..hardware import machine_memory
@@ -332,8 +331,8 @@ def run_recipe(recipe: Recipe, overrides: dict, runs_dir: Path, progress: bool =
     return out
 
 
-def _train_and_evaluate(recipe: Recipe, cfg, unjudged: Optional[str], out: Outcome, progress: bool,
-                        start_run: Optional[Path] = None) -> None:
+def _train_and_evaluate(recipe: Recipe, cfg, unjudged: str | None, out: Outcome, progress: bool,
+                        start_run: Path | None = None) -> None:
     cpu0 = _cpu_s()
     ranks = cfg.sharding.world_size if cfg.sharding.distributed else 1
     how = f"{ranks} processes of 1 torch thread" if ranks > 1 else f"{torch.get_num_threads()} torch thread(s)"
@@ -394,8 +393,8 @@ def judge_run(recipe: Recipe, run_dir: Path, overrides: dict, progress: bool = T
     return out
 
 
-def evaluate_recipe(recipe: Recipe, run_dir: Path, unjudged: Optional[str] = None, progress: bool = False,
-                    baselines: tuple = (), comparisons: Optional[list] = None) -> list[Measured]:
+def evaluate_recipe(recipe: Recipe, run_dir: Path, unjudged: str | None = None, progress: bool = False,
+                    baselines: tuple = (), comparisons: list | None = None) -> list[Measured]:
     """Each evaluation of ``recipe`` on a run of it (trained here or elsewhere, e.g. by `workbench demo`), every
     figure judged against the expected one (with ``baselines``, a base's figure is the best of the start and them)."""
     rows = []
@@ -419,7 +418,7 @@ def _cpu_s() -> float:
     return sum(u.ru_utime + u.ru_stime for u in usages)
 
 
-def _num(value: Optional[float]) -> str:
+def _num(value: float | None) -> str:
     return "-" if value is None else f"{value:.3f}"
 
 
@@ -513,7 +512,7 @@ def replace_readme_table(text: str, table: str) -> str:
 
 # ---- the command --------------------------------------------------------------------------------------------
 
-def main(argv: Optional[list[str]] = None) -> int:
+def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="python -m workbench.bench.recipes", description=__doc__.split("\n\n")[0])
     ap.add_argument("names", nargs="*", metavar="NAME", help="recipes to run (default: all; `workbench recipes` lists them)")
     ap.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",

@@ -246,7 +246,7 @@ def _compare(results: dict, concurrency: list[int]) -> None:
 def _report(r: dict, concurrency: list[int]) -> None:
     d, cfg = r["direct_generate"], r["config"]
     print(f"model {cfg['model']}, {cfg['dtype']}, {cfg['tokens']} tokens/request, threads {cfg['threads']}")
-    head = "".join(f"{f'tok/s c={n}':>11}{f'req tok/s':>10}{f'TTFT c={n}':>10}" for n in concurrency)
+    head = "".join(f"{f'tok/s c={n}':>11}{'req tok/s':>10}{f'TTFT c={n}':>10}" for n in concurrency)
     print(f"{'':24} {'TTFT c=1':>10} {'decode tok/s c=1':>17} {'tok/s c=1':>10}{head}")
     print(f"{'model.generate direct':24} {d['ttft_s'] * 1000:8.0f}ms {d['decode_tok_s']:17.1f}")
     for name in ("workbench_serve", "vllm", "transformers_serve", "transformers_serve_cb"):

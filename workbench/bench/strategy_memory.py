@@ -29,10 +29,9 @@ SETTINGS = {
 
 def measure(name: str, runs_dir: Path, nproc: int, precision: str, model: str, train_file: str) -> dict:
     from ..config import load_config, single_process
-    from ..training import launch
-    from ..training import train
     from ..events import iter_events
     from ..runs.layout import EVENTS_FILE
+    from ..training import launch, train
 
     overrides = {"model.source": model, "data.train": train_file, "data.eval": None, "data.max_length": 64,
                  "schedule.max_steps": 2, "schedule.micro_batch_size": 2, "schedule.warmup_steps": 0,

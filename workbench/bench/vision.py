@@ -45,9 +45,9 @@ def _rows(folder: Path, with_images: bool, out: Path) -> Path:
 def _steps_per_s(args, train_path: Path, runs_dir: Path) -> tuple[float, float]:
     """(steps/s over the timed steps, image tokens per screenshot) of one engine run."""
     from ..config import load_config
-    from ..training import train
     from ..events import iter_events
     from ..runs.layout import EVENTS_FILE
+    from ..training import train
 
     cfg = load_config(None, {
         "model.source": "tiny-glm4v", "data.train": str(train_path), "data.eval": None, "data.max_length": 512,

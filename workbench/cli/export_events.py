@@ -2,8 +2,8 @@
 tensorboard, or a third party's: workbench/events/exporters/), once or following the live run."""
 from __future__ import annotations
 
-from ..events.exporters import ExporterError, export_events
 from ..config.arguments import CommandInputError
+from ..events.exporters import ExporterError, export_events
 from ..runs import existing_run_dir
 from ..runs.layout import EVENTS_FILE
 

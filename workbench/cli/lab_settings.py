@@ -13,7 +13,6 @@ from __future__ import annotations
 import argparse
 import json
 from pathlib import Path
-from typing import Optional
 
 OVERRIDES = {
     "@jupyterlab/apputils-extension:notification": {"fetchNews": "false", "checkForUpdates": False},
@@ -21,7 +20,7 @@ OVERRIDES = {
 FILE_NAME = "workbench.json"
 
 
-def overrides_file(app_dir: Optional[str | Path] = None) -> Path:
+def overrides_file(app_dir: str | Path | None = None) -> Path:
     """Where the defaults go: the JupyterLab application directory of this environment unless told."""
     if app_dir is None:
         from jupyterlab.commands import get_app_dir
@@ -30,7 +29,7 @@ def overrides_file(app_dir: Optional[str | Path] = None) -> Path:
     return Path(app_dir) / "settings" / "overrides.d" / FILE_NAME
 
 
-def install(app_dir: Optional[str | Path] = None) -> Path:
+def install(app_dir: str | Path | None = None) -> Path:
     """Write the defaults (the file is workbench's own: rewritten whole on every set-up)."""
     path = overrides_file(app_dir)
     path.parent.mkdir(parents=True, exist_ok=True)

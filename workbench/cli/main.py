@@ -95,8 +95,8 @@ def _cmd_train(args) -> int:
         status = handle.wait()
         print(f"run {status}: {handle.run_dir}")
         return 0 if status in ("finished", "stopped") else 1
-    from ..training import train
     from ..runs import new_run_dir
+    from ..training import train
 
     run_dir = new_run_dir(cfg)
     try:
@@ -211,8 +211,8 @@ def _cmd_runs(args) -> int:
 def _cmd_events(args) -> int:
     import time
 
-    from ..runs import attach
     from ..events import read_events
+    from ..runs import attach
 
     handle = attach(args.run_dir)
     offset = 0

@@ -15,9 +15,10 @@ cell) < a DeepSpeed JSON < ``--set KEY=VALUE`` < ``--section.field`` flags, each
 from __future__ import annotations
 
 import argparse
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Mapping, Optional, Sequence
+from typing import Any
 
 from .deepspeed_import import DeepSpeedImport, import_deepspeed_file
 from .flags import add_config_arguments, overrides_from_args
@@ -42,9 +43,9 @@ class RunInputs:
         deepspeed_field: how a problem of the DeepSpeed file names it (``--deepspeed``; the panel's ``file``).
     """
 
-    recipe: Optional[str] = None
+    recipe: str | None = None
     config: Mapping[str, Any] = field(default_factory=dict)
-    deepspeed: Optional[str | Path] = None
+    deepspeed: str | Path | None = None
     sets: Sequence[str] = ()
     flags: Mapping[str, Any] = field(default_factory=dict)
     deepspeed_field: str = "--deepspeed"
@@ -57,8 +58,8 @@ class AssembledSettings:
 
     settings: dict
     recipe: Any = None  # config.recipes.Recipe
-    imported: Optional[DeepSpeedImport] = None
-    deepspeed_file: Optional[str] = None
+    imported: DeepSpeedImport | None = None
+    deepspeed_file: str | None = None
 
     def notices(self) -> list[str]:
         """The DeepSpeed importer's warnings and notes as lines to show (``warning: FILE: KEY: MESSAGE``)."""
@@ -78,7 +79,7 @@ class AssembledSettings:
         return config_from_dict(self.settings)
 
 
-def world_size_given(sharding: Mapping[str, Any]) -> Optional[int]:
+def world_size_given(sharding: Mapping[str, Any]) -> int | None:
     """nproc_per_node x nnodes as given (None when either is not a number yet: validation reports it)."""
     counts = [sharding.get(k, 1) for k in ("nproc_per_node", "nnodes")]
     return counts[0] * counts[1] if all(isinstance(c, int) for c in counts) else None
@@ -153,7 +154,7 @@ def add_run_input_arguments(parser: argparse.ArgumentParser, config_file: bool =
                            help=f"same as --sharding.{key}")
 
 
-def run_inputs(args: argparse.Namespace, config: Optional[Mapping[str, Any]] = None) -> RunInputs:
+def run_inputs(args: argparse.Namespace, config: Mapping[str, Any] | None = None) -> RunInputs:
     """The RunInputs of options ``add_run_input_arguments`` added; ``config``: the config's settings, read by the
     caller (``--config``'s file, a notebook cell)."""
     return RunInputs(recipe=args.recipe, config=config or {}, deepspeed=args.deepspeed, sets=args.set,

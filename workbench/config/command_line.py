@@ -6,7 +6,8 @@ differs from the schema default, each value quoted so the shell and the flag par
 from __future__ import annotations
 
 import shlex
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 
 import yaml
 

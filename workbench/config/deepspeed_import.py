@@ -11,7 +11,6 @@ import json
 import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Optional
 
 from .loading import ConfigError, apply_overrides, config_from_dict, read_mapping_file
 from .optimizer import ADAMW_BETAS, ADAMW_EPS, OPTIMIZER
@@ -54,12 +53,12 @@ class DeepSpeedImport:
     warnings: list = field(default_factory=list)  # (key, message): DeepSpeed will not do what the file seems to say
     notes: list = field(default_factory=list)  # (key, message): settings RunConfig does not carry (DeepSpeed defaults apply)
 
-    def config(self, base: Optional[dict] = None):
+    def config(self, base: dict | None = None):
         """A validated RunConfig: ``base`` (a config dict) with these settings applied."""
         return config_from_dict(apply_overrides(base or {}, self.overrides))
 
 
-def import_deepspeed_file(path: str | Path, world_size: Optional[int] = None, field: str = "--deepspeed") -> DeepSpeedImport:
+def import_deepspeed_file(path: str | Path, world_size: int | None = None, field: str = "--deepspeed") -> DeepSpeedImport:
     """``import_deepspeed_config`` of a file, for the CLI's ``--deepspeed`` and the config panel: every way the
     file is unusable (unreadable, not JSON, not an object, a value of the wrong shape) is one ConfigError
     naming ``field`` and the file. The result's ``warnings`` and ``notes`` are for the caller to show."""
@@ -78,7 +77,7 @@ def _warn(out: DeepSpeedImport, key: str, message: str) -> None:
     warnings.warn(f"{key}: {message}", DeepSpeedConfigWarning, stacklevel=3)
 
 
-def import_deepspeed_config(source: str | Path | dict, world_size: Optional[int] = None) -> DeepSpeedImport:
+def import_deepspeed_config(source: str | Path | dict, world_size: int | None = None) -> DeepSpeedImport:
     """RunConfig settings for a DeepSpeed config file (or dict). ``world_size`` (GPUs in all) turns
     ``train_batch_size`` into accumulation steps; by default it is taken from the file or 1."""
     ds = json.loads(Path(source).read_text(encoding="utf-8")) if not isinstance(source, dict) else dict(source)
@@ -94,7 +93,7 @@ def import_deepspeed_config(source: str | Path | dict, world_size: Optional[int]
     return out
 
 
-def _import_batch(ds: dict, out: DeepSpeedImport, world_size: Optional[int]) -> int:
+def _import_batch(ds: dict, out: DeepSpeedImport, world_size: int | None) -> int:
     """Micro batch and accumulation steps (from train_batch_size over the world size); returns the world size."""
     o = out.overrides
     micro = ds.get("train_micro_batch_size_per_gpu")

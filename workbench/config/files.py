@@ -9,13 +9,14 @@ non-blank line parsed, or why it is not JSON, for a caller that reports or skips
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Iterator, Optional
+from typing import Any
 
 
 class UnreadableFile(ValueError):
-    def __init__(self, path: str | Path, line: Optional[int], reason: str):
+    def __init__(self, path: str | Path, line: int | None, reason: str):
         self.path, self.line, self.reason = str(path), line, reason
         super().__init__(f"{path}:{line}: {reason}" if line is not None else f"{path}: {reason}")
 
@@ -66,7 +67,7 @@ class JsonLine:
 
     number: int
     value: Any = None
-    error: Optional[str] = None
+    error: str | None = None
 
 
 def jsonl_lines(path: str | Path) -> Iterator[JsonLine]:

@@ -61,5 +61,5 @@ def overrides_from_args(args: argparse.Namespace, model: type[Section] = RunConf
         if cli_flag(field).repeat:
             out[path] = list(raw)
         else:
-            out[path] = None if raw == "null" and not ann is str else (raw if _is_plain_str(ann) else parse_value(raw))
+            out[path] = None if raw == "null" and ann is not str else (raw if _is_plain_str(ann) else parse_value(raw))
     return out

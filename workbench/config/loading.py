@@ -3,8 +3,9 @@ from __future__ import annotations
 
 import copy
 import json
+from collections.abc import Iterable, Mapping
 from pathlib import Path
-from typing import Any, Iterable, Mapping
+from typing import Any
 
 import yaml
 from pydantic import BaseModel, ValidationError

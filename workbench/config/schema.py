@@ -12,7 +12,7 @@ import types
 import typing
 from dataclasses import dataclass
 from pathlib import Path
-from typing import ClassVar, Literal, Optional, Union, get_args
+from typing import ClassVar, Literal, Union, get_args
 
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, field_serializer, field_validator, model_validator
 
@@ -30,7 +30,7 @@ class CliFlag:
     generated ``--path VALUE``: a repeatable flag for a list or mapping, under a singular name
     (``adapters`` -> ``--adapter NAME=PATH``, each occurrence one raw string item)."""
 
-    name: Optional[str] = None
+    name: str | None = None
     metavar: str = "VALUE"
     repeat: bool = False
 
@@ -69,7 +69,7 @@ class ModelSection(Section):
 
 class DataSection(Section):
     train: str = Field("data_samples/identity/train.jsonl", description="Training JSONL file.")
-    eval: Optional[str] = Field(
+    eval: str | None = Field(
         "data_samples/identity/heldout.jsonl", description="Held-out JSONL file for eval loss; null to skip eval."
     )
     format: Literal["auto", "chat", "instruction"] = Field(
@@ -77,7 +77,7 @@ class DataSection(Section):
     )
     max_length: int = Field(256, ge=8, le=1_048_576, description="Tokens per example; longer examples are truncated and counted.")
     skip_bad_rows: bool = Field(False, description="Skip and count malformed rows instead of stopping at the first one.")
-    system_prompt: Optional[str] = Field(None, description="System message prepended to rows that have none.")
+    system_prompt: str | None = Field(None, description="System message prepended to rows that have none.")
     ui_tree_layouts: Literal["as_recorded", "shuffled"] = Field(
         "as_recorded", description="Training rows of a phone agent that reads the screen as text (meta.observation "
         "ui_tree). shuffled: each row's latest screen has its same-size elements in a random order (seeded by "
@@ -87,7 +87,7 @@ class DataSection(Section):
 
     @field_validator("train", "eval")
     @classmethod
-    def _packaged_samples(cls, value: Optional[str]) -> Optional[str]:
+    def _packaged_samples(cls, value: str | None) -> str | None:
         return value if value is None else resolve_sample_path(value)
 
     def problems(self, path: str) -> list[tuple[str, str]]:
@@ -141,7 +141,7 @@ class PrecisionSection(Section):
                                  "> 1 (torch's GradScaler refuses 1.0: to hold the scale, raise growth_interval instead).")
     backoff_factor: float = Field(0.5, gt=0, lt=1, description="fp16: scale multiplier on an overflow step.")
     growth_interval: int = Field(2000, ge=1, description="fp16: clean steps before the scale grows.")
-    max_grad_norm: Optional[float] = Field(1.0, gt=0, description="Clip the (unscaled) gradient norm to this; null = no clipping.")
+    max_grad_norm: float | None = Field(1.0, gt=0, description="Clip the (unscaled) gradient norm to this; null = no clipping.")
     module_rules: list[ModuleRule] = Field(
         default_factory=list, description="Per-module precision rules [{pattern, storage, compute}], applied in order "
         "before the family defaults, e.g. [{pattern: lm_head, compute: float32}].")
@@ -162,15 +162,15 @@ class LoraSection(Section):
     enabled: bool = Field(True, description="Train LoRA adapters (peft) instead of all weights.")
     r: int = Field(16, ge=1, le=4096, description="LoRA rank.")
     alpha: float = Field(32.0, gt=0, description="LoRA alpha (scaling = alpha / r).")
-    dropout: Optional[float] = Field(
+    dropout: float | None = Field(
         None, ge=0, lt=1, description=f"Dropout on the LoRA input. null: derived from training.method, "
         f"{SFT_LORA_DROPOUT} for sft, 0 for grpo (whose importance ratio compares the trainer's log-probabilities with "
         "the sampler's, which samples without dropout); --print-config says which it took.")
-    target_modules: Union[Literal["all-linear"], list[str]] = Field(
+    target_modules: Literal["all-linear"] | list[str] = Field(
         "all-linear", description="Module names to adapt, e.g. [q_proj, v_proj], or all-linear."
     )
     bias: Literal["none", "all", "lora_only"] = Field("none", description="Which biases are trained.")
-    layers: Optional[int] = Field(
+    layers: int | None = Field(
         None, ge=1, description="Adapt only the last N decoder layers (null: every layer). Nothing below them needs a "
         "gradient, so backward stops there and keeps no activations for them: a text-agent row of SmolLM2-135M (30 "
         "layers) trains in about half the time with 8 (docs/results/2026-12-03-text-agent-reading.md).")
@@ -181,7 +181,7 @@ class LoraSection(Section):
 
     @field_validator("dropout")
     @classmethod
-    def _sft_dropout_unless_given(cls, value: Optional[float]) -> float:
+    def _sft_dropout_unless_given(cls, value: float | None) -> float:
         # A RunConfig derives null from training.method before this runs; a lone section is supervised.
         return SFT_LORA_DROPOUT if value is None else value
 
@@ -207,7 +207,7 @@ QUANTIZED_BASE_UNSHARDABLE = {
 
 
 class QuantizationSection(Section):
-    qat: Optional[Literal["int8-weight", "int8-dynamic", "int4-weight"]] = Field(
+    qat: Literal["int8-weight", "int8-dynamic", "int4-weight"] | None = Field(
         None, description="Quantization-aware training (torchao): fake-quantize the decoder's linear layers while "
         "training (under LoRA: the frozen base layers), convert them to real int8/int4 weights at the end; "
         "int8-dynamic also quantizes activations. null: off.")
@@ -257,13 +257,13 @@ class ScheduleSection(Section):
     max_steps: int = Field(100, ge=1, description="Optimizer steps (each = grad_accum_steps micro-batches).")
     micro_batch_size: int = Field(4, ge=1, description="Examples per forward/backward.")
     grad_accum_steps: int = Field(1, ge=1, description="Micro-batches accumulated per optimizer step.")
-    learning_rate: Optional[float] = Field(
+    learning_rate: float | None = Field(
         None, gt=0, lt=1, description="Peak learning rate (AdamW). null: derived from the model when the run starts "
         "(run_started records it): LoRA 1e-3 below 1 B parameters, 2e-4 from 1 B; full fine-tuning 5e-5 below 1 B, "
         "1e-5 from 1 B. One rate does not fit every size: on the phone-actions recipe SmolLM2-135M's LoRA at 2e-4, "
         "a usual rate for 7-9 B models, still answers mostly unparsable actions after 60 steps; at 1e-3 it learns them.")
     weight_decay: float = Field(0.0, ge=0, description="AdamW weight decay.")
-    warmup_steps: Optional[int] = Field(None, ge=0, description="Linear warmup steps before cosine decay; null = 5% of max_steps.")
+    warmup_steps: int | None = Field(None, ge=0, description="Linear warmup steps before cosine decay; null = 5% of max_steps.")
     min_lr_ratio: float = Field(0.1, ge=0, le=1, description="Cosine floor as a fraction of learning_rate.")
     eval_loss_every: int = Field(50, ge=0, description="The loss on data.eval every N optimizer steps (0 = only at the "
                                  "end); the eval tasks' metrics follow eval.every.")
@@ -294,7 +294,7 @@ class EvalSection(Section):
                              "heldout_loss] (see `workbench eval --help`); empty: none.")
     every: int = Field(0, ge=0, description="Score the tasks every N optimizer steps (0 = only at the end of the run); "
                        "the eval loss follows schedule.eval_loss_every.")
-    limit: Optional[int] = Field(16, ge=1, description="Rows of each answer-scored task's set (null = all). "
+    limit: int | None = Field(16, ge=1, description="Rows of each answer-scored task's set (null = all). "
                                  "heldout_loss measures the whole of data.eval: it is the run's eval loss.")
     max_new_tokens: int = Field(64, ge=1, le=4096, description="Answer length limit of the generated answers.")
 
@@ -335,7 +335,7 @@ class RlSection(Section):
                        "other than 0; comma-separated) or a .jsonl task file.")
     screen_size: str = Field("1080x2400", description="rl.prompts phone_tasks: the simulated phone's screen, "
                              "WIDTHxHEIGHT in pixels (112x252 for tiny-glm4v-agent).")
-    date: Optional[str] = Field(None, description="rl.prompts phone_tasks: the date the system prompt states, "
+    date: str | None = Field(None, description="rl.prompts phone_tasks: the date the system prompt states, "
                                 "YYYY-MM-DD (the packaged episode rows say 2026-12-01); null: the day the run starts. "
                                 "A fixed date keeps the prompts, and so the run, the same on any day.")
     observation: Literal["screenshot", "ui_tree", "both"] = Field(
@@ -450,7 +450,7 @@ class RlSection(Section):
 class CheckpointSection(Section):
     every_steps: int = Field(0, ge=0, description="Save a resumable checkpoint every N steps (0 = only at the end).")
     keep_last: int = Field(2, ge=1, description="Resumable checkpoints kept on disk.")
-    resume_from: Optional[str] = Field(None, description="A checkpoint directory, or 'latest' in the run directory.")
+    resume_from: str | None = Field(None, description="A checkpoint directory, or 'latest' in the run directory.")
     merge_adapter: bool = Field(False, description="Also save the base with the adapter merged in, as a whole model "
                                 "in RUN_DIR/merged (beside RUN_DIR/adapter) at the end of the run.")
 
@@ -464,7 +464,7 @@ class CheckpointSection(Section):
 
 class OutputSection(Section):
     runs_dir: str = Field("runs", description="Folder holding one directory per run.")
-    run_name: Optional[str] = Field(None, description="Run directory name; default: a timestamp.")
+    run_name: str | None = Field(None, description="Run directory name; default: a timestamp.")
     progress_bar: bool = Field(True, description="Console progress bar.")
     log_every: int = Field(1, ge=1, description="Emit a step event every N optimizer steps.")
     memory_every: int = Field(10, ge=1, description="Emit a memory event every N optimizer steps.")
@@ -535,7 +535,7 @@ class ShardingSection(Section):
     nnodes: int = Field(1, ge=1, le=4096, description="Nodes taking part; start the same command on each with its node_rank.")
     node_rank: int = Field(0, ge=0, description="This node's index, 0 .. nnodes-1 (node 0 hosts the rendezvous).")
     master_addr: str = Field("127.0.0.1", description="Address of node 0, reachable from every node.")
-    master_port: Optional[int] = Field(
+    master_port: int | None = Field(
         None, ge=1, le=65535, description="Rendezvous port on node 0; null: a free port on one node, 29500 across nodes.")
     backend: Literal["auto", "gloo", "nccl"] = Field("auto", description="Collective backend; auto: nccl on GPUs, gloo on CPUs.")
 
@@ -576,7 +576,7 @@ class ShardingSection(Section):
             out.append((f"{path}.strategy", f"{missing}; or use fsdp"))
         return out
 
-    def run_problems(self, cfg: "RunConfig") -> list[tuple[str, str]]:
+    def run_problems(self, cfg: RunConfig) -> list[tuple[str, str]]:
         """Checks that need the other sections (precision, device, checkpointing)."""
         if not self.distributed:
             return []
@@ -624,7 +624,7 @@ DEVICE_HELP = ("auto (the first CUDA GPU when one is visible, else the CPU), cpu
                "for training and inference (hardware.resolve_device)")
 
 
-def device_problem(name: str) -> Optional[str]:
+def device_problem(name: str) -> str | None:
     """Why ``name`` is not a device value (auto, cpu, cuda or cuda:N), or None."""
     if name in ("auto", "cpu", "cuda") or (name.startswith("cuda:") and name[5:].isdigit()):
         return None

@@ -22,12 +22,11 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Optional
 
 from ..config.files import UnreadableFile, jsonl_lines
+from ..image_io import ImageSourceError, load_image, resolve_images
 from ..phone.actions import GRID, POINT_ACTIONS, ActionSyntaxError, in_box, parse_action, split_answer
 from ..phone.conversation import FORMAT_NAME, LEGACY_FORMAT_NAME, runtime_problems
-from ..image_io import ImageSourceError, load_image, resolve_images
 from .formats import detect_format, preference_sides, row_to_messages
 from .multimodal import encode_chat, has_images
 from .tokenize import tokenize_messages
@@ -66,7 +65,7 @@ def _is_action_row(row: dict, messages: list[dict], mode: str) -> bool:
     return any(m["role"] == "assistant" and _ACTION_TEXT.search(m["content"]) for m in messages)
 
 
-def _box_problem(box) -> Optional[str]:
+def _box_problem(box) -> str | None:
     if not (isinstance(box, list) and len(box) == 4 and all(isinstance(v, int) and not isinstance(v, bool)
                                                              and 0 <= v <= GRID for v in box)
             and box[0] <= box[2] and box[1] <= box[3]):
@@ -121,7 +120,7 @@ def _token_count(messages: list[dict], tok, base_dir: Path) -> int:
     return len(tokenize_messages(tok.tokenizer, messages, 1 << 62).input_ids)
 
 
-def _row_problems(row: dict, messages: list[dict], meta: dict, tokenizer, limit: Optional[int], actions: str,
+def _row_problems(row: dict, messages: list[dict], meta: dict, tokenizer, limit: int | None, actions: str,
                   base_dir: Path, report: CheckReport) -> list[str]:
     """One training conversation's problems (a row's, or a pair's chosen side: ``row`` then holds its ``messages``):
     its images, its runtime format and actions, its tokens against ``limit``."""
@@ -137,7 +136,7 @@ def _row_problems(row: dict, messages: list[dict], meta: dict, tokenizer, limit:
     return problems
 
 
-def _token_problems(messages: list[dict], tokenizer, limit: Optional[int], base_dir: Path,
+def _token_problems(messages: list[dict], tokenizer, limit: int | None, base_dir: Path,
                     report: CheckReport) -> list[str]:
     try:
         count = _token_count(messages, tokenizer, base_dir)
@@ -150,7 +149,7 @@ def _token_problems(messages: list[dict], tokenizer, limit: Optional[int], base_
     return []
 
 
-def check_file(path: str | Path, tokenizer=None, max_length: Optional[int] = None, actions: str = "auto") -> CheckReport:
+def check_file(path: str | Path, tokenizer=None, max_length: int | None = None, actions: str = "auto") -> CheckReport:
     """Every problem of the JSONL file at ``path``. ``tokenizer``: a ``workbench.models.LoadedTokenizer`` to count
     each row's tokens against ``max_length`` (default: its model's context)."""
     if actions not in ACTION_MODES:
@@ -159,7 +158,7 @@ def check_file(path: str | Path, tokenizer=None, max_length: Optional[int] = Non
     base_dir = Path(path).parent
     limit = max_length or (tokenizer.context if tokenizer is not None else None)
 
-    def problem(line: Optional[int], why: str) -> None:
+    def problem(line: int | None, why: str) -> None:
         report.problems.append(f"{path}:{line}: {why}" if line is not None else f"{path}: {why}")
 
     try:

@@ -2,19 +2,18 @@
 from __future__ import annotations
 
 import random
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Iterator, Optional
 
 import torch
 
 from ..config.files import UnreadableFile, jsonl_lines
-from ..phone.uitree import shuffled_layout
-from .tokenize import IGNORE_INDEX
-from .formats import DataError, row_to_messages
 from ..image_io import resolve_images
+from ..phone.uitree import shuffled_layout
+from .formats import DataError, row_to_messages
 from .multimodal import encode_chat, has_images, vision_batch
-from .tokenize import TokenizedExample, tokenize_messages
+from .tokenize import IGNORE_INDEX, TokenizedExample, tokenize_messages
 
 
 @dataclass
@@ -35,7 +34,7 @@ class DataStats:
 
 
 def load_training_examples(path: str | Path, tokenizer, max_length: int, fmt: str = "auto",
-                  skip_bad_rows: bool = False, system_prompt: Optional[str] = None,
+                  skip_bad_rows: bool = False, system_prompt: str | None = None,
                   processor=None, ui_tree_layouts: str = "as_recorded",
                   seed: int = 0) -> tuple[list[TokenizedExample], DataStats]:
     """Tokenized examples of a JSONL file. A bad row raises DataError (file:line) unless skipped and counted.

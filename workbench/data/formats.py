@@ -12,7 +12,7 @@ convention): the placeholders become image_url parts, in order. Images are decod
 from __future__ import annotations
 
 import re
-from typing import Any, Optional
+from typing import Any
 
 from .multimodal import content_parts
 
@@ -23,7 +23,7 @@ IMAGE_PLACEHOLDER = "<image>"
 class DataError(ValueError):
     """A data problem located at ``file:line`` (or at the file when line is None)."""
 
-    def __init__(self, path: str, line: Optional[int], reason: str):
+    def __init__(self, path: str, line: int | None, reason: str):
         self.path, self.line, self.reason = path, line, reason
         where = f"{path}:{line}" if line is not None else path
         super().__init__(f"{where}: {reason}")
@@ -42,7 +42,7 @@ def detect_format(row: dict) -> str:
     return "unknown"
 
 
-def row_to_messages(row: Any, fmt: str = "auto", system_prompt: Optional[str] = None) -> list[dict]:
+def row_to_messages(row: Any, fmt: str = "auto", system_prompt: str | None = None) -> list[dict]:
     """Messages for one parsed row; raises ValueError with the reason (the caller adds file:line)."""
     if not isinstance(row, dict):
         raise ValueError(f"a row is a JSON object, got {type(row).__name__}")

@@ -12,13 +12,14 @@ from __future__ import annotations
 
 import json
 import os
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any
 
-from .check import check_file
 from ..config.files import read_jsonl
 from ..image_io import url_scheme
+from .check import check_file
 
 
 @dataclass

@@ -33,7 +33,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from typing import Any, Optional
+from typing import Any
 
 import torch
 
@@ -104,8 +104,8 @@ def _image_grids(processor, images: list) -> torch.Tensor:
     return torch.tensor(grids, dtype=torch.long).reshape(-1, 3)
 
 
-def encode_chat(processor, messages: list[dict], max_length: Optional[int] = None,
-                add_generation_prompt: bool = False, template_kwargs: Optional[dict] = None) -> TokenizedExample:
+def encode_chat(processor, messages: list[dict], max_length: int | None = None,
+                add_generation_prompt: bool = False, template_kwargs: dict | None = None) -> TokenizedExample:
     """Token ids, labels and images of ``messages`` (images already decoded by ``resolve_images``)."""
     images = [p["image"] for m in messages if isinstance(m["content"], list) for p in m["content"] if p["type"] == "image"]
     grids = _image_grids(processor, images)
@@ -165,7 +165,7 @@ def count_image_tokens(example: TokenizedExample) -> int:
     return example.vision.image_tokens if example.vision is not None else 0
 
 
-def encode_prompt(tokenizer, messages: list[dict], processor=None, template_kwargs: Optional[dict] = None) -> TokenizedExample:
+def encode_prompt(tokenizer, messages: list[dict], processor=None, template_kwargs: dict | None = None) -> TokenizedExample:
     """The prompt a model answers ``messages`` from: the conversation rendered up to the assistant's answer
     (generation prompt), every label ignored. Messages with images (decoded by ``resolve_images``) go through
     ``processor`` (``encode_chat``: image tokens expanded, ``vision`` set); text goes through ``tokenizer``'s chat

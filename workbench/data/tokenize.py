@@ -7,8 +7,9 @@ its own, so the boundary between prompt and answer falls exactly where generatio
 """
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Callable, Optional
+from typing import Any
 
 # The label of a position that carries no loss (context, padding): PyTorch's cross-entropy default.
 IGNORE_INDEX = -100
@@ -26,13 +27,13 @@ class TokenizedExample:
         return sum(1 for t in self.labels[1:] if t != IGNORE_INDEX)
 
 
-def _render(tokenizer, messages, add_generation_prompt: bool, chat_template: Optional[str]) -> str:
+def _render(tokenizer, messages, add_generation_prompt: bool, chat_template: str | None) -> str:
     return tokenizer.apply_chat_template(messages, tokenize=False, add_generation_prompt=add_generation_prompt,
                                          chat_template=chat_template)
 
 
-def tokenize_messages(tokenizer, messages: list[dict], max_length: int, chat_template: Optional[str] = None,
-                      expand: Optional[Callable[[str], str]] = None) -> TokenizedExample:
+def tokenize_messages(tokenizer, messages: list[dict], max_length: int, chat_template: str | None = None,
+                      expand: Callable[[str], str] | None = None) -> TokenizedExample:
     """Token ids and labels (IGNORE_INDEX outside assistant turns and on turns of weight 0), truncated to ``max_length``.
     ``chat_template`` overrides the tokenizer's; ``expand`` rewrites each rendered segment before it is
     tokenized, in order (a vision processor expands image placeholders to the image's token count)."""

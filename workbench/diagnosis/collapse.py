@@ -3,7 +3,6 @@ from __future__ import annotations
 
 import re
 from collections import deque
-from typing import Optional
 
 FP16_MAX = 65504.0
 
@@ -15,10 +14,10 @@ class ScaleHistory:
         self.recent: deque = deque(maxlen=window)
         self.changes: list = []  # [step, scale] whenever the scale changed
         self.max_changes = max_changes
-        self.clean_steps_before_first_skip: Optional[int] = None
+        self.clean_steps_before_first_skip: int | None = None
         self._clean = 0
 
-    def record(self, step: int, scale: Optional[float], skipped: bool) -> None:
+    def record(self, step: int, scale: float | None, skipped: bool) -> None:
         self.recent.append((step, scale, skipped))
         if scale is not None and (not self.changes or self.changes[-1][1] != scale):
             self.changes.append([step, scale])
@@ -33,11 +32,11 @@ class ScaleHistory:
         return sum(1 for _, _, s in self.recent if s)
 
     @property
-    def scale(self) -> Optional[float]:
+    def scale(self) -> float | None:
         return self.recent[-1][1] if self.recent else None
 
 
-def collapse_reason(history: ScaleHistory, floor: float, min_skips: int) -> Optional[str]:
+def collapse_reason(history: ScaleHistory, floor: float, min_skips: int) -> str | None:
     scale = history.scale
     if scale is not None and scale <= floor and history.recent and history.recent[-1][2]:
         return f"the loss scale fell to {scale:g} (floor {floor:g}) and steps still overflow"
@@ -46,7 +45,7 @@ def collapse_reason(history: ScaleHistory, floor: float, min_skips: int) -> Opti
     return None
 
 
-def cause_and_fixes(mode: str, origin: Optional[dict], history: ScaleHistory, lr: float) -> tuple[str, list[dict]]:
+def cause_and_fixes(mode: str, origin: dict | None, history: ScaleHistory, lr: float) -> tuple[str, list[dict]]:
     """The likely cause (text) and fixes, most promising first: {fix, override} where override is the
     config change (dotted key -> value) that applies it."""
     module = origin.get("module") if origin else None

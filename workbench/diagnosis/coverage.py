@@ -12,13 +12,12 @@ from __future__ import annotations
 
 import math
 from collections import defaultdict
-from typing import Optional
 
 import torch
 
+from ..dtypes import dtype_name
 from ..forward.head import PROJECTED
 from ..models.groups import module_group
-from ..dtypes import dtype_name
 from ..precision.module_rules import short_name
 
 LOW_PRECISION = (torch.float16, torch.bfloat16)
@@ -66,7 +65,7 @@ class CoverageSampler:
 
         return hook
 
-    def disarm(self) -> Optional[dict]:
+    def disarm(self) -> dict | None:
         """Remove the hooks; the sample's report, or None if no training forward ran while armed."""
         for h in self._handles:
             h.remove()

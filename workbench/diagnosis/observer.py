@@ -3,7 +3,6 @@ loss-scale collapse diagnosis. ``observers_for(cfg)`` is what an entry point add
 from __future__ import annotations
 
 from collections import deque
-from typing import Optional
 
 from ..engine.observers import Observer, RunView
 from ..events.schema import Coverage, Diagnosis, OverflowOrigin
@@ -17,10 +16,10 @@ class DiagnosisObserver(Observer):
         self.cfg = cfg
         self.d = cfg.diagnosis
         self.history = ScaleHistory(self.d.collapse_window)
-        self.coverage: Optional[CoverageSampler] = None
-        self.capture: Optional[BatchCapture] = None
+        self.coverage: CoverageSampler | None = None
+        self.capture: BatchCapture | None = None
         self.attributed: deque = deque()  # steps traced within the current window
-        self.last_origin: Optional[dict] = None
+        self.last_origin: dict | None = None
         self.in_collapse = False
         self.diagnoses: list[Diagnosis] = []
 
@@ -40,7 +39,7 @@ class DiagnosisObserver(Observer):
             if report:
                 run.emit(Coverage(step=step, **report))
 
-    def after_step(self, run: RunView, step: int, outcome, loss: float) -> Optional[str]:
+    def after_step(self, run: RunView, step: int, outcome, loss: float) -> str | None:
         self.history.record(step, outcome.scale_after, outcome.skipped)
         if outcome.skipped:
             self._attribute(run, step, outcome)
@@ -81,7 +80,7 @@ class DiagnosisObserver(Observer):
         run.emit(OverflowOrigin(step=step, phase=origin["phase"], module=origin["module"],
                                           evidence=origin["evidence"]))
 
-    def _check_collapse(self, run: RunView, step: int) -> Optional[str]:
+    def _check_collapse(self, run: RunView, step: int) -> str | None:
         reason = collapse_reason(self.history, self.d.scale_floor, self.d.collapse_skips)
         if reason is None:
             self.in_collapse = False

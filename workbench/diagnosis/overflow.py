@@ -23,7 +23,6 @@ need every rank's collectives; there the attribution falls back to the parameter
 from __future__ import annotations
 
 import math
-from typing import Optional
 
 import torch
 
@@ -82,7 +81,7 @@ class BatchCapture:
 
 class _Tracer:
     def __init__(self, model: torch.nn.Module, trained: list[tuple[str, torch.nn.Parameter]]):
-        self.forward_origin: Optional[dict] = None
+        self.forward_origin: dict | None = None
         self.backward_events: list[tuple[str, str, bool]] = []  # (module name, kind, finite) in firing order
         self.handles = []
         for name, module in model.named_modules():
@@ -124,7 +123,7 @@ class _Tracer:
             self.backward_events.append((module, "param_grad", bool(torch.isfinite(p.grad).all())))
         return hook
 
-    def backward_origin(self) -> Optional[dict]:
+    def backward_origin(self) -> dict | None:
         last_finite = None
         for i, (name, kind, finite) in enumerate(self.backward_events):
             if finite:
@@ -150,9 +149,9 @@ class LabelIndex:
 
     def __init__(self, examples):
         self._examples = examples
-        self._index: Optional[dict] = None
+        self._index: dict | None = None
 
-    def __call__(self, ids: torch.Tensor, mask: Optional[torch.Tensor]) -> torch.Tensor:
+    def __call__(self, ids: torch.Tensor, mask: torch.Tensor | None) -> torch.Tensor:
         if self._index is None:
             self._index = {tuple(e.input_ids): e for e in self._examples}
         rows = []
@@ -172,7 +171,7 @@ def _set_rng(state: dict, device) -> None:
         torch.cuda.set_rng_state(state["cuda"], device)
 
 
-def replay_attribution(run, labels_for: LabelIndex, window: list[dict], scale: Optional[float]) -> dict:
+def replay_attribution(run, labels_for: LabelIndex, window: list[dict], scale: float | None) -> dict:
     """Replay an overflow window of ``run`` (a RunView) with tracing hooks; a dict {phase, module, evidence}."""
     model = run.model
     window = list(window)  # the capture hook appends the replay's own forwards to the live list

@@ -7,12 +7,12 @@ can take it to their own DeepSpeed scripts). Reading a DeepSpeed JSON into RunCo
 from __future__ import annotations
 
 import math
-from typing import Any, Optional
+from typing import Any
 
 from ..config.optimizer import OPTIMIZER, optimizer_settings
 
 
-def to_deepspeed_config(cfg, precision, world_size: Optional[int] = None) -> dict:
+def to_deepspeed_config(cfg, precision, world_size: int | None = None) -> dict:
     """The DeepSpeed config this RunConfig means under ``precision`` (its policy resolved for the devices:
     ``auto`` is never guessed here), for its own world size unless ``world_size`` is given; a null learning rate
     is the one a run derives (``plan.arch.resolved_learning_rate``)."""

@@ -14,7 +14,6 @@ import signal
 import time
 import traceback
 from pathlib import Path
-from typing import Optional
 
 from ..events import RunFailed, read_events
 from ..runs.layout import EVENTS_FILE
@@ -40,8 +39,8 @@ def classify(err: BaseException) -> str:
     return "error"
 
 
-def record_failure(run_dir: Path, rank: int, step: int, err: BaseException, checkpoint: Optional[Path] = None,
-                   checkpoint_error: Optional[str] = None) -> None:
+def record_failure(run_dir: Path, rank: int, step: int, err: BaseException, checkpoint: Path | None = None,
+                   checkpoint_error: str | None = None) -> None:
     """``checkpoint``: the emergency checkpoint this rank saved (or the newest one holding its step);
     ``checkpoint_error``: why saving the emergency checkpoint failed."""
     folder = Path(run_dir) / FAILURES_DIR
@@ -66,7 +65,7 @@ def read_failures(run_dir: Path) -> dict[int, dict]:
     return out
 
 
-def _signal_name(exitcode: int) -> Optional[str]:
+def _signal_name(exitcode: int) -> str | None:
     if exitcode is not None and exitcode < 0:
         try:
             return signal.Signals(-exitcode).name

@@ -13,16 +13,20 @@ from __future__ import annotations
 
 import contextlib
 import math
+from collections.abc import Callable
 from pathlib import Path
-from typing import Callable, Optional
 
 import torch
 
-from ..runs.checkpoints import (
-    OPTIMIZER_FILE, TRAINABLE_FILE, load_trainable_weights, optimizer_file, trainable_state,
-)
 from ..plan import measure_model_state
 from ..precision import PrecisionPolicy, StepOutcome, optimizer_step
+from ..runs.checkpoints import (
+    OPTIMIZER_FILE,
+    TRAINABLE_FILE,
+    load_trainable_weights,
+    optimizer_file,
+    trainable_state,
+)
 from .context import DistContext
 
 OptimizerFactory = Callable[[list], torch.optim.Optimizer]
@@ -67,7 +71,7 @@ class Strategy:
     def backward(self, loss: torch.Tensor) -> None:
         (self.scaler.scale(loss) if self.scaler is not None else loss).backward()
 
-    def step(self, max_grad_norm: Optional[float]) -> StepOutcome:
+    def step(self, max_grad_norm: float | None) -> StepOutcome:
         return optimizer_step(self.optimizer, self.named_trainable, self.scaler, max_grad_norm)
 
     # ---- measuring and saving -------------------------------------------------------------------
@@ -222,7 +226,7 @@ class DeepSpeedStrategy(Strategy):
         # Our divisor already normalises over the window; DeepSpeed must not divide by the accumulation steps again.
         self.model.backward(loss, scale_wrt_gas=False)
 
-    def _loss_scale(self) -> Optional[float]:
+    def _loss_scale(self) -> float | None:
         return float(self.ds_optimizer.loss_scale) if self.model.fp16_enabled() else None
 
     def step(self, max_grad_norm):

@@ -9,9 +9,9 @@ from collections import defaultdict
 
 import torch
 
+from ..dtypes import dtype_name
 from ..models.groups import module_group
 from ..models.quantize import quantized_kind, stored_bytes, weight_elements
-from ..dtypes import dtype_name
 from ..precision.qat import quantized_label
 
 

@@ -10,20 +10,25 @@ import random
 import shutil
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Optional
 
 import torch
 
 from ..runs.checkpoints import (
-    PREFIX, SHARDING_FILE, STATE_FILE, TRAINING_FILE, list_checkpoints, rng_file,
+    PREFIX,
+    SHARDING_FILE,
+    STATE_FILE,
+    TRAINING_FILE,
+    list_checkpoints,
+    rng_file,
 )
+
 
 @dataclass
 class TrainState:
     step: int  # optimizer steps completed
     micro_batches: int  # micro-batches consumed from the data stream
     tokens: int = 0  # target tokens trained on so far
-    last_loss: Optional[float] = None
+    last_loss: float | None = None
     extra: dict = field(default_factory=dict)  # the method's own state (GRPO's task pool), JSON
 
 
@@ -52,7 +57,7 @@ def set_rng_state(state: dict) -> None:
 
 
 def save_checkpoint(ckpt_root: Path, state: TrainState, strategy, scheduler, keep_last: int,
-                    rng: Optional[dict] = None, alone: bool = False) -> Path:
+                    rng: dict | None = None, alone: bool = False) -> Path:
     """Save the run at ``state.step`` through ``strategy``; every rank calls it. ``rng``: this rank's
     generators to resume with (default: now). ``alone``: rank 0 saves without its peers (an emergency
     save after a failure; only for strategies that ``can_save_alone``), with rank 0's RNG only."""

@@ -13,20 +13,30 @@ from __future__ import annotations
 
 import math
 import time
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
-from typing import Iterator, Optional, Protocol, Sequence
+from typing import Protocol
 
 import torch
 
 from ..config import ConfigError, RunConfig
-from ..image_io import resolve_images
 from ..events.schema import PolicyMismatch, Rollout
 from ..forward import token_logprobs
 from ..forward.generate import Rollouts, model_stop_token_ids, sample_completions
+from ..image_io import resolve_images
 from ..precision import window_loss_divisor
-from .grpo_loss import (Mismatch, all_equal_groups, group_advantages, groups_with_spread, grpo_loss_sum,
-                                     importance_stats, importance_weights, loss_normalisation, mismatch_stats,
-                                     reference_kl_sum)
+from .grpo_loss import (
+    Mismatch,
+    all_equal_groups,
+    group_advantages,
+    groups_with_spread,
+    grpo_loss_sum,
+    importance_stats,
+    importance_weights,
+    loss_normalisation,
+    mismatch_stats,
+    reference_kl_sum,
+)
 from .step import Accumulated, Trainee
 
 
@@ -38,10 +48,10 @@ class ScoredCompletions:
     completion's step advantage and what its anchor groups were (``rewards.credit``)."""
 
     rewards: dict[str, list[float]]
-    parsed: Optional[list[bool]] = None
-    successes: Optional[list[bool]] = None
-    step_advantages: Optional[list[float]] = None
-    anchors: Optional[dict] = None  # {anchor_groups, mean_size, with_spread}
+    parsed: list[bool] | None = None
+    successes: list[bool] | None = None
+    step_advantages: list[float] | None = None
+    anchors: dict | None = None  # {anchor_groups, mean_size, with_spread}
 
 
 class RolloutScorer(Protocol):
@@ -77,9 +87,9 @@ class _Window:
     scored: ScoredCompletions
     total: torch.Tensor
     advantages: torch.Tensor
-    replayed: Optional[list[bool]] = None  # rows whose completion the task pool replayed (rl.pool_replay)
+    replayed: list[bool] | None = None  # rows whose completion the task pool replayed (rl.pool_replay)
 
-    def groups(self, keep: list[int], group_size: int) -> "_Window":
+    def groups(self, keep: list[int], group_size: int) -> _Window:
         """This window restricted to the groups ``keep`` (their advantages are within-group: unchanged)."""
         rows = [g * group_size + j for g in keep for j in range(group_size)]
         pick = lambda values: None if values is None else [values[i] for i in rows]  # noqa: E731
@@ -131,7 +141,7 @@ class GrpoStep:
 
     @classmethod
     def for_run(cls, cfg: RunConfig, trainee: Trainee, examples: Sequence,
-                scorer: Optional[RolloutScorer]) -> "GrpoStep":
+                scorer: RolloutScorer | None) -> GrpoStep:
         """The GRPO step of a run, on the prompts of its ``scorer`` (the training rows are not its data);
         ConfigError naming the field for a run it cannot train."""
         if scorer is None:
@@ -315,7 +325,7 @@ class GrpoStep:
 
     # ---- the step's events (rank 0 writes them; the mismatch is summed over ranks) ---------------------------
     def _rollout_event(self, windows: list[_Window], trained: list[_Window], rollout_s: float,
-                       reference_kl: Optional[float]) -> Rollout:
+                       reference_kl: float | None) -> Rollout:
         """The step's rollouts: the rewards of every window drawn (``windows``), with rl.max_draws > 1 how many
         were drawn and how many groups with a spread were trained on (of ``trained``), and with rl.kl_coef > 0
         the policy's KL to its reference on the trained tokens."""

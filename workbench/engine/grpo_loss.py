@@ -19,7 +19,6 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Optional
 
 import torch
 
@@ -62,9 +61,9 @@ IMPORTANCE_SAMPLING = ("none", "token_truncate", "token_mask")
 
 
 def grpo_loss_sum(logp: torch.Tensor, logp_sampler: torch.Tensor, advantages: torch.Tensor, mask: torch.Tensor,
-                  clip_range: float, kl_coef: float = 0.0, logp_ref: Optional[torch.Tensor] = None,
-                  row_weights: Optional[torch.Tensor] = None,
-                  token_weights: Optional[torch.Tensor] = None) -> torch.Tensor:
+                  clip_range: float, kl_coef: float = 0.0, logp_ref: torch.Tensor | None = None,
+                  row_weights: torch.Tensor | None = None,
+                  token_weights: torch.Tensor | None = None) -> torch.Tensor:
     """The summed GRPO loss over the completion tokens (``mask`` 1) of a micro-batch: per token
     ``-min(r * A, clip(r, 1 - eps, 1 + eps) * A) + kl_coef * k3(ref, new)``, ``r = exp(logp - logp_sampler)``.
 

@@ -8,8 +8,9 @@ engine, so the engine imports no instrument.
 """
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any, Callable, Optional, Sequence
+from typing import Any
 
 import torch
 
@@ -42,7 +43,7 @@ class Observer:
     def before_optimizer_step(self, run: RunView, step: int) -> None:
         """After backward of the last micro-batch, gradients still allocated (still scaled under fp16)."""
 
-    def after_step(self, run: RunView, step: int, outcome: StepOutcome, loss: float) -> Optional[str]:
+    def after_step(self, run: RunView, step: int, outcome: StepOutcome, loss: float) -> str | None:
         """After the optimizer step. Return a reason string to stop the run cleanly (checkpoint first)."""
         return None
 

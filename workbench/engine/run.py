@@ -17,9 +17,9 @@ import sys
 import time
 import traceback
 import warnings
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Iterator, Optional, Sequence
 
 import torch
 
@@ -27,19 +27,38 @@ from ..config import ConfigError, RunConfig, config_to_dict, replace, save_confi
 from ..data import collate, load_training_examples, micro_batch_indices
 from ..distributed.context import DistContext
 from ..events import (
-    Census, Checkpoint, Eval, EventWriter, Memory, Overflow, PlanPrediction, RunFailed, RunFinished, RunStarted, Step,
+    Census,
+    Checkpoint,
+    Eval,
+    EventWriter,
+    Memory,
+    Overflow,
+    PlanPrediction,
+    RunFailed,
+    RunFinished,
+    RunStarted,
+    Step,
 )
 from ..events.schema import BaseQuantized, PrecisionRules, QatConverted
 from ..forward import batch_logits, heldout_loss, on_device
+from ..hardware import describe_hardware, resolve_device
 from ..models import merged_model
 from ..models.processor import save_processor_files
 from ..plan import MEASURED_NAMES, predict_for_run
 from ..plan.arch import resolved_learning_rate
-from ..hardware import describe_hardware, resolve_device
 from ..precision import PrecisionPolicy, resolve_precision
 from ..runs.layout import (
-    ADAPTER_DIR, CHECKPOINTS_DIR, CONFIG_FILE, EVENTS_FILE, FOREGROUND_PID, LAUNCHED_ENV, MERGED_DIR, MODEL_DIR, STOP_FILE,
-    new_run_dir, refuse_existing_run,
+    ADAPTER_DIR,
+    CHECKPOINTS_DIR,
+    CONFIG_FILE,
+    EVENTS_FILE,
+    FOREGROUND_PID,
+    LAUNCHED_ENV,
+    MERGED_DIR,
+    MODEL_DIR,
+    STOP_FILE,
+    new_run_dir,
+    refuse_existing_run,
 )
 from . import memory
 from .build import build_model
@@ -62,9 +81,9 @@ class RunResult:
     step: int
     losses: list = field(default_factory=list)  # per optimizer step, this process only
     eval_losses: list = field(default_factory=list)  # (step, loss)
-    adapter_path: Optional[Path] = None
+    adapter_path: Path | None = None
     stopped: bool = False
-    stop_reason: Optional[str] = None  # why an observer or a stop request ended the run early
+    stop_reason: str | None = None  # why an observer or a stop request ended the run early
     skipped_steps: int = 0
 
 
@@ -86,10 +105,10 @@ class _Counted:
 
 class _Engine:
     def __init__(self, cfg: RunConfig, run_dir: Path, writer: EventWriter, ctx: DistContext,
-                 observers: Sequence[Observer] = (), scorer: Optional[RolloutScorer] = None):
+                 observers: Sequence[Observer] = (), scorer: RolloutScorer | None = None):
         self.cfg, self.run_dir, self.writer, self.ctx = cfg, run_dir, writer, ctx
         self.scorer = scorer  # GRPO's rollout scorer (training.method grpo), composed by workbench.training
-        self.step_type: Optional[TrainingStep] = None  # the training method's window: SftStep, GrpoStep
+        self.step_type: TrainingStep | None = None  # the training method's window: SftStep, GrpoStep
         self.ckpt_root = run_dir / CHECKPOINTS_DIR
         self.state = TrainState(step=0, micro_batches=0)
         self.result = RunResult(run_dir=run_dir, step=0)
@@ -99,9 +118,9 @@ class _Engine:
         # an optimizer update is being applied; the RNG is snapshotted as each step completes, so a run resumed
         # from it redraws the interrupted step's dropout exactly.
         self._consistent = True
-        self._rng_after_step: Optional[dict] = None
+        self._rng_after_step: dict | None = None
         self._saved_step, self._saved_path = 0, None  # the newest resumable checkpoint (or the resumed one)
-        self._avg_step_time: Optional[float] = None  # seconds per step, smoothed (the ETA)
+        self._avg_step_time: float | None = None  # seconds per step, smoothed (the ETA)
         self._peak_grads_bytes = 0  # the last step's gradients, between backward and the optimizer step (its peak)
 
     # ---- set-up ---------------------------------------------------------------------------------
@@ -207,7 +226,7 @@ class _Engine:
         return StepResult(loss_sum / max(window.divisor, 1), window.target_tokens, int(processed), outcome, state,
                           window.events)
 
-    def measure_peak_state(self, measure: bool) -> Optional[dict]:
+    def measure_peak_state(self, measure: bool) -> dict | None:
         """Called after a step's backward, before its optimizer step: records the gradients' bytes at the step's
         peak (a walk over the parameters, negligible next to a step) and returns the whole model state if
         ``measure``."""
@@ -222,7 +241,7 @@ class _Engine:
             warnings.filterwarnings("ignore", message=re.escape("Detected call of `lr_scheduler.step()`"))
             self.scheduler.step()
 
-    def evaluate(self) -> Optional[float]:
+    def evaluate(self) -> float | None:
         if not self.eval_examples:
             return None
         measured = heldout_loss(self.model, self.eval_examples, self.tokenizer.pad_token_id,
@@ -359,7 +378,7 @@ class _Engine:
         self.emit_run(QatConverted(step=self.state.step, scheme=self.cfg.quantization.qat, **figures))
         self.emit_census()
 
-    def emergency_checkpoint(self) -> tuple[Optional[Path], Optional[str]]:
+    def emergency_checkpoint(self) -> tuple[Path | None, str | None]:
         """After a failure (an exception, Ctrl-C, the SIGTERM of a stop that timed out): save the last
         completed step unless it is saved already, so that ``resume_from=latest`` loses nothing. Returns
         the newest checkpoint to resume from (that step's, or an earlier periodic one where it cannot be
@@ -441,7 +460,7 @@ class SteppedRun:
     ``workbench.bench.diagnosis`` timing its steps under different instruments): the few things such a driver
     reaches, and nothing else of the engine."""
 
-    def __init__(self, engine: "_Engine"):
+    def __init__(self, engine: _Engine):
         self._engine = engine
 
     @property
@@ -484,7 +503,7 @@ class SteppedRun:
 
 @contextlib.contextmanager
 def engine_session(cfg: RunConfig, run_dir: str | Path | None = None, observers: Sequence[Observer] = (),
-                   scorer: Optional[RolloutScorer] = None) -> Iterator[SteppedRun]:
+                   scorer: RolloutScorer | None = None) -> Iterator[SteppedRun]:
     """A run set up as ``run_engine`` sets it up, for a driver of its steps (``SteppedRun``); a failure is handled as
     ``_session`` says."""
     with _session(cfg, run_dir, observers, scorer) as engine:
@@ -493,7 +512,7 @@ def engine_session(cfg: RunConfig, run_dir: str | Path | None = None, observers:
 
 @contextlib.contextmanager
 def _session(cfg: RunConfig, run_dir: str | Path | None = None, observers: Sequence[Observer] = (),
-             scorer: Optional[RolloutScorer] = None) -> Iterator[_Engine]:
+             scorer: RolloutScorer | None = None) -> Iterator[_Engine]:
     """A run's engine, set up (world context, run directory, event log, model, data, strategy, observers), for
     whoever drives it: ``run_engine`` runs its loop, ``engine_session`` hands out its steps. A failure inside saves an
     emergency checkpoint where the strategy can and is logged as ``run_failed`` before it propagates; under the
@@ -529,7 +548,7 @@ def _session(cfg: RunConfig, run_dir: str | Path | None = None, observers: Seque
 
 
 def run_engine(cfg: RunConfig, run_dir: str | Path | None = None, observers: Sequence[Observer] = (),
-               scorer: Optional[RolloutScorer] = None) -> RunResult:
+               scorer: RolloutScorer | None = None) -> RunResult:
     """Run a fine-tune in this process: one process, or this rank of a torchrun job for a distributed
     ``sharding.strategy`` (without torchrun, a world of one). Events go to the run's event log
     (``runs.layout.EVENTS_FILE``).

@@ -3,7 +3,8 @@ micro-batches of tokenized rows, each forward's summed token loss divided by the
 ranks, then backward (``engine/step.py`` says where the rest of the optimizer step lives)."""
 from __future__ import annotations
 
-from typing import Any, Iterator, Sequence
+from collections.abc import Iterator, Sequence
+from typing import Any
 
 import torch
 
@@ -21,7 +22,7 @@ class SftStep:
         self.cfg, self.t, self.examples = cfg, trainee, examples
 
     @classmethod
-    def for_run(cls, cfg: RunConfig, trainee: Trainee, examples: Sequence, scorer: Any = None) -> "SftStep":
+    def for_run(cls, cfg: RunConfig, trainee: Trainee, examples: Sequence, scorer: Any = None) -> SftStep:
         return cls(cfg, trainee, examples)
 
     @property

@@ -26,8 +26,10 @@ A new training method (``training.method``) is one class with the ``TrainingStep
 """
 from __future__ import annotations
 
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import AbstractContextManager
 from dataclasses import dataclass
-from typing import Any, Callable, ContextManager, Iterator, Optional, Protocol, Sequence
+from typing import Any, Protocol
 
 import torch
 
@@ -53,7 +55,7 @@ class Trainee:
     precision: PrecisionPolicy
     device: torch.device
     world: DistContext
-    accumulating: Callable[[bool], ContextManager]
+    accumulating: Callable[[bool], AbstractContextManager]
     backward: Callable[[torch.Tensor], None]
 
 
@@ -95,7 +97,7 @@ class StepResult:
     target_tokens: int
     processed_tokens: int
     outcome: StepOutcome
-    model_state: Optional[dict] = None
+    model_state: dict | None = None
     events: tuple[Event, ...] = ()
     stop_reasons: tuple[str, ...] = ()
 
@@ -107,7 +109,7 @@ class TrainingStep(Protocol):
     rows: int  # what the data stream's indices index: training rows (SFT), prompts (GRPO)
 
     @classmethod
-    def for_run(cls, cfg: RunConfig, trainee: Trainee, examples: Sequence, scorer: Any) -> "TrainingStep":
+    def for_run(cls, cfg: RunConfig, trainee: Trainee, examples: Sequence, scorer: Any) -> TrainingStep:
         """The step of a run: its config, its trainee, its tokenized training rows and the rollout scorer it was
         given (``engine.grpo.RolloutScorer``, None unless ``training.method`` scores rollouts); ConfigError naming
         the field for a run this method cannot train."""

@@ -10,7 +10,6 @@ Unlike the answer-scoring tasks it has no ``score``/``summarize``; it ``measure`
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Optional
 
 from ..config.samples import samples_dir
 
@@ -20,11 +19,11 @@ class HeldoutLossTask:
     description = "held-out token loss and perplexity of the assistant tokens (the model itself, not the server)"
     needs_model = True  # measured on a model in memory, not on served answers
 
-    def __init__(self, default_data: Optional[Path] = None):
+    def __init__(self, default_data: Path | None = None):
         self.default_data = default_data or samples_dir() / "identity" / "heldout.jsonl"
 
-    def measure(self, model, tokenizer, data: str | Path, *, limit: Optional[int] = None, max_length: int = 512,
-                batch_size: int = 8, system_prompt: Optional[str] = None, autocast=None, processor=None) -> dict:
+    def measure(self, model, tokenizer, data: str | Path, *, limit: int | None = None, max_length: int = 512,
+                batch_size: int = 8, system_prompt: str | None = None, autocast=None, processor=None) -> dict:
         """{"n", "tokens", "loss", "perplexity"} of ``model`` on the rows of ``data`` (the first ``limit``),
         tokenized and batched as training's eval does (assistant tokens only; ``processor``: a vision-language
         model's, for rows with screenshots): the engine's held-out loss, ``workbench.forward.heldout_loss``."""

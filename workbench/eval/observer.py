@@ -10,12 +10,12 @@ from __future__ import annotations
 import time
 from pathlib import Path
 
-from ..image_io import resolve_images
 from ..engine.observers import Observer, RunView
 from ..events.schema import EvalTask
 from ..forward.generate import greedy_replies
-from .registry import get_task
+from ..image_io import resolve_images
 from ..serve.remote import ModelReply
+from .registry import get_task
 from .task_protocol import Example, load_eval_examples
 
 

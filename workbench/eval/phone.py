@@ -9,7 +9,6 @@ expected action, for Tap/Double Tap/Long Press the point lies inside the target 
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Optional
 
 from ..config.samples import samples_dir
 from ..phone.actions import POINT_ACTIONS, ActionSyntaxError, in_box, parse_action, split_answer, target_box
@@ -21,7 +20,7 @@ from .task_protocol import Example, rate
 class PhoneActionsTask:
     description = "one AutoGLM-Phone action per screen: parse rate, type accuracy, exact match, tap-in-box, Type text"
 
-    def __init__(self, name: str = "phone_actions", default_data: Optional[Path] = None):
+    def __init__(self, name: str = "phone_actions", default_data: Path | None = None):
         self.name = name
         self.default_data = default_data or samples_dir() / "phone_actions" / "heldout.jsonl"
 

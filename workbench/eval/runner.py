@@ -15,17 +15,17 @@ from __future__ import annotations
 
 import contextlib
 import time
+from collections.abc import Iterable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterable, Optional
+from typing import Any
 
 from ..runs import base_model, run_dir_of, trained_at
 from ..runs.layout import ADAPTER_DIR, MODEL_DIR, TrainedWeights
 from ..runs.results import served_run_dir, write_results
-from ..serve.remote import ServerClient, ServerUnreachable, chat_request
+from ..serve.remote import ModelReply, ServerClient, ServerUnreachable, chat_request
 from .registry import get_task
-from ..serve.remote import ModelReply
 from .task_protocol import Task, load_eval_examples
 
 THINKING_MODES = {"default": None, "on": True, "off": False}  # mode name -> the request's enable_thinking
@@ -73,11 +73,11 @@ def thinking_modes(enable_thinking: str | None) -> list[str]:
     return [enable_thinking]
 
 
-def evaluate(task: str | Task, models: Optional[Iterable[str]] = None, *, server: Any = None,
-             base: Optional[str] = None, runs: Iterable[str] = (), data: Optional[str | Path] = None,
-             limit: Optional[int] = None, enable_thinking: Optional[str] = None, temperature: float = 0.0,
-             seed: Optional[int] = None, max_tokens: int = 96, concurrency: int = 8, system_prompt: Optional[str] = None,
-             api_key: Optional[str] = None, write: bool = True, progress: bool = True, timeout: float = 600.0,
+def evaluate(task: str | Task, models: Iterable[str] | None = None, *, server: Any = None,
+             base: str | None = None, runs: Iterable[str] = (), data: str | Path | None = None,
+             limit: int | None = None, enable_thinking: str | None = None, temperature: float = 0.0,
+             seed: int | None = None, max_tokens: int = 96, concurrency: int = 8, system_prompt: str | None = None,
+             api_key: str | None = None, write: bool = True, progress: bool = True, timeout: float = 600.0,
              device: str = "auto", dtype: str = "auto") -> EvalReport:
     """Score served models on an eval task. Without ``server``, one is started here for ``base`` with the adapters
     of ``runs`` (and one per full fine-tune or export among them, under the run's name), all stopped afterwards; a
@@ -243,7 +243,7 @@ def _served_parts(runs: list[str]) -> tuple[list[str], dict[str, Path]]:
     return adapters, full
 
 
-def _base_of(runs: list[str], base: Optional[str]) -> str:
+def _base_of(runs: list[str], base: str | None) -> str:
     """``base``, or the one base model the runs (run directories, their adapter/ or model/ folders, merged models
     or exports) fine-tuned."""
     if base is None:
@@ -314,7 +314,7 @@ def _measure_in_process(task, models, base, runs, data, limit, system_prompt, wr
     return report
 
 
-def _runs_data(task, configs: list, data, system_prompt) -> tuple[Path, Optional[str]]:
+def _runs_data(task, configs: list, data, system_prompt) -> tuple[Path, str | None]:
     """The held-out file and system prompt to measure with: those given, else the runs' own (their data.eval and
     data.system_prompt, which must agree), else the task's default file."""
     def runs_agree(read, what: str, fallback):
@@ -354,7 +354,7 @@ def _base_with_adapters(base: str, adapters: dict, placed: dict):
     return loaded
 
 
-def _full_model(weights: Path, run_dir: Optional[Path], placed: dict):
+def _full_model(weights: Path, run_dir: Path | None, placed: dict):
     """A full fine-tune's model/, a merged model or an export, with its run's model options when it has a run."""
     from ..models import base_config
     from ..runs import run_config
@@ -363,7 +363,7 @@ def _full_model(weights: Path, run_dir: Optional[Path], placed: dict):
     return _placed(cfg, placed, TrainedWeights("model", weights))
 
 
-def _placed(cfg, placed: dict, weights: Optional[TrainedWeights], adapter_name: str = "default"):
+def _placed(cfg, placed: dict, weights: TrainedWeights | None, adapter_name: str = "default"):
     """``models.build_run_model`` on ``placed["device"]`` in ``placed["dtype"]`` as a server places a model
     (``serve.registry.placement``), refused first when the planner says it does not fit there."""
     from ..dtypes import DTYPE_BY_NAME

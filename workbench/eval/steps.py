@@ -26,7 +26,6 @@ from __future__ import annotations
 
 import math
 from pathlib import Path
-from typing import Optional
 
 from ..config.samples import samples_dir
 from ..phone.actions import GRID, parse_action, split_answer
@@ -78,7 +77,7 @@ class StepMatchTask:
     description = ("recorded demonstrations step by step (AgentCPM-GUI's action matching): type match and exact match "
                    "per action type, episode success and goal progress; no phone needed")
 
-    def __init__(self, name: str = "phone_steps", default_data: Optional[Path] = None, box_scale: float = BOX_SCALE,
+    def __init__(self, name: str = "phone_steps", default_data: Path | None = None, box_scale: float = BOX_SCALE,
                  tap_distance: float = TAP_DISTANCE):
         self.name = name
         self.default_data = default_data or samples_dir() / "own_app" / "heldout.jsonl"
@@ -104,7 +103,7 @@ class StepMatchTask:
                 "episode": f"{meta.get('task', '')}#{meta.get('episode', example.index)}",
                 "step": meta.get("step", example.index)}
 
-    def _exact(self, expected, got, box) -> tuple[bool, Optional[float], Optional[float]]:
+    def _exact(self, expected, got, box) -> tuple[bool, float | None, float | None]:
         """(exact match, the tap's distance in screen fractions, the texts' similarity) of two actions of one class."""
         kind = CLASSES[expected.type]
         if kind in ("click", "double_click", "long_point"):

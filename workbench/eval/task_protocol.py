@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Optional, Protocol
+from typing import Protocol
 
 from ..config.files import UnreadableFile, jsonl_lines
 from ..data.formats import DataError, row_to_messages, without_weights
@@ -33,14 +33,14 @@ class Example:
 class Task(Protocol):
     name: str
     description: str
-    default_data: Optional[Path]
+    default_data: Path | None
 
     def score(self, example: Example, reply: ModelReply) -> dict: ...
 
     def summarize(self, verdicts: list[dict]) -> dict: ...
 
 
-def load_eval_examples(path: str | Path, limit: Optional[int] = None, system_prompt: Optional[str] = None) -> list[Example]:
+def load_eval_examples(path: str | Path, limit: int | None = None, system_prompt: str | None = None) -> list[Example]:
     """The rows of a chat or instruction JSONL file as prompts with reference answers, rendered as training
     renders them (``workbench.data.formats``); DataError naming file:line on a bad row. Each row's images are
     read here (paths relative to the file's folder) and carried inline as base64 data: URLs, so the prompts go to
@@ -68,12 +68,12 @@ def load_eval_examples(path: str | Path, limit: Optional[int] = None, system_pro
     return examples
 
 
-def rate(flags) -> Optional[float]:
+def rate(flags) -> float | None:
     """The share of True among the applicable (not None) flags; None when none applies."""
     applicable = [bool(f) for f in flags if f is not None]
     return sum(applicable) / len(applicable) if applicable else None
 
 
-def mean(values) -> Optional[float]:
+def mean(values) -> float | None:
     values = [float(v) for v in values if v is not None]
     return sum(values) / len(values) if values else None

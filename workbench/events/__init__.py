@@ -2,8 +2,20 @@
 from .log import EventWriter, finite_number, number
 from .reader import iter_events, read_events
 from .schema import (
-    EVENT_TYPES, SCHEMA_VERSION, Census, Checkpoint, Eval, Event, Memory, Overflow, PlanPrediction, RunFailed, RunFinished,
-    RunStarted, Step, event_from_dict,
+    EVENT_TYPES,
+    SCHEMA_VERSION,
+    Census,
+    Checkpoint,
+    Eval,
+    Event,
+    Memory,
+    Overflow,
+    PlanPrediction,
+    RunFailed,
+    RunFinished,
+    RunStarted,
+    Step,
+    event_from_dict,
 )
 
 __all__ = [

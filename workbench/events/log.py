@@ -5,7 +5,7 @@ import json
 import math
 import os
 from pathlib import Path
-from typing import Any, Optional
+from typing import Any
 
 from .schema import Event
 
@@ -39,7 +39,7 @@ def _clean(value):
     return value
 
 
-def number(value: Any) -> Optional[float]:
+def number(value: Any) -> float | None:
     """A number field of an event as read from the log (``_clean`` writes inf/nan as strings): a float, or None
     for a missing or non-numeric value (booleans are not numbers here)."""
     if value is None or isinstance(value, bool):
@@ -50,7 +50,7 @@ def number(value: Any) -> Optional[float]:
         return None
 
 
-def finite_number(value: Any) -> Optional[float]:
+def finite_number(value: Any) -> float | None:
     """``number(value)`` when it is finite, else None (a chart's or a table's loss: inf/nan are gaps)."""
     v = number(value)
     return v if v is not None and math.isfinite(v) else None

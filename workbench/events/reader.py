@@ -27,9 +27,9 @@ from __future__ import annotations
 import json
 import logging
 import re
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable, Iterator, Optional
 
 from .log import index_path, is_rare
 from .schema import event_from_dict
@@ -41,7 +41,7 @@ WINDOW_MAX_BYTES = 1 << 20  # a window grows until it holds a complete line (a G
 _reported: set = set()  # (log, offset) of the bad lines reported in this process
 
 
-def report_bad_line(path: Path, offset: int, line_no: Optional[int], line: bytes, bad_lines: Optional[list] = None):
+def report_bad_line(path: Path, offset: int, line_no: int | None, line: bytes, bad_lines: list | None = None):
     """Report a complete line that is not a JSON object, once per process and line (``bad_lines``: the reader's
     list it is recorded in, each time)."""
     if bad_lines is not None:
@@ -54,7 +54,7 @@ def report_bad_line(path: Path, offset: int, line_no: Optional[int], line: bytes
     log.warning("%s: %s is not a JSON event; skipped (%d bytes: %r)", path, where, len(line), line[:80])
 
 
-def _loads(line: bytes) -> Optional[dict]:
+def _loads(line: bytes) -> dict | None:
     try:
         event = json.loads(line)
     except ValueError:
@@ -62,8 +62,8 @@ def _loads(line: bytes) -> Optional[dict]:
     return event if isinstance(event, dict) else None
 
 
-def parse_line(line: bytes, path: Path, offset: int, line_no: Optional[int] = None,
-               bad_lines: Optional[list] = None) -> Optional[dict]:
+def parse_line(line: bytes, path: Path, offset: int, line_no: int | None = None,
+               bad_lines: list | None = None) -> dict | None:
     """The event of one complete line; None for a blank line, or for a bad one (reported: the module's rule)."""
     event = _loads(line)
     if event is None and line.strip():
@@ -71,8 +71,8 @@ def parse_line(line: bytes, path: Path, offset: int, line_no: Optional[int] = No
     return event
 
 
-def parse_block(data: bytes, path: Path, offset: int, line_no: Optional[int] = None,
-                bad_lines: Optional[list] = None, offsets: bool = False) -> list:
+def parse_block(data: bytes, path: Path, offset: int, line_no: int | None = None,
+                bad_lines: list | None = None, offsets: bool = False) -> list:
     """The events of ``data``, complete lines read from byte ``offset`` of ``path`` (line ``line_no`` first, when
     known); with ``offsets``, (offset, event) pairs."""
     out = []
@@ -103,7 +103,7 @@ class LogReader:
     def __init__(self, path: str | Path, offset: int = 0, typed: bool = False):
         self.path = Path(path)
         self.offset = offset
-        self.line: Optional[int] = 1 if offset == 0 else None
+        self.line: int | None = 1 if offset == 0 else None
         self.typed = typed
         self.bad_lines: list = []
         self._block = b""
@@ -136,7 +136,7 @@ class LogReader:
                 if not data:
                     return
 
-    def parse_line(self, line: bytes, offset: int) -> Optional[dict]:
+    def parse_line(self, line: bytes, offset: int) -> dict | None:
         """The event of the line at byte ``offset`` of the block ``blocks`` just yielded: this module's rule (the
         line's number is counted only for a bad line)."""
         event = _loads(line)
@@ -149,7 +149,7 @@ class LogReader:
         """The events of a block ``blocks`` just yielded (before it moves on), by this module's rule."""
         return parse_block(block, self.path, self.offset, self.line, self.bad_lines)
 
-    def scan(self, block: bytes, steps_up_to: Optional[int]) -> Iterator:
+    def scan(self, block: bytes, steps_up_to: int | None) -> Iterator:
         """The lines of a block ``blocks`` just yielded, in order: a ``StepLine`` for each of rank 0's unskipped step
         lines of a step up to ``steps_up_to`` (its step read from its bytes, ``step_of_line``: what a reader that thins
         old steps folds without parsing), the event of every other line (by this module's rule: a bad one skipped)."""
@@ -175,7 +175,7 @@ class StepLine:
     line: bytes = field(repr=False)
     offset: int = 0
 
-    def event(self) -> Optional[dict]:
+    def event(self) -> dict | None:
         return self.reader.parse_line(self.line, self.offset)
 
 
@@ -187,14 +187,14 @@ class StepLine:
 _KEYS = {name: re.compile(rb'"%s"\s*:\s*' % name) for name in (b"type", b"step", b"rank", b"skipped")}
 
 
-def _raw_value(line: bytes, name: bytes) -> Optional[bytes]:
+def _raw_value(line: bytes, name: bytes) -> bytes | None:
     """The text of top-level key ``name``'s value in a flat line (None: no such key; a string value holding a comma
     comes back cut, which no step event's type is)."""
     found = _KEYS[name].search(line)
     return None if found is None else _number_at(line, found.end()).rstrip()
 
 
-def step_of_line(line: bytes) -> Optional[tuple[int, int]]:
+def step_of_line(line: bytes) -> tuple[int, int] | None:
     """(step, rank) of an unskipped step event's line, from its bytes; None for any other line (to be parsed)."""
     if line.find(b"{", 1) >= 0 or line.find(b"\\") >= 0:
         return None
@@ -213,7 +213,7 @@ def _number_at(line: bytes, start: int) -> bytes:
     return line[start:end if end >= 0 else line.rfind(b"}")]
 
 
-def _step_of_spaced_line(line: bytes) -> Optional[tuple[int, int]]:
+def _step_of_spaced_line(line: bytes) -> tuple[int, int] | None:
     """``step_of_line`` of a flat line whatever its spacing (a rank-less step is rank 0's)."""
     if _raw_value(line, b"type") != b'"step"' or _raw_value(line, b"skipped") == b"true":
         return None
@@ -279,7 +279,7 @@ def first_event(path: str | Path, limit: int, wanted: Callable[[dict], bool]) ->
     return {}, pos
 
 
-def read_tail(path: str | Path, size: int, done: Optional[Callable[[list], bool]] = None) -> tuple[list[dict], int]:
+def read_tail(path: str | Path, size: int, done: Callable[[list], bool] | None = None) -> tuple[list[dict], int]:
     """The events of the end of the log (up to byte ``size``, a line end), read backwards a chunk at a time until
     ``done(events)`` is true or the start is reached; returns them in log order and the offset they start at."""
     path, pos, data = Path(path), size, b""
@@ -318,7 +318,7 @@ class LogFile:
         data = self._fh.read(hi - lo)
         return parse_block(data[: data.rfind(b"\n") + 1], self.path, lo, 1 if lo == 0 else None), len(data)
 
-    def lines(self, start: int, stop: int, first_line_cut: bool, want: Optional[int] = None) -> tuple[list, int]:
+    def lines(self, start: int, stop: int, first_line_cut: bool, want: int | None = None) -> tuple[list, int]:
         """[(offset, event)] of the complete lines in bytes ``start``..``stop`` (``first_line_cut``: ``start`` may fall
         inside a line, which is then skipped); a window that holds no complete line is read further, up to
         WINDOW_MAX_BYTES. Returns them and the bytes read."""
@@ -337,7 +337,7 @@ class LogFile:
         return lines, len(data)
 
 
-def read_index(log_file: str | Path) -> Optional[list[dict]]:
+def read_index(log_file: str | Path) -> list[dict] | None:
     """The complete entries of the log's index in the order written (a torn entry skipped: the index is a hint, every
     entry is checked against the log), or None when the log has no index (an older writer's log)."""
     try:
@@ -377,7 +377,7 @@ class LogSummary:
 
     started: dict = field(default_factory=dict)  # rank 0's latest run_started (a resumed run logs one more)
     last_step: dict = field(default_factory=dict)  # rank 0's last step event
-    end: Optional[dict] = None  # the run's end (run_finished / run_failed) if logged after its last start and step
+    end: dict | None = None  # the run's end (run_finished / run_failed) if logged after its last start and step
     offset: int = 0
     bytes_read: int = 0  # what reading it took (the tests' witness that a long log is not read whole)
 
@@ -399,7 +399,7 @@ class LogSummary:
         return self.end is not None
 
 
-def summarize_log(path: str | Path, size: Optional[int] = None) -> LogSummary:
+def summarize_log(path: str | Path, size: int | None = None) -> LogSummary:
     """The summary of a log from its head and tail only (bounded reads, whatever its length)."""
     path = Path(path)
     size = complete_size(path) if size is None else size
@@ -426,7 +426,7 @@ class LogFollower:
 
     def __init__(self, path: str | Path):
         self.path = Path(path)
-        self.summary: Optional[LogSummary] = None
+        self.summary: LogSummary | None = None
         self.bytes_read = 0  # all bytes this follower read from the log (the tests' witness that it reads little)
 
     def poll(self) -> LogSummary:
@@ -485,7 +485,7 @@ def _sample(log: LogFile, lo: int, hi: int, windows: int) -> tuple[dict, int]:
     return out, read
 
 
-def _indexed(log: LogFile, entries: list, lo: int, hi: int) -> Optional[tuple[dict, int]]:
+def _indexed(log: LogFile, entries: list, lo: int, hi: int) -> tuple[dict, int] | None:
     """{offset: event} of the index's entries in bytes ``lo``..``hi``, each read from the log; None when one does not
     match its line (the index is not this log's: a log replaced or cut, or a line torn by a crash)."""
     out, read = {}, 0
@@ -501,7 +501,7 @@ def _indexed(log: LogFile, entries: list, lo: int, hi: int) -> Optional[tuple[di
     return out, read
 
 
-def _rare_and_sampled(log: LogFile, entries: list, lo: int, hi: int, windows: Optional[int]) -> Optional[tuple[list, int]]:
+def _rare_and_sampled(log: LogFile, entries: list, lo: int, hi: int, windows: int | None) -> tuple[list, int] | None:
     """The events of bytes ``lo``..``hi`` in log order: every rare event the index names and one series event per type,
     rank and window; with the bytes read. None when the index does not match the log."""
     rare = _indexed(log, entries, lo, hi)
@@ -514,7 +514,7 @@ def _rare_and_sampled(log: LogFile, entries: list, lo: int, hi: int, windows: Op
     return [events[o] for o in sorted(events)], read + n
 
 
-def read_overview(path: str | Path, recent_steps: int, windows: Optional[int] = None) -> Optional[LogSlice]:
+def read_overview(path: str | Path, recent_steps: int, windows: int | None = None) -> LogSlice | None:
     """What a chart of the whole log needs, in bounded reads: the tail holding rank 0's newest ``recent_steps`` steps
     exactly, every rare event, and one event per series type, rank and window before the tail. None when the log is
     short (read it whole, exactly) or has no usable index (an older writer's: read it whole)."""
@@ -553,8 +553,8 @@ def _anchors(entries: list) -> list[tuple[int, int]]:
     return out
 
 
-def read_window(path: str | Path, first: int, last: int, full_bytes: Optional[int] = None,
-                windows: Optional[int] = None) -> Optional[LogSlice]:
+def read_window(path: str | Path, first: int, last: int, full_bytes: int | None = None,
+                windows: int | None = None) -> LogSlice | None:
     """The events of the bytes that hold steps ``first``..``last`` (and some steps around them), found through the
     index's anchors: all of them when that is at most ``full_bytes``, else the index's rare events of it and a sample
     of ``windows`` windows. None when the log has no index (read it whole)."""

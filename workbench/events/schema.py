@@ -8,7 +8,7 @@ from __future__ import annotations
 import dataclasses
 import time
 from dataclasses import dataclass, field
-from typing import Any, ClassVar, Optional
+from typing import Any, ClassVar
 
 SCHEMA_VERSION = 1
 
@@ -44,8 +44,8 @@ class Step(Event):
     step: int
     loss: float
     lr: float
-    grad_norm: Optional[float]
-    loss_scale: Optional[float]
+    grad_norm: float | None
+    loss_scale: float | None
     skipped: bool
     tokens: int
     tokens_per_s: float
@@ -57,8 +57,8 @@ class Step(Event):
 class Overflow(Event):
     type: ClassVar[str] = "overflow"
     step: int
-    scale_before: Optional[float]
-    scale_after: Optional[float]
+    scale_before: float | None
+    scale_after: float | None
     nonfinite_params: list  # names of parameters whose gradients held inf/nan (capped)
     nonfinite_count: int
 
@@ -118,11 +118,11 @@ class Checkpoint(Event):
 class RunFinished(Event):
     type: ClassVar[str] = "run_finished"
     step: int
-    final_loss: Optional[float]
-    adapter_path: Optional[str]
+    final_loss: float | None
+    adapter_path: str | None
     wall_s: float
     stopped: bool = False  # ended early by a stop request or an observer (after saving a checkpoint)
-    stop_reason: Optional[str] = None
+    stop_reason: str | None = None
 
 
 @dataclass(frozen=True)
@@ -134,10 +134,10 @@ class RunFailed(Event):
     traceback: str = ""
     # The newest checkpoint to resume from (resume_from=latest): the last completed step, saved after the
     # failure so nothing is lost, where the strategy can (one process, DDP); else the last periodic one; or None.
-    checkpoint: Optional[str] = None
+    checkpoint: str | None = None
     # Why saving the last completed step after the failure failed (e.g. a full disk); checkpoint is then the
     # last periodic one, or None. The failure above is still the run's error.
-    checkpoint_error: Optional[str] = None
+    checkpoint_error: str | None = None
 
 
 
@@ -156,7 +156,7 @@ class Coverage(Event):
 
     type: ClassVar[str] = "coverage"
     step: int
-    low_precision_share: Optional[float]  # share of matmul FLOPs whose output was fp16/bf16; None if none ran
+    low_precision_share: float | None  # share of matmul FLOPs whose output was fp16/bf16; None if none ran
     flops: float
     groups: dict  # {group: {flops, low_precision_share, dtypes: {dtype: flops}}}
     fp32_modules: list = field(default_factory=list)  # matmul modules that ran in fp32 (capped)
@@ -169,7 +169,7 @@ class OverflowOrigin(Event):
     type: ClassVar[str] = "overflow_origin"
     step: int
     phase: str  # forward | backward | loss | parameter_grads | not_reproduced
-    module: Optional[str]
+    module: str | None
     evidence: dict = field(default_factory=dict)
 
 
@@ -182,7 +182,7 @@ class Diagnosis(Event):
     kind: str  # scale_collapse
     cause: str
     fix: str
-    module: Optional[str]
+    module: str | None
     evidence: dict = field(default_factory=dict)  # skips in window, scale history, fixes as config overrides
     stopping: bool = False  # the run stops after this event (diagnosis.stop_on_collapse)
 
@@ -244,26 +244,26 @@ class Rollout(Event):
     completion_tokens_mean: float
     completion_tokens_max: int
     truncated: float  # share of completions cut at rl.max_new_tokens
-    parse_rate: Optional[float]  # share of completions that parse as an action (None: the scorer does not parse)
+    parse_rate: float | None  # share of completions that parse as an action (None: the scorer does not parse)
     # [{prompt, completion, rewards: {name: value}, total, advantage, thumbnail?}]; thumbnail (optional, absent in
     # older logs and for text prompts): the prompt's latest screenshot as a small PNG data: URL (<= 64 px wide)
     samples: list = field(default_factory=list)
     rollout_s: float = 0.0  # seconds spent sampling and scoring
     # rl.max_draws > 1: the micro-batches of prompts drawn this step (all counted above) and the groups with a spread
     # trained on; absent with rl.max_draws 1 and in older logs, where every drawn group was trained
-    draws: Optional[int] = None
-    trained_groups: Optional[int] = None
+    draws: int | None = None
+    trained_groups: int | None = None
     # rl.kl_coef > 0: the k3 estimate of KL(policy || reference) per trained completion token (how far the policy has
     # moved from its start; what the penalty acts on); absent without a reference and in older logs
-    reference_kl: Optional[float] = None
+    reference_kl: float | None = None
     # rl.pool (the task pool, rank 0's view: every rank's is the same): {"families": {family: {success: recent share
     # of successful episodes or None before any, weight: its draw weight, drawn: prompts drawn this step}}, "fresh":
     # fresh instances drawn this step, "replayed": completions replaced by a kept successful reply, "kept": replies
     # kept}; absent without the pool and in older logs
-    task_pool: Optional[dict] = None
+    task_pool: dict | None = None
     # rl.step_advantage_weight > 0: GiGPO's anchor-state groups of the trained steps this step (rank 0's):
     # {anchor_groups, mean_size: members per group, with_spread: groups whose returns differ}; absent without it
-    anchors: Optional[dict] = None
+    anchors: dict | None = None
 
 
 @dataclass(frozen=True)
@@ -285,8 +285,8 @@ class PolicyMismatch(Event):
     # rl.importance_sampling (truncated importance sampling of the mismatch): the mean weight exp(trainer - sampler)
     # the loss applied per trained token (after the cap) and the share of those tokens the cap truncated or masked;
     # absent without the correction and in older logs
-    is_weight_mean: Optional[float] = None
-    is_capped: Optional[float] = None
+    is_weight_mean: float | None = None
+    is_capped: float | None = None
 
 
 @dataclass(frozen=True)
@@ -299,9 +299,9 @@ class DaggerRound(Event):
     round: int  # 1, 2, ...
     model: str  # the model that played: the run's, then the previous round's
     episodes: int
-    success_rate: Optional[float]  # of the episodes it played (agent.metrics.summarize_episodes)
-    loop_rate: Optional[float]
-    false_finish_rate: Optional[float]
+    success_rate: float | None  # of the episodes it played (agent.metrics.summarize_episodes)
+    loop_rate: float | None
+    false_finish_rate: float | None
     states: int  # states labelled by the expert this round (rows added)
     kinds: dict  # of them, the ones where the agent left a shortest path: {"loop": n, "false_finish": n, "other": n}
     rows: int  # rows the round trained on (the run's and every round's labels)

@@ -10,10 +10,10 @@ from __future__ import annotations
 import json
 import shutil
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Callable, Optional
 
 from ..config.packages import missing_packages
 from ..forward import collated, load_heldout
@@ -59,7 +59,7 @@ def _spec(target: str, dtype: str, int8_mode: str) -> TargetSpec:
     return TargetSpec(target, dtype, int8_mode)
 
 
-def _phase(progress: Optional[Callable[[int, str], None]], i: int) -> None:
+def _phase(progress: Callable[[int, str], None] | None, i: int) -> None:
     if progress is not None:
         progress(i, PHASES[i - 1])
 
@@ -82,8 +82,8 @@ def _versions() -> dict:
 
 def export(run_dir: str | Path, target: str = "merged", out: str | Path | None = None, *, dtype: str = "float32",
            int8_mode: str = "dynamic", heldout: str | Path | None = None, max_examples: int = DEFAULT_MAX_EXAMPLES,
-           gate: Optional[ParityGate] = None, overwrite: bool = False,
-           progress: Optional[Callable[[int, str], None]] = None, device: str = "auto") -> ExportResult:
+           gate: ParityGate | None = None, overwrite: bool = False,
+           progress: Callable[[int, str], None] | None = None, device: str = "auto") -> ExportResult:
     """Export a run's adapter (merged, int8 or ONNX), measure its parity with the run and write its manifest.
 
     Args:
@@ -212,7 +212,7 @@ def read_manifest(export_dir: str | Path) -> dict:
     return json.loads(path.read_text())
 
 
-def verify(export_dir: str | Path, max_examples: Optional[int] = None, device: str = "auto") -> ParityReport:
+def verify(export_dir: str | Path, max_examples: int | None = None, device: str = "auto") -> ParityReport:
     """Re-check an existing export against its source run, on the held-out data and gate its manifest names
     (e.g. after copying it, or to catch a corrupted file). Raises ParityFailed with the figures."""
     export_dir = Path(export_dir)

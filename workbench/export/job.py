@@ -18,7 +18,6 @@ import tempfile
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Optional
 
 from ..runs.layout import exports_dir
 from .exporter import MANIFEST, PHASES
@@ -33,9 +32,9 @@ class ExportJobState:
     status: str = "starting"  # starting | running | passed | failed (its parity gate) | error | cancelled
     phase: int = 0  # the phase started last (1..len(PHASES)); 0 before the first
     phase_name: str = ""
-    manifest: Optional[dict] = None  # the export's manifest: passed, or failed with its figures
+    manifest: dict | None = None  # the export's manifest: passed, or failed with its figures
     message: str = ""  # the CLI's error (bad input) or failure line
-    path: Optional[Path] = None  # where the export is (OUT, or OUT.failed)
+    path: Path | None = None  # where the export is (OUT, or OUT.failed)
     seconds: float = 0.0
     log: list = field(default_factory=list)  # the child's stderr lines
 
@@ -54,7 +53,7 @@ class ExportJob:
     the target's default parity gate or ``gate``."""
 
     def __init__(self, run_dir: str | Path, spec: TargetSpec, out: str | Path | None = None, *,
-                 overwrite: bool = False, max_examples: Optional[int] = None, gate: Optional[ParityGate] = None):
+                 overwrite: bool = False, max_examples: int | None = None, gate: ParityGate | None = None):
         self.run_dir = Path(run_dir)
         self.spec = spec
         self.out = Path(out) if out else exports_dir(self.run_dir) / spec.name
@@ -62,8 +61,8 @@ class ExportJob:
         self.max_examples = max_examples
         self.gate = gate  # None: the target's default gate
         self.state = ExportJobState()
-        self._process: Optional[subprocess.Popen] = None
-        self._files: Optional[tempfile.TemporaryDirectory] = None
+        self._process: subprocess.Popen | None = None
+        self._files: tempfile.TemporaryDirectory | None = None
         self._t0 = 0.0
 
     def command(self) -> list[str]:
@@ -80,7 +79,7 @@ class ExportJob:
                     "--max-loss-increase", repr(self.gate.max_loss_increase)]
         return cmd + (["--force"] if self.overwrite else [])
 
-    def start(self) -> "ExportJob":
+    def start(self) -> ExportJob:
         self._files = tempfile.TemporaryDirectory(prefix="workbench-export-job-")
         out, err = (open(Path(self._files.name) / name, "wb") for name in ("stdout", "stderr"))
         with out, err:  # the child keeps its own handles
@@ -135,7 +134,7 @@ class ExportJob:
             self.state.message = "cancelled"
             self._finish(self._process.returncode)
 
-    def wait(self, timeout: Optional[float] = None, interval: float = 0.2) -> ExportJobState:
+    def wait(self, timeout: float | None = None, interval: float = 0.2) -> ExportJobState:
         deadline = None if timeout is None else time.monotonic() + timeout
         while not self.poll().done:
             if deadline is not None and time.monotonic() > deadline:
@@ -144,7 +143,7 @@ class ExportJob:
         return self.state
 
 
-def main(argv: Optional[list[str]] = None) -> int:
+def main(argv: list[str] | None = None) -> int:
     """The job's child process: ``workbench export`` with the same parser and exit codes."""
     from .cli import add_parser, run
 

@@ -11,7 +11,15 @@ from typing import Any
 import torch
 
 from ..config import ConfigError, RunConfig
-from ..runs.layout import ADAPTER_CONFIG, ADAPTER_DIR, CONFIG_FILE, TrainedWeights, is_run_dir, run_config, trained_weights
+from ..runs.layout import (
+    ADAPTER_CONFIG,
+    ADAPTER_DIR,
+    CONFIG_FILE,
+    TrainedWeights,
+    is_run_dir,
+    run_config,
+    trained_weights,
+)
 
 
 class ExportInputError(ValueError):
@@ -65,7 +73,7 @@ def open_run(run_dir: str | Path) -> RunSource:
     return RunSource(run_dir, cfg, weights.path)
 
 
-def load_reference(source: RunSource, device: "str | torch.device" = "cpu") -> Reference:
+def load_reference(source: RunSource, device: str | torch.device = "cpu") -> Reference:
     """The base exactly as the run built it (``models.build_run_model``: same source and seed, fp32; a quantized base
     (quantization.base) quantized as in training, then dequantized into fp32 layers: the full-precision base the
     adapter is merged into) with the saved adapter applied, on ``device``."""

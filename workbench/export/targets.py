@@ -13,9 +13,9 @@ import logging
 import os
 import shutil
 import tempfile
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable
 
 import torch
 
@@ -195,7 +195,7 @@ def write_onnx(merged: torch.nn.Module, tokenizer, base_path: str, out: Path, sp
 WRITERS: dict[str, Callable] = {"merged": write_merged, "int8": write_int8, "onnx": write_onnx, "onnx-int8": write_onnx}
 
 
-def read_export(out: Path, spec: TargetSpec, device: "str | torch.device" = "cpu") -> LogitsFn:
+def read_export(out: Path, spec: TargetSpec, device: str | torch.device = "cpu") -> LogitsFn:
     """The written export loaded back from disk, as a logits function (what serving or the runner will load); a
     merged export on ``device`` (int8 and ONNX exports run on the CPU, where their kernels are)."""
     if spec.target.startswith("onnx"):

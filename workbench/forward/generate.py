@@ -17,8 +17,8 @@ from __future__ import annotations
 
 import contextlib
 import re
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from typing import Iterable, Optional, Sequence
 
 import torch
 from transformers import StoppingCriteria, StoppingCriteriaList
@@ -122,8 +122,8 @@ def left_padded(prompts: list, pad_id: int, device) -> dict[str, torch.Tensor]:
 
 @torch.no_grad()
 def greedy_replies(model, tokenizer, conversations: Sequence[list[dict]], max_new_tokens: int = 64, *,
-                   processor=None, batch_size: int = 8, autocast=None, repetition_penalty: Optional[float] = None,
-                   template_kwargs: Optional[dict] = None, sentence_after: Optional[int] = None) -> list[str]:
+                   processor=None, batch_size: int = 8, autocast=None, repetition_penalty: float | None = None,
+                   template_kwargs: dict | None = None, sentence_after: int | None = None) -> list[str]:
     """The greedy answer to each conversation (its messages up to the answer), ``batch_size`` at a time.
 
     ``processor``: a vision-language model's (conversations with images, decoded by ``resolve_images``, need
@@ -179,8 +179,8 @@ class Rollouts:
     texts: list[str]  # each completion's answer text (``answer_text``)
     prompt_width: int
     stopped: list[bool]  # ended on a stop token (else cut at max_new_tokens)
-    vision: Optional[dict] = None  # pixel_values, image_grid_thw of the rows' screenshots (None: text prompts)
-    image_token_id: Optional[int] = None
+    vision: dict | None = None  # pixel_values, image_grid_thw of the rows' screenshots (None: text prompts)
+    image_token_id: int | None = None
     suppressed: tuple[int, ...] = ()  # token ids the sampler could not draw (``token_logprobs(suppress=...)``)
 
     @property
@@ -191,7 +191,7 @@ class Rollouts:
     def lengths(self) -> list[int]:
         return [int(n) for n in self.completion_mask.sum(dim=1)]
 
-    def rows(self, keep: list[int]) -> "Rollouts":
+    def rows(self, keep: list[int]) -> Rollouts:
         """These rollouts restricted to the rows ``keep`` (in that order); the widths stay as sampled."""
         idx = torch.tensor(keep, dtype=torch.long)
         vision = None
@@ -205,7 +205,7 @@ class Rollouts:
                         on(self.sampler_logprobs), [self.texts[i] for i in keep], self.prompt_width,
                         [self.stopped[i] for i in keep], vision, self.image_token_id, self.suppressed)
 
-    def replaced(self, rows: dict[int, list[int]], tokenizer, stops: list[int]) -> "Rollouts":
+    def replaced(self, rows: dict[int, list[int]], tokenizer, stops: list[int]) -> Rollouts:
         """These rollouts with the completions of ``rows`` (row -> token ids, up to and including a stop token)
         put in place of what was sampled there (a reply replayed from an earlier step); the replaced rows' sampler
         log-probabilities are 0 (no sampler drew them: the trainer supplies its own)."""
@@ -259,7 +259,7 @@ def _position_ids(attention_mask: torch.Tensor) -> torch.Tensor:
 
 @torch.no_grad()
 def sample_completions(model, tokenizer, conversations: Sequence[list[dict]], group_size: int, max_new_tokens: int, *,
-                       temperature: float = 1.0, autocast=None, template_kwargs: Optional[dict] = None,
+                       temperature: float = 1.0, autocast=None, template_kwargs: dict | None = None,
                        processor=None) -> Rollouts:
     """``group_size`` sampled completions of each conversation (its messages up to the answer), all rows decoded in
     one batch, from the model's full distribution at ``temperature`` (no top-k / top-p: the log-probabilities are
@@ -301,7 +301,7 @@ def rollouts_of(tokenizer, inputs: dict, prompts: list, generated: torch.Tensor,
 
 
 def _assembled(tokenizer, inputs: dict, generated: torch.Tensor, sampled: torch.Tensor, stops: list[int],
-               suppressed: tuple, image_token_id: Optional[int]) -> Rollouts:
+               suppressed: tuple, image_token_id: int | None) -> Rollouts:
     width = inputs["input_ids"].shape[1]
     sequences = torch.cat([inputs["input_ids"], generated.to(inputs["input_ids"].device)], dim=1)
     is_stop = torch.isin(generated, torch.tensor(stops, device=generated.device))

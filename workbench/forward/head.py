@@ -21,7 +21,7 @@ same (position, target) pairs, in another order.
 from __future__ import annotations
 
 import contextlib
-from typing import Callable, Optional
+from collections.abc import Callable
 
 import torch
 from torch.utils.checkpoint import checkpoint
@@ -62,7 +62,7 @@ def _chunk_loss(project: Project, hidden: torch.Tensor, targets: torch.Tensor) -
 
 
 def labelled_loss_sum(project: Project, hidden: torch.Tensor, labels: torch.Tensor,
-                      chunk_tokens: Optional[int] = None) -> torch.Tensor:
+                      chunk_tokens: int | None = None) -> torch.Tensor:
     """Summed next-token cross-entropy of ``project(hidden)`` [batch, seq, vocab] against ``labels`` [batch, seq],
     with ``project`` applied only at labelled positions; ``chunk_tokens``: in checkpointed chunks of that many.
     A micro-batch without labels gives a zero that still reaches the projection's parameters (a data-parallel
@@ -85,7 +85,7 @@ def labelled_loss_sum(project: Project, hidden: torch.Tensor, labels: torch.Tens
 
 
 @contextlib.contextmanager
-def loss_at_labels(model: torch.nn.Module, labels: torch.Tensor, chunk_tokens: Optional[int] = None):
+def loss_at_labels(model: torch.nn.Module, labels: torch.Tensor, chunk_tokens: int | None = None):
     """For the forwards inside it, ``model``'s output module returns ``labelled_loss_sum`` of its input (the model's
     ``logits`` is then that scalar). The module's own forward (whatever wraps it then) is what projects."""
     head = output_head(model)

@@ -9,9 +9,9 @@ from __future__ import annotations
 
 import contextlib
 import math
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable, Optional, Sequence
 
 import torch
 
@@ -20,7 +20,7 @@ from ..data import collate, load_training_examples, model_inputs
 from ..precision import count_target_tokens, token_loss_sum
 from .head import loss_at_labels
 
-Autocast = Optional[Callable[[], contextlib.AbstractContextManager]]  # e.g. PrecisionPolicy.autocast
+Autocast = Callable[[], contextlib.AbstractContextManager] | None  # e.g. PrecisionPolicy.autocast
 
 
 def _autocast(autocast: Autocast):
@@ -56,7 +56,7 @@ def token_logprobs(model: torch.nn.Module, batch: dict, autocast: Autocast = Non
 
 
 def batch_loss_sum(model: torch.nn.Module, batch: dict, autocast: Autocast = None,
-                   memory: Optional[MemorySection] = None) -> torch.Tensor:
+                   memory: MemorySection | None = None) -> torch.Tensor:
     """The training forward: the summed next-token loss over the batch's target tokens (an fp32 scalar that
     backpropagates; ``precision.step`` divides it by the window's token count). ``memory``: the run's
     ``memory`` section (its ``loss_head``; None: the default), see ``forward.head``."""
@@ -73,8 +73,8 @@ def collated(examples: Sequence, pad_token_id: int, batch_size: int) -> list[dic
     return [collate(list(examples[i:i + batch_size]), pad_token_id) for i in range(0, len(examples), batch_size)]
 
 
-def load_heldout(path: str | Path, tokenizer, max_length: int, processor=None, system_prompt: Optional[str] = None,
-                 limit: Optional[int] = None) -> list:
+def load_heldout(path: str | Path, tokenizer, max_length: int, processor=None, system_prompt: str | None = None,
+                 limit: int | None = None) -> list:
     """The examples of a held-out JSONL file tokenized exactly as training tokenizes its data (``processor``: a
     vision-language model's, for rows with screenshots); the first ``limit`` of them (None: all)."""
     examples, _ = load_training_examples(path, tokenizer, max_length, system_prompt=system_prompt, processor=processor)
@@ -99,7 +99,7 @@ class HeldoutLoss:
 @torch.no_grad()
 def heldout_loss(model: torch.nn.Module, examples: Sequence, pad_token_id: int, *, batch_size: int,
                  autocast: Autocast = None, device=None, rank: int = 0, world_size: int = 1,
-                 reduce: Optional[Callable[[list], list]] = None, memory: Optional[MemorySection] = None) -> HeldoutLoss:
+                 reduce: Callable[[list], list] | None = None, memory: MemorySection | None = None) -> HeldoutLoss:
     """The mean token loss of ``model`` over ``examples`` (eval mode for the duration, restored after).
 
     Sharded (``world_size`` > 1): rank r takes examples r, r + world_size, ...; every rank runs the same number

@@ -3,9 +3,10 @@ from __future__ import annotations
 
 import contextlib
 import warnings
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 import torch
 

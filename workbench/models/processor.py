@@ -22,7 +22,7 @@ import functools
 import json
 import warnings
 from pathlib import Path
-from typing import Any, Optional
+from typing import Any
 
 # Written from GLM-4.1V's published prompt format (the GLM-4.1V-9B model card and its chat_template.jinja):
 #   [gMASK]<sop><|system|>\n{system}<|user|>\n{text and <|begin_of_image|><|image|><|end_of_image|> per image}
@@ -65,12 +65,12 @@ def _image_only_class():
     return ImageOnlyGlm4vProcessor
 
 
-def image_only_processor(image_processor, tokenizer, chat_template: Optional[str] = None):
+def image_only_processor(image_processor, tokenizer, chat_template: str | None = None):
     """An ``ImageOnlyGlm4vProcessor`` over ``image_processor`` and ``tokenizer``."""
     return _image_only_class()(image_processor, tokenizer, chat_template=chat_template or tokenizer.chat_template)
 
 
-def _glm4v_image_processor(where: Optional[str]):
+def _glm4v_image_processor(where: str | None):
     """GLM-4.1V's PIL image processor: the directory's resize rules (preprocessor_config.json) when it has
     them, else transformers' GLM-4.1V defaults (patch 14, merge 2, 112x112 .. 28x28x15000 pixels)."""
     from transformers.models.glm4v.image_processing_pil_glm4v import Glm4vImageProcessorPil
@@ -83,7 +83,7 @@ def _glm4v_image_processor(where: Optional[str]):
         return Glm4vImageProcessorPil()
 
 
-def load_processor(where: Optional[str], tokenizer, trust_remote_code: bool = False) -> Any:
+def load_processor(where: str | None, tokenizer, trust_remote_code: bool = False) -> Any:
     """The processor for a GLM-4.1V model at ``where`` (None: the tiny test model), using ``tokenizer``'s
     chat template unless the model's processor brings one. A template that drops reasoning from assistant
     turns is replaced by ``GLM4V_CHAT_TEMPLATE`` (with a warning), so that fine-tuning keeps ``<think>``."""
@@ -126,7 +126,7 @@ def save_processor_files(processor, directory: str | Path) -> None:
         (directory / PROCESSOR_NAME).write_text(json.dumps(stock, indent=2) + "\n", encoding="utf-8")
 
 
-def keeps_reasoning(tokenizer, template: Optional[str]) -> bool:
+def keeps_reasoning(tokenizer, template: str | None) -> bool:
     """Whether ``template`` renders an assistant turn's ``<think>`` part (a template without one: True, as
     there is nothing to replace here; the data loader reports the missing template)."""
     if not template:

@@ -24,8 +24,8 @@ census and memory events measure the tensors, which a test holds equal):
 from __future__ import annotations
 
 import math
+from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Iterable, Optional
 
 import torch
 
@@ -95,7 +95,7 @@ class QuantizedBase:
 
 def quantize_base(model: torch.nn.Module, kind: str, compute_dtype: torch.dtype, double_quant: bool = True,
                   skip_modules: Iterable[str] = ("lm_head", "visual"),
-                  device: "torch.device | str" = "cpu") -> QuantizedBase:
+                  device: torch.device | str = "cpu") -> QuantizedBase:
     """Replace ``model``'s linear layers (but ``skip_modules``) in place by bitsandbytes' quantized ones holding the
     same weights, quantized on ``device`` (where they then live; a GPU quantizes in milliseconds per layer, and the
     base never needs its 16-bit copy there). Frozen, computing in ``compute_dtype``. Marks the model as peft expects
@@ -197,7 +197,7 @@ def _weight_bytes(weight: torch.Tensor, local: bool) -> int:
     return weight.numel() * weight.element_size()
 
 
-def stored_bytes(module: torch.nn.Module, seen: Optional[set] = None, local: bool = True) -> int:
+def stored_bytes(module: torch.nn.Module, seen: set | None = None, local: bool = True) -> int:
     """Bytes a quantized layer holds: its packed weight (``local``: this process's shard of it; else the whole) and its
     quantization constants, each constant's storage once (``seen``: the storages counted already, for constants a
     bitsandbytes version shares between layers)."""

@@ -9,8 +9,8 @@ seed. A model with no run (``load_for_inference``) is built as a run with the sc
 """
 from __future__ import annotations
 
+from collections.abc import Iterable
 from pathlib import Path
-from typing import Iterable, Optional
 
 import torch
 
@@ -27,7 +27,7 @@ def code_built(source: str) -> bool:
     return source in _TINY
 
 
-def base_seed(cfg: RunConfig) -> Optional[int]:
+def base_seed(cfg: RunConfig) -> int | None:
     """The seed the run's base weights were drawn from: its ``schedule.seed`` for a code-built base; None for a base
     loaded from files (any seed loads the same weights)."""
     return cfg.schedule.seed if code_built(cfg.model.source) else None
@@ -39,9 +39,9 @@ def base_config(source: str) -> RunConfig:
     return config_from_dict({"model": {"source": source}}, checks=False)
 
 
-def build_run_model(cfg: RunConfig, dtype: torch.dtype, weights: Optional[TrainedWeights] = None,
-                    adapter_name: str = "default", compute_dtype: Optional[torch.dtype] = None,
-                    device: "str | torch.device" = "cpu", dequantized: bool = False) -> LoadedModel:
+def build_run_model(cfg: RunConfig, dtype: torch.dtype, weights: TrainedWeights | None = None,
+                    adapter_name: str = "default", compute_dtype: torch.dtype | None = None,
+                    device: str | torch.device = "cpu", dequantized: bool = False) -> LoadedModel:
     """A run's model on the CPU in ``dtype``: its base built as training builds it (``cfg.model``; the global RNG
     and a code-built base seeded with ``cfg.schedule.seed``; ``cfg.quantization.base``: its linear layers quantized,
     computing in ``compute_dtype`` (default ``dtype``) and placed on ``device``; ``dequantized``: then dequantized
@@ -76,7 +76,7 @@ def build_run_model(cfg: RunConfig, dtype: torch.dtype, weights: Optional[Traine
 
 
 def load_for_inference(source: str = packaged.NAME, dtype: str = "float32",
-                       device: "str | torch.device" = "cpu") -> LoadedModel:
+                       device: str | torch.device = "cpu") -> LoadedModel:
     """A model with no run, for generation or measuring (a base to compare with, a merged model or an export): built
     as ``build_run_model`` builds a run's base with the schema's defaults, in eval mode, on ``device`` (a caller
     wanting the GPU when one is visible passes ``hardware.resolve_device("auto")``)."""
@@ -85,7 +85,7 @@ def load_for_inference(source: str = packaged.NAME, dtype: str = "float32",
     return loaded
 
 
-def load_run_for_inference(run_dir: "str | Path", device: "str | torch.device" = "cpu") -> LoadedModel:
+def load_run_for_inference(run_dir: str | Path, device: str | torch.device = "cpu") -> LoadedModel:
     """The model a run trained, for generation: its model/ (a full fine-tune), or its base with its adapter merged in
     (a LoRA run; merged because unmerged adapters cost every forward; over a quantized base the adapter stays
     unmerged, as it trained: merging would quantize the merged weights again), in eval mode on ``device``. ValueError
@@ -102,7 +102,7 @@ def load_run_for_inference(run_dir: "str | Path", device: "str | torch.device" =
     return loaded
 
 
-def merged_model(model: torch.nn.Module, adapter_dir: "str | Path", dtype: torch.dtype) -> torch.nn.Module:
+def merged_model(model: torch.nn.Module, adapter_dir: str | Path, dtype: torch.dtype) -> torch.nn.Module:
     """A trained peft ``model`` with its adapter (saved in ``adapter_dir``) merged into its base: peft's merge; over a
     quantized base (quantization.base) the base is first dequantized into plain ``dtype`` layers and the saved adapter
     put on it again, since peft would quantize the merged weights again. Consumes ``model``."""
@@ -128,8 +128,8 @@ def shared_base(source: str, runs: Iterable[RunConfig]) -> RunConfig:
     return runs[0] if runs else base_config(source)
 
 
-def base_problem(run: RunConfig, source: str, seed: Optional[int],
-                 quantization: Optional[QuantizationSection] = None) -> Optional[str]:
+def base_problem(run: RunConfig, source: str, seed: int | None,
+                 quantization: QuantizationSection | None = None) -> str | None:
     """Why ``run``'s adapter does not fit a base of ``source`` built with ``seed`` (None: a base from files) and, given,
     ``quantization`` (the base's ``quantization`` section), or None when it fits."""
     if not same_model(run.model.source, source):

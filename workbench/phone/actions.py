@@ -15,8 +15,8 @@ from __future__ import annotations
 import ast
 import json
 import re
+from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import Iterable, Optional
 
 GRID = 999  # AutoGLM-Phone's coordinate grid is 0..999 on both axes
 
@@ -47,7 +47,7 @@ class Action:
     type: str  # a key of ACTION_ARGS
     args: dict = field(default_factory=dict, compare=True, hash=False)
 
-    def point(self, name: str = "element") -> Optional[tuple[int, int]]:
+    def point(self, name: str = "element") -> tuple[int, int] | None:
         value = self.args.get(name)
         return tuple(value) if value is not None else None
 
@@ -188,14 +188,14 @@ def element_boxes(screen: str) -> list[Box]:
     return boxes
 
 
-def hit_box(boxes: Iterable[Optional[Box]], point: Optional[tuple[int, int]]) -> Optional[Box]:
+def hit_box(boxes: Iterable[Box | None], point: tuple[int, int] | None) -> Box | None:
     """The box a tap at ``point`` hits: the smallest holding it (an inner element before its container); None when
     none does (or there is no point). None entries of ``boxes`` are skipped."""
     return min((b for b in boxes if b and point and in_box(point, b)), key=lambda b: (b[2] - b[0]) * (b[3] - b[1]),
                default=None)
 
 
-def target_box(screen: str, point: tuple[int, int]) -> Optional[Box]:
+def target_box(screen: str, point: tuple[int, int]) -> Box | None:
     """The smallest listed element box containing the expected tap point; None when none does."""
     return hit_box(element_boxes(screen), point)
 

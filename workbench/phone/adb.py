@@ -25,7 +25,6 @@ import base64
 import re
 import socket
 import time
-from typing import Optional
 
 from PIL import Image
 
@@ -51,7 +50,7 @@ class AdbPhone:
     judges_state = False  # a real phone's app data cannot be read: no final-state checks
 
     def __init__(self, serial: str, host: str = "127.0.0.1", port: int = 5037, settle_s: float = 1.0,
-                 packages: Optional[dict[str, str]] = None):
+                 packages: dict[str, str] | None = None):
         """``settle_s``: seconds to let the phone redraw after each action before the next screenshot. ``packages``:
         the app table (name -> package, the first name of a package naming it), Open-AutoGLM's by default."""
         try:

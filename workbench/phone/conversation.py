@@ -34,11 +34,9 @@ import copy
 import datetime
 import json
 import re
-from typing import Optional
 
 from .actions import ActionSyntaxError, format_action, parse_action, parse_legacy_action, split_answer
-from .openautoglm import (ACTION_MARKERS, check_lang, history_reply, runtime_action, runtime_split,
-                          runtime_system_prompt)
+from .openautoglm import ACTION_MARKERS, check_lang, history_reply, runtime_action, runtime_split, runtime_system_prompt
 
 LATER_TURN_PREFIX = "** Screen Info **\n\n"
 FORMAT_NAME = "open-autoglm"  # meta.format of training rows in Open-AutoGLM's runtime format
@@ -72,12 +70,12 @@ def check_observation(observation: str) -> str:
     return observation
 
 
-def repeat_limit_problem(limit: int) -> Optional[str]:
+def repeat_limit_problem(limit: int) -> str | None:
     """Why ``limit`` is no repeat limit (0 never ends an episode; 1 would end it at its first action), else None."""
     return None if limit == 0 or limit >= 2 else f"repeat_limit must be 0 (never) or at least 2, got {limit}"
 
 
-def system_prompt(date: Optional[datetime.date] = None, observation: str = "screenshot", lang: str = DEFAULT_LANG) -> str:
+def system_prompt(date: datetime.date | None = None, observation: str = "screenshot", lang: str = DEFAULT_LANG) -> str:
     """The system message: the runtime's prompt in ``lang`` for ``date`` (default: today); in the text modes with the
     sentence on what the model sees changed."""
     prompt = runtime_system_prompt(date, check_lang(lang))
@@ -86,7 +84,7 @@ def system_prompt(date: Optional[datetime.date] = None, observation: str = "scre
     return prompt.replace(_SEES[lang], _SEES_AS[lang, observation].format(lines=_TREE_LINES[lang]), 1)
 
 
-def prompt_date_lang(prompt: str) -> Optional[tuple[datetime.date, str]]:
+def prompt_date_lang(prompt: str) -> tuple[datetime.date, str] | None:
     """(date, lang) of a system prompt in the runtime's form (by its date line); None for any other text."""
     for lang, pattern in _DATE_LINE.items():
         match = pattern.match(prompt)
@@ -99,7 +97,7 @@ def prompt_date_lang(prompt: str) -> Optional[tuple[datetime.date, str]]:
     return None
 
 
-def screen_info(current_app: str, tree: Optional[str] = None) -> str:
+def screen_info(current_app: str, tree: str | None = None) -> str:
     """``{"current_app": ...}``, then the screen's tree on the lines below when there is one."""
     info = json.dumps({"current_app": current_app}, ensure_ascii=False)
     return info if tree is None else f"{info}\n{tree}"
@@ -122,7 +120,7 @@ def message_text(message: dict) -> str:
     return "".join(p.get("text", "") for p in content or [] if isinstance(p, dict) and p.get("type") == "text")
 
 
-def message_image(message: dict) -> Optional[str]:
+def message_image(message: dict) -> str | None:
     """The image URL (or file path) of a message's first image part; None without one."""
     content = message.get("content")
     for part in content if isinstance(content, list) else []:
@@ -142,7 +140,7 @@ def _images_of(message: dict) -> int:
 class Conversation:
     """One episode's messages in the runtime format: ``observe`` a screen, then ``reply``; repeat."""
 
-    def __init__(self, task: str, date: Optional[datetime.date] = None, observation: str = "screenshot",
+    def __init__(self, task: str, date: datetime.date | None = None, observation: str = "screenshot",
                  lang: str = DEFAULT_LANG):
         self.task, self.observation, self.lang = task, check_observation(observation), check_lang(lang)
         self.messages: list[dict] = [{"role": "system", "content": system_prompt(date, observation, lang)}]
@@ -151,7 +149,7 @@ class Conversation:
     def steps(self) -> int:
         return sum(1 for m in self.messages if m["role"] == "assistant")
 
-    def observe(self, image_url: Optional[str], current_app: str, tree: Optional[str] = None) -> list[dict]:
+    def observe(self, image_url: str | None, current_app: str, tree: str | None = None) -> list[dict]:
         """Add the user turn showing a screen (``image_url``: a data: URL, or a file path in training rows;
         ``tree``: the screen's compact tree), each as the observation mode asks; the messages to send the model."""
         if self.messages[-1]["role"] == "user":
@@ -221,7 +219,7 @@ def _observation_problems(turn: int, images: int, has_tree: bool, observation: s
     return problems
 
 
-def _system_problems(messages: list[dict], observation: Optional[str]) -> list[str]:
+def _system_problems(messages: list[dict], observation: str | None) -> list[str]:
     first = message_text(messages[0]) if messages and messages[0].get("role") == "system" else None
     found = prompt_date_lang(first) if first is not None else None
     if found is None:
@@ -235,7 +233,7 @@ def _system_problems(messages: list[dict], observation: Optional[str]) -> list[s
     return []
 
 
-def _user_problems(users: list[dict], observation: Optional[str]) -> list[str]:
+def _user_problems(users: list[dict], observation: str | None) -> list[str]:
     problems = []
     for i, user in enumerate(users):
         text = message_text(user)
@@ -304,7 +302,7 @@ def _reply_problems(replies: list[dict]) -> list[str]:
     return problems
 
 
-def runtime_problems(messages: list[dict], observation: Optional[str] = None) -> list[str]:
+def runtime_problems(messages: list[dict], observation: str | None = None) -> list[str]:
     """How ``messages`` (a training row: the conversation up to one reply) departs from the runtime format;
     empty when it conforms. ``observation`` (a row's ``meta.observation``): what the latest turn must show; None
     accepts a screenshot, a screen tree or both."""

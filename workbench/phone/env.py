@@ -20,15 +20,16 @@ The device is the simulated phone (``SimPhone``) or anything with its interface:
 from __future__ import annotations
 
 import string
-from typing import Any, Optional, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 import gymnasium
 import numpy as np
 from gymnasium import spaces
 
 from .actions import Action, ActionSyntaxError
-from .openautoglm import runtime_action, runtime_split
 from .conversation import MAX_STEPS
+from .openautoglm import runtime_action, runtime_split
 from .sim import SimPhone
 from .tasks import TASKS, PhoneTask
 
@@ -38,8 +39,8 @@ _CHARSET = string.ascii_letters + string.digits + string.punctuation + " \n\t"
 class PhoneEnv(gymnasium.Env):
     metadata = {"render_modes": ["rgb_array"], "render_fps": 1}
 
-    def __init__(self, device=None, tasks: Optional[Sequence[PhoneTask]] = None, max_steps: int = MAX_STEPS,
-                 render_mode: Optional[str] = "rgb_array"):
+    def __init__(self, device=None, tasks: Sequence[PhoneTask] | None = None, max_steps: int = MAX_STEPS,
+                 render_mode: str | None = "rgb_array"):
         if max_steps < 1:
             raise ValueError(f"max_steps must be at least 1, got {max_steps}")
         self.device = device if device is not None else SimPhone()
@@ -51,11 +52,11 @@ class PhoneEnv(gymnasium.Env):
             "screenshot": spaces.Box(0, 255, (height, width, 3), np.uint8),
             "current_app": spaces.Text(max_length=64, charset=_CHARSET)})
         self.action_space = spaces.Text(max_length=4096, charset=_CHARSET)
-        self.task: Optional[PhoneTask] = None
+        self.task: PhoneTask | None = None
         self.steps = 0
         self._start = None
 
-    def reset(self, *, seed: Optional[int] = None, options: Optional[dict] = None):
+    def reset(self, *, seed: int | None = None, options: dict | None = None):
         """Start ``options["task"]`` (a PhoneTask or a task id); without one, a task drawn from ``tasks`` with the
         environment's seeded generator."""
         super().reset(seed=seed)
@@ -108,7 +109,7 @@ class PhoneEnv(gymnasium.Env):
                           "a missing argument)", "checks": checks, "success": False, "step": self.steps}
         return self._observe(), 0.0, False, truncated, info
 
-    def judge(self) -> Optional[dict[str, bool]]:
+    def judge(self) -> dict[str, bool] | None:
         """The task's final-state checks now; None when the device cannot read its state."""
         if not getattr(self.device, "judges_state", False):
             return None

@@ -24,12 +24,13 @@ path found is answered at once.
 from __future__ import annotations
 
 import math
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
-from typing import Iterator, Optional, Sequence
 
 from .actions import Action
+from .openautoglm import HOME
 from .sim import SimPhone, installed_app
-from .state import HOME, PhoneState, key_app
+from .state import PhoneState, key_app
 from .tasks import PhoneTask, centre
 
 MAX_DEPTH = 30  # levels searched before the expert gives up (the longest oracle solution has 13 steps)
@@ -61,13 +62,13 @@ class ExpertStep:
 @dataclass
 class _Node:
     snapshot: object
-    parent: Optional[tuple]
-    action: Optional[Action]
+    parent: tuple | None
+    action: Action | None
     effect: str
-    element: Optional[str]
+    element: str | None
 
 
-def replay(task: PhoneTask, actions: Sequence[Optional[Action]], phone: Optional[SimPhone] = None) -> SimPhone:
+def replay(task: PhoneTask, actions: Sequence[Action | None], phone: SimPhone | None = None) -> SimPhone:
     """A phone in the state ``actions`` leave from ``task``'s start (None: a step that did nothing, skipped; finish
     ends nothing here): the phone an agent left, rebuilt from what it did. ``phone``: reuse this one."""
     phone = phone or SimPhone()
@@ -104,7 +105,7 @@ class Expert:
                 return ExpertStep(oracle_step.action, oracle_step.thinking, answer.steps_left)
         return answer
 
-    def path(self, task: PhoneTask, phone: Optional[SimPhone] = None) -> list[ExpertStep]:
+    def path(self, task: PhoneTask, phone: SimPhone | None = None) -> list[ExpertStep]:
         """The expert's steps from ``phone``'s state (default: the task's start) to its finish, played on a copy."""
         play = self.scratch_copy(task, phone)
         steps = []
@@ -119,7 +120,7 @@ class Expert:
         """The length of a shortest path from the task's start (finish included): at most the oracle's."""
         return self.step(task, replay(task, [], self.scratch)).steps_left
 
-    def scratch_copy(self, task: PhoneTask, phone: Optional[SimPhone]) -> SimPhone:
+    def scratch_copy(self, task: PhoneTask, phone: SimPhone | None) -> SimPhone:
         play = SimPhone()
         if phone is None:
             play.reset(task.initial_state())

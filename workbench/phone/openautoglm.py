@@ -14,7 +14,6 @@ package (``scripts/setup.sh --test``) and checks every value here against it.
 from __future__ import annotations
 
 import datetime
-from typing import Optional
 
 from .actions import Action, ActionSyntaxError, parse_action
 
@@ -339,7 +338,7 @@ def check_lang(lang: str) -> str:
     return lang
 
 
-def date_line(date: Optional[datetime.date] = None, lang: str = "en") -> str:
+def date_line(date: datetime.date | None = None, lang: str = "en") -> str:
     """The system prompt's first line, as the runtime writes it for ``date`` (default: today)."""
     day = date or datetime.date.today()
     if check_lang(lang) == "en":
@@ -347,19 +346,19 @@ def date_line(date: Optional[datetime.date] = None, lang: str = "en") -> str:
     return ZH_DATE_PREFIX + day.strftime("%Y年%m月%d日") + " " + _ZH_WEEKDAYS[day.weekday()]
 
 
-def runtime_system_prompt(date: Optional[datetime.date] = None, lang: str = "en") -> str:
+def runtime_system_prompt(date: datetime.date | None = None, lang: str = "en") -> str:
     """The runtime's own system prompt in ``lang``, stamped with ``date`` (default: today): the screenshot form, which
     ``phone.conversation.system_prompt`` (the one builder of a conversation's system message) adapts to the text modes."""
     return date_line(date, lang) + (EN_PROMPT_BODY if lang == "en" else ZH_PROMPT_BODY)
 
 
-def launch_package(app: str) -> Optional[str]:
+def launch_package(app: str) -> str | None:
     """The package ``do(action="Launch", app=...)`` opens: the table's entry for exactly this name, else None (the
     runtime then reports "App not found" and the phone stays as it was)."""
     return APP_PACKAGES.get(app)
 
 
-def current_app_name(focus: Optional[str], table: Optional[dict[str, str]] = None) -> str:
+def current_app_name(focus: str | None, table: dict[str, str] | None = None) -> str:
     """The ``current_app`` the runtime reports for the focused window's line (or its package): the first name of the
     table (``APP_PACKAGES`` unless given) whose package is in it, else "System Home"."""
     if focus:
@@ -386,7 +385,7 @@ def runtime_split(content: str) -> tuple[str, str]:
     return "", content
 
 
-def reply_action(content: Optional[str]) -> Optional[Action]:
+def reply_action(content: str | None) -> Action | None:
     """The action a model's reply holds as Open-AutoGLM's runtime reads it (everything from ``do(action=`` /
     ``finish(message=`` on: ``runtime_split``; a reasoning the server split off never reaches it);
     None when that is not one valid action (a reply closed by ``</answer>`` is not). For readers that only need the
@@ -411,7 +410,7 @@ _POINTED = ("Tap", "Double Tap", "Long Press")
 TOUCH_SIZE = (1080, 2400)  # the pixels the runtime's gestures are sent in (agent.openautoglm.SimDevice reports them)
 
 
-def _touch_point(value, size: tuple[int, int] = TOUCH_SIZE) -> Optional[list]:
+def _touch_point(value, size: tuple[int, int] = TOUCH_SIZE) -> list | None:
     """A point as the runtime's handler turns it into pixels (``int(v / 1000 * size)``) and the grid point of those
     pixels (exact at >= 1000 pixels a side; one off the screen stays off it); None where the handler fails on it."""
     try:

@@ -8,8 +8,8 @@ with it. Elements may carry what Tap, Long Press and Double Tap do on them (``ha
 from __future__ import annotations
 
 import functools
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Callable, Optional
 
 from PIL import Image, ImageDraw, ImageFont
 
@@ -39,9 +39,9 @@ def _font(size_px: float):
 @dataclass
 class Handlers:
     """What a gesture on an element does: each a callable taking no argument (the phone binds its state)."""
-    tap: Optional[Callable[[], None]] = None
-    long_press: Optional[Callable[[], None]] = None
-    double_tap: Optional[Callable[[], None]] = None
+    tap: Callable[[], None] | None = None
+    long_press: Callable[[], None] | None = None
+    double_tap: Callable[[], None] | None = None
 
 
 @dataclass
@@ -53,8 +53,8 @@ class Screen:
     handlers: dict[str, Handlers] = field(default_factory=dict)
     keyboard: bool = False  # the on-screen keyboard is up (a text field has the focus)
 
-    def rect(self, box: Box, fill: Color, radius: int = 0, outline: Optional[Color] = None,
-             element: Optional[str] = None, **gestures) -> None:
+    def rect(self, box: Box, fill: Color, radius: int = 0, outline: Color | None = None,
+             element: str | None = None, **gestures) -> None:
         """A filled rectangle; ``element`` names it as a target, ``tap=``/``long_press=``/``double_tap=`` say what
         those gestures do on it."""
         self.ops.append(("rect", box, fill, radius, outline))
@@ -75,7 +75,7 @@ class Screen:
                 self.handlers = {new if name == old else name: h for name, h in self.handlers.items()}
         self.ops = [op[:2] + (new,) + op[3:] if op[0] == "text" and op[2] == old else op for op in self.ops]
 
-    def hit(self, point: tuple[int, int]) -> Optional[str]:
+    def hit(self, point: tuple[int, int]) -> str | None:
         """The element under ``point``: the last drawn (topmost) whose box holds it; None when none does."""
         for name in reversed(list(self.elements)):
             x1, y1, x2, y2 = self.elements[name]
@@ -110,7 +110,7 @@ def status_bar(s: Screen, dark: bool = False, clock: str = "9:41") -> None:
 KEYBOARD_TOP = 700  # the on-screen keyboard covers y 700..1000 while a text field is focused
 
 
-def keyboard(s: Screen, enter: Optional[Callable[[], None]] = None, enter_label: str = "") -> None:
+def keyboard(s: Screen, enter: Callable[[], None] | None = None, enter_label: str = "") -> None:
     """The on-screen keyboard (its letter keys are drawn, not targets: text comes with Type). ``enter`` makes its
     action key (bottom right, ``enter_label``) a target."""
     s.keyboard = True

@@ -20,17 +20,17 @@ episode's business (``workbench.phone.env``), not the phone's.
 """
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Optional, Sequence
 
 from PIL import Image
 
 from .actions import Action
 from .apps import APP_PAGES, OTHER_APP, Menu, Page, home
 from .apps.common import DARK, LIGHT, LIST_TOP, draw_loading, draw_menu, popup, status_text
-from .openautoglm import current_app_name, launch_package, wait_seconds
+from .openautoglm import HOME, current_app_name, launch_package, wait_seconds
 from .screen import Box, Screen, status_bar
-from .state import APPS, HOME, LOAD_SECONDS, PhoneState
+from .state import APPS, LOAD_SECONDS, PhoneState
 from .uitree import screen_tree
 
 PHONE_SIZE = (1080, 2400)  # a common Android phone's screen in pixels
@@ -47,9 +47,9 @@ class PhoneSnapshot:
     app: str
     home_page: int
     stack: tuple[Page, ...]
-    focus: Optional[str]
+    focus: str | None
     drafts: tuple[tuple[str, str], ...]
-    menu: Optional[Menu]
+    menu: Menu | None
     greeted: frozenset[str]
 
 
@@ -57,8 +57,8 @@ class PhoneSnapshot:
 class Outcome:
     valid: bool  # the action did something
     effect: str  # what happened, in words
-    element: Optional[str] = None  # the element a Tap / Long Press / Double Tap hit
-    box: Optional[Box] = None  # its box on the grid
+    element: str | None = None  # the element a Tap / Long Press / Double Tap hit
+    box: Box | None = None  # its box on the grid
 
 
 class SimPhone:
@@ -73,15 +73,15 @@ class SimPhone:
         self.reset()
 
     # ---- the device interface -------------------------------------------------------------------------------
-    def reset(self, state: Optional[PhoneState] = None) -> None:
+    def reset(self, state: PhoneState | None = None) -> None:
         """Start again from ``state`` (default: a fresh phone) on the first home page."""
         self.state = (state or PhoneState()).copy()
         self.app = HOME
         self.home_page = 0
         self.stack: list[Page] = []
-        self.focus: Optional[str] = None  # the focused text field ("chat", "browser")
+        self.focus: str | None = None  # the focused text field ("chat", "browser")
         self.drafts: dict[str, str] = {}  # text typed into each field
-        self.menu: Optional[Menu] = None  # a context menu or a pop-up over the page
+        self.menu: Menu | None = None  # a context menu or a pop-up over the page
         self.greeted: set[str] = set()  # the apps whose pop-up has shown this episode (a perturbed phone's)
 
     def snapshot(self) -> PhoneSnapshot:
@@ -114,7 +114,7 @@ class SimPhone:
         """The screen on show, on the grid: what is drawn and which elements a gesture can hit."""
         return self._build()
 
-    def screenshot(self, size: Optional[tuple[int, int]] = None) -> Image.Image:
+    def screenshot(self, size: tuple[int, int] | None = None) -> Image.Image:
         return self._build().draw(tuple(size or self.size))
 
     def ui_tree(self) -> str:
@@ -122,7 +122,7 @@ class SimPhone:
         screen is drawn from these elements."""
         return screen_tree(self._build())
 
-    def execute(self, action: Action, screen: Optional[Screen] = None) -> Outcome:
+    def execute(self, action: Action, screen: Screen | None = None) -> Outcome:
         """Carry ``action`` out. ``screen``: the screen on show, where the caller has built it since the phone last
         changed (a search trying many actions from one state saves building it again for each gesture)."""
         kind = action.type
@@ -202,7 +202,7 @@ class SimPhone:
         return Outcome(False, "already on the home screen: Back does nothing")
 
     # ---- actions --------------------------------------------------------------------------------------------
-    def _gesture(self, kind: str, point: tuple[int, int], screen: Optional[Screen] = None) -> Outcome:
+    def _gesture(self, kind: str, point: tuple[int, int], screen: Screen | None = None) -> Outcome:
         screen = screen or self._build()
         name = screen.hit(point)
         if name is None:
@@ -257,7 +257,7 @@ class SimPhone:
     def _go_home(self) -> None:
         self.app, self.home_page, self.stack, self.focus, self.menu = HOME, 0, [], None, None
 
-    def _scroll_extent(self) -> Optional[int]:
+    def _scroll_extent(self) -> int | None:
         """How far the page on show scrolls (grid units); None when it does not."""
         if self.app == HOME or not self.stack or self.focus is not None or self.stack[-1].loading:
             return None
@@ -294,7 +294,7 @@ def app_package(app: str) -> str:
     return launch_package(app) or "org.workbench.sim." + ("".join(c for c in app.casefold() if c.isalnum()) or "app")
 
 
-def installed_app(name: str, apps: Sequence[str] = APPS) -> Optional[str]:
+def installed_app(name: str, apps: Sequence[str] = APPS) -> str | None:
     """The installed app (of ``apps``) that ``do(action="Launch", app=name)`` opens: the one whose package the
     runtime's table gives for exactly this name (another name of the same app works too); None if none."""
     package = launch_package(name)

@@ -10,9 +10,6 @@ from __future__ import annotations
 
 import copy
 from dataclasses import dataclass, field
-from typing import Optional
-
-from .openautoglm import HOME  # the current_app of the launcher, as Open-AutoGLM reports an unrecognised package
 
 # Settings switches: key -> (label on screen, the Settings page that shows it)
 TOGGLES: dict[str, tuple[str, str]] = {
@@ -148,7 +145,7 @@ class PhoneState:
     toggles: dict[str, bool] = field(default_factory=lambda: dict(DEFAULT_TOGGLES))
     favorites: set[str] = field(default_factory=lambda: {"Mom"})
     threads: dict[str, list[tuple[str, str]]] = field(default_factory=lambda: copy.deepcopy(THREADS))
-    now_playing: Optional[str] = None
+    now_playing: str | None = None
     playing: bool = False
     liked_songs: set[str] = field(default_factory=set)
     liked_photos: set[str] = field(default_factory=set)
@@ -158,10 +155,10 @@ class PhoneState:
     contents: PhoneContents = DEFAULT_CONTENTS  # fixed for the episode: not among changed_keys
 
     @classmethod
-    def of(cls, contents: PhoneContents) -> "PhoneState":
+    def of(cls, contents: PhoneContents) -> PhoneState:
         return cls(favorites=set(contents.favorites), threads=contents.initial_threads(), contents=contents)
 
-    def copy(self) -> "PhoneState":
+    def copy(self) -> PhoneState:
         """A copy that shares nothing mutable (the catalogues, immutable, are shared)."""
         return PhoneState(dict(self.toggles), set(self.favorites), {c: list(m) for c, m in self.threads.items()},
                           self.now_playing, self.playing, set(self.liked_songs), set(self.liked_photos),
@@ -173,7 +170,7 @@ class PhoneState:
                 tuple((c, tuple(m)) for c, m in self.threads.items()), self.now_playing, self.playing,
                 frozenset(self.liked_songs), frozenset(self.liked_photos), tuple(self.searches), tuple(self.read_pages))
 
-    def changed_keys(self, before: "PhoneState") -> set[str]:
+    def changed_keys(self, before: PhoneState) -> set[str]:
         """What differs from ``before``: ``toggles.<key>``, ``threads.<contact>``, or a field name."""
         keys = {f"toggles.{k}" for k in set(self.toggles) | set(before.toggles)
                 if self.toggles.get(k) != before.toggles.get(k)}

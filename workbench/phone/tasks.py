@@ -21,16 +21,32 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable, Optional
 
 from ..config.files import UnreadableFile, jsonl_lines
 from .actions import Action
+from .openautoglm import HOME
 from .sim import SimPhone
-from .state import (BROWSER_APP, CONTACTS_APP, DEFAULT_CONTENTS, HOME, LOAD_SECONDS, MESSAGES_APP, MUSIC_APP,
-                    PHOTOS_APP, POPUP_DISMISS, SETTINGS_APP, SETTINGS_PAGES, SONGS, TOGGLES, Perturbation, PhoneContents,
-                    PhoneState, web_results)
+from .state import (
+    BROWSER_APP,
+    CONTACTS_APP,
+    DEFAULT_CONTENTS,
+    LOAD_SECONDS,
+    MESSAGES_APP,
+    MUSIC_APP,
+    PHOTOS_APP,
+    POPUP_DISMISS,
+    SETTINGS_APP,
+    SETTINGS_PAGES,
+    SONGS,
+    TOGGLES,
+    Perturbation,
+    PhoneContents,
+    PhoneState,
+    web_results,
+)
 
 # heldout: values no training task has (a contact, song, setting, app, message never seen); combos: every value is
 # trained, in another template or another pairing, the combination never is (does the model recombine what it knows?);
@@ -54,7 +70,7 @@ class PhoneTask:
     phone: PhoneContents = DEFAULT_CONTENTS  # the catalogues of the phone the task runs on (names it may use)
 
     @property
-    def spec(self) -> "Template":
+    def spec(self) -> Template:
         return FREE_FORM if self.template == FREE_FORM.name else TEMPLATES[self.template]
 
     @property
@@ -97,8 +113,8 @@ class Template:
     apps: Callable[[dict], tuple[str, ...]]
     goals: Callable[[SimPhone, dict], dict[str, bool]]
     changes: Callable[[dict], tuple[str, ...]]  # the state keys the task may change (PhoneState.changed_keys)
-    solve: Callable[["_OracleRecorder", dict], None]
-    validate: Callable[[dict, PhoneContents], Optional[str]]  # why the parameters are unusable on that phone, or None
+    solve: Callable[[_OracleRecorder, dict], None]
+    validate: Callable[[dict, PhoneContents], str | None]  # why the parameters are unusable on that phone, or None
     setup: Callable[[PhoneState, dict], None] = lambda state, params: None
 
 
@@ -146,7 +162,7 @@ class _OracleRecorder:
                          Action("Swipe", {"start": [500, 800], "end": [500, 350]}))
         raise AssertionError(f"oracle of {self.task.id}: {label!r} never appeared")
 
-    def gesture(self, label: str, thinking: str, kind: str = "Tap", what: Optional[str] = None) -> None:
+    def gesture(self, label: str, thinking: str, kind: str = "Tap", what: str | None = None) -> None:
         shown = self.phone.state.contents.perturbation.label(label)  # a perturbed phone may call it otherwise
         if shown != label:
             thinking, what = thinking.replace(label, shown), (what or label).replace(label, shown)
@@ -165,14 +181,14 @@ class _OracleRecorder:
 
 
 # ---- the templates --------------------------------------------------------------------------------------------
-def _choice(value, allowed, what: str) -> Optional[str]:
+def _choice(value, allowed, what: str) -> str | None:
     if value not in allowed:
         shown = ", ".join(map(str, allowed))
         return f"unknown {what} {value!r}; known: {shown}"
     return None
 
 
-def _text(value, what: str = "text") -> Optional[str]:
+def _text(value, what: str = "text") -> str | None:
     if not isinstance(value, str) or not value.strip() or len(value) > 60:
         return f"'{what}' must be a non-empty string of at most 60 characters"
     return None
@@ -267,14 +283,14 @@ def _solve_favorite(p: _OracleRecorder, params: dict) -> None:
     p.finish(f"{contact} is marked Favorite; the task is done.", f"Added {contact} to favorites.")
 
 
-def _song_of(title: str) -> Optional[str]:
+def _song_of(title: str) -> str | None:
     return next((s for s in SONGS if s.split(" - ")[0].casefold() == str(title).strip().casefold()), None)
 
 
-def _valid(**checks: Callable[[object, PhoneContents], Optional[str]]
-           ) -> Callable[[dict, PhoneContents], Optional[str]]:
+def _valid(**checks: Callable[[object, PhoneContents], str | None]
+           ) -> Callable[[dict, PhoneContents], str | None]:
     """The parameters' checks, each given the value and the phone's catalogues; the first problem found."""
-    def validate(params: dict, contents: PhoneContents) -> Optional[str]:
+    def validate(params: dict, contents: PhoneContents) -> str | None:
         for name, check in checks.items():
             why = check(params.get(name), contents)
             if why:
@@ -283,19 +299,19 @@ def _valid(**checks: Callable[[object, PhoneContents], Optional[str]]
     return validate
 
 
-def _setting(v, contents=None) -> Optional[str]:
+def _setting(v, contents=None) -> str | None:
     return _choice(v, list(TOGGLES), "setting")
 
 
-def _bool(v, contents=None) -> Optional[str]:
+def _bool(v, contents=None) -> str | None:
     return None if isinstance(v, bool) else f"'on' must be true or false, got {v!r}"
 
 
-def _song(v, contents: PhoneContents) -> Optional[str]:
+def _song(v, contents: PhoneContents) -> str | None:
     return _choice(v, contents.songs, "song")
 
 
-def _contact(v, contents: PhoneContents) -> Optional[str]:
+def _contact(v, contents: PhoneContents) -> str | None:
     return _choice(v, contents.contacts, "contact")
 
 
@@ -398,7 +414,7 @@ def _no_oracle(recorder, params: dict) -> None:
                      "run a model on a phone")
 
 
-def _an_instruction(params: dict, phone: PhoneContents) -> Optional[str]:
+def _an_instruction(params: dict, phone: PhoneContents) -> str | None:
     text = params.get("instruction")
     return None if isinstance(text, str) and text.strip() else "'instruction' is the task in words: a non-empty string"
 
@@ -408,7 +424,7 @@ FREE_FORM = Template("instruction", ("instruction",), lambda p: p["instruction"]
                      lambda phone, p: {}, lambda p: (), _no_oracle, _an_instruction)
 
 
-def free_form_task(instruction: str, split: str = "train", task_id: Optional[str] = None) -> PhoneTask:
+def free_form_task(instruction: str, split: str = "train", task_id: str | None = None) -> PhoneTask:
     """A task of the user's own words (``FREE_FORM``); ValueError for an empty instruction."""
     if why := _an_instruction({"instruction": instruction}, DEFAULT_CONTENTS):
         raise ValueError(why)
@@ -418,7 +434,7 @@ def free_form_task(instruction: str, split: str = "train", task_id: Optional[str
                      {"instruction": instruction.strip()}, split)
 
 
-def make_task(template: str, params: dict, split: str = "train", task_id: Optional[str] = None,
+def make_task(template: str, params: dict, split: str = "train", task_id: str | None = None,
               phone: PhoneContents = DEFAULT_CONTENTS) -> PhoneTask:
     """A task of ``template`` with ``params`` on a phone holding ``phone``; ValueError saying what is wrong (unknown
     template, missing or bad parameter, with the known values)."""
@@ -604,7 +620,7 @@ MORE_FRESH_SHARE = 0.75
 _MORE_SPEC = re.compile(r"more:(\d+)(?::(\d+))?")
 
 
-def select_tasks(spec: str, tasks: Optional[list[PhoneTask]] = None) -> list[PhoneTask]:
+def select_tasks(spec: str, tasks: list[PhoneTask] | None = None) -> list[PhoneTask]:
     """Tasks named by ``spec``: ``all`` (the built-in tasks: train, heldout and combos), a split (``train``,
     ``heldout``, ``combos``, or ``perturbed``: ``PERTURBED_TASKS``, which share their instructions with training
     tasks and so are asked for by name, never by ``all``), a template, a task id,

@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import re
 import xml.etree.ElementTree as ET
-from typing import Iterable, Optional
+from collections.abc import Iterable
 
 from .actions import format_action, hit_box, in_box, split_answer
 from .openautoglm import reply_action
@@ -123,7 +123,7 @@ def _grid(pixels: int, extent: int) -> int:
     return max(0, min(GRID - 1, int(pixels * GRID / max(extent, 1))))
 
 
-def tree_of(device) -> Optional[str]:
+def tree_of(device) -> str | None:
     """The tree of a device's screen: ``device.ui_tree()`` when it has one; None otherwise."""
     read = getattr(device, "ui_tree", None)
     return read() if read is not None else None
@@ -132,16 +132,16 @@ def tree_of(device) -> Optional[str]:
 _ELEMENT_LINE = re.compile(r"^(?P<head>.*?) \[(\d+),(\d+)\]\[(\d+),(\d+)\] tap \[\d+,\d+\](?P<tail>.*)$")
 
 
-def tree_boxes(tree: str) -> list[Optional[Box]]:
+def tree_boxes(tree: str) -> list[Box | None]:
     """The bounds of each line of ``tree`` (None for a line that is not an element)."""
-    out: list[Optional[Box]] = []
+    out: list[Box | None] = []
     for line in tree.split("\n"):
         m = _ELEMENT_LINE.match(line)
         out.append(tuple(int(v) for v in m.groups()[1:5]) if m else None)
     return out
 
 
-def element_line_at(tree: str, point) -> Optional[str]:
+def element_line_at(tree: str, point) -> str | None:
     """The line of the element a tap at ``point`` hits (``hit_box``); None when none does."""
     boxes = tree_boxes(tree)
     hit = hit_box(boxes, point)

@@ -29,17 +29,16 @@ from __future__ import annotations
 import itertools
 import re
 from dataclasses import asdict, dataclass
-from typing import Optional
 
 import torch
 
 from ..models.processor import merged_tokens
-from .arch import PlannedCensus, DecoderShape
+from .arch import DecoderShape, PlannedCensus
 
 FP32 = torch.float32
 
 
-def _size(dtype: Optional[torch.dtype]) -> int:
+def _size(dtype: torch.dtype | None) -> int:
     return (dtype or torch.get_default_dtype()).itemsize  # None: no autocast, the default dtype
 
 
@@ -49,19 +48,19 @@ class ActivationInputs:
 
     micro_batch: int
     seq_len: int
-    autocast_dtype: Optional[torch.dtype]  # None: compute in the storage dtype
+    autocast_dtype: torch.dtype | None  # None: compute in the storage dtype
     base_dtype: torch.dtype  # frozen / base weights (and the residual stream they produce)
     trainable_dtype: torch.dtype
     full_finetune: bool
     lora_targets: frozenset = frozenset()  # linear names in a decoder layer with adapters
-    lora_layers: Optional[frozenset] = None  # indices of the decoder layers with adapters (None: every layer)
+    lora_layers: frozenset | None = None  # indices of the decoder layers with adapters (None: every layer)
     lora_rank: int = 0
     lora_dropout: float = 0.0
     gradient_checkpointing: bool = False
     attn_implementation: str = "sdpa"
     device_type: str = "cuda"  # dropout keeps an fp32-sized mask on CPU, a bool mask on CUDA
     loss_head: str = "full"  # memory.loss_head: full | labels | chunked
-    label_tokens: Optional[int] = None  # positions with a (shifted) label per row; None: every position but the last
+    label_tokens: int | None = None  # positions with a (shifted) label per row; None: every position but the last
     loss_chunk_tokens: int = 512  # memory.loss_chunk_tokens (chunked)
     quantized_base: str = "none"  # quantization.base: nf4 | int8 | none
     quantized_linears: frozenset = frozenset()  # linear names in a decoder layer that are quantized
@@ -103,13 +102,13 @@ class _Tracer:
         self.saved: dict[int, tuple[int, str]] = {}
         self.copies = 0  # autocast weight copies, in bytes (not per token)
 
-    def new(self, width: int, dtype: torch.dtype, rg: bool) -> "_Tensor":
+    def new(self, width: int, dtype: torch.dtype, rg: bool) -> _Tensor:
         return _Tensor(next(self.ids), width, dtype, rg)
 
-    def save(self, t: "_Tensor", tag: str, dtype: Optional[torch.dtype] = None) -> None:
+    def save(self, t: _Tensor, tag: str, dtype: torch.dtype | None = None) -> None:
         self.saved.setdefault(t.id, (t.width * _size(dtype or t.dtype), tag))
 
-    def total(self, tag: Optional[str] = None) -> int:
+    def total(self, tag: str | None = None) -> int:
         return sum(b for b, tg in self.saved.values() if tag is None or tg == tag)
 
 
@@ -265,7 +264,7 @@ def _head(tr: _Tracer, layer: _Layer, x: _Tensor, shape: DecoderShape, a: Activa
     return h
 
 
-def _labelled_head(h: _Tensor, shape: DecoderShape, a: ActivationInputs, c: Optional[torch.dtype]) -> int:
+def _labelled_head(h: _Tensor, shape: DecoderShape, a: ActivationInputs, c: torch.dtype | None) -> int:
     """Bytes the labels / chunked head keeps (``forward.head.labelled_loss_sum``) for ``a.labelled`` rows: the
     int64 positions index_select keeps and the int64 targets, then per head what backward needs."""
     n = a.labelled
@@ -359,7 +358,7 @@ class VisionShape:
     merge: int
 
     @classmethod
-    def from_config(cls, config) -> "VisionShape":
+    def from_config(cls, config) -> VisionShape:
         v = config.vision_config
         return cls(depth=v.depth, hidden=v.hidden_size, heads=v.num_heads, mlp=v.out_hidden_size,
                    out_hidden=v.out_hidden_size, merger=v.intermediate_size,
@@ -384,7 +383,7 @@ class VisionEstimate:
         return asdict(self)
 
 
-def _vision_block(tr: _Tracer, layer: "_Layer", v: VisionShape, x: _Tensor, a: ActivationInputs, index: int,
+def _vision_block(tr: _Tracer, layer: _Layer, v: VisionShape, x: _Tensor, a: ActivationInputs, index: int,
                   largest_image: int) -> _Tensor:
     """Glm4vVisionBlock: RMSNorm, fused qkv, 2D RoPE (computed in fp32, cast back), SDPA per image,
     proj; RMSNorm, gate/up/down MLP."""
@@ -416,14 +415,14 @@ def _vision_block(tr: _Tracer, layer: "_Layer", v: VisionShape, x: _Tensor, a: A
     return tr.new(v.hidden, torch.promote_types(res.dtype, d.dtype), res.rg or d.rg)
 
 
-def _conv(tr: _Tracer, layer: "_Layer", x: _Tensor, out_width: int, key: str) -> _Tensor:
+def _conv(tr: _Tracer, layer: _Layer, x: _Tensor, out_width: int, key: str) -> _Tensor:
     """A convolution saves its (autocast-cast) input when its weight trains, like a Linear."""
     return layer.linear(x, "conv", out_width, key)
 
 
 def estimate_vision_activations(v: VisionShape, a: ActivationInputs, trainable: bool, patches_per_image: int,
                                 images: int, gradient_checkpointing: bool = False,
-                                weight_dtype: Optional[torch.dtype] = None) -> VisionEstimate:
+                                weight_dtype: torch.dtype | None = None) -> VisionEstimate:
     """The vision tower over ``images`` images of ``patches_per_image`` patches each (one micro-batch).
 
     ``a`` gives the autocast dtype as for the text decoder; ``weight_dtype`` the tower's storage dtype (the
@@ -485,7 +484,7 @@ def estimate_vision_activations(v: VisionShape, a: ActivationInputs, trainable: 
                           forward_transient=pixels + block_live, recompute=recompute)
 
 
-def _merger(tr: _Tracer, layer: "_Layer", v: VisionShape, x: _Tensor) -> _Tensor:
+def _merger(tr: _Tracer, layer: _Layer, v: VisionShape, x: _Tensor) -> _Tensor:
     """Glm4vVisionPatchMerger: proj, LayerNorm (fp32 under autocast), GELU, gate/up/down."""
     o = v.out_hidden
     h = layer.linear(x, "proj", o, "merger.proj")
@@ -592,7 +591,7 @@ class SavedTensors:
             self.alive.append(storage)
         return t
 
-    def __enter__(self) -> "SavedTensors":
+    def __enter__(self) -> SavedTensors:
         self._hooks.__enter__()
         return self
 

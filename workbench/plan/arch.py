@@ -11,7 +11,6 @@ import functools
 import json
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Optional
 
 import torch
 
@@ -113,7 +112,7 @@ class DecoderShape:
     tied_embeddings: bool
 
     @classmethod
-    def from_config(cls, config) -> "DecoderShape":
+    def from_config(cls, config) -> DecoderShape:
         t = text_config(config)
         heads = t.num_attention_heads
         head_dim = getattr(t, "head_dim", None) or t.hidden_size // heads
@@ -163,10 +162,10 @@ class PlannedCensus:
     shape: DecoderShape
     lora_enabled: bool
 
-    def count(self, trainable: Optional[bool] = None, group: Optional[str] = None, reached: Optional[bool] = None) -> int:
+    def count(self, trainable: bool | None = None, group: str | None = None, reached: bool | None = None) -> int:
         return sum(p.numel for p in self._select(trainable, group, reached))
 
-    def bytes(self, trainable: Optional[bool] = None, group: Optional[str] = None, reached: Optional[bool] = None) -> int:
+    def bytes(self, trainable: bool | None = None, group: str | None = None, reached: bool | None = None) -> int:
         return sum(p.nbytes for p in self._select(trainable, group, reached))
 
     def _select(self, trainable, group, reached):
@@ -235,7 +234,7 @@ def build_meta_model(config):
 
 @functools.lru_cache(maxsize=32)
 def _census_cached(source: str, lora_json: str, base_dtype: torch.dtype, trainable_dtype: torch.dtype, mode: str,
-                   precision_json: Optional[str], quantization_json: Optional[str] = None) -> PlannedCensus:
+                   precision_json: str | None, quantization_json: str | None = None) -> PlannedCensus:
     from ..models import LoadedModel, apply_lora, model_family
     from ..precision.module_rules import apply_module_rules, resolve_rules
 
@@ -276,8 +275,8 @@ def resolved_learning_rate(cfg, policy: PrecisionPolicy) -> float:
     return cfg.schedule.derived_learning_rate(cfg.lora.enabled, counted.count() - counted.count(group="lora"))
 
 
-def planned_census(source: str, lora: LoraSection, policy: PrecisionPolicy, precision: Optional[PrecisionSection] = None,
-           quantization: Optional[QuantizationSection] = None) -> PlannedCensus:
+def planned_census(source: str, lora: LoraSection, policy: PrecisionPolicy, precision: PrecisionSection | None = None,
+           quantization: QuantizationSection | None = None) -> PlannedCensus:
     """Parameter census of ``source`` as the engine's ``build_model`` holds it under ``policy``: base,
     LoRA, (given a run's ``precision`` section) its per-module rules and (given ``quantization``) its quantized
     base's layers at their bytes with the quantization constants (``models.quantize.quantized_weight_bytes``)."""

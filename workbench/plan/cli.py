@@ -7,12 +7,12 @@ import itertools
 import json
 import sys
 
-from ..config.flags import add_config_arguments, overrides_from_args
 from ..config import ConfigError, LoraSection, config_from_dict, world_size_for
+from ..config.flags import add_config_arguments, overrides_from_args
 from .arch import PRESETS
 from .inference import INFERENCE_DEVICES
 from .options import PlanOptions
-from .planner import DEFAULT_DEVICES, GiB, OFFLOADS, PRECISIONS, DeviceSet, Setting, predict
+from .planner import DEFAULT_DEVICES, OFFLOADS, PRECISIONS, DeviceSet, GiB, Setting, predict
 
 STRATEGY_CHOICES = ("all", "none", "ddp", "fsdp-zero2", "fsdp-zero3", "ds-zero1", "ds-zero2", "ds-zero3")
 

@@ -9,14 +9,13 @@ from __future__ import annotations
 
 import dataclasses
 from dataclasses import asdict, dataclass
-from typing import Optional
 
-from ..config import LoraSection
 import torch
 
-from .planner import DEFAULT_DEVICES, GiB, T4_DEVICES, DeviceSet, Setting, plan_matrix, policy_for, predict
+from ..config import LoraSection
 from .arch import planned_census
 from .inference import weight_bytes
+from .planner import DEFAULT_DEVICES, T4_DEVICES, DeviceSet, GiB, Setting, plan_matrix, policy_for, predict
 
 MODEL = "autoglm-phone-9b"
 
@@ -52,7 +51,7 @@ class Claim:
     id: str
     source: str  # cite(...): the document by title, and where in it
     text: str  # the claim as the document states it (translated)
-    claimed_gib: Optional[float]  # None: the claim states no figure
+    claimed_gib: float | None  # None: the claim states no figure
     settings: str  # the settings the document evidently means
 
 
@@ -213,7 +212,7 @@ def _image_verdicts(devices_4090) -> list:
 
 def _deployment_verdicts() -> list:
     """Seed 002's and 003's deployment claims against the inference planner and SmolLM2's measured exports."""
-    from .inference import RTX4090, max_context, predict_inference, weight_bytes
+    from .inference import RTX4090, max_context, predict_inference
 
     out = []
     int8 = predict_inference(MODEL, "int8", RTX4090)

@@ -12,7 +12,6 @@ import json
 import re
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Optional
 
 from ..config import ConfigError
 
@@ -126,7 +125,7 @@ def image_load(geometry: ImageGeometry, width: int, height: int, images_per_row:
                      resized_height=grid[1] * g.patch_size, grid_thw=grid, images_per_row=images_per_row, geometry=g)
 
 
-def images_for(source: str, config, image_size: Optional[str], images_per_row: int) -> Optional[ImageLoad]:
+def images_for(source: str, config, image_size: str | None, images_per_row: int) -> ImageLoad | None:
     """The image load of a plan (None when it has no images)."""
     if not images_per_row:
         return None

@@ -15,7 +15,6 @@ from __future__ import annotations
 import dataclasses
 import functools
 from dataclasses import dataclass
-from typing import Optional
 
 import torch
 
@@ -23,7 +22,7 @@ from ..config import ConfigError
 from .activations import ActivationInputs, VisionShape, estimate_vision_activations
 from .arch import DecoderShape, build_meta_model, load_model_config, text_config
 from .images import ImageLoad, images_for
-from .planner import CUDA_CONTEXT_BYTES, FRAGMENTATION, GiB, RTX4090_BYTES, DeviceSet
+from .planner import CUDA_CONTEXT_BYTES, FRAGMENTATION, RTX4090_BYTES, DeviceSet, GiB
 
 WEIGHT_FORMATS = ("fp16", "bf16", "int8", "int4")
 INT4_GROUP = 128
@@ -86,9 +85,9 @@ class InferencePlan:
     devices: DeviceSet
     context: int  # text tokens
     seq_len: int  # text + image tokens held in the KV cache
-    images: Optional[ImageLoad]
+    images: ImageLoad | None
     gpu: dict  # category -> bytes
-    refused: Optional[str]  # why this format cannot run on this GPU as asked
+    refused: str | None  # why this format cannot run on this GPU as asked
     notes: tuple
     vision_forward: int = 0  # the vision tower's forward working set (inside forward_working_set when larger)
 
@@ -254,7 +253,7 @@ def serving_plan(source: str, dtype: str, devices: DeviceSet, quantization=None,
 
 
 def fit_problem(source: str, dtype: str, device: torch.device, quantization=None,
-                context: int = DEFAULT_CONTEXT) -> Optional[str]:
+                context: int = DEFAULT_CONTEXT) -> str | None:
     """Why ``source`` in ``dtype`` (``quantization``: a run's section, for a base quantized as it trained) will not
     fit ``device`` for one request, with the planner's figure and the fixes; None when it fits, or when the planner
     does not know the model (a hub id it has no config of: loading will tell)."""

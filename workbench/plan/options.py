@@ -3,7 +3,7 @@ project: ``workbench plan`` generates their flags from this schema and the plan 
 inputs with it, so both report a bad value the same way, naming the field."""
 from __future__ import annotations
 
-from typing import ClassVar, Literal, Optional
+from typing import ClassVar, Literal
 
 from pydantic import Field, field_validator
 
@@ -16,7 +16,7 @@ class PlanOptions(Section):
     config_title: ClassVar[str] = "plan options"
     help_command: ClassVar[str] = "workbench plan --help"
 
-    images_per_row: Optional[int] = Field(
+    images_per_row: int | None = Field(
         None, ge=0, le=64, description="Screenshots per example (vision-language models): the vision tower's "
         "activations and the image tokens the decoder sees, from the image processor's resize rule; null: 0 for "
         "training plans, 1 with --inference.")
@@ -25,7 +25,7 @@ class PlanOptions(Section):
     loss_head: LossHead = Field(
         MemorySection().loss_head, description="The run's memory.loss_head: full (logits at every position kept), "
         "labels (only at labelled positions), chunked (no logits kept: the engine's default).")
-    label_tokens: Optional[int] = Field(
+    label_tokens: int | None = Field(
         None, ge=1, description="Text tokens per example that carry a label (an answer's tokens); null: all of them. "
         "What the labels and chunked heads scale with.")
     quantization_base: Literal["none", "nf4", "int8", "all"] = Field(

@@ -21,23 +21,34 @@ from __future__ import annotations
 import dataclasses
 import re
 from dataclasses import asdict, dataclass, field
-from typing import Optional
 
 import torch
 
 from ..config import (
-    LOSS_HEADS, QUANTIZED_BASES, ConfigError, LoraSection, PrecisionSection, QuantizationSection, RunConfig,
-    single_process, world_size_for,
+    LOSS_HEADS,
+    QUANTIZED_BASES,
+    ConfigError,
+    LoraSection,
+    PrecisionSection,
+    QuantizationSection,
+    RunConfig,
+    single_process,
+    world_size_for,
 )
 from ..config.schema import QUANTIZED_BASE_UNSHARDABLE
 from ..hardware import Hardware
-from ..precision import PrecisionPolicy, resolve_policy
 from ..models.quantize import QUANTIZE_FROM
+from ..precision import PrecisionPolicy, resolve_policy
 from .activations import (
-    ActivationInputs, VisionShape, estimate_activations, estimate_vision_activations, lora_layers_in,
-    lora_targets_in_layer, quantized_linears_in_layer,
+    ActivationInputs,
+    VisionShape,
+    estimate_activations,
+    estimate_vision_activations,
+    lora_layers_in,
+    lora_targets_in_layer,
+    quantized_linears_in_layer,
 )
-from .arch import PlannedCensus, planned_census, load_model_config
+from .arch import PlannedCensus, load_model_config, planned_census
 from .images import images_for
 from .model_state import ADAMW_STEP_BYTES, ModelState, predict_single_process_state
 
@@ -77,7 +88,7 @@ class DeviceSet:
         return Hardware.gpu(self.bf16)
 
     @classmethod
-    def parse(cls, devices: str, host_ram: str = "64GiB", name: str = "GPU") -> "DeviceSet":
+    def parse(cls, devices: str, host_ram: str = "64GiB", name: str = "GPU") -> DeviceSet:
         m = re.fullmatch(r"\s*(?:(\d+)\s*[xX*]\s*)?(.+)", devices or "")
         if not m:
             raise ConfigError([("--devices", f"{devices!r}: write COUNTxSIZE, e.g. 2x24GiB or 1x16GB")])
@@ -122,7 +133,7 @@ class Setting:
     images_per_row: int = 0  # screenshots per example (vision-language models)
     image_size: str = "1080x2400"  # WIDTHxHEIGHT of each, before the image processor's resize
     loss_head: str = "chunked"  # memory.loss_head (forward.head): full | labels | chunked
-    label_tokens: Optional[int] = None  # text positions with a label per example; None: all of them
+    label_tokens: int | None = None  # text positions with a label per example; None: all of them
     loss_chunk_tokens: int = 512  # memory.loss_chunk_tokens
     quantized_base: str = "none"  # quantization.base: none | nf4 | int8 (LoRA over a quantized frozen base)
 
@@ -139,7 +150,7 @@ class Setting:
         return (f"{self.precision}/{strat}{off}/{adapter}"
                 f"{'/ckpt' if self.gradient_checkpointing else ''}{img}{head}")
 
-    def invalid_reason(self) -> Optional[str]:
+    def invalid_reason(self) -> str | None:
         """Why a real framework cannot run this combination, or None."""
         if self.precision not in PRECISIONS:
             return f"precision {self.precision!r} unknown: use one of {', '.join(PRECISIONS)}"
@@ -186,7 +197,7 @@ class Plan:
     activations: dict  # the activation estimate's parts
     census: dict
     notes: tuple = ()
-    invalid: Optional[str] = None
+    invalid: str | None = None
 
     @property
     def gpu_total(self) -> int:
@@ -224,16 +235,16 @@ class Plan:
         }
 
 
-def policy_for(precision: str, lora: LoraSection, devices: "DeviceSet | None" = None,
+def policy_for(precision: str, lora: LoraSection, devices: DeviceSet | None = None,
                model_dtype: str = "auto") -> PrecisionPolicy:
     """The project's PrecisionPolicy for a precision mode on ``devices`` (default: the 2x RTX 4090)."""
     return resolve_policy(PrecisionSection(mode=precision), (devices or DEFAULT_DEVICES).hardware, lora.enabled,
                           model_dtype)
 
 
-def predict(model: str, setting: Setting, devices: DeviceSet = DEFAULT_DEVICES, lora: Optional[LoraSection] = None,
-            policy: Optional[PrecisionPolicy] = None, device_type: str = "cuda", attn_implementation: str = "sdpa",
-            precision: Optional[PrecisionSection] = None, quantization: Optional[QuantizationSection] = None) -> Plan:
+def predict(model: str, setting: Setting, devices: DeviceSet = DEFAULT_DEVICES, lora: LoraSection | None = None,
+            policy: PrecisionPolicy | None = None, device_type: str = "cuda", attn_implementation: str = "sdpa",
+            precision: PrecisionSection | None = None, quantization: QuantizationSection | None = None) -> Plan:
     """Predict memory for ``model`` (a preset, or a directory with config.json) under ``setting``.
     ``precision``: a run's precision section, whose per-module rules the census applies. ``quantization``: a run's
     quantization section (its skip_modules and double_quant; default: the schema's) for ``setting.quantized_base``."""
@@ -444,10 +455,10 @@ def _model_state(c: PlannedCensus, s: Setting, policy: PrecisionPolicy, lowp, n:
     return state, buffers, host
 
 
-def predict_for_run(cfg: RunConfig, policy: PrecisionPolicy, world_size: int = 1, strategy: Optional[str] = None,
-                    stage: Optional[int] = None, offload: Optional[str] = None, devices: Optional[DeviceSet] = None,
-                    micro_batch: Optional[int] = None, seq_len: Optional[int] = None, images_per_row: int = 0,
-                    image_size: str = "1080x2400", label_tokens: Optional[int] = None) -> Plan:
+def predict_for_run(cfg: RunConfig, policy: PrecisionPolicy, world_size: int = 1, strategy: str | None = None,
+                    stage: int | None = None, offload: str | None = None, devices: DeviceSet | None = None,
+                    micro_batch: int | None = None, seq_len: int | None = None, images_per_row: int = 0,
+                    image_size: str = "1080x2400", label_tokens: int | None = None) -> Plan:
     """The plan of a run: its own model, precision policy (resolved by the caller: the engine for its
     device, the plan panel for the target devices), LoRA section, module rules, batch shape and, unless a
     what-if overrides them, its ``sharding`` strategy, stage and offload.
@@ -531,7 +542,7 @@ class Matrix:
     devices: DeviceSet
     plans: list = field(default_factory=list)
 
-    def cheapest(self, lora: Optional[bool] = None) -> Optional[Plan]:
+    def cheapest(self, lora: bool | None = None) -> Plan | None:
         ok = [p for p in self.plans if p.fits and (lora is None or p.setting.lora == lora)
               and (self.devices.bf16 or p.setting.precision not in ("bf16", "pure-bf16"))]
         return min(ok, key=cost_key) if ok else None
@@ -550,7 +561,7 @@ def _row(p: Plan) -> dict:
 
 
 def plan_matrix(model: str, devices: DeviceSet = DEFAULT_DEVICES, micro_batch: int = 1, seq_len: int = 2048,
-                lora: Optional[LoraSection] = None, lora_choices=(True, False), ckpt_choices=(False, True),
+                lora: LoraSection | None = None, lora_choices=(True, False), ckpt_choices=(False, True),
                 precisions=PRECISIONS, images_per_row: int = 0, image_size: str = "1080x2400",
                 quantized_base: str = "none") -> Matrix:
     """Every setting for ``model`` on ``devices`` (``quantized_base``: its frozen base quantized in all of them)."""

@@ -15,6 +15,7 @@ from ..events import read_events
 from ..runs.layout import EVENTS_FILE
 from .model_state import MEASURED_NAMES, compare, format_comparison
 
+
 def run_report(run_dir: str | Path) -> dict:
     """{rank: [ComparisonRow]} for every rank that measured its model state after a backward."""
     events, _ = read_events(Path(run_dir) / EVENTS_FILE)

@@ -2,7 +2,12 @@
 strategy."""
 from .policy import PrecisionPolicy, PrecisionWarning, inference_dtype, resolve_policy, resolve_precision
 from .step import (
-    StepOutcome, count_target_tokens, nonfinite_grad_params, optimizer_step, target_loss_sum, token_loss_sum,
+    StepOutcome,
+    count_target_tokens,
+    nonfinite_grad_params,
+    optimizer_step,
+    target_loss_sum,
+    token_loss_sum,
     window_loss_divisor,
 )
 

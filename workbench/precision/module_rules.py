@@ -17,7 +17,6 @@ from __future__ import annotations
 import functools
 import re
 from dataclasses import dataclass
-from typing import Optional
 
 import torch
 
@@ -41,7 +40,7 @@ class Rule:
     def regex(self) -> re.Pattern:
         return re.compile(self.pattern)
 
-    def target_storage(self) -> Optional[torch.dtype]:
+    def target_storage(self) -> torch.dtype | None:
         if self.storage != "auto":
             return DTYPE_BY_NAME[self.storage]
         return torch.float32 if self.compute == "float32" else None
@@ -102,7 +101,7 @@ def _map_floats(obj, fn):
     return obj
 
 
-def _first_float_dtype(args, kwargs) -> Optional[torch.dtype]:
+def _first_float_dtype(args, kwargs) -> torch.dtype | None:
     for v in list(args) + list(kwargs.values()):
         if isinstance(v, torch.Tensor) and v.is_floating_point():
             return v.dtype

@@ -28,7 +28,7 @@ class LogitAgreement:
     def finite(self) -> bool:
         return not math.isnan(self.max_logit_diff)
 
-    def __add__(self, other: "LogitAgreement") -> "LogitAgreement":
+    def __add__(self, other: LogitAgreement) -> LogitAgreement:
         # max() would drop a NaN (nan > x is False): a non-finite difference anywhere decides the pooled figure
         worst = self.max_logit_diff if not self.finite else other.max_logit_diff if not other.finite else \
             max(self.max_logit_diff, other.max_logit_diff)

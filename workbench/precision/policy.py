@@ -8,13 +8,13 @@ from __future__ import annotations
 import contextlib
 import warnings
 from dataclasses import asdict, dataclass, field
-from typing import Optional
 
 import torch
 
 from ..config import ConfigError, PrecisionSection, RunConfig
 from ..dtypes import DTYPE_BY_NAME, dtype_name
 from ..hardware import Hardware
+
 
 class PrecisionWarning(UserWarning):
     pass
@@ -25,7 +25,7 @@ class PrecisionPolicy:
     requested: str  # what the config asked for (may be "auto")
     mode: str  # fp32 | fp16 | bf16 | pure-bf16
     device_type: str  # cpu | cuda
-    autocast_dtype: Optional[torch.dtype]  # None = no autocast
+    autocast_dtype: torch.dtype | None  # None = no autocast
     base_dtype: torch.dtype  # storage of frozen (or all, in full fine-tuning) weights
     trainable_dtype: torch.dtype  # storage of trained weights (LoRA adapters: fp32 under AMP)
     use_grad_scaler: bool
@@ -44,7 +44,7 @@ class PrecisionPolicy:
         quantized base's layers dequantize to it)."""
         return self.autocast_dtype or self.base_dtype
 
-    def make_grad_scaler(self) -> Optional[torch.amp.GradScaler]:
+    def make_grad_scaler(self) -> torch.amp.GradScaler | None:
         if not self.use_grad_scaler:
             return None
         return torch.amp.GradScaler(self.device_type, **self.scaler)

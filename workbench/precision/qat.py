@@ -14,7 +14,7 @@ quantizer must not change), and GLM-4V's vision tower is left alone.
 from __future__ import annotations
 
 import os
-from typing import Callable
+from collections.abc import Callable
 
 import torch
 
@@ -31,7 +31,10 @@ def base_config(scheme: str):
     """The torchao post-training config QAT prepares for and converts to (the ones whose convert reproduces
     the fake-quantized forward with torchao 0.18)."""
     from torchao.quantization import (
-        Int8DynamicActivationIntxWeightConfig, IntxWeightOnlyConfig, PerAxis, PerGroup,
+        Int8DynamicActivationIntxWeightConfig,
+        IntxWeightOnlyConfig,
+        PerAxis,
+        PerGroup,
     )
 
     if scheme == "int8-weight":

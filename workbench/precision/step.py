@@ -10,8 +10,8 @@
 from __future__ import annotations
 
 import math
+from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import Iterable, Optional
 
 import torch
 import torch.nn.functional as F
@@ -53,8 +53,8 @@ def window_loss_divisor(window_tokens: int, world_size: int = 1) -> float:
 class StepOutcome:
     grad_norm: float  # of the unscaled gradients, before clipping; inf/nan on an overflow
     skipped: bool
-    scale_before: Optional[float]
-    scale_after: Optional[float]
+    scale_before: float | None
+    scale_after: float | None
     nonfinite_params: list = field(default_factory=list)
     nonfinite_count: int = 0
 
@@ -73,8 +73,8 @@ def nonfinite_grad_params(named_params: Iterable[tuple[str, torch.nn.Parameter]]
 def optimizer_step(
     optimizer: torch.optim.Optimizer,
     named_params: list[tuple[str, torch.nn.Parameter]],
-    scaler: Optional[torch.amp.GradScaler] = None,
-    max_grad_norm: Optional[float] = None,
+    scaler: torch.amp.GradScaler | None = None,
+    max_grad_norm: float | None = None,
 ) -> StepOutcome:
     """unscale -> clip -> step -> update -> zero_grad; a non-finite gradient skips the step.
 

@@ -15,6 +15,7 @@ a group whose episodes all succeed still has a spread.
 from __future__ import annotations
 
 import hashlib
+
 import torch
 
 

@@ -2,14 +2,11 @@
 phone-action verdict computed once, then each named reward on it, errors naming the reward and the prompt."""
 from __future__ import annotations
 
-from typing import Optional
-
-from ..image_io import image_data_url, last_image_url, load_image, thumbnail_png
 from ..engine.grpo import ScoredCompletions
 from ..eval.phone import PhoneActionsTask
+from ..image_io import image_data_url, last_image_url, load_image, thumbnail_png
 from ..serve.remote import ModelReply
 from .functions import REWARD_FUNCTIONS, RewardError
-
 
 THUMBNAIL_BOX, THUMBNAIL_COLORS = (64, 160), 64  # the samples table's screenshot: <= 64 px wide, ~3 KB as a data: URL
 
@@ -60,7 +57,7 @@ class ExamplesScorer:
         return content[:300]
 
     @staticmethod
-    def thumbnail(example) -> Optional[str]:
+    def thumbnail(example) -> str | None:
         """The prompt's latest screenshot, small, as a PNG data: URL for the samples table; None for a text prompt."""
         url = last_image_url(example.messages)
         return None if url is None else image_data_url(thumbnail_png(load_image(url), THUMBNAIL_BOX, THUMBNAIL_COLORS))

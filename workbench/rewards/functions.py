@@ -20,7 +20,7 @@ and returns a float, 0 where it does not apply (constant within a group: no adva
 from __future__ import annotations
 
 import math
-from typing import Callable
+from collections.abc import Callable
 
 from ..config.names import REWARDS
 from ..phone.actions import POINT_ACTIONS, Action, parse_action, split_answer, target_box

@@ -26,7 +26,6 @@ from __future__ import annotations
 
 import datetime
 from dataclasses import dataclass
-from typing import Optional
 
 from ..agent import InProcessPolicy, run_episodes, sim_devices
 from ..agent.policy import OraclePolicy
@@ -34,9 +33,9 @@ from ..agent.record import episode_rows
 from ..config import ConfigError, RunConfig
 from ..config.names import EPISODE_REWARDS
 from ..data.formats import without_weights
-from ..image_io import image_data_url
 from ..engine.grpo import ScoredCompletions
 from ..eval.task_protocol import Example
+from ..image_io import image_data_url
 from ..phone.conversation import DEFAULT_LANG, replayable_reply, replied_actions
 from ..phone.expert import Expert, replay
 from ..phone.screen import parse_size
@@ -52,7 +51,7 @@ from .task_pool import TaskPool
 class TaskPrompt(Example):
     """An ``eval.task_protocol.Example`` (the first step's conversation, the oracle's reply as reference) with its task."""
 
-    task: Optional[PhoneTask] = None
+    task: PhoneTask | None = None
 
 
 def step_prompts(tasks: list[PhoneTask], size: tuple[int, int], date: datetime.date, observation: str = "screenshot",
@@ -91,7 +90,7 @@ class _Scripted:
             if len(conversations) != len(self.scripts):
                 raise RuntimeError(f"{len(conversations)} episodes began, for {len(self.scripts)} sampled actions")
             self.index = {id(c): i for i, c in enumerate(conversations)}
-        replies: list[Optional[ModelReply]] = [None] * len(conversations)
+        replies: list[ModelReply | None] = [None] * len(conversations)
         rest = []
         for n, messages in enumerate(conversations):
             script = self.scripts[self.index[id(messages)]]
@@ -125,9 +124,9 @@ class PhoneTasksScorer(ExamplesScorer):
     groups, ``rewards.credit``) and the task pool's tallies (``pool``: ``rewards.task_pool.TaskPool``, rl.pool)."""
 
     def __init__(self, tasks: list[PhoneTask], names: list[str], size: tuple[int, int], episode_max_steps: int,
-                 max_new_tokens: int, date: Optional[datetime.date] = None, observation: str = "screenshot",
-                 prompt_steps: str = "first", step_credit: Optional[tuple[float, bool]] = None,
-                 pool: Optional[dict] = None, lang: str = DEFAULT_LANG):
+                 max_new_tokens: int, date: datetime.date | None = None, observation: str = "screenshot",
+                 prompt_steps: str = "first", step_credit: tuple[float, bool] | None = None,
+                 pool: dict | None = None, lang: str = DEFAULT_LANG):
         self.size, self.episode_max_steps, self.max_new_tokens = size, episode_max_steps, max_new_tokens
         self.observation, self.prompt_steps, self.step_credit = observation, prompt_steps, step_credit
         self.lang = lang
@@ -142,7 +141,7 @@ class PhoneTasksScorer(ExamplesScorer):
         return step_prompts(tasks, self.size, self.date, self.observation, self.prompt_steps, self.lang)
 
     @classmethod
-    def from_config(cls, cfg: RunConfig) -> "PhoneTasksScorer":
+    def from_config(cls, cfg: RunConfig) -> PhoneTasksScorer:
         rl = cfg.rl
         try:
             tasks = select_tasks(rl.tasks)

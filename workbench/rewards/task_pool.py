@@ -25,7 +25,6 @@ from __future__ import annotations
 import collections
 import hashlib
 import random
-from typing import Optional
 
 from ..phone.tasks import TEMPLATES, PhoneTask, more_training_tasks
 
@@ -59,7 +58,7 @@ class TaskPool:
         self.replayed = 0
 
     # ---- the weights ---------------------------------------------------------------------------------------
-    def success(self, fam: str) -> Optional[float]:
+    def success(self, fam: str) -> float | None:
         outcomes = self.recent[fam]
         return sum(outcomes) / len(outcomes) if outcomes else None
 
@@ -122,7 +121,7 @@ class TaskPool:
         if self.replay_on:
             self.kept[prompt_key(prompt)] = list(token_ids)
 
-    def kept_reply(self, prompt) -> Optional[list[int]]:
+    def kept_reply(self, prompt) -> list[int] | None:
         return self.kept.get(prompt_key(prompt)) if self.replay_on else None
 
     # ---- the event and the checkpoint ----------------------------------------------------------------------
@@ -145,7 +144,7 @@ class TaskPool:
         self.kept = {k: list(v) for k, v in (state.get("kept") or {}).items()}
 
 
-def fresh_instance(template: str, seed: int) -> Optional[PhoneTask]:
+def fresh_instance(template: str, seed: int) -> PhoneTask | None:
     """A new training task of ``template`` on a phone of new names (``more_training_tasks`` with every phone fresh,
     one task of each of its templates drawn for ``seed``); None for a template it has none of (held out whole)."""
     tasks = more_training_tasks(len(TEMPLATES), seed + 1, fresh_phones=1.0)  # seed 0 would be the built-in draw

@@ -4,8 +4,22 @@ status (``handle``) and a run's row (``table``).
 Reads and writes files only: no torch, no model (``checkpoints`` alone imports torch, for its weight files)."""
 from .handle import RunHandle, attach
 from .layout import (
-    STOP_FILE, TrainedAt, TrainedWeights, base_model, existing_run_dir, existing_trained, exports_dir, has_adapter,
-    is_model_dir, is_run_dir, new_run_dir, run_config, run_dir_of, run_dirs, trained_at, trained_weights,
+    STOP_FILE,
+    TrainedAt,
+    TrainedWeights,
+    base_model,
+    existing_run_dir,
+    existing_trained,
+    exports_dir,
+    has_adapter,
+    is_model_dir,
+    is_run_dir,
+    new_run_dir,
+    run_config,
+    run_dir_of,
+    run_dirs,
+    trained_at,
+    trained_weights,
 )
 from .table import RunRow, list_runs, run_row, runs_table
 

@@ -7,7 +7,6 @@ import signal
 import subprocess
 import time
 from pathlib import Path
-from typing import Optional
 
 from ..events import EventWriter, RunFailed, read_events
 from ..events.reader import LogSummary, summarize_log
@@ -28,7 +27,7 @@ def _pid_alive(pid: int) -> bool:
 
 
 class RunHandle:
-    def __init__(self, run_dir: Path, process: Optional[subprocess.Popen] = None, pid: Optional[int] = None,
+    def __init__(self, run_dir: Path, process: subprocess.Popen | None = None, pid: int | None = None,
                  foreground: bool = False):
         self.run_dir = Path(run_dir)
         self.process = process
@@ -44,18 +43,18 @@ class RunHandle:
     def events(self, offset: int = 0) -> tuple[list, int]:
         return read_events(self.events_path, offset)
 
-    def _terminal_event(self, summary: Optional[LogSummary] = None) -> Optional[dict]:
+    def _terminal_event(self, summary: LogSummary | None = None) -> dict | None:
         # the end of the run's latest segment, from the log's tail (a resumed run's old end does not count)
         return (summary or summarize_log(self.events_path)).end
 
-    def is_running(self, summary: Optional[LogSummary] = None) -> bool:
+    def is_running(self, summary: LogSummary | None = None) -> bool:
         if self.process is not None:
             return self.process.poll() is None
         if self.foreground and self._terminal_event(summary) is not None:
             return False  # ended; its pid may long since belong to another process
         return self.pid is not None and _pid_alive(self.pid)
 
-    def status(self, summary: Optional[LogSummary] = None) -> str:
+    def status(self, summary: LogSummary | None = None) -> str:
         """running | finished | stopped | failed (a worker that died without a final event counts as failed).
         ``summary``: the log's, when the caller has it (``events.reader.summarize_log``), else read from the log's tail."""
         if self.is_running(summary):
@@ -81,7 +80,7 @@ class RunHandle:
             w.emit(RunFailed(step=-1, error=f"worker process exited (code {code}) without a final event. Log tail:\n{tail}",
                              error_type="WorkerDied"))
 
-    def wait(self, timeout: Optional[float] = None) -> str:
+    def wait(self, timeout: float | None = None) -> str:
         deadline = None if timeout is None else time.monotonic() + timeout
         while self.is_running():
             if deadline is not None and time.monotonic() > deadline:

@@ -19,11 +19,11 @@ import argparse
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
-from typing import Literal, Optional
+from typing import Literal
 
 from ..config import ConfigError, RunConfig, config_from_dict, read_config_file
-from ..config.loading import with_renamed_keys
 from ..config.arguments import existing_directory
+from ..config.loading import with_renamed_keys
 
 CONFIG_FILE = "config.json"
 EVENTS_FILE = "events.jsonl"  # the run's event log (workbench.events: its writer and its one reader)
@@ -71,7 +71,7 @@ def run_dirs(runs_dir: str | Path) -> list[Path]:
     return sorted(p for p in root.iterdir() if is_run_dir(p))
 
 
-def run_dir_of(path: str | Path) -> Optional[Path]:
+def run_dir_of(path: str | Path) -> Path | None:
     """The run directory ``path`` is or belongs to: itself, or the run holding it as its adapter/, model/ or merged/
     folder or as one of its exports (exports/NAME); None for anything else (a plain adapter folder, a model
     directory of no run, a hub id)."""
@@ -92,7 +92,7 @@ class TrainedWeights:
     path: Path
 
 
-def trained_weights(run_dir: str | Path) -> Optional[TrainedWeights]:
+def trained_weights(run_dir: str | Path) -> TrainedWeights | None:
     """The run's adapter/ (LoRA) or model/ (a full fine-tune, lora.enabled=false) once saved; None before that
     (the run is going, or ended before saving them)."""
     run_dir = Path(run_dir)
@@ -103,7 +103,7 @@ def trained_weights(run_dir: str | Path) -> Optional[TrainedWeights]:
     return None
 
 
-def whole_model(run_dir: str | Path) -> Optional[Path]:
+def whole_model(run_dir: str | Path) -> Path | None:
     """The whole model a run saved, for what starts from it (a recipe's start, a DAgger round): a full fine-tune's
     model/, else its merged/ (a LoRA run of checkpointing.merge_adapter true); None without."""
     weights = trained_weights(run_dir)
@@ -117,11 +117,11 @@ class TrainedAt:
     """What a path names to serve or evaluate: the trained weights (None: a run that saved none yet) and the run
     they belong to (None: an adapter or model directory of no run)."""
 
-    weights: Optional[TrainedWeights]
-    run_dir: Optional[Path]
+    weights: TrainedWeights | None
+    run_dir: Path | None
 
 
-def trained_at(path: str | Path) -> Optional[TrainedAt]:
+def trained_at(path: str | Path) -> TrainedAt | None:
     """A run directory (its adapter/ or model/), a run's adapter/, model/ or merged/ folder or export, a peft adapter
     folder or a model directory; None when ``path`` is none of these."""
     path = Path(path).expanduser()

@@ -5,12 +5,11 @@ Used where a process may have ended without being reaped yet: a run's worker see
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Optional
 
 PROC = Path("/proc")
 
 
-def _fields(stat_file: Path) -> Optional[list[str]]:
+def _fields(stat_file: Path) -> list[str] | None:
     """The fields after "PID (comm)" of a stat file (comm may hold spaces and parentheses: split at the last ")"),
     or None when the process is gone (or /proc is not there)."""
     try:

@@ -6,8 +6,8 @@ from __future__ import annotations
 import json
 import time
 import warnings
+from collections.abc import Iterable
 from pathlib import Path
-from typing import Iterable, Optional
 
 from .layout import run_dir_of
 
@@ -57,7 +57,7 @@ def _read(path: Path) -> dict:
     return stored
 
 
-def served_run_dir(card: dict) -> Optional[Path]:
+def served_run_dir(card: dict) -> Path | None:
     """The run directory a served model came from, when it is a local run's: an adapter whose model card's ``root``
     is the run's adapter/ folder or the run itself, or a model served as a base whose root is a run's full
     fine-tune (model/), merged/ folder or export. None for a base model of no run and for plain adapter folders."""

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Optional
 
 from ..events import finite_number
 from ..events.reader import LogFollower, summarize_log
@@ -19,13 +18,13 @@ class RunRow:
     path: Path
     status: str  # running | finished | stopped | failed (RunHandle.status)
     step: int  # the last step logged (0 before the first)
-    total_steps: Optional[int]
-    loss: Optional[float]  # the last step's loss; None before the first step or when it was not finite
-    model: Optional[str]
-    precision: Optional[str]  # the resolved precision mode
+    total_steps: int | None
+    loss: float | None  # the last step's loss; None before the first step or when it was not finite
+    model: str | None
+    precision: str | None  # the resolved precision mode
 
 
-def run_row(run_dir: str | Path, follower: Optional[LogFollower] = None) -> RunRow:
+def run_row(run_dir: str | Path, follower: LogFollower | None = None) -> RunRow:
     """One run's row from its event log (only rank 0's events) and its worker's liveness. The log is read at its
     head and tail only (``reader.summarize_log``), or, with a ``follower`` of this run's log (a stream that keeps one),
     only what was appended since that follower last looked: the cost does not grow with the run."""

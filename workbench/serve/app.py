@@ -15,12 +15,12 @@ from fastapi.responses import JSONResponse
 from starlette.concurrency import run_in_threadpool
 
 from . import protocol as P
-from .errors import ERROR_RESPONSES, APIError, error_response, install_error_handlers
 from .collect import collect
+from .errors import ERROR_RESPONSES, APIError, error_response, install_error_handlers
 from .reasoning import prompt_opens_think
+from .registry import ServedModels, ServeError
 from .render import choice_params, image_parts, max_new_tokens, render_chat
 from .responses import ChatFormatter, TextFormatter, merge_choices
-from .registry import ServedModels, ServeError
 from .sse import stream_response
 
 router = APIRouter()

@@ -2,8 +2,8 @@
 given the same arguments; ``workbench.serve.start_server`` is this one."""
 from __future__ import annotations
 
-from . import server, vllm
 from ..config import config_from_dict
+from . import server, vllm
 from .config import ServeConfig
 
 

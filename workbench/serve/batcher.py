@@ -24,8 +24,8 @@ import queue
 import random
 import threading
 from collections import deque
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Callable
 
 import torch
 

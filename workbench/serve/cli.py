@@ -5,8 +5,8 @@ import argparse
 import os
 import sys
 
-from ..config.flags import add_config_arguments, overrides_from_args
 from ..config import ConfigError, apply_overrides, config_from_dict, read_config_file
+from ..config.flags import add_config_arguments, overrides_from_args
 from .config import ServeConfig, ServeError
 
 

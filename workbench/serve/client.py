@@ -18,8 +18,9 @@ import sys
 import threading
 import time
 import weakref
+from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Any, Iterable
+from typing import Any
 
 from langchain_openai import ChatOpenAI
 
@@ -62,7 +63,7 @@ def _base_url(base_url: str | None, server: Any) -> str:
     return base_url or os.environ.get("WORKBENCH_SERVE_URL") or DEFAULT_BASE_URL
 
 
-_LOOP_CLIENTS: "weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, Any]" = weakref.WeakKeyDictionary()
+_LOOP_CLIENTS: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, Any] = weakref.WeakKeyDictionary()
 
 
 def _event_loop_http_client() -> Any:

@@ -7,7 +7,7 @@ import time
 
 from fastapi import Request
 
-from .batcher import TokenEvent, GenerationRequest
+from .batcher import GenerationRequest, TokenEvent
 from .errors import APIError
 from .registry import ServedModels
 

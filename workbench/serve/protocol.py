@@ -8,7 +8,7 @@ are strict about their JSON type (``"stream": "yes"`` or ``"max_tokens": "10"`` 
 """
 from __future__ import annotations
 
-from typing import Annotated, Any, Literal, Optional, Union
+from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -25,7 +25,7 @@ class ImageUrl(BaseModel):
     model_config = _IGNORE_EXTRA
     url: str = Field(min_length=1, description="A base64 `data:image/...;base64,` URL; a local file path only on a "
                      "server started with --allow-local-images. Remote http(s) URLs are refused, never fetched.")
-    detail: Optional[Literal["auto", "low", "high"]] = Field(None, description="Accepted and ignored: the model's "
+    detail: Literal["auto", "low", "high"] | None = Field(None, description="Accepted and ignored: the model's "
                                                              "image processor decides the resolution")
 
 
@@ -35,15 +35,15 @@ class ImagePart(BaseModel):
     image_url: ImageUrl
 
 
-ContentPart = Annotated[Union[TextPart, ImagePart], Field(discriminator="type", description="A text part, or an "
+ContentPart = Annotated[TextPart | ImagePart, Field(discriminator="type", description="A text part, or an "
                         "image part (vision-language models only; audio and files are not supported)")]
 
 
 class ChatMessage(BaseModel):
     model_config = _IGNORE_EXTRA
     role: Literal["system", "developer", "user", "assistant"]
-    content: Union[str, list[ContentPart], None] = None
-    name: Optional[str] = None
+    content: str | list[ContentPart] | None = None
+    name: str | None = None
 
 
 class StreamOptions(BaseModel):
@@ -61,24 +61,24 @@ class SamplingFields(BaseModel):
     model_config = _IGNORE_EXTRA
     model: str = Field(description="A model id from GET /v1/models: the base model or an adapter")
     stream: bool = False
-    stream_options: Optional[StreamOptions] = None
-    temperature: Optional[float] = Field(None, ge=0, le=2, description="0 is greedy decoding")
-    top_p: Optional[float] = Field(None, ge=0, le=1)
-    max_tokens: Optional[int] = Field(None, ge=1)
-    stop: Union[str, Annotated[list[str], Field(max_length=16)], None] = Field(
+    stream_options: StreamOptions | None = None
+    temperature: float | None = Field(None, ge=0, le=2, description="0 is greedy decoding")
+    top_p: float | None = Field(None, ge=0, le=1)
+    max_tokens: int | None = Field(None, ge=1)
+    stop: str | Annotated[list[str], Field(max_length=16)] | None = Field(
         None, description="Up to 16 stop strings, never included in the output")
-    seed: Optional[int] = Field(None, description="Makes sampling reproducible for the same request")
-    n: Optional[int] = Field(None, ge=1, le=16, description="Choices to generate (decoded together; with a seed, "
+    seed: int | None = Field(None, description="Makes sampling reproducible for the same request")
+    n: int | None = Field(None, ge=1, le=16, description="Choices to generate (decoded together; with a seed, "
                              "choice i samples with seed + i)")
-    frequency_penalty: Optional[float] = Field(None, ge=-2, le=2, description="Subtracted from a token's logit once "
+    frequency_penalty: float | None = Field(None, ge=-2, le=2, description="Subtracted from a token's logit once "
                                                "per time it already appears in the output (OpenAI)")
-    presence_penalty: Optional[float] = Field(None, ge=-2, le=2, description="Subtracted from the logit of every "
+    presence_penalty: float | None = Field(None, ge=-2, le=2, description="Subtracted from the logit of every "
                                               "token that already appears in the output (OpenAI)")
-    repetition_penalty: Optional[float] = Field(None, gt=0, le=2, description="Extension (vLLM, transformers): "
+    repetition_penalty: float | None = Field(None, gt=0, le=2, description="Extension (vLLM, transformers): "
                                                 "logits of tokens already in the prompt or output are divided by it "
                                                 "when positive, multiplied when negative; 1 is off")
-    logit_bias: Optional[dict[str, float]] = Field(None, max_length=0, description="Not implemented: only empty")
-    user: Optional[str] = None
+    logit_bias: dict[str, float] | None = Field(None, max_length=0, description="Not implemented: only empty")
+    user: str | None = None
     ignore_eos: bool = Field(False, description="Keep generating past the end-of-sequence token (benchmarks; as vLLM)")
     return_tokens_as_token_ids: bool = Field(False, description="In logprobs, name each token 'token_id:ID' instead "
                                              "of its text (as vLLM): exact where a token is no whole character")
@@ -86,31 +86,31 @@ class SamplingFields(BaseModel):
 
 class ChatCompletionRequest(SamplingFields):
     messages: list[ChatMessage] = Field(min_length=1)
-    max_completion_tokens: Optional[int] = Field(None, ge=1, description="Preferred over max_tokens when both are given")
-    logprobs: Optional[bool] = Field(None, description="Return each output token's log-probability (the model's, "
+    max_completion_tokens: int | None = Field(None, ge=1, description="Preferred over max_tokens when both are given")
+    logprobs: bool | None = Field(None, description="Return each output token's log-probability (the model's, "
                                      "before penalties and temperature)")
-    top_logprobs: Optional[int] = Field(None, ge=0, le=20, description="With logprobs: the most likely tokens at "
+    top_logprobs: int | None = Field(None, ge=0, le=20, description="With logprobs: the most likely tokens at "
                                         "each position")
-    tools: Optional[list[dict[str, Any]]] = Field(None, max_length=0, description="Not implemented: only empty")
-    tool_choice: Optional[Literal["none"]] = None
-    functions: Optional[list[dict[str, Any]]] = Field(None, max_length=0, description="Not implemented")
-    response_format: Optional[ResponseFormat] = None
-    enable_thinking: Optional[bool] = Field(
+    tools: list[dict[str, Any]] | None = Field(None, max_length=0, description="Not implemented: only empty")
+    tool_choice: Literal["none"] | None = None
+    functions: list[dict[str, Any]] | None = Field(None, max_length=0, description="Not implemented")
+    response_format: ResponseFormat | None = None
+    enable_thinking: bool | None = Field(
         None, description="Passed to the chat template (as clients send it through extra_body); overrides "
                           "chat_template_kwargs.enable_thinking")
-    return_reasoning: Optional[bool] = Field(
+    return_reasoning: bool | None = Field(
         None, description="true: reasoning in message.reasoning_content (and .reasoning), answer in content; "
                           "false: the raw text with its <think> tags in content; null: the server's --reasoning")
-    chat_template_kwargs: Optional[dict[str, Any]] = Field(None, description="Extra variables for the chat template")
+    chat_template_kwargs: dict[str, Any] | None = Field(None, description="Extra variables for the chat template")
 
 
 class CompletionRequest(SamplingFields):
-    prompt: Union[Annotated[str, Field(min_length=1)], Annotated[list[Annotated[str, Field(min_length=1)]], Field(min_length=1, max_length=1)]] = Field(
+    prompt: Annotated[str, Field(min_length=1)] | Annotated[list[Annotated[str, Field(min_length=1)]], Field(min_length=1, max_length=1)] = Field(
         description="One non-empty prompt (a list must hold exactly one)")
-    echo: Optional[Literal[False]] = Field(None, description="Not implemented")
-    suffix: Optional[Literal[""]] = Field(None, description="Not implemented")
-    best_of: Optional[int] = Field(None, ge=1, le=1)
-    logprobs: Optional[int] = Field(None, ge=0, le=5, description="Return each token's log-probability and the "
+    echo: Literal[False] | None = Field(None, description="Not implemented")
+    suffix: Literal[""] | None = Field(None, description="Not implemented")
+    best_of: int | None = Field(None, ge=1, le=1)
+    logprobs: int | None = Field(None, ge=0, le=5, description="Return each token's log-probability and the "
                                     "this many most likely tokens at each position")
 
 
@@ -128,8 +128,8 @@ class UnloadAdapterRequest(BaseModel):
 class ErrorBody(BaseModel):
     message: str
     type: str
-    param: Optional[str] = None
-    code: Optional[str] = None
+    param: str | None = None
+    code: str | None = None
 
 
 class ErrorResponse(BaseModel):
@@ -144,15 +144,15 @@ class Usage(BaseModel):
 
 class AssistantMessage(BaseModel):
     role: Literal["assistant"] = "assistant"
-    content: Optional[str]
-    reasoning_content: Optional[str] = Field(None, description="Present when the model reasoned and return_reasoning")
-    reasoning: Optional[str] = Field(None, description="Same as reasoning_content (the newer field name)")
+    content: str | None
+    reasoning_content: str | None = Field(None, description="Present when the model reasoned and return_reasoning")
+    reasoning: str | None = Field(None, description="Same as reasoning_content (the newer field name)")
 
 
 class TopLogprob(BaseModel):
     token: str
     logprob: float
-    bytes: Optional[list[int]]
+    bytes: list[int] | None
 
 
 class TokenLogprob(TopLogprob):
@@ -160,14 +160,14 @@ class TokenLogprob(TopLogprob):
 
 
 class ChoiceLogprobs(BaseModel):
-    content: Optional[list[TokenLogprob]]
+    content: list[TokenLogprob] | None
 
 
 class ChatChoice(BaseModel):
     index: int
     message: AssistantMessage
     finish_reason: Literal["stop", "length"]
-    logprobs: Optional[ChoiceLogprobs] = None
+    logprobs: ChoiceLogprobs | None = None
 
 
 class ChatCompletion(BaseModel):
@@ -180,17 +180,17 @@ class ChatCompletion(BaseModel):
 
 
 class ChunkDelta(BaseModel):
-    role: Optional[Literal["assistant"]] = None
-    content: Optional[str] = None
-    reasoning_content: Optional[str] = None
-    reasoning: Optional[str] = None
+    role: Literal["assistant"] | None = None
+    content: str | None = None
+    reasoning_content: str | None = None
+    reasoning: str | None = None
 
 
 class ChunkChoice(BaseModel):
     index: int
     delta: ChunkDelta
-    finish_reason: Optional[Literal["stop", "length"]] = None
-    logprobs: Optional[ChoiceLogprobs] = None
+    finish_reason: Literal["stop", "length"] | None = None
+    logprobs: ChoiceLogprobs | None = None
 
 
 class ChatCompletionChunk(BaseModel):
@@ -200,21 +200,21 @@ class ChatCompletionChunk(BaseModel):
     created: int
     model: str
     choices: list[ChunkChoice]
-    usage: Optional[Usage] = None
+    usage: Usage | None = None
 
 
 class CompletionLogprobs(BaseModel):
     tokens: list[str]
     token_logprobs: list[float]
-    top_logprobs: Optional[list[dict[str, float]]]
+    top_logprobs: list[dict[str, float]] | None
     text_offset: list[int]
 
 
 class CompletionChoice(BaseModel):
     index: int
     text: str
-    finish_reason: Optional[Literal["stop", "length"]]
-    logprobs: Optional[CompletionLogprobs] = None
+    finish_reason: Literal["stop", "length"] | None
+    logprobs: CompletionLogprobs | None = None
 
 
 class Completion(BaseModel):
@@ -223,7 +223,7 @@ class Completion(BaseModel):
     created: int
     model: str
     choices: list[CompletionChoice]
-    usage: Optional[Usage] = None
+    usage: Usage | None = None
 
 
 class ModelCard(BaseModel):
@@ -232,7 +232,7 @@ class ModelCard(BaseModel):
     created: int
     owned_by: str = "workbench"
     root: str = Field(description="What was loaded: the base model's source or the adapter's directory")
-    parent: Optional[str] = Field(None, description="For an adapter: the id of the base model it runs on")
+    parent: str | None = Field(None, description="For an adapter: the id of the base model it runs on")
 
 
 class ModelList(BaseModel):
@@ -245,8 +245,8 @@ class Health(BaseModel):
     the server has an API key and ``health_hides_model`` (GET /v1/models names it then, with the key)."""
 
     status: Literal["ok", "loading", "error"]
-    model: Optional[str] = Field(None, description="The served base model's id (null when hidden behind the API key)")
+    model: str | None = Field(None, description="The served base model's id (null when hidden behind the API key)")
     running: int = 0
     waiting: int = 0
     peak_batch: int = Field(0, description="The most requests decoded in one step since the server started")
-    detail: Optional[str] = None
+    detail: str | None = None

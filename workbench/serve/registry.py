@@ -5,9 +5,9 @@ import itertools
 import logging
 import threading
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Sequence
 
 from ..config import ConfigError
 from .config import ServeConfig, ServeError, base_mismatch, inside_root, inspect_adapter, model_id_problem

@@ -22,9 +22,10 @@ from __future__ import annotations
 import json
 import re
 import time
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable, Iterable, Iterator, Optional
+from typing import Any
 
 import httpx
 
@@ -37,13 +38,13 @@ class ModelReply:
     runner plays, the eval tasks score and GRPO rewards. A failed request is a reply too (``error``)."""
     content: str = ""
     reasoning: str = ""  # what the server split off as reasoning_content (thinking models)
-    finish_reason: Optional[str] = None
-    error: Optional[str] = None  # the request failed: why
-    prompt_tokens: Optional[int] = None  # the server's usage count, when it reports one
+    finish_reason: str | None = None
+    error: str | None = None  # the request failed: why
+    prompt_tokens: int | None = None  # the server's usage count, when it reports one
     context_overflow: bool = False  # refused: the prompt does not fit the server's context
 
 
-def prompt_messages(prompt: str, system: Optional[str] = None, images: Iterable = ()) -> list[dict]:
+def prompt_messages(prompt: str, system: str | None = None, images: Iterable = ()) -> list[dict]:
     """A one-turn conversation: ``system`` if given, then the user's ``prompt`` with ``images`` (paths, bytes or
     data: URLs, as base64 data: URLs) before its text."""
     from ..image_io import image_data_url
@@ -55,8 +56,8 @@ def prompt_messages(prompt: str, system: Optional[str] = None, images: Iterable 
     return ([{"role": "system", "content": system}] if system else []) + [{"role": "user", "content": content}]
 
 
-def chat_request(model: str, messages: list[dict], *, base_dir=None, image_cache: Optional[dict] = None,
-                 enable_thinking: Optional[bool] = None, seed: Optional[int] = None, **sampling) -> dict:
+def chat_request(model: str, messages: list[dict], *, base_dir=None, image_cache: dict | None = None,
+                 enable_thinking: bool | None = None, seed: int | None = None, **sampling) -> dict:
     """The chat-completions body asking ``model`` to answer ``messages``: image file paths (relative to
     ``base_dir``, the data file's folder) read here and sent inline (``inline_images``; ImageSourceError saying
     which image and why); ``sampling`` (temperature, max_tokens, ...) as given; ``enable_thinking`` and ``seed``
@@ -75,7 +76,7 @@ class ServerError(RuntimeError):
     """A request the server refused or failed: ``status`` (None when no HTTP answer says it), the server's own
     ``message``, its error ``code`` when it gave one, and the answer's JSON ``body`` (None if not JSON)."""
 
-    def __init__(self, message: str, status: Optional[int] = None, code: Optional[str] = None,
+    def __init__(self, message: str, status: int | None = None, code: str | None = None,
                  body: Any = None):
         super().__init__(f"HTTP {status}: {message}" if status is not None else message)
         self.message, self.status, self.code, self.body = message, status, code, body
@@ -87,7 +88,7 @@ class ServerError(RuntimeError):
                                        or "maximum context length" in self.message)
 
     @property
-    def prompt_tokens(self) -> Optional[int]:
+    def prompt_tokens(self) -> int | None:
         """The prompt's size a context-overflow message states ("... (N in the messages, ..."); None if none."""
         match = re.search(r"(\d+) in the messages", self.message)
         return int(match.group(1)) if match else None
@@ -109,7 +110,7 @@ def error_of(response: httpx.Response) -> ServerError:
     return ServerError(message or text[:300] or response.reason_phrase, response.status_code, code, body)
 
 
-def _message_of(body: Any) -> tuple[Optional[str], Optional[str]]:
+def _message_of(body: Any) -> tuple[str | None, str | None]:
     """(message, code) of an error body: OpenAI's ``{"error": {"message", "code"}}``, ``{"error": "..."}``,
     ``{"detail": "..."}`` or FastAPI's list of field errors, ``{"message": ...}``."""
     if not isinstance(body, dict):
@@ -163,8 +164,8 @@ class ServerClient:
     once from threads and the server batches them. ``retries``: how many times a request that could not be sent,
     or got a busy answer (429/502/503/504), is sent again (0: never); ``transport``: an httpx transport (tests)."""
 
-    def __init__(self, url: str, api_key: Optional[str] = None, timeout: float = 600.0, *, retries: int = 0,
-                 retry_wait: float = 0.5, transport: Optional[httpx.BaseTransport] = None):
+    def __init__(self, url: str, api_key: str | None = None, timeout: float = 600.0, *, retries: int = 0,
+                 retry_wait: float = 0.5, transport: httpx.BaseTransport | None = None):
         root = url.rstrip("/")
         self.root = root[:-3] if root.endswith("/v1") else root
         self.base = self.root + "/v1"
@@ -173,7 +174,7 @@ class ServerClient:
         self.http = httpx.Client(headers=headers, timeout=timeout, transport=transport)
 
     def _send(self, method: str, url: str, *, json_body: Any = None, stream: bool = False,
-              timeout: Optional[float] = None) -> httpx.Response:
+              timeout: float | None = None) -> httpx.Response:
         """One request (sent again on a busy answer or a failure to send while retries are left): the response
         of a success; ServerError with the server's message, or ServerUnreachable."""
         extra = {} if timeout is None else {"timeout": timeout}
@@ -196,7 +197,7 @@ class ServerClient:
             time.sleep(self.retry_wait * 2 ** attempt)
         raise AssertionError("unreachable")
 
-    def get(self, path: str, timeout: Optional[float] = None) -> Any:
+    def get(self, path: str, timeout: float | None = None) -> Any:
         """GET ``path`` (under the root: "/health", "/v1/models"): the answer (``_body``)."""
         return _body(self._send("GET", self.root + path, timeout=timeout))
 
@@ -204,11 +205,11 @@ class ServerClient:
         """POST ``body`` to ``path`` (under the root): the answer (``_body``)."""
         return _body(self._send("POST", self.root + path, json_body=body))
 
-    def health(self, timeout: Optional[float] = None) -> dict:
+    def health(self, timeout: float | None = None) -> dict:
         """GET /health: its body ({} for an empty 200, as vLLM answers); ServerError while not ready."""
         return self.get("/health", timeout) or {}
 
-    def wait_ready(self, timeout: float = 300.0, check: Optional[Callable[[], None]] = None) -> dict:
+    def wait_ready(self, timeout: float = 300.0, check: Callable[[], None] | None = None) -> dict:
         """Poll /health until it answers 200 (its body); ``check`` is called between polls (it raises when the
         server can no longer come up, e.g. its process exited). RuntimeError when the server says its model
         failed to load; TimeoutError after ``timeout`` seconds."""

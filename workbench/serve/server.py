@@ -14,8 +14,8 @@ from pathlib import Path
 
 from ..config import config_from_dict
 from .config import ServeConfig, ServeError
-from .remote import ServerClient, ServerError
 from .registry import ServedModels
+from .remote import ServerClient, ServerError
 
 API_KEY_ENV = "WORKBENCH_API_KEY"  # the key when no option names one (the CLI; a server in a subprocess)
 
@@ -109,7 +109,7 @@ class ServerHandle:
         if self._process is not None and self._process.poll() is not None:
             raise RuntimeError(f"the server process exited with code {self._process.returncode}")
 
-    def wait_ready(self, timeout: float = 300.0) -> "ServerHandle":
+    def wait_ready(self, timeout: float = 300.0) -> ServerHandle:
         self.client.wait_ready(timeout, check=self._check_process)
         return self
 
@@ -167,7 +167,7 @@ class ServerHandle:
             self.config_file.unlink(missing_ok=True)
             self.config_file = None
 
-    def __enter__(self) -> "ServerHandle":
+    def __enter__(self) -> ServerHandle:
         return self
 
     def __exit__(self, *exc) -> None:

@@ -3,15 +3,16 @@ from __future__ import annotations
 
 import asyncio
 import json
-from typing import Any, AsyncIterator
+from collections.abc import AsyncIterator
+from typing import Any
 
 from fastapi import Request
 from fastapi.responses import StreamingResponse
 
 from .batcher import SamplingParams
 from .collect import submit
-from .responses import usage
 from .registry import ServedModels
+from .responses import usage
 
 
 def sse_event(obj: Any) -> bytes:

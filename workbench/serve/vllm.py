@@ -294,7 +294,7 @@ class VllmServer(ServerHandle):
             return {"status": "ok", "model": self.launch.argv[self.launch.argv.index("--served-model-name") + 1]}
         return {"status": "error" if self._process.poll() is not None else "loading"}
 
-    def wait_ready(self, timeout: float = 600.0, progress=None) -> "VllmServer":
+    def wait_ready(self, timeout: float = 600.0, progress=None) -> VllmServer:
         """Until /health answers 200 (the one client's poll, ``ServerClient.wait_ready``); ``progress(seconds, last
         log line)`` every ~10 s. VllmDied with the last log lines when the process exits, TimeoutError (the process
         stopped) after ``timeout`` seconds."""

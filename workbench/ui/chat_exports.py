@@ -14,7 +14,7 @@ from __future__ import annotations
 import asyncio
 import html
 from pathlib import Path
-from typing import Any, Optional, Protocol
+from typing import Any, Protocol
 
 import ipywidgets as W
 
@@ -70,7 +70,7 @@ class ExportChatSection(W.VBox):
         self.run.observe(lambda _: self._list_exports(), names="value")
         self.refresh_button.on_click(lambda _: self.refresh())
         self.serve_button.on_click(lambda _: self.serve())
-        self._task: Optional[asyncio.Future] = None
+        self._task: asyncio.Future | None = None
         super().__init__([W.HTML("<b>Exports of a run</b> (fp32 merged vs int8 vs the adapter)"),
                           W.HBox([self.runs_dir, self.refresh_button]), W.HBox([self.run, self.exports]),
                           W.HBox([self.with_adapter, self.serve_button]), self.status])
@@ -129,7 +129,7 @@ class ExportChatSection(W.VBox):
             f"<div style='color:{RED}'>{html.escape(p)}</div>" for p in problems)
         return ids
 
-    def serve(self) -> Optional[list[str]]:
+    def serve(self) -> list[str] | None:
         """Button handler: in a kernel, start the servers in a thread and return at once; without a loop, serve
         synchronously and return the model ids now selected in the chat."""
         if not self.run.value:

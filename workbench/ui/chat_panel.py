@@ -12,15 +12,16 @@ from __future__ import annotations
 import asyncio
 import html
 import time
+from collections.abc import Iterable
 from pathlib import Path
-from typing import Any, Iterable, Optional
+from typing import Any
 
 import ipywidgets as W
 
 from ..serve.client import ChatReply, absorb_chunk, chat_model, served_models
 from ..serve.remote import prompt_messages
-from .episodes_panel import EpisodesSection
 from .chat_exports import ExportChatSection
+from .episodes_panel import EpisodesSection
 from .view_helpers import ChatImage, Throttle, sample_screenshots
 
 MAX_MODELS = 3
@@ -63,14 +64,14 @@ class ChatComparePanel(W.VBox):
         runs_dir: where the exports and episodes sections look for runs.
     """
 
-    def __init__(self, server: Any = None, base_url: Optional[str] = None, models: Iterable[str] = (),
+    def __init__(self, server: Any = None, base_url: str | None = None, models: Iterable[str] = (),
                  max_tokens: int = 128, runs_dir: str = "runs"):
         self.server = server
         self.base_url = base_url
         self.endpoints: dict[str, Any] = {}  # model id -> the server of a model served apart (an export)
         self.replies: dict[str, ChatReply] = {}
         self.columns: dict[str, AnswerColumn] = {}
-        self._task: Optional[asyncio.Task] = None
+        self._task: asyncio.Task | None = None
         self.models = W.SelectMultiple(options=list(models), description="models", rows=4,
                                        style={"description_width": "60px"}, layout=W.Layout(width="420px"))
         self.refresh_button = W.Button(description="Refresh models", icon="refresh")
@@ -135,7 +136,7 @@ class ChatComparePanel(W.VBox):
             self.models.value = tuple(ids[-MAX_MODELS:])
         return ids
 
-    def _conn(self, model: Optional[str] = None) -> dict:
+    def _conn(self, model: str | None = None) -> dict:
         if model in self.endpoints:
             return {"server": self.endpoints[model]}
         return {"server": self.server} if self.server is not None else ({"base_url": self.base_url} if self.base_url else {})
@@ -158,7 +159,7 @@ class ChatComparePanel(W.VBox):
             self.models.options = list(self.models.options) + [model_id]  # resets the selection
         self.models.value = tuple(before[: MAX_MODELS - 1] + [model_id]) if select else tuple(before)
 
-    def _start(self, prompt: Optional[str], models: Optional[Iterable[str]]) -> Optional[tuple[str, list[str]]]:
+    def _start(self, prompt: str | None, models: Iterable[str] | None) -> tuple[str, list[str]] | None:
         prompt = self.prompt.value if prompt is None else prompt
         models = list(dict.fromkeys(models if models is not None else self.models.value))
         if not (2 <= len(models) <= MAX_MODELS) or not prompt.strip():
@@ -173,7 +174,7 @@ class ChatComparePanel(W.VBox):
         self.answers.children = list(self.columns.values())
         return prompt, models
 
-    def ask(self, prompt: Optional[str] = None, models: Optional[Iterable[str]] = None) -> Optional[dict[str, ChatReply]]:
+    def ask(self, prompt: str | None = None, models: Iterable[str] | None = None) -> dict[str, ChatReply] | None:
         """Button handler: in a kernel, start streaming and return at once; without a loop, answer synchronously."""
         try:
             loop = asyncio.get_running_loop()
@@ -184,8 +185,8 @@ class ChatComparePanel(W.VBox):
         self._task = loop.create_task(self.ask_async(prompt, models))
         return None
 
-    async def ask_async(self, prompt: Optional[str] = None, models: Optional[Iterable[str]] = None,
-                        messages: Optional[list] = None) -> dict[str, ChatReply]:
+    async def ask_async(self, prompt: str | None = None, models: Iterable[str] | None = None,
+                        messages: list | None = None) -> dict[str, ChatReply]:
         """Stream every model's answer at once; returns {model: ChatReply} when all are done. ``messages``: the whole
         conversation to send (a replayed row's), ``prompt`` then being only what the prompt box shows."""
         started = self._start(prompt, models)
@@ -237,7 +238,7 @@ class ImagePicker(W.VBox):
     The image itself is a ``view_helpers.ChatImage`` (plain Python); this widget only picks and shows it."""
 
     def __init__(self):
-        self.image: Optional[ChatImage] = None
+        self.image: ChatImage | None = None
         self.from_sample = False  # whether the image is the chosen sample (choosing none then drops it)
         self.samples = sample_screenshots()
         self.upload = W.FileUpload(accept="image/*", multiple=False, description="Upload image")
@@ -353,7 +354,7 @@ class ReplayRows(W.VBox):
         self.row.value = 0 if self.examples else None  # new options leave a Dropdown blank: start on the first row
         return self.examples
 
-    def replay(self, row: Optional[int] = None, models: Optional[Iterable[str]] = None) -> Optional[dict[str, dict]]:
+    def replay(self, row: int | None = None, models: Iterable[str] | None = None) -> dict[str, dict] | None:
         """Button handler: in a kernel, start and return at once; without a loop, replay synchronously and return
         {model: verdict}."""
         try:
@@ -363,7 +364,7 @@ class ReplayRows(W.VBox):
         loop.create_task(self.replay_async(row, models))
         return None
 
-    async def replay_async(self, row: Optional[int] = None, models: Optional[Iterable[str]] = None) -> dict[str, dict]:
+    async def replay_async(self, row: int | None = None, models: Iterable[str] | None = None) -> dict[str, dict]:
         from ..serve.remote import ModelReply
 
         if row is not None:

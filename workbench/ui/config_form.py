@@ -11,15 +11,23 @@ from __future__ import annotations
 import functools
 import operator
 import typing
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable, Literal, Optional
+from typing import Any, Literal
 
 import yaml
 from pydantic import BaseModel
 
 from ..config import (
-    ConfigError, RunConfig, Section, apply_overrides, config_from_dict, config_to_dict, leaf_fields, optional_parts,
+    ConfigError,
+    RunConfig,
+    Section,
+    apply_overrides,
+    config_from_dict,
+    config_to_dict,
+    leaf_fields,
+    optional_parts,
     read_config_file,
     save_config,
 )
@@ -138,13 +146,13 @@ class ConfigForm:
         self.sections = form_sections()
         self.fields: dict[str, FieldSpec] = {f.path: f for _, fs in self.sections for f in fs}
         self.values: dict[str, Any] = {}
-        self.config: Optional[RunConfig] = None
+        self.config: RunConfig | None = None
         self.problems: list[tuple[str, str]] = []
-        self._listeners: list[Callable[["ConfigForm"], None]] = []
+        self._listeners: list[Callable[[ConfigForm], None]] = []
         self.set_config(cfg if cfg is not None else RunConfig())
 
     # ---- changing the values --------------------------------------------------------------------
-    def set(self, path: str, value: Any) -> Optional[RunConfig]:
+    def set(self, path: str, value: Any) -> RunConfig | None:
         """Set one field, typed (``8``, ``["q_proj"]``) or as the form shows it (``"q_proj, v_proj"``);
         returns the new valid config or None."""
         if path not in self.fields:
@@ -153,7 +161,7 @@ class ConfigForm:
         self._apply_process_default({path})
         return self.validate()
 
-    def set_config(self, cfg: RunConfig | dict) -> Optional[RunConfig]:
+    def set_config(self, cfg: RunConfig | dict) -> RunConfig | None:
         """Every field from ``cfg`` (a RunConfig or a partial config dict: missing fields take their defaults)."""
         source = cfg if isinstance(cfg, dict) else config_to_dict(cfg)
         defaults = config_to_dict(RunConfig())
@@ -165,7 +173,7 @@ class ConfigForm:
             self.values[path] = spec.shown(value)
         return self.validate()
 
-    def update(self, overrides: dict[str, Any]) -> Optional[RunConfig]:
+    def update(self, overrides: dict[str, Any]) -> RunConfig | None:
         """Set several fields at once ({dotted path: value}), validating once."""
         unknown = sorted(set(overrides) - set(self.fields))
         if unknown:
@@ -185,7 +193,7 @@ class ConfigForm:
         counts = {key: self.values[f"sharding.{key}"] for key in ("nproc_per_node", "nnodes")}
         self.values.update(process_default({"sharding": counts}))
 
-    def on_change(self, listener: Callable[["ConfigForm"], None]) -> None:
+    def on_change(self, listener: Callable[[ConfigForm], None]) -> None:
         """``listener(form)`` after every validation."""
         self._listeners.append(listener)
 
@@ -201,7 +209,7 @@ class ConfigForm:
                 unreadable.append((path, str(err)))
         return data, unreadable
 
-    def validate(self) -> Optional[RunConfig]:
+    def validate(self) -> RunConfig | None:
         data, problems = self.data()  # an unreadable field is validated at its default, its own problem kept
         cfg = None
         try:
@@ -214,7 +222,7 @@ class ConfigForm:
             listener(self)
         return self.config
 
-    def owner(self, path: str) -> Optional[str]:
+    def owner(self, path: str) -> str | None:
         """The field a problem belongs to: ``precision.module_rules[0].pattern`` -> ``precision.module_rules``;
         None for a problem of the whole config or a section."""
         if path in self.fields:
@@ -255,7 +263,7 @@ class ConfigForm:
         self.set_config(assembled.settings)
         return assembled
 
-    def load(self, path: str | Path) -> Optional[RunConfig]:
+    def load(self, path: str | Path) -> RunConfig | None:
         """Fill the form from a YAML/JSON config file (missing fields at their defaults), as ``workbench train
         --config FILE`` reads it; raises ConfigError (naming the file) for a file that cannot be read."""
         try:
@@ -347,8 +355,7 @@ def tokenizer_for(source: str):
 def preview_data(cfg: RunConfig, n: int = 3, tokenizer=None) -> DataPreview:
     """``n`` examples of ``cfg.data.train`` through ``workbench.data.load_training_examples`` (so a bad row stops the
     preview as it would stop the run: DataError naming file:line)."""
-    from ..data import load_training_examples
-    from ..data import IGNORE_INDEX
+    from ..data import IGNORE_INDEX, load_training_examples
 
     tok = tokenizer or tokenizer_for(cfg.model.source)
     examples, stats = load_training_examples(cfg.data.train, tok, cfg.data.max_length, cfg.data.format,

@@ -7,8 +7,8 @@ problem to its field; this module only binds widgets to it and draws what it say
 from __future__ import annotations
 
 import html
+from collections.abc import Callable
 from pathlib import Path
-from typing import Callable, Optional
 
 import ipywidgets as W
 from traitlets import TraitError
@@ -70,7 +70,7 @@ class ConfigPanel(W.VBox):
         preview_rows: examples the data preview shows.
     """
 
-    def __init__(self, cfg: Optional[RunConfig] = None, path: str = "", preview_rows: int = 3):
+    def __init__(self, cfg: RunConfig | None = None, path: str = "", preview_rows: int = 3):
         self.form = ConfigForm()
         self.editors: dict[str, FieldEditor] = {}
         self._pushing = False  # True while form values are written into the widgets
@@ -128,7 +128,7 @@ class ConfigPanel(W.VBox):
 
     # ---- the form <-> the widgets ---------------------------------------------------------------
     @property
-    def config(self) -> Optional[RunConfig]:
+    def config(self) -> RunConfig | None:
         return self.form.config
 
     @property
@@ -139,17 +139,17 @@ class ConfigPanel(W.VBox):
     def cli_command(self) -> str:
         return self.form.cli_command
 
-    def set_config(self, cfg: RunConfig | dict) -> Optional[RunConfig]:
+    def set_config(self, cfg: RunConfig | dict) -> RunConfig | None:
         return self.form.set_config(cfg)
 
-    def set(self, path: str, value) -> Optional[RunConfig]:
+    def set(self, path: str, value) -> RunConfig | None:
         """Set one field as a user would (``panel.set("lora.r", 8)``); returns the new valid config or None."""
         return self.form.set(path, value)
 
-    def validate(self) -> Optional[RunConfig]:
+    def validate(self) -> RunConfig | None:
         return self.form.validate()
 
-    def on_change(self, callback: Callable[[Optional[RunConfig]], None]) -> None:
+    def on_change(self, callback: Callable[[RunConfig | None], None]) -> None:
         """``callback(config or None)`` after every edit."""
         self.form.on_change(lambda form: callback(form.config))
 
@@ -180,7 +180,7 @@ class ConfigPanel(W.VBox):
         self.cli.value = f"<pre class='wb-cli'>{html.escape(form.cli_command)}</pre>"
 
     # ---- files --------------------------------------------------------------------------------
-    def load(self, path: str | Path) -> Optional[RunConfig]:
+    def load(self, path: str | Path) -> RunConfig | None:
         if not str(path).strip():
             self.file_message.value = _red("type the path of a YAML or JSON config file first")
             return None
@@ -257,7 +257,7 @@ class DataPreviewView(W.VBox):
         self.output = W.HTML()
         super().__init__([self.button, self.output])
 
-    def refresh(self) -> Optional[DataPreview]:
+    def refresh(self) -> DataPreview | None:
         cfg = self.panel.config
         if cfg is None:
             self.output.value = _red("fix the configuration problems first")

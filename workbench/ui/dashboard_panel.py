@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, Optional
+from typing import Any
 
 import ipywidgets as W
 
@@ -12,8 +12,8 @@ from .chat_panel import ChatComparePanel
 from .config_panel import ConfigPanel
 from .monitor_panel import RunMonitor
 from .plan_panel import PlanPanel
-from .runs_panel import RunsPanel
 from .run_state import RunState
+from .runs_panel import RunsPanel
 
 
 class Workbench(W.Tab):
@@ -29,8 +29,8 @@ class Workbench(W.Tab):
         max_tokens: the chat panel's initial answer length.
     """
 
-    def __init__(self, cfg: Optional[RunConfig] = None, server: Any = None, devices: DeviceSet = DEFAULT_DEVICES,
-                 runs_dir: Optional[str] = None, max_tokens: int = 128):
+    def __init__(self, cfg: RunConfig | None = None, server: Any = None, devices: DeviceSet = DEFAULT_DEVICES,
+                 runs_dir: str | None = None, max_tokens: int = 128):
         cfg = cfg or RunConfig()
         if runs_dir is not None:
             cfg = replace(cfg, **{"output.runs_dir": runs_dir})

@@ -7,7 +7,7 @@ end, in red; an answer that is no point action draws nothing but the box.
 from __future__ import annotations
 
 import math
-from typing import Optional, Sequence
+from collections.abc import Sequence
 
 from PIL import Image, ImageDraw
 
@@ -17,7 +17,7 @@ BOX_COLOR = (0, 200, 0)
 ACTION_COLOR = (255, 0, 0)
 
 
-def draw_action(image: Image.Image, answer: Optional[str], box: Optional[Sequence[int]] = None, scale: int = 1,
+def draw_action(image: Image.Image, answer: str | None, box: Sequence[int] | None = None, scale: int = 1,
                 color=ACTION_COLOR) -> Image.Image:
     """A copy of ``image`` enlarged ``scale`` times with ``box`` and the action of ``answer`` (a reply, with or
     without <think>/<answer>, or a bare action) drawn on it."""

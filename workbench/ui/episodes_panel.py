@@ -8,8 +8,8 @@ episode folders of a runs directory to compare."""
 from __future__ import annotations
 
 import html
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Optional, Sequence
 
 import ipywidgets as W
 from PIL import Image
@@ -27,7 +27,7 @@ def _verdict(episode: Episode) -> str:
 
 
 class EpisodeReplay(W.VBox):
-    def __init__(self, episodes: str | Path | Sequence[Episode] = (), title: Optional[str] = None, scale: int = 2,
+    def __init__(self, episodes: str | Path | Sequence[Episode] = (), title: str | None = None, scale: int = 2,
                  picker: bool = True, corrections: str | Path = "demonstrations"):
         """One model's episodes, a step at a time: the screen it saw, its reply, what the phone did.
 
@@ -75,7 +75,7 @@ class EpisodeReplay(W.VBox):
             self.info.value = "<i>no episodes</i>"
 
     @property
-    def episode(self) -> Optional[Episode]:
+    def episode(self) -> Episode | None:
         return self.episodes[self.picker.value] if self.episodes and self.picker.value is not None else None
 
     def select(self, task: str) -> bool:
@@ -92,7 +92,7 @@ class EpisodeReplay(W.VBox):
         self.slider.value = 1
         self.show()
 
-    def _screenshot(self, step: Optional[Turn]) -> Optional[Image.Image]:
+    def _screenshot(self, step: Turn | None) -> Image.Image | None:
         episode = self.episode
         data = (step.png if step else episode.final_png)
         name = step.screenshot if step else episode.final_screenshot
@@ -100,7 +100,7 @@ class EpisodeReplay(W.VBox):
             data = (self.folder / name).read_bytes()
         return image_from_bytes(data) if data is not None else None
 
-    def show(self, step: Optional[int] = None) -> None:
+    def show(self, step: int | None = None) -> None:
         """Position ``step`` (1..steps: what the model saw and did; steps + 1: the end)."""
         if step is not None:
             self.slider.value = max(1, min(step, self.slider.max))
@@ -121,7 +121,7 @@ class EpisodeReplay(W.VBox):
         self.tree.layout.display = None if tree else "none"
         self.tree.value = _tree_html(tree, current.element if current else None) if tree else ""
 
-    def open_correction(self, step: Optional[int] = None):
+    def open_correction(self, step: int | None = None):
         """The recorder panel under the replay, the phone in the state of ``step`` (default: the step shown) of the
         episode shown, its earlier steps kept as context; returns the panel."""
         from .recorder_panel import RecorderPanel
@@ -167,7 +167,7 @@ class EpisodeReplay(W.VBox):
                 + (f"<div>final state:<ul>{checks}</ul></div>" if checks else ""))
 
 
-def _tree_html(tree: str, element: Optional[str]) -> str:
+def _tree_html(tree: str, element: str | None) -> str:
     """The compact tree as the model read it, one element a line; the lines naming the element the action hit bold.
     A line too long for the column wraps under itself, indented (unwrapped, its bounds and tap point were cut off at
     the column's edge)."""
@@ -261,7 +261,7 @@ class EpisodesSection(W.VBox):
         done = sum(bool(e.success) for e in episodes)
         return f"{model}: {done}/{len(episodes)} solved ({folder.relative_to(self.runs_dir)})"
 
-    def compare(self, folders: Optional[Sequence[str | Path]] = None) -> Optional[EpisodeCompare]:
+    def compare(self, folders: Sequence[str | Path] | None = None) -> EpisodeCompare | None:
         chosen = list(folders if folders is not None else self.folders.value)
         if not 2 <= len(chosen) <= 3:
             self.message.value = f"<span style='color:#c62828'>pick 2 or 3 episode folders ({len(chosen)} picked)</span>"

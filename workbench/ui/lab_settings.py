@@ -6,13 +6,12 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Optional
 
 THEMES_SETTINGS = Path("@jupyterlab") / "apputils-extension" / "themes.jupyterlab-settings"
 LIGHT_TEMPLATE, DARK_TEMPLATE = "plotly_white", "plotly_dark"
 
 
-def _settings_theme(path: Path) -> Optional[str]:
+def _settings_theme(path: Path) -> str | None:
     """The "theme" a JupyterLab settings file sets, or None (no file, or none set there). The files are JSON5:
     JupyterLab writes them with // comments, which are dropped before parsing."""
     try:
@@ -30,7 +29,7 @@ def _settings_theme(path: Path) -> Optional[str]:
     return theme if isinstance(theme, str) else None
 
 
-def lab_theme(user_settings_dir: Optional[str | Path] = None, app_dir: Optional[str | Path] = None) -> str:
+def lab_theme(user_settings_dir: str | Path | None = None, app_dir: str | Path | None = None) -> str:
     """The JupyterLab theme the user chose (their settings, else the defaults the environment overrides, else
     JupyterLab's own "JupyterLab Light"). A kernel cannot see the browser; this is the theme JupyterLab applies."""
     if user_settings_dir is None or app_dir is None:
@@ -42,7 +41,7 @@ def lab_theme(user_settings_dir: Optional[str | Path] = None, app_dir: Optional[
             or _settings_theme(Path(app_dir) / "settings" / "overrides.json") or "JupyterLab Light")
 
 
-def chart_template(theme: Optional[str] = None) -> str:
+def chart_template(theme: str | None = None) -> str:
     """The plotly template of the panels' charts: dark on a dark JupyterLab theme (its name says Dark), else white.
     The extension's stylesheet also follows a theme switched while a chart is shown (its background and text)."""
     try:

@@ -17,7 +17,7 @@ import argparse
 import re
 import shlex
 from pathlib import Path
-from typing import Any, Optional
+from typing import Any
 
 from IPython.core.error import UsageError
 from IPython.core.magic import Magics, cell_magic, line_magic, magics_class
@@ -39,7 +39,7 @@ class MagicArgumentParser(argparse.ArgumentParser):
     def error(self, message: str):
         raise UsageError(f"{self.prog}: {message}")
 
-    def exit(self, status: int = 0, message: Optional[str] = None):
+    def exit(self, status: int = 0, message: str | None = None):
         if status:
             raise UsageError(message or f"{self.prog}: error")
         raise _HelpShown()
@@ -77,7 +77,7 @@ def train_config(line: str, cell: str) -> tuple[RunConfig, argparse.Namespace]:
     return cfg, args
 
 
-def _runs_dir_parser(prog: str, description: str, usage: Optional[str] = None) -> MagicArgumentParser:
+def _runs_dir_parser(prog: str, description: str, usage: str | None = None) -> MagicArgumentParser:
     p = MagicArgumentParser(prog=prog, description=description, usage=usage)
     p.add_argument("--runs-dir", default=DEFAULT_RUNS_DIR, help=f"the runs directory (default: {DEFAULT_RUNS_DIR})")
     return p
@@ -119,7 +119,7 @@ class WorkbenchMagics(Magics):
         self.servers: dict[str, Any] = {}  # base model (and its quantization) -> ServerHandle for %workbench_chat
 
     @staticmethod
-    def _parse(parser: MagicArgumentParser, line: str) -> Optional[argparse.Namespace]:
+    def _parse(parser: MagicArgumentParser, line: str) -> argparse.Namespace | None:
         try:
             return parser.parse_args(shlex.split(line))
         except _HelpShown:

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import html
 from pathlib import Path
-from typing import Optional
 
 import ipywidgets as W
 import plotly.graph_objects as go
@@ -31,7 +30,7 @@ CENSUS_WAITING = f"<i style='color:#999'>{WAITING}</i>"
 
 
 def _figure(title: str, ytitle: str = "", traces: tuple = (), height: int = 280, log_y: bool = False,
-            xtitle: Optional[str] = "step", **layout) -> go.FigureWidget:
+            xtitle: str | None = "step", **layout) -> go.FigureWidget:
     # Everything is given to the constructor: the front end gets the whole figure in its first state.
     fig = go.FigureWidget(data=list(traces), layout=go.Layout(
         title=dict(text=title, font=dict(size=13)), width=CHART_WIDTH_PX, height=height,
@@ -83,14 +82,14 @@ class MonitorCharts:
 
     def __init__(self):
         self.state = RunState()
-        self.log_path: Optional[Path] = None
+        self.log_path: Path | None = None
         self._census_traces: dict[str, int] = {}
         self._memory_traces: dict[str, int] = {}
         self._task_traces: dict[str, tuple[go.FigureWidget, int]] = {}  # "task metric" -> (figure, trace index)
         self._grpo_traces: dict[str, tuple[go.FigureWidget, int]] = {}
         # What the census and alert views last drew: they are rebuilt only when that changes. RunState
         # replaces its census dict on each census event and only appends to its alerts list.
-        self._drawn_census: Optional[dict] = None
+        self._drawn_census: dict | None = None
         self._drawn_alerts: tuple = (None, -1)  # (the alerts list, how many of its alerts)
         self._build_figures()
         self._build_tables()
@@ -199,7 +198,7 @@ class MonitorCharts:
                     series = getattr(s, name)
                     fig.data[0].x, fig.data[0].y = list(series.x), list(series.y)
 
-    def reset(self, state: RunState, log_path: Optional[Path] = None) -> None:
+    def reset(self, state: RunState, log_path: Path | None = None) -> None:
         """Empty charts for a new run (``state``, its log at ``log_path``), each saying it waits for data."""
         self.state, self.log_path = state, log_path
         self.zoom.clear()

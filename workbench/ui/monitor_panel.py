@@ -8,8 +8,8 @@ from __future__ import annotations
 
 import asyncio
 import html
+from collections.abc import Callable
 from pathlib import Path
-from typing import Callable, Optional
 
 import ipywidgets as W
 
@@ -31,7 +31,7 @@ class RunMonitor(W.VBox):
     ``poller.latencies``); ``state`` and ``handle`` are the run's.
     """
 
-    def __init__(self, config_source: Optional[Callable[[], Optional[RunConfig]]] = None):
+    def __init__(self, config_source: Callable[[], RunConfig | None] | None = None):
         self.config_source = config_source
         self.charts = MonitorCharts()
         self.poller = RunPoller(self, self._report)
@@ -62,12 +62,12 @@ class RunMonitor(W.VBox):
         return self.poller.state
 
     @property
-    def handle(self) -> Optional[RunHandle]:
+    def handle(self) -> RunHandle | None:
         """The watched run's handle (status, stop, wait), None before a launch or an attach."""
         return self.poller.handle
 
     # ---- actions --------------------------------------------------------------------------------
-    def launch(self, cfg: Optional[RunConfig] = None) -> Optional[RunHandle]:
+    def launch(self, cfg: RunConfig | None = None) -> RunHandle | None:
         """Start ``cfg`` (default: the config source's) in a worker process and watch it."""
         cfg = cfg or (self.config_source() if self.config_source else None)
         if cfg is None:
@@ -116,11 +116,11 @@ class RunMonitor(W.VBox):
         """Read new events, fold them in, redraw if due. Returns how many events were read."""
         return self.poller.poll_once(force)
 
-    async def wait(self, timeout: Optional[float] = None) -> RunState:
+    async def wait(self, timeout: float | None = None) -> RunState:
         """Await the end of the watched run while the charts keep updating (``await monitor.wait()``)."""
         return await self.poller.wait(timeout)
 
-    def wait_sync(self, timeout: Optional[float] = None) -> RunState:
+    def wait_sync(self, timeout: float | None = None) -> RunState:
         """Without an event loop (tests, scripts): poll until the run ends."""
         return self.poller.wait_sync(timeout)
 

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import asyncio
 import html
-from typing import Optional
 
 import ipywidgets as W
 
@@ -89,11 +88,11 @@ class PlanPanel(W.VBox):
         devices: the device set planned for (default: 2x RTX 4090), editable in the panel.
     """
 
-    def __init__(self, cfg: Optional[RunConfig] = None, devices: DeviceSet = DEFAULT_DEVICES):
-        self.config: Optional[RunConfig] = cfg
-        self.plan: Optional[Plan] = None
-        self.error: Optional[str] = None
-        self._task: Optional[asyncio.Task] = None
+    def __init__(self, cfg: RunConfig | None = None, devices: DeviceSet = DEFAULT_DEVICES):
+        self.config: RunConfig | None = cfg
+        self.plan: Plan | None = None
+        self.error: str | None = None
+        self._task: asyncio.Task | None = None
         style = {"description_width": "90px"}
         self.devices_text = W.Text(value=f"{devices.count}x{devices.bytes_per_device / GiB:.2f}GiB",
                                    description="devices", style=style, tooltip="COUNTxSIZE, e.g. 2x24GiB")
@@ -135,11 +134,11 @@ class PlanPanel(W.VBox):
         return {"strategy": self.strategy.value, "stage": self.stage.value, "offload": self.offload.value,
                 "world_size": self.world_size.value}
 
-    def set_config(self, cfg: Optional[RunConfig]) -> None:
+    def set_config(self, cfg: RunConfig | None) -> None:
         self.config = cfg
         self.schedule()
 
-    def compute(self) -> Optional[Plan]:
+    def compute(self) -> Plan | None:
         """Predict for the current inputs, in this thread; returns the plan (None with ``error`` set)."""
         if self.config is None:
             self.plan, self.error = None, "the configuration has problems (see the config panel)"
@@ -162,7 +161,7 @@ class PlanPanel(W.VBox):
         elif self.plan is not None:
             self.output.value = plan_html(self.plan)
 
-    def refresh(self) -> Optional[Plan]:
+    def refresh(self) -> Plan | None:
         """Synchronous recompute and redraw."""
         self.compute()
         self.render()
@@ -186,7 +185,7 @@ class PlanPanel(W.VBox):
         if cfg is self.config:  # a newer edit has its own task
             self.render()
 
-    async def updated(self) -> Optional[Plan]:
+    async def updated(self) -> Plan | None:
         """Wait for the pending recompute (notebooks: ``await wb.plan.updated()``)."""
         while self._task is not None and not self._task.done():
             try:

@@ -6,9 +6,9 @@ seeds, prompts or rewards); ``precision_compare.figure`` draws it with plotly, `
 """
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Optional, Sequence
 
 from ..runs.layout import EVENTS_FILE
 from .run_log import EventTail
@@ -31,7 +31,7 @@ class ComparedRun:
     label: str
     run_dir: Path
     state: RunState = field(default_factory=RunState)
-    tail: Optional[EventTail] = None
+    tail: EventTail | None = None
 
     def poll(self) -> int:
         if self.tail is None:
@@ -39,7 +39,7 @@ class ComparedRun:
         return self.state.apply(self.tail.poll())
 
     @property
-    def precision(self) -> Optional[str]:
+    def precision(self) -> str | None:
         return (self.state.config.get("precision") or {}).get("mode")
 
 
@@ -53,7 +53,7 @@ class PrecisionCompare:
     """GRPO runs side by side. ``labels``: one per run (default: each run's precision.mode, else its folder name).
     ``refresh()`` folds what each log gained since the last call (runs still going are followed)."""
 
-    def __init__(self, run_dirs: Sequence[str | Path], labels: Optional[Sequence[str]] = None):
+    def __init__(self, run_dirs: Sequence[str | Path], labels: Sequence[str] | None = None):
         if not run_dirs:
             raise ValueError("give at least one run directory to compare")
         if labels is not None and len(labels) != len(run_dirs):

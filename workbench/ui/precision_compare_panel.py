@@ -4,8 +4,8 @@ step (log scale: fp32's is ~10^4 below bf16's) and the reward curves, one colour
 from __future__ import annotations
 
 import html
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Optional, Sequence
 
 import ipywidgets as W
 import plotly.graph_objects as go
@@ -36,7 +36,7 @@ def figure(compare: PrecisionCompare, panels: Sequence[str] = PANELS, width: int
 
 
 def _summary_html(compare: PrecisionCompare) -> str:
-    def num(v: Optional[float]) -> str:
+    def num(v: float | None) -> str:
         return "-" if v is None else f"{v:.3g}"
 
     rows = "".join(f"<tr><td><b>{html.escape(r['run'])}</b></td><td>{html.escape(r['status'])}</td><td>{r['steps']}</td>"
@@ -58,7 +58,7 @@ class PrecisionCompareView(W.VBox):
         labels: their names on the chart (default: each run's precision).
     """
 
-    def __init__(self, run_dirs: Sequence[str | Path], labels: Optional[Sequence[str]] = None):
+    def __init__(self, run_dirs: Sequence[str | Path], labels: Sequence[str] | None = None):
         self.compare = PrecisionCompare(run_dirs, labels)
         self.chart = go.FigureWidget(figure(self.compare))
         self.summary = W.HTML(_summary_html(self.compare))

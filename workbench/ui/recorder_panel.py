@@ -14,8 +14,8 @@ Clicks reach the kernel only while it is idle: record in a cell of its own, not 
 from __future__ import annotations
 
 import html
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Optional, Sequence
 
 import anywidget
 import ipywidgets as W
@@ -293,7 +293,7 @@ class RecorderPanel(W.VBox):
                 + "".join(items) + "</ol>") if items else "<i>no step yet</i>"
 
     # ---- the Python side of the buttons --------------------------------------------------------------------------
-    def correct(self, episode, step: int, screens: Optional[str | Path] = None) -> None:
+    def correct(self, episode, step: int, screens: str | Path | None = None) -> None:
         """Continue ``episode`` from its step ``step`` (the phone put into that step's state): what the episodes view
         calls."""
         self._do(lambda: self.demonstrator.correct(episode, step, screens), "correcting")
@@ -302,6 +302,6 @@ class RecorderPanel(W.VBox):
             self._say(f"correcting {episode.model}'s episode of {episode.task} from step {step}: the phone shows that "
                       "step's screen; demonstrate the rest, then Finish")
 
-    def write_rows(self, out: Optional[str | Path] = None, observation: Optional[str] = None):
+    def write_rows(self, out: str | Path | None = None, observation: str | None = None):
         """The folder's demonstrations as training rows (default ``FOLDER/rows.jsonl``)."""
         return self.demonstrator.write_rows(out or self.demonstrator.folder / "rows.jsonl", observation)

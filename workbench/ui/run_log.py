@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import math
 from pathlib import Path
-from typing import Optional
 
 from ..events import reader
 from ..events.reader import LogReader, StepLine
@@ -55,7 +54,7 @@ def catch_up(state: RunState, tail: EventTail) -> int:
     return folded
 
 
-def _fold_block(state: RunState, tail: EventTail, block: bytes, horizon: Optional[int]) -> int:
+def _fold_block(state: RunState, tail: EventTail, block: bytes, horizon: int | None) -> int:
     """``catch_up`` of one block of complete lines, read from ``tail.offset``."""
     series = (state.loss, state.lr, state.grad_norm)
     folded, batch = 0, []
@@ -113,7 +112,7 @@ def load_window(log: str | Path, first: int, last: int) -> RunState:
     return state
 
 
-def relayout_x_range(relayout: dict) -> Optional[tuple]:
+def relayout_x_range(relayout: dict) -> tuple | None:
     """What a plotly relayout (the front end's message: a zoom, a pan, a double-click) did to a chart's x-axis:
     ("zoom", (lo, hi)), ("reset", None), or None when it left the x-axis alone."""
     if relayout.get("xaxis.autorange") is True:

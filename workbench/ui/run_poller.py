@@ -9,8 +9,9 @@ from __future__ import annotations
 
 import asyncio
 import time
+from collections.abc import Callable
 from pathlib import Path
-from typing import Callable, Optional, Protocol
+from typing import Protocol
 
 from ..runs import RunHandle
 from .run_log import EventTail, catch_up
@@ -39,10 +40,10 @@ class RunPoller:
 
     def __init__(self, view: PollerView, report: Callable[[Exception], None]):
         self.view, self.report = view, report
-        self.handle: Optional[RunHandle] = None
+        self.handle: RunHandle | None = None
         self.state = RunState()
-        self.tail: Optional[EventTail] = None
-        self._task: Optional[asyncio.Task] = None
+        self.tail: EventTail | None = None
+        self._task: asyncio.Task | None = None
         self._throttle = Throttle(1.0 / MAX_REDRAWS_PER_S)
         self._drawn_version = -1
         self._finished_callbacks: list[Callable[[RunState], None]] = []
@@ -120,7 +121,7 @@ class RunPoller:
             if t is not None:
                 self.latencies.append(now - t)
 
-    async def wait(self, timeout: Optional[float] = None) -> RunState:
+    async def wait(self, timeout: float | None = None) -> RunState:
         """Await the end of the watched run while the view keeps updating."""
         deadline = None if timeout is None else time.monotonic() + timeout
         while self._task is not None and not self._task.done():
@@ -130,7 +131,7 @@ class RunPoller:
         self.poll_once(force=True)
         return self.state
 
-    def wait_sync(self, timeout: Optional[float] = None) -> RunState:
+    def wait_sync(self, timeout: float | None = None) -> RunState:
         """Without an event loop (tests, scripts): poll until the run ends."""
         deadline = None if timeout is None else time.monotonic() + timeout
         while not self._finished():

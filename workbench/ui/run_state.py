@@ -7,8 +7,9 @@ they were logged in. Reading a log into a state is ``ui.run_log``'s.
 from __future__ import annotations
 
 import math
+from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import Any, Iterable, Optional
+from typing import Any
 
 from ..events import finite_number, number
 from ..events.schema import MODEL_STATE_FIELDS
@@ -31,7 +32,7 @@ class Alert:
     level: str  # info | warning | error | success
     title: str
     detail: str = ""
-    step: Optional[int] = None
+    step: int | None = None
     kind: str = ""  # the event type that raised it
 
 
@@ -51,7 +52,7 @@ class Series:
 
     x: list = field(default_factory=list)
     y: list = field(default_factory=list)
-    limit: Optional[int] = CHART_POINTS
+    limit: int | None = CHART_POINTS
     recent: int = RECENT_STEPS
     stride: int = 1  # the older points are the first of each bucket of this many steps
     seen: int = 0  # points folded in (kept or not)
@@ -119,12 +120,12 @@ class Series:
 class RunState:
     """Everything the monitor shows about one run. ``version`` grows on every change a view must redraw."""
 
-    run_dir: Optional[str] = None
+    run_dir: str | None = None
     status: str = "idle"  # idle | starting | running | finished | stopped | failed
-    total_steps: Optional[int] = None
+    total_steps: int | None = None
     step: int = 0
-    eta_s: Optional[float] = None
-    tokens_per_s: Optional[float] = None
+    eta_s: float | None = None
+    tokens_per_s: float | None = None
     precision: dict = field(default_factory=dict)
     config: dict = field(default_factory=dict)
     loss: Series = field(default_factory=Series)
@@ -150,22 +151,22 @@ class RunState:
     loss_scale: Series = field(default_factory=Series)
     skipped_steps: list = field(default_factory=list)
     overflows: list = field(default_factory=list)  # [{step, scale_before, scale_after, nonfinite_count, params}]
-    census: Optional[dict] = None  # latest {step, rows, totals}
+    census: dict | None = None  # latest {step, rows, totals}
     memory: dict = field(default_factory=dict)  # rank -> latest memory event as a dict
     memory_series: dict = field(default_factory=dict)  # "rank0 host_rss" / "cuda:0 allocated" -> Series
-    plan: Optional[dict] = None
+    plan: dict | None = None
     coverage: Series = field(default_factory=Series)  # share of matmul FLOPs in fp16/bf16 (diagnosis instruments)
     alerts: list = field(default_factory=list)
     checkpoints: list = field(default_factory=list)
-    adapter_path: Optional[str] = None
-    final_loss: Optional[float] = None
-    error: Optional[str] = None
+    adapter_path: str | None = None
+    final_loss: float | None = None
+    error: str | None = None
     ranks: set = field(default_factory=set)
     unknown_types: dict = field(default_factory=dict)  # type -> count, for forward compatibility
     version: int = 0
     # event times of the step events applied since the view last drew: the latency probe
     pending_step_times: list = field(default_factory=list)
-    chart_points: Optional[int] = CHART_POINTS  # each series' limit (None: every point, a zoomed window's state)
+    chart_points: int | None = CHART_POINTS  # each series' limit (None: every point, a zoomed window's state)
 
     def __post_init__(self):
         if self.chart_points != CHART_POINTS:
@@ -398,7 +399,7 @@ def _evidence(ev: Any) -> str:
     return str(ev)
 
 
-def format_seconds(s: Optional[float]) -> str:
+def format_seconds(s: float | None) -> str:
     if s is None or not math.isfinite(s):
         return "?"
     s = int(round(s))

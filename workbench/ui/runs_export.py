@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import asyncio
 import html
+from collections.abc import Iterable
 from pathlib import Path
-from typing import Iterable, Optional
 
 import ipywidgets as W
 
@@ -23,7 +23,7 @@ POLL_INTERVAL_S = 0.25
 RED, GREEN = "#c62828", "#2e7d32"
 
 
-def _mb(n: Optional[int]) -> str:
+def _mb(n: int | None) -> str:
     return "-" if n is None else f"{n / 1e6:.1f} MB"
 
 
@@ -73,8 +73,8 @@ class ExportSection(W.VBox):
     def __init__(self):
         self.run_paths: dict[str, Path] = {}
         self.specs = {s.name: s for s in target_choices()}
-        self.job: Optional[ExportJob] = None
-        self._task: Optional[asyncio.Task] = None
+        self.job: ExportJob | None = None
+        self._task: asyncio.Task | None = None
         self.run = W.Dropdown(options=[], description="run", style={"description_width": "60px"},
                               layout=W.Layout(width="320px"))
         self.target = W.Dropdown(options=[(f"{name}: {s.precision}", name) for name, s in self.specs.items()],
@@ -111,7 +111,7 @@ class ExportSection(W.VBox):
         path = self.run_paths.get(self.run.value)
         self.exports.value = exports_table_html(run_exports(path)) if path else "<i>no run with an adapter here</i>"
 
-    def start(self, run: Optional[str] = None, target: Optional[str] = None, **job_options) -> Optional[ExportJob]:
+    def start(self, run: str | None = None, target: str | None = None, **job_options) -> ExportJob | None:
         """Start exporting (the Export button); returns the job at once. ``job_options``: ExportJob's (out, ...)."""
         run, target = run or self.run.value, target or self.target.value
         if self.job is not None and not self.job.state.done:
@@ -167,12 +167,12 @@ class ExportSection(W.VBox):
             self.job.cancel()
             self._draw(self.job.state)
 
-    def wait_sync(self, timeout: Optional[float] = None) -> ExportJobState:
+    def wait_sync(self, timeout: float | None = None) -> ExportJobState:
         """Without an event loop (tests, scripts): poll until the export ends."""
         self.job.wait(timeout, interval=POLL_INTERVAL_S)
         return self.poll_once()
 
-    async def wait(self, timeout: Optional[float] = None) -> ExportJobState:
+    async def wait(self, timeout: float | None = None) -> ExportJobState:
         """``await section.wait()`` in a notebook, while the section keeps updating."""
         if self._task is not None:
             await asyncio.wait_for(self._task, timeout)

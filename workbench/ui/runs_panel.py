@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import html
 from pathlib import Path
-from typing import Optional
 
 import ipywidgets as W
 import plotly.graph_objects as go
@@ -12,15 +11,15 @@ import plotly.graph_objects as go
 from ..config.loading import flat_fields
 from ..runs import RunRow, list_runs
 from ..runs.results import metric_rows, result_tasks
-from .runs_export import ExportSection
 from .lab_settings import chart_template
 from .run_log import load_run_state
 from .run_state import RunState
+from .runs_export import ExportSection
 
 PALETTE = ["#1e88e5", "#e53935", "#43a047", "#fb8c00", "#8e24aa", "#00897b"]
 
 
-def _fmt_loss(loss: Optional[float]) -> str:
+def _fmt_loss(loss: float | None) -> str:
     return "" if loss is None else f"{loss:.4f}"
 
 
@@ -164,14 +163,14 @@ class RunsPanel(W.VBox):
     def _path(self, name: str) -> Path:
         return Path(self.runs_dir.value) / name
 
-    def attach_selected(self, name: Optional[str] = None):
+    def attach_selected(self, name: str | None = None):
         name = name or (self.select.value[0] if self.select.value else None)
         if name is None or self.monitor is None:
             self.message.value = "select a run first" if self.monitor is not None else "no monitor panel to attach"
             return None
         return self.monitor.attach(self._path(name))
 
-    def compare(self, names: Optional[list[str]] = None) -> dict[str, dict]:
+    def compare(self, names: list[str] | None = None) -> dict[str, dict]:
         names = list(names or self.select.value)
         if len(names) < 2:
             self.message.value = "select two or more runs to compare"

@@ -6,7 +6,6 @@ import math
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Optional
 
 
 class Throttle:
@@ -40,7 +39,7 @@ class ChatImage:
     THUMBNAIL_SIDE = 160
 
     @classmethod
-    def from_source(cls, source: "str | Path | bytes", name: Optional[str] = None) -> "ChatImage":
+    def from_source(cls, source: str | Path | bytes, name: str | None = None) -> ChatImage:
         """From a file path or an upload's bytes (``name``: its file name); ValueError saying why not."""
         from ..image_io import load_image, thumbnail_png
         from ..serve.client import image_data_url

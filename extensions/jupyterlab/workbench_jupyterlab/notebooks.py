@@ -7,7 +7,6 @@ import json
 import os
 from pathlib import Path
 from string import Template
-from typing import Optional
 
 import nbformat
 from nbformat import v4
@@ -32,7 +31,7 @@ def _notebook(cells: list[tuple[str, str]]):
     return nb
 
 
-def build(kind: str, runs_dir: str, runs: list[str], template: Optional[Path] = None):
+def build(kind: str, runs_dir: str, runs: list[str], template: Path | None = None):
     """The notebook of ``kind`` (one of KINDS) for ``runs`` (one run to monitor, two to compare)."""
     r = json.dumps(runs_dir)
     if kind == "finetune":

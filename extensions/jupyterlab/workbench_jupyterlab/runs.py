@@ -10,7 +10,7 @@ import json
 import math
 import threading
 from pathlib import Path
-from typing import Any, Optional
+from typing import Any
 
 SPARKLINE_POINTS = 120  # the side panel draws at most this many loss points per run (the whole run, thinned)
 
@@ -18,14 +18,14 @@ SPARKLINE_POINTS = 120  # the side panel draws at most this many loss points per
 class RunsError(Exception):
     """Bad input, answered with ``status`` and ``message`` (no traceback)."""
 
-    def __init__(self, status: int, message: str, problems: Optional[list] = None):
+    def __init__(self, status: int, message: str, problems: list | None = None):
         super().__init__(message)
         self.status = status
         self.message = message
         self.problems = problems or []
 
 
-def _finite(value: Any) -> Optional[float]:
+def _finite(value: Any) -> float | None:
     try:
         v = float(value)
     except (TypeError, ValueError):
@@ -113,9 +113,9 @@ class RunsDirectory:
 
     def _run_row(self, path: Path):
         # workbench's one row reader, with a follower per run: each update reads only the bytes logged since the last
+        from workbench.events.reader import LogFollower
         from workbench.runs import run_row
         from workbench.runs.layout import EVENTS_FILE
-        from workbench.events.reader import LogFollower
 
         with self._lock:
             follower = self._followers.get(path.name)
@@ -148,7 +148,7 @@ class RunsDirectory:
         path = self.run_dir(name)
         return {**self.row(name), "config": json.loads((path / CONFIG_FILE).read_text(encoding="utf-8"))}
 
-    def events(self, name: str, offset: int = 0, types: Optional[set] = None) -> tuple[list[dict], int]:
+    def events(self, name: str, offset: int = 0, types: set | None = None) -> tuple[list[dict], int]:
         from workbench.events import read_events
         from workbench.runs.layout import EVENTS_FILE
 
@@ -158,7 +158,7 @@ class RunsDirectory:
         return [e for e in events if not types or e.get("type") in types], end
 
     # ---- actions ---------------------------------------------------------------------------------------------
-    def launch(self, config: Optional[dict] = None, overrides: Any = ()) -> str:
+    def launch(self, config: dict | None = None, overrides: Any = ()) -> str:
         """Validate ``config`` (sections, as in a YAML file) with ``overrides`` (dotted keys) and launch it in a
         worker process, its run directory inside this runs directory."""
         from workbench.config import ConfigError, apply_overrides, config_from_dict

@@ -6,7 +6,13 @@ import textwrap
 
 import pytest
 
-from workbench.events.exporters import ENTRY_POINT_GROUP, ExporterError, export_events, installed_exporters, load_exporter
+from workbench.events.exporters import (
+    ENTRY_POINT_GROUP,
+    ExporterError,
+    export_events,
+    installed_exporters,
+    load_exporter,
+)
 from workbench.events.exporters.csv import CsvExporter
 from workbench.events.exporters.tensorboard import TensorBoardExporter
 from workbench.runs.layout import EVENTS_FILE

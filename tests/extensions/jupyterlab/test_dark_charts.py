@@ -45,8 +45,9 @@ def test_a_dark_chart_shows_its_traces(tmp_path):
         shot = page.screenshot(clip={"x": 60, "y": 60, "width": 360, "height": 180})
         browser.close()
     assert len(layers) >= 2 and layers[0] == "rgb(17, 17, 17)" and all(c == TRANSPARENT for c in layers[1:]), layers
-    from PIL import Image
     import io
+
+    from PIL import Image
 
     pixels = Image.open(io.BytesIO(shot)).convert("RGB").getdata()
     assert sum(1 for r, g, b in pixels if g > 200 and r < 80 and b < 80) > 100, "the line is not on the screen"

@@ -22,8 +22,14 @@ import pytest
 from nbformat import v4
 
 from tests.conftest import tiny_run_overrides
-from tests.ui.test_browser import (ARTIFACTS, CHROMIUM, CHROMIUM_ARGS, require_browser, running_jupyter_lab,
-                                   wait_accepting_dialogs)
+from tests.ui.test_browser import (
+    ARTIFACTS,
+    CHROMIUM,
+    CHROMIUM_ARGS,
+    require_browser,
+    running_jupyter_lab,
+    wait_accepting_dialogs,
+)
 
 pytestmark = pytest.mark.browser
 BUILT = Path(__file__).resolve().parents[3] / "extensions" / "jupyterlab" / "workbench_jupyterlab" / "labextension"

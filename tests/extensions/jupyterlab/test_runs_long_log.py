@@ -1,9 +1,10 @@
 """The side panel's first look at a long run goes through the one reader of a log (``events.reader``): the
 overview from the writer's index, every overflow and skipped step counted (issue 25)."""
+from workbench_jupyterlab.runs import SPARKLINE_POINTS, RunsDirectory
+
 from workbench.bench.long_run import OVERFLOW_EVERY, write_log
 from workbench.events import log as events_log
 from workbench.events import reader
-from workbench_jupyterlab.runs import SPARKLINE_POINTS, RunsDirectory
 
 
 def test_the_side_panels_row_of_a_long_run_comes_from_its_overview(tmp_path, monkeypatch):

@@ -27,14 +27,14 @@ Adding a recipe is adding one file here (its figures from that bench).
 """
 from __future__ import annotations
 
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Any, ClassVar, Literal, Mapping, Optional
+from typing import Any, ClassVar, Literal
 
 from pydantic import Field, field_validator, model_validator
 
 from ..files import UnreadableFile
-from ..loading import (ConfigError, apply_overrides, config_from_dict, config_to_dict, merge_config,
-                       read_mapping_file)
+from ..loading import ConfigError, apply_overrides, config_from_dict, config_to_dict, merge_config, read_mapping_file
 from ..names import EPISODE_TASK, EVAL_TASKS
 from ..samples import resolve_sample_path
 from ..schema import RunConfig, Section
@@ -48,22 +48,22 @@ class Figure(Section):
     """One expected metric: what the fine-tuned model reaches, within ``tolerance`` either side; or a goal over the
     base model (``above_base_by``), for a recipe whose base is another recipe's result and moves with it."""
 
-    value: Optional[float] = Field(None, description="The fine-tuned model's figure; null: a goal only "
+    value: float | None = Field(None, description="The fine-tuned model's figure; null: a goal only "
                                    "(above_base_by).")
-    tolerance: Optional[float] = Field(None, ge=0, description="Accepted distance from value (either side), for the "
+    tolerance: float | None = Field(None, ge=0, description="Accepted distance from value (either side), for the "
                                        "fine-tuned and the base figure alike.")
-    base: Optional[float] = Field(None, description="The base model's figure on the same rows (no fine-tuning); "
+    base: float | None = Field(None, description="The base model's figure on the same rows (no fine-tuning); "
                                   "checked too when given.")
     unchanged: bool = Field(False, description="The recipe claims no movement of this metric from the base: its "
                             "window may hold the base figure. Otherwise it must not (a run that moved nothing would "
                             "pass).")
-    above_base_by: Optional[float] = Field(None, ge=0, description="The fine-tuned figure must exceed the base "
+    above_base_by: float | None = Field(None, ge=0, description="The fine-tuned figure must exceed the base "
                                            "model's, measured beside it, by more than this (the run-to-run spread): "
                                            "the claim of a method over its start (GRPO over its SFT model), which "
                                            "holds from any start; a run that moves nothing fails it.")
 
     @model_validator(mode="after")
-    def _a_claimed_movement_excludes_the_base(self) -> "Figure":
+    def _a_claimed_movement_excludes_the_base(self) -> Figure:
         if self.value is None:
             if self.above_base_by is None:
                 raise ValueError("give value and tolerance (a measured figure) or above_base_by (a goal over the base)")
@@ -78,7 +78,7 @@ class Figure(Section):
                              "when the recipe claims no movement")
         return self
 
-    def holds(self, figure: Optional[float], centre: Optional[float]) -> bool:
+    def holds(self, figure: float | None, centre: float | None) -> bool:
         """Whether the window ``centre`` ± tolerance holds ``figure``: the one rule for the fine-tuned figure, the base
         figure, and a claimed move's base (which must lie outside, edge included); no centre: nothing to hold to."""
         return centre is None or (figure is not None and abs(figure - centre) <= self.tolerance + EDGE)
@@ -96,8 +96,8 @@ class Evaluation(Section):
     """How a recipe is judged: one ``workbench eval`` task on the fine-tuned run (and its base model)."""
 
     task: str = Field(..., description="A `workbench eval` task (see `workbench eval --help`).")
-    data: Optional[str] = Field(None, description="The rows to score; null: the task's own held-out set.")
-    rows: Optional[int] = Field(None, ge=1, description="The first N rows; null: all.")
+    data: str | None = Field(None, description="The rows to score; null: the task's own held-out set.")
+    rows: int | None = Field(None, ge=1, description="The first N rows; null: all.")
     max_tokens: int = Field(96, ge=1, le=4096, description="Answer length limit (answer-scoring tasks).")
     figures: dict[str, Figure] = Field(default_factory=dict, description="metric -> expected figure.")
     observation: Literal["screenshot", "ui_tree", "both"] = Field(
@@ -105,12 +105,12 @@ class Evaluation(Section):
     lang: Literal["cn", "en"] = Field("en", description=f"{EPISODE_TASK} only: Open-AutoGLM's system prompt (its "
                                       "--lang), as the training rows have it.")
     max_steps: int = Field(20, ge=1, le=100, description=f"{EPISODE_TASK} only: the step limit of an episode.")
-    date: Optional[str] = Field(None, description=f"{EPISODE_TASK} only: the system prompt's date (YYYY-MM-DD; "
+    date: str | None = Field(None, description=f"{EPISODE_TASK} only: the system prompt's date (YYYY-MM-DD; "
                                 "that of the training rows keeps the prompts as trained); null: today.")
 
     @field_validator("data")
     @classmethod
-    def _packaged_samples(cls, value: Optional[str], info) -> Optional[str]:
+    def _packaged_samples(cls, value: str | None, info) -> str | None:
         if value is None or info.data.get("task") == EPISODE_TASK:  # the tasks to play, not a file
             return value
         return resolve_sample_path(value)
@@ -136,18 +136,18 @@ class MachineClass(Section):
     precision: Literal["fp32", "fp16", "bf16", "pure-bf16"] = Field(
         ..., description="The precision the run resolved to there (precision.mode auto differs between machines).")
     description: str = Field(..., description="The machine, e.g. 2 x86-64 cores with AVX2, no GPU.")
-    threads: Optional[int] = Field(None, ge=1, description="Torch CPU threads the bench ran with, and runs with again "
+    threads: int | None = Field(None, ge=1, description="Torch CPU threads the bench ran with, and runs with again "
                                    "(a thread count changes summation order: on the phone recipe one answer of 23); "
                                    "null: torch's choice.")
-    wall_s: Optional[float] = Field(None, gt=0, description="The bench's wall time there (train + evaluate), seconds.")
-    cpu_s: Optional[float] = Field(None, gt=0, description="The bench's CPU time there (train + evaluate), seconds: "
+    wall_s: float | None = Field(None, gt=0, description="The bench's wall time there (train + evaluate), seconds.")
+    cpu_s: float | None = Field(None, gt=0, description="The bench's CPU time there (train + evaluate), seconds: "
                                    "on a shared machine, closer than wall_s to what an idle one takes.")
 
 
 class Requirements(Section):
     gpus: int = Field(0, ge=0, description="CUDA GPUs needed (0: runs on a CPU).")
-    gpu_memory_gib: Optional[float] = Field(None, gt=0, description="Memory each of those GPUs needs, GiB.")
-    host_memory_gib: Optional[float] = Field(None, gt=0, description="Host RAM needed, GiB (offloaded state).")
+    gpu_memory_gib: float | None = Field(None, gt=0, description="Memory each of those GPUs needs, GiB.")
+    host_memory_gib: float | None = Field(None, gt=0, description="Host RAM needed, GiB (offloaded state).")
 
     def describe(self) -> str:
         parts = []
@@ -158,7 +158,7 @@ class Requirements(Section):
             parts.append(f">= {self.host_memory_gib:g} GiB host RAM")
         return " and ".join(parts) or "a CPU (no GPU needed)"
 
-    def unmet(self, gpu_bytes: list[int], host_bytes: int) -> Optional[str]:
+    def unmet(self, gpu_bytes: list[int], host_bytes: int) -> str | None:
         """Why a machine with these GPUs (total memory of each) and host RAM cannot run the recipe, or None."""
         big_enough = [b for b in gpu_bytes if self.gpu_memory_gib is None or b >= self.gpu_memory_gib * GiB]
         short = []
@@ -187,10 +187,10 @@ class Recipe(Section):
     description: str = Field("", description="Why its settings are what they are.")
     config: dict[str, Any] = Field(..., description="A partial run configuration: what differs from the defaults.")
     evaluation: list[Evaluation] = Field(default_factory=list, description="The tasks it is judged by.")
-    measured_on: Optional[MachineClass] = Field(None, description="Where the figures were measured.")
+    measured_on: MachineClass | None = Field(None, description="Where the figures were measured.")
     requirements: Requirements = Field(default_factory=Requirements, description="The hardware it needs.")
     plan: PlanInputs = Field(default_factory=PlanInputs, description="Inputs of `workbench plan --recipe`.")
-    starts_from: Optional[str] = Field(None, description="A recipe whose trained model this one starts from (its "
+    starts_from: str | None = Field(None, description="A recipe whose trained model this one starts from (its "
                                        "model.source); null: the config's model.source.")
     baselines: list[Literal["sft_continued", "filtered_bc"]] = Field(
         default_factory=list, description="For a recipe that starts_from another: what else the bench trains from the "
@@ -198,7 +198,7 @@ class Recipe(Section):
         "sft_continued = the start recipe's training continued; filtered_bc = the start recipe's training on the "
         "start model's own successful episodes of this recipe's RL tasks (DigiRL's filtered behaviour cloning). An "
         "above_base_by goal is then judged against the best of the start and these.")
-    variant_of: Optional[str] = Field(None, description="A recipe whose config this one's layers over (config is then "
+    variant_of: str | None = Field(None, description="A recipe whose config this one's layers over (config is then "
                                       "the merge; only what differs is written in the file); null: none.")
     # set by load_recipe, not by the file
     name: str = Field("", description="The file's stem.")

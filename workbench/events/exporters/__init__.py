@@ -18,10 +18,11 @@ Exporters ignore event types and fields they do not know and never import the en
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from importlib.metadata import EntryPoint, entry_points
 from pathlib import Path
-from typing import Callable, Optional, Protocol
+from typing import Protocol
 
 from ..reader import LogReader
 
@@ -71,7 +72,7 @@ class ExportResult:
 
 
 def export_events(log: str | Path, exporter: str | type, out_dir: str | Path | None = None, *,
-                  follow: bool = False, is_running: Optional[Callable[[], bool]] = None,
+                  follow: bool = False, is_running: Callable[[], bool] | None = None,
                   poll_s: float = 0.5) -> ExportResult:
     """Export the event log ``log`` (a run's: ``runs.layout.EVENTS_FILE`` in its run directory) with ``exporter`` (a
     name or a class) into ``out_dir`` (default: ``<exporter.default_dir>`` beside the log, in the run directory).

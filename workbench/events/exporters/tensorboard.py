@@ -10,7 +10,6 @@ memory/rank<N>/... for ranks other than 0.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Optional
 
 from tensorboard.compat.proto import event_pb2, summary_pb2
 from tensorboard.summary.writer.event_file_writer import EventFileWriter
@@ -29,7 +28,7 @@ DEVICE_MIB = {"allocated": "allocated_mib", "reserved": "reserved_mib", "peak": 
 def scalars_of(event: dict, overflows_so_far: int) -> list[tuple[str, float]]:
     """(tag, value) pairs of one event; ``overflows_so_far`` counts the rank-0 overflows up to it."""
     kind, rank = event.get("type"), event.get("rank") or 0
-    out: list[tuple[str, Optional[float]]] = []
+    out: list[tuple[str, float | None]] = []
     if kind == "step" and rank == 0:
         out = [(tag, finite_number(event.get(field))) for field, tag in STEP_SCALARS.items()]
         out.append(("precision/overflow_count", float(overflows_so_far)))

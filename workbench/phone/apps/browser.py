@@ -2,8 +2,6 @@
 it, Go searches what was typed), and an article (a result opened)."""
 from __future__ import annotations
 
-from typing import Optional
-
 from ..screen import KEYBOARD_TOP, Screen, keyboard
 from ..state import BROWSER_APP, web_results
 from .common import BLUE, App, AppHost, Page, Theme, title_bar
@@ -18,7 +16,7 @@ LINK_BLUE, FOCUS_BLUE = (26, 90, 200), (66, 133, 244)
 TILES = ["News", "Weather", "Maps", "Videos"]  # the start page's tiles (nothing to tap)
 
 
-def search(phone: AppHost) -> Optional[str]:
+def search(phone: AppHost) -> str | None:
     query = phone.drafts.get("browser", "").strip()
     if not query:
         return None  # nothing typed: Go does nothing

@@ -3,8 +3,9 @@ an app's screen on the 0-999 grid (the title bar, the content area a list scroll
 scrolled list, and the context menu a long press opens over a page."""
 from __future__ import annotations
 
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-from typing import Callable, Iterator, Optional, Protocol
+from typing import Protocol
 
 from ..screen import Screen
 from ..state import POPUP_ACCEPT, POPUP_DISMISS, PhoneState
@@ -30,7 +31,7 @@ BLUE, GREEN, RED, WHITE = (26, 115, 232), (7, 193, 96), (229, 57, 53), (255, 255
 @dataclass
 class Page:
     kind: str  # what the app shows: "root", "contact", "chat", "results", "article", "player", "photo", a Settings page
-    arg: Optional[str] = None  # whose page: a contact, a query, a song, a photo...
+    arg: str | None = None  # whose page: a contact, a query, a song, a photo...
     scroll: int = 0
     loading: float = 0.0  # seconds it still loads (a perturbed phone's slow app): nothing on it yet
 
@@ -52,7 +53,7 @@ class Menu:
     """A context menu over the page (a long press opens it) or a pop-up: its title and its options, each a label
     and what picking it does to the phone it is given (returns the effect, in words)."""
     title: str
-    options: tuple[tuple[str, Callable[["AppHost"], str]], ...] = ()
+    options: tuple[tuple[str, Callable[[AppHost], str]], ...] = ()
 
 
 class AppHost(Protocol):
@@ -63,9 +64,9 @@ class AppHost(Protocol):
     app: str  # the app on show
     home_page: int
     stack: list[Page]  # the app's pages, the one on show last
-    focus: Optional[str]  # the focused text field
+    focus: str | None  # the focused text field
     drafts: dict[str, str]  # the text typed into each field
-    menu: Optional[Menu]  # the open context menu
+    menu: Menu | None  # the open context menu
 
     def push(self, page: Page) -> str: ...
 
@@ -82,7 +83,7 @@ class App:
     ``list_rows(phone, page)`` is (rows, row height, the list's bottom) of a page that scrolls, None for one that
     does not."""
     draw: Callable[[AppHost, Screen, Page, Theme], None]
-    list_rows: Callable[[AppHost, Page], Optional[tuple[int, int, int]]] = lambda phone, page: None
+    list_rows: Callable[[AppHost, Page], tuple[int, int, int] | None] = lambda phone, page: None
 
 
 def status_text(state: PhoneState) -> str:

@@ -2,8 +2,9 @@
 the page dots; a horizontal swipe turns the page (``SimPhone``), a tap on an icon opens its app."""
 from __future__ import annotations
 
+from ..openautoglm import HOME
 from ..screen import Screen, status_bar
-from ..state import APPS_PER_PAGE, HOME
+from ..state import APPS_PER_PAGE
 from .common import ICON_COLORS, WHITE, AppHost, status_text
 
 ICON_COLUMNS = 4

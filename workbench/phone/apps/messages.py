@@ -2,8 +2,6 @@
 chat: the messages, newest at the bottom, the message box (a tap focuses it and opens the keyboard) and Send."""
 from __future__ import annotations
 
-from typing import Optional
-
 from ..screen import KEYBOARD_TOP, Screen, keyboard
 from ..state import MESSAGES_APP
 from .common import GREEN, LIST_BOTTOM, LIST_TOP, App, AppHost, Page, Theme, list_rows, title_bar
@@ -17,7 +15,7 @@ BOX_HEIGHT, BOX_LEFT, BOX_RIGHT = 90, 40, 770
 SEND_LEFT, SEND_RIGHT = 790, 960
 
 
-def send(phone: AppHost, name: str) -> Optional[str]:
+def send(phone: AppHost, name: str) -> str | None:
     text = phone.drafts.get("chat", "").strip()
     if not text:
         return None  # nothing typed: the Send button does nothing (an invalid tap)
