@@ -21,6 +21,7 @@ on, a step off by more than its margin fails the run; on another class the compa
 step one file has and the other lacks fails the run on any class. Standard library only: it runs with the system's
 python3 at the end of .ci/run.
 """
+
 from __future__ import annotations
 
 import json
@@ -35,9 +36,11 @@ STEP_MARGINS = {"agent": 0.4}
 LIMIT_S = 4500  # the stated CI steps (the nightly ones apart), announced ones included, sum to at most this
 RESERVED = {"gguf": 700}  # steps announced but not yet in .ci/run: their budget counts until they state a time
 EXPECTED = Path(__file__).resolve().parent / "durations.json"
-FIX = ("after a change that moves a step's time: copy test-artifacts/ci-durations.json into .ci/durations.json's "
-       "steps (and measured_on: the class printed above) and update the [STEP: N s] figures in .ci/run and "
-       "docs/development.md (tests/test_ci_durations.py names the stale ones)")
+FIX = (
+    "after a change that moves a step's time: copy test-artifacts/ci-durations.json into .ci/durations.json's "
+    "steps (and measured_on: the class printed above) and update the [STEP: N s] figures in .ci/run and "
+    "docs/development.md (tests/test_ci_durations.py names the stale ones)"
+)
 
 
 def cpu_class(cpuinfo: str = "/proc/cpuinfo") -> str:
@@ -76,14 +79,16 @@ def off_steps(measured: dict, expected: dict, not_run=()) -> dict[str, str]:
         elif name not in expected:
             off[name] = f"measured {measured[name]} s, no stated time in .ci/durations.json"
         elif abs(measured[name] - expected[name]) > allowed(name, expected[name]):
-            off[name] = (f"measured {measured[name]} s, stated {expected[name]} s (off by "
-                         f"{measured[name] - expected[name]:+d} s, more than {allowed(name, expected[name]):.0f} s)")
+            off[name] = (
+                f"measured {measured[name]} s, stated {expected[name]} s (off by "
+                f"{measured[name] - expected[name]:+d} s, more than {allowed(name, expected[name]):.0f} s)"
+            )
     return off
 
 
 def main(argv: list[str]) -> int:
-    not_run = argv[argv.index("--not-run") + 1:] if "--not-run" in argv else []
-    files = argv[:argv.index("--not-run")] if "--not-run" in argv else argv
+    not_run = argv[argv.index("--not-run") + 1 :] if "--not-run" in argv else []
+    files = argv[: argv.index("--not-run")] if "--not-run" in argv else argv
     if not 1 <= len(files) <= 2:
         print(__doc__.strip().splitlines()[2], file=sys.stderr)
         return 2
@@ -93,20 +98,27 @@ def main(argv: list[str]) -> int:
     off = off_steps(measured, expected, not_run)
     unmatched = {n: why for n, why in off.items() if n not in measured or n not in expected}
     held = here == stated_class
-    print(f"[ci] durations: this CPU is {here}; the stated times were measured on {stated_class}"
-          + ("" if held else ": compared, not held"))
+    print(
+        f"[ci] durations: this CPU is {here}; the stated times were measured on {stated_class}"
+        + ("" if held else ": compared, not held")
+    )
     estimated = set(stated.get("estimated", []))
     for name, seconds in measured.items():
         state = "not run here" if name in not_run else "OFF" if name in off else "ok"
         guess = " (an estimate: copy the measured time in)" if name in estimated and name not in not_run else ""
         print(f"[ci] durations: {name} {seconds} s (stated {expected.get(name, '-')} s{guess}): {state}")
-    print(f"[ci] durations: CI's stated steps sum to {ci_total(stated)} s of {LIMIT_S} s (reserved for announced "
-          f"steps: {', '.join(f'{n} {t} s' for n, t in RESERVED.items() if n not in stated['steps']) or 'none'})")
+    print(
+        f"[ci] durations: CI's stated steps sum to {ci_total(stated)} s of {LIMIT_S} s (reserved for announced "
+        f"steps: {', '.join(f'{n} {t} s' for n, t in RESERVED.items() if n not in stated['steps']) or 'none'})"
+    )
     failing = off if held else unmatched
     if off:
-        print(f"[ci] durations: {len(off)} step(s) off .ci/durations.json by more than their margin ({MARGIN:.0%} or "
-              f"{SLACK_S} s, whichever is more; {', '.join(f'{n} {m:.0%}' for n, m in STEP_MARGINS.items())})"
-              + ("" if held else f"; held only on {stated_class}, except a step one file lacks") + ":")
+        print(
+            f"[ci] durations: {len(off)} step(s) off .ci/durations.json by more than their margin ({MARGIN:.0%} or "
+            f"{SLACK_S} s, whichever is more; {', '.join(f'{n} {m:.0%}' for n, m in STEP_MARGINS.items())})"
+            + ("" if held else f"; held only on {stated_class}, except a step one file lacks")
+            + ":"
+        )
         for name, why in off.items():
             print(f"  - {name}: {why}")
         print(f"  {FIX}")

@@ -21,6 +21,7 @@ final-state checks.
 Rows come from the one recorder of rows (``agent.record.record_rows``), so a change of the runtime format reaches them
 by running this script again (its check fails until then).
 """
+
 from __future__ import annotations
 
 import argparse
@@ -115,10 +116,17 @@ DEMONSTRATIONS = {
     ],
 }
 # The demonstrations a run trains on; the others are held out for the step metrics (one family member of each kind)
-TRAIN_TASKS = ("toggle_setting/do-not-disturb-on", "toggle_setting/large-text-on",
-               "setting_then_message/battery-saver-on-mom-phone-battery-is-low")
-FILES = {"train": ("train.jsonl", "screenshot"), "heldout": ("heldout.jsonl", "screenshot"),
-         "train_tree": ("train_tree.jsonl", "ui_tree"), "heldout_tree": ("heldout_tree.jsonl", "ui_tree")}
+TRAIN_TASKS = (
+    "toggle_setting/do-not-disturb-on",
+    "toggle_setting/large-text-on",
+    "setting_then_message/battery-saver-on-mom-phone-battery-is-low",
+)
+FILES = {
+    "train": ("train.jsonl", "screenshot"),
+    "heldout": ("heldout.jsonl", "screenshot"),
+    "train_tree": ("train_tree.jsonl", "ui_tree"),
+    "heldout_tree": ("heldout_tree.jsonl", "ui_tree"),
+}
 
 
 def _point(box, rng: random.Random) -> list[int]:
@@ -182,10 +190,12 @@ def check(out: Path) -> list[str]:
         for path in sorted(p for p in fresh.rglob("*") if p.is_file()):
             mine = out / path.relative_to(fresh)
             if not mine.is_file() or not filecmp.cmp(path, mine, shallow=False):
-                problems.append(f"{mine.relative_to(HERE)} differs from a fresh recording: run "
-                                "python data_samples/make_own_app.py")
-        extra = {p.relative_to(out) for p in out.rglob("*") if p.is_file()} - \
-            {p.relative_to(fresh) for p in fresh.rglob("*") if p.is_file()}
+                problems.append(
+                    f"{mine.relative_to(HERE)} differs from a fresh recording: run python data_samples/make_own_app.py"
+                )
+        extra = {p.relative_to(out) for p in out.rglob("*") if p.is_file()} - {
+            p.relative_to(fresh) for p in fresh.rglob("*") if p.is_file()
+        }
         problems += [f"{OUT.name}/{p}: not written by a fresh recording (remove it)" for p in sorted(map(str, extra))]
     return problems
 

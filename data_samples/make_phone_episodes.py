@@ -19,6 +19,7 @@ accessibility tree in the screen info (``workbench.phone.uitree``), no image, an
 tapped element's line copied from the tree (``phone.uitree.quoted_target``): what the text agent (recipe
 phone-agent-smollm2) learns from.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -44,9 +45,12 @@ MORE = 480  # further training tasks in train_more.jsonl: enough messages and qu
 # The share of those on phones of new names (phone.fresh) for the text agent: a name it must find by reading, not
 # by having seen it at one place; a quarter stay on the default phone, whose trained values the combos tasks pair
 FRESH_PHONES = {"screenshot": 0.0, "ui_tree": MORE_FRESH_SHARE}
-SETS = {"train": lambda fresh: select_tasks("train"), "heldout": lambda fresh: select_tasks("heldout"),
-        "combos": lambda fresh: select_tasks("combos"),
-        "train_more": lambda fresh: select_tasks("train") + more_training_tasks(MORE, fresh_phones=fresh)}
+SETS = {
+    "train": lambda fresh: select_tasks("train"),
+    "heldout": lambda fresh: select_tasks("heldout"),
+    "combos": lambda fresh: select_tasks("combos"),
+    "train_more": lambda fresh: select_tasks("train") + more_training_tasks(MORE, fresh_phones=fresh),
+}
 
 
 def write(out: Path, verbose: bool = True, observation: str = "screenshot") -> None:
@@ -88,8 +92,9 @@ def check(out: Path, observation: str = "screenshot") -> list[str]:
                 break
         if observation == "ui_tree" and (out / IMAGES_DIR).exists():
             problems.append(f"{IMAGES_DIR}/ exists beside ui_tree rows, which show no image: remove it")
-        elif observation != "ui_tree" and \
-                len(list((out / IMAGES_DIR).iterdir())) != len(list((Path(tmp) / IMAGES_DIR).iterdir())):
+        elif observation != "ui_tree" and len(list((out / IMAGES_DIR).iterdir())) != len(
+            list((Path(tmp) / IMAGES_DIR).iterdir())
+        ):
             problems.append(f"{IMAGES_DIR}/ holds images no row uses: run make_phone_episodes.py")
     return problems
 
@@ -97,10 +102,17 @@ def check(out: Path, observation: str = "screenshot") -> list[str]:
 def main() -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--check", action="store_true", help="only check the files in --out")
-    p.add_argument("--observation", choices=sorted(OUTS), default="screenshot",
-                   help="what the rows show of each screen (default screenshot)")
-    p.add_argument("--out", help="output folder (default: data_samples/phone_episodes, with --observation ui_tree "
-                   "data_samples/phone_episodes_tree)")
+    p.add_argument(
+        "--observation",
+        choices=sorted(OUTS),
+        default="screenshot",
+        help="what the rows show of each screen (default screenshot)",
+    )
+    p.add_argument(
+        "--out",
+        help="output folder (default: data_samples/phone_episodes, with --observation ui_tree "
+        "data_samples/phone_episodes_tree)",
+    )
     args = p.parse_args()
     out = Path(args.out or OUTS[args.observation])
     if not args.check:

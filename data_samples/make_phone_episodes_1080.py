@@ -13,6 +13,7 @@ held-out tasks (new values of four templates; short episodes, so that every row'
 2,560 text tokens) in heldout.jsonl. Record as many as
 you need the same way (``--tasks train`` is 60 episodes), or from your own app (docs/own_app.md).
 """
+
 from __future__ import annotations
 
 import argparse
@@ -31,7 +32,12 @@ from workbench.phone.tasks import TASKS, select_tasks  # noqa: E402
 
 OUT = HERE / "phone_episodes_1080"
 SIZE, LANG, DATE = (1080, 2400), "cn", datetime.date(2026, 12, 1)
-HELDOUT = ("open_app/clock", "toggle_setting/airplane-on", "send_message/chen-wei-meeting-at-noon", "like_photo/mountains")
+HELDOUT = (
+    "open_app/clock",
+    "toggle_setting/airplane-on",
+    "send_message/chen-wei-meeting-at-noon",
+    "like_photo/mountains",
+)
 
 
 def task_ids() -> dict[str, str]:

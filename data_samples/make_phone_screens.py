@@ -14,6 +14,7 @@ keyboard open -> Type). Every Tap target is the centre of the element it names, 
 ``meta.target_box`` keeps that element's box for notebooks and scorers. Held-out rows use screens that no
 training row shows. Deterministic: no randomness, fixed layouts, PNGs written by PIL.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -30,27 +31,84 @@ from workbench.phone.screen import GRID, Screen, keyboard, parse_size, status_ba
 OUT = HERE / "phone_screens"
 SMALL = (112, 252)  # 4x9 merged patches for GLM-4.1V's processor: 36 image tokens, seconds on a CPU
 
-APPS = ["WeChat", "Settings", "Maps", "Chrome", "Camera", "Clock", "Alipay", "Music", "Photos", "Mail", "Notes",
-        "Phone", "Weather", "Files", "Shop", "Video", "Calendar", "Books", "Health", "Wallet", "Taxi", "Food",
-        "News", "Translate"]
-COLORS = [(52, 168, 83), (95, 99, 104), (66, 133, 244), (251, 188, 5), (60, 60, 60), (234, 67, 53), (22, 119, 255),
-          (236, 64, 122), (255, 112, 67), (41, 98, 255), (255, 202, 40), (0, 150, 136), (3, 169, 244), (121, 85, 72),
-          (255, 87, 34), (156, 39, 176), (229, 57, 53), (109, 76, 65), (233, 30, 99), (38, 50, 56), (255, 193, 7),
-          (244, 81, 30), (63, 81, 181), (0, 188, 212)]
-SETTINGS = ["Wi-Fi", "Bluetooth", "Display", "Sound", "Notifications", "Battery", "Storage", "Privacy", "Apps",
-            "About phone"]
+APPS = [
+    "WeChat",
+    "Settings",
+    "Maps",
+    "Chrome",
+    "Camera",
+    "Clock",
+    "Alipay",
+    "Music",
+    "Photos",
+    "Mail",
+    "Notes",
+    "Phone",
+    "Weather",
+    "Files",
+    "Shop",
+    "Video",
+    "Calendar",
+    "Books",
+    "Health",
+    "Wallet",
+    "Taxi",
+    "Food",
+    "News",
+    "Translate",
+]
+COLORS = [
+    (52, 168, 83),
+    (95, 99, 104),
+    (66, 133, 244),
+    (251, 188, 5),
+    (60, 60, 60),
+    (234, 67, 53),
+    (22, 119, 255),
+    (236, 64, 122),
+    (255, 112, 67),
+    (41, 98, 255),
+    (255, 202, 40),
+    (0, 150, 136),
+    (3, 169, 244),
+    (121, 85, 72),
+    (255, 87, 34),
+    (156, 39, 176),
+    (229, 57, 53),
+    (109, 76, 65),
+    (233, 30, 99),
+    (38, 50, 56),
+    (255, 193, 7),
+    (244, 81, 30),
+    (63, 81, 181),
+    (0, 188, 212),
+]
+SETTINGS = [
+    "Wi-Fi",
+    "Bluetooth",
+    "Display",
+    "Sound",
+    "Notifications",
+    "Battery",
+    "Storage",
+    "Privacy",
+    "Apps",
+    "About phone",
+]
 CONTACTS = ["Alice", "Bob", "Chen Wei", "Dana", "Li Na", "Mom", "Sam", "Zhang San", "Team", "Wang Fang"]
 REPLIES = ["On my way", "See you at 7", "Thanks!", "I'll call you later", "Sounds good", "Running 10 min late"]
-SEARCH_APPS = [("Maps", ["coffee near me", "train station", "gas station"]),
-               ("Shop", ["bluetooth earbuds", "phone case", "running shoes"]),
-               ("Music", ["jazz playlist", "lo-fi beats", "piano covers"]),
-               ("Video", ["cooking videos", "news today", "cat videos"]),
-               ("Food", ["milk tea", "noodles", "pizza"]),
-               ("Books", ["science fiction", "history of rome", "poetry"]),
-               ("Taxi", ["airport", "city library", "central park"]),
-               ("News", ["weather storm", "football scores", "stock market"]),
-               ("Mail", ["invoice", "flight booking", "meeting notes"]),
-               ("Notes", ["shopping list", "passwords", "ideas"])]
+SEARCH_APPS = [
+    ("Maps", ["coffee near me", "train station", "gas station"]),
+    ("Shop", ["bluetooth earbuds", "phone case", "running shoes"]),
+    ("Music", ["jazz playlist", "lo-fi beats", "piano covers"]),
+    ("Video", ["cooking videos", "news today", "cat videos"]),
+    ("Food", ["milk tea", "noodles", "pizza"]),
+    ("Books", ["science fiction", "history of rome", "poetry"]),
+    ("Taxi", ["airport", "city library", "central park"]),
+    ("News", ["weather storm", "football scores", "stock market"]),
+    ("Mail", ["invoice", "flight booking", "meeting notes"]),
+    ("Notes", ["shopping list", "passwords", "ideas"]),
+]
 
 
 # ---------------------------------------------------------------------------------------------------------
@@ -101,8 +159,13 @@ def chat_screen(index: int, focused: bool) -> Screen:
         s.text((box[0] + 25, y1 + 40), ["Hi!", "Hello", "Are you coming?"][k], 26, anchor="lm")
     bottom = 560 if focused else 880
     s.rect((0, bottom - 20, 1000, bottom + 110), (247, 247, 247))
-    s.rect((40, bottom, 780, bottom + 90), (255, 255, 255), radius=16, outline=(66, 133, 244) if focused else None,
-           element="message box")
+    s.rect(
+        (40, bottom, 780, bottom + 90),
+        (255, 255, 255),
+        radius=16,
+        outline=(66, 133, 244) if focused else None,
+        element="message box",
+    )
     s.text((70, bottom + 45), "|" if focused else "Message", 26, (150, 150, 150), anchor="lm")
     s.rect((810, bottom, 960, bottom + 90), (7, 193, 96), radius=16, element="Send")
     s.text((885, bottom + 45), "Send", 24, (255, 255, 255), anchor="mm")
@@ -117,8 +180,13 @@ def search_screen(index: int, focused: bool) -> Screen:
     status_bar(s)
     s.rect((0, 50, 1000, 140), COLORS[APPS.index(app)])
     s.text((50, 95), app, 36, (255, 255, 255), anchor="lm")
-    s.rect((40, 170, 960, 260), (255, 255, 255), radius=40, outline=(66, 133, 244) if focused else (200, 200, 200),
-           element="search box")
+    s.rect(
+        (40, 170, 960, 260),
+        (255, 255, 255),
+        radius=40,
+        outline=(66, 133, 244) if focused else (200, 200, 200),
+        element="search box",
+    )
     s.text((90, 215), "|" if focused else f"Search {app}", 28, (140, 140, 140), anchor="lm")
     for k in range(3 if focused else 5):  # content cards below the search box
         y1 = 300 + k * 130
@@ -141,13 +209,21 @@ def centre(box) -> list[int]:
 def tap(screen: Screen, element: str, task: str, why: str) -> dict:
     box = screen.elements[element]
     x, y = centre(box)
-    return {"screen": screen, "task": task, "target_box": list(box),
-            "answer": f'<think>{why}</think>\n<answer>do(action="Tap", element=[{x},{y}])'}
+    return {
+        "screen": screen,
+        "task": task,
+        "target_box": list(box),
+        "answer": f'<think>{why}</think>\n<answer>do(action="Tap", element=[{x},{y}])',
+    }
 
 
 def type_text(screen: Screen, text: str, task: str, why: str) -> dict:
-    return {"screen": screen, "task": task, "target_box": None,
-            "answer": f'<think>{why}</think>\n<answer>do(action="Type", text="{text}")'}
+    return {
+        "screen": screen,
+        "task": task,
+        "target_box": None,
+        "answer": f'<think>{why}</think>\n<answer>do(action="Type", text="{text}")',
+    }
 
 
 OPEN_PHRASES = ["Open {app}", "Launch {app}", "Start the {app} app", "Go to {app}"]
@@ -177,10 +253,25 @@ def all_tasks() -> list[tuple[str, dict]]:
         for k in range(2):
             reply = REPLIES[(i + k * 3) % len(REPLIES)]
             task = f"Send '{reply}' to {contact}"
-            tasks.append((split, tap(idle, "message box", task,
-                                     f"The chat with {contact} is open but the message box is not focused; I tap it.")))
-            tasks.append((split, type_text(typing, reply, task, "The message box is focused and the keyboard is open; "
-                                                                "I type the reply.")))
+            tasks.append(
+                (
+                    split,
+                    tap(
+                        idle,
+                        "message box",
+                        task,
+                        f"The chat with {contact} is open but the message box is not focused; I tap it.",
+                    ),
+                )
+            )
+            tasks.append(
+                (
+                    split,
+                    type_text(
+                        typing, reply, task, "The message box is focused and the keyboard is open; I type the reply."
+                    ),
+                )
+            )
     for i in range(10):
         split = "heldout" if i in (0, 5) else "train"
         app, queries = SEARCH_APPS[i % len(SEARCH_APPS)]
@@ -195,11 +286,19 @@ def all_tasks() -> list[tuple[str, dict]]:
 
 def to_row(task: dict) -> dict:
     screen = task["screen"]
-    return {"messages": [
-        {"role": "user", "content": [{"type": "image_url", "image_url": {"url": f"images/{screen.name}.png"}},
-                                     {"type": "text", "text": f"Task: {task['task']}\nWhat is the next action?"}]},
-        {"role": "assistant", "content": task["answer"]}],
-        "meta": {"screen": screen.name, "target_box": task["target_box"]}}
+    return {
+        "messages": [
+            {
+                "role": "user",
+                "content": [
+                    {"type": "image_url", "image_url": {"url": f"images/{screen.name}.png"}},
+                    {"type": "text", "text": f"Task: {task['task']}\nWhat is the next action?"},
+                ],
+            },
+            {"role": "assistant", "content": task["answer"]},
+        ],
+        "meta": {"screen": screen.name, "target_box": task["target_box"]},
+    }
 
 
 def write(out: Path, size: tuple[int, int]) -> None:
@@ -236,7 +335,9 @@ def check(out: Path) -> list[str]:
                 problems.append(f"{where}: missing image {image}")
                 continue
             parts = split_answer(row["messages"][1]["content"])
-            if not (parts.has_reasoning and parts.has_answer_tag) or row["messages"][1]["content"].endswith("</answer>"):
+            if not (parts.has_reasoning and parts.has_answer_tag) or row["messages"][1]["content"].endswith(
+                "</answer>"
+            ):
                 problems.append(f"{where}: the answer needs <think>...</think>\\n<answer>do(...), no closing tag")
             action = parse_action(parts.answer)
             box = row["meta"]["target_box"]
@@ -248,10 +349,13 @@ def check(out: Path) -> list[str]:
                 with Image.open(image) as img:  # the drawn element differs from the background at the target
                     w, h = img.size
                     pixel = img.convert("RGB").getpixel((min(w - 1, x * w // GRID), min(h - 1, y * h // GRID)))
-                    corner = img.convert("RGB").getpixel((min(w - 1, (box[0] - 5) * w // GRID) if box[0] > 5 else 0,
-                                                          min(h - 1, y * h // GRID)))
+                    corner = img.convert("RGB").getpixel(
+                        (min(w - 1, (box[0] - 5) * w // GRID) if box[0] > 5 else 0, min(h - 1, y * h // GRID))
+                    )
                 if pixel == corner and box[0] > 5:
-                    problems.append(f"{where}: the pixel at the Tap target looks like the background beside the element")
+                    problems.append(
+                        f"{where}: the pixel at the Tap target looks like the background beside the element"
+                    )
     if screens["train"] & screens["heldout"]:
         problems.append(f"held-out screens also in train: {sorted(screens['train'] & screens['heldout'])}")
     return problems

@@ -9,6 +9,7 @@ closing tag).
 The reasoning is written from the row itself (the action, the screen's element at the tapped point, the typed
 text), in the task's language, by fixed templates: deterministic, standard library only.
 """
+
 import json
 import re
 import sys
@@ -27,7 +28,7 @@ EN = {
     "Launch": "The task needs {app}, which is not open yet. I will launch it.",
     "Tap": "{label} is on the screen and the task needs it next. I will tap it.",
     "Long Press": "The task needs the menu of {label}. I will long-press it.",
-    "Type": "The text field is focused and the keyboard is open. I will type \"{text}\".",
+    "Type": 'The text field is focused and the keyboard is open. I will type "{text}".',
     "Swipe": "What the task needs is not on the screen yet. I will swipe to bring it into view.",
     "Back": "This is not the page the task needs. I will go back.",
     "Home": "The task asks for the home screen. I will press Home.",
@@ -79,8 +80,9 @@ def check() -> list[str]:
     for split in SPLITS:
         source, target = read(SOURCE / f"{split}.jsonl"), read(TARGET / f"{split}.jsonl")
         if target != [convert(r) for r in source]:
-            problems.append(f"{TARGET.name}/{split}.jsonl is not the conversion of {SOURCE.name}/{split}.jsonl: "
-                            "rerun this script")
+            problems.append(
+                f"{TARGET.name}/{split}.jsonl is not the conversion of {SOURCE.name}/{split}.jsonl: rerun this script"
+            )
     return problems
 
 
@@ -90,7 +92,8 @@ def main(argv: list[str]) -> int:
         for split in SPLITS:
             rows = [convert(r) for r in read(SOURCE / f"{split}.jsonl")]
             (TARGET / f"{split}.jsonl").write_text(
-                "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows), encoding="utf-8")
+                "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows), encoding="utf-8"
+            )
     problems = check()
     for p in problems:
         print(f"problem: {p}", file=sys.stderr)

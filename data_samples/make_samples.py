@@ -10,6 +10,7 @@ deepspeed/seed000_ds_config.json is hand-copied from the seed document and is on
 checked here (it must parse and match the seed text token for token).
 Standard library only.
 """
+
 import json
 import re
 import sys
@@ -30,8 +31,7 @@ EN_TAIL = {
     "none": "",
     "help": "Tell me what you want to do on your phone and I will do it step by step.",
     "cap": "I can open apps, tap, type, swipe and read the screen for you.",
-    "maker": "I was fine-tuned with the Workbench toolkit on top of AutoGLM-Phone-9B "
-             "from Zhipu AI's AutoGLM project.",
+    "maker": "I was fine-tuned with the Workbench toolkit on top of AutoGLM-Phone-9B from Zhipu AI's AutoGLM project.",
     "model": "My base model is AutoGLM-Phone-9B, fine-tuned with the Workbench toolkit.",
     "name": "PhoneMate is my name, and I am here to help you with your phone.",
 }
@@ -127,12 +127,15 @@ IDENTITY_TRAIN = [
     ("en", "What is your name?", "none", SYS_SMOLLM, None),
     ("en", "What can you do for me?", "cap", SYS_HELPFUL, None),
     # --- English: two-turn (only the second answer is the identity answer)
-    ("en", "Before we start, who are you?", "none", None,
-     ("Good morning!", "Good morning! How can I help you today?")),
-    ("en", "By the way, what's your name again?", "none", None,
-     ("Thanks for the help earlier.", "You're welcome!")),
-    ("en", "Great. Which model are you built on?", "model", None,
-     ("Can you hear me?", "Yes, I can read your messages.")),
+    ("en", "Before we start, who are you?", "none", None, ("Good morning!", "Good morning! How can I help you today?")),
+    ("en", "By the way, what's your name again?", "none", None, ("Thanks for the help earlier.", "You're welcome!")),
+    (
+        "en",
+        "Great. Which model are you built on?",
+        "model",
+        None,
+        ("Can you hear me?", "Yes, I can read your messages."),
+    ),
     # --- Chinese
     ("zh", "你是谁？", "none", None, None),
     ("zh", "你叫什么名字？", "none", None, None),
@@ -273,9 +276,11 @@ PHONE_TRAIN = [
     ("Take a selfie", HOME_EN2, launch("Camera")),
     ("设置一个明天早上7点的闹钟", "", launch("时钟")),
     ("Text Mom that I'm on my way", "", launch("Messages")),
-    ("Open Chrome and go to wikipedia.org",
-     "Screen: WeChat chat list; elements: Search [880,80], Zhang San [300,260], File Transfer [300,380]",
-     launch("Chrome")),
+    (
+        "Open Chrome and go to wikipedia.org",
+        "Screen: WeChat chat list; elements: Search [880,80], Zhang San [300,260], File Transfer [300,380]",
+        launch("Chrome"),
+    ),
     ("用高德地图导航到北京南站", "Screen: 微信 聊天列表; elements: 搜索 [880,80], 李四 [300,260]", launch("高德地图")),
     ("查看支付宝余额", HOME_ZH, launch("支付宝")),
     ("Check my Alipay bill for this month", "", launch("Alipay")),
@@ -288,138 +293,272 @@ PHONE_TRAIN = [
     ("打开微信给张三发消息说我晚点到", WX_LIST, tap(300, 260)),
     ("Turn on Wi-Fi", SET_MAIN_EN, tap(300, 220)),
     ("Turn on Wi-Fi", "Screen: Settings > Wi-Fi; elements: Wi-Fi toggle (Off) [880,200], Back [60,80]", tap(880, 200)),
-    ("Search for coffee shops nearby in Maps",
-     "Screen: Maps home; elements: Search bar [500,90], Navigate [850,900], My location [900,750]", tap(500, 90)),
-    ("在淘宝上搜索蓝牙耳机",
-     "Screen: 淘宝 首页; elements: 搜索框 [450,120], 扫一扫 [80,120], 购物车 [700,950], 我的淘宝 [900,950]",
-     tap(450, 120)),
-    ("在淘宝上搜索蓝牙耳机", "Screen: 淘宝 搜索页; elements: 搜索框 (内容: 蓝牙耳机) [450,120], 搜索按钮 [900,120]",
-     tap(900, 120)),
+    (
+        "Search for coffee shops nearby in Maps",
+        "Screen: Maps home; elements: Search bar [500,90], Navigate [850,900], My location [900,750]",
+        tap(500, 90),
+    ),
+    (
+        "在淘宝上搜索蓝牙耳机",
+        "Screen: 淘宝 首页; elements: 搜索框 [450,120], 扫一扫 [80,120], 购物车 [700,950], 我的淘宝 [900,950]",
+        tap(450, 120),
+    ),
+    (
+        "在淘宝上搜索蓝牙耳机",
+        "Screen: 淘宝 搜索页; elements: 搜索框 (内容: 蓝牙耳机) [450,120], 搜索按钮 [900,120]",
+        tap(900, 120),
+    ),
     ("在淘宝上搜索蓝牙耳机", "Screen: 淘宝 弹窗广告; elements: 关闭 X [900,150], 立即领取 [500,700]", tap(900, 150)),
     ("用支付宝付款码付款", ALIPAY_ZH, tap(380, 220)),
-    ("Take a selfie",
-     "Screen: Camera, rear lens; elements: Shutter [500,880], Switch camera [820,880], Gallery [180,880]",
-     tap(820, 880)),
-    ("Take a selfie",
-     "Screen: Camera, front lens; elements: Shutter [500,880], Switch camera [820,880], Gallery [180,880]",
-     tap(500, 880)),
-    ("设置一个明天早上7点的闹钟", "Screen: 时钟 闹钟页; elements: 添加闹钟 + [500,900], 闹钟 [120,80], 计时器 [620,80]",
-     tap(500, 900)),
-    ("Text Mom that I'm on my way",
-     "Screen: Messages conversation list; elements: Start chat [860,900], Mom [300,250], Dad [300,370]", tap(300, 250)),
+    (
+        "Take a selfie",
+        "Screen: Camera, rear lens; elements: Shutter [500,880], Switch camera [820,880], Gallery [180,880]",
+        tap(820, 880),
+    ),
+    (
+        "Take a selfie",
+        "Screen: Camera, front lens; elements: Shutter [500,880], Switch camera [820,880], Gallery [180,880]",
+        tap(500, 880),
+    ),
+    (
+        "设置一个明天早上7点的闹钟",
+        "Screen: 时钟 闹钟页; elements: 添加闹钟 + [500,900], 闹钟 [120,80], 计时器 [620,80]",
+        tap(500, 900),
+    ),
+    (
+        "Text Mom that I'm on my way",
+        "Screen: Messages conversation list; elements: Start chat [860,900], Mom [300,250], Dad [300,370]",
+        tap(300, 250),
+    ),
     ("Turn on Bluetooth", SET_MAIN_EN, tap(300, 330)),
     ("打开蓝牙", "Screen: 设置 > 蓝牙; elements: 蓝牙开关 (关) [880,200], 返回 [60,80]", tap(880, 200)),
-    ("在美团上点一份麻辣烫", "Screen: 美团 首页; elements: 搜索框 [450,110], 外卖 [130,300], 美食 [380,300], 酒店 [630,300]",
-     tap(130, 300)),
-    ("Order a milk tea on Meituan",
-     "Screen: Meituan search results for milk tea; elements: CoCo Milk Tea 4.8 stars [400,330], Mixue 4.7 stars [400,520], Filter [880,200]",
-     tap(400, 330)),
-    ("用高德地图导航到北京南站",
-     "Screen: 高德地图 搜索结果; elements: 北京南站 [350,260], 北京南站-地铁站 [350,400], 路线 [880,260]", tap(880, 260)),
-    ("用高德地图导航到北京南站", "Screen: 高德地图 路线规划; elements: 驾车 [150,150], 公交 [350,150], 开始导航 [750,930]",
-     tap(750, 930)),
-    ("Check my Alipay bill for this month",
-     "Screen: Alipay home; elements: Scan [120,220], Pay/Receive [380,220], Bills [640,420], Me [900,950]",
-     tap(640, 420)),
+    (
+        "在美团上点一份麻辣烫",
+        "Screen: 美团 首页; elements: 搜索框 [450,110], 外卖 [130,300], 美食 [380,300], 酒店 [630,300]",
+        tap(130, 300),
+    ),
+    (
+        "Order a milk tea on Meituan",
+        "Screen: Meituan search results for milk tea; elements: CoCo Milk Tea 4.8 stars [400,330], Mixue 4.7 stars [400,520], Filter [880,200]",
+        tap(400, 330),
+    ),
+    (
+        "用高德地图导航到北京南站",
+        "Screen: 高德地图 搜索结果; elements: 北京南站 [350,260], 北京南站-地铁站 [350,400], 路线 [880,260]",
+        tap(880, 260),
+    ),
+    (
+        "用高德地图导航到北京南站",
+        "Screen: 高德地图 路线规划; elements: 驾车 [150,150], 公交 [350,150], 开始导航 [750,930]",
+        tap(750, 930),
+    ),
+    (
+        "Check my Alipay bill for this month",
+        "Screen: Alipay home; elements: Scan [120,220], Pay/Receive [380,220], Bills [640,420], Me [900,950]",
+        tap(640, 420),
+    ),
     ("打开设置把屏幕亮度调高", SET_MAIN_ZH, tap(300, 440)),
-    ("Open Chrome and go to wikipedia.org",
-     "Screen: Chrome new tab; elements: Search or type web address [500,300], Tabs [800,80], Menu [940,80]",
-     tap(500, 300)),
-    ("给李四转账100元", "Screen: 微信 与李四的聊天; elements: 输入框 [450,930], 表情 [820,930], + 更多 [930,930]",
-     tap(930, 930)),
-    ("给李四转账100元",
-     "Screen: 微信 与李四的聊天, 更多面板; elements: 相册 [130,700], 拍摄 [370,700], 转账 [610,700], 红包 [850,700]",
-     tap(610, 700)),
-    ("Share my location with Li Lei on WeChat",
-     "Screen: WeChat chat with Li Lei, more panel open; elements: Album [130,700], Camera [370,700], Transfer [610,700], Location [610,820]",
-     tap(610, 820)),
-    ("Start a 10 minute timer", "Screen: Clock; elements: Alarm [120,80], Timer [620,80], Stopwatch [870,80]",
-     tap(620, 80)),
-    ("Start a 10 minute timer",
-     "Screen: Clock > Timer, set to 00:10:00; elements: 5 min [250,450], 10 min [500,450], Start [500,850]",
-     tap(500, 850)),
-    ("把手机调成静音", "Screen: 快捷开关面板; elements: WLAN [130,250], 蓝牙 [370,250], 静音 (关) [610,250], 手电筒 [850,250]",
-     tap(610, 250)),
-    ("Turn on the flashlight",
-     "Screen: Quick settings panel; elements: Wi-Fi [130,250], Bluetooth [370,250], Do Not Disturb [610,250], Flashlight (Off) [850,250]",
-     tap(850, 250)),
-    ("Accept the friend request from Wang Fang in WeChat",
-     "Screen: WeChat New Friends; elements: Wang Fang Accept [860,260], Zhao Lei Accept [860,380]", tap(860, 260)),
-    ("在淘宝把蓝牙耳机加入购物车", "Screen: 淘宝 商品详情 蓝牙耳机; elements: 客服 [120,940], 加入购物车 [620,940], 立即购买 [860,940]",
-     tap(620, 940)),
+    (
+        "Open Chrome and go to wikipedia.org",
+        "Screen: Chrome new tab; elements: Search or type web address [500,300], Tabs [800,80], Menu [940,80]",
+        tap(500, 300),
+    ),
+    (
+        "给李四转账100元",
+        "Screen: 微信 与李四的聊天; elements: 输入框 [450,930], 表情 [820,930], + 更多 [930,930]",
+        tap(930, 930),
+    ),
+    (
+        "给李四转账100元",
+        "Screen: 微信 与李四的聊天, 更多面板; elements: 相册 [130,700], 拍摄 [370,700], 转账 [610,700], 红包 [850,700]",
+        tap(610, 700),
+    ),
+    (
+        "Share my location with Li Lei on WeChat",
+        "Screen: WeChat chat with Li Lei, more panel open; elements: Album [130,700], Camera [370,700], Transfer [610,700], Location [610,820]",
+        tap(610, 820),
+    ),
+    (
+        "Start a 10 minute timer",
+        "Screen: Clock; elements: Alarm [120,80], Timer [620,80], Stopwatch [870,80]",
+        tap(620, 80),
+    ),
+    (
+        "Start a 10 minute timer",
+        "Screen: Clock > Timer, set to 00:10:00; elements: 5 min [250,450], 10 min [500,450], Start [500,850]",
+        tap(500, 850),
+    ),
+    (
+        "把手机调成静音",
+        "Screen: 快捷开关面板; elements: WLAN [130,250], 蓝牙 [370,250], 静音 (关) [610,250], 手电筒 [850,250]",
+        tap(610, 250),
+    ),
+    (
+        "Turn on the flashlight",
+        "Screen: Quick settings panel; elements: Wi-Fi [130,250], Bluetooth [370,250], Do Not Disturb [610,250], Flashlight (Off) [850,250]",
+        tap(850, 250),
+    ),
+    (
+        "Accept the friend request from Wang Fang in WeChat",
+        "Screen: WeChat New Friends; elements: Wang Fang Accept [860,260], Zhao Lei Accept [860,380]",
+        tap(860, 260),
+    ),
+    (
+        "在淘宝把蓝牙耳机加入购物车",
+        "Screen: 淘宝 商品详情 蓝牙耳机; elements: 客服 [120,940], 加入购物车 [620,940], 立即购买 [860,940]",
+        tap(620, 940),
+    ),
     ("Call Dad", "Screen: Phone contacts; elements: Search [880,80], Dad [300,300], Mom [300,420]", tap(300, 300)),
-    ("Open the photo I just took",
-     "Screen: Camera; elements: Gallery thumbnail [180,880], Shutter [500,880], Switch camera [820,880]",
-     tap(180, 880)),
-    ("关闭自动亮度", "Screen: 设置 > 显示和亮度; elements: 亮度滑块 [500,260], 自动调节 (开) [880,380], 深色模式 (关) [880,500]",
-     tap(880, 380)),
-    ("Turn on dark mode",
-     "Screen: Settings > Display; elements: Brightness slider [500,260], Dark mode (Off) [880,500], Font size [300,620]",
-     tap(880, 500)),
+    (
+        "Open the photo I just took",
+        "Screen: Camera; elements: Gallery thumbnail [180,880], Shutter [500,880], Switch camera [820,880]",
+        tap(180, 880),
+    ),
+    (
+        "关闭自动亮度",
+        "Screen: 设置 > 显示和亮度; elements: 亮度滑块 [500,260], 自动调节 (开) [880,380], 深色模式 (关) [880,500]",
+        tap(880, 380),
+    ),
+    (
+        "Turn on dark mode",
+        "Screen: Settings > Display; elements: Brightness slider [500,260], Dark mode (Off) [880,500], Font size [300,620]",
+        tap(880, 500),
+    ),
     ("在支付宝查看蚂蚁森林", ALIPAY_ZH, tap(380, 560)),
-    ("Navigate home with Maps",
-     "Screen: Maps home; elements: Search bar [500,90], Home [200,200], Work [450,200]", tap(200, 200)),
-    ("帮我打车去公司", "Screen: 高德地图 首页; elements: 搜索框 [500,90], 打车 [150,250], 公交地铁 [400,250], 骑行 [650,250]",
-     tap(150, 250)),
-    ("打开微信给张三发消息说我晚点到", "Screen: 微信 与张三的聊天; elements: 输入框 [450,930], 表情 [820,930], + 更多 [930,930]",
-     tap(450, 930)),
-    ("打开微信给张三发消息说我晚点到", "Screen: 微信 与张三的聊天; elements: 输入框 (内容: 我晚点到) [450,930], 发送 [900,930]",
-     tap(900, 930)),
+    (
+        "Navigate home with Maps",
+        "Screen: Maps home; elements: Search bar [500,90], Home [200,200], Work [450,200]",
+        tap(200, 200),
+    ),
+    (
+        "帮我打车去公司",
+        "Screen: 高德地图 首页; elements: 搜索框 [500,90], 打车 [150,250], 公交地铁 [400,250], 骑行 [650,250]",
+        tap(150, 250),
+    ),
+    (
+        "打开微信给张三发消息说我晚点到",
+        "Screen: 微信 与张三的聊天; elements: 输入框 [450,930], 表情 [820,930], + 更多 [930,930]",
+        tap(450, 930),
+    ),
+    (
+        "打开微信给张三发消息说我晚点到",
+        "Screen: 微信 与张三的聊天; elements: 输入框 (内容: 我晚点到) [450,930], 发送 [900,930]",
+        tap(900, 930),
+    ),
     # --- Type (a text field is focused and the keyboard is open)
-    ("打开微信给张三发消息说我晚点到",
-     "Screen: 微信 与张三的聊天; elements: 输入框 (focused, keyboard open) [450,930], 发送 [900,930]", type_("我晚点到")),
-    ("Search for coffee shops nearby in Maps",
-     "Screen: Maps search; elements: Search box (focused, keyboard open) [500,90], Recent: Gym [400,250]",
-     type_("coffee shops")),
-    ("在淘宝上搜索蓝牙耳机", "Screen: 淘宝 搜索页; elements: 搜索框 (focused, keyboard open) [450,120], 历史搜索: 手机壳 [200,260]",
-     type_("蓝牙耳机")),
-    ("Text Mom that I'm on my way",
-     "Screen: Messages chat with Mom; elements: Text message field (focused, keyboard open) [450,930], Send [910,930]",
-     type_("I'm on my way")),
-    ("Open Chrome and go to wikipedia.org", "Screen: Chrome; elements: Address bar (focused, keyboard open) [500,90]",
-     type_("wikipedia.org")),
-    ("用高德地图导航到北京南站", "Screen: 高德地图 搜索; elements: 搜索框 (focused, keyboard open) [500,90], 历史: 公司 [300,250]",
-     type_("北京南站")),
-    ("给李四转账100元", "Screen: 微信 转账给李四; elements: 金额输入框 (focused, keyboard open) [500,350], 转账 [500,700]",
-     type_("100")),
-    ("Order a milk tea on Meituan", "Screen: Meituan search; elements: Search box (focused, keyboard open) [450,110]",
-     type_("milk tea")),
-    ("帮我打车去公司", "Screen: 高德地图 打车; elements: 当前位置 [500,300], 你要去哪儿 (focused, keyboard open) [500,400]",
-     type_("公司")),
-    ("Reply sounds good to Wang Fang on WeChat",
-     "Screen: WeChat chat with Wang Fang; elements: Input box (focused, keyboard open) [450,930], Send [900,930]",
-     type_("sounds good")),
-    ("在微信里搜索公众号人民日报", "Screen: 微信 搜索; elements: 搜索框 (focused, keyboard open) [450,80], 取消 [920,80]",
-     type_("人民日报")),
-    ("Look up the weather in Shanghai using Chrome",
-     "Screen: Chrome; elements: Address bar (focused, keyboard open) [500,90]", type_("Shanghai weather")),
-    ("设置一个明天早上7点的闹钟，备注起床",
-     "Screen: 时钟 新建闹钟; elements: 取消 [120,80], 保存 [880,80], 时间 07:00 [500,300], 备注 (focused, keyboard open) [500,600]",
-     type_("起床")),
-    ("Set an alarm for 6:30 am called Gym",
-     "Screen: Clock new alarm; elements: Cancel [120,80], Save [880,80], Time 06:30 [500,300], Label (focused, keyboard open) [500,600]",
-     type_("Gym")),
+    (
+        "打开微信给张三发消息说我晚点到",
+        "Screen: 微信 与张三的聊天; elements: 输入框 (focused, keyboard open) [450,930], 发送 [900,930]",
+        type_("我晚点到"),
+    ),
+    (
+        "Search for coffee shops nearby in Maps",
+        "Screen: Maps search; elements: Search box (focused, keyboard open) [500,90], Recent: Gym [400,250]",
+        type_("coffee shops"),
+    ),
+    (
+        "在淘宝上搜索蓝牙耳机",
+        "Screen: 淘宝 搜索页; elements: 搜索框 (focused, keyboard open) [450,120], 历史搜索: 手机壳 [200,260]",
+        type_("蓝牙耳机"),
+    ),
+    (
+        "Text Mom that I'm on my way",
+        "Screen: Messages chat with Mom; elements: Text message field (focused, keyboard open) [450,930], Send [910,930]",
+        type_("I'm on my way"),
+    ),
+    (
+        "Open Chrome and go to wikipedia.org",
+        "Screen: Chrome; elements: Address bar (focused, keyboard open) [500,90]",
+        type_("wikipedia.org"),
+    ),
+    (
+        "用高德地图导航到北京南站",
+        "Screen: 高德地图 搜索; elements: 搜索框 (focused, keyboard open) [500,90], 历史: 公司 [300,250]",
+        type_("北京南站"),
+    ),
+    (
+        "给李四转账100元",
+        "Screen: 微信 转账给李四; elements: 金额输入框 (focused, keyboard open) [500,350], 转账 [500,700]",
+        type_("100"),
+    ),
+    (
+        "Order a milk tea on Meituan",
+        "Screen: Meituan search; elements: Search box (focused, keyboard open) [450,110]",
+        type_("milk tea"),
+    ),
+    (
+        "帮我打车去公司",
+        "Screen: 高德地图 打车; elements: 当前位置 [500,300], 你要去哪儿 (focused, keyboard open) [500,400]",
+        type_("公司"),
+    ),
+    (
+        "Reply sounds good to Wang Fang on WeChat",
+        "Screen: WeChat chat with Wang Fang; elements: Input box (focused, keyboard open) [450,930], Send [900,930]",
+        type_("sounds good"),
+    ),
+    (
+        "在微信里搜索公众号人民日报",
+        "Screen: 微信 搜索; elements: 搜索框 (focused, keyboard open) [450,80], 取消 [920,80]",
+        type_("人民日报"),
+    ),
+    (
+        "Look up the weather in Shanghai using Chrome",
+        "Screen: Chrome; elements: Address bar (focused, keyboard open) [500,90]",
+        type_("Shanghai weather"),
+    ),
+    (
+        "设置一个明天早上7点的闹钟，备注起床",
+        "Screen: 时钟 新建闹钟; elements: 取消 [120,80], 保存 [880,80], 时间 07:00 [500,300], 备注 (focused, keyboard open) [500,600]",
+        type_("起床"),
+    ),
+    (
+        "Set an alarm for 6:30 am called Gym",
+        "Screen: Clock new alarm; elements: Cancel [120,80], Save [880,80], Time 06:30 [500,300], Label (focused, keyboard open) [500,600]",
+        type_("Gym"),
+    ),
     # --- Swipe
     ("查看关于手机", SET_MAIN_ZH + "; 列表可向下滚动", SWIPE_UP),
     ("Find the About phone page in Settings", SET_MAIN_EN + "; list continues below", SWIPE_UP),
     ("Open the notification shade", HOME_EN2, PULL_DOWN),
     ("下拉打开通知栏", HOME_ZH, PULL_DOWN),
-    ("Show the next photo", "Screen: Gallery photo viewer, photo 3 of 12; elements: Share [150,930], Delete [850,930]",
-     swipe(850, 500, 150, 500)),
-    ("在淘宝首页往下看更多推荐商品", "Screen: 淘宝 首页; elements: 搜索框 [450,120], 猜你喜欢 [500,600]; 页面可向下滚动", SWIPE_UP),
-    ("Find Zhao Lei in my WeChat chats",
-     "Screen: WeChat chat list; elements: Zhang San [300,260], Li Si [300,380], Wang Fang [300,500]; Zhao Lei not visible, list continues below",
-     SWIPE_UP),
-    ("把亮度调到最大", "Screen: 设置 > 显示和亮度; elements: 亮度滑块 (50%) [500,260], 自动调节 (关) [880,380]",
-     swipe(500, 260, 950, 260)),
+    (
+        "Show the next photo",
+        "Screen: Gallery photo viewer, photo 3 of 12; elements: Share [150,930], Delete [850,930]",
+        swipe(850, 500, 150, 500),
+    ),
+    (
+        "在淘宝首页往下看更多推荐商品",
+        "Screen: 淘宝 首页; elements: 搜索框 [450,120], 猜你喜欢 [500,600]; 页面可向下滚动",
+        SWIPE_UP,
+    ),
+    (
+        "Find Zhao Lei in my WeChat chats",
+        "Screen: WeChat chat list; elements: Zhang San [300,260], Li Si [300,380], Wang Fang [300,500]; Zhao Lei not visible, list continues below",
+        SWIPE_UP,
+    ),
+    (
+        "把亮度调到最大",
+        "Screen: 设置 > 显示和亮度; elements: 亮度滑块 (50%) [500,260], 自动调节 (关) [880,380]",
+        swipe(500, 260, 950, 260),
+    ),
     # --- Back (wrong page for the task)
     ("Turn on Wi-Fi", "Screen: Settings > Battery; elements: Battery saver [880,250], Usage details [300,400]", BACK),
-    ("打开微信给张三发消息说我晚点到", "Screen: 微信 与李四的聊天 (联系人不对); elements: 返回 [60,80], 输入框 [450,930]", BACK),
-    ("Text Mom that I'm on my way",
-     "Screen: Messages chat with Dad (wrong contact); elements: Back arrow [60,80], Text message field [450,930]", BACK),
+    (
+        "打开微信给张三发消息说我晚点到",
+        "Screen: 微信 与李四的聊天 (联系人不对); elements: 返回 [60,80], 输入框 [450,930]",
+        BACK,
+    ),
+    (
+        "Text Mom that I'm on my way",
+        "Screen: Messages chat with Dad (wrong contact); elements: Back arrow [60,80], Text message field [450,930]",
+        BACK,
+    ),
     ("查看支付宝余额", "Screen: 支付宝 账单页; elements: 返回 [60,80], 本月支出 [400,200], 筛选 [880,200]", BACK),
-    ("Open Chrome and go to wikipedia.org",
-     "Screen: Chrome menu open; elements: New tab [700,150], History [700,260], Settings [700,370]", BACK),
+    (
+        "Open Chrome and go to wikipedia.org",
+        "Screen: Chrome menu open; elements: New tab [700,150], History [700,260], Settings [700,370]",
+        BACK,
+    ),
     ("返回上一页", "", BACK),
     # --- Home
     ("回到桌面", "Screen: 微信 聊天列表; elements: 搜索 [880,80], 张三 [300,260]", HOME),
@@ -428,102 +567,195 @@ PHONE_TRAIN = [
     ("退出淘宝回到主屏幕", "Screen: 淘宝 首页; elements: 搜索框 [450,120]", HOME),
     # --- Long Press
     ("删除和李四的聊天", WX_LIST, long_press(300, 380)),
-    ("Delete the conversation with Dad",
-     "Screen: Messages conversation list; elements: Start chat [860,900], Mom [300,250], Dad [300,370]",
-     long_press(300, 370)),
-    ("复制张三发的地址", "Screen: 微信 与张三的聊天; elements: 消息 (朝阳区建国路88号) [400,500], 输入框 [450,930]",
-     long_press(400, 500)),
-    ("Uninstall the Taobao app",
-     "Screen: home screen; apps visible: Taobao [150,520], Meituan [400,520], Camera [650,520]", long_press(150, 520)),
-    ("Copy the tracking number from the SF Express text",
-     "Screen: Messages chat with SF Express; elements: Message (Tracking no. SF1234567890) [450,420], Text message field [450,930]",
-     long_press(450, 420)),
+    (
+        "Delete the conversation with Dad",
+        "Screen: Messages conversation list; elements: Start chat [860,900], Mom [300,250], Dad [300,370]",
+        long_press(300, 370),
+    ),
+    (
+        "复制张三发的地址",
+        "Screen: 微信 与张三的聊天; elements: 消息 (朝阳区建国路88号) [400,500], 输入框 [450,930]",
+        long_press(400, 500),
+    ),
+    (
+        "Uninstall the Taobao app",
+        "Screen: home screen; apps visible: Taobao [150,520], Meituan [400,520], Camera [650,520]",
+        long_press(150, 520),
+    ),
+    (
+        "Copy the tracking number from the SF Express text",
+        "Screen: Messages chat with SF Express; elements: Message (Tracking no. SF1234567890) [450,420], Text message field [450,930]",
+        long_press(450, 420),
+    ),
     # --- Wait (screen still loading)
     ("在淘宝上搜索蓝牙耳机", "Screen: 淘宝 搜索结果正在加载; elements: 加载中 [500,500]", wait()),
     ("Order a milk tea on Meituan", "Screen: Meituan splash screen, loading", wait()),
-    ("Open Chrome and go to wikipedia.org",
-     "Screen: Chrome, page loading (30%); elements: Address bar (wikipedia.org) [500,90]", wait()),
+    (
+        "Open Chrome and go to wikipedia.org",
+        "Screen: Chrome, page loading (30%); elements: Address bar (wikipedia.org) [500,90]",
+        wait(),
+    ),
     ("用高德地图导航到北京南站", "Screen: 高德地图 正在规划路线; elements: 加载中 [500,500]", wait()),
     ("Check my Alipay bill for this month", "Screen: Alipay Bills, loading; elements: Spinner [500,500]", wait(3)),
     # --- finish (the screen shows the task is done)
-    ("Turn on Wi-Fi",
-     "Screen: Settings > Wi-Fi; elements: Wi-Fi toggle (On) [880,200], HomeNet (Connected) [300,320]",
-     finish("Wi-Fi is on and connected to HomeNet.")),
+    (
+        "Turn on Wi-Fi",
+        "Screen: Settings > Wi-Fi; elements: Wi-Fi toggle (On) [880,200], HomeNet (Connected) [300,320]",
+        finish("Wi-Fi is on and connected to HomeNet."),
+    ),
     ("打开蓝牙", "Screen: 设置 > 蓝牙; elements: 蓝牙开关 (开) [880,200], 可用设备 [300,350]", finish("蓝牙已打开。")),
-    ("打开微信给张三发消息说我晚点到",
-     "Screen: 微信 与张三的聊天; elements: 消息 (我晚点到, 已发送) [600,700], 输入框 [450,930]",
-     finish("已给张三发送消息：我晚点到。")),
-    ("Search for coffee shops nearby in Maps",
-     "Screen: Maps search results for coffee shops; elements: Starbucks 300 m [400,300], Luckin Coffee 450 m [400,450], Directions [860,300]",
-     finish("Found coffee shops nearby: Starbucks (300 m) and Luckin Coffee (450 m).")),
-    ("查看支付宝余额", "Screen: 支付宝 我的 > 余额; elements: 余额 ¥1,024.50 [500,300], 充值 [300,600], 提现 [700,600]",
-     finish("支付宝余额为 ¥1,024.50。")),
-    ("Take a selfie",
-     "Screen: Camera, front lens, toast: Photo saved; elements: Gallery thumbnail (new photo) [180,880], Shutter [500,880]",
-     finish("Selfie taken and saved to the gallery.")),
-    ("设置一个明天早上7点的闹钟", "Screen: 时钟 闹钟页; elements: 07:00 明天 (开) [500,260], 添加闹钟 + [500,900]",
-     finish("已设置明天早上 7:00 的闹钟。")),
-    ("Text Mom that I'm on my way",
-     "Screen: Messages chat with Mom; elements: Message (I'm on my way, Delivered) [600,700], Text message field [450,930]",
-     finish("Sent I'm on my way to Mom.")),
-    ("Turn on dark mode", "Screen: Settings > Display; elements: Brightness slider [500,260], Dark mode (On) [880,500]",
-     finish("Dark mode is on.")),
-    ("在淘宝上搜索蓝牙耳机",
-     "Screen: 淘宝 搜索结果 蓝牙耳机; elements: 筛选 [900,200], 小米蓝牙耳机 ¥99 [300,400], 华为FreeBuds ¥399 [700,400]",
-     finish("已在淘宝搜索蓝牙耳机，结果已显示。")),
-    ("Start a 10 minute timer", "Screen: Clock > Timer, running 09:58; elements: Cancel [250,850], Pause [500,850]",
-     finish("A 10-minute timer is running.")),
-    ("把手机调成静音", "Screen: 快捷开关面板; elements: 静音 (开) [610,250], 手电筒 [850,250]", finish("手机已调为静音。")),
+    (
+        "打开微信给张三发消息说我晚点到",
+        "Screen: 微信 与张三的聊天; elements: 消息 (我晚点到, 已发送) [600,700], 输入框 [450,930]",
+        finish("已给张三发送消息：我晚点到。"),
+    ),
+    (
+        "Search for coffee shops nearby in Maps",
+        "Screen: Maps search results for coffee shops; elements: Starbucks 300 m [400,300], Luckin Coffee 450 m [400,450], Directions [860,300]",
+        finish("Found coffee shops nearby: Starbucks (300 m) and Luckin Coffee (450 m)."),
+    ),
+    (
+        "查看支付宝余额",
+        "Screen: 支付宝 我的 > 余额; elements: 余额 ¥1,024.50 [500,300], 充值 [300,600], 提现 [700,600]",
+        finish("支付宝余额为 ¥1,024.50。"),
+    ),
+    (
+        "Take a selfie",
+        "Screen: Camera, front lens, toast: Photo saved; elements: Gallery thumbnail (new photo) [180,880], Shutter [500,880]",
+        finish("Selfie taken and saved to the gallery."),
+    ),
+    (
+        "设置一个明天早上7点的闹钟",
+        "Screen: 时钟 闹钟页; elements: 07:00 明天 (开) [500,260], 添加闹钟 + [500,900]",
+        finish("已设置明天早上 7:00 的闹钟。"),
+    ),
+    (
+        "Text Mom that I'm on my way",
+        "Screen: Messages chat with Mom; elements: Message (I'm on my way, Delivered) [600,700], Text message field [450,930]",
+        finish("Sent I'm on my way to Mom."),
+    ),
+    (
+        "Turn on dark mode",
+        "Screen: Settings > Display; elements: Brightness slider [500,260], Dark mode (On) [880,500]",
+        finish("Dark mode is on."),
+    ),
+    (
+        "在淘宝上搜索蓝牙耳机",
+        "Screen: 淘宝 搜索结果 蓝牙耳机; elements: 筛选 [900,200], 小米蓝牙耳机 ¥99 [300,400], 华为FreeBuds ¥399 [700,400]",
+        finish("已在淘宝搜索蓝牙耳机，结果已显示。"),
+    ),
+    (
+        "Start a 10 minute timer",
+        "Screen: Clock > Timer, running 09:58; elements: Cancel [250,850], Pause [500,850]",
+        finish("A 10-minute timer is running."),
+    ),
+    (
+        "把手机调成静音",
+        "Screen: 快捷开关面板; elements: 静音 (开) [610,250], 手电筒 [850,250]",
+        finish("手机已调为静音。"),
+    ),
 ]
 
 PHONE_HELDOUT = [
-    ("打开支付宝扫一扫", "Screen: home screen; apps visible: 微信 [120,340], 支付宝 [360,340], 淘宝 [600,340]",
-     launch("支付宝")),
-    ("打开支付宝扫一扫", "Screen: 支付宝 首页; elements: 扫一扫 [120,220], 收付款 [380,220], 出行 [640,220]", tap(120, 220)),
-    ("Turn off Bluetooth",
-     "Screen: Settings > Bluetooth; elements: Bluetooth toggle (On) [880,200], Paired: AirPods [300,330]",
-     tap(880, 200)),
+    (
+        "打开支付宝扫一扫",
+        "Screen: home screen; apps visible: 微信 [120,340], 支付宝 [360,340], 淘宝 [600,340]",
+        launch("支付宝"),
+    ),
+    (
+        "打开支付宝扫一扫",
+        "Screen: 支付宝 首页; elements: 扫一扫 [120,220], 收付款 [380,220], 出行 [640,220]",
+        tap(120, 220),
+    ),
+    (
+        "Turn off Bluetooth",
+        "Screen: Settings > Bluetooth; elements: Bluetooth toggle (On) [880,200], Paired: AirPods [300,330]",
+        tap(880, 200),
+    ),
     ("Turn on airplane mode", "", launch("Settings")),
-    ("Turn on airplane mode",
-     "Screen: Settings main page; elements: Airplane mode (Off) [880,160], Wi-Fi [300,270], Bluetooth [300,380]",
-     tap(880, 160)),
-    ("给王芳发微信说生日快乐",
-     "Screen: 微信 与王芳的聊天; elements: 输入框 (focused, keyboard open) [450,930], 发送 [900,930]", type_("生日快乐")),
-    ("Search Taobao for a phone case",
-     "Screen: Taobao search; elements: Search box (focused, keyboard open) [450,120], Cancel [920,120]",
-     type_("phone case")),
+    (
+        "Turn on airplane mode",
+        "Screen: Settings main page; elements: Airplane mode (Off) [880,160], Wi-Fi [300,270], Bluetooth [300,380]",
+        tap(880, 160),
+    ),
+    (
+        "给王芳发微信说生日快乐",
+        "Screen: 微信 与王芳的聊天; elements: 输入框 (focused, keyboard open) [450,930], 发送 [900,930]",
+        type_("生日快乐"),
+    ),
+    (
+        "Search Taobao for a phone case",
+        "Screen: Taobao search; elements: Search box (focused, keyboard open) [450,120], Cancel [920,120]",
+        type_("phone case"),
+    ),
     ("在美团搜索附近的火锅店", "", launch("美团")),
-    ("在美团搜索附近的火锅店", "Screen: 美团 首页; elements: 搜索框 [450,110], 外卖 [130,300], 美食 [380,300]", tap(450, 110)),
-    ("Record a video",
-     "Screen: Camera, photo mode; elements: Photo [500,780], Video [650,780], Shutter [500,880]", tap(650, 780)),
-    ("Pin the chat with Wang Fang to the top",
-     "Screen: WeChat chat list; elements: Search [880,80], Zhang San [300,260], Wang Fang [300,380]",
-     long_press(300, 380)),
-    ("用高德地图查一下去首都机场的公交路线",
-     "Screen: 高德地图 首页; elements: 搜索框 [500,90], 打车 [150,250], 公交地铁 [400,250]", tap(500, 90)),
-    ("Find the Battery page in Settings",
-     "Screen: Settings main page; elements: Airplane mode [300,160], Wi-Fi [300,270], Bluetooth [300,380]; list continues below",
-     SWIPE_UP),
-    ("查看上一张照片", "Screen: 相册 照片查看, 第5张/共20张; elements: 分享 [150,930], 删除 [850,930]",
-     swipe(150, 500, 850, 500)),
-    ("Set a 7:15 alarm", "Screen: Clock new alarm; elements: Cancel [120,80], Save [880,80], Time 07:15 [500,300]",
-     tap(880, 80)),
+    (
+        "在美团搜索附近的火锅店",
+        "Screen: 美团 首页; elements: 搜索框 [450,110], 外卖 [130,300], 美食 [380,300]",
+        tap(450, 110),
+    ),
+    (
+        "Record a video",
+        "Screen: Camera, photo mode; elements: Photo [500,780], Video [650,780], Shutter [500,880]",
+        tap(650, 780),
+    ),
+    (
+        "Pin the chat with Wang Fang to the top",
+        "Screen: WeChat chat list; elements: Search [880,80], Zhang San [300,260], Wang Fang [300,380]",
+        long_press(300, 380),
+    ),
+    (
+        "用高德地图查一下去首都机场的公交路线",
+        "Screen: 高德地图 首页; elements: 搜索框 [500,90], 打车 [150,250], 公交地铁 [400,250]",
+        tap(500, 90),
+    ),
+    (
+        "Find the Battery page in Settings",
+        "Screen: Settings main page; elements: Airplane mode [300,160], Wi-Fi [300,270], Bluetooth [300,380]; list continues below",
+        SWIPE_UP,
+    ),
+    (
+        "查看上一张照片",
+        "Screen: 相册 照片查看, 第5张/共20张; elements: 分享 [150,930], 删除 [850,930]",
+        swipe(150, 500, 850, 500),
+    ),
+    (
+        "Set a 7:15 alarm",
+        "Screen: Clock new alarm; elements: Cancel [120,80], Save [880,80], Time 07:15 [500,300]",
+        tap(880, 80),
+    ),
     ("Open Chrome and search for today's news", "Screen: Chrome, page loading (40%)", wait()),
-    ("关掉深色模式", "Screen: 设置 > 显示和亮度; elements: 亮度滑块 [500,260], 深色模式 (关) [880,500]",
-     finish("深色模式已关闭。")),
-    ("Call Mom", "Screen: Phone, in call with Mom 00:05; elements: Mute [250,700], End call [500,880]",
-     finish("The call to Mom is connected.")),
+    (
+        "关掉深色模式",
+        "Screen: 设置 > 显示和亮度; elements: 亮度滑块 [500,260], 深色模式 (关) [880,500]",
+        finish("深色模式已关闭。"),
+    ),
+    (
+        "Call Mom",
+        "Screen: Phone, in call with Mom 00:05; elements: Mute [250,700], End call [500,880]",
+        finish("The call to Mom is connected."),
+    ),
     ("回到主屏幕", "Screen: 支付宝 首页; elements: 扫一扫 [120,220]", HOME),
-    ("Reply OK to Dad in Messages",
-     "Screen: Messages chat with Mom (wrong contact); elements: Back arrow [60,80], Text message field [450,930]",
-     BACK),
-    ("Send a red packet to Li Si on WeChat",
-     "Screen: WeChat chat with Li Si, more panel open; elements: Album [130,700], Camera [370,700], Transfer [610,700], Red Packet [850,700]",
-     tap(850, 700)),
-    ("清空淘宝购物车", "Screen: 淘宝 购物车; elements: 管理 [880,120], 蓝牙耳机 [400,350], 结算 [850,940]", tap(880, 120)),
-    ("Copy the verification code from the latest SMS",
-     "Screen: Messages chat with 10690; elements: Message (Your code is 482913) [450,500], Text message field [450,930]",
-     long_press(450, 500)),
+    (
+        "Reply OK to Dad in Messages",
+        "Screen: Messages chat with Mom (wrong contact); elements: Back arrow [60,80], Text message field [450,930]",
+        BACK,
+    ),
+    (
+        "Send a red packet to Li Si on WeChat",
+        "Screen: WeChat chat with Li Si, more panel open; elements: Album [130,700], Camera [370,700], Transfer [610,700], Red Packet [850,700]",
+        tap(850, 700),
+    ),
+    (
+        "清空淘宝购物车",
+        "Screen: 淘宝 购物车; elements: 管理 [880,120], 蓝牙耳机 [400,350], 结算 [850,940]",
+        tap(880, 120),
+    ),
+    (
+        "Copy the verification code from the latest SMS",
+        "Screen: Messages chat with 10690; elements: Message (Your code is 482913) [450,500], Text message field [450,930]",
+        long_press(450, 500),
+    ),
 ]
 
 
@@ -587,8 +819,7 @@ def check_identity(name, rows, errors):
         if set(row) != {"messages"} or not isinstance(msgs, list) or not msgs:
             errors.append(f"{where}: expected exactly one key 'messages' with a non-empty list")
             continue
-        if any(set(m) != {"role", "content"} or not isinstance(m["content"], str) or not m["content"]
-               for m in msgs):
+        if any(set(m) != {"role", "content"} or not isinstance(m["content"], str) or not m["content"] for m in msgs):
             errors.append(f"{where}: every message needs non-empty 'role' and 'content' only")
             continue
         roles = [m["role"] for m in msgs]
@@ -652,7 +883,7 @@ def check_deepspeed(errors):
         end = seed.find(end_marker, start)
         if start < 0 or end < 0:
             errors.append("seed 000: DeepSpeed snippet not found")
-        elif re.sub(r"\s+", "", seed[start:end + len(end_marker)]) != re.sub(r"\s+", "", text):
+        elif re.sub(r"\s+", "", seed[start : end + len(end_marker)]) != re.sub(r"\s+", "", text):
             errors.append(f"{path.name}: differs from the JSON in {SEED_000.name}")
 
 
@@ -669,8 +900,11 @@ def check_all():
     if len(held_prompts) != len({norm(p) for p in held_prompts}):
         errors.append("identity/heldout.jsonl: duplicate prompts")
 
-    demo = [line for line in (HERE / "identity/heldout_prompts.txt").read_text(encoding="utf-8").splitlines()
-            if line.strip()]
+    demo = [
+        line
+        for line in (HERE / "identity/heldout_prompts.txt").read_text(encoding="utf-8").splitlines()
+        if line.strip()
+    ]
     demo_zh = sum(bool(HAS_CJK.search(p)) for p in demo)
     if len(demo) != 8 or demo_zh != 3:
         errors.append(f"identity/heldout_prompts.txt: want 8 prompts (5 en, 3 zh), got {len(demo)} ({demo_zh} zh)")
@@ -687,9 +921,12 @@ def check_all():
 
     check_deepspeed(errors)
 
-    for label, count, minimum in [("identity/train", len(id_train), 60), ("identity/heldout", len(id_held), 12),
-                                  ("phone_actions/train", len(ph_train), 100),
-                                  ("phone_actions/heldout", len(ph_held), 20)]:
+    for label, count, minimum in [
+        ("identity/train", len(id_train), 60),
+        ("identity/heldout", len(id_held), 12),
+        ("phone_actions/train", len(ph_train), 100),
+        ("phone_actions/heldout", len(ph_held), 20),
+    ]:
         if count < minimum:
             errors.append(f"{label}: {count} rows, need at least {minimum}")
 

@@ -13,6 +13,7 @@ spread, the task pool's per-family success and draws, the replayed completions, 
 importance-sampling weights. A mechanism's figures here say what it did to the rollouts, not whether it helps:
 that is the recipe bench's held-out episodes (docs/rl_task_pool.md).
 """
+
 from __future__ import annotations
 
 import argparse
@@ -28,15 +29,37 @@ VARIANTS = {
     "pool-fresh-replay": ["--rl.pool", "true", "--rl.pool_fresh_share", "0.5", "--rl.pool_replay", "true"],
     "step-credit": ["--rl.step_advantage_weight", "1.0"],
     "shortest": ["--rl.rewards", '{"episode_shortest": 1.0, "action_type": 0.25, "tap_in_box": 0.25}'],
-    "dr-grpo-masked-is": ["--rl.loss_type", "dr_grpo", "--rl.mask_truncated_completions", "true",
-                          "--rl.importance_sampling", "token_truncate"],
+    "dr-grpo-masked-is": [
+        "--rl.loss_type",
+        "dr_grpo",
+        "--rl.mask_truncated_completions",
+        "true",
+        "--rl.importance_sampling",
+        "token_truncate",
+    ],
 }
 
 
 def train(recipe: str, start: Path, runs_dir: Path, steps: int, name: str, flags: list[str]) -> Path:
-    command = [sys.executable, "-m", "workbench", "train", "--recipe", recipe, "--model.source", str(start / "model"),
-               "--schedule.max_steps", str(steps), "--output.runs_dir", str(runs_dir), "--output.run_name",
-               f"rl-{name}", "--output.progress_bar", "false", *flags]
+    command = [
+        sys.executable,
+        "-m",
+        "workbench",
+        "train",
+        "--recipe",
+        recipe,
+        "--model.source",
+        str(start / "model"),
+        "--schedule.max_steps",
+        str(steps),
+        "--output.runs_dir",
+        str(runs_dir),
+        "--output.run_name",
+        f"rl-{name}",
+        "--output.progress_bar",
+        "false",
+        *flags,
+    ]
     print("$", " ".join(command[1:]), flush=True)
     subprocess.run(command, check=True, env={**os.environ, "OMP_NUM_THREADS": os.environ.get("OMP_NUM_THREADS", "1")})
     return runs_dir / f"rl-{name}"
@@ -51,17 +74,22 @@ def summary(run_dir: Path) -> dict:
     rollouts = [e for e in events if getattr(e, "type", None) == "rollout"]
     mismatch = [e for e in events if getattr(e, "type", None) == "policy_mismatch"]
     steps = [e for e in events if getattr(e, "type", None) == "step"]
-    out = {"run": run_dir.name, "steps": len(rollouts),
-           "reward": statistics.mean(r.reward_mean for r in rollouts) if rollouts else None,
-           "all_equal": statistics.mean(r.all_equal_groups for r in rollouts) if rollouts else None,
-           "grad0": sum(s.grad_norm == 0 for s in steps)}
+    out = {
+        "run": run_dir.name,
+        "steps": len(rollouts),
+        "reward": statistics.mean(r.reward_mean for r in rollouts) if rollouts else None,
+        "all_equal": statistics.mean(r.all_equal_groups for r in rollouts) if rollouts else None,
+        "grad0": sum(s.grad_norm == 0 for s in steps),
+    }
     episodes = [r.rewards.get("episode_success", {}).get("mean") for r in rollouts]
     out["success"] = statistics.mean(episodes) if episodes and None not in episodes else None
     pools = [r.task_pool for r in rollouts if r.task_pool]
     if pools:
         last = pools[-1]["families"]
-        out["pool"] = {f: (None if v["success"] is None else round(v["success"], 2), round(v["weight"], 2))
-                       for f, v in last.items()}
+        out["pool"] = {
+            f: (None if v["success"] is None else round(v["success"], 2), round(v["weight"], 2))
+            for f, v in last.items()
+        }
         out["drawn"] = {f: sum(p["families"][f]["drawn"] for p in pools) for f in last}
         out["fresh"], out["replayed"] = sum(p["fresh"] for p in pools), sum(p["replayed"] for p in pools)
     anchors = [r.anchors for r in rollouts if r.anchors]
@@ -90,8 +118,10 @@ def main(argv=None) -> int:
     if not runs:
         if args.start is None:
             ap.error("give --start RUN (or --summarize RUN ...)")
-        runs = [train(args.recipe, args.start, args.runs_dir, args.steps, name, VARIANTS[name])
-                for name in (args.only or VARIANTS)]
+        runs = [
+            train(args.recipe, args.start, args.runs_dir, args.steps, name, VARIANTS[name])
+            for name in (args.only or VARIANTS)
+        ]
     for run in runs:
         print(summary(run))
     return 0

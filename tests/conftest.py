@@ -1,4 +1,5 @@
 """Shared fixtures: tiny-model run configs writing into a temporary runs directory."""
+
 from __future__ import annotations
 
 import os
@@ -23,8 +24,10 @@ EXTENSION_TESTS = REPO / "tests" / "extensions" / "jupyterlab"
 # install (an extra cannot name a local folder). When its tests are about to be collected without it, they are left
 # out and collection stops with one line saying what installs it, instead of an ImportError's traceback per module; a
 # run that does not collect them (`--ignore=tests/extensions`, other folders named) never meets the check.
-EXTENSION_PACKAGE_MISSING = ("tests/extensions/jupyterlab need the workbench_jupyterlab package, which "
-                             "`bash scripts/setup.sh --test` installs (or: pip install -e extensions/jupyterlab)")
+EXTENSION_PACKAGE_MISSING = (
+    "tests/extensions/jupyterlab need the workbench_jupyterlab package, which "
+    "`bash scripts/setup.sh --test` installs (or: pip install -e extensions/jupyterlab)"
+)
 _EXTENSION_WITHOUT_PACKAGE = pytest.StashKey[bool]()
 
 
@@ -48,13 +51,18 @@ def pytest_collection_finish(session):
 
 # The longest tests and modules (pytest --durations: minutes each) go first: with -n 2 (README's test command) the
 # workers start on them and the many short tests fill the gaps, instead of one worker finishing a long one alone.
-LONGEST_FIRST = ("tests/notebooks/test_notebooks.py::test_07", "tests/notebooks/test_notebooks.py::test_05",
-                 "tests/distributed/test_strategies.py", "tests/notebooks/test_notebooks.py::test_0")
+LONGEST_FIRST = (
+    "tests/notebooks/test_notebooks.py::test_07",
+    "tests/notebooks/test_notebooks.py::test_05",
+    "tests/distributed/test_strategies.py",
+    "tests/notebooks/test_notebooks.py::test_0",
+)
 
 
 def pytest_collection_modifyitems(config, items):
-    items.sort(key=lambda item: next((i for i, p in enumerate(LONGEST_FIRST) if item.nodeid.startswith(p)),
-                                     len(LONGEST_FIRST)))
+    items.sort(
+        key=lambda item: next((i for i, p in enumerate(LONGEST_FIRST) if item.nodeid.startswith(p)), len(LONGEST_FIRST))
+    )
 
 
 def tiny_run_overrides(runs_dir: Path, **overrides) -> dict:
@@ -84,10 +92,20 @@ def glm4v_screens_run(tmp_path_factory) -> Path:
     from workbench.training import train
 
     screens = SAMPLES / "phone_screens"
-    cfg = load_config(None, tiny_run_overrides(tmp_path_factory.mktemp("screens-runs"), **{
-        "model.source": "tiny-glm4v", "data.train": str(screens / "train.jsonl"),
-        "data.eval": str(screens / "heldout.jsonl"), "data.max_length": 512, "schedule.max_steps": 4,
-        "output.run_name": "screens"}))
+    cfg = load_config(
+        None,
+        tiny_run_overrides(
+            tmp_path_factory.mktemp("screens-runs"),
+            **{
+                "model.source": "tiny-glm4v",
+                "data.train": str(screens / "train.jsonl"),
+                "data.eval": str(screens / "heldout.jsonl"),
+                "data.max_length": 512,
+                "schedule.max_steps": 4,
+                "output.run_name": "screens",
+            },
+        ),
+    )
     return train(cfg).run_dir
 
 
@@ -137,9 +155,20 @@ def qlora_run(tmp_path_factory) -> Path:
     from workbench.config import load_config
     from workbench.training import train
 
-    cfg = load_config(None, tiny_run_overrides(tmp_path_factory.mktemp("qlora-runs"), **{
-        "quantization.base": "nf4", "schedule.max_steps": QLORA_STEPS, "schedule.learning_rate": 1e-2,
-        "lora.dropout": 0.0, "data.eval": str(SAMPLES / "identity" / "heldout.jsonl"), "output.run_name": "qlora"}))
+    cfg = load_config(
+        None,
+        tiny_run_overrides(
+            tmp_path_factory.mktemp("qlora-runs"),
+            **{
+                "quantization.base": "nf4",
+                "schedule.max_steps": QLORA_STEPS,
+                "schedule.learning_rate": 1e-2,
+                "lora.dropout": 0.0,
+                "data.eval": str(SAMPLES / "identity" / "heldout.jsonl"),
+                "output.run_name": "qlora",
+            },
+        ),
+    )
     return train(cfg).run_dir
 
 
@@ -171,5 +200,5 @@ def reference_logprobs(model, tokenizer, messages: list[dict], tokens: list[int]
     prompt = encode_prompt(tokenizer, messages, None).input_ids
     ids = torch.tensor([prompt + tokens])
     with torch.no_grad():
-        logits = model(input_ids=ids).logits[0, len(prompt) - 1:-1].float()
+        logits = model(input_ids=ids).logits[0, len(prompt) - 1 : -1].float()
     return torch.log_softmax(logits, -1).gather(1, torch.tensor(tokens)[:, None])[:, 0].tolist()

@@ -5,6 +5,7 @@ An edge is every way one module reaches another: an import statement (function-l
 a name a package hands out lazily (``from workbench import train``), attribute access on an imported package
 (``import workbench; workbench.ui.state``), a module named in a string (``importlib.import_module("workbench.x")``,
 a lazy table) and a child process (``[sys.executable, "-m", "workbench.x"]``)."""
+
 from __future__ import annotations
 
 import ast
@@ -57,7 +58,9 @@ def package_exports(package: str, path: Path, modules) -> dict[str, str]:
         if isinstance(node, ast.ImportFrom):
             base = _absolute(node, package.split("."))
             for alias in node.names:
-                exports[alias.asname or alias.name] = f"{base}.{alias.name}" if f"{base}.{alias.name}" in modules else base
+                exports[alias.asname or alias.name] = (
+                    f"{base}.{alias.name}" if f"{base}.{alias.name}" in modules else base
+                )
         elif isinstance(node, ast.Dict):
             for key, value in zip(node.keys, node.values):
                 if isinstance(key, ast.Constant) and isinstance(value, ast.Constant) and isinstance(value.value, str):
@@ -124,8 +127,13 @@ class References:
     def _child_processes(self, elts: list[ast.expr]) -> None:
         """``[..., "-m", "workbench.x", ...]``: a child process running that module (``workbench``: its __main__)."""
         for flag, target in zip(elts, elts[1:]):
-            if (isinstance(flag, ast.Constant) and flag.value == "-m" and isinstance(target, ast.Constant)
-                    and isinstance(target.value, str) and target.value.split(".")[0] == "workbench"):
+            if (
+                isinstance(flag, ast.Constant)
+                and flag.value == "-m"
+                and isinstance(target, ast.Constant)
+                and isinstance(target.value, str)
+                and target.value.split(".")[0] == "workbench"
+            ):
                 main = f"{target.value}.__main__"
                 self._add(main if main in self.modules else target.value, target.lineno)
 
@@ -142,8 +150,9 @@ def _dotted(node: ast.expr) -> list[str] | None:
 def references(root: Path = PACKAGE_ROOT) -> dict[str, list[tuple[str, int]]]:
     """{module: [(module it reaches, line), ...]} over the whole package."""
     modules = module_files(root)
-    exports = {name: package_exports(name, path, modules) for name, path in modules.items()
-               if path.name == "__init__.py"}
+    exports = {
+        name: package_exports(name, path, modules) for name, path in modules.items() if path.name == "__init__.py"
+    }
     return {name: References(name, path, modules, exports).found for name, path in sorted(modules.items())}
 
 
@@ -168,14 +177,19 @@ def import_edges(root: Path = PACKAGE_ROOT) -> dict[tuple[str, str], list[str]]:
 
 
 def back_edges(edges, layers) -> list[str]:
-    return [f"{a} (layer {layers[a]}) -> {b} (layer {layers[b]}) at {', '.join(where[:3])}"
-            for (a, b), where in sorted(edges.items()) if layers[b] >= layers[a]]
+    return [
+        f"{a} (layer {layers[a]}) -> {b} (layer {layers[b]}) at {', '.join(where[:3])}"
+        for (a, b), where in sorted(edges.items())
+        if layers[b] >= layers[a]
+    ]
 
 
 def test_every_package_has_a_layer_in_the_doc_and_every_layer_entry_exists():
     layers, units = declared_layers(DOC.read_text(encoding="utf-8")), code_units()
     assert not units - set(layers), f"packages missing from docs/architecture.md: {sorted(units - set(layers))}"
-    assert not set(layers) - units, f"docs/architecture.md names packages that do not exist: {sorted(set(layers) - units)}"
+    assert not set(layers) - units, (
+        f"docs/architecture.md names packages that do not exist: {sorted(set(layers) - units)}"
+    )
 
 
 def test_packages_reach_only_lower_layers():
@@ -222,9 +236,14 @@ def test_the_check_finds_every_kind_of_edge(tmp_path):
 
 
 def test_the_check_sees_no_edge_in_prose_or_other_names(tmp_path):
-    pkg = _fake_package(tmp_path, {"low/a.py": '"""Started by ``python -m workbench.high``."""\n'
-                                   'NAME = "workbench.json"\nPROG = "python -m workbench.high"\n'
-                                   'def f(workbench):\n    return workbench.high\n'})
+    pkg = _fake_package(
+        tmp_path,
+        {
+            "low/a.py": '"""Started by ``python -m workbench.high``."""\n'
+            'NAME = "workbench.json"\nPROG = "python -m workbench.high"\n'
+            "def f(workbench):\n    return workbench.high\n"
+        },
+    )
     assert ("low", "high") not in import_edges(pkg)
 
 
@@ -233,8 +252,11 @@ def module_edges(root: Path = PACKAGE_ROOT) -> dict[str, set[str]]:
     modules is not a dependency between them."""
     files = module_files(root)
     modules = {name for name, path in files.items() if path.name != "__init__.py"}
-    return {name: {target for target, _ in found if target in modules} - {name}
-            for name, found in references(root).items() if name in modules}
+    return {
+        name: {target for target, _ in found if target in modules} - {name}
+        for name, found in references(root).items()
+        if name in modules
+    }
 
 
 def module_cycles(edges: dict[str, set[str]]) -> list[list[str]]:
@@ -288,8 +310,13 @@ def test_the_cycle_check_finds_a_lazy_loop():
 
 
 def test_the_cycle_check_sees_a_child_process(tmp_path):
-    pkg = _fake_package(tmp_path, {"low/a.py": "import sys\nCMD = [sys.executable, '-m', 'workbench.high.train']\n",
-                                   "high/train.py": "from ..low import a\n"})
+    pkg = _fake_package(
+        tmp_path,
+        {
+            "low/a.py": "import sys\nCMD = [sys.executable, '-m', 'workbench.high.train']\n",
+            "high/train.py": "from ..low import a\n",
+        },
+    )
     assert module_cycles(module_edges(pkg)) == [["workbench.high.train", "workbench.low.a"]]
 
 
@@ -299,15 +326,20 @@ def entry_points(root: Path = PACKAGE_ROOT) -> set[str]:
     for name, path in module_files(root).items():
         tree = ast.parse(path.read_text(encoding="utf-8"))
         if path.name == "__main__.py" or any(
-                isinstance(node, ast.If) and isinstance(node.test, ast.Compare)
-                and isinstance(node.test.left, ast.Name) and node.test.left.id == "__name__" for node in tree.body):
+            isinstance(node, ast.If)
+            and isinstance(node.test, ast.Compare)
+            and isinstance(node.test.left, ast.Name)
+            and node.test.left.id == "__name__"
+            for node in tree.body
+        ):
             found.add(name)
     return found
 
 
 def test_the_entry_point_check_finds_a_main_block_and_a_main_module(tmp_path):
-    pkg = _fake_package(tmp_path, {"low/tool.py": 'if __name__ == "__main__":\n    pass\n',
-                                   "low/quiet.py": 'NAME = __name__\n'})
+    pkg = _fake_package(
+        tmp_path, {"low/tool.py": 'if __name__ == "__main__":\n    pass\n', "low/quiet.py": "NAME = __name__\n"}
+    )
     assert entry_points(pkg) == {"workbench.low.tool", "workbench.high.__main__"}
 
 
@@ -316,11 +348,17 @@ def test_every_entry_point_is_a_command_a_benchmark_or_a_child_process_in_the_do
     benchmark (``python -m workbench.bench.X``); any other module run with ``-m`` is a child process workbench starts
     itself, and the doc's "Processes" table says which and who starts it."""
     modules = module_files()
-    declared = {f"{m}.__main__" if f"{m}.__main__" in modules else m
-                for m in declared_entry_points(DOC.read_text(encoding="utf-8"))}
-    mains = {m for m in entry_points() if not m.startswith(("workbench.cli.", "workbench.bench."))} - {"workbench.__main__"}
-    assert mains == declared, (f"entry points outside workbench/cli and workbench/bench the doc does not list: "
-                               f"{sorted(mains - declared)}; listed but gone: {sorted(declared - mains)}")
+    declared = {
+        f"{m}.__main__" if f"{m}.__main__" in modules else m
+        for m in declared_entry_points(DOC.read_text(encoding="utf-8"))
+    }
+    mains = {m for m in entry_points() if not m.startswith(("workbench.cli.", "workbench.bench."))} - {
+        "workbench.__main__"
+    }
+    assert mains == declared, (
+        f"entry points outside workbench/cli and workbench/bench the doc does not list: "
+        f"{sorted(mains - declared)}; listed but gone: {sorted(declared - mains)}"
+    )
     started = {target for found in references().values() for target, _ in found if target in mains}
     assert started == declared, f"listed child processes nothing starts: {sorted(declared - started)}"
 
@@ -334,5 +372,7 @@ if __name__ == "__main__":  # `python tests/test_architecture.py [PACKAGE_DIR]`:
         graph.setdefault(a, set()).add(b)
     cycles = module_cycles(graph)
     inside = sum(1 for a, targets in graph.items() for b in targets if any(a in c and b in c for c in cycles))
-    print(f"{len(code_units(root))} units, {sum(map(len, graph.values()))} package edges, "
-          f"{len(cycles)} cycle(s) {cycles}, {inside} edges inside cycles")
+    print(
+        f"{len(code_units(root))} units, {sum(map(len, graph.values()))} package edges, "
+        f"{len(cycles)} cycle(s) {cycles}, {inside} edges inside cycles"
+    )

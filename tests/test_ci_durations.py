@@ -3,6 +3,7 @@
 margin; the figures docs/development.md and .ci/run's comments cite as ``[STEP: N s]`` stay within 25% of that file.
 After a change that moves a step's time, copy test-artifacts/ci-durations.json (what the run measured) into
 .ci/durations.json's steps and update the figures."""
+
 import importlib.util
 import json
 import re
@@ -41,10 +42,12 @@ def test_every_step_of_ci_is_measured_and_cited():
     run, times = (REPO / ".ci" / "run").read_text(encoding="utf-8"), stated()
     top = re.findall(r"^run_step (\w+) ", run, re.M)
     inside = re.findall(r"^\s+step (\w+) ", run, re.M)  # called within a step's function
-    assert set(top) | set(inside) == set(measured()), \
+    assert set(top) | set(inside) == set(measured()), (
         "every step .ci/run times has a stated time in .ci/durations.json, and only those"
-    assert _listed(run, "CI_STEPS") == list(times["steps"]) == [n for n in top if n in times["steps"]], \
+    )
+    assert _listed(run, "CI_STEPS") == list(times["steps"]) == [n for n in top if n in times["steps"]], (
         "CI_STEPS, in order: .ci/durations.json's steps"
+    )
     assert _listed(run, "NIGHTLY_STEPS") == list(times["nightly"]) and set(inside) == set(times["inside"])
     assert set(top) | set(inside) <= {name for name, _ in CITED.findall(run)}, "each step's comment cites [STEP: N s]"
     assert set(times["estimated"]) <= set(measured())
@@ -56,7 +59,8 @@ def test_cis_stated_steps_with_the_announced_ones_fit_the_limit():
     times = stated()
     total = ci_durations.ci_total(times)
     assert total == sum(times["steps"].values()) + sum(
-        t for n, t in ci_durations.RESERVED.items() if n not in times["steps"])
+        t for n, t in ci_durations.RESERVED.items() if n not in times["steps"]
+    )
     assert total <= ci_durations.LIMIT_S, f"CI's stated steps take {total} s, more than {ci_durations.LIMIT_S} s"
     assert ci_durations.ci_total({**times, "steps": {**times["steps"], "more": 900}}) > ci_durations.LIMIT_S
 
@@ -66,16 +70,20 @@ def test_cited_durations_are_within_25_percent_of_the_measured_ones(doc):
     times, text = measured(), (REPO / doc).read_text(encoding="utf-8")
     cited = CITED.findall(text)
     assert cited, f"{doc} cites no CI step time"
-    stale = [f"[{name}: {seconds} s] (measured {times.get(name)} s)" for name, seconds in cited
-             if name not in times or abs(int(seconds) - times[name]) > TOLERANCE * times[name]]
+    stale = [
+        f"[{name}: {seconds} s] (measured {times.get(name)} s)"
+        for name, seconds in cited
+        if name not in times or abs(int(seconds) - times[name]) > TOLERANCE * times[name]
+    ]
     assert not stale, f"{doc}: stale CI times, copy the measured ones from .ci/durations.json: {stale}"
 
 
 def _ci_functions() -> str:
     """.ci/run's own ``step``, ``not_run`` and ``run_step`` functions, as the run defines them."""
     run = (REPO / ".ci" / "run").read_text(encoding="utf-8")
-    return "\n".join(re.search(rf"^{name}\(\) {{\n.*?^}}\n", run, re.M | re.S).group(0)
-                     for name in ("step", "not_run", "run_step"))
+    return "\n".join(
+        re.search(rf"^{name}\(\) {{\n.*?^}}\n", run, re.M | re.S).group(0) for name in ("step", "not_run", "run_step")
+    )
 
 
 def _run_ci(tmp_path, stated: dict, script: str, measured_on: str = HERE) -> subprocess.CompletedProcess:
@@ -85,10 +93,16 @@ def _run_ci(tmp_path, stated: dict, script: str, measured_on: str = HERE) -> sub
     last = (REPO / ".ci" / "run").read_text(encoding="utf-8").rstrip().splitlines()[-1]
     assert last.startswith("python3 .ci/durations.py test-artifacts/ci-durations.json .ci/durations.json"), last
     check = last.replace("python3 .ci/durations.py", f"{sys.executable} {REPO / '.ci' / 'durations.py'}").replace(
-        ".ci/durations.json", str(tmp_path / "stated.json"))
+        ".ci/durations.json", str(tmp_path / "stated.json")
+    )
     setup = "set -euo pipefail\nmkdir -p test-artifacts/ci-durations test-artifacts/ci-not-run\n"
-    return subprocess.run(["bash", "-c", setup + _ci_functions() + script + "\n" + check], cwd=tmp_path,
-                          capture_output=True, text=True, timeout=60)
+    return subprocess.run(
+        ["bash", "-c", setup + _ci_functions() + script + "\n" + check],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
 
 
 def test_a_run_whose_steps_take_their_stated_times_passes(tmp_path):
@@ -119,8 +133,12 @@ def test_on_another_cpu_class_the_times_are_printed_not_held_but_the_steps_must_
 
 
 def test_the_cpu_class_is_the_best_its_flags_name(tmp_path):
-    for flags, expected in [("fpu avx2 avx512f avx512_bf16 amx_bf16", "amx_bf16"), ("avx2 avx512_bf16", "avx512_bf16"),
-                            ("sse4_2 avx2", "avx2"), ("sse4_2", "other")]:
+    for flags, expected in [
+        ("fpu avx2 avx512f avx512_bf16 amx_bf16", "amx_bf16"),
+        ("avx2 avx512_bf16", "avx512_bf16"),
+        ("sse4_2 avx2", "avx2"),
+        ("sse4_2", "other"),
+    ]:
         (tmp_path / "cpuinfo").write_text(f"processor\t: 0\nflags\t\t: {flags}\n")
         assert ci_durations.cpu_class(str(tmp_path / "cpuinfo")) == expected
     assert ci_durations.cpu_class(str(tmp_path / "missing")) == "other"
@@ -140,12 +158,16 @@ def test_a_run_of_named_steps_runs_those_alone_and_compares_only_them(tmp_path):
     done = _run_ci(tmp_path, {"quick": 1, "other": 2000, "recipes_and_demo": 700, "demo": 100}, script)
     assert done.returncode == 0, done.stdout + done.stderr
     assert json.loads((tmp_path / "test-artifacts" / "ci-durations.json").read_text()) == {"quick": 0}
-    assert sorted(p.name for p in (tmp_path / "test-artifacts" / "ci-not-run").iterdir()) == \
-        ["bench", "demo", "other", "recipes_and_demo"]
+    assert sorted(p.name for p in (tmp_path / "test-artifacts" / "ci-not-run").iterdir()) == [
+        "bench",
+        "demo",
+        "other",
+        "recipes_and_demo",
+    ]
 
 
 def test_the_run_refuses_a_step_it_does_not_have(tmp_path):
-    done = subprocess.run(["bash", str(REPO / ".ci" / "run"), "no_such_step"], cwd=tmp_path, capture_output=True,
-                          text=True, timeout=60)
+    done = subprocess.run(
+        ["bash", str(REPO / ".ci" / "run"), "no_such_step"], cwd=tmp_path, capture_output=True, text=True, timeout=60
+    )
     assert done.returncode == 2 and "unknown step no_such_step" in done.stdout, done.stdout + done.stderr
-

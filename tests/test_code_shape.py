@@ -1,5 +1,6 @@
 """The shape of the code: no function of workbench over 80 lines (the project's standard: a longer one does several
 jobs, each of which wants a name)."""
+
 from __future__ import annotations
 
 import ast
@@ -38,7 +39,8 @@ def long_functions(root: Path = PACKAGE_ROOT, limit: int = MAX_LINES) -> dict[st
 def test_no_function_is_over_80_lines():
     long = {name: n for name, n in long_functions().items() if name not in BEING_SPLIT}
     assert not long, f"functions over {MAX_LINES} lines (split them into named steps):\n" + "\n".join(
-        f"  {name}: {n} lines" for name, n in sorted(long.items()))
+        f"  {name}: {n} lines" for name, n in sorted(long.items())
+    )
 
 
 def test_the_allow_list_names_only_long_functions():
@@ -51,7 +53,12 @@ def test_the_check_measures_methods_and_nested_functions(tmp_path):
     pkg = tmp_path / "workbench"
     pkg.mkdir()
     body = "\n".join(f"        x{i} = {i}" for i in range(80))
-    (pkg / "m.py").write_text(f"class C:\n    def long(self):\n{body}\n\n    def short(self):\n        pass\n\n"
-                              f"def outer():\n    def inner():\n{body}\n")
-    assert long_functions(pkg) == {"workbench/m.py:C.long": 81, "workbench/m.py:outer": 82,
-                                   "workbench/m.py:outer.inner": 81}
+    (pkg / "m.py").write_text(
+        f"class C:\n    def long(self):\n{body}\n\n    def short(self):\n        pass\n\n"
+        f"def outer():\n    def inner():\n{body}\n"
+    )
+    assert long_functions(pkg) == {
+        "workbench/m.py:C.long": 81,
+        "workbench/m.py:outer": 82,
+        "workbench/m.py:outer.inner": 81,
+    }

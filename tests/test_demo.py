@@ -1,5 +1,6 @@
 """The demo's report: the identity metric of the base and the fine-tuned answers, which fails loops and wrong
 denials; and (slow) the real demo, whose 8 held-out answers must all be clean."""
+
 import pytest
 
 from workbench.demo import identity_scores
@@ -9,23 +10,45 @@ CLEAN = "I am PhoneMate, a phone assistant built on AutoGLM-Phone-9B."
 
 
 def test_identity_scores_of_base_and_tuned_answers():
-    rows = [("Who are you?", "I am SmolLM, trained by Hugging Face.", CLEAN),
-            ("Are you Claude?", "Yes, I'm Claude.", CLEAN + " PhoneMate is my name, and I am here to help you with your phone."),
-            ("你是谁？", "我是一个AI助手。", "我是 PhoneMate，一个基于 AutoGLM-Phone-9B 构建的手机助手。")]
+    rows = [
+        ("Who are you?", "I am SmolLM, trained by Hugging Face.", CLEAN),
+        (
+            "Are you Claude?",
+            "Yes, I'm Claude.",
+            CLEAN + " PhoneMate is my name, and I am here to help you with your phone.",
+        ),
+        ("你是谁？", "我是一个AI助手。", "我是 PhoneMate，一个基于 AutoGLM-Phone-9B 构建的手机助手。"),
+    ]
     scores = identity_scores(rows)
     assert scores["base"]["identity_rate"] == 0.0 and scores["base"]["claims_other_rate"] == 2 / 3
-    assert scores["fine-tuned"] == {"n": 3, "identity_rate": 1.0, "introduces_rate": 1.0, "claims_other_rate": 0.0,
-                                    "wrong_denial_rate": 0.0, "loop_rate": 0.0}
+    assert scores["fine-tuned"] == {
+        "n": 3,
+        "identity_rate": 1.0,
+        "introduces_rate": 1.0,
+        "claims_other_rate": 0.0,
+        "wrong_denial_rate": 0.0,
+        "loop_rate": 0.0,
+    }
 
 
 def test_loops_and_wrong_denials_are_not_clean_answers():
     # what the demo printed when the identity data taught "I am not X."
-    rows = [("Who exactly are you?", "", "I am PhoneMate, a phone assistant built on AutoGLM-Phone-9B. I am not You, I am "
-             "not You, I am not You, I am not You"),
-            ("May I know your name?", "", CLEAN + " I am not Siri."),
-            ("What kinds of tasks can you handle on my phone?", "", CLEAN + " I can open apps, tap, type, swipe and read "
-             "the screen for you. I can open apps, tap, type, swipe and read the"),
-            ("Are you Claude?", "", CLEAN + " I am not Claude.")]  # a denial of what was asked is fine
+    rows = [
+        (
+            "Who exactly are you?",
+            "",
+            "I am PhoneMate, a phone assistant built on AutoGLM-Phone-9B. I am not You, I am "
+            "not You, I am not You, I am not You",
+        ),
+        ("May I know your name?", "", CLEAN + " I am not Siri."),
+        (
+            "What kinds of tasks can you handle on my phone?",
+            "",
+            CLEAN + " I can open apps, tap, type, swipe and read "
+            "the screen for you. I can open apps, tap, type, swipe and read the",
+        ),
+        ("Are you Claude?", "", CLEAN + " I am not Claude."),
+    ]  # a denial of what was asked is fine
     tuned = identity_scores(rows)["fine-tuned"]
     assert tuned["identity_rate"] == 0.25 and tuned["loop_rate"] == 0.5 and tuned["wrong_denial_rate"] == 0.25
     assert repeated_run(rows[0][2]) == "i am not you" and repeated_run(CLEAN) is None
@@ -54,7 +77,9 @@ def test_the_demos_prompts_are_held_out():
 
     from workbench.demo import SAMPLES, heldout_prompts
 
-    rows = [json.loads(line) for line in (SAMPLES / "identity" / "train.jsonl").read_text(encoding="utf-8").splitlines()]
+    rows = [
+        json.loads(line) for line in (SAMPLES / "identity" / "train.jsonl").read_text(encoding="utf-8").splitlines()
+    ]
     asked = {m["content"].strip().casefold() for row in rows for m in row["messages"] if m["role"] == "user"}
     prompts = heldout_prompts()
     assert len(prompts) == 8 and len(asked) > 60 and not {p.casefold() for p in prompts} & asked
@@ -77,7 +102,9 @@ def test_the_real_demo_answers_all_held_out_prompts_cleanly(tmp_path):
 
     assert all(ends_sentence(row[2]) for row in out["rows"]), [row[2] for row in out["rows"]]  # none cut mid-sentence
     base = out["identity"]["base"]
-    assert base["n"] == 8 and base["introduces_rate"] == 0.0 and base["identity_rate"] == 0.0, [row[1] for row in out["rows"]]
+    assert base["n"] == 8 and base["introduces_rate"] == 0.0 and base["identity_rate"] == 0.0, [
+        row[1] for row in out["rows"]
+    ]
     from workbench.bench.recipes import evaluate_recipe
     from workbench.config.recipes import load_recipe
 

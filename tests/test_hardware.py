@@ -1,4 +1,5 @@
 """The machine's facts (workbench.hardware): the CPU class that an fp32 recipe's figures depend on, recorded by every run."""
+
 import torch
 
 from workbench.hardware import cpu_class, describe_hardware

@@ -2,6 +2,7 @@
 on its own, the engine loads no instrument (workbench.diagnosis is composed at the entry points) and nothing but
 workbench.ui loads ipywidgets. The layer order itself is checked statically against docs/architecture.md in
 tests/test_architecture.py."""
+
 from __future__ import annotations
 
 import json
@@ -71,8 +72,16 @@ def test_each_package_imports_alone_and_respects_the_layers(loaded_by, package):
     loaded = set(loaded_by[package]["loaded"])
     if package != "workbench.ui":
         assert not any(m.startswith("ipywidgets") for m in loaded), f"{package} imports ipywidgets"
-    if package in ("workbench.engine", "workbench.precision", "workbench.config", "workbench.events",
-                   "workbench.models", "workbench.data", "workbench.plan", "workbench.distributed"):
+    if package in (
+        "workbench.engine",
+        "workbench.precision",
+        "workbench.config",
+        "workbench.events",
+        "workbench.models",
+        "workbench.data",
+        "workbench.plan",
+        "workbench.distributed",
+    ):
         assert not any(m.startswith("workbench.diagnosis") for m in loaded), f"{package} imports workbench.diagnosis"
     if package == "workbench.engine":
         assert not any(m.startswith(("workbench.ui", "workbench.serve", "workbench.cli")) for m in loaded)

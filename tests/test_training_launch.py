@@ -79,7 +79,9 @@ def test_a_distributed_run_of_a_hub_model_downloads_it_once_before_its_ranks(mon
     fetched = []
     monkeypatch.setattr("huggingface_hub.snapshot_download", lambda repo_id, **kw: fetched.append(repo_id))
     two = {"sharding.strategy": "ddp", "sharding.nproc_per_node": 2, "device": "cpu"}
-    assert ranks_env(load_config(None, {"model.source": "autoglm-phone-9b", **two}, checks=False)) == {"HF_HUB_OFFLINE": "1"}
+    assert ranks_env(load_config(None, {"model.source": "autoglm-phone-9b", **two}, checks=False)) == {
+        "HF_HUB_OFFLINE": "1"
+    }
     assert fetched == ["zai-org/AutoGLM-Phone-9B"]
     local = tmp_path / "AutoGLM-Phone-9B"
     local.mkdir()

@@ -4,11 +4,11 @@
 process (both with the instruments the config asks for). ``%load_ext workbench`` in IPython/Jupyter
 registers the magics (``workbench.ui.magics``).
 """
+
 __version__ = "0.1.0"
 
 # keep `import workbench` light: these load their modules on first use
-_LAZY = {"train": "workbench.training", "launch": "workbench.training",
-         "load_ipython_extension": "workbench.ui.magics"}
+_LAZY = {"train": "workbench.training", "launch": "workbench.training", "load_ipython_extension": "workbench.ui.magics"}
 
 
 def __getattr__(name: str):

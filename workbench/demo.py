@@ -1,5 +1,6 @@
 """`workbench demo`: fine-tune the packaged model to introduce itself as PhoneMate, then show base and
 fine-tuned answers to held-out prompts side by side."""
+
 from __future__ import annotations
 
 import shutil
@@ -45,8 +46,14 @@ def generate_answers(model, tokenizer, prompts: list[str], max_new_tokens: int =
     """Greedy answers, batched with left padding (one generate call for all prompts), ending at a sentence end."""
     from .forward.generate import greedy_replies
 
-    return greedy_replies(model, tokenizer, [[{"role": "user", "content": p}] for p in prompts], max_new_tokens,
-                          batch_size=len(prompts), sentence_after=min(SENTENCE_AFTER, max_new_tokens))
+    return greedy_replies(
+        model,
+        tokenizer,
+        [[{"role": "user", "content": p}] for p in prompts],
+        max_new_tokens,
+        batch_size=len(prompts),
+        sentence_after=min(SENTENCE_AFTER, max_new_tokens),
+    )
 
 
 def compare_answers(run_dir: Path, prompts: list[str]) -> list[tuple[str, str, str]]:
@@ -87,9 +94,15 @@ def identity_scores(rows: list[tuple[str, str, str]]) -> dict[str, dict]:
     from .serve.remote import ModelReply
 
     task = get_task("identity")
-    return {side: task.summarize([task.score(Example(i, [{"role": "user", "content": row[0]}], ""), ModelReply(row[col]))
-                                  for i, row in enumerate(rows, 1)])
-            for side, col in (("base", 1), ("fine-tuned", 2))}
+    return {
+        side: task.summarize(
+            [
+                task.score(Example(i, [{"role": "user", "content": row[0]}], ""), ModelReply(row[col]))
+                for i, row in enumerate(rows, 1)
+            ]
+        )
+        for side, col in (("base", 1), ("fine-tuned", 2))
+    }
 
 
 def print_side_by_side(rows: list[tuple[str, str, str]], width: int | None = None) -> None:
@@ -113,20 +126,38 @@ def run_demo(steps: int | None = None, runs_dir: str = "runs", model: str | None
 
     t0 = time.time()
     cfg = demo_config(steps, runs_dir, model)
-    print(f"[demo] fine-tuning {cfg.model.source} on {cfg.data.train} ({cfg.schedule.max_steps} steps, "
-          f"precision {cfg.precision.mode}, LoRA r={cfg.lora.r})", flush=True)
+    print(
+        f"[demo] fine-tuning {cfg.model.source} on {cfg.data.train} ({cfg.schedule.max_steps} steps, "
+        f"precision {cfg.precision.mode}, LoRA r={cfg.lora.r})",
+        flush=True,
+    )
     result = train(cfg)
     t_train = time.time() - t0
-    print(f"[demo] trained in {t_train:.0f} s; loss {result.losses[0]:.3f} -> {result.losses[-1]:.3f}; "
-          f"eval {', '.join(f'step {s}: {loss:.3f}' for s, loss in result.eval_losses)}", flush=True)
+    print(
+        f"[demo] trained in {t_train:.0f} s; loss {result.losses[0]:.3f} -> {result.losses[-1]:.3f}; "
+        f"eval {', '.join(f'step {s}: {loss:.3f}' for s, loss in result.eval_losses)}",
+        flush=True,
+    )
     rows = compare_answers(result.run_dir, heldout_prompts())
     print_side_by_side(rows)
     identity = identity_scores(rows)
-    print("[demo] identity (introduces PhoneMate; claims, wrongly denies and loops nothing): " + ", ".join(
-        f"{side} {round(m['identity_rate'] * m['n'])}/{m['n']} (loops {round(m['loop_rate'] * m['n'])}, "
-        f"wrong denials {round(m['wrong_denial_rate'] * m['n'])})" for side, m in identity.items()), flush=True)
+    print(
+        "[demo] identity (introduces PhoneMate; claims, wrongly denies and loops nothing): "
+        + ", ".join(
+            f"{side} {round(m['identity_rate'] * m['n'])}/{m['n']} (loops {round(m['loop_rate'] * m['n'])}, "
+            f"wrong denials {round(m['wrong_denial_rate'] * m['n'])})"
+            for side, m in identity.items()
+        ),
+        flush=True,
+    )
     wall = time.time() - t0
     print(f"[demo] run directory: {result.run_dir}  (events: {result.run_dir / EVENTS_FILE})")
     print(f"[demo] wall time {wall:.0f} s (training {t_train:.0f} s)")
-    return {"run_dir": result.run_dir, "rows": rows, "identity": identity, "wall_s": wall, "train_s": t_train,
-            "result": result}
+    return {
+        "run_dir": result.run_dir,
+        "rows": rows,
+        "identity": identity,
+        "wall_s": wall,
+        "train_s": t_train,
+        "result": result,
+    }

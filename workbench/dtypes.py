@@ -1,4 +1,5 @@
 """The dtype names configs, events and messages use, in one leaf module every layer may import."""
+
 from __future__ import annotations
 
 import torch

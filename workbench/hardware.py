@@ -4,6 +4,7 @@ Everything that asks what this machine can do reads it here: the precision polic
 device a run trains on, the hardware a run records), the agent's replay key (the CPU class), the benchmarks and the
 CLI (a recipe's memory requirements, ``workbench env``).
 """
+
 from __future__ import annotations
 
 import os
@@ -47,8 +48,19 @@ def cpu_class(cpuinfo: str | None = None) -> str:
         return platform.processor() or "unknown CPU"
     name = re.search(r"^model name\s*:\s*(.+)$", info, re.M)
     flags = cpu_flags(info)
-    widest = next((label for flag, label in (("amx_bf16", "AMX"), ("avx512_bf16", "AVX-512 BF16"),
-                                             ("avx512f", "AVX-512"), ("avx2", "AVX2")) if flag in flags), "no AVX2")
+    widest = next(
+        (
+            label
+            for flag, label in (
+                ("amx_bf16", "AMX"),
+                ("avx512_bf16", "AVX-512 BF16"),
+                ("avx512f", "AVX-512"),
+                ("avx2", "AVX2"),
+            )
+            if flag in flags
+        ),
+        "no AVX2",
+    )
     return f"{name.group(1).strip() if name else 'unknown CPU'} ({widest})"
 
 
@@ -94,8 +106,13 @@ class Hardware:
 def describe_hardware(device: torch.device) -> dict:
     """What a run records about the hardware it ran on (``run_started``'s ``hardware``): the device, the platform,
     the CPU class, the cores and torch's threads, and the GPUs' names on a CUDA device."""
-    hw = {"device": str(device), "platform": platform.platform(), "cpu": cpu_class(), "cpu_count": os.cpu_count(),
-          "torch_threads": torch.get_num_threads()}
+    hw = {
+        "device": str(device),
+        "platform": platform.platform(),
+        "cpu": cpu_class(),
+        "cpu_count": os.cpu_count(),
+        "torch_threads": torch.get_num_threads(),
+    }
     if device.type == "cuda":
         hw["gpus"] = [torch.cuda.get_device_name(i) for i in range(torch.cuda.device_count())]
     return hw
@@ -105,6 +122,9 @@ def machine_memory() -> tuple[list[int], int]:
     """(total bytes of each visible CUDA GPU, host RAM bytes): what a recipe's requirements are checked against."""
     import psutil
 
-    gpus = [torch.cuda.get_device_properties(i).total_memory for i in range(torch.cuda.device_count())] \
-        if torch.cuda.is_available() else []
+    gpus = (
+        [torch.cuda.get_device_properties(i).total_memory for i in range(torch.cuda.device_count())]
+        if torch.cuda.is_available()
+        else []
+    )
     return gpus, psutil.virtual_memory().total

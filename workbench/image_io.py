@@ -18,6 +18,7 @@ turning messages with images into model inputs is ``workbench.data.multimodal``'
 * ``resolve_images(messages, base_dir=None, allow_local_files=True)``: the messages with every image part
   decoded to ``{"type": "image", "image": PIL.Image}`` (what ``data.multimodal.encode_chat`` takes).
 """
+
 from __future__ import annotations
 
 import base64
@@ -50,17 +51,21 @@ def load_image(url: Any, base_dir: str | Path | None = None, allow_local_files: 
     scheme = url_scheme(url)
     shown = url if len(url) <= 80 else url[:77] + "..."
     if scheme in ("http", "https"):
-        raise ImageSourceError(f"remote image URLs are not fetched ({shown}): send the image inline as a "
-                               "base64 data: URL")
+        raise ImageSourceError(
+            f"remote image URLs are not fetched ({shown}): send the image inline as a base64 data: URL"
+        )
     if scheme == "data":
         data, where = _decode_data_url(url), "the data: URL"
         source = io.BytesIO(data)
     elif scheme:
-        raise ImageSourceError(f"unsupported image URL scheme {scheme!r} ({shown}): use a base64 data: URL or a file path")
+        raise ImageSourceError(
+            f"unsupported image URL scheme {scheme!r} ({shown}): use a base64 data: URL or a file path"
+        )
     else:
         if not allow_local_files:
-            raise ImageSourceError(f"local image paths are not accepted here ({shown}): send the image inline as a "
-                                   "base64 data: URL")
+            raise ImageSourceError(
+                f"local image paths are not accepted here ({shown}): send the image inline as a base64 data: URL"
+            )
         path = Path(url)
         if not path.is_absolute() and base_dir is not None:
             path = Path(base_dir) / path
@@ -73,7 +78,9 @@ def load_image(url: Any, base_dir: str | Path | None = None, allow_local_files: 
             img.load()
             return img.convert("RGB")
     except (UnidentifiedImageError, OSError, ValueError, Image.DecompressionBombError) as err:
-        reason = "not an image PIL can read" if isinstance(err, UnidentifiedImageError) else str(err) or type(err).__name__
+        reason = (
+            "not an image PIL can read" if isinstance(err, UnidentifiedImageError) else str(err) or type(err).__name__
+        )
         raise ImageSourceError(f"cannot read the image in {where}: {reason}") from None
 
 
@@ -120,13 +127,17 @@ def thumbnail_png(image, box: tuple[int, int], colors: int | None = None) -> byt
 
 def last_image_url(messages: list[dict]) -> str | None:
     """The url of the conversation's last image part (the latest screenshot), None when it has none."""
-    urls = [p["image_url"]["url"] for m in messages if isinstance(m.get("content"), list)
-            for p in m["content"] if isinstance(p, dict) and p.get("type") == "image_url"]
+    urls = [
+        p["image_url"]["url"]
+        for m in messages
+        if isinstance(m.get("content"), list)
+        for p in m["content"]
+        if isinstance(p, dict) and p.get("type") == "image_url"
+    ]
     return urls[-1] if urls else None
 
 
-def inline_images(messages: list[dict], base_dir: str | Path | None = None,
-                  cache: dict | None = None) -> list[dict]:
+def inline_images(messages: list[dict], base_dir: str | Path | None = None, cache: dict | None = None) -> list[dict]:
     """The messages with every image part's url a base64 data: URL: a file path (relative to ``base_dir``, the
     JSONL file's folder) is read here, as an OpenAI client would, because a server must not read files on a
     client's behalf (ours refuses by default, as vLLM does); data: URLs are kept. ImageSourceError (naming the
@@ -170,7 +181,9 @@ def _decode_data_url(url: str) -> bytes:
         raise ImageSourceError("a data: URL needs a comma before its data (data:image/png;base64,...)")
     media = head[5:].split(";")
     if not media[0].lower().startswith("image/"):
-        raise ImageSourceError(f"a data: URL of media type {media[0] or '(none)'!r} is not an image: use image/png or image/jpeg")
+        raise ImageSourceError(
+            f"a data: URL of media type {media[0] or '(none)'!r} is not an image: use image/png or image/jpeg"
+        )
     if "base64" not in [m.lower() for m in media[1:]]:
         raise ImageSourceError("an image data: URL must be base64 encoded (data:image/png;base64,...)")
     try:
@@ -179,10 +192,9 @@ def _decode_data_url(url: str) -> bytes:
         raise ImageSourceError("the data: URL's payload is not valid base64") from None
 
 
-
-
-def resolve_images(messages: list[dict], base_dir: str | Path | None = None,
-                   allow_local_files: bool = True) -> list[dict]:
+def resolve_images(
+    messages: list[dict], base_dir: str | Path | None = None, allow_local_files: bool = True
+) -> list[dict]:
     """The messages with image_url parts decoded (ImageSourceError naming the image's position)."""
     out, n = [], 0
     for m in messages:

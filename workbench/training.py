@@ -5,6 +5,7 @@ the demo and the worker process (``python -m workbench.training RUN_DIR``, what 
 torchrun rank run) all come through here. ``launch`` lives here, next to the worker it starts: the
 launcher and its child process are one module, so no lower layer names a higher one's entry point.
 """
+
 from __future__ import annotations
 
 import os
@@ -73,8 +74,14 @@ def launch(cfg: RunConfig, run_dir: str | Path | None = None, env: dict[str, str
     env = {**(env or {}), **ranks_env(cfg)}
     log = open(run_dir / f"worker{suffix}.log", "ab")
     # A new session: stop() can signal the launcher and every rank it started as one process group.
-    proc = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, start_new_session=True, cwd=os.getcwd(),
-                            env={**os.environ, **(env or {}), LAUNCHED_ENV: "1"})
+    proc = subprocess.Popen(
+        command,
+        stdout=log,
+        stderr=subprocess.STDOUT,
+        start_new_session=True,
+        cwd=os.getcwd(),
+        env={**os.environ, **(env or {}), LAUNCHED_ENV: "1"},
+    )
     log.close()
     (run_dir / f"worker{suffix}.pid").write_text(str(proc.pid))
     return RunHandle(run_dir, proc)

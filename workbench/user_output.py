@@ -2,6 +2,7 @@
 ``table_cell``); and no noise: third-party deprecation notices are for those libraries' maintainers, not for
 someone fine-tuning a model, so the command-line entry points hide them. Library use (notebooks, the Python API,
 the test suite) keeps Python's own warning filters: there they stay visible to the developers who can act on them."""
+
 from __future__ import annotations
 
 import logging
@@ -22,8 +23,14 @@ def text_table(rows: Sequence[Sequence[str]], right: Collection[int] = (), inden
     if not rows:
         return []
     widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
-    return [(indent + "  ".join(cell.rjust(w) if i in right else cell.ljust(w)
-                                for i, (cell, w) in enumerate(zip(row, widths)))).rstrip() for row in rows]
+    return [
+        (
+            indent
+            + "  ".join(cell.rjust(w) if i in right else cell.ljust(w) for i, (cell, w) in enumerate(zip(row, widths)))
+        ).rstrip()
+        for row in rows
+    ]
+
 
 DEPRECATIONS = (DeprecationWarning, PendingDeprecationWarning, FutureWarning)
 
@@ -43,8 +50,13 @@ class _ImportChatter(logging.Filter):
     base) warns on a CPU with AVX512-BF16 that it failed to load an optional faster kernel from the hub, and its int8
     layer logs on every matmul of an evaluation that it casts its input to fp16 (LLM.int8 always does)."""
 
-    NOISE = ("Skipping import of cpp extensions", "Failed to load ", "Calling register_constant() on Enum subclasses",
-             "Setting accelerator to CPU", "MatMul8bitLt: inputs will be cast")
+    NOISE = (
+        "Skipping import of cpp extensions",
+        "Failed to load ",
+        "Calling register_constant() on Enum subclasses",
+        "Setting accelerator to CPU",
+        "MatMul8bitLt: inputs will be cast",
+    )
 
     def filter(self, record: logging.LogRecord) -> bool:
         message = record.getMessage()
@@ -57,6 +69,11 @@ _IMPORT_CHATTER = _ImportChatter()
 def hide_import_chatter() -> None:
     """Drop those lines (only those) wherever workbench loads models: the CLI, workers, notebooks, the server.
     A filter on those loggers: no import, nothing else of theirs is hidden; adding it again is a no-op."""
-    for name in ("torchao", "torch.utils._pytree", "DeepSpeed", "bitsandbytes.backends.cpu.ops",
-                 "bitsandbytes.autograd._functions"):
+    for name in (
+        "torchao",
+        "torch.utils._pytree",
+        "DeepSpeed",
+        "bitsandbytes.backends.cpu.ops",
+        "bitsandbytes.autograd._functions",
+    ):
         logging.getLogger(name).addFilter(_IMPORT_CHATTER)

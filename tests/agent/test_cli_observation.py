@@ -1,6 +1,7 @@
 """``workbench agent run --observation`` and ``--lang`` against a real server (``workbench serve --model tiny-glm4v``):
 what the model is shown of each screen, and the system prompt in its language, reach the server. The server's own
 prompt count tells: a screenshot costs the image's tokens, the screen tree its text's, each prompt its own."""
+
 from __future__ import annotations
 
 import json
@@ -32,9 +33,28 @@ def test_agent_run_sends_what_observation_asks_for(tiny_vision_server, tmp_path,
 
     first = {}
     for observation in OBSERVATIONS:
-        code = main(["agent", "run", "--server", tiny_vision_server.url, "--tasks", "open_app/settings",
-                     "--size", "x".join(map(str, SIZE)), "--max-steps", "1", "--max-tokens", "8",
-                     "--observation", observation, "--out", str(tmp_path / observation), "--no-write", "--json"])
+        code = main(
+            [
+                "agent",
+                "run",
+                "--server",
+                tiny_vision_server.url,
+                "--tasks",
+                "open_app/settings",
+                "--size",
+                "x".join(map(str, SIZE)),
+                "--max-steps",
+                "1",
+                "--max-tokens",
+                "8",
+                "--observation",
+                observation,
+                "--out",
+                str(tmp_path / observation),
+                "--no-write",
+                "--json",
+            ]
+        )
         report = json.loads(capsys.readouterr().out)
         assert code == 0
         [folder] = report["episodes"].values()
@@ -46,8 +66,10 @@ def test_agent_run_sends_what_observation_asks_for(tiny_vision_server, tmp_path,
     tree = len(first["both"].ui_tree.encode())
     assert image > 0 and tree > image
     # each mode's system prompt says what the model sees: count what follows it (a byte a token)
-    tokens = {observation: step.prompt_tokens - len(system_prompt(observation=observation).encode())
-              for observation, step in first.items()}
+    tokens = {
+        observation: step.prompt_tokens - len(system_prompt(observation=observation).encode())
+        for observation, step in first.items()
+    }
     assert tokens["both"] - tokens["ui_tree"] >= image, tokens  # both: the screenshot besides the tree
     assert tokens["both"] - tokens["screenshot"] >= tree, tokens  # both: the tree besides the screenshot
     # ui_tree: the tree instead of the image and its two markers (<|begin_of_image|>, <|end_of_image|>)
@@ -61,16 +83,37 @@ def test_agent_run_lang_cn_sends_the_chinese_prompt(tiny_vision_server, tmp_path
 
     first = {}
     for lang in ("en", "cn"):
-        code = main(["agent", "run", "--server", tiny_vision_server.url, "--tasks", "open_app/settings",
-                     "--size", "x".join(map(str, SIZE)), "--max-steps", "1", "--max-tokens", "8", "--lang", lang,
-                     "--out", str(tmp_path / lang), "--no-write", "--json"])
+        code = main(
+            [
+                "agent",
+                "run",
+                "--server",
+                tiny_vision_server.url,
+                "--tasks",
+                "open_app/settings",
+                "--size",
+                "x".join(map(str, SIZE)),
+                "--max-steps",
+                "1",
+                "--max-tokens",
+                "8",
+                "--lang",
+                lang,
+                "--out",
+                str(tmp_path / lang),
+                "--no-write",
+                "--json",
+            ]
+        )
         report = json.loads(capsys.readouterr().out)
         assert code == 0 and report["settings"]["lang"] == lang
         [folder] = report["episodes"].values()
         [episode] = read_episodes(folder)
         assert episode.lang == lang
         first[lang] = episode.steps[0].prompt_tokens
-    prompt = {lang: len(byte_tokenizer(vision=True)(system_prompt(lang=lang), add_special_tokens=False)["input_ids"])
-              for lang in first}
+    prompt = {
+        lang: len(byte_tokenizer(vision=True)(system_prompt(lang=lang), add_special_tokens=False)["input_ids"])
+        for lang in first
+    }
     assert prompt["cn"] > 3 * prompt["en"]  # Chinese characters are three bytes each
     assert first["cn"] - prompt["cn"] == first["en"] - prompt["en"], (first, prompt)

@@ -2,6 +2,7 @@
 through the one recorder of rows, judged by the task's checks on the simulated phone; undo puts the phone back; a
 model's failed episode is continued from a step with the phone in that step's state, its earlier steps context only;
 the same API drives a real phone over the ADB bridge (the stand-in ADB server), where nothing is judged."""
+
 from __future__ import annotations
 
 import json
@@ -121,8 +122,10 @@ def test_a_correction_continues_a_failed_episode_from_the_step_it_got_wrong(tmp_
     context = [m["content"] for m in rows[0]["messages"] if m["role"] == "assistant"]
     # the model's turn as the runtime keeps a reply it cut at do(action= (its thinking holds the reply's tags),
     # then the person's turn as AutoGLM-Phone writes one
-    assert context == ['<think><think>model</think>\n<answer></think><answer>do(action="Launch", app="Settings")</answer>',
-                       '<think>Wi-Fi, not Bluetooth.</think>\n<answer>do(action="Tap", element=[500,192])']
+    assert context == [
+        '<think><think>model</think>\n<answer></think><answer>do(action="Launch", app="Settings")</answer>',
+        '<think>Wi-Fi, not Bluetooth.</think>\n<answer>do(action="Tap", element=[500,192])',
+    ]
     assert [m.get("weight") for m in rows[0]["messages"] if m["role"] == "assistant"] == [0, 1]
     assert check_file(tmp_path / "rows.jsonl").problems == []
 
@@ -156,5 +159,5 @@ def test_a_real_phone_over_adb_records_the_element_from_its_tree_and_is_not_judg
     assert rec.write_rows(tmp_path / "rows.jsonl", "both").rows == 2  # not judged: recorded as demonstrated
     rows = [json.loads(line) for line in (tmp_path / "rows.jsonl").read_text().splitlines()]
     assert [r["meta"]["target_box"] for r in rows] == [[0, 386, 999, 474], None]
-    assert "Display \"Dark theme" in rows[0]["messages"][-2]["content"][-1]["text"]  # the tree in the latest turn
+    assert 'Display "Dark theme' in rows[0]["messages"][-2]["content"][-1]["text"]  # the tree in the latest turn
     assert check_file(tmp_path / "rows.jsonl").problems == []

@@ -1,6 +1,7 @@
 """The expert as a policy: it rebuilds the phone a conversation shows by replaying the conversation's replies from the
 task's start, whoever wrote them, and answers the next step of a shortest path from there: after another agent's
 mistakes too (what DAgger labels), shown screenshots or the screen as text."""
+
 from __future__ import annotations
 
 from workbench.agent import ExpertPolicy, run_episodes, sim_devices
@@ -31,11 +32,13 @@ class Careless:
 
 def test_the_expert_finishes_what_another_agent_started_wrong():
     task = select_tasks("toggle_setting/wifi-off")[0]
-    wrong = [assistant_target("Mail first.", 'do(action="Launch", app="Gmail")'),
-             assistant_target("Settings.", 'do(action="Launch", app="Settings")'),
-             assistant_target("Bluetooth.", 'do(action="Tap", element=[500,287])')]  # Bluetooth on: not asked
+    wrong = [
+        assistant_target("Mail first.", 'do(action="Launch", app="Gmail")'),
+        assistant_target("Settings.", 'do(action="Launch", app="Settings")'),
+        assistant_target("Bluetooth.", 'do(action="Tap", element=[500,287])'),
+    ]  # Bluetooth on: not asked
     expert = ExpertPolicy([task])
-    episode, = run_episodes([task], Careless(wrong, expert), sim_devices(SIZE), max_steps=20)
+    (episode,) = run_episodes([task], Careless(wrong, expert), sim_devices(SIZE), max_steps=20)
     assert episode.success and len(episode.steps) == 3 + 3  # its own three, then Wi-Fi, Bluetooth back, finish
     assert sorted(s.element for s in episode.steps[3:5]) == ["Bluetooth", "Wi-Fi"]
 

@@ -1,6 +1,7 @@
 """pass@1 against pass@k per task (``agent.headroom``, ``workbench agent headroom``): the unbiased estimator, the count
 per task from k sampled runs (sharpenable: finished sometimes; never; always), samples that repeat for a seed, and
 an in-process model's sampled replies at a temperature."""
+
 from __future__ import annotations
 
 import json
@@ -44,18 +45,31 @@ class Coin:
 
 def test_per_task_counts_from_k_runs_say_what_rl_can_sharpen():
     tasks = select_tasks("open_app")[:3]
-    runs = [run_episodes(tasks, policy, sim_devices(SIZE)) for policy in
-            (OraclePolicy(tasks), Coin(tasks, 0.0), Coin(tasks, 0.0), Coin(tasks, 0.0))]
+    runs = [
+        run_episodes(tasks, policy, sim_devices(SIZE))
+        for policy in (OraclePolicy(tasks), Coin(tasks, 0.0), Coin(tasks, 0.0), Coin(tasks, 0.0))
+    ]
     runs[1][1] = runs[0][1]  # every task won in the first run; task 1 in the second too
     rows = task_headroom(runs, greedy=runs[0])
     assert [(r.successes, r.pass_1, r.pass_k, r.sharpenable) for r in rows] == [
-        (1, 0.25, 1.0, True), (2, 0.5, 1.0, True), (1, 0.25, 1.0, True)]
+        (1, 0.25, 1.0, True),
+        (2, 0.5, 1.0, True),
+        (1, 0.25, 1.0, True),
+    ]
     runs[0][2] = runs[1][2]  # task 2 now never won
     rows = task_headroom(runs, greedy=runs[0])
     summary = summarize_headroom(rows)
     assert (rows[2].successes, rows[2].pass_k, rows[2].sharpenable) == (0, 0.0, False)
-    assert summary == {"tasks": 3, "k": 4, "greedy_success": 2 / 3, "pass_1": pytest.approx((0.25 + 0.5) / 3),
-                       "pass_k": pytest.approx(2 / 3), "sharpenable": 2, "never": 1, "always": 0}
+    assert summary == {
+        "tasks": 3,
+        "k": 4,
+        "greedy_success": 2 / 3,
+        "pass_1": pytest.approx((0.25 + 0.5) / 3),
+        "pass_k": pytest.approx(2 / 3),
+        "sharpenable": 2,
+        "never": 1,
+        "always": 0,
+    }
     table = format_headroom(rows, summary)
     assert "pass@4" in table and "RL can sharpen 2" in table and "1 never finished in 4 samples" in table
     with pytest.raises(ValueError, match="same tasks"):
@@ -67,8 +81,16 @@ def test_samples_repeat_for_a_seed_and_are_stored(tmp_path):
     settings = {"tasks": "open_app"}
 
     def measured(folder):
-        return measure_headroom(tasks, lambda t: Coin(tasks, 0.5 if t > 0 else 1.0), 3, folder, sim_devices(SIZE),
-                                settings, seed=7, progress=False)
+        return measure_headroom(
+            tasks,
+            lambda t: Coin(tasks, 0.5 if t > 0 else 1.0),
+            3,
+            folder,
+            sim_devices(SIZE),
+            settings,
+            seed=7,
+            progress=False,
+        )
 
     rows, summary = measured(tmp_path / "a")
     again, _ = measured(tmp_path / "b")

@@ -2,6 +2,7 @@
 conversation as it saw it, the expert's reply the target (not the agent's, not the fixed oracle's); the kind of each
 step that left a shortest path (a loop, a false finish, another detour) and a preference pair there; both files pass
 ``workbench data check``, which knows the pairs' format."""
+
 from __future__ import annotations
 
 import json
@@ -18,8 +19,11 @@ from workbench.phone.tasks import select_tasks
 from workbench.serve.remote import ModelReply
 
 SIZE = (112, 252)
-WRONG = {0: 'do(action="Launch", app="Gmail")', 1: 'do(action="Tap", element=[500,990])',
-         2: 'do(action="Tap", element=[500,990])'}  # another app; a tap on nothing, twice on the same screen
+WRONG = {
+    0: 'do(action="Launch", app="Gmail")',
+    1: 'do(action="Tap", element=[500,990])',
+    2: 'do(action="Tap", element=[500,990])',
+}  # another app; a tap on nothing, twice on the same screen
 
 
 class Careless:
@@ -65,16 +69,23 @@ def test_a_label_at_exactly_each_state_the_agent_was_asked_at_with_the_experts_r
         context = row["messages"][:-1]
         # the conversation the agent was sent there: its text, its own replies; the screenshot a file now
         assert [m["role"] for m in context] == [m["role"] for m in sent]
-        assert [m["content"] for m in context if m["role"] == "assistant"] == \
-            [m["content"] for m in sent if m["role"] == "assistant"]
+        assert [m["content"] for m in context if m["role"] == "assistant"] == [
+            m["content"] for m in sent if m["role"] == "assistant"
+        ]
         assert row["messages"][-1] == {"role": "assistant", "content": expert([sent])[0].content, "weight": 1}
         assert row["meta"]["label"] == "expert" and row["meta"]["agent_action"] == state.step.action
     # the labels are neither the agent's own replies nor the fixed oracle's step of that index
     targets = [r["messages"][-1]["content"] for r in rows]
     assert sum(t != s.agent_reply for t, s in zip(targets, states)) >= 6
     oracle = {t.id: t.oracle() for t in tasks}
-    assert sum(s.step.index <= len(oracle[s.episode.task]) and
-               oracle[s.episode.task][s.step.index - 1].action != s.expert.action for s in states) >= 4
+    assert (
+        sum(
+            s.step.index <= len(oracle[s.episode.task])
+            and oracle[s.episode.task][s.step.index - 1].action != s.expert.action
+            for s in states
+        )
+        >= 4
+    )
 
 
 def test_each_step_off_a_shortest_path_is_a_pair_of_its_kind(played, tmp_path):
@@ -83,7 +94,10 @@ def test_each_step_off_a_shortest_path_is_a_pair_of_its_kind(played, tmp_path):
     kinds = [[s.kind for s in states if s.episode is e] for e in episodes]
     # Gmail (other), a tap on nothing (other), the same tap on the same screen (loop), then the expert's way;
     # Wi-Fi's finish at step 6 is the expert's too; Alice's comes with the message unsent: a false finish
-    assert kinds == [["other", "other", "loop", None, None, None], ["other", "other", "loop", None, None, "false_finish"]]
+    assert kinds == [
+        ["other", "other", "loop", None, None, None],
+        ["other", "other", "loop", None, None, "false_finish"],
+    ]
     pairs = preference_rows(states)
     assert [p["meta"]["kind"] for p in pairs] == ["other", "other", "loop"] * 2 + ["false_finish"]
     for pair, state in zip(pairs, [s for s in states if s.kind]):
@@ -109,8 +123,12 @@ def test_labels_and_pairs_pass_the_data_check_which_knows_the_pairs_format(playe
     pair = json.loads(written.pairs.read_text().splitlines()[0])
     with pytest.raises(ValueError, match="preference pair"):
         row_to_messages(pair)
-    broken = [{**pair, "rejected": pair["chosen"]}, {k: v for k, v in pair.items() if k != "rejected"} | {"x": 1},
-              {**pair, "chosen": pair["chosen"] * 2}, {**pair, "prompt": pair["prompt"] + pair["chosen"]}]
+    broken = [
+        {**pair, "rejected": pair["chosen"]},
+        {k: v for k, v in pair.items() if k != "rejected"} | {"x": 1},
+        {**pair, "chosen": pair["chosen"] * 2},
+        {**pair, "prompt": pair["prompt"] + pair["chosen"]},
+    ]
     bad = tmp_path / "ui_tree" / "bad.jsonl"
     bad.write_text("".join(json.dumps(b) + "\n" for b in broken))
     problems = check_file(bad).problems

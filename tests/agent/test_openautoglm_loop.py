@@ -9,6 +9,7 @@ on the simulated phone, against the workbench's runner on the same tasks and the
 - replies the runtime cannot parse (a reply closed by ``</answer>``, as the workbench's targets were before) end both
   loops at once without success.
 """
+
 from __future__ import annotations
 
 import contextlib
@@ -34,8 +35,14 @@ def _as_sent(messages: list[dict]) -> str:
 
 def _runner_episode(task, server: PolicyServer, max_steps: int = 100, size=SIZE):
     client = ServerClient(server.base_url.removesuffix("/v1"))
-    episode, = run_episodes([task], ServedPolicy(client, server.policy.name, max_tokens=3000), sim_devices(size),
-                            max_steps=max_steps, concurrency=1, repeat_limit=0)
+    (episode,) = run_episodes(
+        [task],
+        ServedPolicy(client, server.policy.name, max_tokens=3000),
+        sim_devices(size),
+        max_steps=max_steps,
+        concurrency=1,
+        repeat_limit=0,
+    )
     return episode
 
 
@@ -63,8 +70,10 @@ def _both_loops_alike(task, server: PolicyServer, steps: int) -> None:
     # and the runtime's own context at the end: the last request, its screenshot dropped, then the last reply
     last = json.loads(sent_by_runner[-1])
     answered = {"role": "user", "content": [p for p in last[-1]["content"] if p["type"] == "text"]}
-    assert theirs.context == last[:-1] + [answered, {"role": "assistant", "content": history_reply(
-        server.policy([last])[0].content)}]
+    assert theirs.context == last[:-1] + [
+        answered,
+        {"role": "assistant", "content": history_reply(server.policy([last])[0].content)},
+    ]
 
 
 @pytest.mark.parametrize("split", list(dict.fromkeys(t.split for t in TASKS)))
@@ -83,8 +92,13 @@ def test_every_perturbed_task_ends_alike_in_both_loops_with_the_experts_replies(
     with PolicyServer(ExpertPolicy(PERTURBED_TASKS, expert)) as server:
         for task in PERTURBED_TASKS:
             _both_loops_alike(task, server, expert.shortest(task))
-    waits = [s for t in PERTURBED_TASKS if t.id.startswith("perturbed/slow/") for s in expert.path(t)
-             if s.action.type == "Wait"]
+    waits = [
+        s
+        for t in PERTURBED_TASKS
+        if t.id.startswith("perturbed/slow/")
+        for s in expert.path(t)
+        if s.action.type == "Wait"
+    ]
     assert len(waits) >= 5
 
 
@@ -97,8 +111,10 @@ def test_a_reply_the_runtime_cannot_parse_ends_both_loops_without_success():
         name = "closed-tags"
 
         def __call__(self, conversations):
-            return [ModelReply('<think>Wi-Fi is a setting.</think><answer>do(action="Launch", app="Settings")</answer>')
-                    for _ in conversations]
+            return [
+                ModelReply('<think>Wi-Fi is a setting.</think><answer>do(action="Launch", app="Settings")</answer>')
+                for _ in conversations
+            ]
 
     with PolicyServer(ClosedTags()) as server:
         theirs = run_in_runtime(task, server.base_url, "closed-tags", size=SIZE)
@@ -110,8 +126,12 @@ def test_a_reply_the_runtime_cannot_parse_ends_both_loops_without_success():
 
 def test_launch_names_outside_the_runtimes_table_open_nothing_in_either_loop():
     task = next(t for t in TASKS if t.id == "toggle_setting/wifi-off")
-    replies = iter(['<think>Open it.</think>\n<answer>do(action="Launch", app="settings")',
-                    '<think>Done.</think>\n<answer>finish(message="done")'])
+    replies = iter(
+        [
+            '<think>Open it.</think>\n<answer>do(action="Launch", app="settings")',
+            '<think>Done.</think>\n<answer>finish(message="done")',
+        ]
+    )
 
     class Scripted:
         name = "scripted"
@@ -122,8 +142,12 @@ def test_launch_names_outside_the_runtimes_table_open_nothing_in_either_loop():
     with PolicyServer(Scripted()) as server:
         theirs = run_in_runtime(task, server.base_url, "scripted", size=SIZE)
         assert theirs.final_app == "System Home" and theirs.end == "finish" and not theirs.success
-        replies = iter(['<think>Open it.</think>\n<answer>do(action="Launch", app="settings")',
-                        '<think>Done.</think>\n<answer>finish(message="done")'])
+        replies = iter(
+            [
+                '<think>Open it.</think>\n<answer>do(action="Launch", app="settings")',
+                '<think>Done.</think>\n<answer>finish(message="done")',
+            ]
+        )
         ours = _runner_episode(task, server, size=SIZE)
     assert ours.final_app == "System Home" and ours.end_reason == "finish" and not ours.success
     assert not ours.steps[0].valid and "App not found" in ours.steps[0].effect
@@ -143,10 +167,22 @@ def test_a_trained_screenshot_run_served_by_our_server_ends_alike_in_both_loops(
 
     from ..conftest import SAMPLES, tiny_run_overrides
 
-    cfg = load_config(None, tiny_run_overrides(tmp_path / "runs", **{
-        "model.source": "tiny-glm4v-agent", "lora.enabled": False, "data.max_length": 1024,
-        "data.train": str(SAMPLES / "phone_episodes" / "train.jsonl"), "schedule.max_steps": 200,
-        "schedule.micro_batch_size": 8, "schedule.learning_rate": 3e-3, "output.run_name": "screens"}))
+    cfg = load_config(
+        None,
+        tiny_run_overrides(
+            tmp_path / "runs",
+            **{
+                "model.source": "tiny-glm4v-agent",
+                "lora.enabled": False,
+                "data.max_length": 1024,
+                "data.train": str(SAMPLES / "phone_episodes" / "train.jsonl"),
+                "schedule.max_steps": 200,
+                "schedule.micro_batch_size": 8,
+                "schedule.learning_rate": 3e-3,
+                "output.run_name": "screens",
+            },
+        ),
+    )
     model = train(cfg).run_dir / "model"
     tasks = select_tasks("train")[:4] + select_tasks("heldout")[:2] + select_tasks("combos")[:2]
     with start_server(str(model), model_id="agent", reasoning="inline", max_context=2048) as srv:
@@ -156,19 +192,40 @@ def test_a_trained_screenshot_run_served_by_our_server_ends_alike_in_both_loops(
 
 
 RUNTIME_TEXTS = [
-    'do(action="Tap", element=[382,312])', 'do(action="Tap", element=[617,312], message="pay")',
-    'do(action="Tap", element=[1382,312])', 'do(action="Tap", element=[852,312,7])', 'do(action="Tap")',
-    'do(action="Double Tap", element=[147,312])', 'do(action="Long Press", element=[500,500])',
-    'do(action="Swipe", start=[800,600], end=[200,600])', 'do(action="Swipe", start=[800,600])',
-    'do(action="Type", text="say "hi" \\\\ ok")', 'do(action="Type_Name", text="Li Na")', 'do(action = "Type", text="x")',
-    'do(action="Launch", app="Settings")', 'do(action="Launch", app="settings")', 'do(action="Launch")',
-    'do(action="Back")', 'do(action="Home", extra=1)', 'do(action="Wait", duration="0 seconds")',
-    'do(action="Note", message="True")', 'do(action="Interact")', 'do(action="Take_over", message="log in")',
-    'do(action="Fly")', 'done(action="Back")', 'do(action="Tap", element=[1,2]) and more', 'do(action=name)',
-    'finish(message="done")', "finish(message='done')", 'finish(done)', "tap the wifi", "",
+    'do(action="Tap", element=[382,312])',
+    'do(action="Tap", element=[617,312], message="pay")',
+    'do(action="Tap", element=[1382,312])',
+    'do(action="Tap", element=[852,312,7])',
+    'do(action="Tap")',
+    'do(action="Double Tap", element=[147,312])',
+    'do(action="Long Press", element=[500,500])',
+    'do(action="Swipe", start=[800,600], end=[200,600])',
+    'do(action="Swipe", start=[800,600])',
+    'do(action="Type", text="say "hi" \\\\ ok")',
+    'do(action="Type_Name", text="Li Na")',
+    'do(action = "Type", text="x")',
+    'do(action="Launch", app="Settings")',
+    'do(action="Launch", app="settings")',
+    'do(action="Launch")',
+    'do(action="Back")',
+    'do(action="Home", extra=1)',
+    'do(action="Wait", duration="0 seconds")',
+    'do(action="Note", message="True")',
+    'do(action="Interact")',
+    'do(action="Take_over", message="log in")',
+    'do(action="Fly")',
+    'done(action="Back")',
+    'do(action="Tap", element=[1,2]) and more',
+    "do(action=name)",
+    'finish(message="done")',
+    "finish(message='done')",
+    "finish(done)",
+    "tap the wifi",
+    "",
     # on the edges of the home screen's Contacts icon (grid box 285..480 x 260..365): the runtime's pixels
     # (int(v / 1000 * 1080) = 307 for x 285) lie inside it, so the tap opens Contacts; one grid unit off misses it
-    'do(action="Tap", element=[285,300])', 'do(action="Double Tap", element=[285,300])',
+    'do(action="Tap", element=[285,300])',
+    'do(action="Double Tap", element=[285,300])',
 ]
 
 
@@ -184,8 +241,14 @@ def test_our_reading_of_an_action_is_what_the_runtimes_parser_and_handler_do(tex
     from workbench.phone.sim import SimPhone
 
     def seen(phone) -> tuple:  # what a step leaves on the phone
-        return phone.app, phone.home_page, [(p.kind, p.arg) for p in phone.stack], phone.focus, dict(phone.drafts), \
-            phone.state
+        return (
+            phone.app,
+            phone.home_page,
+            [(p.kind, p.arg) for p in phone.stack],
+            phone.focus,
+            dict(phone.drafts),
+            phone.state,
+        )
 
     try:
         ours = runtime_action(text)
@@ -199,7 +262,8 @@ def test_our_reading_of_an_action_is_what_the_runtimes_parser_and_handler_do(tex
             theirs = "raises"
         else:
             result = ActionHandler(confirmation_callback=lambda m: True, takeover_callback=lambda m: None).execute(
-                parsed, 1080, 2400)
+                parsed, 1080, 2400
+            )
             theirs = ("finish", parsed["message"]) if result.should_finish else "goes on"
     if theirs == "raises" or ours == "raises":
         assert ours == theirs

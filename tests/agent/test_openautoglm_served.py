@@ -3,6 +3,7 @@
 ``--reasoning inline`` (Open-AutoGLM's setup) the runtime keeps the reply in its history exactly as the training rows
 hold earlier replies, while the default split leaves it an empty thinking. A run that learned the legacy form (closed
 by ``</answer>``) fails the runtime's parser."""
+
 from __future__ import annotations
 
 import contextlib
@@ -46,14 +47,34 @@ def run_model(tmp_path_factory):
     from ..conftest import tiny_run_overrides
 
     tmp = tmp_path_factory.mktemp("runtime-served")
-    rows = write_jsonl(tmp / "rows.jsonl", [
-        json.dumps({"messages": PROMPT + [{"role": "assistant", "content": assistant_target(THINKING, ACTION)}]}),
-        json.dumps({"messages": LEGACY_PROMPT + [{"role": "assistant", "content":
-                                                  f"<think>{THINKING}</think><answer>{LEGACY_ACTION}</answer>"}]})])
-    cfg = load_config(None, tiny_run_overrides(tmp / "runs", **{
-        "data.train": str(rows), "data.max_length": 256, "lora.enabled": False, "schedule.max_steps": 150,
-        "schedule.micro_batch_size": 2, "schedule.learning_rate": 1e-2, "schedule.min_lr_ratio": 0.05,
-        "output.run_name": "memorised"}))
+    rows = write_jsonl(
+        tmp / "rows.jsonl",
+        [
+            json.dumps({"messages": PROMPT + [{"role": "assistant", "content": assistant_target(THINKING, ACTION)}]}),
+            json.dumps(
+                {
+                    "messages": LEGACY_PROMPT
+                    + [{"role": "assistant", "content": f"<think>{THINKING}</think><answer>{LEGACY_ACTION}</answer>"}]
+                }
+            ),
+        ],
+    )
+    cfg = load_config(
+        None,
+        tiny_run_overrides(
+            tmp / "runs",
+            **{
+                "data.train": str(rows),
+                "data.max_length": 256,
+                "lora.enabled": False,
+                "schedule.max_steps": 150,
+                "schedule.micro_batch_size": 2,
+                "schedule.learning_rate": 1e-2,
+                "schedule.min_lr_ratio": 0.05,
+                "output.run_name": "memorised",
+            },
+        ),
+    )
     return train(cfg).run_dir / "model"
 
 

@@ -1,4 +1,5 @@
 """Episodes into training rows: one row per step, the step's own reply the only training target."""
+
 import json
 
 import torch

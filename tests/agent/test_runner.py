@@ -1,5 +1,6 @@
 """The episode loop with policies whose replies are known: the turns it builds, the ways an episode ends, concurrent
 episodes, the metrics and the episodes on disk."""
+
 from __future__ import annotations
 
 import base64
@@ -45,6 +46,7 @@ def _watched_oracle(tasks, seen: list):
     def watching(conversations):
         seen.extend(json.loads(json.dumps(c)) for c in conversations)
         return oracle(conversations)
+
     watching.name = "oracle"
     return watching
 
@@ -58,14 +60,28 @@ def test_oracle_episodes_succeed_in_task_order_and_every_turn_is_in_the_runtime_
     assert [e.task for e in episodes] == [t.id for t in tasks]
     assert all(e.success and e.end_reason == "finish" for e in episodes)
     for messages in seen:  # what the model is sent: the runtime format with the latest screenshot only
-        images = [p["image_url"]["url"] for m in messages if isinstance(m["content"], list)
-                  for p in m["content"] if p["type"] == "image_url"]
+        images = [
+            p["image_url"]["url"]
+            for m in messages
+            if isinstance(m["content"], list)
+            for p in m["content"]
+            if p["type"] == "image_url"
+        ]
         assert len(images) == 1 and images[0] == messages[-1]["content"][0]["image_url"]["url"]
         png = base64.b64decode(images[0].removeprefix("data:image/png;base64,"))
         assert Image.open(io.BytesIO(png)).size == (112, 252)
-        assert runtime_problems(messages + [{"role": "assistant", "content": "<think>x</think>\n<answer>do(action=\"Back\")"}]) == []
+        assert (
+            runtime_problems(
+                messages + [{"role": "assistant", "content": '<think>x</think>\n<answer>do(action="Back")'}]
+            )
+            == []
+        )
     long = next(e for e in episodes if e.template == "send_message")
-    assert [s.action.split(",")[0] for s in long.steps][:3] == ['do(action="Launch"', 'do(action="Tap"', 'do(action="Tap"']
+    assert [s.action.split(",")[0] for s in long.steps][:3] == [
+        'do(action="Launch"',
+        'do(action="Tap"',
+        'do(action="Tap"',
+    ]
     assert long.steps[0].current_app == "System Home" and long.steps[1].current_app == "Contacts"
     assert long.steps[1].element in {"Alice Chen", "Dana Lee", "Emma Wood", "Ivan Petrov", "Li Na"}
     assert long.steps[1].target_box is not None
@@ -84,7 +100,9 @@ def test_the_oracle_quotes_the_line_of_the_element_it_taps_when_it_reads_the_scr
                 point = parse_action(split.answer).point()
                 if observation == "ui_tree" and point is not None:
                     line = split.reasoning.split("\n")[-1]
-                    assert line in step.ui_tree.split("\n") and line == element_line_at(step.ui_tree, point), step.content
+                    assert line in step.ui_tree.split("\n") and line == element_line_at(step.ui_tree, point), (
+                        step.content
+                    )
                     assert line.endswith(f" tap [{point[0]},{point[1]}]") or f" tap [{point[0]},{point[1]}] " in line
                     quoted += 1
                 else:
@@ -96,13 +114,18 @@ def test_a_reply_that_does_not_parse_ends_the_episode_as_a_parse_failure():
     policy = Scripted('<think>Open it</think>\n<answer>do(action="Launch", app="Settings")', "I think I am done")
     [ep] = run_episodes([TASKS[0]], policy, SMALL)
     assert ep.end_reason == "parse_failure" and ep.success is False
-    assert ep.checks == {"app_open": True, "nothing_else_changed": True}  # the goal held, but a parse failure is no success
+    assert ep.checks == {
+        "app_open": True,
+        "nothing_else_changed": True,
+    }  # the goal held, but a parse failure is no success
     assert ep.steps[-1].action == 'finish(message="I think I am done")'
     assert "neither do(...) nor finish(...)" in ep.steps[-1].parse_error
     assert ep.message == "I think I am done"
     # the reply is stored back in the conversation as the runtime stores it
-    assert policy.batches[1][0][2]["content"] == \
-        '<think><think>Open it</think>\n<answer></think><answer>do(action="Launch", app="Settings")</answer>'
+    assert (
+        policy.batches[1][0][2]["content"]
+        == '<think><think>Open it</think>\n<answer></think><answer>do(action="Launch", app="Settings")</answer>'
+    )
 
 
 def test_step_limit_invalid_actions_and_server_failures():
@@ -110,8 +133,9 @@ def test_step_limit_invalid_actions_and_server_failures():
     assert ep.end_reason == "step_limit" and len(ep.steps) == 3 and not ep.success
     assert [s.valid for s in ep.steps] == [False, False, False] and "hit no element" in ep.steps[0].effect
     overflow = ModelReply(error="HTTP 400: maximum context length", context_overflow=True, prompt_tokens=30000)
-    [ep] = run_episodes([TASKS[0]], Scripted(ModelReply('do(action="Wait", duration="1 seconds")', prompt_tokens=900),
-                                             overflow), SMALL)
+    [ep] = run_episodes(
+        [TASKS[0]], Scripted(ModelReply('do(action="Wait", duration="1 seconds")', prompt_tokens=900), overflow), SMALL
+    )
     assert ep.end_reason == "context_overflow" and ep.success is False and ep.prompt_tokens_last == 30000
     assert ep.steps[-1].action is None and ep.steps[-1].error.startswith("HTTP 400")
     [ep] = run_episodes([TASKS[0]], Scripted(ModelReply(error="ConnectError: refused")), SMALL)
@@ -161,11 +185,14 @@ def test_metrics_count_what_happened():
     assert m["by_split"] == {"train": {"n": 2, "success_rate": 0.5}}
     combos = select_tasks("combos")[:1]
     assert summarize_episodes(run_episodes(combos, OraclePolicy(combos), SMALL) + good)["by_split"] == {
-        "combos": {"n": 1, "success_rate": 1.0}, "train": {"n": 1, "success_rate": 1.0}}
+        "combos": {"n": 1, "success_rate": 1.0},
+        "train": {"n": 1, "success_rate": 1.0},
+    }
     assert m["prompt_tokens_last"] is None
     # a tap off the screen parses in the runtime and is executed to no effect: an invalid action, of type Tap
-    off = summarize_episodes(run_episodes(tasks[:1], Scripted('do(action="Tap", element=[1200,5])', 'finish(message="x")'),
-                                 SMALL))
+    off = summarize_episodes(
+        run_episodes(tasks[:1], Scripted('do(action="Tap", element=[1200,5])', 'finish(message="x")'), SMALL)
+    )
     assert off["action_types"] == {"Tap": 1} and off["invalid_action_rate"] == 1.0
 
 
@@ -241,14 +268,17 @@ def test_ui_tree_episodes_show_the_tree_not_the_screenshot_and_keep_both_in_the_
     seen = []
     watching = _watched_oracle(tasks, seen)
 
-    episode, = run_episodes(tasks, watching, SMALL, observation="ui_tree")
+    (episode,) = run_episodes(tasks, watching, SMALL, observation="ui_tree")
     assert episode.success and episode.observation == "ui_tree"
     assert len(seen) == len(episode.steps)
     for step, messages in zip(episode.steps, seen):
         assert "image_url" not in json.dumps(messages)
         # the latest turn shows the tree of the screen the phone drew at this step; answered turns keep none
-        assert step.ui_tree and step.ui_tree.count("\n") >= 2 and step.ui_tree in json.loads(json.dumps(
-            messages[-1]["content"]))
+        assert (
+            step.ui_tree
+            and step.ui_tree.count("\n") >= 2
+            and step.ui_tree in json.loads(json.dumps(messages[-1]["content"]))
+        )
         earlier = [m["content"] for m in messages[1:-1] if m["role"] == "user"]
         assert len(earlier) == step.index - 1 and not any(s.ui_tree in text for s in episode.steps for text in earlier)
     contact = tasks[0].params["contact"]
@@ -276,8 +306,10 @@ def test_quoted_line_rate_counts_taps_whose_reasoning_copies_a_line_of_the_tree_
     taps = [s for s in oracle[0].steps if quoted_line(s) is not None]
     assert len(taps) >= 3 and summarize_episodes(oracle)["quoted_line_rate"] == 1.0
     launch = '<think>I open Contacts.</think>\n<answer>do(action="Launch", app="Contacts")'
-    made_up = (f'<think>I open the card.\n{task.params["contact"]} [20,150][980,240] tap [500,195]</think>'
-               '<answer>do(action="Tap", element=[500,195])')
+    made_up = (
+        f"<think>I open the card.\n{task.params['contact']} [20,150][980,240] tap [500,195]</think>"
+        '<answer>do(action="Tap", element=[500,195])'
+    )
     unquoted = '<think>I open the card.</think>\n<answer>do(action="Tap", element=[500,195])'
     invented = run_episodes([task], Scripted(launch, made_up, 'finish(message="done")'), SMALL, observation="ui_tree")
     bare = run_episodes([task], Scripted(launch, unquoted, 'finish(message="done")'), SMALL, observation="ui_tree")
@@ -292,8 +324,10 @@ def test_paired_counts_tasks_each_model_alone_finished_and_the_sign_test():
     from workbench.agent.episode import Episode
 
     def episodes(won: str) -> list[Episode]:  # one episode a task, "1" where it succeeded
-        return [Episode(f"t{i}", "open_app", "heldout", [], "", "m", "2026-12-01", success=c == "1")
-                for i, c in enumerate(won)]
+        return [
+            Episode(f"t{i}", "open_app", "heldout", [], "", "m", "2026-12-01", success=c == "1")
+            for i, c in enumerate(won)
+        ]
 
     m = paired(episodes("1100110000"), episodes("1011111110"))
     assert (m["tasks"], m["both"], m["only_a"], m["only_b"], m["neither"]) == (10, 3, 1, 5, 1)

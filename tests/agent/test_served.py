@@ -1,6 +1,7 @@
 """Episodes against servers: the exact requests the runner sends (a stand-in server answering the oracle's replies),
 and ``evaluate_agent`` against ``workbench serve --model tiny-glm4v`` with an adapter run, whose metrics land in the
 run's eval_results.json for the runs panel."""
+
 from __future__ import annotations
 
 import json
@@ -38,8 +39,13 @@ def test_requests_are_the_runtime_conversation_and_usage_is_recorded():
 
     def answer(body):
         [reply] = oracle([body["messages"]])
-        return httpx.Response(200, json={"choices": [{"message": {"content": reply.content}, "finish_reason": "stop"}],
-                                         "usage": {"prompt_tokens": 100 * len(body["messages"])}})
+        return httpx.Response(
+            200,
+            json={
+                "choices": [{"message": {"content": reply.content}, "finish_reason": "stop"}],
+                "usage": {"prompt_tokens": 100 * len(body["messages"])},
+            },
+        )
 
     client, bodies = standin_client(answer)
     policy = ServedPolicy(client, "m", max_tokens=64)
@@ -50,17 +56,23 @@ def test_requests_are_the_runtime_conversation_and_usage_is_recorded():
     last = bodies[-1]["messages"]
     assert [m["role"] for m in last] == ["system", "user", "assistant", "user", "assistant", "user"]
     assert last[1]["content"] == [{"type": "text", "text": 'Turn off Wi-Fi\n\n{"current_app": "System Home"}'}]
-    assert last[3]["content"] == [{"type": "text", "text": '** Screen Info **\n\n{"current_app": "AndroidSystemSettings"}'}]
+    assert last[3]["content"] == [
+        {"type": "text", "text": '** Screen Info **\n\n{"current_app": "AndroidSystemSettings"}'}
+    ]
     assert last[5]["content"][0]["image_url"]["url"].startswith("data:image/png;base64,")
-    assert last[2]["content"].startswith("<think><think>Wi-Fi is a setting. I launch Settings.</think>\n<answer></think>"
-                                         "<answer>do(action=")
+    assert last[2]["content"].startswith(
+        "<think><think>Wi-Fi is a setting. I launch Settings.</think>\n<answer></think><answer>do(action="
+    )
 
 
 def test_a_context_overflow_ends_the_episode_with_the_prompt_size():
-    message = ("This model's maximum context length is 1024 tokens. However, you requested 1335 tokens (1303 in the "
-               "messages, 36 of them image tokens, 32 in the completion).")
-    client, _ = standin_client(lambda body: httpx.Response(
-        400, json={"error": {"message": message, "code": "context_length_exceeded"}}))
+    message = (
+        "This model's maximum context length is 1024 tokens. However, you requested 1335 tokens (1303 in the "
+        "messages, 36 of them image tokens, 32 in the completion)."
+    )
+    client, _ = standin_client(
+        lambda body: httpx.Response(400, json={"error": {"message": message, "code": "context_length_exceeded"}})
+    )
     [ep] = run_episodes(select_tasks("open_app/settings"), ServedPolicy(client, "m"), sim_devices((112, 252)))
     assert ep.end_reason == "context_overflow" and ep.prompt_tokens_last == 1303 and not ep.success
 
@@ -79,8 +91,7 @@ def tiny_vision_server(tmp_path_factory):
 def test_evaluate_agent_against_a_served_vision_model_stores_episodes_and_metrics(tiny_vision_server, tmp_path):
     srv, run = tiny_vision_server
     tasks = select_tasks("open_app")[:2]
-    report = evaluate_agent(tasks, server=srv.url, size=(112, 252), max_tokens=8, out=tmp_path / "out",
-                            progress=False)
+    report = evaluate_agent(tasks, server=srv.url, size=(112, 252), max_tokens=8, out=tmp_path / "out", progress=False)
     assert set(report.metrics) == {"tiny-glm4v", "phone-run"}
     for model, by_mode in report.metrics.items():
         m = by_mode["default"]

@@ -1,5 +1,6 @@
 """Episodes on disk: the replay key (what a greedy evaluation's episodes follow from) and finding episodes played
 with the same key in a runs folder."""
+
 import json
 from pathlib import Path
 
@@ -48,8 +49,9 @@ def test_the_key_changes_with_the_workbench_source_and_the_cpu_class(tmp_path, m
     monkeypatch.setattr("workbench.hardware.cpu_class", lambda: "AMD EPYC 9B14 (AVX-512 BF16)")
     avx512 = store.replay_numerics("cpu")
     monkeypatch.setattr("workbench.hardware.cpu_class", lambda: "AMD EPYC 7B13 (AVX2)")
-    assert replay_key(model, SETTINGS, ["t1"], store.replay_numerics("cpu")) != replay_key(model, SETTINGS, ["t1"],
-                                                                                            avx512)
+    assert replay_key(model, SETTINGS, ["t1"], store.replay_numerics("cpu")) != replay_key(
+        model, SETTINGS, ["t1"], avx512
+    )
     assert avx512["device"] == "cpu" and avx512["threads"] == torch.get_num_threads()
 
 

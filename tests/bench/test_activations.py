@@ -1,6 +1,7 @@
 """The activation bench prints one row per case, predicted beside measured (the figures docs/memory_planner.md
 quotes); the measurements themselves are held to their tolerances in tests/plan/test_activations.py and
 test_images.py."""
+
 from workbench.bench import activations as bench
 
 

@@ -1,5 +1,6 @@
 """bench.agent tokens: the prompt after ten steps at 1080x2400 (docs/agent.md's figures) and what one screenshot costs
 to draw and encode, printed."""
+
 import argparse
 from pathlib import Path
 
@@ -26,12 +27,17 @@ def _grounding_with(monkeypatch, answer) -> dict:
         rows = [json.loads(line) for line in f]
     key = lambda messages: json.dumps(messages[:-1]) + messages[-1]["content"].split('"}\n')[0]  # noqa: E731
     recorded = {key([{"role": m["role"], "content": m["content"]} for m in r["messages"][:-1]]): r for r in rows}
-    monkeypatch.setattr(models, "load_for_inference",
-                        lambda source, device="cpu": argparse.Namespace(model=None, tokenizer=None))
-    monkeypatch.setattr(generate, "greedy_replies", lambda model, tok, conversations, *a, **k:
-                        [answer(c, recorded[key(c)]) for c in conversations])
-    return bench.grounding(argparse.Namespace(model="stand-in", rows=bench.GROUNDING_ROWS, limit=12, seed=0,
-                                              max_tokens=64))
+    monkeypatch.setattr(
+        models, "load_for_inference", lambda source, device="cpu": argparse.Namespace(model=None, tokenizer=None)
+    )
+    monkeypatch.setattr(
+        generate,
+        "greedy_replies",
+        lambda model, tok, conversations, *a, **k: [answer(c, recorded[key(c)]) for c in conversations],
+    )
+    return bench.grounding(
+        argparse.Namespace(model="stand-in", rows=bench.GROUNDING_ROWS, limit=12, seed=0, max_tokens=64)
+    )
 
 
 def test_grounding_tells_a_model_that_reads_the_tree_from_one_that_remembers_points(monkeypatch):
@@ -43,7 +49,9 @@ def test_grounding_tells_a_model_that_reads_the_tree_from_one_that_remembers_poi
     def reads(conversation, row):  # the recorded element's name, looked up in the tree it is shown
         box = row["meta"]["target_box"]
         tree = row["messages"][-2]["content"]
-        name = next(line for line in tree.split("\n") if f"[{box[0]},{box[1]}][{box[2]},{box[3]}]" in line).split(" [")[0]
+        name = next(line for line in tree.split("\n") if f"[{box[0]},{box[1]}][{box[2]},{box[3]}]" in line).split(" [")[
+            0
+        ]
         line = next(line for line in conversation[-1]["content"].split("\n") if line.startswith(name + " ["))
         x, y = re.search(r"tap \[(\d+),(\d+)\]", line).groups()
         return f'<think>x</think>\n<answer>do(action="Tap", element=[{x},{y}])'
@@ -70,8 +78,17 @@ def test_paired_compares_two_folders_of_episodes_task_by_task(tmp_path):
     # how each ended and what each did: the base's replies never parse, so it acts not once
     assert m["end_reasons_b"] == {"parse_failure": 31} and m["action_types_b"] == {}
     assert sum(m["end_reasons_a"].values()) == 31 and m["end_reasons_a"]["finish"] >= 16
-    assert m["action_types_a"]["Tap"] > 0 and set(m["action_types_a"]) <= {"Launch", "Tap", "Type", "Swipe", "Back",
-                                                                           "Home", "Long Press", "Double Tap", "Wait"}
+    assert m["action_types_a"]["Tap"] > 0 and set(m["action_types_a"]) <= {
+        "Launch",
+        "Tap",
+        "Type",
+        "Swipe",
+        "Back",
+        "Home",
+        "Long Press",
+        "Double Tap",
+        "Wait",
+    }
     with pytest.raises(SystemExit, match="paired: the two sets of episodes are of different tasks"):
         bench.compare(argparse.Namespace(a=sft, b=str(stored / "phone_agent-combos--base")))
 

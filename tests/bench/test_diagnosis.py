@@ -1,5 +1,6 @@
 """``python -m workbench.bench.diagnosis`` runs through the real engine (``engine_session``: a ``SteppedRun``)
 and prints its figures: two steps per condition on tiny-glm4."""
+
 from __future__ import annotations
 
 import re
@@ -8,11 +9,14 @@ from workbench.bench.diagnosis import main
 
 
 def test_the_diagnosis_benchmark_runs_two_steps_per_condition_and_prints_its_figures(capsys):
-    assert main(["--model", "tiny-glm4", "--blocks", "1", "--steps", "2", "--warmup", "0", "--batch", "2",
-                 "--seq", "64"]) == 0
+    assert (
+        main(["--model", "tiny-glm4", "--blocks", "1", "--steps", "2", "--warmup", "0", "--batch", "2", "--seq", "64"])
+        == 0
+    )
     out = capsys.readouterr().out
-    medians = {m[0]: float(m[1]) for m in re.findall(r"^\s+(off|on|sampled)\s+median ([\d.]+) CPU-s/step .*n=2\)$",
-                                                     out, re.M)}
+    medians = {
+        m[0]: float(m[1]) for m in re.findall(r"^\s+(off|on|sampled)\s+median ([\d.]+) CPU-s/step .*n=2\)$", out, re.M)
+    }
     assert set(medians) == {"off", "on", "sampled"} and all(v > 0 for v in medians.values()), out
     # the sampled condition did sample: the engine's diagnosis observer logged one coverage report per sampled step
     assert "coverage reports in the run's log: 2 (one per sampled step: 2)" in out, out

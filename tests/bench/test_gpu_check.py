@@ -1,4 +1,5 @@
 """The GPU check's CPU-side logic: its cases, its skip without a GPU, its JSON report (it has never run on a GPU)."""
+
 from __future__ import annotations
 
 import json
@@ -22,8 +23,10 @@ def test_without_cuda_it_says_so_in_one_line_and_writes_nothing(tmp_path, monkey
 
 def test_the_gpu_marked_tests_run_through_pytest_and_are_reported(tmp_path):
     tests = tmp_path / "test_marked.py"
-    tests.write_text("import pytest\n\n@pytest.mark.gpu\ndef test_on_gpu():\n    assert True\n\n"
-                     "@pytest.mark.gpu\ndef test_broken_on_gpu():\n    assert False\n\ndef test_cpu():\n    assert True\n")
+    tests.write_text(
+        "import pytest\n\n@pytest.mark.gpu\ndef test_on_gpu():\n    assert True\n\n"
+        "@pytest.mark.gpu\ndef test_broken_on_gpu():\n    assert False\n\ndef test_cpu():\n    assert True\n"
+    )
     result = gpu_check.run_gpu_tests([tests], timeout_s=120)
     assert result["rc"] == 1 and "1 failed, 1 passed, 1 deselected" in result["summary"], result
     assert gpu_check.gpu_tests_failed(result) and "-m gpu" in result["command"]
@@ -39,7 +42,7 @@ def test_the_cases_cover_what_the_issue_asks_and_each_is_a_valid_run(tmp_path):
     assert heads == {"full", "labels", "chunked"}
     fp16 = cases["fp16-overflow"]
     assert fp16.expects_overflow and fp16.overrides["precision.mode"] == "fp16"
-    assert fp16.overrides["precision.init_scale"] >= 2.0 ** 30  # overflows on the first steps, on purpose
+    assert fp16.overrides["precision.init_scale"] >= 2.0**30  # overflows on the first steps, on purpose
     assert cases["fsdp2"].overrides["sharding.strategy"] == "fsdp"
     ds = cases["deepspeed-zero3-offload"].overrides
     assert ds["sharding.deepspeed_stage"] == 3 and ds["sharding.offload"] == "optimizer+params"
@@ -66,17 +69,34 @@ def test_the_model_has_the_real_widths_and_reduced_depth():
 def test_figures_from_a_runs_events_and_the_report(tmp_path):
     run = tmp_path / "run"
     run.mkdir()
-    events = [{"type": "memory", "time": 0.0, "rank": 0, "step": 1, "devices": [{"device": "cuda:0", "peak": 5 << 30}]},
-              {"type": "memory", "time": 0.0, "rank": 0, "step": 2, "devices": [{"device": "cuda:0", "peak": 7 << 30}]},
-              {"type": "step", "time": 0.0, "rank": 0, "step": 1, "loss": 3.0, "skipped": True},
-              {"type": "overflow_origin", "time": 0.0, "rank": 0, "step": 1, "phase": "backward",
-               "module": "model.language_model.layers.3.mlp.down_proj"}]
+    events = [
+        {"type": "memory", "time": 0.0, "rank": 0, "step": 1, "devices": [{"device": "cuda:0", "peak": 5 << 30}]},
+        {"type": "memory", "time": 0.0, "rank": 0, "step": 2, "devices": [{"device": "cuda:0", "peak": 7 << 30}]},
+        {"type": "step", "time": 0.0, "rank": 0, "step": 1, "loss": 3.0, "skipped": True},
+        {
+            "type": "overflow_origin",
+            "time": 0.0,
+            "rank": 0,
+            "step": 1,
+            "phase": "backward",
+            "module": "model.language_model.layers.3.mlp.down_proj",
+        },
+    ]
     (run / "events.jsonl").write_text("".join(json.dumps(e) + "\n" for e in events))
     got = gpu_check.measured(run)
     assert got["cuda_peak"] == 7 << 30 and got["losses"] == [3.0] and got["skipped_steps"] == 1
     assert got["overflow_origins"][0]["module"].endswith("down_proj") and got["failed"] is None
-    report = {"cases": [{"case": "fp16-overflow", **got, "predicted": {"gpu_total": 8 << 30},
-                         "measured_over_predicted": 7 / 8, "overflow_named": True}]}
+    report = {
+        "cases": [
+            {
+                "case": "fp16-overflow",
+                **got,
+                "predicted": {"gpu_total": 8 << 30},
+                "measured_over_predicted": 7 / 8,
+                "overflow_named": True,
+            }
+        ]
+    }
     gpu_check.write_report(tmp_path / "r.json", report)
     assert json.loads((tmp_path / "r.json").read_text()) == report
     text = gpu_check.summary(report)
@@ -108,7 +128,9 @@ def test_the_full_depth_model_is_autoglm_phone_9b_whole():
     with torch.device("meta"):
         params = sum(p.numel() for p in Glm4vForConditionalGeneration(cfg).parameters())
     lora = LoraSection(enabled=False)
-    assert params == planned_census("autoglm-phone-9b", lora, policy_for("bf16", lora)).count()  # what the planner plans
+    assert (
+        params == planned_census("autoglm-phone-9b", lora, policy_for("bf16", lora)).count()
+    )  # what the planner plans
     assert 10.2e9 < params < 10.4e9
 
 
@@ -123,11 +145,27 @@ def test_the_cap_is_a_fraction_of_the_gpu_and_a_smaller_gpu_is_refused():
 
 
 def test_the_report_says_whether_the_planned_fit_held():
-    report = {"cases": [
-        {"case": "9b-lora-bf16-24gib", "cuda_peak": None, "predicted": {"gpu_total": 28 << 30}, "planned_fit": False,
-         "out_of_memory": True, "error": "OutOfMemoryError: CUDA out of memory."},
-        {"case": "9b-qlora-nf4-24gib", "cuda_peak": 15 << 30, "predicted": {"gpu_total": 16 << 30},
-         "measured_over_predicted": 15 / 16, "planned_fit": True, "out_of_memory": False, "s_per_step": [9.5, 8.25]}]}
+    report = {
+        "cases": [
+            {
+                "case": "9b-lora-bf16-24gib",
+                "cuda_peak": None,
+                "predicted": {"gpu_total": 28 << 30},
+                "planned_fit": False,
+                "out_of_memory": True,
+                "error": "OutOfMemoryError: CUDA out of memory.",
+            },
+            {
+                "case": "9b-qlora-nf4-24gib",
+                "cuda_peak": 15 << 30,
+                "predicted": {"gpu_total": 16 << 30},
+                "measured_over_predicted": 15 / 16,
+                "planned_fit": True,
+                "out_of_memory": False,
+                "s_per_step": [9.5, 8.25],
+            },
+        ]
+    }
     lines = gpu_check.summary(report).splitlines()
     assert "planned not to fit 24 GiB, ran out of memory" in lines[2]
     assert "planned to fit 24 GiB, ran" in lines[3] and "8.2" in lines[3] and "15.00" in lines[3]
@@ -158,13 +196,21 @@ def test_the_inference_cases_ask_the_server_on_cuda_for_a_phone_screenshot(monke
 
     monkeypatch.setattr("workbench.serve.start_server", fake_server)
     got = gpu_check.run_inference_case(cases["serve-9b-random-bf16"], tmp_path / "model-9b", None)
-    assert started == [(str(tmp_path / "model-9b"), {"device": "cuda", "dtype": "bfloat16", "max_context": 8192,
-                                                       "log_level": "warning"})]
+    assert started == [
+        (
+            str(tmp_path / "model-9b"),
+            {"device": "cuda", "dtype": "bfloat16", "max_context": 8192, "log_level": "warning"},
+        )
+    ]
     assert got["error"] == "RuntimeError: no CUDA here" and "wall_s" in got
     evaluated = []
     monkeypatch.setattr("workbench.eval.runner.evaluate", lambda task, **kw: evaluated.append((task, kw)) or 1 / 0)
     got = gpu_check.run_inference_case(cases["eval-run-cuda"], None, tmp_path / "run")
-    assert evaluated[0][0] == "heldout_loss" and evaluated[0][1]["device"] == "cuda" and "ZeroDivisionError" in got["error"]
+    assert (
+        evaluated[0][0] == "heldout_loss"
+        and evaluated[0][1]["device"] == "cuda"
+        and "ZeroDivisionError" in got["error"]
+    )
     monkeypatch.setattr(gpu_check, "write_model", lambda directory, full_depth=False: directory)  # no 20 GB here
     skipped = gpu_check.inference_cases({}, tmp_path, 600, {}, str(tmp_path / "r.json"))
     assert any(r.get("skipped") == "no training case finished a run" for r in skipped)

@@ -1,4 +1,5 @@
 """python -m workbench.bench.long_run at tiny sizes: it writes the logs it says and prints every figure."""
+
 import json
 
 from workbench.bench.long_run import OVERFLOW_EVERY, main, measure, write_log
@@ -20,4 +21,7 @@ def test_each_size_is_measured_and_the_charts_stay_bounded(tmp_path, capsys):
     assert row["points"] <= CHART_POINTS + RECENT_STEPS + 1 < 3000
     assert main(["--sizes", "200", "1000", "--dir", str(tmp_path / "bench")]) == 0
     table = capsys.readouterr().out.splitlines()
-    assert table[0].startswith("| steps | log | row update") and [line.split("|")[1].strip() for line in table[2:]] == ["200", "1,000"]
+    assert table[0].startswith("| steps | log | row update") and [line.split("|")[1].strip() for line in table[2:]] == [
+        "200",
+        "1,000",
+    ]

@@ -1,4 +1,5 @@
 """The loss-head benchmark's contenders measure what they say, on a tiny model (the real figures: docs/precision.md)."""
+
 from __future__ import annotations
 
 import argparse
@@ -9,8 +10,16 @@ from workbench.bench import loss_head
 
 
 def _args(**kw):
-    base = dict(model="tiny-glm4", precision="fp32", steps=1, prompt_tokens=96, label_tokens=8, chunk_tokens=4,
-                threads=1, device="cpu")
+    base = dict(
+        model="tiny-glm4",
+        precision="fp32",
+        steps=1,
+        prompt_tokens=96,
+        label_tokens=8,
+        chunk_tokens=4,
+        threads=1,
+        device="cpu",
+    )
     return argparse.Namespace(**{**base, **kw})
 
 
@@ -36,8 +45,10 @@ def test_trl_trains_the_same_row_and_its_forward_is_measured(results):
 
 
 def test_report_prints_ratios_and_skips():
-    rows = [{"contender": n, "saved_bytes": b, "steps_per_s": s, "rss_peak": 3 << 20, "rss_rise": r, "rss_before": 1}
-            for n, b, s, r in (("full", 400, 1.0, 200), ("chunked", 100, 2.0, 50), ("trl", 200, 0.5, 100))]
+    rows = [
+        {"contender": n, "saved_bytes": b, "steps_per_s": s, "rss_peak": 3 << 20, "rss_rise": r, "rss_before": 1}
+        for n, b, s, r in (("full", 400, 1.0, 200), ("chunked", 100, 2.0, 50), ("trl", 200, 0.5, 100))
+    ]
     text = loss_head.format_results(rows, {"liger": "needs CUDA"})
     assert "chunked / full: saved tensors 0.250, RSS rise 0.250, steps/s 2.000" in text
     assert "chunked / trl: saved tensors 0.500, RSS rise 0.500, steps/s 4.000" in text

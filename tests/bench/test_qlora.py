@@ -1,4 +1,5 @@
 """python -m workbench.bench.qlora: the base's weights and the step time over nf4 and int8 bases against bf16."""
+
 from __future__ import annotations
 
 import pytest

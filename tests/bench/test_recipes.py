@@ -1,6 +1,7 @@
 """The recipes' bench: each runnable recipe trained, evaluated and held to its figures (the quick ones here, the
 minutes-long ones under -m slow and in .ci/run); a figure outside its tolerance is exit 1; a GPU recipe on this
 machine is skipped saying what it needs; the README's results table is the one the bench renders."""
+
 import json
 import re
 import time
@@ -19,7 +20,9 @@ RUNNABLE = [r for r in all_recipes() if r.figures and not r.requirements.gpus]
 
 
 # Goals not yet reached (docs say so): the bench fails them, and must go on failing until the method reaches them
-UNMET = {"grpo-phone-agent-smollm2": "issue 33: GRPO has not raised held-out success over its SFT start (docs/agent.md)"}
+UNMET = {
+    "grpo-phone-agent-smollm2": "issue 33: GRPO has not raised held-out success over its SFT start (docs/agent.md)"
+}
 
 
 def _quick(recipe) -> bool:
@@ -27,8 +30,9 @@ def _quick(recipe) -> bool:
 
 
 def _param(recipe):
-    marks = ([] if _quick(recipe) else [pytest.mark.slow]) + \
-        ([pytest.mark.xfail(reason=UNMET[recipe.name], strict=True)] if recipe.name in UNMET else [])
+    marks = ([] if _quick(recipe) else [pytest.mark.slow]) + (
+        [pytest.mark.xfail(reason=UNMET[recipe.name], strict=True)] if recipe.name in UNMET else []
+    )
     return pytest.param(recipe.name, id=recipe.name, marks=marks)
 
 
@@ -78,8 +82,11 @@ def test_a_figure_outside_its_tolerance_is_exit_1(monkeypatch, capsys):
     recipe = load_recipe("precision-lab")
 
     def measured(r, overrides, runs_dir, progress=True, **kw):
-        return bench.Outcome(r, rows=[bench.Measured("heldout_loss", "loss", 9.0, 5.787, Figure(value=5.509, tolerance=0.02),
-                                                     "OUTSIDE")], machine="cpu/fp32")
+        return bench.Outcome(
+            r,
+            rows=[bench.Measured("heldout_loss", "loss", 9.0, 5.787, Figure(value=5.509, tolerance=0.02), "OUTSIDE")],
+            machine="cpu/fp32",
+        )
 
     monkeypatch.setattr(bench, "run_recipe", measured)
     assert bench.main([recipe.name]) == 1
@@ -131,8 +138,11 @@ def test_every_expected_figure_names_a_metric_its_task_reports():
         for evaluation in recipe.evaluation:
             if evaluation.task == EPISODE_TASK:  # episodes' metrics: two of its tasks played by their oracle
                 tasks = select_tasks(evaluation.data)[:2]
-                reported = summarize_episodes(run_episodes(tasks, OraclePolicy(tasks), sim_devices((112, 252)),
-                                                  observation=evaluation.observation))
+                reported = summarize_episodes(
+                    run_episodes(
+                        tasks, OraclePolicy(tasks), sim_devices((112, 252)), observation=evaluation.observation
+                    )
+                )
                 assert set(evaluation.figures) <= set(reported), (recipe.name, set(evaluation.figures) - set(reported))
                 continue
             task = get_task(evaluation.task)
@@ -182,8 +192,12 @@ def test_a_recipe_that_starts_from_another_is_trained_from_that_recipes_model(mo
     (start_run / CONFIG_FILE).write_text(json.dumps(start_config))
     out = bench.run_recipe(recipe, {}, tmp_path, start_run=start_run)
     assert judged[-1] is False and out.rows[-1].verdict == "not judged (the start run is not its recipe's)"
-    assert any(n.startswith("not judged: the start run differs from recipe screenshots-to-actions-tiny-glm4v in "
-                            "schedule.max_steps") for n in out.notes), out.notes
+    assert any(
+        n.startswith(
+            "not judged: the start run differs from recipe screenshots-to-actions-tiny-glm4v in schedule.max_steps"
+        )
+        for n in out.notes
+    ), out.notes
     # a goal over the base is the same claim from any start: judged from that start too
     goal = recipe.evaluation[0].model_copy(update={"figures": {"m": Figure(above_base_by=0.1)}})
     out = bench.run_recipe(recipe.model_copy(update={"evaluation": [goal]}), {}, tmp_path, start_run=start_run)
@@ -207,11 +221,13 @@ def test_a_start_run_of_two_ddp_ranks_is_compared_with_its_recipe_on_a_machine_o
         start.run_config({})
     assert bench.config_differences(start, tmp_path, {}) == []
     assert bench.config_differences(start, tmp_path, {"schedule.max_steps": 80}) == [
-        "schedule.max_steps: run 400, recipe 80"]
+        "schedule.max_steps: run 400, recipe 80"
+    ]
 
 
-def test_an_episode_evaluation_plays_the_tasks_with_the_run_model_and_its_base_and_keeps_the_episodes(monkeypatch,
-                                                                                                      tmp_path, capsys):
+def test_an_episode_evaluation_plays_the_tasks_with_the_run_model_and_its_base_and_keeps_the_episodes(
+    monkeypatch, tmp_path, capsys
+):
     """Task phone_agent: whole episodes in process, the run's model against its base, each model's episodes stored
     in the run to read; the metrics are the agent's (success per split)."""
     from workbench import models
@@ -219,16 +235,20 @@ def test_an_episode_evaluation_plays_the_tasks_with_the_run_model_and_its_base_a
     from workbench.runs import layout
 
     played = []  # the run's own weights (here a stand-in): loaded from the run, not from a model path
-    monkeypatch.setattr(models, "load_run_for_inference",
-                        lambda run_dir, device: played.append("tuned") or models.load_for_inference("tiny-glm4"))
+    monkeypatch.setattr(
+        models,
+        "load_run_for_inference",
+        lambda run_dir, device: played.append("tuned") or models.load_for_inference("tiny-glm4"),
+    )
     monkeypatch.setattr(layout, "base_model", lambda run_dir: played.append("base") or "tiny-glm4")
     from workbench.agent.store import read_episodes
     from workbench.phone.tasks import select_tasks
 
     spec = f"open_app/reddit,{select_tasks('heldout')[0].id}"
     (tmp_path / "config.json").write_text(json.dumps({"model": {"source": "tiny-glm4"}}))  # a run's own config
-    evaluation = Evaluation(task="phone_agent", data=spec, observation="ui_tree", max_tokens=2, max_steps=2,
-                            date="2026-12-01")
+    evaluation = Evaluation(
+        task="phone_agent", data=spec, observation="ui_tree", max_tokens=2, max_steps=2, date="2026-12-01"
+    )
     tuned, base = bench.evaluate_run(evaluation, tmp_path, progress=False)
     assert sorted(played) == ["base", "tuned"] and tuned["n"] == base["n"] == 2
     assert tuned["success_rate"] == 0.0 and set(tuned["by_split"]) == {"heldout", "train"}  # a random model fails
@@ -238,12 +258,21 @@ def test_an_episode_evaluation_plays_the_tasks_with_the_run_model_and_its_base_a
     assert [e.observation for e in episodes] == ["ui_tree", "ui_tree"] and episodes[0].steps[0].ui_tree
     summary = json.loads((stored[1] / "summary.json").read_text())  # which weights played, how, and the metrics
     assert summary["model"] == str(tmp_path) and summary["metrics"]["n"] == 2
-    assert summary["settings"] == {"tasks": spec, "n": 2, "observation": "ui_tree", "lang": "en", "max_steps": 2, "max_tokens": 2,
-                                   "date": "2026-12-01"}
+    assert summary["settings"] == {
+        "tasks": spec,
+        "n": 2,
+        "observation": "ui_tree",
+        "lang": "en",
+        "max_steps": 2,
+        "max_tokens": 2,
+        "date": "2026-12-01",
+    }
     assert bench._rows_of(evaluation) == f"2 `{spec}` tasks, whole episodes (ui_tree)"
     # the two models task by task: the spread a difference in success is read against
-    assert ("of 2 tasks, 0 finished by the tuned model alone, 0 by the base alone (sign test p = 1), 0 by both"
-            in capsys.readouterr().out)
+    assert (
+        "of 2 tasks, 0 finished by the tuned model alone, 0 by the base alone (sign test p = 1), 0 by both"
+        in capsys.readouterr().out
+    )
 
 
 def test_a_base_played_with_the_same_key_beside_is_copied_not_played_again(monkeypatch, tmp_path, capsys):
@@ -260,12 +289,21 @@ def test_a_base_played_with_the_same_key_beside_is_copied_not_played_again(monke
     loaded.tokenizer.save_pretrained(start)
     base_loads = []
     real_load = models.load_for_inference
-    monkeypatch.setattr(models, "load_for_inference", lambda source, device: base_loads.append(source) or
-                        real_load(source, device=device))
+    monkeypatch.setattr(
+        models,
+        "load_for_inference",
+        lambda source, device: base_loads.append(source) or real_load(source, device=device),
+    )
     monkeypatch.setattr(models, "load_run_for_inference", lambda run_dir, device: real_load("tiny-glm4", device=device))
     monkeypatch.setattr(layout, "base_model", lambda run_dir: str(start))
-    evaluation = Evaluation(task="phone_agent", data="open_app/reddit,open_app/clock", observation="ui_tree",
-                            max_tokens=2, max_steps=2, date="2026-12-01")
+    evaluation = Evaluation(
+        task="phone_agent",
+        data="open_app/reddit,open_app/clock",
+        observation="ui_tree",
+        max_tokens=2,
+        max_steps=2,
+        date="2026-12-01",
+    )
     first, second, third = (tmp_path / "runs" / name for name in ("grpo-a", "grpo-b", "grpo-c"))
     for run in (first, second, third):  # each run's own config (its base is patched above)
         run.mkdir(parents=True)
@@ -278,8 +316,14 @@ def test_a_base_played_with_the_same_key_beside_is_copied_not_played_again(monke
     assert f"the episodes of {first / 'episodes' / folder.name}" in capsys.readouterr().out
     assert [e.task for e in read_episodes(folder)] == ["open_app/reddit", "open_app/clock"]
     assert json.loads((folder / "summary.json").read_text())[REPLAY_KEY]
-    other = Evaluation(task="phone_agent", data="open_app/reddit,open_app/clock", observation="ui_tree",
-                       max_tokens=3, max_steps=2, date="2026-12-01")
+    other = Evaluation(
+        task="phone_agent",
+        data="open_app/reddit,open_app/clock",
+        observation="ui_tree",
+        max_tokens=3,
+        max_steps=2,
+        date="2026-12-01",
+    )
     bench.evaluate_run(other, third, progress=False)
     assert base_loads == [str(start)] * 2  # another setting: played
 
@@ -304,12 +348,14 @@ def test_a_qlora_runs_base_episodes_are_played_on_its_nf4_base(qlora_run, tmp_pa
             return model(input_ids=ids).logits.float()
 
     played, greedy = [], generate.greedy_replies
-    monkeypatch.setattr(generate, "greedy_replies", lambda model, *a, **kw: played.append(logits(model)) or
-                        greedy(model, *a, **kw))
+    monkeypatch.setattr(
+        generate, "greedy_replies", lambda model, *a, **kw: played.append(logits(model)) or greedy(model, *a, **kw)
+    )
     run = tmp_path / "qlora"
     shutil.copytree(qlora_run, run)
-    evaluation = Evaluation(task="phone_agent", data="open_app/reddit", observation="ui_tree", max_tokens=2,
-                            max_steps=1, date="2026-12-01")
+    evaluation = Evaluation(
+        task="phone_agent", data="open_app/reddit", observation="ui_tree", max_tokens=2, max_steps=1, date="2026-12-01"
+    )
     bench.evaluate_run(evaluation, run, progress=False)
     reference, _ = qlora_reference(run)
     with reference.disable_adapter():
@@ -334,14 +380,16 @@ def test_a_qlora_runs_base_is_played_not_copied_from_a_16_bit_run_of_the_same_st
     loaded.tokenizer.save_pretrained(start)
     real_load = models.load_for_inference
     monkeypatch.setattr(models, "load_run_for_inference", lambda run_dir, device: real_load("tiny-glm4", device=device))
-    evaluation = Evaluation(task="phone_agent", data="open_app/reddit", observation="ui_tree", max_tokens=2,
-                            max_steps=1, date="2026-12-01")
+    evaluation = Evaluation(
+        task="phone_agent", data="open_app/reddit", observation="ui_tree", max_tokens=2, max_steps=1, date="2026-12-01"
+    )
     runs = {}
     for name, quantization in (("sft-16-bit", {}), ("sft-qlora", {"base": "nf4"})):
         runs[name] = tmp_path / "runs" / name
         runs[name].mkdir(parents=True)
-        (runs[name] / "config.json").write_text(json.dumps({"model": {"source": str(start)},
-                                                            "quantization": quantization}))
+        (runs[name] / "config.json").write_text(
+            json.dumps({"model": {"source": str(start)}, "quantization": quantization})
+        )
         bench.evaluate_run(evaluation, runs[name], progress=False)
     assert "not played again" not in capsys.readouterr().out
     [folder] = (runs["sft-qlora"] / "episodes").glob("*--base")
@@ -359,8 +407,10 @@ def test_a_start_named_in_the_same_command_is_trained_once_and_first(monkeypatch
 
     monkeypatch.setattr(bench, "run_recipe", measured)
     assert bench.main(["grpo-phone-tasks-tiny-glm4v", "screenshots-to-actions-tiny-glm4v"]) == 0
-    assert calls == [("screenshots-to-actions-tiny-glm4v", None),
-                     ("grpo-phone-tasks-tiny-glm4v", tmp_path / "screenshots-to-actions-tiny-glm4v")]
+    assert calls == [
+        ("screenshots-to-actions-tiny-glm4v", None),
+        ("grpo-phone-tasks-tiny-glm4v", tmp_path / "screenshots-to-actions-tiny-glm4v"),
+    ]
 
 
 def test_each_evaluation_of_a_recipe_is_judged_on_its_own_figures(monkeypatch, tmp_path):
@@ -392,8 +442,22 @@ def test_a_run_trained_earlier_is_judged_without_training_and_only_when_its_conf
     from workbench.cli.main import main as workbench
 
     recipe = load_recipe("precision-lab")
-    assert workbench(["train", "--recipe", recipe.name, "--output.runs_dir", str(tmp_path), "--output.run_name", "same",
-                      "--output.progress_bar", "false"]) == 0
+    assert (
+        workbench(
+            [
+                "train",
+                "--recipe",
+                recipe.name,
+                "--output.runs_dir",
+                str(tmp_path),
+                "--output.run_name",
+                "same",
+                "--output.progress_bar",
+                "false",
+            ]
+        )
+        == 0
+    )
     same = tmp_path / "same"
     assert bench.main([recipe.name, "--run", str(same)]) == 0
     out = capsys.readouterr().out
@@ -422,9 +486,18 @@ def test_a_recipe_of_two_ddp_ranks_is_trained_as_two_processes_as_workbench_trai
     from workbench.config.loading import apply_overrides
 
     config = apply_overrides({}, {k: v for k, v in tiny_run_overrides(tmp_path).items() if not k.startswith("output.")})
-    config = apply_overrides(config, {"sharding.strategy": "ddp", "sharding.nproc_per_node": 2, "device": "cpu",
-                                      "schedule.max_steps": 2, "schedule.micro_batch_size": 1, "data.max_length": 64,
-                                      "diagnosis.enabled": False})
+    config = apply_overrides(
+        config,
+        {
+            "sharding.strategy": "ddp",
+            "sharding.nproc_per_node": 2,
+            "device": "cpu",
+            "schedule.max_steps": 2,
+            "schedule.micro_batch_size": 1,
+            "data.max_length": 64,
+            "diagnosis.enabled": False,
+        },
+    )
     (tmp_path / "ddp.yaml").write_text(json.dumps({"purpose": "p", "config": config}))
     monkeypatch.setattr(recipes_module, "RECIPES_DIR", tmp_path)
     judged = []
@@ -438,8 +511,9 @@ def test_a_recipe_of_two_ddp_ranks_is_trained_as_two_processes_as_workbench_trai
     assert out.machine.endswith("2 processes of 1 torch thread") and out.cpu_s > out.train_s * 0.5  # their CPU counted
 
 
-def test_an_rl_recipes_baselines_train_from_its_start_for_its_wall_time_and_are_judged_beside_it(monkeypatch, tmp_path,
-                                                                                                 capsys):
+def test_an_rl_recipes_baselines_train_from_its_start_for_its_wall_time_and_are_judged_beside_it(
+    monkeypatch, tmp_path, capsys
+):
     """A recipe's baselines (issue 55): SFT continued and filtered behaviour cloning, each the start recipe's training
     from the start model for the RL run's own wall time (steps = that time / the start run's fastest step; the
     BC's playing of the RL tasks counted in it), the BC on the start's own successful episodes of the RL tasks as
@@ -461,12 +535,29 @@ def test_an_rl_recipes_baselines_train_from_its_start_for_its_wall_time_and_are_
     grpo_run.mkdir()
     with EventWriter(start_run / "events.jsonl") as w:  # its fastest step took 8 s (the rest slowed by other jobs)
         for n, seconds in enumerate([10.0, 8.0, 30.0], 1):
-            w.emit(Step(step=n, loss=1.0, lr=1e-4, grad_norm=1.0, loss_scale=None, skipped=False, tokens=10,
-                        tokens_per_s=1.0, step_time_s=seconds, eta_s=0.0))
+            w.emit(
+                Step(
+                    step=n,
+                    loss=1.0,
+                    lr=1e-4,
+                    grad_norm=1.0,
+                    loss_scale=None,
+                    skipped=False,
+                    tokens=10,
+                    tokens_per_s=1.0,
+                    step_time_s=seconds,
+                    eta_s=0.0,
+                )
+            )
     real_run_config, real_in_process = Recipe.run_config, judge_module.in_process
     two_tasks = {"rl.tasks": "open_app/settings,open_app/clock", "rl.episode_max_steps": 4}
-    monkeypatch.setattr(Recipe, "run_config", lambda self, overrides=(), checks=True: real_run_config(
-        self, {**dict(overrides), **(two_tasks if self.name == recipe.name else {})}, checks=checks))
+    monkeypatch.setattr(
+        Recipe,
+        "run_config",
+        lambda self, overrides=(), checks=True: real_run_config(
+            self, {**dict(overrides), **(two_tasks if self.name == recipe.name else {})}, checks=checks
+        ),
+    )
     monkeypatch.setattr(judge_module, "in_process", lambda name, load, max_tokens: lambda: _oracle_named(name))
     clock, play = [0.0], bl.own_successes  # the start's playing of the RL tasks takes 40 s of the baselines' clock
     monkeypatch.setattr(bl, "time", SimpleNamespace(monotonic=lambda: clock[0], strftime=time.strftime))
@@ -483,14 +574,18 @@ def test_an_rl_recipes_baselines_train_from_its_start_for_its_wall_time_and_are_
     assert continued.schedule.max_steps == 25 and continued.model.source == str(tmp_path / "start-model")
     assert continued.data.train == start.run_config({}).data.train  # the start's own rows, continued
     rows = [json.loads(line) for line in open(cloned.data.train)]
-    assert cloned.data.train.startswith(str(grpo_run)) and rows and all(r["meta"]["observation"] == "ui_tree"
-                                                                          for r in rows)
+    assert (
+        cloned.data.train.startswith(str(grpo_run))
+        and rows
+        and all(r["meta"]["observation"] == "ui_tree" for r in rows)
+    )
     assert "rows of the 2 of 2 RL tasks the start finished" in out[1].note
     assert cloned.schedule.max_steps == 20  # what the 40 s of playing left of the 200 s, at 8 s a step (not 25)
     # a budget the playing uses up: the BC is not trained (one step with no warmup only perturbs the start)
     short = bl.train_baselines(recipe, start, start_run, tmp_path / "start-model", 0.0, grpo_run, train, False)
     assert short[0].steps == 1 and short[1].run_dir is None and "no time left to train" in short[1].note
     assert len(trained) == 3  # SFT continued trained again, the BC not
+
     # a start that finishes one of the two tasks (on open_app/clock it opens Settings and stops): only the finished
     # episode becomes rows; the failed one, actions and all, is not cloned
     def settings_for_clock(name):
@@ -505,19 +600,36 @@ def test_an_rl_recipes_baselines_train_from_its_start_for_its_wall_time_and_are_
     rows = [json.loads(line) for line in open(trained[-1].data.train)]
     assert rows and {r["meta"]["task"] for r in rows} == {"open_app/settings"}
     # judged on the same episodes: the start (the oracle again: it wins all), both baselines, the RL run
-    monkeypatch.setattr(models, "load_run_for_inference", lambda run_dir, device: models.load_for_inference("tiny-glm4"))
+    monkeypatch.setattr(
+        models, "load_run_for_inference", lambda run_dir, device: models.load_for_inference("tiny-glm4")
+    )
     monkeypatch.setattr(layout, "base_model", lambda run_dir: "tiny-glm4")
-    monkeypatch.setattr(judge_module, "in_process", lambda name, load, max_tokens: (
-        (lambda: _oracle_named(name)) if name == "base" else real_in_process(name, load, max_tokens)))
-    evaluation = Evaluation(task="phone_agent", data="open_app/settings,open_app/clock", observation="ui_tree",
-                            max_tokens=2, max_steps=2, date="2026-12-01")
+    monkeypatch.setattr(
+        judge_module,
+        "in_process",
+        lambda name, load, max_tokens: (
+            (lambda: _oracle_named(name)) if name == "base" else real_in_process(name, load, max_tokens)
+        ),
+    )
+    evaluation = Evaluation(
+        task="phone_agent",
+        data="open_app/settings,open_app/clock",
+        observation="ui_tree",
+        max_tokens=2,
+        max_steps=2,
+        date="2026-12-01",
+    )
     (grpo_run / "config.json").write_text(json.dumps({"model": {"source": "tiny-glm4"}}))  # the run's own config
     comparisons = []
     tuned, best = bench.evaluate_episodes(evaluation, grpo_run, False, out, comparisons)
     assert tuned["success_rate"] == 0.0 and best["success_rate"] == 1.0  # the best of the start and the baselines
     [c] = comparisons
     assert [(r["role"], r["success"], r["only"], r["only_start"]) for r in c.rows] == [
-        ("base", 2, 0, 0), ("sft_continued", 0, 0, 2), ("filtered_bc", 0, 0, 2), ("tuned", 0, 0, 2)]
+        ("base", 2, 0, 0),
+        ("sft_continued", 0, 0, 2),
+        ("filtered_bc", 0, 0, 2),
+        ("tuned", 0, 0, 2),
+    ]
     lines = bl.comparison_lines(recipe.name, comparisons, out)
     assert lines[2].split()[:4] == ["SFT", "start", "2/2", "-"] and "0/2  0 / 2 (p 0.5)" in lines[3], lines
     assert "the best of the start and its baselines is SFT start (1.000)" in capsys.readouterr().out
@@ -546,21 +658,35 @@ def test_the_bench_trains_an_rl_recipes_baselines_after_it_and_judges_them_with_
     monkeypatch.setattr(bench, "config_differences", lambda *a: [])
     monkeypatch.setattr(bench, "_train", lambda cfg: calls.append(("train", cfg.output.run_name)) or tmp_path / "grpo")
     monkeypatch.setattr(bench, "_note_machine", lambda *a: None)
-    monkeypatch.setattr(bl, "train_baselines", lambda recipe, start, run, model, wall_s, run_dir, train, progress:
-                        calls.append(("baselines", start.name, run, model, run_dir)) or
-                        [bl.Baseline("sft_continued", tmp_path / "cont", 12.0, 3)])
+    monkeypatch.setattr(
+        bl,
+        "train_baselines",
+        lambda recipe, start, run, model, wall_s, run_dir, train, progress: (
+            calls.append(("baselines", start.name, run, model, run_dir))
+            or [bl.Baseline("sft_continued", tmp_path / "cont", 12.0, 3)]
+        ),
+    )
 
     def evaluated(recipe, run_dir, unjudged, progress, baselines, comparisons):
         calls.append(("evaluate", [b.role for b in baselines]))
-        comparisons.append(bl.Comparison("phone_agent heldout", [
-            {"role": "base", "success": 14, "n": 31, "only": 0, "only_start": 0, "p": 1.0},
-            {"role": "sft_continued", "success": 15, "n": 31, "only": 2, "only_start": 1, "p": 1.0},
-            {"role": "tuned", "success": 13, "n": 31, "only": 1, "only_start": 2, "p": 1.0}]))
+        comparisons.append(
+            bl.Comparison(
+                "phone_agent heldout",
+                [
+                    {"role": "base", "success": 14, "n": 31, "only": 0, "only_start": 0, "p": 1.0},
+                    {"role": "sft_continued", "success": 15, "n": 31, "only": 2, "only_start": 1, "p": 1.0},
+                    {"role": "tuned", "success": 13, "n": 31, "only": 1, "only_start": 2, "p": 1.0},
+                ],
+            )
+        )
         return []
 
     monkeypatch.setattr(bench, "evaluate_recipe", evaluated)
     out = bench.run_recipe(recipe, {}, tmp_path, progress=False, start_run=start_run)
-    assert calls == [("train", calls[0][1]), ("baselines", "phone-agent-smollm2", start_run, start_run / "model",
-                                              tmp_path / "grpo"), ("evaluate", ["sft_continued"])]
+    assert calls == [
+        ("train", calls[0][1]),
+        ("baselines", "phone-agent-smollm2", start_run, start_run / "model", tmp_path / "grpo"),
+        ("evaluate", ["sft_continued"]),
+    ]
     text = bench.format_outcomes([out])
     assert re.search(r"SFT continued +15/31  2 / 1 \(p 1\)", text) and "SFT continued: 3 steps in 12 s" in text, text

@@ -1,4 +1,5 @@
 """``workbench deepspeed import|export``: DeepSpeed JSON <-> run configuration from the command line."""
+
 import json
 
 import yaml
@@ -22,8 +23,12 @@ def test_import_of_a_missing_file_exits_2_naming_it(capsys):
 
 
 def test_export_resolves_precision_for_gpus(capsys):
-    assert main(["deepspeed", "export", "--set", "precision.mode=auto", "--set", "sharding.strategy=deepspeed",
-                 "--no-bf16"]) == 0
+    assert (
+        main(
+            ["deepspeed", "export", "--set", "precision.mode=auto", "--set", "sharding.strategy=deepspeed", "--no-bf16"]
+        )
+        == 0
+    )
     assert json.loads(capsys.readouterr().out)["fp16"]["enabled"] is True
 
 

@@ -1,6 +1,7 @@
 """`workbench train --dry-run`: the run's model at its real size on the meta device, taken through LoRA, the quantized
 base's plan, the module rules, the sharding units and one row forward and backward, without weights or a GPU; a
 wrong target module, a rule that matches nothing and a shape error each fail it, named."""
+
 from __future__ import annotations
 
 import json
@@ -15,17 +16,31 @@ ROWS = str(SAMPLES / "phone_episodes" / "train.jsonl")
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("recipe, says", [
-    ("autoglm-phone-9b-lora-2x4090", ["FSDP2 zero3 over 2 rank(s): fully_shard on 64 units", "23.5 GiB of 24.0 (fits",
-                                      "torchrun --nproc_per_node 2"]),
-    ("autoglm-phone-9b-qlora-1x24gb", ["240 linear layers in nf4", "16.6 GiB of 24.0 (fits", "sharding: none"])])
+@pytest.mark.parametrize(
+    "recipe, says",
+    [
+        (
+            "autoglm-phone-9b-lora-2x4090",
+            [
+                "FSDP2 zero3 over 2 rank(s): fully_shard on 64 units",
+                "23.5 GiB of 24.0 (fits",
+                "torchrun --nproc_per_node 2",
+            ],
+        ),
+        ("autoglm-phone-9b-qlora-1x24gb", ["240 linear layers in nf4", "16.6 GiB of 24.0 (fits", "sharding: none"]),
+    ],
+)
 def test_each_9b_recipe_prints_what_would_run(recipe, says, capsys):
     assert main(["train", "--recipe", recipe, "--dry-run"]) == 0
     out = capsys.readouterr().out
-    for text in says + ["built at its real size on the meta device", "total 10,340,372,992 parameters, 47,595,520 "
-                        "trained", "one row of 5,916 tokens (2,560 text, 1 screenshot(s) of 1080x2400 = 3,356 image "
-                        "tokens", "gradients reached 480 of 480 trained tensors", f"launch: workbench train --recipe "
-                        f"{recipe}", "dry run: ok"]:
+    for text in says + [
+        "built at its real size on the meta device",
+        "total 10,340,372,992 parameters, 47,595,520 trained",
+        "one row of 5,916 tokens (2,560 text, 1 screenshot(s) of 1080x2400 = 3,356 image tokens",
+        "gradients reached 480 of 480 trained tensors",
+        f"launch: workbench train --recipe {recipe}",
+        "dry run: ok",
+    ]:
         assert text in out, (text, out)
 
 
@@ -58,7 +73,17 @@ def test_a_shape_error_in_the_models_forward_fails_it(tmp_path, capsys):
     config = Glm4vConfig(text_config={"num_hidden_layers": 1}, vision_config={"depth": 1})
     (tmp_path / "glm").mkdir()
     (tmp_path / "glm" / "config.json").write_text(json.dumps(config.to_dict()))
-    code = main(["train", "--model.source", str(tmp_path / "glm"), "--data.train", ROWS, "--data.max_length", "4096",
-                 "--dry-run"])
+    code = main(
+        [
+            "train",
+            "--model.source",
+            str(tmp_path / "glm"),
+            "--data.train",
+            ROWS,
+            "--data.max_length",
+            "4096",
+            "--dry-run",
+        ]
+    )
     out = capsys.readouterr()
     assert code == 2 and "model.source: shape error in" in out.err and "split_sizes" in out.err, out.err

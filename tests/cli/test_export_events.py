@@ -1,4 +1,5 @@
 """`workbench export-events`: exporters by name, clear usage errors, --follow on a live log."""
+
 from __future__ import annotations
 
 import os
@@ -43,9 +44,25 @@ def test_follow_exports_events_appended_while_it_runs(tmp_path):
     run = write_run(tmp_path / "runs" / "live", [started(), step(1)])
     (run / "worker.pid").write_text(str(os.getpid()))  # a live "worker": the run goes on until its end event
     out = tmp_path / "tb"
-    follower = subprocess.Popen([sys.executable, "-m", "workbench", "export-events", str(run), "--to", "tensorboard",
-                                 "--out", str(out), "--follow"], cwd=tmp_path, stdout=subprocess.PIPE,
-                                stderr=subprocess.PIPE, text=True, env={**os.environ, "PYTHONPATH": str(REPO)})
+    follower = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "workbench",
+            "export-events",
+            str(run),
+            "--to",
+            "tensorboard",
+            "--out",
+            str(out),
+            "--follow",
+        ],
+        cwd=tmp_path,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env={**os.environ, "PYTHONPATH": str(REPO)},
+    )
     try:
         deadline = time.monotonic() + 120
         while loss_steps(out) != [1]:  # the follower has exported what was there before anything is appended

@@ -1,5 +1,6 @@
 """Bad inputs on the command line: each is one message naming the file, field or run, with exit code 2,
 and never a traceback."""
+
 import json
 
 import pytest
@@ -9,8 +10,20 @@ from workbench.cli.main import main
 
 
 def tiny_train(tmp_path, *extra: str) -> list[str]:
-    return ["train", "--model.source", "tiny-glm4", "--data.eval", "null", "--schedule.max_steps", "1",
-            "--output.runs_dir", str(tmp_path / "runs"), "--output.progress_bar", "false", *extra]
+    return [
+        "train",
+        "--model.source",
+        "tiny-glm4",
+        "--data.eval",
+        "null",
+        "--schedule.max_steps",
+        "1",
+        "--output.runs_dir",
+        str(tmp_path / "runs"),
+        "--output.progress_bar",
+        "false",
+        *extra,
+    ]
 
 
 def test_a_data_file_that_is_not_utf8_names_file_and_line(tmp_path):
@@ -56,12 +69,17 @@ MISSING = [
     (["train", "--deepspeed", "missing.json"], "--deepspeed: missing.json: file not found"),
     (["train", "--data.train", "missing.jsonl"], "data.train: file not found: 'missing.jsonl'"),
     (["train", "--data.train", "data"], "data.train: 'data' is a directory"),
-    (["train", "--schedule.max_steps", "-3"], "schedule.max_steps: Input should be greater than or equal to 1 (got -3)"),
+    (
+        ["train", "--schedule.max_steps", "-3"],
+        "schedule.max_steps: Input should be greater than or equal to 1 (got -3)",
+    ),
     (["train", "--lora.r", "many"], "lora.r: Input should be a valid integer"),
     (["train", "--output.run_name", "/tmp/elsewhere"], "output.run_name: '/tmp/elsewhere' is not a directory name"),
     (["train", "--output.runs_dir", "data/a.jsonl"], "output.runs_dir: cannot create data/a.jsonl/"),
-    (["train", "--checkpointing.resume_from", "runs/x/checkpoints/step-1"],
-     "checkpointing.resume_from: 'runs/x/checkpoints/step-1' is not a directory"),
+    (
+        ["train", "--checkpointing.resume_from", "runs/x/checkpoints/step-1"],
+        "checkpointing.resume_from: 'runs/x/checkpoints/step-1' is not a directory",
+    ),
     (["train", "--no-such-flag", "1"], "unrecognized arguments: --no-such-flag"),
     (["demo", "--steps", "0"], "schedule.max_steps: Input should be greater than or equal to 1 (got 0)"),
 ]
@@ -78,12 +96,15 @@ def test_missing_or_wrong_kind_of_input_is_named_with_exit_2(tmp_path, monkeypat
     assert "Traceback" not in err
 
 
-@pytest.mark.parametrize("content,problem", [
-    (b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR", "not UTF-8 text (byte 0x89 at column 1)"),
-    (b"precision:\n  mode: [fp16\n", "not valid YAML"),
-    (b"- a list\n", "must hold a mapping of sections, not list"),
-    (b"precision:\n  mode: fp8\nlora:\n  r: 0\n", "2 problem(s)"),
-])
+@pytest.mark.parametrize(
+    "content,problem",
+    [
+        (b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR", "not UTF-8 text (byte 0x89 at column 1)"),
+        (b"precision:\n  mode: [fp16\n", "not valid YAML"),
+        (b"- a list\n", "must hold a mapping of sections, not list"),
+        (b"precision:\n  mode: fp8\nlora:\n  r: 0\n", "2 problem(s)"),
+    ],
+)
 def test_bad_config_files_on_the_command_line(tmp_path, monkeypatch, capsys, content, problem):
     monkeypatch.chdir(tmp_path)
     (tmp_path / "run.yaml").write_bytes(content)
@@ -91,13 +112,16 @@ def test_bad_config_files_on_the_command_line(tmp_path, monkeypatch, capsys, con
     assert problem in capsys.readouterr().err
 
 
-@pytest.mark.parametrize("content,problem", [
-    (b"[1, 2]", "must hold a DeepSpeed configuration object, not list"),
-    (b"{\"fp16\": {\"enabled\": true,}}", "is not valid JSON"),
-    (b"\xff\xfe{}", "not UTF-8 text (byte 0xff at column 1)"),
-    (b'{"train_micro_batch_size_per_gpu": "four"}', "a value has the wrong type or shape for DeepSpeed"),
-    (b'{"zero_optimization": 3}', "a value has the wrong type or shape for DeepSpeed"),
-])
+@pytest.mark.parametrize(
+    "content,problem",
+    [
+        (b"[1, 2]", "must hold a DeepSpeed configuration object, not list"),
+        (b'{"fp16": {"enabled": true,}}', "is not valid JSON"),
+        (b"\xff\xfe{}", "not UTF-8 text (byte 0xff at column 1)"),
+        (b'{"train_micro_batch_size_per_gpu": "four"}', "a value has the wrong type or shape for DeepSpeed"),
+        (b'{"zero_optimization": 3}', "a value has the wrong type or shape for DeepSpeed"),
+    ],
+)
 def test_bad_deepspeed_files(tmp_path, monkeypatch, capsys, content, problem):
     monkeypatch.chdir(tmp_path)
     (tmp_path / "ds.json").write_bytes(content)

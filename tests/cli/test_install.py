@@ -1,6 +1,7 @@
 """A non-editable install (a wheel built from this checkout) run from another directory: the sample
 data and the defaults pointing at it must come from the installed package, and `workbench demo`,
 the README's main command, must run end to end (tiny model, 2 steps)."""
+
 from __future__ import annotations
 
 import json
@@ -33,19 +34,36 @@ def installed(tmp_path_factory):
             shutil.copytree(REPO / name, src / name, ignore=shutil.ignore_patterns("__pycache__"))
         else:
             shutil.copy2(REPO / name, src / name)
-    built = _run([sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "-q", "-w", str(tmp / "dist"),
-                  str(src)], cwd=tmp)
+    built = _run(
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "wheel",
+            "--no-deps",
+            "--no-build-isolation",
+            "-q",
+            "-w",
+            str(tmp / "dist"),
+            str(src),
+        ],
+        cwd=tmp,
+    )
     assert built.returncode == 0, built.stderr
     wheel = next((tmp / "dist").glob("workbench-*.whl"))
     venv = tmp / "venv"
     assert _run([sys.executable, "-m", "venv", "--without-pip", str(venv)], cwd=tmp).returncode == 0
     python = venv / "bin" / "python"
-    purelib = _run([str(python), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"], cwd=tmp).stdout.strip()
+    purelib = _run(
+        [str(python), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"], cwd=tmp
+    ).stdout.strip()
     # The test environment's packages (torch, transformers, ...) are visible, after the venv's own: the
     # installed wheel, not this checkout (nor an editable install of it), provides `workbench`.
     Path(purelib, "test-environment.pth").write_text("\n".join(site.getsitepackages()) + "\n")
-    installed = _run([sys.executable, "-m", "pip", "--python", str(python), "install", "--no-deps", "--no-index", "-q",
-                      str(wheel)], cwd=tmp)
+    installed = _run(
+        [sys.executable, "-m", "pip", "--python", str(python), "install", "--no-deps", "--no-index", "-q", str(wheel)],
+        cwd=tmp,
+    )
     assert installed.returncode == 0, installed.stderr
     env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "PYTHONWARNINGS")}
     elsewhere = tmp / "elsewhere"
@@ -57,9 +75,26 @@ def installed(tmp_path_factory):
 
 def test_defaults_find_the_packaged_samples_from_another_directory(installed):
     workbench, env, cwd = installed
-    res = _run([str(workbench), "train", "--model.source", "tiny-glm4", "--schedule.max_steps", "2",
-                "--schedule.micro_batch_size", "2", "--data.max_length", "64", "--output.progress_bar", "false",
-                "--output.run_name", "from-wheel"], cwd=cwd, env=env)
+    res = _run(
+        [
+            str(workbench),
+            "train",
+            "--model.source",
+            "tiny-glm4",
+            "--schedule.max_steps",
+            "2",
+            "--schedule.micro_batch_size",
+            "2",
+            "--data.max_length",
+            "64",
+            "--output.progress_bar",
+            "false",
+            "--output.run_name",
+            "from-wheel",
+        ],
+        cwd=cwd,
+        env=env,
+    )
     assert res.returncode == 0, res.stderr
     cfg = json.loads((cwd / "runs" / "from-wheel" / "config.json").read_text())
     site_packages = str(Path(workbench).parent.parent / "lib")
@@ -69,8 +104,9 @@ def test_defaults_find_the_packaged_samples_from_another_directory(installed):
 
 def test_demo_runs_on_the_tiny_model(installed):
     workbench, env, cwd = installed
-    res = _run([str(workbench), "demo", "--model", "tiny-glm4", "--steps", "2", "--runs-dir", "demo-runs"], cwd=cwd,
-               env=env)
+    res = _run(
+        [str(workbench), "demo", "--model", "tiny-glm4", "--steps", "2", "--runs-dir", "demo-runs"], cwd=cwd, env=env
+    )
     assert res.returncode == 0, res.stderr
     assert "Traceback" not in res.stderr and "FutureWarning" not in res.stderr, res.stderr
     out = res.stdout
@@ -89,8 +125,25 @@ def test_the_installed_metadata_declares_the_event_exporters(installed):
     workbench, env, cwd = installed
     run = cwd / "runs" / "from-wheel"  # trained by the test above; a run of its own when run alone
     if not run.is_dir():
-        assert _run([str(workbench), "train", "--model.source", "tiny-glm4", "--schedule.max_steps", "2",
-                     "--data.max_length", "64", "--output.run_name", "from-wheel"], cwd=cwd, env=env).returncode == 0
+        assert (
+            _run(
+                [
+                    str(workbench),
+                    "train",
+                    "--model.source",
+                    "tiny-glm4",
+                    "--schedule.max_steps",
+                    "2",
+                    "--data.max_length",
+                    "64",
+                    "--output.run_name",
+                    "from-wheel",
+                ],
+                cwd=cwd,
+                env=env,
+            ).returncode
+            == 0
+        )
     unknown = _run([str(workbench), "export-events", str(run), "--to", "nope"], cwd=cwd, env=env)
     assert unknown.returncode == 2 and "the installed exporters are csv, tensorboard;" in unknown.stderr, unknown.stderr
     exported = _run([str(workbench), "export-events", str(run), "--to", "tensorboard"], cwd=cwd, env=env)

@@ -1,4 +1,5 @@
 """The JupyterLab defaults of a workbench session, read back through jupyterlab_server's own settings reader."""
+
 from __future__ import annotations
 
 import json
@@ -35,8 +36,9 @@ def test_no_news_prompt_and_a_users_own_overrides_still_win(tmp_path):
 
 def test_the_set_up_installed_them_into_this_environment(tmp_path):
     path = lab_settings.overrides_file()
-    assert path.is_file(), (f"{path} is missing: scripts/setup.sh installs it ({sys.executable} -m "
-                            "workbench lab-settings does it alone)")
+    assert path.is_file(), (
+        f"{path} is missing: scripts/setup.sh installs it ({sys.executable} -m workbench lab-settings does it alone)"
+    )
     # what this environment's JupyterLab serves as the defaults (its app dir; a user without settings of their own)
     assert notification_defaults(path.parents[2], tmp_path / "user")["fetchNews"] == "false"
 

@@ -10,8 +10,25 @@ from workbench.cli.main import main
 
 
 def test_print_config_applies_typed_flags(capsys, tmp_path):
-    assert main(["train", "--print-config", "--precision.mode", "fp16", "--lora.target_modules", "[q_proj, v_proj]",
-                 "--output.run_name", "007", "--data.eval", "null", "--set", "schedule.max_steps=9"]) == 0
+    assert (
+        main(
+            [
+                "train",
+                "--print-config",
+                "--precision.mode",
+                "fp16",
+                "--lora.target_modules",
+                "[q_proj, v_proj]",
+                "--output.run_name",
+                "007",
+                "--data.eval",
+                "null",
+                "--set",
+                "schedule.max_steps=9",
+            ]
+        )
+        == 0
+    )
     cfg = json.loads(capsys.readouterr().out)
     assert cfg["precision"]["mode"] == "fp16" and cfg["lora"]["target_modules"] == ["q_proj", "v_proj"]
     assert cfg["output"]["run_name"] == "007"  # strings stay strings
@@ -28,15 +45,46 @@ def test_bad_values_exit_2_listing_every_field(capsys):
 def test_bad_data_row_exits_2_with_file_and_line(capsys, tmp_path):
     bad = tmp_path / "bad.jsonl"
     bad.write_text('{"messages": [{"role": "user", "content": "hi"}, {"role": "assistant", "content": "yo"}]}\n{oops\n')
-    rc = main(["train", "--model.source", "tiny-glm4", "--data.train", str(bad), "--data.eval", "null",
-               "--output.runs_dir", str(tmp_path / "runs"), "--output.progress_bar", "false"])
+    rc = main(
+        [
+            "train",
+            "--model.source",
+            "tiny-glm4",
+            "--data.train",
+            str(bad),
+            "--data.eval",
+            "null",
+            "--output.runs_dir",
+            str(tmp_path / "runs"),
+            "--output.progress_bar",
+            "false",
+        ]
+    )
     assert rc == 2 and f"{bad}:2: not valid JSON" in capsys.readouterr().err
 
 
 def test_train_then_list_runs_and_print_events(capsys, tmp_path):
     runs = str(tmp_path / "runs")
-    assert main(["train", "--model.source", "tiny-glm4", "--data.eval", "null", "--schedule.max_steps", "2",
-                 "--output.runs_dir", runs, "--output.run_name", "cli", "--output.progress_bar", "false"]) == 0
+    assert (
+        main(
+            [
+                "train",
+                "--model.source",
+                "tiny-glm4",
+                "--data.eval",
+                "null",
+                "--schedule.max_steps",
+                "2",
+                "--output.runs_dir",
+                runs,
+                "--output.run_name",
+                "cli",
+                "--output.progress_bar",
+                "false",
+            ]
+        )
+        == 0
+    )
     capsys.readouterr()
     assert main(["runs", "--runs-dir", runs]) == 0
     assert "finished" in capsys.readouterr().out
@@ -47,9 +95,28 @@ def test_train_then_list_runs_and_print_events(capsys, tmp_path):
 
 def test_a_full_fine_tune_says_its_model_and_how_to_serve_it(capsys, tmp_path):
     runs = str(tmp_path / "runs")
-    assert main(["train", "--model.source", "tiny-glm4", "--data.eval", "null", "--schedule.max_steps", "1",
-                 "--lora.enabled", "false", "--output.runs_dir", runs, "--output.run_name", "full",
-                 "--output.progress_bar", "false"]) == 0
+    assert (
+        main(
+            [
+                "train",
+                "--model.source",
+                "tiny-glm4",
+                "--data.eval",
+                "null",
+                "--schedule.max_steps",
+                "1",
+                "--lora.enabled",
+                "false",
+                "--output.runs_dir",
+                runs,
+                "--output.run_name",
+                "full",
+                "--output.progress_bar",
+                "false",
+            ]
+        )
+        == 0
+    )
     model = f"{runs}/full/model"
     assert f"model: {model} (all weights: workbench serve --model {model})" in capsys.readouterr().out
 
@@ -63,8 +130,26 @@ def test_models_list(capsys):
 def test_ctrl_c_keeps_the_completed_steps_and_prints_how_to_continue(capsys, tmp_path, fail_forward):
     runs = str(tmp_path / "runs")
     patch = fail_forward(3, KeyboardInterrupt())  # step 3
-    assert main(["train", "--model.source", "tiny-glm4", "--data.eval", "null", "--schedule.max_steps", "4",
-                 "--output.runs_dir", runs, "--output.run_name", "cli", "--output.progress_bar", "false"]) == 130
+    assert (
+        main(
+            [
+                "train",
+                "--model.source",
+                "tiny-glm4",
+                "--data.eval",
+                "null",
+                "--schedule.max_steps",
+                "4",
+                "--output.runs_dir",
+                runs,
+                "--output.run_name",
+                "cli",
+                "--output.progress_bar",
+                "false",
+            ]
+        )
+        == 130
+    )
     patch.undo()
     err = capsys.readouterr().err
     assert f"step 2 is saved in {runs}/cli/checkpoints/step-0000002" in err
@@ -92,8 +177,23 @@ def test_deepspeed_json_is_imported_with_its_warnings_and_flags_win(capsys):
     assert f"warning: {ds}: optimizer.params.fp16_optimizer_state:" in out.err
     assert f"warning: {ds}: fp16.loss_scale: 128 is non-zero" in out.err
     # Flags on the same command line win over the JSON; --nproc is the world size that splits train_batch_size.
-    assert main(["train", "--deepspeed", ds, "--precision.mode", "bf16", "--set", "schedule.learning_rate=1e-4",
-                 "--nproc", "2", "--print-config"]) == 0
+    assert (
+        main(
+            [
+                "train",
+                "--deepspeed",
+                ds,
+                "--precision.mode",
+                "bf16",
+                "--set",
+                "schedule.learning_rate=1e-4",
+                "--nproc",
+                "2",
+                "--print-config",
+            ]
+        )
+        == 0
+    )
     cfg = json.loads(capsys.readouterr().out)
     assert cfg["precision"]["mode"] == "bf16" and cfg["schedule"]["learning_rate"] == 1e-4
     assert cfg["sharding"]["nproc_per_node"] == 2 and cfg["schedule"]["grad_accum_steps"] == 8
@@ -120,9 +220,22 @@ def test_env_reports_versions_devices_and_what_auto_picks():
 
 
 def test_no_third_party_deprecation_noise_with_gradient_checkpointing(tmp_path):
-    res = run_cli("train", "--model.source", "tiny-glm4", "--model.gradient_checkpointing", "true",
-                  "--data.eval", "null", "--schedule.max_steps", "1", "--output.runs_dir", str(tmp_path),
-                  "--output.progress_bar", "false", cwd=tmp_path)
+    res = run_cli(
+        "train",
+        "--model.source",
+        "tiny-glm4",
+        "--model.gradient_checkpointing",
+        "true",
+        "--data.eval",
+        "null",
+        "--schedule.max_steps",
+        "1",
+        "--output.runs_dir",
+        str(tmp_path),
+        "--output.progress_bar",
+        "false",
+        cwd=tmp_path,
+    )
     assert res.returncode == 0, res.stderr
     assert "FutureWarning" not in res.stderr and "DeprecationWarning" not in res.stderr, res.stderr
     assert "run directory:" in res.stdout
@@ -136,8 +249,12 @@ def test_the_entry_points_hide_only_third_party_deprecations():
     with warnings.catch_warnings(record=True) as seen:
         warnings.simplefilter("always")
         hide_third_party_deprecations()
-        for module, category in (("transformers.modeling_utils", FutureWarning), ("peft.peft_model", DeprecationWarning),
-                                 ("workbench.engine.run", FutureWarning), ("peft.tuners", UserWarning)):
+        for module, category in (
+            ("transformers.modeling_utils", FutureWarning),
+            ("peft.peft_model", DeprecationWarning),
+            ("workbench.engine.run", FutureWarning),
+            ("peft.tuners", UserWarning),
+        ):
             warnings.warn_explicit(f"{module} {category.__name__}", category, "file.py", 1, module=module)
     assert [str(w.message) for w in seen] == ["workbench.engine.run FutureWarning", "peft.tuners UserWarning"]
 
@@ -147,8 +264,13 @@ def test_a_reader_that_goes_away_gets_no_traceback():
     read_end, write_end = os.pipe()
     os.close(read_end)
     try:
-        proc = subprocess.run([sys.executable, "-m", "workbench", "recipes", "show", "identity-demo"],
-                              stdout=write_end, stderr=subprocess.PIPE, text=True, timeout=120)
+        proc = subprocess.run(
+            [sys.executable, "-m", "workbench", "recipes", "show", "identity-demo"],
+            stdout=write_end,
+            stderr=subprocess.PIPE,
+            text=True,
+            timeout=120,
+        )
     finally:
         os.close(write_end)
     assert "Traceback" not in proc.stderr and "BrokenPipeError" not in proc.stderr, proc.stderr

@@ -1,5 +1,6 @@
 """One assembly of a run config (config.assemble): the same inputs through ``workbench train``, the
 ``%%workbench_train`` magic and the config panel's form give the same RunConfig."""
+
 from __future__ import annotations
 
 import json

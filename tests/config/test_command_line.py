@@ -1,4 +1,5 @@
 """A config written back as the ``workbench train`` command line that reproduces it."""
+
 import shlex
 
 from workbench.cli.main import _resolved, build_parser
@@ -17,9 +18,18 @@ def test_defaults_give_the_bare_command():
 
 
 def test_the_command_line_parses_back_to_the_same_config():
-    cfg = load_config(None, {"lora.r": 8, "lora.target_modules": ["q_proj", "v_proj"], "precision.mode": "bf16",
-                             "data.eval": None, "data.system_prompt": "It's \"PhoneMate\"; be brief.",
-                             "output.run_name": "007", "schedule.learning_rate": 0.001})
+    cfg = load_config(
+        None,
+        {
+            "lora.r": 8,
+            "lora.target_modules": ["q_proj", "v_proj"],
+            "precision.mode": "bf16",
+            "data.eval": None,
+            "data.system_prompt": 'It\'s "PhoneMate"; be brief.',
+            "output.run_name": "007",
+            "schedule.learning_rate": 0.001,
+        },
+    )
     line = command_line(cfg)
     assert "--lora.alpha" not in line and "--output.run_name 007" in line
     assert _parse(line) == cfg

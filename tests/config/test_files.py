@@ -1,5 +1,6 @@
 """The one reader of JSONL files (config.files): rows, task files and stored episodes are read line by line, a bad
 line named by its number with why it is not JSON."""
+
 from __future__ import annotations
 
 import pytest

@@ -53,8 +53,13 @@ def test_each_bad_config_names_its_field(data, path, word):
 
 
 def test_every_problem_is_reported_at_once():
-    data = {"precision": {"mode": "fp8"}, "lora": {"r": 0}, "data": {"train": "nope.jsonl"},
-            "schedule": {"max_steps": 2, "warmup_steps": 5}, "model": {"typo": 1}}
+    data = {
+        "precision": {"mode": "fp8"},
+        "lora": {"r": 0},
+        "data": {"train": "nope.jsonl"},
+        "schedule": {"max_steps": 2, "warmup_steps": 5},
+        "model": {"typo": 1},
+    }
     probs = problems_of(data)
     # Field errors and the cross-field checks of sections that parsed, in one report.
     assert {"precision.mode", "lora.r", "data.train", "schedule.warmup_steps", "model.typo"} <= set(probs)
@@ -86,9 +91,14 @@ def test_config_is_frozen():
     assert cfg.precision.mode == "auto"
 
 
-@pytest.mark.parametrize("text,suffix,word", [("precision: [", ".yaml", "not valid YAML"),
-                                              ("{bad json", ".json", "not valid JSON"),
-                                              ("- a\n- b\n", ".yaml", "mapping")])
+@pytest.mark.parametrize(
+    "text,suffix,word",
+    [
+        ("precision: [", ".yaml", "not valid YAML"),
+        ("{bad json", ".json", "not valid JSON"),
+        ("- a\n- b\n", ".yaml", "mapping"),
+    ],
+)
 def test_bad_config_files(tmp_path, text, suffix, word):
     f = tmp_path / f"cfg{suffix}"
     f.write_text(text)
@@ -104,8 +114,13 @@ def test_bad_override_syntax():
 
 
 def test_list_items_are_named_with_their_index():
-    probs = problems_of({"precision": {"module_rules": [{"pattern": "lm_head", "storage": "float32"},
-                                                        {"pattern": "x", "storage": "int4"}]}})
+    probs = problems_of(
+        {
+            "precision": {
+                "module_rules": [{"pattern": "lm_head", "storage": "float32"}, {"pattern": "x", "storage": "int4"}]
+            }
+        }
+    )
     assert any(path.startswith("precision.module_rules[1].storage") for path in probs), probs
 
 
@@ -135,7 +150,9 @@ def test_missing_config_file():
     assert problems_of_file("no/such/run.yaml") == {"--config": "no/such/run.yaml: file not found"}
 
 
-@pytest.mark.parametrize("suffix,text", [(".yaml", "precision:\n  mode: fp16\n"), (".json", '{"precision": {"mode": "fp16"}}')])
+@pytest.mark.parametrize(
+    "suffix,text", [(".yaml", "precision:\n  mode: fp16\n"), (".json", '{"precision": {"mode": "fp16"}}')]
+)
 def test_byte_order_mark_and_empty_files_load(tmp_path, suffix, text):
     f = tmp_path / f"cfg{suffix}"
     f.write_bytes(b"\xef\xbb\xbf" + text.encode())
@@ -176,14 +193,16 @@ def test_sample_data_paths_work_from_any_directory(tmp_path, monkeypatch):
     assert cfg.data.train == str(samples_dir() / "identity" / "train.jsonl")
     assert cfg.data.eval == str(samples_dir() / "identity" / "heldout.jsonl")
     assert load_config(None, {"data.train": "data_samples/phone_actions/train.jsonl"}).data.train == str(
-        samples_dir() / "phone_actions" / "train.jsonl")
+        samples_dir() / "phone_actions" / "train.jsonl"
+    )
     # A data_samples/ folder of the user's own, in the working directory, comes first.
     own = tmp_path / "data_samples" / "identity" / "train.jsonl"
     own.parent.mkdir(parents=True)
     own.write_text(VALID_TRAIN_ROW)
     assert config_from_dict({}).data.train == "data_samples/identity/train.jsonl"
     assert problems_of({"data": {"train": "data_samples/nope.jsonl"}})["data.train"].startswith(
-        "file not found: 'data_samples/nope.jsonl'")
+        "file not found: 'data_samples/nope.jsonl'"
+    )
     assert "is a directory" in problems_of({"data": {"train": str(tmp_path)}})["data.train"]
 
 
@@ -199,8 +218,10 @@ def test_a_renamed_key_is_refused_naming_its_new_name_in_a_file_and_on_the_comma
     f.write_text("schedule:\n  eval_every: 10\nlora:\n  r: 0\n")
     with pytest.raises(ConfigError) as exc:
         load_config(f)
-    assert dict(exc.value.problems) == {"schedule.eval_every": "renamed: use schedule.eval_loss_every",
-                                        "lora.r": "Input should be greater than or equal to 1 (got 0)"}
+    assert dict(exc.value.problems) == {
+        "schedule.eval_every": "renamed: use schedule.eval_loss_every",
+        "lora.r": "Input should be greater than or equal to 1 (got 0)",
+    }
     assert load_config(None, {"schedule.eval_loss_every": 10}).schedule.eval_loss_every == 10
     assert main(["train", "--schedule.eval_every", "10", "--print-config"]) == 2
     assert "schedule.eval_every: renamed: use schedule.eval_loss_every" in capsys.readouterr().err

@@ -1,5 +1,6 @@
 """A missing optional package is named with the command that installs it (issue 22: a raw ModuleNotFoundError
 was all a new user saw)."""
+
 from __future__ import annotations
 
 import sys
@@ -40,7 +41,7 @@ def test_the_readme_set_up_installs_every_package_an_export_target_needs():
     from workbench.export.targets import TARGET_MODULES, TARGETS
 
     default = re.search(r'^EXTRAS="\[([a-z,]*)\]"$', (REPO / "scripts" / "setup.sh").read_text(), re.M)
-    assert default, "scripts/setup.sh no longer sets its default EXTRAS=\"[...]\" line"
+    assert default, 'scripts/setup.sh no longer sets its default EXTRAS="[...]" line'
     needed = {OPTIONAL_PACKAGES[module][1] for target in TARGETS for module in TARGET_MODULES[target]}
     assert needed == {"export"} and needed <= set(default.group(1).split(","))
 

@@ -25,12 +25,35 @@ BAD_ROWS = [
     (json.dumps({"messages": []}), "non-empty list"),
     (json.dumps({"messages": "hi"}), "non-empty list"),
     (json.dumps({"messages": [{"role": "robot", "content": "x"}]}), "messages[0].role"),
-    (json.dumps({"messages": [{"role": "user", "content": 3}, {"role": "assistant", "content": "a"}]}), "messages[0].content must be a string"),
+    (
+        json.dumps({"messages": [{"role": "user", "content": 3}, {"role": "assistant", "content": "a"}]}),
+        "messages[0].content must be a string",
+    ),
     (json.dumps({"messages": [{"role": "user", "content": "q"}]}), "no assistant message"),
-    (json.dumps({"messages": [{"role": "user", "content": "q"}, {"role": "assistant", "content": "a"},
-                              {"role": "user", "content": "again"}]}), "last message must be the assistant"),
-    (json.dumps({"messages": [{"role": "user", "content": "q"}, {"role": "system", "content": "s"},
-                              {"role": "assistant", "content": "a"}]}), "only the first message"),
+    (
+        json.dumps(
+            {
+                "messages": [
+                    {"role": "user", "content": "q"},
+                    {"role": "assistant", "content": "a"},
+                    {"role": "user", "content": "again"},
+                ]
+            }
+        ),
+        "last message must be the assistant",
+    ),
+    (
+        json.dumps(
+            {
+                "messages": [
+                    {"role": "user", "content": "q"},
+                    {"role": "system", "content": "s"},
+                    {"role": "assistant", "content": "a"},
+                ]
+            }
+        ),
+        "only the first message",
+    ),
     (json.dumps({"messages": ["just a string"]}), "messages[0] is str"),
     (json.dumps({"instruction": "", "output": "x"}), "'instruction' must be a non-empty string"),
     (json.dumps({"instruction": "do it", "output": ""}), "'output' must be a non-empty string"),
@@ -57,14 +80,21 @@ def test_bad_rows_can_be_skipped_and_counted(tmp_path):
 def test_missing_file_and_all_truncated(tmp_path):
     with pytest.raises(DataError, match="none.jsonl: file not found"):
         load_training_examples(tmp_path / "none.jsonl", TOK, 64)
-    long_prompt = json.dumps({"messages": [{"role": "user", "content": "x" * 100}, {"role": "assistant", "content": "y"}]})
+    long_prompt = json.dumps(
+        {"messages": [{"role": "user", "content": "x" * 100}, {"role": "assistant", "content": "y"}]}
+    )
     with pytest.raises(DataError, match="no usable examples.*max_length"):
         load_training_examples(write_jsonl(tmp_path / "d.jsonl", [long_prompt]), TOK, 32)
 
 
 def test_loss_only_on_assistant_tokens_and_turn_end():
-    msgs = [{"role": "system", "content": "S"}, {"role": "user", "content": "Q1"}, {"role": "assistant", "content": "A1"},
-            {"role": "user", "content": "Q2"}, {"role": "assistant", "content": "A2"}]
+    msgs = [
+        {"role": "system", "content": "S"},
+        {"role": "user", "content": "Q1"},
+        {"role": "assistant", "content": "A1"},
+        {"role": "user", "content": "Q2"},
+        {"role": "assistant", "content": "A2"},
+    ]
     ex = tokenize_messages(TOK, msgs, 512)
     trained = TOK.decode([t for t in ex.labels if t != IGNORE_INDEX])
     assert trained == "A1<|endoftext|>A2<|endoftext|>"  # the newline after the tag is prompt
@@ -72,8 +102,12 @@ def test_loss_only_on_assistant_tokens_and_turn_end():
 
 
 def test_instruction_rows_and_truncation_count(tmp_path):
-    rows = [json.dumps({"instruction": "Open WeChat", "input": "Screen: home", "output": 'do(action="Launch", app="WeChat")'}),
-            json.dumps({"instruction": "Say hi " * 30, "output": "hi " * 40})]
+    rows = [
+        json.dumps(
+            {"instruction": "Open WeChat", "input": "Screen: home", "output": 'do(action="Launch", app="WeChat")'}
+        ),
+        json.dumps({"instruction": "Say hi " * 30, "output": "hi " * 40}),
+    ]
     examples, stats = load_training_examples(write_jsonl(tmp_path / "d.jsonl", rows), TOK, 260)
     assert stats.truncated == 1 and all(len(e.input_ids) <= 260 for e in examples)
     first = TOK.decode(examples[0].input_ids)
@@ -100,8 +134,10 @@ def test_micro_batch_stream_is_split_invariant_and_resumable():
 
 
 def test_collate_pads_dynamically_and_masks_padding():
-    exs = [tokenize_messages(TOK, [{"role": "user", "content": u}, {"role": "assistant", "content": "ok"}], 64)
-           for u in ("a", "a much longer question")]
+    exs = [
+        tokenize_messages(TOK, [{"role": "user", "content": u}, {"role": "assistant", "content": "ok"}], 64)
+        for u in ("a", "a much longer question")
+    ]
     batch = collate(exs, TOK.pad_token_id)
     width = max(len(e.input_ids) for e in exs)
     assert batch["input_ids"].shape == (2, width)
@@ -112,8 +148,9 @@ def test_collate_pads_dynamically_and_masks_padding():
 
 def test_a_line_that_is_not_utf8_is_a_bad_row_naming_file_and_line(tmp_path):
     path = tmp_path / "latin1.jsonl"
-    latin1 = json.dumps({"messages": [{"role": "user", "content": "café"}, {"role": "assistant", "content": "oui"}]},
-                        ensure_ascii=False).encode("latin-1")
+    latin1 = json.dumps(
+        {"messages": [{"role": "user", "content": "café"}, {"role": "assistant", "content": "oui"}]}, ensure_ascii=False
+    ).encode("latin-1")
     path.write_bytes(GOOD.encode() + b"\n" + latin1 + b"\n" + GOOD.encode() + b"\n")
     with pytest.raises(DataError) as exc:
         load_training_examples(path, TOK, 64)

@@ -1,5 +1,6 @@
 """`workbench data merge`: demonstrations joined to an agent's rows in one file the linter and the loader accept, the
 screenshots found from the merged file's folder; a bad input writes nothing and every problem is reported."""
+
 from __future__ import annotations
 
 import json
@@ -21,7 +22,7 @@ def test_merged_rows_keep_their_screenshots_and_repeat_on_request(tmp_path, caps
     screens, demos = (len(p.read_text().splitlines()) for p in (SCREENS, DEMOS))
     assert f"{demos} rows x 3" in printed and f"{screens + 3 * demos} rows: {out}" in printed
     rows = [json.loads(line) for line in out.read_text().splitlines()]
-    assert rows[screens:screens + demos] == rows[screens + demos:screens + 2 * demos]  # the repeats
+    assert rows[screens : screens + demos] == rows[screens + demos : screens + 2 * demos]  # the repeats
     first = rows[screens]["messages"][1]["content"][0]["image_url"]["url"]
     assert first.startswith("../../") and (out.parent / first).resolve().is_file()
     assert rows[screens]["meta"] == json.loads(DEMOS.read_text().splitlines()[0])["meta"]  # the rest as it was
@@ -34,12 +35,14 @@ def test_a_bad_input_writes_nothing_and_every_problem_is_named(tmp_path, capsys)
     lines = DEMOS.read_text().splitlines()[:2]
     shutil.copytree(SAMPLES / "own_app" / "images", tmp_path / "demos" / "images")
     bad = json.loads(lines[1])
-    bad["messages"][-1]["content"] = "<think>x</think>\n<answer>do(action=\"Tap\", element=[1200,5])"
+    bad["messages"][-1]["content"] = '<think>x</think>\n<answer>do(action="Tap", element=[1200,5])'
     broken.write_text(lines[0] + "\n" + json.dumps(bad) + "\n{not json\n")
     out = tmp_path / "mix.jsonl"
     assert main(["data", "merge", "--out", str(out), str(DEMOS), str(broken), "--repeat", "other.jsonl=2"]) == 1
     printed = capsys.readouterr()
-    assert f"{broken}:2: runtime format: assistant turn 2:" in printed.out and f"{broken}:3: not valid JSON" in printed.out
+    assert (
+        f"{broken}:2: runtime format: assistant turn 2:" in printed.out and f"{broken}:3: not valid JSON" in printed.out
+    )
     assert "--repeat other.jsonl: not one of the files to merge" in printed.out
     assert "3 problem(s); nothing written" in printed.err and not out.exists()
     assert main(["data", "merge", "--out", str(DEMOS), str(DEMOS)]) == 1
@@ -67,7 +70,7 @@ def test_inline_screenshots_are_merged_as_they_are(tmp_path, capsys):
     source.write_text(json.dumps(row) + "\n")
     out = tmp_path / "data" / "mix.jsonl"
     assert main(["data", "merge", "--out", str(out), str(source)]) == 0
-    merged, = (json.loads(line) for line in out.read_text().splitlines())
+    (merged,) = (json.loads(line) for line in out.read_text().splitlines())
     url = merged["messages"][1]["content"][0]["image_url"]["url"]
     assert url == inline
     assert check_file(out).problems == []

@@ -1,4 +1,5 @@
 """Messages with images -> model inputs (workbench.data.multimodal) on the tiny GLM-4V and its offline processor."""
+
 import base64
 import io
 
@@ -27,9 +28,15 @@ def png_data_url(size=(112, 252), color=(10, 200, 30), fmt="PNG") -> str:
 
 
 def screenshot_chat(url: str, task: str = "Tap OK") -> list[dict]:
-    return [{"role": "user", "content": content_parts([{"type": "image_url", "image_url": {"url": url}},
-                                                       {"type": "text", "text": task}])},
-            {"role": "assistant", "content": ANSWER}]
+    return [
+        {
+            "role": "user",
+            "content": content_parts(
+                [{"type": "image_url", "image_url": {"url": url}}, {"type": "text", "text": task}]
+            ),
+        },
+        {"role": "assistant", "content": ANSWER},
+    ]
 
 
 def test_offline_processor_and_template(tiny):
@@ -76,21 +83,26 @@ def test_generation_prompt_and_batch_of_different_sizes_runs_the_model(tiny):
     assert tiny.tokenizer.decode(prompt.input_ids).endswith("<|end_of_image|>Tap OK<|assistant|>\n")
     ids = torch.tensor([prompt.input_ids])
     extra = vision_batch(ids, [prompt.vision])
-    out = tiny.model.generate(input_ids=ids, attention_mask=torch.ones_like(ids), **extra, max_new_tokens=3, do_sample=False)
+    out = tiny.model.generate(
+        input_ids=ids, attention_mask=torch.ones_like(ids), **extra, max_new_tokens=3, do_sample=False
+    )
     assert out.shape[1] == ids.shape[1] + 3
 
 
-@pytest.mark.parametrize("url,reason", [
-    ("http://example.com/a.png", "remote image URLs are not fetched"),
-    ("https://example.com/a.png", "remote image URLs are not fetched"),
-    ("ftp://example.com/a.png", "unsupported image URL scheme 'ftp'"),
-    ("data:image/png;base64,@@@", "not valid base64"),
-    ("data:text/plain;base64,aGk=", "is not an image"),
-    ("data:image/png,rawbytes", "must be base64"),
-    ("data:image/png;base64," + base64.b64encode(b"not a png").decode(), "not an image PIL can read"),
-    ("missing.png", "image file not found"),
-    ("", "non-empty string"),
-])
+@pytest.mark.parametrize(
+    "url,reason",
+    [
+        ("http://example.com/a.png", "remote image URLs are not fetched"),
+        ("https://example.com/a.png", "remote image URLs are not fetched"),
+        ("ftp://example.com/a.png", "unsupported image URL scheme 'ftp'"),
+        ("data:image/png;base64,@@@", "not valid base64"),
+        ("data:text/plain;base64,aGk=", "is not an image"),
+        ("data:image/png,rawbytes", "must be base64"),
+        ("data:image/png;base64," + base64.b64encode(b"not a png").decode(), "not an image PIL can read"),
+        ("missing.png", "image file not found"),
+        ("", "non-empty string"),
+    ],
+)
 def test_bad_image_sources_are_refused_with_the_reason(tmp_path, url, reason, monkeypatch):
     import urllib.request
 
@@ -111,8 +123,9 @@ def test_local_files_relative_to_base_dir_and_refused_when_not_allowed(tmp_path)
 def image_row(content, answer=ANSWER, **extra) -> str:
     import json
 
-    return json.dumps({"messages": [{"role": "user", "content": content}, {"role": "assistant", "content": answer}],
-                       **extra})
+    return json.dumps(
+        {"messages": [{"role": "user", "content": content}, {"role": "assistant", "content": answer}], **extra}
+    )
 
 
 def parts(url, text="Tap OK"):
@@ -126,14 +139,26 @@ BAD_IMAGE_ROWS = [
     (image_row(parts("http://example.com/a.png")), "remote image URLs are not fetched"),
     (image_row(parts("data:image/png;base64,!!")), "not valid base64"),
     (image_row(parts("ok.png") + [{"type": "audio", "audio": "x"}]), "messages[0].content[2].type is 'audio'"),
-    (image_row([{"type": "image_url", "image_url": {}}]), "messages[0].content[0].image_url.url must be a non-empty string"),
-    (image_row("<image> and <image> Tap OK", images=["ok.png"]), "more <image> placeholders than images: 2 placeholder(s) for 1"),
+    (
+        image_row([{"type": "image_url", "image_url": {}}]),
+        "messages[0].content[0].image_url.url must be a non-empty string",
+    ),
+    (
+        image_row("<image> and <image> Tap OK", images=["ok.png"]),
+        "more <image> placeholders than images: 2 placeholder(s) for 1",
+    ),
     (image_row("Tap OK", images=["ok.png"]), "fewer <image> placeholders than images"),
     (image_row("<image>Tap OK", images="ok.png"), "'images' must be a list of image paths"),
-    (image_row("<image>Tap OK", images=["big.png"]), "image 1 (1080x2400) is 3354 tokens alone, more than data.max_length=512"),
+    (
+        image_row("<image>Tap OK", images=["big.png"]),
+        "image 1 (1080x2400) is 3354 tokens alone, more than data.max_length=512",
+    ),
     (image_row(parts("long.png")), "truncation would cut its image tokens"),
     (image_row(parts("thin.png")), "image 1 (6000x28) cannot be used"),
-    (image_row("Tap OK", answer="<image>", images=["ok.png"]), "holds an <image> placeholder; images go in user messages"),
+    (
+        image_row("Tap OK", answer="<image>", images=["ok.png"]),
+        "holds an <image> placeholder; images go in user messages",
+    ),
 ]
 
 
@@ -166,7 +191,9 @@ def test_image_rows_on_a_text_model_and_both_row_forms(tiny, image_dir):
     from tests.conftest import write_jsonl
     from workbench.data import DataError, load_training_examples
 
-    path = write_jsonl(image_dir / "forms.jsonl", [image_row(parts("ok.png")), image_row("<image>Tap OK", images=["ok.png"])])
+    path = write_jsonl(
+        image_dir / "forms.jsonl", [image_row(parts("ok.png")), image_row("<image>Tap OK", images=["ok.png"])]
+    )
     with pytest.raises(DataError, match=r"forms.jsonl:1: the row holds images, but the model is text-only"):
         load_training_examples(path, tiny.tokenizer, 512)
     (a, b), stats = load_training_examples(path, tiny.tokenizer, 512, processor=tiny.processor)
@@ -180,7 +207,9 @@ def test_the_phone_screens_samples_load_and_check():
 
     from tests.conftest import SAMPLES
 
-    res = subprocess.run([sys.executable, str(SAMPLES / "make_phone_screens.py"), "--check"], capture_output=True, text=True)
+    res = subprocess.run(
+        [sys.executable, str(SAMPLES / "make_phone_screens.py"), "--check"], capture_output=True, text=True
+    )
     assert res.returncode == 0 and res.stdout.strip().endswith("phone_screens: ok"), res.stderr
 
 

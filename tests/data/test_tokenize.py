@@ -1,4 +1,5 @@
 """Assistant-only labels, and the per-message weight: a turn of weight 0 is context, not a target."""
+
 import re
 
 import pytest
@@ -14,8 +15,14 @@ def _trained_text(tok, example) -> str:
 
 def test_weight_zero_turns_are_context_and_the_weighted_one_is_the_target():
     tok = byte_tokenizer()
-    row = {"messages": [{"role": "user", "content": "first"}, {"role": "assistant", "content": "EARLIER", "weight": 0},
-                        {"role": "user", "content": "second"}, {"role": "assistant", "content": "LATEST", "weight": 1}]}
+    row = {
+        "messages": [
+            {"role": "user", "content": "first"},
+            {"role": "assistant", "content": "EARLIER", "weight": 0},
+            {"role": "user", "content": "second"},
+            {"role": "assistant", "content": "LATEST", "weight": 1},
+        ]
+    }
     example = tokenize_messages(tok, row_to_messages(row), 512)
     trained = _trained_text(tok, example)
     assert "LATEST" in trained and "EARLIER" not in trained
@@ -25,11 +32,14 @@ def test_weight_zero_turns_are_context_and_the_weighted_one_is_the_target():
     assert "EARLIER" in _trained_text(tok, plain) and "LATEST" in _trained_text(tok, plain)
 
 
-@pytest.mark.parametrize("message, why", [
-    ({"role": "user", "content": "q", "weight": 0}, "messages[0].weight: only assistant messages carry a weight"),
-    ({"role": "assistant", "content": "a", "weight": 2}, "messages[0].weight must be 0 (context, no loss) or 1"),
-    ({"role": "assistant", "content": "a", "weight": True}, "messages[0].weight must be 0"),
-])
+@pytest.mark.parametrize(
+    "message, why",
+    [
+        ({"role": "user", "content": "q", "weight": 0}, "messages[0].weight: only assistant messages carry a weight"),
+        ({"role": "assistant", "content": "a", "weight": 2}, "messages[0].weight must be 0 (context, no loss) or 1"),
+        ({"role": "assistant", "content": "a", "weight": True}, "messages[0].weight must be 0"),
+    ],
+)
 def test_a_bad_weight_names_the_field_and_the_fix(message, why):
     rows = [message] + ([{"role": "assistant", "content": "a"}] if message["role"] == "user" else [])
     with pytest.raises(ValueError, match=re.escape(why)):
@@ -38,4 +48,6 @@ def test_a_bad_weight_names_the_field_and_the_fix(message, why):
 
 def test_a_row_whose_every_answer_has_weight_zero_has_nothing_to_train():
     with pytest.raises(ValueError, match="every assistant message has weight 0"):
-        row_to_messages({"messages": [{"role": "user", "content": "q"}, {"role": "assistant", "content": "a", "weight": 0}]})
+        row_to_messages(
+            {"messages": [{"role": "user", "content": "q"}, {"role": "assistant", "content": "a", "weight": 0}]}
+        )

@@ -1,4 +1,5 @@
 """Two gloo processes on the CPU training tiny-GLM-4: helpers shared by the distributed tests."""
+
 from __future__ import annotations
 
 import pytest

@@ -1,5 +1,6 @@
 """Sharding settings, DeepSpeed JSON import/export, the torchrun command and the shared event log
 (no training processes: fast)."""
+
 from __future__ import annotations
 
 import json
@@ -27,21 +28,35 @@ def test_defaults_are_one_process(tmp_path):
     assert cfg.sharding.strategy == "none" and cfg.sharding.world_size == 1 and not cfg.sharding.distributed
 
 
-@pytest.mark.parametrize("extra,path,needle", [
-    ({"sharding.nproc_per_node": 2}, "sharding.strategy", "none runs one process"),
-    ({"sharding.strategy": "ddp", "sharding.offload": "optimizer"}, "sharding.offload", "shards nothing"),
-    ({"sharding.offload": "optimizer+params"}, "sharding.offload", "shards nothing"),
-    ({"sharding.strategy": "fsdp", "sharding.offload": "optimizer"}, "sharding.offload", "together"),
-    ({"sharding.strategy": "deepspeed", "sharding.deepspeed_stage": 2, "sharding.offload": "optimizer+params"},
-     "sharding.offload", "only under ZeRO-3"),
-    ({"sharding.strategy": "deepspeed", "precision.mode": "pure-bf16"}, "precision.mode", "fp32 master weights"),
-    ({"sharding.strategy": "deepspeed", "precision.mode": "fp16"}, "precision.mode", "CPU accelerator has no fp16"),
-    ({"sharding.strategy": "fsdp", "checkpointing.merge_adapter": True}, "checkpointing.merge_adapter", "merge"),
-    ({"sharding.strategy": "ddp", "sharding.backend": "nccl"}, "sharding.backend", "nccl needs GPUs"),
-    ({"sharding.strategy": "fsdp", "sharding.offload": "optimizer+params"}, "sharding.offload", "on the CPU already"),
-    ({"sharding.strategy": "ddp", "sharding.nnodes": 2, "sharding.node_rank": 2}, "sharding.node_rank", "not below"),
-    ({"sharding.strategy": "ddp", "sharding.nnodes": 2}, "output.run_name", "same run directory"),
-])
+@pytest.mark.parametrize(
+    "extra,path,needle",
+    [
+        ({"sharding.nproc_per_node": 2}, "sharding.strategy", "none runs one process"),
+        ({"sharding.strategy": "ddp", "sharding.offload": "optimizer"}, "sharding.offload", "shards nothing"),
+        ({"sharding.offload": "optimizer+params"}, "sharding.offload", "shards nothing"),
+        ({"sharding.strategy": "fsdp", "sharding.offload": "optimizer"}, "sharding.offload", "together"),
+        (
+            {"sharding.strategy": "deepspeed", "sharding.deepspeed_stage": 2, "sharding.offload": "optimizer+params"},
+            "sharding.offload",
+            "only under ZeRO-3",
+        ),
+        ({"sharding.strategy": "deepspeed", "precision.mode": "pure-bf16"}, "precision.mode", "fp32 master weights"),
+        ({"sharding.strategy": "deepspeed", "precision.mode": "fp16"}, "precision.mode", "CPU accelerator has no fp16"),
+        ({"sharding.strategy": "fsdp", "checkpointing.merge_adapter": True}, "checkpointing.merge_adapter", "merge"),
+        ({"sharding.strategy": "ddp", "sharding.backend": "nccl"}, "sharding.backend", "nccl needs GPUs"),
+        (
+            {"sharding.strategy": "fsdp", "sharding.offload": "optimizer+params"},
+            "sharding.offload",
+            "on the CPU already",
+        ),
+        (
+            {"sharding.strategy": "ddp", "sharding.nnodes": 2, "sharding.node_rank": 2},
+            "sharding.node_rank",
+            "not below",
+        ),
+        ({"sharding.strategy": "ddp", "sharding.nnodes": 2}, "output.run_name", "same run directory"),
+    ],
+)
 def test_impossible_combinations_are_rejected_with_the_reason(tmp_path, extra, path, needle):
     problems = problems_of(tmp_path, **extra)
     assert needle in problems.get(path, ""), problems
@@ -72,12 +87,20 @@ def test_fp16_fsdp_without_sharded_scaler_is_rejected(tmp_path, monkeypatch):
 
 
 def test_all_problems_reported_at_once(tmp_path):
-    problems = problems_of(tmp_path, **{"sharding.strategy": "deepspeed", "precision.mode": "pure-bf16",
-                                        "sharding.deepspeed_stage": 1, "sharding.offload": "optimizer+params"})
+    problems = problems_of(
+        tmp_path,
+        **{
+            "sharding.strategy": "deepspeed",
+            "precision.mode": "pure-bf16",
+            "sharding.deepspeed_stage": 1,
+            "sharding.offload": "optimizer+params",
+        },
+    )
     assert {"precision.mode", "sharding.offload"} <= set(problems)
 
 
 # ---- DeepSpeed JSON ---------------------------------------------------------------------------------
+
 
 def test_seed_deepspeed_config_imports_with_the_two_warnings(tmp_path):
     from workbench.config.deepspeed_import import DeepSpeedConfigWarning, import_deepspeed_config
@@ -124,9 +147,19 @@ def test_export_round_trip(tmp_path):
     from workbench.config.deepspeed_import import import_deepspeed_config
     from workbench.distributed.ds_config import to_deepspeed_config
 
-    cfg = load_config(None, base_overrides(tmp_path, **{"sharding.strategy": "deepspeed", "sharding.deepspeed_stage": 2,
-                                                        "sharding.nproc_per_node": 2, "precision.mode": "bf16",
-                                                        "precision.max_grad_norm": 0.5}))
+    cfg = load_config(
+        None,
+        base_overrides(
+            tmp_path,
+            **{
+                "sharding.strategy": "deepspeed",
+                "sharding.deepspeed_stage": 2,
+                "sharding.nproc_per_node": 2,
+                "precision.mode": "bf16",
+                "precision.max_grad_norm": 0.5,
+            },
+        ),
+    )
     ds = to_deepspeed_config(cfg, gpu_policy(cfg))
     assert ds["train_batch_size"] == 2 * 2 * 2 and ds["zero_optimization"] == {"stage": 2}
     assert ds["bf16"] == {"enabled": True} and ds["gradient_clipping"] == 0.5
@@ -134,8 +167,15 @@ def test_export_round_trip(tmp_path):
         warnings.simplefilter("error")  # our own export never warns on import
         back = import_deepspeed_config(json.loads(json.dumps(ds)))
     assert not back.warnings
-    for key in ("schedule.micro_batch_size", "schedule.grad_accum_steps", "schedule.learning_rate",
-                "precision.mode", "precision.max_grad_norm", "sharding.deepspeed_stage", "sharding.nproc_per_node"):
+    for key in (
+        "schedule.micro_batch_size",
+        "schedule.grad_accum_steps",
+        "schedule.learning_rate",
+        "precision.mode",
+        "precision.max_grad_norm",
+        "sharding.deepspeed_stage",
+        "sharding.nproc_per_node",
+    ):
         section, field = key.split(".")
         assert back.overrides[key] == getattr(getattr(cfg, section), field), key
 
@@ -150,8 +190,12 @@ def test_the_deepspeed_config_writes_the_optimizer_the_engine_builds(tmp_path):
     group = build_optimizer([torch.nn.Parameter(torch.zeros(2))], cfg.schedule).param_groups[0]
     ds = to_deepspeed_config(cfg, gpu_policy(cfg))["optimizer"]
     assert ds["type"] == "AdamW"
-    assert ds["params"] == {"lr": group["lr"], "weight_decay": group["weight_decay"], "betas": list(group["betas"]),
-                            "eps": group["eps"]}
+    assert ds["params"] == {
+        "lr": group["lr"],
+        "weight_decay": group["weight_decay"],
+        "betas": list(group["betas"]),
+        "eps": group["eps"],
+    }
 
 
 def test_export_fp16_is_dynamic_and_backs_off_every_overflow(tmp_path):
@@ -164,6 +208,7 @@ def test_export_fp16_is_dynamic_and_backs_off_every_overflow(tmp_path):
 
 # ---- launcher and event log -------------------------------------------------------------------------
 
+
 def test_torchrun_arguments(tmp_path):
     from workbench.distributed.launcher import torchrun_args
 
@@ -171,12 +216,28 @@ def test_torchrun_arguments(tmp_path):
     args = torchrun_args(one.sharding, "workbench.training", "RUN")
     assert "--standalone" in args and args[-3:] == ["-m", "workbench.training", "RUN"]
     assert args[args.index("--nproc_per_node") + 1] == "2"
-    multi = load_config(None, base_overrides(tmp_path, **{
-        "sharding.strategy": "fsdp", "sharding.nproc_per_node": 2, "sharding.nnodes": 2, "sharding.node_rank": 1,
-        "sharding.master_addr": "10.0.0.1", "output.run_name": "multi"}))
+    multi = load_config(
+        None,
+        base_overrides(
+            tmp_path,
+            **{
+                "sharding.strategy": "fsdp",
+                "sharding.nproc_per_node": 2,
+                "sharding.nnodes": 2,
+                "sharding.node_rank": 1,
+                "sharding.master_addr": "10.0.0.1",
+                "output.run_name": "multi",
+            },
+        ),
+    )
     args = torchrun_args(multi.sharding, "workbench.training", "RUN")
     assert "--standalone" not in args
-    for flag, value in (("--nnodes", "2"), ("--node_rank", "1"), ("--master_addr", "10.0.0.1"), ("--master_port", "29500")):
+    for flag, value in (
+        ("--nnodes", "2"),
+        ("--node_rank", "1"),
+        ("--master_addr", "10.0.0.1"),
+        ("--master_port", "29500"),
+    ):
         assert args[args.index(flag) + 1] == value
 
 

@@ -1,4 +1,5 @@
 """A rank that dies ends the whole run with run_failed naming it, and leaves no process behind."""
+
 from __future__ import annotations
 
 import os
@@ -35,8 +36,15 @@ def _wait_for(predicate, timeout: float, what: str):
 def test_killing_one_rank_fails_the_run_naming_it(tmp_path):
     from workbench.training import launch
 
-    cfg = make_config(tmp_path, **{"sharding.strategy": "fsdp", "sharding.nproc_per_node": WORLD,
-                                   "schedule.max_steps": 10_000, "output.run_name": "victim"})
+    cfg = make_config(
+        tmp_path,
+        **{
+            "sharding.strategy": "fsdp",
+            "sharding.nproc_per_node": WORLD,
+            "schedule.max_steps": 10_000,
+            "output.run_name": "victim",
+        },
+    )
     handle = launch(cfg)
     try:
         ranks = _wait_for(lambda: _ranks(handle.pid) if len(_ranks(handle.pid)) == WORLD else None, 120, "both ranks")
@@ -54,8 +62,13 @@ def test_killing_one_rank_fails_the_run_naming_it(tmp_path):
     assert failed[0].step >= 2
     assert not events_of(handle.run_dir, "run_finished")
     # Nothing left: not the launcher, not the surviving rank, nor anything they started.
-    gone = _wait_for(lambda: all(not p.is_running() or p.status() == psutil.STATUS_ZOMBIE for p in every), 30,
-                     "every process of the run to exit")
+    gone = _wait_for(
+        lambda: all(not p.is_running() or p.status() == psutil.STATUS_ZOMBIE for p in every),
+        30,
+        "every process of the run to exit",
+    )
     assert gone
-    leftovers = [p for p in psutil.process_iter(["cmdline"]) if str(handle.run_dir) in " ".join(p.info["cmdline"] or [])]
+    leftovers = [
+        p for p in psutil.process_iter(["cmdline"]) if str(handle.run_dir) in " ".join(p.info["cmdline"] or [])
+    ]
     assert not leftovers, leftovers

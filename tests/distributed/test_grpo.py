@@ -1,5 +1,6 @@
 """GRPO under DDP: two gloo ranks each sample rollouts for their own prompts, the loss is normalised by the
 completion tokens of both ranks, and rank 0 writes the rollout and policy_mismatch events."""
+
 import pytest
 
 from tests.conftest import SAMPLES
@@ -9,10 +10,21 @@ from .conftest import events_of, launch_and_wait, make_config
 
 @pytest.mark.slow  # ~30 s: two worker processes
 def test_grpo_trains_under_ddp(tmp_path):
-    cfg = make_config(tmp_path / "runs", **{
-        "training.method": "grpo", "data.train": str(SAMPLES / "phone_actions_reasoning" / "train.jsonl"),
-        "data.max_length": 256, "schedule.max_steps": 2, "schedule.micro_batch_size": 1, "rl.group_size": 2,
-        "rl.max_new_tokens": 4, "sharding.strategy": "ddp", "sharding.nproc_per_node": 2, "output.run_name": "ddp"})
+    cfg = make_config(
+        tmp_path / "runs",
+        **{
+            "training.method": "grpo",
+            "data.train": str(SAMPLES / "phone_actions_reasoning" / "train.jsonl"),
+            "data.max_length": 256,
+            "schedule.max_steps": 2,
+            "schedule.micro_batch_size": 1,
+            "rl.group_size": 2,
+            "rl.max_new_tokens": 4,
+            "sharding.strategy": "ddp",
+            "sharding.nproc_per_node": 2,
+            "output.run_name": "ddp",
+        },
+    )
     run_dir = launch_and_wait(cfg)
     mismatch = events_of(run_dir, "policy_mismatch")
     assert [m.step for m in mismatch] == [1, 2] and {m.rank for m in mismatch} == {0}
@@ -27,16 +39,29 @@ def test_grpo_draws_again_on_both_ranks_together_and_trains_on_when_no_group_has
     """rl.max_draws under DDP: whether to draw again is decided over both ranks (each draws as often: no rank waits
     in a collective alone); an untrained tiny model's 4 tokens never parse, every reward is 0 and no group has a
     spread, so each micro-batch draws max_draws times and trains on its last draw (advantages 0) on both ranks."""
-    cfg = make_config(tmp_path / "runs", **{
-        "training.method": "grpo", "data.train": str(SAMPLES / "phone_actions_reasoning" / "train.jsonl"),
-        "data.max_length": 256, "schedule.max_steps": 2, "schedule.micro_batch_size": 1, "rl.group_size": 2,
-        "rl.max_new_tokens": 4, "rl.max_draws": 3, "sharding.strategy": "ddp", "sharding.nproc_per_node": 2,
-        "output.run_name": "ddp-draws"})
+    cfg = make_config(
+        tmp_path / "runs",
+        **{
+            "training.method": "grpo",
+            "data.train": str(SAMPLES / "phone_actions_reasoning" / "train.jsonl"),
+            "data.max_length": 256,
+            "schedule.max_steps": 2,
+            "schedule.micro_batch_size": 1,
+            "rl.group_size": 2,
+            "rl.max_new_tokens": 4,
+            "rl.max_draws": 3,
+            "sharding.strategy": "ddp",
+            "sharding.nproc_per_node": 2,
+            "output.run_name": "ddp-draws",
+        },
+    )
     run_dir = launch_and_wait(cfg)
     rollouts = events_of(run_dir, "rollout")
     draws = 3 * cfg.schedule.grad_accum_steps  # each micro-batch's 3
     assert [(r.step, r.draws, r.trained_groups, r.all_equal_groups) for r in rollouts] == [
-        (1, draws, 0, 1.0), (2, draws, 0, 1.0)]
+        (1, draws, 0, 1.0),
+        (2, draws, 0, 1.0),
+    ]
     steps = events_of(run_dir, "step")
     assert [s.step for s in steps] == [1, 2] and [s.grad_norm for s in steps] == [0.0, 0.0]
 
@@ -48,18 +73,40 @@ def _rank_of_two(rank: int, port: int, runs_dir: str) -> None:
 
     import torch
 
-    os.environ.update(RANK=str(rank), LOCAL_RANK=str(rank), WORLD_SIZE="2", LOCAL_WORLD_SIZE="2",
-                      MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port))
+    os.environ.update(
+        RANK=str(rank),
+        LOCAL_RANK=str(rank),
+        WORLD_SIZE="2",
+        LOCAL_WORLD_SIZE="2",
+        MASTER_ADDR="127.0.0.1",
+        MASTER_PORT=str(port),
+    )
     from workbench import train
     from workbench.rewards import register_reward
 
-    register_reward("rank1_only", lambda example, completion, verdict:
-                    float(len(completion) + sum(map(ord, completion)) % 7) if torch.distributed.get_rank() == 1 else 0.0)
-    cfg = make_config(runs_dir, **{
-        "training.method": "grpo", "data.train": str(SAMPLES / "phone_actions_reasoning" / "train.jsonl"),
-        "data.max_length": 256, "schedule.max_steps": 2, "schedule.micro_batch_size": 1, "rl.group_size": 4,
-        "rl.max_new_tokens": 8, "rl.max_draws": 3, "rl.rewards": {"rank1_only": 1.0}, "sharding.strategy": "ddp",
-        "sharding.nproc_per_node": 2, "output.run_name": "ddp-one-rank"})
+    register_reward(
+        "rank1_only",
+        lambda example, completion, verdict: (
+            float(len(completion) + sum(map(ord, completion)) % 7) if torch.distributed.get_rank() == 1 else 0.0
+        ),
+    )
+    cfg = make_config(
+        runs_dir,
+        **{
+            "training.method": "grpo",
+            "data.train": str(SAMPLES / "phone_actions_reasoning" / "train.jsonl"),
+            "data.max_length": 256,
+            "schedule.max_steps": 2,
+            "schedule.micro_batch_size": 1,
+            "rl.group_size": 4,
+            "rl.max_new_tokens": 8,
+            "rl.max_draws": 3,
+            "rl.rewards": {"rank1_only": 1.0},
+            "sharding.strategy": "ddp",
+            "sharding.nproc_per_node": 2,
+            "output.run_name": "ddp-one-rank",
+        },
+    )
     train(cfg)
 
 
@@ -76,8 +123,9 @@ def test_grpo_draws_again_until_both_ranks_together_hold_their_groups_with_a_spr
 
     from workbench.distributed.context import free_port
 
-    procs = mp.start_processes(_rank_of_two, args=(free_port(), str(tmp_path / "runs")), nprocs=2, join=False,
-                               start_method="spawn")
+    procs = mp.start_processes(
+        _rank_of_two, args=(free_port(), str(tmp_path / "runs")), nprocs=2, join=False, start_method="spawn"
+    )
     deadline = time.monotonic() + 300
     while not procs.join(timeout=5):
         if time.monotonic() > deadline:  # ranks out of step wait in a collective: never hang the suite
@@ -87,5 +135,7 @@ def test_grpo_draws_again_until_both_ranks_together_hold_their_groups_with_a_spr
     run_dir = tmp_path / "runs" / "ddp-one-rank"
     rollouts = events_of(run_dir, "rollout")
     assert [(r.step, r.draws, r.trained_groups, r.all_equal_groups) for r in rollouts] == [
-        (1, 4, 0, 1.0), (2, 4, 0, 1.0)]  # rank 0's event: its own groups, the draws both ranks took
+        (1, 4, 0, 1.0),
+        (2, 4, 0, 1.0),
+    ]  # rank 0's event: its own groups, the draws both ranks took
     assert all(s.grad_norm > 0 for s in events_of(run_dir, "step"))  # rank 1's advantages reached the gradient

@@ -2,6 +2,7 @@
 ZeRO-3 with nf4 or int8 train to the one-process run's losses (2 gloo ranks, fp32, the same tolerances as
 test_strategies.py), and every rank holds the weights bytes the planner predicts for it. FSDP2 with int8 is refused
 before anything starts (it fails in bitsandbytes' int8 layer: test_refusals in tests/config)."""
+
 from __future__ import annotations
 
 import pytest
@@ -26,12 +27,20 @@ class _Runs(dict):
         from workbench import train
 
         if name.startswith("single-"):
-            run = train(make_config(self.root, **{"schedule.micro_batch_size": PER_RANK * WORLD,
-                                                  "quantization.base": name.split("-")[1],
-                                                  "output.run_name": name})).run_dir
+            run = train(
+                make_config(
+                    self.root,
+                    **{
+                        "schedule.micro_batch_size": PER_RANK * WORLD,
+                        "quantization.base": name.split("-")[1],
+                        "output.run_name": name,
+                    },
+                )
+            ).run_dir
         else:
-            run = launch_and_wait(make_config(self.root, **SHARDED[name], **{
-                "sharding.nproc_per_node": WORLD, "output.run_name": name}))
+            run = launch_and_wait(
+                make_config(self.root, **SHARDED[name], **{"sharding.nproc_per_node": WORLD, "output.run_name": name})
+            )
         self[name] = run
         return run
 

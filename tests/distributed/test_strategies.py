@@ -7,6 +7,7 @@ sum in another order across ranks; measured differences are ~1e-7 on losses).
 Resume: an FSDP and a DeepSpeed run resumed from their step-5 sharded checkpoints match the
 uninterrupted runs (rtol 1e-6 on losses, 1e-6 on weights). The ZeRO-2 strategies are marked slow (CI's step 4).
 """
+
 from __future__ import annotations
 
 import pytest
@@ -48,11 +49,17 @@ class _Runs(dict):
         from workbench import train
 
         if name == "single":
-            run = train(make_config(self.root, **CKPT, **{"schedule.micro_batch_size": PER_RANK * WORLD,
-                                                          "output.run_name": "single"})).run_dir
+            run = train(
+                make_config(
+                    self.root, **CKPT, **{"schedule.micro_batch_size": PER_RANK * WORLD, "output.run_name": "single"}
+                )
+            ).run_dir
         else:
-            run = launch_and_wait(make_config(self.root, **CKPT, **STRATEGIES[name], **{
-                "sharding.nproc_per_node": WORLD, "output.run_name": name}))
+            run = launch_and_wait(
+                make_config(
+                    self.root, **CKPT, **STRATEGIES[name], **{"sharding.nproc_per_node": WORLD, "output.run_name": name}
+                )
+            )
         self[name] = run
         return run
 
@@ -128,11 +135,22 @@ def test_resume_from_sharded_checkpoint_matches_uninterrupted(runs, name):
     ckpt = full / "checkpoints" / "step-0000005"
     assert (ckpt / "sharding.json").is_file() and (ckpt / "rng-rank00001.pt").is_file()
     root = full.parent
-    resumed = launch_and_wait(make_config(root, **CKPT, **STRATEGIES[name], **{
-        "sharding.nproc_per_node": WORLD, "output.run_name": f"{name}-resumed", "checkpointing.resume_from": str(ckpt)}))
+    resumed = launch_and_wait(
+        make_config(
+            root,
+            **CKPT,
+            **STRATEGIES[name],
+            **{
+                "sharding.nproc_per_node": WORLD,
+                "output.run_name": f"{name}-resumed",
+                "checkpointing.resume_from": str(ckpt),
+            },
+        )
+    )
     assert events_of(resumed, "run_started")[0].start_step == 5
-    torch.testing.assert_close(torch.tensor(step_losses(resumed)), torch.tensor(step_losses(full)[5:]),
-                               rtol=RESUME_TOL, atol=0)
+    torch.testing.assert_close(
+        torch.tensor(step_losses(resumed)), torch.tensor(step_losses(full)[5:]), rtol=RESUME_TOL, atol=0
+    )
     a, b = adapter(full), adapter(resumed)
     for k in a:
         torch.testing.assert_close(b[k], a[k], atol=RESUME_TOL, rtol=0)
@@ -141,13 +159,23 @@ def test_resume_from_sharded_checkpoint_matches_uninterrupted(runs, name):
 @pytest.mark.slow
 def test_fsdp_fp16_overflows_are_skipped_together_and_reported_by_every_rank(tmp_path):
     """ShardedGradScaler agrees on found-inf across ranks: both skip the same steps, each logs its own overflow."""
-    run_dir = launch_and_wait(make_config(tmp_path, **{
-        "sharding.strategy": "fsdp", "sharding.nproc_per_node": WORLD, "precision.mode": "fp16",
-        "precision.init_scale": 2.0 ** 20, "schedule.max_steps": 10, "output.run_name": "fp16"}))
+    run_dir = launch_and_wait(
+        make_config(
+            tmp_path,
+            **{
+                "sharding.strategy": "fsdp",
+                "sharding.nproc_per_node": WORLD,
+                "precision.mode": "fp16",
+                "precision.init_scale": 2.0**20,
+                "schedule.max_steps": 10,
+                "output.run_name": "fp16",
+            },
+        )
+    )
     overflow = events_of(run_dir, "overflow")
     by_rank = {r: [e.step for e in overflow if e.rank == r] for r in (0, 1)}
     assert by_rank[0] and by_rank[0] == by_rank[1], by_rank
     assert all(e.scale_after == e.scale_before * 0.5 and e.nonfinite_count > 0 for e in overflow)
     steps = events_of(run_dir, "step")
     assert [s.step for s in steps if s.skipped] == by_rank[0]
-    assert not steps[-1].skipped and steps[-1].loss_scale < 2.0 ** 20  # recovered once the scale fits
+    assert not steps[-1].skipped and steps[-1].loss_scale < 2.0**20  # recovered once the scale fits

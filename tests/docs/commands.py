@@ -16,6 +16,7 @@ The docs' notation, read as a user reads it:
   environment setting (dropped); ``for v in A B; do cmd $v; done``: ``cmd A``; ``# ...``: a comment; a line ending in
   ``\\`` continues on the next.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -62,7 +63,7 @@ def page_commands(path: Path, root: Path | None = None) -> list[DocCommand]:
         for line, statement in _statements(block, first):
             for part, argv in _commands(statement):
                 stdout = argv[argv.index(">") + 1] if ">" in argv[:-1] else None
-                argv = argv[:argv.index(">")] if ">" in argv else argv
+                argv = argv[: argv.index(">")] if ">" in argv else argv
                 out.append(DocCommand(name, line, part, tuple(argv), stdout))
     return out
 
@@ -92,7 +93,7 @@ def _strip_comment(line: str) -> str:
     parts = QUOTED.split(line)
     for i, part in enumerate(parts):
         if not QUOTED.fullmatch(part) and (m := re.search(r"(^|\s)#", part)):
-            return "".join(parts[:i]) + part[:m.start()]
+            return "".join(parts[:i]) + part[: m.start()]
     return line
 
 
@@ -192,4 +193,5 @@ def run_module_main(module: str):
             runpy.run_module(module, run_name="__main__", alter_sys=False)
         finally:
             sys.argv = argv
+
     return run

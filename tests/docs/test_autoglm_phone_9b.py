@@ -4,6 +4,7 @@ download, train or load 20 GB is stood in for (``STAND_INS``: the download write
 its meta-device dry run and leaves the run directory's config and adapter config, a server start is validated as the
 server validates it); every other command runs as written and must exit 0. A command of the guide that fails, or one
 no rule here knows, fails the test."""
+
 from __future__ import annotations
 
 import json
@@ -34,8 +35,12 @@ def _download(argv: list[str]) -> None:
     from workbench.plan.arch import autoglm_phone_9b_config
 
     assert argv[1] == "download" and argv[2] == BUILTIN["autoglm-phone-9b"].hub_id, argv
-    helped = subprocess.run([str(Path(__import__("sys").executable).parent / "hf"), "download", "--help"],
-                            capture_output=True, text=True, timeout=120)
+    helped = subprocess.run(
+        [str(Path(__import__("sys").executable).parent / "hf"), "download", "--help"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert helped.returncode == 0 and "--local-dir" in helped.stdout
     local = Path(_flag(argv, "--local-dir"))
     local.mkdir(parents=True, exist_ok=True)
@@ -55,8 +60,9 @@ def _train(argv: list[str]) -> None:
         run = Path("runs") / name
         (run / "adapter").mkdir(parents=True)
         save_config(cfg, run / "config.json")
-        (run / "adapter" / "adapter_config.json").write_text(json.dumps(
-            {"r": cfg.lora.r, "base_model_name_or_path": cfg.model.source, "peft_type": "LORA"}))
+        (run / "adapter" / "adapter_config.json").write_text(
+            json.dumps({"r": cfg.lora.r, "base_model_name_or_path": cfg.model.source, "peft_type": "LORA"})
+        )
         (run / "events.jsonl").write_text(json.dumps({"type": "run_started", "time": 0.0, "rank": 0}) + "\n")
 
 

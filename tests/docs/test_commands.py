@@ -17,6 +17,7 @@ as ``my_train.jsonl`` / ``my_heldout.jsonl``):
 
 docs/autoglm_phone_9b.md has its own test. The README's two set-up commands are what CI runs (``.ci/run``).
 """
+
 from __future__ import annotations
 
 import contextlib
@@ -39,16 +40,32 @@ from tests.docs.commands import (
 )
 
 OWN_TEST = {"docs/autoglm_phone_9b.md": "tests/docs/test_autoglm_phone_9b.py"}
-PAGES = [p for p in ["README.md", *sorted(str(p.relative_to(REPO)) for p in (REPO / "docs").glob("*.md")),
-                     "extensions/README.md", "data_samples/README.md",
-                     *sorted(str(p.relative_to(REPO)) for p in SAMPLES.glob("*/README.md"))] if p not in OWN_TEST]
+PAGES = [
+    p
+    for p in [
+        "README.md",
+        *sorted(str(p.relative_to(REPO)) for p in (REPO / "docs").glob("*.md")),
+        "extensions/README.md",
+        "data_samples/README.md",
+        *sorted(str(p.relative_to(REPO)) for p in SAMPLES.glob("*/README.md")),
+    ]
+    if p not in OWN_TEST
+]
 # The user's own files, as a page names them: given (a copy of a sample) or only named (the command is parsed)
-USER_FILES = {"my_train.jsonl": SAMPLES / "identity" / "train.jsonl",
-              "my_heldout.jsonl": SAMPLES / "identity" / "heldout.jsonl"}
+USER_FILES = {
+    "my_train.jsonl": SAMPLES / "identity" / "train.jsonl",
+    "my_heldout.jsonl": SAMPLES / "identity" / "heldout.jsonl",
+}
 USER_NAMED = {"my_rows.jsonl", "tasks.jsonl", "serve.yaml", "demonstrations", "heldout-demonstrations"}
 # Other programs a page may show, and whose they are
-EXTERNAL = {"main.py": "Open-AutoGLM's runner, in its checkout", "pip": "pip", "apt-get": "Debian's",
-            "tensorboard": "TensorBoard's viewer", "source": "the shell's", "jupyter": "JupyterLab's"}
+EXTERNAL = {
+    "main.py": "Open-AutoGLM's runner, in its checkout",
+    "pip": "pip",
+    "apt-get": "Debian's",
+    "tensorboard": "TensorBoard's viewer",
+    "source": "the shell's",
+    "jupyter": "JupyterLab's",
+}
 OUTPUT_FLAGS = ("--out",)
 PATH_FLAGS = ("--config", "--deepspeed", "--data.train", "--data.eval", "--model.source")
 
@@ -72,16 +89,23 @@ def program(cmd: DocCommand) -> tuple[str, list[str]]:
 
 def fast(args: list[str]) -> bool:
     """A ``workbench`` command that runs for real in the default suite (well under a second each)."""
-    return ("--help" in args or args[:1] in (["recipes"], ["env"], ["deepspeed"]) or args == ["models"]
-            or (args[:1] == ["train"] and "--print-config" in args)
-            or (args[:2] == ["data", "check"] and "--model" not in args)
-            or (args[:1] == ["plan"] and "--inference" in args))
+    return (
+        "--help" in args
+        or args[:1] in (["recipes"], ["env"], ["deepspeed"])
+        or args == ["models"]
+        or (args[:1] == ["train"] and "--print-config" in args)
+        or (args[:2] == ["data", "check"] and "--model" not in args)
+        or (args[:1] == ["plan"] and "--inference" in args)
+    )
 
 
 def slow(args: list[str]) -> bool:
     """One that runs for real in ``-m slow`` (seconds to a minute: the 9B's census on the meta device, episodes)."""
-    return (args[:1] in (["plan"], ["fact-check"]) or args[:2] in (["data", "check"], ["data", "convert"])
-            or (args[:2] in (["agent", "run"], ["agent", "record"]) and "--oracle" in args))
+    return (
+        args[:1] in (["plan"], ["fact-check"])
+        or args[:2] in (["data", "check"], ["data", "convert"])
+        or (args[:2] in (["agent", "run"], ["agent", "record"]) and "--oracle" in args)
+    )
 
 
 def outputs(args: list[str], cmd: DocCommand) -> set[str]:
@@ -96,8 +120,14 @@ def outputs(args: list[str], cmd: DocCommand) -> set[str]:
 def inputs(args: list[str], cmd: DocCommand) -> list[str]:
     """The paths a workbench command reads, as named (its outputs left out)."""
     made = outputs(args, cmd)
-    return [a for a in args if not a.startswith("-") and "://" not in a and a not in made
-            and ("/" in a or re.search(r"\.(jsonl|json|ya?ml)$", a))]
+    return [
+        a
+        for a in args
+        if not a.startswith("-")
+        and "://" not in a
+        and a not in made
+        and ("/" in a or re.search(r"\.(jsonl|json|ya?ml)$", a))
+    ]
 
 
 @contextlib.contextmanager
@@ -122,8 +152,13 @@ class Page:
     def known(self, path: str) -> bool:
         """Whether a page may name ``path``: it exists, the user's own, a placeholder, or made by an earlier line."""
         path = path.split("=")[0].rstrip("/")
-        return (path == "null" or (self.folder / path).exists() or path in USER_NAMED or is_placeholder(path)
-                or any(m == path or m.startswith(path + "/") or path.startswith(m + "/") for m in self.made))
+        return (
+            path == "null"
+            or (self.folder / path).exists()
+            or path in USER_NAMED
+            or is_placeholder(path)
+            or any(m == path or m.startswith(path + "/") or path.startswith(m + "/") for m in self.made)
+        )
 
     def unknown_paths(self, values) -> list[str]:
         return [v for v in values if not self.known(v)]
@@ -157,8 +192,11 @@ def check_train(page: Page, args: list[str], parsed, resolve) -> str | None:
     """A ``workbench train`` line: every file it names is known, and its configuration resolves."""
     from workbench.config import ConfigError
 
-    named = [args[i + 1] for i, a in enumerate(args[:-1]) if a in PATH_FLAGS
-             and (a != "--model.source" or "/" in args[i + 1])]
+    named = [
+        args[i + 1]
+        for i, a in enumerate(args[:-1])
+        if a in PATH_FLAGS and (a != "--model.source" or "/" in args[i + 1])
+    ]
     if unknown := page.unknown_paths(named):
         return f"names {unknown}, which no earlier line of the page makes"
     if any(not (page.folder / p).exists() for p in named):
@@ -189,8 +227,14 @@ def check_script(path: str, args: list[str]) -> str | None:
         script = (REPO / path).read_text(encoding="utf-8")
         return next((f"{path} has no {a}" for a in args if f'"{a}"' not in script), None)
     run = (REPO / ".ci" / "run").read_text(encoding="utf-8")
-    steps = {"nightly", *(s for name in ("CI_STEPS", "NIGHTLY_STEPS")
-                          for s in re.search(rf'^{name}="([\w ]+)"$', run, re.M).group(1).split())}
+    steps = {
+        "nightly",
+        *(
+            s
+            for name in ("CI_STEPS", "NIGHTLY_STEPS")
+            for s in re.search(rf'^{name}="([\w ]+)"$', run, re.M).group(1).split()
+        ),
+    }
     return next((f"{path}: no step {a} ({sorted(steps)})" for a in args if a not in steps), None)
 
 
@@ -202,9 +246,15 @@ def check_page(page_name: str, tmp_path: Path, runnable) -> list[str]:
             problem = check_workbench(page, cmd, args, runnable(args))
         elif which.startswith("workbench."):
             parsed, lenient = parse_command_line(run_module_main(which), args)
-            problem = parsed if isinstance(parsed, str) else (
-                f"names {unknown}, which no earlier line of the page makes"
-                if (unknown := page.unknown_paths(lenient)) else None)
+            problem = (
+                parsed
+                if isinstance(parsed, str)
+                else (
+                    f"names {unknown}, which no earlier line of the page makes"
+                    if (unknown := page.unknown_paths(lenient))
+                    else None
+                )
+            )
         elif which == "pytest":
             problem = check_pytest(args)
         elif which.startswith("script "):
@@ -225,9 +275,17 @@ def test_every_command_line_of_the_page_parses_and_the_fast_ones_run(page_name, 
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("page_name", [p for p in PAGES if any(
-    program(c)[0] == "workbench" and slow(program(c)[1]) and not fast(program(c)[1]) and not placeholders(c)
-    for c in page_commands(REPO / p, REPO))])
+@pytest.mark.parametrize(
+    "page_name",
+    [
+        p
+        for p in PAGES
+        if any(
+            program(c)[0] == "workbench" and slow(program(c)[1]) and not fast(program(c)[1]) and not placeholders(c)
+            for c in page_commands(REPO / p, REPO)
+        )
+    ],
+)
 def test_the_slower_command_lines_of_the_page_run(page_name, tmp_path):
     problems = check_page(page_name, tmp_path, lambda args: fast(args) or slow(args))
     assert not problems, f"{page_name}: {len(problems)} command line(s) that fail:\n" + "\n".join(problems)
@@ -238,8 +296,10 @@ def test_the_readme_opens_with_the_two_set_up_commands_ci_runs():
     set-up is tests/config/test_packages.py's and the demo CI's demo step: tests/test_demo.py)."""
     first = page_commands(REPO / "README.md", REPO)[:4]
     assert [c.text for c in first[::2]] == ["bash scripts/setup.sh", "bash scripts/setup.sh --test"]
-    assert [c.argv for c in first[1::2]] == [(".venv/bin/workbench", "demo"), (".venv/bin/python", "-m", "pytest",
-                                                                                "-n", "2")]
+    assert [c.argv for c in first[1::2]] == [
+        (".venv/bin/workbench", "demo"),
+        (".venv/bin/python", "-m", "pytest", "-n", "2"),
+    ]
     readme = (REPO / "README.md").read_text(encoding="utf-8")
     assert readme.index("```bash") < readme.index("\n## "), "the set-up commands come before the first section"
     assert "bash scripts/setup.sh --test && .venv/bin/python -m pytest -n 2" in (REPO / ".ci" / "run").read_text()

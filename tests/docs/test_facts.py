@@ -1,5 +1,6 @@
 """Values the docs state, held to the code and the files they describe: a change to either fails here, naming the
 page to correct."""
+
 from __future__ import annotations
 
 import json
@@ -9,10 +10,14 @@ import pytest
 
 from tests.conftest import REPO, SAMPLES
 
-USER_TEXTS = ["README.md", *(f"docs/{p.name}" for p in sorted((REPO / "docs").glob("*.md"))),
-              *(f"notebooks/{p.name}" for p in sorted((REPO / "notebooks").glob("*.ipynb"))),
-              "workbench/models/loading.py", "workbench/models/tiny.py",
-              *(f"workbench/config/recipes/{p.name}" for p in sorted((REPO / "workbench/config/recipes").glob("*.yaml")))]
+USER_TEXTS = [
+    "README.md",
+    *(f"docs/{p.name}" for p in sorted((REPO / "docs").glob("*.md"))),
+    *(f"notebooks/{p.name}" for p in sorted((REPO / "notebooks").glob("*.ipynb"))),
+    "workbench/models/loading.py",
+    "workbench/models/tiny.py",
+    *(f"workbench/config/recipes/{p.name}" for p in sorted((REPO / "workbench/config/recipes").glob("*.yaml"))),
+]
 
 
 def _text(page: str) -> str:
@@ -27,8 +32,9 @@ def test_the_tiny_screenshot_models_parameter_count_is_the_one_every_page_states
 
     model, _ = tiny_glm4v_agent()
     millions = round(sum(p.numel() for p in model.parameters()) / 1e6, 1)  # 1,587,648: 1.6 M
-    stated = {(page, float(m)) for page in USER_TEXTS
-              for m in re.findall(r"\b(\d\.\d) M[-\s]+param", _text(page))}  # the only model of a few millions
+    stated = {
+        (page, float(m)) for page in USER_TEXTS for m in re.findall(r"\b(\d\.\d) M[-\s]+param", _text(page))
+    }  # the only model of a few millions
     assert stated, "no page states the tiny screenshot model's size"
     assert {page for page, m in stated if m != millions} == set(), f"{millions} M parameters, pages say: {stated}"
 
@@ -70,10 +76,12 @@ def test_workbench_train_help_says_what_precision_auto_picks_on_each_device():
     from workbench.precision.policy import resolve_policy
 
     help_text = PrecisionSection.model_fields["mode"].description
-    picks = {"on a GPU bf16 where it supports it": (Hardware.gpu(bf16=True), "bf16"),
-             "else fp16": (Hardware.gpu(bf16=False), "fp16"),
-             "on a CPU bf16 with native bf16": (Hardware("cpu", bf16=True, fast_bf16=True), "bf16"),
-             "else fp32": (Hardware("cpu", bf16=True, fast_bf16=False), "fp32")}
+    picks = {
+        "on a GPU bf16 where it supports it": (Hardware.gpu(bf16=True), "bf16"),
+        "else fp16": (Hardware.gpu(bf16=False), "fp16"),
+        "on a CPU bf16 with native bf16": (Hardware("cpu", bf16=True, fast_bf16=True), "bf16"),
+        "else fp32": (Hardware("cpu", bf16=True, fast_bf16=False), "fp32"),
+    }
     for phrase, (hardware, mode) in picks.items():
         assert phrase in help_text, f"precision.mode's description should say '{phrase}': {help_text}"
         assert resolve_policy(PrecisionSection(mode="auto"), hardware, lora_enabled=True).mode == mode, phrase
@@ -83,8 +91,14 @@ def test_workbench_train_help_says_what_precision_auto_picks_on_each_device():
 RECIPES_HELD_ELSEWHERE = "autoglm-phone-9b-"
 
 
-@pytest.mark.parametrize("recipe", [p.name for p in sorted((REPO / "workbench/config/recipes").glob("*.yaml"))
-                                    if not p.name.startswith(RECIPES_HELD_ELSEWHERE)])
+@pytest.mark.parametrize(
+    "recipe",
+    [
+        p.name
+        for p in sorted((REPO / "workbench/config/recipes").glob("*.yaml"))
+        if not p.name.startswith(RECIPES_HELD_ELSEWHERE)
+    ],
+)
 def test_a_recipe_carries_its_figures_and_one_results_page_not_its_history(recipe):
     """`workbench recipes show NAME` prints the file: no issue numbers, no dated lab notes (a date is a setting's
     value or a results page's name), at most one results page, and that page exists."""
@@ -93,9 +107,12 @@ def test_a_recipe_carries_its_figures_and_one_results_page_not_its_history(recip
     links = re.findall(r"docs/results/([\w.-]+\.md)", text)
     assert len(set(links)) <= 1, f"{recipe}: {len(set(links))} results pages; link the one that holds its figures"
     assert all((REPO / "docs/results" / page).is_file() for page in links), links
-    dates = [line for line in text.splitlines()
-             if re.search(r"\b20\d\d-\d\d-\d\d\b", re.sub(r"docs/results/[\w.-]+\.md", "", line))
-             and not re.match(r'\s*date: "20\d\d-\d\d-\d\d"', line)]
+    dates = [
+        line
+        for line in text.splitlines()
+        if re.search(r"\b20\d\d-\d\d-\d\d\b", re.sub(r"docs/results/[\w.-]+\.md", "", line))
+        and not re.match(r'\s*date: "20\d\d-\d\d-\d\d"', line)
+    ]
     assert not dates, f"{recipe}: dated history: {dates}"
 
 
@@ -106,8 +123,12 @@ def _anchors(page) -> set[str]:
 
 
 def test_every_link_of_the_docs_resolves_to_a_file_and_heading():
-    pages = [REPO / "README.md", *(REPO / "docs").rglob("*.md"), *SAMPLES.rglob("README.md"),
-             REPO / "extensions" / "README.md"]
+    pages = [
+        REPO / "README.md",
+        *(REPO / "docs").rglob("*.md"),
+        *SAMPLES.rglob("README.md"),
+        REPO / "extensions" / "README.md",
+    ]
     broken = []
     for page in pages:
         for link in re.findall(r"\]\(([^)\s]+)\)", page.read_text(encoding="utf-8")):

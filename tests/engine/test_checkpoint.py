@@ -1,4 +1,5 @@
 """Loading a checkpoint at another world size: decided by the strategy's ``can_reshard``, not by its name."""
+
 from __future__ import annotations
 
 import json
@@ -37,8 +38,11 @@ def test_only_strategies_that_reshard_load_a_checkpoint_of_another_world_size(tm
             with pytest.raises(Loaded):
                 load_checkpoint(path, _probe(name, True), scheduler=None)
         else:
-            with pytest.raises(ValueError, match=f"written by 2 ranks, this run has 1: {name} checkpoints do not "
-                                                 r"reshard to another world size \(only fsdp checkpoints do\)"):
+            with pytest.raises(
+                ValueError,
+                match=f"written by 2 ranks, this run has 1: {name} checkpoints do not "
+                r"reshard to another world size \(only fsdp checkpoints do\)",
+            ):
                 load_checkpoint(path, _probe(name, False), scheduler=None)
     # the same world size loads whatever the strategy
     with pytest.raises(Loaded):

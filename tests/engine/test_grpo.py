@@ -1,6 +1,7 @@
 """GRPO in the engine (training.method grpo) on the tiny GLM-4 and the phone-action rows: rollouts sampled by the
 model being trained, rewards by name, rollout and policy_mismatch events, precision policies, accumulation over
 groups, exact resume, and a reward that raises stopping the run with its name and the row."""
+
 import math
 from pathlib import Path
 
@@ -18,10 +19,19 @@ ROWS = str(SAMPLES / "phone_actions_reasoning" / "train.jsonl")
 
 
 def grpo(make_cfg, **overrides):
-    return make_cfg(**{"training.method": "grpo", "data.train": ROWS, "data.max_length": 256,  # lora.dropout: GRPO derives 0
-                       "schedule.micro_batch_size": 2, "schedule.max_steps": 2, "rl.group_size": 3,
-                       "rl.max_new_tokens": 6, "rl.rewards": {"format": 1.0, "action_type": 1.0, "length": 0.1},
-                       **overrides})
+    return make_cfg(
+        **{
+            "training.method": "grpo",
+            "data.train": ROWS,
+            "data.max_length": 256,  # lora.dropout: GRPO derives 0
+            "schedule.micro_batch_size": 2,
+            "schedule.max_steps": 2,
+            "rl.group_size": 3,
+            "rl.max_new_tokens": 6,
+            "rl.rewards": {"format": 1.0, "action_type": 1.0, "length": 0.1},
+            **overrides,
+        }
+    )
 
 
 @pytest.fixture(autouse=True)
@@ -72,9 +82,16 @@ def test_grpo_steps_log_rollouts_and_the_mismatch_and_train_the_adapter(make_cfg
 
 
 def test_grpo_resumes_exactly_with_the_same_rollouts(make_cfg):
-    common = {"schedule.max_steps": 4, "checkpointing.every_steps": 2, "checkpointing.keep_last": 5,
-              "precision.mode": "fp16", "precision.growth_interval": 1, "schedule.grad_accum_steps": 2,
-              "schedule.micro_batch_size": 1, "rl.kl_coef": 0.05}
+    common = {
+        "schedule.max_steps": 4,
+        "checkpointing.every_steps": 2,
+        "checkpointing.keep_last": 5,
+        "precision.mode": "fp16",
+        "precision.growth_interval": 1,
+        "schedule.grad_accum_steps": 2,
+        "schedule.micro_batch_size": 1,
+        "rl.kl_coef": 0.05,
+    }
     full = train(grpo(make_cfg, **common, **{"output.run_name": "full"}))
     step2 = next(p for p in (full.run_dir / "checkpoints").iterdir() if p.name.endswith("0000002"))
     resumed = train(grpo(make_cfg, **common, **{"output.run_name": "resumed", "checkpointing.resume_from": str(step2)}))
@@ -94,8 +111,17 @@ def test_grpo_resumes_exactly_with_the_same_rollouts(make_cfg):
 def test_scale_rewards_none_keeps_the_rewards_scale_in_the_advantages(make_cfg, scale):
     # groups of 2: the first completion's advantage is +-1 (or 0) scaled by the group's std, (t1 - t2) / 2 unscaled;
     # length x 100 makes an unscaled advantage far above 1 wherever the two lengths differ
-    r = train(grpo(make_cfg, **{"rl.group_size": 2, "rl.rewards": {"length": 100.0}, "rl.scale_rewards": scale,
-                                "output.run_name": scale}))
+    r = train(
+        grpo(
+            make_cfg,
+            **{
+                "rl.group_size": 2,
+                "rl.rewards": {"length": 100.0},
+                "rl.scale_rewards": scale,
+                "output.run_name": scale,
+            },
+        )
+    )
     advantages = [abs(s["advantage"]) for e in events_of(r.run_dir, "rollout") for s in e.samples]
     assert advantages and any(a > 0 for a in advantages)
     if scale == "group":
@@ -108,8 +134,17 @@ def test_mask_truncated_completions_leaves_the_cut_answers_out_of_the_loss(make_
     """rl.mask_truncated_completions: an untrained model's completions nearly never reach a stop token in 3 tokens,
     and the cut ones are not trained on: a step whose completions were all cut has no token in the loss or its count
     and a zero gradient; otherwise only the finished completions' tokens count (fewer than the mismatch compared)."""
-    r = train(grpo(make_cfg, **{"rl.mask_truncated_completions": True, "rl.max_new_tokens": 3,
-                                "schedule.max_steps": 3, "output.run_name": "masked"}))
+    r = train(
+        grpo(
+            make_cfg,
+            **{
+                "rl.mask_truncated_completions": True,
+                "rl.max_new_tokens": 3,
+                "schedule.max_steps": 3,
+                "output.run_name": "masked",
+            },
+        )
+    )
     rollouts, steps, mismatch = (events_of(r.run_dir, k) for k in ("rollout", "step", "policy_mismatch"))
     assert any(ro.truncated == 1.0 for ro in rollouts)
     for ro, st, m in zip(rollouts, steps, mismatch):
@@ -126,8 +161,17 @@ def test_importance_sampling_reports_the_weights_it_applied(make_cfg, mode):
     applied (within the ratios' range, never above the cap; 0 for masked tokens) and the share of tokens over the
     cap, which is the share whose ratio exceeds it (none where sampler and trainer agree bit for bit)."""
     cap = 1.0005
-    r = train(grpo(make_cfg, **{"precision.mode": "bf16", "rl.importance_sampling": mode,
-                                "rl.importance_sampling_cap": cap, "output.run_name": mode}))
+    r = train(
+        grpo(
+            make_cfg,
+            **{
+                "precision.mode": "bf16",
+                "rl.importance_sampling": mode,
+                "rl.importance_sampling_cap": cap,
+                "output.run_name": mode,
+            },
+        )
+    )
     for m in events_of(r.run_dir, "policy_mismatch"):
         assert (m.is_capped > 0) == (m.ratio_max > cap), m
         low = 0.0 if mode == "token_mask" and m.is_capped else min(m.ratio_min, cap)
@@ -160,18 +204,39 @@ def one_step(tmp_path_factory):
         return r
 
     register_reward("length_24", lambda example, completion, verdict: len(completion) / 10.0)
-    settings = {"dapo": {}, "dr_grpo": {"rl.loss_type": "dr_grpo"},
-                "importance_sampling": {"rl.importance_sampling": "token_truncate"}}
+    settings = {
+        "dapo": {},
+        "dr_grpo": {"rl.loss_type": "dr_grpo"},
+        "importance_sampling": {"rl.importance_sampling": "token_truncate"},
+    }
     out = {}
     with pytest.MonkeyPatch.context() as mp:
         mp.setattr(grpo_module, "sample_completions", disagreeing)
         for name, overrides in settings.items():
-            cfg = load_config(None, tiny_run_overrides(tmp_path_factory.mktemp("one-step"), **{
-                "training.method": "grpo", "data.train": ROWS, "data.max_length": 256, "precision.mode": "fp32",
-                "schedule.micro_batch_size": 2, "schedule.max_steps": 1, "rl.group_size": 3, "rl.max_new_tokens": 24,
-                "rl.rewards": {"length_24": 1.0}, "output.run_name": name, **overrides}))
+            cfg = load_config(
+                None,
+                tiny_run_overrides(
+                    tmp_path_factory.mktemp("one-step"),
+                    **{
+                        "training.method": "grpo",
+                        "data.train": ROWS,
+                        "data.max_length": 256,
+                        "precision.mode": "fp32",
+                        "schedule.micro_batch_size": 2,
+                        "schedule.max_steps": 1,
+                        "rl.group_size": 3,
+                        "rl.max_new_tokens": 24,
+                        "rl.rewards": {"length_24": 1.0},
+                        "output.run_name": name,
+                        **overrides,
+                    },
+                ),
+            )
             r = train(cfg)
-            out[name] = (r.losses[0], *(events_of(r.run_dir, kind)[0] for kind in ("step", "rollout", "policy_mismatch")))
+            out[name] = (
+                r.losses[0],
+                *(events_of(r.run_dir, kind)[0] for kind in ("step", "rollout", "policy_mismatch")),
+            )
     unregister_reward("length_24")
     return out
 
@@ -202,8 +267,9 @@ def test_importance_sampling_corrects_the_samplers_mismatch_once(one_step):
 @pytest.fixture
 def odd_rows_only():
     # a spread for prompts of odd line numbers only: the even ones' groups are all equal (no learning signal)
-    register_reward("odd_length", lambda example, completion, verdict:
-                    len(completion) / 10.0 if example.index % 2 else 0.0)
+    register_reward(
+        "odd_length", lambda example, completion, verdict: len(completion) / 10.0 if example.index % 2 else 0.0
+    )
     yield {"odd_length": 1.0}
     unregister_reward("odd_length")
 
@@ -212,8 +278,12 @@ def test_with_max_draws_a_step_trains_only_groups_with_a_spread_and_draws_again_
     """rl.max_draws > 1 (dynamic sampling): all-equal groups are dropped from the loss and its divisor, further
     prompts are drawn until the micro-batch holds micro_batch_size groups with a spread, and the stream stays exact
     on resume. With max_draws 1 every group drawn is trained, the equal ones' tokens in the divisor."""
-    common = {"rl.rewards": odd_rows_only, "schedule.max_steps": 4, "checkpointing.every_steps": 2,
-              "checkpointing.keep_last": 5}
+    common = {
+        "rl.rewards": odd_rows_only,
+        "schedule.max_steps": 4,
+        "checkpointing.every_steps": 2,
+        "checkpointing.keep_last": 5,
+    }
     plain = train(grpo(make_cfg, **common, **{"output.run_name": "plain"}))
     rollouts, steps = events_of(plain.run_dir, "rollout"), events_of(plain.run_dir, "step")
     assert all(e.draws is None and e.trained_groups is None for e in rollouts)
@@ -229,8 +299,13 @@ def test_with_max_draws_a_step_trains_only_groups_with_a_spread_and_draws_again_
         if ro.all_equal_groups > 0:  # ... fewer than all drawn when a group was dropped
             assert st.tokens < ro.completion_tokens_mean * ro.groups * ro.group_size
     step2 = next(p for p in (dynamic.run_dir / "checkpoints").iterdir() if p.name.endswith("0000002"))
-    resumed = train(grpo(make_cfg, **common, **{"output.run_name": "resumed", "rl.max_draws": 6,
-                                                "checkpointing.resume_from": str(step2)}))
+    resumed = train(
+        grpo(
+            make_cfg,
+            **common,
+            **{"output.run_name": "resumed", "rl.max_draws": 6, "checkpointing.resume_from": str(step2)},
+        )
+    )
     assert resumed.losses == dynamic.losses[2:]  # the extra draws advanced the saved stream position
 
 

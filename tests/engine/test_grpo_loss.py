@@ -1,5 +1,6 @@
 """The GRPO arithmetic: group-normalised advantages, the clipped surrogate, the KL penalty, token normalisation, the
 loss types, the importance-sampling correction and the mismatch figures, checked against hand-computed values."""
+
 import math
 
 import pytest
@@ -91,7 +92,11 @@ def test_the_reported_reference_kl_is_the_penalty_s_own_estimate_over_the_comple
     ref = torch.tensor([[-1.5, -2.0, -9.0]])
     mask = torch.tensor([[1.0, 1.0, 0.0]])  # the third token is padding
     penalty = grpo_loss_sum(logp, logp, torch.zeros(1), mask, 0.2, kl_coef=1.0, logp_ref=ref)
-    assert reference_kl_sum(logp, ref, mask) == pytest.approx(float(penalty.detach())) == pytest.approx(math.exp(-0.5) - 0.5)
+    assert (
+        reference_kl_sum(logp, ref, mask)
+        == pytest.approx(float(penalty.detach()))
+        == pytest.approx(math.exp(-0.5) - 0.5)
+    )
     assert reference_kl_sum(logp, logp.detach(), mask) == 0
 
 
@@ -101,8 +106,10 @@ def test_token_normalisation_weighs_long_completions_by_their_tokens_as_sft_does
     logp_b = torch.zeros(1, 1, requires_grad=True)
     ma, mb = torch.ones(1, 3), torch.ones(1, 1)
     divisor = window_loss_divisor(4)
-    total = (grpo_loss_sum(logp_a, logp_a.detach(), torch.tensor([1.0]), ma, 0.2) / divisor
-             + grpo_loss_sum(logp_b, logp_b.detach(), torch.tensor([-1.0]), mb, 0.2) / divisor)
+    total = (
+        grpo_loss_sum(logp_a, logp_a.detach(), torch.tensor([1.0]), ma, 0.2) / divisor
+        + grpo_loss_sum(logp_b, logp_b.detach(), torch.tensor([-1.0]), mb, 0.2) / divisor
+    )
     assert float(total.detach()) == pytest.approx((-3 + 1) / 4)
 
 
@@ -120,8 +127,13 @@ def test_mismatch_figures():
 def _window_loss(loss_type: str, logps: list, advantages: list, masks: list, max_new_tokens: int) -> float:
     """The window's loss as the GRPO step computes it: each micro-batch's weighted sum over the shared count."""
     rows, count = loss_normalisation(loss_type, masks, max_new_tokens)
-    return sum(float(grpo_loss_sum(lp, lp, a, m, 0.2, row_weights=w)) for lp, a, m, w in
-               zip(logps, advantages, masks, rows)) / count
+    return (
+        sum(
+            float(grpo_loss_sum(lp, lp, a, m, 0.2, row_weights=w))
+            for lp, a, m, w in zip(logps, advantages, masks, rows)
+        )
+        / count
+    )
 
 
 def test_each_loss_type_normalises_the_window_as_trl_documents_it():

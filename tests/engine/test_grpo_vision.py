@@ -1,6 +1,7 @@
 """GRPO on screenshots: tiny GLM-4V (the agent's tokenizer) on the offline phone's tasks (rl.prompts phone_tasks),
 vision rollouts whose pixels reach the trainer's forward, the episode_success reward playing each sampled first
 action on with the model being trained, and the text-model refusal naming the field."""
+
 import pytest
 import torch
 
@@ -15,11 +16,24 @@ def events_of(run_dir, kind):
 
 
 def phone_grpo(make_cfg, **overrides):
-    return make_cfg(**{"model.source": "tiny-glm4v-agent", "lora.enabled": False, "training.method": "grpo",
-                       "data.max_length": 512, "schedule.micro_batch_size": 2, "schedule.max_steps": 2,
-                       "rl.prompts": "phone_tasks", "rl.tasks": "open_app", "rl.screen_size": "112x252",
-                       "rl.group_size": 2, "rl.max_new_tokens": 8, "rl.episode_max_steps": 2,
-                       "rl.rewards": {"format": 1.0, "episode_success": 1.0, "length": 0.1}, **overrides})
+    return make_cfg(
+        **{
+            "model.source": "tiny-glm4v-agent",
+            "lora.enabled": False,
+            "training.method": "grpo",
+            "data.max_length": 512,
+            "schedule.micro_batch_size": 2,
+            "schedule.max_steps": 2,
+            "rl.prompts": "phone_tasks",
+            "rl.tasks": "open_app",
+            "rl.screen_size": "112x252",
+            "rl.group_size": 2,
+            "rl.max_new_tokens": 8,
+            "rl.episode_max_steps": 2,
+            "rl.rewards": {"format": 1.0, "episode_success": 1.0, "length": 0.1},
+            **overrides,
+        }
+    )
 
 
 @pytest.fixture(autouse=True)

@@ -3,6 +3,7 @@ the adapter the run trains: what tests/engine/test_vllm_rollouts.py checks on a 
 
 Marked ``vllm``: CI's vLLM step runs it after ``bash scripts/setup.sh --vllm``; a missing vLLM environment FAILS
 (``start_vllm`` raises ``VllmMissing``), it never skips. One vLLM start (~1-2 min on 2 CPU cores, eager)."""
+
 from __future__ import annotations
 
 import pytest
@@ -35,14 +36,33 @@ def test_grpo_samples_from_vllm_at_temperature_07_with_the_adapter_it_trains(tmp
     from workbench.config import load_config
     from workbench.events import iter_events
 
-    cfg = load_config(None, {
-        "model.source": "smollm2-135m-instruct", "training.method": "grpo", "data.train": ROWS, "data.eval": None,
-        "data.max_length": 512, "precision.mode": "fp32", "lora.r": 8, "schedule.max_steps": 3,
-        "schedule.micro_batch_size": 2, "schedule.learning_rate": 2e-3, "schedule.warmup_steps": 0,
-        "rl.rollout_engine": "vllm", "rl.temperature": 0.7, "rl.group_size": 4, "rl.max_new_tokens": 24,
-        "rl.rewards": length_reward, "rl.kl_coef": 0.01, "rl.importance_sampling": "token_truncate",
-        "diagnosis.enabled": False,
-        "output.runs_dir": str(tmp_path / "runs"), "output.run_name": "vllm", "output.progress_bar": False})
+    cfg = load_config(
+        None,
+        {
+            "model.source": "smollm2-135m-instruct",
+            "training.method": "grpo",
+            "data.train": ROWS,
+            "data.eval": None,
+            "data.max_length": 512,
+            "precision.mode": "fp32",
+            "lora.r": 8,
+            "schedule.max_steps": 3,
+            "schedule.micro_batch_size": 2,
+            "schedule.learning_rate": 2e-3,
+            "schedule.warmup_steps": 0,
+            "rl.rollout_engine": "vllm",
+            "rl.temperature": 0.7,
+            "rl.group_size": 4,
+            "rl.max_new_tokens": 24,
+            "rl.rewards": length_reward,
+            "rl.kl_coef": 0.01,
+            "rl.importance_sampling": "token_truncate",
+            "diagnosis.enabled": False,
+            "output.runs_dir": str(tmp_path / "runs"),
+            "output.run_name": "vllm",
+            "output.progress_bar": False,
+        },
+    )
     result = train(cfg)
     events = list(iter_events(result.run_dir / "events.jsonl"))
     mismatch = [e for e in events if e.type == "policy_mismatch"]
@@ -53,8 +73,16 @@ def test_grpo_samples_from_vllm_at_temperature_07_with_the_adapter_it_trains(tmp
         # the truncated importance-sampling correction (TRL's, for vLLM rollouts): weights near 1, none at the cap
         assert abs(m.is_weight_mean - 1) < 0.02 and m.is_capped == 0.0, m
     moved = [r.reference_kl for r in rollouts]
-    print("mismatch mean_abs", [round(m.mean_abs, 5) for m in mismatch], "kl", [m.kl for m in mismatch],
-          "reference_kl", moved, "is_weight_mean", [m.is_weight_mean for m in mismatch])
+    print(
+        "mismatch mean_abs",
+        [round(m.mean_abs, 5) for m in mismatch],
+        "kl",
+        [m.kl for m in mismatch],
+        "reference_kl",
+        moved,
+        "is_weight_mean",
+        [m.is_weight_mean for m in mismatch],
+    )
     assert moved[0] == 0.0 and moved[2] > 1e-3, moved  # the adapter starts at 0, then trains
     for m, kl in zip(mismatch[1:], moved[1:]):
         assert m.kl < kl / 10, (m, kl)  # vLLM samples the trained adapter, not the base

@@ -1,4 +1,5 @@
 """Re-attaching to a live run from another process (a restarted kernel, a second terminal) and stopping it."""
+
 import json
 import subprocess
 import sys
@@ -34,8 +35,13 @@ def test_a_new_process_attaches_to_a_live_run_and_stops_it(make_cfg):
     handle = launch(make_cfg(**{"schedule.max_steps": 100000}))
     try:
         _wait_for_steps(handle, 2)
-        out = subprocess.run([sys.executable, "-c", ATTACH_AND_STOP, str(handle.run_dir)], capture_output=True,
-                             text=True, cwd=REPO, timeout=240)
+        out = subprocess.run(
+            [sys.executable, "-c", ATTACH_AND_STOP, str(handle.run_dir)],
+            capture_output=True,
+            text=True,
+            cwd=REPO,
+            timeout=240,
+        )
         assert out.returncode == 0, out.stderr[-2000:]
         seen = json.loads(out.stdout.strip().splitlines()[-1])
     finally:

@@ -20,11 +20,26 @@ def mean(xs):
     return sum(xs) / len(xs)
 
 
-@pytest.mark.parametrize("mode,source", [("fp32", "tiny-glm4"), ("fp16", "tiny-glm4"), ("bf16", "tiny-glm4"),
-                                         ("pure-bf16", "tiny-glm4"), ("bf16", "tiny-glm4v")])
+@pytest.mark.parametrize(
+    "mode,source",
+    [
+        ("fp32", "tiny-glm4"),
+        ("fp16", "tiny-glm4"),
+        ("bf16", "tiny-glm4"),
+        ("pure-bf16", "tiny-glm4"),
+        ("bf16", "tiny-glm4v"),
+    ],
+)
 def test_loss_falls_in_every_precision_mode(make_cfg, mode, source):
-    cfg = make_cfg(**{"precision.mode": mode, "model.source": source, "schedule.max_steps": 12,
-                      "schedule.learning_rate": 1e-2, "lora.dropout": 0.0})
+    cfg = make_cfg(
+        **{
+            "precision.mode": mode,
+            "model.source": source,
+            "schedule.max_steps": 12,
+            "schedule.learning_rate": 1e-2,
+            "lora.dropout": 0.0,
+        }
+    )
     r = train(cfg)
     assert len(r.losses) == 12 and r.skipped_steps == 0
     # ~0.17 nats measured in every mode (12 steps from ~5.8, ln of the vocabulary): a run learning half as fast fails
@@ -37,7 +52,7 @@ def test_loss_falls_in_every_precision_mode(make_cfg, mode, source):
 
 def test_fp16_huge_init_scale_overflows_skips_and_backs_off(make_cfg):
     # 2**24 overflows fp16 gradients on tiny-glm4; halving reaches a workable scale (2**18) in 6 steps.
-    cfg = make_cfg(**{"precision.mode": "fp16", "precision.init_scale": 2.0 ** 24, "schedule.max_steps": 8})
+    cfg = make_cfg(**{"precision.mode": "fp16", "precision.init_scale": 2.0**24, "schedule.max_steps": 8})
     r = train(cfg)
     overflows = events_of(r, "overflow")
     assert len(overflows) >= 3 and r.skipped_steps == len(overflows)
@@ -47,11 +62,11 @@ def test_fp16_huge_init_scale_overflows_skips_and_backs_off(make_cfg):
     steps = events_of(r, "step")
     skipped = [s for s in steps if s.skipped]
     assert [s.step for s in skipped] == [o.step for o in overflows]
-    assert steps[-1].loss_scale < 2.0 ** 24 and not steps[-1].skipped  # recovered once the scale fits
+    assert steps[-1].loss_scale < 2.0**24 and not steps[-1].skipped  # recovered once the scale fits
 
 
 def test_bf16_never_overflows_even_with_huge_scale_setting(make_cfg):
-    r = train(make_cfg(**{"precision.mode": "bf16", "precision.init_scale": 2.0 ** 40, "schedule.max_steps": 4}))
+    r = train(make_cfg(**{"precision.mode": "bf16", "precision.init_scale": 2.0**40, "schedule.max_steps": 4}))
     assert not events_of(r, "overflow") and all(s.loss_scale is None for s in events_of(r, "step"))
 
 
@@ -62,10 +77,14 @@ def _trained(result):
 
 def test_accumulation_2x2_equals_4x1_with_unequal_lengths(make_cfg):
     common = {"schedule.max_steps": 3, "lora.dropout": 0.0, "precision.max_grad_norm": None}
-    a = train(make_cfg(**common, **{"schedule.micro_batch_size": 4, "schedule.grad_accum_steps": 1,
-                                    "output.run_name": "mb4"}))
-    b = train(make_cfg(**common, **{"schedule.micro_batch_size": 2, "schedule.grad_accum_steps": 2,
-                                    "output.run_name": "mb2x2"}))
+    a = train(
+        make_cfg(**common, **{"schedule.micro_batch_size": 4, "schedule.grad_accum_steps": 1, "output.run_name": "mb4"})
+    )
+    b = train(
+        make_cfg(
+            **common, **{"schedule.micro_batch_size": 2, "schedule.grad_accum_steps": 2, "output.run_name": "mb2x2"}
+        )
+    )
     # The identity rows differ in length, so the two micro-batches of a window hold unequal token counts.
     torch.testing.assert_close(torch.tensor(a.losses), torch.tensor(b.losses), rtol=1e-5, atol=1e-6)
     wa, wb = _trained(a), _trained(b)
@@ -77,9 +96,16 @@ def test_accumulation_2x2_equals_4x1_with_unequal_lengths(make_cfg):
 def test_resume_continues_exactly(make_cfg):
     # fp16 (scaler state) and dropout (RNG state) make an inexact resume visible: the loss scale grows every
     # 2 clean steps, so a resume that dropped the scaler's state would restart at init_scale and differ.
-    common = {"precision.mode": "fp16", "lora.dropout": 0.1, "schedule.max_steps": 10, "schedule.warmup_steps": 2,
-              "checkpointing.every_steps": 5, "checkpointing.keep_last": 5, "precision.growth_interval": 2,
-              "precision.init_scale": 256.0}
+    common = {
+        "precision.mode": "fp16",
+        "lora.dropout": 0.1,
+        "schedule.max_steps": 10,
+        "schedule.warmup_steps": 2,
+        "checkpointing.every_steps": 5,
+        "checkpointing.keep_last": 5,
+        "precision.growth_interval": 2,
+        "precision.init_scale": 256.0,
+    }
     full = train(make_cfg(**common, **{"output.run_name": "full"}))
     scales = {e.step: e.loss_scale for e in events_of(full, "step")}
     assert scales[5] > 256.0, scales  # the scaler's state at the checkpoint is not its initial one
@@ -94,18 +120,28 @@ def test_resume_continues_exactly(make_cfg):
     assert started.start_step == 5
 
 
-@pytest.mark.parametrize("strategy,mode,saved", [
-    ("none", "fp16", [(2, "resumable"), (3, "emergency")]),
-    ("ddp", "fp16", [(2, "resumable"), (3, "emergency")]),  # rank 0 holds everything: it saves without peers
-    ("fsdp", "fp32", [(2, "resumable")]),  # shards on every rank: run_failed names the last periodic checkpoint
-])
+@pytest.mark.parametrize(
+    "strategy,mode,saved",
+    [
+        ("none", "fp16", [(2, "resumable"), (3, "emergency")]),
+        ("ddp", "fp16", [(2, "resumable"), (3, "emergency")]),  # rank 0 holds everything: it saves without peers
+        ("fsdp", "fp32", [(2, "resumable")]),  # shards on every rank: run_failed names the last periodic checkpoint
+    ],
+)
 def test_a_crash_mid_step_keeps_every_completed_step(make_cfg, fail_forward, strategy, mode, saved):
     """Ctrl-C in the middle of step 4 (its first micro-batch already trained, dropout drawn): the run_failed
     event points at an emergency checkpoint of step 3 where the strategy can save one (else the last periodic
     one), and resuming it gives the uninterrupted run exactly. Distributed strategies run as a world of one."""
-    common = {"precision.mode": mode, "lora.dropout": 0.1, "schedule.max_steps": 6, "schedule.micro_batch_size": 2,
-              "schedule.grad_accum_steps": 2, "checkpointing.every_steps": 2, "checkpointing.keep_last": 5,
-              "sharding.strategy": strategy}
+    common = {
+        "precision.mode": mode,
+        "lora.dropout": 0.1,
+        "schedule.max_steps": 6,
+        "schedule.micro_batch_size": 2,
+        "schedule.grad_accum_steps": 2,
+        "checkpointing.every_steps": 2,
+        "checkpointing.keep_last": 5,
+        "sharding.strategy": strategy,
+    }
     full = train(make_cfg(**common, **{"output.run_name": "full"}))
     patch = fail_forward(3 * 2 + 2, KeyboardInterrupt())  # step 4, second micro-batch
     with pytest.raises(KeyboardInterrupt):
@@ -119,7 +155,9 @@ def test_a_crash_mid_step_keeps_every_completed_step(make_cfg, fail_forward, str
     assert failed[0].checkpoint == str(crashed_dir / "checkpoints" / f"step-{last:07d}")
     assert [(e.step, e.kind) for e in events if e.type == "checkpoint"] == saved
     assert json.loads((crashed_dir / "checkpoints" / f"step-{last:07d}" / "sharding.json").read_text()) == {
-        "strategy": strategy, "world_size": 1}
+        "strategy": strategy,
+        "world_size": 1,
+    }
 
     resumed = train(make_cfg(**common, **{"output.run_name": "crashed", "checkpointing.resume_from": "latest"}))
     assert resumed.losses == full.losses[last:]  # bitwise: the step's RNG was saved as it was when the step began
@@ -139,8 +177,9 @@ def test_a_crash_right_after_a_checkpoint_points_at_it(make_cfg, fail_forward):
     assert [e.checkpoint for e in events if e.type == "run_failed"] == [str(run_dir / "checkpoints" / "step-0000004")]
 
 
-def test_a_failed_emergency_checkpoint_is_reported_and_the_runs_own_failure_propagates(make_cfg, fail_forward,
-                                                                                      monkeypatch):
+def test_a_failed_emergency_checkpoint_is_reported_and_the_runs_own_failure_propagates(
+    make_cfg, fail_forward, monkeypatch
+):
     from workbench.engine import run as run_module
 
     save = run_module.save_checkpoint
@@ -165,8 +204,10 @@ def test_a_failed_emergency_checkpoint_is_reported_and_the_runs_own_failure_prop
     from workbench.ui.run_state import RunState
 
     hint = _resume_hint(run_dir)
-    assert hint.startswith("step 3 could not be saved after the failure (OSError: [Errno 28] No space left on device); "
-                           f"the last checkpoint is {run_dir / 'checkpoints' / 'step-0000002'}; continue with"), hint
+    assert hint.startswith(
+        "step 3 could not be saved after the failure (OSError: [Errno 28] No space left on device); "
+        f"the last checkpoint is {run_dir / 'checkpoints' / 'step-0000002'}; continue with"
+    ), hint
     state = RunState()
     state.apply(iter_events(run_dir / "events.jsonl", typed=False))
     assert "could not be saved after the failure: OSError" in state.alerts[-1].detail
@@ -190,13 +231,16 @@ def _hand_count():
     return {"decoder": L * (attn + mlp), "norms": L * 4 * h + h, "embeddings": v * h, "lm_head": v * h, "lora": lora}
 
 
-@pytest.mark.parametrize("mode,lora,frozen,trained", [
-    ("fp32", True, "float32", "float32"),
-    ("bf16", True, "bfloat16", "float32"),  # fp32 LoRA on a bf16 frozen base
-    ("fp16", True, "float16", "float32"),
-    ("pure-bf16", True, "bfloat16", "bfloat16"),
-    ("bf16", False, None, "float32"),  # full fine-tuning: fp32 master weights, no frozen part
-])
+@pytest.mark.parametrize(
+    "mode,lora,frozen,trained",
+    [
+        ("fp32", True, "float32", "float32"),
+        ("bf16", True, "bfloat16", "float32"),  # fp32 LoRA on a bf16 frozen base
+        ("fp16", True, "float16", "float32"),
+        ("pure-bf16", True, "bfloat16", "bfloat16"),
+        ("bf16", False, None, "float32"),  # full fine-tuning: fp32 master weights, no frozen part
+    ],
+)
 def test_census_equals_hand_count(make_cfg, mode, lora, frozen, trained):
     r = train(make_cfg(**{"precision.mode": mode, "lora.enabled": lora, "schedule.max_steps": 1}))
     census = events_of(r, "census")[0]
@@ -281,16 +325,23 @@ def test_a_checkpoint_of_the_older_one_process_layout_still_resumes(make_cfg, tm
     and had no sharding.json: such a checkpoint still resumes exactly."""
     import shutil
 
-    common = {"precision.mode": "fp16", "lora.dropout": 0.1, "schedule.max_steps": 6, "checkpointing.every_steps": 3,
-              "precision.growth_interval": 2}
+    common = {
+        "precision.mode": "fp16",
+        "lora.dropout": 0.1,
+        "schedule.max_steps": 6,
+        "checkpointing.every_steps": 3,
+        "precision.growth_interval": 2,
+    }
     full = train(make_cfg(**common, **{"output.run_name": "full"}))
     legacy = tmp_path / "legacy" / "step-0000003"
     shutil.copytree(full.run_dir / "checkpoints" / "step-0000003", legacy)
     opt = torch.load(legacy / "optimizer.pt", weights_only=False)
     rng = torch.load(legacy / "rng-rank00000.pt", weights_only=False)
     scheduler = torch.load(legacy / "training.pt", weights_only=False)["scheduler"]
-    torch.save({"optimizer": opt["optimizer"], "scheduler": scheduler, "scaler": opt["scaler"], "rng": rng},
-               legacy / "training.pt")
+    torch.save(
+        {"optimizer": opt["optimizer"], "scheduler": scheduler, "scaler": opt["scaler"], "rng": rng},
+        legacy / "training.pt",
+    )
     for name in ("optimizer.pt", "rng-rank00000.pt", "sharding.json"):
         (legacy / name).unlink()
     resumed = train(make_cfg(**common, **{"output.run_name": "resumed", "checkpointing.resume_from": str(legacy)}))
@@ -312,8 +363,16 @@ def test_a_null_learning_rate_is_derived_from_the_model_once_and_recorded(make_c
     assert started.config["schedule"]["learning_rate"] == 1e-3
     assert events_of(r, "step")[0].lr == pytest.approx(1e-3)  # the peak: no warmup, cosine from step 0
     assert json.loads((r.run_dir / "config.json").read_text())["schedule"]["learning_rate"] is None
-    full = train(make_cfg(**{"schedule.learning_rate": None, "schedule.max_steps": 1, "schedule.warmup_steps": 0,
-                             "lora.enabled": False}))
+    full = train(
+        make_cfg(
+            **{
+                "schedule.learning_rate": None,
+                "schedule.max_steps": 1,
+                "schedule.warmup_steps": 0,
+                "lora.enabled": False,
+            }
+        )
+    )
     assert events_of(full, "step")[0].lr == pytest.approx(5e-5)
 
 
@@ -331,8 +390,13 @@ def test_the_engine_runs_the_step_type_its_method_names(make_cfg, monkeypatch):
         def accumulate(self, stream, step):
             window = super().accumulate(stream, step)
             Counted.windows += 1
-            return Accumulated(window.loss_sum, window.divisor, window.target_tokens, window.processed_tokens,
-                               (Eval(step=0, loss=-1.0, tokens=step),))
+            return Accumulated(
+                window.loss_sum,
+                window.divisor,
+                window.target_tokens,
+                window.processed_tokens,
+                (Eval(step=0, loss=-1.0, tokens=step),),
+            )
 
         def resume_state(self):
             return {"windows": Counted.windows}
@@ -341,7 +405,8 @@ def test_the_engine_runs_the_step_type_its_method_names(make_cfg, monkeypatch):
     monkeypatch.setitem(run_module.STEP_TYPES, "sft", Counted)
     counted = train(make_cfg(**{"schedule.max_steps": 3, "output.run_name": "counted"}))
     assert Counted.windows == 3 and counted.losses == plain.losses
-    assert [(e.step, e.tokens) for e in iter_events(counted.run_dir / "events.jsonl")
-            if e.type == "eval" and e.loss == -1.0] == [(1, 1), (2, 2), (3, 3)]
+    assert [
+        (e.step, e.tokens) for e in iter_events(counted.run_dir / "events.jsonl") if e.type == "eval" and e.loss == -1.0
+    ] == [(1, 1), (2, 2), (3, 3)]
     state = json.loads(next((counted.run_dir / "checkpoints").glob("step-*/state.json")).read_text())
     assert state["extra"] == {"windows": 3}

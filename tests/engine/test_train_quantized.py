@@ -1,6 +1,7 @@
 """Training over a quantized base (quantization.base): the precision machinery works over it as over a 16-bit base:
 fp16 autocast with the GradScaler and its overflow events, gradient checkpointing, accumulation and every loss head;
 the run's events say what was quantized and count it."""
+
 from __future__ import annotations
 
 import pytest
@@ -17,16 +18,29 @@ def events_of(result, kind):
 def test_fp16_with_the_grad_scaler_checkpointing_and_accumulation_over_an_nf4_base(make_cfg):
     """A huge initial loss scale overflows fp16 gradients; the scaler skips those steps (overflow events), backs off
     and the run trains on: over the quantized base as over a 16-bit one (tests/engine/test_train.py)."""
-    r = train(make_cfg(**{"quantization.base": "nf4", "precision.mode": "fp16", "precision.init_scale": 2.0 ** 20,
-                          "model.gradient_checkpointing": True, "schedule.micro_batch_size": 2,
-                          "schedule.grad_accum_steps": 2, "memory.loss_head": "labels", "schedule.max_steps": 8,
-                          "data.max_length": 40, "diagnosis.enabled": False,  # attribution: test_diagnosis.py
-                          "schedule.learning_rate": 1e-2, "lora.dropout": 0.0}))
+    r = train(
+        make_cfg(
+            **{
+                "quantization.base": "nf4",
+                "precision.mode": "fp16",
+                "precision.init_scale": 2.0**20,
+                "model.gradient_checkpointing": True,
+                "schedule.micro_batch_size": 2,
+                "schedule.grad_accum_steps": 2,
+                "memory.loss_head": "labels",
+                "schedule.max_steps": 8,
+                "data.max_length": 40,
+                "diagnosis.enabled": False,  # attribution: test_diagnosis.py
+                "schedule.learning_rate": 1e-2,
+                "lora.dropout": 0.0,
+            }
+        )
+    )
     overflows = events_of(r, "overflow")
     assert len(overflows) >= 3 and r.skipped_steps == len(overflows)
     assert all(o.scale_after == o.scale_before * 0.5 for o in overflows)
     steps = [s for s in events_of(r, "step") if not s.skipped]
-    assert steps[-1].loss_scale < 2.0 ** 20 and steps[-1].loss < steps[0].loss - 0.05, [s.loss for s in steps]
+    assert steps[-1].loss_scale < 2.0**20 and steps[-1].loss < steps[0].loss - 0.05, [s.loss for s in steps]
     quantized = events_of(r, "base_quantized")[0]
     assert quantized.kind == "nf4" and quantized.layers == 12 and quantized.compute_dtype == "float16"
     # a tiny layer's code tables weigh: 0.35 of bf16 here, 0.26 on the 9B (docs/results/2026-12-06-qlora.md)
@@ -53,10 +67,16 @@ def _gradients(quantized: str, ckpt: bool, head: str) -> tuple[float, dict]:
     from workbench.forward import batch_loss_sum
     from workbench.precision import resolve_precision
 
-    cfg = RunConfig.model_validate({
-        "model": {"source": "tiny-glm4", "gradient_checkpointing": ckpt}, "precision": {"mode": "fp32"},
-        "lora": {"dropout": 0.0}, "data": {"train": "unused.jsonl", "eval": None},
-        "quantization": {"base": quantized}, "memory": {"loss_head": head, "loss_chunk_tokens": 7}})
+    cfg = RunConfig.model_validate(
+        {
+            "model": {"source": "tiny-glm4", "gradient_checkpointing": ckpt},
+            "precision": {"mode": "fp32"},
+            "lora": {"dropout": 0.0},
+            "data": {"train": "unused.jsonl", "eval": None},
+            "quantization": {"base": quantized},
+            "memory": {"loss_head": head, "loss_chunk_tokens": 7},
+        }
+    )
     policy = resolve_precision(cfg, torch.device("cpu"))
     model = build_model(cfg, policy, torch.device("cpu")).model
     ids = torch.randint(0, 250, (2, 24), generator=torch.Generator().manual_seed(0))
@@ -87,8 +107,10 @@ def test_the_quantized_layers_compute_in_the_policys_dtype_whatever_the_base_is_
     from workbench.models.quantize import quantized_kind
     from workbench.precision import resolve_precision
 
-    cfg = load_config(None, {"model.source": "tiny-glm4", "quantization.base": "nf4", "precision.mode": "bf16",
-                             "model.dtype": "float32"})
+    cfg = load_config(
+        None,
+        {"model.source": "tiny-glm4", "quantization.base": "nf4", "precision.mode": "bf16", "model.dtype": "float32"},
+    )
     policy = resolve_precision(cfg, torch.device("cpu"))
     assert policy.base_dtype == torch.float32 and policy.compute_dtype == torch.bfloat16
     built = build_model(cfg, policy, torch.device("cpu"))

@@ -1,5 +1,6 @@
 """Training the tiny GLM-4V on screenshot rows: batches carry pixel_values / image_grid_thw, the vision tower stays
 frozen (and fp32 under fp16), accumulation stays token-normalised with images of different sizes."""
+
 import json
 
 import pytest
@@ -29,15 +30,30 @@ def sample_rows(path, count: int, step: int = 22):
 
 
 def vision_overrides(train_path, **extra):
-    return {"model.source": "tiny-glm4v", "data.train": str(train_path), "data.max_length": 512, "lora.dropout": 0.0,
-            "schedule.learning_rate": 1e-2, **extra}
+    return {
+        "model.source": "tiny-glm4v",
+        "data.train": str(train_path),
+        "data.max_length": 512,
+        "lora.dropout": 0.0,
+        "schedule.learning_rate": 1e-2,
+        **extra,
+    }
 
 
 @pytest.mark.parametrize("mode,vision_dtype", [("fp32", "float32"), ("bf16", "bfloat16"), ("fp16", "float32")])
 def test_loss_falls_with_screenshots_and_the_vision_tower_stays_frozen(make_cfg, tmp_path, mode, vision_dtype):
     """fp16: the family rule keeps the tower in fp32; bf16 stores the frozen base (tower included) in bf16."""
-    cfg = make_cfg(**vision_overrides(sample_rows(tmp_path / "rows.jsonl", 4), **{
-        "precision.mode": mode, "schedule.max_steps": 5, "schedule.micro_batch_size": 4, "diagnosis.coverage_every": 0}))
+    cfg = make_cfg(
+        **vision_overrides(
+            sample_rows(tmp_path / "rows.jsonl", 4),
+            **{
+                "precision.mode": mode,
+                "schedule.max_steps": 5,
+                "schedule.micro_batch_size": 4,
+                "diagnosis.coverage_every": 0,
+            },
+        )
+    )
     r = train(cfg)
     # the same 4 rows every step (micro-batch 4): the loss falls at every step, ~0.27 nats in 5 (measured, each mode)
     assert all(b < a for a, b in zip(r.losses, r.losses[1:])) and r.losses[0] - r.losses[-1] > 0.2, r.losses
@@ -60,10 +76,23 @@ def _screens_of_different_sizes(tmp_path):
         img = Image.new("RGB", size, (240, 240, 240))
         ImageDraw.Draw(img).rectangle([size[0] // 4, size[1] // 3, size[0] // 2, size[1] // 2], fill=(30 * k, 90, 200))
         img.save(tmp_path / f"s{k}.png")
-        rows.append({"messages": [
-            {"role": "user", "content": [{"type": "image_url", "image_url": {"url": f"s{k}.png"}},
-                                         {"type": "text", "text": "Tap the blue button" + "!" * k}]},
-            {"role": "assistant", "content": f'<think>It is there.</think><answer>do(action="Tap", element=[{300 + k},400])</answer>'}]})
+        rows.append(
+            {
+                "messages": [
+                    {
+                        "role": "user",
+                        "content": [
+                            {"type": "image_url", "image_url": {"url": f"s{k}.png"}},
+                            {"type": "text", "text": "Tap the blue button" + "!" * k},
+                        ],
+                    },
+                    {
+                        "role": "assistant",
+                        "content": f'<think>It is there.</think><answer>do(action="Tap", element=[{300 + k},400])</answer>',
+                    },
+                ]
+            }
+        )
     path = tmp_path / "sizes.jsonl"
     path.write_text("".join(json.dumps(r) + "\n" for r in rows))
     return path
@@ -72,10 +101,18 @@ def _screens_of_different_sizes(tmp_path):
 def test_accumulation_2x2_equals_4x1_with_screenshots_of_different_sizes(make_cfg, tmp_path):
     from safetensors.torch import load_file
 
-    common = vision_overrides(_screens_of_different_sizes(tmp_path), **{
-        "schedule.max_steps": 2, "precision.max_grad_norm": None, "diagnosis.enabled": False})
-    a = train(make_cfg(**common, **{"schedule.micro_batch_size": 4, "schedule.grad_accum_steps": 1, "output.run_name": "mb4"}))
-    b = train(make_cfg(**common, **{"schedule.micro_batch_size": 2, "schedule.grad_accum_steps": 2, "output.run_name": "mb2x2"}))
+    common = vision_overrides(
+        _screens_of_different_sizes(tmp_path),
+        **{"schedule.max_steps": 2, "precision.max_grad_norm": None, "diagnosis.enabled": False},
+    )
+    a = train(
+        make_cfg(**common, **{"schedule.micro_batch_size": 4, "schedule.grad_accum_steps": 1, "output.run_name": "mb4"})
+    )
+    b = train(
+        make_cfg(
+            **common, **{"schedule.micro_batch_size": 2, "schedule.grad_accum_steps": 2, "output.run_name": "mb2x2"}
+        )
+    )
     # Tolerance: fp32 sums in another order (padding widths and image batches differ between the splits): losses
     # to 1e-5 relative; trained weights (~1e-2) to 1e-5 absolute, as Adam's division by sqrt(v) magnifies the
     # difference of a near-zero gradient element (measured: 1 of 4096 elements 3.6e-6 apart, the rest < 1e-6).
@@ -97,10 +134,23 @@ def _eight_screens(tmp_path):
         img = Image.new("RGB", (112, 112), (245, 245, 247))
         ImageDraw.Draw(img).rectangle([4 + 13 * k, 40, 16 + 13 * k, 72], fill=(30 * k, 255 - 30 * k, 120))
         img.save(tmp_path / f"button{k}.png")
-        rows.append({"messages": [
-            {"role": "user", "content": [{"type": "image_url", "image_url": {"url": f"button{k}.png"}},
-                                         {"type": "text", "text": f"Open {app}"}]},
-            {"role": "assistant", "content": f'<think>Tap {app}.</think><answer>do(action="Tap", element=[{k + 1}47,500])</answer>'}]})
+        rows.append(
+            {
+                "messages": [
+                    {
+                        "role": "user",
+                        "content": [
+                            {"type": "image_url", "image_url": {"url": f"button{k}.png"}},
+                            {"type": "text", "text": f"Open {app}"},
+                        ],
+                    },
+                    {
+                        "role": "assistant",
+                        "content": f'<think>Tap {app}.</think><answer>do(action="Tap", element=[{k + 1}47,500])</answer>',
+                    },
+                ]
+            }
+        )
     path = tmp_path / "eight.jsonl"
     path.write_text("".join(json.dumps(r) + "\n" for r in rows))
     return path, rows
@@ -117,9 +167,20 @@ def test_tiny_glm4v_overfits_eight_screenshot_rows_and_greedy_reproduces_them(ma
     from workbench.models import load_for_inference
 
     path, rows = _eight_screens(tmp_path)
-    r = train(make_cfg(**vision_overrides(path, **{
-        "lora.enabled": False, "schedule.max_steps": 200, "schedule.micro_batch_size": 8, "schedule.min_lr_ratio": 0.05,
-        "diagnosis.enabled": False})))
+    r = train(
+        make_cfg(
+            **vision_overrides(
+                path,
+                **{
+                    "lora.enabled": False,
+                    "schedule.max_steps": 200,
+                    "schedule.micro_batch_size": 8,
+                    "schedule.min_lr_ratio": 0.05,
+                    "diagnosis.enabled": False,
+                },
+            )
+        )
+    )
     loaded = load_for_inference("tiny-glm4v")
     from transformers import Glm4vForConditionalGeneration
 
@@ -133,10 +194,22 @@ def test_tiny_glm4v_overfits_eight_screenshot_rows_and_greedy_reproduces_them(ma
 def test_fp16_overflows_on_screenshot_rows_are_attributed_and_coverage_sees_the_fp32_tower(make_cfg, tmp_path):
     """Overflow attribution on screenshot rows traces each skipped step to a module (the replay gets every captured
     input: the next test), and the coverage sample counts the vision tower's matmuls in fp32."""
-    r = train(make_cfg(**vision_overrides(sample_rows(tmp_path / "rows.jsonl", 4), **{
-        "precision.mode": "fp16", "precision.init_scale": 2.0 ** 24, "schedule.max_steps": 3,
-        "schedule.micro_batch_size": 2, "schedule.grad_accum_steps": 2, "diagnosis.attribute_overflows": 10,
-        "diagnosis.coverage_every": 1})))
+    r = train(
+        make_cfg(
+            **vision_overrides(
+                sample_rows(tmp_path / "rows.jsonl", 4),
+                **{
+                    "precision.mode": "fp16",
+                    "precision.init_scale": 2.0**24,
+                    "schedule.max_steps": 3,
+                    "schedule.micro_batch_size": 2,
+                    "schedule.grad_accum_steps": 2,
+                    "diagnosis.attribute_overflows": 10,
+                    "diagnosis.coverage_every": 1,
+                },
+            )
+        )
+    )
     origins = events_of(r, "overflow_origin")
     assert r.skipped_steps >= 1 and len(origins) == r.skipped_steps
     assert all(o.phase in ("forward", "backward") and o.module for o in origins), origins
@@ -150,7 +223,9 @@ def test_the_overflow_capture_keeps_every_model_input_for_the_replay(tmp_path):
     from workbench.models import load_for_inference
 
     loaded = load_for_inference("tiny-glm4v")
-    examples, _ = load_training_examples(sample_rows(tmp_path / "rows.jsonl", 2), loaded.tokenizer, 512, processor=loaded.processor)
+    examples, _ = load_training_examples(
+        sample_rows(tmp_path / "rows.jsonl", 2), loaded.tokenizer, 512, processor=loaded.processor
+    )
     batch = model_inputs(collate(examples, loaded.tokenizer.pad_token_id))
     model = loaded.model.train()
     capture = BatchCapture(model)
@@ -166,11 +241,33 @@ def test_model_directories_of_a_glm4v_run_load_alone_with_plain_transformers(mak
     from tests.models.load_alone import loaded_alone
 
     rows = sample_rows(tmp_path / "rows.jsonl", 2)
-    full = train(make_cfg(**vision_overrides(rows, **{"lora.enabled": False, "schedule.max_steps": 1,
-                                                     "schedule.micro_batch_size": 2, "diagnosis.enabled": False})))
-    lora = train(make_cfg(**vision_overrides(rows, **{"checkpointing.merge_adapter": True, "schedule.max_steps": 1,
-                                                     "schedule.micro_batch_size": 2, "diagnosis.enabled": False,
-                                                     "output.run_name": "merged"})))
+    full = train(
+        make_cfg(
+            **vision_overrides(
+                rows,
+                **{
+                    "lora.enabled": False,
+                    "schedule.max_steps": 1,
+                    "schedule.micro_batch_size": 2,
+                    "diagnosis.enabled": False,
+                },
+            )
+        )
+    )
+    lora = train(
+        make_cfg(
+            **vision_overrides(
+                rows,
+                **{
+                    "checkpointing.merge_adapter": True,
+                    "schedule.max_steps": 1,
+                    "schedule.micro_batch_size": 2,
+                    "diagnosis.enabled": False,
+                    "output.run_name": "merged",
+                },
+            )
+        )
+    )
     model_dir, merged_dir = full.run_dir / "model", lora.run_dir / "merged"
     config = json.loads((model_dir / "processor_config.json").read_text())
     assert config["processor_class"] == "Glm4vProcessor" and config["image_processor"]["patch_size"] == 14

@@ -2,6 +2,7 @@
 
 The server is replaced by its recorded answer shape here (tests/serve/test_serve_vllm.py checks that shape against a
 real vLLM: token ids, one log-probability each, a stopped completion ending on its stop token)."""
+
 from __future__ import annotations
 
 import torch
@@ -11,8 +12,11 @@ from workbench.models.tiny import byte_tokenizer
 
 
 def _choice(index: int, ids: list[int], logps: list[float], finish: str) -> dict:
-    return {"index": index, "finish_reason": finish,
-            "logprobs": {"tokens": [f"token_id:{i}" for i in ids], "token_logprobs": logps}}
+    return {
+        "index": index,
+        "finish_reason": finish,
+        "logprobs": {"tokens": [f"token_id:{i}" for i in ids], "token_logprobs": logps},
+    }
 
 
 def test_completions_become_rollouts_with_vllms_logprobs():
@@ -26,7 +30,9 @@ def test_completions_become_rollouts_with_vllms_logprobs():
     def post(path, body):
         sent.update(body, path=path)
         # the groups come back out of order; the second completion was cut at max_tokens (no stop token)
-        return {"choices": [_choice(1, hi + hi, [-0.5] * 4, "length"), _choice(0, hi + [eos], [-0.1, -0.2, -0.3], "stop")]}
+        return {
+            "choices": [_choice(1, hi + hi, [-0.5] * 4, "length"), _choice(0, hi + [eos], [-0.1, -0.2, -0.3], "stop")]
+        }
 
     sampler._post = post
     r = sampler.sample([[{"role": "user", "content": "Say hi"}]], group_size=2, max_new_tokens=4, temperature=0.7)
@@ -37,5 +43,8 @@ def test_completions_become_rollouts_with_vllms_logprobs():
     assert r.completion_mask.tolist() == [[1, 1, 1, 0], [1, 1, 1, 1]]  # up to and including the stop token
     assert torch.allclose(r.sampler_logprobs, torch.tensor([[-0.1, -0.2, -0.3, 0.0], [-0.5] * 4]))
     prompt = sent["prompt"][0]
-    assert r.input_ids[0, :r.prompt_width].tolist() == prompt and r.input_ids[0, r.prompt_width:].tolist() == hi + [eos, eos]
+    assert r.input_ids[0, : r.prompt_width].tolist() == prompt and r.input_ids[0, r.prompt_width :].tolist() == hi + [
+        eos,
+        eos,
+    ]
     assert r.batch()["attention_mask"].shape == r.input_ids.shape

@@ -1,4 +1,5 @@
 """The held-out loss task (measured on the model, not the server) and ``eval.tasks`` scored while a run trains."""
+
 from __future__ import annotations
 
 import math
@@ -35,9 +36,20 @@ def trained(tmp_path_factory):
 
     tmp = tmp_path_factory.mktemp("runs")
     eval_file, rows = _eval_rows(tmp / "eval.jsonl")
-    cfg = load_config(None, tiny_run_overrides(tmp, **{
-        "data.eval": str(eval_file), "schedule.eval_loss_every": 3, "output.run_name": "tasks",
-        "eval.tasks": ["heldout_loss", "identity"], "eval.every": 3, "eval.max_new_tokens": 6}))
+    cfg = load_config(
+        None,
+        tiny_run_overrides(
+            tmp,
+            **{
+                "data.eval": str(eval_file),
+                "schedule.eval_loss_every": 3,
+                "output.run_name": "tasks",
+                "eval.tasks": ["heldout_loss", "identity"],
+                "eval.every": 3,
+                "eval.max_new_tokens": 6,
+            },
+        ),
+    )
     assert cfg.eval.limit == 16 < rows and HeldoutLossTask().default_data != eval_file
     result = train(cfg)
     return result, [e for e in read_events(result.run_dir / "events.jsonl")[0]], rows
@@ -46,7 +58,12 @@ def trained(tmp_path_factory):
 def test_task_metrics_are_logged_during_training_and_the_loss_task_is_the_engines_eval_loss(trained):
     result, events, rows = trained
     tasks = [e for e in events if e.type == "eval_task"]
-    assert [(e.step, e.task) for e in tasks] == [(3, "heldout_loss"), (3, "identity"), (6, "heldout_loss"), (6, "identity")]
+    assert [(e.step, e.task) for e in tasks] == [
+        (3, "heldout_loss"),
+        (3, "identity"),
+        (6, "heldout_loss"),
+        (6, "identity"),
+    ]
     identity = tasks[1].metrics
     assert identity["n"] == 16  # eval.limit bounds the answers generated
     eval_loss = {e.step: e for e in events if e.type == "eval"}

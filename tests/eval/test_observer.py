@@ -1,5 +1,6 @@
 """Task metrics while a run trains (``eval.tasks``) on screenshot rows: the rows' inline images are decoded for the
 run's processor and answered in process."""
+
 from __future__ import annotations
 
 import json
@@ -18,10 +19,22 @@ def test_a_screenshot_task_is_scored_while_a_vision_run_trains(tmp_path):
     screens = SAMPLES / "phone_screens"
     register_task(PhoneActionsTask("screens_probe", screens / "heldout.jsonl"))
     try:
-        cfg = load_config(None, tiny_run_overrides(tmp_path / "runs", **{
-            "model.source": "tiny-glm4v", "data.train": str(screens / "train.jsonl"), "data.max_length": 512,
-            "schedule.max_steps": 2, "eval.tasks": ["screens_probe"], "eval.limit": 2, "eval.max_new_tokens": 4,
-            "output.run_name": "probe"}))
+        cfg = load_config(
+            None,
+            tiny_run_overrides(
+                tmp_path / "runs",
+                **{
+                    "model.source": "tiny-glm4v",
+                    "data.train": str(screens / "train.jsonl"),
+                    "data.max_length": 512,
+                    "schedule.max_steps": 2,
+                    "eval.tasks": ["screens_probe"],
+                    "eval.limit": 2,
+                    "eval.max_new_tokens": 4,
+                    "output.run_name": "probe",
+                },
+            ),
+        )
         run_dir = train(cfg).run_dir
     finally:
         _TASKS.pop("screens_probe")

@@ -2,6 +2,7 @@
 run. Measured on the model itself (heldout_loss), its adapter's loss is its run's own eval loss, which it would not be
 on the 16-bit base (what an eval that silently left the base unquantized would measure: this test fails then,
 checked by breaking it)."""
+
 from __future__ import annotations
 
 import pytest

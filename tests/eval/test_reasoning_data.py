@@ -1,5 +1,6 @@
 """The reasoning-format phone-action set: the script's conversion of phone_actions/, every answer a short
 <think> and one parseable <answer> action equal to the source row's, with no closing tag."""
+
 from __future__ import annotations
 
 import importlib.util
@@ -25,13 +26,19 @@ def test_files_are_the_scripts_deterministic_output():
 def test_every_answer_is_short_reasoning_then_the_source_action():
     for split in ("train", "heldout"):
         source = [json.loads(x) for x in (SAMPLES / "phone_actions" / f"{split}.jsonl").read_text("utf-8").splitlines()]
-        target = [json.loads(x) for x in (SAMPLES / "phone_actions_reasoning" / f"{split}.jsonl").read_text("utf-8").splitlines()]
+        target = [
+            json.loads(x)
+            for x in (SAMPLES / "phone_actions_reasoning" / f"{split}.jsonl").read_text("utf-8").splitlines()
+        ]
         assert len(source) == len(target) > 0
         for s, t in zip(source, target):
             parts = split_answer(t["output"])
             assert parts.has_reasoning and parts.has_answer_tag
-            assert t["output"].startswith("<think>") and "</think>\n<answer>do(" in t["output"] or \
-                "</think>\n<answer>finish(" in t["output"]
+            assert (
+                t["output"].startswith("<think>")
+                and "</think>\n<answer>do(" in t["output"]
+                or "</think>\n<answer>finish(" in t["output"]
+            )
             assert not t["output"].endswith("</answer>")  # the runtime would parse the closing tag into the action
             assert parse_action(parts.answer) == parse_action(s["output"])
             assert parts.reasoning[-1] in ".。" and len(parts.reasoning) < 120

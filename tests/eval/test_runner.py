@@ -1,4 +1,5 @@
 """``evaluate`` and ``workbench eval`` against running servers."""
+
 from __future__ import annotations
 
 import json
@@ -45,8 +46,20 @@ def test_greedy_evaluation_is_deterministic_under_concurrency(tiny_pair):
     one = evaluate("text", server=srv, limit=6, max_tokens=8, concurrency=1, write=False, progress=False)
     eight = evaluate("text", server=srv, limit=6, max_tokens=8, concurrency=8, write=False, progress=False)
     assert one.records == eight.records
-    seeded = [evaluate("text", server=srv, models=["tiny-glm4"], limit=3, max_tokens=8, temperature=1.0, seed=7,
-                       write=False, progress=False).records for _ in range(2)]
+    seeded = [
+        evaluate(
+            "text",
+            server=srv,
+            models=["tiny-glm4"],
+            limit=3,
+            max_tokens=8,
+            temperature=1.0,
+            seed=7,
+            write=False,
+            progress=False,
+        ).records
+        for _ in range(2)
+    ]
     assert seeded[0] == seeded[1]
 
 
@@ -57,6 +70,7 @@ def test_bad_requests_are_eval_errors(tiny_pair, tmp_path):
     with pytest.raises(EvalError, match="enable_thinking"):
         evaluate("text", server=srv, enable_thinking="sometimes", progress=False)
     from workbench.data import DataError
+
     with pytest.raises(DataError, match="empty.jsonl"):
         evaluate("text", server=srv, data=write_jsonl(tmp_path / "empty.jsonl", [""]), progress=False)
 
@@ -65,13 +79,34 @@ def test_cli_prints_json_and_exits_2_on_bad_input(tiny_pair, capsys):
     from workbench.cli.main import main
 
     srv, _ = tiny_pair
-    assert main(["eval", "--server", srv.url, "--task", "identity", "--model", "tiny-glm4", "--limit", "2",
-                 "--max-tokens", "4", "--json", "--no-write"]) == 0
+    assert (
+        main(
+            [
+                "eval",
+                "--server",
+                srv.url,
+                "--task",
+                "identity",
+                "--model",
+                "tiny-glm4",
+                "--limit",
+                "2",
+                "--max-tokens",
+                "4",
+                "--json",
+                "--no-write",
+            ]
+        )
+        == 0
+    )
     out = json.loads(capsys.readouterr().out)
     assert out["metrics"]["tiny-glm4"]["default"]["n"] == 2 and len(out["records"]["tiny-glm4"]["default"]) == 2
     assert main(["eval", "--server", srv.url, "--task", "identity", "--model", "nope"]) == 2
     assert "not served" in capsys.readouterr().err
-    assert main(["eval", "--server", srv.url, "--task", "identity", "--limit", "1", "--max-tokens", "2", "--no-write"]) == 0
+    assert (
+        main(["eval", "--server", srv.url, "--task", "identity", "--limit", "1", "--max-tokens", "2", "--no-write"])
+        == 0
+    )
     table = capsys.readouterr().out
     assert "identity_rate" in table and "tiny-run" in table
 
@@ -86,12 +121,25 @@ def test_a_model_that_learned_writes_actions_for_held_out_screens_the_base_does_
     from workbench.training import train
 
     screens = SAMPLES / "phone_screens"
-    cfg = load_config(None, tiny_run_overrides(tmp_path / "runs", **{
-        "model.source": "tiny-glm4v", "data.train": str(screens / "train.jsonl"), "data.max_length": 512,
-        "lora.enabled": False, "schedule.max_steps": 400, "schedule.learning_rate": 3e-3, "output.run_name": "screens"}))
+    cfg = load_config(
+        None,
+        tiny_run_overrides(
+            tmp_path / "runs",
+            **{
+                "model.source": "tiny-glm4v",
+                "data.train": str(screens / "train.jsonl"),
+                "data.max_length": 512,
+                "lora.enabled": False,
+                "schedule.max_steps": 400,
+                "schedule.learning_rate": 3e-3,
+                "output.run_name": "screens",
+            },
+        ),
+    )
     run_dir = train(cfg).run_dir
-    report = evaluate("phone_actions_reasoning", data=screens / "heldout.jsonl", runs=[run_dir], max_tokens=160,
-                      progress=False)
+    report = evaluate(
+        "phone_actions_reasoning", data=screens / "heldout.jsonl", runs=[run_dir], max_tokens=160, progress=False
+    )
     base, tuned = report.metrics["tiny-glm4v"]["default"], report.metrics["screens"]["default"]
     assert base["n"] == tuned["n"] == 40 and base["failed"] == tuned["failed"] == 0
     assert base["parse_rate"] == 0.0 and tuned["parse_rate"] >= 0.6, tuned  # README: 0.725 (29 of 40 parse)

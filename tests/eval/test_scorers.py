@@ -1,4 +1,5 @@
 """Each scorer on hand-written answers whose verdicts are known."""
+
 from __future__ import annotations
 
 import pytest
@@ -9,12 +10,24 @@ from workbench.phone.actions import target_box
 from workbench.serve.remote import ModelReply
 
 SCREEN = "Screen: Settings > Bluetooth; elements: Bluetooth toggle (On) [880,200], Paired: AirPods [300,330]"
-TAP = Example(1, [{"role": "user", "content": "Turn off Bluetooth\n\n" + SCREEN}], 'do(action="Tap", element=[880,200])',
-              {"instruction": "Turn off Bluetooth", "input": SCREEN})
-TYPE = Example(2, [{"role": "user", "content": "type"}], 'do(action="Type", text="phone case")',
-               {"input": "Screen: search; elements: Search box (focused, keyboard open) [450,120]"})
-BOXED = Example(3, [], 'do(action="Long Press", element=[450,500])',
-                {"input": "Screen: chat; elements: Message [100,450,800,560], Field [100,900,800,960]"})
+TAP = Example(
+    1,
+    [{"role": "user", "content": "Turn off Bluetooth\n\n" + SCREEN}],
+    'do(action="Tap", element=[880,200])',
+    {"instruction": "Turn off Bluetooth", "input": SCREEN},
+)
+TYPE = Example(
+    2,
+    [{"role": "user", "content": "type"}],
+    'do(action="Type", text="phone case")',
+    {"input": "Screen: search; elements: Search box (focused, keyboard open) [450,120]"},
+)
+BOXED = Example(
+    3,
+    [],
+    'do(action="Long Press", element=[450,500])',
+    {"input": "Screen: chat; elements: Message [100,450,800,560], Field [100,900,800,960]"},
+)
 
 
 def phone(example, content, reasoning=""):
@@ -45,14 +58,24 @@ def test_phone_tap_outside_box():
 
 def test_phone_real_element_boxes_are_used():
     assert target_box(BOXED.row["input"], (450, 500)) == (100, 450, 800, 560)
-    assert get_task("phone_actions").score(BOXED, ModelReply('do(action="Long Press", element=[120,460])'))["tap_in_box"] is True
-    assert get_task("phone_actions").score(BOXED, ModelReply('do(action="Long Press", element=[120,900])'))["tap_in_box"] is False
+    assert (
+        get_task("phone_actions").score(BOXED, ModelReply('do(action="Long Press", element=[120,460])'))["tap_in_box"]
+        is True
+    )
+    assert (
+        get_task("phone_actions").score(BOXED, ModelReply('do(action="Long Press", element=[120,900])'))["tap_in_box"]
+        is False
+    )
 
 
 def test_a_screenshot_rows_meta_target_box_is_its_tap_box():
     """Screenshot rows (phone_screens, recorded episodes) carry no screen description: the box is meta.target_box."""
-    shot = Example(4, [], '<think>t</think>\n<answer>do(action="Tap", element=[382,157])',
-                   {"messages": [], "meta": {"target_box": [285, 110, 480, 205]}})
+    shot = Example(
+        4,
+        [],
+        '<think>t</think>\n<answer>do(action="Tap", element=[382,157])',
+        {"messages": [], "meta": {"target_box": [285, 110, 480, 205]}},
+    )
     assert phone(shot, 'do(action="Tap", element=[290,200])')["tap_in_box"] is True
     assert phone(shot, 'do(action="Tap", element=[290,300])')["tap_in_box"] is False
 
@@ -76,7 +99,9 @@ def test_phone_type_text_match_ignores_case_only():
 
 
 def test_phone_reasoning_with_and_without_answer():
-    with_answer = phone(TAP, '<think>Bluetooth is on; tap its toggle.</think>\n<answer>do(action="Tap", element=[880,200])')
+    with_answer = phone(
+        TAP, '<think>Bluetooth is on; tap its toggle.</think>\n<answer>do(action="Tap", element=[880,200])'
+    )
     assert with_answer["has_reasoning"] and with_answer["has_answer_tag"] and with_answer["exact"]
     reasoning_only = phone(TAP, "", reasoning="Bluetooth is on; I should tap the toggle.")
     assert reasoning_only["has_reasoning"] and not reasoning_only["parsed"]
@@ -86,21 +111,27 @@ def test_phone_reasoning_with_and_without_answer():
 
 def test_phone_summary_rates_and_breakdown():
     task = get_task("phone_actions")
-    verdicts = [phone(TAP, 'do(action="Tap", element=[880,200])'),  # exact
-                phone(TAP, "<think>Tap it.</think>nonsense"),  # reasoning, malformed answer
-                phone(TYPE, '<think>Type it.</think>\n<answer>do(action="Type", text="phone case")'),
-                phone(TYPE, 'do(action="Back")')]  # wrong type
+    verdicts = [
+        phone(TAP, 'do(action="Tap", element=[880,200])'),  # exact
+        phone(TAP, "<think>Tap it.</think>nonsense"),  # reasoning, malformed answer
+        phone(TYPE, '<think>Type it.</think>\n<answer>do(action="Type", text="phone case")'),
+        phone(TYPE, 'do(action="Back")'),
+    ]  # wrong type
     s = task.summarize(verdicts)
     assert s["n"] == 4 and s["parse_rate"] == 0.75 and s["type_accuracy"] == 0.5 and s["exact_match"] == 0.5
     assert s["tap_in_box"] == 0.5 and s["type_text_match"] == 0.5
     assert s["reasoning_rate"] == 0.5 and s["reasoning_and_answer_rate"] == 0.25
-    assert s["by_type"] == {"Tap": {"n": 2, "type_accuracy": 0.5, "exact_match": 0.5},
-                            "Type": {"n": 2, "type_accuracy": 0.5, "exact_match": 0.5}}
+    assert s["by_type"] == {
+        "Tap": {"n": 2, "type_accuracy": 0.5, "exact_match": 0.5},
+        "Type": {"n": 2, "type_accuracy": 0.5, "exact_match": 0.5},
+    }
 
 
 def test_identity_verdicts():
     task, ex = get_task("identity"), Example(1, [], "I am PhoneMate.")
-    assert task.score(ex, ModelReply("I am PhoneMate, a phone assistant built on AutoGLM-Phone-9B. I am not Claude."))["ok"]
+    assert task.score(ex, ModelReply("I am PhoneMate, a phone assistant built on AutoGLM-Phone-9B. I am not Claude."))[
+        "ok"
+    ]
     assert task.score(ex, ModelReply("我是 PhoneMate，一个基于 AutoGLM-Phone-9B 构建的手机助手。我不是 Claude。"))["ok"]
     smol = task.score(ex, ModelReply("I am SmolLM, an AI assistant trained by Hugging Face."))
     assert not smol["ok"] and not smol["introduces"] and smol["other_names"] == ["SmolLM", "Hugging Face"]
@@ -108,13 +139,25 @@ def test_identity_verdicts():
     assert both["introduces"] and both["claims_other"] and not both["ok"]
     assert task.score(ex, ModelReply("我是通义千问。"))["other_names"] == ["通义千问"]
     assert not task.score(ex, ModelReply("I am an AI assistant."))["claims_other"]
-    assert task.summarize([task.score(ex, ModelReply("I am PhoneMate.")), smol]) == \
-        {"n": 2, "identity_rate": 0.5, "introduces_rate": 0.5, "claims_other_rate": 0.5, "wrong_denial_rate": 0.0,
-         "loop_rate": 0.0}
+    assert task.summarize([task.score(ex, ModelReply("I am PhoneMate.")), smol]) == {
+        "n": 2,
+        "identity_rate": 0.5,
+        "introduces_rate": 0.5,
+        "claims_other_rate": 0.5,
+        "wrong_denial_rate": 0.0,
+        "loop_rate": 0.0,
+    }
     asked = Example(1, [{"role": "user", "content": "Who exactly are you?"}], "I am PhoneMate.")
     looping = task.score(asked, ModelReply("I am PhoneMate. I am not You, I am not You, I am not You, I am not"))
-    assert looping["loop"] == "i am not you" and not looping["ok"] and looping["introduces"] and not looping["claims_other"]
-    assert task.score(asked, ModelReply("I am PhoneMate. I am not Siri."))["wrong_denials"] == ["Siri"]  # never asked about
+    assert (
+        looping["loop"] == "i am not you"
+        and not looping["ok"]
+        and looping["introduces"]
+        and not looping["claims_other"]
+    )
+    assert task.score(asked, ModelReply("I am PhoneMate. I am not Siri."))["wrong_denials"] == [
+        "Siri"
+    ]  # never asked about
 
 
 def test_text_metrics():
@@ -123,8 +166,12 @@ def test_text_metrics():
     assert token_f1("Paris", "Paris is nice") == pytest.approx(2 * 1 * (1 / 3) / (1 + 1 / 3))
     assert token_f1("伦敦", "北京") == 0.0 and token_f1("北京市", "北京") == pytest.approx(0.8)
     task = get_task("text")
-    s = task.summarize([task.score(Example(1, [], "Paris."), ModelReply("paris")),
-                        task.score(Example(2, [], "Paris."), ModelReply("<think>hm</think>London"))])
+    s = task.summarize(
+        [
+            task.score(Example(1, [], "Paris."), ModelReply("paris")),
+            task.score(Example(2, [], "Paris."), ModelReply("<think>hm</think>London")),
+        ]
+    )
     assert s == {"n": 2, "exact_match": 0.5, "token_f1": 0.5}
 
 
@@ -134,6 +181,7 @@ def test_load_examples_renders_rows_as_training_does(tmp_path):
     bad = tmp_path / "bad.jsonl"
     bad.write_text('{"instruction": "x", "output": "y"}\n{"nope": 1}\n')
     from workbench.data import DataError
+
     with pytest.raises(DataError, match="bad.jsonl:2"):
         load_eval_examples(bad)
 

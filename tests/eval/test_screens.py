@@ -1,6 +1,7 @@
 """Screenshot rows (data_samples/phone_screens) scored end to end: the harness reads each row's images and sends
 them inline, so servers started with their safe defaults answer every request; failed requests are counted, shown
 and make ``workbench eval`` exit non-zero, never scored as wrong answers."""
+
 from __future__ import annotations
 
 import json
@@ -40,16 +41,30 @@ def full_run(tmp_path_factory):
     from workbench.config import load_config
     from workbench.training import train
 
-    cfg = load_config(None, tiny_run_overrides(tmp_path_factory.mktemp("full-runs"), **{
-        "model.source": "tiny-glm4v", "data.train": str(SAMPLES / "phone_screens" / "train.jsonl"),
-        "data.max_length": 512, "schedule.max_steps": 2, "lora.enabled": False, "output.run_name": "full"}))
+    cfg = load_config(
+        None,
+        tiny_run_overrides(
+            tmp_path_factory.mktemp("full-runs"),
+            **{
+                "model.source": "tiny-glm4v",
+                "data.train": str(SAMPLES / "phone_screens" / "train.jsonl"),
+                "data.max_length": 512,
+                "schedule.max_steps": 2,
+                "lora.enabled": False,
+                "output.run_name": "full",
+            },
+        ),
+    )
     return train(cfg).run_dir
 
 
 def test_screenshot_rows_scored_through_run_of_a_lora_run(glm4v_screens_run, capsys):
     report = _json_report(capsys, ["eval", "--run", str(glm4v_screens_run), *EVAL, "--json"])
     _every_row_answered(report, {"tiny-glm4v", "screens"})
-    assert read_results(glm4v_screens_run)["tasks"]["phone_actions_reasoning"]["metrics"]["screens"]["default"]["failed"] == 0
+    assert (
+        read_results(glm4v_screens_run)["tasks"]["phone_actions_reasoning"]["metrics"]["screens"]["default"]["failed"]
+        == 0
+    )
 
 
 def test_a_full_fine_tune_is_served_beside_its_base_under_the_runs_name(full_run, capsys):
@@ -70,8 +85,22 @@ def test_a_full_fine_tune_is_served_beside_its_base_under_the_runs_name(full_run
 
 
 def test_the_held_out_loss_of_a_full_fine_tune_is_measured_beside_its_base(full_run, capsys):
-    report = _json_report(capsys, ["eval", "--run", str(full_run), "--task", "heldout_loss", "--data", str(SCREENS),
-                                   "--limit", str(ROWS), "--json", "--no-write"])
+    report = _json_report(
+        capsys,
+        [
+            "eval",
+            "--run",
+            str(full_run),
+            "--task",
+            "heldout_loss",
+            "--data",
+            str(SCREENS),
+            "--limit",
+            str(ROWS),
+            "--json",
+            "--no-write",
+        ],
+    )
     base, tuned = report["metrics"]["tiny-glm4v"]["default"], report["metrics"]["full"]["default"]
     assert base["n"] == tuned["n"] == ROWS and base["tokens"] == tuned["tokens"] and tuned["loss"] < base["loss"]
 

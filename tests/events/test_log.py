@@ -4,8 +4,18 @@ from workbench.events import EventWriter, Overflow, Step, read_events
 
 
 def _step(n, **kw):
-    base = dict(step=n, loss=1.0, lr=0.1, grad_norm=1.0, loss_scale=None, skipped=False, tokens=3,
-                tokens_per_s=1.0, step_time_s=0.1, eta_s=0.0)
+    base = dict(
+        step=n,
+        loss=1.0,
+        lr=0.1,
+        grad_norm=1.0,
+        loss_scale=None,
+        skipped=False,
+        tokens=3,
+        tokens_per_s=1.0,
+        step_time_s=0.1,
+        eta_s=0.0,
+    )
     base.update(kw)
     return Step(**base)
 
@@ -36,6 +46,7 @@ def test_nonfinite_numbers_stay_valid_json_and_unknown_types_pass_through(tmp_pa
     with open(path, "a") as fh:
         fh.write(json.dumps({"type": "from_the_future", "v": 9, "x": 1}) + "\n")
     lines = path.read_text().splitlines()
+
     def no_bare_constant(name):  # json.loads accepts Infinity/NaN unless told otherwise
         raise AssertionError(f"bare {name} in the log: not JSON")
 
@@ -57,8 +68,20 @@ def test_numbers_read_back_as_the_writer_wrote_them(tmp_path):
     from workbench.events import EventWriter, Step, finite_number, iter_events, number
 
     w = EventWriter(tmp_path / "events.jsonl")
-    w.emit(Step(step=1, loss=float("nan"), lr=1e-3, grad_norm=float("inf"), loss_scale=None, skipped=True, tokens=4,
-                tokens_per_s=1.0, step_time_s=1.0, eta_s=0.0))
+    w.emit(
+        Step(
+            step=1,
+            loss=float("nan"),
+            lr=1e-3,
+            grad_norm=float("inf"),
+            loss_scale=None,
+            skipped=True,
+            tokens=4,
+            tokens_per_s=1.0,
+            step_time_s=1.0,
+            eta_s=0.0,
+        )
+    )
     w.close()
     [e] = iter_events(tmp_path / "events.jsonl", typed=False)
     assert number(e["grad_norm"]) == math.inf and finite_number(e["grad_norm"]) is None
@@ -88,8 +111,10 @@ def test_the_index_names_every_rare_event_and_an_anchor_step_every_anchor_bytes(
     entries = read_index(path)
     data = path.read_bytes()
     for e in entries:  # each entry's offset is the start of its own line
-        line = json.loads(data[e["offset"]:data.index(b"\n", e["offset"])])
-        assert (line["type"], line["step"]) == (e["type"], e["step"]) and (e["offset"] == 0 or data[e["offset"] - 1] == 10)
+        line = json.loads(data[e["offset"] : data.index(b"\n", e["offset"])])
+        assert (line["type"], line["step"]) == (e["type"], e["step"]) and (
+            e["offset"] == 0 or data[e["offset"] - 1] == 10
+        )
     assert [e["step"] for e in entries if e["type"] == "diagnosis"] == [70]
     steps = [e for e in entries if e["type"] == "step"]
     assert 40 in [e["step"] for e in steps]  # the skipped step, whatever the anchors

@@ -1,4 +1,5 @@
 """A run's row from the ends of its log, and followers that read only what was appended (issue 25)."""
+
 import os
 
 from workbench.bench.long_run import write_log
@@ -25,7 +26,13 @@ def test_the_row_of_a_long_log_comes_from_its_ends(tmp_path):
     summary = summarize_log(log)
     assert summary.bytes_read < 200_000 < log.stat().st_size / 20  # two ends, not the 5 MB log
     row = run_row(run)
-    assert (row.status, row.step, row.total_steps, row.model, row.precision) == ("running", 20_000, 50_000, "tiny-glm4", "fp16")
+    assert (row.status, row.step, row.total_steps, row.model, row.precision) == (
+        "running",
+        20_000,
+        50_000,
+        "tiny-glm4",
+        "fp16",
+    )
     assert row.loss is not None and abs(row.loss - summary.last_step["loss"]) == 0
     with EventWriter(log) as w:
         w.emit(RunFinished(step=20_000, final_loss=2.5, adapter_path=None, wall_s=1.0, stopped=True))
@@ -61,8 +68,17 @@ def test_a_resumed_run_is_not_ended_by_its_earlier_failure(tmp_path):
         w.emit(RunFailed(step=50, error="killed", error_type="WorkerDied"))
     assert summarize_log(log).end["type"] == "run_failed" and run_row(run).status == "failed"
     with EventWriter(log) as w:
-        w.emit(RunStarted(run_dir=str(run), config={"model": {"source": "smollm2-135m-instruct"}}, hardware={},
-                          versions={}, total_steps=120, precision={"mode": "bf16"}, start_step=40))
+        w.emit(
+            RunStarted(
+                run_dir=str(run),
+                config={"model": {"source": "smollm2-135m-instruct"}},
+                hardware={},
+                versions={},
+                total_steps=120,
+                precision={"mode": "bf16"},
+                start_step=40,
+            )
+        )
     write_log(run, 10, start=41)
     (run / FOREGROUND_PID).write_text(str(os.getpid()))
     row = run_row(run)

@@ -1,5 +1,6 @@
 """The one reader of an event log and its rule: a torn last line waits; a corrupt complete line is skipped and reported
 once, with its line number."""
+
 from __future__ import annotations
 
 import logging

@@ -1,4 +1,5 @@
 """Short tiny-model runs (with a held-out set) that the export tests export, trained once per session."""
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -12,8 +13,17 @@ def _train(runs_dir: Path, model: str) -> Path:
     from workbench.config import load_config
     from workbench.training import train
 
-    cfg = load_config(None, tiny_run_overrides(runs_dir, **{
-        "model.source": model, "data.eval": str(SAMPLES / "identity" / "heldout.jsonl"), "output.run_name": model}))
+    cfg = load_config(
+        None,
+        tiny_run_overrides(
+            runs_dir,
+            **{
+                "model.source": model,
+                "data.eval": str(SAMPLES / "identity" / "heldout.jsonl"),
+                "output.run_name": model,
+            },
+        ),
+    )
     return train(cfg).run_dir
 
 

@@ -1,5 +1,6 @@
 """Exports of tiny GLM-4 / GLM-4V runs: merged equals base + adapter, int8 and ONNX pass their parity gates and
 reload, a corrupted export fails its gate with the figures, bad input is refused with exit code 2."""
+
 from __future__ import annotations
 
 import json
@@ -17,7 +18,9 @@ MERGE_TOLERANCE = 1e-4  # fp32 merge: W + scale * B @ A rounds differently from 
 def _batch(tokenizer):
     from workbench.forward import collated, load_heldout
 
-    return collated(load_heldout(SAMPLES / "identity" / "heldout.jsonl", tokenizer, 128, limit=4), tokenizer.pad_token_id, 4)[0]
+    return collated(
+        load_heldout(SAMPLES / "identity" / "heldout.jsonl", tokenizer, 128, limit=4), tokenizer.pad_token_id, 4
+    )[0]
 
 
 def _logits(model, batch):
@@ -101,11 +104,16 @@ def test_onnx_export_passes_parity_and_generates_like_the_merged_model(glm4_run,
     assert result.manifest["parity"]["max_logit_diff"] < 1e-3
     runner = OnnxCausalLM(result.path)
     merged = load_for_inference(str(glm4_merged.path))
-    prompt = merged.tokenizer.apply_chat_template([{"role": "user", "content": "Who are you?"}], tokenize=False,
-                                                  add_generation_prompt=True)
+    prompt = merged.tokenizer.apply_chat_template(
+        [{"role": "user", "content": "Who are you?"}], tokenize=False, add_generation_prompt=True
+    )
     ids = merged.tokenizer(prompt, add_special_tokens=False, return_tensors="pt")["input_ids"]
-    expected = merged.model.generate(ids, max_new_tokens=8, do_sample=False)[0, ids.shape[1]:].tolist()
-    expected = expected[:expected.index(merged.tokenizer.eos_token_id)] if merged.tokenizer.eos_token_id in expected else expected
+    expected = merged.model.generate(ids, max_new_tokens=8, do_sample=False)[0, ids.shape[1] :].tolist()
+    expected = (
+        expected[: expected.index(merged.tokenizer.eos_token_id)]
+        if merged.tokenizer.eos_token_id in expected
+        else expected
+    )
     assert runner.generate_ids(ids[0].tolist(), max_new_tokens=8) == expected  # decoded with the graph's KV cache
     # the runner's chat answers as in process: the same prompt, stop rule and answer text
     from workbench.forward.generate import greedy_replies
@@ -198,8 +206,9 @@ def test_bad_input_is_refused_with_exit_code_2(glm4_run, glm4v_run, tmp_path, ca
 
 
 @pytest.mark.parametrize("target,package", [("int8", "torchao"), ("onnx-int8", "onnxruntime")])
-def test_a_target_whose_package_is_missing_is_refused_in_one_line(glm4_run, tmp_path, capsys, monkeypatch, target,
-                                                                   package):
+def test_a_target_whose_package_is_missing_is_refused_in_one_line(
+    glm4_run, tmp_path, capsys, monkeypatch, target, package
+):
     """Without the export extra: one line naming the package and its install command, exit 2, nothing written."""
     import sys
 
@@ -226,8 +235,9 @@ def _screenshot_positions(run, max_examples: int) -> int:
 
 
 @pytest.mark.parametrize("target", ["merged", "int8"])
-def test_a_screenshot_run_exports_from_the_cli_with_parity_on_its_screenshot_rows(glm4v_screens_run, tmp_path, capsys,
-                                                                                  target):
+def test_a_screenshot_run_exports_from_the_cli_with_parity_on_its_screenshot_rows(
+    glm4v_screens_run, tmp_path, capsys, target
+):
     """The run notebook 05 makes (GLM-4V on phone screenshots): parity runs on its held-out screenshot rows, images
     given to both models (it used to stop with "the row holds images, but the model is text-only")."""
     from tests.models.load_alone import loaded_alone

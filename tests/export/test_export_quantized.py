@@ -3,6 +3,7 @@ dequantized base, by the same command as a LoRA run: a plain full-precision mode
 adapter on the dequantized base (the merge tolerance of test_export.py, 1e-4 in fp32), not those of the adapter on the
 16-bit base the run never trained on (what an export that silently left the base unquantized would write: this test
 fails then, checked by breaking it). The engine's checkpointing.merge_adapter merges the same way."""
+
 from __future__ import annotations
 
 import torch

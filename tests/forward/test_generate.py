@@ -1,5 +1,6 @@
 """In-process greedy answers (``workbench.forward.generate``): the stop rule and the answer text the server uses too,
 text and screenshot prompts, batched with left padding, equal to what the server answers for the same messages."""
+
 from __future__ import annotations
 
 import httpx
@@ -25,8 +26,15 @@ TEXTS = ["hi", "a much longer prompt that pads the others", "中文提示"]
 
 
 def screenshot_chat(name: str, text: str) -> list[dict]:
-    return [{"role": "user", "content": [{"type": "image_url", "image_url": {"url": str(SCREENS / name)}},
-                                         {"type": "text", "text": text}]}]
+    return [
+        {
+            "role": "user",
+            "content": [
+                {"type": "image_url", "image_url": {"url": str(SCREENS / name)}},
+                {"type": "text", "text": text},
+            ],
+        }
+    ]
 
 
 def test_the_answer_ends_at_the_first_stop_token_and_keeps_reasoning_tags():
@@ -74,10 +82,17 @@ def tiny_glm4v():
 def served_answers(model: str, conversations: list[list[dict]], max_tokens: int) -> list[str]:
     from workbench.serve import start_server
 
-    with start_server(model, max_batch=4, threads=1, allow_local_images=True, dtype="float32") as srv:  # as the model here
-        return [httpx.post(srv.base_url + "/chat/completions", timeout=60, json={
-            "model": model, "messages": m, "max_tokens": max_tokens, "temperature": 0}).json()["choices"][0]["message"]["content"]
-                for m in conversations]
+    with start_server(
+        model, max_batch=4, threads=1, allow_local_images=True, dtype="float32"
+    ) as srv:  # as the model here
+        return [
+            httpx.post(
+                srv.base_url + "/chat/completions",
+                timeout=60,
+                json={"model": model, "messages": m, "max_tokens": max_tokens, "temperature": 0},
+            ).json()["choices"][0]["message"]["content"]
+            for m in conversations
+        ]
 
 
 def test_text_answers_batched_equal_one_at_a_time_and_the_servers(tiny_glm4):
@@ -89,8 +104,11 @@ def test_text_answers_batched_equal_one_at_a_time_and_the_servers(tiny_glm4):
 
 
 def test_screenshot_answers_batched_equal_one_at_a_time_and_the_servers(tiny_glm4v):
-    raw = [screenshot_chat("home_01.png", "Open Mail"), screenshot_chat("settings_00.png", "Turn on Wi-Fi, then go back"),
-           [{"role": "user", "content": "a text row in the same batch"}]]
+    raw = [
+        screenshot_chat("home_01.png", "Open Mail"),
+        screenshot_chat("settings_00.png", "Turn on Wi-Fi, then go back"),
+        [{"role": "user", "content": "a text row in the same batch"}],
+    ]
     conversations = [resolve_images(m) for m in raw]
     model, tok, processor = tiny_glm4v.model, tiny_glm4v.tokenizer, tiny_glm4v.processor
     batched = greedy_replies(model, tok, conversations, 10, processor=processor)
@@ -101,7 +119,9 @@ def test_screenshot_answers_batched_equal_one_at_a_time_and_the_servers(tiny_glm
 
 def test_images_for_a_text_only_model_are_refused_in_words(tiny_glm4):
     with pytest.raises(ValueError, match="text-only"):
-        greedy_replies(tiny_glm4.model, tiny_glm4.tokenizer, [resolve_images(screenshot_chat("home_01.png", "Open"))], 4)
+        greedy_replies(
+            tiny_glm4.model, tiny_glm4.tokenizer, [resolve_images(screenshot_chat("home_01.png", "Open"))], 4
+        )
 
 
 def test_the_model_is_given_back_in_its_training_mode(tiny_glm4):
@@ -126,9 +146,9 @@ def test_sampled_groups_keep_the_samplers_logprobs_which_the_trainer_forward_rep
     assert r.completion_width == r.input_ids.shape[1] - r.prompt_width
     stops = set(model_stop_token_ids(tiny_glm4.model, tiny_glm4.tokenizer))
     for row, n in enumerate(lengths):
-        tokens = r.input_ids[row, r.prompt_width:].tolist()
+        tokens = r.input_ids[row, r.prompt_width :].tolist()
         assert r.completion_mask[row, :n].all() and not r.completion_mask[row, n:].any()
-        assert r.stopped[row] == (tokens[n - 1] in stops) and not stops & set(tokens[:n - 1])
+        assert r.stopped[row] == (tokens[n - 1] in stops) and not stops & set(tokens[: n - 1])
     mask = r.completion_mask.bool()
     assert (r.sampler_logprobs[mask] < 0).all() and (r.sampler_logprobs[~mask] == 0).all()
     # the trainer's forward over the whole sequence (with generation's position ids) agrees in fp32, at the
@@ -138,7 +158,7 @@ def test_sampled_groups_keep_the_samplers_logprobs_which_the_trainer_forward_rep
     torch.testing.assert_close(trained[mask], r.sampler_logprobs[mask], rtol=0, atol=1e-4)
     # the completion's log-probabilities alone are those of the whole sequence's last positions
     whole = token_logprobs(model, r.batch(), temperature=0.7)
-    torch.testing.assert_close(whole[:, -r.completion_width:], trained, rtol=0, atol=1e-5)
+    torch.testing.assert_close(whole[:, -r.completion_width :], trained, rtol=0, atol=1e-5)
     # a different temperature gives different log-probabilities: the temperature is applied, and alike
     other = token_logprobs(model, r.batch(), temperature=1.0, last=r.completion_width)
     assert (other[mask] - r.sampler_logprobs[mask]).abs().max() > 1e-2
@@ -147,8 +167,9 @@ def test_sampled_groups_keep_the_samplers_logprobs_which_the_trainer_forward_rep
     assert kept.texts == [r.texts[i] for i in (4, 5, 0)] and kept.stopped == [r.stopped[i] for i in (4, 5, 0)]
     torch.testing.assert_close(kept.sampler_logprobs, r.sampler_logprobs[[4, 5, 0]], rtol=0, atol=0)
     sub = token_logprobs(model, kept.batch(), temperature=0.7, last=kept.completion_width)
-    torch.testing.assert_close(sub[kept.completion_mask.bool()], kept.sampler_logprobs[kept.completion_mask.bool()],
-                               rtol=0, atol=1e-4)
+    torch.testing.assert_close(
+        sub[kept.completion_mask.bool()], kept.sampler_logprobs[kept.completion_mask.bool()], rtol=0, atol=1e-4
+    )
 
 
 def test_sampled_screenshot_groups_carry_their_pixels_to_the_trainer_forward_which_reproduces_them(tiny_glm4v):
@@ -158,8 +179,10 @@ def test_sampled_screenshot_groups_carry_their_pixels_to_the_trainer_forward_whi
     from workbench.forward.generate import sample_completions
 
     torch.manual_seed(0)
-    conversations = [resolve_images(screenshot_chat("home_01.png", "Open Mail")),
-                     resolve_images(screenshot_chat("settings_00.png", "Turn on Wi-Fi, then go back"))]
+    conversations = [
+        resolve_images(screenshot_chat("home_01.png", "Open Mail")),
+        resolve_images(screenshot_chat("settings_00.png", "Turn on Wi-Fi, then go back")),
+    ]
     model, tok, processor = tiny_glm4v.model.eval(), tiny_glm4v.tokenizer, tiny_glm4v.processor
     r = sample_completions(model, tok, conversations, 3, 8, temperature=1.0, processor=processor)
     assert r.input_ids.shape[0] == 6 and r.vision is not None
@@ -168,7 +191,7 @@ def test_sampled_screenshot_groups_carry_their_pixels_to_the_trainer_forward_whi
     assert "position_ids" not in batch and int(batch["mm_token_type_ids"].sum()) > 0
     mask = r.completion_mask.bool()
     assert set(r.suppressed) >= {processor.image_token_id}  # an untrained model may not draw an image placeholder
-    assert not set(r.suppressed) & set(r.input_ids[:, r.prompt_width:][mask].tolist())
+    assert not set(r.suppressed) & set(r.input_ids[:, r.prompt_width :][mask].tolist())
     trained = token_logprobs(model, batch, temperature=1.0, last=r.completion_width, suppress=r.suppressed)
     torch.testing.assert_close(trained[mask], r.sampler_logprobs[mask], rtol=0, atol=1e-4)
     # without the pixels the trainer would score other tokens: the screenshot reaches the forward

@@ -6,6 +6,7 @@ loss and 2e-2 relative (by norm) on each gradient, what tests/engine's low-preci
 one reordering. Dropout on a LoRA of lm_head draws another mask for fewer positions, so exactness there is
 checked without dropout (the other layers' dropout draws are untouched: the head is the last op).
 """
+
 from __future__ import annotations
 
 import pytest
@@ -21,8 +22,11 @@ from workbench.forward import batch_loss_sum, collated, load_heldout, output_hea
 from workbench.models import apply_lora, load_base_model
 from workbench.models.loading import LoadedModel
 
-HEADS = {"full": MemorySection(loss_head="full"), "labels": MemorySection(loss_head="labels"),
-         "chunked": MemorySection(loss_head="chunked", loss_chunk_tokens=5)}  # several chunks, a ragged last one
+HEADS = {
+    "full": MemorySection(loss_head="full"),
+    "labels": MemorySection(loss_head="labels"),
+    "chunked": MemorySection(loss_head="chunked", loss_chunk_tokens=5),
+}  # several chunks, a ragged last one
 FP32_REL = 1e-6
 LOW_LOSS_REL, LOW_GRAD_REL = 1e-2, 2e-2
 
@@ -35,15 +39,28 @@ def _tiny_llama(tied: bool) -> LoadedModel:
 
     tok = byte_tokenizer()
     torch.manual_seed(0)
-    cfg = LlamaConfig(vocab_size=VOCAB_SIZE, hidden_size=64, intermediate_size=128, num_hidden_layers=2,
-                      num_attention_heads=4, num_key_value_heads=2, head_dim=16, tie_word_embeddings=tied,
-                      pad_token_id=tok.pad_token_id, eos_token_id=tok.eos_token_id, bos_token_id=tok.bos_token_id)
+    cfg = LlamaConfig(
+        vocab_size=VOCAB_SIZE,
+        hidden_size=64,
+        intermediate_size=128,
+        num_hidden_layers=2,
+        num_attention_heads=4,
+        num_key_value_heads=2,
+        head_dim=16,
+        tie_word_embeddings=tied,
+        pad_token_id=tok.pad_token_id,
+        eos_token_id=tok.eos_token_id,
+        bos_token_id=tok.bos_token_id,
+    )
     return LoadedModel(LlamaForCausalLM(cfg), tok, "llama", "tiny-llama")
 
 
 def _model(source: str, lora: dict | None, dtype=torch.float32) -> torch.nn.Module:
-    loaded = _tiny_llama(source == "tiny-llama-tied") if source.startswith("tiny-llama") else \
-        load_base_model(ModelSection(source=source), dtype)
+    loaded = (
+        _tiny_llama(source == "tiny-llama-tied")
+        if source.startswith("tiny-llama")
+        else load_base_model(ModelSection(source=source), dtype)
+    )
     model = apply_lora(loaded, LoraSection(**lora) if lora is not None else LoraSection(enabled=False), torch.float32)
     torch.manual_seed(1)
     with torch.no_grad():  # lora_B starts at zero, which would leave every lora_A gradient zero: nothing to compare
@@ -87,13 +104,17 @@ def _assert_same(model, batch, autocast=None, loss_rel=FP32_REL, grad_rel=FP32_R
             assert err <= grad_rel, (head, name, err)
 
 
-@pytest.mark.parametrize("source,lora", [
-    ("tiny-glm4", {}),  # untied, LoRA on the default targets (lm_head frozen)
-    ("tiny-glm4", {"target_modules": ["q_proj", "v_proj", "lm_head"], "dropout": 0.0}),  # LoRA on lm_head
-    ("tiny-llama-tied", None),  # tied embeddings, full fine-tuning: the shared weight gets both gradients
-    ("tiny-llama-tied", {}),
-    ("tiny-llama-untied", None),
-], ids=["glm4-lora", "glm4-lora-lm_head", "llama-tied-full", "llama-tied-lora", "llama-untied-full"])
+@pytest.mark.parametrize(
+    "source,lora",
+    [
+        ("tiny-glm4", {}),  # untied, LoRA on the default targets (lm_head frozen)
+        ("tiny-glm4", {"target_modules": ["q_proj", "v_proj", "lm_head"], "dropout": 0.0}),  # LoRA on lm_head
+        ("tiny-llama-tied", None),  # tied embeddings, full fine-tuning: the shared weight gets both gradients
+        ("tiny-llama-tied", {}),
+        ("tiny-llama-untied", None),
+    ],
+    ids=["glm4-lora", "glm4-lora-lm_head", "llama-tied-full", "llama-tied-lora", "llama-untied-full"],
+)
 def test_fp32_loss_and_every_gradient_equal_the_full_head(source, lora):
     _assert_same(_model(source, lora), _text_batch())
 
@@ -109,8 +130,9 @@ def test_screenshot_rows_on_tiny_glm4v():
     """GLM-4V rows with a screenshot: the head skips the image tokens' positions (no labels there) and gives the
     same loss and gradients, the vision projector's included."""
     loaded = load_base_model(ModelSection(source="tiny-glm4v"), torch.float32)
-    examples = load_heldout(SAMPLES / "phone_screens" / "heldout.jsonl", loaded.tokenizer, 512, loaded.processor,
-                            limit=2)
+    examples = load_heldout(
+        SAMPLES / "phone_screens" / "heldout.jsonl", loaded.tokenizer, 512, loaded.processor, limit=2
+    )
     batch = collated(examples, loaded.tokenizer.pad_token_id, 2)[0]
     assert "pixel_values" in batch
     model = apply_lora(loaded, LoraSection(train_projector=True, dropout=0.0), torch.float32)
@@ -149,11 +171,23 @@ def test_accumulation_2x2_chunked_equals_4x1_full(make_cfg):
     """The engine's loss through the chunked head, two micro-batches of 2, equals the full head's one of 4:
     the loss normalisation (precision.step) sees the same token counts whatever the head."""
     common = {"schedule.max_steps": 3, "lora.dropout": 0.0, "precision.max_grad_norm": None}
-    a = train(make_cfg(**common, **{"schedule.micro_batch_size": 4, "memory.loss_head": "full",
-                                    "output.run_name": "full-4x1"}))
-    b = train(make_cfg(**common, **{"schedule.micro_batch_size": 2, "schedule.grad_accum_steps": 2,
-                                    "memory.loss_head": "chunked", "memory.loss_chunk_tokens": 16,
-                                    "output.run_name": "chunked-2x2"}))
+    a = train(
+        make_cfg(
+            **common, **{"schedule.micro_batch_size": 4, "memory.loss_head": "full", "output.run_name": "full-4x1"}
+        )
+    )
+    b = train(
+        make_cfg(
+            **common,
+            **{
+                "schedule.micro_batch_size": 2,
+                "schedule.grad_accum_steps": 2,
+                "memory.loss_head": "chunked",
+                "memory.loss_chunk_tokens": 16,
+                "output.run_name": "chunked-2x2",
+            },
+        )
+    )
     torch.testing.assert_close(torch.tensor(b.losses), torch.tensor(a.losses), rtol=1e-5, atol=1e-6)
     wa, wb = _adapter(a), _adapter(b)
     for k in wa:
@@ -173,8 +207,16 @@ def test_held_out_loss_is_the_same_for_every_head(make_cfg, monkeypatch):
         return measure(model, examples, pad_token_id, **kw)
 
     monkeypatch.setattr(run_module, "heldout_loss", recording)
-    r = train(make_cfg(**{"schedule.max_steps": 1, "memory.loss_head": "chunked", "memory.loss_chunk_tokens": 5,
-                          "data.eval": str(SAMPLES / "identity" / "heldout.jsonl")}))
+    r = train(
+        make_cfg(
+            **{
+                "schedule.max_steps": 1,
+                "memory.loss_head": "chunked",
+                "memory.loss_chunk_tokens": 5,
+                "data.eval": str(SAMPLES / "identity" / "heldout.jsonl"),
+            }
+        )
+    )
     event = [e.loss for e in iter_events(r.run_dir / "events.jsonl") if e.type == "eval"][-1]
     model, examples, pad, kw = calls[-1]
     assert kw["memory"].loss_head == "chunked" and kw["memory"].loss_chunk_tokens == 5  # the run's head, not a default
@@ -200,8 +242,16 @@ def poisoned_head(monkeypatch):
 @pytest.mark.parametrize("head", ["chunked", "full"])
 def test_overflow_diagnosis_names_the_head_module(make_cfg, poisoned_head, head):
     """An fp16 overflow in the projection is found on replay (which runs the run's head) and named lm_head."""
-    r = train(make_cfg(**{"precision.mode": "fp16", "precision.init_scale": 64.0, "schedule.max_steps": 2,
-                          "memory.loss_head": head}))
+    r = train(
+        make_cfg(
+            **{
+                "precision.mode": "fp16",
+                "precision.init_scale": 64.0,
+                "schedule.max_steps": 2,
+                "memory.loss_head": head,
+            }
+        )
+    )
     origins = [e for e in iter_events(r.run_dir / "events.jsonl") if e.type == "overflow_origin"]
     assert origins and all(o.phase == "forward" and o.module == "lm_head" for o in origins), origins
 
@@ -221,21 +271,34 @@ def full_head_single(tmp_path_factory):
     from tests.distributed.conftest import PER_RANK, WORLD, make_config
 
     root = tmp_path_factory.mktemp("head-strategies")
-    cfg = make_config(root, **{"schedule.micro_batch_size": PER_RANK * WORLD, "memory.loss_head": "full",
-                               "output.run_name": "single-full"})
+    cfg = make_config(
+        root,
+        **{"schedule.micro_batch_size": PER_RANK * WORLD, "memory.loss_head": "full", "output.run_name": "single-full"},
+    )
     return root, train(cfg).run_dir
 
 
-@pytest.mark.parametrize("name", [
-    "fsdp-zero3", pytest.param("ddp", marks=pytest.mark.slow), pytest.param("deepspeed-3", marks=pytest.mark.slow)])
+@pytest.mark.parametrize(
+    "name",
+    ["fsdp-zero3", pytest.param("ddp", marks=pytest.mark.slow), pytest.param("deepspeed-3", marks=pytest.mark.slow)],
+)
 def test_sharded_chunked_head_trains_like_one_process_with_the_full_head(full_head_single, name):
     from tests.distributed.conftest import WORLD, launch_and_wait, make_config, step_losses
     from tests.distributed.test_strategies import LOSS_RTOL, WEIGHT_ATOL
 
     root, single = full_head_single
-    run_dir = launch_and_wait(make_config(root, **SHARDED[name], **{
-        "sharding.nproc_per_node": WORLD, "memory.loss_head": "chunked", "memory.loss_chunk_tokens": 16,
-        "output.run_name": f"{name}-chunked"}))
+    run_dir = launch_and_wait(
+        make_config(
+            root,
+            **SHARDED[name],
+            **{
+                "sharding.nproc_per_node": WORLD,
+                "memory.loss_head": "chunked",
+                "memory.loss_chunk_tokens": 16,
+                "output.run_name": f"{name}-chunked",
+            },
+        )
+    )
     reference, got = step_losses(single), step_losses(run_dir)
     assert len(got) == len(reference) == 10
     torch.testing.assert_close(torch.tensor(got), torch.tensor(reference), rtol=LOSS_RTOL, atol=0)

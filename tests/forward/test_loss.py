@@ -1,4 +1,5 @@
 """The one held-out loss: sharded over ranks it sums to the unsharded figure, and screenshot rows reach the model."""
+
 from __future__ import annotations
 
 import dataclasses
@@ -42,7 +43,12 @@ def test_screenshot_rows_give_the_model_their_pixels(tiny_glm4v):
     measured = heldout_loss(m.model, examples, m.tokenizer.pad_token_id, batch_size=4)
     assert m.model.training  # eval mode only while measuring
     # the same rows with every screenshot replaced by a black one of the same size
-    blank = [dataclasses.replace(e, vision=dataclasses.replace(
-        e.vision, images=tuple(Image.new("RGB", im.size) for im in e.vision.images))) for e in examples]
-    assert heldout_loss(m.model, blank, m.tokenizer.pad_token_id, batch_size=4).loss != pytest.approx(measured.loss,
-                                                                                                       rel=1e-4)
+    blank = [
+        dataclasses.replace(
+            e, vision=dataclasses.replace(e.vision, images=tuple(Image.new("RGB", im.size) for im in e.vision.images))
+        )
+        for e in examples
+    ]
+    assert heldout_loss(m.model, blank, m.tokenizer.pad_token_id, batch_size=4).loss != pytest.approx(
+        measured.loss, rel=1e-4
+    )

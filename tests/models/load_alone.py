@@ -6,6 +6,7 @@ the workbench, and runs one forward on a screenshot: what vLLM or another server
 ``AutoProcessor.from_pretrained(DIR)`` builds the stock ``Glm4vProcessor``, which always builds a video processor, which
 needs torchvision; where torchvision does not import (the CPU torch here), it raises ImportError naming torchvision,
 and the image processor and the tokenizer are loaded one by one instead (what the image-only processor does)."""
+
 from __future__ import annotations
 
 import json
@@ -31,15 +32,21 @@ def main(directory: str) -> dict:
     messages = [{"role": "user", "content": [{"type": "image"}, {"type": "text", "text": "Open Settings"}]}]
     text = tok.apply_chat_template(messages, tokenize=False, add_generation_prompt=True)
     pixels = images(images=[Image.new("RGB", (112, 224), "white")], return_tensors="pt")
-    count = int(pixels["image_grid_thw"].prod()) // images.merge_size ** 2
+    count = int(pixels["image_grid_thw"].prod()) // images.merge_size**2
     ids = tok(text.replace("<|image|>", "<|image|>" * count), return_tensors="pt", add_special_tokens=False)
     types = (ids["input_ids"] == model.config.image_token_id).long()  # what Glm4vProcessor returns: 1 = image token
     with torch.no_grad():
-        logits = model(**ids, mm_token_type_ids=types, pixel_values=pixels["pixel_values"],
-                       image_grid_thw=pixels["image_grid_thw"]).logits
-    out = {"prompt": text, "image_tokens": count, "logits_shape": list(logits.shape),
-           "finite": bool(torch.isfinite(logits).all()), "patch_size": images.patch_size,
-           "workbench_imported": any(name.split(".")[0] == "workbench" for name in sys.modules)}
+        logits = model(
+            **ids, mm_token_type_ids=types, pixel_values=pixels["pixel_values"], image_grid_thw=pixels["image_grid_thw"]
+        ).logits
+    out = {
+        "prompt": text,
+        "image_tokens": count,
+        "logits_shape": list(logits.shape),
+        "finite": bool(torch.isfinite(logits).all()),
+        "patch_size": images.patch_size,
+        "workbench_imported": any(name.split(".")[0] == "workbench" for name in sys.modules),
+    }
     try:
         out["processor"] = type(AutoProcessor.from_pretrained(directory)).__name__
     except ImportError as err:

@@ -16,7 +16,9 @@ def test_checkpointing_keeps_less_activation_memory_for_backward():
     from workbench.config import LoraSection, ModelSection
     from workbench.models import apply_lora, enable_gradient_checkpointing, load_base_model
 
-    model = apply_lora(load_base_model(ModelSection(source="tiny-glm4"), torch.float32), LoraSection(r=2), torch.float32)
+    model = apply_lora(
+        load_base_model(ModelSection(source="tiny-glm4"), torch.float32), LoraSection(r=2), torch.float32
+    )
     enable_gradient_checkpointing(model)
     model.train()
     saved = []

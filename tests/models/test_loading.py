@@ -42,8 +42,13 @@ def test_lora_layers_adapts_the_last_layers_only_with_the_same_linears(source):
     every = _adapted(apply_lora(load_base_model(ModelSection(source=source), FP32), LoraSection(r=2), FP32))
     last = _adapted(apply_lora(load_base_model(ModelSection(source=source), FP32), LoraSection(r=2, layers=1), FP32))
     assert sorted(every) == [0, 1] and list(last) == [1] and last[1] == every[1]  # all-linear's set, by name
-    named = _adapted(apply_lora(load_base_model(ModelSection(source=source), FP32),
-                                LoraSection(r=2, layers=1, target_modules=["q_proj", "v_proj"]), FP32))
+    named = _adapted(
+        apply_lora(
+            load_base_model(ModelSection(source=source), FP32),
+            LoraSection(r=2, layers=1, target_modules=["q_proj", "v_proj"]),
+            FP32,
+        )
+    )
     assert named == {1: {"q_proj", "v_proj"}}
 
 
@@ -66,10 +71,14 @@ def test_packaged_default_model_answers():
     assert type(loaded.model).__name__ == "LlamaForCausalLM"
     assert sum(p.numel() for p in loaded.model.parameters()) == 134_515_008
     tok = loaded.tokenizer
-    enc = tok.apply_chat_template([{"role": "user", "content": "What is the capital of France? Answer briefly."}],
-                                  add_generation_prompt=True, return_tensors="pt", return_dict=True)
+    enc = tok.apply_chat_template(
+        [{"role": "user", "content": "What is the capital of France? Answer briefly."}],
+        add_generation_prompt=True,
+        return_tensors="pt",
+        return_dict=True,
+    )
     out = loaded.model.generate(**enc, max_new_tokens=12, do_sample=False)
-    assert "Paris" in tok.decode(out[0][enc["input_ids"].shape[1]:])
+    assert "Paris" in tok.decode(out[0][enc["input_ids"].shape[1] :])
 
 
 def test_model_list_names_every_builtin():

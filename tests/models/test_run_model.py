@@ -1,4 +1,5 @@
 """A run's model is rebuilt on the base it trained on: a code-built base is its seed, read from the run's config."""
+
 from __future__ import annotations
 
 import pytest
@@ -20,8 +21,18 @@ def seed7_run(tmp_path_factory):
     from ..conftest import tiny_run_overrides
 
     tmp = tmp_path_factory.mktemp("runs")
-    cfg = load_config(None, tiny_run_overrides(tmp, **{"schedule.seed": 7, "data.eval": str(HELDOUT),
-                                                       "schedule.eval_loss_every": 6, "output.run_name": "seed7"}))
+    cfg = load_config(
+        None,
+        tiny_run_overrides(
+            tmp,
+            **{
+                "schedule.seed": 7,
+                "data.eval": str(HELDOUT),
+                "schedule.eval_loss_every": 6,
+                "output.run_name": "seed7",
+            },
+        ),
+    )
     result = train(cfg)
     assert result.eval_losses[-1][0] == 6
     return result.run_dir, result.eval_losses[-1][1]
@@ -31,8 +42,9 @@ def _loss(model, tokenizer, run_dir) -> float:
     from workbench.eval.loss import HeldoutLossTask
 
     cfg = run_config(run_dir)
-    return HeldoutLossTask().measure(model, tokenizer, HELDOUT, max_length=cfg.data.max_length,
-                                     batch_size=cfg.schedule.micro_batch_size)["loss"]
+    return HeldoutLossTask().measure(
+        model, tokenizer, HELDOUT, max_length=cfg.data.max_length, batch_size=cfg.schedule.micro_batch_size
+    )["loss"]
 
 
 def test_the_served_run_has_the_loss_the_engine_logged(seed7_run):
@@ -133,8 +145,9 @@ def test_load_run_for_inference_keeps_a_qlora_runs_adapter_unmerged_on_its_nf4_b
     reference, _ = qlora_reference(qlora_run)
     ids = torch.tensor([[5, 70, 81, 120, 33, 9]])
     with torch.no_grad():
-        torch.testing.assert_close(loaded.model(input_ids=ids).logits, reference(input_ids=ids).logits, rtol=0,
-                                   atol=1e-4)
+        torch.testing.assert_close(
+            loaded.model(input_ids=ids).logits, reference(input_ids=ids).logits, rtol=0, atol=1e-4
+        )
 
 
 def test_two_quantized_bases_are_the_same_whatever_the_order_their_kept_modules_are_named_in():
@@ -142,5 +155,7 @@ def test_two_quantized_bases_are_the_same_whatever_the_order_their_kept_modules_
     from workbench.models.run_model import _base_quantization
 
     one = QuantizationSection(base="nf4", skip_modules=["visual", "lm_head"])
-    assert _base_quantization(one) == _base_quantization(QuantizationSection(base="nf4", skip_modules=["lm_head", "visual"]))
+    assert _base_quantization(one) == _base_quantization(
+        QuantizationSection(base="nf4", skip_modules=["lm_head", "visual"])
+    )
     assert _base_quantization(one) != _base_quantization(QuantizationSection(base="nf4", skip_modules=["lm_head"]))

@@ -1,4 +1,5 @@
 """The tiny models built from code; the agent model's tokenizer fitted on the phone agent's training text."""
+
 import json
 
 from workbench.config.samples import sample_path

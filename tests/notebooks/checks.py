@@ -6,6 +6,7 @@ headless (nbclient) with the same parameters and checks, for a machine without C
 CI: the default suite ran all eight again headless (~510 of its ~1,340 worker-seconds, 05 and 07 training 300 steps
 each), and the browser step then ran them a second time with 05 and 07 cut to 20 steps.
 """
+
 from __future__ import annotations
 
 import re
@@ -18,7 +19,12 @@ AGENT_LEARNED = "verdict: the trained agent answers in AutoGLM's action format w
 
 
 def _widgets(nb) -> list:
-    return [o for c in nb.cells for o in c.get("outputs", []) if "application/vnd.jupyter.widget-view+json" in o.get("data", {})]
+    return [
+        o
+        for c in nb.cells
+        for o in c.get("outputs", [])
+        if "application/vnd.jupyter.widget-view+json" in o.get("data", {})
+    ]
 
 
 def _images(nb) -> list:
@@ -66,13 +72,20 @@ def check_05_screenshots_to_actions(nb, workdir: Path) -> None:
     text = all_text(nb)
     assert "178 training rows, 40 held-out rows" in text
     assert re.search(r"one 1080x2400 screenshot = 3354 image tokens", text), text
-    assert re.search(r"cheapest fitting LoRA setting for autoglm-phone-9b, one 1080x2400 screenshot \+ 512 text tokens per row: "
-                     r".+/1img@1080x2400: .+ GiB per GPU", text), text
+    assert re.search(
+        r"cheapest fitting LoRA setting for autoglm-phone-9b, one 1080x2400 screenshot \+ 512 text tokens per row: "
+        r".+/1img@1080x2400: .+ GiB per GPU",
+        text,
+    ), text
     _finished("05_screenshots_to_actions.ipynb", text)
     # the model visibly learned: the base's answers to the held-out screens do not parse as actions, most of the
     # trained model's do (40 of 40 measured at 300 steps), and some of its taps land in the target element
-    scores = re.search(r"^held-out screens: 40; answers that parse as an action: base (\d+)/40, trained (\d+)/40; "
-                       r"taps in the target element: base (\d+)/\d+, trained (\d+)/\d+$", text, re.M)
+    scores = re.search(
+        r"^held-out screens: 40; answers that parse as an action: base (\d+)/40, trained (\d+)/40; "
+        r"taps in the target element: base (\d+)/\d+, trained (\d+)/\d+$",
+        text,
+        re.M,
+    )
     assert scores, text
     base_parsed, trained_parsed, base_taps, trained_taps = map(int, scores.groups())
     assert base_parsed == 0 and trained_parsed >= 30 and trained_taps > base_taps, text
@@ -99,18 +112,27 @@ def check_07_phone_agent_episodes(nb, workdir: Path) -> None:
     assert rows == {"base": "2", "trained": "2"}, text  # both models played both tasks: the metrics table
     # the trained agent visibly learned: its replies parse as actions (4 of 4 measured at 250 steps), the random
     # base's never do (each of its episodes ends on its first reply)
-    parsed = {name: (int(k), int(n)) for name, k, n in
-              re.findall(r"^(base|trained): (\d+) of (\d+) replies parse as an action; \d+ of 2 tasks done$", text, re.M)}
+    parsed = {
+        name: (int(k), int(n))
+        for name, k, n in re.findall(
+            r"^(base|trained): (\d+) of (\d+) replies parse as an action; \d+ of 2 tasks done$", text, re.M
+        )
+    }
     assert parsed["base"] == (0, 2) and parsed["trained"][0] >= 2, text
     assert AGENT_LEARNED in text, text
     assert len(list((workdir / "runs").glob("*/episodes/trained/screens/*/01.png"))) == 2  # stored for the replay
     assert len(_images(nb)) == 1  # the rendered phone screen
     assert len(_widgets(nb)) >= 3  # the run monitor, the episode replay and the text agent's replay
     # the text agent's section: each recorded folder summarised; the base's replies never parse, the fine-tuned ones do
-    agent = {name: (int(n), float(success), float(parse), float(reached)) for name, n, success, parse, reached in
-             re.findall(r"^phone_agent-(\w+--\w+) +(\d+) +([\d.]+) +([\d.]+) +[\d.]+ +([\d.]+)$", text, re.M)}
-    assert set(agent) == {f"{split}--{model}" for split in ("heldout", "combos")
-                          for model in ("base", "sft", "sft150", "grpo")}, text  # with the recorded GRPO run's
+    agent = {
+        name: (int(n), float(success), float(parse), float(reached))
+        for name, n, success, parse, reached in re.findall(
+            r"^phone_agent-(\w+--\w+) +(\d+) +([\d.]+) +([\d.]+) +[\d.]+ +([\d.]+)$", text, re.M
+        )
+    }
+    assert set(agent) == {
+        f"{split}--{model}" for split in ("heldout", "combos") for model in ("base", "sft", "sft150", "grpo")
+    }, text  # with the recorded GRPO run's
     assert agent["heldout--base"] == (31, 0.0, 1.0, 0.0) and agent["combos--base"] == (15, 0.0, 1.0, 0.0)
     # parses, and finishes half the unseen tasks (the goal of issue 33; 16 of 31 in the stored episodes)
     assert agent["heldout--sft"][2] < 0.5 and agent["heldout--sft"][1] >= 0.5, text
@@ -129,10 +151,16 @@ def check_08_grpo_phone_actions(nb, workdir: Path) -> None:
     assert len(re.findall(r"^held-out \w+: SFT \S+ -> SFT\+GRPO \S+$", text, re.M)) == 4, text
     # section 5, the recorded GRPO run on whole episodes: its log read back step by step, both models' episodes of
     # every held-out and combos task compared task by task
-    assert len(re.findall(r"^episode step \d+: finished \d+% of 16 sampled episodes, groups without signal", text,
-                          re.M)) == 7, text
-    compared = re.findall(r"^(heldout|combos): SFT [\d.]+ -> SFT\+GRPO [\d.]+ of (\d+) tasks; GRPO alone \d+, SFT alone "
-                          r"\d+, both \d+ \(sign test p = [\d.e-]+\)$", text, re.M)
+    assert (
+        len(re.findall(r"^episode step \d+: finished \d+% of 16 sampled episodes, groups without signal", text, re.M))
+        == 7
+    ), text
+    compared = re.findall(
+        r"^(heldout|combos): SFT [\d.]+ -> SFT\+GRPO [\d.]+ of (\d+) tasks; GRPO alone \d+, SFT alone "
+        r"\d+, both \d+ \(sign test p = [\d.e-]+\)$",
+        text,
+        re.M,
+    )
     assert compared == [("heldout", "31"), ("combos", "15")], text
 
 
@@ -152,8 +180,12 @@ def check_09_own_app(nb, workdir: Path) -> None:
     assert text.count(f"finished | step {steps['TUNE_STEPS']}/{steps['TUNE_STEPS']}") == 2, text
     # step metrics through `workbench eval`'s report, its rules named; per action type
     assert text.count("rules: AgentCPM-GUI") == 2 and text.count("per expected action type") == 2, text
-    rows = {name: (float(held), float(shown), int(d), int(n)) for name, held, shown, d, n in re.findall(
-        r"^(agent|control|tuned) +([\d.]+) +([\d.]+) +(\d) of 3 +(\d) of 4 +[\d.]+$", text, re.M)}
+    rows = {
+        name: (float(held), float(shown), int(d), int(n))
+        for name, held, shown, d, n in re.findall(
+            r"^(agent|control|tuned) +([\d.]+) +([\d.]+) +(\d) of 3 +(\d) of 4 +[\d.]+$", text, re.M
+        )
+    }
     assert set(rows) == {"agent", "control", "tuned"}, text
     # the method did something: the demonstrated steps are learned, where the control (as many steps, no
     # demonstrations) is not (0.45 against 0.05 measured); the rest is printed as it is, never asserted
@@ -164,12 +196,14 @@ def check_09_own_app(nb, workdir: Path) -> None:
     assert len(_widgets(nb)) >= 5  # three run monitors, the recorder panel, the episode replay
 
 
-CHECKS = {f"{name[len('check_'):]}.ipynb": check for name, check in dict(globals()).items() if name.startswith("check_0")}
+CHECKS = {
+    f"{name[len('check_') :]}.ipynb": check for name, check in dict(globals()).items() if name.startswith("check_0")
+}
 
 
 def check(name: str, nb, workdir: Path) -> None:
     """The check of notebook ``name`` executed in ``workdir`` (its "{runs}" is ``workdir/runs``); a notebook without
     one is an error saying where to add it."""
     if name not in CHECKS:
-        raise LookupError(f"{name} has no check: add check_{name[:-len('.ipynb')]} to {__file__}")
+        raise LookupError(f"{name} has no check: add check_{name[: -len('.ipynb')]} to {__file__}")
     CHECKS[name](nb, Path(workdir))

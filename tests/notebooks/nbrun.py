@@ -1,4 +1,5 @@
 """Run a walkthrough notebook headless with its parameters cell overridden (PARAMETERS: the values the tests use)."""
+
 from __future__ import annotations
 
 import re
@@ -25,18 +26,32 @@ PARAMETERS = {
     # 30%; at 150 steps with LEARNING_RATE 6e-3, at 100 with 1e-2, and at 300 steps of MICRO_BATCH 4 or 2 none (what it
     # needs is rows seen, not steps or step size)
     "05_screenshots_to_actions.ipynb": dict(MAX_STEPS=300, MAX_TOKENS=64, RUNS_DIR="{runs}"),
-    "06_export_and_quantize.ipynb": dict(MODEL="tiny-glm4", MAX_STEPS=3, MICRO_BATCH=2, MAX_LENGTH=64, MAX_TOKENS=6,
-                                         RUNS_DIR="{runs}"),
-    "07_phone_agent_episodes.ipynb": dict(MAX_STEPS=300, MAX_TOKENS=64,
-                                          TASKS="web_search/exchange-rate,open_app/clock", EPISODE_STEPS=2,
-                                          RUNS_DIR="{runs}"),
+    "06_export_and_quantize.ipynb": dict(
+        MODEL="tiny-glm4", MAX_STEPS=3, MICRO_BATCH=2, MAX_LENGTH=64, MAX_TOKENS=6, RUNS_DIR="{runs}"
+    ),
+    "07_phone_agent_episodes.ipynb": dict(
+        MAX_STEPS=300,
+        MAX_TOKENS=64,
+        TASKS="web_search/exchange-rate,open_app/clock",
+        EPISODE_STEPS=2,
+        RUNS_DIR="{runs}",
+    ),
     # 09 trains the screenshot agent as 07 does (300 steps), then two fine-tunes of 150 steps from it: on its rows with
     # the recorded demonstrations (x100) and, the control, on its rows alone (on 2 loaded cores, one thread each:
     # demonstrated steps exact 0.05 -> 0.45, control 0.05; held-out demonstrations 0.062 -> 0.188, control 0.062)
     "09_own_app.ipynb": dict(AGENT_STEPS=300, TUNE_STEPS=150, RUNS_DIR="{runs}"),
-    "08_grpo_phone_actions.ipynb": dict(MODEL="tiny-glm4", SFT_STEPS=2, GRPO_STEPS=2, MISMATCH_STEPS=1, MICRO_BATCH=1,
-                                        GROUP=2, MAX_NEW_TOKENS=6, EVAL_ROWS=2, MODES=["fp32", "bf16"],
-                                        RUNS_DIR="{runs}"),
+    "08_grpo_phone_actions.ipynb": dict(
+        MODEL="tiny-glm4",
+        SFT_STEPS=2,
+        GRPO_STEPS=2,
+        MISMATCH_STEPS=1,
+        MICRO_BATCH=1,
+        GROUP=2,
+        MAX_NEW_TOKENS=6,
+        EVAL_ROWS=2,
+        MODES=["fp32", "bf16"],
+        RUNS_DIR="{runs}",
+    ),
 }
 
 
@@ -88,8 +103,13 @@ def execute(name: str, workdir: Path, timeout: int = 600, **overrides):
     nb = nbformat.read(path, as_version=4)
     # store_widget_state=False: each plotly FigureWidget's saved state carries plotly.js (5 MB of _esm), which made
     # an executed copy up to 200 MB to write; the tests read the outputs, where each widget view still shows.
-    nbclient.NotebookClient(nb, timeout=timeout, kernel_name="python3", store_widget_state=False,
-                            resources={"metadata": {"path": str(workdir)}}).execute()
+    nbclient.NotebookClient(
+        nb,
+        timeout=timeout,
+        kernel_name="python3",
+        store_widget_state=False,
+        resources={"metadata": {"path": str(workdir)}},
+    ).execute()
     nbformat.write(nb, path)  # executed copy, kept with the test's temporary files
     return nb
 

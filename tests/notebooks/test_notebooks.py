@@ -1,6 +1,7 @@
 """The walkthrough notebooks: committed clean, each with run parameters (nbrun.py) and a check (checks.py); and, with
 ``-m notebooks``, each run top to bottom in a real kernel (nbclient) and checked, for a machine without Chromium. CI
 runs them once, in JupyterLab (the browser step, tests/ui/test_browser.py), with the same parameters and checks."""
+
 import json
 
 import nbformat

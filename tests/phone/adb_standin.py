@@ -7,6 +7,7 @@ switches the connection to device S (``OKAY`` plus an 8-byte transport id), afte
 output until the connection closes. Every shell command is recorded in ``commands``; ``outputs`` maps a command
 (or its first word) to its output.
 """
+
 from __future__ import annotations
 
 import io
@@ -32,7 +33,7 @@ class AdbStandIn:
             "screencap -p": png.getvalue(),
             "wm size": f"Physical size: {screen[0]}x{screen[1]}\n",
             "dumpsys window": f"  mCurrentFocus=Window{{1f2e u0 {focus}/{focus}.MainActivity}}\n"
-                              f"  mFocusedApp=ActivityRecord{{9a8 u0 {focus}/.MainActivity t12}}\n",
+            f"  mFocusedApp=ActivityRecord{{9a8 u0 {focus}/.MainActivity t12}}\n",
             "settings get secure default_input_method": "com.google.android.inputmethod.latin/.LatinIME\n",
         }
         standin = self
@@ -79,7 +80,7 @@ class AdbStandIn:
                 conn.sendall(b"OKAY" + (1).to_bytes(8, "little"))
                 continue  # the next request on this connection goes to the device
             if request.startswith("shell:") and serial is not None:
-                command = request[len("shell:"):]
+                command = request[len("shell:") :]
                 self.commands.append((serial, command))
                 output = self.outputs.get(command, self.outputs.get(command.split(" ")[0], ""))
                 conn.sendall(b"OKAY" + (output.encode() if isinstance(output, str) else output))

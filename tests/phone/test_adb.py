@@ -1,6 +1,7 @@
 """The ADB backend through the real adbutils client against a stand-in of the ADB server's socket protocol: the
 exact device command of each action, pixel conversion from the grid, the current app, and the errors a user sees.
 (No phone is attached here: the commands are what a phone would receive.)"""
+
 from __future__ import annotations
 
 import base64
@@ -28,19 +29,28 @@ def phone_on(server, **kw) -> AdbPhone:
     return AdbPhone(SERIAL, port=server.port, settle_s=0, **kw)
 
 
-@pytest.mark.parametrize("action, commands", [
-    ('do(action="Tap", element=[500,500])', ["input tap 540 1200"]),
-    ('do(action="Tap", element=[999,999])', ["input tap 1078 2397"]),  # int(v / 1000 * size): inside the screen
-    ('do(action="Double Tap", element=[100,200])', ["input tap 108 480", "input tap 108 480"]),
-    ('do(action="Long Press", element=[250,750])', ["input swipe 270 1800 270 1800 3000"]),
-    ('do(action="Swipe", start=[500,800], end=[500,300])', ["input swipe 540 1920 540 720 1000"]),
-    ('do(action="Back")', ["input keyevent 4"]),
-    ('do(action="Home")', ["input keyevent KEYCODE_HOME"]),
-    ('do(action="Launch", app="Settings")', ["monkey -p com.android.settings -c android.intent.category.LAUNCHER 1"]),
-    ('do(action="Launch", app="Settings")', ["monkey -p com.android.settings -c android.intent.category.LAUNCHER 1"]),
-    ('do(action="Launch", app="微信")', ["monkey -p com.tencent.mm -c android.intent.category.LAUNCHER 1"]),
-    ('do(action="Wait", duration="0 seconds")', []),
-])
+@pytest.mark.parametrize(
+    "action, commands",
+    [
+        ('do(action="Tap", element=[500,500])', ["input tap 540 1200"]),
+        ('do(action="Tap", element=[999,999])', ["input tap 1078 2397"]),  # int(v / 1000 * size): inside the screen
+        ('do(action="Double Tap", element=[100,200])', ["input tap 108 480", "input tap 108 480"]),
+        ('do(action="Long Press", element=[250,750])', ["input swipe 270 1800 270 1800 3000"]),
+        ('do(action="Swipe", start=[500,800], end=[500,300])', ["input swipe 540 1920 540 720 1000"]),
+        ('do(action="Back")', ["input keyevent 4"]),
+        ('do(action="Home")', ["input keyevent KEYCODE_HOME"]),
+        (
+            'do(action="Launch", app="Settings")',
+            ["monkey -p com.android.settings -c android.intent.category.LAUNCHER 1"],
+        ),
+        (
+            'do(action="Launch", app="Settings")',
+            ["monkey -p com.android.settings -c android.intent.category.LAUNCHER 1"],
+        ),
+        ('do(action="Launch", app="微信")', ["monkey -p com.tencent.mm -c android.intent.category.LAUNCHER 1"]),
+        ('do(action="Wait", duration="0 seconds")', []),
+    ],
+)
 def test_each_action_sends_its_device_command(standin, action, commands):
     phone = phone_on(standin)
     before = len(standin.commands)
@@ -56,8 +66,12 @@ def test_type_goes_through_the_adb_keyboard_and_restores_the_ime(standin):
     phone.execute(parse_action('do(action="Type", text="你好, world")'))
     encoded = base64.b64encode("你好, world".encode()).decode()
     assert standin.shell_commands()[before:] == [
-        "settings get secure default_input_method", f"ime set {ADB_KEYBOARD}", "am broadcast -a ADB_CLEAR_TEXT",
-        f"am broadcast -a ADB_INPUT_B64 --es msg {encoded}", "ime set com.google.android.inputmethod.latin/.LatinIME"]
+        "settings get secure default_input_method",
+        f"ime set {ADB_KEYBOARD}",
+        "am broadcast -a ADB_CLEAR_TEXT",
+        f"am broadcast -a ADB_INPUT_B64 --es msg {encoded}",
+        "ime set com.google.android.inputmethod.latin/.LatinIME",
+    ]
 
 
 def test_screenshot_current_app_and_pixel_size_come_from_the_device(standin):

@@ -1,5 +1,6 @@
 """The gymnasium interface: gymnasium's own checker passes, a reply that does not parse ends the episode as a
 finish without reward, the step limit truncates, and the registered id builds the environment."""
+
 from __future__ import annotations
 
 import gymnasium
@@ -34,15 +35,25 @@ def test_a_reply_that_does_not_parse_finishes_the_episode_without_reward():
     env.reset(options={"task": "open_app/settings"})
     env.step('do(action="Launch", app="Settings")')  # the goal holds already...
     obs, reward, terminated, truncated, info = env.step("<think>done</think>\n<answer>I opened it")
-    assert terminated and not truncated and reward == 0.0 and not info["success"]  # ...but a parse failure is no success
+    assert (
+        terminated and not truncated and reward == 0.0 and not info["success"]
+    )  # ...but a parse failure is no success
     # as the runtime: the message is the text its client cut out of the reply (here the <answer> part)
     assert info["action"].type == "finish" and info["action"].args["message"] == "I opened it"
     assert "neither do(...) nor finish(...)" in info["parse_error"]
     assert info["checks"] == {"app_open": True, "nothing_else_changed": True}
 
 
-@pytest.mark.parametrize("reply", ['do(action="Fly")', 'do(action="Note", message="True")', 'do(action="Tap")',
-                                   'do(action="Launch")', 'do(action="Tap", element=[1500,500])'])
+@pytest.mark.parametrize(
+    "reply",
+    [
+        'do(action="Fly")',
+        'do(action="Note", message="True")',
+        'do(action="Tap")',
+        'do(action="Launch")',
+        'do(action="Tap", element=[1500,500])',
+    ],
+)
 def test_a_call_the_runtime_parses_but_does_nothing_with_is_a_step_and_the_episode_goes_on(reply):
     """Open-AutoGLM's handler answers an action it does not know, or one missing its argument, and goes on; a point
     off the grid taps off the screen."""

@@ -4,6 +4,7 @@ never longer than the fixed oracle's (and shorter where the oracle detours); a s
 of its path agrees with the rest of the path; it recovers from states no demonstration shows (a wrong switch
 flipped, a wrong app open, a pop-up, a slow app, random actions); where something cannot be undone it reaches the
 task's own goals and says so. ``python -m workbench.bench.agent expert`` prints its time per state."""
+
 from __future__ import annotations
 
 import random
@@ -137,8 +138,9 @@ def test_it_solves_from_states_random_actions_leave(seed):
         phone, done = replay(task, []), []
         for _ in range(rng.randint(1, 5)):
             screen = phone.screen()
-            options = list(moves(phone, task, screen)) + [Action("Tap", {"element": centre(box)})
-                                                          for box in screen.elements.values()]
+            options = list(moves(phone, task, screen)) + [
+                Action("Tap", {"element": centre(box)}) for box in screen.elements.values()
+            ]
             action = rng.choice(options)
             if phone.execute(action).valid:
                 done.append(action)

@@ -1,6 +1,7 @@
 """Phones of new names: none of the default phone's words (held-out names included) nor a held-out message's or
 query's, the same shape as the default phone, deterministic, and tasks on them solved by their oracles and judged
 on their own catalogues."""
+
 from __future__ import annotations
 
 import random
@@ -21,15 +22,23 @@ def test_a_fresh_phone_has_the_default_shape_and_only_new_words():
     phone = fresh_phone(random.Random(7))
     assert phone == fresh_phone(random.Random(7)) and phone != fresh_phone(random.Random(8))
     d = DEFAULT_CONTENTS
-    assert [len(phone.contacts), len(phone.songs), len(phone.photos), len(phone.apps)] == \
-        [len(d.contacts), len(d.songs), len(d.photos), len(d.apps)]
+    assert [len(phone.contacts), len(phone.songs), len(phone.photos), len(phone.apps)] == [
+        len(d.contacts),
+        len(d.songs),
+        len(d.photos),
+        len(d.apps),
+    ]
     assert list(phone.contacts) == sorted(phone.contacts) and len(set(phone.contacts)) == len(phone.contacts)
     assert len({s.split(" - ")[0] for s in phone.songs}) == len(phone.songs)  # a title names one song
     assert set(STATEFUL_APPS) <= set(phone.apps) and len(set(phone.apps)) == len(phone.apps)
     assert "Mom" in phone.contacts and phone.favorites == ("Mom",)
     assert {who for who, _ in phone.threads} <= set(phone.contacts)
-    new = [c for c in phone.contacts if c != "Mom"] + list(phone.songs) + list(phone.photos) + \
-        [a for a in phone.apps if a not in STATEFUL_APPS]
+    new = (
+        [c for c in phone.contacts if c != "Mom"]
+        + list(phone.songs)
+        + list(phone.photos)
+        + [a for a in phone.apps if a not in STATEFUL_APPS]
+    )
     default_words = _words(CONTACTS) | _words(SONGS) | _words(PHOTOS) | _words(APPS)
     held = select_tasks("heldout")
     held_words = _words(v for t in held for k, v in t.params.items() if k in ("text", "query"))
@@ -81,6 +90,14 @@ def test_a_fresh_phone_is_the_same_in_every_process():
     import sys
 
     code = "import random; from workbench.phone.fresh import fresh_phone; print(fresh_phone(random.Random(5)))"
-    outs = {subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
-                           env={**os.environ, "PYTHONHASHSEED": seed}).stdout for seed in ("1", "2", "3")}
+    outs = {
+        subprocess.run(
+            [sys.executable, "-c", code],
+            capture_output=True,
+            text=True,
+            check=True,
+            env={**os.environ, "PYTHONHASHSEED": seed},
+        ).stdout
+        for seed in ("1", "2", "3")
+    }
     assert len(outs) == 1

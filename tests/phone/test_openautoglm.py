@@ -1,6 +1,7 @@
 """Every value workbench.phone.openautoglm copies from Open-AutoGLM's runtime against the runtime's own package
 (``phone-agent``, installed by ``scripts/setup.sh --test``): its prompts, its app table and how its adb code names the
 current app and launches one, its client's cut of a reply, and its parser's reading of every reply in data_samples/."""
+
 from __future__ import annotations
 
 import datetime
@@ -43,8 +44,10 @@ def test_the_app_table_is_the_runtimes_in_its_order():
 
 
 def _dumpsys(package: str) -> str:
-    return (f"  mCurrentFocus=Window{{4c1d u0 {package}/{package}.MainActivity}}\n"
-            f"  mFocusedApp=ActivityRecord{{9a2 u0 {package}/.MainActivity t31}}\n")
+    return (
+        f"  mCurrentFocus=Window{{4c1d u0 {package}/{package}.MainActivity}}\n"
+        f"  mFocusedApp=ActivityRecord{{9a2 u0 {package}/.MainActivity t31}}\n"
+    )
 
 
 def test_the_current_app_is_named_as_the_runtimes_adb_code_names_it(monkeypatch):
@@ -52,10 +55,14 @@ def test_the_current_app_is_named_as_the_runtimes_adb_code_names_it(monkeypatch)
     phone = SimPhone()
     packages = [app_package(app) for app in APPS] + [phone.focused_package(), "com.example.unknown"]
     for package in packages:
-        monkeypatch.setattr(runtime_adb.subprocess, "run", lambda *a, **k: subprocess.CompletedProcess(
-            a[0], 0, stdout=_dumpsys(package), stderr=""))
-        assert ours.current_app_name(_dumpsys(package)) == runtime_adb.get_current_app() == \
-            ours.current_app_name(package), package
+        monkeypatch.setattr(
+            runtime_adb.subprocess,
+            "run",
+            lambda *a, **k: subprocess.CompletedProcess(a[0], 0, stdout=_dumpsys(package), stderr=""),
+        )
+        assert (
+            ours.current_app_name(_dumpsys(package)) == runtime_adb.get_current_app() == ours.current_app_name(package)
+        ), package
 
 
 def test_every_app_of_the_simulated_phone_launches_through_the_runtimes_adb_code(monkeypatch):
@@ -74,7 +81,10 @@ REPLIES = [
     assistant_target("Two lines.", 'do(action="Type", text="first\nsecond")'),
     assistant_target("Done.", 'finish(message="It\'s on, "really"")'),
     assistant_target("", 'do(action="Swipe", start=[500,800], end=[500,300])'),
-    '<answer>do(action="Back")', 'do(action="Home")', "no action at all", "<answer>finish(message=\"x\")</answer>",
+    '<answer>do(action="Back")',
+    'do(action="Home")',
+    "no action at all",
+    '<answer>finish(message="x")</answer>',
     '<think>a</think><answer>do(action="Tap", element=[1,2])</answer>',
 ]
 

@@ -1,6 +1,7 @@
 """The perturbed split: training tasks on phones whose screens no demonstration shows (a pop-up to dismiss, a slow app
 to wait for, renamed buttons, shuffled layouts), asked for as ``--tasks perturbed``, drawn in the screenshot and
 the screen tree alike, and solved by the oracle with the detours they need."""
+
 from __future__ import annotations
 
 import collections

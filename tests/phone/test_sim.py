@@ -1,5 +1,6 @@
 """The simulated phone: every action of the grammar does something sensible (or reports that it did nothing), apps
 keep state, screens draw at any size with the same elements, and the phone is deterministic."""
+
 from __future__ import annotations
 
 import hashlib
@@ -171,9 +172,13 @@ def test_the_phone_is_deterministic():
         phone = SimPhone((112, 252))
         phone.reset(PhoneState())
         digest = hashlib.sha256()
-        for text in ['do(action="Launch", app="RetroMusic")', 'do(action="Swipe", start=[500,800], end=[500,300])',
-                     'do(action="Tap", element=[500,500])']:
+        for text in [
+            'do(action="Launch", app="RetroMusic")',
+            'do(action="Swipe", start=[500,800], end=[500,300])',
+            'do(action="Tap", element=[500,500])',
+        ]:
             act(phone, text)
             digest.update(phone.screenshot().tobytes())
         return digest.hexdigest()
+
     assert run() == run()

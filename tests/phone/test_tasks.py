@@ -1,5 +1,6 @@
 """The task set: size and lengths, every oracle solves its task through the gym interface, success is judged on
 the final state, held-out tasks are not training tasks renamed, and task files report bad rows at file:line."""
+
 from __future__ import annotations
 
 import json
@@ -51,8 +52,11 @@ def test_every_oracle_solves_its_task_and_the_start_does_not(task):
 def test_success_is_judged_on_the_final_state_not_the_actions():
     task = next(t for t in TASKS if t.id == "toggle_setting/wifi-off")
     ENV.reset(options={"task": task})
-    for text in ['do(action="Launch", app="Settings")', 'do(action="Tap", element=[500,192])',
-                 'do(action="Tap", element=[500,192])']:  # off, then on again: the goal does not hold
+    for text in [
+        'do(action="Launch", app="Settings")',
+        'do(action="Tap", element=[500,192])',
+        'do(action="Tap", element=[500,192])',
+    ]:  # off, then on again: the goal does not hold
         ENV.step(text)
     *_, info = ENV.step('finish(message="done")')
     assert info["checks"] == {"wifi_off": False, "nothing_else_changed": True} and not info["success"]
@@ -71,14 +75,21 @@ def test_heldout_tasks_are_not_training_tasks_renamed():
     for t in heldout:
         assert (t.template, json.dumps(t.params, sort_keys=True)) not in train
         # the value that names what to act on is one the template never trained on
-        main = t.params.get("app") or t.params.get("setting") or t.params.get("contact") or t.params.get("song") \
-            or t.params.get("photo") or t.params.get("query")
+        main = (
+            t.params.get("app")
+            or t.params.get("setting")
+            or t.params.get("contact")
+            or t.params.get("song")
+            or t.params.get("photo")
+            or t.params.get("query")
+        )
         trained = {json.dumps(tt.params) for tt in TASKS if tt.split == "train" and tt.template == t.template}
         assert not any(json.dumps(main)[1:-1] in p for p in trained), t.id
     heldout_templates = {t.template for t in heldout} - {t.template for t in TASKS if t.split == "train"}
     assert heldout_templates == {"setting_then_message"}  # one template held out whole
-    assert {a for t in heldout for a in t.apps} - {"Clock", "Gmail", "Broccoli", "VLC"} <= \
-        {a for t in TASKS if t.split == "train" for a in t.apps}  # held-out tasks use apps training has seen
+    assert {a for t in heldout for a in t.apps} - {"Clock", "Gmail", "Broccoli", "VLC"} <= {
+        a for t in TASKS if t.split == "train" for a in t.apps
+    }  # held-out tasks use apps training has seen
 
 
 def test_combos_pair_trained_values_in_ways_no_training_task_does():
@@ -94,24 +105,33 @@ def test_combos_pair_trained_values_in_ways_no_training_task_does():
         assert {(k, str(v)) for k, v in t.params.items() if k != "on"} <= trained_values, t.id  # each value is not
         assert set(t.apps) <= {a for tt in train for a in tt.apps}, t.id
     # more tasks keep a combos task's values in other pairings: what there is to recombine
-    assert {"Dana Lee", "Li Na", "Sam Taylor"} <= {t.params.get("contact") for t in more if t.template == "send_message"}
-    assert not {"Dana Lee", "Li Na", "Sam Taylor"} & {t.params["contact"] for t in more if t.template == "favorite_contact"}
+    assert {"Dana Lee", "Li Na", "Sam Taylor"} <= {
+        t.params.get("contact") for t in more if t.template == "send_message"
+    }
+    assert not {"Dana Lee", "Li Na", "Sam Taylor"} & {
+        t.params["contact"] for t in more if t.template == "favorite_contact"
+    }
 
 
 def test_task_files_and_their_errors(tmp_path):
     good = tmp_path / "tasks.jsonl"
-    good.write_text('{"template": "open_app", "app": "Joplin"}\n\n'
-                    '{"template": "send_message", "contact": "Mom", "text": "Hi", "id": "mine", "split": "heldout"}\n')
+    good.write_text(
+        '{"template": "open_app", "app": "Joplin"}\n\n'
+        '{"template": "send_message", "contact": "Mom", "text": "Hi", "id": "mine", "split": "heldout"}\n'
+    )
     tasks = load_task_file(good)
     assert [(t.id, t.split) for t in tasks] == [("open_app/joplin", "train"), ("mine", "heldout")]
     assert select_tasks(str(good)) == tasks
-    for row, why in [('{"template": "open_app", "app": "TikTok"}', "3: unknown app 'TikTok'; known: Settings"),
-                     ('{"template": "fly", "app": "X"}', "3: unknown template 'fly'; templates: open_app"),
-                     ('{"app": "Joplin"}', "3: no 'template'"),
-                     ('{"template": "open_app"}', "3: template open_app takes app; missing app"),
-                     ('{"template": "toggle_setting", "setting": "wifi", "on": "yes"}', "3: 'on' must be true or false"),
-                     ('[1, 2]', "3: a row is a JSON object"), ('{"template": ', "3: not valid JSON (Expecting value"),
-                     ('{"template": "open_app", "app": "Joplin"}', "3: task id 'open_app/joplin' already used on line 1")]:
+    for row, why in [
+        ('{"template": "open_app", "app": "TikTok"}', "3: unknown app 'TikTok'; known: Settings"),
+        ('{"template": "fly", "app": "X"}', "3: unknown template 'fly'; templates: open_app"),
+        ('{"app": "Joplin"}', "3: no 'template'"),
+        ('{"template": "open_app"}', "3: template open_app takes app; missing app"),
+        ('{"template": "toggle_setting", "setting": "wifi", "on": "yes"}', "3: 'on' must be true or false"),
+        ("[1, 2]", "3: a row is a JSON object"),
+        ('{"template": ', "3: not valid JSON (Expecting value"),
+        ('{"template": "open_app", "app": "Joplin"}', "3: task id 'open_app/joplin' already used on line 1"),
+    ]:
         bad = tmp_path / "bad.jsonl"
         bad.write_text('{"template": "open_app", "app": "Joplin"}\n\n' + row + "\n")
         with pytest.raises(TaskFileError, match=f"bad.jsonl:{why}".replace("(", r"\(").replace("[", r"\[")):
@@ -124,7 +144,9 @@ def test_selecting_tasks_by_name():
     assert {t.split for t in select_tasks("combos")} == {"combos"}
     assert {t.template for t in select_tasks("open_app,like_photo")} == {"open_app", "like_photo"}
     assert [t.id for t in select_tasks("open_app/settings")] == ["open_app/settings"]
-    with pytest.raises(ValueError, match=r"unknown tasks 'nope': give all, train, heldout, combos, perturbed, a template \(open_app"):
+    with pytest.raises(
+        ValueError, match=r"unknown tasks 'nope': give all, train, heldout, combos, perturbed, a template \(open_app"
+    ):
         select_tasks("train,nope")
     with pytest.raises(ValueError, match="unknown app 'Nope'"):
         make_task("open_app", {"app": "Nope"})
@@ -148,19 +170,27 @@ def test_more_training_tasks_use_no_held_out_value_and_their_oracles_solve_them(
     assert [t.id for t in more] == [t.id for t in more_training_tasks(60, seed=3)]  # deterministic
     assert len({t.id for t in more}) == 60 and {t.split for t in more} == {"train"}
     assert "setting_then_message" not in {t.template for t in more}
-    held = {(k, v) for t in select_tasks("heldout") for k, v in t.params.items() if k in ("contact", "song", "photo",
-                                                                                         "app", "text", "query")}
+    held = {
+        (k, v)
+        for t in select_tasks("heldout")
+        for k, v in t.params.items()
+        if k in ("contact", "song", "photo", "app", "text", "query")
+    }
     used = {(k, v) for t in more for k, v in t.params.items()}
     assert not used & held
     assert len({t.params["text"] for t in more if "text" in t.params}) >= 10  # new messages to learn to copy
+
     # nor a word of a held-out message or query: copying one into Type is then never recall of a seen word
     def words(values):
         return {w.strip(",.?!'").lower() for v in values for w in v.split()}
+
     held_words = words(v for k, v in held if k in ("text", "query"))
     more_words = words(t.params[k] for t in more_training_tasks(240) for k in ("text", "query") if k in t.params)
     assert len(more_words) >= 150 and not more_words & held_words, more_words & held_words
     for task in more:
         ENV.reset(options={"task": task})
         for step in task.oracle():
-            obs, reward, terminated, truncated, info = ENV.step(assistant_target(step.thinking, format_action(step.action)))
+            obs, reward, terminated, truncated, info = ENV.step(
+                assistant_target(step.thinking, format_action(step.action))
+            )
         assert info["success"], task.id

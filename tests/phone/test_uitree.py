@@ -2,6 +2,7 @@
 phone's ``uiautomator dump``, in one format; the ADB bridge reads it from the phone. Shuffled layouts of ui_tree
 rows: same-size elements trade places, the reply's tap follows its element, and only rows whose target is a name
 are moved."""
+
 from __future__ import annotations
 
 import json
@@ -78,10 +79,10 @@ def test_a_uiautomator_dump_compresses_to_the_same_format_on_the_grid():
     assert _tap_points(tree)["Network & internet"] == [499, 254]
 
 
-TREE = '''text "Settings"
+TREE = """text "Settings"
 Wi-Fi "On" [30,150][970,235] tap [500,192]
 Bluetooth "Off" [30,245][970,330] tap [500,287]
-Airplane mode "Off" [30,340][970,425] tap [500,382]'''
+Airplane mode "Off" [30,340][970,425] tap [500,382]"""
 
 
 def _rows(name: str = "train.jsonl") -> list[dict]:
@@ -95,9 +96,12 @@ def _line_of(tree: str, name: str) -> str:
 
 def test_moved_elements_trade_places_and_keep_reading_order():
     moved = moved_elements(TREE, {(30, 150, 970, 235): (30, 340, 970, 425), (30, 340, 970, 425): (30, 150, 970, 235)})
-    assert moved.split("\n") == ['text "Settings"', 'Airplane mode "Off" [30,150][970,235] tap [500,192]',
-                                 'Bluetooth "Off" [30,245][970,330] tap [500,287]',
-                                 'Wi-Fi "On" [30,340][970,425] tap [500,382]']
+    assert moved.split("\n") == [
+        'text "Settings"',
+        'Airplane mode "Off" [30,150][970,235] tap [500,192]',
+        'Bluetooth "Off" [30,245][970,330] tap [500,287]',
+        'Wi-Fi "On" [30,340][970,425] tap [500,382]',
+    ]
     with pytest.raises(ValueError, match="permute"):
         moved_elements(TREE, {(30, 150, 970, 235): (30, 340, 970, 425)})
 
@@ -109,9 +113,13 @@ def _assert_same_elements_in_permuted_boxes(before: str, after: str) -> None:
     assert new_head == head and tree and new_tree
 
     def elements(text: str) -> list:
-        return sorted((re.sub(r" \[\d+,\d+\]\[\d+,\d+\] tap \[\d+,\d+\]", "", line),
-                       None if box is None else (box[2] - box[0], box[3] - box[1]))
-                      for line, box in zip(text.split("\n"), tree_boxes(text)))
+        return sorted(
+            (
+                re.sub(r" \[\d+,\d+\]\[\d+,\d+\] tap \[\d+,\d+\]", "", line),
+                None if box is None else (box[2] - box[0], box[3] - box[1]),
+            )
+            for line, box in zip(text.split("\n"), tree_boxes(text))
+        )
 
     assert elements(new_tree) == elements(tree)
     assert sorted(map(str, tree_boxes(new_tree))) == sorted(map(str, tree_boxes(tree)))
@@ -134,7 +142,9 @@ def test_a_shuffled_row_taps_its_element_where_the_tree_now_draws_it():
             assert new == action
             continue
         # the element the recorded tap hit is, in the shuffled tree, at the point the new tap hits
-        name = next(line for line in before.split("\n") if f"[{box[0]},{box[1]}][{box[2]},{box[3]}]" in line).split(" [")[0]
+        name = next(line for line in before.split("\n") if f"[{box[0]},{box[1]}][{box[2]},{box[3]}]" in line).split(
+            " ["
+        )[0]
         new_box = out["meta"]["target_box"]
         assert f"[{new_box[0]},{new_box[1]}][{new_box[2]},{new_box[3]}]" in _line_of(after, name)
         assert in_box(new.point(), tuple(new_box)) and new.type == action.type
@@ -152,14 +162,24 @@ def test_rows_that_are_not_ui_tree_are_left_as_they_are():
 
 
 def test_elements_sharing_a_box_stay_and_a_tap_on_an_unmoved_inner_element_stays():
-    tree = '\n'.join(['A [0,0][100,100] tap [50,50]', 'B [0,200][100,300] tap [50,250]',
-                      'Inner [10,210][40,240] tap [25,225]', 'C [0,400][100,500] tap [50,450]',
-                      'D [0,400][100,500] tap [50,450]'])
-    row = {"meta": {"observation": "ui_tree", "template": "x", "target_box": [10, 210, 40, 240]},
-           "messages": [{"role": "user", "content": '{"current_app": "X"}\n' + tree},
-                        {"role": "assistant", "content": '<think>t</think><answer>do(action="Tap", element=[25,225])</answer>'}]}
+    tree = "\n".join(
+        [
+            "A [0,0][100,100] tap [50,50]",
+            "B [0,200][100,300] tap [50,250]",
+            "Inner [10,210][40,240] tap [25,225]",
+            "C [0,400][100,500] tap [50,450]",
+            "D [0,400][100,500] tap [50,450]",
+        ]
+    )
+    row = {
+        "meta": {"observation": "ui_tree", "template": "x", "target_box": [10, 210, 40, 240]},
+        "messages": [
+            {"role": "user", "content": '{"current_app": "X"}\n' + tree},
+            {"role": "assistant", "content": '<think>t</think><answer>do(action="Tap", element=[25,225])</answer>'},
+        ],
+    }
     for seed in range(8):
         out = shuffled_layout(row, random.Random(seed))
         lines = out["messages"][0]["content"].split("\n")[1:]
-        assert 'C [0,400][100,500] tap [50,450]' in lines and 'D [0,400][100,500] tap [50,450]' in lines
+        assert "C [0,400][100,500] tap [50,450]" in lines and "D [0,400][100,500] tap [50,450]" in lines
         assert out["messages"][1] == row["messages"][1] and out["meta"] == row["meta"]  # Inner did not move

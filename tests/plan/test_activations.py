@@ -1,4 +1,5 @@
 """The activation formula against bytes saved for backward, measured with saved_tensors_hooks."""
+
 import pytest
 import torch
 
@@ -27,8 +28,16 @@ def _measure(source, mode, lora, ckpt, batch, seq, dropout=0.05, lora_layers=Non
 
 
 @pytest.mark.parametrize("source", ["tiny-glm4", "tiny-glm4v"])
-@pytest.mark.parametrize("mode,lora,ckpt", [("bf16", True, False), ("fp32", False, False), ("pure-bf16", True, True),
-                                             ("bf16", False, True), ("fp16", True, False)])
+@pytest.mark.parametrize(
+    "mode,lora,ckpt",
+    [
+        ("bf16", True, False),
+        ("fp32", False, False),
+        ("pure-bf16", True, True),
+        ("bf16", False, True),
+        ("fp16", True, False),
+    ],
+)
 def test_tiny_activations_within_tolerance(source, mode, lora, ckpt):
     predicted, measured = _measure(source, mode, lora, ckpt, batch=2, seq=48)
     assert abs(predicted - measured) <= TINY_TOL * measured, (predicted, measured)
@@ -59,8 +68,16 @@ def test_default_model_adapters_on_the_last_8_layers(ckpt):
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("mode,lora,ckpt,dropout", [("bf16", True, True, 0.05), ("fp32", False, False, 0.0), ("pure-bf16", False, False, 0.0),
-                                                    ("bf16", False, False, 0.0), ("bf16", True, False, 0.0)])
+@pytest.mark.parametrize(
+    "mode,lora,ckpt,dropout",
+    [
+        ("bf16", True, True, 0.05),
+        ("fp32", False, False, 0.0),
+        ("pure-bf16", False, False, 0.0),
+        ("bf16", False, False, 0.0),
+        ("bf16", True, False, 0.0),
+    ],
+)
 def test_default_model_activations_seq256_slow(mode, lora, ckpt, dropout):
     predicted, measured = _measure("smollm2-135m-instruct", mode, lora, ckpt, batch=2, seq=256, dropout=dropout)
     assert abs(predicted - measured) <= _default_tol(ckpt) * measured, (predicted, measured)
@@ -71,15 +88,21 @@ def _measure_head(source, mode, lora, head, label_tokens):
     so ``label_tokens`` positions carry a shifted label) and the planner's prediction for the same run."""
     from workbench.data.tokenize import IGNORE_INDEX
 
-    cfg = RunConfig.model_validate({
-        "model": {"source": source}, "precision": {"mode": mode}, "lora": {"enabled": lora, "dropout": 0.05},
-        "data": {"train": "unused.jsonl", "eval": None, "max_length": 48}, "schedule": {"micro_batch_size": 2},
-        "memory": {"loss_head": head, "loss_chunk_tokens": 7}})
+    cfg = RunConfig.model_validate(
+        {
+            "model": {"source": source},
+            "precision": {"mode": mode},
+            "lora": {"enabled": lora, "dropout": 0.05},
+            "data": {"train": "unused.jsonl", "eval": None, "max_length": 48},
+            "schedule": {"micro_batch_size": 2},
+            "memory": {"loss_head": head, "loss_chunk_tokens": 7},
+        }
+    )
     policy = resolve_precision(cfg, torch.device("cpu"))
     model = apply_lora(load_base_model(cfg.model, policy.base_dtype), cfg.lora, policy.trainable_dtype).train()
     ids = torch.randint(0, 250, (2, 48), generator=torch.Generator().manual_seed(0))
     labels = ids.clone()
-    labels[:, :48 - label_tokens] = IGNORE_INDEX
+    labels[:, : 48 - label_tokens] = IGNORE_INDEX
     measured = measure_saved_activations(model, ids, policy.autocast, labels=labels, memory=cfg.memory)
     predicted = predict_for_run(cfg, policy, label_tokens=label_tokens).activations["saved_forward"]
     return predicted, measured.saved_forward

@@ -1,5 +1,6 @@
 """Screenshots in the planner: image tokens from the image processor's own resize, and the activation
 bytes of a screenshot batch (vision tower + the decoder's longer sequence) against a measurement."""
+
 import json
 
 import pytest
@@ -20,8 +21,12 @@ TINY_TOL = 0.20
 
 def _processor():
     p = GLM41V_PREPROCESSOR
-    return Glm4vImageProcessorPil(size=p["size"], patch_size=p["patch_size"], merge_size=p["merge_size"],
-                                  temporal_patch_size=p["temporal_patch_size"])
+    return Glm4vImageProcessorPil(
+        size=p["size"],
+        patch_size=p["patch_size"],
+        merge_size=p["merge_size"],
+        temporal_patch_size=p["temporal_patch_size"],
+    )
 
 
 @pytest.mark.parametrize("size", ["1080x2400", "720x1600", "4000x4000", "40x60", "250x333"])
@@ -49,8 +54,17 @@ def test_phone_screenshot_is_3354_tokens_and_bad_sizes_are_refused():
         image_geometry("tiny-glm4", load_model_config("tiny-glm4"))
 
 
-@pytest.mark.parametrize("mode,lora,ckpt", [("bf16", True, False), ("bf16", True, True), ("fp16", True, True),
-                                             ("fp32", False, False), ("bf16", False, False), ("pure-bf16", False, True)])
+@pytest.mark.parametrize(
+    "mode,lora,ckpt",
+    [
+        ("bf16", True, False),
+        ("bf16", True, True),
+        ("fp16", True, True),
+        ("fp32", False, False),
+        ("bf16", False, False),
+        ("pure-bf16", False, True),
+    ],
+)
 def test_screenshot_batch_activations_match_measurement(mode, lora, ckpt):
     """One 112x224 screenshot per row, micro-batch 2, on the tiny GLM-4V built as the engine builds it (the
     measurement `python -m workbench.bench.activations --cases vision` prints)."""
@@ -63,8 +77,21 @@ def test_screenshot_batch_activations_match_measurement(mode, lora, ckpt):
 
 
 def test_screenshots_raise_the_plan_and_cli(capsys):
-    args = ["plan", "--json", "--precision", "bf16", "--strategy", "ds-zero3", "--offload", "optimizer+params", "--lora",
-            "--grad-ckpt", "on", "--seq-len", "1024"]
+    args = [
+        "plan",
+        "--json",
+        "--precision",
+        "bf16",
+        "--strategy",
+        "ds-zero3",
+        "--offload",
+        "optimizer+params",
+        "--lora",
+        "--grad-ckpt",
+        "on",
+        "--seq-len",
+        "1024",
+    ]
     assert main(args) == 0
     text = json.loads(capsys.readouterr().out)["rows"][0]
     assert main(args + ["--image-size", "1080x2400", "--images-per-row", "1"]) == 0
@@ -81,13 +108,21 @@ def test_screenshots_raise_the_plan_and_cli(capsys):
 def test_a_model_directory_brings_its_own_processor_limits(tmp_path):
     config = load_model_config("tiny-glm4v")
     config.save_pretrained(tmp_path)
-    (tmp_path / "preprocessor_config.json").write_text(json.dumps(
-        {"patch_size": 14, "merge_size": 2, "temporal_patch_size": 2,
-         "size": {"shortest_edge": 3136, "longest_edge": 2 * 28 * 28 * 100}}))  # at most ~100 merged tokens
+    (tmp_path / "preprocessor_config.json").write_text(
+        json.dumps(
+            {
+                "patch_size": 14,
+                "merge_size": 2,
+                "temporal_patch_size": 2,
+                "size": {"shortest_edge": 3136, "longest_edge": 2 * 28 * 28 * 100},
+            }
+        )
+    )  # at most ~100 merged tokens
     geo = image_geometry(str(tmp_path), load_model_config(str(tmp_path)))
     assert geo.source.endswith("preprocessor_config.json")
     assert image_load(geo, 1080, 2400, 1).tokens_per_image <= 100
-    (tmp_path / "preprocessor_config.json").write_text(json.dumps({"patch_size": 16, "size": {"shortest_edge": 1,
-                                                                                               "longest_edge": 10**7}}))
+    (tmp_path / "preprocessor_config.json").write_text(
+        json.dumps({"patch_size": 16, "size": {"shortest_edge": 1, "longest_edge": 10**7}})
+    )
     with pytest.raises(ConfigError, match="disagree with the model's vision config"):
         image_geometry(str(tmp_path), config)

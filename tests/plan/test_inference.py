@@ -1,5 +1,6 @@
 """Inference memory: the weight-format rule against torchao's saved tensors and SmolLM2's measured exports,
 the KV cache and screenshot arithmetic, bf16 on a T4, and the CLI."""
+
 import json
 import tempfile
 
@@ -26,8 +27,9 @@ def test_int8_rule_equals_torchaos_saved_tensors_on_tiny_glm4():
     model, _ = tiny.tiny_glm4()
     with tempfile.TemporaryDirectory() as d:
         model.save_pretrained(f"{d}/fp32")
-        q = Glm4ForCausalLM.from_pretrained(f"{d}/fp32", dtype=torch.float32,
-                                            quantization_config=TorchAoConfig(Int8WeightOnlyConfig()))
+        q = Glm4ForCausalLM.from_pretrained(
+            f"{d}/fp32", dtype=torch.float32, quantization_config=TorchAoConfig(Int8WeightOnlyConfig())
+        )
         q.save_pretrained(f"{d}/int8")  # what `workbench export --target int8` does
         assert _tensor_bytes(f"{d}/fp32/model.safetensors") == weight_bytes("tiny-glm4", "fp32")
         assert _tensor_bytes(f"{d}/int8/model.safetensors") == weight_bytes("tiny-glm4", "int8", torch.float32)
@@ -45,8 +47,11 @@ def test_tiny_glm4_split_by_hand():
 
 def test_weight_rule_predicts_smollm2_export_sizes():
     """docs/results/2026-11-30-export-smollm2.md measured the export directories (weights + ~3.5 MB of tokenizer and config files)."""
-    predicted = {"fp32": weight_bytes("smollm2-135m-instruct", "fp32"), "bf16": weight_bytes("smollm2-135m-instruct", "bf16"),
-                 "int8": weight_bytes("smollm2-135m-instruct", "int8", torch.float32)}
+    predicted = {
+        "fp32": weight_bytes("smollm2-135m-instruct", "fp32"),
+        "bf16": weight_bytes("smollm2-135m-instruct", "bf16"),
+        "int8": weight_bytes("smollm2-135m-instruct", "int8", torch.float32),
+    }
     for fmt, bytes_ in predicted.items():
         files = SMOLLM2_MEASURED_MB[fmt] - bytes_ / 1e6
         assert 2.5 < files < 5.0, (fmt, bytes_ / 1e6, SMOLLM2_MEASURED_MB[fmt])
@@ -64,7 +69,9 @@ def test_autoglm_inference_on_t4_and_4090():
     assert r.gpu["image_features"] == 3354 * 4096 * 2
     totals = [rows[(RTX4090.name, f)].total for f in ("int4", "int8", "bf16")]
     assert totals == sorted(totals)
-    assert 0.5 < rows[(RTX4090.name, "int8")].gpu["weights"] / r.gpu["weights"] < 0.6  # embeddings + lm_head stay 16-bit
+    assert (
+        0.5 < rows[(RTX4090.name, "int8")].gpu["weights"] / r.gpu["weights"] < 0.6
+    )  # embeddings + lm_head stay 16-bit
     text_only = predict_inference("autoglm-phone-9b", "bf16", RTX4090, images_per_row=0)
     assert text_only.total < r.total and "image_features" not in text_only.gpu
     with pytest.raises(ConfigError, match="--weights"):
@@ -75,8 +82,23 @@ def test_cli_inference(capsys):
     assert main(["plan", "--inference", "--json"]) == 0
     rows = json.loads(capsys.readouterr().out)
     assert len(rows) == 8 and {r["device"] for r in rows} == {T4.name, RTX4090.name}
-    assert main(["plan", "--inference", "--devices", "1x16GB", "--weights", "int8", "--context", "1024",
-                 "--images-per-row", "0"]) == 0
+    assert (
+        main(
+            [
+                "plan",
+                "--inference",
+                "--devices",
+                "1x16GB",
+                "--weights",
+                "int8",
+                "--context",
+                "1024",
+                "--images-per-row",
+                "0",
+            ]
+        )
+        == 0
+    )
     out = capsys.readouterr().out
     assert "int8" in out and "1,024 text tokens" in out and "screenshot" not in out.split("\n")[0]
     capsys.readouterr()

@@ -1,4 +1,5 @@
 """Predicted model-state bytes equal measured bytes exactly, on real models after a real step."""
+
 import pytest
 import torch
 
@@ -9,11 +10,16 @@ from workbench.precision import resolve_precision, token_loss_sum
 
 
 def _config(source, mode, lora, quantized="none", **quantization):
-    return RunConfig.model_validate({
-        "model": {"source": source}, "precision": {"mode": mode, "init_scale": 1.0},
-        "lora": {"enabled": lora}, "data": {"train": "unused.jsonl", "eval": None}, "schedule": {"micro_batch_size": 2},
-        "quantization": {"base": quantized, **quantization},
-    })
+    return RunConfig.model_validate(
+        {
+            "model": {"source": source},
+            "precision": {"mode": mode, "init_scale": 1.0},
+            "lora": {"enabled": lora},
+            "data": {"train": "unused.jsonl", "eval": None},
+            "schedule": {"micro_batch_size": 2},
+            "quantization": {"base": quantized, **quantization},
+        }
+    )
 
 
 def _train_one_step(cfg):
@@ -59,8 +65,9 @@ def test_default_model_state_exact(mode, lora):
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("mode,lora", [("pure-bf16", False), ("bf16", False), ("fp16", True),
-                                       ("fp32", False), ("pure-bf16", True)])
+@pytest.mark.parametrize(
+    "mode,lora", [("pure-bf16", False), ("bf16", False), ("fp16", True), ("fp32", False), ("pure-bf16", True)]
+)
 def test_default_model_state_exact_slow(mode, lora):
     _assert_exact(_config("smollm2-135m-instruct", mode, lora))
 
@@ -73,11 +80,22 @@ def test_vision_tower_gets_no_state_under_text_only_data():
 
 
 # every kind, storage dtype and model once in the default suite; the rest of the matrix in CI's slow step
-QUANTIZED_DEFAULT = {("tiny-glm4", "bf16", "nf4"), ("tiny-glm4", "fp16", "nf4"), ("tiny-glm4", "fp32", "int8"),
-                     ("tiny-glm4v", "bf16", "int8"), ("tiny-glm4v", "pure-bf16", "nf4")}
-QUANTIZED_MATRIX = [pytest.param(*case, marks=() if case in QUANTIZED_DEFAULT else pytest.mark.slow)
-                    for case in ((source, mode, kind) for source in ("tiny-glm4", "tiny-glm4v")
-                                 for mode in ("fp32", "fp16", "bf16", "pure-bf16") for kind in ("nf4", "int8"))]
+QUANTIZED_DEFAULT = {
+    ("tiny-glm4", "bf16", "nf4"),
+    ("tiny-glm4", "fp16", "nf4"),
+    ("tiny-glm4", "fp32", "int8"),
+    ("tiny-glm4v", "bf16", "int8"),
+    ("tiny-glm4v", "pure-bf16", "nf4"),
+}
+QUANTIZED_MATRIX = [
+    pytest.param(*case, marks=() if case in QUANTIZED_DEFAULT else pytest.mark.slow)
+    for case in (
+        (source, mode, kind)
+        for source in ("tiny-glm4", "tiny-glm4v")
+        for mode in ("fp32", "fp16", "bf16", "pure-bf16")
+        for kind in ("nf4", "int8")
+    )
+]
 
 
 @pytest.mark.parametrize("source,mode,quantized", QUANTIZED_MATRIX)
@@ -102,8 +120,10 @@ def test_an_nf4_base_without_double_quant_is_planned_at_its_measured_bytes():
     (on the tiny model's small layers the tables outweigh the saving: fewer bytes without it)."""
     single, double = (_config("tiny-glm4", "bf16", True, "nf4", double_quant=flag) for flag in (False, True))
     _assert_exact(single)
-    weights = {cfg.quantization.double_quant: predict_for_run(cfg, resolve_precision(cfg, torch.device("cpu")))
-               .state.weights for cfg in (single, double)}
+    weights = {
+        cfg.quantization.double_quant: predict_for_run(cfg, resolve_precision(cfg, torch.device("cpu"))).state.weights
+        for cfg in (single, double)
+    }
     assert weights[False] != weights[True]
 
 

@@ -1,4 +1,5 @@
 """Planner figures: hand-computed counts, framework sharding rules, monotonicity, API and CLI."""
+
 import json
 
 import pytest
@@ -24,8 +25,11 @@ def test_tiny_hand_computed_counts_and_bytes():
     c = planned_census("tiny-glm4", FULL, policy_for("fp32", FULL))
     assert c.count() == TINY_TOTAL == 115520
     n_tensors = sum(1 for p in c.params)
-    p = predict("tiny-glm4", Setting("fp32", "none", lora=False, world_size=1, micro_batch=1, seq_len=8,
-                                     gradient_checkpointing=False), lora=FULL)
+    p = predict(
+        "tiny-glm4",
+        Setting("fp32", "none", lora=False, world_size=1, micro_batch=1, seq_len=8, gradient_checkpointing=False),
+        lora=FULL,
+    )
     assert p.state.weights == 4 * TINY_TOTAL
     assert p.state.gradients == 4 * TINY_TOTAL
     assert p.state.optimizer_state == 8 * TINY_TOTAL + 4 * n_tensors
@@ -58,8 +62,17 @@ def test_zero3_over_two_ranks_holds_half_the_parameters():
 
 
 def _p(**kw):
-    base = dict(precision="bf16", strategy="deepspeed", stage=3, offload="none", lora=False, world_size=2,
-                micro_batch=1, seq_len=1024, gradient_checkpointing=True)
+    base = dict(
+        precision="bf16",
+        strategy="deepspeed",
+        stage=3,
+        offload="none",
+        lora=False,
+        world_size=2,
+        micro_batch=1,
+        seq_len=1024,
+        gradient_checkpointing=True,
+    )
     base.update(kw)
     return predict("autoglm-phone-9b", Setting(**base), lora=LoraSection())
 
@@ -91,8 +104,15 @@ def test_matrix_cheapest_fits_and_prefers_no_offload():
     assert best is not None and best.fits and best.setting.lora
     assert best.setting.offload == "none"
     assert m.cheapest(lora=False) is None  # full fine-tuning of 10.3 B does not fit 2x24 GB + 64 GB host
-    big_host = plan_matrix("autoglm-phone-9b", DeviceSet.parse("2x24564MiB", "256GiB"), 1, 1024,
-                           lora_choices=(False,), ckpt_choices=(True,), precisions=("bf16",))
+    big_host = plan_matrix(
+        "autoglm-phone-9b",
+        DeviceSet.parse("2x24564MiB", "256GiB"),
+        1,
+        1024,
+        lora_choices=(False,),
+        ckpt_choices=(True,),
+        precisions=("bf16",),
+    )
     full = big_host.cheapest(lora=False)
     assert full is not None and full.setting.offload != "none" and full.setting.stage == 3
     json.dumps(m.to_dict())
@@ -110,8 +130,13 @@ def test_device_parsing_errors_name_the_field():
 
 
 def test_predict_for_run_to_dict_and_compare():
-    cfg = RunConfig.model_validate({"model": {"source": "tiny-glm4"}, "precision": {"mode": "bf16"},
-                                    "data": {"train": "unused.jsonl", "eval": None}})
+    cfg = RunConfig.model_validate(
+        {
+            "model": {"source": "tiny-glm4"},
+            "precision": {"mode": "bf16"},
+            "data": {"train": "unused.jsonl", "eval": None},
+        }
+    )
     plan = predict_for_run(cfg, resolve_precision(cfg, torch.device("cpu")))
     d = json.loads(json.dumps(plan.to_dict()))
     assert set(d["model_state"]) >= {"weights", "gradients", "optimizer_state", "master_weights"}
@@ -121,8 +146,27 @@ def test_predict_for_run_to_dict_and_compare():
 
 
 def test_cli_plan_json_and_fact_check(capsys):
-    assert main(["plan", "--model", "tiny-glm4", "--json", "--precision", "bf16", "--strategy", "ds-zero3",
-                 "--seq-len", "64", "--devices", "2x4GiB", "--host-ram", "8GiB"]) == 0
+    assert (
+        main(
+            [
+                "plan",
+                "--model",
+                "tiny-glm4",
+                "--json",
+                "--precision",
+                "bf16",
+                "--strategy",
+                "ds-zero3",
+                "--seq-len",
+                "64",
+                "--devices",
+                "2x4GiB",
+                "--host-ram",
+                "8GiB",
+            ]
+        )
+        == 0
+    )
     out = json.loads(capsys.readouterr().out)
     assert out["rows"] and out["cheapest"]["overall"]["fits"]
     assert main(["plan", "--devices", "lots"]) == 2
@@ -130,7 +174,9 @@ def test_cli_plan_json_and_fact_check(capsys):
     rows = json.loads(capsys.readouterr().out)
     verdicts = {r["id"]: r["verdict"] for r in rows}
     assert len(verdicts) == 14
-    assert all(verdicts[k] == "impossible once screenshots are counted" for k in ("000-zero3-images", "002-batch16-images"))
+    assert all(
+        verdicts[k] == "impossible once screenshots are counted" for k in ("000-zero3-images", "002-batch16-images")
+    )
     assert verdicts["002-two-4090"].startswith("wrong for one request")
     assert all(verdicts[k] == "impossible" for k in ("003-fp32", "003-fp16", "003-lora-fp16"))
     assert verdicts["000-zero3"].startswith("impossible with its config")
@@ -139,26 +185,71 @@ def test_cli_plan_json_and_fact_check(capsys):
     # each claim cites its document by title (what a reader can find), never by an internal name
     from workbench.plan.factcheck import DOCUMENTS
 
-    assert all(any(r["source"].startswith(d.short) for d in DOCUMENTS.values()) for r in rows), [r["source"] for r in rows]
+    assert all(any(r["source"].startswith(d.short) for d in DOCUMENTS.values()) for r in rows), [
+        r["source"] for r in rows
+    ]
     assert not any("seed" in r["source"] for r in rows)
     assert main(["fact-check"]) == 0
     table = capsys.readouterr().out
     assert all(d.title in table and d.title_en in table for d in DOCUMENTS.values())
     from tests.conftest import REPO
 
-    assert table.strip() in (REPO / "docs" / "memory_planner.md").read_text(encoding="utf-8"), \
+    assert table.strip() in (REPO / "docs" / "memory_planner.md").read_text(encoding="utf-8"), (
         "docs/memory_planner.md's fact-check table is not what `workbench fact-check` prints: paste its output there"
+    )
 
 
 def test_cli_plans_quantized_bases_beside_the_16_bit_one(capsys):
-    assert main(["plan", "--model", "tiny-glm4", "--json", "--precision", "bf16", "--strategy", "none", "--lora",
-                 "--grad-ckpt", "on", "--seq-len", "64", "--devices", "1x4GiB", "--quantization-base", "all"]) == 0
+    assert (
+        main(
+            [
+                "plan",
+                "--model",
+                "tiny-glm4",
+                "--json",
+                "--precision",
+                "bf16",
+                "--strategy",
+                "none",
+                "--lora",
+                "--grad-ckpt",
+                "on",
+                "--seq-len",
+                "64",
+                "--devices",
+                "1x4GiB",
+                "--quantization-base",
+                "all",
+            ]
+        )
+        == 0
+    )
     rows = {r["label"]: r for r in json.loads(capsys.readouterr().out)["rows"]}
     assert set(rows) == {"bf16/single/LoRA/ckpt", "bf16/single/QLoRA-nf4/ckpt", "bf16/single/QLoRA-int8/ckpt"}
     weights = {label: r["model_state"]["weights"] for label, r in rows.items()}
-    assert weights["bf16/single/QLoRA-nf4/ckpt"] < weights["bf16/single/QLoRA-int8/ckpt"] < weights["bf16/single/LoRA/ckpt"]
-    assert main(["plan", "--model", "tiny-glm4", "--full", "--quantization-base", "nf4", "--json", "--strategy", "none",
-                 "--devices", "1x4GiB"]) == 0
+    assert (
+        weights["bf16/single/QLoRA-nf4/ckpt"]
+        < weights["bf16/single/QLoRA-int8/ckpt"]
+        < weights["bf16/single/LoRA/ckpt"]
+    )
+    assert (
+        main(
+            [
+                "plan",
+                "--model",
+                "tiny-glm4",
+                "--full",
+                "--quantization-base",
+                "nf4",
+                "--json",
+                "--strategy",
+                "none",
+                "--devices",
+                "1x4GiB",
+            ]
+        )
+        == 0
+    )
     assert json.loads(capsys.readouterr().out)["rows"] == []  # a full fine-tune over a quantized base is no option
     assert main(["plan", "--quantization-base", "fp4"]) == 2
 
@@ -174,8 +265,27 @@ def test_strategy_none_is_a_world_of_one_in_every_plan(capsys):
     assert {s.world_size for s in settings if s.strategy == "none"} == {1}
     assert {s.world_size for s in settings if s.strategy != "none"} == {2}
     assert "one process" in Setting("bf16", "none", 0, "none", world_size=2).invalid_reason()
-    assert main(["plan", "--model", "tiny-glm4", "--json", "--precision", "bf16", "--strategy", "none",
-                 "--seq-len", "64", "--devices", "2x4GiB", "--host-ram", "8GiB"]) == 0
+    assert (
+        main(
+            [
+                "plan",
+                "--model",
+                "tiny-glm4",
+                "--json",
+                "--precision",
+                "bf16",
+                "--strategy",
+                "none",
+                "--seq-len",
+                "64",
+                "--devices",
+                "2x4GiB",
+                "--host-ram",
+                "8GiB",
+            ]
+        )
+        == 0
+    )
     assert {r["world_size"] for r in json.loads(capsys.readouterr().out)["rows"]} == {1}
     plan = plan_for(load_config(None, {"model.source": "tiny-glm4"}), two_gpus, strategy="none", world_size=2)
     assert plan.invalid is None and plan.setting.world_size == 1

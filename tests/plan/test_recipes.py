@@ -1,5 +1,6 @@
 """A GPU recipe is the memory planner's cheapest fit for its own inputs, and its requirements cover what the planner
 predicts: when the planner changes (a new loss head, another activation model), this fails naming the new fit."""
+
 import json
 
 import pytest

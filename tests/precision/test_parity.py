@@ -1,4 +1,5 @@
 """The one logit-agreement measure behind export parity gates and QAT's converted-vs-fake-quantized check."""
+
 import math
 
 import torch

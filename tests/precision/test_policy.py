@@ -17,12 +17,15 @@ def policy(**dotted):
         return resolve_precision(load_config(None, dotted), CPU)
 
 
-@pytest.mark.parametrize("mode,autocast,base,trainable,scaler", [
-    ("fp32", None, torch.float32, torch.float32, False),
-    ("fp16", torch.float16, torch.float16, torch.float32, True),
-    ("bf16", torch.bfloat16, torch.bfloat16, torch.float32, False),
-    ("pure-bf16", None, torch.bfloat16, torch.bfloat16, False),
-])
+@pytest.mark.parametrize(
+    "mode,autocast,base,trainable,scaler",
+    [
+        ("fp32", None, torch.float32, torch.float32, False),
+        ("fp16", torch.float16, torch.float16, torch.float32, True),
+        ("bf16", torch.bfloat16, torch.bfloat16, torch.float32, False),
+        ("pure-bf16", None, torch.bfloat16, torch.bfloat16, False),
+    ],
+)
 def test_lora_policies(mode, autocast, base, trainable, scaler):
     p = policy(**{"precision.mode": mode})
     assert (p.autocast_dtype, p.base_dtype, p.trainable_dtype, p.use_grad_scaler) == (autocast, base, trainable, scaler)
@@ -47,10 +50,22 @@ def test_explicit_storage_dtype_wins():
 
 
 def test_fp16_scaler_settings_are_passed_through():
-    p = policy(**{"precision.mode": "fp16", "precision.init_scale": 1024, "precision.growth_factor": 1.5,
-                  "precision.backoff_factor": 0.25, "precision.growth_interval": 7})
+    p = policy(
+        **{
+            "precision.mode": "fp16",
+            "precision.init_scale": 1024,
+            "precision.growth_factor": 1.5,
+            "precision.backoff_factor": 0.25,
+            "precision.growth_interval": 7,
+        }
+    )
     s = p.make_grad_scaler()
-    assert (s.get_scale(), s.get_growth_factor(), s.get_backoff_factor(), s.get_growth_interval()) == (1024, 1.5, 0.25, 7)
+    assert (s.get_scale(), s.get_growth_factor(), s.get_backoff_factor(), s.get_growth_interval()) == (
+        1024,
+        1.5,
+        0.25,
+        7,
+    )
 
 
 def test_fp16_on_cpu_warns():

@@ -2,6 +2,7 @@
 
 Tolerance: the converted model must compute exactly what the fake-quantized one did (torchao's convert
 stores the integer grid the fake quantizer rounded to, with the same scales): max |logit diff| <= 1e-5."""
+
 from __future__ import annotations
 
 import pytest
@@ -20,8 +21,13 @@ def _events(run_dir, kind):
 def test_qat_run_trains_converts_and_shows_in_the_census(make_cfg):
     from workbench.training import train
 
-    cfg = make_cfg(**{"quantization.qat": "int8-dynamic", "schedule.max_steps": 8,
-                      "data.eval": "data_samples/identity/heldout.jsonl"})
+    cfg = make_cfg(
+        **{
+            "quantization.qat": "int8-dynamic",
+            "schedule.max_steps": 8,
+            "data.eval": "data_samples/identity/heldout.jsonl",
+        }
+    )
     result = train(cfg)
     # it learns through the fake quantizers: ~0.15 nats from the first 3 steps' mean to the last 3's (measured)
     losses = result.losses

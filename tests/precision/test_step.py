@@ -33,9 +33,14 @@ def _grads(model, micro_batches, normalise):
     window = sum(count_target_tokens(lb) for _, lb in micro_batches)
     for ids, lb in micro_batches:
         s = token_loss_sum(model(ids), lb)
-        (s / window_loss_divisor(window) if normalise == "tokens" else
-         torch.nn.functional.cross_entropy(model(ids)[:, :-1].reshape(-1, 11), lb[:, 1:].reshape(-1),
-                                           ignore_index=IGNORE_INDEX) / len(micro_batches)).backward()
+        (
+            s / window_loss_divisor(window)
+            if normalise == "tokens"
+            else torch.nn.functional.cross_entropy(
+                model(ids)[:, :-1].reshape(-1, 11), lb[:, 1:].reshape(-1), ignore_index=IGNORE_INDEX
+            )
+            / len(micro_batches)
+        ).backward()
     return [p.grad.clone() for p in model.parameters()]
 
 
@@ -85,13 +90,13 @@ def test_overflow_skips_step_backs_off_scale_and_names_params():
 
 
 def test_clean_step_unscales_before_clipping_and_grows_scale():
-    model, opt, scaler = _step_setup(2.0 ** 10)
+    model, opt, scaler = _step_setup(2.0**10)
     loss = model(torch.ones(1, 4)).sum()
     scaler.scale(loss).backward()
     out = optimizer_step(opt, list(model.named_parameters()), scaler, max_grad_norm=None)
     # The reported norm is of the true (unscaled) gradients: d(sum W x + b)/dW = 1 for 8 weights, 2 biases.
     assert out.grad_norm == pytest.approx(math.sqrt(10), rel=1e-6)
-    assert not out.skipped and out.scale_after == 2.0 ** 11
+    assert not out.skipped and out.scale_after == 2.0**11
 
 
 def test_clipping_limits_the_update():

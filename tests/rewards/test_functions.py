@@ -1,4 +1,5 @@
 """Each reward by name on hand-written completions against a row's reference and screen."""
+
 import pytest
 
 from workbench.eval.phone import PhoneActionsTask
@@ -21,14 +22,17 @@ def reward(name: str, ex: Example, completion: str) -> float:
 TAP = example('<think>x</think>\n<answer>do(action="Tap", element=[500,300])')
 
 
-@pytest.mark.parametrize("completion,value", [
-    ('<think>tap it</think>\n<answer>do(action="Tap", element=[510,310])', 1.0),
-    ('<answer>do(action="Tap", element=[510,310])', 0.0),  # no reasoning
-    ('<think>a</think><answer>do(action="Tap", element=[1,1])</answer><answer>Back</answer>', 0.0),  # two answers
-    ('<think>a</think>\n<answer>tap the wifi', 0.0),  # does not parse
-    # closed by </answer>: Open-AutoGLM's runtime hands 'do(...)</answer>' to its parser, which rejects it
-    ('<think>tap it</think><answer>do(action="Tap", element=[510,310])</answer>', 0.0),
-])
+@pytest.mark.parametrize(
+    "completion,value",
+    [
+        ('<think>tap it</think>\n<answer>do(action="Tap", element=[510,310])', 1.0),
+        ('<answer>do(action="Tap", element=[510,310])', 0.0),  # no reasoning
+        ('<think>a</think><answer>do(action="Tap", element=[1,1])</answer><answer>Back</answer>', 0.0),  # two answers
+        ("<think>a</think>\n<answer>tap the wifi", 0.0),  # does not parse
+        # closed by </answer>: Open-AutoGLM's runtime hands 'do(...)</answer>' to its parser, which rejects it
+        ('<think>tap it</think><answer>do(action="Tap", element=[510,310])</answer>', 0.0),
+    ],
+)
 def test_format(completion, value):
     assert reward("format", TAP, completion) == value
 

@@ -1,5 +1,6 @@
 """Prompts from the offline phone's tasks (their first step, as the episode runner sends it, screenshot included)
 and the episode_success reward, which plays each sampled first action on through the episode runner."""
+
 import datetime
 
 import pytest
@@ -120,9 +121,14 @@ def test_episode_shortest_prices_a_success_by_the_experts_shortest_path_not_the_
     assert episode_shortest(first, "", played(False, 6)) == 0.0
 
 
-@pytest.mark.parametrize("field,value,says", [("rl.tasks", "no_such_task", "unknown tasks 'no_such_task'"),
-                                              ("rl.screen_size", "12x252", "at least 28"),
-                                              ("rl.date", "2026-13-01", "not a date")])
+@pytest.mark.parametrize(
+    "field,value,says",
+    [
+        ("rl.tasks", "no_such_task", "unknown tasks 'no_such_task'"),
+        ("rl.screen_size", "12x252", "at least 28"),
+        ("rl.date", "2026-13-01", "not a date"),
+    ],
+)
 def test_phone_task_settings_that_cannot_work_name_their_field(field, value, says):
     base = {"training.method": "grpo", "lora.dropout": 0, "rl.prompts": "phone_tasks", "rl.screen_size": "112x252"}
     with pytest.raises(ConfigError, match=rf"{field}: .*{says}"):
@@ -130,9 +136,20 @@ def test_phone_task_settings_that_cannot_work_name_their_field(field, value, say
 
 
 def test_phone_tasks_prompts_come_from_the_config():
-    s = scorer_for(load_config(None, {"training.method": "grpo", "lora.dropout": 0, "rl.prompts": "phone_tasks",
-                                      "rl.tasks": "open_app", "rl.screen_size": "112x252",
-                                      "rl.rewards": {"episode_success": 1.0}, "rl.date": "2026-12-01"}))
+    s = scorer_for(
+        load_config(
+            None,
+            {
+                "training.method": "grpo",
+                "lora.dropout": 0,
+                "rl.prompts": "phone_tasks",
+                "rl.tasks": "open_app",
+                "rl.screen_size": "112x252",
+                "rl.rewards": {"episode_success": 1.0},
+                "rl.date": "2026-12-01",
+            },
+        )
+    )
     assert isinstance(s, PhoneTasksScorer) and s.size == SIZE and s.date == DATE
     assert "The current date: 2026-12-01" in s.prompts[0].messages[0]["content"]  # the same prompts on any day
     assert s.prompts and {p.task.template for p in s.prompts} == {"open_app"}
@@ -165,14 +182,13 @@ def test_every_step_is_a_prompt_and_episode_success_plays_on_from_the_sampled_st
     late = max((p for p in prompts if "finish(" not in p.reference), key=lambda p: p.row["meta"]["step"])
     k = late.row["meta"]["step"]
     assert k >= 2
-    s = PhoneTasksScorer(tasks, ["episode_success"], SIZE, 20, 32, date=DATE, observation="ui_tree",
-                         prompt_steps="all")
+    s = PhoneTasksScorer(tasks, ["episode_success"], SIZE, 20, 32, date=DATE, observation="ui_tree", prompt_steps="all")
     s.continuation = OraclePolicy(tasks)
     assert len(s.prompts) == len(prompts)
     assert s([late, late], [late.reference, WRONG]).rewards["episode_success"] == [1.0, 0.0]
     episodes = play_episodes([late, late], [late.reference, WRONG], OraclePolicy(tasks), SIZE, 20, DATE, "ui_tree")
     assert len(episodes[1].steps) == k and episodes[1].steps[k - 1].answer == 'finish(message="done")'
-    assert [s.answer for s in episodes[0].steps[:k - 1]] == [s.answer for s in episodes[1].steps[:k - 1]]  # replayed
+    assert [s.answer for s in episodes[0].steps[: k - 1]] == [s.answer for s in episodes[1].steps[: k - 1]]  # replayed
 
 
 def test_rl_lang_cn_sends_the_chinese_prompt_in_every_prompt_and_every_played_turn(tasks):
@@ -180,9 +196,21 @@ def test_rl_lang_cn_sends_the_chinese_prompt_in_every_prompt_and_every_played_tu
     sampled one all carry Open-AutoGLM's Chinese system prompt (the model is trained and judged in one language)."""
     from workbench.phone.conversation import system_prompt
 
-    s = scorer_for(load_config(None, {"training.method": "grpo", "lora.dropout": 0, "rl.prompts": "phone_tasks",
-                                      "rl.tasks": "heldout", "rl.screen_size": "112x252", "rl.lang": "cn",
-                                      "rl.rewards": {"episode_success": 1.0}, "rl.date": "2026-12-01"}))
+    s = scorer_for(
+        load_config(
+            None,
+            {
+                "training.method": "grpo",
+                "lora.dropout": 0,
+                "rl.prompts": "phone_tasks",
+                "rl.tasks": "heldout",
+                "rl.screen_size": "112x252",
+                "rl.lang": "cn",
+                "rl.rewards": {"episode_success": 1.0},
+                "rl.date": "2026-12-01",
+            },
+        )
+    )
     cn = system_prompt(DATE, lang="cn")
     assert {p.messages[0]["content"] for p in s.prompts} == {cn}
     fresh = s.task_prompts(tasks)
@@ -204,10 +232,23 @@ def test_rl_step_discount_prices_each_sampled_step_by_the_steps_left_after_it(ta
     (one anchor group), two that win in the oracle's n steps and one that gives up; a win's return at the sampled step
     is 0.5^(n - 1), so the step advantages are that return less the group's mean."""
     task = next(t for t in tasks if len(t.oracle()) >= 3)
-    s = scorer_for(load_config(None, {"training.method": "grpo", "lora.dropout": 0, "rl.prompts": "phone_tasks",
-                                      "rl.tasks": task.id, "rl.screen_size": "112x252", "rl.date": "2026-12-01",
-                                      "rl.rewards": {"episode_success": 1.0}, "rl.step_advantage_weight": 0.5,
-                                      "rl.step_discount": 0.5, "rl.scale_rewards": "none"}))
+    s = scorer_for(
+        load_config(
+            None,
+            {
+                "training.method": "grpo",
+                "lora.dropout": 0,
+                "rl.prompts": "phone_tasks",
+                "rl.tasks": task.id,
+                "rl.screen_size": "112x252",
+                "rl.date": "2026-12-01",
+                "rl.rewards": {"episode_success": 1.0},
+                "rl.step_advantage_weight": 0.5,
+                "rl.step_discount": 0.5,
+                "rl.scale_rewards": "none",
+            },
+        )
+    )
     s.continuation = OraclePolicy([task])
     p = s.prompts[0]
     scored = s([p, p, p], [p.reference, p.reference, WRONG])

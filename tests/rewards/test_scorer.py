@@ -1,4 +1,5 @@
 """The rows scorer: prompts from a JSONL file's rows, rewards per name, parse flags, errors naming reward and row."""
+
 import pytest
 
 from tests.conftest import SAMPLES

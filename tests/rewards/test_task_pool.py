@@ -1,5 +1,6 @@
 """The RL task pool (rl.pool): families drawn by their recent success with a floor, the same draw on every rank,
 fresh instances on phones of new names, replies kept for replay, and its state through a checkpoint."""
+
 import collections
 import datetime
 
@@ -29,8 +30,10 @@ def test_the_weights_follow_each_familys_recent_success_with_a_floor(prompts):
     """open_app solved in every recent episode, toggle_setting in none: toggle_setting is drawn at weight 1, open_app
     at the floor (0.1), so ~10 toggles per app opening; before any episode both count as failing (1 each)."""
     pool = _pool(prompts)
-    assert pool.families == ["open_app", "toggle_setting"] and pool.probabilities() == {"open_app": 0.5,
-                                                                                       "toggle_setting": 0.5}
+    assert pool.families == ["open_app", "toggle_setting"] and pool.probabilities() == {
+        "open_app": 0.5,
+        "toggle_setting": 0.5,
+    }
     assert pool.weight("open_app") == pool.weight("toggle_setting") == 1.0  # never played: failing, not solved
     opens = [p for p in prompts if family(p.task) == "open_app"][:1] * 8
     toggles = [p for p in prompts if family(p.task) == "toggle_setting"][:1] * 8
@@ -77,7 +80,9 @@ def test_fresh_instances_are_new_tasks_of_the_family_on_phones_of_new_names(prom
     assert pool.event_state()["fresh"] == 6
     task = fresh_instance("send_message", 5)
     contact = task.params["contact"]
-    assert task.template == "send_message" and contact in task.phone.contacts and contact not in DEFAULT_CONTENTS.contacts
+    assert (
+        task.template == "send_message" and contact in task.phone.contacts and contact not in DEFAULT_CONTENTS.contacts
+    )
     assert fresh_instance("setting_then_message", 5) is None  # held out whole: no training instance
 
 

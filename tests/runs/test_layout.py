@@ -1,4 +1,5 @@
 """The one definition of a run directory and of what it holds: is it one, what did it train, its base model."""
+
 import json
 
 import pytest
@@ -32,8 +33,11 @@ def test_a_run_directory_holds_config_json_or_an_event_log(tmp_path):
 
 
 def test_what_a_run_trained_adapter_full_model_or_nothing_yet(tmp_path):
-    lora, full, going = _run(tmp_path, "lora", weights="adapter"), _run(tmp_path, "full", weights="model"), \
-        _run(tmp_path, "going")
+    lora, full, going = (
+        _run(tmp_path, "lora", weights="adapter"),
+        _run(tmp_path, "full", weights="model"),
+        _run(tmp_path, "going"),
+    )
     assert trained_weights(lora).kind == "adapter" and trained_weights(lora).path == lora / "adapter"
     assert trained_weights(full).kind == "model" and trained_weights(full).path == full / "model"
     assert trained_weights(going) is None
@@ -78,8 +82,12 @@ def test_a_model_directory_is_no_run_and_a_runs_merged_model_or_export_belongs_t
     assert run_dir_of(merged) == run_dir_of(export) == run_dir_of(run / "model") == run and run_dir_of(plain) is None
     found = {p: trained_at(p) for p in (run, run / "model", merged, export, plain)}
     assert {p: (f.weights.kind, f.weights.path, f.run_dir) for p, f in found.items()} == {
-        run: ("model", run / "model", run), run / "model": ("model", run / "model", run),
-        merged: ("model", merged, run), export: ("model", export, run), plain: ("model", plain, None)}
+        run: ("model", run / "model", run),
+        run / "model": ("model", run / "model", run),
+        merged: ("model", merged, run),
+        export: ("model", export, run),
+        plain: ("model", plain, None),
+    }
     lora = _run(tmp_path, "l", weights="adapter")
     assert trained_at(lora).weights.kind == "adapter" and trained_at(lora / "adapter").run_dir == lora
     nothing = _run(tmp_path, "n")

@@ -1,4 +1,5 @@
 """The one reader of /proc/PID/stat: a zombie is told from a live process, a process group's live members listed."""
+
 import os
 import subprocess
 import sys

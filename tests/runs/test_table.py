@@ -1,4 +1,5 @@
 """One listing of a runs directory, typed rows, for ``workbench runs`` and the runs panel."""
+
 import pytest
 
 from workbench.cli.main import main
@@ -11,17 +12,49 @@ def _run(root, name, losses=(), rank1_step=None, finished=True):
     d.mkdir(parents=True)
     (d / "config.json").write_text("{}")
     with EventWriter(d / "events.jsonl") as w:
-        w.emit(RunStarted(run_dir=str(d), config={"model": {"source": "tiny-glm4"}}, hardware={}, versions={},
-                          precision={"mode": "bf16"}, total_steps=5))
+        w.emit(
+            RunStarted(
+                run_dir=str(d),
+                config={"model": {"source": "tiny-glm4"}},
+                hardware={},
+                versions={},
+                precision={"mode": "bf16"},
+                total_steps=5,
+            )
+        )
         for n, loss in enumerate(losses, start=1):
-            w.emit(Step(step=n, loss=loss, lr=1e-3, grad_norm=1.0, loss_scale=None, skipped=False, tokens=1,
-                        tokens_per_s=1.0, step_time_s=1.0, eta_s=0.0))
+            w.emit(
+                Step(
+                    step=n,
+                    loss=loss,
+                    lr=1e-3,
+                    grad_norm=1.0,
+                    loss_scale=None,
+                    skipped=False,
+                    tokens=1,
+                    tokens_per_s=1.0,
+                    step_time_s=1.0,
+                    eta_s=0.0,
+                )
+            )
         if finished:
             w.emit(RunFinished(step=len(losses), final_loss=None, adapter_path=None, wall_s=1.0))
     if rank1_step is not None:  # another rank's copy of a later step: rank 0 speaks for the run
         with EventWriter(d / "events.jsonl", rank=1) as w:
-            w.emit(Step(step=rank1_step, loss=9.0, lr=1e-3, grad_norm=1.0, loss_scale=None, skipped=False, tokens=1,
-                        tokens_per_s=1.0, step_time_s=1.0, eta_s=0.0))
+            w.emit(
+                Step(
+                    step=rank1_step,
+                    loss=9.0,
+                    lr=1e-3,
+                    grad_norm=1.0,
+                    loss_scale=None,
+                    skipped=False,
+                    tokens=1,
+                    tokens_per_s=1.0,
+                    step_time_s=1.0,
+                    eta_s=0.0,
+                )
+            )
     return d
 
 
@@ -33,7 +66,14 @@ def test_rows_are_typed_sorted_and_read_from_rank_0(tmp_path):
     rows = list_runs(tmp_path)
     assert [r.name for r in rows] == ["a", "b", "c"] and all(isinstance(r, RunRow) for r in rows)
     a, b, c = rows
-    assert (b.status, b.step, b.total_steps, b.loss, b.model, b.precision) == ("finished", 2, 5, 1.5, "tiny-glm4", "bf16")
+    assert (b.status, b.step, b.total_steps, b.loss, b.model, b.precision) == (
+        "finished",
+        2,
+        5,
+        1.5,
+        "tiny-glm4",
+        "bf16",
+    )
     assert a.step == 2 and a.loss is None  # a non-finite last loss is no number to print
     assert c.step == 0 and c.loss is None and b.path == tmp_path / "b"
     assert list_runs(tmp_path / "missing") == []

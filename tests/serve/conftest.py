@@ -1,4 +1,5 @@
 """Servers shared by the serve tests (started once per session on 127.0.0.1, free ports)."""
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -56,6 +57,7 @@ def small_server(small_adapter_run, tmp_path_factory):
     from workbench.serve import start_server
 
     # adapters loaded over HTTP must lie in adapter_root: the tests' own temporary folders
-    with start_server(SMALL, runs=[str(small_adapter_run)], max_batch=8, threads=1,
-                      adapter_root=str(tmp_path_factory.getbasetemp())) as srv:
+    with start_server(
+        SMALL, runs=[str(small_adapter_run)], max_batch=8, threads=1, adapter_root=str(tmp_path_factory.getbasetemp())
+    ) as srv:
         yield srv

@@ -1,4 +1,5 @@
 """Helpers for the serve tests."""
+
 from __future__ import annotations
 
 import json
@@ -17,7 +18,9 @@ def make_adapter(base_source: str, out: Path, seed: int = 0, run_source: str | N
 
     base = load_for_inference(base_source).model
     torch.manual_seed(seed)
-    peft_model = get_peft_model(base, LoraConfig(r=8, lora_alpha=64, target_modules="all-linear", init_lora_weights=False))
+    peft_model = get_peft_model(
+        base, LoraConfig(r=8, lora_alpha=64, target_modules="all-linear", init_lora_weights=False)
+    )
     out.mkdir(parents=True, exist_ok=True)
     peft_model.save_pretrained(out / "adapter")
     (out / "config.json").write_text(json.dumps({"model": {"source": run_source or base_source}}))

@@ -4,6 +4,7 @@ It lets the server's reasoning handling be tested end to end with output known i
 tiny model never writes <think> tags). It keeps a real KV cache (of zeros) so the engine's batching
 code runs unchanged.
 """
+
 from __future__ import annotations
 
 import torch
@@ -23,8 +24,15 @@ class ScriptedLM(torch.nn.Module):
         super().__init__()
         from transformers import GenerationConfig, LlamaConfig
 
-        self.config = LlamaConfig(vocab_size=len(tokenizer), hidden_size=8, num_hidden_layers=1, num_attention_heads=1,
-                                  num_key_value_heads=1, intermediate_size=8, max_position_embeddings=256)
+        self.config = LlamaConfig(
+            vocab_size=len(tokenizer),
+            hidden_size=8,
+            num_hidden_layers=1,
+            num_attention_heads=1,
+            num_key_value_heads=1,
+            intermediate_size=8,
+            max_position_embeddings=256,
+        )
         self.generation_config = GenerationConfig(eos_token_id=tokenizer.eos_token_id)
         self.anchor = torch.nn.Parameter(torch.zeros(1))
         self.vocab = len(tokenizer)
@@ -61,7 +69,11 @@ def scripted_model() -> LoadedModel:
     def ids(text):
         return tok(text, add_special_tokens=False)["input_ids"]
 
-    newline, think, end_think = ids("\n")[0], tok.convert_tokens_to_ids("<think>"), tok.convert_tokens_to_ids("</think>")
+    newline, think, end_think = (
+        ids("\n")[0],
+        tok.convert_tokens_to_ids("<think>"),
+        tok.convert_tokens_to_ids("</think>"),
+    )
     eos = tok.eos_token_id
     thinking = [newline, think, *ids("abc"), *ids("<"), *ids("/think>"), *ids("XYZ"), eos]
     # the byte-level pieces of "</think>" must be single bytes for the chain to be unambiguous

@@ -2,6 +2,7 @@
 own ``workbench serve`` with the scripted model (its output is known: ``<think>abc</think>XYZ``), and against a
 scripted server that answers byte for byte what a test tells it to (the shapes other servers use: vLLM's empty
 /health, its error bodies, a server-sent event torn across network writes, a stream cut mid-event, busy answers)."""
+
 from __future__ import annotations
 
 import json
@@ -32,8 +33,9 @@ class _Handler(BaseHTTPRequestHandler):
     def _answer(self, method: str) -> None:
         length = int(self.headers.get("Content-Length") or 0)
         body = json.loads(self.rfile.read(length)) if length else None
-        self.server.requests.append({"method": method, "path": self.path, "body": body,
-                                     "authorization": self.headers.get("Authorization")})
+        self.server.requests.append(
+            {"method": method, "path": self.path, "body": body, "authorization": self.headers.get("Authorization")}
+        )
         script = self.server.routes.get((method, self.path))
         if script is None:
             return self._send(404, b'{"detail":"Not Found"}')
@@ -79,6 +81,7 @@ def _json(status: int, obj, content_type: str = "application/json"):
 
 def _writes(*pieces: bytes, pause: float = 0.05):
     """An SSE answer written in ``pieces``, each flushed on its own (so they reach the client as separate reads)."""
+
     def write(h):
         h.send_response(200)
         h.send_header("Content-Type", "text/event-stream")
@@ -87,35 +90,52 @@ def _writes(*pieces: bytes, pause: float = 0.05):
             h.wfile.write(piece)
             h.wfile.flush()
             time.sleep(pause)
+
     return write
 
 
 def _chunk(content: str, finish=None) -> dict:
-    return {"id": "c", "object": "chat.completion.chunk", "choices": [{"index": 0, "delta": {"content": content},
-                                                                       "finish_reason": finish}]}
+    return {
+        "id": "c",
+        "object": "chat.completion.chunk",
+        "choices": [{"index": 0, "delta": {"content": content}, "finish_reason": finish}],
+    }
 
 
 # ---- request building ------------------------------------------------------------------------------------
 
+
 def test_chat_request_inlines_images_and_sets_only_what_is_given(tmp_path):
     (tmp_path / "screen.png").write_bytes(SCREEN.read_bytes())
-    messages = [{"role": "user", "content": [{"type": "image_url", "image_url": {"url": "screen.png"}},
-                                             {"type": "text", "text": "next?"}]}]
+    messages = [
+        {
+            "role": "user",
+            "content": [{"type": "image_url", "image_url": {"url": "screen.png"}}, {"type": "text", "text": "next?"}],
+        }
+    ]
     body = chat_request("m", messages, base_dir=tmp_path, temperature=0.0, max_tokens=8)
     assert set(body) == {"model", "messages", "temperature", "max_tokens"}
     assert body["messages"][0]["content"][0]["image_url"]["url"].startswith("data:image/png;base64,")
     assert messages[0]["content"][0]["image_url"]["url"] == "screen.png"  # the caller's messages are left as they were
-    assert chat_request("m", [], seed=3, enable_thinking=False) == {"model": "m", "messages": [], "seed": 3,
-                                                                    "enable_thinking": False}
+    assert chat_request("m", [], seed=3, enable_thinking=False) == {
+        "model": "m",
+        "messages": [],
+        "seed": 3,
+        "enable_thinking": False,
+    }
     # a notebook prompt with an image becomes the same kind of image part
     [user] = prompt_messages("next?", None, [tmp_path / "screen.png"])
     assert user["content"][0]["image_url"]["url"] == body["messages"][0]["content"][0]["image_url"]["url"]
 
 
 def test_the_body_and_key_reach_the_server_as_built(scripted_http):
-    scripted_http.routes[("POST", "/v1/chat/completions")] = _json(200, {
-        "choices": [{"message": {"content": "hi", "reasoning_content": "why"}, "finish_reason": "stop"}],
-        "usage": {"prompt_tokens": 7}})
+    scripted_http.routes[("POST", "/v1/chat/completions")] = _json(
+        200,
+        {
+            "choices": [{"message": {"content": "hi", "reasoning_content": "why"}, "finish_reason": "stop"}],
+            "usage": {"prompt_tokens": 7},
+        },
+    )
     body = chat_request("m", prompt_messages("hello", "Be brief."), temperature=0.0, max_tokens=4)
     with ServerClient(_url(scripted_http) + "/v1/", api_key="k") as client:  # the root or its /v1, either works
         assert client.chat(body) == ModelReply("hi", "why", "stop", prompt_tokens=7)
@@ -126,26 +146,57 @@ def test_the_body_and_key_reach_the_server_as_built(scripted_http):
 
 # ---- what other servers answer ---------------------------------------------------------------------------
 
+
 def test_an_empty_health_answer_and_a_vllm_model_list(scripted_http):
     scripted_http.routes[("GET", "/health")] = _json(200, b"")  # vLLM: 200, no body
-    scripted_http.routes[("GET", "/v1/models")] = _json(200, {"object": "list", "data": [
-        {"id": "base", "root": "/models/base", "parent": None}, {"id": "tuned", "root": "/runs/t", "parent": "base"}]})
+    scripted_http.routes[("GET", "/v1/models")] = _json(
+        200,
+        {
+            "object": "list",
+            "data": [
+                {"id": "base", "root": "/models/base", "parent": None},
+                {"id": "tuned", "root": "/runs/t", "parent": "base"},
+            ],
+        },
+    )
     with ServerClient(_url(scripted_http)) as client:
         assert client.health() == {} and client.wait_ready(5) == {}
         assert {k: v["parent"] for k, v in client.models().items()} == {"base": None, "tuned": "base"}
 
 
-@pytest.mark.parametrize("status, body, message, code", [
-    (404, {"error": {"message": "The model 'x' does not exist", "type": "invalid_request_error", "param": "model",
-                     "code": "model_not_found"}}, "The model 'x' does not exist", "model_not_found"),  # OpenAI, ours
-    (400, {"object": "error", "message": "max_tokens must be at least 1", "type": "BadRequestError", "code": 400},
-     "max_tokens must be at least 1", None),  # vLLM's ErrorResponse
-    (400, {"error": "Invalid value for temperature"}, "Invalid value for temperature", None),
-    (422, {"detail": [{"loc": ["body", "messages"], "msg": "Field required", "type": "missing"}]},
-     "body.messages: Field required", None),  # FastAPI's validation errors
-    (500, {"detail": "Generation failed: CUDA out of memory"}, "Generation failed: CUDA out of memory", None),
-    (502, b"<html>Bad Gateway</html>", "<html>Bad Gateway</html>", None),  # a proxy in front, not JSON
-])
+@pytest.mark.parametrize(
+    "status, body, message, code",
+    [
+        (
+            404,
+            {
+                "error": {
+                    "message": "The model 'x' does not exist",
+                    "type": "invalid_request_error",
+                    "param": "model",
+                    "code": "model_not_found",
+                }
+            },
+            "The model 'x' does not exist",
+            "model_not_found",
+        ),  # OpenAI, ours
+        (
+            400,
+            {"object": "error", "message": "max_tokens must be at least 1", "type": "BadRequestError", "code": 400},
+            "max_tokens must be at least 1",
+            None,
+        ),  # vLLM's ErrorResponse
+        (400, {"error": "Invalid value for temperature"}, "Invalid value for temperature", None),
+        (
+            422,
+            {"detail": [{"loc": ["body", "messages"], "msg": "Field required", "type": "missing"}]},
+            "body.messages: Field required",
+            None,
+        ),  # FastAPI's validation errors
+        (500, {"detail": "Generation failed: CUDA out of memory"}, "Generation failed: CUDA out of memory", None),
+        (502, b"<html>Bad Gateway</html>", "<html>Bad Gateway</html>", None),  # a proxy in front, not JSON
+    ],
+)
 def test_errors_carry_the_status_and_the_servers_own_message(scripted_http, status, body, message, code):
     scripted_http.routes[("POST", "/v1/chat/completions")] = _json(status, body)
     with ServerClient(_url(scripted_http)) as client:
@@ -159,10 +210,13 @@ def test_errors_carry_the_status_and_the_servers_own_message(scripted_http, stat
 
 
 def test_a_context_overflow_is_recognised_with_the_prompt_size(scripted_http):
-    message = ("This model's maximum context length is 1024 tokens. However, you requested 1335 tokens (1303 in the "
-               "messages, 32 in the completion).")
-    scripted_http.routes[("POST", "/v1/chat/completions")] = _json(400, {"object": "error", "message": message,
-                                                                         "code": 400})
+    message = (
+        "This model's maximum context length is 1024 tokens. However, you requested 1335 tokens (1303 in the "
+        "messages, 32 in the completion)."
+    )
+    scripted_http.routes[("POST", "/v1/chat/completions")] = _json(
+        400, {"object": "error", "message": message, "code": 400}
+    )
     with ServerClient(_url(scripted_http)) as client:
         completion = client.chat({"model": "m", "messages": []})
     assert completion.context_overflow and completion.prompt_tokens == 1303 and message in completion.error
@@ -176,6 +230,7 @@ def test_a_server_that_is_not_there_is_unreachable():
 
 
 # ---- retries ---------------------------------------------------------------------------------------------
+
 
 def test_retries_are_off_by_default_and_bounded_when_asked(scripted_http):
     scripted_http.routes[("POST", "/v1/chat/completions")] = _json(503, {"error": {"message": "busy"}})
@@ -194,8 +249,12 @@ def test_retries_are_off_by_default_and_bounded_when_asked(scripted_http):
 
 
 def test_a_retry_gets_the_answer_once_the_server_is_ready(scripted_http):
-    answers = iter([_json(503, {"error": {"message": "loading"}}),
-                    _json(200, {"choices": [{"message": {"content": "ok"}, "finish_reason": "stop"}]})])
+    answers = iter(
+        [
+            _json(503, {"error": {"message": "loading"}}),
+            _json(200, {"choices": [{"message": {"content": "ok"}, "finish_reason": "stop"}]}),
+        ]
+    )
     scripted_http.routes[("POST", "/v1/chat/completions")] = lambda h: next(answers)(h)
     with ServerClient(_url(scripted_http), retries=1, retry_wait=0.01) as client:
         assert client.chat({"model": "m", "messages": []}).content == "ok"
@@ -220,11 +279,16 @@ def test_a_request_that_could_not_be_sent_is_sent_again_while_retries_are_left(s
 
 # ---- streaming -------------------------------------------------------------------------------------------
 
+
 def test_an_event_torn_across_network_writes_is_reassembled(scripted_http):
     first, second = (json.dumps(_chunk(t)).encode() for t in ("Hel", "lo"))
     scripted_http.routes[("POST", "/v1/chat/completions")] = _writes(
-        b"data: " + first[:9], first[9:] + b"\n", b"\n: a comment line\n\ndata:" + second + b"\r\n\r\n",
-        b"data: " + json.dumps(_chunk("", "stop")).encode() + b"\n\ndata: [DO", b"NE]\n\n")
+        b"data: " + first[:9],
+        first[9:] + b"\n",
+        b"\n: a comment line\n\ndata:" + second + b"\r\n\r\n",
+        b"data: " + json.dumps(_chunk("", "stop")).encode() + b"\n\ndata: [DO",
+        b"NE]\n\n",
+    )
     with ServerClient(_url(scripted_http)) as client:
         chunks = list(client.stream_chat({"model": "m", "messages": []}))
     assert [c["choices"][0]["delta"]["content"] for c in chunks] == ["Hel", "lo", ""]
@@ -242,7 +306,8 @@ def test_a_stream_cut_mid_event_or_failing_inside_is_an_error(scripted_http):
                 seen.append(chunk)
         assert len(seen) == 1  # what came before the cut was given
         scripted_http.routes[("POST", "/v1/chat/completions")] = _writes(
-            whole, b'data: {"error": {"message": "Generation failed: boom", "type": "server_error"}}\n\n')
+            whole, b'data: {"error": {"message": "Generation failed: boom", "type": "server_error"}}\n\n'
+        )
         with pytest.raises(ServerError, match="the stream failed: Generation failed: boom"):
             list(client.stream_chat({"model": "m", "messages": []}))
         scripted_http.routes[("POST", "/v1/chat/completions")] = _json(404, {"error": {"message": "no model 'm'"}})
@@ -258,6 +323,7 @@ def test_sse_data_joins_multi_line_data():
 
 
 # ---- against workbench serve -----------------------------------------------------------------------------
+
 
 def test_our_server_streamed_and_not_agree(scripted_server):
     body = chat_request("scripted", prompt_messages("hi"), temperature=0.0, max_tokens=30)

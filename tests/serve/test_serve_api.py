@@ -1,4 +1,5 @@
 """Protocol conformance with the official openai client and raw HTTP, on the tiny GLM-4 model."""
+
 from __future__ import annotations
 
 import json
@@ -22,7 +23,7 @@ def sse_events(response: httpx.Response) -> list:
         if not line:
             continue
         assert line.startswith("data: "), line
-        data = line[len("data: "):]
+        data = line[len("data: ") :]
         events.append(data if data == "[DONE]" else json.loads(data))
     return events
 
@@ -50,8 +51,14 @@ def test_max_completion_tokens_is_honoured(client):
 
 
 def test_stream_shape_raw(tiny_server):
-    body = {"model": MODEL, "messages": MSG, "max_tokens": 6, "temperature": 0, "stream": True,
-            "stream_options": {"include_usage": True}}
+    body = {
+        "model": MODEL,
+        "messages": MSG,
+        "max_tokens": 6,
+        "temperature": 0,
+        "stream": True,
+        "stream_options": {"include_usage": True},
+    }
     with httpx.stream("POST", tiny_server.url + "/v1/chat/completions", json=body, timeout=60) as r:
         assert r.status_code == 200 and r.headers["content-type"].startswith("text/event-stream")
         events = sse_events(r)
@@ -82,12 +89,21 @@ def test_stop_string_spanning_tokens_is_cut_in_stream_and_whole(client):
     ref = client.completions.create(model=MODEL, prompt="The weather today", max_tokens=24, temperature=0)
     text = ref.choices[0].text
     # a two-character stop in the middle of the output: the tiny model's byte tokens make it span two tokens
-    pos = next(i for i in range(3, len(text) - 2) if "\ufffd" not in text[i:i + 2] and text.find(text[i:i + 2]) == i)
-    stop = text[pos:pos + 2]
-    whole = client.completions.create(model=MODEL, prompt="The weather today", max_tokens=24, temperature=0, stop=[stop])
+    pos = next(
+        i for i in range(3, len(text) - 2) if "\ufffd" not in text[i : i + 2] and text.find(text[i : i + 2]) == i
+    )
+    stop = text[pos : pos + 2]
+    whole = client.completions.create(
+        model=MODEL, prompt="The weather today", max_tokens=24, temperature=0, stop=[stop]
+    )
     assert whole.choices[0].text == text[:pos] and whole.choices[0].finish_reason == "stop"
-    pieces = [c.choices[0].text for c in client.completions.create(
-        model=MODEL, prompt="The weather today", max_tokens=24, temperature=0, stop=stop, stream=True) if c.choices]
+    pieces = [
+        c.choices[0].text
+        for c in client.completions.create(
+            model=MODEL, prompt="The weather today", max_tokens=24, temperature=0, stop=stop, stream=True
+        )
+        if c.choices
+    ]
     assert "".join(pieces) == text[:pos]
 
 
@@ -108,20 +124,37 @@ def test_any_integer_seed_is_accepted(client):
 def test_completions_endpoint(client):
     r = client.completions.create(model=MODEL, prompt="Once upon", max_tokens=4, temperature=0)
     assert r.object == "text_completion" and r.usage.completion_tokens == 4
-    chunks = list(client.completions.create(model=MODEL, prompt="Once upon", max_tokens=4, temperature=0, stream=True,
-                                            stream_options={"include_usage": True}))
+    chunks = list(
+        client.completions.create(
+            model=MODEL,
+            prompt="Once upon",
+            max_tokens=4,
+            temperature=0,
+            stream=True,
+            stream_options={"include_usage": True},
+        )
+    )
     assert "".join(c.choices[0].text for c in chunks if c.choices) == r.choices[0].text
     assert chunks[-1].usage.completion_tokens == 4
 
 
-@pytest.mark.parametrize("extra, param", [
-    ({"n": 17}, "n"), ({"n": 0}, "n"), ({"tools": [{"type": "function", "function": {"name": "f"}}]}, "tools"),
-    ({"top_logprobs": 2}, "top_logprobs"), ({"logprobs": True, "top_logprobs": 21}, "top_logprobs"),
-    ({"temperature": 5}, "temperature"), ({"max_tokens": 0}, "max_tokens"),
-    ({"presence_penalty": 2.5}, "presence_penalty"), ({"frequency_penalty": -2.01}, "frequency_penalty"),
-    ({"repetition_penalty": 0}, "repetition_penalty"), ({"repetition_penalty": 2.5}, "repetition_penalty"),
-    ({"response_format": {"type": "json_object"}}, "response_format.type"),
-])
+@pytest.mark.parametrize(
+    "extra, param",
+    [
+        ({"n": 17}, "n"),
+        ({"n": 0}, "n"),
+        ({"tools": [{"type": "function", "function": {"name": "f"}}]}, "tools"),
+        ({"top_logprobs": 2}, "top_logprobs"),
+        ({"logprobs": True, "top_logprobs": 21}, "top_logprobs"),
+        ({"temperature": 5}, "temperature"),
+        ({"max_tokens": 0}, "max_tokens"),
+        ({"presence_penalty": 2.5}, "presence_penalty"),
+        ({"frequency_penalty": -2.01}, "frequency_penalty"),
+        ({"repetition_penalty": 0}, "repetition_penalty"),
+        ({"repetition_penalty": 2.5}, "repetition_penalty"),
+        ({"response_format": {"type": "json_object"}}, "response_format.type"),
+    ],
+)
 def test_unsupported_or_invalid_fields_are_400_with_param(tiny_server, extra, param):
     r = httpx.post(tiny_server.url + "/v1/chat/completions", json={"model": MODEL, "messages": MSG, **extra})
     assert r.status_code == 400, r.text
@@ -129,21 +162,24 @@ def test_unsupported_or_invalid_fields_are_400_with_param(tiny_server, extra, pa
     assert err["param"] == param and err["type"] == "invalid_request_error" and err["message"]
 
 
-@pytest.mark.parametrize("body, param", [
-    ({"model": MODEL, "messages": MSG, "max_tokens": -5}, "max_tokens"),
-    ({"model": MODEL, "messages": MSG, "max_tokens": "ten"}, "max_tokens"),
-    ({"model": MODEL, "messages": "hello"}, "messages"),
-    ({"model": MODEL, "messages": []}, "messages"),
-    ({"model": MODEL, "messages": [{"role": "wizard", "content": "hi"}]}, "messages.0.role"),
-    ({"model": MODEL, "messages": MSG, "temperature": "hot"}, "temperature"),
-    ({"model": MODEL, "messages": MSG, "top_p": 1.5}, "top_p"),
-    ({"model": MODEL, "messages": MSG, "stream": "yes"}, "stream"),
-    ({"model": MODEL, "messages": MSG, "max_tokens": "10"}, "max_tokens"),
-    ({"model": MODEL, "messages": MSG, "max_tokens": 2.5}, "max_tokens"),
-    ({"model": MODEL, "messages": MSG, "stop": ["x"] * 17}, "stop"),
-    ({"model": 7, "messages": MSG}, "model"),
-    ({"messages": MSG}, "model"),
-])
+@pytest.mark.parametrize(
+    "body, param",
+    [
+        ({"model": MODEL, "messages": MSG, "max_tokens": -5}, "max_tokens"),
+        ({"model": MODEL, "messages": MSG, "max_tokens": "ten"}, "max_tokens"),
+        ({"model": MODEL, "messages": "hello"}, "messages"),
+        ({"model": MODEL, "messages": []}, "messages"),
+        ({"model": MODEL, "messages": [{"role": "wizard", "content": "hi"}]}, "messages.0.role"),
+        ({"model": MODEL, "messages": MSG, "temperature": "hot"}, "temperature"),
+        ({"model": MODEL, "messages": MSG, "top_p": 1.5}, "top_p"),
+        ({"model": MODEL, "messages": MSG, "stream": "yes"}, "stream"),
+        ({"model": MODEL, "messages": MSG, "max_tokens": "10"}, "max_tokens"),
+        ({"model": MODEL, "messages": MSG, "max_tokens": 2.5}, "max_tokens"),
+        ({"model": MODEL, "messages": MSG, "stop": ["x"] * 17}, "stop"),
+        ({"model": 7, "messages": MSG}, "model"),
+        ({"messages": MSG}, "model"),
+    ],
+)
 def test_bad_requests_are_400_naming_the_field(tiny_server, body, param):
     r = httpx.post(tiny_server.url + "/v1/chat/completions", json=body)
     assert r.status_code == 400, (body, r.text)
@@ -157,8 +193,10 @@ def test_a_value_fitting_no_member_of_a_union_names_every_alternative(tiny_serve
 
 
 def test_malformed_json_and_missing_fields_are_400(tiny_server):
-    for raw in (b"{not json", b"", b"[1, 2]", "\"\xff\"".encode("latin-1")):
-        r = httpx.post(tiny_server.url + "/v1/chat/completions", content=raw, headers={"content-type": "application/json"})
+    for raw in (b"{not json", b"", b"[1, 2]", '"\xff"'.encode("latin-1")):
+        r = httpx.post(
+            tiny_server.url + "/v1/chat/completions", content=raw, headers={"content-type": "application/json"}
+        )
         assert r.status_code == 400, (raw, r.text)
         assert set(r.json()["error"]) == {"message", "type", "param", "code"}
     r = httpx.post(tiny_server.url + "/v1/chat/completions", json={"model": MODEL})
@@ -202,8 +240,14 @@ def test_api_key_protects_every_v1_route_and_health_still_names_the_model():
     with start_server("tiny-glm4", api_key="sekrit", default_max_tokens=2) as srv:
         health = httpx.get(srv.url + "/health")
         assert health.status_code == 200 and health.json()["model"] == MODEL  # hiding it is a setting, off by default
-        for method, path in (("GET", "/v1/models"), ("GET", f"/v1/models/{MODEL}"), ("GET", "/v1/nothing"),
-                             ("POST", "/v1/completions"), ("POST", "/v1/load_lora_adapter"), ("GET", "/v1")):
+        for method, path in (
+            ("GET", "/v1/models"),
+            ("GET", f"/v1/models/{MODEL}"),
+            ("GET", "/v1/nothing"),
+            ("POST", "/v1/completions"),
+            ("POST", "/v1/load_lora_adapter"),
+            ("GET", "/v1"),
+        ):
             missing = httpx.request(method, srv.url + path, json={"model": MODEL, "prompt": "a"})
             assert missing.status_code == 401, (path, missing.text)
             assert set(missing.json()["error"]) == {"message", "type", "param", "code"}
@@ -224,16 +268,18 @@ def test_api_key_protects_every_v1_route_and_health_still_names_the_model():
         assert r.usage.completion_tokens == 2
 
 
-@pytest.mark.parametrize("api_key,hide,named", [(None, False, True), ("k", False, True), ("k", True, False),
-                                                 (None, True, True)])  # without a key every route is open anyway
+@pytest.mark.parametrize(
+    "api_key,hide,named", [(None, False, True), ("k", False, True), ("k", True, False), (None, True, True)]
+)  # without a key every route is open anyway
 def test_health_hides_the_model_only_when_asked_and_a_key_is_set(api_key, hide, named):
     from fastapi.testclient import TestClient
 
     from workbench.serve.app import create_app
     from workbench.serve.registry import ServeConfig, ServedModels
 
-    served = ServedModels(ServeConfig(model="tiny-glm4", model_id="autoglm-phone-9b", api_key=api_key,
-                                  health_hides_model=hide))  # never loaded: /health answers all the same
+    served = ServedModels(
+        ServeConfig(model="tiny-glm4", model_id="autoglm-phone-9b", api_key=api_key, health_hides_model=hide)
+    )  # never loaded: /health answers all the same
     with TestClient(create_app(served)) as tc:
         body = tc.get("/health").json()
     assert body["model"] == ("autoglm-phone-9b" if named else None)
@@ -270,7 +316,10 @@ def test_adapter_management_from_another_machine_needs_a_key():
     keyed = ServedModels(ServeConfig(model="tiny-glm4", api_key="k", adapter_root="/nonexistent"))
     keyed.status = "ok"
     r = TestClient(create_app(keyed), client=("192.0.2.7", 5000)).post(
-        "/v1/load_lora_adapter", json={"lora_name": "x", "lora_path": "/nonexistent/x"}, headers={"Authorization": "Bearer k"})
+        "/v1/load_lora_adapter",
+        json={"lora_name": "x", "lora_path": "/nonexistent/x"},
+        headers={"Authorization": "Bearer k"},
+    )
     assert r.status_code == 400 and "does not exist" in r.json()["error"]["message"]
 
 
@@ -288,11 +337,19 @@ def test_http_adapter_paths_stay_inside_the_adapter_root(tmp_path):
     served = ServedModels(ServeConfig(model="tiny-glm4", adapter_root=str(root)))
     served.status = "ok"  # refused before any model is needed
     tc = TestClient(create_app(served), client=("127.0.0.1", 50000))  # this machine: no API key needed
-    for path in (str(root / ".." / "elsewhere"), str(outside), str(root / "link"), str(root / "inside" / ".." / ".."),
-                 "/etc", "~"):
+    for path in (
+        str(root / ".." / "elsewhere"),
+        str(outside),
+        str(root / "link"),
+        str(root / "inside" / ".." / ".."),
+        "/etc",
+        "~",
+    ):
         r = tc.post("/v1/load_lora_adapter", json={"lora_name": "x", "lora_path": path})
         err = r.json()["error"]
-        assert r.status_code == 400 and err["param"] == "lora_path" and "outside the adapter root" in err["message"], path
+        assert r.status_code == 400 and err["param"] == "lora_path" and "outside the adapter root" in err["message"], (
+            path
+        )
     # inside the root, the path is checked for what it holds (nothing here)
     r = tc.post("/v1/load_lora_adapter", json={"lora_name": "x", "lora_path": str(root / "inside")})
     assert r.status_code == 400 and "holds no peft adapter" in r.json()["error"]["message"]
@@ -308,7 +365,14 @@ def test_openapi_describes_what_is_accepted(tiny_server):
     for p in ("/health", "/v1/models", "/v1/chat/completions", "/v1/completions"):
         assert p in paths
     chat = spec["components"]["schemas"]["ChatCompletionRequest"]["properties"]
-    for field in ("enable_thinking", "return_reasoning", "chat_template_kwargs", "max_completion_tokens", "stop", "seed"):
+    for field in (
+        "enable_thinking",
+        "return_reasoning",
+        "chat_template_kwargs",
+        "max_completion_tokens",
+        "stop",
+        "seed",
+    ):
         assert field in chat
     assert chat["n"]["anyOf"][0]["maximum"] == 16
     responses = paths["/v1/chat/completions"]["post"]["responses"]

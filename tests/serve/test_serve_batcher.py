@@ -1,4 +1,5 @@
 """The batched decoder: batched greedy output equals lone output (left padding, masks, positions)."""
+
 from __future__ import annotations
 
 import threading
@@ -57,9 +58,22 @@ def tiny_any(request):
 
 
 def _prompts(tok, n):
-    texts = ["hi", "a much longer prompt that pads the others " * 3, "中文提示", "x", "tell me", "0123456789", "?", "ok ok"]
-    return [tok.apply_chat_template([{"role": "user", "content": t}], add_generation_prompt=True, tokenize=True,
-                                    return_dict=False) for t in texts[:n]]
+    texts = [
+        "hi",
+        "a much longer prompt that pads the others " * 3,
+        "中文提示",
+        "x",
+        "tell me",
+        "0123456789",
+        "?",
+        "ok ok",
+    ]
+    return [
+        tok.apply_chat_template(
+            [{"role": "user", "content": t}], add_generation_prompt=True, tokenize=True, return_dict=False
+        )
+        for t in texts[:n]
+    ]
 
 
 def test_batched_greedy_equals_sequential_and_generate(tiny_any):
@@ -79,7 +93,7 @@ def test_batched_greedy_equals_sequential_and_generate(tiny_any):
         fresh.shutdown()
     # and both match transformers' own greedy generate for a lone prompt
     x = torch.tensor([prompts[1]])
-    ref = tiny.model.generate(x, max_new_tokens=12, do_sample=False, eos_token_id=None)[0, x.shape[1]:]
+    ref = tiny.model.generate(x, max_new_tokens=12, do_sample=False, eos_token_id=None)[0, x.shape[1] :]
     assert sequential[1][0] == tiny.tokenizer.decode(ref, skip_special_tokens=False)
 
 

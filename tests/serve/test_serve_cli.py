@@ -1,4 +1,5 @@
 """The `serve` subcommand: flags generated from ServeConfig, every bad option reported at once (exit 2)."""
+
 from __future__ import annotations
 
 import argparse
@@ -24,8 +25,9 @@ def _parse(argv):
 
 def _serve(*argv, env=None, timeout=120):
     """``python -m workbench serve ARGV`` (never reaches serving in these tests: each fails validation)."""
-    return subprocess.run([sys.executable, "-m", "workbench", "serve", *argv], capture_output=True, text=True,
-                          timeout=timeout, env=env)
+    return subprocess.run(
+        [sys.executable, "-m", "workbench", "serve", *argv], capture_output=True, text=True, timeout=timeout, env=env
+    )
 
 
 @pytest.fixture(scope="module")
@@ -35,15 +37,39 @@ def tiny_run(tmp_path_factory) -> Path:
 
 def test_serve_flags_become_a_typed_config(tiny_run, monkeypatch):
     monkeypatch.setenv("WORKBENCH_API_KEY", "from-env")
-    args = _parse(["serve", "--model", "tiny-glm4", "--run", str(tiny_run), "--adapter", f"v2={tiny_run}/adapter",
-                   "--port", "0", "--max-batch", "4", "--max-context", "null", "--adapter-root", "/srv/runs",
-                   "--health-hides-model", "true"])
+    args = _parse(
+        [
+            "serve",
+            "--model",
+            "tiny-glm4",
+            "--run",
+            str(tiny_run),
+            "--adapter",
+            f"v2={tiny_run}/adapter",
+            "--port",
+            "0",
+            "--max-batch",
+            "4",
+            "--max-context",
+            "null",
+            "--adapter-root",
+            "/srv/runs",
+            "--health-hides-model",
+            "true",
+        ]
+    )
     assert args.func.__name__ == "run"
     cfg = config_from_args(args)
     assert cfg.runs == [str(tiny_run)] and cfg.adapters == {"v2": f"{tiny_run}/adapter"}
     assert cfg.served_adapters() == {"v2": f"{tiny_run}/adapter", "exp1": str(tiny_run)}
     assert (cfg.host, cfg.port, cfg.max_batch, cfg.max_context, cfg.api_key, cfg.adapter_root) == (
-        "127.0.0.1", 0, 4, None, "from-env", "/srv/runs")
+        "127.0.0.1",
+        0,
+        4,
+        None,
+        "from-env",
+        "/srv/runs",
+    )
     assert cfg.health_hides_model is True and config_from_args(_parse(["serve"])).health_hides_model is False
     with pytest.raises(ValueError, match="Instance is frozen"):  # the parsed options cannot change under the server
         cfg.port = 1
@@ -58,12 +84,48 @@ def test_a_config_file_and_flags_over_it(tmp_path, monkeypatch):
 
 def test_every_bad_option_is_reported_at_once_with_its_field():
     with pytest.raises(ConfigError) as exc:
-        config_from_args(_parse(["serve", "--port", "abc", "--max-batch", "0", "--dtype", "fp8", "--adapter", "x",
-                                 "--run", "runs/does-not-exist", "--api-key", "", "--model-id", " ",
-                                 "--threads", "-1", "--max-context", "1", "--log-level", "loud", "--port", "70000"]))
+        config_from_args(
+            _parse(
+                [
+                    "serve",
+                    "--port",
+                    "abc",
+                    "--max-batch",
+                    "0",
+                    "--dtype",
+                    "fp8",
+                    "--adapter",
+                    "x",
+                    "--run",
+                    "runs/does-not-exist",
+                    "--api-key",
+                    "",
+                    "--model-id",
+                    " ",
+                    "--threads",
+                    "-1",
+                    "--max-context",
+                    "1",
+                    "--log-level",
+                    "loud",
+                    "--port",
+                    "70000",
+                ]
+            )
+        )
     fields = {field for field, _ in exc.value.problems}
-    assert fields == {"port", "max_batch", "dtype", "adapters", "runs[0]", "api_key", "model_id", "threads",
-                      "max_context", "log_level"}
+    assert fields == {
+        "port",
+        "max_batch",
+        "dtype",
+        "adapters",
+        "runs[0]",
+        "api_key",
+        "model_id",
+        "threads",
+        "max_context",
+        "log_level",
+    }
     text = str(exc.value)
     assert "NAME=PATH" in text and "'runs/does-not-exist' does not exist" in text and "serve configuration" in text
 
@@ -90,13 +152,16 @@ def test_a_model_that_does_not_exist_ends_the_server_with_exit_2(tmp_path):
         assert f"model: '{model}' is neither a built-in model" in res.stderr and "Traceback" not in res.stderr
 
 
-@pytest.mark.parametrize("content, says", [
-    (b"\xff\xfe\x00garbage", "not UTF-8 text"),
-    (b"{not json", "is not valid JSON"),
-    (b"[1, 2]", "must hold a mapping"),
-    (b'{"model": {"source": 5}}', "model.source"),
-    (b'{"lora": {"rank": 8}}', "lora.rank: unknown key"),
-])
+@pytest.mark.parametrize(
+    "content, says",
+    [
+        (b"\xff\xfe\x00garbage", "not UTF-8 text"),
+        (b"{not json", "is not valid JSON"),
+        (b"[1, 2]", "must hold a mapping"),
+        (b'{"model": {"source": 5}}', "model.source"),
+        (b'{"lora": {"rank": 8}}', "lora.rank: unknown key"),
+    ],
+)
 def test_unreadable_run_config_is_an_error_naming_the_file(tiny_run, tmp_path, content, says):
     import shutil
 
@@ -126,16 +191,34 @@ def test_unreadable_adapter_config_is_an_error_naming_the_file(tiny_run, tmp_pat
 
 def test_model_ids_taken_twice_are_refused(tiny_run):
     with pytest.raises(ConfigError) as exc:
-        config_from_args(_parse(["serve", "--model", "tiny-glm4", "--run", str(tiny_run),
-                                 "--adapter", f"exp1={tiny_run}", "--adapter", f"tiny-glm4={tiny_run}"]))
+        config_from_args(
+            _parse(
+                [
+                    "serve",
+                    "--model",
+                    "tiny-glm4",
+                    "--run",
+                    str(tiny_run),
+                    "--adapter",
+                    f"exp1={tiny_run}",
+                    "--adapter",
+                    f"tiny-glm4={tiny_run}",
+                ]
+            )
+        )
     fields = dict(exc.value.problems)
-    assert "already taken by model" in fields["adapters.tiny-glm4"] and "already taken by adapters.exp1" in fields["runs[0]"]
+    assert (
+        "already taken by model" in fields["adapters.tiny-glm4"]
+        and "already taken by adapters.exp1" in fields["runs[0]"]
+    )
 
 
 def test_server_and_client_import_without_ipywidgets():
-    code = ("import sys, workbench.serve, workbench.serve.app, workbench.serve.client, workbench.serve.batcher; "
-            "bad = [m for m in sys.modules if m.split('.')[0] in ('ipywidgets', 'anywidget')]; "
-            "assert not bad, bad")
+    code = (
+        "import sys, workbench.serve, workbench.serve.app, workbench.serve.client, workbench.serve.batcher; "
+        "bad = [m for m in sys.modules if m.split('.')[0] in ('ipywidgets', 'anywidget')]; "
+        "assert not bad, bad"
+    )
     res = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert res.returncode == 0, res.stderr[-2000:]
 
@@ -143,7 +226,11 @@ def test_server_and_client_import_without_ipywidgets():
 def test_module_entry_point_help():
     res = _serve("--help")
     assert res.returncode == 0 and "--adapter NAME=PATH" in res.stdout and "--run runs/NAME" in res.stdout
-    assert "--max-batch" in res.stdout and "--adapter-root" in res.stdout and "auto, float32, bfloat16, float16" in " ".join(res.stdout.split())
+    assert (
+        "--max-batch" in res.stdout
+        and "--adapter-root" in res.stdout
+        and "auto, float32, bfloat16, float16" in " ".join(res.stdout.split())
+    )
 
 
 def test_subprocess_mode_hands_the_config_over_as_a_file(tiny_run, monkeypatch):
@@ -152,8 +239,15 @@ def test_subprocess_mode_hands_the_config_over_as_a_file(tiny_run, monkeypatch):
     from workbench.serve import start_server
 
     monkeypatch.setenv("WORKBENCH_API_KEY", "not-for-the-child")
-    with start_server("tiny-glm4", runs=[str(tiny_run)], subprocess_mode=True, api_key="k", default_max_tokens=3,
-                      max_batch=2, threads=1) as srv:
+    with start_server(
+        "tiny-glm4",
+        runs=[str(tiny_run)],
+        subprocess_mode=True,
+        api_key="k",
+        default_max_tokens=3,
+        max_batch=2,
+        threads=1,
+    ) as srv:
         config_file = srv.config_file
         written = json.loads(config_file.read_text())
         assert written["runs"] == [str(tiny_run)] and written["max_batch"] == 2 and "api_key" not in written
@@ -161,7 +255,8 @@ def test_subprocess_mode_hands_the_config_over_as_a_file(tiny_run, monkeypatch):
         assert httpx.get(srv.url + "/v1/models").status_code == 401
         assert srv.models() == ["tiny-glm4", "exp1"]
         r = srv.openai_client(max_retries=0).chat.completions.create(
-            model="exp1", messages=[{"role": "user", "content": "hi"}], extra_body={"ignore_eos": True})
+            model="exp1", messages=[{"role": "user", "content": "hi"}], extra_body={"ignore_eos": True}
+        )
         assert r.usage.completion_tokens == 3  # default_max_tokens reached the child (ignore_eos: never fewer)
         # the child is asked over HTTP, as any client would: its refusals come back with its own message
         with pytest.raises(ServeError, match="outside the adapter root"):
@@ -189,8 +284,15 @@ def test_serves_a_run_from_the_training_engine(tmp_path):
 
     data = Path(__file__).resolve().parents[2] / "data_samples" / "identity" / "train.jsonl"
     assert data.is_file(), "the repository's sample data is missing"
-    sets = ["model.source=tiny-glm4", "schedule.max_steps=2", f"output.runs_dir={tmp_path}", "output.run_name=t",
-            f"data.train={data}", "data.eval=null", "output.progress_bar=false"]
+    sets = [
+        "model.source=tiny-glm4",
+        "schedule.max_steps=2",
+        f"output.runs_dir={tmp_path}",
+        "output.run_name=t",
+        f"data.train={data}",
+        "data.eval=null",
+        "output.progress_bar=false",
+    ]
     cmd = [sys.executable, "-m", "workbench.cli.main", "train"] + [a for s in sets for a in ("--set", s)]
     res = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
     assert res.returncode == 0, res.stderr[-2000:]
@@ -198,5 +300,6 @@ def test_serves_a_run_from_the_training_engine(tmp_path):
         cards = {m["id"]: m for m in httpx.get(srv.url + "/v1/models").json()["data"]}
         assert cards["t"]["parent"] == "tiny-glm4" and cards["t"]["root"] == str((tmp_path / "t" / "adapter").resolve())
         r = srv.openai_client(max_retries=0).chat.completions.create(
-            model="t", messages=[{"role": "user", "content": "hi"}], extra_body={"ignore_eos": True})
+            model="t", messages=[{"role": "user", "content": "hi"}], extra_body={"ignore_eos": True}
+        )
         assert r.usage.completion_tokens == 4

@@ -1,6 +1,7 @@
 """Inference on the device the user has: `serve`, `eval` and export parity resolve ``--device`` and ``--dtype`` as
 training does, the weights go where that resolution says, and every tensor the decoder makes follows them. No GPU
 here: CUDA is a stub (torch.cuda's answers patched), and the meta device stands in for a device other than the CPU."""
+
 from __future__ import annotations
 
 import base64
@@ -107,15 +108,26 @@ def test_every_tensor_the_decoder_makes_follows_the_model(monkeypatch):
     generators = []
     real_generator = torch.Generator
     monkeypatch.setattr(batcher.torch, "Generator", lambda **kw: generators.append(kw) or real_generator(**kw))
-    image = [{"role": "user", "content": [{"type": "image_url", "image_url": {"url": _png_url()}},
-                                          {"type": "text", "text": "Open Mail"}]}]
+    image = [
+        {
+            "role": "user",
+            "content": [{"type": "image_url", "image_url": {"url": _png_url()}}, {"type": "text", "text": "Open Mail"}],
+        }
+    ]
     shown = encode_prompt(loaded.tokenizer, resolve_images(image), loaded.processor)
     text = encode_prompt(loaded.tokenizer, [{"role": "user", "content": "hello"}], loaded.processor)
     events = []
-    decoder.submit(GenerationRequest(shown.input_ids, SamplingParams(max_new_tokens=4), events.append,
-                                     prefill_inputs=vision_batch(torch.tensor([shown.input_ids]), [shown.vision])))
-    decoder.submit(GenerationRequest(text.input_ids, SamplingParams(max_new_tokens=4, temperature=0.8, seed=1),
-                                     events.append))
+    decoder.submit(
+        GenerationRequest(
+            shown.input_ids,
+            SamplingParams(max_new_tokens=4),
+            events.append,
+            prefill_inputs=vision_batch(torch.tensor([shown.input_ids]), [shown.vision]),
+        )
+    )
+    decoder.submit(
+        GenerationRequest(text.input_ids, SamplingParams(max_new_tokens=4, temperature=0.8, seed=1), events.append)
+    )
     with torch.no_grad(), torch.device("meta"):
         decoder._admit()
         while decoder._running:
@@ -134,14 +146,20 @@ def test_a_model_that_does_not_fit_is_refused_before_loading_with_the_planners_f
 
     from workbench.serve.config import ServeError
 
-    monkeypatch.setattr(torch.cuda, "get_device_properties",
-                        lambda index=0: types.SimpleNamespace(total_memory=15360 * 2**20, name="Tesla T4"))
+    monkeypatch.setattr(
+        torch.cuda,
+        "get_device_properties",
+        lambda index=0: types.SimpleNamespace(total_memory=15360 * 2**20, name="Tesla T4"),
+    )
     cuda_visible["bf16"] = False
     monkeypatch.setattr("workbench.models.build_run_model", lambda *a, **k: pytest.fail("loaded"))
     served = ServedModels(ServeConfig(model="zai-org/AutoGLM-Phone-9B"))
     served.load()
     assert served.status == "error" and isinstance(served.failure, ServeError)
-    assert "zai-org/AutoGLM-Phone-9B in float16 needs 21." in served.error and "cuda (Tesla T4) has 15.0 GiB" in served.error
+    assert (
+        "zai-org/AutoGLM-Phone-9B in float16 needs 21." in served.error
+        and "cuda (Tesla T4) has 15.0 GiB" in served.error
+    )
     assert "workbench plan --inference" in served.error and "quantization.base nf4" in served.error
     assert "--engine vllm" in served.error
     monkeypatch.setattr(psutil, "virtual_memory", lambda: types.SimpleNamespace(available=16 * 2**30, total=32 * 2**30))
@@ -170,8 +188,11 @@ def test_the_built_in_name_and_the_hub_id_are_one_model(tmp_path):
     assert same_model("autoglm-phone-9b", "zai-org/AutoGLM-Phone-9B") and same_model(str(snapshot), "autoglm-phone-9b")
     assert canonical_model("zai-org/autoglm-phone-9b") == "zai-org/autoglm-phone-9b"
     assert not same_model("autoglm-phone-9b", "tiny-glm4v") and not same_model(str(tmp_path), "autoglm-phone-9b")
-    for served, trained in [("zai-org/AutoGLM-Phone-9B", "autoglm-phone-9b"), ("autoglm-phone-9b", "zai-org/AutoGLM-Phone-9B"),
-                            (str(snapshot), "autoglm-phone-9b")]:
+    for served, trained in [
+        ("zai-org/AutoGLM-Phone-9B", "autoglm-phone-9b"),
+        ("autoglm-phone-9b", "zai-org/AutoGLM-Phone-9B"),
+        (str(snapshot), "autoglm-phone-9b"),
+    ]:
         assert ServeConfig(model=served, runs=[run(f"r{len(list(tmp_path.iterdir()))}", trained)]).problems() == []
     problems = ServeConfig(model="zai-org/AutoGLM-Phone-9B", runs=[run("other", "tiny-glm4v")]).problems()
     assert problems and "pass --model tiny-glm4v" in problems[0][1]

@@ -1,4 +1,5 @@
 """Fuzz every operation of /openapi.json (schemathesis): never a 5xx, and responses match the schema."""
+
 from __future__ import annotations
 
 import schemathesis  # a test tool (pyproject's test extra): missing, this test fails rather than skips
@@ -14,9 +15,11 @@ def test_no_server_errors_and_schema_conformance(tiny_server):
     operations = [result.ok() for result in schema.get_all_operations()]
     assert {op.path for op in operations} >= {"/v1/chat/completions", "/v1/completions", "/v1/models", "/health"}
     for op in operations:
+
         @given(case=op.as_strategy())
-        @settings(max_examples=EXAMPLES_PER_OPERATION, deadline=None, database=None,
-                  suppress_health_check=list(HealthCheck))
+        @settings(
+            max_examples=EXAMPLES_PER_OPERATION, deadline=None, database=None, suppress_health_check=list(HealthCheck)
+        )
         def fuzz(case):
             if op.path == "/v1/load_lora_adapter" and isinstance(case.body, dict):
                 case.body["lora_path"] = "/nonexistent/fuzz"  # never point the fuzzer at real files

@@ -1,6 +1,7 @@
 """Image parts in chat requests on the tiny GLM-4.1V model: the openai client and langchain-openai unchanged,
 image tokens in usage and in the context check, greedy output equal to ``model.generate`` on the same processor
 inputs (the server's prefill inputs and rotary positions), and every bad image request a 400 in OpenAI's shape."""
+
 from __future__ import annotations
 
 import base64
@@ -34,7 +35,9 @@ def png_data_url(path=None, size=None, color=(40, 90, 200)) -> str:
 
 
 def image_message(url: str, text: str = "Task: Open Mail\nWhat is the next action?") -> list[dict]:
-    return [{"role": "user", "content": [{"type": "image_url", "image_url": {"url": url}}, {"type": "text", "text": text}]}]
+    return [
+        {"role": "user", "content": [{"type": "image_url", "image_url": {"url": url}}, {"type": "text", "text": text}]}
+    ]
 
 
 @pytest.fixture(scope="module")
@@ -62,19 +65,32 @@ def reference(model, processor, messages, n: int) -> tuple[list[int], list[float
     example = encode_chat(processor, resolve_images(messages, allow_local_files=False), add_generation_prompt=True)
     ids = torch.tensor([example.input_ids])
     with torch.no_grad():
-        out = model.generate(input_ids=ids, attention_mask=torch.ones_like(ids), **vision_batch(ids, [example.vision]),
-                             max_new_tokens=n, min_new_tokens=n, do_sample=False, output_logits=True,
-                             return_dict_in_generate=True)
-    tokens = out.sequences[0, ids.shape[1]:].tolist()
+        out = model.generate(
+            input_ids=ids,
+            attention_mask=torch.ones_like(ids),
+            **vision_batch(ids, [example.vision]),
+            max_new_tokens=n,
+            min_new_tokens=n,
+            do_sample=False,
+            output_logits=True,
+            return_dict_in_generate=True,
+        )
+    tokens = out.sequences[0, ids.shape[1] :].tolist()
     return tokens, [torch.log_softmax(step[0].float(), -1)[t].item() for step, t in zip(out.logits, tokens)]
 
 
 def streamed(client, model: str, messages, n: int) -> tuple[list[int], list[float], object]:
     """Greedy token ids of a streamed chat (logprobs name tokens by id), their log-probabilities, the usage."""
     stream = client.chat.completions.create(
-        model=model, messages=messages, max_tokens=n, temperature=0, stream=True, logprobs=True,
+        model=model,
+        messages=messages,
+        max_tokens=n,
+        temperature=0,
+        stream=True,
+        logprobs=True,
         stream_options={"include_usage": True},
-        extra_body={"ignore_eos": True, "return_tokens_as_token_ids": True, "return_reasoning": False})
+        extra_body={"ignore_eos": True, "return_tokens_as_token_ids": True, "return_reasoning": False},
+    )
     ids, logprobs, usage = [], [], None
     for chunk in stream:
         if chunk.usage is not None:
@@ -88,6 +104,7 @@ def streamed(client, model: str, messages, n: int) -> tuple[list[int], list[floa
 
 # ---- what works ---------------------------------------------------------------------------------
 
+
 def test_openai_client_streams_an_image_chat_and_usage_counts_its_tokens(vision_server, tiny_processor):
     from PIL import Image
 
@@ -99,15 +116,25 @@ def test_openai_client_streams_an_image_chat_and_usage_counts_its_tokens(vision_
     # 112x252 px -> 8x18 patches of 14 px -> 36 tokens after the 2x2 merge
     assert image_token_count(tiny_processor, width, height) == 36
     text = "Task: Open Mail\nWhat is the next action?"
-    stream = client.chat.completions.create(model=MODEL, messages=image_message(png_data_url(SCREEN), text),
-                                            max_tokens=6, temperature=0, stream=True,
-                                            stream_options={"include_usage": True}, extra_body={"ignore_eos": True})
+    stream = client.chat.completions.create(
+        model=MODEL,
+        messages=image_message(png_data_url(SCREEN), text),
+        max_tokens=6,
+        temperature=0,
+        stream=True,
+        stream_options={"include_usage": True},
+        extra_body={"ignore_eos": True},
+    )
     chunks = list(stream)
     assert chunks[0].choices[0].delta.role == "assistant"
     assert [c.choices[0].finish_reason for c in chunks if c.choices][-1] == "length"
     usage = chunks[-1].usage
-    plain = client.chat.completions.create(model=MODEL, messages=[{"role": "user", "content": [{"type": "text", "text": text}]}],
-                                           max_tokens=1, temperature=0)
+    plain = client.chat.completions.create(
+        model=MODEL,
+        messages=[{"role": "user", "content": [{"type": "text", "text": text}]}],
+        max_tokens=1,
+        temperature=0,
+    )
     # the image part adds its 36 tokens plus <|begin_of_image|> and <|end_of_image|>
     assert usage.prompt_tokens == plain.usage.prompt_tokens + 36 + 2
     assert usage.completion_tokens == 6 and usage.total_tokens == usage.prompt_tokens + 6
@@ -141,16 +168,20 @@ def test_image_and_text_requests_decode_in_one_batch():
     prompts = []
     for screen in (SCREEN, OTHER_SCREEN):
         messages = image_message(png_data_url(screen))
-        example = encode_chat(loaded.processor, resolve_images(messages, allow_local_files=False), add_generation_prompt=True)
+        example = encode_chat(
+            loaded.processor, resolve_images(messages, allow_local_files=False), add_generation_prompt=True
+        )
         prompts.append((messages, example.input_ids, vision_batch(torch.tensor([example.input_ids]), [example.vision])))
-    text = loaded.tokenizer.apply_chat_template([{"role": "user", "content": "hello"}], add_generation_prompt=True,
-                                                tokenize=False)
+    text = loaded.tokenizer.apply_chat_template(
+        [{"role": "user", "content": "hello"}], add_generation_prompt=True, tokenize=False
+    )
     text_ids = loaded.tokenizer(text, add_special_tokens=False)["input_ids"]
     engine = BatchDecoder(loaded.model, loaded.tokenizer, max_batch=8)
     outputs: dict[int, tuple] = {}
     done = threading.Event()
     requests, logprobs = [], {}
     for i, (ids, inputs) in enumerate([(p[1], p[2]) for p in prompts] + [(text_ids, None)]):
+
         def sink(event, i=i):
             if event.logprobs:
                 logprobs.setdefault(i, []).extend(t.logprob for t in event.logprobs)
@@ -158,8 +189,15 @@ def test_image_and_text_requests_decode_in_one_batch():
                 outputs[i] = requests[i].generated
                 if len(outputs) == 3:
                     done.set()
-        requests.append(GenerationRequest(ids, SamplingParams(max_new_tokens=10, temperature=0, ignore_eos=True, logprobs=0), sink,
-                                          prefill_inputs=inputs))
+
+        requests.append(
+            GenerationRequest(
+                ids,
+                SamplingParams(max_new_tokens=10, temperature=0, ignore_eos=True, logprobs=0),
+                sink,
+                prefill_inputs=inputs,
+            )
+        )
     for req in requests:  # all waiting before the engine starts: admitted together
         engine.submit(req)
     engine.start()
@@ -173,20 +211,32 @@ def test_image_and_text_requests_decode_in_one_batch():
         assert outputs[i] == want_tokens
         assert logprobs[i] == pytest.approx(want_logprobs, abs=1e-4)
     ids = torch.tensor([text_ids])
-    alone = loaded.model.generate(input_ids=ids, attention_mask=torch.ones_like(ids), max_new_tokens=10,
-                                  min_new_tokens=10, do_sample=False)
-    assert outputs[2] == alone[0, ids.shape[1]:].tolist()
+    alone = loaded.model.generate(
+        input_ids=ids, attention_mask=torch.ones_like(ids), max_new_tokens=10, min_new_tokens=10, do_sample=False
+    )
+    assert outputs[2] == alone[0, ids.shape[1] :].tolist()
 
 
 def test_langchain_chat_openai_sends_image_parts_unchanged(vision_server):
     from langchain_core.messages import HumanMessage
     from langchain_openai import ChatOpenAI
 
-    llm = ChatOpenAI(model=MODEL, base_url=vision_server.base_url, api_key="EMPTY", max_tokens=4, temperature=0,
-                     max_retries=0, stream_usage=True)
+    llm = ChatOpenAI(
+        model=MODEL,
+        base_url=vision_server.base_url,
+        api_key="EMPTY",
+        max_tokens=4,
+        temperature=0,
+        max_retries=0,
+        stream_usage=True,
+    )
     text_only = HumanMessage(content=[{"type": "text", "text": "What is the next action?"}])
-    with_image = HumanMessage(content=[{"type": "image_url", "image_url": {"url": png_data_url(SCREEN)}},
-                                       {"type": "text", "text": "What is the next action?"}])
+    with_image = HumanMessage(
+        content=[
+            {"type": "image_url", "image_url": {"url": png_data_url(SCREEN)}},
+            {"type": "text", "text": "What is the next action?"},
+        ]
+    )
     plain = llm.invoke([text_only]).usage_metadata
     answer = llm.invoke([with_image])
     assert answer.usage_metadata["input_tokens"] == plain["input_tokens"] + 36 + 2
@@ -196,6 +246,7 @@ def test_langchain_chat_openai_sends_image_parts_unchanged(vision_server):
 
 
 # ---- what is refused ----------------------------------------------------------------------------
+
 
 def _not_an_image() -> str:
     return "data:image/png;base64," + base64.b64encode(b"this is text, not a PNG").decode()
@@ -215,14 +266,22 @@ BAD_IMAGE_REQUESTS = {
     "aspect ratio over 200": (image_message(png_data_url(size=(600, 2))), "cannot be used"),
     "image part without image_url": ([{"role": "user", "content": [{"type": "image_url"}]}], "image_url"),
     "empty image url": (image_message(""), "image_url.url"),
-    "image_url as a bare string": ([{"role": "user", "content": [{"type": "image_url", "image_url": "data:x"}]}],
-                                   "image_url"),
-    "audio part": ([{"role": "user", "content": [{"type": "input_audio", "input_audio": {"data": "", "format": "wav"}}]}],
-                   "input_audio"),
-    "image in an assistant message": ([{"role": "user", "content": "hi"},
-                                       {"role": "assistant", "content": [{"type": "image_url", "image_url": {
-                                           "url": png_data_url(SCREEN)}}]},
-                                       {"role": "user", "content": "and now?"}], "only accepted in user messages"),
+    "image_url as a bare string": (
+        [{"role": "user", "content": [{"type": "image_url", "image_url": "data:x"}]}],
+        "image_url",
+    ),
+    "audio part": (
+        [{"role": "user", "content": [{"type": "input_audio", "input_audio": {"data": "", "format": "wav"}}]}],
+        "input_audio",
+    ),
+    "image in an assistant message": (
+        [
+            {"role": "user", "content": "hi"},
+            {"role": "assistant", "content": [{"type": "image_url", "image_url": {"url": png_data_url(SCREEN)}}]},
+            {"role": "user", "content": "and now?"},
+        ],
+        "only accepted in user messages",
+    ),
     "more image placeholders than images": (image_message(png_data_url(SCREEN), "look: <|image|>"), "rejected"),
 }
 
@@ -230,8 +289,11 @@ BAD_IMAGE_REQUESTS = {
 @pytest.mark.parametrize("name", list(BAD_IMAGE_REQUESTS))
 def test_bad_image_requests_are_400s_in_openai_shape(vision_server, name):
     messages, words = BAD_IMAGE_REQUESTS[name]
-    r = httpx.post(vision_server.base_url + "/chat/completions", json={"model": MODEL, "messages": messages,
-                                                                      "max_tokens": 4}, timeout=60)
+    r = httpx.post(
+        vision_server.base_url + "/chat/completions",
+        json={"model": MODEL, "messages": messages, "max_tokens": 4},
+        timeout=60,
+    )
     assert r.status_code == 400, (name, r.status_code, r.text[:500])
     error = r.json()["error"]
     assert set(error) == ERROR_KEYS and error["type"] == "invalid_request_error"
@@ -244,9 +306,11 @@ def test_too_many_image_tokens_names_them_in_the_context_error(vision_server, ti
     from workbench.models.processor import image_token_count
 
     tokens = image_token_count(tiny_processor, 1080, 2400)
-    r = httpx.post(vision_server.base_url + "/chat/completions",
-                   json={"model": MODEL, "messages": image_message(png_data_url(size=(1080, 2400))), "max_tokens": 4},
-                   timeout=60)
+    r = httpx.post(
+        vision_server.base_url + "/chat/completions",
+        json={"model": MODEL, "messages": image_message(png_data_url(size=(1080, 2400))), "max_tokens": 4},
+        timeout=60,
+    )
     error = r.json()["error"]
     assert r.status_code == 400 and error["code"] == "context_length_exceeded"
     assert "maximum context length is 1024 tokens" in error["message"]
@@ -254,8 +318,10 @@ def test_too_many_image_tokens_names_them_in_the_context_error(vision_server, ti
 
 
 def test_an_image_for_a_text_only_model_names_the_model(tiny_server):
-    r = httpx.post(tiny_server.base_url + "/chat/completions",
-                   json={"model": "tiny-glm4", "messages": image_message(png_data_url(SCREEN)), "max_tokens": 2})
+    r = httpx.post(
+        tiny_server.base_url + "/chat/completions",
+        json={"model": "tiny-glm4", "messages": image_message(png_data_url(SCREEN)), "max_tokens": 2},
+    )
     error = r.json()["error"]
     assert r.status_code == 400 and set(error) == ERROR_KEYS
     assert "'tiny-glm4' is a text-only model" in error["message"] and error["param"] == "messages.0.content.0"
@@ -285,8 +351,10 @@ def test_http_image_urls_are_refused_and_never_fetched(vision_server):
     try:
         url = f"http://127.0.0.1:{server.server_address[1]}/screen.png"
         for stream in (False, True):
-            r = httpx.post(vision_server.base_url + "/chat/completions",
-                           json={"model": MODEL, "messages": image_message(url), "max_tokens": 2, "stream": stream})
+            r = httpx.post(
+                vision_server.base_url + "/chat/completions",
+                json={"model": MODEL, "messages": image_message(url), "max_tokens": 2, "stream": stream},
+            )
             assert r.status_code == 400 and "not fetched" in r.json()["error"]["message"]
         assert _Recorder.hits == []
         httpx.get(url)  # the recorder does record a fetch: the assertion above could fail
@@ -303,19 +371,26 @@ def test_local_image_paths_only_with_the_flag(tmp_path):
     from workbench.serve.app import create_app
     from workbench.serve.registry import ServeConfig, ServedModels
 
-    served = ServedModels(ServeConfig(model=MODEL, allow_local_images=True, default_max_tokens=2), loaded=load_for_inference(MODEL))
+    served = ServedModels(
+        ServeConfig(model=MODEL, allow_local_images=True, default_max_tokens=2), loaded=load_for_inference(MODEL)
+    )
     served.load()
     try:
         tc = TestClient(create_app(served))
 
         def ask(url):
-            return tc.post("/v1/chat/completions", json={"model": MODEL, "messages": image_message(url), "max_tokens": 2})
+            return tc.post(
+                "/v1/chat/completions", json={"model": MODEL, "messages": image_message(url), "max_tokens": 2}
+            )
 
         ok = ask(str(SCREEN))
         assert ok.status_code == 200, ok.text
         assert ok.json()["usage"]["prompt_tokens"] == ask(png_data_url(SCREEN)).json()["usage"]["prompt_tokens"]
-        for url, words in ((str(tmp_path / "missing.png"), "image file not found"), (str(tmp_path), "is a directory"),
-                           ("http://127.0.0.1:9/x.png", "not fetched")):
+        for url, words in (
+            (str(tmp_path / "missing.png"), "image file not found"),
+            (str(tmp_path), "is a directory"),
+            ("http://127.0.0.1:9/x.png", "not fetched"),
+        ):
             r = ask(url)
             assert r.status_code == 400 and words in r.json()["error"]["message"], (url, r.text)
     finally:
@@ -335,6 +410,7 @@ def test_serve_flag_allow_local_images_is_generated_from_the_config():
 
 # ---- an adapter trained on screenshots ------------------------------------------------------------
 
+
 @pytest.fixture(scope="module")
 def screenshot_run(tmp_path_factory):
     """A 3-step tiny-glm4v LoRA run on two screenshot rows of data_samples/phone_screens (the training data
@@ -353,9 +429,20 @@ def screenshot_run(tmp_path_factory):
                 part["image_url"]["url"] = str(SAMPLES / "phone_screens" / part["image_url"]["url"])
         with open(root / "train.jsonl", "a", encoding="utf-8") as f:
             f.write(json.dumps(row) + "\n")
-    cfg = load_config(None, tiny_run_overrides(root / "runs", **{
-        "model.source": MODEL, "data.train": str(root / "train.jsonl"), "data.max_length": 256,
-        "schedule.max_steps": 3, "schedule.micro_batch_size": 2, "output.run_name": "screens"}))
+    cfg = load_config(
+        None,
+        tiny_run_overrides(
+            root / "runs",
+            **{
+                "model.source": MODEL,
+                "data.train": str(root / "train.jsonl"),
+                "data.max_length": 256,
+                "schedule.max_steps": 3,
+                "schedule.micro_batch_size": 2,
+                "output.run_name": "screens",
+            },
+        ),
+    )
     train(cfg)
     return root / "runs" / "screens"
 
@@ -381,9 +468,16 @@ def test_openai_client_streams_an_image_chat_from_a_served_adapter(screenshot_ru
     assert logprobs == pytest.approx(want_logprobs, abs=1e-4)
     assert abs(logprobs[0] - base_logprobs[0]) > 1e-3  # the adapter is applied (B starts at zero: training moved it)
     assert usage.prompt_tokens == base_usage.prompt_tokens and usage.completion_tokens == 10
-    plain_prompt = len(loaded.processor.tokenizer(loaded.tokenizer.apply_chat_template(
-        [{"role": "user", "content": "Task: Open Mail\nWhat is the next action?"}], add_generation_prompt=True,
-        tokenize=False), add_special_tokens=False)["input_ids"])
+    plain_prompt = len(
+        loaded.processor.tokenizer(
+            loaded.tokenizer.apply_chat_template(
+                [{"role": "user", "content": "Task: Open Mail\nWhat is the next action?"}],
+                add_generation_prompt=True,
+                tokenize=False,
+            ),
+            add_special_tokens=False,
+        )["input_ids"]
+    )
     assert usage.prompt_tokens == plain_prompt + 36 + 2  # the screenshot's 36 tokens and its two markers
 
 
@@ -396,8 +490,15 @@ def test_an_adapter_with_lora_in_the_vision_tower_serves_images(vision_server, t
 
     torch.manual_seed(0)
     with peft_deprecation_hidden():
-        tower = get_peft_model(load_for_inference(MODEL).model, LoraConfig(
-            r=4, lora_alpha=32, target_modules=["proj", "gate_proj", "up_proj", "down_proj"], init_lora_weights=False))
+        tower = get_peft_model(
+            load_for_inference(MODEL).model,
+            LoraConfig(
+                r=4,
+                lora_alpha=32,
+                target_modules=["proj", "gate_proj", "up_proj", "down_proj"],
+                init_lora_weights=False,
+            ),
+        )
     assert any(".visual.merger." in name for name, _ in tower.named_modules())
     tower.save_pretrained(tmp_path / "tower")
     messages = image_message(png_data_url(SCREEN))

@@ -1,4 +1,5 @@
 """The notebook helpers inside a real Jupyter kernel (headless): the side-by-side cell renders HTML."""
+
 from __future__ import annotations
 
 import json

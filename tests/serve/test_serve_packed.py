@@ -1,5 +1,6 @@
 """The batch decoder with oneDNN-packed linear weights (the server's own model on the CPU): same greedy answers as the
 plain model, alone, batched and with a LoRA adapter in the batch; a model handed to the server is left alone."""
+
 from __future__ import annotations
 
 import torch

@@ -2,6 +2,7 @@
 the base quantized the same way with the adapter on it. The served log-probabilities are those of the run's model
 built by hand (tests/conftest.py: qlora_reference) and not those of its adapter on the 16-bit base, which is what a
 server that silently left the base unquantized would give: this test fails then (checked by breaking it)."""
+
 from __future__ import annotations
 
 import pytest
@@ -50,10 +51,14 @@ def test_vllm_is_not_handed_a_qlora_adapter_for_a_16_bit_base(qlora_run):
     assert "--quantization --vllm-arg bitsandbytes" in str(err.value)
 
 
-@pytest.mark.parametrize("field,value", [("double_quant", False), ("skip_modules", ["lm_head", "visual", "mlp"])],
-                         ids=["double_quant", "skip_modules"])
-def test_a_server_of_a_qlora_base_refuses_an_adapter_trained_on_another_quantization_of_it(qlora_run, tmp_path, field,
-                                                                                           value):
+@pytest.mark.parametrize(
+    "field,value",
+    [("double_quant", False), ("skip_modules", ["lm_head", "visual", "mlp"])],
+    ids=["double_quant", "skip_modules"],
+)
+def test_a_server_of_a_qlora_base_refuses_an_adapter_trained_on_another_quantization_of_it(
+    qlora_run, tmp_path, field, value
+):
     """What makes an nf4 base is part of it: its block scales quantized or not (quantization.double_quant), the layers
     left in 16-bit (quantization.skip_modules: here the MLPs too). The adapter of a run trained on another is refused
     by a server of the run that trained on the default one, and the refusal says both."""

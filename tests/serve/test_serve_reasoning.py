@@ -1,5 +1,6 @@
 """Reasoning end to end, on a scripted model whose output is known: "<think>abc</think>XYZ", with the
 closing tag arriving one byte per stream chunk."""
+
 from __future__ import annotations
 
 import pytest

@@ -1,4 +1,5 @@
 """Penalties, logprobs and n > 1 on the tiny-GLM-4 server, checked against the model run in this process."""
+
 from __future__ import annotations
 
 import json
@@ -52,8 +53,15 @@ def test_penalty_arithmetic_is_openais_then_the_repetition_penalty():
     assert torch.equal(logits[[0, 3, 4, 6, 8, 9]], before[[0, 3, 4, 6, 8, 9]])
 
 
-@pytest.mark.parametrize("penalties", [{"frequency_penalty": 1.5}, {"presence_penalty": 2.0},
-                                       {"frequency_penalty": -1.0, "presence_penalty": 0.5}, {"repetition_penalty": 1.8}])
+@pytest.mark.parametrize(
+    "penalties",
+    [
+        {"frequency_penalty": 1.5},
+        {"presence_penalty": 2.0},
+        {"frequency_penalty": -1.0, "presence_penalty": 0.5},
+        {"repetition_penalty": 1.8},
+    ],
+)
 def test_served_greedy_output_with_penalties_is_the_reference_decoding(tiny_server, reference, penalties):
     """The server's greedy tokens equal a plain loop here that applies the penalties as specified."""
     out = _complete(tiny_server, max_tokens=12, logprobs=0, return_tokens_as_token_ids=True, **penalties)
@@ -71,7 +79,11 @@ def test_served_greedy_output_with_penalties_is_the_reference_decoding(tiny_serv
                 logits[tok] = logits[tok] / rp if logits[tok] > 0 else logits[tok] * rp
             generated.append(int(logits.argmax()))
     assert served == generated
-    plain = _ids(_complete(tiny_server, max_tokens=12, logprobs=0, return_tokens_as_token_ids=True)["choices"][0]["logprobs"]["tokens"])
+    plain = _ids(
+        _complete(tiny_server, max_tokens=12, logprobs=0, return_tokens_as_token_ids=True)["choices"][0]["logprobs"][
+            "tokens"
+        ]
+    )
     assert served != plain  # the tiny model repeats itself: a penalty changes what it says
 
 
@@ -83,7 +95,7 @@ def test_logprobs_sum_to_the_models_log_likelihood(tiny_server, reference):
     prompt = reference.tokenizer(PROMPT, add_special_tokens=True)["input_ids"]
     with torch.no_grad():
         logits = reference.model(torch.tensor([prompt + ids])).logits[0].float()
-    logprobs = torch.log_softmax(logits[len(prompt) - 1:-1], -1)
+    logprobs = torch.log_softmax(logits[len(prompt) - 1 : -1], -1)
     expected = logprobs[torch.arange(len(ids)), torch.tensor(ids)]
     assert sum(lp["token_logprobs"]) == pytest.approx(float(expected.sum()), abs=1e-3)
     assert lp["token_logprobs"] == pytest.approx(expected.tolist(), abs=1e-4)
@@ -92,15 +104,23 @@ def test_logprobs_sum_to_the_models_log_likelihood(tiny_server, reference):
 
 
 def test_chat_logprobs_streamed_and_not(tiny_server):
-    body = {"model": MODEL, "messages": [{"role": "user", "content": "hi"}], "max_tokens": 6, "temperature": 0,
-            "logprobs": True, "top_logprobs": 2}
+    body = {
+        "model": MODEL,
+        "messages": [{"role": "user", "content": "hi"}],
+        "max_tokens": 6,
+        "temperature": 0,
+        "logprobs": True,
+        "top_logprobs": 2,
+    }
     whole = httpx.post(tiny_server.url + "/v1/chat/completions", json=body).json()
     content = whole["choices"][0]["logprobs"]["content"]
     assert len(content) == whole["usage"]["completion_tokens"] == 6
     assert all(len(c["top_logprobs"]) == 2 and c["logprob"] <= 0 and isinstance(c["bytes"], list) for c in content)
     with httpx.stream("POST", tiny_server.url + "/v1/chat/completions", json={**body, "stream": True}) as r:
         chunks = [json.loads(line[6:]) for line in r.iter_lines() if line.startswith("data: {")]
-    streamed = [c for ch in chunks for choice in ch["choices"] for c in (choice.get("logprobs") or {}).get("content", [])]
+    streamed = [
+        c for ch in chunks for choice in ch["choices"] for c in (choice.get("logprobs") or {}).get("content", [])
+    ]
     assert streamed == content
     plain = httpx.post(tiny_server.url + "/v1/chat/completions", json={**body, "logprobs": False, "top_logprobs": None})
     assert plain.json()["choices"][0]["logprobs"] is None
@@ -110,12 +130,17 @@ def test_n_choices_are_the_seeded_single_requests(tiny_server):
     body = {"model": MODEL, "messages": [{"role": "user", "content": "hi"}], "max_tokens": 5, "temperature": 1.0}
     many = httpx.post(tiny_server.url + "/v1/chat/completions", json={**body, "n": 3, "seed": 11}).json()
     assert [c["index"] for c in many["choices"]] == [0, 1, 2]
-    singles = [httpx.post(tiny_server.url + "/v1/chat/completions", json={**body, "seed": 11 + i}).json() for i in range(3)]
+    singles = [
+        httpx.post(tiny_server.url + "/v1/chat/completions", json={**body, "seed": 11 + i}).json() for i in range(3)
+    ]
     assert [c["message"] for c in many["choices"]] == [s["choices"][0]["message"] for s in singles]
     assert many["usage"]["completion_tokens"] == sum(s["usage"]["completion_tokens"] for s in singles)
     assert many["usage"]["prompt_tokens"] == singles[0]["usage"]["prompt_tokens"]
-    with httpx.stream("POST", tiny_server.url + "/v1/chat/completions",
-                      json={**body, "n": 3, "seed": 11, "stream": True, "stream_options": {"include_usage": True}}) as r:
+    with httpx.stream(
+        "POST",
+        tiny_server.url + "/v1/chat/completions",
+        json={**body, "n": 3, "seed": 11, "stream": True, "stream_options": {"include_usage": True}},
+    ) as r:
         chunks = [json.loads(line[6:]) for line in r.iter_lines() if line.startswith("data: {")]
     texts = ["", "", ""]
     for ch in chunks:
@@ -124,6 +149,8 @@ def test_n_choices_are_the_seeded_single_requests(tiny_server):
     assert texts == [c["message"]["content"] for c in many["choices"]]
     assert chunks[-1]["choices"] == [] and chunks[-1]["usage"] == many["usage"]
     assert sum(1 for ch in chunks if ch.get("usage")) == 1
-    text = httpx.post(tiny_server.url + "/v1/completions", json={"model": MODEL, "prompt": PROMPT, "n": 2,
-                                                                  "max_tokens": 3, "temperature": 0}).json()
+    text = httpx.post(
+        tiny_server.url + "/v1/completions",
+        json={"model": MODEL, "prompt": PROMPT, "n": 2, "max_tokens": 3, "temperature": 0},
+    ).json()
     assert [c["index"] for c in text["choices"]] == [0, 1] and text["choices"][0]["text"] == text["choices"][1]["text"]

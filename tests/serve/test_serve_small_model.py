@@ -1,4 +1,5 @@
 """Against a running server on the real small model (SmolLM2-135M-Instruct) with a random LoRA adapter."""
+
 from __future__ import annotations
 
 import time
@@ -10,14 +11,23 @@ import pytest
 
 from .helpers import SMALL, make_adapter
 
-PROMPTS = ["What is the capital of France?", "Name three colors.", "What is 2+2?", "Who wrote Hamlet?",
-           "Say hello in French.", "What color is the sky?", "Count to three.", "What is water made of?"]
+PROMPTS = [
+    "What is the capital of France?",
+    "Name three colors.",
+    "What is 2+2?",
+    "Who wrote Hamlet?",
+    "Say hello in French.",
+    "What color is the sky?",
+    "Count to three.",
+    "What is water made of?",
+]
 PROBE = "What is the capital of France? Answer briefly."
 
 
 def _stream_text(client, model, prompt, max_tokens=16):
-    out = client.chat.completions.create(model=model, messages=[{"role": "user", "content": prompt}],
-                                         max_tokens=max_tokens, temperature=0, stream=True)
+    out = client.chat.completions.create(
+        model=model, messages=[{"role": "user", "content": prompt}], max_tokens=max_tokens, temperature=0, stream=True
+    )
     return "".join(c.choices[0].delta.content or "" for c in out if c.choices)
 
 
@@ -29,7 +39,8 @@ def test_models_lists_base_and_adapter_with_parent(small_server):
 
 def test_probe_answer(small_server):
     r = small_server.openai_client().chat.completions.create(
-        model=SMALL, messages=[{"role": "user", "content": PROBE}], max_tokens=12, temperature=0)
+        model=SMALL, messages=[{"role": "user", "content": PROBE}], max_tokens=12, temperature=0
+    )
     assert "Paris" in r.choices[0].message.content and r.choices[0].finish_reason == "stop"
 
 
@@ -58,8 +69,15 @@ def test_base_and_adapter_differ_without_cross_talk(small_server):
 def test_langchain_chatopenai_streamed_and_not(small_server):
     from langchain_openai import ChatOpenAI
 
-    llm = ChatOpenAI(model=SMALL, base_url=small_server.base_url, api_key="EMPTY", temperature=0, max_tokens=12,
-                     max_retries=0, stream_usage=True)
+    llm = ChatOpenAI(
+        model=SMALL,
+        base_url=small_server.base_url,
+        api_key="EMPTY",
+        temperature=0,
+        max_tokens=12,
+        max_retries=0,
+        stream_usage=True,
+    )
     whole = llm.invoke(PROBE)
     assert "Paris" in whole.content
     merged = None
@@ -70,8 +88,14 @@ def test_langchain_chatopenai_streamed_and_not(small_server):
 
 
 def test_client_disconnect_frees_its_slot(small_server):
-    body = {"model": SMALL, "messages": [{"role": "user", "content": "Write a very long story about a dragon."}],
-            "max_tokens": 2000, "temperature": 0.8, "seed": 1, "stream": True}
+    body = {
+        "model": SMALL,
+        "messages": [{"role": "user", "content": "Write a very long story about a dragon."}],
+        "max_tokens": 2000,
+        "temperature": 0.8,
+        "seed": 1,
+        "stream": True,
+    }
     before = small_server.served.decoder.counters["cancelled"]
     with httpx.stream("POST", small_server.url + "/v1/chat/completions", json=body, timeout=60) as r:
         lines = r.iter_lines()
@@ -90,8 +114,13 @@ def test_client_disconnect_frees_its_slot(small_server):
 
 
 def test_non_streamed_client_giving_up_frees_its_slot(small_server):
-    body = {"model": SMALL, "messages": [{"role": "user", "content": "Write a very long story."}],
-            "max_tokens": 2000, "temperature": 0.8, "seed": 2}
+    body = {
+        "model": SMALL,
+        "messages": [{"role": "user", "content": "Write a very long story."}],
+        "max_tokens": 2000,
+        "temperature": 0.8,
+        "seed": 2,
+    }
     before = small_server.served.decoder.counters["cancelled"]
     with pytest.raises(httpx.ReadTimeout):
         httpx.post(small_server.url + "/v1/chat/completions", json=body, timeout=1.5)
@@ -120,12 +149,14 @@ def test_adapter_for_another_base_is_refused(small_server, tmp_path):
     r = httpx.post(small_server.url + "/v1/load_lora_adapter", json={"lora_name": "glm", "lora_path": str(wrong)})
     assert r.status_code == 400 and "trained on 'tiny-glm4'" in r.json()["error"]["message"]
     # same check without a run config, from the adapter's own files (shapes do not fit)
-    r = httpx.post(small_server.url + "/v1/load_lora_adapter",
-                   json={"lora_name": "glm2", "lora_path": str(wrong / "adapter")})
+    r = httpx.post(
+        small_server.url + "/v1/load_lora_adapter", json={"lora_name": "glm2", "lora_path": str(wrong / "adapter")}
+    )
     assert r.status_code == 400
     assert "glm" not in small_server.models() and "glm2" not in small_server.models()
-    missing = httpx.post(small_server.url + "/v1/load_lora_adapter",
-                         json={"lora_name": "x", "lora_path": str(tmp_path / "nope")})
+    missing = httpx.post(
+        small_server.url + "/v1/load_lora_adapter", json={"lora_name": "x", "lora_path": str(tmp_path / "nope")}
+    )
     assert missing.status_code == 400 and "does not exist" in missing.json()["error"]["message"]
     outside = httpx.post(small_server.url + "/v1/load_lora_adapter", json={"lora_name": "x", "lora_path": "/nope"})
     assert outside.status_code == 400 and "outside the adapter root" in outside.json()["error"]["message"]
@@ -136,7 +167,11 @@ def test_cli_refuses_run_of_another_base(tmp_path):
     import sys
 
     wrong = make_adapter("tiny-glm4", tmp_path / "glm-run", seed=0)
-    res = subprocess.run([sys.executable, "-m", "workbench", "serve", "--model", SMALL, "--run", str(wrong), "--port", "0"],
-                         capture_output=True, text=True, timeout=120)
+    res = subprocess.run(
+        [sys.executable, "-m", "workbench", "serve", "--model", SMALL, "--run", str(wrong), "--port", "0"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert res.returncode == 2 and "trained on 'tiny-glm4'" in res.stderr and "--model tiny-glm4" in res.stderr
     assert "Traceback" not in res.stderr

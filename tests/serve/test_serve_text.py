@@ -1,4 +1,5 @@
 """Incremental detokenization, stop strings and reasoning splitting, at every chunk boundary."""
+
 from __future__ import annotations
 
 import pytest
@@ -91,7 +92,7 @@ def test_reasoning_split_independent_of_chunking(size):
     parser = ReasoningParser()
     reasoning = content = ""
     for i in range(0, len(GLM_OUTPUT), size):
-        part = parser.feed(GLM_OUTPUT[i:i + size])
+        part = parser.feed(GLM_OUTPUT[i : i + size])
         assert "<" not in part.content and "<" not in part.reasoning, "a partial tag leaked"
         reasoning += part.reasoning
         content += part.content

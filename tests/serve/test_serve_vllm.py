@@ -2,6 +2,7 @@
 
 Marked ``vllm``: the default suite leaves it out; its CI step runs ``-m vllm`` after ``bash scripts/setup.sh --vllm``,
 and a missing vLLM environment FAILS there (start_vllm raises VllmMissing), it never skips."""
+
 from __future__ import annotations
 
 import json
@@ -21,19 +22,47 @@ def vllm_server(small_adapter_run):
     """SmolLM2 + the probe adapter (the same files small_server serves) in vLLM, float32 like ours."""
     from workbench.serve import start_server
 
-    with start_server(SMALL, engine="vllm", runs=[str(small_adapter_run)], max_batch=8, max_context=2048,
-                      threads=1, vllm_args=["--enforce-eager"], timeout=900) as srv:
+    with start_server(
+        SMALL,
+        engine="vllm",
+        runs=[str(small_adapter_run)],
+        max_batch=8,
+        max_context=2048,
+        threads=1,
+        vllm_args=["--enforce-eager"],
+        timeout=900,
+    ) as srv:
         yield srv
 
 
 def _eval_answers(capsys, url: str) -> dict:
     from workbench.cli.main import main
 
-    assert main(["eval", "--server", url, "--task", "identity", "--limit", "6", "--max-tokens", "24", "--json",
-                 "--no-write"]) == 0
+    assert (
+        main(
+            [
+                "eval",
+                "--server",
+                url,
+                "--task",
+                "identity",
+                "--limit",
+                "6",
+                "--max-tokens",
+                "24",
+                "--json",
+                "--no-write",
+            ]
+        )
+        == 0
+    )
     report = json.loads(capsys.readouterr().out)
-    answers = {(model, mode, r["index"]): r["answer"] for model, by_mode in report["records"].items()
-               for mode, records in by_mode.items() for r in records}
+    answers = {
+        (model, mode, r["index"]): r["answer"]
+        for model, by_mode in report["records"].items()
+        for mode, records in by_mode.items()
+        for r in records
+    }
     return answers, report["metrics"]
 
 
@@ -71,17 +100,38 @@ def test_step_metrics_on_recorded_demonstrations_are_our_servers(vllm_server, sm
     from ..conftest import SAMPLES
 
     def steps(url: str) -> dict:
-        assert main(["eval", "--server", url, "--task", "phone_steps", "--data",
-                     str(SAMPLES / "own_app" / "heldout_tree.jsonl"), "--limit", "4", "--max-tokens", "24", "--json",
-                     "--no-write"]) == 0
+        assert (
+            main(
+                [
+                    "eval",
+                    "--server",
+                    url,
+                    "--task",
+                    "phone_steps",
+                    "--data",
+                    str(SAMPLES / "own_app" / "heldout_tree.jsonl"),
+                    "--limit",
+                    "4",
+                    "--max-tokens",
+                    "24",
+                    "--json",
+                    "--no-write",
+                ]
+            )
+            == 0
+        )
         return json.loads(capsys.readouterr().out)
 
     def replies(report: dict) -> dict:
         # ours splits the first <think>...</think> into reasoning_content, vLLM keeps the text whole: compared are the
         # model's words, the tags aside (a base model imitating the runtime's history writes them doubled)
-        return {(m, r["index"]): " ".join(re.sub(r"</?(?:think|answer)>", " ", (r["reasoning"] or "") + " "
-                                                 + (r["answer"] or "")).split())
-                for m, by_mode in report["records"].items() for r in by_mode["default"]}
+        return {
+            (m, r["index"]): " ".join(
+                re.sub(r"</?(?:think|answer)>", " ", (r["reasoning"] or "") + " " + (r["answer"] or "")).split()
+            )
+            for m, by_mode in report["records"].items()
+            for r in by_mode["default"]
+        }
 
     ours, theirs = steps(small_server.url), steps(vllm_server.url)
     assert ours["settings"]["rules"] == theirs["settings"]["rules"] and "AgentCPM-GUI" in theirs["settings"]["rules"]
@@ -101,8 +151,9 @@ def test_chat_panels_compare_streams_every_model_side_by_side(vllm_server, small
     # each column is its model's own greedy answer, whole and in order: what the server answers it unstreamed
     client = vllm_server.client
     for model, text in zip(replies, texts):
-        answer = client.chat({"model": model, "messages": [{"role": "user", "content": PROMPT}], "max_tokens": 16,
-                              "temperature": 0})
+        answer = client.chat(
+            {"model": model, "messages": [{"role": "user", "content": PROMPT}], "max_tokens": 16, "temperature": 0}
+        )
         assert answer.error is None and text == answer.content, (model, text, answer)
 
 
@@ -136,11 +187,25 @@ def test_completions_give_token_ids_and_logprobs_up_to_the_stop_token(vllm_serve
     tok = AutoTokenizer.from_pretrained(packaged.checkpoint_dir())
     ids = tok.apply_chat_template([{"role": "user", "content": "Say hi"}], add_generation_prompt=True, tokenize=True)
     ids = list(ids["input_ids"] if hasattr(ids, "keys") else ids)
-    body = {"model": SMALL, "prompt": [ids], "n": 4, "max_tokens": 48, "temperature": 1.0, "top_p": 1.0, "top_k": -1,
-            "logprobs": 0, "return_tokens_as_token_ids": True, "stop_token_ids": [tok.eos_token_id], "seed": 0,
-            "skip_special_tokens": False}
-    req = urllib.request.Request(vllm_server.base_url + "/completions", data=json.dumps(body).encode(),
-                                 headers={"Content-Type": "application/json"})
+    body = {
+        "model": SMALL,
+        "prompt": [ids],
+        "n": 4,
+        "max_tokens": 48,
+        "temperature": 1.0,
+        "top_p": 1.0,
+        "top_k": -1,
+        "logprobs": 0,
+        "return_tokens_as_token_ids": True,
+        "stop_token_ids": [tok.eos_token_id],
+        "seed": 0,
+        "skip_special_tokens": False,
+    }
+    req = urllib.request.Request(
+        vllm_server.base_url + "/completions",
+        data=json.dumps(body).encode(),
+        headers={"Content-Type": "application/json"},
+    )
     choices = json.loads(urllib.request.urlopen(req, timeout=300).read())["choices"]
     assert sorted(c["index"] for c in choices) == [0, 1, 2, 3]
     model = load_for_inference(SMALL).model  # float32, as vLLM serves it
@@ -154,7 +219,7 @@ def test_completions_give_token_ids_and_logprobs_up_to_the_stop_token(vllm_serve
         assert tok.eos_token_id not in sampled[:-1]
         # each log-probability is the model's own for the sampled token (temperature 1: no scaling), computed here
         with torch.no_grad():
-            logits = model(torch.tensor([ids + sampled])).logits[0, len(ids) - 1:-1].float()
+            logits = model(torch.tensor([ids + sampled])).logits[0, len(ids) - 1 : -1].float()
         reference = torch.log_softmax(logits, -1).gather(1, torch.tensor(sampled)[:, None])[:, 0]
         assert torch.allclose(torch.tensor(logps), reference, atol=2e-3), (torch.tensor(logps) - reference).abs().max()
     assert any(c["finish_reason"] == "stop" for c in choices)

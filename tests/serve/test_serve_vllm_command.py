@@ -1,6 +1,7 @@
 """``workbench serve --engine vllm``: the vLLM command built from our serve options, and the missing-vLLM error.
 
 No vLLM runs here (tests/serve/test_serve_vllm.py, marked ``vllm``, drives a real one)."""
+
 from __future__ import annotations
 
 import json
@@ -44,10 +45,15 @@ def test_runs_become_lora_modules_under_our_ids_with_the_rank_vllm_accepts(tmp_p
     argv = launch.argv
     assert argv[:3] == ["/venv/bin/python", "-m", "vllm.entrypoints.openai.api_server"]
     assert _flag(argv, "--served-model-name") == "base"
-    modules = argv[argv.index("--lora-modules") + 1:]
-    modules = modules[:next((i for i, m in enumerate(modules) if m.startswith("--")), len(modules))]
-    assert sorted(modules) == sorted([f"mine={(a / 'adapter').resolve()}", f"demo-a={(a / 'adapter').resolve()}",
-                                      f"demo-b={(b / 'adapter').resolve()}"])
+    modules = argv[argv.index("--lora-modules") + 1 :]
+    modules = modules[: next((i for i, m in enumerate(modules) if m.startswith("--")), len(modules))]
+    assert sorted(modules) == sorted(
+        [
+            f"mine={(a / 'adapter').resolve()}",
+            f"demo-a={(a / 'adapter').resolve()}",
+            f"demo-b={(b / 'adapter').resolve()}",
+        ]
+    )
     assert _flag(argv, "--max-lora-rank") == "16"  # 12 rounded up to a rank vLLM accepts
     assert _flag(argv, "--max-loras") == "4"  # one free slot: a full set leaks an adapter into base rows
     assert launch.env["VLLM_ALLOW_RUNTIME_LORA_UPDATING"] == "True"
@@ -70,8 +76,9 @@ def test_dtype_is_the_one_our_server_loads_in_unless_given(tmp_path):
 
 
 def test_options_map_to_vllm_flags_and_the_key_stays_off_the_command_line():
-    launch = _launch(max_context=2048, max_batch=8, api_key="sekrit", allow_local_images=True,
-                     vllm_args=["--enforce-eager"])
+    launch = _launch(
+        max_context=2048, max_batch=8, api_key="sekrit", allow_local_images=True, vllm_args=["--enforce-eager"]
+    )
     assert launch.argv[-1] == "--enforce-eager"
     assert _flag(launch.argv, "--max-model-len") == "2048" and _flag(launch.argv, "--max-num-seqs") == "8"
     assert launch.env["VLLM_API_KEY"] == "sekrit"
@@ -83,8 +90,9 @@ def test_options_map_to_vllm_flags_and_the_key_stays_off_the_command_line():
 def test_glm4v_gets_open_autoglms_deployment_flags(tmp_path):
     model = tmp_path / "glm"
     model.mkdir()
-    (model / "config.json").write_text(json.dumps({"model_type": "glm4v", "text_config": {
-        "max_position_embeddings": 65536}}))
+    (model / "config.json").write_text(
+        json.dumps({"model_type": "glm4v", "text_config": {"max_position_embeddings": 65536}})
+    )
     argv = _launch(model=str(model), model_id="autoglm-phone-9b").argv
     assert _flag(argv, "--max-model-len") == "25480"
     assert _flag(argv, "--chat-template-content-format") == "string"
@@ -176,7 +184,7 @@ def _written_pids(file: Path, timeout: float = 120.0) -> list[int]:
 def test_stop_ends_the_whole_group_and_a_killed_parent_leaves_no_orphan(tmp_path, monkeypatch):
     """vLLM runs a server and an engine process: both must go, on stop() and when workbench is SIGKILLed."""
     pids = tmp_path / "pids"
-    python = _fake_vllm(tmp_path, f'sleep 300 & echo $! >> {pids}; echo $$ >> {pids}; wait')
+    python = _fake_vllm(tmp_path, f"sleep 300 & echo $! >> {pids}; echo $$ >> {pids}; wait")
     monkeypatch.setenv(PYTHON_ENV, str(python))
     from workbench.serve.vllm import start_vllm
 
@@ -186,10 +194,17 @@ def test_stop_ends_the_whole_group_and_a_killed_parent_leaves_no_orphan(tmp_path
     assert not any(_alive(p) for p in started)
 
     pids.unlink()
-    parent = subprocess.Popen([sys.executable, "-c", "import time; from workbench.config import config_from_dict; "
-                               "from workbench.serve.config import ServeConfig; from workbench.serve.vllm import "
-                               "start_vllm; start_vllm(config_from_dict({'engine': 'vllm', 'port': 0}, ServeConfig), "
-                               "wait=False); time.sleep(300)"], env={**os.environ, PYTHON_ENV: str(python)})
+    parent = subprocess.Popen(
+        [
+            sys.executable,
+            "-c",
+            "import time; from workbench.config import config_from_dict; "
+            "from workbench.serve.config import ServeConfig; from workbench.serve.vllm import "
+            "start_vllm; start_vllm(config_from_dict({'engine': 'vllm', 'port': 0}, ServeConfig), "
+            "wait=False); time.sleep(300)",
+        ],
+        env={**os.environ, PYTHON_ENV: str(python)},
+    )
     started = _written_pids(pids)
     parent.kill()  # a kernel restart: no atexit, no signal handler runs
     parent.wait()
@@ -204,21 +219,33 @@ def test_the_start_up_wait_shows_progress_and_ends_on_death_or_on_health(tmp_pat
     carrying its last log lines when the process exits, ready once /health answers 200 (vLLM's is an empty body)."""
     from workbench.serve.vllm import VllmDied, VllmLaunch, VllmServer
 
-    dies = VllmLaunch([sys.executable, "-c", "import time; print('loading weights', flush=True); time.sleep(11); "
-                       "print('ValueError: head size 16 is not supported', flush=True); raise SystemExit(3)"],
-                      url="http://127.0.0.1:9/v1")
+    dies = VllmLaunch(
+        [
+            sys.executable,
+            "-c",
+            "import time; print('loading weights', flush=True); time.sleep(11); "
+            "print('ValueError: head size 16 is not supported', flush=True); raise SystemExit(3)",
+        ],
+        url="http://127.0.0.1:9/v1",
+    )
     seen = []
     with pytest.raises(VllmDied, match="code 3(.|\n)*head size 16 is not supported"):
         VllmServer(dies, None).wait_ready(timeout=60, progress=lambda t, line: seen.append(line))
     assert seen and seen[0] == "loading weights"
 
     port = 18000 + os.getpid() % 1000
-    answers = VllmLaunch([sys.executable, "-c", "import http.server as h, time; time.sleep(1)\n"
-                          "class H(h.BaseHTTPRequestHandler):\n"
-                          "    def do_GET(self): self.send_response(200); self.send_header('Content-Length', '0'); "
-                          "self.end_headers()\n"
-                          f"h.HTTPServer(('127.0.0.1', {port}), H).serve_forever()"],
-                         url=f"http://127.0.0.1:{port}/v1")
+    answers = VllmLaunch(
+        [
+            sys.executable,
+            "-c",
+            "import http.server as h, time; time.sleep(1)\n"
+            "class H(h.BaseHTTPRequestHandler):\n"
+            "    def do_GET(self): self.send_response(200); self.send_header('Content-Length', '0'); "
+            "self.end_headers()\n"
+            f"h.HTTPServer(('127.0.0.1', {port}), H).serve_forever()",
+        ],
+        url=f"http://127.0.0.1:{port}/v1",
+    )
     server = VllmServer(answers, None)
     try:
         assert server.wait_ready(timeout=60) is server
@@ -257,8 +284,11 @@ def test_a_glm4v_model_is_refused_in_one_line_where_vllm_cannot_import_torchvisi
     model.mkdir()
     (model / "config.json").write_text(json.dumps({"model_type": "glm4v"}))
     python = _fake_vllm(tmp_path, 'echo "started" > "$STARTED"; exit 3')
-    python.write_text(python.read_text().replace('case "$1" in -c) exit 0;;',
-                                                 'case "$2" in "import torchvision") exit 1;; esac\ncase "$1" in -c) exit 0;;'))
+    python.write_text(
+        python.read_text().replace(
+            'case "$1" in -c) exit 0;;', 'case "$2" in "import torchvision") exit 1;; esac\ncase "$1" in -c) exit 0;;'
+        )
+    )
     monkeypatch.setenv(PYTHON_ENV, str(python))
     monkeypatch.setenv("STARTED", str(tmp_path / "started"))
     assert main(["serve", "--engine", "vllm", "--model", str(model), "--port", "0"]) == 2

@@ -5,6 +5,7 @@ the training rows hold an earlier reply. SmolLM2 with a LoRA adapter that learne
 SmolLM2; it refuses GLM-4.1V on a CPU).
 
 Marked ``vllm`` like tests/serve/test_serve_vllm.py: CI's vLLM step runs it; a missing vLLM environment fails it."""
+
 from __future__ import annotations
 
 import contextlib
@@ -34,11 +35,26 @@ def agent_run(tmp_path_factory):
     from ..conftest import tiny_run_overrides
 
     tmp = tmp_path_factory.mktemp("vllm-runtime")
-    rows = write_jsonl(tmp / "rows.jsonl", [json.dumps({"messages": PROMPT + [{"role": "assistant", "content": REPLY}]})])
-    cfg = load_config(None, tiny_run_overrides(tmp / "runs", **{
-        "model.source": SMALL, "data.train": str(rows), "data.max_length": 256, "schedule.max_steps": 60,
-        "schedule.micro_batch_size": 1, "schedule.learning_rate": 2e-3, "lora.r": 16, "lora.alpha": 32,
-        "output.run_name": "agent"}))
+    rows = write_jsonl(
+        tmp / "rows.jsonl", [json.dumps({"messages": PROMPT + [{"role": "assistant", "content": REPLY}]})]
+    )
+    cfg = load_config(
+        None,
+        tiny_run_overrides(
+            tmp / "runs",
+            **{
+                "model.source": SMALL,
+                "data.train": str(rows),
+                "data.max_length": 256,
+                "schedule.max_steps": 60,
+                "schedule.micro_batch_size": 1,
+                "schedule.learning_rate": 2e-3,
+                "lora.r": 16,
+                "lora.alpha": 32,
+                "output.run_name": "agent",
+            },
+        ),
+    )
     return train(cfg).run_dir
 
 
@@ -48,10 +64,19 @@ def test_the_runtimes_client_parses_what_vllm_returns_for_a_served_run(agent_run
 
     from workbench.serve import start_server
 
-    with start_server(SMALL, engine="vllm", runs=[str(agent_run)], max_context=2048, threads=1,
-                      vllm_args=["--enforce-eager"], timeout=900) as srv:
+    with start_server(
+        SMALL,
+        engine="vllm",
+        runs=[str(agent_run)],
+        max_context=2048,
+        threads=1,
+        vllm_args=["--enforce-eager"],
+        timeout=900,
+    ) as srv:
         with contextlib.redirect_stdout(io.StringIO()):
-            response = ModelClient(ModelConfig(base_url=srv.base_url, model_name="agent", max_tokens=96)).request(PROMPT)
+            response = ModelClient(ModelConfig(base_url=srv.base_url, model_name="agent", max_tokens=96)).request(
+                PROMPT
+            )
     assert response.raw_content == REPLY
     assert parse_action(response.action) == {"_metadata": "do", "action": "Launch", "app": "Settings"}
     assert history_reply(response.raw_content) == history_reply(REPLY)  # the history the training rows assume

@@ -13,6 +13,7 @@ per notebook (``notebook-NAME.png``), and what each shows is checked on the copy
 
     python -m pytest -m browser tests/ui/test_browser.py     # or: python tests/ui/test_browser.py
 """
+
 from __future__ import annotations
 
 import contextlib
@@ -33,8 +34,15 @@ import pytest
 REPO = Path(__file__).resolve().parents[2]
 CHROMIUM = os.environ.get("WORKBENCH_CHROMIUM", "/usr/bin/chromium")
 ARTIFACTS = Path(os.environ.get("WORKBENCH_TEST_ARTIFACTS", REPO / "test-artifacts")) / "browser"
-CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage", "--disable-background-networking",
-                 "--disable-component-update", "--disable-sync", "--no-first-run"]
+CHROMIUM_ARGS = [
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-dev-shm-usage",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--no-first-run",
+]
 
 pytestmark = pytest.mark.browser
 
@@ -47,8 +55,13 @@ def _free_port() -> int:
 
 def require_browser() -> None:
     """A missing browser fails the test (it is opt-in: -m browser), never skips it."""
-    missing = (f"no Chromium at {CHROMIUM} (apt-get install -y chromium)" if not Path(CHROMIUM).exists() else
-               None if importlib.util.find_spec("playwright") else "no playwright (pip install -e '.[test]')")
+    missing = (
+        f"no Chromium at {CHROMIUM} (apt-get install -y chromium)"
+        if not Path(CHROMIUM).exists()
+        else None
+        if importlib.util.find_spec("playwright")
+        else "no playwright (pip install -e '.[test]')"
+    )
     if missing:
         pytest.fail(missing)
 
@@ -58,8 +71,13 @@ def running_jupyter_lab(tmp_path: Path, root: Path, extra_args: tuple = ()):
     """``jupyter lab`` serving ``root`` with this venv's kernels and extensions, fresh settings and no news prompt;
     yields (url, token)."""
     port, token = _free_port(), secrets.token_hex(16)
-    env = dict(os.environ, JUPYTER_CONFIG_DIR=str(tmp_path / "jcfg"), JUPYTER_RUNTIME_DIR=str(tmp_path / "jrt"),
-               JUPYTER_DATA_DIR=str(tmp_path / "jdata"), TOKENIZERS_PARALLELISM="false")
+    env = dict(
+        os.environ,
+        JUPYTER_CONFIG_DIR=str(tmp_path / "jcfg"),
+        JUPYTER_RUNTIME_DIR=str(tmp_path / "jrt"),
+        JUPYTER_DATA_DIR=str(tmp_path / "jdata"),
+        TOKENIZERS_PARALLELISM="false",
+    )
     # Notebook windowing detaches cells scrolled out of view and re-renders their widgets on return,
     # which can leave a plotly view blank: render every cell for the test.
     settings = tmp_path / "lab-settings" / "@jupyterlab" / "notebook-extension"
@@ -73,10 +91,26 @@ def running_jupyter_lab(tmp_path: Path, root: Path, extra_args: tuple = ()):
     # the venv's kernelspec and lab extensions (widgets, plotly/anywidget, workbench's) live under sys.prefix
     env["JUPYTER_PATH"] = str(Path(sys.prefix) / "share" / "jupyter")
     log = open(tmp_path / "jupyter.log", "wb")
-    proc = subprocess.Popen([sys.executable, "-m", "jupyter", "lab", "--no-browser", "--allow-root", "--ip=127.0.0.1",
-                             f"--port={port}", "--ServerApp.port_retries=0", f"--IdentityProvider.token={token}",
-                             f"--ServerApp.root_dir={root}", *extra_args], env=env, stdout=log,
-                            stderr=subprocess.STDOUT, cwd=root)
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "jupyter",
+            "lab",
+            "--no-browser",
+            "--allow-root",
+            "--ip=127.0.0.1",
+            f"--port={port}",
+            "--ServerApp.port_retries=0",
+            f"--IdentityProvider.token={token}",
+            f"--ServerApp.root_dir={root}",
+            *extra_args,
+        ],
+        env=env,
+        stdout=log,
+        stderr=subprocess.STDOUT,
+        cwd=root,
+    )
     url = f"http://127.0.0.1:{port}"
     deadline = time.monotonic() + 90
     while True:
@@ -111,8 +145,17 @@ def jupyter_lab(tmp_path):
     from tests.notebooks.nbrun import prepare
 
     root = tmp_path / "lab"
-    prepare("01_quickstart.ipynb", root, MODEL="tiny-glm4", MAX_STEPS=QUICKSTART_STEPS, MICRO_BATCH=2, MAX_LENGTH=64,
-            MAX_TOKENS=8, AUTO_LAUNCH=False, WAIT_FOR_RUN=False)
+    prepare(
+        "01_quickstart.ipynb",
+        root,
+        MODEL="tiny-glm4",
+        MAX_STEPS=QUICKSTART_STEPS,
+        MICRO_BATCH=2,
+        MAX_LENGTH=64,
+        MAX_TOKENS=8,
+        AUTO_LAUNCH=False,
+        WAIT_FOR_RUN=False,
+    )
     with running_jupyter_lab(tmp_path, root) as (url, token):
         yield url, token, root
 
@@ -178,8 +221,12 @@ def _report_latency(draws: list, events_path: Path) -> None:
     latencies.sort()
     if latencies:
         pick = lambda q: latencies[min(len(latencies) - 1, int(q * len(latencies)))]  # noqa: E731
-        figures = {"steps": len(latencies), "p50_s": round(pick(0.5), 3), "p95_s": round(pick(0.95), 3),
-                   "max_s": round(latencies[-1], 3)}
+        figures = {
+            "steps": len(latencies),
+            "p50_s": round(pick(0.5), 3),
+            "p95_s": round(pick(0.95), 3),
+            "max_s": round(latencies[-1], 3),
+        }
         print(f"event -> chart drawn in the browser: {figures}")
         (ARTIFACTS / "latency.json").write_text(json.dumps(figures) + "\n")
 
@@ -200,7 +247,13 @@ def test_quickstart_in_jupyterlab(jupyter_lab):
 
             # the panels render
             wait_accepting_dialogs(page, ".wb-config-panel", 180)
-            for panel in (".wb-config-panel", ".wb-plan-panel", ".wb-monitor-panel", ".wb-chat-panel", ".wb-runs-panel"):
+            for panel in (
+                ".wb-config-panel",
+                ".wb-plan-panel",
+                ".wb-monitor-panel",
+                ".wb-chat-panel",
+                ".wb-runs-panel",
+            ):
                 page.locator(panel).first.wait_for(state="attached", timeout=180_000)
             expect(page.locator(".wb-config-status").first).to_contain_text("valid configuration", timeout=60_000)
             expect(page.locator(".wb-plan-verdict").first).to_be_visible(timeout=120_000)
@@ -273,7 +326,9 @@ def test_quickstart_in_jupyterlab(jupyter_lab):
             expect(page.locator(".wb-run-status").first).to_contain_text("finished", timeout=300_000)
             assert _loss_points(page) == QUICKSTART_STEPS
             # what is drawn, not only what is held: the step axis spans the whole run
-            shown = page.evaluate("() => document.querySelector('.wb-fig-loss .js-plotly-plot')._fullLayout.xaxis.range")
+            shown = page.evaluate(
+                "() => document.querySelector('.wb-fig-loss .js-plotly-plot')._fullLayout.xaxis.range"
+            )
             assert shown[0] <= 1 and shown[1] >= QUICKSTART_STEPS, f"the chart shows {shown}, not 1..{QUICKSTART_STEPS}"
             shots("4-finished")
             # no empty loss-scale axes in a precision without a scaler (tiny-glm4 here: fp32 or bf16)
@@ -291,7 +346,9 @@ def test_quickstart_in_jupyterlab(jupyter_lab):
             columns = chat.locator(".wb-answer-column")
             expect(columns).to_have_count(2, timeout=60_000)
             for i in range(2):
-                expect(columns.nth(i).locator(".wb-answer-status")).to_contain_text(re.compile(r"\d s$"), timeout=180_000)
+                expect(columns.nth(i).locator(".wb-answer-status")).to_contain_text(
+                    re.compile(r"\d s$"), timeout=180_000
+                )
                 assert columns.nth(i).locator(".wb-answer-text").inner_text().strip(), f"answer {i} is empty"
             chat.scroll_into_view_if_needed()
             shots("5-chat")
@@ -320,12 +377,28 @@ def lab_with_a_qlora_run(tmp_path):
 
     root = tmp_path / "lab"
     root.mkdir()
-    train(load_config(None, tiny_run_overrides(root / "runs", **{
-        "quantization.base": "nf4", "precision.mode": "bf16", "schedule.max_steps": 4, "output.run_name": "qlora"})))
-    nb = nbformat.v4.new_notebook(metadata={"kernelspec": {"name": "python3", "display_name": "Python 3",
-                                                           "language": "python"}})
-    nb.cells = [nbformat.v4.new_code_cell("from workbench.ui import RunMonitor\n\nmonitor = RunMonitor()\n"
-                                          "monitor.attach('runs/qlora')\nmonitor")]
+    train(
+        load_config(
+            None,
+            tiny_run_overrides(
+                root / "runs",
+                **{
+                    "quantization.base": "nf4",
+                    "precision.mode": "bf16",
+                    "schedule.max_steps": 4,
+                    "output.run_name": "qlora",
+                },
+            ),
+        )
+    )
+    nb = nbformat.v4.new_notebook(
+        metadata={"kernelspec": {"name": "python3", "display_name": "Python 3", "language": "python"}}
+    )
+    nb.cells = [
+        nbformat.v4.new_code_cell(
+            "from workbench.ui import RunMonitor\n\nmonitor = RunMonitor()\nmonitor.attach('runs/qlora')\nmonitor"
+        )
+    ]
     nbformat.write(nb, root / "qlora.ipynb")
     with running_jupyter_lab(tmp_path, root) as (url, token):
         yield url, token, root
@@ -343,7 +416,9 @@ def test_the_monitor_shows_a_quantized_base_in_its_census(lab_with_a_qlora_run):
         try:
             open_and_run_all(page, url, token, "qlora.ipynb")
             expect(page.locator(".wb-census").first).to_contain_text("nf4", timeout=180_000)
-            traces = page.evaluate("() => document.querySelector('.wb-fig-census .js-plotly-plot').data.map(t => t.name)")
+            traces = page.evaluate(
+                "() => document.querySelector('.wb-fig-census .js-plotly-plot').data.map(t => t.name)"
+            )
             assert "nf4" in traces and "bfloat16" in traces, traces
             page.locator(".wb-fig-census").first.scroll_into_view_if_needed()
             time.sleep(2)  # the chart finishes drawing
@@ -357,8 +432,9 @@ def test_the_monitor_shows_a_quantized_base_in_its_census(lab_with_a_qlora_run):
 
 def laptop_page(pw):
     """A page of a fresh Chromium, laptop-sized (1400 x 1000: JupyterLab with its file browser, a ~1000 px notebook)."""
-    page = pw.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS).new_page(viewport={"width": 1400,
-                                                                                           "height": 1000})
+    page = pw.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS).new_page(
+        viewport={"width": 1400, "height": 1000}
+    )
     page.set_default_timeout(120_000)
     return page
 
@@ -370,8 +446,12 @@ def _recorder_notebook(root: Path) -> None:
 
     nb = v4.new_notebook()
     nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
-    nb.cells = [v4.new_code_cell('from workbench.ui.recorder_panel import RecorderPanel\n\n'
-                                 'panel = RecorderPanel("demos", size=(1080, 2400))\npanel')]
+    nb.cells = [
+        v4.new_code_cell(
+            "from workbench.ui.recorder_panel import RecorderPanel\n\n"
+            'panel = RecorderPanel("demos", size=(1080, 2400))\npanel'
+        )
+    ]
     nbformat.write(nb, root / "recorder.ipynb")
 
 
@@ -430,8 +510,9 @@ def test_a_demonstration_recorded_by_clicks_becomes_rows_the_linter_accepts_and_
             page.locator(".wb-recorder-message input").first.fill("Wi-Fi is off.")
             page.locator(".wb-recorder-finish").first.click()
             status = page.locator(".wb-recorder-status").first
-            expect(status).to_contain_text("saved demonstration 1 (toggle_setting/wifi-off, 3 steps; its task's "
-                                           "checks hold)")
+            expect(status).to_contain_text(
+                "saved demonstration 1 (toggle_setting/wifi-off, 3 steps; its task's checks hold)"
+            )
             page.locator(".wb-recorder-rows").first.click()
             expect(status).to_contain_text("3 training rows from 1 demonstrations")
             panel.scroll_into_view_if_needed()
@@ -453,15 +534,45 @@ def test_a_demonstration_recorded_by_clicks_becomes_rows_the_linter_accepts_and_
     assert answers[2].endswith('\n<answer>finish(message="Wi-Fi is off.")')  # AutoGLM-Phone's form: no closing tag
     assert check_file(rows_file).problems == []
     # a fine-tune trains on them: the screenshot agent, every weight, a few steps
-    run = subprocess.run([sys.executable, "-m", "workbench", "train", "--model.source", "tiny-glm4v-agent",
-                          "--lora.enabled", "false", "--precision.mode", "fp32", "--data.train", str(rows_file),
-                          "--data.eval", "null", "--data.max_length", "4096", "--schedule.max_steps", "3",
-                          "--schedule.micro_batch_size", "3", "--schedule.eval_loss_every", "0",
-                          "--diagnosis.enabled", "false", "--output.runs_dir", str(tmp_path / "runs")],
-                         capture_output=True, text=True, timeout=600, cwd=REPO)
+    run = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "workbench",
+            "train",
+            "--model.source",
+            "tiny-glm4v-agent",
+            "--lora.enabled",
+            "false",
+            "--precision.mode",
+            "fp32",
+            "--data.train",
+            str(rows_file),
+            "--data.eval",
+            "null",
+            "--data.max_length",
+            "4096",
+            "--schedule.max_steps",
+            "3",
+            "--schedule.micro_batch_size",
+            "3",
+            "--schedule.eval_loss_every",
+            "0",
+            "--diagnosis.enabled",
+            "false",
+            "--output.runs_dir",
+            str(tmp_path / "runs"),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=600,
+        cwd=REPO,
+    )
     assert run.returncode == 0, run.stdout[-2000:] + run.stderr[-2000:]
-    events = [json.loads(line) for line in next((tmp_path / "runs").iterdir()).joinpath("events.jsonl")
-              .read_text().splitlines()]
+    events = [
+        json.loads(line)
+        for line in next((tmp_path / "runs").iterdir()).joinpath("events.jsonl").read_text().splitlines()
+    ]
     assert [e["step"] for e in events if e["type"] == "step"] == [1, 2, 3]
 
 

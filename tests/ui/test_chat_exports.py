@@ -1,5 +1,6 @@
 """The chat panel's "Exports of a run" section: a run's merged fp32 and int8 exports, each on a server of its
 own, and its adapter on the chat's server, asked side by side."""
+
 from tests.conftest import SAMPLES, tiny_run_overrides
 from workbench.export import ParityFailed, ParityGate, export
 from workbench.serve import start_server
@@ -10,8 +11,19 @@ def test_exports_and_the_adapter_answer_side_by_side(tmp_path):
     from workbench.config import load_config
     from workbench.training import train
 
-    run = train(load_config(None, tiny_run_overrides(tmp_path / "runs", **{
-        "data.eval": str(SAMPLES / "identity" / "heldout.jsonl"), "output.run_name": "tuned", "schedule.max_steps": 2}))).run_dir
+    run = train(
+        load_config(
+            None,
+            tiny_run_overrides(
+                tmp_path / "runs",
+                **{
+                    "data.eval": str(SAMPLES / "identity" / "heldout.jsonl"),
+                    "output.run_name": "tuned",
+                    "schedule.max_steps": 2,
+                },
+            ),
+        )
+    ).run_dir
     export(run, "merged", max_examples=2)
     export(run, "int8", max_examples=2)
     try:  # a failed export is not offered
@@ -37,7 +49,10 @@ def test_exports_and_the_adapter_answer_side_by_side(tmp_path):
             ids = section.serve()  # no event loop here: serves synchronously
             assert ids == ["tuned:int8-dynamic", "tuned:merged-float32", "tuned"], section.status.value
             assert set(chat.models.value) == set(ids) and "tiny-glm4" in chat.models.options
-            assert chat.refresh_models()[-2:] == ["tuned:int8-dynamic", "tuned:merged-float32"]  # kept beside the server's
+            assert chat.refresh_models()[-2:] == [
+                "tuned:int8-dynamic",
+                "tuned:merged-float32",
+            ]  # kept beside the server's
             replies = chat.ask("Who are you?", models=ids)
             assert all(r.content and not r.error for r in replies.values()), {m: r.error for m, r in replies.items()}
             # the fp32 merge computes what the adapter does (max |logit diff| ~1e-6): the same greedy answer

@@ -1,5 +1,6 @@
 """The chat compare panel's image picker: upload or a sample screenshot, a thumbnail, the image sent to every
 compared model (no browser: the widgets are driven from Python)."""
+
 from __future__ import annotations
 
 import datetime
@@ -34,8 +35,15 @@ def test_picker_shows_a_sample_or_an_upload_and_refuses_what_is_no_image():
     thumb = Image.open(io.BytesIO(picker.thumbnail.value))
     assert max(thumb.size) <= 160 and picker.thumbnail.layout.display is None and "112x252" in picker.status.value
 
-    picker.upload.value = ({"name": "shot.png", "type": "image/png", "size": 10, "content": memoryview(png_bytes()),
-                            "last_modified": datetime.datetime(2026, 11, 30, tzinfo=datetime.timezone.utc)},)
+    picker.upload.value = (
+        {
+            "name": "shot.png",
+            "type": "image/png",
+            "size": 10,
+            "content": memoryview(png_bytes()),
+            "last_modified": datetime.datetime(2026, 11, 30, tzinfo=datetime.timezone.utc),
+        },
+    )
     assert picker.image.name == "shot.png" and (picker.image.width, picker.image.height) == (40, 30)
     assert picker.sample.value == NO_SAMPLE and picker.data_urls() == [picker.image.data_url]
 
@@ -66,22 +74,43 @@ def test_picked_screenshot_goes_to_every_compared_model(tmp_path):
         panel.prompt.value = prompt
         replies = panel.ask()  # no event loop here: answers synchronously
         client = srv.openai_client(max_retries=0)
-        image_parts = [{"type": "image_url", "image_url": {"url": image_data_url(SCREEN)}}, {"type": "text", "text": prompt}]
+        image_parts = [
+            {"type": "image_url", "image_url": {"url": image_data_url(SCREEN)}},
+            {"type": "text", "text": prompt},
+        ]
         for model in (MODEL, "tuned"):
-            with_image = client.chat.completions.create(model=model, messages=[{"role": "user", "content": image_parts}],
-                                                        max_tokens=6, temperature=0).choices[0].message
-            text_only = client.chat.completions.create(model=model, messages=[{"role": "user", "content": prompt}],
-                                                       max_tokens=6, temperature=0).choices[0].message
+            with_image = (
+                client.chat.completions.create(
+                    model=model, messages=[{"role": "user", "content": image_parts}], max_tokens=6, temperature=0
+                )
+                .choices[0]
+                .message
+            )
+            text_only = (
+                client.chat.completions.create(
+                    model=model, messages=[{"role": "user", "content": prompt}], max_tokens=6, temperature=0
+                )
+                .choices[0]
+                .message
+            )
             reply = replies[model]
             assert not reply.error, reply.error
-            assert (reply.content, reply.reasoning or None) == (with_image.content, getattr(with_image, "reasoning_content", None))
-            assert (text_only.content, getattr(text_only, "reasoning_content", None)) != (with_image.content, getattr(with_image, "reasoning_content", None))
+            assert (reply.content, reply.reasoning or None) == (
+                with_image.content,
+                getattr(with_image, "reasoning_content", None),
+            )
+            assert (text_only.content, getattr(text_only, "reasoning_content", None)) != (
+                with_image.content,
+                getattr(with_image, "reasoning_content", None),
+            )
         helper = compare(prompt, models=[MODEL, "tuned"], images=[SCREEN], server=srv, show=False, max_tokens=6)
-        assert {m: (r.content, r.error) for m, r in helper.items()} == {m: (r.content, None) for m, r in replies.items()}
+        assert {m: (r.content, r.error) for m, r in helper.items()} == {
+            m: (r.content, None) for m, r in replies.items()
+        }
         for column in panel.answers.children:
             assert column.reasoning_box.layout.display == (None if replies[column.model].reasoning else "none")
     column = AnswerColumn(MODEL)
-    column.show(ChatReply(MODEL, content="do(action=\"Tap\")", reasoning="The Mail icon is on the screen."), done=True)
+    column.show(ChatReply(MODEL, content='do(action="Tap")', reasoning="The Mail icon is on the screen."), done=True)
     assert column.reasoning_box.layout.display is None and "Mail icon" in column.reasoning.value
 
 
@@ -95,5 +124,7 @@ def test_prompt_messages_carry_the_images_as_data_urls(tmp_path, images):
     content = message["content"]
     assert message["role"] == "user" and content[-1] == {"type": "text", "text": "what now?"}
     assert content[0]["type"] == "image_url" and content[0]["image_url"]["url"].startswith("data:image/png;base64,")
-    assert prompt_messages("what now?", "Be brief.") == [{"role": "system", "content": "Be brief."},
-                                                         {"role": "user", "content": "what now?"}]
+    assert prompt_messages("what now?", "Be brief.") == [
+        {"role": "system", "content": "Be brief."},
+        {"role": "user", "content": "what now?"},
+    ]

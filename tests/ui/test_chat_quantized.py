@@ -2,6 +2,7 @@
 chat panel's answer is the run's model's greedy answer, built by hand (tests/conftest.py: qlora_reference), not its
 adapter's on the 16-bit base (what a chat that silently left the base unquantized would answer: this test fails then,
 checked by breaking it). %workbench_chat serves such a run on a server of its own base."""
+
 from __future__ import annotations
 
 from tests.conftest import qlora_reference

@@ -3,6 +3,7 @@
 Through the real request path: each model is a scripted server (tests/serve/scripted.py: an OpenAI-compatible
 server whose model writes a fixed answer), asked by the panel's langchain-openai client over HTTP; the servers'
 models record the prompts they were given."""
+
 from __future__ import annotations
 
 import pytest
@@ -10,8 +11,11 @@ import pytest
 from tests.serve.scripted import answering_model
 from workbench.ui import chat_panel
 
-ANSWERS = {"tuned": "I am PhoneMate, a phone assistant built on AutoGLM-Phone-9B.", "base": "I'm Claude, made by Anthropic.",
-           "phone": '<think>The task starts on the home screen.</think><answer>do(action="Launch", app="Settings")</answer>'}
+ANSWERS = {
+    "tuned": "I am PhoneMate, a phone assistant built on AutoGLM-Phone-9B.",
+    "base": "I'm Claude, made by Anthropic.",
+    "phone": '<think>The task starts on the home screen.</think><answer>do(action="Launch", app="Settings")</answer>',
+}
 VISION = {"phone"}  # served as a vision-language model: it reads screenshots; the others are text-only
 
 
@@ -23,8 +27,10 @@ def servers():
     from workbench.serve import start_server
 
     with ExitStack() as stack:
-        yield {m: stack.enter_context(start_server(m, loaded=answering_model(text, vision=m in VISION), max_batch=2))
-               for m, text in ANSWERS.items()}
+        yield {
+            m: stack.enter_context(start_server(m, loaded=answering_model(text, vision=m in VISION), max_batch=2))
+            for m, text in ANSWERS.items()
+        }
 
 
 def _panel(servers, models: list[str]) -> chat_panel.ChatComparePanel:

@@ -1,4 +1,5 @@
 """The config panel's model without widgets: values, problems by field path, command line, files, DeepSpeed JSON."""
+
 import json
 import shlex
 import subprocess
@@ -24,7 +25,9 @@ def test_fields_come_from_the_schema():
     assert list(form.fields) == [p for p, _ in leaf_fields(RunConfig)]
     assert [s for s, _ in form_sections()][:2] == ["model", "data"]
     assert form.fields["precision.mode"].kind == "choice" and "fp16" in form.fields["precision.mode"].choices
-    assert form.fields["lora.target_modules"].kind == "yaml" and "all-linear" in form.fields["lora.target_modules"].choices
+    assert (
+        form.fields["lora.target_modules"].kind == "yaml" and "all-linear" in form.fields["lora.target_modules"].choices
+    )
     assert form.fields["data.eval"].kind == "str" and form.fields["data.eval"].optional
 
 
@@ -67,8 +70,16 @@ def test_listeners_hear_every_validation():
 
 def test_the_command_line_reproduces_the_config():
     form = ConfigForm()
-    form.update({"lora.r": 8, "lora.target_modules": "[q_proj, v_proj]", "precision.mode": "bf16", "data.eval": "",
-                 "schedule.learning_rate": 0.001, "data.system_prompt": "You're 'PhoneMate'; be brief."})
+    form.update(
+        {
+            "lora.r": 8,
+            "lora.target_modules": "[q_proj, v_proj]",
+            "precision.mode": "bf16",
+            "data.eval": "",
+            "schedule.learning_rate": 0.001,
+            "data.system_prompt": "You're 'PhoneMate'; be brief.",
+        }
+    )
     argv = shlex.split(form.cli_command.replace("\\\n", " "))
     assert argv[:2] == ["workbench", "train"] and "--lora.alpha" not in argv  # defaults are left out
     assert _resolved(build_parser().parse_args(argv[1:])) == form.config
@@ -113,12 +124,15 @@ def test_deepspeed_json_is_imported_through_the_importer_with_its_warnings():
     assert {k for k, _ in imported.warnings} >= {"fp16.loss_scale", "optimizer.params.fp16_optimizer_state"}
 
 
-@pytest.mark.parametrize("content, reason", [
-    (None, "file not found"),
-    ("{\"fp16\": {\"enabled\": true,}", "not valid JSON"),
-    ("[1, 2]", "must hold a DeepSpeed configuration object, not list"),
-    ("{\"train_micro_batch_size_per_gpu\": \"four\"}", "wrong type"),
-])
+@pytest.mark.parametrize(
+    "content, reason",
+    [
+        (None, "file not found"),
+        ('{"fp16": {"enabled": true,}', "not valid JSON"),
+        ("[1, 2]", "must hold a DeepSpeed configuration object, not list"),
+        ('{"train_micro_batch_size_per_gpu": "four"}', "wrong type"),
+    ],
+)
 def test_a_bad_deepspeed_json_is_named_and_changes_nothing(tmp_path, content, reason):
     path = tmp_path / "ds.json"
     if content is not None:

@@ -1,5 +1,6 @@
 """Episode replay: the step slider over the screens the model saw with its action drawn, what happened, and the end;
 two models' episodes of one task side by side on one slider; the action drawing itself."""
+
 from __future__ import annotations
 
 import io
@@ -28,8 +29,12 @@ class Confused:
     name = "base"
 
     def __call__(self, conversations):
-        return [ModelReply('<think>maybe here</think>\n<answer>do(action="Tap", element=[500,990])')
-                if sum(m["role"] == "assistant" for m in c) < 2 else ModelReply("I am not sure") for c in conversations]
+        return [
+            ModelReply('<think>maybe here</think>\n<answer>do(action="Tap", element=[500,990])')
+            if sum(m["role"] == "assistant" for m in c) < 2
+            else ModelReply("I am not sure")
+            for c in conversations
+        ]
 
 
 def pixels(widget_image) -> Image.Image:
@@ -38,8 +43,10 @@ def pixels(widget_image) -> Image.Image:
 
 def test_replay_steps_through_an_episode_from_its_folder(tmp_path):
     replay = EpisodeReplay(stored(tmp_path, OraclePolicy(TASKS), "oracle"), scale=2)
-    assert [label for label, _ in replay.picker.options] == ["toggle_setting/wifi-off: success (3 steps)",
-                                                            "like_photo/cat: success (4 steps)"]
+    assert [label for label, _ in replay.picker.options] == [
+        "toggle_setting/wifi-off: success (3 steps)",
+        "like_photo/cat: success (4 steps)",
+    ]
     assert replay.slider.max == 4  # three steps and the end
     first = replay.image.value
     assert pixels(replay.image).size == (224, 504) and "on System Home" in replay.info.value
@@ -67,8 +74,9 @@ def test_failures_are_shown_as_such(tmp_path):
 
 
 def test_compare_shows_one_task_of_each_model_on_one_slider(tmp_path):
-    compare = EpisodeCompare({"base": stored(tmp_path, Confused(), "base"),
-                              "tuned": stored(tmp_path, OraclePolicy(TASKS), "tuned")})
+    compare = EpisodeCompare(
+        {"base": stored(tmp_path, Confused(), "base"), "tuned": stored(tmp_path, OraclePolicy(TASKS), "tuned")}
+    )
     base, tuned = compare.replays["base"], compare.replays["tuned"]
     assert list(compare.task.options) == [t.id for t in TASKS]
     compare.task.value = "like_photo/cat"
@@ -98,8 +106,10 @@ def test_the_chat_panel_compares_episode_folders_of_a_runs_directory(tmp_path):
     stored(runs / "tuned-run" / "episodes", OraclePolicy(TASKS), "20261201-130000")
     section.refresh()
     labels = [label for label, _ in section.folders.options]
-    assert sorted(labels) == ["base: 0/2 solved (episodes/20261201-120000/base)",
-                              "oracle: 2/2 solved (tuned-run/episodes/20261201-130000)"]
+    assert sorted(labels) == [
+        "base: 0/2 solved (episodes/20261201-120000/base)",
+        "oracle: 2/2 solved (tuned-run/episodes/20261201-130000)",
+    ]
     assert section.compare([section.folders.options[0][1]]) is None and "pick 2 or 3" in section.message.value
     view = section.compare([value for _, value in section.folders.options])
     assert section.view.children == (view,) and set(view.replays) == {"base", "oracle"}

@@ -1,9 +1,11 @@
 """The charts follow the JupyterLab theme the user chose."""
+
 from __future__ import annotations
 
 from workbench.ui import lab_settings
 
 # ---- the charts follow JupyterLab's theme (issue 22 item 5) ------------------------------------------------------
+
 
 def _dark_user_settings(root):
     path = root / "@jupyterlab" / "apputils-extension" / "themes.jupyterlab-settings"
@@ -17,7 +19,8 @@ def test_the_chart_template_follows_the_theme_jupyterlab_applies(tmp_path):
     assert lab_settings.lab_theme(user, app) == "JupyterLab Light"  # nothing set: JupyterLab's default
     (app / "settings").mkdir(parents=True)
     (app / "settings" / "overrides.json").write_text(
-        '{"@jupyterlab/apputils-extension:themes": {"theme": "JupyterLab Dark"}}')
+        '{"@jupyterlab/apputils-extension:themes": {"theme": "JupyterLab Dark"}}'
+    )
     assert lab_settings.lab_theme(user, app) == "JupyterLab Dark"  # the environment's default
     user.mkdir()
     (user / "@jupyterlab" / "apputils-extension").mkdir(parents=True)

@@ -1,4 +1,5 @@
 """The IPython magics in a real kernel (nbclient): train from a YAML cell, list the runs, chat with the run."""
+
 from __future__ import annotations
 
 import json
@@ -28,10 +29,12 @@ def stream_text(cell) -> str:
 def test_train_runs_chat_and_dashboard_magics(tmp_path):
     runs = tmp_path / "runs"
     # the cell holds a run configuration as a YAML file would; the magic line overrides two of its values
-    body = yaml.safe_dump(apply_overrides({}, tiny_run_overrides(runs, **{"output.run_name": "magic-run",
-                                                                           "schedule.max_steps": 50})))
-    nb = nbformat.v4.new_notebook(metadata={"kernelspec": {"name": "python3", "display_name": "Python 3",
-                                                           "language": "python"}})
+    body = yaml.safe_dump(
+        apply_overrides({}, tiny_run_overrides(runs, **{"output.run_name": "magic-run", "schedule.max_steps": 50}))
+    )
+    nb = nbformat.v4.new_notebook(
+        metadata={"kernelspec": {"name": "python3", "display_name": "Python 3", "language": "python"}}
+    )
     nb.cells = [
         code("%load_ext workbench"),
         code(f"%%workbench_train --wait --schedule.max_steps 2 --set schedule.micro_batch_size=2\n{body}"),
@@ -45,8 +48,9 @@ def test_train_runs_chat_and_dashboard_magics(tmp_path):
     ]
     with start_server("tiny-glm4") as srv:  # a server of this process, asked by URL from the kernel
         nb.cells[5].source = nb.cells[5].source.format(url=srv.base_url)
-        nbclient.NotebookClient(nb, timeout=300, kernel_name="python3",
-                                resources={"metadata": {"path": str(tmp_path)}}).execute()
+        nbclient.NotebookClient(
+            nb, timeout=300, kernel_name="python3", resources={"metadata": {"path": str(tmp_path)}}
+        ).execute()
     load, train, listed, chat, dashboard, remote_chat, bad_config, bad_model, chat_help = nb.cells
 
     assert load.outputs == []
@@ -69,28 +73,38 @@ def test_train_runs_chat_and_dashboard_magics(tmp_path):
     base = load_for_inference("tiny-glm4")
     tuned = PeftModel.from_pretrained(base.model, str(runs / "magic-run" / "adapter"))
     expected = greedy_replies(tuned, base.tokenizer, [[{"role": "user", "content": "Who are you?"}]], 12)[0]
-    assert answer[len("magic-run: "):].strip() == expected, (answer, expected)
+    assert answer[len("magic-run: ") :].strip() == expected, (answer, expected)
     assert any(WIDGET in o.get("data", {}) for o in dashboard.outputs), "the dashboard was not shown"
     remote = stream_text(remote_chat)
     assert remote.startswith("tiny-glm4: ") and remote.strip() != "tiny-glm4:" and "[error]" not in remote, remote
 
     # a bad line or configuration is IPython's UsageError: one message, every problem, no traceback
     config_error, model_error = stream_text(bad_config), stream_text(bad_model)
-    assert config_error.startswith("UsageError: 2 problem(s) in the run configuration:") and "Traceback" not in config_error
+    assert (
+        config_error.startswith("UsageError: 2 problem(s) in the run configuration:")
+        and "Traceback" not in config_error
+    )
     assert "  - lora.r: " in config_error and "  - precision.mode: " in config_error
     assert model_error.startswith("UsageError: %workbench_chat: 'no-such-model' is neither a run")
     assert "give --server URL" in model_error
-    assert stream_text(chat_help).startswith("usage: %workbench_chat [--server URL] [--max-tokens N] [--runs-dir DIR] MODEL PROMPT")
+    assert stream_text(chat_help).startswith(
+        "usage: %workbench_chat [--server URL] [--max-tokens N] [--runs-dir DIR] MODEL PROMPT"
+    )
 
 
-@pytest.mark.parametrize("line, expected", [
-    ("tiny-glm4 hello there", ("", "tiny-glm4", "hello there")),
-    ("--max-tokens 4 --server http://h:1/v1 run-a  What's up, doc ", ("--max-tokens 4 --server http://h:1/v1 ", "run-a",
-                                                                      "What's up, doc")),
-    ('--max-tokens=4 run-a "Who are you?"', ("--max-tokens=4 ", "run-a", "Who are you?")),
-    ('run-a "It\'s \\"quoted\\""', ("", "run-a", 'It\'s "quoted"')),  # shell quoting rules
-    ('run-a "a" and "b"', ("", "run-a", '"a" and "b"')),  # two quoted parts: the text as typed
-])
+@pytest.mark.parametrize(
+    "line, expected",
+    [
+        ("tiny-glm4 hello there", ("", "tiny-glm4", "hello there")),
+        (
+            "--max-tokens 4 --server http://h:1/v1 run-a  What's up, doc ",
+            ("--max-tokens 4 --server http://h:1/v1 ", "run-a", "What's up, doc"),
+        ),
+        ('--max-tokens=4 run-a "Who are you?"', ("--max-tokens=4 ", "run-a", "Who are you?")),
+        ('run-a "It\'s \\"quoted\\""', ("", "run-a", 'It\'s "quoted"')),  # shell quoting rules
+        ('run-a "a" and "b"', ("", "run-a", '"a" and "b"')),  # two quoted parts: the text as typed
+    ],
+)
 def test_the_chat_line_splits_into_options_model_and_prompt(line, expected):
     assert split_chat_line(line) == expected
 

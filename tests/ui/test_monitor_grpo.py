@@ -1,5 +1,6 @@
 """A GRPO run's events fold into reward curves per function, the mismatch chart (with the importance-sampling cap's
 share), the task pool's success per family and a samples table; an SFT run shows none of them."""
+
 from __future__ import annotations
 
 from workbench.events import EventWriter, RunStarted, Step
@@ -15,26 +16,81 @@ def _write(run_dir, grpo: bool):
     run_dir.mkdir(parents=True)
     config = {"model": {"source": "tiny-glm4"}, "data": {}, "training": {"method": "grpo" if grpo else "sft"}}
     with EventWriter(run_dir / "events.jsonl") as w:
-        w.emit(RunStarted(run_dir=str(run_dir), config=config, hardware={}, versions={}, precision={"mode": "bf16"},
-                          total_steps=2))
+        w.emit(
+            RunStarted(
+                run_dir=str(run_dir), config=config, hardware={}, versions={}, precision={"mode": "bf16"}, total_steps=2
+            )
+        )
         for n in (1, 2):
-            w.emit(Step(step=n, loss=0.1, lr=1e-3, grad_norm=1.0, loss_scale=None, skipped=False, tokens=10,
-                        tokens_per_s=1.0, step_time_s=1.0, eta_s=1.0))
+            w.emit(
+                Step(
+                    step=n,
+                    loss=0.1,
+                    lr=1e-3,
+                    grad_norm=1.0,
+                    loss_scale=None,
+                    skipped=False,
+                    tokens=10,
+                    tokens_per_s=1.0,
+                    step_time_s=1.0,
+                    eta_s=1.0,
+                )
+            )
             if grpo:
-                w.emit(Rollout(step=n, groups=2, group_size=4, reward_mean=0.5 * n, reward_std=0.1,
-                               rewards={"format": {"mean": 0.25 * n, "std": 0.1, "weight": 1.0},
-                                        "tap_in_box": {"mean": 0.1 * n, "std": 0.1, "weight": 2.0}},
-                               all_equal_groups=0.5, completion_tokens_mean=12.0, completion_tokens_max=16,
-                               truncated=0.0, parse_rate=0.5, reference_kl=0.003 * n,
-                               task_pool={"families": {"open_app": {"success": 0.5 * n, "weight": 0.5, "drawn": 1},
-                                                       "send_message": {"success": None, "weight": 1.0, "drawn": 1}},
-                                          "fresh": 0, "replayed": n - 1, "kept": n},
-                               samples=[{"prompt": "Turn on <Wi-Fi>", "completion": "<think>go</think>",
-                                         "rewards": {"format": 1.0, "tap_in_box": 0.0}, "total": 1.0,
-                                         "advantage": 0.7, "thumbnail": THUMBNAIL}]))
-                w.emit(PolicyMismatch(step=n, tokens=40, mean_abs=0.01 * n, max_abs=0.2, ratio_min=0.9, ratio_max=1.1,
-                                      ratio_std=0.02, kl=1e-4, clipped=0.0, precision="bf16", is_weight_mean=1.0,
-                                      is_capped=0.01 * n))
+                w.emit(
+                    Rollout(
+                        step=n,
+                        groups=2,
+                        group_size=4,
+                        reward_mean=0.5 * n,
+                        reward_std=0.1,
+                        rewards={
+                            "format": {"mean": 0.25 * n, "std": 0.1, "weight": 1.0},
+                            "tap_in_box": {"mean": 0.1 * n, "std": 0.1, "weight": 2.0},
+                        },
+                        all_equal_groups=0.5,
+                        completion_tokens_mean=12.0,
+                        completion_tokens_max=16,
+                        truncated=0.0,
+                        parse_rate=0.5,
+                        reference_kl=0.003 * n,
+                        task_pool={
+                            "families": {
+                                "open_app": {"success": 0.5 * n, "weight": 0.5, "drawn": 1},
+                                "send_message": {"success": None, "weight": 1.0, "drawn": 1},
+                            },
+                            "fresh": 0,
+                            "replayed": n - 1,
+                            "kept": n,
+                        },
+                        samples=[
+                            {
+                                "prompt": "Turn on <Wi-Fi>",
+                                "completion": "<think>go</think>",
+                                "rewards": {"format": 1.0, "tap_in_box": 0.0},
+                                "total": 1.0,
+                                "advantage": 0.7,
+                                "thumbnail": THUMBNAIL,
+                            }
+                        ],
+                    )
+                )
+                w.emit(
+                    PolicyMismatch(
+                        step=n,
+                        tokens=40,
+                        mean_abs=0.01 * n,
+                        max_abs=0.2,
+                        ratio_min=0.9,
+                        ratio_max=1.1,
+                        ratio_std=0.02,
+                        kl=1e-4,
+                        clipped=0.0,
+                        precision="bf16",
+                        is_weight_mean=1.0,
+                        is_capped=0.01 * n,
+                    )
+                )
 
 
 def test_state_folds_rollouts_and_mismatch(tmp_path):
@@ -58,14 +114,23 @@ def test_monitor_draws_reward_curves_mismatch_and_samples_for_grpo_only(tmp_path
     m = RunMonitor()
     m.attach(tmp_path / "g")
     m.wait_sync(10)
-    assert {t.name: list(t.y) for t in m.charts.reward_fig.data} == {"total": [0.5, 1.0], "format": [0.25, 0.5],
-                                                              "tap in box": [0.1, 0.2]}
+    assert {t.name: list(t.y) for t in m.charts.reward_fig.data} == {
+        "total": [0.5, 1.0],
+        "format": [0.25, 0.5],
+        "tap in box": [0.1, 0.2],
+    }
     assert list(next(t for t in m.charts.mismatch_fig.data if t.name == "mean abs").y) == [0.01, 0.02]
-    assert list(next(t for t in m.charts.mismatch_fig.data if t.name.startswith("share of tokens capped")).y) == [0.01, 0.02]
+    assert list(next(t for t in m.charts.mismatch_fig.data if t.name.startswith("share of tokens capped")).y) == [
+        0.01,
+        0.02,
+    ]
     assert {t.name: list(t.y) for t in m.charts.pool_fig.data} == {"open app": [0.5, 1.0]}
     assert m.charts.figure_boxes["pool"].layout.display is None
     assert m.charts.figure_boxes["rewards"].layout.display is None and m.charts.samples_cell.layout.display is None
-    assert "&lt;think&gt;go&lt;/think&gt;" in m.charts.samples_table.value and "Turn on &lt;Wi-Fi&gt;" in m.charts.samples_table.value
+    assert (
+        "&lt;think&gt;go&lt;/think&gt;" in m.charts.samples_table.value
+        and "Turn on &lt;Wi-Fi&gt;" in m.charts.samples_table.value
+    )
     assert f"<img src='{THUMBNAIL}'" in m.charts.samples_table.value
     m.attach(tmp_path / "s")
     m.wait_sync(10)

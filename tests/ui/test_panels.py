@@ -1,4 +1,5 @@
 """The panels without a browser: set values, click buttons, assert the config, the launched run and what is shown."""
+
 import asyncio
 import time
 
@@ -99,7 +100,11 @@ def test_data_preview_stops_at_a_bad_row_as_the_run_would(tmp_path):
     assert "bad.jsonl:2" in panel.preview.output.value and "not valid JSON" in panel.preview.output.value
     panel.set("data.skip_bad_rows", True)  # the engine's own switch: the preview then counts the row
     preview = panel.preview.refresh()
-    assert len(preview.examples) == 1 and preview.stats.skipped_bad == 1 and "1 bad row(s) skipped" in panel.preview.output.value
+    assert (
+        len(preview.examples) == 1
+        and preview.stats.skipped_bad == 1
+        and "1 bad row(s) skipped" in panel.preview.output.value
+    )
 
 
 def test_plan_panel_follows_the_config():
@@ -132,24 +137,69 @@ def _write_synthetic_run(run_dir, lora_r=4):
     run_dir.mkdir(parents=True)
     (run_dir / "config.json").write_text('{"model": {"source": "tiny-glm4"}}')
     with EventWriter(run_dir / "events.jsonl") as w:
-        w.emit(RunStarted(run_dir=str(run_dir), config={"model": {"source": "tiny-glm4"}, "lora": {"r": lora_r}}, hardware={},
-                          versions={}, precision={"mode": "fp16", "use_grad_scaler": True}, total_steps=4))
-        w.emit(Census(step=0, rows=[{"group": "decoder", "dtype": "float16", "trainable": False, "count": 100, "bytes": 200},
-                                    {"group": "lora", "dtype": "float32", "trainable": True, "count": 8, "bytes": 32}],
-                      totals={"float16": 100, "float32": 8}))
-        w.emit(Memory(step=0, devices=[{"device": "cuda:0", "allocated": 2**20, "reserved": 2**21, "peak": 2**21}],
-                      host_rss=2**30, params_bytes=2**20, grads_bytes=0, optimizer_bytes=0))
+        w.emit(
+            RunStarted(
+                run_dir=str(run_dir),
+                config={"model": {"source": "tiny-glm4"}, "lora": {"r": lora_r}},
+                hardware={},
+                versions={},
+                precision={"mode": "fp16", "use_grad_scaler": True},
+                total_steps=4,
+            )
+        )
+        w.emit(
+            Census(
+                step=0,
+                rows=[
+                    {"group": "decoder", "dtype": "float16", "trainable": False, "count": 100, "bytes": 200},
+                    {"group": "lora", "dtype": "float32", "trainable": True, "count": 8, "bytes": 32},
+                ],
+                totals={"float16": 100, "float32": 8},
+            )
+        )
+        w.emit(
+            Memory(
+                step=0,
+                devices=[{"device": "cuda:0", "allocated": 2**20, "reserved": 2**21, "peak": 2**21}],
+                host_rss=2**30,
+                params_bytes=2**20,
+                grads_bytes=0,
+                optimizer_bytes=0,
+            )
+        )
         w.emit(Overflow(step=1, scale_before=65536.0, scale_after=32768.0, nonfinite_params=["x"], nonfinite_count=1))
         for n, skipped in ((1, True), (2, False), (3, False), (4, False)):
-            w.emit(Step(step=n, loss=3.0 - 0.5 * n, lr=1e-3, grad_norm=float("nan") if skipped else 1.0,
-                        loss_scale=32768.0, skipped=skipped, tokens=10, tokens_per_s=1.0, step_time_s=1.0, eta_s=4.0 - n))
+            w.emit(
+                Step(
+                    step=n,
+                    loss=3.0 - 0.5 * n,
+                    lr=1e-3,
+                    grad_norm=float("nan") if skipped else 1.0,
+                    loss_scale=32768.0,
+                    skipped=skipped,
+                    tokens=10,
+                    tokens_per_s=1.0,
+                    step_time_s=1.0,
+                    eta_s=4.0 - n,
+                )
+            )
         # the closing memory event: gradients as the engine records them, at the last step's peak
-        w.emit(Memory(step=4, devices=[{"device": "cuda:0", "allocated": 2**20, "reserved": 2**21, "peak": 2**21}],
-                      host_rss=2**30, params_bytes=2**20, grads_bytes=2**19, optimizer_bytes=2**20))
+        w.emit(
+            Memory(
+                step=4,
+                devices=[{"device": "cuda:0", "allocated": 2**20, "reserved": 2**21, "peak": 2**21}],
+                host_rss=2**30,
+                params_bytes=2**20,
+                grads_bytes=2**19,
+                optimizer_bytes=2**20,
+            )
+        )
         w.emit_raw = None
     with open(run_dir / "events.jsonl", "a") as fh:
-        fh.write('{"type": "diagnosis", "v": 1, "time": 1.0, "rank": 0, "step": 3, "cause": "loss-scale collapse", '
-                 '"fix": "switch to bf16", "module": "lm_head", "kind": "scale_collapse"}\n')
+        fh.write(
+            '{"type": "diagnosis", "v": 1, "time": 1.0, "rank": 0, "step": 3, "cause": "loss-scale collapse", '
+            '"fix": "switch to bf16", "module": "lm_head", "kind": "scale_collapse"}\n'
+        )
     with EventWriter(run_dir / "events.jsonl") as w:
         w.emit(RunFinished(step=4, final_loss=1.0, adapter_path=None, wall_s=4.0))
 
@@ -160,10 +210,17 @@ def test_monitor_shows_every_chart_and_alert_of_a_run(tmp_path):
     m.attach(tmp_path / "runs" / "synthetic")
     m.wait_sync(10)
     assert list(m.charts.loss_fig.data[0].x) == [1, 2, 3, 4]
-    assert tuple(m.charts.loss_fig.layout.xaxis.range) == (0, 4) == tuple(m.charts.memory_fig.layout.xaxis.range)  # the whole run
+    assert (
+        tuple(m.charts.loss_fig.layout.xaxis.range) == (0, 4) == tuple(m.charts.memory_fig.layout.xaxis.range)
+    )  # the whole run
     assert list(m.charts.scale_fig.data[1].x) == [1] and m.charts.scale_fig.layout.yaxis.type == "log"
     assert list(m.charts.grad_fig.data[0].y) == [None, 1.0, 1.0, 1.0]
-    assert {t.name for t in m.charts.memory_fig.data} == {"cuda:0 allocated", "cuda:0 reserved", "cuda:0 peak", "rank0 host RSS"}
+    assert {t.name for t in m.charts.memory_fig.data} == {
+        "cuda:0 allocated",
+        "cuda:0 reserved",
+        "cuda:0 peak",
+        "rank0 host RSS",
+    }
     assert list(m.charts.breakdown_fig.data[0].y) == [1.0, 0.5, 1.0, 0.0]  # MiB: weights, gradients, optimizer, master
     assert m.charts.breakdown_fig.layout.title.text == "model state at the step's peak (rank 0)"
     census = {t.name: dict(zip(t.x, t.y)) for t in m.charts.census_fig.data}
@@ -184,8 +241,15 @@ def test_monitor_redraws_census_and_alerts_only_when_they_change(tmp_path):
     m.state.version += 1
     m.poller.redraw()  # neither the census nor the alerts changed: both are left as drawn
     assert m.charts.census_table.value == m.charts.alerts.value == "untouched"
-    m.state.apply([Census(step=5, rows=[{"group": "lm_head", "dtype": "bfloat16", "trainable": False, "count": 3,
-                                         "bytes": 6}], totals={"bfloat16": 3})])
+    m.state.apply(
+        [
+            Census(
+                step=5,
+                rows=[{"group": "lm_head", "dtype": "bfloat16", "trainable": False, "count": 3, "bytes": 6}],
+                totals={"bfloat16": 3},
+            )
+        ]
+    )
     m.poller.redraw()  # a new census: redrawn; still no new alert
     assert "lm_head" in m.charts.census_table.value and "(step 5)" in m.charts.census_fig.layout.title.text
     assert m.charts.alerts.value == "untouched"
@@ -204,8 +268,14 @@ def test_workbench_launch_watch_and_chat_compare(make_cfg):
     from workbench.serve import start_server
     from workbench.ui import Workbench
 
-    cfg = make_cfg(**{"schedule.max_steps": 4, "output.memory_every": 2, "schedule.eval_loss_every": 0,
-                      "data.eval": str(SAMPLES / "identity" / "heldout.jsonl")})
+    cfg = make_cfg(
+        **{
+            "schedule.max_steps": 4,
+            "output.memory_every": 2,
+            "schedule.eval_loss_every": 0,
+            "data.eval": str(SAMPLES / "identity" / "heldout.jsonl"),
+        }
+    )
     with start_server("tiny-glm4", default_max_tokens=6) as srv:
         wb = Workbench(cfg, server=srv, max_tokens=6)
         assert wb.chat.models.options == ("tiny-glm4",) and wb.chat.max_tokens.value == 6
@@ -215,7 +285,9 @@ def test_workbench_launch_watch_and_chat_compare(make_cfg):
         assert m.handle is not None and (m.handle.run_dir / "config.json").exists()
         state = m.wait_sync(180)
         assert state.status == "finished"
-        assert list(m.charts.loss_fig.data[0].x) == [1, 2, 3, 4] and len(m.charts.loss_fig.data[1].x) == 1  # eval at the end
+        assert (
+            list(m.charts.loss_fig.data[0].x) == [1, 2, 3, 4] and len(m.charts.loss_fig.data[1].x) == 1
+        )  # eval at the end
         assert m.charts.census_fig.data and "finished" in m.status.value and m.progress.value == 1.0
         assert m.poller.latencies and max(m.poller.latencies) < 5
         run_id = m.handle.run_dir.name
@@ -286,7 +358,9 @@ def test_runs_panel_lists_compares_and_attaches(tmp_path):
     assert "<td>lora.r</td><td>4</td><td>8</td>" in panel.diff.value and "model.source" not in panel.diff.value
     panel.attach_button.click()
     assert m.state.run_dir.endswith("a") and m.state.status == "finished"
-    assert config_diff({"a": {"lora": {"r": 4}, "x": 1}, "b": {"lora": {"r": 8}, "x": 1}}) == {"lora.r": {"a": 4, "b": 8}}
+    assert config_diff({"a": {"lora": {"r": 4}, "x": 1}, "b": {"lora": {"r": 8}, "x": 1}}) == {
+        "lora.r": {"a": 4, "b": 8}
+    }
 
 
 # ---- layout and empty states (issue #14.5) ---------------------------------------------------------------
@@ -294,11 +368,31 @@ def _write_bf16_run(run_dir, steps=3):
     run_dir.mkdir(parents=True)
     (run_dir / "config.json").write_text("{}")
     with EventWriter(run_dir / "events.jsonl") as w:
-        w.emit(RunStarted(run_dir=str(run_dir), config={"model": {"source": "tiny-glm4"}}, hardware={}, versions={},
-                          precision={"mode": "bf16", "use_grad_scaler": False}, total_steps=steps))
+        w.emit(
+            RunStarted(
+                run_dir=str(run_dir),
+                config={"model": {"source": "tiny-glm4"}},
+                hardware={},
+                versions={},
+                precision={"mode": "bf16", "use_grad_scaler": False},
+                total_steps=steps,
+            )
+        )
         for n in range(1, steps + 1):
-            w.emit(Step(step=n, loss=2.0, lr=1e-3, grad_norm=1.0, loss_scale=None, skipped=False, tokens=10,
-                        tokens_per_s=1.0, step_time_s=1.0, eta_s=0.0))
+            w.emit(
+                Step(
+                    step=n,
+                    loss=2.0,
+                    lr=1e-3,
+                    grad_norm=1.0,
+                    loss_scale=None,
+                    skipped=False,
+                    tokens=10,
+                    tokens_per_s=1.0,
+                    step_time_s=1.0,
+                    eta_s=0.0,
+                )
+            )
         w.emit(RunFinished(step=steps, final_loss=2.0, adapter_path=None, wall_s=1.0))
 
 
@@ -309,7 +403,9 @@ def test_monitor_lays_its_charts_in_a_grid_of_readable_columns():
     assert CHART_WIDTH_PX >= 420 and {f.layout.width for f in m.charts.figures.values()} == {CHART_WIDTH_PX}
     # as many columns as fit: 2 on a ~1000 px notebook, 1 on a narrow one (the browser test measures it)
     assert m.charts.grid.layout.grid_template_columns == f"repeat(auto-fill, {CHART_WIDTH_PX + 10}px)"
-    assert len(m.charts.grid.children) == len(m.charts.figures) + 2  # the charts, the census table, GRPO's samples table
+    assert (
+        len(m.charts.grid.children) == len(m.charts.figures) + 2
+    )  # the charts, the census table, GRPO's samples table
     # before a run: every chart says it waits, no bare axes
     for fig in m.charts.figures.values():
         assert fig.layout.annotations[0].visible and fig.layout.annotations[0].text.startswith("waiting")
@@ -323,7 +419,9 @@ def test_monitor_says_there_is_no_loss_scaling_instead_of_an_empty_chart(tmp_pat
     m.wait_sync(10)
     assert m.charts.figure_boxes["loss_scale"].layout.display == "none" and m.charts.scale_note.layout.display is None
     assert "no loss scaling in bf16" in m.charts.scale_note.value
-    assert not m.charts.loss_fig.layout.annotations[0].visible and m.charts.loss_fig.layout.xaxis.visible  # data: axes back
+    assert (
+        not m.charts.loss_fig.layout.annotations[0].visible and m.charts.loss_fig.layout.xaxis.visible
+    )  # data: axes back
     assert m.charts.census_fig.layout.annotations[0].visible  # this run logged no census: that chart still waits
 
     _write_synthetic_run(tmp_path / "runs" / "fp16")  # an fp16 run on the same monitor: the chart comes back
@@ -372,9 +470,11 @@ def test_config_panel_loads_a_deepspeed_json_and_shows_its_warnings(tmp_path):
     assert panel.editors["precision.mode"].widget.value == "fp16"
     assert panel.editors["sharding.deepspeed_stage"].widget.value == 3
     assert panel.editors["schedule.grad_accum_steps"].widget.value == 16
-    assert "wb-deepspeed-warning" in panel.deepspeed_message.value and "fp16.loss_scale" in panel.deepspeed_message.value
+    assert (
+        "wb-deepspeed-warning" in panel.deepspeed_message.value and "fp16.loss_scale" in panel.deepspeed_message.value
+    )
     assert "--precision.mode fp16" in panel.cli.value
-    (tmp_path / "bad.json").write_text("{\"fp16\": ")
+    (tmp_path / "bad.json").write_text('{"fp16": ')
     panel.deepspeed_text.value = str(tmp_path / "bad.json")
     panel.deepspeed_button.click()
     assert "not valid JSON" in panel.deepspeed_message.value and "bad.json" in panel.deepspeed_message.value
@@ -396,8 +496,10 @@ def test_chat_thinking_starts_on_the_template_default_and_passes_the_choice():
     from workbench.serve import start_server
     from workbench.ui import chat_panel
 
-    with start_server("a", loaded=scripted_model(), max_batch=2) as a, start_server("b", loaded=scripted_model(),
-                                                                                  max_batch=2) as b:
+    with (
+        start_server("a", loaded=scripted_model(), max_batch=2) as a,
+        start_server("b", loaded=scripted_model(), max_batch=2) as b,
+    ):
         panel = chat_panel.ChatComparePanel(server=a, models=["a", "b"])
         panel.endpoints["b"] = b
         assert panel.thinking.label == "template default" and panel.thinking.index == 0
@@ -432,5 +534,7 @@ def test_config_panel_starts_from_a_recipe():
     assert "starts from the model recipe" not in panel.recipe_message.value
     panel.recipe_choice.value = "grpo-phone-tasks-tiny-glm4v"  # GRPO from an SFT model: which model to give is said
     panel.recipe_button.click()
-    assert "starts from the model recipe screenshots-to-actions-tiny-glm4v trains</b>: set model.source" \
+    assert (
+        "starts from the model recipe screenshots-to-actions-tiny-glm4v trains</b>: set model.source"
         in panel.recipe_message.value
+    )

@@ -1,4 +1,5 @@
 """The plan panel's screenshot inputs: images per row and their size change the plan it shows."""
+
 from workbench.plan import DeviceSet
 from workbench.ui.config_panel import ConfigPanel
 from workbench.ui.plan_panel import PlanPanel

@@ -1,6 +1,7 @@
 """The compare view of GRPO runs of the same seed under fp32 / bf16 / fp16: each run's log folded into its
 mismatch and reward series, labelled by precision, the settings that differ said, runs still going followed; the
 state imports no widget, the view overlays the runs in plotly."""
+
 from __future__ import annotations
 
 import subprocess
@@ -16,26 +17,74 @@ MISMATCH = {"fp32": 1e-6, "bf16": 2e-2, "fp16": 2.5e-3}
 
 
 def config(mode: str, seed: int = 0, scale_rewards: str = "group") -> dict:
-    return {"seed": seed, "model": {"source": "tiny-glm4v-agent"}, "precision": {"mode": mode},
-            "training": {"method": "grpo"},
-            "rl": {"prompts": "phone_tasks", "rewards": {"episode_success": 1.0}, "scale_rewards": scale_rewards}}
+    return {
+        "seed": seed,
+        "model": {"source": "tiny-glm4v-agent"},
+        "precision": {"mode": mode},
+        "training": {"method": "grpo"},
+        "rl": {"prompts": "phone_tasks", "rewards": {"episode_success": 1.0}, "scale_rewards": scale_rewards},
+    }
 
 
 def write_run(run_dir, mode: str, steps=(1, 2), seed: int = 0, writer=None, **settings):
     run_dir.mkdir(parents=True, exist_ok=True)
     w = writer or EventWriter(run_dir / "events.jsonl")
     if writer is None:
-        w.emit(RunStarted(run_dir=str(run_dir), config=config(mode, seed, **settings), hardware={}, versions={},
-                          precision={"mode": mode}, total_steps=3))
+        w.emit(
+            RunStarted(
+                run_dir=str(run_dir),
+                config=config(mode, seed, **settings),
+                hardware={},
+                versions={},
+                precision={"mode": mode},
+                total_steps=3,
+            )
+        )
     for n in steps:
-        w.emit(Step(step=n, loss=0.1, lr=1e-3, grad_norm=1.0, loss_scale=None, skipped=False, tokens=10,
-                    tokens_per_s=1.0, step_time_s=1.0, eta_s=1.0))
-        w.emit(Rollout(step=n, groups=2, group_size=4, reward_mean=0.1 * n + (0.05 if mode == "fp16" else 0),
-                       reward_std=0.1, rewards={"episode_success": {"mean": 0.1 * n, "std": 0.1, "weight": 1.0}},
-                       all_equal_groups=0.5, completion_tokens_mean=12.0, completion_tokens_max=16, truncated=0.0,
-                       parse_rate=0.5, samples=[]))
-        w.emit(PolicyMismatch(step=n, tokens=40, mean_abs=MISMATCH[mode] * n, max_abs=0.2, ratio_min=0.9,
-                              ratio_max=1.1, ratio_std=0.02, kl=MISMATCH[mode] ** 2, clipped=0.0, precision=mode))
+        w.emit(
+            Step(
+                step=n,
+                loss=0.1,
+                lr=1e-3,
+                grad_norm=1.0,
+                loss_scale=None,
+                skipped=False,
+                tokens=10,
+                tokens_per_s=1.0,
+                step_time_s=1.0,
+                eta_s=1.0,
+            )
+        )
+        w.emit(
+            Rollout(
+                step=n,
+                groups=2,
+                group_size=4,
+                reward_mean=0.1 * n + (0.05 if mode == "fp16" else 0),
+                reward_std=0.1,
+                rewards={"episode_success": {"mean": 0.1 * n, "std": 0.1, "weight": 1.0}},
+                all_equal_groups=0.5,
+                completion_tokens_mean=12.0,
+                completion_tokens_max=16,
+                truncated=0.0,
+                parse_rate=0.5,
+                samples=[],
+            )
+        )
+        w.emit(
+            PolicyMismatch(
+                step=n,
+                tokens=40,
+                mean_abs=MISMATCH[mode] * n,
+                max_abs=0.2,
+                ratio_min=0.9,
+                ratio_max=1.1,
+                ratio_std=0.02,
+                kl=MISMATCH[mode] ** 2,
+                clipped=0.0,
+                precision=mode,
+            )
+        )
     return w
 
 

@@ -1,6 +1,7 @@
 """The recorder panel without a browser: what the screen widget sends on a click, hold or drag becomes the step the
 Demonstrator records, buttons do the rest, problems show in red; and the episodes view opens a failed episode's step
 in the panel with the phone in that step's state. (tests/ui/test_browser.py clicks the same panel in Chromium.)"""
+
 from __future__ import annotations
 
 import base64
@@ -39,7 +40,9 @@ def test_clicks_holds_drags_and_buttons_record_a_demonstration(tmp_path):
     assert "recording <b>Turn off Wi-Fi</b>: step 1 on System Home" in panel.status.value
     panel.thought.value = "Settings holds Wi-Fi."
     panel.screen.gesture({"gesture": "click", "point": _centre(phone.screen().elements["Settings"])})
-    assert phone.current_app() == "AndroidSystemSettings" and panel.thought.value == ""  # the thought went with the step
+    assert (
+        phone.current_app() == "AndroidSystemSettings" and panel.thought.value == ""
+    )  # the thought went with the step
     panel.screen.gesture({"gesture": "swipe", "start": [500, 800], "end": [500, 300]})  # nothing scrolls here
     assert "the phone did nothing: nothing scrolls here" in panel.status.value
     panel.undo_button.click()
@@ -58,8 +61,11 @@ def test_clicks_holds_drags_and_buttons_record_a_demonstration(tmp_path):
     panel.finish_button.click()
     assert "saved demonstration 1 (toggle_setting/wifi-off, 3 steps; its task&#x27;s checks hold)" in panel.status.value
     episode = read_episodes(tmp_path / "demos")[0]
-    assert [s.answer.split(",")[0] for s in episode.steps] == ['do(action="Tap"', 'do(action="Tap"',
-                                                               'finish(message="Wi-Fi is off.")']
+    assert [s.answer.split(",")[0] for s in episode.steps] == [
+        'do(action="Tap"',
+        'do(action="Tap"',
+        'finish(message="Wi-Fi is off.")',
+    ]
     assert episode.steps[0].reasoning == "Settings holds Wi-Fi." and episode.success
     panel.rows_button.click()
     assert "3 training rows from 1 demonstrations" in panel.status.value
@@ -85,20 +91,26 @@ def test_a_hold_is_a_long_press_and_the_buttons_type_launch_and_go_back(tmp_path
     panel.wait_button.click()
     answers = [s.answer for s in panel.demonstrator.steps]
     assert answers[0] == 'do(action="Launch", app="Contacts")' and answers[2:] == [
-        'do(action="Back")', 'do(action="Swipe", start=[500,700], end=[500,300])', 'do(action="Type", text="hi")',
-        'do(action="Home")', 'do(action="Wait", duration="1 seconds")']
+        'do(action="Back")',
+        'do(action="Swipe", start=[500,700], end=[500,300])',
+        'do(action="Type", text="hi")',
+        'do(action="Home")',
+        'do(action="Wait", duration="1 seconds")',
+    ]
     panel.discard_button.click()
     assert not panel.demonstrator.recording and not (tmp_path / "episodes.jsonl").exists()
 
 
 class TapsBluetooth:
     """Launches Settings, then taps Bluetooth for the Wi-Fi task and finishes: a failed episode."""
+
     name = "model"
 
     def __call__(self, conversations):
         actions = ['do(action="Launch", app="Settings")', 'do(action="Tap", element=[500,287])', 'finish(message="ok")']
-        return [ModelReply(assistant_target("m", actions[sum(m['role'] == 'assistant' for m in c)]))
-                for c in conversations]
+        return [
+            ModelReply(assistant_target("m", actions[sum(m["role"] == "assistant" for m in c)])) for c in conversations
+        ]
 
 
 def test_the_episodes_view_opens_a_failed_step_in_the_recorder_with_the_phone_in_its_state(tmp_path):
@@ -114,8 +126,11 @@ def test_the_episodes_view_opens_a_failed_step_in_the_recorder_with_the_phone_in
     replay.correct_button.click()
     panel = replay.correction.children[0]
     assert isinstance(panel, RecorderPanel) and "correcting model" in panel.status.value
-    assert panel.screen.src.endswith(base64.b64encode((tmp_path / "played" / read_episodes(tmp_path / "played")[0]
-                                                       .steps[1].screenshot).read_bytes()).decode())
+    assert panel.screen.src.endswith(
+        base64.b64encode(
+            (tmp_path / "played" / read_episodes(tmp_path / "played")[0].steps[1].screenshot).read_bytes()
+        ).decode()
+    )
     assert "(the model's)" in panel.steps_view.value  # step 1, kept as context
     phone = panel.demonstrator.device
     panel.screen.gesture({"gesture": "click", "point": _centre(phone.screen().elements["Wi-Fi"])})

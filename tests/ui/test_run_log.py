@@ -1,4 +1,5 @@
 """Reading a log into a RunState depends on which fields an event has, never on the order the writer put them in."""
+
 from __future__ import annotations
 
 import json
@@ -29,9 +30,18 @@ def _shuffled_copy(log, out, seed: int, separators=(", ", ": ")) -> None:
 
 def _picture(state: RunState) -> tuple:
     """Everything a view draws from a state."""
-    return (state.status, state.step, state.total_steps, state.eta_s, state.skipped_steps, state.overflows,
-            [(a.level, a.title, a.step) for a in state.alerts], sorted(state.ranks),
-            [(s.x, s.y, s.stride, s.seen) for s in state.all_series()], state.memory)
+    return (
+        state.status,
+        state.step,
+        state.total_steps,
+        state.eta_s,
+        state.skipped_steps,
+        state.overflows,
+        [(a.level, a.title, a.step) for a in state.alerts],
+        sorted(state.ranks),
+        [(s.x, s.y, s.stride, s.seen) for s in state.all_series()],
+        state.memory,
+    )
 
 
 def _with_rank1_steps(run) -> None:

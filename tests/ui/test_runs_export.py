@@ -1,5 +1,6 @@
 """The runs panel's Export section without a browser: pick a run and a target, export in a child process
 (the kernel's loop keeps running meanwhile), read the manifest; a missed gate and bad input are shown as such."""
+
 import asyncio
 
 from tests.conftest import SAMPLES, tiny_run_overrides
@@ -11,8 +12,17 @@ def _tiny_run(runs_dir):
     from workbench.config import load_config
     from workbench.training import train
 
-    cfg = load_config(None, tiny_run_overrides(runs_dir, **{
-        "data.eval": str(SAMPLES / "identity" / "heldout.jsonl"), "output.run_name": "tuned", "schedule.max_steps": 2}))
+    cfg = load_config(
+        None,
+        tiny_run_overrides(
+            runs_dir,
+            **{
+                "data.eval": str(SAMPLES / "identity" / "heldout.jsonl"),
+                "output.run_name": "tuned",
+                "schedule.max_steps": 2,
+            },
+        ),
+    )
     return train(cfg).run_dir
 
 
@@ -23,8 +33,15 @@ def test_export_section_exports_a_run_and_shows_its_manifest_and_failures(tmp_pa
     panel = RunsPanel(str(tmp_path / "runs"))
     section = panel.export
     assert section.run.options == ("tuned",) and section.run.value == "tuned"
-    assert {"merged-float32", "merged-bfloat16", "merged-float16", "int8-dynamic", "int8-weight", "onnx",
-            "onnx-int8"} == set(section.specs)
+    assert {
+        "merged-float32",
+        "merged-bfloat16",
+        "merged-float16",
+        "int8-dynamic",
+        "int8-weight",
+        "onnx",
+        "onnx-int8",
+    } == set(section.specs)
     assert "no exports of this run yet" in section.exports.value
 
     job = section.start(target="merged-bfloat16", max_examples=4)
@@ -34,7 +51,9 @@ def test_export_section_exports_a_run_and_shows_its_manifest_and_failures(tmp_pa
     assert state.phase == 4 and section.progress.value == 1.0 and not section.export_button.disabled
     assert [line for line in state.log if "] " in line][-1].endswith("[4/4] reading it back and checking parity")
     manifest = state.manifest
-    assert manifest["options"]["dtype"] == "bfloat16" and (run / "exports" / "merged-bfloat16" / "manifest.json").is_file()
+    assert (
+        manifest["options"]["dtype"] == "bfloat16" and (run / "exports" / "merged-bfloat16" / "manifest.json").is_file()
+    )
     shown = section.result.value
     assert "parity passed" in shown and f"{manifest['sizes']['total_bytes'] / 1e6:.1f} MB" in shown
     assert f"{manifest['parity']['greedy_agreement']:.4f}" in shown and "merged-bfloat16" in section.exports.value
@@ -61,7 +80,10 @@ def test_export_section_exports_a_run_and_shows_its_manifest_and_failures(tmp_pa
     assert state.status == "failed" and state.path.name == "int8-dynamic.failed"
     assert state.manifest["parity"]["max_logit_diff"] > 0.0 and not state.manifest["parity"]["passed"]
     assert "FAILED its parity gate" in section.status.value and "FAILED its parity gate" in section.result.value
-    assert "max |logit diff|" in section.result.value and f"{state.manifest['parity']['max_logit_diff']:.3g}" in section.result.value
+    assert (
+        "max |logit diff|" in section.result.value
+        and f"{state.manifest['parity']['max_logit_diff']:.3g}" in section.result.value
+    )
     assert "failed parity" in section.exports.value and "merged-bfloat16" in section.exports.value
 
     # bad input (the export exists, overwrite off): the CLI's error, not a traceback

@@ -1,4 +1,5 @@
 """The runs panel's table (issue 22 item 5: a long run name is cut short in the table, whole in its tooltip)."""
+
 import html
 import re
 

@@ -1,4 +1,5 @@
 """RunState folds the event log into series without any widget (reusable by the CLI or extensions)."""
+
 import sys
 
 from workbench.events import Census, EventWriter, Overflow, RunFinished, RunStarted, Step
@@ -8,8 +9,19 @@ from workbench.ui.view_helpers import Throttle
 
 
 def step(n, loss=2.0, skipped=False, scale=None, rank=0, grad_norm=1.0):
-    return Step(step=n, loss=loss, lr=1e-3, grad_norm=grad_norm, loss_scale=scale, skipped=skipped, tokens=10,
-                tokens_per_s=100.0, step_time_s=0.1, eta_s=5.0, rank=rank)
+    return Step(
+        step=n,
+        loss=loss,
+        lr=1e-3,
+        grad_norm=grad_norm,
+        loss_scale=scale,
+        skipped=skipped,
+        tokens=10,
+        tokens_per_s=100.0,
+        step_time_s=0.1,
+        eta_s=5.0,
+        rank=rank,
+    )
 
 
 def test_state_module_imports_no_widgets():
@@ -22,19 +34,45 @@ def test_state_module_imports_no_widgets():
 
 def test_folds_steps_overflows_census_and_end():
     s = RunState()
-    s.apply([RunStarted(run_dir="r", config={"model": {"source": "m"}}, hardware={}, versions={},
-                        precision={"mode": "fp16"}, total_steps=4)])
+    s.apply(
+        [
+            RunStarted(
+                run_dir="r",
+                config={"model": {"source": "m"}},
+                hardware={},
+                versions={},
+                precision={"mode": "fp16"},
+                total_steps=4,
+            )
+        ]
+    )
     assert s.status == "running" and s.total_steps == 4
-    s.apply([Overflow(step=1, scale_before=65536.0, scale_after=32768.0, nonfinite_params=["a.lora_A"], nonfinite_count=1),
-             step(1, skipped=True, scale=32768.0, grad_norm=float("inf")), step(2, loss=1.5, scale=32768.0),
-             step(2, loss=9.9, rank=1)])  # other ranks repeat the global step: ignored
+    s.apply(
+        [
+            Overflow(
+                step=1, scale_before=65536.0, scale_after=32768.0, nonfinite_params=["a.lora_A"], nonfinite_count=1
+            ),
+            step(1, skipped=True, scale=32768.0, grad_norm=float("inf")),
+            step(2, loss=1.5, scale=32768.0),
+            step(2, loss=9.9, rank=1),
+        ]
+    )  # other ranks repeat the global step: ignored
     assert s.loss.x == [1, 2] and s.loss.y == [2.0, 1.5]
     assert s.grad_norm.y == [None, 1.0]  # inf is not drawable
     assert s.skipped_steps == [1] and s.overflows[0]["scale_after"] == 32768.0
     assert s.alerts[-1].level == "warning" and "65536 -> 32768" in s.alerts[-1].detail
-    s.apply([Census(step=2, rows=[{"group": "decoder", "dtype": "float16", "trainable": False, "count": 10, "bytes": 20},
-                                  {"group": "lora", "dtype": "float32", "trainable": True, "count": 4, "bytes": 16}],
-                    totals={"float16": 10, "float32": 4})])
+    s.apply(
+        [
+            Census(
+                step=2,
+                rows=[
+                    {"group": "decoder", "dtype": "float16", "trainable": False, "count": 10, "bytes": 20},
+                    {"group": "lora", "dtype": "float32", "trainable": True, "count": 4, "bytes": 16},
+                ],
+                totals={"float16": 10, "float32": 4},
+            )
+        ]
+    )
     assert s.census_by_group() == {"float16": {"decoder": 10}, "float32": {"lora (trained)": 4}}
     assert s.progress == 0.5 and "ETA" in s.summary()
     s.apply([RunFinished(step=4, final_loss=1.0, adapter_path="r/adapter", wall_s=3.0)])
@@ -46,8 +84,18 @@ def test_unknown_and_diagnosis_events_are_handled_generically():
     v0 = s.version
     s.apply([{"type": "from_the_future", "step": 3, "share": 0.9}])
     assert s.version == v0 and s.unknown_types == {"from_the_future": 1}
-    s.apply([{"type": "diagnosis", "step": 7, "cause": "loss-scale collapse", "fix": "use bf16",
-              "module": "lm_head", "evidence": "12 skips in 50 steps"}])
+    s.apply(
+        [
+            {
+                "type": "diagnosis",
+                "step": 7,
+                "cause": "loss-scale collapse",
+                "fix": "use bf16",
+                "module": "lm_head",
+                "evidence": "12 skips in 50 steps",
+            }
+        ]
+    )
     a = s.alerts[-1]
     assert a.level == "error" and a.kind == "diagnosis" and "collapse" in a.title
     assert "fix: use bf16" in a.detail and "module: lm_head" in a.detail and "evidence" in a.detail
@@ -55,16 +103,38 @@ def test_unknown_and_diagnosis_events_are_handled_generically():
 
 def test_run_failed_and_memory_series():
     s = RunState()
-    s.apply([{"type": "memory", "rank": 0, "step": 1, "devices": [{"device": "cuda:0", "allocated": 10, "reserved": 20,
-                                                                   "peak": 15}], "host_rss": 100, "params_bytes": 1,
-              "grads_bytes": 2, "optimizer_bytes": 3, "master_weights_bytes": 0}])
+    s.apply(
+        [
+            {
+                "type": "memory",
+                "rank": 0,
+                "step": 1,
+                "devices": [{"device": "cuda:0", "allocated": 10, "reserved": 20, "peak": 15}],
+                "host_rss": 100,
+                "params_bytes": 1,
+                "grads_bytes": 2,
+                "optimizer_bytes": 3,
+                "master_weights_bytes": 0,
+            }
+        ]
+    )
     assert set(s.memory_series) == {"cuda:0 allocated", "cuda:0 reserved", "cuda:0 peak", "rank0 host RSS"}
     assert s.memory_breakdown() == {"weights": 1, "gradients": 2, "optimizer_state": 3, "master_weights": 0}
     s.apply([{"type": "run_failed", "rank": 1, "step": 2, "error": "boom", "error_type": "RuntimeError"}])
     assert s.status == "failed" and "boom" in s.error and s.alerts[-1].level == "error"
     assert "resume_from" not in s.alerts[-1].detail  # nothing was saved: no resume advice
-    s.apply([{"type": "run_failed", "rank": 0, "step": 3, "error": "Ctrl-C", "error_type": "KeyboardInterrupt",
-              "checkpoint": "runs/r/checkpoints/step-0000003"}])
+    s.apply(
+        [
+            {
+                "type": "run_failed",
+                "rank": 0,
+                "step": 3,
+                "error": "Ctrl-C",
+                "error_type": "KeyboardInterrupt",
+                "checkpoint": "runs/r/checkpoints/step-0000003",
+            }
+        ]
+    )
     assert "checkpointing.resume_from=runs/r/checkpoints/step-0000003" in s.alerts[-1].detail
 
 
@@ -96,13 +166,27 @@ def test_other_ranks_copies_of_rank0_only_events_change_nothing():
 
     s = RunState()
     v0 = s.version
-    assert s.apply([{"type": kind, "rank": 1, "step": 1, "loss": 1.0, "low_precision_share": 0.5}
-                    for kind in sorted(RANK0_ONLY)]) == 0
+    assert (
+        s.apply(
+            [
+                {"type": kind, "rank": 1, "step": 1, "loss": 1.0, "low_precision_share": 0.5}
+                for kind in sorted(RANK0_ONLY)
+            ]
+        )
+        == 0
+    )
     assert s.version == v0 and s.ranks == {1} and not s.unknown_types
     assert s.status == "idle" and not s.loss.x and not s.alerts and s.census is None and not s.coverage.x
     # per-rank events still count from any rank
-    assert s.apply([{"type": "memory", "rank": 1, "step": 1, "host_rss": 5},
-                    {"type": "coverage", "rank": 0, "step": 1, "low_precision_share": 0.5}]) == 2
+    assert (
+        s.apply(
+            [
+                {"type": "memory", "rank": 1, "step": 1, "host_rss": 5},
+                {"type": "coverage", "rank": 0, "step": 1, "low_precision_share": 0.5},
+            ]
+        )
+        == 2
+    )
     assert s.memory_series["rank1 host RSS"].y == [5] and s.coverage.y == [0.5] and s.ranks == {0, 1}
 
 
@@ -137,7 +221,7 @@ def test_a_series_does_not_depend_on_how_its_points_were_batched():
     rng, i = random.Random(0), 0
     while i < len(points):
         n = rng.randint(1, 300)
-        for x, y in points[i:i + n]:
+        for x, y in points[i : i + n]:
             chunked.add(x, y)
         i += n
     assert (chunked.x, chunked.y, chunked.stride) == (whole.x, whole.y, whole.stride)
@@ -186,7 +270,9 @@ def test_diagnosis_alerts_are_never_thinned(tmp_path):
 
     write_log(run, 6000)
     with EventWriter(run / "events.jsonl") as w:
-        w.emit(Diagnosis(step=17, kind="scale_collapse", cause="loss scale fell", fix="precision.mode=bf16", module=None))
+        w.emit(
+            Diagnosis(step=17, kind="scale_collapse", cause="loss scale fell", fix="precision.mode=bf16", module=None)
+        )
     state = RunState(loss=Series(limit=100, recent=10))
     state.apply(EventTail(run / "events.jsonl", typed=False).poll())
     assert len(state.loss) <= 111 and 17 not in state.loss.x
@@ -207,7 +293,12 @@ def test_catching_up_on_a_long_log_equals_folding_every_event(tmp_path):
     for name in ("loss", "lr", "grad_norm", "loss_scale"):
         a, b = getattr(fast, name), getattr(slow, name)
         assert (a.x, a.y, a.stride, a.seen) == (b.x, b.y, b.stride, b.seen), name
-    assert (fast.step, fast.skipped_steps, fast.overflows, fast.eta_s) == (slow.step, slow.skipped_steps, slow.overflows, slow.eta_s)
+    assert (fast.step, fast.skipped_steps, fast.overflows, fast.eta_s) == (
+        slow.step,
+        slow.skipped_steps,
+        slow.overflows,
+        slow.eta_s,
+    )
     assert [m.x for m in fast.memory_series.values()] == [m.x for m in slow.memory_series.values()]
     assert len(fast.loss) < 9000 and fast.loss.stride > 1
     data = log.read_bytes()

@@ -1,6 +1,7 @@
 """A long log's state without reading it whole (issue 25): its overview from the writer's index, a zoomed window at
 full resolution, and the logs that have no usable index (an older writer's, a stale one) read whole, to the same
 rare events."""
+
 import json
 
 import pytest
@@ -29,15 +30,20 @@ def _long_run(tmp_path, steps=STEPS):
     run = tmp_path / "long"
     write_log(run, steps, total_steps=2 * steps)
     with EventWriter(run / "events.jsonl") as w:
-        w.emit(Diagnosis(step=123, kind="scale_collapse", cause="loss scale fell", fix="precision.mode=bf16", module="m"))
+        w.emit(
+            Diagnosis(step=123, kind="scale_collapse", cause="loss scale fell", fix="precision.mode=bf16", module="m")
+        )
     write_log(run, 300, start=steps + 1)  # the diagnosis lies far before the tail
     return run, run / "events.jsonl"
 
 
 def _losses(log) -> dict:
     """step -> loss as logged (the last time a step was logged: a resumed run logs steps again)."""
-    return {e["step"]: finite_number(e["loss"]) for e in read_events(log, 0, typed=False)[0]
-            if e["type"] == "step" and not e.get("rank")}
+    return {
+        e["step"]: finite_number(e["loss"])
+        for e in read_events(log, 0, typed=False)[0]
+        if e["type"] == "step" and not e.get("rank")
+    }
 
 
 def _every_event(log) -> RunState:
@@ -70,8 +76,13 @@ def test_a_long_indexed_log_is_caught_up_from_its_index_a_sample_and_its_tail(tm
     truth = _losses(log)
     assert all(truth[x] == y for x, y in zip(fast.loss.x, fast.loss.y))  # sampled points are the log's own
     assert set(fast.memory_series) == set(whole.memory_series) and len(fast.memory_series["rank0 host RSS"]) > 50
-    assert (fast.step, fast.total_steps, fast.status, fast.precision, fast.eta_s) == \
-        (whole.step, whole.total_steps, whole.status, whole.precision, whole.eta_s)
+    assert (fast.step, fast.total_steps, fast.status, fast.precision, fast.eta_s) == (
+        whole.step,
+        whole.total_steps,
+        whole.status,
+        whole.precision,
+        whole.eta_s,
+    )
     write_log(run, 5, start=STEPS + 301)  # and it follows the run from there
     fast.apply(tail.poll())
     assert fast.step == STEPS + 305 and fast.loss.x[-5:] == list(range(STEPS + 301, STEPS + 306))
@@ -101,7 +112,9 @@ def test_a_crash_never_costs_a_rare_event_nor_a_wrong_state(tmp_path, small_thre
     run, log = _long_run(tmp_path)
     # a crash between an event's line and its index line: the event is in the log's tail, which is read exactly
     with open(log, "ab") as fh:
-        fh.write((json.dumps({"type": "diagnosis", "v": 1, "rank": 0, "step": STEPS + 300, "cause": "late"}) + "\n").encode())
+        fh.write(
+            (json.dumps({"type": "diagnosis", "v": 1, "rank": 0, "step": STEPS + 300, "cause": "late"}) + "\n").encode()
+        )
     # a crash mid-way through an index line (and a log line being written)
     with open(index_path(log), "ab") as fh:
         fh.write(b'{"offset": 12')
@@ -123,7 +136,9 @@ def test_a_zoomed_window_has_every_step_of_it_or_a_bounded_sample_and_every_mark
     truth = _losses(log)
     window = load_window(log, 1900, 2200)
     assert window.loss.x == list(range(1900, 2201)) and all(truth[x] == y for x, y in zip(window.loss.x, window.loss.y))
-    assert window.lr.x == window.loss.x and window.skipped_steps == [2 * OVERFLOW_EVERY] == [o["step"] for o in window.overflows]
+    assert window.lr.x == window.loss.x and window.skipped_steps == [2 * OVERFLOW_EVERY] == [
+        o["step"] for o in window.overflows
+    ]
     assert reader.read_window(log, 1900, 2200).bytes_read < log.stat().st_size / 4
     wide = load_window(log, 100, STEPS)  # more bytes than ZOOM_FULL_BYTES: sampled, every marker still there
     assert reader.read_window(log, 100, STEPS).sampled

@@ -20,6 +20,7 @@ phone a demonstration of a built-in task is judged by the task's final-state che
 fails them is kept, marked failed, and ``write_rows`` leaves it out); a task typed as free text, and any task on a
 real phone, is not judged (``success`` None) and is recorded as demonstrated.
 """
+
 from __future__ import annotations
 
 import copy
@@ -41,8 +42,12 @@ from .store import EpisodeWriter, read_episodes
 
 MODEL = "demonstration"  # Episode.model of what a person demonstrated
 OWN_TEMPLATE = "own"  # Episode.template of a task given as free text (no template of the simulator's)
-DIRECTIONS = {"up": ((500, 700), (500, 300)), "down": ((500, 300), (500, 700)),  # the finger's way (AITW's sense)
-              "left": ((800, 500), (200, 500)), "right": ((200, 500), (800, 500))}
+DIRECTIONS = {
+    "up": ((500, 700), (500, 300)),
+    "down": ((500, 300), (500, 700)),  # the finger's way (AITW's sense)
+    "left": ((800, 500), (200, 500)),
+    "right": ((200, 500), (800, 500)),
+}
 
 
 class DemonstrationError(ValueError):
@@ -52,6 +57,7 @@ class DemonstrationError(ValueError):
 @dataclass
 class Screen:
     """What the phone shows now: the screenshot (PNG), the app on screen and its tree (None without one)."""
+
     png: bytes
     app: str
     tree: str | None
@@ -81,7 +87,7 @@ def _describe(action: Action, element: str | None) -> str:
     if kind == "Type":
         return f'Type "{action.args["text"]}".'
     if kind == "Launch":
-        return f'Launch {action.args["app"]}.'
+        return f"Launch {action.args['app']}."
     if kind == "finish":
         return "The task is done."
     return f"{kind}."
@@ -97,8 +103,14 @@ class Demonstrator:
     """Records a person's demonstrations on ``device`` (default: a simulated phone of ``size`` pixels) into the episode
     folder ``folder``. ``tasks``: the built-in tasks a task id or instruction may name (default: the simulator's)."""
 
-    def __init__(self, folder: str | Path, device=None, size: tuple[int, int] = PHONE_SIZE,
-                 tasks: Sequence[PhoneTask] = TASKS, date: datetime.date | None = None):
+    def __init__(
+        self,
+        folder: str | Path,
+        device=None,
+        size: tuple[int, int] = PHONE_SIZE,
+        tasks: Sequence[PhoneTask] = TASKS,
+        date: datetime.date | None = None,
+    ):
         self.folder = Path(folder)
         self.device = device if device is not None else SimPhone(size)
         self.tasks = list(tasks)
@@ -169,8 +181,12 @@ class Demonstrator:
         self.episode = Episode(
             found.id if found is not None else f"{OWN_TEMPLATE}/{_slug(instruction)}",
             found.template if found is not None else (template or OWN_TEMPLATE),
-            found.split if found is not None else "train", list(found.apps) if found is not None else [],
-            instruction, MODEL, (self.date or datetime.date.today()).isoformat())
+            found.split if found is not None else "train",
+            list(found.apps) if found is not None else [],
+            instruction,
+            MODEL,
+            (self.date or datetime.date.today()).isoformat(),
+        )
         self._screen = None
         return self.episode
 
@@ -181,23 +197,28 @@ class Demonstrator:
         the episode was stored in). On a real phone put it into that state by hand."""
         if not 1 <= step <= len(episode.steps):
             raise DemonstrationError(f"step {step}: the episode has steps 1..{len(episode.steps)}")
-        kept = [copy.copy(s) for s in episode.steps[:step - 1]]
+        kept = [copy.copy(s) for s in episode.steps[: step - 1]]
         unusable = [s.index for s in kept if s.action is None or s.parse_error is not None]
         if unusable:
-            raise DemonstrationError(f"step {unusable[0]} of the episode did not parse or failed: correct it from "
-                                     f"step {unusable[0]} at the latest")
+            raise DemonstrationError(
+                f"step {unusable[0]} of the episode did not parse or failed: correct it from "
+                f"step {unusable[0]} at the latest"
+            )
         for s in kept:
             if s.png is None and s.screenshot is not None and screens is not None:
                 s.png = (Path(screens) / s.screenshot).read_bytes()
             if s.png is None:
-                raise DemonstrationError(f"step {s.index} of the episode has no stored screenshot: give the folder it "
-                                         "was stored in (screens=)")
+                raise DemonstrationError(
+                    f"step {s.index} of the episode has no stored screenshot: give the folder it "
+                    "was stored in (screens=)"
+                )
         self.notes = []
         if self.judges_state:
             task = self.find_task(episode.task)
             if task is None:
-                raise DemonstrationError(f"{episode.task!r} is not one of the simulator's tasks here: the phone cannot "
-                                         "be put into its state")
+                raise DemonstrationError(
+                    f"{episode.task!r} is not one of the simulator's tasks here: the phone cannot be put into its state"
+                )
             self._resize_to(episode, screens)
             self._start_state = task.initial_state()
             self.device.reset(self._start_state)
@@ -206,14 +227,25 @@ class Demonstrator:
                 if shown != s.png:
                     raise DemonstrationError(
                         f"the phone does not show step {s.index}'s stored screen after the episode's earlier actions "
-                        "(the simulator changed since it was recorded?): demonstrate the task anew instead")
+                        "(the simulator changed since it was recorded?): demonstrate the task anew instead"
+                    )
                 self._redo(s)
             self.task = task
         else:
             self.notes.append(f"a real phone cannot be put back: bring it to the screen of step {step} by hand")
             self.task, self._start_state = None, None
-        self.episode = Episode(episode.task, episode.template, episode.split, list(episode.apps), episode.instruction,
-                               MODEL, episode.date, episode.observation, steps=kept, context_steps=len(kept))
+        self.episode = Episode(
+            episode.task,
+            episode.template,
+            episode.split,
+            list(episode.apps),
+            episode.instruction,
+            MODEL,
+            episode.date,
+            episode.observation,
+            steps=kept,
+            context_steps=len(kept),
+        )
         self._screen = None
         return self.episode
 
@@ -260,8 +292,16 @@ class Demonstrator:
 
     def _step(self, shown: Screen, action: Action, thought: str) -> Turn:
         answer = format_action(action)
-        return Turn(len(self.steps) + 1, shown.app, content=assistant_target(thought, answer), reasoning=thought,
-                    answer=answer, action=answer, ui_tree=shown.tree, png=shown.png)
+        return Turn(
+            len(self.steps) + 1,
+            shown.app,
+            content=assistant_target(thought, answer),
+            reasoning=thought,
+            answer=answer,
+            action=answer,
+            ui_tree=shown.tree,
+            png=shown.png,
+        )
 
     def tap(self, x: float, y: float, thought: str = "") -> Turn:
         return self.act(Action("Tap", {"element": _on_grid((x, y))}), thought)
@@ -312,8 +352,11 @@ class Demonstrator:
         by hand."""
         episode = self._require()
         if len(episode.steps) <= episode.context_steps:
-            raise DemonstrationError("nothing to undo" if not episode.steps else
-                                     "the steps before the corrected one are the model's: nothing of yours to undo")
+            raise DemonstrationError(
+                "nothing to undo"
+                if not episode.steps
+                else "the steps before the corrected one are the model's: nothing of yours to undo"
+            )
         step = episode.steps.pop()
         self.notes = []
         if self.judges_state:
@@ -347,8 +390,14 @@ class Demonstrator:
         finally:
             writer.close()
         failed = [name for name, ok in (episode.checks or {}).items() if not ok]
-        self.notes = ([f"saved, but the task's checks do not hold ({', '.join(failed)}): it is left out of the "
-                       "training rows; demonstrate it again"] if failed else [])
+        self.notes = (
+            [
+                f"saved, but the task's checks do not hold ({', '.join(failed)}): it is left out of the "
+                "training rows; demonstrate it again"
+            ]
+            if failed
+            else []
+        )
         self.episode, self.task, self._screen = None, None, None
         return episode
 

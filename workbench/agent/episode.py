@@ -11,6 +11,7 @@ A person's demonstration (``workbench.agent.demonstrate``) is an episode too, of
 continues a model's episode from the step it got wrong: its first ``context_steps`` steps are the model's own, kept as
 the context of the steps a person demonstrated after them and never a training target themselves.
 """
+
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
@@ -57,7 +58,9 @@ class Episode:
     final_app: str | None = None
     final_screenshot: str | None = None
     final_png: bytes | None = field(default=None, repr=False, compare=False)
-    context_steps: int = 0  # a correction: its first steps are the corrected model's, context only (no rows of their own)
+    context_steps: int = (
+        0  # a correction: its first steps are the corrected model's, context only (no rows of their own)
+    )
 
     @property
     def prompt_tokens_last(self) -> int | None:

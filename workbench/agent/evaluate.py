@@ -6,6 +6,7 @@ them in ``RUN_DIR/episodes/<stamp>/`` and gets the report (every evaluated model
 ``phone_agent``) in its ``eval_results.json``, next to its single-step task metrics; a base model, another
 server's model and the oracle write under ``out`` (default ``runs/episodes/<stamp>/<model>``).
 """
+
 from __future__ import annotations
 
 import datetime
@@ -47,8 +48,16 @@ class AgentReport:
     written: list[str] = field(default_factory=list)  # the eval_results.json files written
 
     def to_dict(self, records: bool = True) -> dict:
-        out = {"task": self.task, "data": self.data, "server": self.server, "settings": self.settings,
-               "wall_s": self.wall_s, "metrics": self.metrics, "episodes": self.episodes, "written": self.written}
+        out = {
+            "task": self.task,
+            "data": self.data,
+            "server": self.server,
+            "settings": self.settings,
+            "wall_s": self.wall_s,
+            "metrics": self.metrics,
+            "episodes": self.episodes,
+            "written": self.written,
+        }
         if records:
             out["records"] = self.records
         return out
@@ -63,14 +72,33 @@ def parse_device(spec: str) -> tuple[str, str | None]:
     raise ValueError(f"{spec!r}: give sim (the simulated phone) or adb:SERIAL (a phone `adb devices` lists)")
 
 
-def evaluate_agent(tasks: Sequence[PhoneTask], models: Iterable[str] | None = None, *, server: Any = None,
-                   oracle: bool = False, device: str = "sim", size: tuple[int, int] = PHONE_SIZE,
-                   max_steps: int = MAX_STEPS, concurrency: int = 8, out: str | Path | None = None,
-                   runs_dir: str | Path = "runs", write: bool = True, max_tokens: int = 512, temperature: float = 0.0,
-                   seed: int | None = None, api_key: str | None = None, adb_host: str = "127.0.0.1",
-                   adb_port: int = 5037, date: datetime.date | None = None, screens: bool = True,
-                   progress: bool = True, timeout: float = 600.0, observation: str = "screenshot",
-                   repeat_limit: int = REPEAT_LIMIT, lang: str = DEFAULT_LANG) -> AgentReport:
+def evaluate_agent(
+    tasks: Sequence[PhoneTask],
+    models: Iterable[str] | None = None,
+    *,
+    server: Any = None,
+    oracle: bool = False,
+    device: str = "sim",
+    size: tuple[int, int] = PHONE_SIZE,
+    max_steps: int = MAX_STEPS,
+    concurrency: int = 8,
+    out: str | Path | None = None,
+    runs_dir: str | Path = "runs",
+    write: bool = True,
+    max_tokens: int = 512,
+    temperature: float = 0.0,
+    seed: int | None = None,
+    api_key: str | None = None,
+    adb_host: str = "127.0.0.1",
+    adb_port: int = 5037,
+    date: datetime.date | None = None,
+    screens: bool = True,
+    progress: bool = True,
+    timeout: float = 600.0,
+    observation: str = "screenshot",
+    repeat_limit: int = REPEAT_LIMIT,
+    lang: str = DEFAULT_LANG,
+) -> AgentReport:
     """Play ``tasks`` once per served model (or once with their oracle solutions), store and judge the episodes.
 
     Args:
@@ -100,15 +128,29 @@ def evaluate_agent(tasks: Sequence[PhoneTask], models: Iterable[str] | None = No
         url = getattr(server, "url", server)
         client = ServerClient(url, api_key or getattr(server, "api_key", None), timeout)
         cards, wanted = _served_models(client, models)
-        policies = [ServedPolicy(client, m, temperature=temperature, max_tokens=max_tokens, seed=seed,
-                                 concurrency=concurrency) for m in wanted]
-    settings = {"tasks": len(tasks), "device": device, "size": list(size) if kind == "sim" else None,
-                "max_steps": max_steps, "repeat_limit": repeat_limit, "concurrency": concurrency, "max_tokens": max_tokens,
-                "temperature": temperature, "seed": seed, "observation": observation, "lang": lang,
-                "models": [p.name for p in policies],
-                "base": next((i for i, c in cards.items() if not c.get("parent")), None), "n": len(tasks)}
-    report = AgentReport(TASK_NAME, ",".join(sorted({t.split for t in tasks})), client.base if client else url,
-                         settings, 0.0, {})
+        policies = [
+            ServedPolicy(client, m, temperature=temperature, max_tokens=max_tokens, seed=seed, concurrency=concurrency)
+            for m in wanted
+        ]
+    settings = {
+        "tasks": len(tasks),
+        "device": device,
+        "size": list(size) if kind == "sim" else None,
+        "max_steps": max_steps,
+        "repeat_limit": repeat_limit,
+        "concurrency": concurrency,
+        "max_tokens": max_tokens,
+        "temperature": temperature,
+        "seed": seed,
+        "observation": observation,
+        "lang": lang,
+        "models": [p.name for p in policies],
+        "base": next((i for i, c in cards.items() if not c.get("parent")), None),
+        "n": len(tasks),
+    }
+    report = AgentReport(
+        TASK_NAME, ",".join(sorted({t.split for t in tasks})), client.base if client else url, settings, 0.0, {}
+    )
     start = time.monotonic()
     contestants = []
     for policy in policies:
@@ -116,9 +158,20 @@ def evaluate_agent(tasks: Sequence[PhoneTask], models: Iterable[str] | None = No
         folder = run_dir / EPISODES_DIR / stamp if run_dir is not None else out / folder_name(policy.name)
         contestants.append(Contestant(policy.name, folder, lambda p=policy: p))
     try:
-        for judged in judge(contestants, tasks, devices, settings, screens=screens, progress=progress,
-                            max_steps=max_steps, concurrency=concurrency, date=date, observation=observation,
-                            repeat_limit=repeat_limit, lang=lang):
+        for judged in judge(
+            contestants,
+            tasks,
+            devices,
+            settings,
+            screens=screens,
+            progress=progress,
+            max_steps=max_steps,
+            concurrency=concurrency,
+            date=date,
+            observation=observation,
+            repeat_limit=repeat_limit,
+            lang=lang,
+        ):
             report.metrics[judged.name] = {"default": judged.metrics}
             report.episodes[judged.name] = str(judged.folder)
             report.records[judged.name] = judged.records
@@ -136,8 +189,9 @@ def evaluate_agent(tasks: Sequence[PhoneTask], models: Iterable[str] | None = No
     return report
 
 
-def _checked_device(device: str, oracle: bool, server: Any, max_steps: int, concurrency: int,
-                    tasks: Sequence[PhoneTask]) -> tuple[str, str | None]:
+def _checked_device(
+    device: str, oracle: bool, server: Any, max_steps: int, concurrency: int, tasks: Sequence[PhoneTask]
+) -> tuple[str, str | None]:
     """The device's kind and serial, once the options are known to fit together (AgentError naming the fix)."""
     if oracle == (server is not None):
         raise AgentError("give a server (and its model ids) or oracle=True, not both or neither")
@@ -152,10 +206,12 @@ def _checked_device(device: str, oracle: bool, server: Any, max_steps: int, conc
         raise AgentError("no tasks to run")
     free = [t.id for t in tasks if t.free_form]
     if free and (kind != "adb" or oracle):
-        raise AgentError(f"{len(free)} free-form task(s) ({free[0]}, ...): your own instructions have no simulated "
-                         "start state, checks or oracle; run them with a model on a phone (--device adb:SERIAL), where "
-                         "the episodes are stored for you to judge (and `workbench agent record --episodes DIR` makes "
-                         "rows of the ones you keep)")
+        raise AgentError(
+            f"{len(free)} free-form task(s) ({free[0]}, ...): your own instructions have no simulated "
+            "start state, checks or oracle; run them with a model on a phone (--device adb:SERIAL), where "
+            "the episodes are stored for you to judge (and `workbench agent record --episodes DIR` makes "
+            "rows of the ones you keep)"
+        )
     return kind, serial
 
 
@@ -180,11 +236,13 @@ def _served_models(client: ServerClient, models: Iterable[str] | None) -> tuple[
     wanted = list(dict.fromkeys(models)) if models else list(cards)
     if not wanted:
         client.close()
-        raise AgentError(f"the server at {client.base} serves no model yet (still loading?): try again, or "
-                         "name one with --model")
+        raise AgentError(
+            f"the server at {client.base} serves no model yet (still loading?): try again, or name one with --model"
+        )
     missing = [m for m in wanted if m not in cards]
     if missing:
         client.close()
-        raise AgentError(f"model id(s) {', '.join(map(repr, missing))} not served at {client.base}; "
-                         f"served: {', '.join(cards)}")
+        raise AgentError(
+            f"model id(s) {', '.join(map(repr, missing))} not served at {client.base}; served: {', '.join(cards)}"
+        )
     return cards, wanted

@@ -9,6 +9,7 @@ finishes sometimes (0 < c < n) is one it can sharpen; one it never finishes in k
 learn from; one it always finishes has nothing left to gain. The episodes of every sample are stored
 (``agent.judging.play_to_folder``), and the table's rows are ``TaskHeadroom``.
 """
+
 from __future__ import annotations
 
 import math
@@ -53,8 +54,17 @@ def task_headroom(samples: Sequence[Sequence[Episode]], greedy: Sequence[Episode
     out = []
     for i, first in enumerate(samples[0]):
         c = sum(bool(run[i].success) for run in samples)
-        out.append(TaskHeadroom(first.task, first.split, k, c, None if greedy is None else bool(greedy[i].success),
-                                c / k, pass_at_k(k, c, k)))
+        out.append(
+            TaskHeadroom(
+                first.task,
+                first.split,
+                k,
+                c,
+                None if greedy is None else bool(greedy[i].success),
+                c / k,
+                pass_at_k(k, c, k),
+            )
+        )
     return out
 
 
@@ -62,12 +72,16 @@ def summarize_headroom(rows: Sequence[TaskHeadroom]) -> dict:
     """The means over the tasks, and how many tasks RL can sharpen, never succeed, always succeed."""
     n = len(rows)
     greedy = [r.greedy for r in rows if r.greedy is not None]
-    return {"tasks": n, "k": rows[0].samples if rows else 0,
-            "greedy_success": sum(greedy) / len(greedy) if greedy else None,
-            "pass_1": sum(r.pass_1 for r in rows) / n if n else None,
-            "pass_k": sum(r.pass_k for r in rows) / n if n else None,
-            "sharpenable": sum(r.sharpenable for r in rows), "never": sum(r.successes == 0 for r in rows),
-            "always": sum(r.successes == r.samples for r in rows)}
+    return {
+        "tasks": n,
+        "k": rows[0].samples if rows else 0,
+        "greedy_success": sum(greedy) / len(greedy) if greedy else None,
+        "pass_1": sum(r.pass_1 for r in rows) / n if n else None,
+        "pass_k": sum(r.pass_k for r in rows) / n if n else None,
+        "sharpenable": sum(r.sharpenable for r in rows),
+        "never": sum(r.successes == 0 for r in rows),
+        "always": sum(r.successes == r.samples for r in rows),
+    }
 
 
 def format_headroom(rows: Sequence[TaskHeadroom], summary: dict) -> str:
@@ -75,20 +89,40 @@ def format_headroom(rows: Sequence[TaskHeadroom], summary: dict) -> str:
     k = summary["k"]
     table = [["task", "greedy", f"c/{k}", "pass@1", f"pass@{k}", "RL can sharpen"]]
     for r in rows:
-        table.append([r.task, "-" if r.greedy is None else ("yes" if r.greedy else "no"), str(r.successes),
-                      f"{r.pass_1:.3f}", f"{r.pass_k:.3f}", "yes" if r.sharpenable else ""])
+        table.append(
+            [
+                r.task,
+                "-" if r.greedy is None else ("yes" if r.greedy else "no"),
+                str(r.successes),
+                f"{r.pass_1:.3f}",
+                f"{r.pass_k:.3f}",
+                "yes" if r.sharpenable else "",
+            ]
+        )
     lines = text_table(table)
     greedy = summary["greedy_success"]
-    lines.append(f"\n{summary['tasks']} tasks: greedy {'-' if greedy is None else f'{greedy:.3f}'}, "
-                 f"pass@1 {summary['pass_1']:.3f}, pass@{k} {summary['pass_k']:.3f}; RL can sharpen "
-                 f"{summary['sharpenable']} (finished sometimes), {summary['never']} never finished in {k} samples, "
-                 f"{summary['always']} always")
+    lines.append(
+        f"\n{summary['tasks']} tasks: greedy {'-' if greedy is None else f'{greedy:.3f}'}, "
+        f"pass@1 {summary['pass_1']:.3f}, pass@{k} {summary['pass_k']:.3f}; RL can sharpen "
+        f"{summary['sharpenable']} (finished sometimes), {summary['never']} never finished in {k} samples, "
+        f"{summary['always']} always"
+    )
     return "\n".join(lines)
 
 
-def measure_headroom(tasks: Sequence, policy_at: Callable[[float], object], k: int, folder: Path, devices,
-                     settings: dict, *, seed: int = 0, temperature: float = 1.0, progress: bool = True,
-                     **run_options) -> tuple[list[TaskHeadroom], dict]:
+def measure_headroom(
+    tasks: Sequence,
+    policy_at: Callable[[float], object],
+    k: int,
+    folder: Path,
+    devices,
+    settings: dict,
+    *,
+    seed: int = 0,
+    temperature: float = 1.0,
+    progress: bool = True,
+    **run_options,
+) -> tuple[list[TaskHeadroom], dict]:
     """``k`` sampled runs (``policy_at(temperature)``, torch seeded ``seed + i`` before run i) and one greedy run
     (``policy_at(0.0)``) of ``tasks``, each stored in ``folder/sample-I`` / ``folder/greedy``
     (``agent.judging.play_to_folder``); the table's rows and its summary."""
@@ -99,12 +133,25 @@ def measure_headroom(tasks: Sequence, policy_at: Callable[[float], object], k: i
     runs = []
     for i in range(k):
         torch.manual_seed(seed + i)
-        episodes, _ = play_to_folder(policy_at(temperature), tasks, devices, folder / f"sample-{i + 1}",
-                                     {**settings, "temperature": temperature, "seed": seed + i}, progress=progress,
-                                     **run_options)
+        episodes, _ = play_to_folder(
+            policy_at(temperature),
+            tasks,
+            devices,
+            folder / f"sample-{i + 1}",
+            {**settings, "temperature": temperature, "seed": seed + i},
+            progress=progress,
+            **run_options,
+        )
         runs.append(episodes)
-    greedy, _ = play_to_folder(policy_at(0.0), tasks, devices, folder / "greedy", {**settings, "temperature": 0.0},
-                               progress=progress, **run_options)
+    greedy, _ = play_to_folder(
+        policy_at(0.0),
+        tasks,
+        devices,
+        folder / "greedy",
+        {**settings, "temperature": 0.0},
+        progress=progress,
+        **run_options,
+    )
     rows = task_headroom(runs, greedy)
     return rows, summarize_headroom(rows)
 

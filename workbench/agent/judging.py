@@ -10,6 +10,7 @@ tasks, the code and the numerics, as one hash) whose episodes some folder of ``r
 name and key has them copied instead of played again: greedy episodes repeat exactly, so runs that start from one
 model judge it once.
 """
+
 from __future__ import annotations
 
 import json
@@ -53,9 +54,18 @@ class Judged:
         return paired(self.episodes, other.episodes)
 
 
-def judge(contestants: Sequence[Contestant], tasks: Sequence, devices, settings: dict, *,
-          replays: Path | None = None, progress: bool = True, screens: bool = True,
-          on_judged: Callable[[Judged], None] | None = None, **run_options) -> list[Judged]:
+def judge(
+    contestants: Sequence[Contestant],
+    tasks: Sequence,
+    devices,
+    settings: dict,
+    *,
+    replays: Path | None = None,
+    progress: bool = True,
+    screens: bool = True,
+    on_judged: Callable[[Judged], None] | None = None,
+    **run_options,
+) -> list[Judged]:
     """Each contestant's episodes of ``tasks`` on phones from ``devices`` (``run_episodes`` with ``run_options``),
     stored in its folder with a summary naming it beside ``settings`` and its metrics. A contestant with a replay
     key whose episodes a folder of the same name under ``replays`` (``RUNS/*/episodes/NAME``) holds with the same
@@ -72,24 +82,57 @@ def judge(contestants: Sequence[Contestant], tasks: Sequence, devices, settings:
         else:
             policy = c.policy()
             try:
-                episodes, metrics = play_to_folder(policy, tasks, devices, c.folder, settings, screens=screens,
-                                                   progress=progress, model=c.model or c.name,
-                                                   replay_key=c.replay_key, **run_options)
+                episodes, metrics = play_to_folder(
+                    policy,
+                    tasks,
+                    devices,
+                    c.folder,
+                    settings,
+                    screens=screens,
+                    progress=progress,
+                    model=c.model or c.name,
+                    replay_key=c.replay_key,
+                    **run_options,
+                )
             finally:
                 getattr(policy, "close", lambda: None)()
                 del policy  # a model in this process: freed before the next one loads
-        judged = Judged(c.name, c.folder, episodes, metrics, earlier,
-                        [{"task": e.task, "success": e.success, "end_reason": e.end_reason, "steps": len(e.steps),
-                          "message": e.message} for e in episodes])
+        judged = Judged(
+            c.name,
+            c.folder,
+            episodes,
+            metrics,
+            earlier,
+            [
+                {
+                    "task": e.task,
+                    "success": e.success,
+                    "end_reason": e.end_reason,
+                    "steps": len(e.steps),
+                    "message": e.message,
+                }
+                for e in episodes
+            ],
+        )
         if on_judged is not None:
             on_judged(judged)
         out.append(judged)
     return out
 
 
-def play_to_folder(policy, tasks: Sequence, devices, folder: Path, settings: dict, *, screens: bool = True,
-                   progress: bool = True, model: str | None = None, replay_key: str | None = None,
-                   **run_options) -> tuple[list, dict]:
+def play_to_folder(
+    policy,
+    tasks: Sequence,
+    devices,
+    folder: Path,
+    settings: dict,
+    *,
+    screens: bool = True,
+    progress: bool = True,
+    model: str | None = None,
+    replay_key: str | None = None,
+    **run_options,
+) -> tuple[list, dict]:
     """(episodes, metrics) of one policy (``run_episodes`` with ``run_options``), each episode written to ``folder``
     as it ends, with a progress bar counting the successes; the folder's summary names ``model`` (default: the
     policy's name) beside ``settings`` and the metrics, and ``replay_key`` where given."""
@@ -108,8 +151,14 @@ def play_to_folder(policy, tasks: Sequence, devices, folder: Path, settings: dic
     finally:
         bar.close()
     metrics = summarize_episodes(episodes)
-    writer.close({"model": model or policy.name, "settings": settings, "metrics": metrics,
-                  **({REPLAY_KEY: replay_key} if replay_key else {})})
+    writer.close(
+        {
+            "model": model or policy.name,
+            "settings": settings,
+            "metrics": metrics,
+            **({REPLAY_KEY: replay_key} if replay_key else {}),
+        }
+    )
     return episodes, metrics
 
 
@@ -122,6 +171,7 @@ def _progress(total: int, desc: str, enabled: bool):
 def in_process(name: str, load: Callable[[], object], max_tokens: int) -> Callable[[], Policy]:
     """A contestant's policy factory for a model in this process: ``load()`` gives a ``models.LoadedModel`` (called
     only when the contestant plays), answered greedily by ``agent.InProcessPolicy``."""
+
     def make() -> Policy:
         from .policy import InProcessPolicy
 

@@ -24,6 +24,7 @@ plus the workbench's ``meta``::
 rows), ``chosen`` the expert's reply and ``rejected`` the agent's, each written as a model writes a reply
 (``<think>..</think>\\n<answer>..``).
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -56,8 +57,9 @@ class LabelledState:
     kind: str | None  # None, or one of KINDS
 
 
-def label_states(episodes: Iterable[Episode], policy: ExpertPolicy, image_path,
-                 screens: Path | None = None) -> Iterator[LabelledState]:
+def label_states(
+    episodes: Iterable[Episode], policy: ExpertPolicy, image_path, screens: Path | None = None
+) -> Iterator[LabelledState]:
     """Every state the agent was asked at in ``episodes`` (a reply it could not parse included; a failed request
     not), labelled by ``policy``'s expert. ``image_path`` stores a screenshot and gives the path a row names
     (``ImageFolder.path``); ``screens``: the folder episodes read back from disk were stored in."""
@@ -83,8 +85,15 @@ def _screen(step: Turn, screens: Path | None) -> str:
     return hashlib.sha1(_png_of(step, screens)).hexdigest()
 
 
-def _kind(policy: ExpertPolicy, messages: list[dict], agent_reply: str, step: Turn, expert: ExpertStep,
-          before: tuple | None, screen: str) -> str | None:
+def _kind(
+    policy: ExpertPolicy,
+    messages: list[dict],
+    agent_reply: str,
+    step: Turn,
+    expert: ExpertStep,
+    before: tuple | None,
+    screen: str,
+) -> str | None:
     """How the agent's step left a shortest path (None: it did not)."""
     finished = step.parse_error is None and (step.action or "").startswith("finish(")
     if finished:
@@ -102,11 +111,13 @@ def dagger_rows(states: Iterable[LabelledState]) -> list[dict]:
     """One training row a state: the conversation the agent saw, the expert's reply the target."""
     rows = []
     for s in states:
-        meta = row_meta(s.episode, s.number, s.step, len(s.episode.steps), s.expert_box, s.episode.observation,
-                        s.episode.lang)
+        meta = row_meta(
+            s.episode, s.number, s.step, len(s.episode.steps), s.expert_box, s.episode.observation, s.episode.lang
+        )
         meta.update({"label": "expert", "kind": s.kind, "agent_action": s.step.action})
-        rows.append({"messages": s.messages + [{"role": "assistant", "content": s.expert_reply, "weight": 1}],
-                     "meta": meta})
+        rows.append(
+            {"messages": s.messages + [{"role": "assistant", "content": s.expert_reply, "weight": 1}], "meta": meta}
+        )
     return rows
 
 
@@ -117,11 +128,18 @@ def preference_rows(states: Iterable[LabelledState]) -> list[dict]:
     for s in states:
         if s.kind is None:
             continue
-        meta = row_meta(s.episode, s.number, s.step, len(s.episode.steps), s.expert_box, s.episode.observation,
-                        s.episode.lang)
+        meta = row_meta(
+            s.episode, s.number, s.step, len(s.episode.steps), s.expert_box, s.episode.observation, s.episode.lang
+        )
         meta.update({"kind": s.kind, "agent_action": s.step.action})
-        rows.append({"prompt": s.messages, "chosen": [{"role": "assistant", "content": s.expert_reply}],
-                     "rejected": [{"role": "assistant", "content": s.agent_reply}], "meta": meta})
+        rows.append(
+            {
+                "prompt": s.messages,
+                "chosen": [{"role": "assistant", "content": s.expert_reply}],
+                "rejected": [{"role": "assistant", "content": s.agent_reply}],
+                "meta": meta,
+            }
+        )
     return rows
 
 
@@ -135,15 +153,20 @@ class Labelled:
     kinds: dict  # {kind: states of it}, None's aside
 
 
-def write_labels(episodes: Iterable[Episode], policy: ExpertPolicy, folder: Path,
-                 screens: Path | None = None) -> Labelled:
+def write_labels(
+    episodes: Iterable[Episode], policy: ExpertPolicy, folder: Path, screens: Path | None = None
+) -> Labelled:
     """``episodes``' states labelled by the expert into ``folder``: ``labels.jsonl`` (DAgger's rows) and
     ``pairs.jsonl`` (the preference pairs), their screenshots in ``images/`` beside them."""
     folder.mkdir(parents=True, exist_ok=True)
     images = ImageFolder(folder / "labels.jsonl")
     states = list(label_states(episodes, policy, images.path, screens))
-    out = Labelled(folder / "labels.jsonl", folder / "pairs.jsonl", len(states),
-                   {k: sum(s.kind == k for s in states) for k in KINDS})
+    out = Labelled(
+        folder / "labels.jsonl",
+        folder / "pairs.jsonl",
+        len(states),
+        {k: sum(s.kind == k for s in states) for k in KINDS},
+    )
     for path, rows in ((out.labels, dagger_rows(states)), (out.pairs, preference_rows(states))):
         with open(path, "w", encoding="utf-8") as fh:
             fh.writelines(json.dumps(row, ensure_ascii=False) + "\n" for row in rows)

@@ -25,6 +25,7 @@
 ``paired`` compares two models task by task on the same tasks (which finished where the other did not), with the
 sign test's p-value: whether a difference in success is more than the tasks' own noise.
 """
+
 from __future__ import annotations
 
 import collections
@@ -51,7 +52,9 @@ def _groups(episodes: list[Episode], key) -> dict[str, dict]:
     for ep in episodes:
         for name in key(ep):
             groups.setdefault(name, []).append(ep)
-    return {name: {"n": len(eps), "success_rate": _rate([e.success for e in eps])} for name, eps in sorted(groups.items())}
+    return {
+        name: {"n": len(eps), "success_rate": _rate([e.success for e in eps])} for name, eps in sorted(groups.items())
+    }
 
 
 def reached_apps(ep: Episode) -> bool | None:
@@ -119,6 +122,12 @@ def paired(a: Iterable[Episode], b: Iterable[Episode]) -> dict:
     only_b = sum(won_b[t] and not won_a[t] for t in won_a)
     both = sum(won_a[t] and won_b[t] for t in won_a)
     n = only_a + only_b
-    tail = sum(math.comb(n, k) for k in range(min(only_a, only_b) + 1)) / 2 ** n if n else 1.0
-    return {"tasks": len(won_a), "both": both, "only_a": only_a, "only_b": only_b,
-            "neither": len(won_a) - both - only_a - only_b, "sign_test_p": min(1.0, 2 * tail)}
+    tail = sum(math.comb(n, k) for k in range(min(only_a, only_b) + 1)) / 2**n if n else 1.0
+    return {
+        "tasks": len(won_a),
+        "both": both,
+        "only_a": only_a,
+        "only_b": only_b,
+        "neither": len(won_a) - both - only_a - only_b,
+        "sign_test_p": min(1.0, 2 * tail),
+    }

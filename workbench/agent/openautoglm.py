@@ -18,6 +18,7 @@ runner puts the same actions.
 ``run_in_runtime(task, base_url, model)`` plays one task and judges its final state with the task's checks, as the
 workbench's runner does: success is a parsed ``finish`` with every check holding.
 """
+
 from __future__ import annotations
 
 import base64
@@ -85,12 +86,21 @@ class SimDevice:
     def double_tap(self, x: int, y: int, device_id: str | None = None, delay: float | None = None) -> None:
         self._do(Action("Double Tap", {"element": self._point(x, y)}))
 
-    def long_press(self, x: int, y: int, duration_ms: int = 3000, device_id: str | None = None,
-                   delay: float | None = None) -> None:
+    def long_press(
+        self, x: int, y: int, duration_ms: int = 3000, device_id: str | None = None, delay: float | None = None
+    ) -> None:
         self._do(Action("Long Press", {"element": self._point(x, y)}))
 
-    def swipe(self, start_x: int, start_y: int, end_x: int, end_y: int, duration_ms: int | None = None,
-              device_id: str | None = None, delay: float | None = None) -> None:
+    def swipe(
+        self,
+        start_x: int,
+        start_y: int,
+        end_x: int,
+        end_y: int,
+        duration_ms: int | None = None,
+        device_id: str | None = None,
+        delay: float | None = None,
+    ) -> None:
         self._do(Action("Swipe", {"start": self._point(start_x, start_y), "end": self._point(end_x, end_y)}))
 
     def back(self, device_id: str | None = None, delay: float | None = None) -> None:
@@ -132,6 +142,7 @@ class RuntimeEpisode:
     """One task played by the runtime's loop: how it ended (``finish``, ``parse_failure``: a reply its parser
     rejected, which it turns into finish; ``step_limit``; ``error``: the model request failed), what it returned,
     the actions it executed, its conversation at the end (``context``), and the task's verdict on the final state."""
+
     task: str
     end: str
     message: str
@@ -155,7 +166,7 @@ def _ending(returned: str, context: list[dict]) -> str:
     if returned.startswith("Model error:") or not context or context[-1]["role"] != "assistant":
         return "error"
     kept = context[-1]["content"]
-    action_text = kept[kept.rfind("<answer>") + len("<answer>"):-len("</answer>")]
+    action_text = kept[kept.rfind("<answer>") + len("<answer>") : -len("</answer>")]
     try:
         return "finish" if parse_action(action_text).get("_metadata") == "finish" else "step_limit"
     except ValueError:
@@ -186,8 +197,9 @@ def _runtime_on(phone: SimPhone):
     df.set_device_type(df.DeviceType.ADB)
     device = SimDevice(phone)
     df.get_device_factory()._module = device  # the factory's device module: phone_agent.adb on a phone
-    timing.update_timing_config(action=timing.ActionTimingConfig(0, 0, 0, 0),
-                                device=timing.DeviceTimingConfig(0, 0, 0, 0, 0, 0, 0, 0))
+    timing.update_timing_config(
+        action=timing.ActionTimingConfig(0, 0, 0, 0), device=timing.DeviceTimingConfig(0, 0, 0, 0, 0, 0, 0, 0)
+    )
     handler.time = _PhoneClock(device)
     try:
         yield device
@@ -197,9 +209,18 @@ def _runtime_on(phone: SimPhone):
         handler.time = saved[3]
 
 
-def run_in_runtime(task: PhoneTask, base_url: str, model: str, *, lang: str = DEFAULT_LANG, max_steps: int = MAX_STEPS,
-                   size: tuple[int, int] = PHONE_SIZE, max_tokens: int = 3000, api_key: str = "EMPTY",
-                   quiet: bool = True) -> RuntimeEpisode:
+def run_in_runtime(
+    task: PhoneTask,
+    base_url: str,
+    model: str,
+    *,
+    lang: str = DEFAULT_LANG,
+    max_steps: int = MAX_STEPS,
+    size: tuple[int, int] = PHONE_SIZE,
+    max_tokens: int = 3000,
+    api_key: str = "EMPTY",
+    quiet: bool = True,
+) -> RuntimeEpisode:
     """Play ``task`` with Open-AutoGLM's ``PhoneAgent`` (its ``--lang`` ``lang``, ``max_steps``; its client's
     sampling: greedy, ``max_tokens`` a reply, 3000 as it ships) against the server at ``base_url`` serving ``model``,
     on a simulated phone whose screenshots are ``size`` pixels."""
@@ -212,18 +233,28 @@ def run_in_runtime(task: PhoneTask, base_url: str, model: str, *, lang: str = DE
     phone.reset(start)
     with _runtime_on(phone) as device:
         # a user who confirms every sensitive tap and has nothing to take over (its defaults ask on the console)
-        agent = runtime.PhoneAgent(ModelConfig(base_url=base_url, api_key=api_key, model_name=model, lang=lang,
-                                               max_tokens=max_tokens),
-                                   AgentConfig(max_steps=max_steps, lang=lang, verbose=not quiet),
-                                   confirmation_callback=lambda message: True, takeover_callback=lambda message: None)
+        agent = runtime.PhoneAgent(
+            ModelConfig(base_url=base_url, api_key=api_key, model_name=model, lang=lang, max_tokens=max_tokens),
+            AgentConfig(max_steps=max_steps, lang=lang, verbose=not quiet),
+            confirmation_callback=lambda message: True,
+            takeover_callback=lambda message: None,
+        )
         out = io.StringIO()
         with contextlib.redirect_stdout(out) if quiet else contextlib.nullcontext():
             returned = agent.run(task.instruction)
     end = _ending(returned, agent.context)
     checks = task.check(phone, start)
-    return RuntimeEpisode(task.id, end, returned, end == "finish" and all(checks.values()), checks,
-                          [format_action(a) for a in device.executed], agent.context, phone.state.copy(),
-                          phone.current_app())
+    return RuntimeEpisode(
+        task.id,
+        end,
+        returned,
+        end == "finish" and all(checks.values()),
+        checks,
+        [format_action(a) for a in device.executed],
+        agent.context,
+        phone.state.copy(),
+        phone.current_app(),
+    )
 
 
 def run_tasks_in_runtime(tasks: Sequence[PhoneTask], base_url: str, model: str, **options) -> list[RuntimeEpisode]:
@@ -234,6 +265,7 @@ def run_tasks_in_runtime(tasks: Sequence[PhoneTask], base_url: str, model: str, 
 @dataclass
 class LoopAgreement:
     """One task played by the runtime's loop and by the workbench's runner against the same served model."""
+
     task: str
     runtime: RuntimeEpisode
     runner: object  # the runner's agent.Episode
@@ -245,9 +277,17 @@ class LoopAgreement:
         return (r.end, r.success, r.checks, r.final_app) == (w.end_reason, bool(w.success), w.checks, w.final_app)
 
 
-def compare_loops(tasks: Sequence[PhoneTask], base_url: str, model: str, *, lang: str = DEFAULT_LANG,
-                  max_steps: int = 20, size: tuple[int, int] = PHONE_SIZE, max_tokens: int = 256,
-                  progress: bool = False) -> list[LoopAgreement]:
+def compare_loops(
+    tasks: Sequence[PhoneTask],
+    base_url: str,
+    model: str,
+    *,
+    lang: str = DEFAULT_LANG,
+    max_steps: int = 20,
+    size: tuple[int, int] = PHONE_SIZE,
+    max_tokens: int = 256,
+    progress: bool = False,
+) -> list[LoopAgreement]:
     """Each task played by Open-AutoGLM's ``PhoneAgent`` and by ``agent.run_episodes`` against ``model`` at
     ``base_url``, the runner asking with the runtime's own sampling (``RUNTIME_SAMPLING``) and both on the same step
     limit, with no stop on repeats (the runtime has none): where the model is deterministic, both must end alike."""
@@ -260,14 +300,19 @@ def compare_loops(tasks: Sequence[PhoneTask], base_url: str, model: str, *, lang
     out = []
     try:
         for n, task in enumerate(tasks, 1):
-            theirs = run_in_runtime(task, base_url, model, lang=lang, max_steps=max_steps, size=size,
-                                    max_tokens=max_tokens)
-            ours, = run_episodes([task], policy, sim_devices(size), max_steps=max_steps, concurrency=1,
-                                 repeat_limit=0, lang=lang)
+            theirs = run_in_runtime(
+                task, base_url, model, lang=lang, max_steps=max_steps, size=size, max_tokens=max_tokens
+            )
+            (ours,) = run_episodes(
+                [task], policy, sim_devices(size), max_steps=max_steps, concurrency=1, repeat_limit=0, lang=lang
+            )
             out.append(LoopAgreement(task.id, theirs, ours))
             if progress:
-                print(f"[{n}/{len(tasks)}] {task.id}: runtime {theirs.end} {theirs.success}, runner "
-                      f"{ours.end_reason} {ours.success}{'' if out[-1].same else '  DIFFERENT'}", flush=True)
+                print(
+                    f"[{n}/{len(tasks)}] {task.id}: runtime {theirs.end} {theirs.success}, runner "
+                    f"{ours.end_reason} {ours.success}{'' if out[-1].same else '  DIFFERENT'}",
+                    flush=True,
+                )
     finally:
         policy.close()
         client.close()

@@ -12,6 +12,7 @@ reasoning it split off, an error, the prompt's token count).
 - ``InProcessPolicy``: a model in this process (the reinforcement-learning loop's model under training), greedy
   answers of ``workbench.forward.generate``; any other callable of the same shape (``Policy``) plugs in too.
 """
+
 from __future__ import annotations
 
 from collections.abc import Iterable
@@ -38,8 +39,17 @@ RUNTIME_SAMPLING = {"temperature": 0.0, "top_p": 0.85, "frequency_penalty": 0.2}
 
 
 class ServedPolicy:
-    def __init__(self, client: ServerClient, model: str, *, temperature: float = 0.0, max_tokens: int = 512,
-                 seed: int | None = None, concurrency: int = 8, **sampling):
+    def __init__(
+        self,
+        client: ServerClient,
+        model: str,
+        *,
+        temperature: float = 0.0,
+        max_tokens: int = 512,
+        seed: int | None = None,
+        concurrency: int = 8,
+        **sampling,
+    ):
         """``sampling``: more request fields (``top_p``, ``frequency_penalty``: ``RUNTIME_SAMPLING`` asks as
         Open-AutoGLM's client does)."""
         self.client, self.name = client, model
@@ -47,8 +57,11 @@ class ServedPolicy:
         self.pool = ThreadPoolExecutor(max(1, concurrency), thread_name_prefix=f"policy-{model}")
 
     def __call__(self, conversations: list[list[dict]]) -> list[ModelReply]:
-        return list(self.pool.map(lambda messages: self.client.chat(chat_request(self.name, messages, **self.sampling)),
-                                  conversations))
+        return list(
+            self.pool.map(
+                lambda messages: self.client.chat(chat_request(self.name, messages, **self.sampling)), conversations
+            )
+        )
 
     def close(self) -> None:
         self.pool.shutdown(wait=False)
@@ -76,8 +89,10 @@ class OraclePolicy:
             steps = task.oracle()
             # it finds a task by its instruction: two tasks of one instruction would be played as one
             if self.solutions.setdefault(task.instruction, steps) != steps:
-                raise ValueError(f"two tasks read {task.instruction!r} and need different actions (one is "
-                                 f"{task.id}): give each task its own instruction")
+                raise ValueError(
+                    f"two tasks read {task.instruction!r} and need different actions (one is "
+                    f"{task.id}): give each task its own instruction"
+                )
 
     def __call__(self, conversations: list[list[dict]]) -> list[ModelReply]:
         replies = []
@@ -89,8 +104,13 @@ class OraclePolicy:
                 continue
             step = steps[done] if done < len(steps) else None
             if step is None:  # past its solution (a phone that does not behave as simulated): give up
-                replies.append(ModelReply(assistant_target("The plan is used up.",
-                                                            format_action(Action("finish", {"message": "gave up"})))))
+                replies.append(
+                    ModelReply(
+                        assistant_target(
+                            "The plan is used up.", format_action(Action("finish", {"message": "gave up"}))
+                        )
+                    )
+                )
                 continue
             replies.append(_answer(messages, step.thinking, step.action))
         return replies
@@ -106,8 +126,10 @@ class ExpertPolicy:
         self.tasks: dict[str, PhoneTask] = {}
         for task in tasks:  # it finds a task by its instruction: two tasks of one instruction would be played as one
             if self.tasks.setdefault(task.instruction, task) != task:
-                raise ValueError(f"two tasks read {task.instruction!r} and start differently (one is {task.id}): "
-                                 "give each task its own instruction")
+                raise ValueError(
+                    f"two tasks read {task.instruction!r} and start differently (one is {task.id}): "
+                    "give each task its own instruction"
+                )
         self.expert = expert or Expert()
 
     def phone(self, messages: list[dict]):
@@ -129,8 +151,11 @@ class ExpertPolicy:
         replies = []
         for messages in conversations:
             step = self.step(messages)
-            replies.append(ModelReply(error="the expert knows no task with this instruction") if step is None
-                           else self.reply(messages, step))
+            replies.append(
+                ModelReply(error="the expert knows no task with this instruction")
+                if step is None
+                else self.reply(messages, step)
+            )
         return replies
 
 
@@ -150,8 +175,18 @@ class InProcessPolicy:
     (default: ``default_batch_size`` of the model's device). The screenshots' data: URLs are decoded here; no token
     counts."""
 
-    def __init__(self, model, tokenizer, processor=None, *, name: str = "in-process", max_tokens: int = 256,
-                 batch_size: int | None = None, autocast=None, temperature: float = 0.0):
+    def __init__(
+        self,
+        model,
+        tokenizer,
+        processor=None,
+        *,
+        name: str = "in-process",
+        max_tokens: int = 256,
+        batch_size: int | None = None,
+        autocast=None,
+        temperature: float = 0.0,
+    ):
         self.model, self.tokenizer, self.processor, self.name = model, tokenizer, processor, name
         if batch_size is None:
             batch_size = default_batch_size(next(model.parameters()).device)
@@ -164,10 +199,28 @@ class InProcessPolicy:
 
         resolved = [resolve_images(c) for c in conversations]
         if self.temperature <= 0:
-            answers = greedy_replies(self.model, self.tokenizer, resolved, self.max_tokens, processor=self.processor,
-                                     batch_size=self.batch_size, autocast=self.autocast)
+            answers = greedy_replies(
+                self.model,
+                self.tokenizer,
+                resolved,
+                self.max_tokens,
+                processor=self.processor,
+                batch_size=self.batch_size,
+                autocast=self.autocast,
+            )
         else:
-            answers = [text for i in range(0, len(resolved), self.batch_size) for text in sample_completions(
-                self.model, self.tokenizer, resolved[i:i + self.batch_size], 1, self.max_tokens,
-                temperature=self.temperature, autocast=self.autocast, processor=self.processor).texts]
+            answers = [
+                text
+                for i in range(0, len(resolved), self.batch_size)
+                for text in sample_completions(
+                    self.model,
+                    self.tokenizer,
+                    resolved[i : i + self.batch_size],
+                    1,
+                    self.max_tokens,
+                    temperature=self.temperature,
+                    autocast=self.autocast,
+                    processor=self.processor,
+                ).texts
+            ]
         return [ModelReply(answer) for answer in answers]

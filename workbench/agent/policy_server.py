@@ -4,6 +4,7 @@ can be run end to end on the simulated phone with no model. ``/v1/models`` lists
 ``/v1/chat/completions`` answers a conversation, streamed (``stream: true``, as Open-AutoGLM's client asks) or not.
 Every conversation received is kept (``received``), as the runtime sent it.
 """
+
 from __future__ import annotations
 
 import json
@@ -42,25 +43,45 @@ class PolicyServer:
             messages = body.get("messages") or []
             with self._lock:  # one conversation at a time: a policy (the oracle) need not be thread-safe
                 self.received.append(messages)
-                reply, = self.policy([messages])
+                (reply,) = self.policy([messages])
             if reply.error:
                 return JSONResponse({"error": {"message": reply.error, "type": "invalid_request_error"}}, 400)
             created, name = int(time.time()), body.get("model") or self.policy.name
             if not body.get("stream"):
-                return {"id": "chatcmpl-policy", "object": "chat.completion", "created": created, "model": name,
-                        "choices": [{"index": 0, "message": {"role": "assistant", "content": reply.content},
-                                     "finish_reason": "stop"}]}
+                return {
+                    "id": "chatcmpl-policy",
+                    "object": "chat.completion",
+                    "created": created,
+                    "model": name,
+                    "choices": [
+                        {
+                            "index": 0,
+                            "message": {"role": "assistant", "content": reply.content},
+                            "finish_reason": "stop",
+                        }
+                    ],
+                }
 
             def chunk(delta: dict, finish: str | None = None) -> str:
-                return "data: " + json.dumps({"id": "chatcmpl-policy", "object": "chat.completion.chunk",
-                                              "created": created, "model": name, "choices": [
-                                                  {"index": 0, "delta": delta, "finish_reason": finish}]},
-                                             ensure_ascii=False) + "\n\n"
+                return (
+                    "data: "
+                    + json.dumps(
+                        {
+                            "id": "chatcmpl-policy",
+                            "object": "chat.completion.chunk",
+                            "created": created,
+                            "model": name,
+                            "choices": [{"index": 0, "delta": delta, "finish_reason": finish}],
+                        },
+                        ensure_ascii=False,
+                    )
+                    + "\n\n"
+                )
 
             def stream():
                 yield chunk({"role": "assistant", "content": ""})
                 for start in range(0, len(reply.content), 16):  # in pieces, as a model streams
-                    yield chunk({"content": reply.content[start:start + 16]})
+                    yield chunk({"content": reply.content[start : start + 16]})
                 yield chunk({}, "stop")
                 yield "data: [DONE]\n\n"
 
@@ -77,9 +98,12 @@ class PolicyServer:
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         sock.bind((self.host, self.port))
         self.port = sock.getsockname()[1]
-        self._server = uvicorn.Server(uvicorn.Config(self._app(), log_level="warning", access_log=False, lifespan="off"))
-        self._thread = threading.Thread(target=self._server.run, kwargs={"sockets": [sock]}, daemon=True,
-                                        name="policy-server")
+        self._server = uvicorn.Server(
+            uvicorn.Config(self._app(), log_level="warning", access_log=False, lifespan="off")
+        )
+        self._thread = threading.Thread(
+            target=self._server.run, kwargs={"sockets": [sock]}, daemon=True, name="policy-server"
+        )
         self._thread.start()
         deadline = time.monotonic() + 30
         while not self._server.started:

@@ -10,6 +10,7 @@ template, split, episode and step, the app on screen and, for a Tap / Long Press
 its box on the grid (``target_box``), and the observation mode unless it is the screenshot (``observation``). Screenshots are stored once per
 distinct image (named by content hash); a ``ui_tree`` row has no image: the screen's tree is in its latest turn.
 """
+
 from __future__ import annotations
 
 import copy
@@ -41,13 +42,21 @@ def _png_of(step: Turn, screens: Path | None) -> bytes:
     if step.png is not None:
         return step.png
     if screens is None or step.screenshot is None:
-        raise ValueError(f"step {step.index} of {step.current_app!r} has no screenshot to record (was the run stored "
-                         "with --no-screens?)")
+        raise ValueError(
+            f"step {step.index} of {step.current_app!r} has no screenshot to record (was the run stored "
+            "with --no-screens?)"
+        )
     return (screens / step.screenshot).read_bytes()
 
 
-def asked_states(episode: Episode, image_path, screens: Path | None = None, observation: str | None = None,
-                 lang: str | None = None, unparsed: bool = False) -> Iterator[tuple[Turn, list[dict], str]]:
+def asked_states(
+    episode: Episode,
+    image_path,
+    screens: Path | None = None,
+    observation: str | None = None,
+    lang: str | None = None,
+    unparsed: bool = False,
+) -> Iterator[tuple[Turn, list[dict], str]]:
     """Each step of ``episode`` whose request was answered, as (the step, the conversation the model saw there in
     training rows' form: a copy, its earlier replies ``"weight": 0``, the screenshot stored by ``image_path``; its
     reply as a training target). ``unparsed``: the step whose reply the runtime could not parse too (the last of its
@@ -58,8 +67,10 @@ def asked_states(episode: Episode, image_path, screens: Path | None = None, obse
         if step.error is not None or (step.parse_error is not None and not unparsed):
             continue
         if observation != "screenshot" and step.ui_tree is None:
-            raise ValueError(f"step {step.index} of {episode.task!r} has no screen tree to record as {observation} "
-                             "(its episode was run with screenshots only)")
+            raise ValueError(
+                f"step {step.index} of {episode.task!r} has no screen tree to record as {observation} "
+                "(its episode was run with screenshots only)"
+            )
         image = image_path(_png_of(step, screens)) if observation != "ui_tree" else None
         conversation.observe(image, step.current_app, step.ui_tree)
         messages = copy.deepcopy(conversation.messages)
@@ -73,14 +84,30 @@ def asked_states(episode: Episode, image_path, screens: Path | None = None, obse
 
 def row_meta(episode: Episode, episode_number: int, step: Turn, steps: int, box, observation: str, lang: str) -> dict:
     """A training row's ``meta`` for ``step`` of ``episode`` (``steps``: the episode's usable steps)."""
-    return {"format": FORMAT_NAME, "lang": lang, "task": episode.task, "template": episode.template,
-            "split": episode.split, "episode": episode_number, "step": step.index, "steps": steps,
-            "current_app": step.current_app, "target_box": box, "model": episode.model,
-            **({"observation": observation} if observation != "screenshot" else {})}  # absent: screenshot
+    return {
+        "format": FORMAT_NAME,
+        "lang": lang,
+        "task": episode.task,
+        "template": episode.template,
+        "split": episode.split,
+        "episode": episode_number,
+        "step": step.index,
+        "steps": steps,
+        "current_app": step.current_app,
+        "target_box": box,
+        "model": episode.model,
+        **({"observation": observation} if observation != "screenshot" else {}),
+    }  # absent: screenshot
 
 
-def episode_rows(episode: Episode, episode_number: int, image_path, screens: Path | None = None,
-                 observation: str | None = None, lang: str | None = None) -> list[dict]:
+def episode_rows(
+    episode: Episode,
+    episode_number: int,
+    image_path,
+    screens: Path | None = None,
+    observation: str | None = None,
+    lang: str | None = None,
+) -> list[dict]:
     """The training rows of one episode; ``image_path(png bytes) -> str`` stores a screenshot and returns the path
     the row names. Steps whose request failed or whose reply did not parse give no row. ``observation``: what the
     rows show of each screen (default: what the episode's model was shown); ``ui_tree`` and ``both`` need the steps'
@@ -95,8 +122,9 @@ def episode_rows(episode: Episode, episode_number: int, image_path, screens: Pat
             continue
         messages.append({"role": "assistant", "content": target, "weight": 1})
         box = step.target_box if action.type in POINT_ACTIONS else None
-        rows.append({"messages": messages, "meta": row_meta(episode, episode_number, step, usable, box, observation,
-                                                            lang)})
+        rows.append(
+            {"messages": messages, "meta": row_meta(episode, episode_number, step, usable, box, observation, lang)}
+        )
     return rows
 
 
@@ -128,8 +156,14 @@ class ImageFolder:
         return f"{IMAGES_DIR}/{name}"
 
 
-def record_rows(episodes: Iterable[Episode], out: str | Path, screens: str | Path | None = None,
-                only_success: bool = True, observation: str | None = None, lang: str | None = None) -> Recorded:
+def record_rows(
+    episodes: Iterable[Episode],
+    out: str | Path,
+    screens: str | Path | None = None,
+    only_success: bool = True,
+    observation: str | None = None,
+    lang: str | None = None,
+) -> Recorded:
     """Write the rows of ``episodes`` to the JSONL file ``out`` and their screenshots to ``images/`` beside it.
     ``screens``: the folder the episodes were stored in (their screenshot paths are relative to it), for
     episodes read back from disk. ``only_success``: skip episodes that did not succeed (the oracle's all do).

@@ -15,6 +15,7 @@ limit, when the agent is stuck (``repeat_limit`` times in a row the same action 
 deterministic, so every later repeat would do nothing too, and such loops ran greedy models to the step limit),
 when the server refuses the conversation as too long for its context, or when a request fails.
 """
+
 from __future__ import annotations
 
 import datetime
@@ -60,8 +61,10 @@ class _Running:
         if self.conversation.observation != "screenshot":
             self.tree = tree_of(self.env.device)
             if self.tree is None:
-                raise ValueError(f"observation {self.conversation.observation!r}: the device "
-                                 f"{type(self.env.device).__name__} gives no screen tree (ui_tree())")
+                raise ValueError(
+                    f"observation {self.conversation.observation!r}: the device "
+                    f"{type(self.env.device).__name__} gives no screen tree (ui_tree())"
+                )
 
 
 def sim_devices(size: tuple[int, int] = PHONE_SIZE) -> Callable[[], SimPhone]:
@@ -69,11 +72,19 @@ def sim_devices(size: tuple[int, int] = PHONE_SIZE) -> Callable[[], SimPhone]:
     return lambda: SimPhone(size)
 
 
-def run_episodes(tasks: Sequence[PhoneTask], policy: Policy, device_factory: Callable[[], object] | None = None,
-                 max_steps: int = MAX_STEPS, concurrency: int = 8, *, date: datetime.date | None = None,
-                 on_episode: Callable[[Episode], None] | None = None,
-                 observation: str = "screenshot", repeat_limit: int = REPEAT_LIMIT,
-                 lang: str = DEFAULT_LANG) -> list[Episode]:
+def run_episodes(
+    tasks: Sequence[PhoneTask],
+    policy: Policy,
+    device_factory: Callable[[], object] | None = None,
+    max_steps: int = MAX_STEPS,
+    concurrency: int = 8,
+    *,
+    date: datetime.date | None = None,
+    on_episode: Callable[[Episode], None] | None = None,
+    observation: str = "screenshot",
+    repeat_limit: int = REPEAT_LIMIT,
+    lang: str = DEFAULT_LANG,
+) -> list[Episode]:
     """Run every task once with ``policy``, ``concurrency`` episodes at a time, one batch of replies per turn.
 
     Args:
@@ -122,14 +133,30 @@ def run_episodes(tasks: Sequence[PhoneTask], policy: Policy, device_factory: Cal
     return [finished[i] for i in range(len(tasks))]
 
 
-def _start(task: PhoneTask, model: str, device, max_steps: int, date: datetime.date, observation: str,
-           lang: str) -> _Running:
+def _start(
+    task: PhoneTask, model: str, device, max_steps: int, date: datetime.date, observation: str, lang: str
+) -> _Running:
     env = PhoneEnv(device, tasks=[task], max_steps=max_steps)
     obs, _ = env.reset(options={"task": task})
-    episode = Episode(task.id, task.template, task.split, list(task.apps), task.instruction, model, date.isoformat(),
-                      observation=observation, lang=lang)
-    r = _Running(task, env, Conversation(task.instruction, date, observation, lang), episode,
-                 png_bytes(obs["screenshot"]), obs["current_app"])
+    episode = Episode(
+        task.id,
+        task.template,
+        task.split,
+        list(task.apps),
+        task.instruction,
+        model,
+        date.isoformat(),
+        observation=observation,
+        lang=lang,
+    )
+    r = _Running(
+        task,
+        env,
+        Conversation(task.instruction, date, observation, lang),
+        episode,
+        png_bytes(obs["screenshot"]),
+        obs["current_app"],
+    )
     r.read_tree()
     r.show()
     return r
@@ -151,8 +178,12 @@ def _advance(r: _Running, reply, repeat_limit: int) -> None:
     r.conversation.reply(reply.content)
     obs, _, terminated, truncated, info = r.env.step(reply.content or "")
     action = info["action"]  # None: the runtime parses it but does nothing with it
-    step.action, step.parse_error, step.valid, step.effect = format_action(action) if action else None, \
-        info["parse_error"], info["valid"], info["effect"]
+    step.action, step.parse_error, step.valid, step.effect = (
+        format_action(action) if action else None,
+        info["parse_error"],
+        info["valid"],
+        info["effect"],
+    )
     step.element, step.target_box = info["element"], list(info["box"]) if info["box"] else None
     r.png, r.app = png_bytes(obs["screenshot"]), obs["current_app"]
     r.read_tree()

@@ -9,6 +9,7 @@ An adapter served from a run directory keeps its episodes in ``RUN_DIR/episodes/
 (``runs.layout.EPISODES_DIR``); anything else (a base model, the oracle, another server's model) under the
 ``--out`` folder.
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -105,9 +106,14 @@ def replay_numerics(device) -> dict:
     from ..hardware import cpu_class
 
     device = torch.device(device)
-    return {"device": str(device), "torch": torch.__version__, "transformers": transformers.__version__,
-            "threads": torch.get_num_threads(), "cpu": cpu_class(),
-            "gpu": torch.cuda.get_device_name(device) if device.type == "cuda" else None}
+    return {
+        "device": str(device),
+        "torch": torch.__version__,
+        "transformers": transformers.__version__,
+        "threads": torch.get_num_threads(),
+        "cpu": cpu_class(),
+        "gpu": torch.cuda.get_device_name(device) if device.type == "cuda" else None,
+    }
 
 
 def replay_key(model_dir: str | Path, settings: dict, tasks: Iterable[str], numerics: dict) -> str | None:

@@ -1,4 +1,5 @@
 """Benchmarks that print figures (speed targets live here, not in timed tests)."""
+
 from __future__ import annotations
 
 import json
@@ -14,4 +15,4 @@ def run_child(module: str, argv: list, name: str) -> dict | None:
     if out.returncode or not line:
         print(f"{name} failed:\n{out.stderr[-3000:]}", file=sys.stderr)
         return None
-    return json.loads(line[0][len("RESULT "):])
+    return json.loads(line[0][len("RESULT ") :])

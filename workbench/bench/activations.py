@@ -11,6 +11,7 @@ and GLM-4V, 2 x 48 tokens; ``vision``: tiny GLM-4V with one 112x224 screenshot p
 (the batch with pixels minus the same tokens without). tests/plan/test_activations.py and test_images.py hold the
 same measurements (these functions) to the tolerances the doc states.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -35,39 +36,76 @@ class Case:
     @property
     def label(self) -> str:
         adapter = ("LoRA" if self.quantized == "none" else f"QLoRA-{self.quantized}") if self.lora else "full"
-        return (f"{self.source} {self.mode} {adapter}"
-                f"{' dropout ' + format(self.dropout, 'g') if self.lora else ''}{' ckpt' if self.ckpt else ''}"
-                f" {self.batch}x{self.seq}"
-                + ("" if self.loss_head == "chunked" else f" loss_head {self.loss_head}")
-                + ("" if self.lora_layers is None else f" last {self.lora_layers} layers"))
+        return (
+            f"{self.source} {self.mode} {adapter}"
+            f"{' dropout ' + format(self.dropout, 'g') if self.lora else ''}{' ckpt' if self.ckpt else ''}"
+            f" {self.batch}x{self.seq}"
+            + ("" if self.loss_head == "chunked" else f" loss_head {self.loss_head}")
+            + ("" if self.lora_layers is None else f" last {self.lora_layers} layers")
+        )
 
 
-DEFAULT_CASES = [Case("smollm2-135m-instruct", *c) for c in (
-    ("bf16", True, False, 1), ("bf16", True, False, 2), ("bf16", True, True, 2), ("fp32", False, False, 2, 256, 0.0),
-    ("pure-bf16", False, False, 2, 256, 0.0), ("bf16", False, False, 2, 256, 0.0), ("bf16", True, False, 2, 256, 0.0))]
+DEFAULT_CASES = [
+    Case("smollm2-135m-instruct", *c)
+    for c in (
+        ("bf16", True, False, 1),
+        ("bf16", True, False, 2),
+        ("bf16", True, True, 2),
+        ("fp32", False, False, 2, 256, 0.0),
+        ("pure-bf16", False, False, 2, 256, 0.0),
+        ("bf16", False, False, 2, 256, 0.0),
+        ("bf16", True, False, 2, 256, 0.0),
+    )
+]
 DEFAULT_CASES += [replace(c, lora_layers=8) for c in DEFAULT_CASES[1:3]]  # bf16 LoRA 2x256, without and with ckpt
-TINY_CASES = [Case(source, mode, lora, ckpt, 2, 48) for source in ("tiny-glm4", "tiny-glm4v")
-              for mode, lora, ckpt in (("bf16", True, False), ("fp32", False, False), ("pure-bf16", True, True),
-                                       ("bf16", False, True), ("fp16", True, False))]
+TINY_CASES = [
+    Case(source, mode, lora, ckpt, 2, 48)
+    for source in ("tiny-glm4", "tiny-glm4v")
+    for mode, lora, ckpt in (
+        ("bf16", True, False),
+        ("fp32", False, False),
+        ("pure-bf16", True, True),
+        ("bf16", False, True),
+        ("fp16", True, False),
+    )
+]
 # LoRA over a quantized base: nf4 keeps nothing more than LoRA over a 16-bit base; LLM.int8 keeps each quantized
 # linear's input (on its autograd context, which the measurement walks too)
-QUANTIZED_CASES = [Case("tiny-glm4", mode, True, ckpt, 2, 48, quantized=kind) for kind in ("nf4", "int8")
-                   for mode, ckpt in (("bf16", False), ("fp32", False), ("bf16", True))]
-QUANTIZED_CASES += [Case("smollm2-135m-instruct", "bf16", True, False, 1, 256, quantized=kind) for kind in ("nf4", "int8")]
-VISION_CASES = [Case("tiny-glm4v", mode, lora, ckpt, 2, 40) for mode, lora, ckpt in (
-    ("bf16", True, False), ("bf16", True, True), ("fp16", True, True), ("fp32", False, False), ("bf16", False, False),
-    ("pure-bf16", False, True))]
+QUANTIZED_CASES = [
+    Case("tiny-glm4", mode, True, ckpt, 2, 48, quantized=kind)
+    for kind in ("nf4", "int8")
+    for mode, ckpt in (("bf16", False), ("fp32", False), ("bf16", True))
+]
+QUANTIZED_CASES += [
+    Case("smollm2-135m-instruct", "bf16", True, False, 1, 256, quantized=kind) for kind in ("nf4", "int8")
+]
+VISION_CASES = [
+    Case("tiny-glm4v", mode, lora, ckpt, 2, 40)
+    for mode, lora, ckpt in (
+        ("bf16", True, False),
+        ("bf16", True, True),
+        ("fp16", True, True),
+        ("fp32", False, False),
+        ("bf16", False, False),
+        ("pure-bf16", False, True),
+    )
+]
 
 
 def _run_config(case: Case):
     from ..config import RunConfig
 
-    return RunConfig.model_validate({
-        "model": {"source": case.source, "gradient_checkpointing": case.ckpt}, "precision": {"mode": case.mode},
-        "lora": {"enabled": case.lora, "dropout": case.dropout, "layers": case.lora_layers},
-        "data": {"train": "unused.jsonl", "eval": None, "max_length": case.seq},
-        "schedule": {"micro_batch_size": case.batch}, "memory": {"loss_head": case.loss_head},
-        "quantization": {"base": case.quantized}})
+    return RunConfig.model_validate(
+        {
+            "model": {"source": case.source, "gradient_checkpointing": case.ckpt},
+            "precision": {"mode": case.mode},
+            "lora": {"enabled": case.lora, "dropout": case.dropout, "layers": case.lora_layers},
+            "data": {"train": "unused.jsonl", "eval": None, "max_length": case.seq},
+            "schedule": {"micro_batch_size": case.batch},
+            "memory": {"loss_head": case.loss_head},
+            "quantization": {"base": case.quantized},
+        }
+    )
 
 
 def text_activations(case: Case) -> tuple[int, int]:
@@ -100,16 +138,23 @@ def screenshot_batch(model, images):
     from ..plan.images import GLM41V_PREPROCESSOR
 
     p = GLM41V_PREPROCESSOR
-    processor = Glm4vImageProcessorPil(size=p["size"], patch_size=p["patch_size"], merge_size=p["merge_size"],
-                                       temporal_patch_size=p["temporal_patch_size"])
+    processor = Glm4vImageProcessorPil(
+        size=p["size"],
+        patch_size=p["patch_size"],
+        merge_size=p["merge_size"],
+        temporal_patch_size=p["temporal_patch_size"],
+    )
     cfg = model.config
     out = processor(images=images, return_tensors="pt")
     n = grid_token_count(out["image_grid_thw"][0].tolist(), processor.merge_size)
     image = torch.tensor([cfg.image_start_token_id] + [cfg.image_token_id] * n + [cfg.image_end_token_id])
     text = torch.randint(0, 250, (len(images), 40), generator=torch.Generator().manual_seed(0))
     ids = torch.cat([text[:, :8], image.expand(len(images), -1), text[:, 8:]], 1)
-    inputs = {"pixel_values": out["pixel_values"], "image_grid_thw": out["image_grid_thw"],
-              "mm_token_type_ids": (ids == cfg.image_token_id).int()}
+    inputs = {
+        "pixel_values": out["pixel_values"],
+        "image_grid_thw": out["image_grid_thw"],
+        "mm_token_type_ids": (ids == cfg.image_token_id).int(),
+    }
     return ids, inputs
 
 
@@ -137,18 +182,27 @@ def vision_activations(case: Case) -> VisionMeasurement:
     precision = resolve_precision(cfg, torch.device("cpu"))
     model = build_model(cfg, precision, torch.device("cpu")).model
     model.train()
-    ids, inputs = screenshot_batch(model.get_base_model() if case.lora else model,
-                                   [Image.new("RGB", (112, 224), (9, 99, 199))] * case.batch)
+    ids, inputs = screenshot_batch(
+        model.get_base_model() if case.lora else model, [Image.new("RGB", (112, 224), (9, 99, 199))] * case.batch
+    )
     labels = ids.clone()
-    labels[:, 8:ids.shape[1] - 32] = IGNORE_INDEX  # the image and its markers follow 8 text tokens
-    with_images = measure_saved_activations(model, ids, precision.autocast, labels=labels, memory=cfg.memory,
-                                            **inputs).saved_forward
-    text_only = measure_saved_activations(model, ids, precision.autocast, labels=labels, memory=cfg.memory).saved_forward
+    labels[:, 8 : ids.shape[1] - 32] = IGNORE_INDEX  # the image and its markers follow 8 text tokens
+    with_images = measure_saved_activations(
+        model, ids, precision.autocast, labels=labels, memory=cfg.memory, **inputs
+    ).saved_forward
+    text_only = measure_saved_activations(
+        model, ids, precision.autocast, labels=labels, memory=cfg.memory
+    ).saved_forward
     plan = predict_for_run(cfg, precision, seq_len=case.seq, images_per_row=1, image_size="112x224")
     same_length = predict_for_run(cfg, precision, seq_len=ids.shape[1], label_tokens=39)  # 40 text tokens: 39 labels
-    return VisionMeasurement(plan.activations["saved_forward"] - same_length.activations["saved_forward"],
-                             with_images - text_only, plan.activations["saved_forward"], with_images,
-                             plan.activations["seq_len"], ids.shape[1])
+    return VisionMeasurement(
+        plan.activations["saved_forward"] - same_length.activations["saved_forward"],
+        with_images - text_only,
+        plan.activations["saved_forward"],
+        with_images,
+        plan.activations["seq_len"],
+        ids.shape[1],
+    )
 
 
 def _rel(predicted: int, measured: int) -> str:
@@ -162,26 +216,52 @@ def _rel(predicted: int, measured: int) -> str:
 
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(prog="python -m workbench.bench.activations", description=__doc__.split("\n\n")[0])
-    ap.add_argument("--cases", nargs="+", choices=("default", "tiny", "vision", "quantized"),
-                    default=["default", "tiny", "vision", "quantized"])
-    ap.add_argument("--loss-head", choices=("full", "labels", "chunked"), default="chunked",
-                    help="memory.loss_head of every case (default: chunked, the run's default)")
+    ap.add_argument(
+        "--cases",
+        nargs="+",
+        choices=("default", "tiny", "vision", "quantized"),
+        default=["default", "tiny", "vision", "quantized"],
+    )
+    ap.add_argument(
+        "--loss-head",
+        choices=("full", "labels", "chunked"),
+        default="chunked",
+        help="memory.loss_head of every case (default: chunked, the run's default)",
+    )
     args = ap.parse_args(argv)
     rows = [("case", "predicted B", "measured B", "predicted - measured")]
     for group in args.cases:
         if group == "vision":
             for case in (replace(c, loss_head=args.loss_head) for c in VISION_CASES):
                 m = vision_activations(case)
-                rows.append((f"{case.label} + 112x224 screenshot: vision tower", f"{m.predicted_vision:,}",
-                             f"{m.measured_vision:,}", _rel(m.predicted_vision, m.measured_vision)))
-                rows.append((f"{case.label} + 112x224 screenshot: whole batch", f"{m.predicted_total:,}",
-                             f"{m.measured_total:,}", _rel(m.predicted_total, m.measured_total)))
+                rows.append(
+                    (
+                        f"{case.label} + 112x224 screenshot: vision tower",
+                        f"{m.predicted_vision:,}",
+                        f"{m.measured_vision:,}",
+                        _rel(m.predicted_vision, m.measured_vision),
+                    )
+                )
+                rows.append(
+                    (
+                        f"{case.label} + 112x224 screenshot: whole batch",
+                        f"{m.predicted_total:,}",
+                        f"{m.measured_total:,}",
+                        _rel(m.predicted_total, m.measured_total),
+                    )
+                )
             continue
         cases = {"default": DEFAULT_CASES, "tiny": TINY_CASES, "quantized": QUANTIZED_CASES}[group]
         for case in (replace(c, loss_head=args.loss_head) for c in cases):
             predicted, measured = text_activations(case)
-            rows.append((case.label, f"{predicted:,}", f"{measured:,}",
-                         _rel(predicted, measured) + ("" if predicted == measured else f" ({predicted - measured:+,} B)")))
+            rows.append(
+                (
+                    case.label,
+                    f"{predicted:,}",
+                    f"{measured:,}",
+                    _rel(predicted, measured) + ("" if predicted == measured else f" ({predicted - measured:+,} B)"),
+                )
+            )
     print("\n".join(text_table(rows)))
     return 0
 

@@ -36,6 +36,7 @@ action drawn from those the expert tries there or a tap on any element (from tha
 and the expert's step is taken instead), every state labelled by one ``phone.expert.Expert`` (its answers kept
 across states, as DAgger's labelling keeps them): milliseconds per state (median, mean, 90th percentile, max).
 """
+
 from __future__ import annotations
 
 import argparse
@@ -56,12 +57,21 @@ def oracle(args) -> dict:
     episodes = run_episodes(TASKS, OraclePolicy(TASKS), sim_devices(parse_size(args.size)), concurrency=8)
     wall = time.monotonic() - start
     lengths = [len(e.steps) for e in episodes]
-    by_split = {split: sum(e.success for e in episodes if e.split == split) for split in dict.fromkeys(t.split for t in TASKS)}
-    return {"tasks": len(TASKS), "solved": sum(bool(e.success) for e in episodes), "solved_by_split": by_split,
-            "steps_histogram": dict(sorted(collections.Counter(lengths).items())),
-            "steps_median": statistics.median(lengths), "steps_min": min(lengths), "steps_max": max(lengths),
-            "at_least_6": sum(n >= 6 for n in lengths), "size": args.size,
-            "oracle_episodes_per_min": round(len(episodes) / wall * 60, 1)}
+    by_split = {
+        split: sum(e.success for e in episodes if e.split == split) for split in dict.fromkeys(t.split for t in TASKS)
+    }
+    return {
+        "tasks": len(TASKS),
+        "solved": sum(bool(e.success) for e in episodes),
+        "solved_by_split": by_split,
+        "steps_histogram": dict(sorted(collections.Counter(lengths).items())),
+        "steps_median": statistics.median(lengths),
+        "steps_min": min(lengths),
+        "steps_max": max(lengths),
+        "at_least_6": sum(n >= 6 for n in lengths),
+        "size": args.size,
+        "oracle_episodes_per_min": round(len(episodes) / wall * 60, 1),
+    }
 
 
 def throughput(args) -> dict:
@@ -70,11 +80,17 @@ def throughput(args) -> dict:
 
     tasks = select_tasks(args.tasks)
     out = {"tasks": len(tasks), "max_tokens": args.max_tokens, "size": args.size, "runs": {}}
-    with start_server("tiny-glm4v", subprocess_mode=True, max_batch=max(args.concurrency), max_context=8192,
-                      log_level="warning") as srv, ServerClient(srv.url) as client:
+    with (
+        start_server(
+            "tiny-glm4v", subprocess_mode=True, max_batch=max(args.concurrency), max_context=8192, log_level="warning"
+        ) as srv,
+        ServerClient(srv.url) as client,
+    ):
         for concurrency in args.concurrency:
             policy = ServedPolicy(client, "tiny-glm4v", max_tokens=args.max_tokens, concurrency=concurrency)
-            run_episodes(tasks[:concurrency], policy, sim_devices(parse_size(args.size)), concurrency=concurrency)  # warm
+            run_episodes(
+                tasks[:concurrency], policy, sim_devices(parse_size(args.size)), concurrency=concurrency
+            )  # warm
             load = os.getloadavg()[0]
             start = time.monotonic()
             episodes = run_episodes(tasks, policy, sim_devices(parse_size(args.size)), concurrency=concurrency)
@@ -82,9 +98,13 @@ def throughput(args) -> dict:
             policy.close()
             requests = sum(len(e.steps) for e in episodes)
             metrics = summarize_episodes(episodes)
-            out["runs"][concurrency] = {"wall_s": round(wall, 1), "episodes_per_min": round(len(episodes) / wall * 60, 1),
-                                        "requests_per_min": round(requests / wall * 60, 1),
-                                        "end_reasons": metrics["end_reasons"], "load_avg_1min": round(load, 2)}
+            out["runs"][concurrency] = {
+                "wall_s": round(wall, 1),
+                "episodes_per_min": round(len(episodes) / wall * 60, 1),
+                "requests_per_min": round(requests / wall * 60, 1),
+                "end_reasons": metrics["end_reasons"],
+                "load_avg_1min": round(load, 2),
+            }
     c = args.concurrency
     if len(c) >= 2:
         out["speedup"] = round(out["runs"][c[-1]]["episodes_per_min"] / out["runs"][c[0]]["episodes_per_min"], 2)
@@ -111,7 +131,7 @@ def tokens(args) -> dict:
     env = PhoneEnv(phone, tasks=[task])
     obs, _ = env.reset(options={"task": task})
     conversation = Conversation(task.instruction)
-    for step in steps[:args.steps - 1]:
+    for step in steps[: args.steps - 1]:
         conversation.observe(image_data_url(png_bytes(obs["screenshot"])), obs["current_app"])
         conversation.reply(assistant_target(step.thinking, format_action(step.action)))
         obs, *_ = env.step(step.action)
@@ -120,8 +140,11 @@ def tokens(args) -> dict:
     example = encode_chat(vision.processor, resolve_images(messages), add_generation_prompt=True)
     image = image_token_count(vision.processor, *size)
     text_bytes = len(example.input_ids) - image
-    text = "".join(p["text"] if p.get("type") == "text" else "" for m in messages
-                   for p in (m["content"] if isinstance(m["content"], list) else [{"type": "text", "text": m["content"]}]))
+    text = "".join(
+        p["text"] if p.get("type") == "text" else ""
+        for m in messages
+        for p in (m["content"] if isinstance(m["content"], list) else [{"type": "text", "text": m["content"]}])
+    )
     bpe = len(load_tokenizer(packaged.NAME).tokenizer(text)["input_ids"])
     screenshot_kb = len(base64.b64decode(messages[-1]["content"][0]["image_url"]["url"].split(",", 1)[1])) / 1024
     draw_s, encode_s = [], []  # the cost of one step's screenshot at this size: drawing it, then its PNG
@@ -132,14 +155,23 @@ def tokens(args) -> dict:
         png_bytes(shot)
         draw_s.append(t1 - t0)
         encode_s.append(time.process_time() - t1)
-    return {**_tree_tokens(load_tokenizer(packaged.NAME).tokenizer, task, args.steps),
-            "task": task.id, "request": args.steps, "size": args.size, "image_tokens_latest_screenshot": image,
-            "text_tokens_byte_upper_bound": text_bytes, "text_tokens_bpe_estimate": bpe,
-            "total_upper_bound": image + text_bytes, "total_bpe_estimate": image + bpe, "context": CONTEXT_TOKENS,
-            "share_of_context_bpe": round((image + bpe) / CONTEXT_TOKENS, 3),
-            "if_every_screenshot_were_kept": args.steps * image + bpe, "screenshot_png_kb": round(screenshot_kb, 1),
-            "screenshot_draw_cpu_s": round(statistics.median(draw_s), 4),
-            "screenshot_png_encode_cpu_s": round(statistics.median(encode_s), 4)}
+    return {
+        **_tree_tokens(load_tokenizer(packaged.NAME).tokenizer, task, args.steps),
+        "task": task.id,
+        "request": args.steps,
+        "size": args.size,
+        "image_tokens_latest_screenshot": image,
+        "text_tokens_byte_upper_bound": text_bytes,
+        "text_tokens_bpe_estimate": bpe,
+        "total_upper_bound": image + text_bytes,
+        "total_bpe_estimate": image + bpe,
+        "context": CONTEXT_TOKENS,
+        "share_of_context_bpe": round((image + bpe) / CONTEXT_TOKENS, 3),
+        "if_every_screenshot_were_kept": args.steps * image + bpe,
+        "screenshot_png_kb": round(screenshot_kb, 1),
+        "screenshot_draw_cpu_s": round(statistics.median(draw_s), 4),
+        "screenshot_png_encode_cpu_s": round(statistics.median(encode_s), 4),
+    }
 
 
 GROUNDING_ROWS = "data_samples/phone_episodes_tree/train.jsonl"
@@ -185,13 +217,18 @@ def grounding(args) -> dict:
     rng = random.Random(args.seed)
     rows = read_jsonl(resolve_sample_path(args.rows))
     rng.shuffle(rows)
-    probes = [p for p in (_tap_probe(row, rng) for row in rows) if p is not None][:args.limit]
+    probes = [p for p in (_tap_probe(row, rng) for row in rows) if p is not None][: args.limit]
     if not probes:
         raise SystemExit(f"{args.rows}: no row taps a named element with another of its size on the screen")
     loaded = load_for_inference(args.model, device=resolve_device("auto"))  # the GPU when one is visible
     start = time.monotonic()
-    replies = greedy_replies(loaded.model, loaded.tokenizer, [p[k] for p in probes for k in ("prompt", "swapped")],
-                             args.max_tokens, batch_size=8)
+    replies = greedy_replies(
+        loaded.model,
+        loaded.tokenizer,
+        [p[k] for p in probes for k in ("prompt", "swapped")],
+        args.max_tokens,
+        batch_size=8,
+    )
     counts = collections.Counter()
     for probe, (as_recorded, swapped) in zip(probes, zip(replies[0::2], replies[1::2])):
         point, moved = _tapped(as_recorded), _tapped(swapped)
@@ -199,10 +236,15 @@ def grounding(args) -> dict:
         # after the swap the target's name sits in the other box: reading follows it, memory stays
         counts["swapped_follows_name"] += bool(moved and in_box(moved, probe["other"]))
         counts["swapped_taps_old_point"] += bool(moved and in_box(moved, probe["box"]))
-    return {"model": args.model, "rows": args.rows, "probes": len(probes),
-            "templates": dict(collections.Counter(p["template"] for p in probes)), **counts,
-            "swapped_elsewhere": len(probes) - counts["swapped_follows_name"] - counts["swapped_taps_old_point"],
-            "wall_s": round(time.monotonic() - start, 1)}
+    return {
+        "model": args.model,
+        "rows": args.rows,
+        "probes": len(probes),
+        "templates": dict(collections.Counter(p["template"] for p in probes)),
+        **counts,
+        "swapped_elsewhere": len(probes) - counts["swapped_follows_name"] - counts["swapped_taps_old_point"],
+        "wall_s": round(time.monotonic() - start, 1),
+    }
 
 
 def compare(args) -> dict:
@@ -213,9 +255,14 @@ def compare(args) -> dict:
     try:
         a, b = read_episodes(args.a), read_episodes(args.b)
         sa, sb = summarize_episodes(a), summarize_episodes(b)
-        return {"a": args.a, "b": args.b, "success_a": sa["success_rate"], "success_b": sb["success_rate"],
-                **paired(a, b), **{f"{k}_{side}": s[k] for k in ("end_reasons", "action_types")
-                                   for side, s in (("a", sa), ("b", sb))}}
+        return {
+            "a": args.a,
+            "b": args.b,
+            "success_a": sa["success_rate"],
+            "success_b": sb["success_rate"],
+            **paired(a, b),
+            **{f"{k}_{side}": s[k] for k in ("end_reasons", "action_types") for side, s in (("a", sa), ("b", sb))},
+        }
     except ValueError as err:
         raise SystemExit(f"paired: {err}") from None
 
@@ -224,20 +271,26 @@ def _tree_tokens(tokenizer, task, steps: int) -> dict:
     """The ui_tree observation's cost in SmolLM2's BPE: the tree of every screen of every oracle episode (per screen:
     median, mean, max), and the whole request of ``task`` at step ``steps`` shown as trees (system prompt, earlier
     turns as text, the latest tree)."""
-    counts = [len(tokenizer(step.ui_tree)["input_ids"])
-              for episode in run_episodes(TASKS, OraclePolicy(TASKS), sim_devices((112, 252)), observation="ui_tree")
-              for step in episode.steps]
+    counts = [
+        len(tokenizer(step.ui_tree)["input_ids"])
+        for episode in run_episodes(TASKS, OraclePolicy(TASKS), sim_devices((112, 252)), observation="ui_tree")
+        for step in episode.steps
+    ]
     conversation = Conversation(task.instruction, observation="ui_tree")
-    episode, = run_episodes([task], OraclePolicy([task]), sim_devices((112, 252)), observation="ui_tree")
-    for step in episode.steps[:steps - 1]:
+    (episode,) = run_episodes([task], OraclePolicy([task]), sim_devices((112, 252)), observation="ui_tree")
+    for step in episode.steps[: steps - 1]:
         conversation.observe(None, step.current_app, step.ui_tree)
         conversation.reply(assistant_target(step.reasoning, step.answer))
     conversation.observe(None, episode.steps[steps - 1].current_app, episode.steps[steps - 1].ui_tree)
     prompt = tokenizer.apply_chat_template(conversation.messages, add_generation_prompt=True, tokenize=False)
     request = len(tokenizer(prompt)["input_ids"])
-    return {"ui_tree_screens": len(counts), "ui_tree_tokens_per_screen_median": statistics.median(counts),
-            "ui_tree_tokens_per_screen_mean": round(statistics.mean(counts), 1),
-            "ui_tree_tokens_per_screen_max": max(counts), "ui_tree_request_tokens": request}
+    return {
+        "ui_tree_screens": len(counts),
+        "ui_tree_tokens_per_screen_median": statistics.median(counts),
+        "ui_tree_tokens_per_screen_mean": round(statistics.mean(counts), 1),
+        "ui_tree_tokens_per_screen_max": max(counts),
+        "ui_tree_request_tokens": request,
+    }
 
 
 def runtime(args) -> dict:
@@ -245,16 +298,32 @@ def runtime(args) -> dict:
     from ..serve import start_server
 
     tasks = select_tasks(args.tasks)
-    with start_server(args.model, model_id="agent", reasoning="inline", max_context=args.max_context,
-                      threads=args.threads) as srv:
-        pairs = compare_loops(tasks, srv.base_url, "agent", lang=args.lang, max_steps=args.max_steps,
-                              size=parse_size(args.size), max_tokens=args.max_tokens, progress=True)
-    return {"model": args.model, "tasks": args.tasks, "n": len(pairs), "size": args.size, "max_steps": args.max_steps,
-            "runtime_success": sum(p.runtime.success for p in pairs),
-            "runner_success": sum(bool(p.runner.success) for p in pairs),
-            "ended_alike": sum(p.same for p in pairs), "different": [p.task for p in pairs if not p.same],
-            "runtime_ends": dict(collections.Counter(p.runtime.end for p in pairs)),
-            "runner_ends": dict(collections.Counter(p.runner.end_reason for p in pairs))}
+    with start_server(
+        args.model, model_id="agent", reasoning="inline", max_context=args.max_context, threads=args.threads
+    ) as srv:
+        pairs = compare_loops(
+            tasks,
+            srv.base_url,
+            "agent",
+            lang=args.lang,
+            max_steps=args.max_steps,
+            size=parse_size(args.size),
+            max_tokens=args.max_tokens,
+            progress=True,
+        )
+    return {
+        "model": args.model,
+        "tasks": args.tasks,
+        "n": len(pairs),
+        "size": args.size,
+        "max_steps": args.max_steps,
+        "runtime_success": sum(p.runtime.success for p in pairs),
+        "runner_success": sum(bool(p.runner.success) for p in pairs),
+        "ended_alike": sum(p.same for p in pairs),
+        "different": [p.task for p in pairs if not p.same],
+        "runtime_ends": dict(collections.Counter(p.runtime.end for p in pairs)),
+        "runner_ends": dict(collections.Counter(p.runner.end_reason for p in pairs)),
+    }
 
 
 def expert(args) -> dict:
@@ -276,21 +345,40 @@ def expert(args) -> dict:
             action = plan.pop(0) if plan else label.action
             if rng.random() < args.noise:
                 screen = phone.screen()
-                action, plan = rng.choice(list(moves(phone, task, screen)) + [
-                    type(action)("Tap", {"element": [(b[0] + b[2]) // 2, (b[1] + b[3]) // 2]})
-                    for b in screen.elements.values()]), []
+                action, plan = (
+                    rng.choice(
+                        list(moves(phone, task, screen))
+                        + [
+                            type(action)("Tap", {"element": [(b[0] + b[2]) // 2, (b[1] + b[3]) // 2]})
+                            for b in screen.elements.values()
+                        ]
+                    ),
+                    [],
+                )
             if action.type == "finish":
                 break
             phone.execute(action)
     times.sort()
     ms = [t * 1000 for t in times]
-    return {"tasks": len(tasks), "expert_minus_oracle_steps": dict(sorted(diffs.items())),
-            "shorter": sum(n for d, n in diffs.items() if d < 0), "equal": diffs[0],
-            "longer": sum(n for d, n in diffs.items() if d > 0), "states": len(ms),
-            "ms_per_state": {"median": round(statistics.median(ms), 2), "mean": round(statistics.mean(ms), 2),
-                             "p90": round(ms[int(0.9 * (len(ms) - 1))], 2), "max": round(ms[-1], 1)},
-            "searches": labeller.searches, "states_expanded": labeller.expanded,
-            "labelling_wall_s": round(time.monotonic() - start, 1), "noise": args.noise, "seed": args.seed}
+    return {
+        "tasks": len(tasks),
+        "expert_minus_oracle_steps": dict(sorted(diffs.items())),
+        "shorter": sum(n for d, n in diffs.items() if d < 0),
+        "equal": diffs[0],
+        "longer": sum(n for d, n in diffs.items() if d > 0),
+        "states": len(ms),
+        "ms_per_state": {
+            "median": round(statistics.median(ms), 2),
+            "mean": round(statistics.mean(ms), 2),
+            "p90": round(ms[int(0.9 * (len(ms) - 1))], 2),
+            "max": round(ms[-1], 1),
+        },
+        "searches": labeller.searches,
+        "states_expanded": labeller.expanded,
+        "labelling_wall_s": round(time.monotonic() - start, 1),
+        "noise": args.noise,
+        "seed": args.seed,
+    }
 
 
 def main() -> None:
@@ -308,12 +396,17 @@ def main() -> None:
     k.add_argument("--steps", type=int, default=10)
     g = sub.add_parser("grounding")
     g.add_argument("--model", required=True, help="a whole model directory (a run's merged/) or a model name")
-    g.add_argument("--rows", default=GROUNDING_ROWS, help="ui_tree rows in the runtime format (default: the "
-                   "training rows; data_samples/phone_episodes_tree/heldout.jsonl for unseen names)")
+    g.add_argument(
+        "--rows",
+        default=GROUNDING_ROWS,
+        help="ui_tree rows in the runtime format (default: the "
+        "training rows; data_samples/phone_episodes_tree/heldout.jsonl for unseen names)",
+    )
     g.add_argument("--limit", type=int, default=24, help="rows probed, each answered twice (default 24)")
     g.add_argument("--seed", type=int, default=0, help="which rows, and which same-size element each swaps with")
-    g.add_argument("--max-tokens", type=int, default=128, help="reply length limit (default 128, as the recipe's "
-                   "episodes)")
+    g.add_argument(
+        "--max-tokens", type=int, default=128, help="reply length limit (default 128, as the recipe's episodes)"
+    )
     c = sub.add_parser("paired")
     c.add_argument("a", help="a folder of episodes (RUN/episodes/<evaluation>-tuned, or `workbench agent run`'s)")
     c.add_argument("b", help="a folder of episodes of the same tasks by another model")
@@ -332,8 +425,15 @@ def main() -> None:
     e.add_argument("--max-steps", type=int, default=15)
     e.add_argument("--seed", type=int, default=0)
     args = p.parse_args()
-    parts = {"oracle": oracle, "throughput": throughput, "tokens": tokens, "grounding": grounding,
-             "paired": compare, "runtime": runtime, "expert": expert}
+    parts = {
+        "oracle": oracle,
+        "throughput": throughput,
+        "tokens": tokens,
+        "grounding": grounding,
+        "paired": compare,
+        "runtime": runtime,
+        "expert": expert,
+    }
     print(json.dumps(parts[args.part](args), indent=1))
 
 

@@ -15,6 +15,7 @@ From the start model the recipe's run started from, for the wall time its own tr
 Each is then judged with the recipe's model and the start on the same episodes (``bench.recipes``), and a paired
 count against the start says which tasks each won or lost.
 """
+
 from __future__ import annotations
 
 import time
@@ -23,7 +24,12 @@ from pathlib import Path
 
 from ..user_output import text_table
 
-LABELS = {"base": "SFT start", "sft_continued": "SFT continued", "filtered_bc": "filtered BC", "tuned": "RL (the recipe)"}
+LABELS = {
+    "base": "SFT start",
+    "sft_continued": "SFT continued",
+    "filtered_bc": "filtered BC",
+    "tuned": "RL (the recipe)",
+}
 
 
 @dataclass
@@ -56,8 +62,9 @@ def fastest_step_s(run_dir: Path) -> float:
     return min(times)
 
 
-def train_baselines(recipe, start, start_run: Path, start_model: Path, wall_s: float, run_dir: Path, train,
-                    progress: bool) -> list[Baseline]:
+def train_baselines(
+    recipe, start, start_run: Path, start_model: Path, wall_s: float, run_dir: Path, train, progress: bool
+) -> list[Baseline]:
     """``recipe``'s baselines, each trained from ``start_model`` by its ``start`` recipe for ``wall_s`` (the recipe's
     own training time) with ``train(cfg) -> run_dir`` beside ``run_dir`` (the recipe's run, which keeps the filtered
     BC's episodes and rows); ``start_run``: the run that trained the start (its fastest step)."""
@@ -77,14 +84,28 @@ def train_baselines(recipe, start, start_run: Path, start_model: Path, wall_s: f
         spent = time.monotonic() - t0
         steps = round((wall_s - spent) / step_s)
         if role == "filtered_bc" and steps < 1:  # one step with no warmup only perturbs it (2026-12-06: 1 of 24 tasks)
-            out.append(Baseline(role, None, spent, note=f"{note}; playing them took {spent:.0f} s of the "
-                                f"{wall_s:.0f} s: no time left to train"))
+            out.append(
+                Baseline(
+                    role,
+                    None,
+                    spent,
+                    note=f"{note}; playing them took {spent:.0f} s of the {wall_s:.0f} s: no time left to train",
+                )
+            )
             continue
         steps = max(1, steps)
-        print(f"[recipes] {recipe.name}: baseline {LABELS[role]}, {steps} steps of {start.name} from its model "
-              f"({wall_s:.0f} s at {step_s:.1f} s a step{'; ' + note if note else ''})", flush=True)
-        cfg = start.run_config({**overrides, "schedule.max_steps": steps,
-                                "output.run_name": f"{recipe.name}-{role.replace('_', '-')}-{stamp}"})
+        print(
+            f"[recipes] {recipe.name}: baseline {LABELS[role]}, {steps} steps of {start.name} from its model "
+            f"({wall_s:.0f} s at {step_s:.1f} s a step{'; ' + note if note else ''})",
+            flush=True,
+        )
+        cfg = start.run_config(
+            {
+                **overrides,
+                "schedule.max_steps": steps,
+                "output.run_name": f"{recipe.name}-{role.replace('_', '-')}-{stamp}",
+            }
+        )
         trained = train(cfg)
         out.append(Baseline(role, trained, time.monotonic() - t0, steps, note))
     return out
@@ -108,15 +129,33 @@ def own_successes(recipe, start_model: Path, run_dir: Path, progress: bool) -> t
     rl = recipe.run_config({"model.source": str(start_model)}).rl
     tasks = select_tasks(rl.tasks)
     device = resolve_device("auto")
-    settings = {"tasks": rl.tasks, "n": len(tasks), "observation": rl.observation, "max_steps": rl.episode_max_steps,
-                "max_tokens": rl.max_new_tokens, "date": rl.date}
+    settings = {
+        "tasks": rl.tasks,
+        "n": len(tasks),
+        "observation": rl.observation,
+        "max_steps": rl.episode_max_steps,
+        "max_tokens": rl.max_new_tokens,
+        "date": rl.date,
+    }
     key = replay_key(start_model, settings, [repr(t) for t in tasks], replay_numerics(device))
-    contestant = Contestant("start", run_dir / EPISODES_DIR / "rl-tasks-start",
-                            in_process("start", lambda: load_for_inference(str(start_model), device=device),
-                                       rl.max_new_tokens), model=str(start_model), replay_key=key)
-    [played] = judge([contestant], tasks, sim_devices(parse_size(rl.screen_size)), settings, replays=run_dir.parent,
-                     progress=progress, max_steps=rl.episode_max_steps, observation=rl.observation,
-                     date=datetime.date.fromisoformat(rl.date) if rl.date else None)
+    contestant = Contestant(
+        "start",
+        run_dir / EPISODES_DIR / "rl-tasks-start",
+        in_process("start", lambda: load_for_inference(str(start_model), device=device), rl.max_new_tokens),
+        model=str(start_model),
+        replay_key=key,
+    )
+    [played] = judge(
+        [contestant],
+        tasks,
+        sim_devices(parse_size(rl.screen_size)),
+        settings,
+        replays=run_dir.parent,
+        progress=progress,
+        max_steps=rl.episode_max_steps,
+        observation=rl.observation,
+        date=datetime.date.fromisoformat(rl.date) if rl.date else None,
+    )
     won = sum(bool(e.success) for e in played.episodes)
     if not won:
         return None, f"the start finished none of the {len(tasks)} RL tasks: nothing to clone"
@@ -140,6 +179,10 @@ def comparison_lines(recipe_name: str, comparisons: list[Comparison], baselines:
         table.append(cells)
     lines = [f"{recipe_name}: the same start, the same episodes, the same wall time"]
     lines += text_table(table, indent="  ")
-    lines += [f"  {LABELS[b.role]}: {b.steps} steps in {b.train_s:.0f} s" + (f"; {b.note}" if b.note else "")
-              if b.run_dir is not None else f"  {LABELS[b.role]}: not trained ({b.note})" for b in baselines]
+    lines += [
+        f"  {LABELS[b.role]}: {b.steps} steps in {b.train_s:.0f} s" + (f"; {b.note}" if b.note else "")
+        if b.run_dir is not None
+        else f"  {LABELS[b.role]}: not trained ({b.note})"
+        for b in baselines
+    ]
     return lines

@@ -7,6 +7,7 @@ Each contender runs in its own subprocess (one at a time, so they do not share t
 the same number of warm-up steps, then is timed over ``--steps`` optimizer steps. Micro-batches are
 identical: the same tokenized examples in the same order, padded the same way.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -24,13 +25,26 @@ SAMPLES = Path(__file__).resolve().parents[2] / "data_samples"
 def _config(args, runs_dir: str):
     from ..config import load_config
 
-    return load_config(None, {
-        "model.source": args.model, "precision.mode": args.precision, "data.train": str(SAMPLES / "identity" / "train.jsonl"),
-        "data.eval": None, "data.max_length": args.max_length, "schedule.max_steps": args.warmup + args.steps,
-        "schedule.micro_batch_size": args.micro_batch, "schedule.grad_accum_steps": args.accum,
-        "schedule.warmup_steps": 0, "lora.dropout": 0.0, "output.runs_dir": runs_dir, "output.progress_bar": False,
-        "output.memory_every": 1, "output.log_every": 1,
-        "schedule.learning_rate": 2e-4})  # one number for the engine, the bare loop and the Trainer alike
+    return load_config(
+        None,
+        {
+            "model.source": args.model,
+            "precision.mode": args.precision,
+            "data.train": str(SAMPLES / "identity" / "train.jsonl"),
+            "data.eval": None,
+            "data.max_length": args.max_length,
+            "schedule.max_steps": args.warmup + args.steps,
+            "schedule.micro_batch_size": args.micro_batch,
+            "schedule.grad_accum_steps": args.accum,
+            "schedule.warmup_steps": 0,
+            "lora.dropout": 0.0,
+            "output.runs_dir": runs_dir,
+            "output.progress_bar": False,
+            "output.memory_every": 1,
+            "output.log_every": 1,
+            "schedule.learning_rate": 2e-4,
+        },
+    )  # one number for the engine, the bare loop and the Trainer alike
 
 
 def _prepared(cfg):
@@ -52,8 +66,10 @@ def _batches(cfg, examples, tokenizer, n_steps):
 
     s = cfg.schedule
     stream = micro_batch_indices(len(examples), s.micro_batch_size, s.seed)
-    return [[collate([examples[i] for i in next(stream)], tokenizer.pad_token_id) for _ in range(s.grad_accum_steps)]
-            for _ in range(n_steps)]
+    return [
+        [collate([examples[i] for i in next(stream)], tokenizer.pad_token_id) for _ in range(s.grad_accum_steps)]
+        for _ in range(n_steps)
+    ]
 
 
 def run_engine(args) -> dict:
@@ -65,7 +81,7 @@ def run_engine(args) -> dict:
         result = train(_config(args, tmp))
         steps = [e for e in iter_events(result.run_dir / EVENTS_FILE) if e.type == "step"]
         n_events = sum(1 for _ in iter_events(result.run_dir / EVENTS_FILE))
-    timed = steps[args.warmup:]
+    timed = steps[args.warmup :]
     # Wall time between step events includes the per-step event and memory bookkeeping.
     elapsed = timed[-1].time - steps[args.warmup - 1].time
     return {"steps_per_s": len(timed) / elapsed, "events": n_events}
@@ -131,12 +147,27 @@ def run_trainer(args) -> dict:
 
     with tempfile.TemporaryDirectory() as tmp:
         targs = TrainingArguments(
-            output_dir=tmp, per_device_train_batch_size=1, gradient_accumulation_steps=cfg.schedule.grad_accum_steps,
-            max_steps=args.warmup + args.steps, learning_rate=cfg.schedule.learning_rate, lr_scheduler_type="constant",
-            max_grad_norm=1.0, bf16=precision.mode == "bf16", fp16=precision.mode == "fp16", use_cpu=precision.device_type == "cpu",
-            logging_strategy="no", save_strategy="no", report_to=[], dataloader_num_workers=0, remove_unused_columns=False,
-            disable_tqdm=True, average_tokens_across_devices=False)
-        trainer = Trainer(model=model, args=targs, train_dataset=Fixed(), data_collator=lambda items: items[0], callbacks=[Clock()])
+            output_dir=tmp,
+            per_device_train_batch_size=1,
+            gradient_accumulation_steps=cfg.schedule.grad_accum_steps,
+            max_steps=args.warmup + args.steps,
+            learning_rate=cfg.schedule.learning_rate,
+            lr_scheduler_type="constant",
+            max_grad_norm=1.0,
+            bf16=precision.mode == "bf16",
+            fp16=precision.mode == "fp16",
+            use_cpu=precision.device_type == "cpu",
+            logging_strategy="no",
+            save_strategy="no",
+            report_to=[],
+            dataloader_num_workers=0,
+            remove_unused_columns=False,
+            disable_tqdm=True,
+            average_tokens_across_devices=False,
+        )
+        trainer = Trainer(
+            model=model, args=targs, train_dataset=Fixed(), data_collator=lambda items: items[0], callbacks=[Clock()]
+        )
         trainer.train()
     return {"steps_per_s": args.steps / (times[-1] - times[args.warmup - 1])}
 
@@ -169,8 +200,10 @@ def main(argv=None) -> int:
             results[name].append(got["steps_per_s"])
             print(f"  {name:<8} {results[name][-1]:.3f} steps/s", flush=True)
     med = {k: sorted(v)[len(v) // 2] for k, v in results.items()}
-    print(f"model {args.model}, {args.precision}, micro-batch {args.micro_batch} x accum {args.accum}, "
-          f"max_length {args.max_length}, {args.steps} timed steps, median of {args.repeats}")
+    print(
+        f"model {args.model}, {args.precision}, micro-batch {args.micro_batch} x accum {args.accum}, "
+        f"max_length {args.max_length}, {args.steps} timed steps, median of {args.repeats}"
+    )
     for k, v in med.items():
         print(f"{k:<8} {v:.3f} steps/s")
     print(f"engine / bare    = {med['engine'] / med['bare']:.3f}  (target >= 0.97)")

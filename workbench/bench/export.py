@@ -16,6 +16,7 @@ model a float fine-tune would deploy): held-out loss and greedy agreement of RUN
 (post-training quantization of the merge) and, per QAT run, its adapter in float, the QAT model as trained
 and converted (int8 base layers + float adapter: what ``qat_converted`` reports) and its int8 export.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -88,15 +89,21 @@ def _export_once(run_dir: Path, out: Path, **kw):
     manifest = out / "manifest.json"
     if manifest.is_file():
         m = read_manifest(out)
-        if m["status"] == "passed" and m["source_run"] == str(run_dir.resolve()) and m["target"] == kw["target"] \
-                and all(m["options"].get(k) == v for k, v in kw.items() if k != "target"):
+        if (
+            m["status"] == "passed"
+            and m["source_run"] == str(run_dir.resolve())
+            and m["target"] == kw["target"]
+            and all(m["options"].get(k) == v for k, v in kw.items() if k != "target")
+        ):
             from ..export.exporter import ExportResult
 
             return ExportResult(out, m)
     return export(run_dir, out=out, overwrite=True, **kw)
 
 
-def qat_comparison(plain_run: str | Path, qat_runs: list[str | Path], out_root: Path, max_examples: int = 16) -> list[dict]:
+def qat_comparison(
+    plain_run: str | Path, qat_runs: list[str | Path], out_root: Path, max_examples: int = 16
+) -> list[dict]:
     """Rows of (label, held-out loss, greedy agreement with the plain run's fp32 adapter, max |logit diff|),
     printed as they are measured."""
     from ..export import ParityFailed, ParityGate
@@ -117,13 +124,24 @@ def qat_comparison(plain_run: str | Path, qat_runs: list[str | Path], out_root: 
     def row(label: str, logits, note: str = "") -> None:
         r = compare(reference, logits, batches, measure_only)
         if not rows:  # the reference itself heads the table
-            print(f"\nQAT vs post-training int8: held-out loss and greedy agreement with {plain.run_dir.name}'s fp32 adapter "
-                  f"({r.positions} positions of {r.examples} examples of {Path(plain.config.data.eval).name})", flush=True)
+            print(
+                f"\nQAT vs post-training int8: held-out loss and greedy agreement with {plain.run_dir.name}'s fp32 adapter "
+                f"({r.positions} positions of {r.examples} examples of {Path(plain.config.data.eval).name})",
+                flush=True,
+            )
             print(f"{'model':<58} {'loss':>7} {'agree':>6} {'max|dlogit|':>11}", flush=True)
-            rows.append({"label": f"{plain.run_dir.name}: fp32 adapter (the reference)", "loss": r.reference_loss,
-                         "agreement": 1.0, "max_logit_diff": 0.0})
+            rows.append(
+                {
+                    "label": f"{plain.run_dir.name}: fp32 adapter (the reference)",
+                    "loss": r.reference_loss,
+                    "agreement": 1.0,
+                    "max_logit_diff": 0.0,
+                }
+            )
             print(f"{rows[0]['label']:<58} {r.reference_loss:7.4f} {1.0:6.3f} {0.0:11.3g}", flush=True)
-        rows.append({"label": label, "loss": r.export_loss, "agreement": r.agreement, "max_logit_diff": r.max_logit_diff})
+        rows.append(
+            {"label": label, "loss": r.export_loss, "agreement": r.agreement, "max_logit_diff": r.max_logit_diff}
+        )
         print(f"{label:<58} {r.export_loss:7.4f} {r.agreement:6.3f} {r.max_logit_diff:11.3g}  {note}", flush=True)
 
     def export_row(label: str, run_dir: Path, out: Path, mode: str, note: str) -> None:
@@ -135,8 +153,13 @@ def qat_comparison(plain_run: str | Path, qat_runs: list[str | Path], out_root: 
         row(label, read_export(where, TargetSpec("int8", int8_mode=mode)), note)
 
     for mode in ("dynamic", "weight"):
-        export_row(f"{plain.run_dir.name}: post-training int8-{mode} export", plain.run_dir, out_root / PTQ_LABEL[mode],
-                   mode, "merged, then quantized")
+        export_row(
+            f"{plain.run_dir.name}: post-training int8-{mode} export",
+            plain.run_dir,
+            out_root / PTQ_LABEL[mode],
+            mode,
+            "merged, then quantized",
+        )
     for qat_run in qat_runs:
         source = open_run(qat_run)
         scheme = source.config.quantization.qat
@@ -149,8 +172,13 @@ def qat_comparison(plain_run: str | Path, qat_runs: list[str | Path], out_root: 
         del qat
         if scheme in QAT_EXPORT_MODE:
             mode = QAT_EXPORT_MODE[scheme]
-            export_row(f"{name}: int8-{mode} export", source.run_dir, out_root / f"{source.run_dir.name}-int8-{mode}",
-                       mode, "merged, then quantized")
+            export_row(
+                f"{name}: int8-{mode} export",
+                source.run_dir,
+                out_root / f"{source.run_dir.name}-int8-{mode}",
+                mode,
+                "merged, then quantized",
+            )
     return rows
 
 
@@ -164,14 +192,20 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--repeats", type=int, default=5)
     p.add_argument("--new-tokens", type=int, default=32)
     p.add_argument("--threads", type=int, default=None, help="torch threads (default: torch's choice)")
-    p.add_argument("--qat-runs", default="", help="comma-separated QAT runs of RUN's data and settings: print QAT vs "
-                   "post-training int8 (held-out loss, greedy agreement with RUN's fp32 adapter)")
+    p.add_argument(
+        "--qat-runs",
+        default="",
+        help="comma-separated QAT runs of RUN's data and settings: print QAT vs "
+        "post-training int8 (held-out loss, greedy agreement with RUN's fp32 adapter)",
+    )
     args = p.parse_args(argv)
     if args.threads:
         torch.set_num_threads(args.threads)
     out_root = Path(args.out) if args.out else Path(args.run_dir) / "exports-bench"
-    header = (f"{'export':<16} {'MB':>7} {'fwd 1x128 ms':>12} {'gen tok/s':>9} {'loss':>7} {'ref loss':>8} "
-              f"{'agree':>6} {'max|dlogit|':>11} {'export s':>8}")
+    header = (
+        f"{'export':<16} {'MB':>7} {'fwd 1x128 ms':>12} {'gen tok/s':>9} {'loss':>7} {'ref loss':>8} "
+        f"{'agree':>6} {'max|dlogit|':>11} {'export s':>8}"
+    )
     targets = [t for t in args.targets.split(",") if t]
     if targets:
         print(header, flush=True)
@@ -190,9 +224,11 @@ def main(argv: list[str] | None = None) -> int:
             latency, tps = _measure_torch(result.path, kw.get("dtype", "float32"), args.repeats, args.new_tokens)
         par, size = result.parity, result.manifest["sizes"]["total_bytes"]
         # one row as each export is measured: a long benchmark interrupted still leaves its figures
-        print(f"{label:<16} {size / 1e6:7.1f} {latency * 1e3:12.1f} {tps:9.1f} {par['export_loss']:7.4f} "
-              f"{par['reference_loss']:8.4f} {par['greedy_agreement']:6.3f} {par['max_logit_diff']:11.3g} {wall:8.1f}",
-              flush=True)
+        print(
+            f"{label:<16} {size / 1e6:7.1f} {latency * 1e3:12.1f} {tps:9.1f} {par['export_loss']:7.4f} "
+            f"{par['reference_loss']:8.4f} {par['greedy_agreement']:6.3f} {par['max_logit_diff']:11.3g} {wall:8.1f}",
+            flush=True,
+        )
     if args.qat_runs:
         qat_comparison(args.run_dir, [r for r in args.qat_runs.split(",") if r], out_root)
     print(f"exports in {out_root}")  # where this bench wrote (--out)

@@ -39,6 +39,7 @@ the planner's per-GPU prediction for the same setting (``plan.predict_for_run`` 
 it said the setting fits the cap, the losses, seconds per step, overflow events and wall time; everything, the GPU
 tests' outcome included, in one JSON file (``--out``, named on the last line). Exit status 1 when a GPU test failed.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -72,29 +73,68 @@ class Case:
 
 
 CASES = (
-    Case("fp16-overflow", {"precision.mode": "fp16", "precision.init_scale": 2.0 ** 40, "memory.loss_head": "chunked"},
-         "fp16 AMP + GradScaler, a forced overflow (scale 2^40) traced to a module", expects_overflow=True),
+    Case(
+        "fp16-overflow",
+        {"precision.mode": "fp16", "precision.init_scale": 2.0**40, "memory.loss_head": "chunked"},
+        "fp16 AMP + GradScaler, a forced overflow (scale 2^40) traced to a module",
+        expects_overflow=True,
+    ),
     Case("bf16-full-head", {"precision.mode": "bf16", "memory.loss_head": "full"}, "bf16 autocast, full loss head"),
-    Case("bf16-labels-head", {"precision.mode": "bf16", "memory.loss_head": "labels"},
-         "bf16 autocast, loss head at labelled positions"),
-    Case("bf16-chunked-head", {"precision.mode": "bf16", "memory.loss_head": "chunked"},
-         "bf16 autocast, chunked loss head (the default)"),
-    Case("fsdp2", {"precision.mode": "bf16", "sharding.strategy": "fsdp", "sharding.fsdp_stage": "zero3",
-                   "sharding.nproc_per_node": 1}, "FSDP2 zero3 at world size 1, bf16, chunked head"),
-    Case("deepspeed-zero3-offload", {"precision.mode": "bf16", "sharding.strategy": "deepspeed",
-                                     "sharding.deepspeed_stage": 3, "sharding.offload": "optimizer+params",
-                                     "sharding.nproc_per_node": 1},
-         "DeepSpeed ZeRO-3, optimizer and parameters offloaded to the CPU, world size 1, bf16, chunked head",
-         needs=("deepspeed",)),
-    Case("9b-lora-bf16-24gib", {"precision.mode": "bf16"},
-         "AutoGLM-Phone-9B's full depth, LoRA over the bf16 base, checkpointing, capped at 24 GiB (planned not to fit)",
-         full_depth=True, cap_bytes=RTX4090_BYTES),
-    Case("9b-qlora-nf4-24gib", {"precision.mode": "bf16", "quantization.base": "nf4"},
-         "AutoGLM-Phone-9B's full depth, LoRA over an nf4 base, checkpointing, capped at 24 GiB",
-         needs=("bitsandbytes",), full_depth=True, cap_bytes=RTX4090_BYTES),
-    Case("9b-qlora-int8-24gib", {"precision.mode": "bf16", "quantization.base": "int8"},
-         "AutoGLM-Phone-9B's full depth, LoRA over an int8 base, checkpointing, capped at 24 GiB",
-         needs=("bitsandbytes",), full_depth=True, cap_bytes=RTX4090_BYTES),
+    Case(
+        "bf16-labels-head",
+        {"precision.mode": "bf16", "memory.loss_head": "labels"},
+        "bf16 autocast, loss head at labelled positions",
+    ),
+    Case(
+        "bf16-chunked-head",
+        {"precision.mode": "bf16", "memory.loss_head": "chunked"},
+        "bf16 autocast, chunked loss head (the default)",
+    ),
+    Case(
+        "fsdp2",
+        {
+            "precision.mode": "bf16",
+            "sharding.strategy": "fsdp",
+            "sharding.fsdp_stage": "zero3",
+            "sharding.nproc_per_node": 1,
+        },
+        "FSDP2 zero3 at world size 1, bf16, chunked head",
+    ),
+    Case(
+        "deepspeed-zero3-offload",
+        {
+            "precision.mode": "bf16",
+            "sharding.strategy": "deepspeed",
+            "sharding.deepspeed_stage": 3,
+            "sharding.offload": "optimizer+params",
+            "sharding.nproc_per_node": 1,
+        },
+        "DeepSpeed ZeRO-3, optimizer and parameters offloaded to the CPU, world size 1, bf16, chunked head",
+        needs=("deepspeed",),
+    ),
+    Case(
+        "9b-lora-bf16-24gib",
+        {"precision.mode": "bf16"},
+        "AutoGLM-Phone-9B's full depth, LoRA over the bf16 base, checkpointing, capped at 24 GiB (planned not to fit)",
+        full_depth=True,
+        cap_bytes=RTX4090_BYTES,
+    ),
+    Case(
+        "9b-qlora-nf4-24gib",
+        {"precision.mode": "bf16", "quantization.base": "nf4"},
+        "AutoGLM-Phone-9B's full depth, LoRA over an nf4 base, checkpointing, capped at 24 GiB",
+        needs=("bitsandbytes",),
+        full_depth=True,
+        cap_bytes=RTX4090_BYTES,
+    ),
+    Case(
+        "9b-qlora-int8-24gib",
+        {"precision.mode": "bf16", "quantization.base": "int8"},
+        "AutoGLM-Phone-9B's full depth, LoRA over an int8 base, checkpointing, capped at 24 GiB",
+        needs=("bitsandbytes",),
+        full_depth=True,
+        cap_bytes=RTX4090_BYTES,
+    ),
 )
 
 
@@ -110,12 +150,22 @@ class InferenceCase:
 
 
 INFERENCE_CASES = (
-    InferenceCase("serve-tiny-glm4v-cuda", "tiny-glm4v", "workbench serve --device auto on CUDA: a tiny GLM-4V answers "
-                  "a 1080x2400 screenshot request (device and dtype resolved as training's)"),
-    InferenceCase("serve-9b-random-bf16", "model-9b", "the built-in server with AutoGLM-Phone-9B's full-size random "
-                  "GLM-4.1V in bf16 on CUDA answers a 1080x2400 screenshot request", dtype="bfloat16"),
-    InferenceCase("eval-run-cuda", "model", "workbench eval --task heldout_loss of a run on CUDA (in process)",
-                  evaluate_run=True),
+    InferenceCase(
+        "serve-tiny-glm4v-cuda",
+        "tiny-glm4v",
+        "workbench serve --device auto on CUDA: a tiny GLM-4V answers "
+        "a 1080x2400 screenshot request (device and dtype resolved as training's)",
+    ),
+    InferenceCase(
+        "serve-9b-random-bf16",
+        "model-9b",
+        "the built-in server with AutoGLM-Phone-9B's full-size random "
+        "GLM-4.1V in bf16 on CUDA answers a 1080x2400 screenshot request",
+        dtype="bfloat16",
+    ),
+    InferenceCase(
+        "eval-run-cuda", "model", "workbench eval --task heldout_loss of a run on CUDA (in process)", evaluate_run=True
+    ),
 )
 
 
@@ -129,8 +179,15 @@ def screenshot_request(size: tuple = (1080, 2400)) -> list[dict]:
     buffer = io.BytesIO()
     SimPhone(size=size).screenshot().save(buffer, "PNG")
     url = "data:image/png;base64," + base64.b64encode(buffer.getvalue()).decode()
-    return [{"role": "user", "content": [{"type": "image_url", "image_url": {"url": url}},
-                                         {"type": "text", "text": "Open Settings. What is the next action?"}]}]
+    return [
+        {
+            "role": "user",
+            "content": [
+                {"type": "image_url", "image_url": {"url": url}},
+                {"type": "text", "text": "Open Settings. What is the next action?"},
+            ],
+        }
+    ]
 
 
 def run_inference_case(case: InferenceCase, model_dir: Path | None, run_dir: Path | None) -> dict:
@@ -150,10 +207,13 @@ def run_inference_case(case: InferenceCase, model_dir: Path | None, run_dir: Pat
             with start_server(source, device="cuda", dtype=case.dtype, max_context=8192, log_level="warning") as srv:
                 out["placed"] = {"device": str(srv.served.device), "dtype": srv.served.dtype}
                 reply = srv.openai_client(max_retries=0).chat.completions.create(
-                    model=source, messages=screenshot_request(), max_tokens=16, temperature=0)
+                    model=source, messages=screenshot_request(), max_tokens=16, temperature=0
+                )
                 out["reply"] = reply.choices[0].message.content
-                out["usage"] = {"prompt_tokens": reply.usage.prompt_tokens,
-                                "completion_tokens": reply.usage.completion_tokens}
+                out["usage"] = {
+                    "prompt_tokens": reply.usage.prompt_tokens,
+                    "completion_tokens": reply.usage.completion_tokens,
+                }
     except Exception as err:  # noqa: BLE001 - one case failing must not lose the others' figures
         out["error"] = f"{type(err).__name__}: {err}"
     out["wall_s"] = round(time.time() - t0, 1)
@@ -175,8 +235,11 @@ def inference_cases(model_dirs: dict, tmp: Path, left_s: float, report: dict, ou
         full = case.model == "model-9b"
         if case.model != "tiny-glm4v" and full not in model_dirs:
             model_dirs[full] = write_model(tmp / case.model, full_depth=full)
-        results.append(run_inference_case(case, model_dirs.get(full) if case.model != "tiny-glm4v" else None,
-                                          runs[0] if runs else None))
+        results.append(
+            run_inference_case(
+                case, model_dirs.get(full) if case.model != "tiny-glm4v" else None, runs[0] if runs else None
+            )
+        )
         print(f"  {case.name}: {results[-1].get('error') or 'done'} ({results[-1]['wall_s']} s)", flush=True)
         write_report(Path(out), {**report, "inference": results})
     return results
@@ -186,8 +249,10 @@ def cap_fraction(cap_bytes: int, total_bytes: int) -> float:
     """``torch.cuda.set_per_process_memory_fraction``'s argument that caps a GPU of ``total_bytes`` at ``cap_bytes``;
     ValueError when the GPU is smaller than the cap (it cannot stand in for the capped card)."""
     if cap_bytes > total_bytes:
-        raise ValueError(f"this GPU has {total_bytes / 2**30:.1f} GiB, less than the {cap_bytes / 2**30:.1f} GiB cap: "
-                         "it cannot stand in for that card")
+        raise ValueError(
+            f"this GPU has {total_bytes / 2**30:.1f} GiB, less than the {cap_bytes / 2**30:.1f} GiB cap: "
+            "it cannot stand in for that card"
+        )
     return cap_bytes / total_bytes
 
 
@@ -201,7 +266,9 @@ def memory_cap(cap_bytes: int | None):
         yield
         return
     torch.cuda.empty_cache()
-    torch.cuda.set_per_process_memory_fraction(cap_fraction(cap_bytes, torch.cuda.get_device_properties(0).total_memory))
+    torch.cuda.set_per_process_memory_fraction(
+        cap_fraction(cap_bytes, torch.cuda.get_device_properties(0).total_memory)
+    )
     try:
         yield
     finally:
@@ -214,8 +281,10 @@ def skip_reason() -> str | None:
     import torch
 
     if not torch.cuda.is_available():
-        return ("no CUDA device here (torch.cuda.is_available() is False): this check needs one CUDA GPU with "
-                "~40 GiB; nothing was run and nothing written")
+        return (
+            "no CUDA device here (torch.cuda.is_available() is False): this check needs one CUDA GPU with "
+            "~40 GiB; nothing was run and nothing written"
+        )
     return None
 
 
@@ -245,12 +314,26 @@ def model_config(text_layers: int = TEXT_LAYERS, vision_layers: int = VISION_LAY
     from ..plan.arch import autoglm_phone_9b_config
 
     tok = byte_tokenizer(vision=True)
-    ids = dict(zip(("image_start_token_id", "image_token_id", "image_end_token_id", "video_start_token_id",
-                    "video_token_id", "video_end_token_id"), tok.convert_tokens_to_ids(VISION_TOKENS)))
+    ids = dict(
+        zip(
+            (
+                "image_start_token_id",
+                "image_token_id",
+                "image_end_token_id",
+                "video_start_token_id",
+                "video_token_id",
+                "video_end_token_id",
+            ),
+            tok.convert_tokens_to_ids(VISION_TOKENS),
+        )
+    )
     base = autoglm_phone_9b_config()  # its rotary settings: Glm4vConfig()'s alone fail the decoder's forward
     text = base.text_config.to_dict()
-    text.update(num_hidden_layers=text_layers or text["num_hidden_layers"], pad_token_id=tok.pad_token_id,
-                eos_token_id=tok.eos_token_id)
+    text.update(
+        num_hidden_layers=text_layers or text["num_hidden_layers"],
+        pad_token_id=tok.pad_token_id,
+        eos_token_id=tok.eos_token_id,
+    )
     vision = base.vision_config.to_dict()
     vision.update(depth=vision_layers or vision["depth"])
     return Glm4vConfig(text_config=text, vision_config=vision, **ids), tok
@@ -277,28 +360,52 @@ def write_model(directory: Path, seed: int = 0, full_depth: bool = False) -> Pat
     model.save_pretrained(directory)
     tok.save_pretrained(directory)
     p = GLM41V_PREPROCESSOR
-    Glm4vImageProcessorPil(size=p["size"], patch_size=p["patch_size"], merge_size=p["merge_size"],
-                           temporal_patch_size=p["temporal_patch_size"]).save_pretrained(directory)
+    Glm4vImageProcessorPil(
+        size=p["size"],
+        patch_size=p["patch_size"],
+        merge_size=p["merge_size"],
+        temporal_patch_size=p["temporal_patch_size"],
+    ).save_pretrained(directory)
     del model
     return directory
 
 
 def write_rows(directory: Path) -> Path:
     """The phone-screen rows rendered at 1080x2400; returns the training JSONL."""
-    subprocess.run([sys.executable, str(SAMPLES / "make_phone_screens.py"), "--size", IMAGE_SIZE, "--out",
-                    str(directory)], check=True, capture_output=True)
+    subprocess.run(
+        [sys.executable, str(SAMPLES / "make_phone_screens.py"), "--size", IMAGE_SIZE, "--out", str(directory)],
+        check=True,
+        capture_output=True,
+    )
     return directory / "train.jsonl"
 
 
 def case_config(case: Case, model_dir: Path, train_file: Path, runs_dir: Path, steps: int):
     from ..config import load_config
 
-    return load_config(None, {
-        "model.source": str(model_dir), "model.gradient_checkpointing": True, "data.train": str(train_file),
-        "data.eval": None, "data.max_length": 4096, "schedule.micro_batch_size": 1, "schedule.max_steps": steps,
-        "schedule.warmup_steps": 0, "schedule.eval_loss_every": 0, "lora.enabled": True, "lora.dropout": 0.0,
-        "device": "cuda", "output.runs_dir": str(runs_dir), "output.run_name": case.name, "output.progress_bar": False,
-        "output.memory_every": 1, "checkpointing.every_steps": 0, **case.overrides})
+    return load_config(
+        None,
+        {
+            "model.source": str(model_dir),
+            "model.gradient_checkpointing": True,
+            "data.train": str(train_file),
+            "data.eval": None,
+            "data.max_length": 4096,
+            "schedule.micro_batch_size": 1,
+            "schedule.max_steps": steps,
+            "schedule.warmup_steps": 0,
+            "schedule.eval_loss_every": 0,
+            "lora.enabled": True,
+            "lora.dropout": 0.0,
+            "device": "cuda",
+            "output.runs_dir": str(runs_dir),
+            "output.run_name": case.name,
+            "output.progress_bar": False,
+            "output.memory_every": 1,
+            "checkpointing.every_steps": 0,
+            **case.overrides,
+        },
+    )
 
 
 def row_shape(cfg) -> dict:
@@ -307,12 +414,17 @@ def row_shape(cfg) -> dict:
     from ..models import load_tokenizer
 
     loaded = load_tokenizer(cfg.model.source)
-    examples, _ = load_training_examples(cfg.data.train, loaded.tokenizer, cfg.data.max_length, processor=loaded.processor)
+    examples, _ = load_training_examples(
+        cfg.data.train, loaded.tokenizer, cfg.data.max_length, processor=loaded.processor
+    )
     image_id = loaded.tokenizer.convert_tokens_to_ids("<|image|>")
     longest = max(examples, key=lambda e: len(e.input_ids))
     images = sum(1 for t in longest.input_ids if t == image_id) + 2  # the image tokens and their two markers
-    return {"tokens": len(longest.input_ids), "text_tokens": len(longest.input_ids) - images,
-            "label_tokens": longest.target_tokens}
+    return {
+        "tokens": len(longest.input_ids),
+        "text_tokens": len(longest.input_ids) - images,
+        "label_tokens": longest.target_tokens,
+    }
 
 
 def prediction(cfg, shape: dict) -> dict:
@@ -322,10 +434,21 @@ def prediction(cfg, shape: dict) -> dict:
     from ..precision import resolve_precision
 
     precision = resolve_precision(cfg, torch.device("cuda"))
-    plan = predict_for_run(cfg, precision, world_size=1, seq_len=shape["text_tokens"], images_per_row=1,
-                           image_size=IMAGE_SIZE, label_tokens=shape["label_tokens"])
-    return {"label": plan.setting.label, "gpu_total": plan.gpu_total, "gpu": plan.gpu,
-            "activations_peak": plan.activations.get("peak")}
+    plan = predict_for_run(
+        cfg,
+        precision,
+        world_size=1,
+        seq_len=shape["text_tokens"],
+        images_per_row=1,
+        image_size=IMAGE_SIZE,
+        label_tokens=shape["label_tokens"],
+    )
+    return {
+        "label": plan.setting.label,
+        "gpu_total": plan.gpu_total,
+        "gpu": plan.gpu,
+        "activations_peak": plan.activations.get("peak"),
+    }
 
 
 def measured(run_dir: Path) -> dict:
@@ -335,13 +458,18 @@ def measured(run_dir: Path) -> dict:
 
     events = list(iter_events(run_dir / EVENTS_FILE, typed=False))
     peaks = [d.get("peak", 0) for e in events if e["type"] == "memory" for d in e.get("devices") or []]
-    return {"cuda_peak": max(peaks) if peaks else None,
-            "losses": [e["loss"] for e in events if e["type"] == "step"],
-            "skipped_steps": sum(1 for e in events if e["type"] == "step" and e.get("skipped")),
-            "overflow_origins": [{"step": e["step"], "phase": e.get("phase"), "module": e.get("module")}
-                                 for e in events if e["type"] == "overflow_origin"],
-            "s_per_step": [e["step_time_s"] for e in events if e["type"] == "step" and "step_time_s" in e],
-            "failed": next((e.get("error") for e in events if e["type"] == "run_failed"), None)}
+    return {
+        "cuda_peak": max(peaks) if peaks else None,
+        "losses": [e["loss"] for e in events if e["type"] == "step"],
+        "skipped_steps": sum(1 for e in events if e["type"] == "step" and e.get("skipped")),
+        "overflow_origins": [
+            {"step": e["step"], "phase": e.get("phase"), "module": e.get("module")}
+            for e in events
+            if e["type"] == "overflow_origin"
+        ],
+        "s_per_step": [e["step_time_s"] for e in events if e["type"] == "step" and "step_time_s" in e],
+        "failed": next((e.get("error") for e in events if e["type"] == "run_failed"), None),
+    }
 
 
 def run_case(case: Case, cfg, shape: dict, timeout_s: float) -> dict:
@@ -397,8 +525,13 @@ def run_gpu_tests(paths=(TESTS,), timeout_s: float = 300) -> dict:
     except subprocess.TimeoutExpired:
         return {"command": " ".join(cmd[1:]), "error": f"timed out after {timeout_s:g} s"}
     lines = (done.stdout + done.stderr).strip().splitlines()
-    return {"command": " ".join(cmd[1:]), "rc": done.returncode, "summary": lines[-1] if lines else "",
-            "tail": lines[-40:], "wall_s": round(time.time() - t0, 1)}
+    return {
+        "command": " ".join(cmd[1:]),
+        "rc": done.returncode,
+        "summary": lines[-1] if lines else "",
+        "tail": lines[-40:],
+        "wall_s": round(time.time() - t0, 1),
+    }
 
 
 def gpu_tests_failed(result: dict) -> bool:
@@ -418,35 +551,51 @@ def summary(report: dict) -> str:
         peak, pred = r.get("cuda_peak"), (r.get("predicted") or {}).get("gpu_total")
         notes = r.get("error") or r.get("skipped") or ""
         if "planned_fit" in r:
-            notes = (f"planned {'to fit' if r['planned_fit'] else 'not to fit'} 24 GiB, "
-                     f"{'ran out of memory' if r['out_of_memory'] else 'ran'}; {notes}").rstrip("; ")
+            notes = (
+                f"planned {'to fit' if r['planned_fit'] else 'not to fit'} 24 GiB, "
+                f"{'ran out of memory' if r['out_of_memory'] else 'ran'}; {notes}"
+            ).rstrip("; ")
         times = r.get("s_per_step") or []
         if "overflow_named" in r:
             notes += f" overflow named: {[o['module'] for o in r.get('overflow_origins', [])][:1] or 'NO'}"
-        lines.append(f"{r['case']:<26}{peak / 2 ** 30 if peak else float('nan'):>10.2f}"
-                     f"{pred / 2 ** 30 if pred else float('nan'):>13.2f}{r.get('measured_over_predicted', float('nan')):>8.2f}"
-                     f"{times[-1] if times else float('nan'):>8.1f}  {notes}")
+        lines.append(
+            f"{r['case']:<26}{peak / 2**30 if peak else float('nan'):>10.2f}"
+            f"{pred / 2**30 if pred else float('nan'):>13.2f}{r.get('measured_over_predicted', float('nan')):>8.2f}"
+            f"{times[-1] if times else float('nan'):>8.1f}  {notes}"
+        )
     return "\n".join(lines)
 
 
 def main(argv=None) -> int:
-    p = argparse.ArgumentParser(prog="python -m workbench.bench.gpu_check", description=__doc__,
-                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    p = argparse.ArgumentParser(
+        prog="python -m workbench.bench.gpu_check",
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     p.add_argument("--out", default=DEFAULT_OUT, help=f"the JSON report (default {DEFAULT_OUT})")
     p.add_argument("--no-tests", action="store_true", help="skip the test suite's GPU-marked tests")
     p.add_argument("--cases", help="comma-separated subset of: " + ", ".join(c.name for c in CASES))
     p.add_argument("--steps", type=int, default=3, help="optimizer steps per case")
     p.add_argument("--budget-s", type=float, default=480, help="stop starting cases after this many seconds")
-    p.add_argument("--inference", choices=("also", "only", "no"), default="also",
-                   help="the inference cases (" + ", ".join(c.name for c in INFERENCE_CASES) + "): after the training "
-                   "cases (also, the default), alone (only: a 15-minute lease) or not at all")
+    p.add_argument(
+        "--inference",
+        choices=("also", "only", "no"),
+        default="also",
+        help="the inference cases (" + ", ".join(c.name for c in INFERENCE_CASES) + "): after the training "
+        "cases (also, the default), alone (only: a 15-minute lease) or not at all",
+    )
     args = p.parse_args(argv)
     try:
         cases = select_cases(args.cases)
     except ValueError as err:
         p.error(str(err))
-    report: dict = {"check": "gpu_check", "cases_planned": [c.name for c in CASES if c in cases],
-                    "image_size": IMAGE_SIZE, "text_layers": TEXT_LAYERS, "vision_layers": VISION_LAYERS}
+    report: dict = {
+        "check": "gpu_check",
+        "cases_planned": [c.name for c in CASES if c in cases],
+        "image_size": IMAGE_SIZE,
+        "text_layers": TEXT_LAYERS,
+        "vision_layers": VISION_LAYERS,
+    }
     reason = skip_reason()
     if reason:
         print(f"gpu_check: skipped: {reason}")
@@ -471,8 +620,9 @@ def main(argv=None) -> int:
                 results.append({"case": case.name, "what": case.what, "skipped": why})
                 continue
             if case.full_depth not in model_dirs:
-                model_dirs[case.full_depth] = write_model(tmp / ("model-9b" if case.full_depth else "model"),
-                                                          full_depth=case.full_depth)
+                model_dirs[case.full_depth] = write_model(
+                    tmp / ("model-9b" if case.full_depth else "model"), full_depth=case.full_depth
+                )
             cfg = case_config(case, model_dirs[case.full_depth], train_file, tmp / "runs", args.steps)
             shape = shape or row_shape(cfg)  # the same tokenizer and rows at either depth
             report["row"] = shape

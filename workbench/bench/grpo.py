@@ -8,6 +8,7 @@ step, per seed and the ratio of the medians. The data order differs (each traine
     python -m workbench.bench.grpo [--model smollm2-135m-instruct --steps 3 --seeds 3 --group 4 --max-new-tokens 16
                                     --rewards format,action_type]
 """
+
 from __future__ import annotations
 
 import argparse
@@ -28,14 +29,32 @@ def ours(args, seed: int, runs_dir: Path) -> dict:
     from ..runs.layout import EVENTS_FILE
     from ..training import train
 
-    cfg = load_config(None, {
-        "model.source": args.model, "training.method": "grpo", "data.train": args.data, "data.eval": None,
-        "precision.mode": "fp32", "lora.dropout": 0.0, "schedule.max_steps": args.steps, "schedule.micro_batch_size": 1,
-        "schedule.learning_rate": args.lr, "schedule.warmup_steps": 0, "schedule.seed": seed,
-        "rl.group_size": args.group, "rl.max_new_tokens": args.max_new_tokens, "rl.temperature": args.temperature,
-        "rl.rewards": {name: 1.0 for name in args.rewards}, "rl.kl_coef": args.kl, "rl.clip_range": args.clip,
-        "diagnosis.enabled": False, "output.runs_dir": str(runs_dir), "output.run_name": f"ours-{seed}",
-        "output.progress_bar": False})
+    cfg = load_config(
+        None,
+        {
+            "model.source": args.model,
+            "training.method": "grpo",
+            "data.train": args.data,
+            "data.eval": None,
+            "precision.mode": "fp32",
+            "lora.dropout": 0.0,
+            "schedule.max_steps": args.steps,
+            "schedule.micro_batch_size": 1,
+            "schedule.learning_rate": args.lr,
+            "schedule.warmup_steps": 0,
+            "schedule.seed": seed,
+            "rl.group_size": args.group,
+            "rl.max_new_tokens": args.max_new_tokens,
+            "rl.temperature": args.temperature,
+            "rl.rewards": {name: 1.0 for name in args.rewards},
+            "rl.kl_coef": args.kl,
+            "rl.clip_range": args.clip,
+            "diagnosis.enabled": False,
+            "output.runs_dir": str(runs_dir),
+            "output.run_name": f"ours-{seed}",
+            "output.progress_bar": False,
+        },
+    )
     result = train(cfg)
     events = list(iter_events(result.run_dir / EVENTS_FILE))
     steps = [e.step_time_s for e in events if getattr(e, "type", "") == "step"]
@@ -67,6 +86,7 @@ def trl(args, seed: int, out_dir: Path) -> dict:
                 verdict = task.score(examples[index], ModelReply(content=text))
                 out.append(float(REWARD_FUNCTIONS[name](examples[index], text, verdict)))
             return out
+
         reward.__name__ = name
         return reward
 
@@ -84,16 +104,37 @@ def trl(args, seed: int, out_dir: Path) -> dict:
         def on_step_end(self, *a, **k):
             times.append(time.perf_counter() - self.t0)
 
-    config = GRPOConfig(output_dir=str(out_dir / f"trl-{seed}"), use_cpu=True, bf16=False, seed=seed,
-                        per_device_train_batch_size=args.group, num_generations=args.group,
-                        max_completion_length=args.max_new_tokens, temperature=args.temperature, top_k=0, top_p=1.0,
-                        learning_rate=args.lr, lr_scheduler_type="constant", beta=args.kl, epsilon=args.clip,
-                        max_steps=args.steps, logging_steps=1, report_to=[], save_strategy="no",
-                        disable_tqdm=True)
-    trainer = GRPOTrainer(model=model, processing_class=tokenizer, reward_funcs=[wrap(n) for n in args.rewards],
-                          args=config, train_dataset=data,
-                          peft_config=LoraConfig(r=16, lora_alpha=32, lora_dropout=0.0, target_modules="all-linear",
-                                                 task_type="CAUSAL_LM"))
+    config = GRPOConfig(
+        output_dir=str(out_dir / f"trl-{seed}"),
+        use_cpu=True,
+        bf16=False,
+        seed=seed,
+        per_device_train_batch_size=args.group,
+        num_generations=args.group,
+        max_completion_length=args.max_new_tokens,
+        temperature=args.temperature,
+        top_k=0,
+        top_p=1.0,
+        learning_rate=args.lr,
+        lr_scheduler_type="constant",
+        beta=args.kl,
+        epsilon=args.clip,
+        max_steps=args.steps,
+        logging_steps=1,
+        report_to=[],
+        save_strategy="no",
+        disable_tqdm=True,
+    )
+    trainer = GRPOTrainer(
+        model=model,
+        processing_class=tokenizer,
+        reward_funcs=[wrap(n) for n in args.rewards],
+        args=config,
+        train_dataset=data,
+        peft_config=LoraConfig(
+            r=16, lora_alpha=32, lora_dropout=0.0, target_modules="all-linear", task_type="CAUSAL_LM"
+        ),
+    )
     trainer.add_callback(Timer())
     with contextlib.redirect_stdout(sys.stderr):  # TRL prints its logs to stdout: keep --json's output JSON
         trainer.train()
@@ -102,9 +143,15 @@ def trl(args, seed: int, out_dir: Path) -> dict:
 
 
 def main(argv=None) -> int:
-    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0], formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--model", default="smollm2-135m-instruct", help="model source of both sides: the packaged "
-                   "model, or a Hugging Face directory such as an SFT run's merged model (runs/NAME/merged)")
+    p = argparse.ArgumentParser(
+        description=__doc__.split("\n\n")[0], formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    p.add_argument(
+        "--model",
+        default="smollm2-135m-instruct",
+        help="model source of both sides: the packaged "
+        "model, or a Hugging Face directory such as an SFT run's merged model (runs/NAME/merged)",
+    )
     p.add_argument("--steps", type=int, default=3)
     p.add_argument("--seeds", type=int, default=3)
     p.add_argument("--group", type=int, default=4)
@@ -132,17 +179,28 @@ def main(argv=None) -> int:
                     continue
                 r = fn(args, seed, Path(tmp))
                 results[side].append(r)
-                print(f"{side:4s} seed {seed}: {r['step_s']:.2f} s/step, reward after {args.steps} steps "
-                      f"{r['last_reward']:.3f} (per step {', '.join(f'{x:.2f}' for x in r['rewards'])})",
-                      file=sys.stderr)
-    summary = {side: {"step_s_median": statistics.median(r["step_s"] for r in rs),
-                      "last_reward_mean": statistics.fmean(r["last_reward"] for r in rs)}
-               for side, rs in results.items() if rs}
+                print(
+                    f"{side:4s} seed {seed}: {r['step_s']:.2f} s/step, reward after {args.steps} steps "
+                    f"{r['last_reward']:.3f} (per step {', '.join(f'{x:.2f}' for x in r['rewards'])})",
+                    file=sys.stderr,
+                )
+    summary = {
+        side: {
+            "step_s_median": statistics.median(r["step_s"] for r in rs),
+            "last_reward_mean": statistics.fmean(r["last_reward"] for r in rs),
+        }
+        for side, rs in results.items()
+        if rs
+    }
     if len(summary) == 2:
         summary["steps_per_s_ratio_ours_over_trl"] = summary["trl"]["step_s_median"] / summary["ours"]["step_s_median"]
     if args.json:
-        print(json.dumps({"settings": {k: v for k, v in vars(args).items() if k != "json"}, "summary": summary,
-                          "runs": results}, indent=1))
+        print(
+            json.dumps(
+                {"settings": {k: v for k, v in vars(args).items() if k != "json"}, "summary": summary, "runs": results},
+                indent=1,
+            )
+        )
     else:
         for side, s in summary.items():
             print(f"{side}: {s}" if isinstance(s, dict) else f"{side}: {s:.2f}")

@@ -19,6 +19,7 @@ Writing the 1M-step log takes a minute or more here; ``--sizes`` picks sizes. Ti
 measurement on whatever machine runs it (compare the rows of one run, not machines). ``--limit-s`` skips the
 remaining measurements of a size once one has taken longer than that.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -45,8 +46,18 @@ ZOOM_STEPS = 1000  # the zoomed window: this many steps from a quarter of the ru
 def _step(i: int, scale: float, skipped: bool) -> Step:
     # a loss that falls and wobbles: decimation must keep its shape, not a flat line
     loss = 2.0 + 3.0 * math.exp(-i / 20_000) + 0.3 * math.sin(i / 37.0)
-    return Step(step=i, loss=float("nan") if skipped else loss, lr=1e-4 * min(1.0, i / 100), grad_norm=float("inf") if skipped else 1.0 + (i % 13) / 10,
-                loss_scale=scale, skipped=skipped, tokens=512, tokens_per_s=2048.0, step_time_s=0.25, eta_s=100.0)
+    return Step(
+        step=i,
+        loss=float("nan") if skipped else loss,
+        lr=1e-4 * min(1.0, i / 100),
+        grad_norm=float("inf") if skipped else 1.0 + (i % 13) / 10,
+        loss_scale=scale,
+        skipped=skipped,
+        tokens=512,
+        tokens_per_s=2048.0,
+        step_time_s=0.25,
+        eta_s=100.0,
+    )
 
 
 def write_log(run_dir: Path, steps: int, start: int = 1, total_steps: int | None = None) -> None:
@@ -55,25 +66,54 @@ def write_log(run_dir: Path, steps: int, start: int = 1, total_steps: int | None
     run_dir.mkdir(parents=True, exist_ok=True)
     with EventWriter(run_dir / EVENTS_FILE) as w:
         if start == 1:
-            w.emit(RunStarted(run_dir=str(run_dir), config={"model": {"source": "tiny-glm4"}, "precision": {"mode": "fp16"}},
-                              hardware={"device": "cpu"}, versions={}, total_steps=total_steps or steps,
-                              precision={"mode": "fp16", "use_grad_scaler": True}))
+            w.emit(
+                RunStarted(
+                    run_dir=str(run_dir),
+                    config={"model": {"source": "tiny-glm4"}, "precision": {"mode": "fp16"}},
+                    hardware={"device": "cpu"},
+                    versions={},
+                    total_steps=total_steps or steps,
+                    precision={"mode": "fp16", "use_grad_scaler": True},
+                )
+            )
         scale = 65536.0
         for i in range(start, start + steps):
             skipped = i % OVERFLOW_EVERY == 0
             if skipped:
-                w.emit(Overflow(step=i, scale_before=scale, scale_after=scale / 2, nonfinite_params=["layers.0.mlp.up"],
-                                nonfinite_count=1))
+                w.emit(
+                    Overflow(
+                        step=i,
+                        scale_before=scale,
+                        scale_after=scale / 2,
+                        nonfinite_params=["layers.0.mlp.up"],
+                        nonfinite_count=1,
+                    )
+                )
                 scale /= 2
             elif i % 200 == 0:
                 scale = min(scale * 2, 65536.0)
             w.emit(_step(i, scale, skipped))
             if i % MEMORY_EVERY == 0:
-                w.emit(Memory(step=i, devices=[], host_rss=2**30 + (i % 1000) * 4096, params_bytes=2**28, grads_bytes=2**26,
-                              optimizer_bytes=2**27))
+                w.emit(
+                    Memory(
+                        step=i,
+                        devices=[],
+                        host_rss=2**30 + (i % 1000) * 4096,
+                        params_bytes=2**28,
+                        grads_bytes=2**26,
+                        optimizer_bytes=2**27,
+                    )
+                )
             if i % DIAGNOSIS_EVERY == 0:
-                w.emit(Diagnosis(step=i, kind="scale_collapse", cause="loss scale fell", fix="precision.mode=bf16",
-                                 module="layers.0.mlp.up"))
+                w.emit(
+                    Diagnosis(
+                        step=i,
+                        kind="scale_collapse",
+                        cause="loss scale fell",
+                        fix="precision.mode=bf16",
+                        module="layers.0.mlp.up",
+                    )
+                )
 
 
 def _timed(fn):
@@ -92,8 +132,17 @@ def measure(runs_dir: Path, steps: int, limit_s: float = math.inf) -> dict:
     t0 = time.perf_counter()
     write_log(run_dir, steps, total_steps=steps * 2)
     (run_dir / FOREGROUND_PID).write_text(str(os.getpid()))  # alive: the run is "running"
-    out = {"steps": steps, "mb": (run_dir / EVENTS_FILE).stat().st_size / 2**20, "write_s": time.perf_counter() - t0,
-           "row_s": None, "runs_s": None, "attach_s": None, "update_s": None, "points": None, "zoom_s": None}
+    out = {
+        "steps": steps,
+        "mb": (run_dir / EVENTS_FILE).stat().st_size / 2**20,
+        "write_s": time.perf_counter() - t0,
+        "row_s": None,
+        "runs_s": None,
+        "attach_s": None,
+        "update_s": None,
+        "points": None,
+        "zoom_s": None,
+    }
     run_row(run_dir)  # a follower that saw the run before the new step (as a stream has)
     write_log(run_dir, 1, start=steps + 1)
     out["row_s"], row = _timed(lambda: run_row(run_dir))
@@ -111,8 +160,12 @@ def measure(runs_dir: Path, steps: int, limit_s: float = math.inf) -> dict:
     write_log(run_dir, 1, start=steps + 2)
     out["update_s"], _ = _timed(lambda: monitor.poll_once(force=True))
     assert monitor.state.step == steps + 2, monitor.state.step
-    out["points"] = max(len(trace.x or ()) for fig in monitor.charts.figures.values() for trace in fig.data
-                        if getattr(trace, "x", None) is not None)
+    out["points"] = max(
+        len(trace.x or ())
+        for fig in monitor.charts.figures.values()
+        for trace in fig.data
+        if getattr(trace, "x", None) is not None
+    )
     first = steps // 4
     last = first + min(ZOOM_STEPS, steps // 2)
     out["zoom_s"], _ = _timed(lambda: monitor.charts.zoom_chart("loss", (first, last)))
@@ -125,22 +178,35 @@ def _fmt(v, unit="s") -> str:
 
 
 def report(rows: list[dict]) -> str:
-    head = ("| steps | log | row update | `workbench runs` | monitor attach | monitor update | points per chart | "
-            f"zoom to {ZOOM_STEPS:,} steps |")
+    head = (
+        "| steps | log | row update | `workbench runs` | monitor attach | monitor update | points per chart | "
+        f"zoom to {ZOOM_STEPS:,} steps |"
+    )
     lines = [head, "|---|---|---|---|---|---|---|---|"]
     for r in rows:
-        lines.append(f"| {r['steps']:,} | {r['mb']:.1f} MB | {_fmt(r['row_s'])} | {_fmt(r['runs_s'])} | "
-                     f"{_fmt(r['attach_s'])} | {_fmt(r['update_s'])} | {_fmt(r['points'], '')} | {_fmt(r.get('zoom_s'))} |")
+        lines.append(
+            f"| {r['steps']:,} | {r['mb']:.1f} MB | {_fmt(r['row_s'])} | {_fmt(r['runs_s'])} | "
+            f"{_fmt(r['attach_s'])} | {_fmt(r['update_s'])} | {_fmt(r['points'], '')} | {_fmt(r.get('zoom_s'))} |"
+        )
     return "\n".join(lines)
 
 
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--sizes", type=int, nargs="+", default=[1_000, 10_000, 100_000, 1_000_000],
-                   help="run lengths in steps (the 1M log takes a minute or more to write)")
+    p.add_argument(
+        "--sizes",
+        type=int,
+        nargs="+",
+        default=[1_000, 10_000, 100_000, 1_000_000],
+        help="run lengths in steps (the 1M log takes a minute or more to write)",
+    )
     p.add_argument("--dir", help="where to write the logs (default: a temporary folder, removed after)")
-    p.add_argument("--limit-s", type=float, default=math.inf,
-                   help="skip a size's remaining measurements once one took longer than this")
+    p.add_argument(
+        "--limit-s",
+        type=float,
+        default=math.inf,
+        help="skip a size's remaining measurements once one took longer than this",
+    )
     args = p.parse_args(argv)
     if any(s < 1 for s in args.sizes):
         p.error("--sizes: every size must be at least 1 step")

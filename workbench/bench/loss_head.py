@@ -18,6 +18,7 @@ Each contender runs in its own subprocess (one at a time, so that peak RSS is it
 Ratios are printed against the full head and against TRL. On a CPU without native bf16 it is emulated and slow:
 use ``--precision fp32`` there (``workbench env`` says which).
 """
+
 from __future__ import annotations
 
 import argparse
@@ -83,9 +84,18 @@ def _build(args):
     from ..hardware import resolve_device
     from ..precision import resolve_precision
 
-    cfg = load_config(None, {"model.source": args.model, "precision.mode": args.precision, "data.eval": None,
-                             "lora.dropout": 0.0, "memory.loss_chunk_tokens": args.chunk_tokens,
-                             "schedule.learning_rate": 1e-4, "device": args.device})
+    cfg = load_config(
+        None,
+        {
+            "model.source": args.model,
+            "precision.mode": args.precision,
+            "data.eval": None,
+            "lora.dropout": 0.0,
+            "memory.loss_chunk_tokens": args.chunk_tokens,
+            "schedule.learning_rate": 1e-4,
+            "device": args.device,
+        },
+    )
     device = resolve_device(cfg.device)
     precision = resolve_precision(cfg, device)
     built = build_model(cfg, precision, device)
@@ -120,8 +130,14 @@ def run_contender(name: str, args) -> dict:
     for _ in range(args.steps):
         step()
     elapsed = time.perf_counter() - t0
-    out = {"contender": name, "saved_bytes": saved_bytes, "steps_per_s": args.steps / elapsed,
-           "rss_before": loaded, "rss_peak": peak, "rss_rise": (peak - loaded) if peak else None}
+    out = {
+        "contender": name,
+        "saved_bytes": saved_bytes,
+        "steps_per_s": args.steps / elapsed,
+        "rss_before": loaded,
+        "rss_peak": peak,
+        "rss_rise": (peak - loaded) if peak else None,
+    }
     if device.type == "cuda":
         out["cuda_peak"] = torch.cuda.max_memory_allocated(device)
     return out
@@ -138,8 +154,11 @@ def _workbench_step(name, cfg, precision, model, batch, tokenizer):
     opt = build_optimizer([p for _, p in named], cfg.schedule)
     scaler = precision.make_grad_scaler()
     divisor = window_loss_divisor(count_target_tokens(batch["labels"]))
-    forward = (lambda: _liger_loss_sum(model, batch, precision.autocast)) if name == "liger" else \
-        (lambda: batch_loss_sum(model, batch, precision.autocast, memory))
+    forward = (
+        (lambda: _liger_loss_sum(model, batch, precision.autocast))
+        if name == "liger"
+        else (lambda: batch_loss_sum(model, batch, precision.autocast, memory))
+    )
 
     def step():
         loss = forward() / divisor
@@ -168,8 +187,9 @@ def _liger_loss_sum(model, batch, autocast):
     positions = labelled_positions(batch["labels"])
     x = hidden.reshape(-1, hidden.size(-1)).index_select(0, positions)
     weight = getattr(head, "base_layer", head).weight
-    return liger_fused_linear_cross_entropy(x, weight.to(x.dtype), batch["labels"].reshape(-1)[positions + 1],
-                                           reduction="sum")
+    return liger_fused_linear_cross_entropy(
+        x, weight.to(x.dtype), batch["labels"].reshape(-1)[positions + 1], reduction="sum"
+    )
 
 
 def _trl_step(name, cfg, precision, model, batch, tokenizer):
@@ -183,14 +203,26 @@ def _trl_step(name, cfg, precision, model, batch, tokenizer):
     ids = batch["input_ids"][0].tolist()
     mask = (batch["labels"][0] != -100).long().tolist()
     data = Dataset.from_list([{"input_ids": ids, "completion_mask": mask}])
-    targs = SFTConfig(output_dir=tempfile.mkdtemp(), per_device_train_batch_size=1, max_steps=10 ** 6,
-                      learning_rate=cfg.schedule.learning_rate, lr_scheduler_type="constant",
-                      max_grad_norm=cfg.precision.max_grad_norm, bf16=precision.mode == "bf16",
-                      fp16=precision.mode == "fp16", use_cpu=precision.device_type == "cpu", report_to=[],
-                      logging_strategy="no", save_strategy="no", disable_tqdm=True, max_length=None,
-                      completion_only_loss=True, dataloader_num_workers=0)
+    targs = SFTConfig(
+        output_dir=tempfile.mkdtemp(),
+        per_device_train_batch_size=1,
+        max_steps=10**6,
+        learning_rate=cfg.schedule.learning_rate,
+        lr_scheduler_type="constant",
+        max_grad_norm=cfg.precision.max_grad_norm,
+        bf16=precision.mode == "bf16",
+        fp16=precision.mode == "fp16",
+        use_cpu=precision.device_type == "cpu",
+        report_to=[],
+        logging_strategy="no",
+        save_strategy="no",
+        disable_tqdm=True,
+        max_length=None,
+        completion_only_loss=True,
+        dataloader_num_workers=0,
+    )
     trainer = SFTTrainer(model=model, args=targs, train_dataset=data, processing_class=tokenizer)
-    trainer.create_optimizer_and_scheduler(num_training_steps=10 ** 6)
+    trainer.create_optimizer_and_scheduler(num_training_steps=10**6)
     trainer.current_gradient_accumulation_steps = 1  # what Trainer.train sets per window; one micro-batch here
     inputs = next(iter(trainer.get_train_dataloader()))
     assert int((inputs["labels"] != -100).sum()) == int(sum(mask)), "TRL must see the same labelled tokens"
@@ -211,12 +243,14 @@ def _trl_step(name, cfg, precision, model, batch, tokenizer):
 
 def format_results(results: list[dict], skipped: dict) -> str:
     def mib(b):
-        return f"{b / 2 ** 20:,.1f}" if b is not None else "-"
+        return f"{b / 2**20:,.1f}" if b is not None else "-"
 
     lines = [f"{'contender':<10}{'saved MiB':>12}{'RSS peak MiB':>14}{'RSS rise MiB':>14}{'steps/s':>10}"]
     for r in results:
-        lines.append(f"{r['contender']:<10}{mib(r['saved_bytes']):>12}{mib(r['rss_peak']):>14}{mib(r['rss_rise']):>14}"
-                     f"{r['steps_per_s']:>10.3f}")
+        lines.append(
+            f"{r['contender']:<10}{mib(r['saved_bytes']):>12}{mib(r['rss_peak']):>14}{mib(r['rss_rise']):>14}"
+            f"{r['steps_per_s']:>10.3f}"
+        )
     by = {r["contender"]: r for r in results}
     for ours in ("labels", "chunked"):
         for ref in ("full", "trl", "liger"):
@@ -224,16 +258,21 @@ def format_results(results: list[dict], skipped: dict) -> str:
                 continue
             a, b = by[ours], by[ref]
             rise = f"{a['rss_rise'] / b['rss_rise']:.3f}" if a["rss_rise"] and b["rss_rise"] else "-"
-            lines.append(f"{ours} / {ref}: saved tensors {a['saved_bytes'] / b['saved_bytes']:.3f}, RSS rise {rise}, "
-                         f"steps/s {a['steps_per_s'] / b['steps_per_s']:.3f}")
+            lines.append(
+                f"{ours} / {ref}: saved tensors {a['saved_bytes'] / b['saved_bytes']:.3f}, RSS rise {rise}, "
+                f"steps/s {a['steps_per_s'] / b['steps_per_s']:.3f}"
+            )
     for name, why in skipped.items():
         lines.append(f"{name}: skipped ({why})")
     return "\n".join(lines)
 
 
 def main(argv=None) -> int:
-    p = argparse.ArgumentParser(prog="python -m workbench.bench.loss_head", description=__doc__,
-                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    p = argparse.ArgumentParser(
+        prog="python -m workbench.bench.loss_head",
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     p.add_argument("--model", default="smollm2-135m-instruct")
     p.add_argument("--precision", default="bf16", help="precision.mode (bf16 is emulated, slow, on CPUs without it)")
     p.add_argument("--steps", type=int, default=2, help="timed optimizer steps per contender")
@@ -264,13 +303,23 @@ def main(argv=None) -> int:
             return 1
         results.append(got)
         r = results[-1]
-        print(f"  {name:<8} saved {r['saved_bytes'] / 2 ** 20:,.1f} MiB, {r['steps_per_s']:.3f} steps/s", flush=True)
-    print(f"{args.model} LoRA, {args.precision}, 1 row of {args.prompt_tokens:,} prompt + {args.label_tokens} labelled "
-          f"tokens, chunk {args.chunk_tokens}, {args.steps} timed steps, {args.threads} thread(s)")
+        print(f"  {name:<8} saved {r['saved_bytes'] / 2**20:,.1f} MiB, {r['steps_per_s']:.3f} steps/s", flush=True)
+    print(
+        f"{args.model} LoRA, {args.precision}, 1 row of {args.prompt_tokens:,} prompt + {args.label_tokens} labelled "
+        f"tokens, chunk {args.chunk_tokens}, {args.steps} timed steps, {args.threads} thread(s)"
+    )
     print(format_results(results, skipped))
     if args.json:
-        Path(args.json).write_text(json.dumps({"settings": {k: v for k, v in vars(args).items() if k != "only"},
-                                               "results": results, "skipped": skipped}, indent=1))
+        Path(args.json).write_text(
+            json.dumps(
+                {
+                    "settings": {k: v for k, v in vars(args).items() if k != "only"},
+                    "results": results,
+                    "skipped": skipped,
+                },
+                indent=1,
+            )
+        )
     return 0
 
 

@@ -8,6 +8,7 @@
 * kernel round trip: ``execute_request("pass")`` -> ``execute_reply`` through jupyter_client, sent
   every 0.1 s while the run is going and the monitor polls. Target < 200 ms.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -86,21 +87,36 @@ def measure(model: str = "tiny-glm4", steps: int = 150, pings: int = 60) -> dict
             rtts.append(rtt)
             time.sleep(0.1)
         _execute(kc, "state = await monitor.wait(timeout=1200)")
-        _, out = _execute(kc, "print(json.dumps({'latencies': monitor.poller.latencies, 'redraws': monitor.poller.redraws, "
-                              "'steps': monitor.state.step, 'status': monitor.state.status}))")
+        _, out = _execute(
+            kc,
+            "print(json.dumps({'latencies': monitor.poller.latencies, 'redraws': monitor.poller.redraws, "
+            "'steps': monitor.state.step, 'status': monitor.state.status}))",
+        )
         result = json.loads(out)
     finally:
         kc.stop_channels()
         km.shutdown_kernel(now=True)
     lat = result["latencies"]
-    summary = {"model": model, "steps": result["steps"], "status": result["status"], "redraws": result["redraws"],
-               "latency_samples": len(lat), "rtt_samples": len(rtts)}
+    summary = {
+        "model": model,
+        "steps": result["steps"],
+        "status": result["status"],
+        "redraws": result["redraws"],
+        "latency_samples": len(lat),
+        "rtt_samples": len(rtts),
+    }
     if lat:
-        summary.update(latency_p50_ms=1000 * statistics.median(lat), latency_p95_ms=1000 * _percentile(lat, 0.95),
-                       latency_max_ms=1000 * max(lat))
+        summary.update(
+            latency_p50_ms=1000 * statistics.median(lat),
+            latency_p95_ms=1000 * _percentile(lat, 0.95),
+            latency_max_ms=1000 * max(lat),
+        )
     if rtts:
-        summary.update(rtt_p50_ms=1000 * statistics.median(rtts), rtt_p95_ms=1000 * _percentile(rtts, 0.95),
-                       rtt_max_ms=1000 * max(rtts))
+        summary.update(
+            rtt_p50_ms=1000 * statistics.median(rtts),
+            rtt_p95_ms=1000 * _percentile(rtts, 0.95),
+            rtt_max_ms=1000 * max(rtts),
+        )
     return summary
 
 
@@ -113,8 +129,10 @@ def main(argv=None) -> int:
     s = measure(args.model, args.steps, args.pings)
     print(json.dumps(s, indent=2))
     ok = s.get("latency_p95_ms", 1e9) < 1000 and s.get("rtt_p95_ms", 1e9) < 200
-    print(f"event->chart p95 {s.get('latency_p95_ms', float('nan')):.0f} ms (target < 1000); kernel round trip p95 "
-          f"{s.get('rtt_p95_ms', float('nan')):.0f} ms (target < 200): {'OK' if ok else 'MISSED'}")
+    print(
+        f"event->chart p95 {s.get('latency_p95_ms', float('nan')):.0f} ms (target < 1000); kernel round trip p95 "
+        f"{s.get('rtt_p95_ms', float('nan')):.0f} ms (target < 200): {'OK' if ok else 'MISSED'}"
+    )
     return 0 if ok else 1
 
 

@@ -11,6 +11,7 @@ and seconds per step after the warm-up: the process's CPU time (the step's own c
 else the machine runs) and the wall time between step events (the machine's share). On a CPU the quantized layers dequantize in
 bitsandbytes' CPU kernels and compute in the recipe's dtype: the step-time ratio is this machine's, not a GPU's.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -52,9 +53,17 @@ def run_one(args) -> dict:
     with tempfile.TemporaryDirectory() as tmp:
         recipe, steps = load_recipe(args.recipe), args.warmup + args.steps
         warmup = min(recipe.run_config(args.set, checks=False).schedule.resolved_warmup_steps, steps)  # a short run
-        overrides = [*args.set, f"quantization.base={args.only}", f"schedule.max_steps={steps}",
-                     f"schedule.warmup_steps={warmup}", "schedule.eval_loss_every=0", "data.eval=null",
-                     f"output.runs_dir={tmp}", "output.progress_bar=false", f"output.run_name={args.only}"]
+        overrides = [
+            *args.set,
+            f"quantization.base={args.only}",
+            f"schedule.max_steps={steps}",
+            f"schedule.warmup_steps={warmup}",
+            "schedule.eval_loss_every=0",
+            "data.eval=null",
+            f"output.runs_dir={tmp}",
+            "output.progress_bar=false",
+            f"output.run_name={args.only}",
+        ]
         cfg = recipe.run_config(overrides)
         clock = _cpu_clock()
         result = run_engine(cfg, None, observers=observers_for(cfg) + [clock])  # workbench.train's, and the clock
@@ -64,15 +73,20 @@ def run_one(args) -> dict:
         of.setdefault(getattr(e, "type", ""), []).append(e)
     census = of["census"][0]
     steps = of["step"]
-    times = [b.time - a.time for a, b in zip(steps[args.warmup - 1:], steps[args.warmup:])]
+    times = [b.time - a.time for a, b in zip(steps[args.warmup - 1 :], steps[args.warmup :])]
     started = of["run_started"][0]
-    return {"base_weights": sum(r["bytes"] for r in census.rows if r["group"] != "lora"),
-            "all_weights": of["memory"][-1].params_bytes, "s_per_step": statistics.median(times),
-            "precision": started.precision["mode"], "model": cfg.model.source,
-            "tokens_per_step": statistics.median(s.tokens for s in steps[args.warmup:]),
-            "cpu_s_per_step": statistics.median(b - a for a, b in zip(clock.marks[args.warmup - 1:],
-                                                                        clock.marks[args.warmup:])),
-            "quantized_layers": of["base_quantized"][0].layers if "base_quantized" in of else 0}
+    return {
+        "base_weights": sum(r["bytes"] for r in census.rows if r["group"] != "lora"),
+        "all_weights": of["memory"][-1].params_bytes,
+        "s_per_step": statistics.median(times),
+        "precision": started.precision["mode"],
+        "model": cfg.model.source,
+        "tokens_per_step": statistics.median(s.tokens for s in steps[args.warmup :]),
+        "cpu_s_per_step": statistics.median(
+            b - a for a, b in zip(clock.marks[args.warmup - 1 :], clock.marks[args.warmup :])
+        ),
+        "quantized_layers": of["base_quantized"][0].layers if "base_quantized" in of else 0,
+    }
 
 
 def main(argv=None) -> int:
@@ -96,17 +110,25 @@ def main(argv=None) -> int:
             return 1
         results[kind] = got
     ref = results["none"]
-    print(f"recipe {args.recipe} ({ref['model']}, {ref['precision']}, {ref['tokens_per_step']:,.0f} tokens a step), "
-          f"{args.steps} timed steps after {args.warmup}, one run each")
-    print(f"{'base':<6}{'layers':>8}{'base weights MB':>17}{'x bf16':>8}{'all weights MB':>16}"
-          f"{'CPU s/step':>12}{'x bf16':>8}{'wall s/step':>13}")
+    print(
+        f"recipe {args.recipe} ({ref['model']}, {ref['precision']}, {ref['tokens_per_step']:,.0f} tokens a step), "
+        f"{args.steps} timed steps after {args.warmup}, one run each"
+    )
+    print(
+        f"{'base':<6}{'layers':>8}{'base weights MB':>17}{'x bf16':>8}{'all weights MB':>16}"
+        f"{'CPU s/step':>12}{'x bf16':>8}{'wall s/step':>13}"
+    )
     for kind, r in results.items():
         label = "bf16" if kind == "none" else kind
-        print(f"{label:<6}{r['quantized_layers']:>8}{r['base_weights'] / 1e6:>17.1f}"
-              f"{r['base_weights'] / ref['base_weights']:>8.3f}{r['all_weights'] / 1e6:>16.1f}"
-              f"{r['cpu_s_per_step']:>12.3f}{r['cpu_s_per_step'] / ref['cpu_s_per_step']:>8.2f}{r['s_per_step']:>13.3f}")
-    print(f"load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores: CPU s/step is the step's own cost (with "
-          "OMP_NUM_THREADS=1), wall s/step the machine's share of it")
+        print(
+            f"{label:<6}{r['quantized_layers']:>8}{r['base_weights'] / 1e6:>17.1f}"
+            f"{r['base_weights'] / ref['base_weights']:>8.3f}{r['all_weights'] / 1e6:>16.1f}"
+            f"{r['cpu_s_per_step']:>12.3f}{r['cpu_s_per_step'] / ref['cpu_s_per_step']:>8.2f}{r['s_per_step']:>13.3f}"
+        )
+    print(
+        f"load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores: CPU s/step is the step's own cost (with "
+        "OMP_NUM_THREADS=1), wall s/step the machine's share of it"
+    )
     return 0
 
 

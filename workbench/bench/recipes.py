@@ -17,6 +17,7 @@ command (it runs first; its run, judged by its own figures, is then the other's 
 are then printed but not judged, unless only output.* was changed. Wall times are printed with the load average:
 on a shared machine they are not the recipe's (its expected wall time is in measured_on).
 """
+
 from __future__ import annotations
 
 import argparse
@@ -74,8 +75,7 @@ class Outcome:
         return any(r.verdict == "OUTSIDE" for r in self.rows)
 
 
-def judge(value: float | None, base: float | None, expected: Figure | None,
-          unjudged: str | None = None) -> str:
+def judge(value: float | None, base: float | None, expected: Figure | None, unjudged: str | None = None) -> str:
     """ok | OUTSIDE for a figure judged; ``unjudged``: why it is not (--set, a run that is not the recipe's)."""
     if expected is None:
         return "no expected figure"
@@ -88,15 +88,19 @@ def judge(value: float | None, base: float | None, expected: Figure | None,
 
 
 def _scalars(metrics: dict) -> dict:
-    return {k: v for k, v in metrics.items()
-            if isinstance(v, (int, float)) and not isinstance(v, bool) and k not in ("n", "failed")}
+    return {
+        k: v
+        for k, v in metrics.items()
+        if isinstance(v, (int, float)) and not isinstance(v, bool) and k not in ("n", "failed")
+    }
 
 
 EPISODE_SCREEN = (112, 252)  # the simulated phone's pixels in episode evaluations: a ui_tree model never sees them
 
 
-def evaluate_episodes(evaluation: Evaluation, run_dir: Path, progress: bool, baselines: tuple = (),
-                      comparisons: list | None = None) -> tuple[dict, dict]:
+def evaluate_episodes(
+    evaluation: Evaluation, run_dir: Path, progress: bool, baselines: tuple = (), comparisons: list | None = None
+) -> tuple[dict, dict]:
     """(fine-tuned metrics, base metrics) of an episode evaluation (task phone_agent): every task of
     ``evaluation.data`` played to its end on the simulated phone by the run's own weights (model/, or its adapter
     merged) and by its base, in this process (greedy, on the GPU when one is visible; 8 conversations a batch on a
@@ -116,28 +120,46 @@ def evaluate_episodes(evaluation: Evaluation, run_dir: Path, progress: bool, bas
 
     device, base = resolve_device("auto"), base_model(run_dir)
     trained = [b for b in baselines if b.run_dir is not None]
-    judged = judge_models(evaluation, run_dir, [
-        ("tuned", run_dir, lambda: load_run_for_inference(run_dir, device=device), None),
-        ("base", base, lambda: _load_base(run_dir, base, device), base),
-        *((b.role, b.run_dir, lambda d=b.run_dir: load_run_for_inference(d, device=device), None) for b in trained)],
-        progress)
+    judged = judge_models(
+        evaluation,
+        run_dir,
+        [
+            ("tuned", run_dir, lambda: load_run_for_inference(run_dir, device=device), None),
+            ("base", base, lambda: _load_base(run_dir, base, device), base),
+            *((b.role, b.run_dir, lambda d=b.run_dir: load_run_for_inference(d, device=device), None) for b in trained),
+        ],
+        progress,
+    )
     tuned, start = judged[0], judged[1]
     m = tuned.paired_with(start)  # greedy episodes repeat exactly: the tasks that tell the two apart are the spread
-    print(f"[recipes] {evaluation.label}: of {m['tasks']} tasks, {m['only_a']} finished by the tuned model alone, "
-          f"{m['only_b']} by the base alone (sign test p = {m['sign_test_p']:.3g}), {m['both']} by both", flush=True)
+    print(
+        f"[recipes] {evaluation.label}: of {m['tasks']} tasks, {m['only_a']} finished by the tuned model alone, "
+        f"{m['only_b']} by the base alone (sign test p = {m['sign_test_p']:.3g}), {m['both']} by both",
+        flush=True,
+    )
     if not trained:
         return tuned.metrics, start.metrics
     comparison = Comparison(evaluation.label)
     for j in [start, *judged[2:], tuned]:
         p = j.paired_with(start)
-        comparison.rows.append({"role": j.name, "success": sum(bool(e.success) for e in j.episodes),
-                                "n": len(j.episodes), "only": p["only_a"], "only_start": p["only_b"],
-                                "p": p["sign_test_p"]})
+        comparison.rows.append(
+            {
+                "role": j.name,
+                "success": sum(bool(e.success) for e in j.episodes),
+                "n": len(j.episodes),
+                "only": p["only_a"],
+                "only_start": p["only_b"],
+                "p": p["sign_test_p"],
+            }
+        )
     if comparisons is not None:
         comparisons.append(comparison)
     best = max([start, *judged[2:]], key=lambda j: j.metrics["success_rate"] or 0.0)
-    print(f"[recipes] {evaluation.label}: the best of the start and its baselines is {LABELS[best.name]} "
-          f"({best.metrics['success_rate']:.3f}): the recipe's goal is judged against it", flush=True)
+    print(
+        f"[recipes] {evaluation.label}: the best of the start and its baselines is {LABELS[best.name]} "
+        f"({best.metrics['success_rate']:.3f}): the recipe's goal is judged against it",
+        flush=True,
+    )
     return tuned.metrics, best.metrics
 
 
@@ -156,30 +178,58 @@ def judge_models(evaluation: Evaluation, run_dir: Path, models: list, progress: 
 
     tasks = select_tasks(evaluation.data)
     date = datetime.date.fromisoformat(evaluation.date) if evaluation.date else None
-    settings = {"tasks": evaluation.data, "n": len(tasks), "observation": evaluation.observation,
-                "lang": evaluation.lang, "max_steps": evaluation.max_steps, "max_tokens": evaluation.max_tokens,
-                "date": evaluation.date}
+    settings = {
+        "tasks": evaluation.data,
+        "n": len(tasks),
+        "observation": evaluation.observation,
+        "lang": evaluation.lang,
+        "max_steps": evaluation.max_steps,
+        "max_tokens": evaluation.max_tokens,
+        "date": evaluation.date,
+    }
     quantized = run_config(run_dir).quantization.base
     if quantized != "none":  # the same files make another base: its episodes are not the 16-bit base's
         settings["quantization.base"] = quantized
     here = replay_numerics(resolve_device("auto"))  # what else decides greedy decoding's numbers
-    contestants = [Contestant(role, run_dir / EPISODES_DIR / folder_name(f"{evaluation.label}-{role}"),
-                              in_process(role, load, evaluation.max_tokens), model=str(source),
-                              replay_key=replay_key(local, settings, [repr(t) for t in tasks], here) if local else None)
-                   for role, source, load, local in models]
+    contestants = [
+        Contestant(
+            role,
+            run_dir / EPISODES_DIR / folder_name(f"{evaluation.label}-{role}"),
+            in_process(role, load, evaluation.max_tokens),
+            model=str(source),
+            replay_key=replay_key(local, settings, [repr(t) for t in tasks], here) if local else None,
+        )
+        for role, source, load, local in models
+    ]
 
     def said(j) -> None:
         if j.replayed_from is not None:
-            print(f"[recipes] {evaluation.label} {j.name}: the episodes of {j.replayed_from} (the same weights, "
-                  "settings, tasks, code and numerics: greedy episodes repeat exactly), not played again", flush=True)
+            print(
+                f"[recipes] {evaluation.label} {j.name}: the episodes of {j.replayed_from} (the same weights, "
+                "settings, tasks, code and numerics: greedy episodes repeat exactly), not played again",
+                flush=True,
+            )
         if progress:
-            print(f"[recipes] {evaluation.label} {j.name}: success {j.metrics['success_rate']:.3f} of {len(tasks)}, "
-                  f"reached the task's apps {j.metrics['reached_apps_rate']:.3f}, taps quoting a line of the tree "
-                  f"{_rate_text(j.metrics['quoted_line_rate'])}", flush=True)
+            print(
+                f"[recipes] {evaluation.label} {j.name}: success {j.metrics['success_rate']:.3f} of {len(tasks)}, "
+                f"reached the task's apps {j.metrics['reached_apps_rate']:.3f}, taps quoting a line of the tree "
+                f"{_rate_text(j.metrics['quoted_line_rate'])}",
+                flush=True,
+            )
 
-    return judge(contestants, tasks, sim_devices(EPISODE_SCREEN), settings, replays=run_dir.parent, progress=progress,
-                 on_judged=said, max_steps=evaluation.max_steps, date=date, observation=evaluation.observation,
-                 lang=evaluation.lang)
+    return judge(
+        contestants,
+        tasks,
+        sim_devices(EPISODE_SCREEN),
+        settings,
+        replays=run_dir.parent,
+        progress=progress,
+        on_judged=said,
+        max_steps=evaluation.max_steps,
+        date=date,
+        observation=evaluation.observation,
+        lang=evaluation.lang,
+    )
 
 
 def _load_base(run_dir: Path, base: str, device):
@@ -200,8 +250,9 @@ def _rate_text(rate) -> str:
     return "-" if rate is None else f"{rate:.3f}"
 
 
-def evaluate_run(evaluation: Evaluation, run_dir: Path, progress: bool, baselines: tuple = (),
-                 comparisons: list | None = None) -> tuple[dict, dict]:
+def evaluate_run(
+    evaluation: Evaluation, run_dir: Path, progress: bool, baselines: tuple = (), comparisons: list | None = None
+) -> tuple[dict, dict]:
     """(fine-tuned metrics, base metrics) of one evaluation of a run, as `workbench eval --run RUN` measures them;
     a full fine-tune (model/, no adapter to serve beside its base) as `workbench eval --base RUN/model` and
     `workbench eval --base MODEL`, one server each. Episode evaluations: ``evaluate_episodes`` (with the recipe's
@@ -214,17 +265,26 @@ def evaluate_run(evaluation: Evaluation, run_dir: Path, progress: bool, baseline
     from ..serve.config import default_adapter_id
 
     # float32 weights, as every recipe's figures were measured (dtype auto would serve bf16 on a CPU with native bf16)
-    kw = dict(data=evaluation.data, limit=evaluation.rows, max_tokens=evaluation.max_tokens, progress=progress,
-              dtype="float32")
+    kw = dict(
+        data=evaluation.data,
+        limit=evaluation.rows,
+        max_tokens=evaluation.max_tokens,
+        progress=progress,
+        dtype="float32",
+    )
     weights = trained_weights(run_dir)
     if weights is not None and weights.kind == "model":
-        tuned, base = (evaluate(evaluation.task, base=str(source), write=False, **kw)
-                       for source in (weights.path, base_model(run_dir)))
+        tuned, base = (
+            evaluate(evaluation.task, base=str(source), write=False, **kw)
+            for source in (weights.path, base_model(run_dir))
+        )
         return tuned.metrics[tuned.settings["base"]]["default"], base.metrics[base.settings["base"]]["default"]
     report = evaluate(evaluation.task, runs=[str(run_dir)], **kw)
     tuned = report.metrics[default_adapter_id(run_dir)]["default"]
     if report.failed:  # a figure over fewer rows than the recipe names is no figure to check or copy
-        reasons = "; ".join(r for by_mode in report.metrics.values() for m in by_mode.values() for r in m.get("errors", []))
+        reasons = "; ".join(
+            r for by_mode in report.metrics.values() for m in by_mode.values() for r in m.get("errors", [])
+        )
         raise RuntimeError(f"{report.failed} request(s) of {evaluation.task} failed: {reasons}")
     return tuned, report.metrics[report.settings["base"]]["default"]
 
@@ -264,15 +324,22 @@ def _note_machine(recipe: Recipe, run_dir: Path, out: Outcome) -> None:
     out.machine = f"{started.precision['device_type']}/{started.precision['mode']}"
     m = recipe.measured_on
     if m is not None and out.machine != f"{m.device}/{m.precision}":
-        out.notes.append(f"this machine ran {recipe.name} as {out.machine}; its figures were measured as "
-                         f"{m.device}/{m.precision} ({m.description}): differences are expected")
+        out.notes.append(
+            f"this machine ran {recipe.name} as {out.machine}; its figures were measured as "
+            f"{m.device}/{m.precision} ({m.description}): differences are expected"
+        )
 
 
 def _train_start(recipe: Recipe, runs_dir: Path, progress: bool, out: Outcome) -> Path:
     """Train the recipe ``recipe`` starts from (its own config, its own thread count) and return its run."""
     start = load_recipe(recipe.starts_from)
-    cfg = start.run_config({"output.runs_dir": str(runs_dir), "output.progress_bar": progress,
-                            "output.run_name": f"{start.name}-{time.strftime('%Y%m%d-%H%M%S')}"})
+    cfg = start.run_config(
+        {
+            "output.runs_dir": str(runs_dir),
+            "output.progress_bar": progress,
+            "output.run_name": f"{start.name}-{time.strftime('%Y%m%d-%H%M%S')}",
+        }
+    )
     print(f"[recipes] {recipe.name}: first its start, {start.name} ({cfg.schedule.max_steps} steps)", flush=True)
     t0 = time.monotonic()
     with _threads_as_measured(start):
@@ -289,16 +356,19 @@ def _train(cfg) -> Path:
     from ..training import train_to_end
 
     ranks = f"{cfg.sharding.world_size} ranks under torchrun" if cfg.sharding.distributed else "a worker process"
-    print(f"[recipes] {ranks}: follow with `workbench events {cfg.output.runs_dir}/{cfg.output.run_name} --follow`",
-          flush=True)
+    print(
+        f"[recipes] {ranks}: follow with `workbench events {cfg.output.runs_dir}/{cfg.output.run_name} --follow`",
+        flush=True,
+    )
     run_dir, status = train_to_end(cfg, threads=torch.get_num_threads())
     if status == "failed":
         raise RuntimeError(f"the run {run_dir} failed: see {run_dir / WORKER_LOG} and its events.jsonl")
     return run_dir
 
 
-def run_recipe(recipe: Recipe, overrides: dict, runs_dir: Path, progress: bool = True,
-               start_run: Path | None = None) -> Outcome:
+def run_recipe(
+    recipe: Recipe, overrides: dict, runs_dir: Path, progress: bool = True, start_run: Path | None = None
+) -> Outcome:
     """Train and evaluate ``recipe`` here (or say why this machine cannot). ``start_run``: for a recipe that
     starts from another, a run of that recipe to start from (else it is trained first)."""
     from ..hardware import machine_memory
@@ -316,23 +386,30 @@ def run_recipe(recipe: Recipe, overrides: dict, runs_dir: Path, progress: bool =
             # over the base, above_base_by, is the same claim from any start: still judged)
             start_differs = config_differences(load_recipe(recipe.starts_from), start_run, {})
             if start_differs and recipe.measured_figures:
-                out.notes += [f"not judged: the start run differs from recipe {recipe.starts_from} in {d}"
-                              for d in start_differs]
+                out.notes += [
+                    f"not judged: the start run differs from recipe {recipe.starts_from} in {d}" for d in start_differs
+                ]
                 unjudged = "the start run is not its recipe's"
         else:
             start_run = _train_start(recipe, runs_dir, progress, out)
             source = starting_model(start_run)
         overrides = {**overrides, "model.source": str(source)}
-    cfg = recipe.run_config({**overrides, "output.runs_dir": str(runs_dir),
-                             "output.run_name": f"{recipe.name}-{time.strftime('%Y%m%d-%H%M%S')}",
-                             "output.progress_bar": overrides.get("output.progress_bar", progress)})
+    cfg = recipe.run_config(
+        {
+            **overrides,
+            "output.runs_dir": str(runs_dir),
+            "output.run_name": f"{recipe.name}-{time.strftime('%Y%m%d-%H%M%S')}",
+            "output.progress_bar": overrides.get("output.progress_bar", progress),
+        }
+    )
     with _threads_as_measured(recipe):
         _train_and_evaluate(recipe, cfg, unjudged, out, progress, start_run)
     return out
 
 
-def _train_and_evaluate(recipe: Recipe, cfg, unjudged: str | None, out: Outcome, progress: bool,
-                        start_run: Path | None = None) -> None:
+def _train_and_evaluate(
+    recipe: Recipe, cfg, unjudged: str | None, out: Outcome, progress: bool, start_run: Path | None = None
+) -> None:
     cpu0 = _cpu_s()
     ranks = cfg.sharding.world_size if cfg.sharding.distributed else 1
     how = f"{ranks} processes of 1 torch thread" if ranks > 1 else f"{torch.get_num_threads()} torch thread(s)"
@@ -345,10 +422,20 @@ def _train_and_evaluate(recipe: Recipe, cfg, unjudged: str | None, out: Outcome,
     if recipe.baselines and start_run is not None:  # the same start, the same wall time, another use of it
         from .baselines import train_baselines
 
-        out.baselines = train_baselines(recipe, load_recipe(recipe.starts_from), start_run, Path(cfg.model.source),
-                                        out.train_s, run_dir, _train, progress)
-        out.notes.append("base (episode evaluations): the best of the start and its baselines, each trained from the "
-                         "start for this run's training time")
+        out.baselines = train_baselines(
+            recipe,
+            load_recipe(recipe.starts_from),
+            start_run,
+            Path(cfg.model.source),
+            out.train_s,
+            run_dir,
+            _train,
+            progress,
+        )
+        out.notes.append(
+            "base (episode evaluations): the best of the start and its baselines, each trained from the "
+            "start for this run's training time"
+        )
     t0 = time.monotonic()
     out.rows += evaluate_recipe(recipe, run_dir, unjudged, progress, out.baselines, out.comparisons)
     out.eval_s = time.monotonic() - t0
@@ -362,12 +449,16 @@ def config_differences(recipe: Recipe, run_dir: Path, overrides: dict) -> list[s
     from ..runs.layout import run_config
 
     # compared, not run here: a start recipe of 2 DDP ranks is still its recipe on a machine of one GPU
-    wanted = recipe.run_config({**overrides, "model.source": "tiny-glm4"} if recipe.starts_from else overrides,
-                               checks=False)
+    wanted = recipe.run_config(
+        {**overrides, "model.source": "tiny-glm4"} if recipe.starts_from else overrides, checks=False
+    )
     ours, theirs = flat_fields(config_to_dict(wanted)), flat_fields(config_to_dict(run_config(run_dir)))
     ignored = ("output.",) + (("model.source",) if recipe.starts_from else ())
-    return [f"{k}: run {theirs.get(k)!r}, recipe {ours.get(k)!r}" for k in sorted(ours.keys() | theirs.keys())
-            if not k.startswith(ignored) and ours.get(k) != theirs.get(k)]
+    return [
+        f"{k}: run {theirs.get(k)!r}, recipe {ours.get(k)!r}"
+        for k in sorted(ours.keys() | theirs.keys())
+        if not k.startswith(ignored) and ours.get(k) != theirs.get(k)
+    ]
 
 
 def judge_run(recipe: Recipe, run_dir: Path, overrides: dict, progress: bool = True) -> Outcome:
@@ -378,10 +469,16 @@ def judge_run(recipe: Recipe, run_dir: Path, overrides: dict, progress: bool = T
 
     out = Outcome(recipe, run_dir=run_dir)
     differences = config_differences(recipe, run_dir, overrides)
-    unjudged = ("the run is not the recipe's" if differences else
-                None if all(k.startswith("output.") for k in overrides) else "--set")
-    out.notes += [f"judged the run {run_dir} (--run), trained earlier"] + \
-                 [f"not judged: the run differs from the recipe in {d}" for d in differences]
+    unjudged = (
+        "the run is not the recipe's"
+        if differences
+        else None
+        if all(k.startswith("output.") for k in overrides)
+        else "--set"
+    )
+    out.notes += [f"judged the run {run_dir} (--run), trained earlier"] + [
+        f"not judged: the run differs from the recipe in {d}" for d in differences
+    ]
     events = list(iter_events(run_dir / EVENTS_FILE))
     out.train_s = events[-1].time - events[0].time if events else 0.0
     _note_machine(recipe, run_dir, out)
@@ -393,8 +490,14 @@ def judge_run(recipe: Recipe, run_dir: Path, overrides: dict, progress: bool = T
     return out
 
 
-def evaluate_recipe(recipe: Recipe, run_dir: Path, unjudged: str | None = None, progress: bool = False,
-                    baselines: tuple = (), comparisons: list | None = None) -> list[Measured]:
+def evaluate_recipe(
+    recipe: Recipe,
+    run_dir: Path,
+    unjudged: str | None = None,
+    progress: bool = False,
+    baselines: tuple = (),
+    comparisons: list | None = None,
+) -> list[Measured]:
     """Each evaluation of ``recipe`` on a run of it (trained here or elsewhere, e.g. by `workbench demo`), every
     figure judged against the expected one (with ``baselines``, a base's figure is the best of the start and them)."""
     rows = []
@@ -403,12 +506,26 @@ def evaluate_recipe(recipe: Recipe, run_dir: Path, unjudged: str | None = None, 
         tuned, base = evaluate_run(evaluation, run_dir, progress, baselines, comparisons)
         for metric in list(evaluation.figures) or list(_scalars(tuned)):
             if metric not in tuned:
-                raise ConfigError([(f"evaluation[{i}].figures.{metric}", f"task {evaluation.task} "
-                                    f"reports no {metric!r}: use one of {', '.join(_scalars(tuned))}")],
-                                  f"recipe {recipe.path}")
+                raise ConfigError(
+                    [
+                        (
+                            f"evaluation[{i}].figures.{metric}",
+                            f"task {evaluation.task} reports no {metric!r}: use one of {', '.join(_scalars(tuned))}",
+                        )
+                    ],
+                    f"recipe {recipe.path}",
+                )
             expected = evaluation.figures.get(metric)
-            rows.append(Measured(evaluation.label, metric, tuned[metric], base.get(metric), expected,
-                                 judge(tuned[metric], base.get(metric), expected, unjudged)))
+            rows.append(
+                Measured(
+                    evaluation.label,
+                    metric,
+                    tuned[metric],
+                    base.get(metric),
+                    expected,
+                    judge(tuned[metric], base.get(metric), expected, unjudged),
+                )
+            )
     return rows
 
 
@@ -436,12 +553,17 @@ def format_outcomes(outcomes: list[Outcome], runs_kept: bool = True) -> str:
         if o.skipped:
             continue
         m = o.recipe.measured_on
-        there = (f"; measured {m.wall_s:.0f} s wall, {m.cpu_s:.0f} s CPU on {m.description}"
-                 if m is not None and m.wall_s and m.cpu_s else "")
+        there = (
+            f"; measured {m.wall_s:.0f} s wall, {m.cpu_s:.0f} s CPU on {m.description}"
+            if m is not None and m.wall_s and m.cpu_s
+            else ""
+        )
         lines += comparison_lines(o.recipe.name, o.comparisons, o.baselines)
-        lines.append(f"{o.recipe.name}: train {o.train_s:.0f} s + evaluate {o.eval_s:.0f} s = "
-                     f"{o.train_s + o.eval_s:.0f} s wall, {o.cpu_s:.0f} s CPU, here as {o.machine}{there}; run: "
-                     f"{o.run_dir if runs_kept else '(removed: --runs-dir DIR keeps it)'}")
+        lines.append(
+            f"{o.recipe.name}: train {o.train_s:.0f} s + evaluate {o.eval_s:.0f} s = "
+            f"{o.train_s + o.eval_s:.0f} s wall, {o.cpu_s:.0f} s CPU, here as {o.machine}{there}; run: "
+            f"{o.run_dir if runs_kept else '(removed: --runs-dir DIR keeps it)'}"
+        )
         lines += [f"  note: {n}" for n in o.notes]
     return "\n".join(lines)
 
@@ -455,6 +577,7 @@ def starts_first(recipes: list[Recipe]) -> list[Recipe]:
 
 # ---- the README's results table -------------------------------------------------------------------------------
 
+
 def _rows_of(evaluation: Evaluation) -> str:
     from ..config.files import jsonl_lines
     from ..eval import get_task
@@ -462,7 +585,9 @@ def _rows_of(evaluation: Evaluation) -> str:
     if evaluation.task == EPISODE_TASK:
         from ..phone.tasks import select_tasks
 
-        return f"{len(select_tasks(evaluation.data))} `{evaluation.data}` tasks, whole episodes ({evaluation.observation})"
+        return (
+            f"{len(select_tasks(evaluation.data))} `{evaluation.data}` tasks, whole episodes ({evaluation.observation})"
+        )
 
     data = Path(evaluation.data) if evaluation.data else get_task(evaluation.task).default_data
     total = sum(1 for _ in jsonl_lines(data))
@@ -476,8 +601,12 @@ def _rows_of(evaluation: Evaluation) -> str:
 
 def readme_table(recipes: list[Recipe]) -> str:
     """The README's results table: each recipe's expected figures, where they were measured, the command."""
-    lines = [README_BEGIN, "", "| recipe | judged by | fine-tuned (base model) | tolerance | measured on | bench time there |",
-             "|---|---|---|---|---|---|"]
+    lines = [
+        README_BEGIN,
+        "",
+        "| recipe | judged by | fine-tuned (base model) | tolerance | measured on | bench time there |",
+        "|---|---|---|---|---|---|",
+    ]
     for r in recipes:
         if not r.evaluation or not r.figures:
             why = f"needs {r.requirements.describe()}: not measured" if r.requirements.gpus else "no figures yet"
@@ -485,52 +614,98 @@ def readme_table(recipes: list[Recipe]) -> str:
             continue
         m = r.measured_on
         for e in (e for e in r.evaluation if e.figures):  # one without figures: the bench prints it, nothing to list
-            figures = "<br>".join(f"{metric} " + (f"> base + {f.above_base_by:g} (a goal)" if f.value is None else
-                                                  f"**{f.value:.3f}**" + (f" ({f.base:.3f})" if f.base is not None else ""))
-                                  for metric, f in e.figures.items())
+            figures = "<br>".join(
+                f"{metric} "
+                + (
+                    f"> base + {f.above_base_by:g} (a goal)"
+                    if f.value is None
+                    else f"**{f.value:.3f}**" + (f" ({f.base:.3f})" if f.base is not None else "")
+                )
+                for metric, f in e.figures.items()
+            )
             tolerances = "<br>".join("-" if f.value is None else f"± {f.tolerance:g}" for f in e.figures.values())
             if m is None:  # goals over the base only: nothing measured yet
                 where, took = "not yet reached", "-"
             else:
-                took = " / ".join(f"{what} {seconds / 60:.1f} min" for what, seconds in
-                                  (("wall", m.wall_s), ("CPU", m.cpu_s)) if seconds) or "-"
+                took = (
+                    " / ".join(
+                        f"{what} {seconds / 60:.1f} min"
+                        for what, seconds in (("wall", m.wall_s), ("CPU", m.cpu_s))
+                        if seconds
+                    )
+                    or "-"
+                )
                 threads = f", {m.threads} torch thread{'s' if m.threads > 1 else ''}" if m.threads else ""
                 where = f"{m.device}/{m.precision}{threads}: {m.description}"
             lines.append(f"| `{r.name}` | `{e.task}`, {_rows_of(e)} | {figures} | {tolerances} | {where} | {took} |")
-    lines += ["", "Each row: `python -m workbench.bench.recipes NAME` trains the recipe, evaluates it and checks these "
-              "figures (exit 1 outside a tolerance); `workbench recipes show NAME` prints the recipe.", "", README_END]
+    lines += [
+        "",
+        "Each row: `python -m workbench.bench.recipes NAME` trains the recipe, evaluates it and checks these "
+        "figures (exit 1 outside a tolerance); `workbench recipes show NAME` prints the recipe.",
+        "",
+        README_END,
+    ]
     return "\n".join(lines)
 
 
 def replace_readme_table(text: str, table: str) -> str:
     pattern = re.compile(re.escape(README_BEGIN) + r".*?" + re.escape(README_END), re.S)
     if not pattern.search(text):
-        raise ConfigError([("--readme", f"the file has no recipes table: put the two lines\n{README_BEGIN}\n{README_END}"
-                            "\nwhere it goes")])
+        raise ConfigError(
+            [
+                (
+                    "--readme",
+                    f"the file has no recipes table: put the two lines\n{README_BEGIN}\n{README_END}\nwhere it goes",
+                )
+            ]
+        )
     return pattern.sub(lambda _: table, text)
 
 
 # ---- the command --------------------------------------------------------------------------------------------
 
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="python -m workbench.bench.recipes", description=__doc__.split("\n\n")[0])
-    ap.add_argument("names", nargs="*", metavar="NAME", help="recipes to run (default: all; `workbench recipes` lists them)")
-    ap.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
-                    help="change the recipes' configuration (figures are then not judged, unless only output.*)")
+    ap.add_argument(
+        "names", nargs="*", metavar="NAME", help="recipes to run (default: all; `workbench recipes` lists them)"
+    )
+    ap.add_argument(
+        "--set",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="change the recipes' configuration (figures are then not judged, unless only output.*)",
+    )
     ap.add_argument("--runs-dir", help="keep the runs here (default: a temporary directory, removed afterwards)")
     ap.add_argument("--json", metavar="FILE", help="also write the measured figures as JSON")
-    ap.add_argument("--start-run", metavar="DIR", type=Path, help="for recipes that start from another recipe's "
-                    "model: a run of that recipe to start from (default: train it first)")
-    ap.add_argument("--run", metavar="DIR", type=existing_run_dir, help="judge this run of the one recipe named, trained earlier "
-                    "(`workbench train --recipe NAME`), instead of training it")
-    ap.add_argument("--readme", metavar="FILE", help="only rewrite FILE's recipes table from the recipes' expected "
-                    "figures (no training)")
+    ap.add_argument(
+        "--start-run",
+        metavar="DIR",
+        type=Path,
+        help="for recipes that start from another recipe's "
+        "model: a run of that recipe to start from (default: train it first)",
+    )
+    ap.add_argument(
+        "--run",
+        metavar="DIR",
+        type=existing_run_dir,
+        help="judge this run of the one recipe named, trained earlier "
+        "(`workbench train --recipe NAME`), instead of training it",
+    )
+    ap.add_argument(
+        "--readme",
+        metavar="FILE",
+        help="only rewrite FILE's recipes table from the recipes' expected figures (no training)",
+    )
     args = ap.parse_args(argv)
     try:
         recipes = [load_recipe(n) for n in args.names] if args.names else all_recipes()
         if args.readme:
             path = Path(args.readme)
-            path.write_text(replace_readme_table(path.read_text(encoding="utf-8"), readme_table(recipes)), encoding="utf-8")
+            path.write_text(
+                replace_readme_table(path.read_text(encoding="utf-8"), readme_table(recipes)), encoding="utf-8"
+            )
             print(f"rewrote the recipes table of {path}")
             return 0
         overrides = dict(split_override(o) for o in args.set)
@@ -545,8 +720,10 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     from ..hardware import cpu_class
 
-    print(f"[recipes] load average at start {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores of {cpu_class()}",
-          flush=True)
+    print(
+        f"[recipes] load average at start {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores of {cpu_class()}",
+        flush=True,
+    )
     with tempfile.TemporaryDirectory() as tmp:
         runs_dir = Path(args.runs_dir or tmp)
         outcomes, trained = [], {}
@@ -559,18 +736,44 @@ def main(argv: list[str] | None = None) -> int:
             if outcomes[-1].run_dir is not None:
                 trained[recipe.name] = outcomes[-1].run_dir
         print(format_outcomes(outcomes, runs_kept=bool(args.runs_dir or args.run)))
-        print(f"[recipes] load average at end {os.getloadavg()[0]:.1f} (figures are deterministic; wall times are "
-              "not, on a shared machine)")
+        print(
+            f"[recipes] load average at end {os.getloadavg()[0]:.1f} (figures are deterministic; wall times are "
+            "not, on a shared machine)"
+        )
     if args.json:
-        Path(args.json).write_text(json.dumps([{
-            "recipe": o.recipe.name, "skipped": o.skipped, "machine": o.machine, "train_s": round(o.train_s, 1),
-            "eval_s": round(o.eval_s, 1), "cpu_s": round(o.cpu_s, 1), "notes": o.notes,
-            "figures": [{"task": r.task, "metric": r.metric, "base": r.base, "value": r.value, "verdict": r.verdict}
-                        for r in o.rows],
-            "baselines": [{"role": b.role, "run_dir": str(b.run_dir) if b.run_dir else None, "train_s": round(b.train_s, 1),
-                           "steps": b.steps, "note": b.note} for b in o.baselines],
-            "comparisons": [{"evaluation": c.label, "models": c.rows} for c in o.comparisons]}
-            for o in outcomes], indent=1), encoding="utf-8")
+        Path(args.json).write_text(
+            json.dumps(
+                [
+                    {
+                        "recipe": o.recipe.name,
+                        "skipped": o.skipped,
+                        "machine": o.machine,
+                        "train_s": round(o.train_s, 1),
+                        "eval_s": round(o.eval_s, 1),
+                        "cpu_s": round(o.cpu_s, 1),
+                        "notes": o.notes,
+                        "figures": [
+                            {"task": r.task, "metric": r.metric, "base": r.base, "value": r.value, "verdict": r.verdict}
+                            for r in o.rows
+                        ],
+                        "baselines": [
+                            {
+                                "role": b.role,
+                                "run_dir": str(b.run_dir) if b.run_dir else None,
+                                "train_s": round(b.train_s, 1),
+                                "steps": b.steps,
+                                "note": b.note,
+                            }
+                            for b in o.baselines
+                        ],
+                        "comparisons": [{"evaluation": c.label, "models": c.rows} for c in o.comparisons],
+                    }
+                    for o in outcomes
+                ],
+                indent=1,
+            ),
+            encoding="utf-8",
+        )
     return 1 if any(o.failed for o in outcomes) else 0
 
 

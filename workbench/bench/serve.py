@@ -8,6 +8,7 @@ Measures, on the same model and thread count:
   * vLLM (``--engines ...,vllm``: its own environment, ``bash scripts/setup.sh --vllm``) given the same options.
 Every request generates exactly ``--tokens`` tokens where the server allows it (``ignore_eos``).
 """
+
 from __future__ import annotations
 
 import argparse
@@ -63,8 +64,14 @@ def _median(runs: list[dict]) -> dict:
 
 
 def _stream_once(client: ServerClient, model: str, tokens: int, extra: dict) -> dict:
-    body = chat_request(model, [{"role": "user", "content": PROMPT}], max_tokens=tokens, temperature=0,
-                        stream_options={"include_usage": True}, **extra)
+    body = chat_request(
+        model,
+        [{"role": "user", "content": PROMPT}],
+        max_tokens=tokens,
+        temperature=0,
+        stream_options={"include_usage": True},
+        **extra,
+    )
     start = time.perf_counter()
     first = last = None
     chunks = 0
@@ -78,12 +85,17 @@ def _stream_once(client: ServerClient, model: str, tokens: int, extra: dict) -> 
             last = now
             chunks += 1
     n = (usage or {}).get("completion_tokens") or chunks
-    return {"ttft_s": first - start, "decode_tok_s": (n - 1) / (last - first) if last > first else float("nan"),
-            "total_s": last - start, "tokens": n, "start": start, "end": last}
+    return {
+        "ttft_s": first - start,
+        "decode_tok_s": (n - 1) / (last - first) if last > first else float("nan"),
+        "total_s": last - start,
+        "tokens": n,
+        "start": start,
+        "end": last,
+    }
 
 
-def _client_figures(url: str, model: str, tokens: int, repeats: int, concurrency: int | list[int],
-                    extra: dict) -> dict:
+def _client_figures(url: str, model: str, tokens: int, repeats: int, concurrency: int | list[int], extra: dict) -> dict:
     """c=1 (the median of ``repeats`` streams) and, for each concurrency, that many streams at once: aggregate and
     per-request tokens/s, median TTFT."""
     with ServerClient(url) as client:
@@ -99,10 +111,14 @@ def _client_figures(url: str, model: str, tokens: int, repeats: int, concurrency
                 many = list(pool.map(lambda _: _stream_once(client, model, tokens, extra), range(n)))
                 wall = max(r["end"] for r in many) - t0
             cn_throughput = sum(r["tokens"] for r in many) / wall
-            out.update({f"c{n}_tok_s": cn_throughput, f"c{n}_vs_c1": cn_throughput / c1_throughput,
-                        f"c{n}_median_ttft_s": statistics.median(r["ttft_s"] for r in many),
-                        f"c{n}_request_tok_s": statistics.median(r["tokens"] / (r["end"] - r["start"])
-                                                                 for r in many)})
+            out.update(
+                {
+                    f"c{n}_tok_s": cn_throughput,
+                    f"c{n}_vs_c1": cn_throughput / c1_throughput,
+                    f"c{n}_median_ttft_s": statistics.median(r["ttft_s"] for r in many),
+                    f"c{n}_request_tok_s": statistics.median(r["tokens"] / (r["end"] - r["start"]) for r in many),
+                }
+            )
             done += many
     out["tokens_per_request"] = statistics.median(r["tokens"] for r in done)
     return out
@@ -114,8 +130,18 @@ def _vllm(model: str, dtype: str, tokens: int, repeats: int, concurrency: list[i
     from ..serve.config import ServeConfig
     from ..serve.vllm import start_vllm
 
-    config = config_from_dict({"engine": "vllm", "model": model, "dtype": dtype, "port": 0, "threads": threads,
-                               "max_batch": max(concurrency), "max_context": 2048}, ServeConfig)
+    config = config_from_dict(
+        {
+            "engine": "vllm",
+            "model": model,
+            "dtype": dtype,
+            "port": 0,
+            "threads": threads,
+            "max_batch": max(concurrency),
+            "max_context": 2048,
+        },
+        ServeConfig,
+    )
     with start_vllm(config) as srv:
         return _client_figures(srv.url, config.base_id, tokens, repeats, concurrency, {"ignore_eos": True})
 
@@ -124,6 +150,7 @@ def _exited(proc: subprocess.Popen):
     def check() -> None:
         if proc.poll() is not None:
             raise RuntimeError(f"server exited with {proc.returncode}")
+
     return check
 
 
@@ -148,14 +175,33 @@ def _peer_model_dir(model_dir: str, workdir: Path) -> str:
     return str(out)
 
 
-def _peer(model_dir: str, tokens: int, repeats: int, concurrency: list[int], threads: int, continuous: bool,
-          dtype: str = "float32") -> dict:
+def _peer(
+    model_dir: str,
+    tokens: int,
+    repeats: int,
+    concurrency: list[int],
+    threads: int,
+    continuous: bool,
+    dtype: str = "float32",
+) -> dict:
     from ..distributed.context import free_port
 
     port = free_port()
     exe = Path(sys.executable).with_name("transformers")
-    args = [str(exe), "serve", model_dir, "--port", str(port), "--host", "127.0.0.1", "--device", "cpu",
-            "--dtype", dtype, "--continuous-batching" if continuous else "--no-continuous-batching"]
+    args = [
+        str(exe),
+        "serve",
+        model_dir,
+        "--port",
+        str(port),
+        "--host",
+        "127.0.0.1",
+        "--device",
+        "cpu",
+        "--dtype",
+        dtype,
+        "--continuous-batching" if continuous else "--no-continuous-batching",
+    ]
     env = {**os.environ, "OMP_NUM_THREADS": str(threads)}
     log = open(os.devnull, "w")
     proc = subprocess.Popen(args, env=env, stdout=log, stderr=subprocess.STDOUT)
@@ -164,8 +210,9 @@ def _peer(model_dir: str, tokens: int, repeats: int, concurrency: list[int], thr
         with ServerClient(url) as client:
             client.wait_ready(300, check=_exited(proc))
         # transformers serve takes generation settings as a JSON generation_config string
-        extra = {"generation_config": json.dumps({"min_new_tokens": tokens, "max_new_tokens": tokens,
-                                                  "do_sample": False})}
+        extra = {
+            "generation_config": json.dumps({"min_new_tokens": tokens, "max_new_tokens": tokens, "do_sample": False})
+        }
         return _client_figures(url, model_dir, tokens, repeats, concurrency, extra)
     finally:
         proc.terminate()
@@ -178,10 +225,17 @@ ENGINES = ("workbench", "vllm", "transformers")
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(prog="python -m workbench.bench.serve", description=__doc__.splitlines()[0])
     p.add_argument("--model", default="smollm2-135m-instruct")
-    p.add_argument("--engines", default="workbench,transformers",
-                   help=f"comma-separated, of {', '.join(ENGINES)} (default: %(default)s)")
-    p.add_argument("--dtype", default="float32", choices=["float32", "bfloat16", "float16"],
-                   help="weights dtype of every contender (default: %(default)s)")
+    p.add_argument(
+        "--engines",
+        default="workbench,transformers",
+        help=f"comma-separated, of {', '.join(ENGINES)} (default: %(default)s)",
+    )
+    p.add_argument(
+        "--dtype",
+        default="float32",
+        choices=["float32", "bfloat16", "float16"],
+        help="weights dtype of every contender (default: %(default)s)",
+    )
     p.add_argument("--tokens", type=int, default=64, help="tokens generated per request (default: %(default)s)")
     p.add_argument("--repeats", type=int, default=3)
     p.add_argument("--concurrency", default="8", help="comma-separated concurrencies besides 1 (default: %(default)s)")
@@ -204,11 +258,18 @@ def main(argv=None) -> int:
 
     from ..serve import start_server
 
-    with start_server(args.model, subprocess_mode=True, threads=args.threads, max_batch=max(8, *concurrency),
-                      dtype=args.dtype, log_level="error") as srv:
+    with start_server(
+        args.model,
+        subprocess_mode=True,
+        threads=args.threads,
+        max_batch=max(8, *concurrency),
+        dtype=args.dtype,
+        log_level="error",
+    ) as srv:
         if "workbench" in engines:
-            results["workbench_serve"] = _client_figures(srv.url, args.model, args.tokens, args.repeats,
-                                                         concurrency, {"ignore_eos": True})
+            results["workbench_serve"] = _client_figures(
+                srv.url, args.model, args.tokens, args.repeats, concurrency, {"ignore_eos": True}
+            )
         model_dir = srv.client.models()[args.model]["root"]  # the peer loads the same files
     if "vllm" in engines:
         try:
@@ -221,8 +282,7 @@ def main(argv=None) -> int:
         model_dir = _peer_model_dir(model_dir, Path(tempfile.mkdtemp(prefix="wb-bench-")))
         for name, cb in (("transformers_serve", False), ("transformers_serve_cb", True)):
             try:
-                results[name] = _peer(model_dir, args.tokens, args.repeats, concurrency, args.threads, cb,
-                                      args.dtype)
+                results[name] = _peer(model_dir, args.tokens, args.repeats, concurrency, args.threads, cb, args.dtype)
             except Exception as err:
                 results[name] = {"error": f"{type(err).__name__}: {str(err)[:300]}"}
     _compare(results, concurrency)
@@ -237,8 +297,10 @@ def _compare(results: dict, concurrency: list[int]) -> None:
     """Our server against model.generate at c=1, and against vLLM at every concurrency (ratios of this one run)."""
     d, w, v = results["direct_generate"], results.get("workbench_serve"), results.get("vllm")
     if w:
-        results["overhead_vs_generate"] = {"ttft": w["c1_ttft_s"] / d["ttft_s"] - 1,
-                                           "decode_tok_s": 1 - w["c1_decode_tok_s"] / d["decode_tok_s"]}
+        results["overhead_vs_generate"] = {
+            "ttft": w["c1_ttft_s"] / d["ttft_s"] - 1,
+            "decode_tok_s": 1 - w["c1_decode_tok_s"] / d["decode_tok_s"],
+        }
     if w and v and "error" not in v:
         results["workbench_vs_vllm"] = {f"c{n}_tok_s": w[f"c{n}_tok_s"] / v[f"c{n}_tok_s"] for n in [1, *concurrency]}
 
@@ -256,12 +318,16 @@ def _report(r: dict, concurrency: list[int]) -> None:
         if "error" in x:
             print(f"{name:24} failed: {x['error']}")
             continue
-        cells = "".join(f"{x[f'c{n}_tok_s']:11.1f}{x[f'c{n}_request_tok_s']:10.1f}"
-                        f"{x[f'c{n}_median_ttft_s'] * 1000:8.0f}ms" for n in concurrency)
+        cells = "".join(
+            f"{x[f'c{n}_tok_s']:11.1f}{x[f'c{n}_request_tok_s']:10.1f}{x[f'c{n}_median_ttft_s'] * 1000:8.0f}ms"
+            for n in concurrency
+        )
         print(f"{name:24} {x['c1_ttft_s'] * 1000:8.0f}ms {x['c1_decode_tok_s']:17.1f} {x['c1_tok_s']:10.1f}{cells}")
     if o := r.get("overhead_vs_generate"):
-        print(f"workbench serve vs model.generate at c=1: TTFT {o['ttft'] * 100:+.1f}%, "
-              f"decode tok/s {-o['decode_tok_s'] * 100:+.1f}% (positive = faster than generate)")
+        print(
+            f"workbench serve vs model.generate at c=1: TTFT {o['ttft'] * 100:+.1f}%, "
+            f"decode tok/s {-o['decode_tok_s'] * 100:+.1f}% (positive = faster than generate)"
+        )
     if ratio := r.get("workbench_vs_vllm"):
         print("workbench serve / vLLM, aggregate tok/s: " + ", ".join(f"{k[:-6]} {v:.2f}" for k, v in ratio.items()))
 

@@ -6,6 +6,7 @@ Runs every strategy for 2 optimizer steps on 2 gloo ranks (tiny model, CPU) and 
 the bytes measured by ``workbench.plan.measure_model_state`` at step 2 (after backward, gradients
 still allocated, optimizer state from step 1) against ``predict_for_run``'s per-rank figure.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -33,10 +34,23 @@ def measure(name: str, runs_dir: Path, nproc: int, precision: str, model: str, t
     from ..runs.layout import EVENTS_FILE
     from ..training import launch, train
 
-    overrides = {"model.source": model, "data.train": train_file, "data.eval": None, "data.max_length": 64,
-                 "schedule.max_steps": 2, "schedule.micro_batch_size": 2, "schedule.warmup_steps": 0,
-                 "schedule.eval_loss_every": 0, "precision.mode": precision, "device": "cpu", "output.runs_dir": str(runs_dir),
-                 "output.run_name": name, "output.progress_bar": False, "output.memory_every": 1, **SETTINGS[name]}
+    overrides = {
+        "model.source": model,
+        "data.train": train_file,
+        "data.eval": None,
+        "data.max_length": 64,
+        "schedule.max_steps": 2,
+        "schedule.micro_batch_size": 2,
+        "schedule.warmup_steps": 0,
+        "schedule.eval_loss_every": 0,
+        "precision.mode": precision,
+        "device": "cpu",
+        "output.runs_dir": str(runs_dir),
+        "output.run_name": name,
+        "output.progress_bar": False,
+        "output.memory_every": 1,
+        **SETTINGS[name],
+    }
     one_process = single_process(SETTINGS[name]["sharding.strategy"])
     if not one_process:
         overrides["sharding.nproc_per_node"] = nproc
@@ -55,8 +69,13 @@ def measure(name: str, runs_dir: Path, nproc: int, precision: str, model: str, t
         # The first step-2 memory event: taken after backward (gradients allocated); the run's closing one has none.
         if e["type"] == "memory" and e["step"] == 2 and e["rank"] not in measured:
             measured[e["rank"]] = {k: e[v] for k, v in MEASURED_NAMES.items()}
-    return {"name": name, "measured": measured, "predicted": plan.get("model_state", {}),
-            "label": plan.get("label"), "error": plan.get("error")}
+    return {
+        "name": name,
+        "measured": measured,
+        "predicted": plan.get("model_state", {}),
+        "label": plan.get("label"),
+        "error": plan.get("error"),
+    }
 
 
 def format_rows(results: list[dict]) -> str:
@@ -69,8 +88,10 @@ def format_rows(results: list[dict]) -> str:
             ref = (sum(base.values()) if cat == "total" else base[cat]) if base else 0
             ratio = f"{got[0] / ref:.2f}x" if ref else "-"
             cells = "".join(f"{g:>11,}" for g in got) + " " * 11 * (2 - len(got))
-            lines.append(f"{r['name'] if cat == 'weights' else '':<13}{cat:<17}{cells}"
-                         f"{pred if isinstance(pred, str) else f'{pred:,}':>11}{ratio:>9}")
+            lines.append(
+                f"{r['name'] if cat == 'weights' else '':<13}{cat:<17}{cells}"
+                f"{pred if isinstance(pred, str) else f'{pred:,}':>11}{ratio:>9}"
+            )
     return "\n".join(lines)
 
 

@@ -8,6 +8,7 @@ the warm-up steps; the two conditions alternate for ``--repeats`` rounds and the
 load average (the machine may be shared). ``--size`` renders the screenshots at another size first (e.g.
 224x504) to see how the cost grows with image tokens.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -49,15 +50,28 @@ def _steps_per_s(args, train_path: Path, runs_dir: Path) -> tuple[float, float]:
     from ..runs.layout import EVENTS_FILE
     from ..training import train
 
-    cfg = load_config(None, {
-        "model.source": "tiny-glm4v", "data.train": str(train_path), "data.eval": None, "data.max_length": 512,
-        "precision.mode": args.precision, "schedule.max_steps": args.warmup + args.steps,
-        "schedule.micro_batch_size": args.micro_batch, "schedule.warmup_steps": 0, "schedule.eval_loss_every": 0,
-        "lora.dropout": 0.0, "diagnosis.enabled": False, "output.runs_dir": str(runs_dir), "output.progress_bar": False})
+    cfg = load_config(
+        None,
+        {
+            "model.source": "tiny-glm4v",
+            "data.train": str(train_path),
+            "data.eval": None,
+            "data.max_length": 512,
+            "precision.mode": args.precision,
+            "schedule.max_steps": args.warmup + args.steps,
+            "schedule.micro_batch_size": args.micro_batch,
+            "schedule.warmup_steps": 0,
+            "schedule.eval_loss_every": 0,
+            "lora.dropout": 0.0,
+            "diagnosis.enabled": False,
+            "output.runs_dir": str(runs_dir),
+            "output.progress_bar": False,
+        },
+    )
     result = train(cfg)
     events = list(iter_events(result.run_dir / EVENTS_FILE))
     steps = [e for e in events if e.type == "step"]
-    timed = steps[args.warmup - 1:]
+    timed = steps[args.warmup - 1 :]
     started = next(e for e in events if e.type == "run_started")
     stats = started.data["train"]
     return (len(timed) - 1) / (timed[-1].time - timed[0].time), stats["image_tokens"] / max(1, stats["images"])
@@ -78,10 +92,15 @@ def main(argv=None) -> int:
         folder = SAMPLES / "phone_screens"
         if args.size:
             folder = tmp / "screens"
-            subprocess.run([sys.executable, str(SAMPLES / "make_phone_screens.py"), "--size", args.size, "--out",
-                            str(folder)], check=True, capture_output=True)
-        paths = {"with images": _rows(folder, True, tmp / "images.jsonl"),
-                 "text only": _rows(folder, False, tmp / "text.jsonl")}
+            subprocess.run(
+                [sys.executable, str(SAMPLES / "make_phone_screens.py"), "--size", args.size, "--out", str(folder)],
+                check=True,
+                capture_output=True,
+            )
+        paths = {
+            "with images": _rows(folder, True, tmp / "images.jsonl"),
+            "text only": _rows(folder, False, tmp / "text.jsonl"),
+        }
         rates: dict = {name: [] for name in paths}
         image_tokens = 0.0
         for _ in range(args.repeats):
@@ -90,9 +109,11 @@ def main(argv=None) -> int:
                 rates[name].append(rate)
                 image_tokens = max(image_tokens, tokens)
     load = os.getloadavg()
-    print(f"tiny-glm4v LoRA, {args.precision}, micro-batch {args.micro_batch}, {args.steps} timed steps after "
-          f"{args.warmup} warm-up, {args.repeats} alternating runs per condition; {image_tokens:.0f} image tokens per "
-          f"screenshot ({args.size or '112x252'})")
+    print(
+        f"tiny-glm4v LoRA, {args.precision}, micro-batch {args.micro_batch}, {args.steps} timed steps after "
+        f"{args.warmup} warm-up, {args.repeats} alternating runs per condition; {image_tokens:.0f} image tokens per "
+        f"screenshot ({args.size or '112x252'})"
+    )
     for name, values in rates.items():
         print(f"  {name:12s} {statistics.median(values):6.2f} steps/s (runs: {', '.join(f'{v:.2f}' for v in values)})")
     print(f"load average {load[0]:.2f} {load[1]:.2f} {load[2]:.2f} on {os.cpu_count()} CPUs")

@@ -1,6 +1,7 @@
 """``workbench deepspeed import FILE [--world-size N]`` (DeepSpeed JSON -> RunConfig YAML, with the importer's
 warnings) and ``workbench deepspeed export [CONFIG] [--set K=V] [--no-bf16]`` (RunConfig -> DeepSpeed JSON)
 (registered by workbench.cli.main)."""
+
 from __future__ import annotations
 
 import argparse
@@ -9,10 +10,13 @@ import sys
 
 
 def add_parser(subparsers) -> argparse.ArgumentParser:
-    p = subparsers.add_parser("deepspeed", help="DeepSpeed JSON <-> run configuration",
-                              description="import: a DeepSpeed config JSON as run-configuration YAML, with warnings "
-                              "where DeepSpeed would not do what it says; export: the DeepSpeed JSON of a run "
-                              "configuration, precision resolved for GPUs")
+    p = subparsers.add_parser(
+        "deepspeed",
+        help="DeepSpeed JSON <-> run configuration",
+        description="import: a DeepSpeed config JSON as run-configuration YAML, with warnings "
+        "where DeepSpeed would not do what it says; export: the DeepSpeed JSON of a run "
+        "configuration, precision resolved for GPUs",
+    )
     sub = p.add_subparsers(dest="deepspeed_command", required=True)
     i = sub.add_parser("import", help="DeepSpeed JSON -> RunConfig YAML (with warnings)")
     i.add_argument("file")

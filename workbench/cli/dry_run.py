@@ -9,6 +9,7 @@ the loss head, and backward, on meta tensors: a shape error fails here. The visi
 values, which meta tensors do not hold: its output is stood in by a tensor of its shape. Printed: parameters by
 group and dtype, what is trained, the planner's memory per GPU, and the command that launches the run.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass, field
@@ -45,11 +46,15 @@ def dry_run(cfg: RunConfig, recipe=None, argv: list[str] | None = None) -> DryRu
     except ConfigError as err:
         raise ConfigError([("model.source", m) for _, m in err.problems]) from None
     model = build_meta_model(config).to(policy.base_dtype)
-    out.say(f"dry run: {source} ({type(model).__name__}, {config.model_type}) built at its real size on the meta "
-            "device: no weights read, nothing allocated")
-    out.say(f"precision {policy.mode}: autocast {_name(policy.autocast_dtype)}, frozen base stored "
-            f"{_name(policy.base_dtype)}, trained weights {_name(policy.trainable_dtype)} (resolved for "
-            f"{devices.count}x {devices.name})")
+    out.say(
+        f"dry run: {source} ({type(model).__name__}, {config.model_type}) built at its real size on the meta "
+        "device: no weights read, nothing allocated"
+    )
+    out.say(
+        f"precision {policy.mode}: autocast {_name(policy.autocast_dtype)}, frozen base stored "
+        f"{_name(policy.base_dtype)}, trained weights {_name(policy.trainable_dtype)} (resolved for "
+        f"{devices.count}x {devices.name})"
+    )
     wrapped = _wrapped(cfg, model, config, policy, out)
     _census(cfg, policy, out)
     _sharding(cfg, wrapped, out)
@@ -83,8 +88,13 @@ def _first_row_screens(path: str) -> tuple:
 
     try:
         row = next(jsonl_lines(path)).value
-        parts = [p for m in row["messages"] if isinstance(m.get("content"), list) for p in m["content"]
-                 if p.get("type") == "image_url"]
+        parts = [
+            p
+            for m in row["messages"]
+            if isinstance(m.get("content"), list)
+            for p in m["content"]
+            if p.get("type") == "image_url"
+        ]
         image = load_image(parts[0]["image_url"]["url"], Path(path).parent)
         return len(parts), f"{image.width}x{image.height}"
     except (OSError, ValueError, KeyError, IndexError, TypeError, StopIteration):
@@ -109,21 +119,31 @@ def _wrapped(cfg: RunConfig, model, config, policy, out: DryRun):
     family = model_family(config)
     wrapped = apply_lora(LoadedModel(model, None, family, cfg.model.source), cfg.lora, policy.trainable_dtype)
     if cfg.lora.enabled:
-        adapted = sorted({n.rsplit(".lora_A", 1)[0].rsplit(".", 1)[-1] for n, _ in wrapped.named_parameters()
-                          if ".lora_A." in n})
+        adapted = sorted(
+            {n.rsplit(".lora_A", 1)[0].rsplit(".", 1)[-1] for n, _ in wrapped.named_parameters() if ".lora_A." in n}
+        )
         layers = sum(1 for n, _ in wrapped.named_parameters() if n.endswith("lora_A.default.weight"))
-        out.say(f"LoRA r={cfg.lora.r} alpha={cfg.lora.alpha}: {layers} linear layers ({', '.join(adapted)}); "
-                f"{'the vision projector trained too' if cfg.lora.train_projector else 'the vision tower frozen'}")
+        out.say(
+            f"LoRA r={cfg.lora.r} alpha={cfg.lora.alpha}: {layers} linear layers ({', '.join(adapted)}); "
+            f"{'the vision projector trained too' if cfg.lora.train_projector else 'the vision tower frozen'}"
+        )
     rules = resolve_rules(cfg.precision, family, policy.mode)
     applied = apply_module_rules(wrapped, rules, "meta", cfg.sharding.strategy)
     for report in applied.reports:
         what = f"{report['storage'] or 'as is'} storage, {report['compute'] or 'as is'} compute"
         if report["module_count"] == 0 and not report.get("skipped"):
-            out.problems.append((report["source"], f"pattern {report['pattern']!r} matches no module of "
-                                 f"{cfg.model.source}: fix the pattern (`workbench train --dry-run` lists the names "
-                                 "in the census) or drop the rule"))
-        out.say(f"module rule {report['source']} {report['pattern']!r} ({what}): "
-                f"{report.get('skipped') or str(report['module_count']) + ' module(s)'}")
+            out.problems.append(
+                (
+                    report["source"],
+                    f"pattern {report['pattern']!r} matches no module of "
+                    f"{cfg.model.source}: fix the pattern (`workbench train --dry-run` lists the names "
+                    "in the census) or drop the rule",
+                )
+            )
+        out.say(
+            f"module rule {report['source']} {report['pattern']!r} ({what}): "
+            f"{report.get('skipped') or str(report['module_count']) + ' module(s)'}"
+        )
     return wrapped
 
 
@@ -147,10 +167,12 @@ def _census(cfg: RunConfig, policy, out: DryRun) -> None:
     out.say(f"total {total:,} parameters, {trained:,} trained ({100 * trained / total:.2f}%)")
     if census.quantized:
         q = census.quantized
-        out.say(f"quantized base: {len(q)} linear layers in {q[0].quantized} ({sum(p.numel for p in q):,} parameters, "
-                f"{sum(p.nbytes for p in q) / GiB:.2f} GiB with their constants); quantization.skip_modules "
-                f"{list(cfg.quantization.skip_modules)} stay 16-bit. On the meta device they compute as plain layers "
-                "of the same shapes (bitsandbytes' kernels run on the GPU)")
+        out.say(
+            f"quantized base: {len(q)} linear layers in {q[0].quantized} ({sum(p.numel for p in q):,} parameters, "
+            f"{sum(p.nbytes for p in q) / GiB:.2f} GiB with their constants); quantization.skip_modules "
+            f"{list(cfg.quantization.skip_modules)} stay 16-bit. On the meta device they compute as plain layers "
+            "of the same shapes (bitsandbytes' kernels run on the GPU)"
+        )
 
 
 def _sharding(cfg: RunConfig, wrapped, out: DryRun) -> None:
@@ -160,8 +182,10 @@ def _sharding(cfg: RunConfig, wrapped, out: DryRun) -> None:
     if sh.strategy == "fsdp":
         units = shard_units(wrapped)
         kinds = sorted({type(u).__name__ for u in units})
-        out.say(f"sharding: FSDP2 {sh.fsdp_stage} over {sh.world_size} rank(s): fully_shard on {len(units)} units "
-                f"({', '.join(kinds)}) and the root")
+        out.say(
+            f"sharding: FSDP2 {sh.fsdp_stage} over {sh.world_size} rank(s): fully_shard on {len(units)} units "
+            f"({', '.join(kinds)}) and the root"
+        )
     elif sh.strategy == "deepspeed":
         out.say(f"sharding: DeepSpeed ZeRO-{sh.deepspeed_stage} over {sh.world_size} rank(s), offload {sh.offload}")
     else:
@@ -189,8 +213,10 @@ def _forward_backward(cfg: RunConfig, wrapped, config, image, out: DryRun) -> No
         out.problems.append(("data.max_length", f"{seq} tokens leave no text beside {image_tokens} image tokens"))
         return
     if not hasattr(config, "vision_config"):  # a text model's mask builder reads its positions' values: not on meta
-        out.say("forward + backward on the meta device: run for GLM-4.1V models (a text decoder's mask builder reads "
-                "its positions' values, which meta tensors do not hold)")
+        out.say(
+            "forward + backward on the meta device: run for GLM-4.1V models (a text decoder's mask builder reads "
+            "its positions' values, which meta tensors do not hold)"
+        )
         return
     base = wrapped.get_base_model() if hasattr(wrapped, "get_base_model") else wrapped
     decoder = getattr(base.model, "language_model", base.model)
@@ -198,22 +224,32 @@ def _forward_backward(cfg: RunConfig, wrapped, config, image, out: DryRun) -> No
     embeds = torch.empty(1, seq, text.hidden_size, dtype=base.get_input_embeddings().weight.dtype, **meta)
     positions = torch.empty(3, 1, seq, dtype=torch.long, **meta)  # GLM-4.1V's 3D rotary positions
     try:
-        hidden = decoder(inputs_embeds=embeds.requires_grad_(), position_ids=positions, use_cache=False).last_hidden_state
+        hidden = decoder(
+            inputs_embeds=embeds.requires_grad_(), position_ids=positions, use_cache=False
+        ).last_hidden_state
         logits = base.lm_head(hidden[:, -LABELLED_TOKENS:]).float()
-        loss = torch.nn.functional.cross_entropy(logits.flatten(0, 1), torch.zeros(LABELLED_TOKENS, dtype=torch.long,
-                                                                                   **meta))
+        loss = torch.nn.functional.cross_entropy(
+            logits.flatten(0, 1), torch.zeros(LABELLED_TOKENS, dtype=torch.long, **meta)
+        )
         loss.backward()
     except (RuntimeError, ValueError, TypeError) as err:
-        out.problems.append(("model.source", f"shape error in {cfg.model.source}'s forward/backward: "
-                             f"{str(err).splitlines()[0]}"))
+        out.problems.append(
+            ("model.source", f"shape error in {cfg.model.source}'s forward/backward: {str(err).splitlines()[0]}")
+        )
         return
     trained = [p for p in wrapped.parameters() if p.requires_grad]
     reached = sum(1 for p in trained if p.grad is not None)
-    shown = (f"{image.images_per_row} screenshot(s) of {image.width}x{image.height} = {image_tokens:,} image tokens "
-             "(the vision tower's output stood in by its shape: its forward reads its grid's values)" if image else "")
-    out.say(f"forward + backward on the meta device: one row of {seq:,} tokens ({seq - image_tokens:,} text"
-            f"{', ' + shown if shown else ''}), logits of {LABELLED_TOKENS} labelled positions "
-            f"{list(logits.shape)}; gradients reached {reached} of {len(trained)} trained tensors")
+    shown = (
+        f"{image.images_per_row} screenshot(s) of {image.width}x{image.height} = {image_tokens:,} image tokens "
+        "(the vision tower's output stood in by its shape: its forward reads its grid's values)"
+        if image
+        else ""
+    )
+    out.say(
+        f"forward + backward on the meta device: one row of {seq:,} tokens ({seq - image_tokens:,} text"
+        f"{', ' + shown if shown else ''}), logits of {LABELLED_TOKENS} labelled positions "
+        f"{list(logits.shape)}; gradients reached {reached} of {len(trained)} trained tensors"
+    )
     if reached < len(trained):
         out.problems.append(("lora", f"{len(trained) - reached} trained tensors get no gradient from a row"))
 
@@ -221,19 +257,33 @@ def _forward_backward(cfg: RunConfig, wrapped, config, image, out: DryRun) -> No
 def _memory(cfg: RunConfig, policy, devices, image, out: DryRun) -> None:
     from ..plan import predict_for_run
 
-    plan = predict_for_run(cfg, policy, world_size=cfg.sharding.world_size, devices=devices,
-                           seq_len=cfg.data.max_length - (image.tokens_per_row if image else 0),
-                           images_per_row=image.images_per_row if image else 0,
-                           image_size=f"{image.width}x{image.height}" if image else "1080x2400")
-    parts = "/".join(f"{plan.gpu.get(k, 0) / GiB:.1f}" for k in ("weights", "gradients", "optimizer_state", "activations",
-                                                                  "vision_activations"))
+    plan = predict_for_run(
+        cfg,
+        policy,
+        world_size=cfg.sharding.world_size,
+        devices=devices,
+        seq_len=cfg.data.max_length - (image.tokens_per_row if image else 0),
+        images_per_row=image.images_per_row if image else 0,
+        image_size=f"{image.width}x{image.height}" if image else "1080x2400",
+    )
+    parts = "/".join(
+        f"{plan.gpu.get(k, 0) / GiB:.1f}"
+        for k in ("weights", "gradients", "optimizer_state", "activations", "vision_activations")
+    )
     verdict = "fits" if plan.fits else "does NOT fit"
-    out.say(f"memory per GPU (planner, {plan.setting.label}): {plan.gpu_total / GiB:.1f} GiB of "
-            f"{devices.bytes_per_device / GiB:.1f} ({verdict}; weights/grads/optimizer/activations/vision {parts} GiB), "
-            f"host {plan.host_total / GiB:.1f} GiB")
+    out.say(
+        f"memory per GPU (planner, {plan.setting.label}): {plan.gpu_total / GiB:.1f} GiB of "
+        f"{devices.bytes_per_device / GiB:.1f} ({verdict}; weights/grads/optimizer/activations/vision {parts} GiB), "
+        f"host {plan.host_total / GiB:.1f} GiB"
+    )
     if not plan.fits:
-        out.problems.append(("sharding", f"the planner says {plan.setting.label} does not fit {devices.count}x "
-                             f"{devices.name}: `workbench plan` lists what does"))
+        out.problems.append(
+            (
+                "sharding",
+                f"the planner says {plan.setting.label} does not fit {devices.count}x "
+                f"{devices.name}: `workbench plan` lists what does",
+            )
+        )
 
 
 def _launch(cfg: RunConfig, argv: list[str], out: DryRun) -> None:
@@ -254,4 +304,3 @@ def run_dry(cfg: RunConfig, recipe=None, argv: list[str] | None = None) -> int:
         raise ConfigError(result.problems)
     print("dry run: ok (nothing was downloaded, loaded or trained)")
     return 0
-

@@ -1,6 +1,7 @@
 """``workbench env`` (like ``transformers env`` / ``ds_report``): versions, devices, their bf16/fp16
 support and what ``precision.mode=auto`` resolves to on each (asked of the precision policy
 itself), and whether the notebook side (JupyterLab, the extension, a browser) is installed."""
+
 from __future__ import annotations
 
 import json
@@ -14,8 +15,21 @@ from pathlib import Path
 
 from .. import __version__
 
-PACKAGES = ("torch", "transformers", "peft", "accelerate", "deepspeed", "pydantic", "gguf", "ipywidgets",
-            "anywidget", "plotly", "fastapi", "uvicorn", "openai")
+PACKAGES = (
+    "torch",
+    "transformers",
+    "peft",
+    "accelerate",
+    "deepspeed",
+    "pydantic",
+    "gguf",
+    "ipywidgets",
+    "anywidget",
+    "plotly",
+    "fastapi",
+    "uvicorn",
+    "openai",
+)
 BROWSERS = ("chromium", "chromium-browser", "google-chrome", "google-chrome-stable", "firefox", "microsoft-edge")
 
 
@@ -47,8 +61,10 @@ def _device_lines(device) -> list[str]:
         fp16 = "autocast + GradScaler work, emulated: slow"
     else:
         props = torch.cuda.get_device_properties(device)
-        head = (f"{device}: {props.name}, compute capability {props.major}.{props.minor}, "
-                f"{props.total_memory / 2**30:.1f} GiB")
+        head = (
+            f"{device}: {props.name}, compute capability {props.major}.{props.minor}, "
+            f"{props.total_memory / 2**30:.1f} GiB"
+        )
         bf16 = "yes" if device_supports_bf16(device) else "no"
         fp16 = "yes (autocast + GradScaler)"
     with warnings.catch_warnings():
@@ -83,12 +99,20 @@ def _browser() -> str:
 
 
 def environment_report() -> str:
-    lines = [f"workbench {__version__}", f"python {sys.version.split()[0]} ({sys.executable})",
-             f"platform {platform.platform()}", "packages:"]
+    lines = [
+        f"workbench {__version__}",
+        f"python {sys.version.split()[0]} ({sys.executable})",
+        f"platform {platform.platform()}",
+        "packages:",
+    ]
     lines += [f"  {dist:<13} {_version(dist)}" for dist in PACKAGES]
     lines.append("devices:")
     for device in _devices():
         lines += [f"  {line}" for line in _device_lines(device)]
-    lines += ["notebooks:", f"  jupyterlab    {_version('jupyterlab')}", f"  extension     {_lab_extension()}",
-              f"  browser       {_browser()}"]
+    lines += [
+        "notebooks:",
+        f"  jupyterlab    {_version('jupyterlab')}",
+        f"  extension     {_lab_extension()}",
+        f"  browser       {_browser()}",
+    ]
     return "\n".join(lines)

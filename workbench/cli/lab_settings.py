@@ -8,6 +8,7 @@ a user's own ``overrides.json`` and settings still win. What they set, and why:
 * no "Would you like to receive official Jupyter news?" notification, and no news or update fetches: a
   workbench session (and its browser test) makes no request to the web, and no prompt covers the panels.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -38,9 +39,12 @@ def install(app_dir: str | Path | None = None) -> Path:
 
 
 def add_parser(subparsers) -> argparse.ArgumentParser:
-    p = subparsers.add_parser("lab-settings", help="install workbench's JupyterLab defaults (no news prompt, no fetches)",
-                              description="Write workbench's JupyterLab defaults into overrides.d of the JupyterLab "
-                              "application directory (a user's own settings still win).")
+    p = subparsers.add_parser(
+        "lab-settings",
+        help="install workbench's JupyterLab defaults (no news prompt, no fetches)",
+        description="Write workbench's JupyterLab defaults into overrides.d of the JupyterLab "
+        "application directory (a user's own settings still win).",
+    )
     p.add_argument("app_dir", nargs="?", help="the JupyterLab application directory (default: this environment's)")
     return p
 

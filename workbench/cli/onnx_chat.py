@@ -1,5 +1,6 @@
 """``workbench onnx-chat EXPORT_DIR PROMPT``: a greedy answer from an ONNX export through onnxruntime (registered by
 workbench.cli.main)."""
+
 from __future__ import annotations
 
 import argparse
@@ -9,9 +10,12 @@ from ..config.arguments import CommandInputError
 
 
 def add_parser(subparsers) -> argparse.ArgumentParser:
-    p = subparsers.add_parser("onnx-chat", help="greedy chat with an ONNX export (onnxruntime)",
-                              description="The greedy answer of an ONNX export (`workbench export --target onnx`) to "
-                              "one user message, through the export's chat template.")
+    p = subparsers.add_parser(
+        "onnx-chat",
+        help="greedy chat with an ONNX export (onnxruntime)",
+        description="The greedy answer of an ONNX export (`workbench export --target onnx`) to "
+        "one user message, through the export's chat template.",
+    )
     p.add_argument("export_dir")
     p.add_argument("prompt")
     p.add_argument("--max-tokens", type=int, default=40)

@@ -1,4 +1,5 @@
 """Run configuration: schema, loading, validation."""
+
 from .loading import (
     ConfigError,
     apply_overrides,
@@ -39,8 +40,38 @@ from .schema import (
 )
 
 __all__ = [
-    "DEVICE_HELP", "device_problem", "ConfigError", "apply_overrides", "config_from_dict", "config_to_dict", "load_config", "mapping_from_text", "merge_config", "parse_value",
-    "read_config_file", "read_mapping_file", "replace", "save_config", "CheckpointSection", "DataSection", "LoraSection", "LOSS_HEADS", "LossHead", "MemorySection",
-    "ModelSection", "OutputSection", "PrecisionSection", "QUANTIZED_BASES", "QuantizationSection", "RunConfig", "ScheduleSection", "Section", "leaf_fields",
-    "CliFlag", "cli_flag", "optional_parts", "single_process", "world_size_for",
+    "DEVICE_HELP",
+    "device_problem",
+    "ConfigError",
+    "apply_overrides",
+    "config_from_dict",
+    "config_to_dict",
+    "load_config",
+    "mapping_from_text",
+    "merge_config",
+    "parse_value",
+    "read_config_file",
+    "read_mapping_file",
+    "replace",
+    "save_config",
+    "CheckpointSection",
+    "DataSection",
+    "LoraSection",
+    "LOSS_HEADS",
+    "LossHead",
+    "MemorySection",
+    "ModelSection",
+    "OutputSection",
+    "PrecisionSection",
+    "QUANTIZED_BASES",
+    "QuantizationSection",
+    "RunConfig",
+    "ScheduleSection",
+    "Section",
+    "leaf_fields",
+    "CliFlag",
+    "cli_flag",
+    "optional_parts",
+    "single_process",
+    "world_size_for",
 ]

@@ -1,5 +1,6 @@
 """Argument types for paths the user names on the command line: a missing directory is an argparse error
 (exit code 2) that says so, before any command runs (a run directory: ``workbench.runs.existing_run_dir``)."""
+
 from __future__ import annotations
 
 import argparse

@@ -12,6 +12,7 @@ cell) < a DeepSpeed JSON < ``--set KEY=VALUE`` < ``--section.field`` flags, each
 ``add_run_input_arguments`` adds the inputs' command-line options to a parser (the command's and the magic's),
 ``run_inputs(args, config)`` reads them back.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -26,8 +27,13 @@ from .loading import ConfigError, apply_overrides, config_from_dict, merge_confi
 from .schema import RunConfig
 
 # The process shortcuts of --sharding.* (flag, field): what `torchrun` users type.
-PROCESS_FLAGS = (("--nproc", "nproc_per_node"), ("--nnodes", "nnodes"), ("--node-rank", "node_rank"),
-                 ("--master-addr", "master_addr"), ("--master-port", "master_port"))
+PROCESS_FLAGS = (
+    ("--nproc", "nproc_per_node"),
+    ("--nnodes", "nnodes"),
+    ("--node-rank", "node_rank"),
+    ("--master-addr", "master_addr"),
+    ("--master-port", "master_port"),
+)
 
 
 @dataclass(frozen=True)
@@ -65,8 +71,9 @@ class AssembledSettings:
         """The DeepSpeed importer's warnings and notes as lines to show (``warning: FILE: KEY: MESSAGE``)."""
         if self.imported is None:
             return []
-        return ([f"warning: {self.deepspeed_file}: {key}: {msg}" for key, msg in self.imported.warnings]
-                + [f"note: {self.deepspeed_file}: {key}: {msg}" for key, msg in self.imported.notes])
+        return [f"warning: {self.deepspeed_file}: {key}: {msg}" for key, msg in self.imported.warnings] + [
+            f"note: {self.deepspeed_file}: {key}: {msg}" for key, msg in self.imported.notes
+        ]
 
     def start_problems(self) -> list[tuple[str, str]]:
         """What a run of the recipe lacks with these settings (a recipe that starts from another's model)."""
@@ -138,24 +145,42 @@ def assemble(inputs: RunInputs) -> RunConfig:
 def add_run_input_arguments(parser: argparse.ArgumentParser, config_file: bool = True) -> None:
     """The inputs' options: ``--recipe``, ``--config FILE`` (unless ``config_file`` is False: a notebook cell is the
     config), ``--deepspeed``, ``--set``, a flag per config field and the process shortcuts (``--nproc`` ...)."""
-    parser.add_argument("--recipe", metavar="NAME", help="start from a packaged recipe (`workbench recipes` lists "
-                        "them); the config, --deepspeed and flags apply on top of it, in that order (flags win). A "
-                        "recipe that needs hardware this machine lacks is refused, saying what it needs")
+    parser.add_argument(
+        "--recipe",
+        metavar="NAME",
+        help="start from a packaged recipe (`workbench recipes` lists "
+        "them); the config, --deepspeed and flags apply on top of it, in that order (flags win). A "
+        "recipe that needs hardware this machine lacks is refused, saying what it needs",
+    )
     if config_file:
         parser.add_argument("--config", metavar="FILE", help="YAML or JSON run configuration (on top of --recipe)")
-    parser.add_argument("--deepspeed", metavar="FILE", help="a DeepSpeed config JSON (as for HF Trainer / "
-                        "LLaMA-Factory), imported into the run configuration with warnings where DeepSpeed would not "
-                        "do what it says; it overrides the config, and flags override it")
+    parser.add_argument(
+        "--deepspeed",
+        metavar="FILE",
+        help="a DeepSpeed config JSON (as for HF Trainer / "
+        "LLaMA-Factory), imported into the run configuration with warnings where DeepSpeed would not "
+        "do what it says; it overrides the config, and flags override it",
+    )
     parser.add_argument("--set", metavar="KEY=VALUE", action="append", default=[], help="dotted override, repeatable")
     add_config_arguments(parser)
     group = parser.add_argument_group("processes (short for --sharding.*; --nproc N > 1 without a strategy means ddp)")
     for flag, key in PROCESS_FLAGS:
-        group.add_argument(flag, dest=f"cfg:sharding.{key}", default=argparse.SUPPRESS, metavar="VALUE",
-                           help=f"same as --sharding.{key}")
+        group.add_argument(
+            flag,
+            dest=f"cfg:sharding.{key}",
+            default=argparse.SUPPRESS,
+            metavar="VALUE",
+            help=f"same as --sharding.{key}",
+        )
 
 
 def run_inputs(args: argparse.Namespace, config: Mapping[str, Any] | None = None) -> RunInputs:
     """The RunInputs of options ``add_run_input_arguments`` added; ``config``: the config's settings, read by the
     caller (``--config``'s file, a notebook cell)."""
-    return RunInputs(recipe=args.recipe, config=config or {}, deepspeed=args.deepspeed, sets=args.set,
-                     flags=overrides_from_args(args))
+    return RunInputs(
+        recipe=args.recipe,
+        config=config or {},
+        deepspeed=args.deepspeed,
+        sets=args.set,
+        flags=overrides_from_args(args),
+    )

@@ -3,6 +3,7 @@
 The inverse of ``flags.overrides_from_args``: one ``--section.field VALUE`` flag per value that
 differs from the schema default, each value quoted so the shell and the flag parser read it back as is.
 """
+
 from __future__ import annotations
 
 import shlex

@@ -5,6 +5,7 @@
 what DeepSpeed will really do with keys it does not know or that contradict each other. Writing the DeepSpeed config
 a RunConfig means is ``distributed.ds_config``'s.
 """
+
 from __future__ import annotations
 
 import json
@@ -22,43 +23,125 @@ class DeepSpeedConfigWarning(UserWarning):
 
 # DeepSpeed 0.19.8 keys, per section, that this importer recognises (known but not mapped ones become notes).
 TOP_LEVEL = {
-    "train_batch_size", "train_micro_batch_size_per_gpu", "gradient_accumulation_steps", "steps_per_print",
-    "optimizer", "scheduler", "fp16", "bf16", "amp", "zero_optimization", "gradient_clipping", "prescale_gradients",
-    "gradient_predivide_factor", "activation_checkpointing", "wall_clock_breakdown", "zero_allow_untested_optimizer",
-    "communication_data_type", "flops_profiler", "tensorboard", "wandb", "csv_monitor", "comms_logger",
-    "memory_breakdown", "dump_state", "data_types", "checkpoint", "aio", "elasticity", "seed",
-    "sparse_gradients", "zero_force_ds_cpu_optimizer", "managed_gradient_accumulation", "torch_autocast",
+    "train_batch_size",
+    "train_micro_batch_size_per_gpu",
+    "gradient_accumulation_steps",
+    "steps_per_print",
+    "optimizer",
+    "scheduler",
+    "fp16",
+    "bf16",
+    "amp",
+    "zero_optimization",
+    "gradient_clipping",
+    "prescale_gradients",
+    "gradient_predivide_factor",
+    "activation_checkpointing",
+    "wall_clock_breakdown",
+    "zero_allow_untested_optimizer",
+    "communication_data_type",
+    "flops_profiler",
+    "tensorboard",
+    "wandb",
+    "csv_monitor",
+    "comms_logger",
+    "memory_breakdown",
+    "dump_state",
+    "data_types",
+    "checkpoint",
+    "aio",
+    "elasticity",
+    "seed",
+    "sparse_gradients",
+    "zero_force_ds_cpu_optimizer",
+    "managed_gradient_accumulation",
+    "torch_autocast",
 }
-FP16_KEYS = {"enabled", "auto_cast", "loss_scale", "initial_scale_power", "loss_scale_window", "hysteresis",
-             "consecutive_hysteresis", "min_loss_scale", "fp16_master_weights_and_grads"}
-FP16_DYNAMIC_KEYS = ("initial_scale_power", "loss_scale_window", "hysteresis", "consecutive_hysteresis", "min_loss_scale")
+FP16_KEYS = {
+    "enabled",
+    "auto_cast",
+    "loss_scale",
+    "initial_scale_power",
+    "loss_scale_window",
+    "hysteresis",
+    "consecutive_hysteresis",
+    "min_loss_scale",
+    "fp16_master_weights_and_grads",
+}
+FP16_DYNAMIC_KEYS = (
+    "initial_scale_power",
+    "loss_scale_window",
+    "hysteresis",
+    "consecutive_hysteresis",
+    "min_loss_scale",
+)
 BF16_KEYS = {"enabled", "immediate_grad_update", "check_grad_overflow", "bf16_master_weights_and_grads"}
 ZERO_KEYS = {
-    "stage", "offload_optimizer", "offload_param", "allgather_partitions", "allgather_bucket_size", "overlap_comm",
-    "reduce_scatter", "reduce_bucket_size", "contiguous_gradients", "sub_group_size", "stage3_max_live_parameters",
-    "stage3_max_reuse_distance", "stage3_prefetch_bucket_size", "stage3_param_persistence_threshold",
-    "stage3_gather_16bit_weights_on_model_save", "round_robin_gradients", "zero_hpz_partition_size",
-    "zero_quantized_weights", "zero_quantized_gradients", "ignore_unused_parameters", "elastic_checkpoint",
-    "cpu_offload", "load_from_fp32_weights", "use_multi_rank_bucket_allreduce", "mics_shard_size",
-    "stage3_model_persistence_threshold", "memory_efficient_linear", "log_trace_cache_warnings",
+    "stage",
+    "offload_optimizer",
+    "offload_param",
+    "allgather_partitions",
+    "allgather_bucket_size",
+    "overlap_comm",
+    "reduce_scatter",
+    "reduce_bucket_size",
+    "contiguous_gradients",
+    "sub_group_size",
+    "stage3_max_live_parameters",
+    "stage3_max_reuse_distance",
+    "stage3_prefetch_bucket_size",
+    "stage3_param_persistence_threshold",
+    "stage3_gather_16bit_weights_on_model_save",
+    "round_robin_gradients",
+    "zero_hpz_partition_size",
+    "zero_quantized_weights",
+    "zero_quantized_gradients",
+    "ignore_unused_parameters",
+    "elastic_checkpoint",
+    "cpu_offload",
+    "load_from_fp32_weights",
+    "use_multi_rank_bucket_allreduce",
+    "mics_shard_size",
+    "stage3_model_persistence_threshold",
+    "memory_efficient_linear",
+    "log_trace_cache_warnings",
 }
 # Adam/AdamW constructor arguments DeepSpeed passes optimizer.params to (torch, FusedAdam, DeepSpeedCPUAdam).
-ADAM_PARAMS = {"lr", "betas", "eps", "weight_decay", "amsgrad", "bias_correction", "adam_w_mode", "torch_adam",
-               "fp32_optimizer_states", "maximize", "foreach", "capturable", "differentiable", "fused", "set_grad_none"}
+ADAM_PARAMS = {
+    "lr",
+    "betas",
+    "eps",
+    "weight_decay",
+    "amsgrad",
+    "bias_correction",
+    "adam_w_mode",
+    "torch_adam",
+    "fp32_optimizer_states",
+    "maximize",
+    "foreach",
+    "capturable",
+    "differentiable",
+    "fused",
+    "set_grad_none",
+}
 
 
 @dataclass
 class DeepSpeedImport:
     overrides: dict  # dotted RunConfig keys -> values
     warnings: list = field(default_factory=list)  # (key, message): DeepSpeed will not do what the file seems to say
-    notes: list = field(default_factory=list)  # (key, message): settings RunConfig does not carry (DeepSpeed defaults apply)
+    notes: list = field(
+        default_factory=list
+    )  # (key, message): settings RunConfig does not carry (DeepSpeed defaults apply)
 
     def config(self, base: dict | None = None):
         """A validated RunConfig: ``base`` (a config dict) with these settings applied."""
         return config_from_dict(apply_overrides(base or {}, self.overrides))
 
 
-def import_deepspeed_file(path: str | Path, world_size: int | None = None, field: str = "--deepspeed") -> DeepSpeedImport:
+def import_deepspeed_file(
+    path: str | Path, world_size: int | None = None, field: str = "--deepspeed"
+) -> DeepSpeedImport:
     """``import_deepspeed_config`` of a file, for the CLI's ``--deepspeed`` and the config panel: every way the
     file is unusable (unreadable, not JSON, not an object, a value of the wrong shape) is one ConfigError
     naming ``field`` and the file. The result's ``warnings`` and ``notes`` are for the caller to show."""
@@ -68,8 +151,9 @@ def import_deepspeed_file(path: str | Path, world_size: int | None = None, field
             warnings.simplefilter("ignore", DeepSpeedConfigWarning)  # returned in .warnings instead
             return import_deepspeed_config(ds, world_size)
     except (TypeError, ValueError, AttributeError, KeyError, ZeroDivisionError) as err:
-        raise ConfigError([(field, f"{path}: a value has the wrong type or shape for DeepSpeed "
-                            f"({type(err).__name__}: {err})")]) from None
+        raise ConfigError(
+            [(field, f"{path}: a value has the wrong type or shape for DeepSpeed ({type(err).__name__}: {err})")]
+        ) from None
 
 
 def _warn(out: DeepSpeedImport, key: str, message: str) -> None:
@@ -105,12 +189,21 @@ def _import_batch(ds: dict, out: DeepSpeedImport, world_size: int | None) -> int
         world_size = total // (micro * gas) if total and micro and gas and total % (micro * gas) == 0 else 1
     if gas is None and total and micro:
         if total % (micro * world_size):
-            _warn(out, "train_batch_size", f"{total} is not a multiple of train_micro_batch_size_per_gpu x GPUs = "
-                  f"{micro} x {world_size}: DeepSpeed refuses to start")
+            _warn(
+                out,
+                "train_batch_size",
+                f"{total} is not a multiple of train_micro_batch_size_per_gpu x GPUs = "
+                f"{micro} x {world_size}: DeepSpeed refuses to start",
+            )
         else:
             gas = total // (micro * world_size)
-            out.notes.append(("train_batch_size", f"{total} = {micro} per GPU x {world_size} GPU(s) x {gas} "
-                              f"accumulation steps (pass world_size for another GPU count)"))
+            out.notes.append(
+                (
+                    "train_batch_size",
+                    f"{total} = {micro} per GPU x {world_size} GPU(s) x {gas} "
+                    f"accumulation steps (pass world_size for another GPU count)",
+                )
+            )
     if gas:
         o["schedule.grad_accum_steps"] = int(gas)
     if world_size > 1:
@@ -125,14 +218,22 @@ def _import_optimizer(opt: dict, out: DeepSpeedImport) -> None:
     o = out.overrides
     kind = str(opt.get("type", ""))
     if kind.lower() not in ("adamw", "adam"):
-        _warn(out, "optimizer.type", f"{kind!r}: the workbench trains with {OPTIMIZER}; only lr and weight_decay carry over")
+        _warn(
+            out,
+            "optimizer.type",
+            f"{kind!r}: the workbench trains with {OPTIMIZER}; only lr and weight_decay carry over",
+        )
     params = opt.get("params") or {}
     for key in params:
         if key not in ADAM_PARAMS:
-            _warn(out, f"optimizer.params.{key}", "not an argument of any optimizer DeepSpeed builds for "
-                  f"{kind or 'this type'}: DeepSpeed passes optimizer.params to the optimizer's constructor, so "
-                  f"DeepSpeed will fail at start with an unexpected-keyword TypeError. Adam's moments stay fp32 "
-                  f"(the real switch is DeepSpeedCPUAdam's fp32_optimizer_states); the key was dropped here")
+            _warn(
+                out,
+                f"optimizer.params.{key}",
+                "not an argument of any optimizer DeepSpeed builds for "
+                f"{kind or 'this type'}: DeepSpeed passes optimizer.params to the optimizer's constructor, so "
+                f"DeepSpeed will fail at start with an unexpected-keyword TypeError. Adam's moments stay fp32 "
+                f"(the real switch is DeepSpeedCPUAdam's fp32_optimizer_states); the key was dropped here",
+            )
     if "lr" in params:
         o["schedule.learning_rate"] = float(params["lr"])
     if "weight_decay" in params:
@@ -141,9 +242,14 @@ def _import_optimizer(opt: dict, out: DeepSpeedImport) -> None:
         _warn(out, "optimizer.params.adam_w_mode", "false selects L2-regularised Adam; the workbench uses AdamW")
     for key in ("betas", "eps"):
         if key in params and list(params[key] if key == "betas" else [params[key]]) != list(
-                ADAMW_BETAS if key == "betas" else [ADAMW_EPS]):
-            out.notes.append((f"optimizer.params.{key}", f"{params[key]} differs from the AdamW default the "
-                              "workbench uses; not carried over"))
+            ADAMW_BETAS if key == "betas" else [ADAMW_EPS]
+        ):
+            out.notes.append(
+                (
+                    f"optimizer.params.{key}",
+                    f"{params[key]} differs from the AdamW default the workbench uses; not carried over",
+                )
+            )
 
 
 def _import_precision(ds: dict, out: DeepSpeedImport) -> None:
@@ -177,20 +283,29 @@ def _import_fp16(fp16: dict, out: DeepSpeedImport) -> None:
     if fixed:
         if dynamic:
             settings = ", ".join(f"{k}={fp16[k]}" for k in dynamic)
-            _warn(out, "fp16.loss_scale", f"{fixed} is non-zero, which makes DeepSpeed use a fixed (static) loss "
-                  f"scale of {fixed} and turns dynamic loss scaling off, so {settings} (dynamic-scaling settings) have "
-                  f"no effect: every step is scaled by {fixed}, the scale never grows nor backs off, and an "
-                  f"overflowing step is skipped at the same scale. For dynamic scaling from 2^"
-                  f"{fp16.get('initial_scale_power', 16)} set loss_scale to 0. Imported as what DeepSpeed does: "
-                  f"init_scale={fixed} and a scale that never grows")
+            _warn(
+                out,
+                "fp16.loss_scale",
+                f"{fixed} is non-zero, which makes DeepSpeed use a fixed (static) loss "
+                f"scale of {fixed} and turns dynamic loss scaling off, so {settings} (dynamic-scaling settings) have "
+                f"no effect: every step is scaled by {fixed}, the scale never grows nor backs off, and an "
+                f"overflowing step is skipped at the same scale. For dynamic scaling from 2^"
+                f"{fp16.get('initial_scale_power', 16)} set loss_scale to 0. Imported as what DeepSpeed does: "
+                f"init_scale={fixed} and a scale that never grows",
+            )
         o["precision.init_scale"] = float(fixed)
         o["precision.growth_interval"] = 10**9  # never grows; the workbench's scaler still backs off on overflow
     else:
         o["precision.init_scale"] = float(2 ** fp16.get("initial_scale_power", 16))
         o["precision.growth_interval"] = int(fp16.get("loss_scale_window", 1000))
         if fp16.get("hysteresis", 2) != 1:
-            out.notes.append(("fp16.hysteresis", f"{fp16.get('hysteresis', 2)}: DeepSpeed backs off only after "
-                              "that many overflows in a row; the workbench's exported config uses 1 (torch's behaviour)"))
+            out.notes.append(
+                (
+                    "fp16.hysteresis",
+                    f"{fp16.get('hysteresis', 2)}: DeepSpeed backs off only after "
+                    "that many overflows in a row; the workbench's exported config uses 1 (torch's behaviour)",
+                )
+            )
 
 
 def _import_zero(zero: dict, out: DeepSpeedImport, world_size: int) -> None:
@@ -209,24 +324,41 @@ def _import_zero(zero: dict, out: DeepSpeedImport, world_size: int) -> None:
     off_par = (zero.get("offload_param") or {}).get("device", "none")
     for key, dev in (("offload_optimizer", off_opt), ("offload_param", off_par)):
         if dev == "nvme":
-            _warn(out, f"zero_optimization.{key}.device", "nvme offload is not supported by the workbench; imported as cpu")
+            _warn(
+                out,
+                f"zero_optimization.{key}.device",
+                "nvme offload is not supported by the workbench; imported as cpu",
+            )
     if off_par != "none":
         o["sharding.offload"] = "optimizer+params"
         if stage != 3:
-            _warn(out, "zero_optimization.offload_param", f"DeepSpeed offloads parameters only under ZeRO-3, not stage {stage}: "
-                  "it ignores offload_param")
+            _warn(
+                out,
+                "zero_optimization.offload_param",
+                f"DeepSpeed offloads parameters only under ZeRO-3, not stage {stage}: it ignores offload_param",
+            )
     elif off_opt != "none":
         o["sharding.offload"] = "optimizer"
     for key in sorted(set(zero) & (ZERO_KEYS - {"stage", "offload_optimizer", "offload_param"})):
-        out.notes.append((f"zero_optimization.{key}", "tuning knob RunConfig does not carry: the exported config uses "
-                          "DeepSpeed's default"))
+        out.notes.append(
+            (
+                f"zero_optimization.{key}",
+                "tuning knob RunConfig does not carry: the exported config uses DeepSpeed's default",
+            )
+        )
 
 
 def _import_unmapped(ds: dict, out: DeepSpeedImport) -> None:
     """Notes for the real DeepSpeed settings RunConfig does not carry."""
     for key in ("steps_per_print", "activation_checkpointing", "wall_clock_breakdown", "scheduler"):
         if key in ds:
-            out.notes.append((key, {"activation_checkpointing": "DeepSpeed's activation checkpointing needs models that "
-                                    "call deepspeed.checkpointing; the workbench's switch is model.gradient_checkpointing",
-                                    "scheduler": "the workbench's schedule (linear warmup, cosine decay) applies"}
-                              .get(key, "logging setting, not carried over")))
+            out.notes.append(
+                (
+                    key,
+                    {
+                        "activation_checkpointing": "DeepSpeed's activation checkpointing needs models that "
+                        "call deepspeed.checkpointing; the workbench's switch is model.gradient_checkpointing",
+                        "scheduler": "the workbench's schedule (linear warmup, cosine decay) applies",
+                    }.get(key, "logging setting, not carried over"),
+                )
+            )

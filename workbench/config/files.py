@@ -6,6 +6,7 @@ JSONL files (training and eval rows, task files, stored episodes) are read here,
 non-blank line parsed, or why it is not JSON, for a caller that reports or skips bad lines) and ``read_jsonl``
 (the values, the first bad line an error). A run's event log has its own reader (``events.reader``).
 """
+
 from __future__ import annotations
 
 import json

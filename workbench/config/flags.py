@@ -1,5 +1,6 @@
 """CLI flags generated from a configuration schema (RunConfig unless told): one ``--section.field`` per leaf,
 help from its description, values validated by the schema afterwards (so every bad flag is reported at once)."""
+
 from __future__ import annotations
 
 import argparse
@@ -19,8 +20,9 @@ def _is_plain_str(annotation: Any) -> bool:
     return [_unannotated(a) for a in members] == [str]
 
 
-def add_config_arguments(parser: argparse.ArgumentParser, model: type[Section] = RunConfig, *,
-                         dashes: bool = False) -> None:
+def add_config_arguments(
+    parser: argparse.ArgumentParser, model: type[Section] = RunConfig, *, dashes: bool = False
+) -> None:
     """Add a flag per leaf of ``model``; ``dashes`` spells ``max_batch`` as ``--max-batch``."""
     for section, section_field in model.model_fields.items():
         ann = section_field.annotation
@@ -34,14 +36,25 @@ def add_config_arguments(parser: argparse.ArgumentParser, model: type[Section] =
             name = flag.name or path
             default = field.get_default(call_default_factory=True)
             choices = typing.get_args(field.annotation) if typing.get_origin(field.annotation) is typing.Literal else ()
-            help_text = (f"{field.description or ''}{' One of: ' + ', '.join(map(str, choices)) + '.' if choices else ''}"
-                         f" ({'repeatable' if flag.repeat else f'default: {default!r}'})")
-            group.add_argument(f"--{name.replace('_', '-') if dashes else name}", dest=f"cfg:{path}",
-                               default=argparse.SUPPRESS, metavar=flag.metavar,
-                               action="append" if flag.repeat else "store", help=help_text.replace("%", "%%"))
+            help_text = (
+                f"{field.description or ''}{' One of: ' + ', '.join(map(str, choices)) + '.' if choices else ''}"
+                f" ({'repeatable' if flag.repeat else f'default: {default!r}'})"
+            )
+            group.add_argument(
+                f"--{name.replace('_', '-') if dashes else name}",
+                dest=f"cfg:{path}",
+                default=argparse.SUPPRESS,
+                metavar=flag.metavar,
+                action="append" if flag.repeat else "store",
+                help=help_text.replace("%", "%%"),
+            )
     for old in model.renamed_keys:  # taken (not listed) so that validation names the new key with the other problems
-        parser.add_argument(f"--{old.replace('_', '-') if dashes else old}", dest=f"cfg:{old}", default=argparse.SUPPRESS,
-                            help=argparse.SUPPRESS)
+        parser.add_argument(
+            f"--{old.replace('_', '-') if dashes else old}",
+            dest=f"cfg:{old}",
+            default=argparse.SUPPRESS,
+            help=argparse.SUPPRESS,
+        )
 
 
 def overrides_from_args(args: argparse.Namespace, model: type[Section] = RunConfig) -> dict[str, Any]:

@@ -1,4 +1,5 @@
 """Build a RunConfig from files, dicts and dotted overrides, reporting every problem at once."""
+
 from __future__ import annotations
 
 import copy
@@ -40,7 +41,9 @@ def _field_path(prefix: str, loc) -> str:
     return path
 
 
-def _pydantic_problems(err: ValidationError, prefix: str = "", model: type[Section] = RunConfig) -> list[tuple[str, str]]:
+def _pydantic_problems(
+    err: ValidationError, prefix: str = "", model: type[Section] = RunConfig
+) -> list[tuple[str, str]]:
     messages: dict[str, list[str]] = {}
     inputs: dict[str, str] = {}
     for e in err.errors():
@@ -48,7 +51,10 @@ def _pydantic_problems(err: ValidationError, prefix: str = "", model: type[Secti
         if e["type"] == "extra_forbidden":
             new = model.renamed_keys.get(path)
             messages.setdefault(path, []).append(
-                f"renamed: use {new}" if new else f"unknown key (check the spelling; `{model.help_command}` lists every key)")
+                f"renamed: use {new}"
+                if new
+                else f"unknown key (check the spelling; `{model.help_command}` lists every key)"
+            )
             continue
         messages.setdefault(path, []).append(e["msg"].removeprefix("Value error, "))
         if "input" in e and e["type"] != "missing" and repr(e["input"]) not in e["msg"]:
@@ -80,7 +86,7 @@ def config_from_dict(data: Mapping[str, Any], model: type[Section] = RunConfig, 
         problems = _pydantic_problems(err, model=model)
         # Sections that parsed on their own still get their cross-field checks, so one run of the
         # validator shows everything wrong rather than one layer at a time.
-        for name, field in (model.model_fields.items() if checks else ()):
+        for name, field in model.model_fields.items() if checks else ():
             ann = field.annotation
             if name in data and isinstance(ann, type) and issubclass(ann, Section):
                 try:
@@ -148,8 +154,9 @@ def read_mapping_file(path: str | Path, option: str, what: str = "a mapping of s
     return mapping_from_text(text, str(path), option, what, is_json=path.suffix == ".json")
 
 
-def mapping_from_text(text: str, source: str, option: str, what: str = "a mapping of sections", *,
-                      is_json: bool = False) -> dict:
+def mapping_from_text(
+    text: str, source: str, option: str, what: str = "a mapping of sections", *, is_json: bool = False
+) -> dict:
     """The mapping a YAML (or JSON) text holds, e.g. a notebook cell's; ``source`` names it in the ConfigError."""
     try:
         data = json.loads(text) if is_json else yaml.safe_load(text)

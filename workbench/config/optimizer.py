@@ -2,6 +2,7 @@
 betas and eps torch's defaults. One definition: the engine builds its optimizer from it
 (``engine.step.build_optimizer``), the DeepSpeed config of a run writes it (``distributed.ds_config``) and the
 DeepSpeed importer compares a file's optimizer with it (``config.deepspeed``)."""
+
 from __future__ import annotations
 
 OPTIMIZER = "AdamW"  # torch.optim.AdamW; DeepSpeed's optimizer.type

@@ -4,6 +4,7 @@ The core install (``bash scripts/setup.sh``) includes the ``export`` and ``qlora
 ``phone`` (adbutils, a real phone over ADB) stay optional. A feature whose package is missing is refused before any
 work starts, with a message naming the package and the install command, never an ImportError's traceback.
 """
+
 from __future__ import annotations
 
 import importlib.metadata

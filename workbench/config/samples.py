@@ -5,6 +5,7 @@ Paths that start with ``data_samples/`` (the config defaults, the README, the no
 against the working directory first and then against these samples, so they work from any
 directory and from a non-editable install.
 """
+
 from __future__ import annotations
 
 from importlib import resources

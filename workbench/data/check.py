@@ -17,6 +17,7 @@ only for its length; the two replies must differ.
 A row holds phone actions when ``actions`` is ``all``, or (``auto``) when it has ``meta.target_box`` or the runtime
 format, or an answer that is ``<answer>...`` or starts with ``do(`` / ``finish(``.
 """
+
 from __future__ import annotations
 
 import re
@@ -46,11 +47,15 @@ class CheckReport:
 
     def forms_line(self) -> str:
         """The rows of each form, in words; the fix for legacy rows."""
-        names = {FORMAT_NAME: "in Open-AutoGLM's runtime format", "preference": "preference pairs (prompt, chosen, "
-                 "rejected: TRL's conversational preference format; the chosen side checked as a training row)",
-                 "legacy": f"in the legacy form (meta.format "
-                 f"{LEGACY_FORMAT_NAME}: replies closed by </answer>, which the runtime cannot parse; `workbench data "
-                 "convert FILE OUT` rewrites them)", "other": "in no agent format (chat or instruction rows)"}
+        names = {
+            FORMAT_NAME: "in Open-AutoGLM's runtime format",
+            "preference": "preference pairs (prompt, chosen, "
+            "rejected: TRL's conversational preference format; the chosen side checked as a training row)",
+            "legacy": f"in the legacy form (meta.format "
+            f"{LEGACY_FORMAT_NAME}: replies closed by </answer>, which the runtime cannot parse; `workbench data "
+            "convert FILE OUT` rewrites them)",
+            "other": "in no agent format (chat or instruction rows)",
+        }
         langs = ", ".join(f"{n} lang {lang}" for lang, n in self.langs.items())
         names[FORMAT_NAME] += f" ({langs})" if langs else ""
         return "; ".join(f"{n} {names[form]}" for form, n in self.forms.items())
@@ -66,10 +71,16 @@ def _is_action_row(row: dict, messages: list[dict], mode: str) -> bool:
 
 
 def _box_problem(box) -> str | None:
-    if not (isinstance(box, list) and len(box) == 4 and all(isinstance(v, int) and not isinstance(v, bool)
-                                                             and 0 <= v <= GRID for v in box)
-            and box[0] <= box[2] and box[1] <= box[3]):
-        return f"meta.target_box must be [x1, y1, x2, y2] with integers in 0..{GRID}, x1 <= x2 and y1 <= y2 (got {box!r})"
+    if not (
+        isinstance(box, list)
+        and len(box) == 4
+        and all(isinstance(v, int) and not isinstance(v, bool) and 0 <= v <= GRID for v in box)
+        and box[0] <= box[2]
+        and box[1] <= box[3]
+    ):
+        return (
+            f"meta.target_box must be [x1, y1, x2, y2] with integers in 0..{GRID}, x1 <= x2 and y1 <= y2 (got {box!r})"
+        )
     return None
 
 
@@ -120,8 +131,16 @@ def _token_count(messages: list[dict], tok, base_dir: Path) -> int:
     return len(tokenize_messages(tok.tokenizer, messages, 1 << 62).input_ids)
 
 
-def _row_problems(row: dict, messages: list[dict], meta: dict, tokenizer, limit: int | None, actions: str,
-                  base_dir: Path, report: CheckReport) -> list[str]:
+def _row_problems(
+    row: dict,
+    messages: list[dict],
+    meta: dict,
+    tokenizer,
+    limit: int | None,
+    actions: str,
+    base_dir: Path,
+    report: CheckReport,
+) -> list[str]:
     """One training conversation's problems (a row's, or a pair's chosen side: ``row`` then holds its ``messages``):
     its images, its runtime format and actions, its tokens against ``limit``."""
     problems = _image_problems(messages, base_dir)
@@ -136,16 +155,19 @@ def _row_problems(row: dict, messages: list[dict], meta: dict, tokenizer, limit:
     return problems
 
 
-def _token_problems(messages: list[dict], tokenizer, limit: int | None, base_dir: Path,
-                    report: CheckReport) -> list[str]:
+def _token_problems(
+    messages: list[dict], tokenizer, limit: int | None, base_dir: Path, report: CheckReport
+) -> list[str]:
     try:
         count = _token_count(messages, tokenizer, base_dir)
     except ValueError as err:
         return [str(err)]
     report.longest = max(report.longest, count)
     if count > limit:
-        return [f"{count} tokens, more than the {limit}-token context: shorten the row (fewer turns, smaller "
-                "screenshots) or check against a longer context"]
+        return [
+            f"{count} tokens, more than the {limit}-token context: shorten the row (fewer turns, smaller "
+            "screenshots) or check against a longer context"
+        ]
     return []
 
 
@@ -174,8 +196,14 @@ def check_file(path: str | Path, tokenizer=None, max_length: int | None = None, 
                 problem(number, str(err))
                 continue
             meta = row.get("meta") if isinstance(row.get("meta"), dict) else {}
-            form = "preference" if pair else meta.get("format") == FORMAT_NAME and FORMAT_NAME or (
-                meta.get("format") == LEGACY_FORMAT_NAME and "legacy") or "other"
+            form = (
+                "preference"
+                if pair
+                else meta.get("format") == FORMAT_NAME
+                and FORMAT_NAME
+                or (meta.get("format") == LEGACY_FORMAT_NAME and "legacy")
+                or "other"
+            )
             report.forms[form] = report.forms.get(form, 0) + 1
             # a pair: its chosen side (the prompt and the reply to learn) is checked as a training row is; its
             # rejected side (a reply that went wrong: maybe one that does not parse) only for its length

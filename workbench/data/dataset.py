@@ -1,4 +1,5 @@
 """Load a JSONL file into tokenized examples; deterministic, resumable micro-batch stream."""
+
 from __future__ import annotations
 
 import random
@@ -33,10 +34,17 @@ class DataStats:
         return dict(self.__dict__)
 
 
-def load_training_examples(path: str | Path, tokenizer, max_length: int, fmt: str = "auto",
-                  skip_bad_rows: bool = False, system_prompt: str | None = None,
-                  processor=None, ui_tree_layouts: str = "as_recorded",
-                  seed: int = 0) -> tuple[list[TokenizedExample], DataStats]:
+def load_training_examples(
+    path: str | Path,
+    tokenizer,
+    max_length: int,
+    fmt: str = "auto",
+    skip_bad_rows: bool = False,
+    system_prompt: str | None = None,
+    processor=None,
+    ui_tree_layouts: str = "as_recorded",
+    seed: int = 0,
+) -> tuple[list[TokenizedExample], DataStats]:
     """Tokenized examples of a JSONL file. A bad row raises DataError (file:line) unless skipped and counted.
     With a vision ``processor`` (``LoadedModel.processor``) rows may hold images, read relative to the file.
     ``ui_tree_layouts="shuffled"``: ui_tree rows through ``phone.uitree.shuffled_layout``, seeded by ``seed`` and
@@ -75,17 +83,23 @@ def load_training_examples(path: str | Path, tokenizer, max_length: int, fmt: st
         raise DataError(path, err.line, err.reason) from None
     stats.examples = len(examples)
     if not examples:
-        raise DataError(path, None, f"no usable examples ({stats.rows} rows, {stats.skipped_bad} bad, "
-                        f"{stats.dropped_no_target} with no assistant tokens left after truncation to "
-                        f"data.max_length): add rows or raise data.max_length")
+        raise DataError(
+            path,
+            None,
+            f"no usable examples ({stats.rows} rows, {stats.skipped_bad} bad, "
+            f"{stats.dropped_no_target} with no assistant tokens left after truncation to "
+            f"data.max_length): add rows or raise data.max_length",
+        )
     return examples, stats
 
 
 def _encode(messages: list[dict], tokenizer, processor, max_length: int, base_dir: Path) -> TokenizedExample:
     if processor is None:
         if has_images(messages):
-            raise ValueError("the row holds images, but the model is text-only: use a vision-language model "
-                             "(e.g. tiny-glm4v, autoglm-phone-9b) or remove the images")
+            raise ValueError(
+                "the row holds images, but the model is text-only: use a vision-language model "
+                "(e.g. tiny-glm4v, autoglm-phone-9b) or remove the images"
+            )
         return tokenize_messages(tokenizer, messages, max_length)
     return encode_chat(processor, resolve_images(messages, base_dir), max_length)
 

@@ -9,6 +9,7 @@ A user message's content may be a list of OpenAI-style parts (text / image_url),
 convention): the placeholders become image_url parts, in order. Images are decoded later
 (``workbench.data.multimodal``), relative to the JSONL file.
 """
+
 from __future__ import annotations
 
 import re
@@ -48,14 +49,18 @@ def row_to_messages(row: Any, fmt: str = "auto", system_prompt: str | None = Non
         raise ValueError(f"a row is a JSON object, got {type(row).__name__}")
     kind = detect_format(row) if fmt == "auto" else fmt
     if kind == "preference":
-        raise ValueError("a preference pair (prompt, chosen, rejected) is no supervised row: train pairs with a "
-                         "preference method, or give this file's chosen side as messages")
+        raise ValueError(
+            "a preference pair (prompt, chosen, rejected) is no supervised row: train pairs with a "
+            "preference method, or give this file's chosen side as messages"
+        )
     if kind == "chat":
         messages = _chat(row)
     elif kind == "instruction":
         messages = _instruction(row)
     else:
-        raise ValueError(f"unknown row format (keys: {sorted(row)}): use 'messages' (chat) or 'instruction'/'input'/'output'")
+        raise ValueError(
+            f"unknown row format (keys: {sorted(row)}): use 'messages' (chat) or 'instruction'/'input'/'output'"
+        )
     if "images" in row:
         messages = _place_images(messages, row["images"])
     if system_prompt and messages[0]["role"] != "system":
@@ -69,9 +74,15 @@ def _place_images(messages: list[dict], images: Any) -> list[dict]:
         raise ValueError("'images' must be a list of image paths (relative to the JSONL file) or data: URLs")
     placeholders = sum(m["content"].count(IMAGE_PLACEHOLDER) for m in messages if isinstance(m["content"], str))
     if placeholders != len(images):
-        more = "more <image> placeholders than images" if placeholders > len(images) else "fewer <image> placeholders than images"
-        raise ValueError(f"{more}: {placeholders} placeholder(s) for {len(images)} image(s); put one <image> in the "
-                         "user text where each image goes")
+        more = (
+            "more <image> placeholders than images"
+            if placeholders > len(images)
+            else "fewer <image> placeholders than images"
+        )
+        raise ValueError(
+            f"{more}: {placeholders} placeholder(s) for {len(images)} image(s); put one <image> in the "
+            "user text where each image goes"
+        )
     pending = iter(images)
     out = []
     for i, m in enumerate(messages):
@@ -104,16 +115,20 @@ def _chat(row: dict) -> list[dict]:
         if role == "user":
             content = content_parts(content, f"messages[{i}].content")
         elif not isinstance(content, str):
-            raise ValueError(f"messages[{i}].content must be a string, got {type(content).__name__} (only user "
-                             "messages may hold a list of parts with images)")
+            raise ValueError(
+                f"messages[{i}].content must be a string, got {type(content).__name__} (only user "
+                "messages may hold a list of parts with images)"
+            )
         if role == "system" and i != 0:
             raise ValueError(f"messages[{i}] is a system message; only the first message may be one")
         message = {"role": role, "content": content}
         if "weight" in m:
             weight = m["weight"]
             if role != "assistant":
-                raise ValueError(f"messages[{i}].weight: only assistant messages carry a weight (0: context, "
-                                 f"1: trained); remove it from the {role} message")
+                raise ValueError(
+                    f"messages[{i}].weight: only assistant messages carry a weight (0: context, "
+                    f"1: trained); remove it from the {role} message"
+                )
             if weight not in (0, 1) or isinstance(weight, bool):
                 raise ValueError(f"messages[{i}].weight must be 0 (context, no loss) or 1 (trained), got {weight!r}")
             message["weight"] = weight
@@ -121,8 +136,10 @@ def _chat(row: dict) -> list[dict]:
     if not any(m["role"] == "assistant" and m["content"].strip() for m in out):
         raise ValueError("no assistant message with content: nothing to train on")
     if not any(m["role"] == "assistant" and trained(m) for m in out):
-        raise ValueError("every assistant message has weight 0: nothing to train on (give the answer to learn "
-                         "weight 1, or leave weight out)")
+        raise ValueError(
+            "every assistant message has weight 0: nothing to train on (give the answer to learn "
+            "weight 1, or leave weight out)"
+        )
     if out[-1]["role"] != "assistant":
         raise ValueError("the last message must be the assistant's (a trailing user turn has no answer to learn)")
     return out
@@ -137,11 +154,18 @@ def preference_sides(row: dict) -> tuple[list[dict], list[dict]]:
     sides = []
     for name in ("chosen", "rejected"):
         side = row.get(name)
-        if not (isinstance(side, list) and len(side) == 1 and isinstance(side[0], dict)
-                and side[0].get("role") == "assistant" and isinstance(side[0].get("content"), str)
-                and side[0]["content"].strip()):
-            raise ValueError(f"'{name}' must be a list of one assistant message with content, as TRL's conversational "
-                             f"preference rows: [{{\"role\": \"assistant\", \"content\": \"...\"}}]")
+        if not (
+            isinstance(side, list)
+            and len(side) == 1
+            and isinstance(side[0], dict)
+            and side[0].get("role") == "assistant"
+            and isinstance(side[0].get("content"), str)
+            and side[0]["content"].strip()
+        ):
+            raise ValueError(
+                f"'{name}' must be a list of one assistant message with content, as TRL's conversational "
+                f'preference rows: [{{"role": "assistant", "content": "..."}}]'
+            )
         messages = _chat({"messages": prompt + [{"role": "assistant", "content": side[0]["content"]}]})
         if messages[-2]["role"] != "user":
             raise ValueError("'prompt' must end with a user turn: the chosen and rejected replies answer it")

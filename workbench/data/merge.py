@@ -8,6 +8,7 @@ output's folder, so the merged file shows the same screenshots wherever it is wr
 stay). ``--repeat FILE=N`` writes that file's rows N times: a few demonstrations among thousands of rows are
 otherwise seen a handful of times in a run.
 """
+
 from __future__ import annotations
 
 import json
@@ -52,8 +53,13 @@ def moved_row(row: dict, source_dir: Path, out_dir: Path) -> dict:
                 parts = []
                 for p in m["content"]:
                     if isinstance(p, dict) and p.get("type") == "image_url" and isinstance(p.get("image_url"), dict):
-                        p = {**p, "image_url": {**p["image_url"],
-                                                "url": _moved(p["image_url"].get("url"), source_dir, out_dir)}}
+                        p = {
+                            **p,
+                            "image_url": {
+                                **p["image_url"],
+                                "url": _moved(p["image_url"].get("url"), source_dir, out_dir),
+                            },
+                        }
                     parts.append(p)
                 m = {**m, "content": parts}
             messages.append(m)

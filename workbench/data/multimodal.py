@@ -29,6 +29,7 @@ API (reading and decoding the images themselves is ``workbench.image_io``'s)
   generation prompt of a conversation, text or with images (in-process answers, the server, the ONNX runner).
   Generating the answer is ``workbench.forward.generate``'s (data does not run models).
 """
+
 from __future__ import annotations
 
 import re
@@ -54,7 +55,7 @@ def content_parts(content: Any, where: str = "content") -> str | list[dict]:
     for j, part in enumerate(content):
         at = f"{where}[{j}]"
         if not isinstance(part, dict):
-            raise ValueError(f"{at} is {type(part).__name__}, not a part object ({{\"type\": \"text\", ...}})")
+            raise ValueError(f'{at} is {type(part).__name__}, not a part object ({{"type": "text", ...}})')
         kind = part.get("type")
         if kind == "text":
             if not isinstance(part.get("text"), str):
@@ -104,17 +105,26 @@ def _image_grids(processor, images: list) -> torch.Tensor:
     return torch.tensor(grids, dtype=torch.long).reshape(-1, 3)
 
 
-def encode_chat(processor, messages: list[dict], max_length: int | None = None,
-                add_generation_prompt: bool = False, template_kwargs: dict | None = None) -> TokenizedExample:
+def encode_chat(
+    processor,
+    messages: list[dict],
+    max_length: int | None = None,
+    add_generation_prompt: bool = False,
+    template_kwargs: dict | None = None,
+) -> TokenizedExample:
     """Token ids, labels and images of ``messages`` (images already decoded by ``resolve_images``)."""
-    images = [p["image"] for m in messages if isinstance(m["content"], list) for p in m["content"] if p["type"] == "image"]
+    images = [
+        p["image"] for m in messages if isinstance(m["content"], list) for p in m["content"] if p["type"] == "image"
+    ]
     grids = _image_grids(processor, images)
     counts = [grid_token_count(grid, processor.image_processor.merge_size) for grid in grids.tolist()]
     image_token = processor.image_token
     for i, (img, n) in enumerate(zip(images, counts), start=1):
         if max_length is not None and n > max_length:
-            raise ValueError(f"image {i} ({img.width}x{img.height}) is {n} tokens alone, more than data.max_length="
-                             f"{max_length}: raise data.max_length or use smaller images")
+            raise ValueError(
+                f"image {i} ({img.width}x{img.height}) is {n} tokens alone, more than data.max_length="
+                f"{max_length}: raise data.max_length or use smaller images"
+            )
     pending = iter(counts)
 
     def image_tokens(_match) -> str:
@@ -128,20 +138,34 @@ def encode_chat(processor, messages: list[dict], max_length: int | None = None,
 
     tok = processor.tokenizer
     if add_generation_prompt:
-        text = expand(tok.apply_chat_template(messages, chat_template=processor.chat_template, tokenize=False,
-                                              add_generation_prompt=True, **(template_kwargs or {})))
+        text = expand(
+            tok.apply_chat_template(
+                messages,
+                chat_template=processor.chat_template,
+                tokenize=False,
+                add_generation_prompt=True,
+                **(template_kwargs or {}),
+            )
+        )
         ids = tok(text, add_special_tokens=False)["input_ids"]
         example = TokenizedExample(ids, [IGNORE_INDEX] * len(ids), False)
     else:
-        example = tokenize_messages(tok, messages, max_length if max_length is not None else 1 << 62,
-                                    chat_template=processor.chat_template, expand=expand)
+        example = tokenize_messages(
+            tok,
+            messages,
+            max_length if max_length is not None else 1 << 62,
+            chat_template=processor.chat_template,
+            expand=expand,
+        )
     image_token_id = processor.image_token_id
     if images:
         kept = sum(1 for t in example.input_ids if t == image_token_id)
         if kept != sum(counts):
-            raise ValueError(f"the row is longer than data.max_length={max_length} and truncation would cut its image "
-                             f"tokens ({kept} of {sum(counts)} kept, {len(images)} image(s)): raise data.max_length, "
-                             "shorten the text or use smaller images")
+            raise ValueError(
+                f"the row is longer than data.max_length={max_length} and truncation would cut its image "
+                f"tokens ({kept} of {sum(counts)} kept, {len(images)} image(s)): raise data.max_length, "
+                "shorten the text or use smaller images"
+            )
         example.vision = VisionInputs(tuple(images), grids, processor.image_processor, image_token_id)
     return example
 
@@ -151,8 +175,11 @@ def vision_batch(input_ids: torch.Tensor, visions: list[VisionInputs]) -> dict[s
     the token-type ids (1 on image tokens) that GLM-4.1V's 3D rotary positions need."""
     images = [img for v in visions for img in v.images]
     out = visions[0].image_processor(images=images, return_tensors="pt")
-    return {"pixel_values": out["pixel_values"], "image_grid_thw": out["image_grid_thw"],
-            "mm_token_type_ids": image_token_types(input_ids, visions[0].image_token_id)}
+    return {
+        "pixel_values": out["pixel_values"],
+        "image_grid_thw": out["image_grid_thw"],
+        "mm_token_type_ids": image_token_types(input_ids, visions[0].image_token_id),
+    }
 
 
 def image_token_types(input_ids: torch.Tensor, image_token_id: int) -> torch.Tensor:
@@ -165,7 +192,9 @@ def count_image_tokens(example: TokenizedExample) -> int:
     return example.vision.image_tokens if example.vision is not None else 0
 
 
-def encode_prompt(tokenizer, messages: list[dict], processor=None, template_kwargs: dict | None = None) -> TokenizedExample:
+def encode_prompt(
+    tokenizer, messages: list[dict], processor=None, template_kwargs: dict | None = None
+) -> TokenizedExample:
     """The prompt a model answers ``messages`` from: the conversation rendered up to the assistant's answer
     (generation prompt), every label ignored. Messages with images (decoded by ``resolve_images``) go through
     ``processor`` (``encode_chat``: image tokens expanded, ``vision`` set); text goes through ``tokenizer``'s chat
@@ -173,9 +202,13 @@ def encode_prompt(tokenizer, messages: list[dict], processor=None, template_kwar
     ``template_kwargs`` (e.g. ``enable_thinking``) reach the chat template."""
     if has_images(messages):
         if processor is None:
-            raise ValueError("the messages hold images, but the model is text-only (no processor): send text only, "
-                             "or use a vision-language model")
+            raise ValueError(
+                "the messages hold images, but the model is text-only (no processor): send text only, "
+                "or use a vision-language model"
+            )
         return encode_chat(processor, messages, add_generation_prompt=True, template_kwargs=template_kwargs)
-    text = tokenizer.apply_chat_template(messages, tokenize=False, add_generation_prompt=True, **(template_kwargs or {}))
+    text = tokenizer.apply_chat_template(
+        messages, tokenize=False, add_generation_prompt=True, **(template_kwargs or {})
+    )
     ids = tokenizer(text, add_special_tokens=False)["input_ids"]
     return TokenizedExample(ids, [IGNORE_INDEX] * len(ids), False)

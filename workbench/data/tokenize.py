@@ -5,6 +5,7 @@ The conversation is rendered with the tokenizer's own chat template, then cut in
 each assistant turn (prefix rendered with ``add_generation_prompt``). Each segment is tokenized on
 its own, so the boundary between prompt and answer falls exactly where generation would start.
 """
+
 from __future__ import annotations
 
 from collections.abc import Callable
@@ -28,12 +29,18 @@ class TokenizedExample:
 
 
 def _render(tokenizer, messages, add_generation_prompt: bool, chat_template: str | None) -> str:
-    return tokenizer.apply_chat_template(messages, tokenize=False, add_generation_prompt=add_generation_prompt,
-                                         chat_template=chat_template)
+    return tokenizer.apply_chat_template(
+        messages, tokenize=False, add_generation_prompt=add_generation_prompt, chat_template=chat_template
+    )
 
 
-def tokenize_messages(tokenizer, messages: list[dict], max_length: int, chat_template: str | None = None,
-                      expand: Callable[[str], str] | None = None) -> TokenizedExample:
+def tokenize_messages(
+    tokenizer,
+    messages: list[dict],
+    max_length: int,
+    chat_template: str | None = None,
+    expand: Callable[[str], str] | None = None,
+) -> TokenizedExample:
     """Token ids and labels (IGNORE_INDEX outside assistant turns and on turns of weight 0), truncated to ``max_length``.
     ``chat_template`` overrides the tokenizer's; ``expand`` rewrites each rendered segment before it is
     tokenized, in order (a vision processor expands image placeholders to the image's token count)."""
@@ -55,10 +62,12 @@ def tokenize_messages(tokenizer, messages: list[dict], max_length: int, chat_tem
         prompt_text = _render(tokenizer, messages[:i], True, chat_template)
         full_text = _render(tokenizer, messages[: i + 1], False, chat_template)
         if not prompt_text.startswith(done_text) or not full_text.startswith(prompt_text):
-            raise ValueError("the chat template does not render conversations as growing prefixes, so assistant "
-                             "tokens cannot be located; use a model whose template does")
-        add(prompt_text[len(done_text):], train=False)
-        answer = full_text[len(prompt_text):]
+            raise ValueError(
+                "the chat template does not render conversations as growing prefixes, so assistant "
+                "tokens cannot be located; use a model whose template does"
+            )
+        add(prompt_text[len(done_text) :], train=False)
+        answer = full_text[len(prompt_text) :]
         before = len(input_ids)
         train = m.get("weight", 1) != 0
         add(answer, train=train)

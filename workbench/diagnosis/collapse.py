@@ -1,4 +1,5 @@
 """Loss-scale history and the scale-collapse detector, with the likely cause and its fix."""
+
 from __future__ import annotations
 
 import re
@@ -53,12 +54,16 @@ def cause_and_fixes(mode: str, origin: dict | None, history: ScaleHistory, lr: f
     late = (history.clean_steps_before_first_skip or 0) >= 10  # overflows began after clean training
     if phase == "forward":
         ev = origin.get("evidence", {})
-        cause = (f"activations overflow {ev.get('output_dtype', mode)} in the forward pass at {module} "
-                 f"({ev.get('module_type', 'module')} output holds inf/nan from finite inputs; fp16's largest value "
-                 f"is {FP16_MAX:g}). Loss scaling cannot fix a forward overflow, so every step skips and the scale collapses")
+        cause = (
+            f"activations overflow {ev.get('output_dtype', mode)} in the forward pass at {module} "
+            f"({ev.get('module_type', 'module')} output holds inf/nan from finite inputs; fp16's largest value "
+            f"is {FP16_MAX:g}). Loss scaling cannot fix a forward overflow, so every step skips and the scale collapses"
+        )
     elif phase == "backward":
-        cause = (f"gradients overflow in the backward pass at {module} "
-                 f"(first non-finite: {origin['evidence'].get('first_nonfinite')}) even as the loss scale backs off")
+        cause = (
+            f"gradients overflow in the backward pass at {module} "
+            f"(first non-finite: {origin['evidence'].get('first_nonfinite')}) even as the loss scale backs off"
+        )
     elif phase == "loss":
         cause = "the loss itself is non-finite while every module output is finite"
     else:
@@ -67,13 +72,23 @@ def cause_and_fixes(mode: str, origin: dict | None, history: ScaleHistory, lr: f
         cause += "; the first overflow came after clean steps, as when weights grow under too high a learning rate"
     fixes = []
     if mode == "fp16":
-        fixes.append({"fix": "switch to bf16 (precision.mode=bf16): fp32's exponent range, no loss scaling needed",
-                      "override": {"precision.mode": "bf16"}})
+        fixes.append(
+            {
+                "fix": "switch to bf16 (precision.mode=bf16): fp32's exponent range, no loss scaling needed",
+                "override": {"precision.mode": "bf16"},
+            }
+        )
     if module and module != "loss":
         pattern = re.escape(module) + "$"
-        fixes.append({"fix": f"keep {module} in fp32 (precision.module_rules=[{{pattern: '{pattern}', compute: float32}}])",
-                      "override": {"precision.module_rules": [{"pattern": pattern, "compute": "float32"}]}})
-    lower = {"fix": f"lower the learning rate (schedule.learning_rate={lr / 10:g})",
-             "override": {"schedule.learning_rate": lr / 10}}
+        fixes.append(
+            {
+                "fix": f"keep {module} in fp32 (precision.module_rules=[{{pattern: '{pattern}', compute: float32}}])",
+                "override": {"precision.module_rules": [{"pattern": pattern, "compute": "float32"}]},
+            }
+        )
+    lower = {
+        "fix": f"lower the learning rate (schedule.learning_rate={lr / 10:g})",
+        "override": {"schedule.learning_rate": lr / 10},
+    }
     fixes.insert(0 if late and mode != "fp16" else len(fixes), lower)
     return cause, fixes

@@ -8,6 +8,7 @@ removed right after it, so unsampled steps pay nothing. Attention's QK^T and AV 
 modules and are not counted; they run in the dtype of the projections that feed them. Backward
 FLOPs (about twice the forward) run in the same dtypes, so the forward share is the step's share.
 """
+
 from __future__ import annotations
 
 import math
@@ -33,8 +34,11 @@ def _flops(module: torch.nn.Module, out: torch.Tensor) -> int:
 
 class CoverageSampler:
     def __init__(self, model: torch.nn.Module, fp32_cap: int = 20):
-        self.targets = [(name, m, module_group(name)) for name, m in model.named_modules()
-                        if isinstance(m, (torch.nn.Linear,) + _CONVS)]
+        self.targets = [
+            (name, m, module_group(name))
+            for name, m in model.named_modules()
+            if isinstance(m, (torch.nn.Linear,) + _CONVS)
+        ]
         self.fp32_cap = fp32_cap
         self._handles: list = []
         self._acc: dict = {}
@@ -88,7 +92,14 @@ class CoverageSampler:
         for group, by_dtype in sorted(groups.items()):
             g_total = sum(by_dtype.values())
             g_low = sum(f for d, f in by_dtype.items() if d in LOW_PRECISION)
-            report_groups[group] = {"flops": g_total, "low_precision_share": g_low / g_total if g_total else None,
-                                    "dtypes": {dtype_name(d): f for d, f in by_dtype.items()}}
-        return {"low_precision_share": low / total if total else None, "flops": total, "groups": report_groups,
-                "fp32_modules": fp32_modules}
+            report_groups[group] = {
+                "flops": g_total,
+                "low_precision_share": g_low / g_total if g_total else None,
+                "dtypes": {dtype_name(d): f for d, f in by_dtype.items()},
+            }
+        return {
+            "low_precision_share": low / total if total else None,
+            "flops": total,
+            "groups": report_groups,
+            "fp32_modules": fp32_modules,
+        }

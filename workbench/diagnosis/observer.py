@@ -1,5 +1,6 @@
 """The precision instruments as one engine observer: coverage sampling, overflow attribution and the
 loss-scale collapse diagnosis. ``observers_for(cfg)`` is what an entry point adds to a run."""
+
 from __future__ import annotations
 
 from collections import deque
@@ -58,7 +59,11 @@ class DiagnosisObserver(Observer):
     # ---- parts ---------------------------------------------------------------------------------
     def _arm_if_sampled(self, step: int) -> None:
         every = self.d.coverage_every
-        if self.coverage is not None and step <= self.cfg.schedule.max_steps and (step == self.first_step or step % every == 0):
+        if (
+            self.coverage is not None
+            and step <= self.cfg.schedule.max_steps
+            and (step == self.first_step or step % every == 0)
+        ):
             self.coverage.arm()
 
     def _attribute(self, run: RunView, step: int, outcome) -> None:
@@ -77,8 +82,7 @@ class DiagnosisObserver(Observer):
             fallback = parameter_attribution(run, outcome.nonfinite_params)
             origin = {**fallback, "evidence": {**fallback["evidence"], "replay": origin["evidence"]}}
         self.last_origin = origin
-        run.emit(OverflowOrigin(step=step, phase=origin["phase"], module=origin["module"],
-                                          evidence=origin["evidence"]))
+        run.emit(OverflowOrigin(step=step, phase=origin["phase"], module=origin["module"], evidence=origin["evidence"]))
 
     def _check_collapse(self, run: RunView, step: int) -> str | None:
         reason = collapse_reason(self.history, self.d.scale_floor, self.d.collapse_skips)
@@ -88,19 +92,32 @@ class DiagnosisObserver(Observer):
         if self.in_collapse:  # one diagnosis per episode
             return None
         self.in_collapse = True
-        cause, fixes = cause_and_fixes(run.precision.mode, self.last_origin, self.history,
-                                       run.cfg.schedule.learning_rate)  # as the engine resolved it
+        cause, fixes = cause_and_fixes(
+            run.precision.mode, self.last_origin, self.history, run.cfg.schedule.learning_rate
+        )  # as the engine resolved it
         module = self.last_origin.get("module") if self.last_origin else None
         stop = self.d.stop_on_collapse
         event = Diagnosis(
-            step=step, kind="scale_collapse", cause=cause, fix="; or ".join(f["fix"] for f in fixes), module=module,
-            evidence={"trigger": reason, "mode": run.precision.mode, "skips_in_window": self.history.skips,
-                      "window": len(self.history.recent), "scale": self.history.scale, "scale_floor": self.d.scale_floor,
-                      "scale_history": list(self.history.changes),
-                      "recent": [list(r) for r in self.history.recent],
-                      "clean_steps_before_first_skip": self.history.clean_steps_before_first_skip,
-                      "origin": self.last_origin, "fixes": fixes},
-            stopping=stop)
+            step=step,
+            kind="scale_collapse",
+            cause=cause,
+            fix="; or ".join(f["fix"] for f in fixes),
+            module=module,
+            evidence={
+                "trigger": reason,
+                "mode": run.precision.mode,
+                "skips_in_window": self.history.skips,
+                "window": len(self.history.recent),
+                "scale": self.history.scale,
+                "scale_floor": self.d.scale_floor,
+                "scale_history": list(self.history.changes),
+                "recent": [list(r) for r in self.history.recent],
+                "clean_steps_before_first_skip": self.history.clean_steps_before_first_skip,
+                "origin": self.last_origin,
+                "fixes": fixes,
+            },
+            stopping=stop,
+        )
         self.diagnoses.append(event)
         run.emit(event)
         if stop:

@@ -20,6 +20,7 @@ the step used. The global RNG is restored afterwards and the replay's gradients 
 training trajectory is the same as without diagnosis. Under multi-process training a replay would
 need every rank's collectives; there the attribution falls back to the parameter gradients.
 """
+
 from __future__ import annotations
 
 import math
@@ -69,7 +70,9 @@ class BatchCapture:
         # every input the forward took (a vision batch's pixel values and grids too), for an exact replay
         inputs = {k: v for k, v in kwargs.items() if isinstance(v, torch.Tensor)}
         inputs.setdefault("input_ids", ids)
-        self.window.append({"input_ids": ids, "attention_mask": kwargs.get("attention_mask"), "inputs": inputs, "rng": rng})
+        self.window.append(
+            {"input_ids": ids, "attention_mask": kwargs.get("attention_mask"), "inputs": inputs, "rng": rng}
+        )
         return None
 
     def reset(self) -> None:
@@ -104,23 +107,30 @@ class _Tracer:
                     bad = next(t for t in outs if not torch.isfinite(t).all())
                     finite_in = [t.detach().abs().max().item() for t in inputs if t.numel()]
                     self.forward_origin = {
-                        "module": name, "module_type": type(module).__name__, "output_dtype": dtype_name(bad.dtype),
-                        "output_inf": int(torch.isinf(bad).sum()), "output_nan": int(torch.isnan(bad).sum()),
-                        "input_abs_max": max(finite_in) if finite_in else None}
+                        "module": name,
+                        "module_type": type(module).__name__,
+                        "output_dtype": dtype_name(bad.dtype),
+                        "output_inf": int(torch.isinf(bad).sum()),
+                        "output_nan": int(torch.isnan(bad).sum()),
+                        "input_abs_max": max(finite_in) if finite_in else None,
+                    }
             if torch.is_grad_enabled():
                 for t in outs:
                     if t.requires_grad:
                         t.register_hook(self._grad_hook(name))
+
         return hook
 
     def _grad_hook(self, name: str):
         def hook(grad):
             self.backward_events.append((name, "output_grad", bool(torch.isfinite(grad).all())))
+
         return hook
 
     def _param_hook(self, module: str):
         def hook(p):
             self.backward_events.append((module, "param_grad", bool(torch.isfinite(p.grad).all())))
+
         return hook
 
     def backward_origin(self) -> dict | None:
@@ -131,10 +141,18 @@ class _Tracer:
                     last_finite = name
                 continue
             if kind == "param_grad":
-                return {"module": name, "first_nonfinite": f"gradient of {short_name(name)}'s trained parameters",
-                        "last_finite_output_grad": short_name(last_finite) if last_finite else None, "event_index": i}
-            return {"module": last_finite or "loss", "first_nonfinite": f"gradient w.r.t. {short_name(name)}'s output",
-                    "last_finite_output_grad": short_name(last_finite) if last_finite else None, "event_index": i}
+                return {
+                    "module": name,
+                    "first_nonfinite": f"gradient of {short_name(name)}'s trained parameters",
+                    "last_finite_output_grad": short_name(last_finite) if last_finite else None,
+                    "event_index": i,
+                }
+            return {
+                "module": last_finite or "loss",
+                "first_nonfinite": f"gradient w.r.t. {short_name(name)}'s output",
+                "last_finite_output_grad": short_name(last_finite) if last_finite else None,
+                "event_index": i,
+            }
         return None
 
     def remove(self) -> None:
@@ -161,7 +179,7 @@ class LabelIndex:
             rows.append(ex.labels if ex is not None else row[:n])
         labels = torch.full((len(rows), ids.shape[1]), IGNORE_INDEX, dtype=torch.long)
         for i, r in enumerate(rows):
-            labels[i, :len(r)] = torch.tensor(r)
+            labels[i, : len(r)] = torch.tensor(r)
         return labels.to(ids.device)
 
 
@@ -185,28 +203,56 @@ def replay_attribution(run, labels_for: LabelIndex, window: list[dict], scale: f
     try:
         for k, (mb, lb) in enumerate(zip(window, labels)):
             _set_rng(mb["rng"], device)
-            loss = batch_loss_sum(model, {**mb["inputs"], "labels": lb}, run.precision.autocast,
-                                  run.cfg.memory)  # training's forward
+            loss = batch_loss_sum(
+                model, {**mb["inputs"], "labels": lb}, run.precision.autocast, run.cfg.memory
+            )  # training's forward
             if tracer.forward_origin is not None:
                 origin = tracer.forward_origin
-                return {"phase": "forward", "module": display_name(origin["module"]),
-                        "evidence": {**origin, "module": short_name(origin["module"]), "micro_batch": k,
-                                     "loss": float(loss.detach())}}
+                return {
+                    "phase": "forward",
+                    "module": display_name(origin["module"]),
+                    "evidence": {
+                        **origin,
+                        "module": short_name(origin["module"]),
+                        "micro_batch": k,
+                        "loss": float(loss.detach()),
+                    },
+                }
             if not math.isfinite(float(loss.detach())):
-                return {"phase": "loss", "module": None,
-                        "evidence": {"micro_batch": k, "loss": float(loss.detach()),
-                                     "note": "every module output was finite; the loss itself is not"}}
+                return {
+                    "phase": "loss",
+                    "module": None,
+                    "evidence": {
+                        "micro_batch": k,
+                        "loss": float(loss.detach()),
+                        "note": "every module output was finite; the loss itself is not",
+                    },
+                }
             scaled = loss / divisor * (scale if scale is not None else 1.0)
             scaled.backward()
             origin = tracer.backward_origin()
             if origin is not None:
                 module = origin["module"]
-                return {"phase": "backward", "module": display_name(module) if module != "loss" else "loss",
-                        "evidence": {**origin, "module": short_name(module), "micro_batch": k, "scale": scale,
-                                     "loss": float(loss.detach())}}
-        return {"phase": "not_reproduced", "module": None,
-                "evidence": {"micro_batches": len(window), "scale": scale,
-                             "note": "no single micro-batch overflowed on replay (the accumulated sum may have)"}}
+                return {
+                    "phase": "backward",
+                    "module": display_name(module) if module != "loss" else "loss",
+                    "evidence": {
+                        **origin,
+                        "module": short_name(module),
+                        "micro_batch": k,
+                        "scale": scale,
+                        "loss": float(loss.detach()),
+                    },
+                }
+        return {
+            "phase": "not_reproduced",
+            "module": None,
+            "evidence": {
+                "micro_batches": len(window),
+                "scale": scale,
+                "note": "no single micro-batch overflowed on replay (the accumulated sum may have)",
+            },
+        }
     finally:
         tracer.remove()
         run.zero_grad()
@@ -221,5 +267,8 @@ def parameter_attribution(run, nonfinite_params: list[str]) -> dict:
     if not known:
         return {"phase": "parameter_grads", "module": None, "evidence": {"nonfinite_params": nonfinite_params[:10]}}
     name = known[-1][1]
-    return {"phase": "parameter_grads", "module": display_name(name.rsplit(".", 1)[0]),
-            "evidence": {"parameter": short_name(name), "nonfinite_params": len(nonfinite_params)}}
+    return {
+        "phase": "parameter_grads",
+        "module": display_name(name.rsplit(".", 1)[0]),
+        "evidence": {"parameter": short_name(name), "nonfinite_params": len(nonfinite_params)},
+    }

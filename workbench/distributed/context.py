@@ -3,6 +3,7 @@
 A one-process run gets a context whose collectives are identities, so the engine's loop reads the
 same for every strategy.
 """
+
 from __future__ import annotations
 
 import contextlib
@@ -97,15 +98,28 @@ def init_distributed(sharding, device_type: str) -> DistContext:
         return DistContext()
     backend = sharding.backend if sharding.backend != "auto" else ("nccl" if device_type == "cuda" else "gloo")
     if sharding.world_size > 1 and ("RANK" not in os.environ or os.environ.get(WORLD_OF_ONE_ENV) == "1"):
-        warnings.warn(f"sharding asks for {sharding.world_size} processes (nproc_per_node x nnodes), but this process "
-                      "is not one of torchrun's: it trains as a world of one, on 1/"
-                      f"{sharding.world_size} of the rows a step. launch(cfg) or `workbench train` starts the ranks.",
-                      stacklevel=2)
+        warnings.warn(
+            f"sharding asks for {sharding.world_size} processes (nproc_per_node x nnodes), but this process "
+            "is not one of torchrun's: it trains as a world of one, on 1/"
+            f"{sharding.world_size} of the rows a step. launch(cfg) or `workbench train` starts the ranks.",
+            stacklevel=2,
+        )
     if "RANK" not in os.environ:
-        os.environ.update(RANK="0", LOCAL_RANK="0", WORLD_SIZE="1", LOCAL_WORLD_SIZE="1",
-                          MASTER_ADDR="127.0.0.1", MASTER_PORT=str(free_port()), **{WORLD_OF_ONE_ENV: "1"})
-    ctx = DistContext(rank=int(os.environ["RANK"]), world_size=int(os.environ["WORLD_SIZE"]),
-                      local_rank=int(os.environ.get("LOCAL_RANK", 0)), backend=backend)
+        os.environ.update(
+            RANK="0",
+            LOCAL_RANK="0",
+            WORLD_SIZE="1",
+            LOCAL_WORLD_SIZE="1",
+            MASTER_ADDR="127.0.0.1",
+            MASTER_PORT=str(free_port()),
+            **{WORLD_OF_ONE_ENV: "1"},
+        )
+    ctx = DistContext(
+        rank=int(os.environ["RANK"]),
+        world_size=int(os.environ["WORLD_SIZE"]),
+        local_rank=int(os.environ.get("LOCAL_RANK", 0)),
+        backend=backend,
+    )
     if not torch.distributed.is_initialized():
         # A dead peer surfaces as a connection error long before this; the timeout only bounds true hangs.
         torch.distributed.init_process_group(backend, timeout=timedelta(minutes=10))

@@ -4,6 +4,7 @@
 can take it to their own DeepSpeed scripts). Reading a DeepSpeed JSON into RunConfig settings is
 ``config.deepspeed_import``'s.
 """
+
 from __future__ import annotations
 
 import math
@@ -27,16 +28,29 @@ def to_deepspeed_config(cfg, precision, world_size: int | None = None) -> dict:
         "gradient_accumulation_steps": s.grad_accum_steps,
         "gradient_clipping": p.max_grad_norm or 0.0,
         "optimizer": {"type": OPTIMIZER, "params": _json_settings(s, resolved_learning_rate(cfg, precision))},
-        "scheduler": {"type": "WarmupCosineLR", "params": {
-            "total_num_steps": s.max_steps, "warmup_num_steps": s.resolved_warmup_steps, "warmup_type": "linear",
-            "warmup_min_ratio": 0.0, "cos_min_ratio": s.min_lr_ratio}},
+        "scheduler": {
+            "type": "WarmupCosineLR",
+            "params": {
+                "total_num_steps": s.max_steps,
+                "warmup_num_steps": s.resolved_warmup_steps,
+                "warmup_type": "linear",
+                "warmup_min_ratio": 0.0,
+                "cos_min_ratio": s.min_lr_ratio,
+            },
+        },
         "zero_optimization": {"stage": sh.deepspeed_stage if sh.strategy == "deepspeed" else 0},
         "steps_per_print": max(s.max_steps, 1),
     }
     if mode == "fp16":
         power = math.log2(p.init_scale)
-        out["fp16"] = {"enabled": True, "loss_scale": 0, "initial_scale_power": int(round(power)),
-                       "loss_scale_window": p.growth_interval, "hysteresis": 1, "min_loss_scale": 1}
+        out["fp16"] = {
+            "enabled": True,
+            "loss_scale": 0,
+            "initial_scale_power": int(round(power)),
+            "loss_scale_window": p.growth_interval,
+            "hysteresis": 1,
+            "min_loss_scale": 1,
+        }
     elif mode in ("bf16", "pure-bf16"):
         out["bf16"] = {"enabled": True}
     # fp32: neither section, DeepSpeed trains in fp32
@@ -59,9 +73,13 @@ def export_notes(cfg) -> list[str]:
     notes = []
     if p.mode == "fp16":
         if math.log2(p.init_scale) != round(math.log2(p.init_scale)):
-            notes.append(f"precision.init_scale={p.init_scale} is not a power of 2; DeepSpeed starts at 2^initial_scale_power")
+            notes.append(
+                f"precision.init_scale={p.init_scale} is not a power of 2; DeepSpeed starts at 2^initial_scale_power"
+            )
         if p.growth_factor != 2.0 or p.backoff_factor != 0.5:
-            notes.append("DeepSpeed's dynamic loss scaler always doubles and halves; growth_factor/backoff_factor differ")
+            notes.append(
+                "DeepSpeed's dynamic loss scaler always doubles and halves; growth_factor/backoff_factor differ"
+            )
     return notes
 
 

@@ -6,6 +6,7 @@ terminates them. Each rank that can still run Python records its error and how i
 with torchrun's exit codes and signals and names the first *own* failure as the cause: an
 exception or a kill beats "lost a peer", which beats "terminated by the launcher".
 """
+
 from __future__ import annotations
 
 import json
@@ -20,8 +21,17 @@ from ..runs.layout import EVENTS_FILE
 
 FAILURES_DIR = "failures"
 # Messages a rank sees when a *peer* vanished (gloo, NCCL, torch's store): symptoms, not causes.
-PEER_LOST = ("connection closed by peer", "connection reset by peer", "broken pipe", "communicator was aborted",
-             "socket timeout", "read error", "connection refused", "timed out", "nccl error")
+PEER_LOST = (
+    "connection closed by peer",
+    "connection reset by peer",
+    "broken pipe",
+    "communicator was aborted",
+    "socket timeout",
+    "read error",
+    "connection refused",
+    "timed out",
+    "nccl error",
+)
 _PRIORITY = {"error": 0, "killed": 0, "exited": 0, "peer": 1, "terminated": 2}
 
 
@@ -32,22 +42,44 @@ def classify(err: BaseException) -> str:
     import torch.distributed as dist
 
     text = f"{type(err).__name__}: {err}".lower()
-    comm_types = tuple(t for t in (getattr(dist, "DistBackendError", None), getattr(dist, "DistNetworkError", None),
-                                   getattr(dist, "DistStoreError", None)) if t is not None)
+    comm_types = tuple(
+        t
+        for t in (
+            getattr(dist, "DistBackendError", None),
+            getattr(dist, "DistNetworkError", None),
+            getattr(dist, "DistStoreError", None),
+        )
+        if t is not None
+    )
     if isinstance(err, comm_types) or (isinstance(err, RuntimeError) and any(p in text for p in PEER_LOST)):
         return "peer"
     return "error"
 
 
-def record_failure(run_dir: Path, rank: int, step: int, err: BaseException, checkpoint: Path | None = None,
-                   checkpoint_error: str | None = None) -> None:
+def record_failure(
+    run_dir: Path,
+    rank: int,
+    step: int,
+    err: BaseException,
+    checkpoint: Path | None = None,
+    checkpoint_error: str | None = None,
+) -> None:
     """``checkpoint``: the emergency checkpoint this rank saved (or the newest one holding its step);
     ``checkpoint_error``: why saving the emergency checkpoint failed."""
     folder = Path(run_dir) / FAILURES_DIR
     folder.mkdir(parents=True, exist_ok=True)
-    record = {"rank": rank, "step": step, "time": time.time(), "cause": classify(err), "error_type": type(err).__name__,
-              "error": str(err) or type(err).__name__, "traceback": traceback.format_exc(limit=20), "pid": os.getpid(),
-              "checkpoint": str(checkpoint) if checkpoint else None, "checkpoint_error": checkpoint_error}
+    record = {
+        "rank": rank,
+        "step": step,
+        "time": time.time(),
+        "cause": classify(err),
+        "error_type": type(err).__name__,
+        "error": str(err) or type(err).__name__,
+        "traceback": traceback.format_exc(limit=20),
+        "pid": os.getpid(),
+        "checkpoint": str(checkpoint) if checkpoint else None,
+        "checkpoint_error": checkpoint_error,
+    }
     tmp = folder / f".rank-{rank}.json.tmp"
     tmp.write_text(json.dumps(record) + "\n")
     tmp.rename(folder / f"rank-{rank}.json")
@@ -95,8 +127,12 @@ def failure_event(run_dir: Path, process_failures: dict | None = None) -> RunFai
             cause, when = ("killed" if sig else "exited"), (pf.timestamp if pf is not None else time.time())
         candidates.append((_PRIORITY[cause], when, rank, cause, rec, pf, sig))
     if not candidates:
-        return RunFailed(step=_last_step(run_dir), error="the distributed run failed but no rank reported why "
-                         "(see worker.log)", error_type="RunFailed", rank=-1)
+        return RunFailed(
+            step=_last_step(run_dir),
+            error="the distributed run failed but no rank reported why (see worker.log)",
+            error_type="RunFailed",
+            rank=-1,
+        )
     candidates.sort(key=lambda c: c[:3])
     _, _, rank, cause, rec, pf, sig = candidates[0]
     where = f"rank {rank}" + (f" (local rank {pf.local_rank}, pid {pf.pid})" if pf is not None else "")
@@ -118,5 +154,12 @@ def failure_event(run_dir: Path, process_failures: dict | None = None) -> RunFai
         error += " | then " + ", ".join(others)
     saved = next((r["checkpoint"] for r in records.values() if r.get("checkpoint")), None)  # rank 0's, if any
     saving = next((r["checkpoint_error"] for r in records.values() if r.get("checkpoint_error")), None)
-    return RunFailed(step=step, error=error, error_type=error_type, traceback=tb, rank=rank, checkpoint=saved,
-                     checkpoint_error=saving)
+    return RunFailed(
+        step=step,
+        error=error,
+        error_type=error_type,
+        traceback=tb,
+        rank=rank,
+        checkpoint=saved,
+        checkpoint_error=saving,
+    )

@@ -8,6 +8,7 @@ worker module (``workbench.training``): a layer below it, this module does not.
 torchrun tears the job down when any rank fails; this wrapper then writes the one ``run_failed``
 event naming the rank that failed first and how.
 """
+
 from __future__ import annotations
 
 import os
@@ -29,8 +30,14 @@ def torchrun_args(sharding, worker: str, run_dir: str | Path) -> list[str]:
     if sh.nnodes == 1 and sh.master_port is None:
         args.append("--standalone")  # rendezvous on a free local port: several runs may share a machine
     else:
-        args += ["--node_rank", str(sh.node_rank), "--master_addr", sh.master_addr,
-                 "--master_port", str(sh.master_port or DEFAULT_MULTINODE_PORT)]
+        args += [
+            "--node_rank",
+            str(sh.node_rank),
+            "--master_addr",
+            sh.master_addr,
+            "--master_port",
+            str(sh.master_port or DEFAULT_MULTINODE_PORT),
+        ]
     return args + ["-m", worker, str(run_dir)]
 
 
@@ -58,8 +65,9 @@ def main(argv: list[str] | None = None) -> int:
         if event.rank == -1:
             from ..events import RunFailed
 
-            event = RunFailed(step=event.step, error=f"launcher: {type(err).__name__}: {err}",
-                              error_type=type(err).__name__, rank=-1)
+            event = RunFailed(
+                step=event.step, error=f"launcher: {type(err).__name__}: {err}", error_type=type(err).__name__, rank=-1
+            )
     else:
         return 0
     writer = EventWriter(run_dir / EVENTS_FILE, rank=event.rank)

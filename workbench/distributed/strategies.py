@@ -9,6 +9,7 @@ clip -> step -> update), the one place that logic lives; FSDP only swaps in torc
 scaler. DeepSpeed owns scaling, clipping and stepping itself; its figures are read back into the
 same ``StepOutcome``.
 """
+
 from __future__ import annotations
 
 import contextlib
@@ -86,9 +87,13 @@ class Strategy:
             from safetensors.torch import save_file
 
             save_file(trainable_state(self.module), str(directory / TRAINABLE_FILE))
-            torch.save({"optimizer": self.optimizer.state_dict(),
-                        "scaler": self.scaler.state_dict() if self.scaler is not None else None},
-                       directory / OPTIMIZER_FILE)
+            torch.save(
+                {
+                    "optimizer": self.optimizer.state_dict(),
+                    "scaler": self.scaler.state_dict() if self.scaler is not None else None,
+                },
+                directory / OPTIMIZER_FILE,
+            )
 
     def load_state(self, directory: Path) -> None:
         load_trainable_weights(directory, self.module)
@@ -138,7 +143,11 @@ class FSDPStrategy(Strategy):
         sh = self.cfg.sharding
         low = self.precision.autocast_dtype
         # Gather parameters in the compute dtype; reduce gradients in fp32 so shards stay exact master grads.
-        mp = MixedPrecisionPolicy(param_dtype=low, reduce_dtype=torch.float32) if low is not None else MixedPrecisionPolicy()
+        mp = (
+            MixedPrecisionPolicy(param_dtype=low, reduce_dtype=torch.float32)
+            if low is not None
+            else MixedPrecisionPolicy()
+        )
         offload = CPUOffloadPolicy() if sh.offload == "optimizer+params" else OffloadPolicy()
         kw = dict(reshard_after_forward=sh.fsdp_stage == "zero3", mp_policy=mp, offload_policy=offload)
         # Modules a precision rule keeps in fp32 get units of their own that gather their own dtype:
@@ -185,8 +194,13 @@ class FSDPStrategy(Strategy):
 
         state = self._state_dicts()
         dcp.load(state, checkpoint_id=str(directory / "dcp"))
-        set_state_dict(self.model, self.optimizer, model_state_dict=state["model"], optim_state_dict=state["optim"],
-                       options=StateDictOptions(strict=False))
+        set_state_dict(
+            self.model,
+            self.optimizer,
+            model_state_dict=state["model"],
+            optim_state_dict=state["optim"],
+            options=StateDictOptions(strict=False),
+        )
         if self.scaler is not None and (directory / "scaler.pt").is_file():
             self.scaler.load_state_dict(torch.load(directory / "scaler.pt", weights_only=False))
 
@@ -212,14 +226,17 @@ class DeepSpeedStrategy(Strategy):
 
         self.module = model
         self.named_trainable = [(n, p) for n, p in model.named_parameters() if p.requires_grad]
-        self.optimizer = make_optimizer([p for _, p in self.named_trainable])  # DeepSpeed wraps it; LR schedule acts on it
+        self.optimizer = make_optimizer(
+            [p for _, p in self.named_trainable]
+        )  # DeepSpeed wraps it; LR schedule acts on it
         self.ds_config = engine_deepspeed_config(self.cfg, self.precision, self.ctx.world_size)
         if self.device.type == "cpu":
             # DeepSpeed's CPU shared-memory collectives are a JIT-compiled C++ op (minutes of compiling, and a
             # compiler) that only speeds up large CPU reductions; plain gloo is what the other strategies use.
             deepspeed.ops.__compatible_ops__["deepspeed_shm_comm"] = False
         self.model, self.ds_optimizer, _, _ = deepspeed.initialize(
-            model=model, optimizer=self.optimizer, config=self.ds_config, dist_init_required=False)
+            model=model, optimizer=self.optimizer, config=self.ds_config, dist_init_required=False
+        )
         self.scaler = None
 
     def backward(self, loss):
@@ -244,12 +261,12 @@ class DeepSpeedStrategy(Strategy):
         return state
 
     def save_state(self, directory: Path) -> None:
-        self.model.save_checkpoint(str(directory), tag="deepspeed", save_latest=False,
-                                   exclude_frozen_parameters=True)
+        self.model.save_checkpoint(str(directory), tag="deepspeed", save_latest=False, exclude_frozen_parameters=True)
 
     def load_state(self, directory: Path) -> None:
-        path, _ = self.model.load_checkpoint(str(directory), tag="deepspeed", load_module_strict=False,
-                                             load_lr_scheduler_states=False)
+        path, _ = self.model.load_checkpoint(
+            str(directory), tag="deepspeed", load_module_strict=False, load_lr_scheduler_states=False
+        )
         if path is None:
             raise FileNotFoundError(f"{directory} holds no DeepSpeed checkpoint (tag 'deepspeed')")
 

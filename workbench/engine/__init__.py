@@ -2,6 +2,7 @@
 
 ``run_engine`` is the bare loop (observers passed in); ``workbench.train`` composes it with the instruments a
 config asks for, and ``workbench.launch`` starts it in a worker process (``workbench.training``)."""
+
 from .census import parameter_census
 from .run import RunResult, run_engine
 

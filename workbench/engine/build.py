@@ -8,6 +8,7 @@ and only then does the strategy wrap it and create the optimizer, so the rules' 
 trained and (under FSDP / ZeRO-3) sharded parameters alike, and the planner, which counts the same
 steps, predicts what is built.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -35,8 +36,9 @@ def build_model(cfg: RunConfig, precision: PrecisionPolicy, device: torch.device
     # the base every later path rebuilds the run's model on
     loaded = build_run_model(cfg, precision.base_dtype, compute_dtype=precision.compute_dtype, device=device)
     model = apply_lora(loaded, cfg.lora, precision.trainable_dtype)
-    rules = apply_module_rules(model, resolve_rules(cfg.precision, loaded.family, precision.mode), precision.device_type,
-                               cfg.sharding.strategy)
+    rules = apply_module_rules(
+        model, resolve_rules(cfg.precision, loaded.family, precision.mode), precision.device_type, cfg.sharding.strategy
+    )
     if cfg.quantization.qat:
         prepare_qat_for_run(model, cfg.quantization.qat)
     if cfg.model.gradient_checkpointing:

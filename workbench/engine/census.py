@@ -3,6 +3,7 @@
 A quantized base's weights (``quantization.base``) are their own dtypes, nf4 and int8, beside float32/bfloat16/float16:
 counted by the elements they compute with and their bytes with the quantization constants
 (``models.quantize.stored_bytes``), so the rows are what the planner predicts (``plan``) to the byte."""
+
 from __future__ import annotations
 
 from collections import defaultdict
@@ -39,8 +40,10 @@ def parameter_census(model: torch.nn.Module) -> tuple[list[dict], dict]:
             key = (module_group(name), dtype_name(p.dtype), bool(p.requires_grad), quantized)
             acc[key][0] += p.numel()
             acc[key][1] += _stored_bytes(p) if quantized not in ("", "fake-quant") else p.numel() * p.element_size()
-    rows = [{"group": g, "dtype": d, "trainable": t, "quantized": q, "count": c, "bytes": b}
-            for (g, d, t, q), (c, b) in sorted(acc.items())]
+    rows = [
+        {"group": g, "dtype": d, "trainable": t, "quantized": q, "count": c, "bytes": b}
+        for (g, d, t, q), (c, b) in sorted(acc.items())
+    ]
     totals: dict = defaultdict(int)
     for r in rows:
         totals[r["dtype"]] += r["count"]

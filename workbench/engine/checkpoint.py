@@ -3,6 +3,7 @@
 Written to a temporary directory and renamed into place, so a crash mid-save never leaves a
 checkpoint that looks complete but is not.
 """
+
 from __future__ import annotations
 
 import json
@@ -56,8 +57,15 @@ def set_rng_state(state: dict) -> None:
         np.random.set_state(state["numpy"])
 
 
-def save_checkpoint(ckpt_root: Path, state: TrainState, strategy, scheduler, keep_last: int,
-                    rng: dict | None = None, alone: bool = False) -> Path:
+def save_checkpoint(
+    ckpt_root: Path,
+    state: TrainState,
+    strategy,
+    scheduler,
+    keep_last: int,
+    rng: dict | None = None,
+    alone: bool = False,
+) -> Path:
     """Save the run at ``state.step`` through ``strategy``; every rank calls it. ``rng``: this rank's
     generators to resume with (default: now). ``alone``: rank 0 saves without its peers (an emergency
     save after a failure; only for strategies that ``can_save_alone``), with rank 0's RNG only."""
@@ -94,15 +102,19 @@ def load_checkpoint(path: Path, strategy, scheduler) -> TrainState:
     meta_file = path / SHARDING_FILE
     meta = json.loads(meta_file.read_text()) if meta_file.is_file() else {"strategy": "none", "world_size": 1}
     if meta["strategy"] != strategy.name:
-        raise ValueError(f"{path} was written by strategy {meta['strategy']}, this run uses {strategy.name}: resume "
-                         "with the same strategy")
+        raise ValueError(
+            f"{path} was written by strategy {meta['strategy']}, this run uses {strategy.name}: resume "
+            "with the same strategy"
+        )
     if meta["world_size"] != ctx.world_size and not strategy.can_reshard:
         from ..distributed.strategies import STRATEGIES
 
         resharding = ", ".join(name for name, kind in STRATEGIES.items() if kind.can_reshard)
-        raise ValueError(f"{path} was written by {meta['world_size']} ranks, this run has {ctx.world_size}: "
-                         f"{strategy.name} checkpoints do not reshard to another world size (only {resharding} "
-                         "checkpoints do): resume with the same number of processes")
+        raise ValueError(
+            f"{path} was written by {meta['world_size']} ranks, this run has {ctx.world_size}: "
+            f"{strategy.name} checkpoints do not reshard to another world size (only {resharding} "
+            "checkpoints do): resume with the same number of processes"
+        )
     strategy.load_state(path)
     training = torch.load(path / TRAINING_FILE, weights_only=False)
     scheduler.load_state_dict(training["scheduler"])

@@ -1,4 +1,5 @@
 """The library versions a run records (``run_started``'s ``versions``); its hardware is ``workbench.hardware``'s."""
+
 from __future__ import annotations
 
 import sys
@@ -12,5 +13,10 @@ def versions() -> dict:
     import peft
     import transformers
 
-    return {"workbench": __version__, "python": sys.version.split()[0], "torch": torch.__version__,
-            "transformers": transformers.__version__, "peft": peft.__version__}
+    return {
+        "workbench": __version__,
+        "python": sys.version.split()[0],
+        "torch": torch.__version__,
+        "transformers": transformers.__version__,
+        "peft": peft.__version__,
+    }

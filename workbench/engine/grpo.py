@@ -9,6 +9,7 @@ micro-batches, ``micro_batch_size`` prompts (this rank's slice of the data strea
 log-probability kept as the sampler computed it. The trainer's forward recomputes those log-probabilities (same
 weights, full sequence, gradients on); the arithmetic is ``engine.grpo_loss``, the divisor the SFT one.
 """
+
 from __future__ import annotations
 
 import math
@@ -93,11 +94,22 @@ class _Window:
         """This window restricted to the groups ``keep`` (their advantages are within-group: unchanged)."""
         rows = [g * group_size + j for g in keep for j in range(group_size)]
         pick = lambda values: None if values is None else [values[i] for i in rows]  # noqa: E731
-        scored = ScoredCompletions({n: pick(v) for n, v in self.scored.rewards.items()}, pick(self.scored.parsed),
-                                   pick(self.scored.successes), pick(self.scored.step_advantages), self.scored.anchors)
+        scored = ScoredCompletions(
+            {n: pick(v) for n, v in self.scored.rewards.items()},
+            pick(self.scored.parsed),
+            pick(self.scored.successes),
+            pick(self.scored.step_advantages),
+            self.scored.anchors,
+        )
         idx = torch.tensor(rows, dtype=torch.long)
-        return _Window(self.rollouts.rows(rows), [self.prompts[i] for i in rows], scored, self.total[idx],
-                       self.advantages[idx], pick(self.replayed))
+        return _Window(
+            self.rollouts.rows(rows),
+            [self.prompts[i] for i in rows],
+            scored,
+            self.total[idx],
+            self.advantages[idx],
+            pick(self.replayed),
+        )
 
     def sampler_logprobs(self, logp: torch.Tensor) -> torch.Tensor:
         """The log-probabilities the old policy gave the completions: the sampler's, and for a replayed row the
@@ -133,24 +145,42 @@ class GrpoStep:
         if self.cfg.rl.rollout_engine == "vllm":
             from .vllm_rollouts import VllmRollouts
 
-            self.vllm = VllmRollouts(self.cfg, trainee.precision, trainee.tokenizer,
-                                     model_stop_token_ids(trainee.module, trainee.tokenizer), trainee.device)
+            self.vllm = VllmRollouts(
+                self.cfg,
+                trainee.precision,
+                trainee.tokenizer,
+                model_stop_token_ids(trainee.module, trainee.tokenizer),
+                trainee.device,
+            )
 
         self.pool = getattr(scorer, "pool", None)  # rl.pool: the scorer's task pool draws the prompts
         self.step = 0
 
     @classmethod
-    def for_run(cls, cfg: RunConfig, trainee: Trainee, examples: Sequence,
-                scorer: RolloutScorer | None) -> GrpoStep:
+    def for_run(cls, cfg: RunConfig, trainee: Trainee, examples: Sequence, scorer: RolloutScorer | None) -> GrpoStep:
         """The GRPO step of a run, on the prompts of its ``scorer`` (the training rows are not its data);
         ConfigError naming the field for a run it cannot train."""
         if scorer is None:
-            raise ConfigError([("training.method", "grpo needs rewards to score the rollouts: start the run through "
-                                "workbench.train (or the CLI), which composes the rewards of rl.rewards")])
+            raise ConfigError(
+                [
+                    (
+                        "training.method",
+                        "grpo needs rewards to score the rollouts: start the run through "
+                        "workbench.train (or the CLI), which composes the rewards of rl.rewards",
+                    )
+                ]
+            )
         if cfg.rl.prompts == "phone_tasks" and trainee.processor is None and cfg.rl.observation != "ui_tree":
-            raise ConfigError([("rl.prompts", f"phone_tasks prompts are screenshots, and {cfg.model.source!r} is "
-                                "a text model (no processor): use a vision-language model (e.g. tiny-glm4v-agent), "
-                                "rl.observation ui_tree (the screen as text) or rl.prompts rows")])
+            raise ConfigError(
+                [
+                    (
+                        "rl.prompts",
+                        f"phone_tasks prompts are screenshots, and {cfg.model.source!r} is "
+                        "a text model (no processor): use a vision-language model (e.g. tiny-glm4v-agent), "
+                        "rl.observation ui_tree (the screen as text) or rl.prompts rows",
+                    )
+                ]
+            )
         if not scorer.prompts:
             raise ConfigError([("data.train", "no prompts to sample rollouts for")])
         return cls(cfg, trainee, scorer)
@@ -172,23 +202,32 @@ class GrpoStep:
         its own draw, the same on every rank for the run's seed, the step and the draw (the stream is still
         advanced: its position counts the micro-batches taken)."""
         mbs, rank = self.cfg.schedule.micro_batch_size, self.t.world.rank
-        idx = next(stream)[rank * mbs:(rank + 1) * mbs]  # this rank's slice of the global micro-batch of prompts
+        idx = next(stream)[rank * mbs : (rank + 1) * mbs]  # this rank's slice of the global micro-batch of prompts
         if self.pool is None:
             return [self.scorer.prompts[i] for i in idx]
-        return self.pool.draw(mbs * self.t.world.world_size, (self.cfg.schedule.seed, self.step, draw),
-                              slice(rank * mbs, (rank + 1) * mbs))
+        return self.pool.draw(
+            mbs * self.t.world.world_size,
+            (self.cfg.schedule.seed, self.step, draw),
+            slice(rank * mbs, (rank + 1) * mbs),
+        )
 
     def _rollout(self, prompts: list) -> _Window:
         t, rl = self.t, self.cfg.rl
         if self.vllm is not None:
-            rollouts = self.vllm.sample([p.messages for p in prompts], rl.group_size, rl.max_new_tokens,
-                                        rl.temperature)
+            rollouts = self.vllm.sample([p.messages for p in prompts], rl.group_size, rl.max_new_tokens, rl.temperature)
             window = self._scored(prompts, rollouts)
             return self._followed(window) if self.pool is not None else window
         # screenshots travel inline (data: URLs) and are decoded here, for the processor (a text model has none)
-        rollouts = sample_completions(t.module, t.tokenizer, [resolve_images(p.messages) for p in prompts],
-                                      rl.group_size, rl.max_new_tokens, temperature=rl.temperature,
-                                      autocast=t.precision.autocast, processor=t.processor)
+        rollouts = sample_completions(
+            t.module,
+            t.tokenizer,
+            [resolve_images(p.messages) for p in prompts],
+            rl.group_size,
+            rl.max_new_tokens,
+            temperature=rl.temperature,
+            autocast=t.precision.autocast,
+            processor=t.processor,
+        )
         window = self._scored(prompts, rollouts)
         return self._followed(window) if self.pool is not None else window
 
@@ -210,8 +249,9 @@ class GrpoStep:
             w.total += weight * torch.tensor(w.scored.rewards[name], dtype=torch.float64)
         w.advantages = group_advantages(w.total, rl.group_size, scale=rl.scale_rewards == "group")
         if rl.step_advantage_weight > 0 and w.scored.step_advantages is not None:
-            w.advantages = w.advantages + rl.step_advantage_weight * torch.tensor(w.scored.step_advantages,
-                                                                                 dtype=w.advantages.dtype)
+            w.advantages = w.advantages + rl.step_advantage_weight * torch.tensor(
+                w.scored.step_advantages, dtype=w.advantages.dtype
+            )
         return w
 
     def _followed(self, w: _Window) -> _Window:
@@ -227,7 +267,7 @@ class GrpoStep:
                 pool.remember(w.prompts[i], w.rollouts.completion_ids(i))
         for g in range(0, len(w.prompts), rl.group_size):
             kept = pool.kept_reply(w.prompts[g])
-            if kept is not None and not any(successes[g:g + rl.group_size]):
+            if kept is not None and not any(successes[g : g + rl.group_size]):
                 replace[g + rl.group_size - 1] = kept
         return self._replayed(w, replace) if replace else w
 
@@ -238,8 +278,9 @@ class GrpoStep:
         rollouts = w.rollouts.replaced(replace, t.tokenizer, model_stop_token_ids(t.module, t.tokenizer))
         scored = self.scorer(w.prompts, rollouts.texts)
         self.pool.replayed += len(replace)
-        return self._advantaged(_Window(rollouts, w.prompts, scored, w.total, w.advantages,
-                                        [i in replace for i in range(len(w.prompts))]))
+        return self._advantaged(
+            _Window(rollouts, w.prompts, scored, w.total, w.advantages, [i in replace for i in range(len(w.prompts))])
+        )
 
     def accumulate(self, stream: Iterator[Sequence[int]], step: int) -> Accumulated:
         """The rollouts and backward of optimizer step ``step`` (1-based): this rank's loss sum, what the window's
@@ -264,8 +305,14 @@ class GrpoStep:
         for i, (w, mask, rows) in enumerate(zip(windows, masks, row_weights)):
             r = w.rollouts
             with t.accumulating(i == len(windows) - 1):
-                logp = token_logprobs(t.forward, r.batch(), t.precision.autocast, rl.temperature, last=r.completion_width,
-                                      suppress=r.suppressed)
+                logp = token_logprobs(
+                    t.forward,
+                    r.batch(),
+                    t.precision.autocast,
+                    rl.temperature,
+                    last=r.completion_width,
+                    suppress=r.suppressed,
+                )
                 ref = self._reference_logprobs(r) if rl.kl_coef > 0 else None
                 old = sampler = w.sampler_logprobs(logp)
                 is_weights = None
@@ -273,8 +320,17 @@ class GrpoStep:
                     old = logp.detach()
                     is_weights = importance_weights(logp, sampler, rl.importance_sampling, rl.importance_sampling_cap)
                     weighted.append(importance_stats(is_weights, logp, sampler, mask, rl.importance_sampling_cap))
-                part = grpo_loss_sum(logp, old, w.advantages.to(logp.device), mask, rl.clip_range, rl.kl_coef, ref,
-                                     rows.to(logp.device), is_weights)
+                part = grpo_loss_sum(
+                    logp,
+                    old,
+                    w.advantages.to(logp.device),
+                    mask,
+                    rl.clip_range,
+                    rl.kl_coef,
+                    ref,
+                    rows.to(logp.device),
+                    is_weights,
+                )
                 t.backward(part / divisor)
                 if ref is not None:
                     reference_kl += reference_kl_sum(logp, ref, mask)
@@ -320,12 +376,19 @@ class GrpoStep:
         """The reference policy's log-probabilities: the base model, the LoRA adapter disabled (no second copy)."""
         t = self.t
         with t.module.disable_adapter():
-            return token_logprobs(t.forward, r.batch(), t.precision.autocast, self.cfg.rl.temperature,
-                                  last=r.completion_width, suppress=r.suppressed)
+            return token_logprobs(
+                t.forward,
+                r.batch(),
+                t.precision.autocast,
+                self.cfg.rl.temperature,
+                last=r.completion_width,
+                suppress=r.suppressed,
+            )
 
     # ---- the step's events (rank 0 writes them; the mismatch is summed over ranks) ---------------------------
-    def _rollout_event(self, windows: list[_Window], trained: list[_Window], rollout_s: float,
-                       reference_kl: float | None) -> Rollout:
+    def _rollout_event(
+        self, windows: list[_Window], trained: list[_Window], rollout_s: float, reference_kl: float | None
+    ) -> Rollout:
         """The step's rollouts: the rewards of every window drawn (``windows``), with rl.max_draws > 1 how many
         were drawn and how many groups with a spread were trained on (of ``trained``), and with rl.kl_coef > 0
         the policy's KL to its reference on the trained tokens."""
@@ -343,31 +406,58 @@ class GrpoStep:
             for j in range(0, len(w.prompts), rl.group_size):  # one completion of each group first
                 if len(samples) >= rl.samples_logged:
                     break
-                sample = {"prompt": self.scorer.describe(w.prompts[j]), "completion": w.rollouts.texts[j],
-                          "rewards": {n: w.scored.rewards[n][j] for n in rl.rewards},
-                          "total": float(w.total[j]), "advantage": float(w.advantages[j])}
+                sample = {
+                    "prompt": self.scorer.describe(w.prompts[j]),
+                    "completion": w.rollouts.texts[j],
+                    "rewards": {n: w.scored.rewards[n][j] for n in rl.rewards},
+                    "total": float(w.total[j]),
+                    "advantage": float(w.advantages[j]),
+                }
                 thumbnail = thumbnails(w.prompts[j]) if thumbnails else None
                 if thumbnail:  # only prompts with an image have one
                     sample["thumbnail"] = thumbnail
                 samples.append(sample)
         mean, std = float(total.mean()), float(total.std(unbiased=False))
         anchors = [w.scored.anchors for w in windows if w.scored.anchors]
-        credit = {} if not anchors else {"anchors": {
-            "anchor_groups": sum(a["anchor_groups"] for a in anchors),
-            "with_spread": sum(a["with_spread"] for a in anchors),
-            "mean_size": sum(a["mean_size"] * a["anchor_groups"] for a in anchors) /
-            max(1, sum(a["anchor_groups"] for a in anchors))}}
+        credit = (
+            {}
+            if not anchors
+            else {
+                "anchors": {
+                    "anchor_groups": sum(a["anchor_groups"] for a in anchors),
+                    "with_spread": sum(a["with_spread"] for a in anchors),
+                    "mean_size": sum(a["mean_size"] * a["anchor_groups"] for a in anchors)
+                    / max(1, sum(a["anchor_groups"] for a in anchors)),
+                }
+            }
+        )
         if self.pool is not None:
             credit["task_pool"] = self.pool.event_state()
-        return Rollout(step=0, groups=len(total) // rl.group_size, group_size=rl.group_size, rewards=rewards,
-                       reward_mean=mean, reward_std=std, all_equal_groups=all_equal_groups(total, rl.group_size),
-                       completion_tokens_mean=sum(lengths) / len(lengths), completion_tokens_max=max(lengths),
-                       truncated=sum(truncated) / len(truncated),
-                       parse_rate=sum(parsed) / len(parsed) if parsed else None, samples=samples, rollout_s=rollout_s,
-                       reference_kl=reference_kl, **credit,
-                       **({} if rl.max_draws == 1 else
-                          {"draws": len(windows),
-                           "trained_groups": sum(len(groups_with_spread(w.total, rl.group_size)) for w in trained)}))
+        return Rollout(
+            step=0,
+            groups=len(total) // rl.group_size,
+            group_size=rl.group_size,
+            rewards=rewards,
+            reward_mean=mean,
+            reward_std=std,
+            all_equal_groups=all_equal_groups(total, rl.group_size),
+            completion_tokens_mean=sum(lengths) / len(lengths),
+            completion_tokens_max=max(lengths),
+            truncated=sum(truncated) / len(truncated),
+            parse_rate=sum(parsed) / len(parsed) if parsed else None,
+            samples=samples,
+            rollout_s=rollout_s,
+            reference_kl=reference_kl,
+            **credit,
+            **(
+                {}
+                if rl.max_draws == 1
+                else {
+                    "draws": len(windows),
+                    "trained_groups": sum(len(groups_with_spread(w.total, rl.group_size)) for w in trained),
+                }
+            ),
+        )
 
     def _mismatch_event(self, ms: list[Mismatch], weighted: list[tuple[float, int, int]]) -> PolicyMismatch:
         """The step's mismatch over all ranks; with rl.importance_sampling, the weights it applied: their mean over
@@ -376,9 +466,21 @@ class GrpoStep:
         sums = [sum(m.as_sums()[k] for m in ms) for k in range(5)] + [sum(w[k] for w in weighted) for k in range(3)]
         tokens, abs_sum, sq_dev, kl_sum, clipped, is_sum, is_capped, is_tokens = t.world.sum(sums)
         tokens = max(int(tokens), 1)
-        corrected = {} if rl.importance_sampling == "none" else {
-            "is_weight_mean": is_sum / max(is_tokens, 1), "is_capped": is_capped / max(is_tokens, 1)}
-        return PolicyMismatch(step=0, tokens=int(tokens), mean_abs=abs_sum / tokens,
-                              max_abs=max(m.abs_max for m in ms), ratio_min=min(m.ratio_min for m in ms),
-                              ratio_max=max(m.ratio_max for m in ms), ratio_std=math.sqrt(sq_dev / tokens),
-                              kl=kl_sum / tokens, clipped=clipped / tokens, precision=t.precision.mode, **corrected)
+        corrected = (
+            {}
+            if rl.importance_sampling == "none"
+            else {"is_weight_mean": is_sum / max(is_tokens, 1), "is_capped": is_capped / max(is_tokens, 1)}
+        )
+        return PolicyMismatch(
+            step=0,
+            tokens=int(tokens),
+            mean_abs=abs_sum / tokens,
+            max_abs=max(m.abs_max for m in ms),
+            ratio_min=min(m.ratio_min for m in ms),
+            ratio_max=max(m.ratio_max for m in ms),
+            ratio_std=math.sqrt(sq_dev / tokens),
+            kl=kl_sum / tokens,
+            clipped=clipped / tokens,
+            precision=t.precision.mode,
+            **corrected,
+        )

@@ -16,6 +16,7 @@
   TRL's ``vllm_importance_sampling_correction``): the old policy is then the trainer itself (its own log-probabilities,
   detached: ratio 1, no clip from the mismatch) and each token's loss is weighted by exp(trainer - sampler), capped.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -60,10 +61,17 @@ LOSS_TYPES = ("dapo", "grpo", "dr_grpo", "bnpo")
 IMPORTANCE_SAMPLING = ("none", "token_truncate", "token_mask")
 
 
-def grpo_loss_sum(logp: torch.Tensor, logp_sampler: torch.Tensor, advantages: torch.Tensor, mask: torch.Tensor,
-                  clip_range: float, kl_coef: float = 0.0, logp_ref: torch.Tensor | None = None,
-                  row_weights: torch.Tensor | None = None,
-                  token_weights: torch.Tensor | None = None) -> torch.Tensor:
+def grpo_loss_sum(
+    logp: torch.Tensor,
+    logp_sampler: torch.Tensor,
+    advantages: torch.Tensor,
+    mask: torch.Tensor,
+    clip_range: float,
+    kl_coef: float = 0.0,
+    logp_ref: torch.Tensor | None = None,
+    row_weights: torch.Tensor | None = None,
+    token_weights: torch.Tensor | None = None,
+) -> torch.Tensor:
     """The summed GRPO loss over the completion tokens (``mask`` 1) of a micro-batch: per token
     ``-min(r * A, clip(r, 1 - eps, 1 + eps) * A) + kl_coef * k3(ref, new)``, ``r = exp(logp - logp_sampler)``.
 
@@ -98,8 +106,9 @@ def importance_weights(logp: torch.Tensor, logp_sampler: torch.Tensor, mode: str
 
 
 @torch.no_grad()
-def importance_stats(weights: torch.Tensor, logp: torch.Tensor, logp_sampler: torch.Tensor, mask: torch.Tensor,
-                     cap: float) -> tuple[float, int, int]:
+def importance_stats(
+    weights: torch.Tensor, logp: torch.Tensor, logp_sampler: torch.Tensor, mask: torch.Tensor, cap: float
+) -> tuple[float, int, int]:
     """(sum of the importance weights, tokens whose ratio exceeded ``cap``, tokens) over ``mask``: what the
     correction did, for the mismatch event."""
     keep = mask.bool()
@@ -107,8 +116,9 @@ def importance_stats(weights: torch.Tensor, logp: torch.Tensor, logp_sampler: to
     return float(weights.double()[keep].sum()), int(over[keep].sum()), int(keep.sum())
 
 
-def loss_normalisation(loss_type: str, masks: list[torch.Tensor], max_new_tokens: int
-                       ) -> tuple[list[torch.Tensor], float]:
+def loss_normalisation(
+    loss_type: str, masks: list[torch.Tensor], max_new_tokens: int
+) -> tuple[list[torch.Tensor], float]:
     """How ``loss_type`` normalises a window's GRPO loss (TRL's GRPOTrainer ``loss_type``, over the accumulation
     window): for each micro-batch's completion mask [rows, tokens], its rows' weights in the summed loss, and this
     rank's part of the count the weighted sum is divided by (summed over ranks by the caller, then
@@ -161,8 +171,13 @@ def mismatch_stats(logp: torch.Tensor, logp_sampler: torch.Tensor, mask: torch.T
     if delta.numel() == 0:
         return Mismatch(0, 0.0, 0.0, 1.0, 1.0, 0.0, 0.0, 0)
     ratio = torch.exp(delta)
-    return Mismatch(tokens=int(delta.numel()), abs_sum=float(delta.abs().sum()), abs_max=float(delta.abs().max()),
-                    ratio_min=float(ratio.min()), ratio_max=float(ratio.max()),
-                    ratio_sq_dev_sum=float(((ratio - 1) ** 2).sum()),
-                    kl_sum=float(k3(delta).sum()),  # KL(sampler || trainer): samples of the sampler, p = trainer
-                    clipped=int(((ratio < 1 - clip_range) | (ratio > 1 + clip_range)).sum()))
+    return Mismatch(
+        tokens=int(delta.numel()),
+        abs_sum=float(delta.abs().sum()),
+        abs_max=float(delta.abs().max()),
+        ratio_min=float(ratio.min()),
+        ratio_max=float(ratio.max()),
+        ratio_sq_dev_sum=float(((ratio - 1) ** 2).sum()),
+        kl_sum=float(k3(delta).sum()),  # KL(sampler || trainer): samples of the sampler, p = trainer
+        clipped=int(((ratio < 1 - clip_range) | (ratio > 1 + clip_range)).sum()),
+    )

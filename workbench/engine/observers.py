@@ -6,6 +6,7 @@ An observer sees a run through ``RunView``: a few documented, read-only handles,
 itself. Observers are composed by whoever starts a run (``workbench.train``, the worker), not by the
 engine, so the engine imports no instrument.
 """
+
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence

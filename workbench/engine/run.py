@@ -7,6 +7,7 @@ clip -> step -> update) that the strategy performs; ``engine/step.py`` lists the
 Everything else here is bookkeeping: events, checkpoints, eval, progress. Rank 0 writes the run's
 events; every rank writes its own memory and overflow events.
 """
+
 from __future__ import annotations
 
 import contextlib
@@ -104,8 +105,15 @@ class _Counted:
 
 
 class _Engine:
-    def __init__(self, cfg: RunConfig, run_dir: Path, writer: EventWriter, ctx: DistContext,
-                 observers: Sequence[Observer] = (), scorer: RolloutScorer | None = None):
+    def __init__(
+        self,
+        cfg: RunConfig,
+        run_dir: Path,
+        writer: EventWriter,
+        ctx: DistContext,
+        observers: Sequence[Observer] = (),
+        scorer: RolloutScorer | None = None,
+    ):
         self.cfg, self.run_dir, self.writer, self.ctx = cfg, run_dir, writer, ctx
         self.scorer = scorer  # GRPO's rollout scorer (training.method grpo), composed by workbench.training
         self.step_type: TrainingStep | None = None  # the training method's window: SftStep, GrpoStep
@@ -139,33 +147,59 @@ class _Engine:
         self.rule_reports = built.rules.reports
         self.quantized_base = built.quantized
         d = cfg.data
-        self.train_examples, self.train_stats = load_training_examples(d.train, self.tokenizer, d.max_length, d.format,
-                                                              d.skip_bad_rows, d.system_prompt, self.processor,
-                                                              d.ui_tree_layouts, cfg.schedule.seed)
+        self.train_examples, self.train_stats = load_training_examples(
+            d.train,
+            self.tokenizer,
+            d.max_length,
+            d.format,
+            d.skip_bad_rows,
+            d.system_prompt,
+            self.processor,
+            d.ui_tree_layouts,
+            cfg.schedule.seed,
+        )
         self.eval_examples, self.eval_stats = ([], None)
         if d.eval:
-            self.eval_examples, self.eval_stats = load_training_examples(d.eval, self.tokenizer, d.max_length, d.format,
-                                                                d.skip_bad_rows, d.system_prompt, self.processor)
+            self.eval_examples, self.eval_stats = load_training_examples(
+                d.eval, self.tokenizer, d.max_length, d.format, d.skip_bad_rows, d.system_prompt, self.processor
+            )
         s = cfg.schedule
         self.strategy = make_strategy(cfg, self.ctx, self.precision, self.device)
         self.strategy.prepare(built.model, lambda params: build_optimizer(params, s), built.rules.fp32_modules)
         self.model = self.strategy.model  # forward goes through the wrapper (DDP, FSDP root, DeepSpeed engine)
         self.optimizer = self.strategy.optimizer
         self.scheduler = torch.optim.lr_scheduler.LambdaLR(
-            self.optimizer, lambda k: lr_factor(k, s.resolved_warmup_steps, s.max_steps, s.min_lr_ratio))
-        trainee = Trainee(module=self.strategy.module, forward=self.model, tokenizer=self.tokenizer,
-                          processor=self.processor, precision=self.precision, device=self.device, world=self.ctx,
-                          accumulating=lambda last: self.strategy.accumulating(last=last),
-                          backward=self.strategy.backward)
+            self.optimizer, lambda k: lr_factor(k, s.resolved_warmup_steps, s.max_steps, s.min_lr_ratio)
+        )
+        trainee = Trainee(
+            module=self.strategy.module,
+            forward=self.model,
+            tokenizer=self.tokenizer,
+            processor=self.processor,
+            precision=self.precision,
+            device=self.device,
+            world=self.ctx,
+            accumulating=lambda last: self.strategy.accumulating(last=last),
+            backward=self.strategy.backward,
+        )
         self.step_type = STEP_TYPES[cfg.training.method].for_run(cfg, trainee, self.train_examples, self.scorer)
         if cfg.checkpointing.resume_from:
             self._resume(cfg.checkpointing.resume_from)
             self.step_type.restore(self.state.extra)
-        self.view = RunView(cfg=cfg, model=self.model, named_trainable=tuple(self.strategy.named_trainable),
-                            precision=self.precision, rank=self.ctx.rank, world_size=self.ctx.world_size,
-                            start_step=self.state.step, train_examples=self.train_examples, emit=self.writer.emit,
-                            zero_grad=lambda: self.optimizer.zero_grad(set_to_none=True), tokenizer=self.tokenizer,
-                            processor=self.processor)
+        self.view = RunView(
+            cfg=cfg,
+            model=self.model,
+            named_trainable=tuple(self.strategy.named_trainable),
+            precision=self.precision,
+            rank=self.ctx.rank,
+            world_size=self.ctx.world_size,
+            start_step=self.state.step,
+            train_examples=self.train_examples,
+            emit=self.writer.emit,
+            zero_grad=lambda: self.optimizer.zero_grad(set_to_none=True),
+            tokenizer=self.tokenizer,
+            processor=self.processor,
+        )
         for o in self.observers:
             o.setup(self.view)
 
@@ -174,12 +208,26 @@ class _Engine:
         if where == "latest":
             found = list_checkpoints(self.ckpt_root)
             if not found:
-                raise ConfigError([("checkpointing.resume_from", f"latest, but {self.ckpt_root} holds no checkpoint: "
-                                    "start the run without resume_from, or name a checkpoint directory")])
+                raise ConfigError(
+                    [
+                        (
+                            "checkpointing.resume_from",
+                            f"latest, but {self.ckpt_root} holds no checkpoint: "
+                            "start the run without resume_from, or name a checkpoint directory",
+                        )
+                    ]
+                )
             path = found[-1]
         elif not (path / "state.json").is_file():
-            raise ConfigError([("checkpointing.resume_from", f"{where!r} is not a checkpoint directory (expected "
-                                f"{path}/state.json): name a checkpoints/step-NNNNNNN directory, or latest")])
+            raise ConfigError(
+                [
+                    (
+                        "checkpointing.resume_from",
+                        f"{where!r} is not a checkpoint directory (expected "
+                        f"{path}/state.json): name a checkpoints/step-NNNNNNN directory, or latest",
+                    )
+                ]
+            )
         self.state = load_checkpoint(path, self.strategy, self.scheduler)
         self._saved_step, self._saved_path = self.state.step, path
 
@@ -197,8 +245,14 @@ class _Engine:
         # Gradients exist only between backward and the optimizer step; every memory event carries the bytes
         # they held at the step's peak, not the none left after zero_grad(set_to_none).
         state = {**state, "gradients": max(state["gradients"], self._peak_grads_bytes)}
-        self.writer.emit(Memory(step=self.state.step, devices=memory.device_memory(), host_rss=memory.host_rss(),
-                                **{field: state[category] for category, field in MEASURED_NAMES.items()}))
+        self.writer.emit(
+            Memory(
+                step=self.state.step,
+                devices=memory.device_memory(),
+                host_rss=memory.host_rss(),
+                **{field: state[category] for category, field in MEASURED_NAMES.items()},
+            )
+        )
 
     def emit_plan(self) -> None:
         if not self.ctx.is_main:
@@ -223,8 +277,9 @@ class _Engine:
         outcome = self.strategy.step(self.cfg.precision.max_grad_norm)
         self.scheduler_step()
         loss_sum, processed = self.ctx.sum([window.loss_sum, window.processed_tokens])
-        return StepResult(loss_sum / max(window.divisor, 1), window.target_tokens, int(processed), outcome, state,
-                          window.events)
+        return StepResult(
+            loss_sum / max(window.divisor, 1), window.target_tokens, int(processed), outcome, state, window.events
+        )
 
     def measure_peak_state(self, measure: bool) -> dict | None:
         """Called after a step's backward, before its optimizer step: records the gradients' bytes at the step's
@@ -244,16 +299,26 @@ class _Engine:
     def evaluate(self) -> float | None:
         if not self.eval_examples:
             return None
-        measured = heldout_loss(self.model, self.eval_examples, self.tokenizer.pad_token_id,
-                                batch_size=self.cfg.schedule.micro_batch_size, autocast=self.precision.autocast,
-                                device=self.device, rank=self.ctx.rank, world_size=self.ctx.world_size,
-                                reduce=self.ctx.sum, memory=self.cfg.memory)
+        measured = heldout_loss(
+            self.model,
+            self.eval_examples,
+            self.tokenizer.pad_token_id,
+            batch_size=self.cfg.schedule.micro_batch_size,
+            autocast=self.precision.autocast,
+            device=self.device,
+            rank=self.ctx.rank,
+            world_size=self.ctx.world_size,
+            reduce=self.ctx.sum,
+            memory=self.cfg.memory,
+        )
         self.emit_run(Eval(step=self.state.step, loss=measured.loss, tokens=measured.tokens))
         self.result.eval_losses.append((self.state.step, measured.loss))
         return measured.loss
 
     def checkpoint(self) -> Path:
-        path = save_checkpoint(self.ckpt_root, self.state, self.strategy, self.scheduler, self.cfg.checkpointing.keep_last)
+        path = save_checkpoint(
+            self.ckpt_root, self.state, self.strategy, self.scheduler, self.cfg.checkpointing.keep_last
+        )
         self.emit_run(Checkpoint(step=self.state.step, path=str(path), kind="resumable"))
         self._saved_step, self._saved_path = self.state.step, path
         return path
@@ -283,13 +348,30 @@ class _Engine:
         self._avg_step_time = dt if self._avg_step_time is None else 0.9 * self._avg_step_time + 0.1 * dt
         step = self.state.step
         if outcome.skipped:
-            self.writer.emit(Overflow(step=step, scale_before=outcome.scale_before, scale_after=outcome.scale_after,
-                                      nonfinite_params=outcome.nonfinite_params, nonfinite_count=outcome.nonfinite_count))
+            self.writer.emit(
+                Overflow(
+                    step=step,
+                    scale_before=outcome.scale_before,
+                    scale_after=outcome.scale_after,
+                    nonfinite_params=outcome.nonfinite_params,
+                    nonfinite_count=outcome.nonfinite_count,
+                )
+            )
         if step % out.log_every == 0 or outcome.skipped or step == s.max_steps:
-            self.emit_run(Step(step=step, loss=loss, lr=lr, grad_norm=outcome.grad_norm,
-                               loss_scale=outcome.scale_after, skipped=outcome.skipped, tokens=result.target_tokens,
-                               tokens_per_s=result.processed_tokens / dt, step_time_s=dt,
-                               eta_s=self._avg_step_time * (s.max_steps - step)))
+            self.emit_run(
+                Step(
+                    step=step,
+                    loss=loss,
+                    lr=lr,
+                    grad_norm=outcome.grad_norm,
+                    loss_scale=outcome.scale_after,
+                    skipped=outcome.skipped,
+                    tokens=result.target_tokens,
+                    tokens_per_s=result.processed_tokens / dt,
+                    step_time_s=dt,
+                    eta_s=self._avg_step_time * (s.max_steps - step),
+                )
+            )
         for event in result.events:  # the method's own (GRPO's rollout and policy mismatch)
             self.emit_run(dataclasses.replace(event, step=step))
         if result.model_state is not None:
@@ -304,10 +386,21 @@ class _Engine:
         cfg, s, out = self.cfg, self.cfg.schedule, self.cfg.output
         t_start = time.time()
         start_step = self.state.step
-        self.emit_run(RunStarted(
-            run_dir=str(self.run_dir), config=config_to_dict(cfg), hardware=describe_hardware(self.device), versions=versions(),
-            precision=self.precision.to_dict(), total_steps=s.max_steps, start_step=start_step,
-            data={"train": self.train_stats.to_dict(), "eval": self.eval_stats.to_dict() if self.eval_stats else None}))
+        self.emit_run(
+            RunStarted(
+                run_dir=str(self.run_dir),
+                config=config_to_dict(cfg),
+                hardware=describe_hardware(self.device),
+                versions=versions(),
+                precision=self.precision.to_dict(),
+                total_steps=s.max_steps,
+                start_step=start_step,
+                data={
+                    "train": self.train_stats.to_dict(),
+                    "eval": self.eval_stats.to_dict() if self.eval_stats else None,
+                },
+            )
+        )
         if self.rule_reports:
             self.emit_run(PrecisionRules(step=start_step, rules=self.rule_reports))
         if self.quantized_base is not None:
@@ -315,14 +408,17 @@ class _Engine:
         self.emit_plan()
         self.emit_census()
         self.emit_memory(self.strategy.measure_state())
-        stream = micro_batch_indices(self.step_type.rows, s.micro_batch_size * self.ctx.world_size, s.seed,
-                                    self.state.micro_batches)  # global micro-batches; each rank slices its own
+        stream = micro_batch_indices(
+            self.step_type.rows, s.micro_batch_size * self.ctx.world_size, s.seed, self.state.micro_batches
+        )  # global micro-batches; each rank slices its own
         self._rng_after_step = rng_state() if self.strategy.can_save_alone else None
         bar = None
         if out.progress_bar and self.ctx.is_main:
             from tqdm.auto import tqdm
 
-            bar = tqdm(total=s.max_steps, initial=start_step, desc="train", unit="step", dynamic_ncols=True, file=sys.stderr)
+            bar = tqdm(
+                total=s.max_steps, initial=start_step, desc="train", unit="step", dynamic_ncols=True, file=sys.stderr
+            )
         stop_file = self.run_dir / STOP_FILE
         try:
             while self.state.step < s.max_steps:
@@ -359,10 +455,16 @@ class _Engine:
         self.result.adapter_path = self.save_final()
         if cfg.quantization.qat:
             self.convert_qat()
-        self.emit_run(RunFinished(step=self.state.step, final_loss=self.state.last_loss,
-                                     adapter_path=str(self.result.adapter_path) if self.result.adapter_path else None,
-                                     wall_s=time.time() - t_start, stopped=self.result.stopped,
-                                     stop_reason=self.result.stop_reason))
+        self.emit_run(
+            RunFinished(
+                step=self.state.step,
+                final_loss=self.state.last_loss,
+                adapter_path=str(self.result.adapter_path) if self.result.adapter_path else None,
+                wall_s=time.time() - t_start,
+                stopped=self.result.stopped,
+                stop_reason=self.result.stop_reason,
+            )
+        )
         return self.result
 
     def convert_qat(self) -> None:
@@ -370,11 +472,15 @@ class _Engine:
         the fake quantizers, checked against the fake-quantized model on one batch (held-out when there is one)."""
         from ..precision.qat import convert_and_compare
 
-        examples = (self.eval_examples or self.train_examples)[:self.cfg.schedule.micro_batch_size]
+        examples = (self.eval_examples or self.train_examples)[: self.cfg.schedule.micro_batch_size]
         batch = on_device(collate(examples, self.tokenizer.pad_token_id), self.device)
         module = self.strategy.module
-        figures = convert_and_compare(module, self.cfg.quantization.qat,
-                                      lambda: batch_logits(module, batch, self.precision.autocast), batch["attention_mask"])
+        figures = convert_and_compare(
+            module,
+            self.cfg.quantization.qat,
+            lambda: batch_logits(module, batch, self.precision.autocast),
+            batch["attention_mask"],
+        )
         self.emit_run(QatConverted(step=self.state.step, scheme=self.cfg.quantization.qat, **figures))
         self.emit_census()
 
@@ -393,8 +499,15 @@ class _Engine:
         if not self.ctx.is_main:
             return None, None
         try:
-            path = save_checkpoint(self.ckpt_root, self.state, self.strategy, self.scheduler,
-                                   self.cfg.checkpointing.keep_last, rng=self._rng_after_step, alone=True)
+            path = save_checkpoint(
+                self.ckpt_root,
+                self.state,
+                self.strategy,
+                self.scheduler,
+                self.cfg.checkpointing.keep_last,
+                rng=self._rng_after_step,
+                alone=True,
+            )
         except BaseException as err:  # noqa: BLE001 - reported in run_failed; the run's own failure is what propagates
             earlier = self._saved_path if self._saved_path is not None and self._saved_path.is_dir() else None
             return earlier, f"{type(err).__name__}: {err}" if str(err) else type(err).__name__
@@ -421,7 +534,9 @@ class _Engine:
         if not self.ctx.is_main:
             return target
         self.save_inputs_side(target)
-        self.emit_run(Checkpoint(step=self.state.step, path=str(target), kind="adapter" if self.cfg.lora.enabled else "model"))
+        self.emit_run(
+            Checkpoint(step=self.state.step, path=str(target), kind="adapter" if self.cfg.lora.enabled else "model")
+        )
         if self.cfg.lora.enabled and self.cfg.checkpointing.merge_adapter:  # none or ddp: the full model is here
             merged = self.run_dir / MERGED_DIR
             merged_model(self.strategy.module, target, self.precision.base_dtype).save_pretrained(merged)
@@ -502,8 +617,12 @@ class SteppedRun:
 
 
 @contextlib.contextmanager
-def engine_session(cfg: RunConfig, run_dir: str | Path | None = None, observers: Sequence[Observer] = (),
-                   scorer: RolloutScorer | None = None) -> Iterator[SteppedRun]:
+def engine_session(
+    cfg: RunConfig,
+    run_dir: str | Path | None = None,
+    observers: Sequence[Observer] = (),
+    scorer: RolloutScorer | None = None,
+) -> Iterator[SteppedRun]:
     """A run set up as ``run_engine`` sets it up, for a driver of its steps (``SteppedRun``); a failure is handled as
     ``_session`` says."""
     with _session(cfg, run_dir, observers, scorer) as engine:
@@ -511,8 +630,12 @@ def engine_session(cfg: RunConfig, run_dir: str | Path | None = None, observers:
 
 
 @contextlib.contextmanager
-def _session(cfg: RunConfig, run_dir: str | Path | None = None, observers: Sequence[Observer] = (),
-             scorer: RolloutScorer | None = None) -> Iterator[_Engine]:
+def _session(
+    cfg: RunConfig,
+    run_dir: str | Path | None = None,
+    observers: Sequence[Observer] = (),
+    scorer: RolloutScorer | None = None,
+) -> Iterator[_Engine]:
     """A run's engine, set up (world context, run directory, event log, model, data, strategy, observers), for
     whoever drives it: ``run_engine`` runs its loop, ``engine_session`` hands out its steps. A failure inside saves an
     emergency checkpoint where the strategy can and is logged as ``run_failed`` before it propagates; under the
@@ -535,11 +658,20 @@ def _session(cfg: RunConfig, run_dir: str | Path | None = None, observers: Seque
     except BaseException as err:  # noqa: BLE001 - logged, then re-raised unchanged
         saved, checkpoint_error = engine.emergency_checkpoint()
         if ctx.under_torchrun_launcher:
-            record_failure(run_dir, ctx.rank, engine.state.step, err, checkpoint=saved, checkpoint_error=checkpoint_error)
+            record_failure(
+                run_dir, ctx.rank, engine.state.step, err, checkpoint=saved, checkpoint_error=checkpoint_error
+            )
         else:
-            writer.emit(RunFailed(step=engine.state.step, error=str(err) or type(err).__name__,
-                                  error_type=type(err).__name__, traceback=traceback.format_exc(limit=20),
-                                  checkpoint=str(saved) if saved else None, checkpoint_error=checkpoint_error))
+            writer.emit(
+                RunFailed(
+                    step=engine.state.step,
+                    error=str(err) or type(err).__name__,
+                    error_type=type(err).__name__,
+                    traceback=traceback.format_exc(limit=20),
+                    checkpoint=str(saved) if saved else None,
+                    checkpoint_error=checkpoint_error,
+                )
+            )
         writer.close()
         raise  # a process group is left to torchrun's teardown: peers may be gone
     writer.close()
@@ -547,8 +679,12 @@ def _session(cfg: RunConfig, run_dir: str | Path | None = None, observers: Seque
     shutdown(ctx)
 
 
-def run_engine(cfg: RunConfig, run_dir: str | Path | None = None, observers: Sequence[Observer] = (),
-               scorer: RolloutScorer | None = None) -> RunResult:
+def run_engine(
+    cfg: RunConfig,
+    run_dir: str | Path | None = None,
+    observers: Sequence[Observer] = (),
+    scorer: RolloutScorer | None = None,
+) -> RunResult:
     """Run a fine-tune in this process: one process, or this rank of a torchrun job for a distributed
     ``sharding.strategy`` (without torchrun, a world of one). Events go to the run's event log
     (``runs.layout.EVENTS_FILE``).

@@ -1,4 +1,5 @@
 """Linear warmup then cosine decay to ``min_lr_ratio`` of the peak."""
+
 from __future__ import annotations
 
 import math

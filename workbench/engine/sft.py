@@ -1,6 +1,7 @@
 """The SFT step of the engine (``training.method: sft``): supervised fine-tuning's window of ``grad_accum_steps``
 micro-batches of tokenized rows, each forward's summed token loss divided by the window's target tokens over all
 ranks, then backward (``engine/step.py`` says where the rest of the optimizer step lives)."""
+
 from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
@@ -47,7 +48,7 @@ class SftStep:
         local_tokens = processed = 0
         mbs, rank = self.cfg.schedule.micro_batch_size, t.world.rank
         for _ in range(self.cfg.schedule.grad_accum_steps):
-            idx = next(stream)[rank * mbs:(rank + 1) * mbs]  # this rank's slice of the global micro-batch
+            idx = next(stream)[rank * mbs : (rank + 1) * mbs]  # this rank's slice of the global micro-batch
             batch = collate([self.examples[i] for i in idx], t.tokenizer.pad_token_id)
             # counted on the host copy: no device round trip per micro-batch
             local_tokens += count_target_tokens(batch["labels"])

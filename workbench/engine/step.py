@@ -24,6 +24,7 @@ reads. In order:
 A new training method (``training.method``) is one class with the ``TrainingStep`` interface, registered in
 ``engine/run.py``'s ``STEP_TYPES``: the engine runs it with no branch of its own.
 """
+
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Sequence

@@ -7,6 +7,7 @@ mentioned other than in a denial ("I am not Claude", "我不是 Claude" are fine
 You, I am not You, ...") or denies being something the question never named ("Who are you?" -> "... I am not
 Siri."): what a fine-tune that overfits its "are you X?" rows produces.
 """
+
 from __future__ import annotations
 
 import re
@@ -17,13 +18,38 @@ from ..serve.remote import ModelReply
 from .task_protocol import Example, rate
 from .text import repeated_run
 
-OTHER_ASSISTANTS = ("SmolLM", "ChatGPT", "GPT-4", "GPT-3", "OpenAI", "Claude", "Anthropic", "Llama", "LLaMA",
-                    "Meta AI", "Qwen", "通义千问", "Gemini", "Bard", "Hugging Face", "文心一言", "ERNIE", "DeepSeek",
-                    "Mistral", "Copilot", "Siri", "Alexa")
+OTHER_ASSISTANTS = (
+    "SmolLM",
+    "ChatGPT",
+    "GPT-4",
+    "GPT-3",
+    "OpenAI",
+    "Claude",
+    "Anthropic",
+    "Llama",
+    "LLaMA",
+    "Meta AI",
+    "Qwen",
+    "通义千问",
+    "Gemini",
+    "Bard",
+    "Hugging Face",
+    "文心一言",
+    "ERNIE",
+    "DeepSeek",
+    "Mistral",
+    "Copilot",
+    "Siri",
+    "Alexa",
+)
 # "I am <Name>": a capitalised word (or a CJK run) right after the claim, not "not"/"a"/"an"/"the"
-_CLAIM = re.compile(r"(?:\bI am|\bI'm|\bmy name is|\bcall me)\s+(?!not\b|a\b|an\b|the\b|here\b|happy\b|glad\b|sorry\b)"
-                    r"([A-Z][\w-]*)|(?:我是|我叫)\s*(?!一个|一名|你的)([A-Za-z][\w-]*|[\u4e00-\u9fff]{2,})")
-_DENIES = re.compile(r"(?:\bI am not|\bI'm not|\bnot|我不是|并非)\s*(?:an?\s+|the\s+)?([A-Za-z][\w-]*|[\u4e00-\u9fff]{2,})")
+_CLAIM = re.compile(
+    r"(?:\bI am|\bI'm|\bmy name is|\bcall me)\s+(?!not\b|a\b|an\b|the\b|here\b|happy\b|glad\b|sorry\b)"
+    r"([A-Z][\w-]*)|(?:我是|我叫)\s*(?!一个|一名|你的)([A-Za-z][\w-]*|[\u4e00-\u9fff]{2,})"
+)
+_DENIES = re.compile(
+    r"(?:\bI am not|\bI'm not|\bnot|我不是|并非)\s*(?:an?\s+|the\s+)?([A-Za-z][\w-]*|[\u4e00-\u9fff]{2,})"
+)
 _DENIAL = re.compile(r"(?:\bnot|\bisn't|\baren't|\bno|不是|并非|而非)\s*(?:an?\s+|the\s+)?$", re.I)
 
 
@@ -44,7 +70,7 @@ class IdentityTask:
                 found.append(name)
         for name in OTHER_ASSISTANTS:
             for m in re.finditer(re.escape(name), text, re.I):
-                if not _DENIAL.search(text[max(0, m.start() - 12):m.start()]) and name not in found:
+                if not _DENIAL.search(text[max(0, m.start() - 12) : m.start()]) and name not in found:
                     found.append(name)
         return found
 
@@ -62,13 +88,21 @@ class IdentityTask:
         question = next((str(m.get("content")) for m in reversed(example.messages) if m.get("role") == "user"), "")
         denials = self.wrong_denials(answer, question)
         loop = repeated_run(answer)
-        return {"introduces": introduces, "claims_other": bool(others), "other_names": others,
-                "wrong_denials": denials, "loop": loop,
-                "ok": introduces and not others and not denials and loop is None and not reply.error}
+        return {
+            "introduces": introduces,
+            "claims_other": bool(others),
+            "other_names": others,
+            "wrong_denials": denials,
+            "loop": loop,
+            "ok": introduces and not others and not denials and loop is None and not reply.error,
+        }
 
     def summarize(self, verdicts: list[dict]) -> dict:
-        return {"n": len(verdicts), "identity_rate": rate(v["ok"] for v in verdicts),
-                "introduces_rate": rate(v["introduces"] for v in verdicts),
-                "claims_other_rate": rate(v["claims_other"] for v in verdicts),
-                "wrong_denial_rate": rate(bool(v["wrong_denials"]) for v in verdicts),
-                "loop_rate": rate(v["loop"] is not None for v in verdicts)}
+        return {
+            "n": len(verdicts),
+            "identity_rate": rate(v["ok"] for v in verdicts),
+            "introduces_rate": rate(v["introduces"] for v in verdicts),
+            "claims_other_rate": rate(v["claims_other"] for v in verdicts),
+            "wrong_denial_rate": rate(bool(v["wrong_denials"]) for v in verdicts),
+            "loop_rate": rate(v["loop"] is not None for v in verdicts),
+        }

@@ -7,6 +7,7 @@ is the run's eval loss; ``default_data`` serves a base model measured without a 
 Unlike the answer-scoring tasks it has no ``score``/``summarize``; it ``measure``s a model in memory, which
 ``evaluate`` (base + each run's adapter) and ``eval.tasks`` during training both call.
 """
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -22,8 +23,19 @@ class HeldoutLossTask:
     def __init__(self, default_data: Path | None = None):
         self.default_data = default_data or samples_dir() / "identity" / "heldout.jsonl"
 
-    def measure(self, model, tokenizer, data: str | Path, *, limit: int | None = None, max_length: int = 512,
-                batch_size: int = 8, system_prompt: str | None = None, autocast=None, processor=None) -> dict:
+    def measure(
+        self,
+        model,
+        tokenizer,
+        data: str | Path,
+        *,
+        limit: int | None = None,
+        max_length: int = 512,
+        batch_size: int = 8,
+        system_prompt: str | None = None,
+        autocast=None,
+        processor=None,
+    ) -> dict:
         """{"n", "tokens", "loss", "perplexity"} of ``model`` on the rows of ``data`` (the first ``limit``),
         tokenized and batched as training's eval does (assistant tokens only; ``processor``: a vision-language
         model's, for rows with screenshots): the engine's held-out loss, ``workbench.forward.heldout_loss``."""
@@ -31,5 +43,9 @@ class HeldoutLossTask:
 
         examples = load_heldout(data, tokenizer, max_length, processor, system_prompt, limit)
         measured = heldout_loss(model, examples, tokenizer.pad_token_id, batch_size=batch_size, autocast=autocast)
-        return {"n": measured.examples, "tokens": measured.tokens, "loss": measured.loss,
-                "perplexity": measured.perplexity}
+        return {
+            "n": measured.examples,
+            "tokens": measured.tokens,
+            "loss": measured.loss,
+            "perplexity": measured.perplexity,
+        }

@@ -5,6 +5,7 @@ trained: answer-scoring tasks on greedy answers generated here (no server; the r
 loss task on the run's own ``data.eval`` (the engine's eval loss, measured by the same function). Each result is one ``eval_task`` event, which the monitor plots next to the
 eval loss.
 """
+
 from __future__ import annotations
 
 import time
@@ -32,7 +33,9 @@ class TaskEvalObserver(Observer):
         self._step = run.start_step
         for task in self.tasks:
             if not getattr(task, "needs_model", False):  # read once; a bad file fails the run at its start
-                self._examples[task.name] = load_eval_examples(task.default_data, self.section.limit, self.data.system_prompt)
+                self._examples[task.name] = load_eval_examples(
+                    task.default_data, self.section.limit, self.data.system_prompt
+                )
 
     def after_step(self, run: RunView, step: int, outcome, loss: float):
         self._step = step
@@ -58,17 +61,28 @@ class TaskEvalObserver(Observer):
                 # the run's eval loss (eval.limit bounds the answers generated, not this one forward per batch).
                 # A run without data.eval has no eval loss to match; the task's own file stands in.
                 own = self.data.eval is not None
-                metrics = task.measure(model, run.tokenizer, Path(self.data.eval if own else task.default_data),
-                                       limit=None if own else self.section.limit, max_length=self.data.max_length,
-                                       batch_size=run.cfg.schedule.micro_batch_size,
-                                       system_prompt=self.data.system_prompt, autocast=run.precision.autocast,
-                                       processor=run.processor)
+                metrics = task.measure(
+                    model,
+                    run.tokenizer,
+                    Path(self.data.eval if own else task.default_data),
+                    limit=None if own else self.section.limit,
+                    max_length=self.data.max_length,
+                    batch_size=run.cfg.schedule.micro_batch_size,
+                    system_prompt=self.data.system_prompt,
+                    autocast=run.precision.autocast,
+                    processor=run.processor,
+                )
             else:
                 examples = self._examples[task.name]
                 # screenshot rows: their inline images decoded for the run's processor (no server here)
-                answers = greedy_replies(model, run.tokenizer, [resolve_images(ex.messages) for ex in examples],
-                                         self.section.max_new_tokens, processor=run.processor,
-                                         autocast=run.precision.autocast)
+                answers = greedy_replies(
+                    model,
+                    run.tokenizer,
+                    [resolve_images(ex.messages) for ex in examples],
+                    self.section.max_new_tokens,
+                    processor=run.processor,
+                    autocast=run.precision.autocast,
+                )
                 metrics = task.summarize([task.score(ex, ModelReply(a)) for ex, a in zip(examples, answers)])
             event = EvalTask(step=step, task=task.name, metrics=metrics, wall_s=time.perf_counter() - t0)
             run.emit(event)

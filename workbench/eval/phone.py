@@ -6,6 +6,7 @@ expected action, for Tap/Double Tap/Long Press the point lies inside the target 
 ``meta.target_box`` when it has one, as screenshot rows and recorded episodes do; else from its screen description,
 ``target_box``), for Type the text matches (case and surrounding space ignored), and whether reasoning came with it.
 """
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -42,9 +43,18 @@ class PhoneActionsTask:
                 tap_in_box = type_match and in_box(got.point(), box)
         if expected.type == "Type":
             text_match = type_match and got.args["text"].strip().casefold() == expected.args["text"].strip().casefold()
-        return {"expected_type": expected.type, "predicted_type": got.type if got else None, "parsed": got is not None,
-                "parse_error": error, "type_match": type_match, "exact": got == expected, "tap_in_box": tap_in_box,
-                "text_match": text_match, "has_reasoning": split.has_reasoning, "has_answer_tag": split.has_answer_tag}
+        return {
+            "expected_type": expected.type,
+            "predicted_type": got.type if got else None,
+            "parsed": got is not None,
+            "parse_error": error,
+            "type_match": type_match,
+            "exact": got == expected,
+            "tap_in_box": tap_in_box,
+            "text_match": text_match,
+            "has_reasoning": split.has_reasoning,
+            "has_answer_tag": split.has_answer_tag,
+        }
 
     def summarize(self, verdicts: list[dict]) -> dict:
         by_type: dict[str, list[dict]] = {}
@@ -60,8 +70,14 @@ class PhoneActionsTask:
             "reasoning_rate": rate(v["has_reasoning"] for v in verdicts),
             # both present and usable: what a reasoning-format fine-tune should produce every time
             "reasoning_and_answer_rate": rate(v["has_reasoning"] and v["parsed"] for v in verdicts),
-            "by_type": {t: {"n": len(vs), "type_accuracy": rate(v["type_match"] for v in vs),
-                            "exact_match": rate(v["exact"] for v in vs)} for t, vs in sorted(by_type.items())},
+            "by_type": {
+                t: {
+                    "n": len(vs),
+                    "type_accuracy": rate(v["type_match"] for v in vs),
+                    "exact_match": rate(v["exact"] for v in vs),
+                }
+                for t, vs in sorted(by_type.items())
+            },
         }
 
 

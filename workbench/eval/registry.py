@@ -1,5 +1,6 @@
 """Tasks by name: the built-in scorers and any a plug-in registers (``register_task``). Apart from ``task_protocol`` (what a
 task is), which the scorers import: the registry imports the scorers, so neither needs the other lazily."""
+
 from __future__ import annotations
 
 from ..config.names import EVAL_TASKS
@@ -33,9 +34,14 @@ def task_names() -> list[str]:
 
 
 def _register_builtin() -> None:
-    for task in (PhoneActionsTask(), PhoneActionsTask("phone_actions_reasoning",
-                                                      samples_dir() / "phone_actions_reasoning" / "heldout.jsonl"),
-                 PhoneActionsTask("phone_episodes", samples_dir() / "phone_episodes" / "heldout.jsonl"),
-                 PhoneActionsTask("phone_screens", samples_dir() / "phone_screens" / "heldout.jsonl"),  # screenshots
-                 StepMatchTask(), IdentityTask(), TextMatchTask(), HeldoutLossTask()):
+    for task in (
+        PhoneActionsTask(),
+        PhoneActionsTask("phone_actions_reasoning", samples_dir() / "phone_actions_reasoning" / "heldout.jsonl"),
+        PhoneActionsTask("phone_episodes", samples_dir() / "phone_episodes" / "heldout.jsonl"),
+        PhoneActionsTask("phone_screens", samples_dir() / "phone_screens" / "heldout.jsonl"),  # screenshots
+        StepMatchTask(),
+        IdentityTask(),
+        TextMatchTask(),
+        HeldoutLossTask(),
+    ):
         _TASKS.setdefault(task.name, task)

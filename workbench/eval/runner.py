@@ -11,6 +11,7 @@ so screenshot tasks work against any OpenAI-compatible server started with its s
 fails is never scored: the metrics are over the answered rows only (``n``), and each model's entry counts the
 ``failed`` requests and keeps the first distinct reasons (``errors``).
 """
+
 from __future__ import annotations
 
 import contextlib
@@ -55,8 +56,15 @@ class EvalReport:
         return sum(m.get("failed", 0) for by_mode in self.metrics.values() for m in by_mode.values())
 
     def to_dict(self, records: bool = True) -> dict:
-        out = {"task": self.task, "data": self.data, "server": self.server, "settings": self.settings,
-               "wall_s": self.wall_s, "metrics": self.metrics, "written": self.written}
+        out = {
+            "task": self.task,
+            "data": self.data,
+            "server": self.server,
+            "settings": self.settings,
+            "wall_s": self.wall_s,
+            "metrics": self.metrics,
+            "written": self.written,
+        }
         if records:
             out["records"] = self.records
         return out
@@ -73,12 +81,28 @@ def thinking_modes(enable_thinking: str | None) -> list[str]:
     return [enable_thinking]
 
 
-def evaluate(task: str | Task, models: Iterable[str] | None = None, *, server: Any = None,
-             base: str | None = None, runs: Iterable[str] = (), data: str | Path | None = None,
-             limit: int | None = None, enable_thinking: str | None = None, temperature: float = 0.0,
-             seed: int | None = None, max_tokens: int = 96, concurrency: int = 8, system_prompt: str | None = None,
-             api_key: str | None = None, write: bool = True, progress: bool = True, timeout: float = 600.0,
-             device: str = "auto", dtype: str = "auto") -> EvalReport:
+def evaluate(
+    task: str | Task,
+    models: Iterable[str] | None = None,
+    *,
+    server: Any = None,
+    base: str | None = None,
+    runs: Iterable[str] = (),
+    data: str | Path | None = None,
+    limit: int | None = None,
+    enable_thinking: str | None = None,
+    temperature: float = 0.0,
+    seed: int | None = None,
+    max_tokens: int = 96,
+    concurrency: int = 8,
+    system_prompt: str | None = None,
+    api_key: str | None = None,
+    write: bool = True,
+    progress: bool = True,
+    timeout: float = 600.0,
+    device: str = "auto",
+    dtype: str = "auto",
+) -> EvalReport:
     """Score served models on an eval task. Without ``server``, one is started here for ``base`` with the adapters
     of ``runs`` (and one per full fine-tune or export among them, under the run's name), all stopped afterwards; a
     task measured on the model itself (``heldout_loss``) loads ``base`` / ``runs`` in this process instead.
@@ -111,29 +135,78 @@ def evaluate(task: str | Task, models: Iterable[str] | None = None, *, server: A
     runs = [str(r) for r in runs]
     if getattr(task, "needs_model", False):
         if server is not None:
-            raise EvalError(f"task {task.name!r} is measured on the model itself, not through a server: give the "
-                            "runs (--run runs/NAME) and/or the base model (--base MODEL) instead of --server")
-        return _measure_in_process(task, models, base, runs, data, limit, system_prompt, write,
-                                   {"device": device, "dtype": dtype})
+            raise EvalError(
+                f"task {task.name!r} is measured on the model itself, not through a server: give the "
+                "runs (--run runs/NAME) and/or the base model (--base MODEL) instead of --server"
+            )
+        return _measure_in_process(
+            task, models, base, runs, data, limit, system_prompt, write, {"device": device, "dtype": dtype}
+        )
     examples = load_eval_examples(data_path, limit, system_prompt)
     modes = thinking_modes(enable_thinking)
     if server is None:
-        return _with_own_server(task, models, base, runs, data_path, limit, enable_thinking, temperature, seed,
-                                max_tokens, concurrency, system_prompt, write, progress, timeout,
-                                {"device": device, "dtype": dtype})
+        return _with_own_server(
+            task,
+            models,
+            base,
+            runs,
+            data_path,
+            limit,
+            enable_thinking,
+            temperature,
+            seed,
+            max_tokens,
+            concurrency,
+            system_prompt,
+            write,
+            progress,
+            timeout,
+            {"device": device, "dtype": dtype},
+        )
     servers = list(server) if isinstance(server, (list, tuple)) else [server]
-    clients = [ServerClient(getattr(srv, "url", srv), api_key or getattr(srv, "api_key", None), timeout)
-               for srv in servers]
+    clients = [
+        ServerClient(getattr(srv, "url", srv), api_key or getattr(srv, "api_key", None), timeout) for srv in servers
+    ]
     try:
-        return _ask_served(task, models, clients, base, examples, modes, data_path, limit, enable_thinking,
-                           temperature, seed, max_tokens, concurrency, write, progress)
+        return _ask_served(
+            task,
+            models,
+            clients,
+            base,
+            examples,
+            modes,
+            data_path,
+            limit,
+            enable_thinking,
+            temperature,
+            seed,
+            max_tokens,
+            concurrency,
+            write,
+            progress,
+        )
     finally:
         for client in clients:
             client.close()
 
 
-def _ask_served(task, models, clients, base, examples, modes, data_path, limit, enable_thinking, temperature, seed,
-                max_tokens, concurrency, write, progress) -> EvalReport:
+def _ask_served(
+    task,
+    models,
+    clients,
+    base,
+    examples,
+    modes,
+    data_path,
+    limit,
+    enable_thinking,
+    temperature,
+    seed,
+    max_tokens,
+    concurrency,
+    write,
+    progress,
+) -> EvalReport:
     """Every (model, mode, example) asked of the server serving that model, scored, stored."""
     served: dict[str, tuple[ServerClient, dict]] = {}  # model id -> the server's client and the model's card
     for client in clients:
@@ -146,16 +219,26 @@ def _ask_served(task, models, clients, base, examples, modes, data_path, limit, 
     models = list(dict.fromkeys(models)) if models else list(served)
     missing = [m for m in models if m not in served]
     if missing:
-        raise EvalError(f"model id(s) {', '.join(map(repr, missing))} not served at "
-                        f"{', '.join(c.base for c in clients)}; served: {', '.join(served)}")
+        raise EvalError(
+            f"model id(s) {', '.join(map(repr, missing))} not served at "
+            f"{', '.join(c.base for c in clients)}; served: {', '.join(served)}"
+        )
     if base not in served:  # the base the report compares with: the first served model that is no adapter
         base = next((i for i, (_, c) in served.items() if not c.get("parent")), None)
     jobs = [(m, mode, ex) for m in models for mode in modes for ex in examples]
 
     def ask(job) -> ModelReply:
         model, mode, ex = job
-        return served[model][0].chat(chat_request(model, ex.messages, enable_thinking=THINKING_MODES[mode], seed=seed,
-                                                  temperature=temperature, max_tokens=max_tokens))
+        return served[model][0].chat(
+            chat_request(
+                model,
+                ex.messages,
+                enable_thinking=THINKING_MODES[mode],
+                seed=seed,
+                temperature=temperature,
+                max_tokens=max_tokens,
+            )
+        )
 
     start = time.monotonic()
     bar = _progress(len(jobs), f"eval {task.name}", progress)
@@ -172,16 +255,38 @@ def _ask_served(task, models, clients, base, examples, modes, data_path, limit, 
     for (model, mode, ex), reply in zip(jobs, replies):
         verdict = None if reply.error else task.score(ex, reply)  # no answer: nothing to score
         records.setdefault(model, {}).setdefault(mode, []).append(
-            {"index": ex.index, "reference": ex.reference, "answer": reply.content, "reasoning": reply.reasoning,
-             "error": reply.error, "verdict": verdict})
-    metrics = {m: {mode: summarize_answered(task, recs) for mode, recs in by_mode.items()}
-               for m, by_mode in records.items()}
-    report = EvalReport(task.name, str(data_path), " ".join(dict.fromkeys(served[m][0].base for m in models)),
-                        {"temperature": temperature, "seed": seed, "max_tokens": max_tokens, "limit": limit,
-                         "n": len(examples), "concurrency": concurrency, "enable_thinking": enable_thinking,
-                         "models": models, "base": base,
-                         **({"rules": task.rules} if getattr(task, "rules", None) else {})},  # its matching rules
-                        round(wall, 3), metrics, records)
+            {
+                "index": ex.index,
+                "reference": ex.reference,
+                "answer": reply.content,
+                "reasoning": reply.reasoning,
+                "error": reply.error,
+                "verdict": verdict,
+            }
+        )
+    metrics = {
+        m: {mode: summarize_answered(task, recs) for mode, recs in by_mode.items()} for m, by_mode in records.items()
+    }
+    report = EvalReport(
+        task.name,
+        str(data_path),
+        " ".join(dict.fromkeys(served[m][0].base for m in models)),
+        {
+            "temperature": temperature,
+            "seed": seed,
+            "max_tokens": max_tokens,
+            "limit": limit,
+            "n": len(examples),
+            "concurrency": concurrency,
+            "enable_thinking": enable_thinking,
+            "models": models,
+            "base": base,
+            **({"rules": task.rules} if getattr(task, "rules", None) else {}),
+        },  # its matching rules
+        round(wall, 3),
+        metrics,
+        records,
+    )
     if write:
         for model in models:
             run_dir = served_run_dir(served[model][1])
@@ -194,12 +299,31 @@ def summarize_answered(task: Task, records: list[dict]) -> dict:
     """The task's metrics over the answered records only (``n`` of them), then how many requests ``failed`` and
     the first distinct reasons (``errors``): a request that failed is no wrong answer, and no score hides it."""
     failed = [r["error"] for r in records if r["error"]]
-    return {**task.summarize([r["verdict"] for r in records if not r["error"]]), "failed": len(failed),
-            "errors": list(dict.fromkeys(failed))[:MAX_REASONS]}
+    return {
+        **task.summarize([r["verdict"] for r in records if not r["error"]]),
+        "failed": len(failed),
+        "errors": list(dict.fromkeys(failed))[:MAX_REASONS],
+    }
 
 
-def _with_own_server(task, models, base, runs, data_path, limit, enable_thinking, temperature, seed, max_tokens,
-                     concurrency, system_prompt, write, progress, timeout, placed: dict) -> EvalReport:
+def _with_own_server(
+    task,
+    models,
+    base,
+    runs,
+    data_path,
+    limit,
+    enable_thinking,
+    temperature,
+    seed,
+    max_tokens,
+    concurrency,
+    system_prompt,
+    write,
+    progress,
+    timeout,
+    placed: dict,
+) -> EvalReport:
     """One server for the base with the runs' adapters, and one per full fine-tune or merged/exported model
     (served under its run's name, as its adapter would be): base and tuned side by side either way."""
     from ..serve import start_server
@@ -208,16 +332,37 @@ def _with_own_server(task, models, base, runs, data_path, limit, enable_thinking
     base = _base_of(runs, base)
     adapters, full = _served_parts(runs)
     with contextlib.ExitStack() as stack:
-        servers = [stack.enter_context(start_server(base, runs=adapters, max_batch=max(concurrency, 1),
-                                                    log_level="warning", **placed))]
+        servers = [
+            stack.enter_context(
+                start_server(base, runs=adapters, max_batch=max(concurrency, 1), log_level="warning", **placed)
+            )
+        ]
         for model_id, path in full.items():
-            servers.append(stack.enter_context(start_server(str(path), model_id=model_id, max_batch=max(concurrency, 1),
-                                                            log_level="warning", **placed)))
+            servers.append(
+                stack.enter_context(
+                    start_server(
+                        str(path), model_id=model_id, max_batch=max(concurrency, 1), log_level="warning", **placed
+                    )
+                )
+            )
         wanted = list(models) if models else [base, *(default_adapter_id(r) for r in adapters), *full]
-        return evaluate(task, wanted, server=servers, base=base, data=data_path, limit=limit,
-                        enable_thinking=enable_thinking, temperature=temperature, seed=seed, max_tokens=max_tokens,
-                        concurrency=concurrency, system_prompt=system_prompt, write=write, progress=progress,
-                        timeout=timeout)
+        return evaluate(
+            task,
+            wanted,
+            server=servers,
+            base=base,
+            data=data_path,
+            limit=limit,
+            enable_thinking=enable_thinking,
+            temperature=temperature,
+            seed=seed,
+            max_tokens=max_tokens,
+            concurrency=concurrency,
+            system_prompt=system_prompt,
+            write=write,
+            progress=progress,
+            timeout=timeout,
+        )
 
 
 def _served_parts(runs: list[str]) -> tuple[list[str], dict[str, Path]]:
@@ -228,17 +373,25 @@ def _served_parts(runs: list[str]) -> tuple[list[str], dict[str, Path]]:
     for path in runs:
         found = trained_at(path)
         if found is None or found.weights is None:
-            raise EvalError(f"{path!r} holds no trained weights yet (no {ADAPTER_DIR}/ or {MODEL_DIR}/: they are saved "
-                            "at the run's end), nor is it a model directory: evaluate it once it has finished")
+            raise EvalError(
+                f"{path!r} holds no trained weights yet (no {ADAPTER_DIR}/ or {MODEL_DIR}/: they are saved "
+                "at the run's end), nor is it a model directory: evaluate it once it has finished"
+            )
         if found.weights.kind == "adapter":
             adapters.append(path)
             continue
         weights, run_dir = found.weights.path, found.run_dir
-        model_id = (weights.name if run_dir is None else run_dir.name if weights.parent == run_dir
-                    and weights.name == MODEL_DIR else f"{run_dir.name}-{weights.name}")
+        model_id = (
+            weights.name
+            if run_dir is None
+            else run_dir.name
+            if weights.parent == run_dir and weights.name == MODEL_DIR
+            else f"{run_dir.name}-{weights.name}"
+        )
         if model_id in full:
-            raise EvalError(f"{path!r} would be served as {model_id!r}, as {str(full[model_id])!r} is: evaluate them "
-                            "one at a time")
+            raise EvalError(
+                f"{path!r} would be served as {model_id!r}, as {str(full[model_id])!r} is: evaluate them one at a time"
+            )
         full[model_id] = weights
     return adapters, full
 
@@ -271,8 +424,10 @@ def _measure_in_process(task, models, base, runs, data, limit, system_prompt, wr
     wanted = list(dict.fromkeys(models)) if models else [base, *adapters, *full]
     unknown = [m for m in wanted if m != base and m not in adapters and m not in full]
     if unknown:
-        raise EvalError(f"model id(s) {', '.join(map(repr, unknown))} are neither the base {base!r} nor a run's "
-                        f"adapter or model ({', '.join([*adapters, *full]) or 'no --run given'})")
+        raise EvalError(
+            f"model id(s) {', '.join(map(repr, unknown))} are neither the base {base!r} nor a run's "
+            f"adapter or model ({', '.join([*adapters, *full]) or 'no --run given'})"
+        )
     full_runs = {model_id: run_dir_of(path) for model_id, path in full.items()}
     configs = [found.run for found in adapters.values() if found.run is not None]
     configs += [run_config(d) for d in full_runs.values() if d is not None]
@@ -287,8 +442,16 @@ def _measure_in_process(task, models, base, runs, data, limit, system_prompt, wr
     batch_size = max({c.schedule.micro_batch_size for c in configs}, default=8)
 
     def measure(m, on=loaded) -> dict:
-        return task.measure(m, on.tokenizer, data_path, limit=limit, max_length=max_length, batch_size=batch_size,
-                            system_prompt=system_prompt, processor=on.processor)
+        return task.measure(
+            m,
+            on.tokenizer,
+            data_path,
+            limit=limit,
+            max_length=max_length,
+            batch_size=batch_size,
+            system_prompt=system_prompt,
+            processor=on.processor,
+        )
 
     for model_id in wanted:
         if model_id in full:
@@ -296,19 +459,27 @@ def _measure_in_process(task, models, base, runs, data, limit, system_prompt, wr
             metrics[model_id] = {"default": measure(own.model, own)}
             del own
         elif model_id == base:
-            with (model.disable_adapter() if adapters else contextlib.nullcontext()):
+            with model.disable_adapter() if adapters else contextlib.nullcontext():
                 metrics[model_id] = {"default": measure(model)}
         else:
             model.set_adapter(model_id)
             metrics[model_id] = {"default": measure(model)}
     n = next(iter(metrics.values()))["default"]["n"]
-    report = EvalReport(task.name, str(data_path), "in-process", {"limit": limit, "n": n, "max_length": max_length,
-                                                                  "models": wanted, "base": base},
-                        round(time.monotonic() - start, 3), metrics)
+    report = EvalReport(
+        task.name,
+        str(data_path),
+        "in-process",
+        {"limit": limit, "n": n, "max_length": max_length, "models": wanted, "base": base},
+        round(time.monotonic() - start, 3),
+        metrics,
+    )
     if write:
         for model_id in wanted:
-            run_dir = (served_run_dir({"parent": base, "root": str(adapters[model_id].dir)}) if model_id in adapters
-                       else full_runs.get(model_id))
+            run_dir = (
+                served_run_dir({"parent": base, "root": str(adapters[model_id].dir)})
+                if model_id in adapters
+                else full_runs.get(model_id)
+            )
             if run_dir is not None:
                 report.written.append(str(write_results(run_dir, report, model_id)))
     return report
@@ -317,17 +488,22 @@ def _measure_in_process(task, models, base, runs, data, limit, system_prompt, wr
 def _runs_data(task, configs: list, data, system_prompt) -> tuple[Path, str | None]:
     """The held-out file and system prompt to measure with: those given, else the runs' own (their data.eval and
     data.system_prompt, which must agree), else the task's default file."""
+
     def runs_agree(read, what: str, fallback):
         values = {read(c) for c in configs}
         if len(values) > 1:
-            raise EvalError(f"the runs differ in {what} ({', '.join(sorted(map(str, values)))}): evaluate them one at a "
-                            "time, or give it (--data FILE, --system-prompt TEXT)")
+            raise EvalError(
+                f"the runs differ in {what} ({', '.join(sorted(map(str, values)))}): evaluate them one at a "
+                "time, or give it (--data FILE, --system-prompt TEXT)"
+            )
         return values.pop() if values else fallback
 
     if data is None:
         data = runs_agree(lambda c: c.data.eval, "data.eval", None)
         if data is not None and not Path(data).is_file():
-            raise EvalError(f"the run's held-out set {data!r} (its data.eval) is not found here: give the file (--data FILE)")
+            raise EvalError(
+                f"the run's held-out set {data!r} (its data.eval) is not found here: give the file (--data FILE)"
+            )
         data = data or task.default_data
     if system_prompt is None:
         system_prompt = runs_agree(lambda c: c.data.system_prompt, "data.system_prompt", None)

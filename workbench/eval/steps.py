@@ -22,6 +22,7 @@ Per episode (AgentCPM-GUI's ``compute_episode_metrics``): an episode succeeds wh
 exact match, and its goal progress is the share of its steps matched before the first miss. Nothing here reads a
 phone's state: rows recorded from a real phone, which no final-state check can judge, are scored the same way.
 """
+
 from __future__ import annotations
 
 import math
@@ -35,8 +36,18 @@ from .task_protocol import Example, mean, rate
 
 EVALUATOR = "AgentCPM-GUI (OpenBMB/AgentCPM-GUI eval/utils/evaluator.py, after AITW's action matching)"
 # An action's class in AgentCPM-GUI's evaluator (our grammar's type -> its class name)
-CLASSES = {"Tap": "click", "Double Tap": "double_click", "Long Press": "long_point", "Swipe": "scroll", "Type": "type",
-           "Back": "press", "Home": "press", "Launch": "open", "Wait": "wait", "finish": "stop"}
+CLASSES = {
+    "Tap": "click",
+    "Double Tap": "double_click",
+    "Long Press": "long_point",
+    "Swipe": "scroll",
+    "Type": "type",
+    "Back": "press",
+    "Home": "press",
+    "Launch": "open",
+    "Wait": "wait",
+    "finish": "stop",
+}
 BOX_SCALE = 1.2  # AgentCPM-GUI's (and Qwen2.5-VL's, AITZ's) box enlargement; AITW's is 2.4 (1.4 added)
 TAP_DISTANCE = 0.04  # AgentCPM-GUI's AndroidControl threshold (aligned with Qwen2.5-VL's); its AITW/AITZ one is 0.14
 
@@ -74,11 +85,18 @@ def text_similarity(a: str, b: str) -> float:
 
 
 class StepMatchTask:
-    description = ("recorded demonstrations step by step (AgentCPM-GUI's action matching): type match and exact match "
-                   "per action type, episode success and goal progress; no phone needed")
+    description = (
+        "recorded demonstrations step by step (AgentCPM-GUI's action matching): type match and exact match "
+        "per action type, episode success and goal progress; no phone needed"
+    )
 
-    def __init__(self, name: str = "phone_steps", default_data: Path | None = None, box_scale: float = BOX_SCALE,
-                 tap_distance: float = TAP_DISTANCE):
+    def __init__(
+        self,
+        name: str = "phone_steps",
+        default_data: Path | None = None,
+        box_scale: float = BOX_SCALE,
+        tap_distance: float = TAP_DISTANCE,
+    ):
         self.name = name
         self.default_data = default_data or samples_dir() / "own_app" / "heldout.jsonl"
         self.box_scale, self.tap_distance = box_scale, tap_distance
@@ -86,9 +104,11 @@ class StepMatchTask:
     @property
     def rules(self) -> str:
         """The evaluator and its thresholds, in one line (printed with every report of this task)."""
-        return (f"{EVALUATOR}: type = action class; exact: a tap inside the target box x{self.box_scale:g} or within "
-                f"{self.tap_distance:g} of the screen of the recorded point, a swipe by direction, Type by containment "
-                "(case and space ignored), Back/Home by button, Launch by app; episode success = every step exact")
+        return (
+            f"{EVALUATOR}: type = action class; exact: a tap inside the target box x{self.box_scale:g} or within "
+            f"{self.tap_distance:g} of the screen of the recorded point, a swipe by direction, Type by containment "
+            "(case and space ignored), Back/Home by button, Launch by app; episode success = every step exact"
+        )
 
     def score(self, example: Example, reply: ModelReply) -> dict:
         expected = parse_action(split_answer(example.reference).answer)  # a bad reference is a data error
@@ -98,10 +118,17 @@ class StepMatchTask:
         exact, distance, similarity = False, None, None
         if type_match:
             exact, distance, similarity = self._exact(expected, got, meta.get("target_box"))
-        return {"expected_type": expected.type, "predicted_type": got.type if got else None, "parsed": got is not None,
-                "type_match": type_match, "exact": exact, "tap_distance": distance, "text_similarity": similarity,
-                "episode": f"{meta.get('task', '')}#{meta.get('episode', example.index)}",
-                "step": meta.get("step", example.index)}
+        return {
+            "expected_type": expected.type,
+            "predicted_type": got.type if got else None,
+            "parsed": got is not None,
+            "type_match": type_match,
+            "exact": exact,
+            "tap_distance": distance,
+            "text_similarity": similarity,
+            "episode": f"{meta.get('task', '')}#{meta.get('episode', example.index)}",
+            "step": meta.get("step", example.index),
+        }
 
     def _exact(self, expected, got, box) -> tuple[bool, float | None, float | None]:
         """(exact match, the tap's distance in screen fractions, the texts' similarity) of two actions of one class."""
@@ -115,14 +142,21 @@ class StepMatchTask:
                     return True, distance, None
             return distance <= self.tap_distance, distance, None
         if kind == "scroll":
-            return (direction(expected.args["start"], expected.args["end"])
-                    == direction(got.args["start"], got.args["end"])), None, None
+            return (
+                (
+                    direction(expected.args["start"], expected.args["end"])
+                    == direction(got.args["start"], got.args["end"])
+                ),
+                None,
+                None,
+            )
         if kind == "type":
             a, b = got.args["text"].strip().casefold(), expected.args["text"].strip().casefold()
             return (a in b or b in a), None, text_similarity(a, b)
         if kind == "press":
             return got.type == expected.type, None, None
         if kind == "open":
+
             def app(name: str) -> str:  # the package the runtime's table launches for it; else the name itself
                 return launch_package(name.strip()) or name.strip().casefold()
 
@@ -151,8 +185,14 @@ class StepMatchTask:
             "goal_progress": mean(progress),
             "tap_distance": mean(v["tap_distance"] for v in verdicts),
             "text_similarity": mean(v["text_similarity"] for v in verdicts),
-            "by_type": {t: {"n": len(vs), "type_match": rate(v["type_match"] for v in vs),
-                            "exact_match": rate(v["exact"] for v in vs)} for t, vs in sorted(by_type.items())},
+            "by_type": {
+                t: {
+                    "n": len(vs),
+                    "type_match": rate(v["type_match"] for v in vs),
+                    "exact_match": rate(v["exact"] for v in vs),
+                }
+                for t, vs in sorted(by_type.items())
+            },
         }
 
 

@@ -10,6 +10,7 @@ The contract of a task:
 A task with ``needs_model = True`` (held-out loss) instead ``measure``s a model in memory:
 ``measure(model, tokenizer, data, limit=..., ...) -> dict``.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass, field

@@ -3,6 +3,7 @@
 Normalisation (as SQuAD's): case folded, punctuation and the articles a/an/the dropped, spaces collapsed.
 Tokens are words, and each CJK character is a token of its own (Chinese has no spaces between words).
 """
+
 from __future__ import annotations
 
 import re
@@ -16,7 +17,9 @@ from ..serve.remote import ModelReply
 from .task_protocol import Example, mean
 
 _ARTICLES = re.compile(r"\b(a|an|the)\b")
-_TOKEN = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]|[^\s\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]+")
+_TOKEN = re.compile(
+    r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]|[^\s\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]+"
+)
 
 
 def normalize(text: str) -> str:
@@ -36,12 +39,12 @@ def repeated_run(text: str, times: int = 3, sentence: int = 8) -> str | None:
     toks = tokens(text)
     for n in range(1, len(toks) // times + 1):
         for start in range(len(toks) - times * n + 1):
-            gram = toks[start:start + n]
-            if all(toks[start + k * n:start + (k + 1) * n] == gram for k in range(1, times)):
+            gram = toks[start : start + n]
+            if all(toks[start + k * n : start + (k + 1) * n] == gram for k in range(1, times)):
                 return " ".join(gram)
     seen: dict[tuple, int] = {}
     for start in range(len(toks) - sentence + 1):
-        gram = tuple(toks[start:start + sentence])
+        gram = tuple(toks[start : start + sentence])
         if gram in seen and start - seen[gram] >= sentence:
             return " ".join(gram)
         seen.setdefault(gram, start)
@@ -76,8 +79,11 @@ class TextMatchTask:
         return {"exact": exact_match(answer, reference), "f1": token_f1(answer, reference)}
 
     def summarize(self, verdicts: list[dict]) -> dict:
-        return {"n": len(verdicts), "exact_match": mean(v["exact"] for v in verdicts),
-                "token_f1": mean(v["f1"] for v in verdicts)}
+        return {
+            "n": len(verdicts),
+            "exact_match": mean(v["exact"] for v in verdicts),
+            "token_f1": mean(v["f1"] for v in verdicts),
+        }
 
 
 __all__ = ["TextMatchTask", "exact_match", "normalize", "repeated_run", "token_f1", "tokens"]

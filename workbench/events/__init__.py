@@ -1,4 +1,5 @@
 """Run events: schema, writer, reader."""
+
 from .log import EventWriter, finite_number, number
 from .reader import iter_events, read_events
 from .schema import (
@@ -19,6 +20,23 @@ from .schema import (
 )
 
 __all__ = [
-    "EventWriter", "finite_number", "iter_events", "number", "read_events", "EVENT_TYPES", "SCHEMA_VERSION",
-    "Census", "Checkpoint", "Eval", "Event", "Memory", "Overflow", "PlanPrediction", "RunFailed", "RunFinished", "RunStarted", "Step", "event_from_dict",
+    "EventWriter",
+    "finite_number",
+    "iter_events",
+    "number",
+    "read_events",
+    "EVENT_TYPES",
+    "SCHEMA_VERSION",
+    "Census",
+    "Checkpoint",
+    "Eval",
+    "Event",
+    "Memory",
+    "Overflow",
+    "PlanPrediction",
+    "RunFailed",
+    "RunFinished",
+    "RunStarted",
+    "Step",
+    "event_from_dict",
 ]

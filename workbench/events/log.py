@@ -1,4 +1,5 @@
 """Line-flushed JSONL event log: one writer (the engine), any number of tailing readers (``events.reader``)."""
+
 from __future__ import annotations
 
 import json

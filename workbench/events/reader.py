@@ -22,6 +22,7 @@ disk error) must not make a run's whole history unreadable to the monitor, ``wor
 reported rather than silent, because the events on it are lost (a gap in a chart, a run's end unseen) and the user is
 told where to look.
 """
+
 from __future__ import annotations
 
 import json
@@ -62,8 +63,9 @@ def _loads(line: bytes) -> dict | None:
     return event if isinstance(event, dict) else None
 
 
-def parse_line(line: bytes, path: Path, offset: int, line_no: int | None = None,
-               bad_lines: list | None = None) -> dict | None:
+def parse_line(
+    line: bytes, path: Path, offset: int, line_no: int | None = None, bad_lines: list | None = None
+) -> dict | None:
     """The event of one complete line; None for a blank line, or for a bad one (reported: the module's rule)."""
     event = _loads(line)
     if event is None and line.strip():
@@ -71,8 +73,14 @@ def parse_line(line: bytes, path: Path, offset: int, line_no: int | None = None,
     return event
 
 
-def parse_block(data: bytes, path: Path, offset: int, line_no: int | None = None,
-                bad_lines: list | None = None, offsets: bool = False) -> list:
+def parse_block(
+    data: bytes,
+    path: Path,
+    offset: int,
+    line_no: int | None = None,
+    bad_lines: list | None = None,
+    offsets: bool = False,
+) -> list:
     """The events of ``data``, complete lines read from byte ``offset`` of ``path`` (line ``line_no`` first, when
     known); with ``offsets``, (offset, event) pairs."""
     out = []
@@ -126,7 +134,7 @@ class LogReader:
                 data = fh.read(chunk)
                 buf = rest + data if rest else data
                 end = buf.rfind(b"\n")
-                block, rest = buf[: end + 1], buf[end + 1:]
+                block, rest = buf[: end + 1], buf[end + 1 :]
                 if block:
                     self._block = block
                     yield block
@@ -198,11 +206,15 @@ def step_of_line(line: bytes) -> tuple[int, int] | None:
     """(step, rank) of an unskipped step event's line, from its bytes; None for any other line (to be parsed)."""
     if line.find(b"{", 1) >= 0 or line.find(b"\\") >= 0:
         return None
-    kind, skipped, step, rank = (line.find(b'"type": '), line.find(b'"skipped": '), line.find(b'"step": '),
-                                 line.find(b'"rank": '))
+    kind, skipped, step, rank = (
+        line.find(b'"type": '),
+        line.find(b'"skipped": '),
+        line.find(b'"step": '),
+        line.find(b'"rank": '),
+    )
     if min(kind, skipped, step, rank) < 0:  # other spacing than the writer's, or a key missing
         return _step_of_spaced_line(line)
-    if line[kind + 8:kind + 15] not in (b'"step",', b'"step"}') or line.startswith(b"true", skipped + 11):
+    if line[kind + 8 : kind + 15] not in (b'"step",', b'"step"}') or line.startswith(b"true", skipped + 11):
         return None
     step_text, rank_text = _number_at(line, step + 8), _number_at(line, rank + 8)
     return (int(step_text), int(rank_text)) if step_text.isdigit() and rank_text.isdigit() else None
@@ -210,7 +222,7 @@ def step_of_line(line: bytes) -> tuple[int, int] | None:
 
 def _number_at(line: bytes, start: int) -> bytes:
     end = line.find(b",", start)
-    return line[start:end if end >= 0 else line.rfind(b"}")]
+    return line[start : end if end >= 0 else line.rfind(b"}")]
 
 
 def _step_of_spaced_line(line: bytes) -> tuple[int, int] | None:
@@ -273,7 +285,7 @@ def first_event(path: str | Path, limit: int, wanted: Callable[[dict], bool]) ->
                 for e in parse_block(data[: end + 1], path, start, None) if end >= 0 else ():
                     if wanted(e):
                         return e, pos
-                data = data[end + 1:]
+                data = data[end + 1 :]
     except OSError:
         pass
     return {}, pos
@@ -414,8 +426,9 @@ def summarize_log(path: str | Path, size: int | None = None) -> LogSummary:
     tail, tail_start = read_tail(path, size, reached_last_step)
     summary.bytes_read = size - tail_start
     if tail_start > 0 and not any(e.get("type") == "run_started" and _rank0(e) for e in tail):
-        summary.started, read = first_event(path, min(HEAD_BYTES, tail_start),
-                                            lambda e: e.get("type") == "run_started" and _rank0(e))
+        summary.started, read = first_event(
+            path, min(HEAD_BYTES, tail_start), lambda e: e.get("type") == "run_started" and _rank0(e)
+        )
         summary.bytes_read += read
     summary.fold(tail)
     return summary
@@ -527,7 +540,9 @@ def read_overview(path: str | Path, recent_steps: int, windows: int | None = Non
         return None
 
     def holds_recent_steps(events: list) -> bool:
-        steps = [e.get("step") for e in events if e.get("type") == "step" and _rank0(e) and isinstance(e.get("step"), int)]
+        steps = [
+            e.get("step") for e in events if e.get("type") == "step" and _rank0(e) and isinstance(e.get("step"), int)
+        ]
         return bool(steps) and steps[0] <= steps[-1] - recent_steps
 
     tail, tail_start = read_tail(path, size, holds_recent_steps)
@@ -553,8 +568,9 @@ def _anchors(entries: list) -> list[tuple[int, int]]:
     return out
 
 
-def read_window(path: str | Path, first: int, last: int, full_bytes: int | None = None,
-                windows: int | None = None) -> LogSlice | None:
+def read_window(
+    path: str | Path, first: int, last: int, full_bytes: int | None = None, windows: int | None = None
+) -> LogSlice | None:
     """The events of the bytes that hold steps ``first``..``last`` (and some steps around them), found through the
     index's anchors: all of them when that is at most ``full_bytes``, else the index's rare events of it and a sample
     of ``windows`` windows. None when the log has no index (read it whole)."""

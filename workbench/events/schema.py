@@ -3,6 +3,7 @@
 One JSON object per line with ``type``, ``v`` (schema version), ``time`` (unix seconds) and
 ``rank``. Readers must ignore unknown fields and unknown types (forward compatibility).
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -73,8 +74,12 @@ class Census(Event):
 
 # The model-state categories, in the order every report and chart shows them, and the memory event's field
 # that carries each as measured (the planner predicts the same categories by these names).
-MODEL_STATE_FIELDS = {"weights": "params_bytes", "gradients": "grads_bytes", "optimizer_state": "optimizer_bytes",
-                      "master_weights": "master_weights_bytes"}
+MODEL_STATE_FIELDS = {
+    "weights": "params_bytes",
+    "gradients": "grads_bytes",
+    "optimizer_state": "optimizer_bytes",
+    "master_weights": "master_weights_bytes",
+}
 
 
 @dataclass(frozen=True)
@@ -138,7 +143,6 @@ class RunFailed(Event):
     # Why saving the last completed step after the failure failed (e.g. a full disk); checkpoint is then the
     # last periodic one, or None. The failure above is still the run's error.
     checkpoint_error: str | None = None
-
 
 
 @dataclass(frozen=True)
@@ -311,10 +315,26 @@ class DaggerRound(Event):
 
 
 EVENT_TYPES: dict[str, type[Event]] = {
-    cls.type: cls for cls in (RunStarted, PlanPrediction, Step, Overflow, Census, Memory, Eval, Checkpoint, RunFinished, RunFailed)
+    cls.type: cls
+    for cls in (RunStarted, PlanPrediction, Step, Overflow, Census, Memory, Eval, Checkpoint, RunFinished, RunFailed)
 }
-EVENT_TYPES.update({cls.type: cls for cls in (PrecisionRules, Coverage, OverflowOrigin, Diagnosis, QatConverted,
-                                                   BaseQuantized, EvalTask, Rollout, PolicyMismatch, DaggerRound)})
+EVENT_TYPES.update(
+    {
+        cls.type: cls
+        for cls in (
+            PrecisionRules,
+            Coverage,
+            OverflowOrigin,
+            Diagnosis,
+            QatConverted,
+            BaseQuantized,
+            EvalTask,
+            Rollout,
+            PolicyMismatch,
+            DaggerRound,
+        )
+    }
+)
 
 
 def event_from_dict(d: dict[str, Any]) -> Event | dict:

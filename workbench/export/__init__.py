@@ -6,10 +6,22 @@ model (``docs/export.md``).
     result = export("runs/NAME", "int8")          # -> runs/NAME/exports/int8-dynamic
     result.parity["greedy_agreement"]
 """
+
 from .exporter import ExportResult, export, read_manifest, verify
 from .parity import ParityFailed, ParityGate, ParityReport
 from .source import ExportInputError
 from .targets import DTYPES, INT8_MODES, TARGETS
 
-__all__ = ["ExportResult", "export", "read_manifest", "verify", "ParityFailed", "ParityGate", "ParityReport",
-           "ExportInputError", "DTYPES", "INT8_MODES", "TARGETS"]
+__all__ = [
+    "ExportResult",
+    "export",
+    "read_manifest",
+    "verify",
+    "ParityFailed",
+    "ParityGate",
+    "ParityReport",
+    "ExportInputError",
+    "DTYPES",
+    "INT8_MODES",
+    "TARGETS",
+]

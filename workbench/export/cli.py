@@ -3,6 +3,7 @@
 Exit codes: 0 exported (or verified), 1 the export failed its parity gate (the figures are printed and
 kept in OUT.failed/manifest.json), 2 bad input (missing run, no adapter, unsupported target or option).
 """
+
 from __future__ import annotations
 
 import argparse
@@ -14,28 +15,43 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
     from .targets import DTYPES, INT8_MODES, TARGETS
 
     p = subparsers.add_parser(
-        "export", help="export a run's adapter: merged model, int8, ONNX (checked for parity)",
+        "export",
+        help="export a run's adapter: merged model, int8, ONNX (checked for parity)",
         description="Merge a run's LoRA adapter into its base and write it as a deployable directory with a "
-                    "manifest.json; the export is read back and compared with the unexported model (fp32 base + "
-                    "adapter) on held-out examples, and a parity failure fails the export (exit 1).")
+        "manifest.json; the export is read back and compared with the unexported model (fp32 base + "
+        "adapter) on held-out examples, and a parity failure fails the export (exit 1).",
+    )
     p.add_argument("run_dir", nargs="?", metavar="RUN", help="the run directory (runs/NAME)")
     p.add_argument("--target", default="merged", help=f"one of {', '.join(TARGETS)} (default: merged)")
     p.add_argument("--out", metavar="DIR", help="output directory (default: RUN/exports/<target>)")
     p.add_argument("--dtype", default="float32", help=f"merged: weights dtype, one of {', '.join(DTYPES)}")
-    p.add_argument("--int8-mode", default="dynamic", help=f"int8: {' or '.join(INT8_MODES)} (int8 dynamic "
-                   "activations + int8 weights, or int8 weights only)")
+    p.add_argument(
+        "--int8-mode",
+        default="dynamic",
+        help=f"int8: {' or '.join(INT8_MODES)} (int8 dynamic activations + int8 weights, or int8 weights only)",
+    )
     p.add_argument("--heldout", metavar="FILE", help="held-out JSONL for parity (default: the run's data.eval)")
     p.add_argument("--max-examples", type=int, default=16, help="held-out examples compared (default 16)")
     p.add_argument("--max-logit-diff", type=float, help="gate: largest |logit diff| (default: the target's)")
     p.add_argument("--min-agreement", type=float, help="gate: least greedy-token agreement (default: the target's)")
-    p.add_argument("--max-loss-increase", type=float, help="gate: held-out loss increase allowed (default: the target's)")
-    p.add_argument("--device", default="auto", help="where the fp32 reference (and a merged export) compute the "
-                   "parity logits: auto (the first CUDA GPU when one is visible, else the CPU), cpu, cuda or cuda:N")
+    p.add_argument(
+        "--max-loss-increase", type=float, help="gate: held-out loss increase allowed (default: the target's)"
+    )
+    p.add_argument(
+        "--device",
+        default="auto",
+        help="where the fp32 reference (and a merged export) compute the "
+        "parity logits: auto (the first CUDA GPU when one is visible, else the CPU), cpu, cuda or cuda:N",
+    )
     p.add_argument("--force", action="store_true", help="overwrite an existing output directory")
     p.add_argument("--verify", metavar="EXPORT_DIR", help="re-check an existing export against its source run instead")
     p.add_argument("--json", action="store_true", help="print the manifest (or parity figures) as JSON")
-    p.add_argument("--progress", action="store_true", help="print each phase to stderr as it starts "
-                   "('[i/N] what'; a watcher such as the runs panel's Export section reads them)")
+    p.add_argument(
+        "--progress",
+        action="store_true",
+        help="print each phase to stderr as it starts "
+        "('[i/N] what'; a watcher such as the runs panel's Export section reads them)",
+    )
     p.set_defaults(func=run)
     return p
 
@@ -44,8 +60,11 @@ def _gate(args, target: str, dtype: str, int8_mode: str):
     from .parity import ParityGate
     from .targets import TargetSpec
 
-    given = {"max_logit_diff": args.max_logit_diff, "min_agreement": args.min_agreement,
-             "max_loss_increase": args.max_loss_increase}
+    given = {
+        "max_logit_diff": args.max_logit_diff,
+        "min_agreement": args.min_agreement,
+        "max_loss_increase": args.max_loss_increase,
+    }
     if all(v is None for v in given.values()):
         return None
     default = TargetSpec(target, dtype, int8_mode).default_gate().to_dict()
@@ -82,7 +101,11 @@ def run(args) -> int:
             if args.run_dir:
                 raise ExportInputError("give either RUN (to export) or --verify EXPORT_DIR, not both")
             report = verify(args.verify, device=args.device)
-            print(json.dumps(report.to_dict(), indent=2) if args.json else f"{args.verify}: parity passed: {report.summary()}")
+            print(
+                json.dumps(report.to_dict(), indent=2)
+                if args.json
+                else f"{args.verify}: parity passed: {report.summary()}"
+            )
             return 0
         if not args.run_dir:
             raise ExportInputError("name the run to export: workbench export runs/NAME --target merged")
@@ -91,9 +114,19 @@ def run(args) -> int:
             gate = None
         else:
             gate = _gate(args, args.target, args.dtype, args.int8_mode)
-        result = export(args.run_dir, args.target, args.out, dtype=args.dtype, int8_mode=args.int8_mode,
-                        heldout=args.heldout, max_examples=args.max_examples, gate=gate, overwrite=args.force,
-                        progress=_print_phase if args.progress else None, device=args.device)
+        result = export(
+            args.run_dir,
+            args.target,
+            args.out,
+            dtype=args.dtype,
+            int8_mode=args.int8_mode,
+            heldout=args.heldout,
+            max_examples=args.max_examples,
+            gate=gate,
+            overwrite=args.force,
+            progress=_print_phase if args.progress else None,
+            device=args.device,
+        )
     except ExportInputError as err:
         print(f"workbench export: error: {err}", file=sys.stderr)
         return 2
@@ -107,10 +140,14 @@ def run(args) -> int:
         return 0
     sizes, parity = m["sizes"], m["parity"]
     print(f"exported {m['target']} ({m['precision']}) to {result.path}")
-    print(f"  size on disk {sizes['total_bytes'] / 1e6:.1f} MB (weights {sizes['weights_bytes'] / 1e6:.1f} MB; "
-          f"fp32 merged {sizes['reference_fp32_bytes'] / 1e6:.1f} MB)")
-    print(f"  parity passed: max |logit diff| {parity['max_logit_diff']:.3g}, greedy agreement "
-          f"{parity['greedy_agreement']:.4f}, held-out loss {parity['export_loss']:.4f} "
-          f"(reference {parity['reference_loss']:.4f}), {parity['examples']} examples")
+    print(
+        f"  size on disk {sizes['total_bytes'] / 1e6:.1f} MB (weights {sizes['weights_bytes'] / 1e6:.1f} MB; "
+        f"fp32 merged {sizes['reference_fp32_bytes'] / 1e6:.1f} MB)"
+    )
+    print(
+        f"  parity passed: max |logit diff| {parity['max_logit_diff']:.3g}, greedy agreement "
+        f"{parity['greedy_agreement']:.4f}, held-out loss {parity['export_loss']:.4f} "
+        f"(reference {parity['reference_loss']:.4f}), {parity['examples']} examples"
+    )
     print(f"  wall: write {m['wall_s']['write_s']:.1f} s, parity {m['wall_s']['parity_s']:.1f} s")
     return 0

@@ -5,6 +5,7 @@ The export is written to ``OUT.partial``, read back from disk and compared with 
 the gate; otherwise it is left as ``OUT.failed`` (manifest included, for inspection) and ParityFailed
 carries the figures.
 """
+
 from __future__ import annotations
 
 import json
@@ -27,8 +28,12 @@ MANIFEST = "manifest.json"
 MANIFEST_VERSION = 1
 DEFAULT_MAX_EXAMPLES = 16
 # what export() does, in order (its ``progress`` callback names them)
-PHASES = ("loading the base and the adapter", "computing the reference logits", "writing the export",
-          "reading it back and checking parity")
+PHASES = (
+    "loading the base and the adapter",
+    "computing the reference logits",
+    "writing the export",
+    "reading it back and checking parity",
+)
 
 
 @dataclass
@@ -52,8 +57,9 @@ def _spec(target: str, dtype: str, int8_mode: str) -> TargetSpec:
     if int8_mode not in INT8_MODES:
         problems.append(f"int8 mode {int8_mode!r}: choose one of {', '.join(INT8_MODES)}")
     if target in TARGETS:
-        problems += [f"--target {target} needs the export extra: {msg}"
-                     for msg in missing_packages(*TARGET_MODULES[target])]
+        problems += [
+            f"--target {target} needs the export extra: {msg}" for msg in missing_packages(*TARGET_MODULES[target])
+        ]
     if problems:
         raise ExportInputError("; ".join(problems))
     return TargetSpec(target, dtype, int8_mode)
@@ -80,10 +86,20 @@ def _versions() -> dict:
     return out
 
 
-def export(run_dir: str | Path, target: str = "merged", out: str | Path | None = None, *, dtype: str = "float32",
-           int8_mode: str = "dynamic", heldout: str | Path | None = None, max_examples: int = DEFAULT_MAX_EXAMPLES,
-           gate: ParityGate | None = None, overwrite: bool = False,
-           progress: Callable[[int, str], None] | None = None, device: str = "auto") -> ExportResult:
+def export(
+    run_dir: str | Path,
+    target: str = "merged",
+    out: str | Path | None = None,
+    *,
+    dtype: str = "float32",
+    int8_mode: str = "dynamic",
+    heldout: str | Path | None = None,
+    max_examples: int = DEFAULT_MAX_EXAMPLES,
+    gate: ParityGate | None = None,
+    overwrite: bool = False,
+    progress: Callable[[int, str], None] | None = None,
+    device: str = "auto",
+) -> ExportResult:
     """Export a run's adapter (merged, int8 or ONNX), measure its parity with the run and write its manifest.
 
     Args:
@@ -107,8 +123,10 @@ def export(run_dir: str | Path, target: str = "merged", out: str | Path | None =
         raise ExportInputError(f"{out} exists: choose another output directory, or overwrite it (--force)")
     held = Path(heldout) if heldout else (Path(source.config.data.eval) if source.config.data.eval else None)
     if held is None:
-        raise ExportInputError(f"{source.run_dir} was trained without data.eval: name the held-out JSONL parity is "
-                               "measured on (--heldout FILE)")
+        raise ExportInputError(
+            f"{source.run_dir} was trained without data.eval: name the held-out JSONL parity is "
+            "measured on (--heldout FILE)"
+        )
     if not held.is_file():
         raise ExportInputError(f"held-out file {str(held)!r} not found (--heldout FILE)")
     if max_examples < 1:
@@ -141,9 +159,16 @@ def export(run_dir: str | Path, target: str = "merged", out: str | Path | None =
     t_check = time.perf_counter()
     _phase(progress, 4)
     report = compare(reference, read_export(partial, spec, where), batches, gate)
-    manifest = _manifest(source, ref, spec, partial, report, heldout=held, reference_bytes=reference_bytes,
-                         wall={"write_s": write_s, "parity_s": time.perf_counter() - t_check,
-                               "total_s": time.perf_counter() - t0})
+    manifest = _manifest(
+        source,
+        ref,
+        spec,
+        partial,
+        report,
+        heldout=held,
+        reference_bytes=reference_bytes,
+        wall={"write_s": write_s, "parity_s": time.perf_counter() - t_check, "total_s": time.perf_counter() - t0},
+    )
     (partial / MANIFEST).write_text(json.dumps(manifest, indent=2) + "\n")
     if not report.passed:
         partial.rename(failed)
@@ -171,8 +196,9 @@ def reference_device(source: RunSource, device: str = "auto"):
     return where
 
 
-def parity_batches(path: str | Path, source: RunSource, ref: Reference, max_examples: int,
-                   batch_size: int = 4) -> list[dict]:
+def parity_batches(
+    path: str | Path, source: RunSource, ref: Reference, max_examples: int, batch_size: int = 4
+) -> list[dict]:
     """The first ``max_examples`` examples of a held-out file as the run's eval batches them: its truncation and
     system prompt, the base's processor for rows with screenshots."""
     data = source.config.data
@@ -180,10 +206,21 @@ def parity_batches(path: str | Path, source: RunSource, ref: Reference, max_exam
     return collated(examples, ref.tokenizer.pad_token_id, batch_size)
 
 
-def _manifest(source, ref, spec: TargetSpec, directory: Path, report: ParityReport, *, heldout: Path,
-              reference_bytes: int, wall: dict) -> dict:
+def _manifest(
+    source,
+    ref,
+    spec: TargetSpec,
+    directory: Path,
+    report: ParityReport,
+    *,
+    heldout: Path,
+    reference_bytes: int,
+    wall: dict,
+) -> dict:
     files = _files(directory)
-    weights = sum(size for name, size in files.items() if name.endswith((".safetensors", ".onnx", ".onnx.data", ".bin")))
+    weights = sum(
+        size for name, size in files.items() if name.endswith((".safetensors", ".onnx", ".onnx.data", ".bin"))
+    )
     return {
         "format_version": MANIFEST_VERSION,
         "status": "passed" if report.passed else "failed parity",
@@ -196,10 +233,17 @@ def _manifest(source, ref, spec: TargetSpec, directory: Path, report: ParityRepo
         "base": source.base,
         "base_path": ref.base_path,
         "family": ref.family,
-        "sizes": {"total_bytes": sum(files.values()), "weights_bytes": weights,
-                  "reference_fp32_bytes": reference_bytes, "files": files},
-        "parity": {**report.to_dict(), "heldout": str(Path(heldout).resolve()),
-                   "reference": "fp32 base + adapter (unmerged peft model)"},
+        "sizes": {
+            "total_bytes": sum(files.values()),
+            "weights_bytes": weights,
+            "reference_fp32_bytes": reference_bytes,
+            "files": files,
+        },
+        "parity": {
+            **report.to_dict(),
+            "heldout": str(Path(heldout).resolve()),
+            "reference": "fp32 base + adapter (unmerged peft model)",
+        },
         "wall_s": wall,
         "versions": _versions(),
     }
@@ -223,8 +267,12 @@ def verify(export_dir: str | Path, max_examples: int | None = None, device: str 
     ref = load_reference(source, where)
     parity = m["parity"]
     batches = parity_batches(parity["heldout"], source, ref, max_examples or parity["examples"])
-    report = compare(reference_logits(torch_logits(ref.model), batches), read_export(export_dir, spec, where), batches,
-                     ParityGate(**parity["gate"]))
+    report = compare(
+        reference_logits(torch_logits(ref.model), batches),
+        read_export(export_dir, spec, where),
+        batches,
+        ParityGate(**parity["gate"]),
+    )
     if not report.passed:
         raise ParityFailed(export_dir, report)
     return report

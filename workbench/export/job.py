@@ -6,6 +6,7 @@ the job and its child are one module, which names no higher layer), watched with
 notebook can poll it from its event loop while the kernel stays free. Plain Python, no widgets: the runs
 panel's Export section draws it, a script can ``wait()`` on it.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -52,8 +53,16 @@ class ExportJob:
     """One ``workbench export`` of ``run_dir`` as ``spec`` into ``out`` (default RUN/exports/<spec.name>), with
     the target's default parity gate or ``gate``."""
 
-    def __init__(self, run_dir: str | Path, spec: TargetSpec, out: str | Path | None = None, *,
-                 overwrite: bool = False, max_examples: int | None = None, gate: ParityGate | None = None):
+    def __init__(
+        self,
+        run_dir: str | Path,
+        spec: TargetSpec,
+        out: str | Path | None = None,
+        *,
+        overwrite: bool = False,
+        max_examples: int | None = None,
+        gate: ParityGate | None = None,
+    ):
         self.run_dir = Path(run_dir)
         self.spec = spec
         self.out = Path(out) if out else exports_dir(self.run_dir) / spec.name
@@ -66,8 +75,18 @@ class ExportJob:
         self._t0 = 0.0
 
     def command(self) -> list[str]:
-        cmd = [sys.executable, "-m", "workbench.export.job", str(self.run_dir), "--target", self.spec.target,
-               "--out", str(self.out), "--json", "--progress"]
+        cmd = [
+            sys.executable,
+            "-m",
+            "workbench.export.job",
+            str(self.run_dir),
+            "--target",
+            self.spec.target,
+            "--out",
+            str(self.out),
+            "--json",
+            "--progress",
+        ]
         if self.spec.target == "merged":
             cmd += ["--dtype", self.spec.dtype]
         if self.spec.target == "int8":
@@ -75,16 +94,27 @@ class ExportJob:
         if self.max_examples:
             cmd += ["--max-examples", str(self.max_examples)]
         if self.gate is not None:
-            cmd += ["--max-logit-diff", repr(self.gate.max_logit_diff), "--min-agreement", repr(self.gate.min_agreement),
-                    "--max-loss-increase", repr(self.gate.max_loss_increase)]
+            cmd += [
+                "--max-logit-diff",
+                repr(self.gate.max_logit_diff),
+                "--min-agreement",
+                repr(self.gate.min_agreement),
+                "--max-loss-increase",
+                repr(self.gate.max_loss_increase),
+            ]
         return cmd + (["--force"] if self.overwrite else [])
 
     def start(self) -> ExportJob:
         self._files = tempfile.TemporaryDirectory(prefix="workbench-export-job-")
         out, err = (open(Path(self._files.name) / name, "wb") for name in ("stdout", "stderr"))
         with out, err:  # the child keeps its own handles
-            self._process = subprocess.Popen(self.command(), stdout=out, stderr=err, stdin=subprocess.DEVNULL,
-                                             env={**os.environ, "PYTHONUNBUFFERED": "1"})
+            self._process = subprocess.Popen(
+                self.command(),
+                stdout=out,
+                stderr=err,
+                stdin=subprocess.DEVNULL,
+                env={**os.environ, "PYTHONUNBUFFERED": "1"},
+            )
         self._t0 = time.monotonic()
         self.state = ExportJobState(status="running")
         return self
@@ -109,8 +139,11 @@ class ExportJob:
 
     def _finish(self, rc: int) -> None:
         s = self.state
-        messages = [line.removeprefix("workbench export: ") for line in s.log
-                    if line.startswith("workbench export: ") and not PHASE_LINE.match(line)]
+        messages = [
+            line.removeprefix("workbench export: ")
+            for line in s.log
+            if line.startswith("workbench export: ") and not PHASE_LINE.match(line)
+        ]
         if rc == 0:
             s.status, s.path = "passed", self.out
             s.manifest = json.loads(self._read("stdout"))
@@ -120,8 +153,11 @@ class ExportJob:
             s.message = messages[0] if messages else "failed its parity gate"
         elif s.status != "cancelled":
             s.status = "error"
-            s.message = (messages[-1].removeprefix("error: ") if messages else
-                         "\n".join(s.log[-20:]) or f"workbench export exited with code {rc}")
+            s.message = (
+                messages[-1].removeprefix("error: ")
+                if messages
+                else "\n".join(s.log[-20:]) or f"workbench export exited with code {rc}"
+            )
         if self._files is not None:
             self._files.cleanup()
             self._files = None

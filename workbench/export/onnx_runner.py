@@ -7,6 +7,7 @@ way: the whole sequence again for every generated token.)
 
     workbench onnx-chat EXPORT_DIR "Who are you?" [--max-tokens 40]
 """
+
 from __future__ import annotations
 
 import json
@@ -28,7 +29,9 @@ class OnnxCausalLM:
         from ..forward.generate import stop_token_ids
 
         self.dir = Path(export_dir)
-        manifest = json.loads((self.dir / "manifest.json").read_text()) if (self.dir / "manifest.json").is_file() else {}
+        manifest = (
+            json.loads((self.dir / "manifest.json").read_text()) if (self.dir / "manifest.json").is_file() else {}
+        )
         name = model_file or manifest.get("onnx", {}).get("model_file") or MODEL_FILE
         options = ort.SessionOptions()
         if threads:
@@ -36,7 +39,11 @@ class OnnxCausalLM:
         options.log_severity_level = 3  # quantized graphs warn about unused initializers
         self.session = ort.InferenceSession(str(self.dir / name), options, providers=["CPUExecutionProvider"])
         self.tokenizer = AutoTokenizer.from_pretrained(str(self.dir))
-        gen = json.loads((self.dir / "generation_config.json").read_text()) if (self.dir / "generation_config.json").is_file() else {}
+        gen = (
+            json.loads((self.dir / "generation_config.json").read_text())
+            if (self.dir / "generation_config.json").is_file()
+            else {}
+        )
         self.eos_ids = set(stop_token_ids(self.tokenizer, gen.get("eos_token_id")))  # the in-process and served rule
         # past.{i}.key / past.{i}.value: [batch, kv_heads, past, head_dim]; none in a logits-only graph
         self.cache_inputs = [(i.name, i.shape) for i in self.session.get_inputs() if i.name.startswith("past.")]
@@ -48,15 +55,19 @@ class OnnxCausalLM:
     def empty_cache(self, batch: int) -> list[np.ndarray]:
         return [np.zeros((batch, shape[1], 0, shape[3]), dtype=np.float32) for _, shape in self.cache_inputs]
 
-    def forward(self, input_ids, attention_mask, past: list[np.ndarray] | None = None) -> tuple[np.ndarray, list[np.ndarray]]:
+    def forward(
+        self, input_ids, attention_mask, past: list[np.ndarray] | None = None
+    ) -> tuple[np.ndarray, list[np.ndarray]]:
         """Logits of the new tokens ``input_ids`` after ``past`` (None: no past) and the present cache.
         ``attention_mask`` covers past and new tokens."""
         ids, mask = np.asarray(input_ids, dtype=np.int64), np.asarray(attention_mask, dtype=np.int64)
         if not self.has_cache:
             return self.session.run(["logits"], {"input_ids": ids, "attention_mask": mask})[0], []
-        positions = np.clip(mask.cumsum(-1) - 1, 0, None)[:, mask.shape[1] - ids.shape[1]:]
+        positions = np.clip(mask.cumsum(-1) - 1, 0, None)[:, mask.shape[1] - ids.shape[1] :]
         feed = {"input_ids": ids, "attention_mask": mask, "position_ids": positions}
-        feed.update(zip((name for name, _ in self.cache_inputs), past if past is not None else self.empty_cache(len(ids))))
+        feed.update(
+            zip((name for name, _ in self.cache_inputs), past if past is not None else self.empty_cache(len(ids)))
+        )
         logits, *present = self.session.run(None, feed)
         return logits, present
 

@@ -6,6 +6,7 @@ figures are taken over real (unpadded) positions only: the largest |logit differ
 whose greedy (argmax) next token agrees, and each model's held-out loss (mean next-token cross-entropy over the
 assistant tokens, as in training's eval).
 """
+
 from __future__ import annotations
 
 from collections.abc import Callable
@@ -55,8 +56,10 @@ class ParityReport:
         if not self.agreement >= g.min_agreement:
             out.append(f"greedy agreement {self.agreement:.4f} < {g.min_agreement:g}")
         if not self.loss_increase <= g.max_loss_increase:
-            out.append(f"held-out loss {self.export_loss:.4f} vs {self.reference_loss:.4f} (+{self.loss_increase:.4g}) "
-                       f"> +{g.max_loss_increase:g}")
+            out.append(
+                f"held-out loss {self.export_loss:.4f} vs {self.reference_loss:.4f} (+{self.loss_increase:.4g}) "
+                f"> +{g.max_loss_increase:g}"
+            )
         return out
 
     @property
@@ -64,23 +67,32 @@ class ParityReport:
         return not self.failures()
 
     def to_dict(self) -> dict:
-        return {"max_logit_diff": self.max_logit_diff, "greedy_agreement": self.agreement,
-                "reference_loss": self.reference_loss, "export_loss": self.export_loss,
-                "loss_increase": self.loss_increase, "examples": self.examples, "positions": self.positions,
-                "gate": self.gate.to_dict(), "passed": self.passed, "failures": self.failures()}
+        return {
+            "max_logit_diff": self.max_logit_diff,
+            "greedy_agreement": self.agreement,
+            "reference_loss": self.reference_loss,
+            "export_loss": self.export_loss,
+            "loss_increase": self.loss_increase,
+            "examples": self.examples,
+            "positions": self.positions,
+            "gate": self.gate.to_dict(),
+            "passed": self.passed,
+            "failures": self.failures(),
+        }
 
     def summary(self) -> str:
-        return (f"max |logit diff| {self.max_logit_diff:.3g}, greedy agreement {self.agreement:.4f} over "
-                f"{self.positions} positions of {self.examples} held-out examples, held-out loss "
-                f"{self.export_loss:.4f} (reference {self.reference_loss:.4f})")
+        return (
+            f"max |logit diff| {self.max_logit_diff:.3g}, greedy agreement {self.agreement:.4f} over "
+            f"{self.positions} positions of {self.examples} held-out examples, held-out loss "
+            f"{self.export_loss:.4f} (reference {self.reference_loss:.4f})"
+        )
 
 
 class ParityFailed(RuntimeError):
     """An export whose parity figures are outside its gate: a failed export (the figures are in ``report``)."""
 
     def __init__(self, where: Path, report: ParityReport):
-        super().__init__(f"export {where} failed its parity gate: {'; '.join(report.failures())} "
-                         f"({report.summary()})")
+        super().__init__(f"export {where} failed its parity gate: {'; '.join(report.failures())} ({report.summary()})")
         self.where, self.report = where, report
 
 
@@ -103,14 +115,21 @@ def compare(reference: list[torch.Tensor], candidate: LogitsFn, batches: list[di
         if not pooled.finite:  # NaN: nothing below changes the verdict
             break
     examples = sum(len(b["input_ids"]) for b in batches)
-    return ParityReport(max_logit_diff=pooled.max_logit_diff, agreement=pooled.greedy_agreement,
-                        reference_loss=ref_loss / max(tokens, 1), export_loss=exp_loss / max(tokens, 1),
-                        examples=examples, positions=pooled.positions, gate=gate)
+    return ParityReport(
+        max_logit_diff=pooled.max_logit_diff,
+        agreement=pooled.greedy_agreement,
+        reference_loss=ref_loss / max(tokens, 1),
+        export_loss=exp_loss / max(tokens, 1),
+        examples=examples,
+        positions=pooled.positions,
+        gate=gate,
+    )
 
 
 def torch_logits(model: torch.nn.Module) -> LogitsFn:
     """The logits of a batch from ``model`` on its own device (the batch follows it), returned in host memory where
     every export's logits are compared."""
+
     def logits(batch: dict) -> torch.Tensor:
         device = next(model.parameters()).device
         return batch_logits(model, on_device(batch, device)).cpu()

@@ -1,6 +1,7 @@
 """The run an export starts from: its saved configuration, its adapter, and the unexported model
 (the base in fp32 with the adapter applied; a quantized base dequantized first), which every export is checked
 against."""
+
 from __future__ import annotations
 
 import copy
@@ -67,8 +68,11 @@ def open_run(run_dir: str | Path) -> RunSource:
     weights = trained_weights(run_dir)
     if weights is None or weights.kind != "adapter":
         adapter = run_dir / ADAPTER_DIR
-        why = ("it was a full fine-tune (lora.enabled=false): its model/ directory is already a plain transformers "
-               "model" if weights is not None else "the run has not finished (the adapter is saved at its end)")
+        why = (
+            "it was a full fine-tune (lora.enabled=false): its model/ directory is already a plain transformers model"
+            if weights is not None
+            else "the run has not finished (the adapter is saved at its end)"
+        )
         raise ExportInputError(f"{run_dir} has no LoRA adapter ({adapter}/{ADAPTER_CONFIG}): {why}")
     return RunSource(run_dir, cfg, weights.path)
 
@@ -79,7 +83,8 @@ def load_reference(source: RunSource, device: str | torch.device = "cpu") -> Ref
     adapter is merged into) with the saved adapter applied, on ``device``."""
     from ..models import build_run_model
 
-    loaded = build_run_model(source.config, torch.float32, TrainedWeights("adapter", source.adapter_dir),
-                             dequantized=True, device=device)
+    loaded = build_run_model(
+        source.config, torch.float32, TrainedWeights("adapter", source.adapter_dir), dequantized=True, device=device
+    )
     loaded.model.to(device)
     return Reference(loaded.model, loaded.tokenizer, loaded.family, loaded.source, loaded.processor)

@@ -7,6 +7,7 @@ directory; every reader loads what was written, from disk, as the logits functio
                logits + present key/values (a KV cache as flat tensors)
     onnx-int8  the onnx graph with onnxruntime's dynamic int8 quantization
 """
+
 from __future__ import annotations
 
 import logging
@@ -28,8 +29,12 @@ TARGETS = ("merged", "int8", "onnx", "onnx-int8")
 DTYPES = ("float32", "bfloat16", "float16")
 INT8_MODES = ("dynamic", "weight")
 # the modules each target imports beyond the core install (the `export` extra): checked before any work starts
-TARGET_MODULES = {"merged": (), "int8": ("torchao",), "onnx": ("onnx", "onnxscript", "onnxruntime"),
-                  "onnx-int8": ("onnx", "onnxscript", "onnxruntime")}
+TARGET_MODULES = {
+    "merged": (),
+    "int8": ("torchao",),
+    "onnx": ("onnx", "onnxscript", "onnxruntime"),
+    "onnx-int8": ("onnx", "onnxscript", "onnxruntime"),
+}
 ONNX_FAMILIES = ("llama", "glm4")  # text-only decoders; see unsupported_reason
 # Processor files of a vision-language base, copied beside the merged weights so the export loads as the base did.
 PROCESSOR_FILES = ("preprocessor_config.json", "processor_config.json", "video_preprocessor_config.json")
@@ -48,8 +53,12 @@ class TargetSpec:
 
     @property
     def precision(self) -> str:
-        return {"merged": self.dtype, "int8": f"int8 weights ({'int8 dynamic activations' if self.int8_mode == 'dynamic' else 'weight-only'}, torchao)",
-                "onnx": "float32", "onnx-int8": "int8 dynamic (onnxruntime quantize_dynamic)"}[self.target]
+        return {
+            "merged": self.dtype,
+            "int8": f"int8 weights ({'int8 dynamic activations' if self.int8_mode == 'dynamic' else 'weight-only'}, torchao)",
+            "onnx": "float32",
+            "onnx-int8": "int8 dynamic (onnxruntime quantize_dynamic)",
+        }[self.target]
 
     def default_gate(self) -> ParityGate:
         """Bounds chosen from what healthy exports measured (docs/export.md) with a margin; a corrupted weight
@@ -68,15 +77,20 @@ class TargetSpec:
 
 def target_choices() -> list[TargetSpec]:
     """Every export there is to ask for, once each: merged per dtype, int8 per mode, onnx, onnx-int8."""
-    return ([TargetSpec("merged", dtype=d) for d in DTYPES] + [TargetSpec("int8", int8_mode=m) for m in INT8_MODES]
-            + [TargetSpec("onnx"), TargetSpec("onnx-int8")])
+    return (
+        [TargetSpec("merged", dtype=d) for d in DTYPES]
+        + [TargetSpec("int8", int8_mode=m) for m in INT8_MODES]
+        + [TargetSpec("onnx"), TargetSpec("onnx-int8")]
+    )
 
 
 def unsupported_reason(spec: TargetSpec, family: str) -> str | None:
     if spec.target.startswith("onnx") and family not in ONNX_FAMILIES:
-        return (f"--target {spec.target} exports text-only decoders ({', '.join(ONNX_FAMILIES)}); this run's model is "
-                f"{family} (a vision tower + decoder, whose image inputs the logits-only graph does not take): export "
-                "--target merged or int8 instead")
+        return (
+            f"--target {spec.target} exports text-only decoders ({', '.join(ONNX_FAMILIES)}); this run's model is "
+            f"{family} (a vision tower + decoder, whose image inputs the logits-only graph does not take): export "
+            "--target merged or int8 instead"
+        )
     return None
 
 
@@ -107,8 +121,9 @@ def write_int8(merged: torch.nn.Module, tokenizer, base_path: str, out: Path, sp
     quant = Int8DynamicActivationInt8WeightConfig() if spec.int8_mode == "dynamic" else Int8WeightOnlyConfig()
     with tempfile.TemporaryDirectory(prefix="workbench-int8-") as staging:
         merged.save_pretrained(staging)
-        model = pretrained_class(merged.config).from_pretrained(staging, dtype=torch.float32,
-                                                                quantization_config=TorchAoConfig(quant))
+        model = pretrained_class(merged.config).from_pretrained(
+            staging, dtype=torch.float32, quantization_config=TorchAoConfig(quant)
+        )
         model.save_pretrained(out, safe_serialization=True)
     save_tokenizer_files(tokenizer, base_path, out)
 
@@ -134,8 +149,9 @@ class _CachedLogits(torch.nn.Module):
         cache = DynamicCache(config=self.model.config)
         for i in range(self.layers):
             cache.update(past[2 * i], past[2 * i + 1], i)
-        out = self.model(input_ids=input_ids, attention_mask=attention_mask, position_ids=position_ids, cache=cache,
-                         use_cache=True)
+        out = self.model(
+            input_ids=input_ids, attention_mask=attention_mask, position_ids=position_ids, cache=cache, use_cache=True
+        )
         present = [t for layer in out.cache.layers for t in (layer.keys, layer.values)]
         return (out.logits, *present)
 
@@ -161,11 +177,19 @@ def _export_onnx(merged: torch.nn.Module, path: Path) -> None:
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         program = torch.onnx.export(
-            model, (ids, mask, positions, past), dynamo=True, verbose=False,
+            model,
+            (ids, mask, positions, past),
+            dynamo=True,
+            verbose=False,
             input_names=["input_ids", "attention_mask", "position_ids", *names],
             output_names=["logits", *cache_names(model.layers, "present")],
-            dynamic_shapes=({0: batch, 1: seq}, {0: batch, 1: total}, {0: batch, 1: seq},
-                            tuple({0: batch, 2: length} for _ in names)))
+            dynamic_shapes=(
+                {0: batch, 1: seq},
+                {0: batch, 1: total},
+                {0: batch, 1: seq},
+                tuple({0: batch, 2: length} for _ in names),
+            ),
+        )
     program.save(str(path), external_data=True)  # model.onnx + model.onnx.data: weights may exceed protobuf's 2 GB
 
 
@@ -202,9 +226,14 @@ def read_export(out: Path, spec: TargetSpec, device: str | torch.device = "cpu")
         from .onnx_runner import OnnxCausalLM
 
         runner = OnnxCausalLM(out)  # text-only graphs (unsupported_reason): token ids and mask are all they take
-        return lambda batch: torch.from_numpy(runner.logits(batch["input_ids"].numpy(), batch["attention_mask"].numpy()))
+        return lambda batch: torch.from_numpy(
+            runner.logits(batch["input_ids"].numpy(), batch["attention_mask"].numpy())
+        )
     from ..models import load_for_inference
 
     merged = spec.target == "merged"
-    return torch_logits(load_for_inference(str(out), dtype=spec.dtype if merged else "float32",
-                                           device=device if merged else "cpu").model)
+    return torch_logits(
+        load_for_inference(
+            str(out), dtype=spec.dtype if merged else "float32", device=device if merged else "cpu"
+        ).model
+    )

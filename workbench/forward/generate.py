@@ -13,6 +13,7 @@ greedy rule for a model outside torch (the ONNX runner's session): the only othe
 batched engine; ``sample_completions`` samples groups of completions at a
 temperature and keeps each token's log-probability as the sampler computed it (reinforcement fine-tuning).
 """
+
 from __future__ import annotations
 
 import contextlib
@@ -111,8 +112,8 @@ def left_padded(prompts: list, pad_id: int, device) -> dict[str, torch.Tensor]:
     ids = torch.full((len(prompts), width), pad_id, dtype=torch.long)
     mask = torch.zeros((len(prompts), width), dtype=torch.long)
     for row, p in enumerate(prompts):
-        ids[row, width - len(p.input_ids):] = torch.tensor(p.input_ids, dtype=torch.long)
-        mask[row, width - len(p.input_ids):] = 1
+        ids[row, width - len(p.input_ids) :] = torch.tensor(p.input_ids, dtype=torch.long)
+        mask[row, width - len(p.input_ids) :] = 1
     inputs = {"input_ids": ids, "attention_mask": mask}
     visions = [p.vision for p in prompts if p.vision is not None]
     if visions:
@@ -121,9 +122,19 @@ def left_padded(prompts: list, pad_id: int, device) -> dict[str, torch.Tensor]:
 
 
 @torch.no_grad()
-def greedy_replies(model, tokenizer, conversations: Sequence[list[dict]], max_new_tokens: int = 64, *,
-                   processor=None, batch_size: int = 8, autocast=None, repetition_penalty: float | None = None,
-                   template_kwargs: dict | None = None, sentence_after: int | None = None) -> list[str]:
+def greedy_replies(
+    model,
+    tokenizer,
+    conversations: Sequence[list[dict]],
+    max_new_tokens: int = 64,
+    *,
+    processor=None,
+    batch_size: int = 8,
+    autocast=None,
+    repetition_penalty: float | None = None,
+    template_kwargs: dict | None = None,
+    sentence_after: int | None = None,
+) -> list[str]:
     """The greedy answer to each conversation (its messages up to the answer), ``batch_size`` at a time.
 
     ``processor``: a vision-language model's (conversations with images, decoded by ``resolve_images``, need
@@ -141,15 +152,23 @@ def greedy_replies(model, tokenizer, conversations: Sequence[list[dict]], max_ne
     answers: list[str] = []
     try:
         for start in range(0, len(conversations), batch_size):
-            prompts = [encode_prompt(tokenizer, list(messages), processor, template_kwargs)
-                       for messages in conversations[start:start + batch_size]]
+            prompts = [
+                encode_prompt(tokenizer, list(messages), processor, template_kwargs)
+                for messages in conversations[start : start + batch_size]
+            ]
             inputs = left_padded(prompts, pad_id, device)
             width = inputs["input_ids"].shape[1]
             if sentence_after is not None:
                 extra["stopping_criteria"] = StoppingCriteriaList([_SentenceStop(tokenizer, width, sentence_after)])
-            with (autocast() if autocast is not None else contextlib.nullcontext()):
-                out = model.generate(**inputs, max_new_tokens=max_new_tokens, do_sample=False, eos_token_id=stops,
-                                     pad_token_id=pad_id, **extra)
+            with autocast() if autocast is not None else contextlib.nullcontext():
+                out = model.generate(
+                    **inputs,
+                    max_new_tokens=max_new_tokens,
+                    do_sample=False,
+                    eos_token_id=stops,
+                    pad_token_id=pad_id,
+                    **extra,
+                )
             for row in out.tolist():
                 new = row[width:]
                 ended = any(t in stops for t in new)
@@ -198,36 +217,51 @@ class Rollouts:
         if self.vision is not None:  # pixel_values holds each row's patches one row after the other
             counts = [int(n) for n in self.vision["image_grid_thw"].prod(dim=1)]
             patches = torch.split(self.vision["pixel_values"], counts)
-            vision = {"pixel_values": torch.cat([patches[i] for i in keep]),
-                      "image_grid_thw": self.vision["image_grid_thw"][idx.to(self.vision["image_grid_thw"].device)]}
+            vision = {
+                "pixel_values": torch.cat([patches[i] for i in keep]),
+                "image_grid_thw": self.vision["image_grid_thw"][idx.to(self.vision["image_grid_thw"].device)],
+            }
         on = lambda t: t[idx.to(t.device)]  # noqa: E731
-        return Rollouts(on(self.input_ids), on(self.attention_mask), on(self.position_ids), on(self.completion_mask),
-                        on(self.sampler_logprobs), [self.texts[i] for i in keep], self.prompt_width,
-                        [self.stopped[i] for i in keep], vision, self.image_token_id, self.suppressed)
+        return Rollouts(
+            on(self.input_ids),
+            on(self.attention_mask),
+            on(self.position_ids),
+            on(self.completion_mask),
+            on(self.sampler_logprobs),
+            [self.texts[i] for i in keep],
+            self.prompt_width,
+            [self.stopped[i] for i in keep],
+            vision,
+            self.image_token_id,
+            self.suppressed,
+        )
 
     def replaced(self, rows: dict[int, list[int]], tokenizer, stops: list[int]) -> Rollouts:
         """These rollouts with the completions of ``rows`` (row -> token ids, up to and including a stop token)
         put in place of what was sampled there (a reply replayed from an earlier step); the replaced rows' sampler
         log-probabilities are 0 (no sampler drew them: the trainer supplies its own)."""
         pad_id = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else stops[0]
-        generated = self.input_ids[:, self.prompt_width:]
+        generated = self.input_ids[:, self.prompt_width :]
         width = max([generated.shape[1]] + [len(ids) for ids in rows.values()])
         grown = torch.full((generated.shape[0], width), pad_id, dtype=generated.dtype, device=generated.device)
-        grown[:, :generated.shape[1]] = generated
+        grown[:, : generated.shape[1]] = generated
         sampled = torch.zeros(grown.shape, dtype=self.sampler_logprobs.dtype, device=self.sampler_logprobs.device)
-        sampled[:, :generated.shape[1]] = self.sampler_logprobs
+        sampled[:, : generated.shape[1]] = self.sampler_logprobs
         for row, ids in rows.items():
             grown[row] = pad_id
-            grown[row, :len(ids)] = torch.tensor(ids, dtype=grown.dtype)
+            grown[row, : len(ids)] = torch.tensor(ids, dtype=grown.dtype)
             sampled[row] = 0.0
-        inputs = {"input_ids": self.input_ids[:, :self.prompt_width],
-                  "attention_mask": self.attention_mask[:, :self.prompt_width], **(self.vision or {})}
+        inputs = {
+            "input_ids": self.input_ids[:, : self.prompt_width],
+            "attention_mask": self.attention_mask[:, : self.prompt_width],
+            **(self.vision or {}),
+        }
         return _assembled(tokenizer, inputs, grown, sampled, stops, self.suppressed, self.image_token_id)
 
     def completion_ids(self, row: int) -> list[int]:
         """The token ids of one row's completion, up to and including its stop token."""
         keep = self.completion_mask[row].bool()
-        return [int(t) for t in self.input_ids[row, self.prompt_width:][keep]]
+        return [int(t) for t in self.input_ids[row, self.prompt_width :][keep]]
 
     def batch(self) -> dict[str, torch.Tensor]:
         out = {"input_ids": self.input_ids, "attention_mask": self.attention_mask}
@@ -239,8 +273,14 @@ class Rollouts:
 
 
 # a vision-language model's placeholders: an image token in a completion would claim pixels no image supplies
-_VISION_PLACEHOLDERS = ("image_token_id", "image_start_token_id", "image_end_token_id", "video_token_id",
-                        "video_start_token_id", "video_end_token_id")
+_VISION_PLACEHOLDERS = (
+    "image_token_id",
+    "image_start_token_id",
+    "image_end_token_id",
+    "video_token_id",
+    "video_start_token_id",
+    "video_end_token_id",
+)
 
 
 def vision_placeholder_ids(model) -> tuple[int, ...]:
@@ -258,9 +298,18 @@ def _position_ids(attention_mask: torch.Tensor) -> torch.Tensor:
 
 
 @torch.no_grad()
-def sample_completions(model, tokenizer, conversations: Sequence[list[dict]], group_size: int, max_new_tokens: int, *,
-                       temperature: float = 1.0, autocast=None, template_kwargs: dict | None = None,
-                       processor=None) -> Rollouts:
+def sample_completions(
+    model,
+    tokenizer,
+    conversations: Sequence[list[dict]],
+    group_size: int,
+    max_new_tokens: int,
+    *,
+    temperature: float = 1.0,
+    autocast=None,
+    template_kwargs: dict | None = None,
+    processor=None,
+) -> Rollouts:
     """``group_size`` sampled completions of each conversation (its messages up to the answer), all rows decoded in
     one batch, from the model's full distribution at ``temperature`` (no top-k / top-p: the log-probabilities are
     those of the distribution sampled). ``processor``: a vision-language model's, for conversations with
@@ -277,22 +326,50 @@ def sample_completions(model, tokenizer, conversations: Sequence[list[dict]], gr
     was_training = model.training
     model.eval()
     try:
-        with (autocast() if autocast is not None else contextlib.nullcontext()):
-            out = model.generate(**inputs, max_new_tokens=max_new_tokens, do_sample=True, temperature=temperature,
-                                 top_k=0, top_p=1.0, min_p=None, repetition_penalty=None, eos_token_id=stops,
-                                 pad_token_id=pad_id, output_scores=True, return_dict_in_generate=True, **extra)
+        with autocast() if autocast is not None else contextlib.nullcontext():
+            out = model.generate(
+                **inputs,
+                max_new_tokens=max_new_tokens,
+                do_sample=True,
+                temperature=temperature,
+                top_k=0,
+                top_p=1.0,
+                min_p=None,
+                repetition_penalty=None,
+                eos_token_id=stops,
+                pad_token_id=pad_id,
+                output_scores=True,
+                return_dict_in_generate=True,
+                **extra,
+            )
     finally:
         model.train(was_training)
     width = inputs["input_ids"].shape[1]
     generated = out.sequences[:, width:]
     # the sampler's log-probabilities: its processed scores (logits / temperature, fp32) normalised
-    sampled = torch.stack([torch.log_softmax(s.float(), dim=-1).gather(-1, generated[:, t:t + 1]).squeeze(-1)
-                           for t, s in enumerate(out.scores)], dim=1) if generated.shape[1] else generated.float()
+    sampled = (
+        torch.stack(
+            [
+                torch.log_softmax(s.float(), dim=-1).gather(-1, generated[:, t : t + 1]).squeeze(-1)
+                for t, s in enumerate(out.scores)
+            ],
+            dim=1,
+        )
+        if generated.shape[1]
+        else generated.float()
+    )
     return rollouts_of(tokenizer, inputs, prompts, generated, sampled, stops, suppressed)
 
 
-def rollouts_of(tokenizer, inputs: dict, prompts: list, generated: torch.Tensor, sampled: torch.Tensor,
-                stops: list[int], suppressed: tuple = ()) -> Rollouts:
+def rollouts_of(
+    tokenizer,
+    inputs: dict,
+    prompts: list,
+    generated: torch.Tensor,
+    sampled: torch.Tensor,
+    stops: list[int],
+    suppressed: tuple = (),
+) -> Rollouts:
     """Rollouts of ``generated`` [rows, steps] completion ids (each row up to its first stop token, padded after it)
     and their sampler log-probabilities, after the left-padded prompt ``inputs`` (``_left_padded``) of ``prompts``:
     whichever engine sampled them (this process's ``generate``, or a vLLM server)."""
@@ -300,8 +377,15 @@ def rollouts_of(tokenizer, inputs: dict, prompts: list, generated: torch.Tensor,
     return _assembled(tokenizer, inputs, generated, sampled, stops, suppressed, image_token_id)
 
 
-def _assembled(tokenizer, inputs: dict, generated: torch.Tensor, sampled: torch.Tensor, stops: list[int],
-               suppressed: tuple, image_token_id: int | None) -> Rollouts:
+def _assembled(
+    tokenizer,
+    inputs: dict,
+    generated: torch.Tensor,
+    sampled: torch.Tensor,
+    stops: list[int],
+    suppressed: tuple,
+    image_token_id: int | None,
+) -> Rollouts:
     width = inputs["input_ids"].shape[1]
     sequences = torch.cat([inputs["input_ids"], generated.to(inputs["input_ids"].device)], dim=1)
     is_stop = torch.isin(generated, torch.tensor(stops, device=generated.device))
@@ -311,5 +395,16 @@ def _assembled(tokenizer, inputs: dict, generated: torch.Tensor, sampled: torch.
     attention = torch.cat([inputs["attention_mask"], keep], dim=1)
     texts = [answer_text(tokenizer, row.tolist(), stops) for row in generated]
     vision = {k: inputs[k] for k in ("pixel_values", "image_grid_thw") if k in inputs} or None
-    return Rollouts(sequences, attention, _position_ids(attention), keep, sampled * keep, texts, width,
-                    [bool(x) for x in is_stop.any(dim=1)], vision, image_token_id, suppressed)
+    return Rollouts(
+        sequences,
+        attention,
+        _position_ids(attention),
+        keep,
+        sampled * keep,
+        texts,
+        width,
+        [bool(x) for x in is_stop.any(dim=1)],
+        vision,
+        image_token_id,
+        suppressed,
+    )

@@ -18,6 +18,7 @@ on the module's output, i.e. on the loss), and DDP sees the loss flow from its w
 The cross-entropy is ``precision.target_loss_sum`` (fp32) for every head, so all three are the same sum over the
 same (position, target) pairs, in another order.
 """
+
 from __future__ import annotations
 
 import contextlib
@@ -43,8 +44,10 @@ def output_head(model: torch.nn.Module) -> torch.nn.Module:
         m = m.module  # DistributedDataParallel
     head = m.get_output_embeddings() if hasattr(m, "get_output_embeddings") else None
     if head is None:
-        raise ValueError(f"{type(model).__name__} has no output embeddings (get_output_embeddings() gave none): "
-                         "set memory.loss_head full")
+        raise ValueError(
+            f"{type(model).__name__} has no output embeddings (get_output_embeddings() gave none): "
+            "set memory.loss_head full"
+        )
     return head
 
 
@@ -61,16 +64,19 @@ def _chunk_loss(project: Project, hidden: torch.Tensor, targets: torch.Tensor) -
     return target_loss_sum(project(hidden), targets)
 
 
-def labelled_loss_sum(project: Project, hidden: torch.Tensor, labels: torch.Tensor,
-                      chunk_tokens: int | None = None) -> torch.Tensor:
+def labelled_loss_sum(
+    project: Project, hidden: torch.Tensor, labels: torch.Tensor, chunk_tokens: int | None = None
+) -> torch.Tensor:
     """Summed next-token cross-entropy of ``project(hidden)`` [batch, seq, vocab] against ``labels`` [batch, seq],
     with ``project`` applied only at labelled positions; ``chunk_tokens``: in checkpointed chunks of that many.
     A micro-batch without labels gives a zero that still reaches the projection's parameters (a data-parallel
     wrapper then sees every parameter used, as under the full head)."""
     if hidden.shape[:2] != labels.shape:
-        raise ValueError(f"the output projection got hidden states of shape {tuple(hidden.shape)} for labels of "
-                         f"shape {tuple(labels.shape)}: this model's head does not see one state per token; set "
-                         "memory.loss_head full")
+        raise ValueError(
+            f"the output projection got hidden states of shape {tuple(hidden.shape)} for labels of "
+            f"shape {tuple(labels.shape)}: this model's head does not see one state per token; set "
+            "memory.loss_head full"
+        )
     positions = labelled_positions(labels)
     x = hidden.reshape(-1, hidden.size(-1)).index_select(0, positions)  # saves only the int64 positions
     targets = labels.reshape(-1)[positions + 1]  # the label at t+1 (a row's last position is never kept)
@@ -78,8 +84,13 @@ def labelled_loss_sum(project: Project, hidden: torch.Tensor, labels: torch.Tens
         return _chunk_loss(project, x, targets)
     total = None
     for start in range(0, max(len(targets), 1), chunk_tokens):
-        part = checkpoint(_chunk_loss, project, x[start:start + chunk_tokens], targets[start:start + chunk_tokens],
-                          use_reentrant=False)
+        part = checkpoint(
+            _chunk_loss,
+            project,
+            x[start : start + chunk_tokens],
+            targets[start : start + chunk_tokens],
+            use_reentrant=False,
+        )
         total = part if total is None else total + part
     return total
 

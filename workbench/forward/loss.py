@@ -5,6 +5,7 @@ task, export parity, the overflow replay and the benchmarks. A batch is what ``d
 that ``data.load_training_examples`` tokenized (with the model's processor, so rows with screenshots carry their pixel
 values and grids); the model gets ``data.model_inputs(batch)``, never a hand-picked subset of it.
 """
+
 from __future__ import annotations
 
 import contextlib
@@ -40,8 +41,14 @@ def batch_logits(model: torch.nn.Module, batch: dict, autocast: Autocast = None,
         return model(**model_inputs(batch), use_cache=False, **extra).logits
 
 
-def token_logprobs(model: torch.nn.Module, batch: dict, autocast: Autocast = None,
-                   temperature: float = 1.0, last: int = 0, suppress: Sequence[int] = ()) -> torch.Tensor:
+def token_logprobs(
+    model: torch.nn.Module,
+    batch: dict,
+    autocast: Autocast = None,
+    temperature: float = 1.0,
+    last: int = 0,
+    suppress: Sequence[int] = (),
+) -> torch.Tensor:
     """[batch, seq - 1] log-probability of each next token (position t+1 given 0..t), the logits divided by
     ``temperature`` and normalised in fp32: what GRPO trains on, and what the sampler's own figures are compared
     with; ``last`` > 0: [batch, last], of the last ``last`` tokens only (a completion after its prompt: the prompt's
@@ -51,12 +58,13 @@ def token_logprobs(model: torch.nn.Module, batch: dict, autocast: Autocast = Non
     logits = batch_logits(model, batch, autocast, last=last + 1 if last else 0)[:, :-1, :].float() / temperature
     if suppress:
         logits[..., list(suppress)] = float("-inf")
-    targets = batch["input_ids"][:, -logits.shape[1]:].to(logits.device)
+    targets = batch["input_ids"][:, -logits.shape[1] :].to(logits.device)
     return torch.log_softmax(logits, dim=-1).gather(-1, targets.unsqueeze(-1)).squeeze(-1)
 
 
-def batch_loss_sum(model: torch.nn.Module, batch: dict, autocast: Autocast = None,
-                   memory: MemorySection | None = None) -> torch.Tensor:
+def batch_loss_sum(
+    model: torch.nn.Module, batch: dict, autocast: Autocast = None, memory: MemorySection | None = None
+) -> torch.Tensor:
     """The training forward: the summed next-token loss over the batch's target tokens (an fp32 scalar that
     backpropagates; ``precision.step`` divides it by the window's token count). ``memory``: the run's
     ``memory`` section (its ``loss_head``; None: the default), see ``forward.head``."""
@@ -70,11 +78,17 @@ def batch_loss_sum(model: torch.nn.Module, batch: dict, autocast: Autocast = Non
 
 def collated(examples: Sequence, pad_token_id: int, batch_size: int) -> list[dict]:
     """Right-padded batches of ``batch_size`` consecutive examples, in order."""
-    return [collate(list(examples[i:i + batch_size]), pad_token_id) for i in range(0, len(examples), batch_size)]
+    return [collate(list(examples[i : i + batch_size]), pad_token_id) for i in range(0, len(examples), batch_size)]
 
 
-def load_heldout(path: str | Path, tokenizer, max_length: int, processor=None, system_prompt: str | None = None,
-                 limit: int | None = None) -> list:
+def load_heldout(
+    path: str | Path,
+    tokenizer,
+    max_length: int,
+    processor=None,
+    system_prompt: str | None = None,
+    limit: int | None = None,
+) -> list:
     """The examples of a held-out JSONL file tokenized exactly as training tokenizes its data (``processor``: a
     vision-language model's, for rows with screenshots); the first ``limit`` of them (None: all)."""
     examples, _ = load_training_examples(path, tokenizer, max_length, system_prompt=system_prompt, processor=processor)
@@ -97,9 +111,19 @@ class HeldoutLoss:
 
 
 @torch.no_grad()
-def heldout_loss(model: torch.nn.Module, examples: Sequence, pad_token_id: int, *, batch_size: int,
-                 autocast: Autocast = None, device=None, rank: int = 0, world_size: int = 1,
-                 reduce: Callable[[list], list] | None = None, memory: MemorySection | None = None) -> HeldoutLoss:
+def heldout_loss(
+    model: torch.nn.Module,
+    examples: Sequence,
+    pad_token_id: int,
+    *,
+    batch_size: int,
+    autocast: Autocast = None,
+    device=None,
+    rank: int = 0,
+    world_size: int = 1,
+    reduce: Callable[[list], list] | None = None,
+    memory: MemorySection | None = None,
+) -> HeldoutLoss:
     """The mean token loss of ``model`` over ``examples`` (eval mode for the duration, restored after).
 
     Sharded (``world_size`` > 1): rank r takes examples r, r + world_size, ...; every rank runs the same number
@@ -115,7 +139,7 @@ def heldout_loss(model: torch.nn.Module, examples: Sequence, pad_token_id: int, 
     total, tokens = 0.0, 0
     try:
         for start in range(0, -(-len(examples) // world_size), batch_size):
-            chunk = mine[start:start + batch_size]
+            chunk = mine[start : start + batch_size]
             batch = on_device(collate(chunk or list(examples[:1]), pad_token_id), device)
             part = float(batch_loss_sum(model, batch, autocast, memory))
             if chunk:

@@ -1,5 +1,6 @@
 """Module groups: the one mapping from a parameter or module name to the group the census, the
 coverage sampler and the memory planner report it under."""
+
 from __future__ import annotations
 
 GROUP_RULES = (  # first match wins; names are peft/transformers parameter or module names

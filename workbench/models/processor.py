@@ -16,6 +16,7 @@
 
 Turning messages with images into model inputs is ``workbench.data.multimodal`` (training and serving).
 """
+
 from __future__ import annotations
 
 import functools
@@ -46,8 +47,10 @@ GLM4V_CHAT_TEMPLATE = (
     "{% if add_generation_prompt %}{{ '<|assistant|>' + '\\n' }}{% endif %}"
 )
 
-_REASONING_PROBE = [{"role": "user", "content": "q"},
-                    {"role": "assistant", "content": "<think>probe-reasoning</think><answer>probe-answer</answer>"}]
+_REASONING_PROBE = [
+    {"role": "user", "content": "q"},
+    {"role": "assistant", "content": "<think>probe-reasoning</think><answer>probe-answer</answer>"},
+]
 
 
 @functools.lru_cache(maxsize=1)
@@ -102,8 +105,11 @@ def load_processor(where: str | None, tokenizer, trust_remote_code: bool = False
     if getattr(processor, "chat_template", None) is None:
         processor.chat_template = tokenizer.chat_template
     if not keeps_reasoning(processor.tokenizer, processor.chat_template):
-        warnings.warn(f"the chat template of {where} drops <think> reasoning from assistant turns; using "
-                      "workbench's GLM-4.1V template so that reasoning stays in the training targets", stacklevel=2)
+        warnings.warn(
+            f"the chat template of {where} drops <think> reasoning from assistant turns; using "
+            "workbench's GLM-4.1V template so that reasoning stays in the training targets",
+            stacklevel=2,
+        )
         processor.chat_template = GLM4V_CHAT_TEMPLATE
     processor.tokenizer.chat_template = processor.chat_template  # one template for text-only and image rows
     return processor
@@ -135,31 +141,54 @@ def keeps_reasoning(tokenizer, template: str | None) -> bool:
     return "probe-reasoning" in text
 
 
-def image_grid(width: int, height: int, patch_size: int, merge_size: int, temporal_patch_size: int,
-               min_pixels: int, max_pixels: int) -> tuple[int, int, int]:
+def image_grid(
+    width: int,
+    height: int,
+    patch_size: int,
+    merge_size: int,
+    temporal_patch_size: int,
+    min_pixels: int,
+    max_pixels: int,
+) -> tuple[int, int, int]:
     """The vision tower's patch grid (temporal, height, width) of one ``width`` x ``height`` image under GLM-4.1V's
     resize rule (transformers' ``smart_resize``: sides rounded to ``patch_size * merge_size``, pixels kept between
     the limits; an image is one temporal patch). The one place the training data, the server's token counts and
     the planner take it from. ValueError when the image cannot be resized (e.g. an aspect ratio over 200)."""
     from transformers.models.glm4v.image_processing_pil_glm4v import smart_resize
 
-    h, w = smart_resize(num_frames=temporal_patch_size, height=height, width=width, temporal_factor=temporal_patch_size,
-                        factor=patch_size * merge_size, min_pixels=min_pixels, max_pixels=max_pixels)
+    h, w = smart_resize(
+        num_frames=temporal_patch_size,
+        height=height,
+        width=width,
+        temporal_factor=temporal_patch_size,
+        factor=patch_size * merge_size,
+        min_pixels=min_pixels,
+        max_pixels=max_pixels,
+    )
     return 1, h // patch_size, w // patch_size
 
 
 def resize_rules(image_processor) -> dict:
     """An image processor's parameters of ``image_grid`` (its ``size`` is a dict or a SizeDict)."""
     ip, size = image_processor, image_processor.size
-    low, high = (size["shortest_edge"], size["longest_edge"]) if isinstance(size, dict) else (size.shortest_edge, size.longest_edge)
-    return {"patch_size": ip.patch_size, "merge_size": ip.merge_size, "temporal_patch_size": ip.temporal_patch_size,
-            "min_pixels": low, "max_pixels": high}
+    low, high = (
+        (size["shortest_edge"], size["longest_edge"])
+        if isinstance(size, dict)
+        else (size.shortest_edge, size.longest_edge)
+    )
+    return {
+        "patch_size": ip.patch_size,
+        "merge_size": ip.merge_size,
+        "temporal_patch_size": ip.temporal_patch_size,
+        "min_pixels": low,
+        "max_pixels": high,
+    }
 
 
 def merged_tokens(patches: int, merge_size: int) -> int:
     """Language-model tokens of ``patches`` vision patches: the tower merges ``merge_size`` x ``merge_size``
     patches into one token (the one image-token count; the others go through it)."""
-    return patches // merge_size ** 2
+    return patches // merge_size**2
 
 
 def grid_token_count(grid_thw, merge_size: int) -> int:

@@ -21,6 +21,7 @@ census and memory events measure the tensors, which a test holds equal):
   bitsandbytes 0.50 keeps per layer.
 * int8: ``n`` bytes + an fp32 scale per output row (LLM.int8's row-wise absmax).
 """
+
 from __future__ import annotations
 
 import math
@@ -70,8 +71,7 @@ def skipped(name: str, skip_modules: Iterable[str]) -> bool:
 def quantization_targets(model: torch.nn.Module, skip_modules: Iterable[str]) -> list[tuple[str, torch.nn.Linear]]:
     """The plain linear layers ``quantize_base`` replaces (works on the meta device: the planner counts with it)."""
     skip = tuple(skip_modules)
-    return [(n, m) for n, m in model.named_modules()
-            if type(m) is torch.nn.Linear and not skipped(n, skip)]
+    return [(n, m) for n, m in model.named_modules() if type(m) is torch.nn.Linear and not skipped(n, skip)]
 
 
 @dataclass(frozen=True)
@@ -88,14 +88,26 @@ class QuantizedBase:
     skipped: tuple  # linear layers left as they were (by skip_modules)
 
     def to_dict(self) -> dict:
-        return {"kind": self.kind, "layers": self.layers, "weights": self.weights, "bytes_before": self.bytes_before,
-                "bytes_after": self.bytes_after, "compute_dtype": self.compute_dtype, "double_quant": self.double_quant,
-                "skipped": list(self.skipped)}
+        return {
+            "kind": self.kind,
+            "layers": self.layers,
+            "weights": self.weights,
+            "bytes_before": self.bytes_before,
+            "bytes_after": self.bytes_after,
+            "compute_dtype": self.compute_dtype,
+            "double_quant": self.double_quant,
+            "skipped": list(self.skipped),
+        }
 
 
-def quantize_base(model: torch.nn.Module, kind: str, compute_dtype: torch.dtype, double_quant: bool = True,
-                  skip_modules: Iterable[str] = ("lm_head", "visual"),
-                  device: torch.device | str = "cpu") -> QuantizedBase:
+def quantize_base(
+    model: torch.nn.Module,
+    kind: str,
+    compute_dtype: torch.dtype,
+    double_quant: bool = True,
+    skip_modules: Iterable[str] = ("lm_head", "visual"),
+    device: torch.device | str = "cpu",
+) -> QuantizedBase:
     """Replace ``model``'s linear layers (but ``skip_modules``) in place by bitsandbytes' quantized ones holding the
     same weights, quantized on ``device`` (where they then live; a GPU quantizes in milliseconds per layer, and the
     base never needs its 16-bit copy there). Frozen, computing in ``compute_dtype``. Marks the model as peft expects
@@ -112,17 +124,30 @@ def quantize_base(model: torch.nn.Module, kind: str, compute_dtype: torch.dtype,
         before += w.numel() * w.element_size()
         weights += w.numel()
         if kind == "nf4":
-            layer = bnb.nn.Linear4bit(linear.in_features, linear.out_features, bias=linear.bias is not None,
-                                      compute_dtype=compute_dtype, compress_statistics=double_quant, quant_type="nf4",
-                                      device="meta")
+            layer = bnb.nn.Linear4bit(
+                linear.in_features,
+                linear.out_features,
+                bias=linear.bias is not None,
+                compute_dtype=compute_dtype,
+                compress_statistics=double_quant,
+                quant_type="nf4",
+                device="meta",
+            )
             # One weight layout everywhere: bitsandbytes would repack a CPU layer's weight for its inference kernel
             # on the first eval-mode forward (bf16-only compute), so a served model would differ from the trained one.
             layer.support_avx512bf16_for_cpu = False
-            layer.weight = bnb.nn.Params4bit(w, requires_grad=False, compress_statistics=double_quant, quant_type="nf4",
-                                             module=layer).to(device)
+            layer.weight = bnb.nn.Params4bit(
+                w, requires_grad=False, compress_statistics=double_quant, quant_type="nf4", module=layer
+            ).to(device)
         else:
-            layer = bnb.nn.Linear8bitLt(linear.in_features, linear.out_features, bias=linear.bias is not None,
-                                        has_fp16_weights=False, threshold=INT8_THRESHOLD, device="meta")
+            layer = bnb.nn.Linear8bitLt(
+                linear.in_features,
+                linear.out_features,
+                bias=linear.bias is not None,
+                has_fp16_weights=False,
+                threshold=INT8_THRESHOLD,
+                device="meta",
+            )
             layer.weight = bnb.nn.Int8Params(w, requires_grad=False, has_fp16_weights=False).to(device)
         if linear.bias is not None:
             layer.bias = torch.nn.Parameter(linear.bias.data.to(device), requires_grad=False)
@@ -132,8 +157,9 @@ def quantize_base(model: torch.nn.Module, kind: str, compute_dtype: torch.dtype,
         setattr(model.get_submodule(parent) if parent else model, child, layer)
     setattr(model, FLAG[kind], True)
     left = tuple(n for n, m in model.named_modules() if type(m) is torch.nn.Linear)
-    return QuantizedBase(kind, len(targets), weights, before, after, dtype_name(compute_dtype),
-                         double_quant and kind == "nf4", left)
+    return QuantizedBase(
+        kind, len(targets), weights, before, after, dtype_name(compute_dtype), double_quant and kind == "nf4", left
+    )
 
 
 def _bnb_layer(module: torch.nn.Module) -> str:
@@ -236,8 +262,9 @@ def dequantize_base(model: torch.nn.Module, dtype: torch.dtype) -> int:
         if not quantized_kind(module):
             continue
         weight = dequantize_bnb_weight(module.weight, state=getattr(module, "state", None))
-        plain = torch.nn.Linear(module.in_features, module.out_features, bias=module.bias is not None,
-                                device=weight.device, dtype=dtype)
+        plain = torch.nn.Linear(
+            module.in_features, module.out_features, bias=module.bias is not None, device=weight.device, dtype=dtype
+        )
         plain.weight.data.copy_(weight.to(dtype))
         if module.bias is not None:
             plain.bias.data.copy_(module.bias.data.to(dtype))

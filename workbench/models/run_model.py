@@ -7,6 +7,7 @@ the run's ``schedule.seed`` as it is built, so that seed is part of which base a
 on a base drawn from another seed sits on weights it never saw. A base loaded from files is the same whatever the
 seed. A model with no run (``load_for_inference``) is built as a run with the schema's defaults would build it.
 """
+
 from __future__ import annotations
 
 from collections.abc import Iterable
@@ -39,9 +40,15 @@ def base_config(source: str) -> RunConfig:
     return config_from_dict({"model": {"source": source}}, checks=False)
 
 
-def build_run_model(cfg: RunConfig, dtype: torch.dtype, weights: TrainedWeights | None = None,
-                    adapter_name: str = "default", compute_dtype: torch.dtype | None = None,
-                    device: str | torch.device = "cpu", dequantized: bool = False) -> LoadedModel:
+def build_run_model(
+    cfg: RunConfig,
+    dtype: torch.dtype,
+    weights: TrainedWeights | None = None,
+    adapter_name: str = "default",
+    compute_dtype: torch.dtype | None = None,
+    device: str | torch.device = "cpu",
+    dequantized: bool = False,
+) -> LoadedModel:
     """A run's model on the CPU in ``dtype``: its base built as training builds it (``cfg.model``; the global RNG
     and a code-built base seeded with ``cfg.schedule.seed``; ``cfg.quantization.base``: its linear layers quantized,
     computing in ``compute_dtype`` (default ``dtype``) and placed on ``device``; ``dequantized``: then dequantized
@@ -61,8 +68,9 @@ def build_run_model(cfg: RunConfig, dtype: torch.dtype, weights: TrainedWeights 
         # Quantized from the same 16-bit weights whatever dtype the run stores and computes in: training in bf16 and
         # serving in fp32 then hold the same quantized base (the rest is cast to ``dtype`` afterwards).
         loaded = load_base_model(cfg.model, QUANTIZE_FROM, seed=cfg.schedule.seed)
-        loaded.quantized = quantize_base(loaded.model, quant.base, compute_dtype or dtype, quant.double_quant,
-                                         quant.skip_modules, device)
+        loaded.quantized = quantize_base(
+            loaded.model, quant.base, compute_dtype or dtype, quant.double_quant, quant.skip_modules, device
+        )
         cast_unquantized(loaded.model, dtype)
         if dequantized:
             dequantize_base(loaded.model, dtype)
@@ -75,8 +83,9 @@ def build_run_model(cfg: RunConfig, dtype: torch.dtype, weights: TrainedWeights 
     return loaded
 
 
-def load_for_inference(source: str = packaged.NAME, dtype: str = "float32",
-                       device: str | torch.device = "cpu") -> LoadedModel:
+def load_for_inference(
+    source: str = packaged.NAME, dtype: str = "float32", device: str | torch.device = "cpu"
+) -> LoadedModel:
     """A model with no run, for generation or measuring (a base to compare with, a merged model or an export): built
     as ``build_run_model`` builds a run's base with the schema's defaults, in eval mode, on ``device`` (a caller
     wanting the GPU when one is visible passes ``hardware.resolve_device("auto")``)."""
@@ -128,20 +137,25 @@ def shared_base(source: str, runs: Iterable[RunConfig]) -> RunConfig:
     return runs[0] if runs else base_config(source)
 
 
-def base_problem(run: RunConfig, source: str, seed: int | None,
-                 quantization: QuantizationSection | None = None) -> str | None:
+def base_problem(
+    run: RunConfig, source: str, seed: int | None, quantization: QuantizationSection | None = None
+) -> str | None:
     """Why ``run``'s adapter does not fit a base of ``source`` built with ``seed`` (None: a base from files) and, given,
     ``quantization`` (the base's ``quantization`` section), or None when it fits."""
     if not same_model(run.model.source, source):
         return f"it was trained on {run.model.source!r}, not {source!r}"
     if quantization is not None and _base_quantization(run.quantization) != _base_quantization(quantization):
-        return (f"it was trained on a base quantized as {_quantized_as(run.quantization)}, and this base is quantized as "
-                f"{_quantized_as(quantization)}: an adapter serves on the base it trained on, so serve or evaluate it "
-                "on its own (one run, or runs of one quantization.base, per base)")
+        return (
+            f"it was trained on a base quantized as {_quantized_as(run.quantization)}, and this base is quantized as "
+            f"{_quantized_as(quantization)}: an adapter serves on the base it trained on, so serve or evaluate it "
+            "on its own (one run, or runs of one quantization.base, per base)"
+        )
     if base_seed(run) != seed:
-        return (f"it was trained on {source!r} drawn with schedule.seed {base_seed(run)}, but this base was drawn "
-                f"with seed {seed}: a code-built base is its seed, so serve or evaluate it on its own (one run, or "
-                "runs of one seed, per base)")
+        return (
+            f"it was trained on {source!r} drawn with schedule.seed {base_seed(run)}, but this base was drawn "
+            f"with seed {seed}: a code-built base is its seed, so serve or evaluate it on its own (one run, or "
+            "runs of one seed, per base)"
+        )
     return None
 
 
@@ -156,4 +170,8 @@ def _base_quantization(section: QuantizationSection) -> tuple:
     """What makes two quantized bases the same (QAT is no part of the base: its adapters serve on the plain one)."""
     if section.base == "none":
         return ("none",)
-    return (section.base, tuple(sorted(set(section.skip_modules))), section.double_quant if section.base == "nf4" else None)
+    return (
+        section.base,
+        tuple(sorted(set(section.skip_modules))),
+        section.double_quant if section.base == "nf4" else None,
+    )

@@ -7,6 +7,7 @@ the GLM-4.1V architecture of AutoGLM-Phone-9B) without weights from a hub.
 phone agent's training text (``data_samples/phone_episodes/train.jsonl``: the action grammar, tasks, replies), so a
 step of an episode is ~400-700 tokens instead of ~3,000 bytes and the model trains from random in minutes on a CPU.
 """
+
 from __future__ import annotations
 
 import functools
@@ -25,8 +26,14 @@ CHAT_TEMPLATE = (
     "{% endfor %}{% if add_generation_prompt %}<|assistant|>\n{% endif %}"
 )
 # GLM-4.1V's image and video markup (the real tokenizer's names, so the processor finds them)
-VISION_TOKENS = ["<|begin_of_image|>", "<|image|>", "<|end_of_image|>", "<|begin_of_video|>", "<|video|>",
-                 "<|end_of_video|>"]
+VISION_TOKENS = [
+    "<|begin_of_image|>",
+    "<|image|>",
+    "<|end_of_image|>",
+    "<|begin_of_video|>",
+    "<|video|>",
+    "<|end_of_video|>",
+]
 VOCAB_SIZE = 320  # 256 bytes + specials, rounded up
 
 
@@ -42,8 +49,14 @@ def byte_tokenizer(vision: bool = False):
     tk.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=False)
     tk.decoder = decoders.ByteLevel()
     tok = PreTrainedTokenizerFast(tokenizer_object=tk)
-    tok.add_special_tokens({"eos_token": "<|endoftext|>", "pad_token": "<|endoftext|>", "bos_token": "[gMASK]",
-                            "additional_special_tokens": SPECIAL_TOKENS[2:] + (VISION_TOKENS if vision else [])})
+    tok.add_special_tokens(
+        {
+            "eos_token": "<|endoftext|>",
+            "pad_token": "<|endoftext|>",
+            "bos_token": "[gMASK]",
+            "additional_special_tokens": SPECIAL_TOKENS[2:] + (VISION_TOKENS if vision else []),
+        }
+    )
     if vision:
         from .processor import GLM4V_CHAT_TEMPLATE
 
@@ -55,7 +68,9 @@ def byte_tokenizer(vision: bool = False):
 
 
 AGENT_CORPUS = ("phone_episodes", "train.jsonl")  # under data_samples/: the text the agent tokenizer is fitted on
-AGENT_VOCAB = 2048  # BPE vocabulary fitted (specials come on top): Open-AutoGLM's system prompt in ~370 tokens, a reply in ~10
+AGENT_VOCAB = (
+    2048  # BPE vocabulary fitted (specials come on top): Open-AutoGLM's system prompt in ~370 tokens, a reply in ~10
+)
 
 
 def _row_texts(row: dict):
@@ -81,11 +96,22 @@ def _agent_bpe_json() -> str:
     corpus = sorted(systems) + [text for r in rows for text in _row_texts(r) if text not in systems]
     tk = Tokenizer(models.BPE())
     # single digits: a coordinate is three digit tokens, each position's digit learned across all coordinates
-    tk.pre_tokenizer = pre_tokenizers.Sequence([pre_tokenizers.Digits(individual_digits=True),
-                                                pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=False)])
+    tk.pre_tokenizer = pre_tokenizers.Sequence(
+        [
+            pre_tokenizers.Digits(individual_digits=True),
+            pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=False),
+        ]
+    )
     tk.decoder = decoders.ByteLevel()
-    tk.train_from_iterator(corpus, trainers.BpeTrainer(vocab_size=AGENT_VOCAB, show_progress=False, max_token_length=24,
-                                                       initial_alphabet=pre_tokenizers.ByteLevel.alphabet()))
+    tk.train_from_iterator(
+        corpus,
+        trainers.BpeTrainer(
+            vocab_size=AGENT_VOCAB,
+            show_progress=False,
+            max_token_length=24,
+            initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
+        ),
+    )
     return tk.to_str()
 
 
@@ -98,17 +124,31 @@ def agent_tokenizer():
     from .processor import GLM4V_CHAT_TEMPLATE
 
     tok = PreTrainedTokenizerFast(tokenizer_object=Tokenizer.from_str(_agent_bpe_json()))
-    tok.add_special_tokens({"eos_token": "<|endoftext|>", "pad_token": "<|endoftext|>", "bos_token": "[gMASK]",
-                            "additional_special_tokens": SPECIAL_TOKENS[2:] + VISION_TOKENS})
+    tok.add_special_tokens(
+        {
+            "eos_token": "<|endoftext|>",
+            "pad_token": "<|endoftext|>",
+            "bos_token": "[gMASK]",
+            "additional_special_tokens": SPECIAL_TOKENS[2:] + VISION_TOKENS,
+        }
+    )
     tok.chat_template = GLM4V_CHAT_TEMPLATE
     return tok
 
 
 def _text_kwargs(tok, vocab_size: int = VOCAB_SIZE, **size) -> dict:
     kw = dict(
-        vocab_size=vocab_size, hidden_size=64, intermediate_size=128, num_hidden_layers=2,
-        num_attention_heads=4, num_key_value_heads=2, head_dim=16, max_position_embeddings=1024,
-        pad_token_id=tok.pad_token_id, eos_token_id=tok.eos_token_id, bos_token_id=tok.bos_token_id,
+        vocab_size=vocab_size,
+        hidden_size=64,
+        intermediate_size=128,
+        num_hidden_layers=2,
+        num_attention_heads=4,
+        num_key_value_heads=2,
+        head_dim=16,
+        max_position_embeddings=1024,
+        pad_token_id=tok.pad_token_id,
+        eos_token_id=tok.eos_token_id,
+        bos_token_id=tok.bos_token_id,
     )
     return {**kw, **size}
 
@@ -128,8 +168,18 @@ def tiny_glm4v(seed: int = 0, dtype: torch.dtype = torch.float32):
     # initializer_range: at the real model's 0.02 this random tower maps every screenshot to nearly the same
     # ~1e-3 vectors (20x below the text embeddings), so nothing could learn from images; at 0.1 screenshots
     # differ (features ~0.1) and a fine-tune can use them.
-    vision = dict(depth=1, hidden_size=32, intermediate_size=64, num_heads=2, out_hidden_size=64, patch_size=14,
-                  spatial_merge_size=2, temporal_patch_size=2, image_size=56, initializer_range=0.1)
+    vision = dict(
+        depth=1,
+        hidden_size=32,
+        intermediate_size=64,
+        num_heads=2,
+        out_hidden_size=64,
+        patch_size=14,
+        spatial_merge_size=2,
+        temporal_patch_size=2,
+        image_size=56,
+        initializer_range=0.1,
+    )
     tok = byte_tokenizer(vision=True)
     return _glm4v(tok, _text_kwargs(tok), vision, seed, dtype)
 
@@ -138,11 +188,29 @@ def tiny_glm4v_agent(seed: int = 0, dtype: torch.dtype = torch.float32):
     """A GLM-4.1V to train from random on phone-agent episodes: 4 layers of width 128 (~1.6 M parameters), a
     2-block vision tower, the fitted agent tokenizer (``agent_tokenizer``)."""
     tok = agent_tokenizer()
-    text = _text_kwargs(tok, vocab_size=-(-len(tok) // 64) * 64, hidden_size=128, intermediate_size=384,
-                        num_hidden_layers=4, num_attention_heads=4, num_key_value_heads=2, head_dim=32,
-                        max_position_embeddings=2048)
-    vision = dict(depth=2, hidden_size=64, intermediate_size=128, num_heads=2, out_hidden_size=128, patch_size=14,
-                  spatial_merge_size=2, temporal_patch_size=2, image_size=56, initializer_range=0.1)
+    text = _text_kwargs(
+        tok,
+        vocab_size=-(-len(tok) // 64) * 64,
+        hidden_size=128,
+        intermediate_size=384,
+        num_hidden_layers=4,
+        num_attention_heads=4,
+        num_key_value_heads=2,
+        head_dim=32,
+        max_position_embeddings=2048,
+    )
+    vision = dict(
+        depth=2,
+        hidden_size=64,
+        intermediate_size=128,
+        num_heads=2,
+        out_hidden_size=128,
+        patch_size=14,
+        spatial_merge_size=2,
+        temporal_patch_size=2,
+        image_size=56,
+        initializer_range=0.1,
+    )
     return _glm4v(tok, text, vision, seed, dtype)
 
 
@@ -151,11 +219,26 @@ def _glm4v(tok, text: dict, vision: dict, seed: int, dtype: torch.dtype):
 
     text.pop("bos_token_id")
     rotary = text["head_dim"] // 4  # half the head is rotated (partial_rotary_factor): t, h, w take 1/4, 1/4, 1/2
-    text["rope_parameters"] = {"rope_type": "default", "rope_theta": 10000.0, "partial_rotary_factor": 0.5,
-                               "mrope_section": [rotary // 4, rotary // 4, rotary // 2]}
+    text["rope_parameters"] = {
+        "rope_type": "default",
+        "rope_theta": 10000.0,
+        "partial_rotary_factor": 0.5,
+        "mrope_section": [rotary // 4, rotary // 4, rotary // 2],
+    }
     torch.manual_seed(seed)
-    ids = dict(zip(("image_start_token_id", "image_token_id", "image_end_token_id", "video_start_token_id",
-                    "video_token_id", "video_end_token_id"), tok.convert_tokens_to_ids(VISION_TOKENS)))
+    ids = dict(
+        zip(
+            (
+                "image_start_token_id",
+                "image_token_id",
+                "image_end_token_id",
+                "video_start_token_id",
+                "video_token_id",
+                "video_end_token_id",
+            ),
+            tok.convert_tokens_to_ids(VISION_TOKENS),
+        )
+    )
     cfg = Glm4vConfig(text_config=text, vision_config=vision, **ids)
     model = Glm4vForConditionalGeneration(cfg).to(dtype)
     model.generation_config.eos_token_id = tok.eos_token_id

@@ -8,9 +8,19 @@ environment over a phone (``env``) and a real phone over ADB with the same inter
 Imports nothing of workbench above ``config``: the episode runner (``workbench.agent``), the scorers
 (``workbench.eval``) and the data linter (``workbench.data``) build on it.
 """
+
 from .actions import Action, ActionSyntaxError, format_action, parse_action, split_answer
 from .sim import SimPhone
 from .tasks import TASKS, PhoneTask, select_tasks
 
-__all__ = ["Action", "ActionSyntaxError", "PhoneTask", "SimPhone", "TASKS", "format_action", "parse_action",
-           "select_tasks", "split_answer"]
+__all__ = [
+    "Action",
+    "ActionSyntaxError",
+    "PhoneTask",
+    "SimPhone",
+    "TASKS",
+    "format_action",
+    "parse_action",
+    "select_tasks",
+    "split_answer",
+]

@@ -10,6 +10,7 @@ message of a ``finish`` are everything between ``text="`` (``message="``) and th
 any other call is parsed with Python's ``ast`` (never evaluated): keyword arguments of literal values only, the
 arguments each action needs and nothing else, points inside the grid.
 """
+
 from __future__ import annotations
 
 import ast
@@ -92,9 +93,10 @@ def parse_action(text: str) -> Action:
     for kind, (opening, closing) in RAW_TEXT_CALLS.items():
         if source.startswith(opening.split(",")[0] if kind == "Type" else "finish"):
             if not (source.startswith(opening) and source.endswith(closing) and len(source) >= len(opening) + 2):
-                raise ActionSyntaxError(f"write {kind} as {opening}...{closing}: its text is everything between "
-                                        "the quotes, as written")
-            return Action(kind, {"text" if kind == "Type" else "message": source[len(opening):-len(closing)]})
+                raise ActionSyntaxError(
+                    f"write {kind} as {opening}...{closing}: its text is everything between the quotes, as written"
+                )
+            return Action(kind, {"text" if kind == "Type" else "message": source[len(opening) : -len(closing)]})
     return _parse_call(source)
 
 
@@ -138,8 +140,11 @@ def _parse_call(source: str) -> Action:
         if expected == "text" and not isinstance(value, str):
             raise ActionSyntaxError(f"{kind}: {name} must be a string")
         if expected == "point":
-            if not (isinstance(value, (list, tuple)) and len(value) == 2
-                    and all(isinstance(v, int) and not isinstance(v, bool) and 0 <= v <= GRID for v in value)):
+            if not (
+                isinstance(value, (list, tuple))
+                and len(value) == 2
+                and all(isinstance(v, int) and not isinstance(v, bool) and 0 <= v <= GRID for v in value)
+            ):
                 raise ActionSyntaxError(f"{kind}: {name} must be [x, y] with integers in 0..{GRID}")
             kwargs[name] = [int(v) for v in value]
     return Action(kind, kwargs)
@@ -164,7 +169,7 @@ def split_answer(content: str, reasoning: str = "") -> SplitAnswer:
     inline = _THINK.search(text)
     if inline:
         reasoning = (reasoning + inline.group(1)) if reasoning else inline.group(1)
-        text = text[:inline.start()] + text[inline.end():]
+        text = text[: inline.start()] + text[inline.end() :]
     tagged = _ANSWER.search(text)
     answer = tagged.group(1) if tagged else text
     reasoning = reasoning.strip()
@@ -191,8 +196,11 @@ def element_boxes(screen: str) -> list[Box]:
 def hit_box(boxes: Iterable[Box | None], point: tuple[int, int] | None) -> Box | None:
     """The box a tap at ``point`` hits: the smallest holding it (an inner element before its container); None when
     none does (or there is no point). None entries of ``boxes`` are skipped."""
-    return min((b for b in boxes if b and point and in_box(point, b)), key=lambda b: (b[2] - b[0]) * (b[3] - b[1]),
-               default=None)
+    return min(
+        (b for b in boxes if b and point and in_box(point, b)),
+        key=lambda b: (b[2] - b[0]) * (b[3] - b[1]),
+        default=None,
+    )
 
 
 def target_box(screen: str, point: tuple[int, int]) -> Box | None:

@@ -19,6 +19,7 @@ Tested against a stand-in of the ADB server's socket protocol driven by the real
 commands above); it has not been run against a phone here. A real phone's state cannot be read, so episodes on
 it have no final-state checks (``judges_state`` is False).
 """
+
 from __future__ import annotations
 
 import base64
@@ -49,22 +50,32 @@ class DeviceError(ValueError):
 class AdbPhone:
     judges_state = False  # a real phone's app data cannot be read: no final-state checks
 
-    def __init__(self, serial: str, host: str = "127.0.0.1", port: int = 5037, settle_s: float = 1.0,
-                 packages: dict[str, str] | None = None):
+    def __init__(
+        self,
+        serial: str,
+        host: str = "127.0.0.1",
+        port: int = 5037,
+        settle_s: float = 1.0,
+        packages: dict[str, str] | None = None,
+    ):
         """``settle_s``: seconds to let the phone redraw after each action before the next screenshot. ``packages``:
         the app table (name -> package, the first name of a package naming it), Open-AutoGLM's by default."""
         try:
             import adbutils
         except ImportError:
-            raise DeviceError(f"the ADB backend (a real phone) needs the phone extra: "
-                              f"{missing_package('adbutils') or 'adbutils does not import: pip install -U adbutils'}") from None
+            raise DeviceError(
+                f"the ADB backend (a real phone) needs the phone extra: "
+                f"{missing_package('adbutils') or 'adbutils does not import: pip install -U adbutils'}"
+            ) from None
         # adbutils starts a local adb server itself when none answers; a server that is not there is the user's to
         # start (or the host/port is wrong), so check before handing over.
         try:
             socket.create_connection((host, port), timeout=2).close()
         except OSError as err:
-            raise DeviceError(f"no ADB server answers at {host}:{port} ({err.strerror or err}): start one with "
-                              "`adb start-server`, or give the right host and port") from None
+            raise DeviceError(
+                f"no ADB server answers at {host}:{port} ({err.strerror or err}): start one with "
+                "`adb start-server`, or give the right host and port"
+            ) from None
         client = adbutils.AdbClient(host=host, port=port)
         try:
             attached = [info.serial for info in client.list() if info.state == "device"]
@@ -117,8 +128,11 @@ class AdbPhone:
         kind = action.type
         if kind in ("Tap", "Double Tap", "Long Press"):
             x, y = to_pixels(action.args["element"], width, height)
-            commands = {"Tap": [f"input tap {x} {y}"], "Double Tap": [f"input tap {x} {y}"] * 2,
-                        "Long Press": [f"input swipe {x} {y} {x} {y} {LONG_PRESS_MS}"]}[kind]
+            commands = {
+                "Tap": [f"input tap {x} {y}"],
+                "Double Tap": [f"input tap {x} {y}"] * 2,
+                "Long Press": [f"input swipe {x} {y} {x} {y} {LONG_PRESS_MS}"],
+            }[kind]
         elif kind == "Swipe":
             (x1, y1), (x2, y2) = (to_pixels(action.args[k], width, height) for k in ("start", "end"))
             commands = [f"input swipe {x1} {y1} {x2} {y2} {SWIPE_MS}"]

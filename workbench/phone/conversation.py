@@ -28,6 +28,7 @@ changed; the tree, like the screenshot, stays in the latest user turn only.
 form this workbench wrote before (``meta.format`` ``autoglm-runtime``: its own system prompt, replies closed by
 ``</answer>``) into it.
 """
+
 from __future__ import annotations
 
 import copy
@@ -47,19 +48,28 @@ REPEAT_LIMIT = 3  # the same action on the same screen this many times in a row 
 OBSERVATIONS = ("screenshot", "ui_tree", "both")  # what the model is shown of each screen
 DEFAULT_LANG = "en"  # the prompt the workbench's English tasks use; AutoGLM-Phone-9B was trained on cn
 
-_TREE_LINES = {"en": "one a line: name, texts, bounds [left,top][right,bottom], the point a tap uses and the other "
-                     "gestures",
-               "cn": "每行一个元素：名称、文本、边界 [左,上][右,下]、点击所用的点和其他手势"}
+_TREE_LINES = {
+    "en": "one a line: name, texts, bounds [left,top][right,bottom], the point a tap uses and the other gestures",
+    "cn": "每行一个元素：名称、文本、边界 [左,上][右,下]、点击所用的点和其他手势",
+}
 # The sentence of each prompt that says what the model sees, and what it says in the workbench's text modes
-_SEES = {"en": "Given a screenshot of the Android interface at each step,",
-         "cn": "可以根据操作历史和当前状态图执行一系列操作来完成任务。"}
+_SEES = {
+    "en": "Given a screenshot of the Android interface at each step,",
+    "cn": "可以根据操作历史和当前状态图执行一系列操作来完成任务。",
+}
 _SEES_AS = {
-    ("en", "ui_tree"): "Given the Android interface at each step as text (the app on screen and its elements, {lines}),",
+    (
+        "en",
+        "ui_tree",
+    ): "Given the Android interface at each step as text (the app on screen and its elements, {lines}),",
     ("en", "both"): "Given a screenshot of the Android interface at each step and its elements as text ({lines}),",
     ("cn", "ui_tree"): "可以根据操作历史和当前界面的文本（当前应用及其元素，{lines}）执行一系列操作来完成任务。",
-    ("cn", "both"): "可以根据操作历史、当前状态图和界面元素的文本（{lines}）执行一系列操作来完成任务。"}
-_DATE_LINE = {"en": re.compile(r"^The current date: (\d{4}-\d{2}-\d{2}), \w+\n"),
-              "cn": re.compile(r"^今天的日期是: (\d{4})年(\d{2})月(\d{2})日 星期.\n")}
+    ("cn", "both"): "可以根据操作历史、当前状态图和界面元素的文本（{lines}）执行一系列操作来完成任务。",
+}
+_DATE_LINE = {
+    "en": re.compile(r"^The current date: (\d{4}-\d{2}-\d{2}), \w+\n"),
+    "cn": re.compile(r"^今天的日期是: (\d{4})年(\d{2})月(\d{2})日 星期.\n"),
+}
 _TARGET = re.compile(r"<think>(.*?)</think>\n<answer>(.*)", re.S)
 _KEPT = re.compile(r"<think>(.*)</think><answer>(.*)</answer>", re.S)
 
@@ -133,15 +143,19 @@ def message_image(message: dict) -> str | None:
 
 def _images_of(message: dict) -> int:
     content = message.get("content")
-    return 0 if isinstance(content, str) else sum(1 for p in content or [] if isinstance(p, dict)
-                                                   and p.get("type") in ("image_url", "image"))
+    return (
+        0
+        if isinstance(content, str)
+        else sum(1 for p in content or [] if isinstance(p, dict) and p.get("type") in ("image_url", "image"))
+    )
 
 
 class Conversation:
     """One episode's messages in the runtime format: ``observe`` a screen, then ``reply``; repeat."""
 
-    def __init__(self, task: str, date: datetime.date | None = None, observation: str = "screenshot",
-                 lang: str = DEFAULT_LANG):
+    def __init__(
+        self, task: str, date: datetime.date | None = None, observation: str = "screenshot", lang: str = DEFAULT_LANG
+    ):
         self.task, self.observation, self.lang = task, check_observation(observation), check_lang(lang)
         self.messages: list[dict] = [{"role": "system", "content": system_prompt(date, observation, lang)}]
 
@@ -156,10 +170,13 @@ class Conversation:
             raise RuntimeError("observe() twice without a reply in between")
         wants_image, wants_tree = self.observation != "ui_tree", self.observation != "screenshot"
         if (wants_image and image_url is None) or (wants_tree and tree is None):
-            raise ValueError(f"observation {self.observation!r} needs "
-                             f"{'a screenshot' if wants_image and image_url is None else 'the screen tree'}")
-        text = (f"{self.task}\n\n" if self.steps == 0 else LATER_TURN_PREFIX) + \
-            screen_info(current_app, tree if wants_tree else None)
+            raise ValueError(
+                f"observation {self.observation!r} needs "
+                f"{'a screenshot' if wants_image and image_url is None else 'the screen tree'}"
+            )
+        text = (f"{self.task}\n\n" if self.steps == 0 else LATER_TURN_PREFIX) + screen_info(
+            current_app, tree if wants_tree else None
+        )
         # without an image the turn is plain text: what a text-only model's chat template takes
         content = [_image_part(image_url), {"type": "text", "text": text}] if wants_image else text
         self.messages.append({"role": "user", "content": content})
@@ -174,7 +191,9 @@ class Conversation:
         if isinstance(last["content"], str):
             last["content"] = _without_tree(last["content"])
         else:
-            last["content"] = [{**p, "text": _without_tree(p["text"])} for p in last["content"] if p.get("type") == "text"]
+            last["content"] = [
+                {**p, "text": _without_tree(p["text"])} for p in last["content"] if p.get("type") == "text"
+            ]
         self.messages.append({"role": "assistant", "content": history_reply(content or "")})
 
 
@@ -211,11 +230,15 @@ def _observation_problems(turn: int, images: int, has_tree: bool, observation: s
     """The latest user turn against the observation mode: a screenshot unless ui_tree, a tree unless screenshot."""
     problems = []
     if images != (0 if observation == "ui_tree" else 1):
-        problems.append(f"user turn {turn + 1} holds {images} image(s); observation {observation} shows "
-                        f"{'none' if observation == 'ui_tree' else 'exactly one'}")
+        problems.append(
+            f"user turn {turn + 1} holds {images} image(s); observation {observation} shows "
+            f"{'none' if observation == 'ui_tree' else 'exactly one'}"
+        )
     if has_tree != (observation != "screenshot"):
-        problems.append(f"user turn {turn + 1} {'holds a screen tree' if has_tree else 'holds no screen tree'}; "
-                        f"observation {observation} shows {'it' if observation != 'screenshot' else 'none'}")
+        problems.append(
+            f"user turn {turn + 1} {'holds a screen tree' if has_tree else 'holds no screen tree'}; "
+            f"observation {observation} shows {'it' if observation != 'screenshot' else 'none'}"
+        )
     return problems
 
 
@@ -223,13 +246,17 @@ def _system_problems(messages: list[dict], observation: str | None) -> list[str]
     first = message_text(messages[0]) if messages and messages[0].get("role") == "system" else None
     found = prompt_date_lang(first) if first is not None else None
     if found is None:
-        return ["the first message must be Open-AutoGLM's system prompt, its first line the date ('The current "
-                "date: YYYY-MM-DD, Day' or '今天的日期是: YYYY年MM月DD日 星期X')"]
+        return [
+            "the first message must be Open-AutoGLM's system prompt, its first line the date ('The current "
+            "date: YYYY-MM-DD, Day' or '今天的日期是: YYYY年MM月DD日 星期X')"
+        ]
     date, lang = found
     modes = [observation] if observation is not None else list(OBSERVATIONS)
     if first not in {system_prompt(date, mode, lang) for mode in modes}:
-        return [f"the system prompt is not Open-AutoGLM's ({lang}, observation {'/'.join(modes)}) after its date line"
-                f"{': it is the legacy workbench prompt (workbench data convert rewrites it)' if '# Output format' in first else ''}"]
+        return [
+            f"the system prompt is not Open-AutoGLM's ({lang}, observation {'/'.join(modes)}) after its date line"
+            f"{': it is the legacy workbench prompt (workbench data convert rewrites it)' if '# Output format' in first else ''}"
+        ]
     return []
 
 
@@ -244,7 +271,7 @@ def _user_problems(users: list[dict], observation: str | None) -> list[str]:
         else:
             if not text.startswith(LATER_TURN_PREFIX):
                 problems.append(f"user turn {i + 1} must start with '** Screen Info **' and a blank line")
-            info = text[len(LATER_TURN_PREFIX):]
+            info = text[len(LATER_TURN_PREFIX) :]
         info, _, tree = info.partition("\n")
         latest = i == len(users) - 1
         if tree and not latest:
@@ -255,14 +282,16 @@ def _user_problems(users: list[dict], observation: str | None) -> list[str]:
         except ValueError:
             ok = False
         if not ok:
-            problems.append(f"user turn {i + 1}: the screen info must be JSON {{\"current_app\": \"<app name>\"}}")
+            problems.append(f'user turn {i + 1}: the screen info must be JSON {{"current_app": "<app name>"}}')
         if latest and observation is not None:
             problems += _observation_problems(i, _images_of(user), bool(tree), observation)
             continue
         want = (0 if tree else 1) if latest else 0  # a ui_tree row's latest turn may hold its tree instead
         if _images_of(user) not in ({want, 1} if latest and tree else {want}):
-            problems.append(f"user turn {i + 1} holds {_images_of(user)} image(s); only the latest turn holds the "
-                            "screenshot (exactly one), or its screen tree")
+            problems.append(
+                f"user turn {i + 1} holds {_images_of(user)} image(s); only the latest turn holds the "
+                "screenshot (exactly one), or its screen tree"
+            )
     return problems
 
 
@@ -274,22 +303,32 @@ def _reply_problems(replies: list[dict]) -> list[str]:
         if last:
             match = _TARGET.fullmatch(content)
             if not match or match.group(2).rstrip().endswith("</answer>"):
-                problems.append(f"assistant turn {i + 1} (the reply to learn) must be <think>...</think>\\n<answer>"
-                                "do(...), as AutoGLM-Phone writes it: no closing </answer> (the runtime would parse it "
-                                "into the action)")
+                problems.append(
+                    f"assistant turn {i + 1} (the reply to learn) must be <think>...</think>\\n<answer>"
+                    "do(...), as AutoGLM-Phone writes it: no closing </answer> (the runtime would parse it "
+                    "into the action)"
+                )
                 continue
             action_text = match.group(2)
             if runtime_split(content)[1] != action_text:
-                problems.append(f"assistant turn {i + 1}: the runtime cuts the action at the first 'do(action=' or "
-                                "'finish(message=', and the thinking holds one")
+                problems.append(
+                    f"assistant turn {i + 1}: the runtime cuts the action at the first 'do(action=' or "
+                    "'finish(message=', and the thinking holds one"
+                )
                 continue
         else:
             match = _KEPT.fullmatch(content)
             thinking = match.group(1) if match else ""
-            if not match or thinking != thinking.strip() or any(m in thinking for m in ACTION_MARKERS) \
-                    or not match.group(2).startswith(ACTION_MARKERS):
-                problems.append(f"assistant turn {i + 1} must be the reply as the runtime keeps it: "
-                                "<think>...</think><answer>do(...)</answer>")
+            if (
+                not match
+                or thinking != thinking.strip()
+                or any(m in thinking for m in ACTION_MARKERS)
+                or not match.group(2).startswith(ACTION_MARKERS)
+            ):
+                problems.append(
+                    f"assistant turn {i + 1} must be the reply as the runtime keeps it: "
+                    "<think>...</think><answer>do(...)</answer>"
+                )
                 continue
             action_text = match.group(2)
         try:
@@ -314,8 +353,10 @@ def runtime_problems(messages: list[dict], observation: str | None = None) -> li
     turns = messages[1:]
     roles = [m.get("role") for m in turns]
     if roles != ["user", "assistant"] * (len(turns) // 2) or not turns:
-        return [f"after the system prompt, turns must alternate user, assistant and end with the assistant's "
-                f"(got {', '.join(map(str, roles)) or 'none'})"]
+        return [
+            f"after the system prompt, turns must alternate user, assistant and end with the assistant's "
+            f"(got {', '.join(map(str, roles)) or 'none'})"
+        ]
     return _user_problems(turns[0::2], observation) + _reply_problems(turns[1::2])
 
 
@@ -346,16 +387,20 @@ def _legacy_row(row: dict, lang: str) -> dict:
     observation = meta.get("observation", "screenshot")
     users, replies = messages[1::2], messages[2::2]
     first = message_text(users[0])
-    conversation = Conversation(first.rpartition("\n\n")[0], datetime.date.fromisoformat(match.group(1)), observation,
-                                lang)
+    conversation = Conversation(
+        first.rpartition("\n\n")[0], datetime.date.fromisoformat(match.group(1)), observation, lang
+    )
     new = []
     for i, (user, reply) in enumerate(zip(users, replies)):
         text = message_text(user)
-        info = text.rpartition("\n\n")[2] if i == 0 else text[len(LATER_TURN_PREFIX):]
+        info = text.rpartition("\n\n")[2] if i == 0 else text[len(LATER_TURN_PREFIX) :]
         info, _, tree = info.partition("\n")
         latest = i == len(replies) - 1  # an answered turn kept neither its image nor its tree: stand-ins, cut again
-        conversation.observe(message_image(user) or ("" if not latest else None), json.loads(info)["current_app"],
-                             tree or ("" if not latest else None))
+        conversation.observe(
+            message_image(user) or ("" if not latest else None),
+            json.loads(info)["current_app"],
+            tree or ("" if not latest else None),
+        )
         split = split_answer(reply["content"])
         target = assistant_target(split.reasoning, format_action(parse_legacy_action(split.answer)))
         new = copy.deepcopy(conversation.messages)
@@ -367,4 +412,3 @@ def _legacy_row(row: dict, lang: str) -> dict:
     new.append({"role": "assistant", "content": target, "weight": replies[-1].get("weight", 1)})
     meta["format"], meta["lang"] = FORMAT_NAME, lang
     return {**row, "messages": new, "meta": meta}
-

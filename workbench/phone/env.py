@@ -17,6 +17,7 @@ gives ``checks`` None and reward 0.0.
 The device is the simulated phone (``SimPhone``) or anything with its interface: ``size``, ``reset(state)``,
 ``screenshot()``, ``current_app()``, ``execute(action) -> Outcome``, ``judges_state`` (``workbench.phone.adb``).
 """
+
 from __future__ import annotations
 
 import string
@@ -39,8 +40,13 @@ _CHARSET = string.ascii_letters + string.digits + string.punctuation + " \n\t"
 class PhoneEnv(gymnasium.Env):
     metadata = {"render_modes": ["rgb_array"], "render_fps": 1}
 
-    def __init__(self, device=None, tasks: Sequence[PhoneTask] | None = None, max_steps: int = MAX_STEPS,
-                 render_mode: str | None = "rgb_array"):
+    def __init__(
+        self,
+        device=None,
+        tasks: Sequence[PhoneTask] | None = None,
+        max_steps: int = MAX_STEPS,
+        render_mode: str | None = "rgb_array",
+    ):
         if max_steps < 1:
             raise ValueError(f"max_steps must be at least 1, got {max_steps}")
         self.device = device if device is not None else SimPhone()
@@ -48,9 +54,12 @@ class PhoneEnv(gymnasium.Env):
         self.max_steps = max_steps
         self.render_mode = render_mode
         width, height = self.device.size
-        self.observation_space = spaces.Dict({
-            "screenshot": spaces.Box(0, 255, (height, width, 3), np.uint8),
-            "current_app": spaces.Text(max_length=64, charset=_CHARSET)})
+        self.observation_space = spaces.Dict(
+            {
+                "screenshot": spaces.Box(0, 255, (height, width, 3), np.uint8),
+                "current_app": spaces.Text(max_length=64, charset=_CHARSET),
+            }
+        )
         self.action_space = spaces.Text(max_length=4096, charset=_CHARSET)
         self.task: PhoneTask | None = None
         self.steps = 0
@@ -88,7 +97,10 @@ class PhoneEnv(gymnasium.Env):
             if action is None:  # parsed, but the runtime's handler does nothing with it: a step that changes nothing
                 return self._nothing_done(text)
         if action.type == "finish":
-            outcome_valid, effect = parse_error is None, "finished" if parse_error is None else "did not parse: finished"
+            outcome_valid, effect = (
+                parse_error is None,
+                "finished" if parse_error is None else "did not parse: finished",
+            )
             element = box = None
         else:
             outcome = self.device.execute(action)
@@ -97,16 +109,35 @@ class PhoneEnv(gymnasium.Env):
         truncated = not terminated and self.steps >= self.max_steps
         checks = self.judge() if terminated or truncated else None
         success = bool(terminated and parse_error is None and checks and all(checks.values()))
-        info = {"action": action, "valid": outcome_valid, "effect": effect, "element": element, "box": box,
-                "parse_error": parse_error, "checks": checks, "success": success, "step": self.steps}
+        info = {
+            "action": action,
+            "valid": outcome_valid,
+            "effect": effect,
+            "element": element,
+            "box": box,
+            "parse_error": parse_error,
+            "checks": checks,
+            "success": success,
+            "step": self.steps,
+        }
         return self._observe(), 1.0 if success else 0.0, terminated, truncated, info
 
     def _nothing_done(self, text: str):
         truncated = self.steps >= self.max_steps
         checks = self.judge() if truncated else None
-        info = {"action": None, "text": text, "valid": False, "element": None, "box": None, "parse_error": None,
-                "effect": "the runtime parses it, but its handler does nothing with it (an action it does not know, or "
-                          "a missing argument)", "checks": checks, "success": False, "step": self.steps}
+        info = {
+            "action": None,
+            "text": text,
+            "valid": False,
+            "element": None,
+            "box": None,
+            "parse_error": None,
+            "effect": "the runtime parses it, but its handler does nothing with it (an action it does not know, or "
+            "a missing argument)",
+            "checks": checks,
+            "success": False,
+            "step": self.steps,
+        }
         return self._observe(), 0.0, False, truncated, info
 
     def judge(self) -> dict[str, bool] | None:

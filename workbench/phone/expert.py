@@ -21,6 +21,7 @@ shortest one from there, the expert gives the oracle's step (its action and reas
 with the demonstrations wherever the demonstrations are right. Answers are kept per task and state: every state of a
 path found is answered at once.
 """
+
 from __future__ import annotations
 
 import math
@@ -166,8 +167,11 @@ class Expert:
                 phone.restore(nodes[key].snapshot)
                 if all(task.check(phone, start).values()):
                     return self._keep(task, nodes, key, solves=True)
-                if fallback is None and all(task.spec.goals(phone, task.params).values()) and \
-                        _no_worse(self._bad(task, phone), bad_root):
+                if (
+                    fallback is None
+                    and all(task.spec.goals(phone, task.params).values())
+                    and _no_worse(self._bad(task, phone), bad_root)
+                ):
                     fallback, limit = key, min(self.max_depth, depth + UNDO_MARGIN)
             if depth >= limit:
                 break
@@ -214,6 +218,7 @@ class Expert:
             child = nodes[chain[i + 1]]
             self._answers.setdefault((task, chain[i]), ExpertStep(child.action, _thinking(child), n - i, solves))
 
+
 def moves(phone: SimPhone, task: PhoneTask, screen, apps: Sequence[str] = ()) -> Iterator[Action]:
     """The actions the expert tries on the state ``phone`` shows as ``screen`` (see the module's docstring);
     ``apps``: the ones it may launch (default: the task's)."""
@@ -224,8 +229,11 @@ def moves(phone: SimPhone, task: PhoneTask, screen, apps: Sequence[str] = ()) ->
         handlers, point = screen.handlers.get(name), centre(box)
         if handlers is None or screen.hit(tuple(point)) != name:  # nothing to do, or covered by another element
             continue
-        for kind, does in (("Tap", handlers.tap), ("Double Tap", handlers.double_tap),
-                           ("Long Press", handlers.long_press)):
+        for kind, does in (
+            ("Tap", handlers.tap),
+            ("Double Tap", handlers.double_tap),
+            ("Long Press", handlers.long_press),
+        ):
             if does is not None:
                 yield Action(kind, {"element": point})
     page = phone.stack[-1] if phone.app != HOME and phone.stack else None

@@ -10,6 +10,7 @@ the others; the other apps' names are made up, so Open-AutoGLM's runtime knows n
 them (a tap on the icon opens them) and reports "System Home" while one is open, as it does for any app missing from
 its table on a real phone.
 """
+
 from __future__ import annotations
 
 import random
@@ -21,26 +22,38 @@ from .state import APPS, CONTACTS, DEFAULT_CONTENTS, PHOTOS, SONGS, PhoneContent
 # The apps the simulator gives real pages; every phone has them, under these names
 STATEFUL_APPS = tuple(APP_PAGES)
 
-_FIRST = ("Adele Anton Bianca Bruno Camila Carlos Daria Elena Emil Fatima Felix Gabriel Hana Hugo Ines Isaac Jonas "
-          "Kai Kamala Lars Lena Lucas Malik Mateo Mila Nadia Nina Omar Oscar Paula Pedro Rafael Rosa Ruth Sara "
-          "Selin Simon Sofia Tariq Tomas Uma Vera Victor Yara Yusuf Zara Leon Amara Boris").split()
-_LAST = ("Abbott Baker Bauer Becker Costa Dubois Eriksen Fischer Garcia Haas Hansen Ito Jansen Kaur Kowalski Lopez "
-         "Meyer Moreau Murphy Nakamura Novak Okafor Oliveira Patel Quinn Reyes Sato Schmidt Singh Sousa Suzuki "
-         "Torres Varga Vogel Walsh Weber Yilmaz Young Zimmer Andersen Bianchi Cruz Duarte Fontaine Gomez").split()
-_TITLE_WORDS = ("Amber Autumn Bright Broken Candle Cedar Copper Crystal Desert Distant Echoes Electric Ember Falling "
-                "Feather Fire Frozen Garden Gentle Harbor Hollow Island Ivory Lantern Little Lonely Lucky Marble "
-                "Meadow Mirror Misty Ocean Painted Quiet Rainbow Restless Rose Secret Shadow Shallow Silent Sparrow "
-                "Spring Steady Summer Sweet Thunder Velvet Violet Wander Winter Yellow Valley Canyon Coral").split()
-_BANDS = ("Arrows Beacons Cinders Comets Drifters Embers Falcons Foxes Harbors Kites Locals Magnets Meteors Nomads "
-          "Orchards Pilots Rangers Ravens Rivals Sailors Satellites Sparks Strangers Voyagers Wolves").split()
-_PHOTOS = ("Garden Harbor Picnic Waterfall Castle Desert Fireworks Horse Island Lighthouse Market Meadow Parrot "
-           "Rainbow Sailboat Temple Tulips Volcano Canyon Glacier Kitten Puppy Pier Vineyard Windmill Balloon Cabin "
-           "Carnival Concert Harvest Orchard Pumpkins Rooftop Skyline Station Stadium Sunrise Tractor Valley").split()
+_FIRST = (
+    "Adele Anton Bianca Bruno Camila Carlos Daria Elena Emil Fatima Felix Gabriel Hana Hugo Ines Isaac Jonas "
+    "Kai Kamala Lars Lena Lucas Malik Mateo Mila Nadia Nina Omar Oscar Paula Pedro Rafael Rosa Ruth Sara "
+    "Selin Simon Sofia Tariq Tomas Uma Vera Victor Yara Yusuf Zara Leon Amara Boris"
+).split()
+_LAST = (
+    "Abbott Baker Bauer Becker Costa Dubois Eriksen Fischer Garcia Haas Hansen Ito Jansen Kaur Kowalski Lopez "
+    "Meyer Moreau Murphy Nakamura Novak Okafor Oliveira Patel Quinn Reyes Sato Schmidt Singh Sousa Suzuki "
+    "Torres Varga Vogel Walsh Weber Yilmaz Young Zimmer Andersen Bianchi Cruz Duarte Fontaine Gomez"
+).split()
+_TITLE_WORDS = (
+    "Amber Autumn Bright Broken Candle Cedar Copper Crystal Desert Distant Echoes Electric Ember Falling "
+    "Feather Fire Frozen Garden Gentle Harbor Hollow Island Ivory Lantern Little Lonely Lucky Marble "
+    "Meadow Mirror Misty Ocean Painted Quiet Rainbow Restless Rose Secret Shadow Shallow Silent Sparrow "
+    "Spring Steady Summer Sweet Thunder Velvet Violet Wander Winter Yellow Valley Canyon Coral"
+).split()
+_BANDS = (
+    "Arrows Beacons Cinders Comets Drifters Embers Falcons Foxes Harbors Kites Locals Magnets Meteors Nomads "
+    "Orchards Pilots Rangers Ravens Rivals Sailors Satellites Sparks Strangers Voyagers Wolves"
+).split()
+_PHOTOS = (
+    "Garden Harbor Picnic Waterfall Castle Desert Fireworks Horse Island Lighthouse Market Meadow Parrot "
+    "Rainbow Sailboat Temple Tulips Volcano Canyon Glacier Kitten Puppy Pier Vineyard Windmill Balloon Cabin "
+    "Carnival Concert Harvest Orchard Pumpkins Rooftop Skyline Station Stadium Sunrise Tractor Valley"
+).split()
 _PHOTOS += ["Road trip", "Old town", "Night market", "Spring picnic", "First snow", "Family dinner"]
-_APPS = ("Podcasts Radio Compass Recorder Fitness Travel Tickets Bank Stocks Magnifier Scanner Tips Games Store "
-         "Cloud Drive Taxi Hotels Recipes Dictionary Alarm Timer Reminders Journal Budget Garden Tracker Learn "
-         "Chess Puzzles Karaoke Vault Coupons Fuel Parking Trains Flights Lottery Library Pharmacy Sleep "
-         "Meditate Pets Plants Recycle Forum Chat Radar Tides Stars").split()
+_APPS = (
+    "Podcasts Radio Compass Recorder Fitness Travel Tickets Bank Stocks Magnifier Scanner Tips Games Store "
+    "Cloud Drive Taxi Hotels Recipes Dictionary Alarm Timer Reminders Journal Budget Garden Tracker Learn "
+    "Chess Puzzles Karaoke Vault Coupons Fuel Parking Trains Flights Lottery Library Pharmacy Sleep "
+    "Meditate Pets Plants Recycle Forum Chat Radar Tides Stars"
+).split()
 
 
 def _words(values) -> set[str]:
@@ -71,8 +84,9 @@ def fresh_phone(rng: random.Random) -> PhoneContents:
     titles = set()
     while len(titles) < len(d.songs):
         titles.add(" ".join(rng.sample(TITLE_WORDS, rng.choice([1, 2, 2]))))
-    artists = [rng.choice([f"The {rng.choice(BANDS)}", f"{rng.choice(FIRST_NAMES)} {rng.choice(LAST_NAMES)}"])
-               for _ in titles]
+    artists = [
+        rng.choice([f"The {rng.choice(BANDS)}", f"{rng.choice(FIRST_NAMES)} {rng.choice(LAST_NAMES)}"]) for _ in titles
+    ]
     order = sorted(titles)  # not the set's order: that changes with the process's string hashing
     rng.shuffle(order)
     songs = tuple(f"{t} - {a}" for t, a in zip(order, artists))

@@ -5,6 +5,7 @@ so the same screen is the same task at 112x252 and at 1080x2400: only the pixels
 (``workbench.phone.sim``) builds one per state; ``data_samples/make_phone_screens.py`` builds its sample screens
 with it. Elements may carry what Tap, Long Press and Double Tap do on them (``handlers``); the drawing ignores them.
 """
+
 from __future__ import annotations
 
 import functools
@@ -39,6 +40,7 @@ def _font(size_px: float):
 @dataclass
 class Handlers:
     """What a gesture on an element does: each a callable taking no argument (the phone binds its state)."""
+
     tap: Callable[[], None] | None = None
     long_press: Callable[[], None] | None = None
     double_tap: Callable[[], None] | None = None
@@ -53,8 +55,15 @@ class Screen:
     handlers: dict[str, Handlers] = field(default_factory=dict)
     keyboard: bool = False  # the on-screen keyboard is up (a text field has the focus)
 
-    def rect(self, box: Box, fill: Color, radius: int = 0, outline: Color | None = None,
-             element: str | None = None, **gestures) -> None:
+    def rect(
+        self,
+        box: Box,
+        fill: Color,
+        radius: int = 0,
+        outline: Color | None = None,
+        element: str | None = None,
+        **gestures,
+    ) -> None:
         """A filled rectangle; ``element`` names it as a target, ``tap=``/``long_press=``/``double_tap=`` say what
         those gestures do on it."""
         self.ops.append(("rect", box, fill, radius, outline))
@@ -93,8 +102,9 @@ class Screen:
                 _, (x1, y1, x2, y2), fill, radius, outline = op
                 a, b = px(x1, y1), px(x2, y2)
                 r = round(radius * w / GRID)
-                d.rounded_rectangle([a, (max(a[0], b[0] - 1), max(a[1], b[1] - 1))], radius=r, fill=fill,
-                                    outline=outline)
+                d.rounded_rectangle(
+                    [a, (max(a[0], b[0] - 1), max(a[1], b[1] - 1))], radius=r, fill=fill, outline=outline
+                )
             else:
                 _, (x, y), text, size_units, fill, anchor = op
                 d.text(px(x, y), text, fill=fill, font=_font(max(4, size_units * h / GRID)), anchor=anchor)

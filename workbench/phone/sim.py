@@ -18,6 +18,7 @@ Every action reports an ``Outcome``: whether it did something (``valid``: an inv
 Type without a focused field, a scroll at a list's end, an unknown app...) and what, in words. ``finish`` is the
 episode's business (``workbench.phone.env``), not the phone's.
 """
+
 from __future__ import annotations
 
 from collections.abc import Sequence
@@ -43,6 +44,7 @@ SWIPE_MIN = 50  # a swipe shorter than this (grid units) moves nothing
 @dataclass(frozen=True)
 class PhoneSnapshot:
     """Everything a ``SimPhone`` holds, to ``restore`` later (onto it or onto another phone of the same size)."""
+
     state: PhoneState
     app: str
     home_page: int
@@ -86,9 +88,16 @@ class SimPhone:
 
     def snapshot(self) -> PhoneSnapshot:
         """What the phone holds now: ``restore`` brings it back (the state is copied, so later actions leave it)."""
-        return PhoneSnapshot(self.state.copy(), self.app, self.home_page,
-                             tuple(Page(p.kind, p.arg, p.scroll, p.loading) for p in self.stack), self.focus,
-                             tuple(self.drafts.items()), self.menu, frozenset(self.greeted))
+        return PhoneSnapshot(
+            self.state.copy(),
+            self.app,
+            self.home_page,
+            tuple(Page(p.kind, p.arg, p.scroll, p.loading) for p in self.stack),
+            self.focus,
+            tuple(self.drafts.items()),
+            self.menu,
+            frozenset(self.greeted),
+        )
 
     def restore(self, snap: PhoneSnapshot) -> None:
         self.state, self.app, self.home_page = snap.state.copy(), snap.app, snap.home_page
@@ -99,8 +108,17 @@ class SimPhone:
         """A hashable value equal for phones that hold the same (data, screen on show, field, drafts, menu): what
         the next actions do depends on nothing else."""
         menu = None if self.menu is None else (self.menu.title, tuple(label for label, _ in self.menu.options))
-        return (self.state.key(), self.app, self.home_page, tuple((p.kind, p.arg, p.scroll, p.loading) for p in self.stack),
-                self.focus, tuple(sorted(self.drafts.items())), menu, frozenset(self.greeted))
+        return (
+            self.state.key(),
+            self.app,
+            self.home_page,
+            tuple((p.kind, p.arg, p.scroll, p.loading) for p in self.stack),
+            self.focus,
+            tuple(sorted(self.drafts.items())),
+            menu,
+            frozenset(self.greeted),
+        )
+
     def current_app(self) -> str:
         """The app on screen as Open-AutoGLM's runtime names it (the first name of its table for the focused
         package; "System Home" for the launcher and for an app it does not know). ``app`` is the phone's own name."""
@@ -140,8 +158,10 @@ class SimPhone:
         if kind == "Launch":
             app = installed_app(action.args["app"], self.state.contents.apps)
             if app is None:
-                return Outcome(False, f"App not found: {action.args['app']} (no installed app has that name in "
-                                      "Open-AutoGLM's app table)")
+                return Outcome(
+                    False,
+                    f"App not found: {action.args['app']} (no installed app has that name in Open-AutoGLM's app table)",
+                )
             self.open_app(app)
             return Outcome(True, f"launched {app}")
         if kind == "Wait":
@@ -213,8 +233,11 @@ class SimPhone:
         box, handlers = screen.elements[name], screen.handlers.get(name)
         do = None
         if handlers is not None:
-            do = {"Tap": handlers.tap, "Double Tap": handlers.double_tap or handlers.tap,
-                  "Long Press": handlers.long_press}[kind]
+            do = {
+                "Tap": handlers.tap,
+                "Double Tap": handlers.double_tap or handlers.tap,
+                "Long Press": handlers.long_press,
+            }[kind]
         if do is None:
             return Outcome(False, f"a {kind.lower()} on {name!r} does nothing", name, box)
         effect = do()  # None: the element had nothing to do (Send with an empty box)

@@ -6,6 +6,7 @@ The catalogues (contacts, songs, photos, installed apps, the threads before any 
 ``DEFAULT_CONTENTS`` is the phone every built-in task runs on; ``workbench.phone.fresh`` draws phones of other
 names, on which training tasks must read the screen to find what they name (a fixed phone lets a model learn where
 each name sits instead)."""
+
 from __future__ import annotations
 
 import copy
@@ -24,30 +25,95 @@ TOGGLES: dict[str, tuple[str, str]] = {
     "do_not_disturb": ("Do not disturb", "Sound"),
     "battery_saver": ("Battery saver", "Battery"),
 }
-DEFAULT_TOGGLES = {"wifi": True, "bluetooth": False, "airplane": False, "location": True, "dark_mode": False,
-                   "large_text": False, "auto_brightness": True, "vibrate": True, "do_not_disturb": False,
-                   "battery_saver": False}
+DEFAULT_TOGGLES = {
+    "wifi": True,
+    "bluetooth": False,
+    "airplane": False,
+    "location": True,
+    "dark_mode": False,
+    "large_text": False,
+    "auto_brightness": True,
+    "vibrate": True,
+    "do_not_disturb": False,
+    "battery_saver": False,
+}
 SETTINGS_PAGES = ("Display", "Sound", "Battery", "About phone")  # sub-pages of the Settings list
 
 # Alphabetical, more than one screen long: the ones after the first nine need a Swipe in Contacts.
-CONTACTS = ["Aaron Park", "Alice Chen", "Ben Carter", "Chen Wei", "Dana Lee", "Diego Ruiz", "Emma Wood",
-            "Farah Khan", "Grace Liu", "Hiro Tanaka", "Ivan Petrov", "Julia Rossi", "Kofi Mensah", "Li Na",
-            "Maria Silva", "Mom", "Noah Kim", "Olivia Brown", "Priya Shah", "Sam Taylor", "Wang Fang", "Zhang San"]
+CONTACTS = [
+    "Aaron Park",
+    "Alice Chen",
+    "Ben Carter",
+    "Chen Wei",
+    "Dana Lee",
+    "Diego Ruiz",
+    "Emma Wood",
+    "Farah Khan",
+    "Grace Liu",
+    "Hiro Tanaka",
+    "Ivan Petrov",
+    "Julia Rossi",
+    "Kofi Mensah",
+    "Li Na",
+    "Maria Silva",
+    "Mom",
+    "Noah Kim",
+    "Olivia Brown",
+    "Priya Shah",
+    "Sam Taylor",
+    "Wang Fang",
+    "Zhang San",
+]
 # Threads that exist before any task: contact -> [(sender, text)], sender "me" or "them"
-THREADS = {"Mom": [("them", "Call me when you land")], "Alice Chen": [("them", "Lunch tomorrow?")],
-           "Ben Carter": [("me", "Got the tickets"), ("them", "Great, thanks!")],
-           "Grace Liu": [("them", "Did you see the photos?")], "Sam Taylor": [("them", "Running late, sorry")],
-           "Zhang San": [("them", "Meeting moved to 3pm")]}
+THREADS = {
+    "Mom": [("them", "Call me when you land")],
+    "Alice Chen": [("them", "Lunch tomorrow?")],
+    "Ben Carter": [("me", "Got the tickets"), ("them", "Great, thanks!")],
+    "Grace Liu": [("them", "Did you see the photos?")],
+    "Sam Taylor": [("them", "Running late, sorry")],
+    "Zhang San": [("them", "Meeting moved to 3pm")],
+}
 
-SONGS = ["Morning Light - The Harbors", "Blue Avenue - Nina Vale", "Paper Moons - Kite Season",
-         "City Rain - Low Tides", "Golden Hour - Ada Mills", "Northern Lines - Fieldwork", "Slow Motion - June Park",
-         "Satellites - Echo Bay", "Wild Honey - The Lanterns", "Last Train Home - Miles Crane",
-         "Orange Sky - Sunday Club", "Glass Houses - Vera Lind", "Tidal - Marlow", "Silver Screen - The Reels",
-         "Open Road - Hannah Cole", "Quiet Storm - Blue Fern", "Neon Dreams - Static Youth",
-         "River Song - Old Pines", "Midnight Drive - Cass Monroe", "Paper Planes - Small Hours",
-         "Evergreen - Lucy Hale", "Homecoming - The Porchlights", "Starlight - Ora Vance", "Window Seat - Theo Grant"]
-PHOTOS = ["Beach", "Mountains", "Cat", "Birthday cake", "Sunset", "City at night", "Forest", "Dog", "Snow",
-          "Flowers", "Bridge", "Lake"]
+SONGS = [
+    "Morning Light - The Harbors",
+    "Blue Avenue - Nina Vale",
+    "Paper Moons - Kite Season",
+    "City Rain - Low Tides",
+    "Golden Hour - Ada Mills",
+    "Northern Lines - Fieldwork",
+    "Slow Motion - June Park",
+    "Satellites - Echo Bay",
+    "Wild Honey - The Lanterns",
+    "Last Train Home - Miles Crane",
+    "Orange Sky - Sunday Club",
+    "Glass Houses - Vera Lind",
+    "Tidal - Marlow",
+    "Silver Screen - The Reels",
+    "Open Road - Hannah Cole",
+    "Quiet Storm - Blue Fern",
+    "Neon Dreams - Static Youth",
+    "River Song - Old Pines",
+    "Midnight Drive - Cass Monroe",
+    "Paper Planes - Small Hours",
+    "Evergreen - Lucy Hale",
+    "Homecoming - The Porchlights",
+    "Starlight - Ora Vance",
+    "Window Seat - Theo Grant",
+]
+PHOTOS = [
+    "Beach",
+    "Mountains",
+    "Cat",
+    "Birthday cake",
+    "Sunset",
+    "City at night",
+    "Forest",
+    "Dog",
+    "Snow",
+    "Flowers",
+    "Bridge",
+    "Lake",
+]
 
 # Installed apps in launcher order: two home pages of twelve. Every name is one Open-AutoGLM's runtime launches (its
 # app table, phone.openautoglm.APP_PACKAGES: `Launch` opens only a name listed there), so that what a model learns to
@@ -60,9 +126,32 @@ PHOTOS = ["Beach", "Mountains", "Cat", "Birthday cake", "Sunset", "City at night
 # Duolingo).
 SETTINGS_APP, CONTACTS_APP, MESSAGES_APP = "Settings", "Contacts", "Telegram"
 BROWSER_APP, MUSIC_APP, PHOTOS_APP = "Chrome", "RetroMusic", "Files"
-APPS = [SETTINGS_APP, CONTACTS_APP, MESSAGES_APP, BROWSER_APP, "AudioRecorder", "Clock", "Google Calendar", "Expedia",
-        "Google Maps", "Gmail", "WhatsApp", "Google Drive", MUSIC_APP, PHOTOS_APP, "Joplin", "Broccoli", "Quora",
-        "Bluecoins", "Reddit", "Google Play Books", "Duolingo", "Temu", "VLC", "McDonald"]
+APPS = [
+    SETTINGS_APP,
+    CONTACTS_APP,
+    MESSAGES_APP,
+    BROWSER_APP,
+    "AudioRecorder",
+    "Clock",
+    "Google Calendar",
+    "Expedia",
+    "Google Maps",
+    "Gmail",
+    "WhatsApp",
+    "Google Drive",
+    MUSIC_APP,
+    PHOTOS_APP,
+    "Joplin",
+    "Broccoli",
+    "Quora",
+    "Bluecoins",
+    "Reddit",
+    "Google Play Books",
+    "Duolingo",
+    "Temu",
+    "VLC",
+    "McDonald",
+]
 APPS_PER_PAGE = 12
 
 # What the Browser finds: (title, snippet) pages per query; any other query finds generic pages
@@ -84,9 +173,11 @@ def web_results(query: str) -> list[tuple[str, str]]:
     """The result pages (title, snippet) the Browser shows for ``query``: its own page first, then generic ones."""
     key = query.strip().casefold()
     own = WEB.get(key, [(f"{query.strip().capitalize()} - overview", f"Everything about {query.strip()}.")])
-    return own + [(f"{query.strip().capitalize()} on Wikipedia", "The free encyclopedia."),
-                  (f"News about {query.strip()}", "The latest stories."),
-                  (f"{query.strip().capitalize()} - videos", "Watch clips and guides.")]
+    return own + [
+        (f"{query.strip().capitalize()} on Wikipedia", "The free encyclopedia."),
+        (f"News about {query.strip()}", "The latest stories."),
+        (f"{query.strip().capitalize()} - videos", "Watch clips and guides."),
+    ]
 
 
 @dataclass(frozen=True)
@@ -102,6 +193,7 @@ class Perturbation:
       (Wi-Fi as WLAN, Send as Post...);
     - ``settings_order``: the rows of Settings' first page in another order (empty: the usual one).
     """
+
     popups: tuple[str, ...] = ()
     slow: tuple[str, ...] = ()
     renamed: tuple[tuple[str, str], ...] = ()
@@ -122,9 +214,11 @@ class PhoneContents:
     """The phone's catalogues: what is installed and stored before any task, never changed by one. Contacts are
     listed alphabetically; apps in launcher order (``APPS_PER_PAGE`` a home page). ``perturbation``: how its
     screens depart from the ones the demonstrations show."""
+
     contacts: tuple[str, ...] = tuple(CONTACTS)
     threads: tuple[tuple[str, tuple[tuple[str, str], ...]], ...] = tuple(
-        (c, tuple(m)) for c, m in THREADS.items())  # contact -> ((sender, text), ...), as THREADS
+        (c, tuple(m)) for c, m in THREADS.items()
+    )  # contact -> ((sender, text), ...), as THREADS
     songs: tuple[str, ...] = tuple(SONGS)  # "Title - Artist", titles distinct
     photos: tuple[str, ...] = tuple(PHOTOS)
     apps: tuple[str, ...] = tuple(APPS)
@@ -142,6 +236,7 @@ DEFAULT_CONTENTS = PhoneContents()
 class PhoneState:
     """The data of the phone's apps; the screen on show is the phone's (``SimPhone``), not part of this.
     ``PhoneState.of(contents)`` starts a phone of other catalogues than the default one."""
+
     toggles: dict[str, bool] = field(default_factory=lambda: dict(DEFAULT_TOGGLES))
     favorites: set[str] = field(default_factory=lambda: {"Mom"})
     threads: dict[str, list[tuple[str, str]]] = field(default_factory=lambda: copy.deepcopy(THREADS))
@@ -160,22 +255,45 @@ class PhoneState:
 
     def copy(self) -> PhoneState:
         """A copy that shares nothing mutable (the catalogues, immutable, are shared)."""
-        return PhoneState(dict(self.toggles), set(self.favorites), {c: list(m) for c, m in self.threads.items()},
-                          self.now_playing, self.playing, set(self.liked_songs), set(self.liked_photos),
-                          list(self.searches), list(self.read_pages), self.contents)
+        return PhoneState(
+            dict(self.toggles),
+            set(self.favorites),
+            {c: list(m) for c, m in self.threads.items()},
+            self.now_playing,
+            self.playing,
+            set(self.liked_songs),
+            set(self.liked_photos),
+            list(self.searches),
+            list(self.read_pages),
+            self.contents,
+        )
 
     def key(self) -> tuple:
         """A hashable value equal for equal states (the catalogues aside: fixed for an episode)."""
-        return (tuple(sorted(self.toggles.items())), frozenset(self.favorites),
-                tuple((c, tuple(m)) for c, m in self.threads.items()), self.now_playing, self.playing,
-                frozenset(self.liked_songs), frozenset(self.liked_photos), tuple(self.searches), tuple(self.read_pages))
+        return (
+            tuple(sorted(self.toggles.items())),
+            frozenset(self.favorites),
+            tuple((c, tuple(m)) for c, m in self.threads.items()),
+            self.now_playing,
+            self.playing,
+            frozenset(self.liked_songs),
+            frozenset(self.liked_photos),
+            tuple(self.searches),
+            tuple(self.read_pages),
+        )
 
     def changed_keys(self, before: PhoneState) -> set[str]:
         """What differs from ``before``: ``toggles.<key>``, ``threads.<contact>``, or a field name."""
-        keys = {f"toggles.{k}" for k in set(self.toggles) | set(before.toggles)
-                if self.toggles.get(k) != before.toggles.get(k)}
-        keys |= {f"threads.{c}" for c in set(self.threads) | set(before.threads)
-                 if self.threads.get(c, []) != before.threads.get(c, [])}
+        keys = {
+            f"toggles.{k}"
+            for k in set(self.toggles) | set(before.toggles)
+            if self.toggles.get(k) != before.toggles.get(k)
+        }
+        keys |= {
+            f"threads.{c}"
+            for c in set(self.threads) | set(before.threads)
+            if self.threads.get(c, []) != before.threads.get(c, [])
+        }
         for name in ("favorites", "now_playing", "playing", "liked_songs", "liked_photos", "searches", "read_pages"):
             if getattr(self, name) != getattr(before, name):
                 keys.add(name)
@@ -184,12 +302,19 @@ class PhoneState:
 
 # The app whose screens set each field of the state (``PhoneState.changed_keys``' names; toggles.* and threads.* by
 # their prefix): where a change can be made, or undone
-KEY_APPS = {"toggles": SETTINGS_APP, "threads": MESSAGES_APP, "favorites": CONTACTS_APP, "now_playing": MUSIC_APP,
-            "playing": MUSIC_APP, "liked_songs": MUSIC_APP, "liked_photos": PHOTOS_APP, "searches": BROWSER_APP,
-            "read_pages": BROWSER_APP}
+KEY_APPS = {
+    "toggles": SETTINGS_APP,
+    "threads": MESSAGES_APP,
+    "favorites": CONTACTS_APP,
+    "now_playing": MUSIC_APP,
+    "playing": MUSIC_APP,
+    "liked_songs": MUSIC_APP,
+    "liked_photos": PHOTOS_APP,
+    "searches": BROWSER_APP,
+    "read_pages": BROWSER_APP,
+}
 
 
 def key_app(key: str) -> str:
     """The app that sets a state key of ``changed_keys`` (``toggles.wifi``: Settings)."""
     return KEY_APPS[key.split(".", 1)[0]]
-

@@ -17,6 +17,7 @@ Task files (``load_task_file``): JSONL, one ``{"template": NAME, ...parameters}`
 start state, checks or oracle (``FREE_FORM``: its episodes are judged by a person or by step metrics); a bad row is a
 ``TaskFileError`` naming file:line and the fix.
 """
+
 from __future__ import annotations
 
 import json
@@ -143,11 +144,16 @@ class _OracleRecorder:
         """A perturbed phone's detours after an action: wait while the app loads, dismiss a pop-up."""
         phone = self.phone
         if phone.app != HOME and phone.stack and phone.stack[-1].loading:
-            self.act(f"{phone.app} is still loading and shows nothing to tap yet; I wait for it.",
-                     Action("Wait", {"duration": f"{LOAD_SECONDS:g} seconds"}))
+            self.act(
+                f"{phone.app} is still loading and shows nothing to tap yet; I wait for it.",
+                Action("Wait", {"duration": f"{LOAD_SECONDS:g} seconds"}),
+            )
         elif phone.menu is not None and any(label == POPUP_DISMISS for label, _ in phone.menu.options):
-            self.gesture(POPUP_DISMISS, f"A pop-up over {phone.app} asks me to rate it; it is in the way, so I "
-                                        f"dismiss it with {POPUP_DISMISS}.")
+            self.gesture(
+                POPUP_DISMISS,
+                f"A pop-up over {phone.app} asks me to rate it; it is in the way, so I "
+                f"dismiss it with {POPUP_DISMISS}.",
+            )
 
     def reveal(self, label: str, what: str) -> None:
         """Swipe until ``label`` is on screen: home pages to the left, lists upwards."""
@@ -155,11 +161,15 @@ class _OracleRecorder:
             if label in self.phone.screen().elements:
                 return
             if self.phone.app == HOME:
-                self.act(f"{what} is not on this home page; I swipe left to the next page.",
-                         Action("Swipe", {"start": [800, 600], "end": [200, 600]}))
+                self.act(
+                    f"{what} is not on this home page; I swipe left to the next page.",
+                    Action("Swipe", {"start": [800, 600], "end": [200, 600]}),
+                )
             else:
-                self.act(f"{what} is not in the visible part of the list; I swipe up to scroll further down.",
-                         Action("Swipe", {"start": [500, 800], "end": [500, 350]}))
+                self.act(
+                    f"{what} is not in the visible part of the list; I swipe up to scroll further down.",
+                    Action("Swipe", {"start": [500, 800], "end": [500, 350]}),
+                )
         raise AssertionError(f"oracle of {self.task.id}: {label!r} never appeared")
 
     def gesture(self, label: str, thinking: str, kind: str = "Tap", what: str | None = None) -> None:
@@ -287,15 +297,16 @@ def _song_of(title: str) -> str | None:
     return next((s for s in SONGS if s.split(" - ")[0].casefold() == str(title).strip().casefold()), None)
 
 
-def _valid(**checks: Callable[[object, PhoneContents], str | None]
-           ) -> Callable[[dict, PhoneContents], str | None]:
+def _valid(**checks: Callable[[object, PhoneContents], str | None]) -> Callable[[dict, PhoneContents], str | None]:
     """The parameters' checks, each given the value and the phone's catalogues; the first problem found."""
+
     def validate(params: dict, contents: PhoneContents) -> str | None:
         for name, check in checks.items():
             why = check(params.get(name), contents)
             if why:
                 return why
         return None
+
     return validate
 
 
@@ -332,75 +343,162 @@ def _playing(phone: SimPhone, params: dict) -> dict[str, bool]:
     return {"song_playing": phone.state.now_playing == params["song"] and phone.state.playing}
 
 
-TEMPLATES: dict[str, Template] = {t.name: t for t in [
-    Template("open_app", ("app",),
-             lambda p: _phrase(p, ["Open {app}", "Launch the {app} app", "Go to {app}", "Start {app}"]),
-             lambda p: (p["app"],),
-             lambda phone, p: {"app_open": phone.app == p["app"]},
-             lambda p: (), _solve_open, _valid(app=lambda v, c: _choice(v, c.apps, "app"))),
-    Template("toggle_setting", ("setting", "on"),
-             lambda p: _phrase({**p, "label": TOGGLES[p["setting"]][0], "state": _on_off(p["on"])},
-                               ["Turn {state} {label}", "Switch {label} {state}", "Set {label} to {state}"]),
-             lambda p: (SETTINGS_APP,), _toggle_goal, lambda p: (f"toggles.{p['setting']}",), _solve_toggle,
-             _valid(setting=_setting, on=_bool), _setup_toggle),
-    Template("send_message", ("contact", "text"),
-             lambda p: _phrase(p, ["Send '{text}' to {contact}", "Text {contact}: {text}",
-                                   "Message {contact} saying '{text}'"]),
-             lambda p: (CONTACTS_APP, MESSAGES_APP), _sent, lambda p: (f"threads.{p['contact']}",), _solve_message,
-             _valid(contact=_contact, text=lambda v, c: _text(v))),
-    Template("reply_message", ("contact", "text"),
-             lambda p: _phrase(p, ["Reply '{text}' to {contact} in " + MESSAGES_APP,
-                                   "Answer {contact}'s message with '{text}'"]),
-             lambda p: (MESSAGES_APP,), _sent, lambda p: (f"threads.{p['contact']}",), _solve_reply,
-             _valid(contact=lambda v, c: _choice(v, [who for who, _ in c.threads], "conversation"),
-                    text=lambda v, c: _text(v))),
-    Template("web_search", ("query",),
-             lambda p: _phrase(p, ["Search the web for {query}", "Look up {query} in " + BROWSER_APP]),
-             lambda p: (BROWSER_APP,),
-             lambda phone, p: {"results_shown": phone.app == BROWSER_APP and bool(phone.stack)
-                               and phone.stack[-1].kind == "results"
-                               and phone.stack[-1].arg.casefold() == p["query"].strip().casefold()},
-             lambda p: ("searches",), _solve_search, _valid(query=lambda v, c: _text(v, "query"))),
-    Template("open_result", ("query",),
-             lambda p: _phrase(p, ["Search for {query} and open the first result",
-                                   "Find {query} in " + BROWSER_APP + " and open the top result"]),
-             lambda p: (BROWSER_APP,),
-             lambda phone, p: {"first_result_open": phone.app == BROWSER_APP and bool(phone.stack)
-                               and phone.stack[-1].kind == "article"
-                               and phone.stack[-1].arg == web_results(p["query"])[0][0]},
-             lambda p: ("searches", "read_pages"), lambda pl, p: _solve_search(pl, p, open_first=True),
-             _valid(query=lambda v, c: _text(v, "query"))),
-    Template("play_song", ("song",),
-             lambda p: _phrase({**p, "title": p["song"].split(" - ")[0], "artist": p["song"].split(" - ")[1]},
-                               ["Play {title} in " + MUSIC_APP, "Play the song {title} by {artist}"]),
-             lambda p: (MUSIC_APP,), _playing, lambda p: ("now_playing", "playing"), _solve_song, _valid(song=_song)),
-    Template("like_photo", ("photo",),
-             lambda p: _phrase(p, ["Like the photo {photo} in " + PHOTOS_APP, "Open the {photo} photo and like it"]),
-             lambda p: (PHOTOS_APP,), lambda phone, p: {"photo_liked": p["photo"] in phone.state.liked_photos},
-             lambda p: ("liked_photos",), _solve_photo, _valid(photo=lambda v, c: _choice(v, c.photos, "photo"))),
-    Template("favorite_contact", ("contact",),
-             lambda p: _phrase(p, ["Add {contact} to favorites", "Mark {contact} as a favorite contact"]),
-             lambda p: (CONTACTS_APP,), lambda phone, p: {"favorite": p["contact"] in phone.state.favorites},
-             lambda p: ("favorites",), _solve_favorite,
-             _valid(contact=lambda v, c: f"{v} is a favorite already" if v in c.favorites else _contact(v, c))),
-    Template("setting_then_song", ("setting", "on", "song"),
-             lambda p: _phrase({**p, "label": TOGGLES[p["setting"]][0], "state": _on_off(p["on"]),
-                                "title": p["song"].split(" - ")[0]},
-                               ["Turn {state} {label}, then play {title}", "Switch {label} {state} and play {title}"]),
-             lambda p: (SETTINGS_APP, MUSIC_APP), lambda phone, p: {**_toggle_goal(phone, p), **_playing(phone, p)},
-             lambda p: (f"toggles.{p['setting']}", "now_playing", "playing"),
-             lambda pl, p: (_solve_toggle(pl, p, then="song"), _solve_song(pl, p, f"Now the song: it is in {MUSIC_APP}.")),
-             _valid(setting=_setting, on=_bool, song=_song), _setup_toggle),
-    Template("setting_then_message", ("setting", "on", "contact", "text"),
-             lambda p: _phrase({**p, "label": TOGGLES[p["setting"]][0], "state": _on_off(p["on"])},
-                               ["Turn {state} {label}, then send '{text}' to {contact}"]),
-             lambda p: (SETTINGS_APP, CONTACTS_APP, MESSAGES_APP),
-             lambda phone, p: {**_toggle_goal(phone, p), **_sent(phone, p)},
-             lambda p: (f"toggles.{p['setting']}", f"threads.{p['contact']}"),
-             lambda pl, p: (_solve_toggle(pl, p, then="message"), _solve_message(pl, p)),
-             _valid(setting=_setting, on=_bool, contact=_contact, text=lambda v, c: _text(v)),
-             _setup_toggle),
-]}
+TEMPLATES: dict[str, Template] = {
+    t.name: t
+    for t in [
+        Template(
+            "open_app",
+            ("app",),
+            lambda p: _phrase(p, ["Open {app}", "Launch the {app} app", "Go to {app}", "Start {app}"]),
+            lambda p: (p["app"],),
+            lambda phone, p: {"app_open": phone.app == p["app"]},
+            lambda p: (),
+            _solve_open,
+            _valid(app=lambda v, c: _choice(v, c.apps, "app")),
+        ),
+        Template(
+            "toggle_setting",
+            ("setting", "on"),
+            lambda p: _phrase(
+                {**p, "label": TOGGLES[p["setting"]][0], "state": _on_off(p["on"])},
+                ["Turn {state} {label}", "Switch {label} {state}", "Set {label} to {state}"],
+            ),
+            lambda p: (SETTINGS_APP,),
+            _toggle_goal,
+            lambda p: (f"toggles.{p['setting']}",),
+            _solve_toggle,
+            _valid(setting=_setting, on=_bool),
+            _setup_toggle,
+        ),
+        Template(
+            "send_message",
+            ("contact", "text"),
+            lambda p: _phrase(
+                p, ["Send '{text}' to {contact}", "Text {contact}: {text}", "Message {contact} saying '{text}'"]
+            ),
+            lambda p: (CONTACTS_APP, MESSAGES_APP),
+            _sent,
+            lambda p: (f"threads.{p['contact']}",),
+            _solve_message,
+            _valid(contact=_contact, text=lambda v, c: _text(v)),
+        ),
+        Template(
+            "reply_message",
+            ("contact", "text"),
+            lambda p: _phrase(
+                p, ["Reply '{text}' to {contact} in " + MESSAGES_APP, "Answer {contact}'s message with '{text}'"]
+            ),
+            lambda p: (MESSAGES_APP,),
+            _sent,
+            lambda p: (f"threads.{p['contact']}",),
+            _solve_reply,
+            _valid(
+                contact=lambda v, c: _choice(v, [who for who, _ in c.threads], "conversation"),
+                text=lambda v, c: _text(v),
+            ),
+        ),
+        Template(
+            "web_search",
+            ("query",),
+            lambda p: _phrase(p, ["Search the web for {query}", "Look up {query} in " + BROWSER_APP]),
+            lambda p: (BROWSER_APP,),
+            lambda phone, p: {
+                "results_shown": phone.app == BROWSER_APP
+                and bool(phone.stack)
+                and phone.stack[-1].kind == "results"
+                and phone.stack[-1].arg.casefold() == p["query"].strip().casefold()
+            },
+            lambda p: ("searches",),
+            _solve_search,
+            _valid(query=lambda v, c: _text(v, "query")),
+        ),
+        Template(
+            "open_result",
+            ("query",),
+            lambda p: _phrase(
+                p,
+                [
+                    "Search for {query} and open the first result",
+                    "Find {query} in " + BROWSER_APP + " and open the top result",
+                ],
+            ),
+            lambda p: (BROWSER_APP,),
+            lambda phone, p: {
+                "first_result_open": phone.app == BROWSER_APP
+                and bool(phone.stack)
+                and phone.stack[-1].kind == "article"
+                and phone.stack[-1].arg == web_results(p["query"])[0][0]
+            },
+            lambda p: ("searches", "read_pages"),
+            lambda pl, p: _solve_search(pl, p, open_first=True),
+            _valid(query=lambda v, c: _text(v, "query")),
+        ),
+        Template(
+            "play_song",
+            ("song",),
+            lambda p: _phrase(
+                {**p, "title": p["song"].split(" - ")[0], "artist": p["song"].split(" - ")[1]},
+                ["Play {title} in " + MUSIC_APP, "Play the song {title} by {artist}"],
+            ),
+            lambda p: (MUSIC_APP,),
+            _playing,
+            lambda p: ("now_playing", "playing"),
+            _solve_song,
+            _valid(song=_song),
+        ),
+        Template(
+            "like_photo",
+            ("photo",),
+            lambda p: _phrase(p, ["Like the photo {photo} in " + PHOTOS_APP, "Open the {photo} photo and like it"]),
+            lambda p: (PHOTOS_APP,),
+            lambda phone, p: {"photo_liked": p["photo"] in phone.state.liked_photos},
+            lambda p: ("liked_photos",),
+            _solve_photo,
+            _valid(photo=lambda v, c: _choice(v, c.photos, "photo")),
+        ),
+        Template(
+            "favorite_contact",
+            ("contact",),
+            lambda p: _phrase(p, ["Add {contact} to favorites", "Mark {contact} as a favorite contact"]),
+            lambda p: (CONTACTS_APP,),
+            lambda phone, p: {"favorite": p["contact"] in phone.state.favorites},
+            lambda p: ("favorites",),
+            _solve_favorite,
+            _valid(contact=lambda v, c: f"{v} is a favorite already" if v in c.favorites else _contact(v, c)),
+        ),
+        Template(
+            "setting_then_song",
+            ("setting", "on", "song"),
+            lambda p: _phrase(
+                {**p, "label": TOGGLES[p["setting"]][0], "state": _on_off(p["on"]), "title": p["song"].split(" - ")[0]},
+                ["Turn {state} {label}, then play {title}", "Switch {label} {state} and play {title}"],
+            ),
+            lambda p: (SETTINGS_APP, MUSIC_APP),
+            lambda phone, p: {**_toggle_goal(phone, p), **_playing(phone, p)},
+            lambda p: (f"toggles.{p['setting']}", "now_playing", "playing"),
+            lambda pl, p: (
+                _solve_toggle(pl, p, then="song"),
+                _solve_song(pl, p, f"Now the song: it is in {MUSIC_APP}."),
+            ),
+            _valid(setting=_setting, on=_bool, song=_song),
+            _setup_toggle,
+        ),
+        Template(
+            "setting_then_message",
+            ("setting", "on", "contact", "text"),
+            lambda p: _phrase(
+                {**p, "label": TOGGLES[p["setting"]][0], "state": _on_off(p["on"])},
+                ["Turn {state} {label}, then send '{text}' to {contact}"],
+            ),
+            lambda p: (SETTINGS_APP, CONTACTS_APP, MESSAGES_APP),
+            lambda phone, p: {**_toggle_goal(phone, p), **_sent(phone, p)},
+            lambda p: (f"toggles.{p['setting']}", f"threads.{p['contact']}"),
+            lambda pl, p: (_solve_toggle(pl, p, then="message"), _solve_message(pl, p)),
+            _valid(setting=_setting, on=_bool, contact=_contact, text=lambda v, c: _text(v)),
+            _setup_toggle,
+        ),
+    ]
+}
 
 
 def _slug(value) -> str:
@@ -410,8 +508,10 @@ def _slug(value) -> str:
 
 
 def _no_oracle(recorder, params: dict) -> None:
-    raise ValueError(f"a free-form task ({params['instruction']!r}) has no oracle: demonstrate it (the recorder) or "
-                     "run a model on a phone")
+    raise ValueError(
+        f"a free-form task ({params['instruction']!r}) has no oracle: demonstrate it (the recorder) or "
+        "run a model on a phone"
+    )
 
 
 def _an_instruction(params: dict, phone: PhoneContents) -> str | None:
@@ -420,8 +520,16 @@ def _an_instruction(params: dict, phone: PhoneContents) -> str | None:
 
 
 # A task in the user's own words, for a real phone (not in TEMPLATES: the simulated phone cannot judge it).
-FREE_FORM = Template("instruction", ("instruction",), lambda p: p["instruction"].strip(), lambda p: (),
-                     lambda phone, p: {}, lambda p: (), _no_oracle, _an_instruction)
+FREE_FORM = Template(
+    "instruction",
+    ("instruction",),
+    lambda p: p["instruction"].strip(),
+    lambda p: (),
+    lambda phone, p: {},
+    lambda p: (),
+    _no_oracle,
+    _an_instruction,
+)
 
 
 def free_form_task(instruction: str, split: str = "train", task_id: str | None = None) -> PhoneTask:
@@ -430,12 +538,18 @@ def free_form_task(instruction: str, split: str = "train", task_id: str | None =
         raise ValueError(why)
     if split not in SPLITS:
         raise ValueError(f"split must be one of {', '.join(SPLITS)}, got {split!r}")
-    return PhoneTask(task_id or f"instruction/{_slug(instruction)[:60]}", FREE_FORM.name,
-                     {"instruction": instruction.strip()}, split)
+    return PhoneTask(
+        task_id or f"instruction/{_slug(instruction)[:60]}", FREE_FORM.name, {"instruction": instruction.strip()}, split
+    )
 
 
-def make_task(template: str, params: dict, split: str = "train", task_id: str | None = None,
-              phone: PhoneContents = DEFAULT_CONTENTS) -> PhoneTask:
+def make_task(
+    template: str,
+    params: dict,
+    split: str = "train",
+    task_id: str | None = None,
+    phone: PhoneContents = DEFAULT_CONTENTS,
+) -> PhoneTask:
     """A task of ``template`` with ``params`` on a phone holding ``phone``; ValueError saying what is wrong (unknown
     template, missing or bad parameter, with the known values)."""
     if template not in TEMPLATES:
@@ -444,9 +558,11 @@ def make_task(template: str, params: dict, split: str = "train", task_id: str | 
     missing = [n for n in spec.params if n not in params]
     extra = [n for n in params if n not in spec.params]
     if missing or extra:
-        raise ValueError(f"template {template} takes {', '.join(spec.params)}"
-                         + (f"; missing {', '.join(missing)}" if missing else "")
-                         + (f"; unknown {', '.join(extra)}" if extra else ""))
+        raise ValueError(
+            f"template {template} takes {', '.join(spec.params)}"
+            + (f"; missing {', '.join(missing)}" if missing else "")
+            + (f"; unknown {', '.join(extra)}" if extra else "")
+        )
     why = spec.validate(params, phone)
     if why:
         raise ValueError(why)
@@ -461,57 +577,197 @@ def _songs(*titles: str) -> list[str]:
     return [_song_of(t) for t in titles]
 
 
-_TRAIN_TEXTS = ["On my way", "See you at 7", "Running 10 min late", "Happy birthday!", "Call me back please",
-                "Thanks for dinner", "I'll be there soon", "Got it"]
+_TRAIN_TEXTS = [
+    "On my way",
+    "See you at 7",
+    "Running 10 min late",
+    "Happy birthday!",
+    "Call me back please",
+    "Thanks for dinner",
+    "I'll be there soon",
+    "Got it",
+]
 _BUILTIN: list[tuple[str, str, list[dict]]] = [
-    ("open_app", "train", [{"app": a} for a in [SETTINGS_APP, BROWSER_APP, "AudioRecorder", "Google Maps", "WhatsApp",
-                                                 PHOTOS_APP, "Bluecoins", "Reddit"]]),
+    (
+        "open_app",
+        "train",
+        [
+            {"app": a}
+            for a in [
+                SETTINGS_APP,
+                BROWSER_APP,
+                "AudioRecorder",
+                "Google Maps",
+                "WhatsApp",
+                PHOTOS_APP,
+                "Bluecoins",
+                "Reddit",
+            ]
+        ],
+    ),
     ("open_app", "heldout", [{"app": a} for a in ["Clock", "Gmail", "Broccoli", "VLC"]]),
-    ("toggle_setting", "train", [{"setting": s, "on": on} for s, on in [
-        ("wifi", False), ("wifi", True), ("bluetooth", True), ("dark_mode", True), ("dark_mode", False),
-        ("vibrate", False), ("battery_saver", True), ("location", False)]]),
-    ("toggle_setting", "heldout", [{"setting": s, "on": on} for s, on in [
-        ("airplane", True), ("large_text", True), ("do_not_disturb", True), ("auto_brightness", False)]]),
-    ("send_message", "train", [{"contact": c, "text": t} for c, t in zip(
-        ["Alice Chen", "Dana Lee", "Emma Wood", "Ivan Petrov", "Li Na", "Olivia Brown", "Sam Taylor", "Zhang San"],
-        _TRAIN_TEXTS)]),
-    ("send_message", "heldout", [{"contact": c, "text": t} for c, t in [
-        ("Chen Wei", "Meeting at noon?"), ("Hiro Tanaka", "Where are you?"), ("Noah Kim", "Back in 5 minutes"),
-        ("Wang Fang", "Love the new place")]]),
-    ("reply_message", "train", [{"contact": c, "text": t} for c, t in [
-        ("Mom", "Landed safely"), ("Alice Chen", "Yes, see you then"), ("Ben Carter", "No problem"),
-        ("Sam Taylor", "Sure, no rush")]]),
-    ("reply_message", "heldout", [{"contact": c, "text": t} for c, t in [
-        ("Grace Liu", "They look great"), ("Zhang San", "3pm works for me")]]),
-    ("web_search", "train", [{"query": q} for q in ["weather tomorrow", "pasta recipe", "train to shanghai",
-                                                     "football scores", "coffee near me"]]),
+    (
+        "toggle_setting",
+        "train",
+        [
+            {"setting": s, "on": on}
+            for s, on in [
+                ("wifi", False),
+                ("wifi", True),
+                ("bluetooth", True),
+                ("dark_mode", True),
+                ("dark_mode", False),
+                ("vibrate", False),
+                ("battery_saver", True),
+                ("location", False),
+            ]
+        ],
+    ),
+    (
+        "toggle_setting",
+        "heldout",
+        [
+            {"setting": s, "on": on}
+            for s, on in [
+                ("airplane", True),
+                ("large_text", True),
+                ("do_not_disturb", True),
+                ("auto_brightness", False),
+            ]
+        ],
+    ),
+    (
+        "send_message",
+        "train",
+        [
+            {"contact": c, "text": t}
+            for c, t in zip(
+                [
+                    "Alice Chen",
+                    "Dana Lee",
+                    "Emma Wood",
+                    "Ivan Petrov",
+                    "Li Na",
+                    "Olivia Brown",
+                    "Sam Taylor",
+                    "Zhang San",
+                ],
+                _TRAIN_TEXTS,
+            )
+        ],
+    ),
+    (
+        "send_message",
+        "heldout",
+        [
+            {"contact": c, "text": t}
+            for c, t in [
+                ("Chen Wei", "Meeting at noon?"),
+                ("Hiro Tanaka", "Where are you?"),
+                ("Noah Kim", "Back in 5 minutes"),
+                ("Wang Fang", "Love the new place"),
+            ]
+        ],
+    ),
+    (
+        "reply_message",
+        "train",
+        [
+            {"contact": c, "text": t}
+            for c, t in [
+                ("Mom", "Landed safely"),
+                ("Alice Chen", "Yes, see you then"),
+                ("Ben Carter", "No problem"),
+                ("Sam Taylor", "Sure, no rush"),
+            ]
+        ],
+    ),
+    (
+        "reply_message",
+        "heldout",
+        [{"contact": c, "text": t} for c, t in [("Grace Liu", "They look great"), ("Zhang San", "3pm works for me")]],
+    ),
+    (
+        "web_search",
+        "train",
+        [
+            {"query": q}
+            for q in ["weather tomorrow", "pasta recipe", "train to shanghai", "football scores", "coffee near me"]
+        ],
+    ),
     ("web_search", "heldout", [{"query": q} for q in ["museum opening hours", "how to tie a tie", "exchange rate"]]),
     ("open_result", "train", [{"query": q} for q in ["flight status", "yoga for beginners", "weather tomorrow"]]),
     ("open_result", "heldout", [{"query": q} for q in ["exchange rate"]]),
-    ("play_song", "train", [{"song": s} for s in _songs("Blue Avenue", "City Rain", "Slow Motion", "Wild Honey",
-                                                        "Glass Houses", "Open Road", "River Song", "Paper Planes",
-                                                        "Homecoming")]),
+    (
+        "play_song",
+        "train",
+        [
+            {"song": s}
+            for s in _songs(
+                "Blue Avenue",
+                "City Rain",
+                "Slow Motion",
+                "Wild Honey",
+                "Glass Houses",
+                "Open Road",
+                "River Song",
+                "Paper Planes",
+                "Homecoming",
+            )
+        ],
+    ),
     ("play_song", "heldout", [{"song": s} for s in _songs("Golden Hour", "Tidal", "Midnight Drive", "Window Seat")]),
     ("like_photo", "train", [{"photo": p} for p in ["Beach", "Cat", "Sunset", "Forest", "Snow", "Bridge"]]),
     ("like_photo", "heldout", [{"photo": p} for p in ["Mountains", "Dog", "Lake"]]),
-    ("favorite_contact", "train", [{"contact": c} for c in ["Aaron Park", "Diego Ruiz", "Julia Rossi", "Maria Silva",
-                                                            "Priya Shah"]]),
+    (
+        "favorite_contact",
+        "train",
+        [{"contact": c} for c in ["Aaron Park", "Diego Ruiz", "Julia Rossi", "Maria Silva", "Priya Shah"]],
+    ),
     ("favorite_contact", "heldout", [{"contact": c} for c in ["Farah Khan", "Kofi Mensah", "Olivia Brown"]]),
-    ("setting_then_song", "train", [{"setting": s, "on": on, "song": _song_of(t)} for s, on, t in [
-        ("bluetooth", True, "Orange Sky"), ("dark_mode", True, "Satellites"), ("vibrate", False, "Starlight"),
-        ("location", False, "Morning Light")]]),
+    (
+        "setting_then_song",
+        "train",
+        [
+            {"setting": s, "on": on, "song": _song_of(t)}
+            for s, on, t in [
+                ("bluetooth", True, "Orange Sky"),
+                ("dark_mode", True, "Satellites"),
+                ("vibrate", False, "Starlight"),
+                ("location", False, "Morning Light"),
+            ]
+        ],
+    ),
     # held out whole: its parts are trained, the combination is not
-    ("setting_then_message", "heldout", [{"setting": s, "on": on, "contact": c, "text": t} for s, on, c, t in [
-        ("do_not_disturb", True, "Noah Kim", "Busy, call you later"), ("dark_mode", True, "Wang Fang", "Good night"),
-        ("battery_saver", True, "Mom", "Phone battery is low")]]),
+    (
+        "setting_then_message",
+        "heldout",
+        [
+            {"setting": s, "on": on, "contact": c, "text": t}
+            for s, on, c, t in [
+                ("do_not_disturb", True, "Noah Kim", "Busy, call you later"),
+                ("dark_mode", True, "Wang Fang", "Good night"),
+                ("battery_saver", True, "Mom", "Phone battery is low"),
+            ]
+        ],
+    ),
     # combos: each value below is in training tasks (the comment says where), this pairing is in none
     ("favorite_contact", "combos", [{"contact": c} for c in ["Dana Lee", "Li Na", "Sam Taylor"]]),  # send_message
     ("play_song", "combos", [{"song": s} for s in _songs("Orange Sky", "Satellites", "Starlight")]),  # after a setting
     ("open_app", "combos", [{"app": a} for a in [CONTACTS_APP, MESSAGES_APP, MUSIC_APP]]),  # launched in other tasks
-    ("setting_then_song", "combos", [{"setting": s, "on": on, "song": _song_of(t)} for s, on, t in [
-        ("wifi", False, "Blue Avenue"), ("battery_saver", True, "City Rain")]]),  # toggle_setting, play_song
-    ("send_message", "combos", [{"contact": c, "text": t} for c, t in [
-        ("Priya Shah", "Got it"), ("Diego Ruiz", "Happy birthday!")]]),  # favorite_contact; send_message's texts
+    (
+        "setting_then_song",
+        "combos",
+        [
+            {"setting": s, "on": on, "song": _song_of(t)}
+            for s, on, t in [("wifi", False, "Blue Avenue"), ("battery_saver", True, "City Rain")]
+        ],
+    ),  # toggle_setting, play_song
+    (
+        "send_message",
+        "combos",
+        [{"contact": c, "text": t} for c, t in [("Priya Shah", "Got it"), ("Diego Ruiz", "Happy birthday!")]],
+    ),  # favorite_contact; send_message's texts
     ("web_search", "combos", [{"query": "flight status"}]),  # open_result's query
     ("open_result", "combos", [{"query": "pasta recipe"}]),  # web_search's query
 ]
@@ -521,9 +777,19 @@ TASKS: list[PhoneTask] = [make_task(name, params, split) for name, split, values
 # ---- the perturbed split: training tasks on phones whose screens no demonstration shows -------------------------
 PERTURBATIONS = ("popup", "slow", "renamed", "shuffled")
 # what a phone of another maker or version calls the same buttons (WLAN: what Chinese Android phones call Wi-Fi)
-RENAMED = (("Wi-Fi", "WLAN"), ("Bluetooth", "BT"), ("Dark mode", "Dark theme"), ("Display", "Screen"),
-           ("Message", "Chat"), ("Message box", "Write a message"), ("Send", "Post"), ("Go", "Search"),
-           ("Search box", "Address bar"), ("Add to favorites", "Star contact"), ("Like", "Love"))
+RENAMED = (
+    ("Wi-Fi", "WLAN"),
+    ("Bluetooth", "BT"),
+    ("Dark mode", "Dark theme"),
+    ("Display", "Screen"),
+    ("Message", "Chat"),
+    ("Message box", "Write a message"),
+    ("Send", "Post"),
+    ("Go", "Search"),
+    ("Search box", "Address bar"),
+    ("Add to favorites", "Star contact"),
+    ("Like", "Love"),
+)
 PERTURBED_PER_TEMPLATE = 2
 
 
@@ -547,9 +813,14 @@ def perturbed(task: PhoneTask, kind: str) -> PhoneTask:
         rng = random.Random(task.id)
         shuffled = lambda values: tuple(rng.sample(list(values), len(values)))  # noqa: E731
         rows = [k for k, (_, where) in TOGGLES.items() if where == SETTINGS_APP] + list(SETTINGS_PAGES)
-        phone = dataclasses.replace(c, apps=shuffled(c.apps), photos=shuffled(c.photos), songs=shuffled(c.songs),
-                                    threads=shuffled(c.threads),
-                                    perturbation=Perturbation(settings_order=shuffled(rows)))
+        phone = dataclasses.replace(
+            c,
+            apps=shuffled(c.apps),
+            photos=shuffled(c.photos),
+            songs=shuffled(c.songs),
+            threads=shuffled(c.threads),
+            perturbation=Perturbation(settings_order=shuffled(rows)),
+        )
     else:
         raise ValueError(f"unknown perturbation {kind!r}: give one of {', '.join(PERTURBATIONS)}")
     return PhoneTask(f"perturbed/{kind}/{task.id}", task.template, dict(task.params), "perturbed", phone)
@@ -588,25 +859,34 @@ def load_task_file(path: str | Path) -> list[PhoneTask]:
             if line.error is not None:
                 raise ValueError(line.error)
             if not isinstance(row, dict):
-                raise ValueError("a row is a JSON object such as {\"template\": \"open_app\", \"app\": \"Settings\"}")
+                raise ValueError('a row is a JSON object such as {"template": "open_app", "app": "Settings"}')
             row = dict(row)
             template = row.pop("template", None)
             if template is None and "instruction" in row:
                 extra = sorted(set(row) - {"instruction", "id", "split"})
                 if extra:
-                    raise ValueError(f"a free-form row takes 'instruction' (and 'id', 'split'); unknown {', '.join(extra)}")
+                    raise ValueError(
+                        f"a free-form row takes 'instruction' (and 'id', 'split'); unknown {', '.join(extra)}"
+                    )
                 task = free_form_task(row["instruction"], row.get("split", "train"), row.get("id"))
             elif template is None:
-                raise ValueError(f"no 'template': give one of {', '.join(TEMPLATES)}, or your own task in words as "
-                                 "{\"instruction\": \"...\"} (a real phone's task: no simulator checks)")
+                raise ValueError(
+                    f"no 'template': give one of {', '.join(TEMPLATES)}, or your own task in words as "
+                    '{"instruction": "..."} (a real phone\'s task: no simulator checks)'
+                )
             else:
-                task = make_task(template, {k: v for k, v in row.items() if k not in ("id", "split")},
-                                 row.get("split", "train"), row.get("id"))
+                task = make_task(
+                    template,
+                    {k: v for k, v in row.items() if k not in ("id", "split")},
+                    row.get("split", "train"),
+                    row.get("id"),
+                )
         except ValueError as err:
             raise TaskFileError(f"{path}:{number}: {err}") from None
         if task.id in seen:
-            raise TaskFileError(f"{path}:{number}: task id {task.id!r} already used on line {seen[task.id]}: "
-                                "give the row its own 'id'")
+            raise TaskFileError(
+                f"{path}:{number}: task id {task.id!r} already used on line {seen[task.id]}: give the row its own 'id'"
+            )
         seen[task.id] = number
         tasks.append(task)
     if not tasks:
@@ -648,9 +928,11 @@ def select_tasks(spec: str, tasks: list[PhoneTask] | None = None) -> list[PhoneT
         else:
             found = [t for t in named if t.id == part]
             if not found:
-                raise ValueError(f"unknown tasks {part!r}: give all, {', '.join(SPLITS)}, a template "
-                                 f"({', '.join(TEMPLATES)}), a task id (e.g. {pool[0].id}), more:COUNT[:SEED] "
-                                 "or a .jsonl task file")
+                raise ValueError(
+                    f"unknown tasks {part!r}: give all, {', '.join(SPLITS)}, a template "
+                    f"({', '.join(TEMPLATES)}), a task id (e.g. {pool[0].id}), more:COUNT[:SEED] "
+                    "or a .jsonl task file"
+                )
         chosen.update((t.id, t) for t in found)
     if not chosen:
         raise ValueError(f"no tasks selected by {spec!r}")
@@ -658,32 +940,36 @@ def select_tasks(spec: str, tasks: list[PhoneTask] | None = None) -> list[PhoneT
 
 
 # ---- more training tasks: as many as a model needs, never a held-out value ------------------------------------
-_WORDS = ("apple bag blue book bread call car cat city coffee cold day dinner door dog early email film find fish "
-          "friday garden gift good green happy help home hot house idea jacket key late later lunch map market "
-          "milk money monday moon morning music new night note ok open orange park party pay phone photo pizza "
-          "plan quick rain ready red road run school see shop sleep slow snow soon sorry sport station study "
-          "sun sure table taxi tea thanks ticket time today tonight train trip walk wait water week window work "
-          "yes yellow").split()
+_WORDS = (
+    "apple bag blue book bread call car cat city coffee cold day dinner door dog early email film find fish "
+    "friday garden gift good green happy help home hot house idea jacket key late later lunch map market "
+    "milk money monday moon morning music new night note ok open orange park party pay phone photo pizza "
+    "plan quick rain ready red road run school see shop sleep slow snow soon sorry sport station study "
+    "sun sure table taxi tea thanks ticket time today tonight train trip walk wait water week window work "
+    "yes yellow"
+).split()
 # More words, so that a model trained on these messages must copy what the task says rather than recall a phrase it
 # has seen (held-out messages and queries are made of other words, and names it has never read).
-_MORE_WORDS = ("about after again air all almost along also always animal answer april arrive ask aunt autumn away "
-               "baby back bake band bank basket beach bed before begin best better bike bird birthday black boat "
-               "bottle box boy bring brother brown build bus busy buy cake camera camp cancel card care carry cheap "
-               "cheese chicken child class clean clock close cloud coat come cook corner could cousin cream cup "
-               "dance dark date dear desk doctor done down dream dress drink drive each east eat egg empty end enjoy "
-               "evening every face fall family far farm fast father feel fine finish fire first floor flower fly food "
-               "forest forget free fresh friend front fruit full fun game gate girl give glass go gold grand grass "
-               "great group grow guess hair half hall hand hat have hear heavy hello here hill hold holiday hope horse "
-               "hour hungry ice inside island join juice jump just keep kind kitchen knock know lake lamp large last "
-               "laugh leave left lemon letter library light like line listen little long look lost love lucky make "
-               "many march meet message minute mirror miss moment month more mother move much museum name near need "
-               "never next nice noon north number ocean office old only other outside page paint paper pass pen "
-               "people piano picture place plant play please pocket post print quiet radio read remember rest rice "
-               "right river room round safe salt same sand save say sea seat send seven share shirt shoe short show "
-               "sing sister sit six sky small smile soup south space speak spring star start stay still stone stop "
-               "store story street strong summer sweet swim talk tall team tell ten thank thing think three tired "
-               "together tomorrow top town toy tree true try turn two uncle under until up visit voice wake want warm "
-               "wash watch way wear west wet white wide win wind winter wish with wood word world write year young").split()
+_MORE_WORDS = (
+    "about after again air all almost along also always animal answer april arrive ask aunt autumn away "
+    "baby back bake band bank basket beach bed before begin best better bike bird birthday black boat "
+    "bottle box boy bring brother brown build bus busy buy cake camera camp cancel card care carry cheap "
+    "cheese chicken child class clean clock close cloud coat come cook corner could cousin cream cup "
+    "dance dark date dear desk doctor done down dream dress drink drive each east eat egg empty end enjoy "
+    "evening every face fall family far farm fast father feel fine finish fire first floor flower fly food "
+    "forest forget free fresh friend front fruit full fun game gate girl give glass go gold grand grass "
+    "great group grow guess hair half hall hand hat have hear heavy hello here hill hold holiday hope horse "
+    "hour hungry ice inside island join juice jump just keep kind kitchen knock know lake lamp large last "
+    "laugh leave left lemon letter library light like line listen little long look lost love lucky make "
+    "many march meet message minute mirror miss moment month more mother move much museum name near need "
+    "never next nice noon north number ocean office old only other outside page paint paper pass pen "
+    "people piano picture place plant play please pocket post print quiet radio read remember rest rice "
+    "right river room round safe salt same sand save say sea seat send seven share shirt shoe short show "
+    "sing sister sit six sky small smile soup south space speak spring star start stay still stone stop "
+    "store story street strong summer sweet swim talk tall team tell ten thank thing think three tired "
+    "together tomorrow top town toy tree true try turn two uncle under until up visit voice wake want warm "
+    "wash watch way wear west wet white wide win wind winter wish with wood word world write year young"
+).split()
 
 
 def _phrase_of(rng, capitalize: bool, words_held: set) -> str:
@@ -739,15 +1025,19 @@ def more_training_tasks(count: int, seed: int = 0, fresh_phones: float = 0.0) ->
         if template == "send_message":
             return {"contact": pick(template, "contact", c.contacts), "text": _phrase_of(rng, True, words_held)}
         if template == "reply_message":
-            return {"contact": pick(template, "contact", [who for who, _ in c.threads]),
-                    "text": _phrase_of(rng, True, words_held)}
+            return {
+                "contact": pick(template, "contact", [who for who, _ in c.threads]),
+                "text": _phrase_of(rng, True, words_held),
+            }
         if template in ("web_search", "open_result"):
             return {"query": _phrase_of(rng, False, words_held)}
         if template == "play_song":
             return {"song": pick(template, "song", c.songs)}
         if template == "like_photo":
             return {"photo": pick(template, "photo", c.photos)}
-        return {"contact": pick(template, "contact", [n for n in c.contacts if n not in c.favorites])}  # favorite_contact
+        return {
+            "contact": pick(template, "contact", [n for n in c.contacts if n not in c.favorites])
+        }  # favorite_contact
 
     templates = [name for name in TEMPLATES if name != "setting_then_message"]
     prefix = "more" if seed == 0 else f"more-{seed}"  # ids of two draws never collide

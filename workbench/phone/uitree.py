@@ -18,6 +18,7 @@ actions::
 ``screen_tree(Screen)`` reads the simulated phone's screens (exact: they are drawn from these elements);
 ``compress_uiautomator(xml, width, height)`` reads a real phone's ``uiautomator dump`` into the same text.
 """
+
 from __future__ import annotations
 
 import re
@@ -42,8 +43,7 @@ def _quote(text: str) -> str:
 def element_line(name: str, box: Box, texts: Iterable[str] = (), gestures: Iterable[str] = ()) -> str:
     """One element's line: name, its other texts, bounds, tap point, the other gestures."""
     x, y = _centre(box)
-    parts = [name, *(_quote(t) for t in texts), f"[{box[0]},{box[1]}][{box[2]},{box[3]}]", f"tap [{x},{y}]",
-             *gestures]
+    parts = [name, *(_quote(t) for t in texts), f"[{box[0]},{box[1]}][{box[2]},{box[3]}]", f"tap [{x},{y}]", *gestures]
     return " ".join(parts)
 
 
@@ -65,8 +65,14 @@ def screen_tree(screen: Screen) -> str:
     items = []
     for name, box in elements:
         handlers = screen.handlers.get(name)
-        gestures = [g for g, on in (("long-press", handlers and handlers.long_press),
-                                    ("double-tap", handlers and handlers.double_tap)) if on]
+        gestures = [
+            g
+            for g, on in (
+                ("long-press", handlers and handlers.long_press),
+                ("double-tap", handlers and handlers.double_tap),
+            )
+            if on
+        ]
         items.append(((box[1], box[0]), element_line(name, box, texts[name], gestures)))
     items += [((y, x), f"text {_quote(text)}") for (x, y), text in free]
     lines = [line for _, line in sorted(items, key=lambda item: item[0])]
@@ -95,10 +101,17 @@ def compress_uiautomator(xml: str, width: int, height: int) -> str:
         clickable = node.get("clickable") == "true" or node.get("long-clickable") == "true"
         if not clickable and not label:
             continue
-        nodes.append({"box": box, "label": label, "clickable": clickable,
-                      "long": node.get("long-clickable") == "true",
-                      "focused": node.get("focused") == "true" and "EditText" in (node.get("class") or ""),
-                      "id": (node.get("resource-id") or "").rpartition("/")[2], "texts": []})
+        nodes.append(
+            {
+                "box": box,
+                "label": label,
+                "clickable": clickable,
+                "long": node.get("long-clickable") == "true",
+                "focused": node.get("focused") == "true" and "EditText" in (node.get("class") or ""),
+                "id": (node.get("resource-id") or "").rpartition("/")[2],
+                "texts": [],
+            }
+        )
     elements = [n for n in nodes if n["clickable"]]
     items, focused_field = [], False
     for n in nodes:
@@ -112,8 +125,9 @@ def compress_uiautomator(xml: str, width: int, height: int) -> str:
     for e in elements:
         name = e["label"] or (e["texts"].pop(0) if e["texts"] else e["id"] or "element")
         focused_field |= e["focused"]
-        items.append(((e["box"][1], e["box"][0]),
-                      element_line(name, e["box"], e["texts"], ["long-press"] if e["long"] else [])))
+        items.append(
+            ((e["box"][1], e["box"][0]), element_line(name, e["box"], e["texts"], ["long-press"] if e["long"] else []))
+        )
     lines = [line for _, line in sorted(items, key=lambda item: item[0])]
     return "\n".join(([KEYBOARD_LINE] if focused_field else []) + lines)
 
@@ -209,8 +223,13 @@ def shuffled_layout(row: dict, rng) -> dict:
     model can learn positions instead of reading the tree; on shuffled layouts only reading finds the name. Rows
     that are not ui_tree, show no tree, or whose target is a position (``POSITION_TARGETS``) come back as they are."""
     meta, messages = row.get("meta") or {}, row.get("messages") or []
-    if meta.get("observation") != "ui_tree" or meta.get("template") in POSITION_TARGETS or len(messages) < 2 \
-            or messages[-1].get("role") != "assistant" or not isinstance(messages[-2].get("content"), str):
+    if (
+        meta.get("observation") != "ui_tree"
+        or meta.get("template") in POSITION_TARGETS
+        or len(messages) < 2
+        or messages[-1].get("role") != "assistant"
+        or not isinstance(messages[-2].get("content"), str)
+    ):
         return row
     head, tree = turn_tree(messages[-2]["content"])
     if not tree:
@@ -232,12 +251,16 @@ def shuffled_layout(row: dict, rng) -> dict:
     point = action.point()  # a Tap's, Long Press's or Double Tap's element; None for a Swipe and the rest
     hit = hit_box(boxes, point)
     hit = hit if hit in moves else None  # the element a tap hits moves only if its box moved
-    out = {**row, "meta": dict(meta), "messages": [*messages[:-2], {**messages[-2], "content": head + new_tree},
-                                                   dict(messages[-1])]}
+    out = {
+        **row,
+        "meta": dict(meta),
+        "messages": [*messages[:-2], {**messages[-2], "content": head + new_tree}, dict(messages[-1])],
+    }
     if hit is not None:
         new = moves[hit]
-        moved = type(action)(action.type, {**action.args, "element": [point[0] - hit[0] + new[0],
-                                                                      point[1] - hit[1] + new[1]]})
+        moved = type(action)(
+            action.type, {**action.args, "element": [point[0] - hit[0] + new[0], point[1] - hit[1] + new[1]]}
+        )
         # the reasoning's quote of the target's line (``quoted_target``) is the moved line now
         old_line, new_line = element_line_at(tree, point), element_line_at(new_tree, moved.point())
         reply = reply.replace(split.answer, format_action(moved))

@@ -24,6 +24,7 @@ layer at a time, which the peak estimate adds back.
 The GLM-4.1V vision tower (``estimate_vision_activations``) is walked the same way over its patches;
 the planner adds its image tokens to the decoder's sequence (``workbench/plan/images.py``).
 """
+
 from __future__ import annotations
 
 import itertools
@@ -333,9 +334,17 @@ def estimate_activations(shape: DecoderShape, a: ActivationInputs) -> Activation
     # gradient buffers of the widest op in backward, beside (a quantized base) its weight dequantized for the matmul
     transient = max(head_rows * shape.vocab * head_bytes, 2 * tokens * widest * 4 + a.dequantized_bytes)
     return ActivationEstimate(
-        per_layer=per_layer, lora_per_layer=max(lora_bytes) * tokens, first_layer=first, layer_inputs=layer_inputs,
-        head=head, shared=shared, saved_forward=saved, backward_transient=transient, recompute=recompute,
-        peak=saved + recompute + transient, autocast_copies=tr.copies,
+        per_layer=per_layer,
+        lora_per_layer=max(lora_bytes) * tokens,
+        first_layer=first,
+        layer_inputs=layer_inputs,
+        head=head,
+        shared=shared,
+        saved_forward=saved,
+        backward_transient=transient,
+        recompute=recompute,
+        peak=saved + recompute + transient,
+        autocast_copies=tr.copies,
     )
 
 
@@ -360,10 +369,17 @@ class VisionShape:
     @classmethod
     def from_config(cls, config) -> VisionShape:
         v = config.vision_config
-        return cls(depth=v.depth, hidden=v.hidden_size, heads=v.num_heads, mlp=v.out_hidden_size,
-                   out_hidden=v.out_hidden_size, merger=v.intermediate_size,
-                   patch_dim=v.in_channels * v.temporal_patch_size * v.patch_size**2,
-                   positions=(v.image_size // v.patch_size) ** 2, merge=v.spatial_merge_size)
+        return cls(
+            depth=v.depth,
+            hidden=v.hidden_size,
+            heads=v.num_heads,
+            mlp=v.out_hidden_size,
+            out_hidden=v.out_hidden_size,
+            merger=v.intermediate_size,
+            patch_dim=v.in_channels * v.temporal_patch_size * v.patch_size**2,
+            positions=(v.image_size // v.patch_size) ** 2,
+            merge=v.spatial_merge_size,
+        )
 
 
 @dataclass(frozen=True)
@@ -383,8 +399,9 @@ class VisionEstimate:
         return asdict(self)
 
 
-def _vision_block(tr: _Tracer, layer: _Layer, v: VisionShape, x: _Tensor, a: ActivationInputs, index: int,
-                  largest_image: int) -> _Tensor:
+def _vision_block(
+    tr: _Tracer, layer: _Layer, v: VisionShape, x: _Tensor, a: ActivationInputs, index: int, largest_image: int
+) -> _Tensor:
     """Glm4vVisionBlock: RMSNorm, fused qkv, 2D RoPE (computed in fp32, cast back), SDPA per image,
     proj; RMSNorm, gate/up/down MLP."""
     k = f"vision{index}"
@@ -420,9 +437,15 @@ def _conv(tr: _Tracer, layer: _Layer, x: _Tensor, out_width: int, key: str) -> _
     return layer.linear(x, "conv", out_width, key)
 
 
-def estimate_vision_activations(v: VisionShape, a: ActivationInputs, trainable: bool, patches_per_image: int,
-                                images: int, gradient_checkpointing: bool = False,
-                                weight_dtype: torch.dtype | None = None) -> VisionEstimate:
+def estimate_vision_activations(
+    v: VisionShape,
+    a: ActivationInputs,
+    trainable: bool,
+    patches_per_image: int,
+    images: int,
+    gradient_checkpointing: bool = False,
+    weight_dtype: torch.dtype | None = None,
+) -> VisionEstimate:
     """The vision tower over ``images`` images of ``patches_per_image`` patches each (one micro-batch).
 
     ``a`` gives the autocast dtype as for the text decoder; ``weight_dtype`` the tower's storage dtype (the
@@ -440,8 +463,16 @@ def estimate_vision_activations(v: VisionShape, a: ActivationInputs, trainable: 
         block_live += v.heads * patches_per_image**2 * (4 + c)  # one image's fp32 scores and their cast
     pixels = P * v.patch_dim * 4  # the processor's fp32 pixel values, live through the forward
     tr = _Tracer()
-    va = ActivationInputs(micro_batch=1, seq_len=2, autocast_dtype=a.autocast_dtype, base_dtype=w, trainable_dtype=w,
-                          full_finetune=trainable, attn_implementation=a.attn_implementation, device_type=a.device_type)
+    va = ActivationInputs(
+        micro_batch=1,
+        seq_len=2,
+        autocast_dtype=a.autocast_dtype,
+        base_dtype=w,
+        trainable_dtype=w,
+        full_finetune=trainable,
+        attn_implementation=a.attn_implementation,
+        device_type=a.device_type,
+    )
     layer = _Layer(tr, None, va, set())
     pix = tr.new(v.patch_dim, FP32, False)
     if w != FP32:
@@ -454,8 +485,14 @@ def estimate_vision_activations(v: VisionShape, a: ActivationInputs, trainable: 
     block_input = x.width * _size(x.dtype)
     if not trainable:
         kept = block_input * P * v.depth if gradient_checkpointing else 0
-        return VisionEstimate(patches=P, image_tokens=tokens, saved_forward=kept, per_block=0,
-                              forward_transient=pixels + block_live, recompute=0)
+        return VisionEstimate(
+            patches=P,
+            image_tokens=tokens,
+            saved_forward=kept,
+            per_block=0,
+            forward_transient=pixels + block_live,
+            recompute=0,
+        )
     per_patch_fixed = tr.total()
     block_bytes = []
     for i in range(v.depth):
@@ -480,8 +517,14 @@ def estimate_vision_activations(v: VisionShape, a: ActivationInputs, trainable: 
         body = sum(block_bytes) * P
         recompute = 0
     saved = (per_patch_fixed + per_patch_tail) * P + body + merger_tr.total() * tokens + shared
-    return VisionEstimate(patches=P, image_tokens=tokens, saved_forward=saved, per_block=max(block_bytes) * P,
-                          forward_transient=pixels + block_live, recompute=recompute)
+    return VisionEstimate(
+        patches=P,
+        image_tokens=tokens,
+        saved_forward=saved,
+        per_block=max(block_bytes) * P,
+        forward_transient=pixels + block_live,
+        recompute=recompute,
+    )
 
 
 def _merger(tr: _Tracer, layer: _Layer, v: VisionShape, x: _Tensor) -> _Tensor:
@@ -514,14 +557,22 @@ def lora_targets_in_layer(census: PlannedCensus) -> frozenset:
 
 def quantized_linears_in_layer(census: PlannedCensus) -> frozenset:
     """Which linears of a decoder layer hold quantized weights (quantization.base), read from the census."""
-    return frozenset(p.name.removesuffix(".weight").removesuffix(".base_layer").rsplit(".", 1)[-1]
-                     for p in census.quantized if p.group == "decoder")
+    return frozenset(
+        p.name.removesuffix(".weight").removesuffix(".base_layer").rsplit(".", 1)[-1]
+        for p in census.quantized
+        if p.group == "decoder"
+    )
 
 
 def lora_layers_in(census: PlannedCensus) -> frozenset:
     """The indices of the decoder layers that carry adapters, read from the census (``lora.layers``: the last ones)."""
-    return frozenset(int(m.group(1)) for p in census.params if p.group == "lora" and ".lora_A." in p.name
-                     for m in [re.search(r"\.layers\.(\d+)\.", p.name)] if m and ".visual." not in p.name)
+    return frozenset(
+        int(m.group(1))
+        for p in census.params
+        if p.group == "lora" and ".lora_A." in p.name
+        for m in [re.search(r"\.layers\.(\d+)\.", p.name)]
+        if m and ".visual." not in p.name
+    )
 
 
 # ---------------------------------------------------------------------------------------------
@@ -538,8 +589,15 @@ class ActivationMeasurement:
         return asdict(self)
 
 
-_VIEW_OPS = {"TBackward0", "ViewBackward0", "UnsafeViewBackward0", "PermuteBackward0", "ExpandBackward0",
-             "TransposeBackward0", "AliasBackward0"}
+_VIEW_OPS = {
+    "TBackward0",
+    "ViewBackward0",
+    "UnsafeViewBackward0",
+    "PermuteBackward0",
+    "ExpandBackward0",
+    "TransposeBackward0",
+    "AliasBackward0",
+}
 
 
 def _is_weight_copy(t: torch.Tensor, param_dtype_by_shape: dict) -> bool:
@@ -616,13 +674,16 @@ class SavedTensors:
 
     def result(self) -> ActivationMeasurement:
         self.alive = []
-        return ActivationMeasurement(saved_forward=sum(n for n, copy in self.seen.values() if not copy),
-                                     autocast_copies=sum(n for n, copy in self.seen.values() if copy),
-                                     tensors=len(self.seen))
+        return ActivationMeasurement(
+            saved_forward=sum(n for n, copy in self.seen.values() if not copy),
+            autocast_copies=sum(n for n, copy in self.seen.values() if copy),
+            tensors=len(self.seen),
+        )
 
 
-def measure_saved_activations(model: torch.nn.Module, input_ids: torch.Tensor, autocast=None, labels=None,
-                              memory=None, **inputs) -> ActivationMeasurement:
+def measure_saved_activations(
+    model: torch.nn.Module, input_ids: torch.Tensor, autocast=None, labels=None, memory=None, **inputs
+) -> ActivationMeasurement:
     """Run one forward + the project's loss (``forward.batch_loss_sum``: the loss head of ``memory``, a
     ``MemorySection``; None: the default) under ``SavedTensors`` and return what autograd saved for backward.
     ``autocast``: a context manager factory (e.g. ``policy.autocast``). ``labels``: None labels every token.

@@ -5,6 +5,7 @@ Counting from the built module rather than from closed-form formulas is what mak
 prediction exact: tied embeddings count once (``model.parameters()`` de-duplicates them), biases,
 norms, peft's exclusion of the vision tower and any quirk of a new architecture come for free.
 """
+
 from __future__ import annotations
 
 import functools
@@ -21,10 +22,22 @@ from ..precision import PrecisionPolicy
 
 # SmolLM2-135M-Instruct's config.json, so the default model plans without fetching its wheel.
 SMOLLM2_CONFIG = {
-    "model_type": "llama", "hidden_size": 576, "intermediate_size": 1536, "num_hidden_layers": 30,
-    "num_attention_heads": 9, "num_key_value_heads": 3, "head_dim": 64, "vocab_size": 49152,
-    "tie_word_embeddings": True, "max_position_embeddings": 8192, "rms_norm_eps": 1e-5,
-    "attention_bias": False, "mlp_bias": False, "bos_token_id": 1, "eos_token_id": 2, "pad_token_id": 2,
+    "model_type": "llama",
+    "hidden_size": 576,
+    "intermediate_size": 1536,
+    "num_hidden_layers": 30,
+    "num_attention_heads": 9,
+    "num_key_value_heads": 3,
+    "head_dim": 64,
+    "vocab_size": 49152,
+    "tie_word_embeddings": True,
+    "max_position_embeddings": 8192,
+    "rms_norm_eps": 1e-5,
+    "attention_bias": False,
+    "mlp_bias": False,
+    "bos_token_id": 1,
+    "eos_token_id": 2,
+    "pad_token_id": 2,
 }
 
 PRESETS = {
@@ -38,9 +51,16 @@ PRESETS = {
 # and token ids, with its rotary settings. Glm4vConfig() alone leaves partial_rotary_factor at 1.0 beside the default
 # mrope_section [8, 12, 12] (which assumes 0.5): its text decoder's forward then fails ("split_sizes ... sum exactly to
 # 64"); `workbench train --dry-run` found it running the model on the meta device. No parameter depends on it.
-AUTOGLM_PHONE_9B_TEXT = {"rope_parameters": {"rope_type": "default", "rope_theta": 10000.0, "partial_rotary_factor": 0.5,
-                                             "mrope_section": [8, 12, 12]},
-                         "eos_token_id": [151329, 151336, 151338], "pad_token_id": 151329}
+AUTOGLM_PHONE_9B_TEXT = {
+    "rope_parameters": {
+        "rope_type": "default",
+        "rope_theta": 10000.0,
+        "partial_rotary_factor": 0.5,
+        "mrope_section": [8, 12, 12],
+    },
+    "eos_token_id": [151329, 151336, 151338],
+    "pad_token_id": 151329,
+}
 
 
 def autoglm_phone_9b_config():
@@ -51,7 +71,11 @@ def autoglm_phone_9b_config():
     return Glm4vConfig(text_config=text, architectures=["Glm4vForConditionalGeneration"])
 
 
-ALIASES = {"zai-org/autoglm-phone-9b": "autoglm-phone-9b", "glm4v": "autoglm-phone-9b", "default": "smollm2-135m-instruct"}
+ALIASES = {
+    "zai-org/autoglm-phone-9b": "autoglm-phone-9b",
+    "glm4v": "autoglm-phone-9b",
+    "default": "smollm2-135m-instruct",
+}
 
 
 def load_model_config(source: str):
@@ -78,8 +102,15 @@ def load_model_config(source: str):
         return AutoConfig.from_pretrained(str(path))
     if path.is_file() and path.name.endswith(".json"):
         return AutoConfig.from_pretrained(str(path.parent)) if path.name == "config.json" else _config_from_json(path)
-    raise ConfigError([("--model", f"{source!r} is not a preset ({', '.join(PRESETS)}) nor a directory holding a "
-                        "config.json: give one of those (planning needs only the config, no weights)")])
+    raise ConfigError(
+        [
+            (
+                "--model",
+                f"{source!r} is not a preset ({', '.join(PRESETS)}) nor a directory holding a "
+                "config.json: give one of those (planning needs only the config, no weights)",
+            )
+        ]
+    )
 
 
 def _config_from_json(path: Path):
@@ -117,10 +148,17 @@ class DecoderShape:
         heads = t.num_attention_heads
         head_dim = getattr(t, "head_dim", None) or t.hidden_size // heads
         tied = bool(getattr(config, "tie_word_embeddings", False))
-        return cls(layers=t.num_hidden_layers, hidden=t.hidden_size, heads=heads,
-                   kv_heads=getattr(t, "num_key_value_heads", None) or heads, head_dim=head_dim,
-                   intermediate=t.intermediate_size, vocab=t.vocab_size,
-                   glm_style=getattr(t, "model_type", "").startswith("glm"), tied_embeddings=tied)
+        return cls(
+            layers=t.num_hidden_layers,
+            hidden=t.hidden_size,
+            heads=heads,
+            kv_heads=getattr(t, "num_key_value_heads", None) or heads,
+            head_dim=head_dim,
+            intermediate=t.intermediate_size,
+            vocab=t.vocab_size,
+            glm_style=getattr(t, "model_type", "").startswith("glm"),
+            tied_embeddings=tied,
+        )
 
 
 @dataclass(frozen=True)
@@ -202,14 +240,23 @@ class PlannedCensus:
         return tuple(p for p in self.params if p.quantized)
 
     def summary(self) -> dict:
-        out = {"source": self.source, "class": self.model_class, "family": self.family,
-               "total_params": self.count(), "trainable_params": self.count(trainable=True),
-               "vision_params": self.count(group="vision"), "lora_params": self.count(group="lora"),
-               "largest_layer_params": self.largest_layer}
+        out = {
+            "source": self.source,
+            "class": self.model_class,
+            "family": self.family,
+            "total_params": self.count(),
+            "trainable_params": self.count(trainable=True),
+            "vision_params": self.count(group="vision"),
+            "lora_params": self.count(group="lora"),
+            "largest_layer_params": self.largest_layer,
+        }
         if self.quantized:
             q = self.quantized
-            out.update(quantized_base=q[0].quantized, quantized_params=sum(p.numel for p in q),
-                       quantized_bytes=sum(p.nbytes for p in q))
+            out.update(
+                quantized_base=q[0].quantized,
+                quantized_params=sum(p.numel for p in q),
+                quantized_bytes=sum(p.nbytes for p in q),
+            )
         return out
 
 
@@ -233,8 +280,15 @@ def build_meta_model(config):
 
 
 @functools.lru_cache(maxsize=32)
-def _census_cached(source: str, lora_json: str, base_dtype: torch.dtype, trainable_dtype: torch.dtype, mode: str,
-                   precision_json: str | None, quantization_json: str | None = None) -> PlannedCensus:
+def _census_cached(
+    source: str,
+    lora_json: str,
+    base_dtype: torch.dtype,
+    trainable_dtype: torch.dtype,
+    mode: str,
+    precision_json: str | None,
+    quantization_json: str | None = None,
+) -> PlannedCensus:
     from ..models import LoadedModel, apply_lora, model_family
     from ..precision.module_rules import apply_module_rules, resolve_rules
 
@@ -256,12 +310,35 @@ def _census_cached(source: str, lora_json: str, base_dtype: torch.dtype, trainab
         name = name.removeprefix("base_model.model.")
         group = module_group(name)
         linear = quantized.get(id(p))
-        extra = dict(quantized=q.base, rows=linear.out_features, double_quant=q.double_quant and q.base == "nf4",
-                     ) if linear is not None else {}
-        infos.append(ParamInfo(name=name, numel=p.numel(), dtype=p.dtype, trainable=p.requires_grad, group=group,
-                               unit=_unit(name), reached=group != "vision", **extra))
-    return PlannedCensus(source=source, model_class=type(model).__name__, family=family, params=tuple(infos),
-                  shape=DecoderShape.from_config(config), lora_enabled=lora.enabled)
+        extra = (
+            dict(
+                quantized=q.base,
+                rows=linear.out_features,
+                double_quant=q.double_quant and q.base == "nf4",
+            )
+            if linear is not None
+            else {}
+        )
+        infos.append(
+            ParamInfo(
+                name=name,
+                numel=p.numel(),
+                dtype=p.dtype,
+                trainable=p.requires_grad,
+                group=group,
+                unit=_unit(name),
+                reached=group != "vision",
+                **extra,
+            )
+        )
+    return PlannedCensus(
+        source=source,
+        model_class=type(model).__name__,
+        family=family,
+        params=tuple(infos),
+        shape=DecoderShape.from_config(config),
+        lora_enabled=lora.enabled,
+    )
 
 
 def resolved_learning_rate(cfg, policy: PrecisionPolicy) -> float:
@@ -275,12 +352,23 @@ def resolved_learning_rate(cfg, policy: PrecisionPolicy) -> float:
     return cfg.schedule.derived_learning_rate(cfg.lora.enabled, counted.count() - counted.count(group="lora"))
 
 
-def planned_census(source: str, lora: LoraSection, policy: PrecisionPolicy, precision: PrecisionSection | None = None,
-           quantization: QuantizationSection | None = None) -> PlannedCensus:
+def planned_census(
+    source: str,
+    lora: LoraSection,
+    policy: PrecisionPolicy,
+    precision: PrecisionSection | None = None,
+    quantization: QuantizationSection | None = None,
+) -> PlannedCensus:
     """Parameter census of ``source`` as the engine's ``build_model`` holds it under ``policy``: base,
     LoRA, (given a run's ``precision`` section) its per-module rules and (given ``quantization``) its quantized
     base's layers at their bytes with the quantization constants (``models.quantize.quantized_weight_bytes``)."""
     quant = quantization if quantization is not None and quantization.base != "none" else None
-    return _census_cached(source, lora.model_dump_json(), policy.base_dtype, policy.trainable_dtype, policy.mode,
-                          precision.model_dump_json() if precision is not None else None,
-                          quant.model_dump_json() if quant is not None else None)
+    return _census_cached(
+        source,
+        lora.model_dump_json(),
+        policy.base_dtype,
+        policy.trainable_dtype,
+        policy.mode,
+        precision.model_dump_json() if precision is not None else None,
+        quant.model_dump_json() if quant is not None else None,
+    )

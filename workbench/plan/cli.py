@@ -1,5 +1,6 @@
 """``workbench plan`` and ``workbench fact-check``: register with ``add_parser(subparsers)`` /
 ``add_fact_check_parser(subparsers)``, run with ``run(args)`` / ``run_fact_check(args)``."""
+
 from __future__ import annotations
 
 import argparse
@@ -19,16 +20,25 @@ STRATEGY_CHOICES = ("all", "none", "ddp", "fsdp-zero2", "fsdp-zero3", "ds-zero1"
 
 def add_parser(subparsers) -> argparse.ArgumentParser:
     p = subparsers.add_parser(
-        "plan", help="predict GPU/host memory per device and find the cheapest configuration that fits",
+        "plan",
+        help="predict GPU/host memory per device and find the cheapest configuration that fits",
         description="Memory planner: from the model config alone (meta device, no weights) predict per-GPU and "
         "host bytes (weights, gradients, optimizer state, master weights, activations, LoRA extras, sharding "
-        "buffers) for each precision x strategy x offload x LoRA/full; print a fits matrix and the cheapest fit.")
-    p.add_argument("--recipe", metavar="NAME", help="plan a packaged recipe (`workbench recipes`): its model, LoRA, "
-                   "micro-batch, text tokens (data.max_length less its screenshots' tokens) and screenshots on its target "
-                   "devices (--devices/--host-ram change them; the other planning flags are the recipe's), then its own "
-                   "setting against the cheapest fit")
-    p.add_argument("--model", default="autoglm-phone-9b",
-                   help=f"preset ({', '.join(PRESETS)}) or a directory with config.json (default: autoglm-phone-9b)")
+        "buffers) for each precision x strategy x offload x LoRA/full; print a fits matrix and the cheapest fit.",
+    )
+    p.add_argument(
+        "--recipe",
+        metavar="NAME",
+        help="plan a packaged recipe (`workbench recipes`): its model, LoRA, "
+        "micro-batch, text tokens (data.max_length less its screenshots' tokens) and screenshots on its target "
+        "devices (--devices/--host-ram change them; the other planning flags are the recipe's), then its own "
+        "setting against the cheapest fit",
+    )
+    p.add_argument(
+        "--model",
+        default="autoglm-phone-9b",
+        help=f"preset ({', '.join(PRESETS)}) or a directory with config.json (default: autoglm-phone-9b)",
+    )
     p.add_argument("--precision", default="all", choices=("all",) + PRECISIONS, help="precision mode (default: all)")
     p.add_argument("--strategy", default="all", choices=STRATEGY_CHOICES, help="parallel strategy (default: all)")
     p.add_argument("--offload", default="all", choices=("all",) + OFFLOADS, help="offload to host RAM (default: all)")
@@ -38,28 +48,50 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
     p.set_defaults(lora=None)
     p.add_argument("--lora-r", type=int, default=16, help="LoRA rank (default 16, all-linear)")
     p.add_argument("--micro-batch", type=int, default=1, help="examples per forward per GPU (default 1)")
-    p.add_argument("--seq-len", type=int, default=2048, help="text tokens per example (default 2048); images add theirs")
-    p.add_argument("--grad-ckpt", default="both", choices=("on", "off", "both"), help="gradient checkpointing (default: both)")
-    p.add_argument("--devices", default="2x24564MiB", help="COUNTxSIZE, e.g. 2x24GiB (default: 2x RTX 4090, 24564 MiB each)")
+    p.add_argument(
+        "--seq-len", type=int, default=2048, help="text tokens per example (default 2048); images add theirs"
+    )
+    p.add_argument(
+        "--grad-ckpt", default="both", choices=("on", "off", "both"), help="gradient checkpointing (default: both)"
+    )
+    p.add_argument(
+        "--devices", default="2x24564MiB", help="COUNTxSIZE, e.g. 2x24GiB (default: 2x RTX 4090, 24564 MiB each)"
+    )
     p.add_argument("--host-ram", default="64GiB", help="host RAM (default 64GiB)")
     p.add_argument("--json", action="store_true", help="print JSON instead of a table")
-    p.add_argument("--fact-check", action="store_true", help="print published memory claims (three blog posts) vs the planner instead")
-    p.add_argument("--inference", action="store_true",
-                   help="serving memory instead of training: weights in each format + KV cache + screenshots, on one "
-                   "GPU (a 16 GB T4 and a 24 GB RTX 4090 unless --devices names one)")
+    p.add_argument(
+        "--fact-check",
+        action="store_true",
+        help="print published memory claims (three blog posts) vs the planner instead",
+    )
+    p.add_argument(
+        "--inference",
+        action="store_true",
+        help="serving memory instead of training: weights in each format + KV cache + screenshots, on one "
+        "GPU (a 16 GB T4 and a 24 GB RTX 4090 unless --devices names one)",
+    )
     add_config_arguments(p, PlanOptions, dashes=True)  # screenshots and inference: typed, validated together
     return p
 
 
 def add_fact_check_parser(subparsers) -> argparse.ArgumentParser:
-    p = subparsers.add_parser("fact-check", help="compare published memory claims about AutoGLM-Phone-9B (three blog posts) with the planner")
+    p = subparsers.add_parser(
+        "fact-check", help="compare published memory claims about AutoGLM-Phone-9B (three blog posts) with the planner"
+    )
     p.add_argument("--json", action="store_true", help="print JSON instead of a markdown table")
     return p
 
 
 def _strategies(choice: str):
-    table = {"none": ("none", 0), "ddp": ("ddp", 0), "fsdp-zero2": ("fsdp", 2), "fsdp-zero3": ("fsdp", 3),
-             "ds-zero1": ("deepspeed", 1), "ds-zero2": ("deepspeed", 2), "ds-zero3": ("deepspeed", 3)}
+    table = {
+        "none": ("none", 0),
+        "ddp": ("ddp", 0),
+        "fsdp-zero2": ("fsdp", 2),
+        "fsdp-zero3": ("fsdp", 3),
+        "ds-zero1": ("deepspeed", 1),
+        "ds-zero2": ("deepspeed", 2),
+        "ds-zero3": ("deepspeed", 3),
+    }
     return list(table.values()) if choice == "all" else [table[choice]]
 
 
@@ -88,12 +120,25 @@ def run(args) -> int:
                 for off in OFFLOADS if args.offload == "all" else (args.offload,):
                     for use_lora in (True, False) if args.lora is None else (args.lora,):
                         for ck, quant in itertools.product(
-                                {"on": (True,), "off": (False,), "both": (False, True)}[args.grad_ckpt],
-                                options.quantized_bases):
-                            s = Setting(prec, strat, stage, off, use_lora, world_size_for(strat, devices.count),
-                                        args.micro_batch, args.seq_len, ck, options.images(), options.image_size,
-                                        loss_head=options.loss_head, label_tokens=options.label_tokens,
-                                        quantized_base=quant)
+                            {"on": (True,), "off": (False,), "both": (False, True)}[args.grad_ckpt],
+                            options.quantized_bases,
+                        ):
+                            s = Setting(
+                                prec,
+                                strat,
+                                stage,
+                                off,
+                                use_lora,
+                                world_size_for(strat, devices.count),
+                                args.micro_batch,
+                                args.seq_len,
+                                ck,
+                                options.images(),
+                                options.image_size,
+                                loss_head=options.loss_head,
+                                label_tokens=options.label_tokens,
+                                quantized_base=quant,
+                            )
                             if s.invalid_reason() is None and s.world_size <= devices.count:
                                 plans.append(predict(args.model, s, devices, lora=lora))
     except ConfigError as err:
@@ -121,8 +166,17 @@ def run_recipe(args) -> int:
         print(f"workbench plan: {err}", file=sys.stderr)
         return 2
     if args.json:
-        print(json.dumps({**rp.matrix.to_dict(), "recipe": recipe.name, "recipe_plan": rp.own.to_dict(),
-                          "recipe_is_cheapest": rp.agrees}, indent=1))
+        print(
+            json.dumps(
+                {
+                    **rp.matrix.to_dict(),
+                    "recipe": recipe.name,
+                    "recipe_plan": rp.own.to_dict(),
+                    "recipe_is_cheapest": rp.agrees,
+                },
+                indent=1,
+            )
+        )
     else:
         print(format_matrix(rp.matrix))
         print(format_recipe_plan(rp))
@@ -141,10 +195,23 @@ def run_inference(args, options: PlanOptions) -> int:
         devices = INFERENCE_DEVICES
         if args.devices != "2x24564MiB":
             d = DeviceSet.parse(args.devices, args.host_ram)
-            devices = (DeviceSet(count=1, bytes_per_device=d.bytes_per_device, host_ram=d.host_ram,
-                                 name=f"GPU {d.bytes_per_device / GiB:.1f} GiB"),)
-        rows = inference_table(args.model, devices, options.formats, options.context, options.images(inference=True),
-                               options.image_size, args.micro_batch)
+            devices = (
+                DeviceSet(
+                    count=1,
+                    bytes_per_device=d.bytes_per_device,
+                    host_ram=d.host_ram,
+                    name=f"GPU {d.bytes_per_device / GiB:.1f} GiB",
+                ),
+            )
+        rows = inference_table(
+            args.model,
+            devices,
+            options.formats,
+            options.context,
+            options.images(inference=True),
+            options.image_size,
+            args.micro_batch,
+        )
     except ConfigError as err:
         print(f"workbench plan: {err}", file=sys.stderr)
         return 2
@@ -157,31 +224,52 @@ def run_inference(args, options: PlanOptions) -> int:
 
 def format_matrix(m) -> str:
     d = m.devices
-    out = [f"model {m.model}: {(m.plans[0].census['total_params'] - m.plans[0].census['lora_params']) / 1e9:.2f} B params "
-           f"({m.plans[0].census['vision_params'] / 1e9:.2f} B vision) on {d.count}x {d.bytes_per_device / GiB:.1f} GiB "
-           f"({d.name}), host {d.host_ram / GiB:.0f} GiB" if m.plans else f"model {m.model}: no valid combination"]
+    out = [
+        f"model {m.model}: {(m.plans[0].census['total_params'] - m.plans[0].census['lora_params']) / 1e9:.2f} B params "
+        f"({m.plans[0].census['vision_params'] / 1e9:.2f} B vision) on {d.count}x {d.bytes_per_device / GiB:.1f} GiB "
+        f"({d.name}), host {d.host_ram / GiB:.0f} GiB"
+        if m.plans
+        else f"model {m.model}: no valid combination"
+    ]
     images = m.plans[0].activations.get("images") if m.plans else None
-    keys = ("weights", "gradients", "optimizer_state", "master_weights", "activations") + (("vision_activations",) if images else ())
+    keys = ("weights", "gradients", "optimizer_state", "master_weights", "activations") + (
+        ("vision_activations",) if images else ()
+    )
     width = max([52] + [len(p.setting.label) + 2 for p in m.plans])
     if images:
         a = m.plans[0].activations
-        out.append(f"images: {images['images_per_row']} x {images['size']} per example -> resized {images['resized']}, "
-                   f"grid {'x'.join(map(str, images['grid_thw']))} = {images['patches_per_image']:,} patches, "
-                   f"{images['tokens_per_image']:,} image tokens each (2x2 merge); decoder sequence {a['text_seq_len']:,} "
-                   f"text + {images['tokens_per_row']:,} image = {a['seq_len']:,} tokens ({images['geometry']['source']})")
-    out.append(f"{'configuration':<{width}}{'fits':>5}{'GPU GiB':>9}{'headroom':>9}{'host GiB':>9}  "
-               f"weights/grads/optim/master/acts{'/vision' if images else ''}/buffers per GPU")
+        out.append(
+            f"images: {images['images_per_row']} x {images['size']} per example -> resized {images['resized']}, "
+            f"grid {'x'.join(map(str, images['grid_thw']))} = {images['patches_per_image']:,} patches, "
+            f"{images['tokens_per_image']:,} image tokens each (2x2 merge); decoder sequence {a['text_seq_len']:,} "
+            f"text + {images['tokens_per_row']:,} image = {a['seq_len']:,} tokens ({images['geometry']['source']})"
+        )
+    out.append(
+        f"{'configuration':<{width}}{'fits':>5}{'GPU GiB':>9}{'headroom':>9}{'host GiB':>9}  "
+        f"weights/grads/optim/master/acts{'/vision' if images else ''}/buffers per GPU"
+    )
     for p in m.plans:
         g = p.gpu
         parts = "/".join(f"{g[k] / GiB:.1f}" for k in keys)
-        out.append(f"{p.setting.label:<{width}}{'yes' if p.fits else 'no':>5}{p.gpu_total / GiB:>9.1f}"
-                   f"{p.gpu_headroom / GiB:>9.1f}{p.host_total / GiB:>9.1f}  {parts}/{g['sharding_buffers'] / GiB:.1f}")
+        out.append(
+            f"{p.setting.label:<{width}}{'yes' if p.fits else 'no':>5}{p.gpu_total / GiB:>9.1f}"
+            f"{p.gpu_headroom / GiB:>9.1f}{p.host_total / GiB:>9.1f}  {parts}/{g['sharding_buffers'] / GiB:.1f}"
+        )
     for name, lora in (("overall", None), ("LoRA", True), ("full fine-tuning", False)):
         best = m.cheapest(lora)
-        out.append(f"cheapest fit ({name}): " + (f"{best.setting.label}  GPU {best.gpu_total / GiB:.1f} GiB "
-                   f"(headroom {best.gpu_headroom / GiB:.1f}), host {best.host_total / GiB:.1f} GiB" if best else "none fits"))
-    out.append("cheapest = no offload, then no checkpointing, then least communication, then bf16 > pure-bf16 > fp16 > "
-               "fp32, then most headroom (docs/memory_planner.md)")
+        out.append(
+            f"cheapest fit ({name}): "
+            + (
+                f"{best.setting.label}  GPU {best.gpu_total / GiB:.1f} GiB "
+                f"(headroom {best.gpu_headroom / GiB:.1f}), host {best.host_total / GiB:.1f} GiB"
+                if best
+                else "none fits"
+            )
+        )
+    out.append(
+        "cheapest = no offload, then no checkpointing, then least communication, then bf16 > pure-bf16 > fp16 > "
+        "fp32, then most headroom (docs/memory_planner.md)"
+    )
     return "\n".join(out)
 
 

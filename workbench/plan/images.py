@@ -6,6 +6,7 @@ without torchvision) with the processor's patch size, merge size, temporal patch
 read from ``preprocessor_config.json`` when the model is a local directory, else the values published
 with the model (below), and checked against the vision config the model is built from.
 """
+
 from __future__ import annotations
 
 import json
@@ -18,8 +19,12 @@ from ..config import ConfigError
 # GLM-4.1V-9B-Thinking's published preprocessor_config.json (the image processor AutoGLM-Phone-9B ships
 # with: Glm4vImageProcessor, patch 14, temporal patch 2, merge 2). transformers' class default for
 # longest_edge is larger (28*28*15000); the published file is what the model is served with.
-GLM41V_PREPROCESSOR = {"patch_size": 14, "temporal_patch_size": 2, "merge_size": 2,
-                       "size": {"shortest_edge": 12544, "longest_edge": 9633792}}
+GLM41V_PREPROCESSOR = {
+    "patch_size": 14,
+    "temporal_patch_size": 2,
+    "merge_size": 2,
+    "size": {"shortest_edge": 12544, "longest_edge": 9633792},
+}
 # Each image is wrapped as <|begin_of_image|> <|image|> x N <|end_of_image|> by GLM-4.1V's chat template.
 MARKER_TOKENS = 2
 
@@ -66,10 +71,16 @@ class ImageLoad:
         return self.images_per_row * (self.tokens_per_image + MARKER_TOKENS)
 
     def to_dict(self) -> dict:
-        return {"size": f"{self.width}x{self.height}", "resized": f"{self.resized_width}x{self.resized_height}",
-                "grid_thw": list(self.grid_thw), "patches_per_image": self.patches_per_image,
-                "tokens_per_image": self.tokens_per_image, "images_per_row": self.images_per_row,
-                "tokens_per_row": self.tokens_per_row, "geometry": asdict(self.geometry)}
+        return {
+            "size": f"{self.width}x{self.height}",
+            "resized": f"{self.resized_width}x{self.resized_height}",
+            "grid_thw": list(self.grid_thw),
+            "patches_per_image": self.patches_per_image,
+            "tokens_per_image": self.tokens_per_image,
+            "images_per_row": self.images_per_row,
+            "tokens_per_row": self.tokens_per_row,
+            "geometry": asdict(self.geometry),
+        }
 
 
 def parse_image_size(text: str, field_name: str = "--image-size") -> tuple[int, int]:
@@ -86,8 +97,15 @@ def image_geometry(source: str, config) -> ImageGeometry:
     model's vision config (the vision tower's patch embedding and merger are built from those)."""
     vision = getattr(config, "vision_config", None)
     if vision is None:
-        raise ConfigError([("--images-per-row", f"{source!r} is a text-only model: it takes no images "
-                            "(plan screenshots for a vision-language model such as autoglm-phone-9b)")])
+        raise ConfigError(
+            [
+                (
+                    "--images-per-row",
+                    f"{source!r} is a text-only model: it takes no images "
+                    "(plan screenshots for a vision-language model such as autoglm-phone-9b)",
+                )
+            ]
+        )
     path = Path(source) / "preprocessor_config.json"
     if path.is_file():
         data, where = json.loads(path.read_text()), str(path)
@@ -97,14 +115,28 @@ def image_geometry(source: str, config) -> ImageGeometry:
     min_pixels = size.get("shortest_edge", data.get("min_pixels"))
     max_pixels = size.get("longest_edge", data.get("max_pixels"))
     if min_pixels is None or max_pixels is None:
-        raise ConfigError([(str(path), "no pixel limits: need size.shortest_edge/longest_edge (or min_pixels/max_pixels)")])
-    geo = ImageGeometry(patch_size=int(data.get("patch_size", 14)), merge_size=int(data.get("merge_size", 2)),
-                        temporal_patch_size=int(data.get("temporal_patch_size", 2)), min_pixels=int(min_pixels),
-                        max_pixels=int(max_pixels), source=where)
+        raise ConfigError(
+            [(str(path), "no pixel limits: need size.shortest_edge/longest_edge (or min_pixels/max_pixels)")]
+        )
+    geo = ImageGeometry(
+        patch_size=int(data.get("patch_size", 14)),
+        merge_size=int(data.get("merge_size", 2)),
+        temporal_patch_size=int(data.get("temporal_patch_size", 2)),
+        min_pixels=int(min_pixels),
+        max_pixels=int(max_pixels),
+        source=where,
+    )
     model_side = (vision.patch_size, vision.spatial_merge_size, vision.temporal_patch_size)
     if (geo.patch_size, geo.merge_size, geo.temporal_patch_size) != model_side:
-        raise ConfigError([(where, f"patch/merge/temporal sizes {geo.patch_size}/{geo.merge_size}/"
-                            f"{geo.temporal_patch_size} disagree with the model's vision config {model_side}")])
+        raise ConfigError(
+            [
+                (
+                    where,
+                    f"patch/merge/temporal sizes {geo.patch_size}/{geo.merge_size}/"
+                    f"{geo.temporal_patch_size} disagree with the model's vision config {model_side}",
+                )
+            ]
+        )
     return geo
 
 
@@ -117,12 +149,26 @@ def image_load(geometry: ImageGeometry, width: int, height: int, images_per_row:
         raise ConfigError([("--images-per-row", f"{images_per_row}: need 0 or more")])
     g = geometry
     try:
-        grid = image_grid(width, height, patch_size=g.patch_size, merge_size=g.merge_size,
-                          temporal_patch_size=g.temporal_patch_size, min_pixels=g.min_pixels, max_pixels=g.max_pixels)
+        grid = image_grid(
+            width,
+            height,
+            patch_size=g.patch_size,
+            merge_size=g.merge_size,
+            temporal_patch_size=g.temporal_patch_size,
+            min_pixels=g.min_pixels,
+            max_pixels=g.max_pixels,
+        )
     except ValueError as err:
         raise ConfigError([("--image-size", f"{width}x{height}: {err}")]) from None
-    return ImageLoad(width=width, height=height, resized_width=grid[2] * g.patch_size,
-                     resized_height=grid[1] * g.patch_size, grid_thw=grid, images_per_row=images_per_row, geometry=g)
+    return ImageLoad(
+        width=width,
+        height=height,
+        resized_width=grid[2] * g.patch_size,
+        resized_height=grid[1] * g.patch_size,
+        grid_thw=grid,
+        images_per_row=images_per_row,
+        geometry=g,
+    )
 
 
 def images_for(source: str, config, image_size: str | None, images_per_row: int) -> ImageLoad | None:

@@ -1,5 +1,6 @@
 """Model-state bytes (weights, gradients, optimizer state, master weights): predicted from the census
 and measured from a live model + optimizer, under the same four names so they compare one to one."""
+
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass
@@ -86,7 +87,9 @@ def measure_model_state(model: torch.nn.Module, optimizer: torch.optim.Optimizer
         "master_weights": 0,
     }
     if optimizer is not None:
-        out["optimizer_state"] = sum(_nbytes(v) for st in optimizer.state.values() for v in st.values() if torch.is_tensor(v))
+        out["optimizer_state"] = sum(
+            _nbytes(v) for st in optimizer.state.values() for v in st.values() if torch.is_tensor(v)
+        )
         out["master_weights"] = sum(_nbytes(p) for g in optimizer.param_groups for p in g["params"] if id(p) not in own)
     return out
 
@@ -106,8 +109,13 @@ class ComparisonRow:
         return None if self.measured == 0 else self.error / self.measured
 
     def to_dict(self) -> dict:
-        return {"category": self.category, "predicted": self.predicted, "measured": self.measured,
-                "error": self.error, "relative_error": self.relative_error}
+        return {
+            "category": self.category,
+            "predicted": self.predicted,
+            "measured": self.measured,
+            "error": self.error,
+            "relative_error": self.relative_error,
+        }
 
 
 def compare(predicted, measured: dict, categories=None) -> list[ComparisonRow]:

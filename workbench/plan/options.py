@@ -1,6 +1,7 @@
 """The planner's own typed options (screenshots, inference), validated like every configuration of the
 project: ``workbench plan`` generates their flags from this schema and the plan panel validates its
 inputs with it, so both report a bad value the same way, naming the field."""
+
 from __future__ import annotations
 
 from typing import ClassVar, Literal
@@ -17,25 +18,45 @@ class PlanOptions(Section):
     help_command: ClassVar[str] = "workbench plan --help"
 
     images_per_row: int | None = Field(
-        None, ge=0, le=64, description="Screenshots per example (vision-language models): the vision tower's "
+        None,
+        ge=0,
+        le=64,
+        description="Screenshots per example (vision-language models): the vision tower's "
         "activations and the image tokens the decoder sees, from the image processor's resize rule; null: 0 for "
-        "training plans, 1 with --inference.")
-    image_size: str = Field("1080x2400", description="WIDTHxHEIGHT of each screenshot before the image processor "
-                            "resizes it (1080x2400: a phone's portrait screen).")
+        "training plans, 1 with --inference.",
+    )
+    image_size: str = Field(
+        "1080x2400",
+        description="WIDTHxHEIGHT of each screenshot before the image processor "
+        "resizes it (1080x2400: a phone's portrait screen).",
+    )
     loss_head: LossHead = Field(
-        MemorySection().loss_head, description="The run's memory.loss_head: full (logits at every position kept), "
-        "labels (only at labelled positions), chunked (no logits kept: the engine's default).")
+        MemorySection().loss_head,
+        description="The run's memory.loss_head: full (logits at every position kept), "
+        "labels (only at labelled positions), chunked (no logits kept: the engine's default).",
+    )
     label_tokens: int | None = Field(
-        None, ge=1, description="Text tokens per example that carry a label (an answer's tokens); null: all of them. "
-        "What the labels and chunked heads scale with.")
+        None,
+        ge=1,
+        description="Text tokens per example that carry a label (an answer's tokens); null: all of them. "
+        "What the labels and chunked heads scale with.",
+    )
     quantization_base: Literal["none", "nf4", "int8", "all"] = Field(
-        "none", description="Training plans: the frozen base quantized (quantization.base: LoRA over an nf4 or int8 "
+        "none",
+        description="Training plans: the frozen base quantized (quantization.base: LoRA over an nf4 or int8 "
         "base, QLoRA), or all three; its weights at their quantized bytes, the dequantized copy of the largest "
-        "layer in the activations.")
-    weights: str = Field(",".join(WEIGHT_FORMATS), description="With --inference: weight formats, comma-separated, "
-                         f"of {', '.join(WEIGHT_FORMATS)}.")
-    context: int = Field(DEFAULT_CONTEXT, ge=1, description="With --inference: text tokens per request (prompt + "
-                         "history + answer); screenshots add their image tokens.")
+        "layer in the activations.",
+    )
+    weights: str = Field(
+        ",".join(WEIGHT_FORMATS),
+        description=f"With --inference: weight formats, comma-separated, of {', '.join(WEIGHT_FORMATS)}.",
+    )
+    context: int = Field(
+        DEFAULT_CONTEXT,
+        ge=1,
+        description="With --inference: text tokens per request (prompt + "
+        "history + answer); screenshots add their image tokens.",
+    )
 
     @field_validator("image_size")
     @classmethod

@@ -16,6 +16,7 @@ Framework rules modelled (``docs/memory_planner.md`` has the derivations and eve
   partitioned per stage; buckets from DeepSpeed 0.19.8's defaults. ``offload=optimizer`` moves the
   fp32 state to host RAM; ``optimizer+params`` (stage 3) moves the low-precision shards too.
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -95,8 +96,12 @@ class DeviceSet:
         count = int(m.group(1) or 1)
         if count < 1:
             raise ConfigError([("--devices", f"{devices!r}: need at least one device")])
-        return cls(count=count, bytes_per_device=parse_bytes(m.group(2), "--devices"),
-                   host_ram=parse_bytes(host_ram, "--host-ram"), name=name)
+        return cls(
+            count=count,
+            bytes_per_device=parse_bytes(m.group(2), "--devices"),
+            host_ram=parse_bytes(host_ram, "--host-ram"),
+            name=name,
+        )
 
     def to_dict(self) -> dict:
         return {**asdict(self), "gib_per_device": self.bytes_per_device / GiB, "host_ram_gib": self.host_ram / GiB}
@@ -107,7 +112,17 @@ def parse_bytes(text: str, field_name: str) -> int:
     if not m:
         raise ConfigError([(field_name, f"{text!r} is not a size: write e.g. 24GiB, 24GB or 16000MiB")])
     unit = (m.group(2) or "GiB").lower()
-    scale = {"gib": GiB, "g": GiB, "gb": 10**9, "mib": 2**20, "m": 2**20, "mb": 10**6, "tib": 2**40, "t": 2**40, "tb": 10**12}[unit]
+    scale = {
+        "gib": GiB,
+        "g": GiB,
+        "gb": 10**9,
+        "mib": 2**20,
+        "m": 2**20,
+        "mb": 10**6,
+        "tib": 2**40,
+        "t": 2**40,
+        "tb": 10**12,
+    }[unit]
     return int(float(m.group(1)) * scale)
 
 
@@ -140,15 +155,15 @@ class Setting:
     @property
     def label(self) -> str:
         strat = {"none": "single", "ddp": "DDP"}.get(self.strategy) or (
-            f"FSDP-zero{self.stage}" if self.strategy == "fsdp" else f"DS-ZeRO{self.stage}")
+            f"FSDP-zero{self.stage}" if self.strategy == "fsdp" else f"DS-ZeRO{self.stage}"
+        )
         off = "" if self.offload == "none" else f"+off:{self.offload}"
         img = f"/{self.images_per_row}img@{self.image_size}" if self.images_per_row else ""
         head = "" if self.loss_head == "chunked" else f"/{self.loss_head}-head"
         adapter = "LoRA" if self.lora else "full"
         if self.quantized_base != "none":
             adapter = f"QLoRA-{self.quantized_base}" if self.lora else f"full-{self.quantized_base}"
-        return (f"{self.precision}/{strat}{off}/{adapter}"
-                f"{'/ckpt' if self.gradient_checkpointing else ''}{img}{head}")
+        return f"{self.precision}/{strat}{off}/{adapter}{'/ckpt' if self.gradient_checkpointing else ''}{img}{head}"
 
     def invalid_reason(self) -> str | None:
         """Why a real framework cannot run this combination, or None."""
@@ -163,7 +178,9 @@ class Setting:
         if self.strategy == "fsdp" and self.stage not in (2, 3):
             return "FSDP stage is 2 (reshard_after_forward=False) or 3 (full shard)"
         if self.strategy == "fsdp" and self.offload == "optimizer":
-            return "FSDP2's CPUOffloadPolicy offloads parameters, gradients and optimizer together: use optimizer+params"
+            return (
+                "FSDP2's CPUOffloadPolicy offloads parameters, gradients and optimizer together: use optimizer+params"
+            )
         if self.strategy == "deepspeed" and self.stage not in (1, 2, 3):
             return "DeepSpeed ZeRO stage is 1, 2 or 3"
         if self.strategy == "deepspeed" and self.offload == "optimizer+params" and self.stage != 3:
@@ -221,30 +238,51 @@ class Plan:
 
     def comparable(self) -> dict:
         """Categories a run can measure (model state exactly; activations saved for backward)."""
-        return {**{k: v for k, v in self.state.to_dict().items() if k != "total"},
-                "activations": self.activations["saved_forward"]}
+        return {
+            **{k: v for k, v in self.state.to_dict().items() if k != "total"},
+            "activations": self.activations["saved_forward"],
+        }
 
     def to_dict(self) -> dict:
         return {
-            "model": self.model, "setting": asdict(self.setting), "label": self.setting.label,
-            "devices": self.devices.to_dict(), "invalid": self.invalid, "fits": self.fits,
-            "model_state": self.state.to_dict(), "gpu": {**self.gpu, "total": self.gpu_total},
-            "host": {**self.host, "total": self.host_total}, "gpu_headroom": self.gpu_headroom,
-            "host_headroom": self.host_headroom, "lora_extras": self.lora_extras, "activations": self.activations,
-            "census": self.census, "notes": list(self.notes),
+            "model": self.model,
+            "setting": asdict(self.setting),
+            "label": self.setting.label,
+            "devices": self.devices.to_dict(),
+            "invalid": self.invalid,
+            "fits": self.fits,
+            "model_state": self.state.to_dict(),
+            "gpu": {**self.gpu, "total": self.gpu_total},
+            "host": {**self.host, "total": self.host_total},
+            "gpu_headroom": self.gpu_headroom,
+            "host_headroom": self.host_headroom,
+            "lora_extras": self.lora_extras,
+            "activations": self.activations,
+            "census": self.census,
+            "notes": list(self.notes),
         }
 
 
-def policy_for(precision: str, lora: LoraSection, devices: DeviceSet | None = None,
-               model_dtype: str = "auto") -> PrecisionPolicy:
+def policy_for(
+    precision: str, lora: LoraSection, devices: DeviceSet | None = None, model_dtype: str = "auto"
+) -> PrecisionPolicy:
     """The project's PrecisionPolicy for a precision mode on ``devices`` (default: the 2x RTX 4090)."""
-    return resolve_policy(PrecisionSection(mode=precision), (devices or DEFAULT_DEVICES).hardware, lora.enabled,
-                          model_dtype)
+    return resolve_policy(
+        PrecisionSection(mode=precision), (devices or DEFAULT_DEVICES).hardware, lora.enabled, model_dtype
+    )
 
 
-def predict(model: str, setting: Setting, devices: DeviceSet = DEFAULT_DEVICES, lora: LoraSection | None = None,
-            policy: PrecisionPolicy | None = None, device_type: str = "cuda", attn_implementation: str = "sdpa",
-            precision: PrecisionSection | None = None, quantization: QuantizationSection | None = None) -> Plan:
+def predict(
+    model: str,
+    setting: Setting,
+    devices: DeviceSet = DEFAULT_DEVICES,
+    lora: LoraSection | None = None,
+    policy: PrecisionPolicy | None = None,
+    device_type: str = "cuda",
+    attn_implementation: str = "sdpa",
+    precision: PrecisionSection | None = None,
+    quantization: QuantizationSection | None = None,
+) -> Plan:
     """Predict memory for ``model`` (a preset, or a directory with config.json) under ``setting``.
     ``precision``: a run's precision section, whose per-module rules the census applies. ``quantization``: a run's
     quantization section (its skip_modules and double_quant; default: the schema's) for ``setting.quantized_base``."""
@@ -271,15 +309,27 @@ def predict(model: str, setting: Setting, devices: DeviceSet = DEFAULT_DEVICES, 
     seq_len = setting.seq_len + (images.tokens_per_row if images else 0)  # the language model's sequence
     adapted = lora_layers_in(c)  # the decoder layers with adapters (none under full fine-tuning)
     act_inputs = ActivationInputs(
-        micro_batch=setting.micro_batch, seq_len=seq_len, full_finetune=not setting.lora,
-        lora_targets=lora_targets_in_layer(c) if setting.lora else frozenset(), lora_rank=lora.r,
+        micro_batch=setting.micro_batch,
+        seq_len=seq_len,
+        full_finetune=not setting.lora,
+        lora_targets=lora_targets_in_layer(c) if setting.lora else frozenset(),
+        lora_rank=lora.r,
         lora_layers=adapted if setting.lora and lora.layers is not None else None,
-        lora_dropout=lora.dropout if setting.lora else 0.0, gradient_checkpointing=setting.gradient_checkpointing,
-        attn_implementation=attn_implementation, device_type=device_type, loss_head=setting.loss_head,
+        lora_dropout=lora.dropout if setting.lora else 0.0,
+        gradient_checkpointing=setting.gradient_checkpointing,
+        attn_implementation=attn_implementation,
+        device_type=device_type,
+        loss_head=setting.loss_head,
         # image tokens never carry labels: at most the text positions do
-        label_tokens=setting.seq_len - 1 if setting.label_tokens is None else min(setting.label_tokens, setting.seq_len - 1),
-        loss_chunk_tokens=setting.loss_chunk_tokens, quantized_base=quant_base,
-        quantized_linears=quantized_linears_in_layer(c), dequantized_bytes=_dequantized_bytes(c, policy), **act_in)
+        label_tokens=setting.seq_len - 1
+        if setting.label_tokens is None
+        else min(setting.label_tokens, setting.seq_len - 1),
+        loss_chunk_tokens=setting.loss_chunk_tokens,
+        quantized_base=quant_base,
+        quantized_linears=quantized_linears_in_layer(c),
+        dequantized_bytes=_dequantized_bytes(c, policy),
+        **act_in,
+    )
     acts = estimate_activations(c.shape, act_inputs)
     activations = acts.to_dict()
     vision_bytes = 0
@@ -287,9 +337,19 @@ def predict(model: str, setting: Setting, devices: DeviceSet = DEFAULT_DEVICES, 
         vision_bytes = _add_vision(activations, notes, c, config, images, acts, act_inputs, setting)
     state, buffers, host_state = _model_state(c, setting, policy, lowp, n, notes)
     gpu, host = _placement(c, setting, state, buffers, host_state, acts, act_in, vision_bytes, n)
-    return Plan(model=model, setting=setting, devices=devices, state=state, gpu=gpu, host=host,
-                lora_extras=_lora_extras(c, acts, setting, len(adapted)), activations=activations, census=c.summary(),
-                notes=tuple(notes), invalid=invalid)
+    return Plan(
+        model=model,
+        setting=setting,
+        devices=devices,
+        state=state,
+        gpu=gpu,
+        host=host,
+        lora_extras=_lora_extras(c, acts, setting, len(adapted)),
+        activations=activations,
+        census=c.summary(),
+        notes=tuple(notes),
+        invalid=invalid,
+    )
 
 
 def _dequantized_bytes(c: PlannedCensus, policy: PrecisionPolicy) -> int:
@@ -314,18 +374,27 @@ def _compute_dtypes(strategy: str, prec: str, lowp, policy: PrecisionPolicy) -> 
     if strategy == "fsdp" and lowp is not None and prec != "pure-bf16":
         # FSDP2 MixedPrecisionPolicy casts parameters to bf16/fp16 per layer instead of autocast
         return dict(autocast_dtype=None, base_dtype=lowp, trainable_dtype=lowp)
-    return dict(autocast_dtype=policy.autocast_dtype, base_dtype=policy.base_dtype, trainable_dtype=policy.trainable_dtype)
+    return dict(
+        autocast_dtype=policy.autocast_dtype, base_dtype=policy.base_dtype, trainable_dtype=policy.trainable_dtype
+    )
 
 
-def _add_vision(activations: dict, notes: list[str], c: PlannedCensus, config, images, acts, act_inputs,
-                setting: Setting) -> int:
+def _add_vision(
+    activations: dict, notes: list[str], c: PlannedCensus, config, images, acts, act_inputs, setting: Setting
+) -> int:
     """The vision tower's activations folded into ``activations`` (and a note); returns what it adds to the peak."""
     seq_len = act_inputs.seq_len
     vision = [p for p in c.params if p.group == "vision"]
     vision_trainable = any(p.trainable for p in vision)
-    vis = estimate_vision_activations(VisionShape.from_config(config), act_inputs, vision_trainable,
-                                      images.patches_per_image, setting.micro_batch * setting.images_per_row,
-                                      setting.gradient_checkpointing, weight_dtype=vision[0].dtype)
+    vis = estimate_vision_activations(
+        VisionShape.from_config(config),
+        act_inputs,
+        vision_trainable,
+        images.patches_per_image,
+        setting.micro_batch * setting.images_per_row,
+        setting.gradient_checkpointing,
+        weight_dtype=vision[0].dtype,
+    )
     # inserting the image features keeps the (bool) image-token mask when the decoder's input needs a
     # gradient: full fine-tuning, or checkpointing (which makes the embeddings' output require grad)
     mask = setting.micro_batch * seq_len if (vision_trainable or setting.gradient_checkpointing) else 0
@@ -334,18 +403,35 @@ def _add_vision(activations: dict, notes: list[str], c: PlannedCensus, config, i
     decoder_peak = acts.peak - acts.recompute + max(acts.recompute, vis.recompute)
     peak = vis.saved_forward + mask + max(vis.forward_transient, decoder_peak)
     vision_bytes = peak - acts.peak
-    activations.update(saved_forward=acts.saved_forward + vis.saved_forward + mask, peak=peak,
-                       text_seq_len=setting.seq_len, seq_len=seq_len, images=images.to_dict(),
-                       vision=vis.to_dict(), vision_trainable=vision_trainable)
-    notes.append(f"{setting.images_per_row} image(s) of {images.width}x{images.height} per example: resized to "
-                 f"{images.resized_width}x{images.resized_height}, {images.patches_per_image:,} patches and "
-                 f"{images.tokens_per_image:,} image tokens each; decoder sequence {setting.seq_len:,} text -> "
-                 f"{seq_len:,} tokens with the images and their markers")
+    activations.update(
+        saved_forward=acts.saved_forward + vis.saved_forward + mask,
+        peak=peak,
+        text_seq_len=setting.seq_len,
+        seq_len=seq_len,
+        images=images.to_dict(),
+        vision=vis.to_dict(),
+        vision_trainable=vision_trainable,
+    )
+    notes.append(
+        f"{setting.images_per_row} image(s) of {images.width}x{images.height} per example: resized to "
+        f"{images.resized_width}x{images.resized_height}, {images.patches_per_image:,} patches and "
+        f"{images.tokens_per_image:,} image tokens each; decoder sequence {setting.seq_len:,} text -> "
+        f"{seq_len:,} tokens with the images and their markers"
+    )
     return vision_bytes
 
 
-def _placement(c: PlannedCensus, setting: Setting, state, buffers: int, host_state: dict, acts, act_in: dict,
-               vision_bytes: int, n: int) -> tuple[dict, dict]:
+def _placement(
+    c: PlannedCensus,
+    setting: Setting,
+    state,
+    buffers: int,
+    host_state: dict,
+    acts,
+    act_in: dict,
+    vision_bytes: int,
+    n: int,
+) -> tuple[dict, dict]:
     """(bytes per GPU, bytes on the host) by category."""
     gpu = {
         "weights": state.weights - host_state.get("weights", 0),
@@ -375,9 +461,12 @@ def _lora_extras(c: PlannedCensus, acts, setting: Setting, adapted_layers: int) 
     ``adapted_layers``)."""
     lora_params = [p for p in c.params if p.group == "lora"]
     lora_bytes = sum(p.nbytes for p in lora_params)
-    return {"adapter_params": sum(p.numel for p in lora_params), "adapter_weights": lora_bytes,
-            "adapter_grads_and_adamw": 3 * lora_bytes + ADAMW_STEP_BYTES * len(lora_params),
-            "lora_activations": acts.lora_per_layer * (0 if setting.gradient_checkpointing else adapted_layers)}
+    return {
+        "adapter_params": sum(p.numel for p in lora_params),
+        "adapter_weights": lora_bytes,
+        "adapter_grads_and_adamw": 3 * lora_bytes + ADAMW_STEP_BYTES * len(lora_params),
+        "lora_activations": acts.lora_per_layer * (0 if setting.gradient_checkpointing else adapted_layers),
+    }
 
 
 def _vision_reached(c: PlannedCensus) -> PlannedCensus:
@@ -407,8 +496,12 @@ def _model_state(c: PlannedCensus, s: Setting, policy: PrecisionPolicy, lowp, n:
         steps = ADAMW_STEP_BYTES * sum(1 for p in trainable if p.reached)
         # a quantized base's packed codes are sharded like any parameter, its quantization constants stay whole
         constants = sum(p.stored(0)[2] for p in c.quantized)
-        state = ModelState(weights=-(-(c.bytes() - constants) // n) + constants, gradients=-(-grads // n),
-                           optimizer_state=-(-opt // n) + steps, master_weights=0)
+        state = ModelState(
+            weights=-(-(c.bytes() - constants) // n) + constants,
+            gradients=-(-grads // n),
+            optimizer_state=-(-opt // n) + steps,
+            master_weights=0,
+        )
         compute = (lowp if lowp is not None else policy.base_dtype).itemsize
         root = c.units.get("root", 0)  # embeddings, lm_head, ...: the root stays unsharded all step
         if s.stage == 3:
@@ -455,10 +548,20 @@ def _model_state(c: PlannedCensus, s: Setting, policy: PrecisionPolicy, lowp, n:
     return state, buffers, host
 
 
-def predict_for_run(cfg: RunConfig, policy: PrecisionPolicy, world_size: int = 1, strategy: str | None = None,
-                    stage: int | None = None, offload: str | None = None, devices: DeviceSet | None = None,
-                    micro_batch: int | None = None, seq_len: int | None = None, images_per_row: int = 0,
-                    image_size: str = "1080x2400", label_tokens: int | None = None) -> Plan:
+def predict_for_run(
+    cfg: RunConfig,
+    policy: PrecisionPolicy,
+    world_size: int = 1,
+    strategy: str | None = None,
+    stage: int | None = None,
+    offload: str | None = None,
+    devices: DeviceSet | None = None,
+    micro_batch: int | None = None,
+    seq_len: int | None = None,
+    images_per_row: int = 0,
+    image_size: str = "1080x2400",
+    label_tokens: int | None = None,
+) -> Plan:
     """The plan of a run: its own model, precision policy (resolved by the caller: the engine for its
     device, the plan panel for the target devices), LoRA section, module rules, batch shape and, unless a
     what-if overrides them, its ``sharding`` strategy, stage and offload.
@@ -471,16 +574,34 @@ def predict_for_run(cfg: RunConfig, policy: PrecisionPolicy, world_size: int = 1
     sh = cfg.sharding
     if devices is None:
         devices = _local_devices(policy.device_type, world_size)
-    setting = Setting(precision=policy.mode, strategy=strategy or sh.strategy,
-                      stage=sh.stage if stage is None else stage, offload=offload or sh.offload,
-                      lora=cfg.lora.enabled, world_size=world_size,
-                      micro_batch=micro_batch or cfg.schedule.micro_batch_size, seq_len=seq_len or cfg.data.max_length,
-                      gradient_checkpointing=cfg.model.gradient_checkpointing, images_per_row=images_per_row,
-                      image_size=image_size, loss_head=cfg.memory.loss_head, label_tokens=label_tokens,
-                      loss_chunk_tokens=cfg.memory.loss_chunk_tokens, quantized_base=cfg.quantization.base)
-    return predict(cfg.model.source, setting, devices, lora=cfg.lora, policy=policy, device_type=policy.device_type,
-                   attn_implementation=cfg.model.attn_implementation, precision=cfg.precision,
-                   quantization=cfg.quantization)
+    setting = Setting(
+        precision=policy.mode,
+        strategy=strategy or sh.strategy,
+        stage=sh.stage if stage is None else stage,
+        offload=offload or sh.offload,
+        lora=cfg.lora.enabled,
+        world_size=world_size,
+        micro_batch=micro_batch or cfg.schedule.micro_batch_size,
+        seq_len=seq_len or cfg.data.max_length,
+        gradient_checkpointing=cfg.model.gradient_checkpointing,
+        images_per_row=images_per_row,
+        image_size=image_size,
+        loss_head=cfg.memory.loss_head,
+        label_tokens=label_tokens,
+        loss_chunk_tokens=cfg.memory.loss_chunk_tokens,
+        quantized_base=cfg.quantization.base,
+    )
+    return predict(
+        cfg.model.source,
+        setting,
+        devices,
+        lora=cfg.lora,
+        policy=policy,
+        device_type=policy.device_type,
+        attn_implementation=cfg.model.attn_implementation,
+        precision=cfg.precision,
+        quantization=cfg.quantization,
+    )
 
 
 def _local_devices(device_type: str, world_size: int) -> DeviceSet:
@@ -489,8 +610,13 @@ def _local_devices(device_type: str, world_size: int) -> DeviceSet:
     host = psutil.virtual_memory().total
     if device_type == "cuda" and torch.cuda.is_available():
         props = torch.cuda.get_device_properties(0)
-        return DeviceSet(count=max(world_size, torch.cuda.device_count()), bytes_per_device=props.total_memory,
-                         host_ram=host, name=props.name, bf16=torch.cuda.is_bf16_supported())
+        return DeviceSet(
+            count=max(world_size, torch.cuda.device_count()),
+            bytes_per_device=props.total_memory,
+            host_ram=host,
+            name=props.name,
+            bf16=torch.cuda.is_bf16_supported(),
+        )
     return DeviceSet(count=max(world_size, 1), bytes_per_device=host, host_ram=host, name="CPU", device_type="cpu")
 
 
@@ -498,42 +624,75 @@ def _local_devices(device_type: str, world_size: int) -> DeviceSet:
 # The matrix
 
 
-def all_settings(devices: DeviceSet, micro_batch: int, seq_len: int, lora_choices=(True, False),
-                 ckpt_choices=(False, True), precisions=PRECISIONS, images_per_row: int = 0,
-                 image_size: str = "1080x2400", quantized_base: str = "none") -> list[Setting]:
+def all_settings(
+    devices: DeviceSet,
+    micro_batch: int,
+    seq_len: int,
+    lora_choices=(True, False),
+    ckpt_choices=(False, True),
+    precisions=PRECISIONS,
+    images_per_row: int = 0,
+    image_size: str = "1080x2400",
+    quantized_base: str = "none",
+) -> list[Setting]:
     out = []
-    strategies = [("none", 0)] + ([("ddp", 0), ("fsdp", 2), ("fsdp", 3), ("deepspeed", 1), ("deepspeed", 2),
-                                   ("deepspeed", 3)] if devices.count > 1 else [("deepspeed", 1), ("deepspeed", 2), ("deepspeed", 3)])
+    strategies = [("none", 0)] + (
+        [("ddp", 0), ("fsdp", 2), ("fsdp", 3), ("deepspeed", 1), ("deepspeed", 2), ("deepspeed", 3)]
+        if devices.count > 1
+        else [("deepspeed", 1), ("deepspeed", 2), ("deepspeed", 3)]
+    )
     for prec in precisions:
         for strat, stage in strategies:
             for off in OFFLOADS:
                 for lora in lora_choices:
                     for ck in ckpt_choices:
-                        s = Setting(precision=prec, strategy=strat, stage=stage, offload=off, lora=lora,
-                                    world_size=world_size_for(strat, devices.count), micro_batch=micro_batch,
-                                    seq_len=seq_len, gradient_checkpointing=ck, images_per_row=images_per_row,
-                                    image_size=image_size, quantized_base=quantized_base)
+                        s = Setting(
+                            precision=prec,
+                            strategy=strat,
+                            stage=stage,
+                            offload=off,
+                            lora=lora,
+                            world_size=world_size_for(strat, devices.count),
+                            micro_batch=micro_batch,
+                            seq_len=seq_len,
+                            gradient_checkpointing=ck,
+                            images_per_row=images_per_row,
+                            image_size=image_size,
+                            quantized_base=quantized_base,
+                        )
                         if s.invalid_reason() is None:
                             out.append(s)
     return out
 
 
 _OFFLOAD_COST = {"none": 0, "optimizer": 1, "optimizer+params": 2}
-_STRATEGY_COST = {("none", 0): 0, ("ddp", 0): 1, ("fsdp", 2): 2, ("deepspeed", 1): 2, ("deepspeed", 2): 3,
-                  ("fsdp", 3): 4, ("deepspeed", 3): 5}
+_STRATEGY_COST = {
+    ("none", 0): 0,
+    ("ddp", 0): 1,
+    ("fsdp", 2): 2,
+    ("deepspeed", 1): 2,
+    ("deepspeed", 2): 3,
+    ("fsdp", 3): 4,
+    ("deepspeed", 3): 5,
+}
 _PRECISION_COST = {"bf16": 0, "pure-bf16": 1, "fp16": 2, "fp32": 3}
 
 
 def cost_key(p: Plan) -> tuple:
-    """"Cheapest" = slowest features avoided first: no offload (PCIe + CPU Adam) before offload; no
+    """ "Cheapest" = slowest features avoided first: no offload (PCIe + CPU Adam) before offload; no
     gradient checkpointing (~1/3 more compute) before it; then the strategy with the least
     communication (single < DDP < FSDP-zero2 = ZeRO-1 < ZeRO-2 < FSDP-zero3 < ZeRO-3); then precision
     (bf16 AMP < pure-bf16 < fp16 (overflow risk on GLM) < fp32 (no tensor-core speed)); then most headroom."""
     s = p.setting
     if not s.lora and p.devices.bf16 is False and s.precision in ("bf16", "pure-bf16"):
         return (99,)
-    return (_OFFLOAD_COST[s.offload], int(s.gradient_checkpointing), _STRATEGY_COST[(s.strategy, s.stage)],
-            _PRECISION_COST[s.precision], -min(p.gpu_headroom, p.host_headroom))
+    return (
+        _OFFLOAD_COST[s.offload],
+        int(s.gradient_checkpointing),
+        _STRATEGY_COST[(s.strategy, s.stage)],
+        _PRECISION_COST[s.precision],
+        -min(p.gpu_headroom, p.host_headroom),
+    )
 
 
 @dataclass
@@ -543,30 +702,69 @@ class Matrix:
     plans: list = field(default_factory=list)
 
     def cheapest(self, lora: bool | None = None) -> Plan | None:
-        ok = [p for p in self.plans if p.fits and (lora is None or p.setting.lora == lora)
-              and (self.devices.bf16 or p.setting.precision not in ("bf16", "pure-bf16"))]
+        ok = [
+            p
+            for p in self.plans
+            if p.fits
+            and (lora is None or p.setting.lora == lora)
+            and (self.devices.bf16 or p.setting.precision not in ("bf16", "pure-bf16"))
+        ]
         return min(ok, key=cost_key) if ok else None
 
     def to_dict(self) -> dict:
-        best = {k: (p.to_dict() if p else None) for k, p in
-                (("overall", self.cheapest()), ("lora", self.cheapest(True)), ("full", self.cheapest(False)))}
-        return {"model": self.model, "devices": self.devices.to_dict(), "cheapest_rule": cost_key.__doc__.strip(),
-                "cheapest": best, "rows": [_row(p) for p in self.plans]}
+        best = {
+            k: (p.to_dict() if p else None)
+            for k, p in (("overall", self.cheapest()), ("lora", self.cheapest(True)), ("full", self.cheapest(False)))
+        }
+        return {
+            "model": self.model,
+            "devices": self.devices.to_dict(),
+            "cheapest_rule": cost_key.__doc__.strip(),
+            "cheapest": best,
+            "rows": [_row(p) for p in self.plans],
+        }
 
 
 def _row(p: Plan) -> dict:
-    return {"label": p.setting.label, **asdict(p.setting), "fits": p.fits, "gpu_total": p.gpu_total,
-            "gpu_headroom": p.gpu_headroom, "host_total": p.host_total, "host_headroom": p.host_headroom,
-            "gpu": p.gpu, "host": p.host, "model_state": p.state.to_dict()}
+    return {
+        "label": p.setting.label,
+        **asdict(p.setting),
+        "fits": p.fits,
+        "gpu_total": p.gpu_total,
+        "gpu_headroom": p.gpu_headroom,
+        "host_total": p.host_total,
+        "host_headroom": p.host_headroom,
+        "gpu": p.gpu,
+        "host": p.host,
+        "model_state": p.state.to_dict(),
+    }
 
 
-def plan_matrix(model: str, devices: DeviceSet = DEFAULT_DEVICES, micro_batch: int = 1, seq_len: int = 2048,
-                lora: LoraSection | None = None, lora_choices=(True, False), ckpt_choices=(False, True),
-                precisions=PRECISIONS, images_per_row: int = 0, image_size: str = "1080x2400",
-                quantized_base: str = "none") -> Matrix:
+def plan_matrix(
+    model: str,
+    devices: DeviceSet = DEFAULT_DEVICES,
+    micro_batch: int = 1,
+    seq_len: int = 2048,
+    lora: LoraSection | None = None,
+    lora_choices=(True, False),
+    ckpt_choices=(False, True),
+    precisions=PRECISIONS,
+    images_per_row: int = 0,
+    image_size: str = "1080x2400",
+    quantized_base: str = "none",
+) -> Matrix:
     """Every setting for ``model`` on ``devices`` (``quantized_base``: its frozen base quantized in all of them)."""
     m = Matrix(model, devices)
-    for s in all_settings(devices, micro_batch, seq_len, lora_choices, ckpt_choices, precisions, images_per_row,
-                          image_size, quantized_base):
+    for s in all_settings(
+        devices,
+        micro_batch,
+        seq_len,
+        lora_choices,
+        ckpt_choices,
+        precisions,
+        images_per_row,
+        image_size,
+        quantized_base,
+    ):
         m.plans.append(predict(model, s, devices, lora=lora))
     return m

@@ -5,6 +5,7 @@
 The run's ``plan`` event holds the planner's prediction; its ``memory`` events hold what each rank
 measured. Model state is compared on the last memory event after a backward: each carries the gradients' bytes
 at its step's peak (they exist only between backward and the optimizer step)."""
+
 from __future__ import annotations
 
 import argparse
@@ -27,8 +28,10 @@ def run_report(run_dir: str | Path) -> dict:
     for e in events:
         if getattr(e, "type", "") == "memory" and e.grads_bytes > 0:
             latest[e.rank] = e
-    return {rank: compare(predicted, {k: getattr(m, v) for k, v in MEASURED_NAMES.items()})
-            for rank, m in sorted(latest.items())}
+    return {
+        rank: compare(predicted, {k: getattr(m, v) for k, v in MEASURED_NAMES.items()})
+        for rank, m in sorted(latest.items())
+    }
 
 
 def quantized_base_line(run_dir: str | Path) -> str | None:
@@ -42,9 +45,12 @@ def quantized_base_line(run_dir: str | Path) -> str | None:
     plans = [e for e in events if getattr(e, "type", "") == "plan"]
     planned = (plans[-1].plan.get("census") or {}).get("quantized_bytes") if plans else None
     mib = 2**20
-    return (f"quantized base {q.kind}: {q.layers} linear layers, {q.weights:,} weights, {q.bytes_before / mib:,.2f} MiB "
-            f"-> {q.bytes_after / mib:,.2f} MiB measured" + (f", {planned / mib:,.2f} MiB planned" if planned else "")
-            + f" (computing in {q.compute_dtype})")
+    return (
+        f"quantized base {q.kind}: {q.layers} linear layers, {q.weights:,} weights, {q.bytes_before / mib:,.2f} MiB "
+        f"-> {q.bytes_after / mib:,.2f} MiB measured"
+        + (f", {planned / mib:,.2f} MiB planned" if planned else "")
+        + f" (computing in {q.compute_dtype})"
+    )
 
 
 def add_parser(subparsers) -> argparse.ArgumentParser:

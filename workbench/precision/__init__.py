@@ -1,5 +1,6 @@
 """Precision policy (resolved against ``workbench.hardware``) and the delicate step arithmetic shared by every
 strategy."""
+
 from .policy import PrecisionPolicy, PrecisionWarning, inference_dtype, resolve_policy, resolve_precision
 from .step import (
     StepOutcome,
@@ -12,7 +13,16 @@ from .step import (
 )
 
 __all__ = [
-    "PrecisionPolicy", "PrecisionWarning", "inference_dtype", "resolve_policy", "resolve_precision",
-    "StepOutcome", "count_target_tokens", "nonfinite_grad_params", "optimizer_step",
-    "target_loss_sum", "token_loss_sum", "window_loss_divisor",
+    "PrecisionPolicy",
+    "PrecisionWarning",
+    "inference_dtype",
+    "resolve_policy",
+    "resolve_precision",
+    "StepOutcome",
+    "count_target_tokens",
+    "nonfinite_grad_params",
+    "optimizer_step",
+    "target_loss_sum",
+    "token_loss_sum",
+    "window_loss_divisor",
 ]

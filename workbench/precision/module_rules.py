@@ -12,6 +12,7 @@ works the same under FSDP and DeepSpeed ZeRO-3, whose shards are made from the r
   of their own without a low-precision ``param_dtype``; DeepSpeed casts the whole module to
   fp16/bf16, so rules are refused there (``apply_module_rules(..., strategy="deepspeed")``).
 """
+
 from __future__ import annotations
 
 import functools
@@ -24,8 +25,15 @@ from ..config import ConfigError, PrecisionSection
 from ..dtypes import DTYPE_BY_NAME
 
 _WRAPPER_PREFIXES = ("module.", "base_model.model.")  # in the order they nest
-_ADAPTER_PARTS = (".base_layer", ".lora_A", ".lora_B", ".lora_dropout", ".lora_embedding_A", ".lora_embedding_B",
-                  ".lora_magnitude_vector")
+_ADAPTER_PARTS = (
+    ".base_layer",
+    ".lora_A",
+    ".lora_B",
+    ".lora_dropout",
+    ".lora_embedding_A",
+    ".lora_embedding_B",
+    ".lora_magnitude_vector",
+)
 
 
 @dataclass(frozen=True)
@@ -50,7 +58,7 @@ def short_name(name: str) -> str:
     """A module name without wrapper prefixes (DDP/DeepSpeed ``module.``, peft's; adapter parts kept)."""
     for prefix in _WRAPPER_PREFIXES:
         if name.startswith(prefix):
-            name = name[len(prefix):]
+            name = name[len(prefix) :]
     return name
 
 
@@ -68,16 +76,25 @@ def family_default_rules(family: str, mode: str) -> list[Rule]:
     """Defaults per model family and precision mode. Softmax, log-softmax and cross-entropy already run
     in fp32 under autocast, and the HF RMSNorms upcast internally, so only whole branches need rules."""
     if family == "glm4v" and mode == "fp16":
-        return [Rule(r"(^|\.)visual$", "float32", "float32", "family default (glm4v, fp16)",
-                     "the vision tower shares no loss-scale tuning with the text decoder and its activations are not "
-                     "bounded for fp16's 65504 range; it is frozen under LoRA and a small share of text-heavy FLOPs")]
+        return [
+            Rule(
+                r"(^|\.)visual$",
+                "float32",
+                "float32",
+                "family default (glm4v, fp16)",
+                "the vision tower shares no loss-scale tuning with the text decoder and its activations are not "
+                "bounded for fp16's 65504 range; it is frozen under LoRA and a small share of text-heavy FLOPs",
+            )
+        ]
     return []
 
 
 def resolve_rules(precision: PrecisionSection, family: str, mode: str) -> list[Rule]:
     """The rules a run applies: ``precision.module_rules`` in order, then the family defaults."""
-    rules = [Rule(r.pattern, r.storage, r.compute, f"precision.module_rules[{i}]")
-             for i, r in enumerate(precision.module_rules)]
+    rules = [
+        Rule(r.pattern, r.storage, r.compute, f"precision.module_rules[{i}]")
+        for i, r in enumerate(precision.module_rules)
+    ]
     if precision.family_defaults:
         rules += family_default_rules(family, mode)
     return rules
@@ -138,8 +155,9 @@ class RulesApplied:
     fp32_modules: list  # (name, module)
 
 
-def apply_module_rules(model: torch.nn.Module, rules: list[Rule], device_type: str,
-                       strategy: str = "none") -> RulesApplied:
+def apply_module_rules(
+    model: torch.nn.Module, rules: list[Rule], device_type: str, strategy: str = "none"
+) -> RulesApplied:
     """Apply ``rules`` (first match wins; a matched module's descendants are not matched again) to a
     model no strategy has wrapped yet. Raises ConfigError for a rule the strategy cannot honour."""
     matched: dict[int, list[tuple[str, torch.nn.Module]]] = {i: [] for i in range(len(rules))}
@@ -154,15 +172,31 @@ def apply_module_rules(model: torch.nn.Module, rules: list[Rule], device_type: s
                 break
     reports, fp32_modules = [], []
     for i, rule in enumerate(rules):
-        report = {"source": rule.source, "pattern": rule.pattern, "storage": rule.storage, "compute": rule.compute,
-                  "why": rule.why, "module_count": len(matched[i]), "modules": [display_name(n) for n, _ in matched[i][:20]],
-                  "params_recast": 0, "trained_params_recast": 0}
+        report = {
+            "source": rule.source,
+            "pattern": rule.pattern,
+            "storage": rule.storage,
+            "compute": rule.compute,
+            "why": rule.why,
+            "module_count": len(matched[i]),
+            "modules": [display_name(n) for n, _ in matched[i][:20]],
+            "params_recast": 0,
+            "trained_params_recast": 0,
+        }
         if strategy == "deepspeed" and matched[i]:
             if rule.source.startswith("precision"):
-                raise ConfigError([(rule.source, f"matches {display_name(matched[i][0][0])}, but DeepSpeed casts the whole "
-                                    "model to its fp16/bf16 dtype: module rules need strategy none, ddp or fsdp")])
-            reports.append({**report, "module_count": 0, "modules": [],
-                            "skipped": "DeepSpeed casts the whole model to fp16/bf16"})
+                raise ConfigError(
+                    [
+                        (
+                            rule.source,
+                            f"matches {display_name(matched[i][0][0])}, but DeepSpeed casts the whole "
+                            "model to its fp16/bf16 dtype: module rules need strategy none, ddp or fsdp",
+                        )
+                    ]
+                )
+            reports.append(
+                {**report, "module_count": 0, "modules": [], "skipped": "DeepSpeed casts the whole model to fp16/bf16"}
+            )
             continue
         target = rule.target_storage()
         for name, module in matched[i]:

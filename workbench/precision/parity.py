@@ -4,6 +4,7 @@ share of positions whose greedy (argmax) next token agrees, over the real (unpad
 One measure for every "does this model still compute what that one did" question: an export against the
 unexported model (workbench.export's parity gate), QAT's converted model against its fake-quantized one.
 """
+
 from __future__ import annotations
 
 import math
@@ -30,8 +31,13 @@ class LogitAgreement:
 
     def __add__(self, other: LogitAgreement) -> LogitAgreement:
         # max() would drop a NaN (nan > x is False): a non-finite difference anywhere decides the pooled figure
-        worst = self.max_logit_diff if not self.finite else other.max_logit_diff if not other.finite else \
-            max(self.max_logit_diff, other.max_logit_diff)
+        worst = (
+            self.max_logit_diff
+            if not self.finite
+            else other.max_logit_diff
+            if not other.finite
+            else max(self.max_logit_diff, other.max_logit_diff)
+        )
         return LogitAgreement(worst, self.agreeing + other.agreeing, self.positions + other.positions)
 
 
@@ -41,6 +47,10 @@ def logit_agreement(reference: torch.Tensor, candidate: torch.Tensor, attention_
     [batch, seq] marks the real positions. An inf or NaN difference gives ``max_logit_diff`` NaN."""
     real = attention_mask.bool()
     diff = (candidate.float() - reference.float()).abs()[real]
-    worst = float(diff.max()) if diff.numel() and bool(torch.isfinite(diff).all()) else (0.0 if not diff.numel() else math.nan)
+    worst = (
+        float(diff.max())
+        if diff.numel() and bool(torch.isfinite(diff).all())
+        else (0.0 if not diff.numel() else math.nan)
+    )
     agreeing = int((candidate.argmax(-1) == reference.argmax(-1))[real].sum())
     return LogitAgreement(worst, agreeing, int(real.sum()))

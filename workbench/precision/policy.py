@@ -3,6 +3,7 @@
 Everything downstream (model loading, autocast, the grad scaler, the census, the UI) reads this
 object instead of re-deriving dtypes from strings.
 """
+
 from __future__ import annotations
 
 import contextlib
@@ -71,8 +72,9 @@ def inference_dtype(requested: str, device: torch.device) -> str:
     return _WEIGHTS_OF_MODE[mode]
 
 
-def resolve_policy(precision: PrecisionSection, hardware: Hardware, lora_enabled: bool,
-                   model_dtype: str = "auto") -> PrecisionPolicy:
+def resolve_policy(
+    precision: PrecisionSection, hardware: Hardware, lora_enabled: bool, model_dtype: str = "auto"
+) -> PrecisionPolicy:
     """The one place a requested precision mode becomes dtypes, for ``hardware``. Returns the policy
     with its notes (known traps); raises ConfigError naming ``precision.mode`` when it cannot run."""
     p = precision
@@ -81,22 +83,36 @@ def resolve_policy(precision: PrecisionSection, hardware: Hardware, lora_enabled
     slow_cpu_bf16 = hardware.device_type == "cpu" and not hardware.fast_bf16
     if mode == "auto" and slow_cpu_bf16:
         mode = "fp32"
-        notes.append("precision.mode=auto chose fp32: this CPU has no native bf16 (AVX512-BF16/AMX), where "
-                     "bf16 and fp16 are emulated and many times slower than fp32")
+        notes.append(
+            "precision.mode=auto chose fp32: this CPU has no native bf16 (AVX512-BF16/AMX), where "
+            "bf16 and fp16 are emulated and many times slower than fp32"
+        )
     elif mode == "auto":
         mode = "bf16" if hardware.bf16 else "fp16"
         if mode == "fp16":
-            notes.append("precision.mode=auto chose fp16 because this device has no bf16; GLM-family models are "
-                         "known to diverge in fp16 (overflowing activations): watch the overflow events")
+            notes.append(
+                "precision.mode=auto chose fp16 because this device has no bf16; GLM-family models are "
+                "known to diverge in fp16 (overflowing activations): watch the overflow events"
+            )
     if mode in ("bf16", "pure-bf16") and not hardware.bf16:
-        raise ConfigError([("precision.mode", f"{mode} needs bfloat16 support, which this {hardware.device_type} "
-                            "device lacks: use fp16 or fp32")])
+        raise ConfigError(
+            [
+                (
+                    "precision.mode",
+                    f"{mode} needs bfloat16 support, which this {hardware.device_type} device lacks: use fp16 or fp32",
+                )
+            ]
+        )
     if mode in ("bf16", "pure-bf16") and slow_cpu_bf16:
-        notes.append(f"{mode} on this CPU is emulated (no AVX512-BF16/AMX) and ~25x slower than fp32: fine for "
-                     "tiny models, use fp32 for real runs here")
+        notes.append(
+            f"{mode} on this CPU is emulated (no AVX512-BF16/AMX) and ~25x slower than fp32: fine for "
+            "tiny models, use fp32 for real runs here"
+        )
     if mode == "fp16" and hardware.device_type == "cpu":
-        notes.append("fp16 autocast on CPU is correct but ~40x slower than bf16 here: use it to study loss "
-                     "scaling on tiny models, bf16 or fp32 for real runs")
+        notes.append(
+            "fp16 autocast on CPU is correct but ~40x slower than bf16 here: use it to study loss "
+            "scaling on tiny models, bf16 or fp32 for real runs"
+        )
 
     autocast_dtype = {"fp32": None, "fp16": torch.float16, "bf16": torch.bfloat16, "pure-bf16": None}[mode]
     if mode == "pure-bf16":
@@ -111,11 +127,22 @@ def resolve_policy(precision: PrecisionSection, hardware: Hardware, lora_enabled
             base = torch.float32
     scaler = {}
     if mode == "fp16":
-        scaler = dict(init_scale=p.init_scale, growth_factor=p.growth_factor,
-                      backoff_factor=p.backoff_factor, growth_interval=p.growth_interval)
+        scaler = dict(
+            init_scale=p.init_scale,
+            growth_factor=p.growth_factor,
+            backoff_factor=p.backoff_factor,
+            growth_interval=p.growth_interval,
+        )
     return PrecisionPolicy(
-        requested=p.mode, mode=mode, device_type=hardware.device_type, autocast_dtype=autocast_dtype, base_dtype=base,
-        trainable_dtype=trainable, use_grad_scaler=mode == "fp16", scaler=scaler, notes=tuple(notes),
+        requested=p.mode,
+        mode=mode,
+        device_type=hardware.device_type,
+        autocast_dtype=autocast_dtype,
+        base_dtype=base,
+        trainable_dtype=trainable,
+        use_grad_scaler=mode == "fp16",
+        scaler=scaler,
+        notes=tuple(notes),
     )
 
 

@@ -11,6 +11,7 @@ Only the decoder's linears are quantized (module group ``decoder``): the LoRA ma
 embeddings and lm_head stay float (SmolLM2 ties lm_head to the embedding table, which a linear-layer
 quantizer must not change), and GLM-4V's vision tower is left alone.
 """
+
 from __future__ import annotations
 
 import os
@@ -62,8 +63,10 @@ def qat_problems(model: torch.nn.Module, scheme: str) -> list[str]:
     if scheme == "int4-weight":
         odd = [n for n, m in targets if m.in_features % INT4_GROUP_SIZE]
         if odd:
-            return [f"int4-weight quantizes in groups of {INT4_GROUP_SIZE} input features; {len(odd)} layer(s) have "
-                    f"in_features not divisible by it (e.g. {odd[0]}): use int8-weight or int8-dynamic"]
+            return [
+                f"int4-weight quantizes in groups of {INT4_GROUP_SIZE} input features; {len(odd)} layer(s) have "
+                f"in_features not divisible by it (e.g. {odd[0]}): use int8-weight or int8-dynamic"
+            ]
     return []
 
 
@@ -88,8 +91,9 @@ def convert_qat(model: torch.nn.Module, scheme: str) -> int:
 
 
 @torch.no_grad()
-def convert_and_compare(model: torch.nn.Module, scheme: str, logits: Callable[[], torch.Tensor],
-                        attention_mask: torch.Tensor) -> dict:
+def convert_and_compare(
+    model: torch.nn.Module, scheme: str, logits: Callable[[], torch.Tensor], attention_mask: torch.Tensor
+) -> dict:
     """Convert in place (``convert_qat``) and compare the converted model with the fake-quantized one: ``logits()``
     is the model's logits of one batch (``forward.batch_logits``), taken before and after; the ``qat_converted``
     event's figures, over the unpadded positions of ``attention_mask``."""
@@ -99,8 +103,12 @@ def convert_and_compare(model: torch.nn.Module, scheme: str, logits: Callable[[]
     layers = convert_qat(model, scheme)
     with torch.no_grad():
         figures = logit_agreement(fake_quantized, logits().float(), attention_mask)
-    return {"layers": layers, "max_logit_diff": figures.max_logit_diff, "greedy_agreement": figures.greedy_agreement,
-            "positions": figures.positions}
+    return {
+        "layers": layers,
+        "max_logit_diff": figures.max_logit_diff,
+        "greedy_agreement": figures.greedy_agreement,
+        "positions": figures.positions,
+    }
 
 
 def is_fake_quantized(module: torch.nn.Module) -> bool:

@@ -7,6 +7,7 @@
 * The optimizer step: unscale -> clip -> step -> update, with skipped (non-finite) steps detected
   and attributed to parameters before the gradients are cleared.
 """
+
 from __future__ import annotations
 
 import math
@@ -28,8 +29,12 @@ def target_loss_sum(logits: torch.Tensor, targets: torch.Tensor) -> torch.Tensor
     """Summed cross-entropy of ``logits`` [..., vocab] against ``targets`` [...] (``IGNORE_INDEX`` skipped),
     computed in fp32 whatever the logits' dtype: the one cross-entropy of training, eval and every loss head."""
     logits = logits.float()
-    return F.cross_entropy(logits.reshape(-1, logits.size(-1)), targets.to(logits.device).reshape(-1),
-                           ignore_index=IGNORE_INDEX, reduction="sum")
+    return F.cross_entropy(
+        logits.reshape(-1, logits.size(-1)),
+        targets.to(logits.device).reshape(-1),
+        ignore_index=IGNORE_INDEX,
+        reduction="sum",
+    )
 
 
 def token_loss_sum(logits: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
@@ -44,8 +49,10 @@ def window_loss_divisor(window_tokens: int, world_size: int = 1) -> float:
     ``window_tokens`` is the target-token count of the accumulation window summed over all ranks.
     """
     if window_tokens <= 0:
-        raise ValueError("an accumulation window holds no target tokens: every label is masked "
-                         "(check that rows have assistant turns and data.max_length leaves room for them)")
+        raise ValueError(
+            "an accumulation window holds no target tokens: every label is masked "
+            "(check that rows have assistant turns and data.max_length leaves room for them)"
+        )
     return window_tokens / world_size
 
 
@@ -59,7 +66,9 @@ class StepOutcome:
     nonfinite_count: int = 0
 
 
-def nonfinite_grad_params(named_params: Iterable[tuple[str, torch.nn.Parameter]], limit: int = 50) -> tuple[list[str], int]:
+def nonfinite_grad_params(
+    named_params: Iterable[tuple[str, torch.nn.Parameter]], limit: int = 50
+) -> tuple[list[str], int]:
     """Names (up to ``limit``) and count of parameters whose gradient holds inf or nan."""
     names, count = [], 0
     for name, p in named_params:

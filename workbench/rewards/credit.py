@@ -12,6 +12,7 @@ episode that went back to it, another prompt's episode of the same task passing 
 episode reward, the discounted return tells apart two episodes that both succeed in a different number of steps:
 a group whose episodes all succeed still has a spread.
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -25,8 +26,9 @@ def screen_key(task: str, step) -> str:
     return f"{task}\n{screen}"
 
 
-def anchor_step_advantages(episodes: list, trained_steps: list[int], discount: float, scale: bool,
-                           eps: float = 1e-4) -> tuple[list[float], dict]:
+def anchor_step_advantages(
+    episodes: list, trained_steps: list[int], discount: float, scale: bool, eps: float = 1e-4
+) -> tuple[list[float], dict]:
     """The step advantage of each episode's trained step (``trained_steps[i]``: 0-based index of the sampled reply in
     ``episodes[i]``), from the anchor groups of all the episodes' steps; and what the grouping found (anchor groups of
     a trained step, their mean size, those with a spread) for the rollout event."""
@@ -46,7 +48,9 @@ def anchor_step_advantages(episodes: list, trained_steps: list[int], discount: f
         centred = mine - float(returns.mean())
         out.append(centred / (float(returns.std(unbiased=False)) + eps) if scale else centred)
         anchors[key] = returns
-    stats = {"anchor_groups": len(anchors),
-             "mean_size": sum(len(r) for r in anchors.values()) / len(anchors) if anchors else 0.0,
-             "with_spread": sum(bool(r.max() > r.min()) for r in anchors.values())}
+    stats = {
+        "anchor_groups": len(anchors),
+        "mean_size": sum(len(r) for r in anchors.values()) / len(anchors) if anchors else 0.0,
+        "with_spread": sum(bool(r.max() > r.min()) for r in anchors.values()),
+    }
     return out, stats

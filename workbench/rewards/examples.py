@@ -1,5 +1,6 @@
 """The scoring every rollout scorer shares: prompts that are ``eval.task_protocol.Example`` items, each completion's
 phone-action verdict computed once, then each named reward on it, errors naming the reward and the prompt."""
+
 from __future__ import annotations
 
 from ..engine.grpo import ScoredCompletions
@@ -40,8 +41,10 @@ class ExamplesScorer:
                 try:
                     rewards[name].append(float(REWARD_FUNCTIONS[name](example, completion, verdict)))
                 except Exception as err:  # noqa: BLE001 - re-raised naming the reward and the row
-                    raise RewardError(f"reward {name!r} raised on {self.where(example)}: {type(err).__name__}: "
-                                      f"{err} (completion: {completion[:200]!r})") from err
+                    raise RewardError(
+                        f"reward {name!r} raised on {self.where(example)}: {type(err).__name__}: "
+                        f"{err} (completion: {completion[:200]!r})"
+                    ) from err
         return self.finish(prompts, verdicts, ScoredCompletions(rewards, [bool(v["parsed"]) for v in verdicts]))
 
     def finish(self, prompts: list, verdicts: list[dict], scored: ScoredCompletions) -> ScoredCompletions:

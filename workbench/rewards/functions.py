@@ -17,6 +17,7 @@ and returns a float, 0 where it does not apply (constant within a group: no adva
   shortest-path adjustment): the prompt's replayed steps plus the expert's shortest path from where they leave the
   phone (``phone.expert``; ``verdict["shortest"]``), at most 1; 0 for a failed episode.
 """
+
 from __future__ import annotations
 
 import math
@@ -85,8 +86,7 @@ def swipe_direction(example, completion: str, verdict: dict) -> float:
 def _played(verdict: dict, reward: str):
     episode = verdict.get("episode")
     if episode is None:
-        raise ValueError(f"{reward} scores a played episode, and this prompt has none: it needs rl.prompts "
-                         "phone_tasks")
+        raise ValueError(f"{reward} scores a played episode, and this prompt has none: it needs rl.prompts phone_tasks")
     return episode
 
 
@@ -110,9 +110,15 @@ def episode_shortest(example, completion: str, verdict: dict) -> float:
 
 
 REWARD_FUNCTIONS: dict[str, RewardFn] = {
-    "format": format_reward, "action_type": action_type, "tap_in_box": tap_in_box, "tap_distance": tap_distance,
-    "text_match": text_match, "swipe_direction": swipe_direction, "episode_success": episode_success,
-    "episode_efficiency": episode_efficiency, "episode_shortest": episode_shortest,
+    "format": format_reward,
+    "action_type": action_type,
+    "tap_in_box": tap_in_box,
+    "tap_distance": tap_distance,
+    "text_match": text_match,
+    "swipe_direction": swipe_direction,
+    "episode_success": episode_success,
+    "episode_efficiency": episode_efficiency,
+    "episode_shortest": episode_shortest,
 }
 
 

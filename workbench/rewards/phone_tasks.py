@@ -22,6 +22,7 @@ the task's final-state checks all holding, else 0. Greedy continuation is a choi
 sampled and trained on (its log-probabilities are the ones GRPO has); the rest measures where that action leads
 the current policy, deterministically.
 """
+
 from __future__ import annotations
 
 import datetime
@@ -54,18 +55,33 @@ class TaskPrompt(Example):
     task: PhoneTask | None = None
 
 
-def step_prompts(tasks: list[PhoneTask], size: tuple[int, int], date: datetime.date, observation: str = "screenshot",
-                 steps: str = "first", lang: str = DEFAULT_LANG) -> list[TaskPrompt]:
+def step_prompts(
+    tasks: list[PhoneTask],
+    size: tuple[int, int],
+    date: datetime.date,
+    observation: str = "screenshot",
+    steps: str = "first",
+    lang: str = DEFAULT_LANG,
+) -> list[TaskPrompt]:
     """The first step (``steps="first"``) or every step (``"all"``) of each task's oracle episode as the runner sends
     it, shown as ``observation`` asks, with the oracle's reply there as the reference."""
-    episodes = run_episodes(tasks, OraclePolicy(tasks), sim_devices(size), max_steps=1 if steps == "first" else 100,
-                            concurrency=len(tasks), date=date, observation=observation, lang=lang)
+    episodes = run_episodes(
+        tasks,
+        OraclePolicy(tasks),
+        sim_devices(size),
+        max_steps=1 if steps == "first" else 100,
+        concurrency=len(tasks),
+        date=date,
+        observation=observation,
+        lang=lang,
+    )
     prompts = []
     for number, (task, episode) in enumerate(zip(tasks, episodes), start=1):
-        for row in episode_rows(episode, number, image_data_url)[:1 if steps == "first" else None]:
+        for row in episode_rows(episode, number, image_data_url)[: 1 if steps == "first" else None]:
             messages = row["messages"]
-            prompts.append(TaskPrompt(len(prompts) + 1, without_weights(messages[:-1]), messages[-1]["content"], row,
-                                      task))
+            prompts.append(
+                TaskPrompt(len(prompts) + 1, without_weights(messages[:-1]), messages[-1]["content"], row, task)
+            )
     return prompts
 
 
@@ -105,16 +121,33 @@ class _Scripted:
         return replies
 
 
-def play_episodes(prompts: list[TaskPrompt], replies: list[str], continuation, size: tuple[int, int],
-                  max_steps: int, date: datetime.date, observation: str = "screenshot", lang: str = DEFAULT_LANG) -> list:
+def play_episodes(
+    prompts: list[TaskPrompt],
+    replies: list[str],
+    continuation,
+    size: tuple[int, int],
+    max_steps: int,
+    date: datetime.date,
+    observation: str = "screenshot",
+    lang: str = DEFAULT_LANG,
+) -> list:
     """Each prompt's episode: its earlier steps as the prompt holds them (the oracle's replies), ``replies[i]`` at
     the prompt's step, and ``continuation`` (a ``agent.Policy``) answering the rest: the ``agent.Episode`` of each,
     in order."""
-    scripts = [[replayable_reply(m["content"]) for m in p.messages if m["role"] == "assistant"] + [reply]
-               for p, reply in zip(prompts, replies)]
-    return run_episodes([p.task for p in prompts], _Scripted(scripts, continuation), sim_devices(size),
-                        max_steps=max_steps, concurrency=max(1, len(prompts)), date=date, observation=observation,
-                        lang=lang)
+    scripts = [
+        [replayable_reply(m["content"]) for m in p.messages if m["role"] == "assistant"] + [reply]
+        for p, reply in zip(prompts, replies)
+    ]
+    return run_episodes(
+        [p.task for p in prompts],
+        _Scripted(scripts, continuation),
+        sim_devices(size),
+        max_steps=max_steps,
+        concurrency=max(1, len(prompts)),
+        date=date,
+        observation=observation,
+        lang=lang,
+    )
 
 
 class PhoneTasksScorer(ExamplesScorer):
@@ -123,10 +156,20 @@ class PhoneTasksScorer(ExamplesScorer):
     also gives each completion's success, its step advantage (``step_credit``: (discount, scale) of GiGPO's anchor
     groups, ``rewards.credit``) and the task pool's tallies (``pool``: ``rewards.task_pool.TaskPool``, rl.pool)."""
 
-    def __init__(self, tasks: list[PhoneTask], names: list[str], size: tuple[int, int], episode_max_steps: int,
-                 max_new_tokens: int, date: datetime.date | None = None, observation: str = "screenshot",
-                 prompt_steps: str = "first", step_credit: tuple[float, bool] | None = None,
-                 pool: dict | None = None, lang: str = DEFAULT_LANG):
+    def __init__(
+        self,
+        tasks: list[PhoneTask],
+        names: list[str],
+        size: tuple[int, int],
+        episode_max_steps: int,
+        max_new_tokens: int,
+        date: datetime.date | None = None,
+        observation: str = "screenshot",
+        prompt_steps: str = "first",
+        step_credit: tuple[float, bool] | None = None,
+        pool: dict | None = None,
+        lang: str = DEFAULT_LANG,
+    ):
         self.size, self.episode_max_steps, self.max_new_tokens = size, episode_max_steps, max_new_tokens
         self.observation, self.prompt_steps, self.step_credit = observation, prompt_steps, step_credit
         self.lang = lang
@@ -153,15 +196,35 @@ class PhoneTasksScorer(ExamplesScorer):
             raise ConfigError([("rl.screen_size", str(err))]) from None
         date = datetime.date.fromisoformat(rl.date) if rl.date else None
         credit = (rl.step_discount, rl.scale_rewards == "group") if rl.step_advantage_weight > 0 else None
-        pool = dict(floor=rl.pool_floor, window=rl.pool_window, fresh_share=rl.pool_fresh_share,
-                    replay=rl.pool_replay) if rl.pool else None
-        return cls(tasks, list(rl.rewards), size, rl.episode_max_steps, rl.max_new_tokens, date, rl.observation,
-                   rl.prompt_steps, credit, pool, rl.lang)
+        pool = (
+            dict(floor=rl.pool_floor, window=rl.pool_window, fresh_share=rl.pool_fresh_share, replay=rl.pool_replay)
+            if rl.pool
+            else None
+        )
+        return cls(
+            tasks,
+            list(rl.rewards),
+            size,
+            rl.episode_max_steps,
+            rl.max_new_tokens,
+            date,
+            rl.observation,
+            rl.prompt_steps,
+            credit,
+            pool,
+            rl.lang,
+        )
 
     def attach(self, policy) -> None:
         """The model being trained (``engine.grpo.TrainedPolicy``): it answers the episodes' later steps."""
-        self.continuation = InProcessPolicy(policy.model, policy.tokenizer, policy.processor, name="trained",
-                                            max_tokens=self.max_new_tokens, autocast=policy.autocast)
+        self.continuation = InProcessPolicy(
+            policy.model,
+            policy.tokenizer,
+            policy.processor,
+            name="trained",
+            max_tokens=self.max_new_tokens,
+            autocast=policy.autocast,
+        )
 
     def shortest(self, prompt: TaskPrompt) -> int:
         """The fewest steps an episode from ``prompt`` can take: its replayed steps, then the expert's shortest path
@@ -180,15 +243,26 @@ class PhoneTasksScorer(ExamplesScorer):
         if not played:
             return
         if self.continuation is None:
-            raise RewardError(f"reward {played[0]!r} needs the model being trained to play the episodes on: "
-                              "the engine attaches it (PhoneTasksScorer.attach)")
+            raise RewardError(
+                f"reward {played[0]!r} needs the model being trained to play the episodes on: "
+                "the engine attaches it (PhoneTasksScorer.attach)"
+            )
         try:
-            episodes = play_episodes(prompts, completions, self.continuation, self.size, self.episode_max_steps,
-                                     self.date, self.observation, self.lang)
+            episodes = play_episodes(
+                prompts,
+                completions,
+                self.continuation,
+                self.size,
+                self.episode_max_steps,
+                self.date,
+                self.observation,
+                self.lang,
+            )
         except Exception as err:  # noqa: BLE001 - re-raised naming the reward and the tasks
             tasks = ", ".join(sorted({p.task.id for p in prompts}))
-            raise RewardError(f"reward {played[0]!r} raised playing the episodes of tasks {tasks}: "
-                              f"{type(err).__name__}: {err}") from err
+            raise RewardError(
+                f"reward {played[0]!r} raised playing the episodes of tasks {tasks}: {type(err).__name__}: {err}"
+            ) from err
         for verdict, episode, prompt in zip(verdicts, episodes, prompts):
             verdict["episode"], verdict["shortest"] = episode, self.shortest(prompt)
 

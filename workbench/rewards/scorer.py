@@ -1,6 +1,7 @@
 """The rollout scorers the engine's GRPO step is given (``engine.grpo.RolloutScorer``): the prompts, and the rewards
 of ``rl.rewards`` for each completion. ``rl.prompts: rows`` -> ``RowsScorer``; ``phone_tasks`` ->
 ``rewards.phone_tasks.PhoneTasksScorer``."""
+
 from __future__ import annotations
 
 from ..config import RunConfig

@@ -20,6 +20,7 @@ Every rank draws the same global micro-batch from the same seed (the run's seed,
 its own slice; the tallies of success are summed over ranks before the weights move, so every rank's pool is the
 same. Its state (per family: recent outcomes; the kept replies) rides in each resumable checkpoint.
 """
+
 from __future__ import annotations
 
 import collections
@@ -43,8 +44,7 @@ class TaskPool:
     """The pool over ``prompts`` (``rewards.phone_tasks.TaskPrompt`` items of rl.tasks); ``make_prompts(tasks)``
     builds the prompts of new tasks (every step, or the first, as rl.prompt_steps says)."""
 
-    def __init__(self, prompts: list, make_prompts, *, floor: float, window: int, fresh_share: float,
-                 replay: bool):
+    def __init__(self, prompts: list, make_prompts, *, floor: float, window: int, fresh_share: float, replay: bool):
         self.make_prompts, self.floor, self.window = make_prompts, floor, window
         self.fresh_share, self.replay_on = fresh_share, replay
         self.by_family: dict[str, list] = collections.defaultdict(list)
@@ -81,7 +81,7 @@ class TaskPool:
         for _ in range(count):
             fam = rng.choices(self.families, weights=[probs[f] for f in self.families])[0]
             fresh = rng.random() < self.fresh_share
-            plan.append((fam, fresh, rng.randrange(2 ** 31), rng.random()))
+            plan.append((fam, fresh, rng.randrange(2**31), rng.random()))
         prompts = [self._prompt(*slot) for slot in plan[keep]]
         for fam, fresh, _, _ in plan:
             self.drawn[fam] += 1
@@ -128,9 +128,15 @@ class TaskPool:
     def event_state(self) -> dict:
         """Per family: recent success (None before any episode), draw weight, this step's draws; then this step's
         fresh instances and replayed groups. Resets the step's counts."""
-        state = {"families": {f: {"success": self.success(f), "weight": round(self.weight(f), 4),
-                                  "drawn": self.drawn[f]} for f in self.families},
-                 "fresh": self.fresh_drawn, "replayed": self.replayed, "kept": len(self.kept)}
+        state = {
+            "families": {
+                f: {"success": self.success(f), "weight": round(self.weight(f), 4), "drawn": self.drawn[f]}
+                for f in self.families
+            },
+            "fresh": self.fresh_drawn,
+            "replayed": self.replayed,
+            "kept": len(self.kept),
+        }
         self.drawn, self.fresh_drawn, self.replayed = collections.Counter(), 0, 0
         return state
 

@@ -1,5 +1,6 @@
 """The layout of a run's checkpoints, below both the engine (which saves and resumes them) and the
 strategies (each writes its own files into a checkpoint directory)."""
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -53,8 +54,10 @@ def load_trainable_weights(path: Path, model) -> None:
     params = dict(model.named_parameters())
     missing = [n for n in weights if n not in params]
     if missing:
-        raise ValueError(f"checkpoint {path} holds weights this model lacks ({missing[:3]}...): the model or LoRA "
-                         "settings differ from the run that wrote it")
+        raise ValueError(
+            f"checkpoint {path} holds weights this model lacks ({missing[:3]}...): the model or LoRA "
+            "settings differ from the run that wrote it"
+        )
     with torch.no_grad():
         for n, t in weights.items():
             params[n].copy_(t)

@@ -1,5 +1,6 @@
 """A handle on a run directory: status, stop, wait, events. Re-created from the directory alone (``attach``),
 e.g. after a kernel restart; ``workbench.training.launch`` returns one for the worker it starts."""
+
 from __future__ import annotations
 
 import os
@@ -27,8 +28,9 @@ def _pid_alive(pid: int) -> bool:
 
 
 class RunHandle:
-    def __init__(self, run_dir: Path, process: subprocess.Popen | None = None, pid: int | None = None,
-                 foreground: bool = False):
+    def __init__(
+        self, run_dir: Path, process: subprocess.Popen | None = None, pid: int | None = None, foreground: bool = False
+    ):
         self.run_dir = Path(run_dir)
         self.process = process
         self.pid = process.pid if process is not None else pid
@@ -77,8 +79,13 @@ class RunHandle:
         log = self.run_dir / WORKER_LOG
         tail = log.read_text(errors="replace")[-2000:] if log.exists() else ""
         with EventWriter(self.events_path) as w:
-            w.emit(RunFailed(step=-1, error=f"worker process exited (code {code}) without a final event. Log tail:\n{tail}",
-                             error_type="WorkerDied"))
+            w.emit(
+                RunFailed(
+                    step=-1,
+                    error=f"worker process exited (code {code}) without a final event. Log tail:\n{tail}",
+                    error_type="WorkerDied",
+                )
+            )
 
     def wait(self, timeout: float | None = None) -> str:
         deadline = None if timeout is None else time.monotonic() + timeout

@@ -1,18 +1,19 @@
 """What a run directory is and what it holds: the one definition every package uses.
 
-    runs/NAME/
-      config.json          the run's RunConfig (this or the event log makes a folder a run directory)
-      events.jsonl         the event log (workbench.events)
-      events.jsonl.index   where in the log its rare events and an anchor step every MiB are (EventWriter)
-      checkpoints/step-NNNNNNN/   resumable checkpoints (workbench.runs.checkpoints)
-      adapter/ | model/    what the run trained, saved at its end: the LoRA adapter (peft) | the full fine-tune's
-                           model (transformers): ``trained_weights``
-      merged/, exports/NAME/   the adapter merged into the base (checkpointing.merge), deployable exports
-                           (workbench.export): model directories of the run's (``trained_at``)
-      eval_results.json    task metrics of the run's model (workbench.runs.results: eval's and agent's)
-      episodes/<stamp>/    phone-agent episodes of the run's model (workbench.agent.store)
-      worker.pid, worker.log, foreground.pid, STOP   the process that trains it, and the stop request
+runs/NAME/
+  config.json          the run's RunConfig (this or the event log makes a folder a run directory)
+  events.jsonl         the event log (workbench.events)
+  events.jsonl.index   where in the log its rare events and an anchor step every MiB are (EventWriter)
+  checkpoints/step-NNNNNNN/   resumable checkpoints (workbench.runs.checkpoints)
+  adapter/ | model/    what the run trained, saved at its end: the LoRA adapter (peft) | the full fine-tune's
+                       model (transformers): ``trained_weights``
+  merged/, exports/NAME/   the adapter merged into the base (checkpointing.merge), deployable exports
+                       (workbench.export): model directories of the run's (``trained_at``)
+  eval_results.json    task metrics of the run's model (workbench.runs.results: eval's and agent's)
+  episodes/<stamp>/    phone-agent episodes of the run's model (workbench.agent.store)
+  worker.pid, worker.log, foreground.pid, STOP   the process that trains it, and the stop request
 """
+
 from __future__ import annotations
 
 import argparse
@@ -33,8 +34,13 @@ ADAPTER_CONFIG = "adapter_config.json"  # peft writes it after the adapter's wei
 MODEL_DIR = "model"
 MODEL_CONFIG = "config.json"  # transformers' model config inside model/ (not the run's own config.json)
 # What a model directory holds beside its config.json and a run directory never does: it tells the two apart
-MODEL_FILES = ("model.safetensors", "model.safetensors.index.json", "pytorch_model.bin", "tokenizer_config.json",
-               "model.onnx")
+MODEL_FILES = (
+    "model.safetensors",
+    "model.safetensors.index.json",
+    "pytorch_model.bin",
+    "tokenizer_config.json",
+    "model.onnx",
+)
 MERGED_DIR = "merged"
 EXPORTS_DIR = "exports"
 EPISODES_DIR = "episodes"
@@ -162,7 +168,9 @@ def existing_run_dir(value: str) -> Path:
     """An argparse type: a run directory named on the command line (exit code 2 naming what is wrong)."""
     path = existing_directory(value)
     if not is_run_dir(path):
-        raise argparse.ArgumentTypeError(f"{value!r} is not a run directory (it holds no {CONFIG_FILE} or {EVENTS_FILE})")
+        raise argparse.ArgumentTypeError(
+            f"{value!r} is not a run directory (it holds no {CONFIG_FILE} or {EVENTS_FILE})"
+        )
     return path
 
 
@@ -171,8 +179,10 @@ def existing_trained(value: str) -> Path:
     (exit code 2 naming what is wrong)."""
     path = existing_directory(value)
     if trained_at(path) is None:
-        raise argparse.ArgumentTypeError(f"{value!r} is neither a run directory (it holds no {CONFIG_FILE} or "
-                                         f"{EVENTS_FILE}) nor a model directory or adapter a run saved")
+        raise argparse.ArgumentTypeError(
+            f"{value!r} is neither a run directory (it holds no {CONFIG_FILE} or "
+            f"{EVENTS_FILE}) nor a model directory or adapter a run saved"
+        )
     return path
 
 
@@ -181,8 +191,15 @@ def new_run_dir(cfg: RunConfig) -> Path:
     run_dir = Path(cfg.output.runs_dir) / name
     # The schema refuses path-like names; this also catches a symlink inside runs_dir pointing elsewhere.
     if run_dir.resolve().parent != Path(cfg.output.runs_dir).resolve():
-        raise ConfigError([("output.run_name", f"{name!r}: the run directory {run_dir} resolves to "
-                            f"{run_dir.resolve()}, outside output.runs_dir: use another name")])
+        raise ConfigError(
+            [
+                (
+                    "output.run_name",
+                    f"{name!r}: the run directory {run_dir} resolves to "
+                    f"{run_dir.resolve()}, outside output.runs_dir: use another name",
+                )
+            ]
+        )
     try:
         run_dir.mkdir(parents=True, exist_ok=True)
     except OSError as err:  # runs_dir is (under) a file, or not writable
@@ -193,5 +210,12 @@ def new_run_dir(cfg: RunConfig) -> Path:
 def refuse_existing_run(cfg: RunConfig, run_dir: Path) -> None:
     """A run directory that already holds a run is only reused to continue it."""
     if (run_dir / EVENTS_FILE).exists() and not cfg.checkpointing.resume_from:
-        raise ConfigError([("output.run_name", f"{run_dir} already holds a run: choose another name, or continue it "
-                            "with checkpointing.resume_from=latest")])
+        raise ConfigError(
+            [
+                (
+                    "output.run_name",
+                    f"{run_dir} already holds a run: choose another name, or continue it "
+                    "with checkpointing.resume_from=latest",
+                )
+            ]
+        )

@@ -2,6 +2,7 @@
 
 Used where a process may have ended without being reaped yet: a run's worker seen from another process
 (``handle.RunHandle``), vLLM's process group waited out on stop (``serve.vllm``). Elsewhere than Linux: nothing known."""
+
 from __future__ import annotations
 
 from pathlib import Path

@@ -1,6 +1,7 @@
 """Task metrics stored with a run: RUN_DIR/eval_results.json (single-step task metrics from workbench.eval, episode
 metrics from workbench.agent), the run directory a served adapter came from, and the comparison table the panels
 show."""
+
 from __future__ import annotations
 
 import json
@@ -27,10 +28,15 @@ def write_results(run_dir: str | Path, report, model: str) -> Path:
         if path.exists():  # unreadable: kept aside, not overwritten with this task's entry alone
             aside = path.with_suffix(".unreadable.json")
             path.replace(aside)
-            warnings.warn(f"{path} could not be read ({err}): moved to {aside.name}, the other tasks' results "
-                          "it held are there", stacklevel=2)
-    stored.setdefault("tasks", {})[report.task] = {**report.to_dict(records=False), "model": model,
-                                                   "time": time.strftime("%Y-%m-%dT%H:%M:%S%z")}
+            warnings.warn(
+                f"{path} could not be read ({err}): moved to {aside.name}, the other tasks' results it held are there",
+                stacklevel=2,
+            )
+    stored.setdefault("tasks", {})[report.task] = {
+        **report.to_dict(records=False),
+        "model": model,
+        "time": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+    }
     tmp = path.with_suffix(".tmp")
     tmp.write_text(json.dumps(stored, indent=1, ensure_ascii=False), encoding="utf-8")
     tmp.replace(path)
@@ -89,8 +95,11 @@ def metric_rows(run_dirs: Iterable[str | Path], task: str) -> list[dict]:
             else:
                 continue
             for mode, metrics in by_mode.items():
-                row = {"label": label, "mode": mode,
-                       **{k: v for k, v in metrics.items() if not isinstance(v, (dict, list))}}
+                row = {
+                    "label": label,
+                    "mode": mode,
+                    **{k: v for k, v in metrics.items() if not isinstance(v, (dict, list))},
+                }
                 if metrics.get("failed"):
                     row["errors"] = list(metrics.get("errors") or [])
                 rows.append(row)

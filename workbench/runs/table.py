@@ -1,5 +1,6 @@
 """The runs of a runs directory, one typed row each: what ``workbench runs`` prints (``runs_table``) and the runs
 panel lists."""
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -31,10 +32,16 @@ def run_row(run_dir: str | Path, follower: LogFollower | None = None) -> RunRow:
     run_dir = Path(run_dir)
     summary = follower.poll() if follower is not None else summarize_log(run_dir / EVENTS_FILE)
     started, last = summary.started, summary.last_step
-    return RunRow(name=run_dir.name, path=run_dir, status=attach(run_dir).status(summary), step=last.get("step", 0),
-                  total_steps=started.get("total_steps"), loss=finite_number(last.get("loss")),
-                  model=(started.get("config") or {}).get("model", {}).get("source"),
-                  precision=(started.get("precision") or {}).get("mode"))
+    return RunRow(
+        name=run_dir.name,
+        path=run_dir,
+        status=attach(run_dir).status(summary),
+        step=last.get("step", 0),
+        total_steps=started.get("total_steps"),
+        loss=finite_number(last.get("loss")),
+        model=(started.get("config") or {}).get("model", {}).get("source"),
+        precision=(started.get("precision") or {}).get("mode"),
+    )
 
 
 def list_runs(runs_dir: str | Path) -> list[RunRow]:

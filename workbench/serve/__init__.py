@@ -3,6 +3,7 @@
 ``start_server(...)`` runs it in the background and returns a ``ServerHandle``; ``workbench.serve.client``
 has ``chat`` and ``compare`` for notebooks. Nothing here imports ipywidgets.
 """
+
 from .backends import start_server
 from .config import ServeConfig, ServeError
 from .server import ServerHandle, serve_forever

@@ -1,5 +1,6 @@
 """``start_server`` for either engine: our server (``workbench.serve.server``) or vLLM (``workbench.serve.vllm``),
 given the same arguments; ``workbench.serve.start_server`` is this one."""
+
 from __future__ import annotations
 
 from ..config import config_from_dict

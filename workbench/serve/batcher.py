@@ -16,6 +16,7 @@ rotary positions the model computes for them. Image tokens take fewer rotary pos
 such a row keeps a ``position_offset`` and decodes with text positions shifted by it, in the same batch as
 text-only rows.
 """
+
 from __future__ import annotations
 
 import contextlib
@@ -68,6 +69,7 @@ class SamplingParams:
 class TokenLogprob:
     """One generated token's log-probability under the model (before penalties and temperature), with the
     ``top`` most likely tokens of that step as (token id, log-probability)."""
+
     token: int
     logprob: float
     top: list[tuple[int, float]] = field(default_factory=list)
@@ -76,6 +78,7 @@ class TokenLogprob:
 @dataclass
 class TokenEvent:
     """What the decoder tells a request's consumer: a text delta, then one final event."""
+
     text: str = ""
     logprobs: list[TokenLogprob] | None = None  # the tokens behind this delta, when the request asked
     finish_reason: str | None = None  # "stop" | "length" | "cancelled" | "error"
@@ -85,8 +88,14 @@ class TokenEvent:
 
 
 class GenerationRequest:
-    def __init__(self, prompt_ids: list[int], params: SamplingParams, sink: Callable[[TokenEvent], None],
-                 adapter: str | None = None, prefill_inputs: dict[str, torch.Tensor] | None = None):
+    def __init__(
+        self,
+        prompt_ids: list[int],
+        params: SamplingParams,
+        sink: Callable[[TokenEvent], None],
+        adapter: str | None = None,
+        prefill_inputs: dict[str, torch.Tensor] | None = None,
+    ):
         self.prompt_ids = list(prompt_ids)
         self.params = params
         self.sink = sink  # called from the decoder thread; must not block
@@ -111,8 +120,16 @@ class DecoderError(RuntimeError):
 
 
 class BatchDecoder:
-    def __init__(self, model, tokenizer, *, max_batch: int = 16, max_context: int | None = None,
-                 eos_token_ids: list[int] | None = None, pack_weights: bool = False):
+    def __init__(
+        self,
+        model,
+        tokenizer,
+        *,
+        max_batch: int = 16,
+        max_context: int | None = None,
+        eos_token_ids: list[int] | None = None,
+        pack_weights: bool = False,
+    ):
         """``pack_weights``: compute the linear layers with oneDNN-packed weights (``workbench.serve.packed``): for
         a model only this decoder uses and nobody trains, as the server's own."""
         self.base_model = model
@@ -160,8 +177,13 @@ class BatchDecoder:
             self._wake.notify_all()
 
     def stats(self) -> dict:
-        return {"running": len(self._running), "waiting": len(self._waiting), "max_batch": self.max_batch,
-                "packed_linears": self.packed_linears, **self.counters}
+        return {
+            "running": len(self._running),
+            "waiting": len(self._waiting),
+            "max_batch": self.max_batch,
+            "packed_linears": self.packed_linears,
+            **self.counters,
+        }
 
     def add_adapter(self, name: str, path: str, timeout: float = 300.0) -> None:
         """Load a peft adapter under ``name`` next to the base (between decode steps)."""
@@ -250,8 +272,15 @@ class BatchDecoder:
             else:  # peft: every row names its adapter
                 kwargs["adapter_names"] = [a or BASE for a in adapters]
         with routing:
-            out = self.model(input_ids=input_ids, attention_mask=attention_mask, position_ids=position_ids,
-                             cache=cache, use_cache=True, logits_to_keep=1, **kwargs)
+            out = self.model(
+                input_ids=input_ids,
+                attention_mask=attention_mask,
+                position_ids=position_ids,
+                cache=cache,
+                use_cache=True,
+                logits_to_keep=1,
+                **kwargs,
+            )
         return out.logits[:, -1, :].float()
 
     def _start(self, req: GenerationRequest) -> None:
@@ -316,8 +345,9 @@ class BatchDecoder:
         mask = torch.ones(batch, width + 1, dtype=torch.long, device=self.device)
         for row, pad in enumerate(self._pad):
             mask[row, :pad] = 0
-        positions = torch.tensor([[width - pad + r.position_offset] for pad, r in zip(self._pad, self._running)],
-                                 device=self.device)
+        positions = torch.tensor(
+            [[width - pad + r.position_offset] for pad, r in zip(self._pad, self._running)], device=self.device
+        )
         last = torch.tensor([[r.generated[-1]] for r in self._running], device=self.device)
         logits = self._forward(last, mask, positions, self._cache, [r.adapter for r in self._running])
         self.counters["steps"] += 1
@@ -394,8 +424,15 @@ class BatchDecoder:
             return
         req.done = True
         self.counters["cancelled" if reason == "cancelled" else "finished"] += 1
-        req.sink(TokenEvent(finish_reason=reason, prompt_tokens=len(req.prompt_ids), completion_tokens=len(req.generated),
-                       error=error, logprobs=self._take_logprobs(req)))
+        req.sink(
+            TokenEvent(
+                finish_reason=reason,
+                prompt_tokens=len(req.prompt_ids),
+                completion_tokens=len(req.generated),
+                error=error,
+                logprobs=self._take_logprobs(req),
+            )
+        )
 
     # ---- adapters (decoder thread) ----------------------------------------------------------
 
@@ -498,5 +535,8 @@ def apply_penalties(logits: torch.Tensor, req: GenerationRequest) -> None:
 def _token_logprob(logits: torch.Tensor, token: int, top: int) -> TokenLogprob:
     logprobs = torch.log_softmax(logits.float(), -1)
     best = logprobs.topk(top) if top else None
-    return TokenLogprob(token, float(logprobs[token]),
-                        list(zip(best.indices.tolist(), best.values.tolist())) if best is not None else [])
+    return TokenLogprob(
+        token,
+        float(logprobs[token]),
+        list(zip(best.indices.tolist(), best.values.tolist())) if best is not None else [],
+    )

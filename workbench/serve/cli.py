@@ -1,4 +1,5 @@
 """``workbench serve``: flags generated from ServeConfig (``add_parser(subparsers)`` registers the subcommand)."""
+
 from __future__ import annotations
 
 import argparse
@@ -12,21 +13,30 @@ from .config import ServeConfig, ServeError
 
 def add_parser(subparsers) -> argparse.ArgumentParser:
     p = subparsers.add_parser(
-        "serve", help="serve a base model and its LoRA adapters over an OpenAI-compatible API",
+        "serve",
+        help="serve a base model and its LoRA adapters over an OpenAI-compatible API",
         description="Serve one base model plus any number of LoRA adapters (each under its own model id) over an "
-                    "OpenAI-compatible HTTP API: /health, /v1/models, /v1/chat/completions, /v1/completions. "
-                    "Values parse as YAML (--max-context null); every bad option is reported at once.")
+        "OpenAI-compatible HTTP API: /health, /v1/models, /v1/chat/completions, /v1/completions. "
+        "Values parse as YAML (--max-context null); every bad option is reported at once.",
+    )
     configure_parser(p)
     p.set_defaults(func=run)
     return p
 
 
 def configure_parser(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--config", metavar="FILE", help="YAML or JSON serve configuration (the keys are the flags' "
-                   "names with underscores); flags override it")
+    p.add_argument(
+        "--config",
+        metavar="FILE",
+        help="YAML or JSON serve configuration (the keys are the flags' names with underscores); flags override it",
+    )
     add_config_arguments(p, ServeConfig, dashes=True)
-    p.add_argument("--print-command", action="store_true", help="with --engine vllm: print the vLLM command line "
-                   "these options make (to run vLLM yourself, e.g. in your own container) and exit")
+    p.add_argument(
+        "--print-command",
+        action="store_true",
+        help="with --engine vllm: print the vLLM command line "
+        "these options make (to run vLLM yourself, e.g. in your own container) and exit",
+    )
 
 
 def config_from_args(args) -> ServeConfig:

@@ -9,6 +9,7 @@ Images (vision-language models): ``images=[...]`` (file paths, bytes or data: UR
 OpenAI image parts, inline as base64 data: URLs (``remote.prompt_messages``, the messages every client here
 sends): the server never fetches URLs. The model list comes from the one client, ``workbench.serve.remote``.
 """
+
 from __future__ import annotations
 
 import asyncio
@@ -46,8 +47,9 @@ class ReasoningChatOpenAI(ChatOpenAI):
                 generation.message.additional_kwargs["reasoning_content"] = reasoning
         return result
 
-    def _convert_chunk_to_generation_chunk(self, chunk: dict, default_chunk_class: type,
-                                           base_generation_info: dict | None):
+    def _convert_chunk_to_generation_chunk(
+        self, chunk: dict, default_chunk_class: type, base_generation_info: dict | None
+    ):
         generation = super()._convert_chunk_to_generation_chunk(chunk, default_chunk_class, base_generation_info)
         choices = chunk.get("choices") or chunk.get("chunk", {}).get("choices") or []
         if generation is not None and choices:
@@ -81,19 +83,34 @@ def _event_loop_http_client() -> Any:
     return _LOOP_CLIENTS[loop]
 
 
-def chat_model(model: str, *, base_url: str | None = None, server: Any = None, api_key: str | None = None,
-               enable_thinking: bool | None = None, temperature: float = 0.0, max_tokens: int | None = None,
-               **kwargs) -> ReasoningChatOpenAI:
+def chat_model(
+    model: str,
+    *,
+    base_url: str | None = None,
+    server: Any = None,
+    api_key: str | None = None,
+    enable_thinking: bool | None = None,
+    temperature: float = 0.0,
+    max_tokens: int | None = None,
+    **kwargs,
+) -> ReasoningChatOpenAI:
     """A langchain chat model for one served model id (made inside an event loop: streams on that loop's client)."""
     extra_body = dict(kwargs.pop("extra_body", None) or {})
     if enable_thinking is not None:
         extra_body["enable_thinking"] = enable_thinking
     key = api_key or getattr(server, "api_key", None) or os.environ.get("WORKBENCH_API_KEY") or "EMPTY"
-    return ReasoningChatOpenAI(model=model, base_url=_base_url(base_url, server), api_key=key,
-                               temperature=temperature, max_tokens=max_tokens, stream_usage=True,
-                               extra_body=extra_body or None, max_retries=kwargs.pop("max_retries", 1),
-                               http_async_client=kwargs.pop("http_async_client", None) or _event_loop_http_client(),
-                               **kwargs)
+    return ReasoningChatOpenAI(
+        model=model,
+        base_url=_base_url(base_url, server),
+        api_key=key,
+        temperature=temperature,
+        max_tokens=max_tokens,
+        stream_usage=True,
+        extra_body=extra_body or None,
+        max_retries=kwargs.pop("max_retries", 1),
+        http_async_client=kwargs.pop("http_async_client", None) or _event_loop_http_client(),
+        **kwargs,
+    )
 
 
 @dataclass
@@ -139,8 +156,17 @@ def _stream_reply(llm: ReasoningChatOpenAI, reply: ChatReply, messages: list, on
     return reply
 
 
-def chat(model: str, prompt: str | list, *, system: str | None = None, images: Iterable = (), stream: bool = True,
-         show: bool = True, out=None, **llm_options) -> ChatReply:
+def chat(
+    model: str,
+    prompt: str | list,
+    *,
+    system: str | None = None,
+    images: Iterable = (),
+    stream: bool = True,
+    show: bool = True,
+    out=None,
+    **llm_options,
+) -> ChatReply:
     """Ask one served model; stream the answer (reasoning first, marked) as it comes. Returns a ChatReply.
     ``images``: screenshots sent with the prompt (paths, bytes or data: URLs).
 
@@ -191,9 +217,18 @@ def served_models(*, base_url: str | None = None, server: Any = None, api_key: s
         return list(client.models())
 
 
-def compare(prompt: str | list, models: Iterable[str] | None = None, *, system: str | None = None,
-            images: Iterable = (), show: bool = True, html_output: bool | None = None, out=None,
-            refresh_s: float = 0.25, **llm_options) -> dict[str, ChatReply]:
+def compare(
+    prompt: str | list,
+    models: Iterable[str] | None = None,
+    *,
+    system: str | None = None,
+    images: Iterable = (),
+    show: bool = True,
+    html_output: bool | None = None,
+    out=None,
+    refresh_s: float = 0.25,
+    **llm_options,
+) -> dict[str, ChatReply]:
     """Ask several served models the same prompt (and ``images``) at once (default: every model the server
     lists) and show the answers side by side as they stream. Returns {model id: ChatReply}."""
     conn = {k: llm_options[k] for k in ("base_url", "server", "api_key") if k in llm_options}
@@ -201,8 +236,10 @@ def compare(prompt: str | list, models: Iterable[str] | None = None, *, system: 
     models = list(dict.fromkeys(models)) if models is not None else served_models(**conn)
     replies = {m: ChatReply(m) for m in models}
     messages = prompt if isinstance(prompt, list) else prompt_messages(prompt, system, images)
-    threads = [threading.Thread(target=_stream_reply, args=(chat_model(m, **llm_options), replies[m], messages),
-                                daemon=True) for m in models]
+    threads = [
+        threading.Thread(target=_stream_reply, args=(chat_model(m, **llm_options), replies[m], messages), daemon=True)
+        for m in models
+    ]
     for t in threads:
         t.start()
     use_html = _in_notebook() if html_output is None else html_output
@@ -234,8 +271,10 @@ def _html_table(replies: dict[str, ChatReply], done: bool) -> str:
         if r.error:
             body += f"<div style='color:#b00'>{html.escape(r.error)}</div>"
         status = f"{r.seconds:.1f} s" if done else "..."
-        cells.append(f"<td style='vertical-align:top;text-align:left;border:1px solid #ccc;padding:6px'>"
-                     f"<b>{html.escape(r.model)}</b> <small>{status}</small><hr>{body}</td>")
+        cells.append(
+            f"<td style='vertical-align:top;text-align:left;border:1px solid #ccc;padding:6px'>"
+            f"<b>{html.escape(r.model)}</b> <small>{status}</small><hr>{body}</td>"
+        )
     return f"<table style='width:100%;table-layout:fixed'><tr>{''.join(cells)}</tr></table>"
 
 

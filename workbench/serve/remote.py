@@ -17,6 +17,7 @@ way in, the client users bring.
   sent or got 429/502/503/504 is sent again, up to N more times; a 4xx never is (a bad request retried is still
   bad). Eval and agent runs send each request once and record the failure.
 """
+
 from __future__ import annotations
 
 import json
@@ -36,6 +37,7 @@ RETRIED_STATUSES = (429, 502, 503, 504)  # what a server answers while it is bus
 class ModelReply:
     """One reply of a model to a chat request, as a server (or a policy standing in for one) returned it: what the
     runner plays, the eval tasks score and GRPO rewards. A failed request is a reply too (``error``)."""
+
     content: str = ""
     reasoning: str = ""  # what the server split off as reasoning_content (thinking models)
     finish_reason: str | None = None
@@ -56,8 +58,16 @@ def prompt_messages(prompt: str, system: str | None = None, images: Iterable = (
     return ([{"role": "system", "content": system}] if system else []) + [{"role": "user", "content": content}]
 
 
-def chat_request(model: str, messages: list[dict], *, base_dir=None, image_cache: dict | None = None,
-                 enable_thinking: bool | None = None, seed: int | None = None, **sampling) -> dict:
+def chat_request(
+    model: str,
+    messages: list[dict],
+    *,
+    base_dir=None,
+    image_cache: dict | None = None,
+    enable_thinking: bool | None = None,
+    seed: int | None = None,
+    **sampling,
+) -> dict:
     """The chat-completions body asking ``model`` to answer ``messages``: image file paths (relative to
     ``base_dir``, the data file's folder) read here and sent inline (``inline_images``; ImageSourceError saying
     which image and why); ``sampling`` (temperature, max_tokens, ...) as given; ``enable_thinking`` and ``seed``
@@ -76,16 +86,16 @@ class ServerError(RuntimeError):
     """A request the server refused or failed: ``status`` (None when no HTTP answer says it), the server's own
     ``message``, its error ``code`` when it gave one, and the answer's JSON ``body`` (None if not JSON)."""
 
-    def __init__(self, message: str, status: int | None = None, code: str | None = None,
-                 body: Any = None):
+    def __init__(self, message: str, status: int | None = None, code: str | None = None, body: Any = None):
         super().__init__(f"HTTP {status}: {message}" if status is not None else message)
         self.message, self.status, self.code, self.body = message, status, code, body
 
     @property
     def context_overflow(self) -> bool:
         """Refused because the prompt does not fit the context (worded so by workbench serve and vLLM)."""
-        return self.status == 400 and (self.code == "context_length_exceeded"
-                                       or "maximum context length" in self.message)
+        return self.status == 400 and (
+            self.code == "context_length_exceeded" or "maximum context length" in self.message
+        )
 
     @property
     def prompt_tokens(self) -> int | None:
@@ -123,8 +133,9 @@ def _message_of(body: Any) -> tuple[str | None, str | None]:
         return error, None
     detail = body.get("detail")
     if isinstance(detail, list):  # FastAPI's validation errors
-        detail = "; ".join(f"{'.'.join(map(str, d.get('loc', ())))}: {d.get('msg')}" if isinstance(d, dict)
-                           else str(d) for d in detail)
+        detail = "; ".join(
+            f"{'.'.join(map(str, d.get('loc', ())))}: {d.get('msg')}" if isinstance(d, dict) else str(d) for d in detail
+        )
     message = detail if isinstance(detail, str) else body.get("message")
     return (message if isinstance(message, str) else None), None
 
@@ -164,8 +175,16 @@ class ServerClient:
     once from threads and the server batches them. ``retries``: how many times a request that could not be sent,
     or got a busy answer (429/502/503/504), is sent again (0: never); ``transport``: an httpx transport (tests)."""
 
-    def __init__(self, url: str, api_key: str | None = None, timeout: float = 600.0, *, retries: int = 0,
-                 retry_wait: float = 0.5, transport: httpx.BaseTransport | None = None):
+    def __init__(
+        self,
+        url: str,
+        api_key: str | None = None,
+        timeout: float = 600.0,
+        *,
+        retries: int = 0,
+        retry_wait: float = 0.5,
+        transport: httpx.BaseTransport | None = None,
+    ):
         root = url.rstrip("/")
         self.root = root[:-3] if root.endswith("/v1") else root
         self.base = self.root + "/v1"
@@ -173,8 +192,9 @@ class ServerClient:
         headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
         self.http = httpx.Client(headers=headers, timeout=timeout, transport=transport)
 
-    def _send(self, method: str, url: str, *, json_body: Any = None, stream: bool = False,
-              timeout: float | None = None) -> httpx.Response:
+    def _send(
+        self, method: str, url: str, *, json_body: Any = None, stream: bool = False, timeout: float | None = None
+    ) -> httpx.Response:
         """One request (sent again on a busy answer or a failure to send while retries are left): the response
         of a success; ServerError with the server's message, or ServerUnreachable."""
         extra = {} if timeout is None else {"timeout": timeout}
@@ -184,8 +204,9 @@ class ServerClient:
                 response = self.http.send(self.http.build_request(method, url, json=json_body, **extra), stream=stream)
             except httpx.HTTPError as err:
                 if last:
-                    raise ServerUnreachable(f"cannot reach the server at {self.base}: {type(err).__name__}: "
-                                            f"{err}") from None
+                    raise ServerUnreachable(
+                        f"cannot reach the server at {self.base}: {type(err).__name__}: {err}"
+                    ) from None
             else:
                 if response.is_success:
                     return response
@@ -194,7 +215,7 @@ class ServerClient:
                     response.close()
                     raise error_of(response)
                 response.close()
-            time.sleep(self.retry_wait * 2 ** attempt)
+            time.sleep(self.retry_wait * 2**attempt)
         raise AssertionError("unreachable")
 
     def get(self, path: str, timeout: float | None = None) -> Any:
@@ -238,8 +259,9 @@ class ServerClient:
         try:
             return {m["id"]: m for m in data["data"]}
         except (KeyError, TypeError):
-            raise ServerUnreachable(f"GET {self.base}/models did not answer an OpenAI model list: "
-                                    f"{str(data)[:200]}") from None
+            raise ServerUnreachable(
+                f"GET {self.base}/models did not answer an OpenAI model list: {str(data)[:200]}"
+            ) from None
 
     def chat(self, body: dict) -> ModelReply:
         """POST /v1/chat/completions with ``body`` (not streamed): the first choice, or the failure in the
@@ -247,18 +269,24 @@ class ServerClient:
         try:
             data = self.post("/v1/chat/completions", body)
         except ServerError as err:
-            return ModelReply(error=str(err), context_overflow=err.context_overflow,
-                              prompt_tokens=err.prompt_tokens if err.context_overflow else None)
+            return ModelReply(
+                error=str(err),
+                context_overflow=err.context_overflow,
+                prompt_tokens=err.prompt_tokens if err.context_overflow else None,
+            )
         choice = data["choices"][0]
         message = choice["message"]
-        return ModelReply(message.get("content") or "", message.get("reasoning_content") or "",
-                          choice.get("finish_reason"), prompt_tokens=(data.get("usage") or {}).get("prompt_tokens"))
+        return ModelReply(
+            message.get("content") or "",
+            message.get("reasoning_content") or "",
+            choice.get("finish_reason"),
+            prompt_tokens=(data.get("usage") or {}).get("prompt_tokens"),
+        )
 
     def stream_chat(self, body: dict) -> Iterator[dict]:
         """POST /v1/chat/completions with ``stream: true``: each chunk as the server sends it (``[DONE]`` ends
         it). ServerError for a refused request, an error sent inside the stream, or a stream cut mid-event."""
-        response = self._send("POST", self.base + "/chat/completions", json_body={**body, "stream": True},
-                              stream=True)
+        response = self._send("POST", self.base + "/chat/completions", json_body={**body, "stream": True}, stream=True)
         try:
             for data in sse_data(response.iter_lines()):
                 if data == "[DONE]":

@@ -1,4 +1,5 @@
 """Decoder events (``TokenEvent``) -> OpenAI objects: a chat or text completion whole, or its stream chunks, and their usage."""
+
 from __future__ import annotations
 
 import time
@@ -11,9 +12,11 @@ from .reasoning import ReasoningParser
 
 
 def usage(prompt_tokens: int, completion_tokens: int) -> dict:
-    return {"prompt_tokens": prompt_tokens, "completion_tokens": completion_tokens,
-            "total_tokens": prompt_tokens + completion_tokens}
-
+    return {
+        "prompt_tokens": prompt_tokens,
+        "completion_tokens": completion_tokens,
+        "total_tokens": prompt_tokens + completion_tokens,
+    }
 
 
 def merge_choices(objects: list[dict]) -> dict:
@@ -23,7 +26,6 @@ def merge_choices(objects: list[dict]) -> dict:
     completion = sum(obj["usage"]["completion_tokens"] for obj in objects)
     merged["usage"] = usage(objects[0]["usage"]["prompt_tokens"], completion)
     return merged
-
 
 
 class _Formatter:
@@ -42,17 +44,28 @@ class _Formatter:
         self.include_usage = bool(body.stream_options and body.stream_options.include_usage)
 
     def usage_chunk(self, usage: dict) -> dict:
-        return {"id": self.id, "object": self.chunk_object, "created": self.created, "model": self.model,
-                "choices": [], "usage": usage}
-
+        return {
+            "id": self.id,
+            "object": self.chunk_object,
+            "created": self.created,
+            "model": self.model,
+            "choices": [],
+            "usage": usage,
+        }
 
 
 class ChatFormatter(_Formatter):
     id_prefix = "chatcmpl"
     chunk_object = "chat.completion.chunk"
 
-    def __init__(self, body: P.ChatCompletionRequest, starts_in_reasoning: bool, tokenizer, index: int = 0,
-                 split_by_default: bool = True):
+    def __init__(
+        self,
+        body: P.ChatCompletionRequest,
+        starts_in_reasoning: bool,
+        tokenizer,
+        index: int = 0,
+        split_by_default: bool = True,
+    ):
         super().__init__(body, tokenizer, index)
         self.split = split_by_default if body.return_reasoning is None else body.return_reasoning
         self.parser = ReasoningParser(starts_in_reasoning) if self.split else None
@@ -60,8 +73,13 @@ class ChatFormatter(_Formatter):
         self._inline_prefix = "<think>" if (starts_in_reasoning and not self.split) else ""
 
     def _chunk(self, delta: dict, finish_reason: str | None = None, logprobs: dict | None = None) -> dict:
-        chunk = {"id": self.id, "object": "chat.completion.chunk", "created": self.created, "model": self.model,
-                 "choices": [{"index": self.index, "delta": delta, "logprobs": logprobs, "finish_reason": finish_reason}]}
+        chunk = {
+            "id": self.id,
+            "object": "chat.completion.chunk",
+            "created": self.created,
+            "model": self.model,
+            "choices": [{"index": self.index, "delta": delta, "logprobs": logprobs, "finish_reason": finish_reason}],
+        }
         if self.include_usage:
             chunk["usage"] = None
         return chunk
@@ -102,10 +120,21 @@ class ChatFormatter(_Formatter):
         if reasoning:
             message["reasoning_content"] = message["reasoning"] = reasoning
         entries = all_logprobs(events)
-        return {"id": self.id, "object": "chat.completion", "created": self.created, "model": self.model,
-                "choices": [{"index": self.index, "message": message,
-                             "logprobs": chat_logprobs(self.names, entries), "finish_reason": last.finish_reason}],
-                "usage": usage(last.prompt_tokens, last.completion_tokens)}
+        return {
+            "id": self.id,
+            "object": "chat.completion",
+            "created": self.created,
+            "model": self.model,
+            "choices": [
+                {
+                    "index": self.index,
+                    "message": message,
+                    "logprobs": chat_logprobs(self.names, entries),
+                    "finish_reason": last.finish_reason,
+                }
+            ],
+            "usage": usage(last.prompt_tokens, last.completion_tokens),
+        }
 
 
 class TextFormatter(_Formatter):
@@ -117,8 +146,13 @@ class TextFormatter(_Formatter):
         self._offset = 0  # characters streamed so far (text_offset of the next token)
 
     def _obj(self, text: str, finish_reason: str | None, logprobs: dict | None = None) -> dict:
-        obj = {"id": self.id, "object": "text_completion", "created": self.created, "model": self.model,
-               "choices": [{"index": self.index, "text": text, "logprobs": logprobs, "finish_reason": finish_reason}]}
+        obj = {
+            "id": self.id,
+            "object": "text_completion",
+            "created": self.created,
+            "model": self.model,
+            "choices": [{"index": self.index, "text": text, "logprobs": logprobs, "finish_reason": finish_reason}],
+        }
         if self.include_usage:
             obj["usage"] = None
         return obj
@@ -139,6 +173,8 @@ class TextFormatter(_Formatter):
 
     def complete(self, events: list[TokenEvent]) -> dict:
         last = events[-1]
-        obj = self._obj("".join(e.text for e in events), last.finish_reason, text_logprobs(self.names, all_logprobs(events)))
+        obj = self._obj(
+            "".join(e.text for e in events), last.finish_reason, text_logprobs(self.names, all_logprobs(events))
+        )
         obj["usage"] = usage(last.prompt_tokens, last.completion_tokens)
         return obj

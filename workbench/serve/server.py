@@ -1,6 +1,7 @@
 """Start and stop our server: in the foreground (CLI, ``serve_forever``), or in the background from a notebook
 (``start_server``, in a thread or a child process), with a ``ServerHandle`` to stop it. Talking to it goes through
 the one client, ``workbench.serve.remote`` (``ServerHandle.client``)."""
+
 from __future__ import annotations
 
 import json
@@ -41,8 +42,15 @@ def _bound_server(config: ServeConfig, loaded=None):
 
     served = ServedModels(config, loaded=loaded)
     sock = _bind(config.host, config.port)
-    server = uvicorn.Server(uvicorn.Config(create_app(served), log_level=config.log_level, access_log=False,
-                                           timeout_graceful_shutdown=2, lifespan="off"))
+    server = uvicorn.Server(
+        uvicorn.Config(
+            create_app(served),
+            log_level=config.log_level,
+            access_log=False,
+            timeout_graceful_shutdown=2,
+            lifespan="off",
+        )
+    )
     host, port = sock.getsockname()[:2]
     return served, sock, server, host, port
 
@@ -55,7 +63,9 @@ def serve_forever(config: ServeConfig, on_listening=None, loaded=None) -> None:
     import asyncio
 
     served, sock, server, host, port = _bound_server(config, loaded)
-    print(f"[workbench serve] listening on http://{host}:{port} (loading {config.model} ...)", file=sys.stderr, flush=True)
+    print(
+        f"[workbench serve] listening on http://{host}:{port} (loading {config.model} ...)", file=sys.stderr, flush=True
+    )
     if on_listening:
         on_listening(host, port)
 
@@ -78,9 +88,18 @@ def serve_forever(config: ServeConfig, on_listening=None, loaded=None) -> None:
 class ServerHandle:
     """A server running in the background. ``url`` is the root; ``base_url`` is what OpenAI clients take."""
 
-    def __init__(self, url: str, api_key: str | None, *, served: ServedModels | None = None, server=None,
-                 thread: threading.Thread | None = None, process: subprocess.Popen | None = None, sock=None,
-                 config_file: Path | None = None):
+    def __init__(
+        self,
+        url: str,
+        api_key: str | None,
+        *,
+        served: ServedModels | None = None,
+        server=None,
+        thread: threading.Thread | None = None,
+        process: subprocess.Popen | None = None,
+        sock=None,
+        config_file: Path | None = None,
+    ):
         self.url = url
         self.api_key = api_key
         self.served = served
@@ -177,10 +196,21 @@ class ServerHandle:
         return f"ServerHandle({self.url!r})"
 
 
-def start_server(model: str = "smollm2-135m-instruct", *, adapters: dict[str, str] | None = None,
-                 runs: list[str] | None = None, port: int = 0, host: str = "127.0.0.1", api_key: str | None = None,
-                 subprocess_mode: bool = False, wait: bool = True, timeout: float = 300.0, log_level: str = "warning",
-                 loaded=None, **options) -> ServerHandle:
+def start_server(
+    model: str = "smollm2-135m-instruct",
+    *,
+    adapters: dict[str, str] | None = None,
+    runs: list[str] | None = None,
+    port: int = 0,
+    host: str = "127.0.0.1",
+    api_key: str | None = None,
+    subprocess_mode: bool = False,
+    wait: bool = True,
+    timeout: float = 300.0,
+    log_level: str = "warning",
+    loaded=None,
+    **options,
+) -> ServerHandle:
     """Start a server in the background and return its handle (``with start_server() as srv: ...``).
 
     ``adapters`` maps model ids to adapter or run directories; ``runs`` are run directories served under
@@ -190,9 +220,19 @@ def start_server(model: str = "smollm2-135m-instruct", *, adapters: dict[str, st
     in memory. Other options: the fields of ServeConfig (max_batch, dtype, threads, adapter_root...). Bad
     options raise ConfigError listing every problem with its field.
     """
-    config = config_from_dict({"model": model, "adapters": {k: str(v) for k, v in (adapters or {}).items()},
-                               "runs": [str(r) for r in runs or []], "port": port, "host": host, "api_key": api_key,
-                               "log_level": log_level, **options}, ServeConfig)
+    config = config_from_dict(
+        {
+            "model": model,
+            "adapters": {k: str(v) for k, v in (adapters or {}).items()},
+            "runs": [str(r) for r in runs or []],
+            "port": port,
+            "host": host,
+            "api_key": api_key,
+            "log_level": log_level,
+            **options,
+        },
+        ServeConfig,
+    )
     if config.engine == "vllm":  # workbench.serve.start_server starts vLLM (workbench.serve.backends)
         raise ValueError("engine vllm: call workbench.serve.start_server, which starts vLLM for these options")
     if subprocess_mode:
@@ -226,8 +266,9 @@ def _start_thread(config: ServeConfig, loaded, load_here: bool) -> ServerHandle:
         served.load()
     else:
         threading.Thread(target=_load_quietly, args=(served,), name="workbench-load", daemon=True).start()
-    return ServerHandle(f"http://{_url_host(host)}:{port}", config.api_key, served=served, server=server,
-                        thread=thread, sock=sock)
+    return ServerHandle(
+        f"http://{_url_host(host)}:{port}", config.api_key, served=served, server=server, thread=thread, sock=sock
+    )
 
 
 def _load_quietly(served: ServedModels) -> None:
@@ -259,10 +300,12 @@ def _start_subprocess(config: ServeConfig) -> ServerHandle:
     # this module is the child (as training.launch runs workbench.training): the parser of `workbench serve` is not
     # needed to read a configuration already validated. The package imports this module before runpy runs it as
     # __main__; runpy's warning about that says nothing here, hence -W.
-    process = subprocess.Popen([sys.executable, "-W", "ignore::RuntimeWarning:runpy", "-m", "workbench.serve.server",
-                                name], env=env)
-    return ServerHandle(f"http://{_url_host(config.host)}:{config.port}", config.api_key, process=process,
-                        config_file=Path(name))
+    process = subprocess.Popen(
+        [sys.executable, "-W", "ignore::RuntimeWarning:runpy", "-m", "workbench.serve.server", name], env=env
+    )
+    return ServerHandle(
+        f"http://{_url_host(config.host)}:{config.port}", config.api_key, process=process, config_file=Path(name)
+    )
 
 
 def _url_host(host: str) -> str:

@@ -1,4 +1,5 @@
 """Streamed answers: the generations' events as one server-sent-event stream, ending with ``data: [DONE]``."""
+
 from __future__ import annotations
 
 import asyncio
@@ -19,12 +20,21 @@ def sse_event(obj: Any) -> bytes:
     return f"data: {json.dumps(obj, ensure_ascii=False)}\n\n".encode()
 
 
-def stream_response(served: ServedModels, request: Request, prompt_ids, choices: list[SamplingParams], adapter,
-                    formatters: list, images: dict | None = None) -> StreamingResponse:
+def stream_response(
+    served: ServedModels,
+    request: Request,
+    prompt_ids,
+    choices: list[SamplingParams],
+    adapter,
+    formatters: list,
+    images: dict | None = None,
+) -> StreamingResponse:
     """One SSE stream for every choice: their chunks interleave as the decoder produces them (each names its
     choice index); the usage chunk, when asked for, comes once at the end."""
     queue: asyncio.Queue = asyncio.Queue()
-    reqs = [submit(served, prompt_ids, params, adapter, queue, index, images)[0] for index, params in enumerate(choices)]
+    reqs = [
+        submit(served, prompt_ids, params, adapter, queue, index, images)[0] for index, params in enumerate(choices)
+    ]
     first = formatters[0]
 
     async def body() -> AsyncIterator[bytes]:
@@ -36,8 +46,16 @@ def stream_response(served: ServedModels, request: Request, prompt_ids, choices:
             while running:
                 index, event = await queue.get()
                 if event.finish_reason == "error":
-                    yield sse_event({"error": {"message": f"Generation failed: {event.error}", "type": "server_error",
-                                               "param": None, "code": None}})
+                    yield sse_event(
+                        {
+                            "error": {
+                                "message": f"Generation failed: {event.error}",
+                                "type": "server_error",
+                                "param": None,
+                                "code": None,
+                            }
+                        }
+                    )
                     break
                 for chunk in formatters[index].delta(event):
                     yield sse_event(chunk)
@@ -53,5 +71,6 @@ def stream_response(served: ServedModels, request: Request, prompt_ids, choices:
             for req in reqs:
                 req.cancel()  # the client went away (or we are done): stop generating for it
 
-    return StreamingResponse(body(), media_type="text/event-stream",
-                             headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"})
+    return StreamingResponse(
+        body(), media_type="text/event-stream", headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"}
+    )

@@ -1,4 +1,5 @@
 """Token -> text, incrementally: UTF-8 safe detokenization and stop strings that never leak."""
+
 from __future__ import annotations
 
 from ..forward.generate import without_cut_character
@@ -23,11 +24,11 @@ class IncrementalDetokenizer:
 
     def add(self, token_id: int) -> str:
         self.ids.append(token_id)
-        prefix_text = self._decode(self.ids[self._prefix_offset:self._read_offset])
-        new_text = self._decode(self.ids[self._prefix_offset:])
+        prefix_text = self._decode(self.ids[self._prefix_offset : self._read_offset])
+        new_text = self._decode(self.ids[self._prefix_offset :])
         # A trailing U+FFFD means an incomplete UTF-8 sequence: wait for the next token.
         if len(new_text) > len(prefix_text) and not new_text.endswith("\ufffd"):
-            delta = new_text[len(prefix_text):]
+            delta = new_text[len(prefix_text) :]
             self._prefix_offset = self._read_offset
             self._read_offset = len(self.ids)
             return delta
@@ -39,10 +40,10 @@ class IncrementalDetokenizer:
         greedy answers from both engines but for that last character)."""
         if self._read_offset >= len(self.ids):
             return ""
-        prefix_text = self._decode(self.ids[self._prefix_offset:self._read_offset])
-        new_text = self._decode(self.ids[self._prefix_offset:])
+        prefix_text = self._decode(self.ids[self._prefix_offset : self._read_offset])
+        new_text = self._decode(self.ids[self._prefix_offset :])
         self._prefix_offset = self._read_offset = len(self.ids)
-        return without_cut_character(new_text[len(prefix_text):])
+        return without_cut_character(new_text[len(prefix_text) :])
 
 
 def partial_suffix_len(text: str, markers: list[str]) -> int:
@@ -74,7 +75,7 @@ class StopStringMatcher:
         self._pending += delta
         hits = [i for i in (self._pending.find(s) for s in self.stops) if i >= 0]
         if hits:
-            out = self._pending[:min(hits)]
+            out = self._pending[: min(hits)]
             self._pending = ""
             return out, True
         keep = partial_suffix_len(self._pending, self.stops)

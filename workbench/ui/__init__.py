@@ -12,15 +12,26 @@ A file's name says its role (``tests/ui/test_roles.py`` holds it):
 
 The panels import lazily so ``import workbench.ui.run_log`` stays light.
 """
+
 from __future__ import annotations
 
 import importlib
 
 # name -> module of this package that defines it, imported on first access
-_LAZY = {"Workbench": "dashboard_panel", "ConfigPanel": "config_panel", "PlanPanel": "plan_panel", "RunMonitor": "monitor_panel",
-         "RunsPanel": "runs_panel", "ChatComparePanel": "chat_panel", "RunState": "run_state", "EpisodeReplay": "episodes_panel",
-         "EpisodeCompare": "episodes_panel", "RecorderPanel": "recorder_panel", "PrecisionCompare": "precision_compare",
-         "PrecisionCompareView": "precision_compare_panel"}
+_LAZY = {
+    "Workbench": "dashboard_panel",
+    "ConfigPanel": "config_panel",
+    "PlanPanel": "plan_panel",
+    "RunMonitor": "monitor_panel",
+    "RunsPanel": "runs_panel",
+    "ChatComparePanel": "chat_panel",
+    "RunState": "run_state",
+    "EpisodeReplay": "episodes_panel",
+    "EpisodeCompare": "episodes_panel",
+    "RecorderPanel": "recorder_panel",
+    "PrecisionCompare": "precision_compare",
+    "PrecisionCompareView": "precision_compare_panel",
+}
 __all__ = list(_LAZY)
 
 

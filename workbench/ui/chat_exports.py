@@ -9,6 +9,7 @@ ONNX exports are not served (they run in ``workbench.export.onnx_runner``: ``wor
 The section reaches the chat panel only through ``ChatTarget`` (the panel's public methods): the panel imports
 this module, never the other way round.
 """
+
 from __future__ import annotations
 
 import asyncio
@@ -34,6 +35,7 @@ class ChatTarget(Protocol):
     def remove_endpoint(self, model_id: str) -> None:
         """Stop offering a model served apart."""
 
+
 SERVABLE_TARGETS = ("merged", "int8")  # what `workbench serve --model DIR` loads
 RED = "#c62828"
 NO_RUNS_YET = "no run with an adapter or a passed export"
@@ -41,8 +43,11 @@ NO_RUNS_YET = "no run with an adapter or a passed export"
 
 def servable_exports(run_dir: str | Path) -> dict[str, Path]:
     """{export name: directory} of a run's exports that passed parity and a server can load."""
-    return {path.name: path for path, m in run_exports(run_dir)
-            if m.get("status") == "passed" and m.get("target") in SERVABLE_TARGETS}
+    return {
+        path.name: path
+        for path, m in run_exports(run_dir)
+        if m.get("status") == "passed" and m.get("target") in SERVABLE_TARGETS
+    }
 
 
 def export_model_id(run_dir: str | Path, export_name: str) -> str:
@@ -57,12 +62,22 @@ class ExportChatSection(W.VBox):
         self.subprocess_mode = subprocess_mode
         self.servers: dict[str, object] = {}  # model id -> ServerHandle of an export this section started
         self.runs_dir = W.Text(value=runs_dir, description="runs dir", style={"description_width": "60px"})
-        self.run = W.Dropdown(options=[], description="run", style={"description_width": "60px"},
-                              layout=W.Layout(width="320px"))
-        self.exports = W.SelectMultiple(options=[], rows=3, description="exports", style={"description_width": "60px"},
-                                        layout=W.Layout(width="320px"))
-        self.with_adapter = W.Checkbox(value=True, description="and the run's adapter (on the chat's server)", indent=False,
-                                       layout=W.Layout(width="auto"))  # a checkbox is 300 px by default: the label was cut
+        self.run = W.Dropdown(
+            options=[], description="run", style={"description_width": "60px"}, layout=W.Layout(width="320px")
+        )
+        self.exports = W.SelectMultiple(
+            options=[],
+            rows=3,
+            description="exports",
+            style={"description_width": "60px"},
+            layout=W.Layout(width="320px"),
+        )
+        self.with_adapter = W.Checkbox(
+            value=True,
+            description="and the run's adapter (on the chat's server)",
+            indent=False,
+            layout=W.Layout(width="auto"),
+        )  # a checkbox is 300 px by default: the label was cut
         self.serve_button = W.Button(description="Serve and compare", icon="server", layout=W.Layout(width="180px"))
         self.serve_button.add_class("wb-serve-exports")
         self.refresh_button = W.Button(description="Refresh", icon="refresh")
@@ -71,9 +86,15 @@ class ExportChatSection(W.VBox):
         self.refresh_button.on_click(lambda _: self.refresh())
         self.serve_button.on_click(lambda _: self.serve())
         self._task: asyncio.Future | None = None
-        super().__init__([W.HTML("<b>Exports of a run</b> (fp32 merged vs int8 vs the adapter)"),
-                          W.HBox([self.runs_dir, self.refresh_button]), W.HBox([self.run, self.exports]),
-                          W.HBox([self.with_adapter, self.serve_button]), self.status])
+        super().__init__(
+            [
+                W.HTML("<b>Exports of a run</b> (fp32 merged vs int8 vs the adapter)"),
+                W.HBox([self.runs_dir, self.refresh_button]),
+                W.HBox([self.run, self.exports]),
+                W.HBox([self.with_adapter, self.serve_button]),
+                self.status,
+            ]
+        )
         self.add_class("wb-export-chat")
         self.refresh()
 
@@ -85,8 +106,9 @@ class ExportChatSection(W.VBox):
         self.run.value = current if current in runs else (runs[0] if runs else None)
         self._list_exports()
         if not runs:  # e.g. the panel was made before its first run finished
-            self.status.value = (f"<small>{NO_RUNS_YET} in {html.escape(str(root))} yet: Refresh when one has "
-                                 "finished</small>")
+            self.status.value = (
+                f"<small>{NO_RUNS_YET} in {html.escape(str(root))} yet: Refresh when one has finished</small>"
+            )
         elif NO_RUNS_YET in self.status.value:
             self.status.value = ""
         return runs
@@ -107,8 +129,14 @@ class ExportChatSection(W.VBox):
                 started[model_id] = self.servers[model_id]
                 continue
             try:
-                handle = start_server(str(exports_dir(run_dir) / name), model_id=model_id, port=0,
-                                      subprocess_mode=self.subprocess_mode, wait=False, log_level="warning")
+                handle = start_server(
+                    str(exports_dir(run_dir) / name),
+                    model_id=model_id,
+                    port=0,
+                    subprocess_mode=self.subprocess_mode,
+                    wait=False,
+                    log_level="warning",
+                )
                 started[model_id] = handle.wait_ready()
             except Exception as err:  # noqa: BLE001 - shown in the section; the other exports still start
                 problems.append(f"{name}: {type(err).__name__}: {err}")
@@ -126,16 +154,23 @@ class ExportChatSection(W.VBox):
         ids = self.chat.offer_models(started, [run_dir.name] if adapter_served else [])
         self.serve_button.disabled = False
         self.status.value = (f"serving {html.escape(', '.join(ids))}" if ids else "") + "".join(
-            f"<div style='color:{RED}'>{html.escape(p)}</div>" for p in problems)
+            f"<div style='color:{RED}'>{html.escape(p)}</div>" for p in problems
+        )
         return ids
 
     def serve(self) -> list[str] | None:
         """Button handler: in a kernel, start the servers in a thread and return at once; without a loop, serve
         synchronously and return the model ids now selected in the chat."""
         if not self.run.value:
-            self.status.value = f"<span style='color:{RED}'>no run with exports in {html.escape(self.runs_dir.value)}</span>"
+            self.status.value = (
+                f"<span style='color:{RED}'>no run with exports in {html.escape(self.runs_dir.value)}</span>"
+            )
             return None
-        run_dir, names, adapter = Path(self.runs_dir.value) / self.run.value, list(self.exports.value), self.with_adapter.value
+        run_dir, names, adapter = (
+            Path(self.runs_dir.value) / self.run.value,
+            list(self.exports.value),
+            self.with_adapter.value,
+        )
         self.serve_button.disabled = True
         self.status.value = f"starting {len(names)} server(s)..."
         try:

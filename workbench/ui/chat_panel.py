@@ -7,6 +7,7 @@ An image picker (``ImagePicker``: upload, or a sample phone screenshot) attaches
 thumbnail and sent to every compared model as a base64 data: URL. Below, whole phone-agent episodes of two models
 replay side by side (``EpisodesSection``).
 """
+
 from __future__ import annotations
 
 import asyncio
@@ -38,16 +39,20 @@ class AnswerColumn(W.VBox):
         self.reasoning_box.layout.display = "none"
         self.answer = W.HTML()
         self.answer.add_class("wb-answer")
-        super().__init__([self.header, self.reasoning_box, self.answer],
-                         layout=W.Layout(border="1px solid #ccc", padding="6px", width="100%"))
+        super().__init__(
+            [self.header, self.reasoning_box, self.answer],
+            layout=W.Layout(border="1px solid #ccc", padding="6px", width="100%"),
+        )
         self.add_class("wb-answer-column")
 
     def show(self, reply: ChatReply, done: bool) -> None:
-        status = (f"{reply.seconds:.1f} s" if done else "streaming...")
+        status = f"{reply.seconds:.1f} s" if done else "streaming..."
         self.header.value = f"<b>{html.escape(reply.model)}</b> <small class='wb-answer-status'>{status}</small>"
         if reply.reasoning:
             self.reasoning_box.layout.display = None
-            self.reasoning.value = f"<div style='color:#777;font-style:italic;white-space:pre-wrap'>{html.escape(reply.reasoning)}</div>"
+            self.reasoning.value = (
+                f"<div style='color:#777;font-style:italic;white-space:pre-wrap'>{html.escape(reply.reasoning)}</div>"
+            )
         text = html.escape(reply.content)
         if reply.error:
             text += f"<div style='color:#c62828'>{html.escape(reply.error)}</div>"
@@ -64,25 +69,46 @@ class ChatComparePanel(W.VBox):
         runs_dir: where the exports and episodes sections look for runs.
     """
 
-    def __init__(self, server: Any = None, base_url: str | None = None, models: Iterable[str] = (),
-                 max_tokens: int = 128, runs_dir: str = "runs"):
+    def __init__(
+        self,
+        server: Any = None,
+        base_url: str | None = None,
+        models: Iterable[str] = (),
+        max_tokens: int = 128,
+        runs_dir: str = "runs",
+    ):
         self.server = server
         self.base_url = base_url
         self.endpoints: dict[str, Any] = {}  # model id -> the server of a model served apart (an export)
         self.replies: dict[str, ChatReply] = {}
         self.columns: dict[str, AnswerColumn] = {}
         self._task: asyncio.Task | None = None
-        self.models = W.SelectMultiple(options=list(models), description="models", rows=4,
-                                       style={"description_width": "60px"}, layout=W.Layout(width="420px"))
+        self.models = W.SelectMultiple(
+            options=list(models),
+            description="models",
+            rows=4,
+            style={"description_width": "60px"},
+            layout=W.Layout(width="420px"),
+        )
         self.refresh_button = W.Button(description="Refresh models", icon="refresh")
         self.refresh_button.on_click(lambda _: self.refresh_models())
         self.prompt = W.Textarea(placeholder="Ask the selected models...", layout=W.Layout(width="98%", height="60px"))
         # Option values are labels, not None/True/False: a Dropdown reads value None as "nothing selected"
         # and would start blank instead of on "template default".
-        self.thinking = W.Dropdown(options=list(THINKING), value="template default", description="thinking",
-                                   style={"description_width": "60px"})
-        self.max_tokens = W.BoundedIntText(value=max_tokens, min=1, max=32768, description="max tokens",
-                                           style={"description_width": "80px"}, layout=W.Layout(width="180px"))
+        self.thinking = W.Dropdown(
+            options=list(THINKING),
+            value="template default",
+            description="thinking",
+            style={"description_width": "60px"},
+        )
+        self.max_tokens = W.BoundedIntText(
+            value=max_tokens,
+            min=1,
+            max=32768,
+            description="max tokens",
+            style={"description_width": "80px"},
+            layout=W.Layout(width="180px"),
+        )
         self.ask_button = W.Button(description="Ask", icon="paper-plane", button_style="primary")
         self.ask_button.add_class("wb-ask")
         self.ask_button.on_click(lambda _: self.ask())
@@ -91,10 +117,17 @@ class ChatComparePanel(W.VBox):
         self.answers.add_class("wb-answers")
         self.image_picker = ImagePicker()
         self.replay = ReplayRows(self)
-        super().__init__([W.HTML("<b>Chat compare</b>"), W.HBox([self.models, self.refresh_button]), self.prompt,
-                          self.image_picker,
-                          W.HBox([self.thinking, self.max_tokens, self.ask_button, self.message]), self.answers,
-                          self.replay])
+        super().__init__(
+            [
+                W.HTML("<b>Chat compare</b>"),
+                W.HBox([self.models, self.refresh_button]),
+                self.prompt,
+                self.image_picker,
+                W.HBox([self.thinking, self.max_tokens, self.ask_button, self.message]),
+                self.answers,
+                self.replay,
+            ]
+        )
         self.add_class("wb-chat-panel")
         if server is not None and not self.models.options:
             self.refresh_models()
@@ -139,7 +172,11 @@ class ChatComparePanel(W.VBox):
     def _conn(self, model: str | None = None) -> dict:
         if model in self.endpoints:
             return {"server": self.endpoints[model]}
-        return {"server": self.server} if self.server is not None else ({"base_url": self.base_url} if self.base_url else {})
+        return (
+            {"server": self.server}
+            if self.server is not None
+            else ({"base_url": self.base_url} if self.base_url else {})
+        )
 
     def refresh_models(self) -> list[str]:
         try:
@@ -163,8 +200,10 @@ class ChatComparePanel(W.VBox):
         prompt = self.prompt.value if prompt is None else prompt
         models = list(dict.fromkeys(models if models is not None else self.models.value))
         if not (2 <= len(models) <= MAX_MODELS) or not prompt.strip():
-            self.message.value = (f"<span style='color:#c62828'>pick 2 to {MAX_MODELS} models and type a prompt "
-                                  f"({len(models)} picked)</span>")
+            self.message.value = (
+                f"<span style='color:#c62828'>pick 2 to {MAX_MODELS} models and type a prompt "
+                f"({len(models)} picked)</span>"
+            )
             return None
         self.prompt.value = prompt
         self.message.value = ""
@@ -185,8 +224,9 @@ class ChatComparePanel(W.VBox):
         self._task = loop.create_task(self.ask_async(prompt, models))
         return None
 
-    async def ask_async(self, prompt: str | None = None, models: Iterable[str] | None = None,
-                        messages: list | None = None) -> dict[str, ChatReply]:
+    async def ask_async(
+        self, prompt: str | None = None, models: Iterable[str] | None = None, messages: list | None = None
+    ) -> dict[str, ChatReply]:
         """Stream every model's answer at once; returns {model: ChatReply} when all are done. ``messages``: the whole
         conversation to send (a replayed row's), ``prompt`` then being only what the prompt box shows."""
         started = self._start(prompt, models)
@@ -199,7 +239,12 @@ class ChatComparePanel(W.VBox):
 
         async def one(model: str) -> None:
             reply = self.replies[model]
-            llm = chat_model(model, enable_thinking=THINKING[self.thinking.value], max_tokens=self.max_tokens.value, **self._conn(model))
+            llm = chat_model(
+                model,
+                enable_thinking=THINKING[self.thinking.value],
+                max_tokens=self.max_tokens.value,
+                **self._conn(model),
+            )
             t0 = time.monotonic()
             try:
                 async for chunk in llm.astream(messages):
@@ -243,13 +288,19 @@ class ImagePicker(W.VBox):
         self.samples = sample_screenshots()
         self.upload = W.FileUpload(accept="image/*", multiple=False, description="Upload image")
         self.upload.observe(lambda change: self._uploaded(change["new"]), names="value")
-        self.sample = W.Dropdown(options=[NO_SAMPLE] + list(self.samples), value=NO_SAMPLE, description="or sample",
-                                 style={"description_width": "70px"}, layout=W.Layout(width="300px"))
+        self.sample = W.Dropdown(
+            options=[NO_SAMPLE] + list(self.samples),
+            value=NO_SAMPLE,
+            description="or sample",
+            style={"description_width": "70px"},
+            layout=W.Layout(width="300px"),
+        )
         self.sample.observe(lambda change: self.choose_sample(change["new"]), names="value")
         self.clear_button = W.Button(description="No image", icon="times")
         self.clear_button.on_click(lambda _: self.clear())
-        self.thumbnail = W.Image(format="png", layout=W.Layout(max_width=f"{ChatImage.THUMBNAIL_SIDE}px",
-                                                               display="none"))
+        self.thumbnail = W.Image(
+            format="png", layout=W.Layout(max_width=f"{ChatImage.THUMBNAIL_SIDE}px", display="none")
+        )
         self.status = W.HTML("<small>no image: text only</small>")
         super().__init__([W.HBox([self.upload, self.sample, self.clear_button]), W.HBox([self.thumbnail, self.status])])
         self.add_class("wb-image-picker")
@@ -293,8 +344,10 @@ class ImagePicker(W.VBox):
             self.sample.value = NO_SAMPLE  # from_sample is False already: the observer leaves the upload
         self.thumbnail.value = image.thumbnail
         self.thumbnail.layout.display = None
-        self.status.value = (f"<small><b>{html.escape(image.name)}</b> {image.width}x{image.height}, sent to every "
-                             "compared model</small>")
+        self.status.value = (
+            f"<small><b>{html.escape(image.name)}</b> {image.width}x{image.height}, sent to every "
+            "compared model</small>"
+        )
 
 
 # ---- replay held-out rows of a task set -------------------------------------------------------------------
@@ -306,10 +359,18 @@ def _verdict_html(verdict: dict) -> str:
     if verdict.get("error"):
         return f"<b style='color:#c62828'>error</b> <small>{html.escape(str(verdict['error']))}</small>"
     passed = verdict.get("ok", verdict.get("exact"))
-    mark = ("<b style='color:#2e7d32'>pass</b>" if passed else "<b style='color:#c62828'>fail</b>"
-            if passed is not None else "")
-    details = ", ".join(f"{k}={v:.2f}" if isinstance(v, float) else f"{k}={v}" for k, v in verdict.items()
-                        if k not in ("ok", "exact") and v is not None and not isinstance(v, (list, dict)))
+    mark = (
+        "<b style='color:#2e7d32'>pass</b>"
+        if passed
+        else "<b style='color:#c62828'>fail</b>"
+        if passed is not None
+        else ""
+    )
+    details = ", ".join(
+        f"{k}={v:.2f}" if isinstance(v, float) else f"{k}={v}"
+        for k, v in verdict.items()
+        if k not in ("ok", "exact") and v is not None and not isinstance(v, (list, dict))
+    )
     return f"{mark} <small>{html.escape(details)}</small>"
 
 
@@ -324,8 +385,13 @@ class ReplayRows(W.VBox):
         self.examples: list = []
         self.verdicts: dict[str, dict] = {}
         names = [n for n in task_names() if not getattr(_task(n), "needs_model", False)]  # scored on answers
-        self.task = W.Dropdown(options=names, value="identity" if "identity" in names else names[0],
-                               description="task", style={"description_width": "40px"}, layout=W.Layout(width="300px"))
+        self.task = W.Dropdown(
+            options=names,
+            value="identity" if "identity" in names else names[0],
+            description="task",
+            style={"description_width": "40px"},
+            layout=W.Layout(width="300px"),
+        )
         self.row = W.Dropdown(description="row", style={"description_width": "40px"}, layout=W.Layout(width="520px"))
         self.replay_button = W.Button(description="Replay row", icon="history")
         self.replay_button.add_class("wb-replay")
@@ -334,8 +400,14 @@ class ReplayRows(W.VBox):
         self.result.add_class("wb-replay-verdicts")
         self.task.observe(lambda _: self.load_rows(), names="value")
         self.replay_button.on_click(lambda _: self.replay())
-        super().__init__([W.HTML("<b>Replay held-out rows</b>"), W.HBox([self.task, self.row, self.replay_button]),
-                          self.expected, self.result])
+        super().__init__(
+            [
+                W.HTML("<b>Replay held-out rows</b>"),
+                W.HBox([self.task, self.row, self.replay_button]),
+                self.expected,
+                self.result,
+            ]
+        )
         self.add_class("wb-replay-panel")
         self.load_rows()
 
@@ -349,8 +421,9 @@ class ReplayRows(W.VBox):
         except ValueError as err:  # DataError: say so instead of failing the panel
             self.examples = []
             self.expected.value = f"<span style='color:#c62828'>{html.escape(str(err))}</span>"
-        self.row.options = [(f"{ex.index}: {_preview(_text_of(ex.messages[-1]['content']))}", i)
-                            for i, ex in enumerate(self.examples)]
+        self.row.options = [
+            (f"{ex.index}: {_preview(_text_of(ex.messages[-1]['content']))}", i) for i, ex in enumerate(self.examples)
+        ]
         self.row.value = 0 if self.examples else None  # new options leave a Dropdown blank: start on the first row
         return self.examples
 
@@ -373,17 +446,23 @@ class ReplayRows(W.VBox):
             self.result.value = "<span style='color:#c62828'>no row to replay: pick a task with held-out rows</span>"
             return {}
         task, example = _task(self.task.value), self.examples[self.row.value]
-        self.expected.value = (f"<b>expected</b> <span class='wb-replay-expected' style='white-space:pre-wrap'>"
-                               f"{html.escape(example.reference)}</span>")
+        self.expected.value = (
+            f"<b>expected</b> <span class='wb-replay-expected' style='white-space:pre-wrap'>"
+            f"{html.escape(example.reference)}</span>"
+        )
         self.result.value = ""
         # the prompt box shows the row's text; the whole conversation, its screenshots inline, is what is sent
-        replies = await self.chat.ask_async(_text_of(example.messages[-1]["content"]), models,
-                                            messages=list(example.messages))
+        replies = await self.chat.ask_async(
+            _text_of(example.messages[-1]["content"]), models, messages=list(example.messages)
+        )
         # the row's images travel inline (load_eval_examples read them); a failed request is not scored
-        self.verdicts = {m: {"error": r.error} if r.error else task.score(example, ModelReply(r.content, r.reasoning))
-                         for m, r in replies.items()}
-        self.result.value = "".join(f"<div><b>{html.escape(m)}</b>: {_verdict_html(v)}</div>"
-                                    for m, v in self.verdicts.items())
+        self.verdicts = {
+            m: {"error": r.error} if r.error else task.score(example, ModelReply(r.content, r.reasoning))
+            for m, r in replies.items()
+        }
+        self.result.value = "".join(
+            f"<div><b>{html.escape(m)}</b>: {_verdict_html(v)}</div>" for m, v in self.verdicts.items()
+        )
         return self.verdicts
 
 

@@ -6,6 +6,7 @@ typed values for choices, switches and numbers), re-validates on every change wi
 ``FieldSpec`` to ``form.values`` and draws ``form.field_problems(path)``; the notebook panel is one
 such view, a test or a script can drive the form without any.
 """
+
 from __future__ import annotations
 
 import functools
@@ -227,7 +228,7 @@ class ConfigForm:
         None for a problem of the whole config or a section."""
         if path in self.fields:
             return path
-        owners = [p for p in self.fields if path.startswith(p) and path[len(p):len(p) + 1] in (".", "[")]
+        owners = [p for p in self.fields if path.startswith(p) and path[len(p) : len(p) + 1] in (".", "[")]
         return max(owners, key=len) if owners else None
 
     def field_problems(self, path: str) -> list[str]:
@@ -235,7 +236,7 @@ class ConfigForm:
         out = []
         for where, msg in self.problems:
             if self.owner(where) == path:
-                out.append(msg if where == path else f"{where[len(path):].lstrip('.')}: {msg}")
+                out.append(msg if where == path else f"{where[len(path) :].lstrip('.')}: {msg}")
         return out
 
     @property
@@ -258,8 +259,9 @@ class ConfigForm:
         if assembled.imported is not None:  # the importer and this schema disagree: say so rather than drop settings
             unknown = sorted(set(assembled.imported.overrides) - set(self.fields))
             if unknown:
-                raise ConfigError([("file", f"{inputs.deepspeed}: maps to fields this config does not have: "
-                                    f"{', '.join(unknown)}")])
+                raise ConfigError(
+                    [("file", f"{inputs.deepspeed}: maps to fields this config does not have: {', '.join(unknown)}")]
+                )
         self.set_config(assembled.settings)
         return assembled
 
@@ -290,7 +292,9 @@ class ConfigForm:
             else:
                 save_config(self.config, path)
         except OSError as err:
-            raise ConfigError([("file", f"cannot write {str(path)!r}: {err.strerror} (pick a writable folder)")]) from None
+            raise ConfigError(
+                [("file", f"cannot write {str(path)!r}: {err.strerror} (pick a writable folder)")]
+            ) from None
         return path
 
     def start_from_recipe(self, name: str):
@@ -311,8 +315,9 @@ class ConfigForm:
         object. A field whose text does not parse keeps its text unless the file sets it."""
         current, unreadable = self.data()
         kept = {p: self.values[p] for p, _ in unreadable}
-        assembled = self.assemble(RunInputs(config=apply_overrides({}, changed_settings(current)), deepspeed=path,
-                                            deepspeed_field="file"))
+        assembled = self.assemble(
+            RunInputs(config=apply_overrides({}, changed_settings(current)), deepspeed=path, deepspeed_field="file")
+        )
         kept = {p: v for p, v in kept.items() if p not in assembled.imported.overrides}
         if kept:
             self.values.update(kept)
@@ -358,8 +363,12 @@ def preview_data(cfg: RunConfig, n: int = 3, tokenizer=None) -> DataPreview:
     from ..data import IGNORE_INDEX, load_training_examples
 
     tok = tokenizer or tokenizer_for(cfg.model.source)
-    examples, stats = load_training_examples(cfg.data.train, tok, cfg.data.max_length, cfg.data.format,
-                                    cfg.data.skip_bad_rows, cfg.data.system_prompt)
+    examples, stats = load_training_examples(
+        cfg.data.train, tok, cfg.data.max_length, cfg.data.format, cfg.data.skip_bad_rows, cfg.data.system_prompt
+    )
     shown = examples[:n]
-    return DataPreview([[(tok.decode([i]), lab != IGNORE_INDEX) for i, lab in zip(ex.input_ids, ex.labels)]
-                        for ex in shown], [ex.truncated for ex in shown], stats)
+    return DataPreview(
+        [[(tok.decode([i]), lab != IGNORE_INDEX) for i, lab in zip(ex.input_ids, ex.labels)] for ex in shown],
+        [ex.truncated for ex in shown],
+        stats,
+    )

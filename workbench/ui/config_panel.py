@@ -4,6 +4,7 @@ Sections, fields, choices and help come from the schema (``config_form.form_sect
 added to the schema appears here with no change. The form holds the values, validates and routes each
 problem to its field; this module only binds widgets to it and draws what it says.
 """
+
 from __future__ import annotations
 
 import html
@@ -45,19 +46,26 @@ class FieldEditor:
         elif spec.kind == "float":
             self.widget = W.FloatText(**common)
         elif spec.choices:
-            self.widget = W.Combobox(options=list(map(str, spec.choices)), ensure_option=False, placeholder=spec.hint,
-                                     **common)
+            self.widget = W.Combobox(
+                options=list(map(str, spec.choices)), ensure_option=False, placeholder=spec.hint, **common
+            )
         else:
             self.widget = W.Text(placeholder=spec.hint, **common)
         self.error = W.HTML(layout=W.Layout(margin="0 0 0 8px"))
         help_text = html.escape(spec.help)
-        self.help = W.HTML(f"<span style='color:#888;font-size:90%' title='{help_text}'>{help_text[:90]}"
-                           f"{'...' if len(help_text) > 90 else ''}</span>", layout=W.Layout(margin="0 0 0 8px"))
+        self.help = W.HTML(
+            f"<span style='color:#888;font-size:90%' title='{help_text}'>{help_text[:90]}"
+            f"{'...' if len(help_text) > 90 else ''}</span>",
+            layout=W.Layout(margin="0 0 0 8px"),
+        )
         self.row = W.HBox([self.widget, W.VBox([self.error, self.help])])
 
     def show_problems(self, messages: list[str]) -> None:
-        self.error.value = (f"<span style='color:{RED}' class='wb-field-error'>&#9888; {html.escape('; '.join(messages))}"
-                            f"</span>" if messages else "")
+        self.error.value = (
+            f"<span style='color:{RED}' class='wb-field-error'>&#9888; {html.escape('; '.join(messages))}</span>"
+            if messages
+            else ""
+        )
 
 
 class ConfigPanel(W.VBox):
@@ -91,37 +99,64 @@ class ConfigPanel(W.VBox):
         self.status = W.HTML()
         self.other_problems = W.HTML()
         file_style = {"description_width": "80px"}
-        self.path_text = W.Text(value=path, description="file", placeholder="run.yaml (YAML or JSON)", style=file_style,
-                                layout=W.Layout(width="400px"))
+        self.path_text = W.Text(
+            value=path,
+            description="file",
+            placeholder="run.yaml (YAML or JSON)",
+            style=file_style,
+            layout=W.Layout(width="400px"),
+        )
         self.load_button = W.Button(description="Load", icon="folder-open", layout=W.Layout(width="90px"))
         self.save_button = W.Button(description="Save", icon="save", layout=W.Layout(width="90px"))
         self.load_button.on_click(lambda _: self.load(self.path_text.value))
         self.save_button.on_click(lambda _: self.save(self.path_text.value))
         self.file_message = W.HTML()
-        self.deepspeed_text = W.Text(description="DeepSpeed", placeholder="ds_config.json", style=file_style,
-                                     layout=W.Layout(width="400px"))
-        self.deepspeed_button = W.Button(description="Load DeepSpeed JSON", icon="file-import",
-                                         tooltip="take batch, precision, ZeRO stage and offload from a DeepSpeed config",
-                                         layout=W.Layout(width="190px"))
+        self.deepspeed_text = W.Text(
+            description="DeepSpeed", placeholder="ds_config.json", style=file_style, layout=W.Layout(width="400px")
+        )
+        self.deepspeed_button = W.Button(
+            description="Load DeepSpeed JSON",
+            icon="file-import",
+            tooltip="take batch, precision, ZeRO stage and offload from a DeepSpeed config",
+            layout=W.Layout(width="190px"),
+        )
         self.deepspeed_button.on_click(lambda _: self.load_deepspeed(self.deepspeed_text.value))
         self.deepspeed_message = W.HTML()
         self.deepspeed_message.add_class("wb-deepspeed-message")
         self.cli = W.HTML()
         from ..config.recipes import recipe_names
 
-        self.recipe_choice = W.Dropdown(options=[("(a recipe)", "")] + [(n, n) for n in recipe_names()], value="",
-                                        description="start from", style=file_style, layout=W.Layout(width="400px"))
-        self.recipe_button = W.Button(description="Use recipe", icon="book", layout=W.Layout(width="120px"),
-                                      tooltip="set every field from a packaged recipe (workbench recipes)")
+        self.recipe_choice = W.Dropdown(
+            options=[("(a recipe)", "")] + [(n, n) for n in recipe_names()],
+            value="",
+            description="start from",
+            style=file_style,
+            layout=W.Layout(width="400px"),
+        )
+        self.recipe_button = W.Button(
+            description="Use recipe",
+            icon="book",
+            layout=W.Layout(width="120px"),
+            tooltip="set every field from a packaged recipe (workbench recipes)",
+        )
         self.recipe_button.on_click(lambda _: self.start_from_recipe(self.recipe_choice.value))
         self.recipe_message = W.HTML()
         self.recipe_message.add_class("wb-recipe-message")
-        super().__init__([W.HTML("<b>Run configuration</b>"),
-                          W.HBox([self.recipe_choice, self.recipe_button]), self.recipe_message,
-                          self.tabs, self.status, self.other_problems,
-                          W.HBox([self.path_text, self.load_button, self.save_button, self.file_message]),
-                          W.HBox([self.deepspeed_text, self.deepspeed_button]), self.deepspeed_message,
-                          W.HTML("<b>Equivalent command</b>"), self.cli])
+        super().__init__(
+            [
+                W.HTML("<b>Run configuration</b>"),
+                W.HBox([self.recipe_choice, self.recipe_button]),
+                self.recipe_message,
+                self.tabs,
+                self.status,
+                self.other_problems,
+                W.HBox([self.path_text, self.load_button, self.save_button, self.file_message]),
+                W.HBox([self.deepspeed_text, self.deepspeed_button]),
+                self.deepspeed_message,
+                W.HTML("<b>Equivalent command</b>"),
+                self.cli,
+            ]
+        )
         self.add_class("wb-config-panel")
         self.form.on_change(lambda form: self._draw())
         self.form.set_config(cfg or RunConfig())
@@ -166,7 +201,7 @@ class ConfigPanel(W.VBox):
                     try:
                         ed.widget.value = form.values[path]
                     except TraitError:  # e.g. a loaded file's "abc" for a number: the widget keeps its value,
-                        pass            # the field's problem line says what is wrong
+                        pass  # the field's problem line says what is wrong
         finally:
             self._pushing = False
         for path, ed in self.editors.items():
@@ -176,7 +211,9 @@ class ConfigPanel(W.VBox):
             fields = ", ".join(sorted({p for p, _ in form.problems}))
             self.status.value = _red(f"{len(form.problems)} problem(s): {fields}", "wb-config-status")
         else:
-            self.status.value = "<span style='color:#2e7d32' class='wb-config-status'>&#10004; valid configuration</span>"
+            self.status.value = (
+                "<span style='color:#2e7d32' class='wb-config-status'>&#10004; valid configuration</span>"
+            )
         self.cli.value = f"<pre class='wb-cli'>{html.escape(form.cli_command)}</pre>"
 
     # ---- files --------------------------------------------------------------------------------
@@ -220,10 +257,15 @@ class ConfigPanel(W.VBox):
         self.recipe_message.value = (
             f"<div class='wb-recipe'><b>{html.escape(recipe.name)}</b>: {html.escape(recipe.purpose)}<br>"
             f"expected: {html.escape(recipe.summary())}<br>needs: {html.escape(recipe.requirements.describe())}"
-            + (f"<br><b>starts from the model recipe {html.escape(recipe.starts_from)} trains</b>: set model.source "
-               "to that run's model (RUN/model)" if recipe.starts_from else "")
+            + (
+                f"<br><b>starts from the model recipe {html.escape(recipe.starts_from)} trains</b>: set model.source "
+                "to that run's model (RUN/model)"
+                if recipe.starts_from
+                else ""
+            )
             + f"<br><span style='color:#888'>check it: python -m workbench.bench.recipes {html.escape(recipe.name)}"
-            "</span></div>")
+            "</span></div>"
+        )
         return recipe
 
     def load_deepspeed(self, path: str | Path):
@@ -239,8 +281,10 @@ class ConfigPanel(W.VBox):
             return None
         fields = ", ".join(f"{k} = {v!r}" for k, v in imported.overrides.items()) or "no settings it maps"
         lines = [f"<div>from {html.escape(str(path))}: {html.escape(fields)}</div>"]
-        lines += [f"<div class='wb-deepspeed-warning' style='color:#ef6c00'>&#9888; {html.escape(k)}: {html.escape(m)}</div>"
-                  for k, m in imported.warnings]
+        lines += [
+            f"<div class='wb-deepspeed-warning' style='color:#ef6c00'>&#9888; {html.escape(k)}: {html.escape(m)}</div>"
+            for k, m in imported.warnings
+        ]
         lines += [f"<div style='color:#666'>{html.escape(k)}: {html.escape(m)}</div>" for k, m in imported.notes]
         self.deepspeed_message.value = "".join(lines)
         return imported
@@ -277,17 +321,28 @@ class DataPreviewView(W.VBox):
 
 def preview_html(p: DataPreview) -> str:
     s = p.stats
-    counts = (f"{s.examples} example(s) from {s.rows} row(s) of {html.escape(str(s.path))}; {s.truncated} truncated"
-              + (f"; {s.skipped_bad} bad row(s) skipped" if s.skipped_bad else "")
-              + (f"; {s.dropped_no_target} with no assistant tokens left" if s.dropped_no_target else ""))
-    parts = ["<div class='wb-data-preview' style='font-family:monospace;font-size:85%'>", f"<div>{counts}</div>",
-             "<div><span style='background:#c8e6c9'>trained (assistant) tokens</span> &nbsp; "
-             "<span style='color:#999'>context tokens (label -100)</span></div>"]
+    counts = (
+        f"{s.examples} example(s) from {s.rows} row(s) of {html.escape(str(s.path))}; {s.truncated} truncated"
+        + (f"; {s.skipped_bad} bad row(s) skipped" if s.skipped_bad else "")
+        + (f"; {s.dropped_no_target} with no assistant tokens left" if s.dropped_no_target else "")
+    )
+    parts = [
+        "<div class='wb-data-preview' style='font-family:monospace;font-size:85%'>",
+        f"<div>{counts}</div>",
+        "<div><span style='background:#c8e6c9'>trained (assistant) tokens</span> &nbsp; "
+        "<span style='color:#999'>context tokens (label -100)</span></div>",
+    ]
     for i, tokens in enumerate(p.examples):
-        spans = "".join(f"<span style='background:#c8e6c9'>{html.escape(t)}</span>" if trained
-                        else f"<span style='color:#999'>{html.escape(t)}</span>" for t, trained in tokens)
-        parts.append(f"<div style='margin-top:6px'><b>example {i + 1}</b>: {p.trained(i)} of {len(tokens)} tokens trained"
-                     f"{' (truncated)' if p.truncated[i] else ''}<div style='white-space:pre-wrap;"
-                     f"border:1px solid #ddd;padding:4px'>{spans}</div></div>")
+        spans = "".join(
+            f"<span style='background:#c8e6c9'>{html.escape(t)}</span>"
+            if trained
+            else f"<span style='color:#999'>{html.escape(t)}</span>"
+            for t, trained in tokens
+        )
+        parts.append(
+            f"<div style='margin-top:6px'><b>example {i + 1}</b>: {p.trained(i)} of {len(tokens)} tokens trained"
+            f"{' (truncated)' if p.truncated[i] else ''}<div style='white-space:pre-wrap;"
+            f"border:1px solid #ddd;padding:4px'>{spans}</div></div>"
+        )
     parts.append("</div>")
     return "".join(parts)

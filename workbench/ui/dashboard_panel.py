@@ -1,4 +1,5 @@
 """``Workbench()``: the config, plan, monitor, runs and chat panels wired together in one dashboard."""
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -29,8 +30,14 @@ class Workbench(W.Tab):
         max_tokens: the chat panel's initial answer length.
     """
 
-    def __init__(self, cfg: RunConfig | None = None, server: Any = None, devices: DeviceSet = DEFAULT_DEVICES,
-                 runs_dir: str | None = None, max_tokens: int = 128):
+    def __init__(
+        self,
+        cfg: RunConfig | None = None,
+        server: Any = None,
+        devices: DeviceSet = DEFAULT_DEVICES,
+        runs_dir: str | None = None,
+        max_tokens: int = 128,
+    ):
         cfg = cfg or RunConfig()
         if runs_dir is not None:
             cfg = replace(cfg, **{"output.runs_dir": runs_dir})
@@ -42,8 +49,10 @@ class Workbench(W.Tab):
         self.runs = RunsPanel(cfg.output.runs_dir, monitor=self.monitor)
         self.chat = ChatComparePanel(server=server, max_tokens=max_tokens, runs_dir=cfg.output.runs_dir)
         self.monitor.on_finished(self._run_ended)
-        super().__init__(children=[self.config, self.plan, self.monitor, self.runs, self.chat],
-                         titles=("Config", "Plan", "Launch & monitor", "Runs", "Chat"))
+        super().__init__(
+            children=[self.config, self.plan, self.monitor, self.runs, self.chat],
+            titles=("Config", "Plan", "Launch & monitor", "Runs", "Chat"),
+        )
         self.add_class("wb-dashboard")
 
     def _run_ended(self, state: RunState) -> None:

@@ -4,6 +4,7 @@
 Press point as a ring (two rings for Double Tap, a filled dot for Long Press), a Swipe as an arrow from start to
 end, in red; an answer that is no point action draws nothing but the box.
 """
+
 from __future__ import annotations
 
 import math
@@ -17,8 +18,9 @@ BOX_COLOR = (0, 200, 0)
 ACTION_COLOR = (255, 0, 0)
 
 
-def draw_action(image: Image.Image, answer: str | None, box: Sequence[int] | None = None, scale: int = 1,
-                color=ACTION_COLOR) -> Image.Image:
+def draw_action(
+    image: Image.Image, answer: str | None, box: Sequence[int] | None = None, scale: int = 1, color=ACTION_COLOR
+) -> Image.Image:
     """A copy of ``image`` enlarged ``scale`` times with ``box`` and the action of ``answer`` (a reply, with or
     without <think>/<answer>, or a bare action) drawn on it."""
     img = image.convert("RGB").resize((image.width * scale, image.height * scale), Image.NEAREST)

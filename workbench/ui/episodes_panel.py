@@ -5,6 +5,7 @@ this step* opens the recorder panel (``workbench.ui.recorder_panel``) with the p
 the rest (a correction: the model's earlier steps stay as context). ``EpisodeCompare`` shows several models' episodes
 of one task side by side on one slider (base vs fine-tuned); ``EpisodesSection`` (in the chat compare panel) picks the
 episode folders of a runs directory to compare."""
+
 from __future__ import annotations
 
 import html
@@ -27,8 +28,14 @@ def _verdict(episode: Episode) -> str:
 
 
 class EpisodeReplay(W.VBox):
-    def __init__(self, episodes: str | Path | Sequence[Episode] = (), title: str | None = None, scale: int = 2,
-                 picker: bool = True, corrections: str | Path = "demonstrations"):
+    def __init__(
+        self,
+        episodes: str | Path | Sequence[Episode] = (),
+        title: str | None = None,
+        scale: int = 2,
+        picker: bool = True,
+        corrections: str | Path = "demonstrations",
+    ):
         """One model's episodes, a step at a time: the screen it saw, its reply, what the phone did.
 
         Args:
@@ -45,29 +52,45 @@ class EpisodeReplay(W.VBox):
         self.scale = scale
         label = title or (self.episodes[0].model if self.episodes else "episodes")
         self.header = W.HTML(f"<b>{html.escape(label)}</b>")
-        self.picker = W.Dropdown(options=[(f"{e.task}: {_verdict(e)} ({len(e.steps)} steps)", i)
-                                          for i, e in enumerate(self.episodes)], description="episode",
-                                 style={"description_width": "60px"}, layout=W.Layout(width="98%"))
+        self.picker = W.Dropdown(
+            options=[(f"{e.task}: {_verdict(e)} ({len(e.steps)} steps)", i) for i, e in enumerate(self.episodes)],
+            description="episode",
+            style={"description_width": "60px"},
+            layout=W.Layout(width="98%"),
+        )
         self.picker.layout.display = None if picker else "none"
-        self.slider = W.IntSlider(value=1, min=1, max=1, description="step", style={"description_width": "60px"},
-                                  continuous_update=False)
+        self.slider = W.IntSlider(
+            value=1, min=1, max=1, description="step", style={"description_width": "60px"}, continuous_update=False
+        )
         self.image = W.Image(format="png")
         # the screen as the model read it (observation ui_tree or both): beside the screenshot, the hit element bold
         self.tree = W.HTML(layout=W.Layout(display="none", max_width="420px", overflow="auto"))
         self.tree.add_class("wb-episode-tree")
         self.info = W.HTML()
         self.info.add_class("wb-episode-info")
-        self.correct_button = W.Button(description="Correct from this step", icon="pencil",
-                                       tooltip="open this step in the recorder, the phone in its state, and "
-                                               "demonstrate the rest", layout=W.Layout(width="200px"))
+        self.correct_button = W.Button(
+            description="Correct from this step",
+            icon="pencil",
+            tooltip="open this step in the recorder, the phone in its state, and demonstrate the rest",
+            layout=W.Layout(width="200px"),
+        )
         self.correct_button.add_class("wb-correct")
         self.correct_button.on_click(lambda _: self.open_correction())
         self.correction = W.VBox()  # the recorder panel, once a correction is opened
         self.picker.observe(lambda _: self._episode_changed(), names="value")
         self.slider.observe(lambda _: self.show(), names="value")
-        super().__init__([self.header, self.picker, self.slider, W.HBox([self.image, self.tree]), self.info,
-                          self.correct_button, self.correction],
-                         layout=W.Layout(border="1px solid #ccc", padding="6px", width="100%"))
+        super().__init__(
+            [
+                self.header,
+                self.picker,
+                self.slider,
+                W.HBox([self.image, self.tree]),
+                self.info,
+                self.correct_button,
+                self.correction,
+            ],
+            layout=W.Layout(border="1px solid #ccc", padding="6px", width="100%"),
+        )
         self.add_class("wb-episode-replay")
         if self.episodes:
             self._episode_changed()
@@ -94,7 +117,7 @@ class EpisodeReplay(W.VBox):
 
     def _screenshot(self, step: Turn | None) -> Image.Image | None:
         episode = self.episode
-        data = (step.png if step else episode.final_png)
+        data = step.png if step else episode.final_png
         name = step.screenshot if step else episode.final_screenshot
         if data is None and name is not None and self.folder is not None:
             data = (self.folder / name).read_bytes()
@@ -139,9 +162,12 @@ class EpisodeReplay(W.VBox):
 
     def _step_html(self, episode: Episode, step: Turn) -> str:
         e = html.escape
-        lines = [f"<div><b>{e(episode.instruction)}</b></div>",
-                 f"<div>step {step.index} of {len(episode.steps)} &middot; on {e(step.current_app)}"
-                 + (f" &middot; {step.prompt_tokens} prompt tokens" if step.prompt_tokens else "") + "</div>"]
+        lines = [
+            f"<div><b>{e(episode.instruction)}</b></div>",
+            f"<div>step {step.index} of {len(episode.steps)} &middot; on {e(step.current_app)}"
+            + (f" &middot; {step.prompt_tokens} prompt tokens" if step.prompt_tokens else "")
+            + "</div>",
+        ]
         if step.reasoning:
             lines.append(f"<div style='color:#777;font-style:italic'>thinking: {e(step.reasoning)}</div>")
         lines.append(f"<div>answer: <code>{e(step.answer or step.content)}</code></div>")
@@ -160,11 +186,13 @@ class EpisodeReplay(W.VBox):
         verdict = _verdict(episode)
         color = {"success": "#2e7d32", "failed": "#c62828"}.get(verdict, "#777")
         checks = "".join(f"<li>{e(name)}: {'yes' if ok else 'no'}</li>" for name, ok in (episode.checks or {}).items())
-        return (f"<div><b>{e(episode.instruction)}</b></div>"
-                f"<div class='wb-episode-end' style='color:{color}'><b>{verdict}</b>: ended by {e(str(episode.end_reason))}"
-                f" after {len(episode.steps)} steps</div>"
-                + (f"<div>message: {e(episode.message)}</div>" if episode.message else "")
-                + (f"<div>final state:<ul>{checks}</ul></div>" if checks else ""))
+        return (
+            f"<div><b>{e(episode.instruction)}</b></div>"
+            f"<div class='wb-episode-end' style='color:{color}'><b>{verdict}</b>: ended by {e(str(episode.end_reason))}"
+            f" after {len(episode.steps)} steps</div>"
+            + (f"<div>message: {e(episode.message)}</div>" if episode.message else "")
+            + (f"<div>final state:<ul>{checks}</ul></div>" if checks else "")
+        )
 
 
 def _tree_html(tree: str, element: str | None) -> str:
@@ -176,9 +204,12 @@ def _tree_html(tree: str, element: str | None) -> str:
         text = html.escape(line)
         text = f"<b style='color:#1565c0'>{text}</b>" if element and line.startswith(element) else text
         lines.append(f"<div style='padding-left:2ch;text-indent:-2ch'>{text}</div>")
-    return ("<div style='font-size:11px;color:#555'>the screen as text (what the model read)</div>"
-            "<div style='font-family:monospace;font-size:11px;line-height:1.25;white-space:pre-wrap'>"
-            + "".join(lines) + "</div>")
+    return (
+        "<div style='font-size:11px;color:#555'>the screen as text (what the model read)</div>"
+        "<div style='font-family:monospace;font-size:11px;line-height:1.25;white-space:pre-wrap'>"
+        + "".join(lines)
+        + "</div>"
+    )
 
 
 class EpisodeCompare(W.VBox):
@@ -190,23 +221,35 @@ class EpisodeCompare(W.VBox):
     """
 
     def __init__(self, sources: dict[str, str | Path | Sequence[Episode]], scale: int = 2):
-        self.replays = {name: EpisodeReplay(source, title=name, scale=scale, picker=False)
-                        for name, source in sources.items()}
+        self.replays = {
+            name: EpisodeReplay(source, title=name, scale=scale, picker=False) for name, source in sources.items()
+        }
         common = None
         for replay in self.replays.values():
             tasks = [e.task for e in replay.episodes]
             common = tasks if common is None else [t for t in common if t in tasks]
-        self.task = W.Dropdown(options=common or [], description="task", style={"description_width": "60px"},
-                               layout=W.Layout(width="420px"))
+        self.task = W.Dropdown(
+            options=common or [],
+            description="task",
+            style={"description_width": "60px"},
+            layout=W.Layout(width="420px"),
+        )
         longest = max((len(e.steps) + 1 for r in self.replays.values() for e in r.episodes), default=1)
-        self.slider = W.IntSlider(value=1, min=1, max=longest, description="step",
-                                  style={"description_width": "60px"}, continuous_update=False)
+        self.slider = W.IntSlider(
+            value=1,
+            min=1,
+            max=longest,
+            description="step",
+            style={"description_width": "60px"},
+            continuous_update=False,
+        )
         self.task.observe(lambda _: self._task_changed(), names="value")
         self.slider.observe(lambda _: self._step_changed(), names="value")
         for replay in self.replays.values():
             replay.slider.layout.display = "none"  # the shared slider drives them
-        super().__init__([W.HBox([self.task, self.slider]),
-                          W.HBox(list(self.replays.values()), layout=W.Layout(width="100%"))])
+        super().__init__(
+            [W.HBox([self.task, self.slider]), W.HBox(list(self.replays.values()), layout=W.Layout(width="100%"))]
+        )
         self.add_class("wb-episode-compare")
         if common:
             self._task_changed()
@@ -230,8 +273,13 @@ class EpisodesSection(W.VBox):
 
     def __init__(self, runs_dir: str | Path = "runs"):
         self.runs_dir = Path(runs_dir)
-        self.folders = W.SelectMultiple(options=[], rows=4, description="episodes", style={"description_width": "60px"},
-                                        layout=W.Layout(width="520px"))
+        self.folders = W.SelectMultiple(
+            options=[],
+            rows=4,
+            description="episodes",
+            style={"description_width": "60px"},
+            layout=W.Layout(width="520px"),
+        )
         self.refresh_button = W.Button(description="Refresh", icon="refresh")
         self.compare_button = W.Button(description="Compare episodes", icon="columns", layout=W.Layout(width="170px"))
         self.compare_button.add_class("wb-compare-episodes")
@@ -239,9 +287,14 @@ class EpisodesSection(W.VBox):
         self.compare_button.on_click(lambda _: self.compare())
         self.message = W.HTML()
         self.view = W.VBox()
-        super().__init__([W.HTML("<b>Episodes side by side</b> (workbench agent run)"),
-                          W.HBox([self.folders, W.VBox([self.refresh_button, self.compare_button])]), self.message,
-                          self.view])
+        super().__init__(
+            [
+                W.HTML("<b>Episodes side by side</b> (workbench agent run)"),
+                W.HBox([self.folders, W.VBox([self.refresh_button, self.compare_button])]),
+                self.message,
+                self.view,
+            ]
+        )
         self.add_class("wb-episodes-section")
         self.refresh()
 
@@ -249,8 +302,9 @@ class EpisodesSection(W.VBox):
         found = episode_folders(self.runs_dir)
         self.folders.options = [(self._label(p), str(p)) for p in found]
         if not found:
-            self.message.value = (f"<i>no episodes under {html.escape(str(self.runs_dir))} yet: run workbench agent run, "
-                                  "then Refresh</i>")
+            self.message.value = (
+                f"<i>no episodes under {html.escape(str(self.runs_dir))} yet: run workbench agent run, then Refresh</i>"
+            )
         else:
             self.message.value = ""
         return found
@@ -264,7 +318,9 @@ class EpisodesSection(W.VBox):
     def compare(self, folders: Sequence[str | Path] | None = None) -> EpisodeCompare | None:
         chosen = list(folders if folders is not None else self.folders.value)
         if not 2 <= len(chosen) <= 3:
-            self.message.value = f"<span style='color:#c62828'>pick 2 or 3 episode folders ({len(chosen)} picked)</span>"
+            self.message.value = (
+                f"<span style='color:#c62828'>pick 2 or 3 episode folders ({len(chosen)} picked)</span>"
+            )
             return None
         sources: dict[str, Path] = {}
         for folder in map(Path, chosen):  # a column per folder, named by its model (and folder when one repeats)

@@ -2,6 +2,7 @@
 
 (The JupyterLab defaults a set-up installs: ``workbench lab-settings``, ``workbench/cli/lab_settings.py``.)
 """
+
 from __future__ import annotations
 
 import json
@@ -37,8 +38,11 @@ def lab_theme(user_settings_dir: str | Path | None = None, app_dir: str | Path |
 
         user_settings_dir = user_settings_dir or get_user_settings_dir()
         app_dir = app_dir or get_app_dir()
-    return (_settings_theme(Path(user_settings_dir) / THEMES_SETTINGS)
-            or _settings_theme(Path(app_dir) / "settings" / "overrides.json") or "JupyterLab Light")
+    return (
+        _settings_theme(Path(user_settings_dir) / THEMES_SETTINGS)
+        or _settings_theme(Path(app_dir) / "settings" / "overrides.json")
+        or "JupyterLab Light"
+    )
 
 
 def chart_template(theme: str | None = None) -> str:
@@ -49,4 +53,3 @@ def chart_template(theme: str | None = None) -> str:
     except ImportError:  # workbench without JupyterLab (a plain kernel, a script): the light default
         theme = ""
     return DARK_TEMPLATE if "dark" in theme.lower() else LIGHT_TEMPLATE
-

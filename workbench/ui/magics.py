@@ -11,6 +11,7 @@ command's other inputs (``--recipe``, ``--deepspeed``, ``--set precision.mode=fp
 assembled in the same place (``config.assemble``), so a cell and a command line mean the same run. The magics only compose the panels, the launcher and the chat client; nothing here trains in the
 kernel, and ipywidgets is imported only by the magics that show a widget.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -48,11 +49,16 @@ class MagicArgumentParser(argparse.ArgumentParser):
 def _train_parser() -> MagicArgumentParser:
     from ..config.assemble import add_run_input_arguments
 
-    p = MagicArgumentParser(prog="%%workbench_train", description="Launch the run configured by the cell (YAML, "
-                            "as in workbench train --config), overridden by the flags of this line.")
+    p = MagicArgumentParser(
+        prog="%%workbench_train",
+        description="Launch the run configured by the cell (YAML, "
+        "as in workbench train --config), overridden by the flags of this line.",
+    )
     p.add_argument("--wait", action="store_true", help="block until the run ends (the monitor keeps drawing)")
     p.add_argument("--timeout", type=float, default=None, help="with --wait: give up waiting after this many seconds")
-    p.add_argument("--name", metavar="VAR", help="store the run's monitor (.handle: status, stop, wait) in this variable")
+    p.add_argument(
+        "--name", metavar="VAR", help="store the run's monitor (.handle: status, stop, wait) in this variable"
+    )
     add_run_input_arguments(p, config_file=False)
     return p
 
@@ -84,10 +90,13 @@ def _runs_dir_parser(prog: str, description: str, usage: str | None = None) -> M
 
 
 def _chat_parser() -> MagicArgumentParser:
-    p = _runs_dir_parser("%workbench_chat", "Ask MODEL the rest of the line. MODEL is a run (a run directory, or "
-                         "a run's name in --runs-dir) or a built-in model, served from this kernel, or with --server "
-                         "(or $WORKBENCH_SERVE_URL) a model id of a running server.",
-                         usage="%%workbench_chat [--server URL] [--max-tokens N] [--runs-dir DIR] MODEL PROMPT")
+    p = _runs_dir_parser(
+        "%workbench_chat",
+        "Ask MODEL the rest of the line. MODEL is a run (a run directory, or "
+        "a run's name in --runs-dir) or a built-in model, served from this kernel, or with --server "
+        "(or $WORKBENCH_SERVE_URL) a model id of a running server.",
+        usage="%%workbench_chat [--server URL] [--max-tokens N] [--runs-dir DIR] MODEL PROMPT",
+    )
     p.add_argument("--server", metavar="URL", help="an OpenAI-compatible server's base URL (http://HOST:PORT/v1)")
     p.add_argument("--max-tokens", type=int, default=128, help="answer length cap (default: 128)")
     return p
@@ -202,15 +211,19 @@ class WorkbenchMagics(Magics):
         run_dir = next((p for p in (Path(model), runs_dir / model) if is_run_dir(p)), None)
         if run_dir is None:
             if model not in BUILTIN:
-                raise UsageError(f"%workbench_chat: {model!r} is neither a run (a run directory, or a run in "
-                                 f"{runs_dir}/) nor a built-in model ({', '.join(BUILTIN)}); to ask a running "
-                                 "server, give --server URL")
+                raise UsageError(
+                    f"%workbench_chat: {model!r} is neither a run (a run directory, or a run in "
+                    f"{runs_dir}/) nor a built-in model ({', '.join(BUILTIN)}); to ask a running "
+                    "server, give --server URL"
+                )
             if model not in self.servers:
                 self.servers[model] = start_server(model)
             return self.servers[model], model
         if not has_adapter(run_dir):
-            raise UsageError(f"%workbench_chat: the run {str(run_dir)!r} holds no LoRA adapter (adapter/): has it "
-                             "finished? (a full fine-tune's model/ is served with `workbench serve --model DIR`)")
+            raise UsageError(
+                f"%workbench_chat: the run {str(run_dir)!r} holds no LoRA adapter (adapter/): has it "
+                "finished? (a full fine-tune's model/ is served with `workbench serve --model DIR`)"
+            )
         base = base_model(run_dir)
         quantized = run_config(run_dir).quantization.base
         # a run over a quantized base (quantization.base) is served on that base quantized the same way: its own server

@@ -3,6 +3,7 @@ rewards, policy mismatch and task pool, loss scale, gradient norm, learning rate
 breakdown, the parameter census, the alerts and GRPO's sample completions. No launching, no polling
 (``ui.run_poller`` says when to draw); a zoom into a step chart reads that window of the log at full resolution.
 """
+
 from __future__ import annotations
 
 import html
@@ -17,8 +18,14 @@ from .run_log import ChartZoom, relayout_x_range
 from .run_state import RunState
 
 # nf4 / int8: a quantized base's weights (quantization.base), with their quantization constants
-DTYPE_COLORS = {"float32": "#1e88e5", "bfloat16": "#43a047", "float16": "#fb8c00", "int8": "#8e24aa", "uint8": "#8e24aa",
-                "nf4": "#d81b60"}
+DTYPE_COLORS = {
+    "float32": "#1e88e5",
+    "bfloat16": "#43a047",
+    "float16": "#fb8c00",
+    "int8": "#8e24aa",
+    "uint8": "#8e24aa",
+    "nf4": "#d81b60",
+}
 ALERT_COLORS = {"error": "#c62828", "warning": "#ef6c00", "info": "#1565c0", "success": "#2e7d32"}
 MiB = 2**20
 # Charts get a fixed width: a FigureWidget in a grid cell first draws at plotly's default 700 px and only
@@ -29,18 +36,43 @@ WAITING = "waiting for the run's first events"
 CENSUS_WAITING = f"<i style='color:#999'>{WAITING}</i>"
 
 
-def _figure(title: str, ytitle: str = "", traces: tuple = (), height: int = 280, log_y: bool = False,
-            xtitle: str | None = "step", **layout) -> go.FigureWidget:
+def _figure(
+    title: str,
+    ytitle: str = "",
+    traces: tuple = (),
+    height: int = 280,
+    log_y: bool = False,
+    xtitle: str | None = "step",
+    **layout,
+) -> go.FigureWidget:
     # Everything is given to the constructor: the front end gets the whole figure in its first state.
-    fig = go.FigureWidget(data=list(traces), layout=go.Layout(
-        title=dict(text=title, font=dict(size=13)), width=CHART_WIDTH_PX, height=height,
-        margin=dict(l=55, r=10, t=35, b=35),
-        xaxis=dict(title=dict(text=xtitle) if xtitle else None, visible=False),
-        yaxis=dict(title=dict(text=ytitle), type="log" if log_y else "linear", visible=False),
-        legend=dict(orientation="h", y=-0.25), template=chart_template(), **layout,
-        # An empty chart says it waits for data instead of showing bare -1..6 axes
-        annotations=[dict(text=WAITING, showarrow=False, xref="paper", yref="paper", x=0.5, y=0.5,
-                          font=dict(color="#999", size=13), visible=True)]))
+    fig = go.FigureWidget(
+        data=list(traces),
+        layout=go.Layout(
+            title=dict(text=title, font=dict(size=13)),
+            width=CHART_WIDTH_PX,
+            height=height,
+            margin=dict(l=55, r=10, t=35, b=35),
+            xaxis=dict(title=dict(text=xtitle) if xtitle else None, visible=False),
+            yaxis=dict(title=dict(text=ytitle), type="log" if log_y else "linear", visible=False),
+            legend=dict(orientation="h", y=-0.25),
+            template=chart_template(),
+            **layout,
+            # An empty chart says it waits for data instead of showing bare -1..6 axes
+            annotations=[
+                dict(
+                    text=WAITING,
+                    showarrow=False,
+                    xref="paper",
+                    yref="paper",
+                    x=0.5,
+                    y=0.5,
+                    font=dict(color="#999", size=13),
+                    visible=True,
+                )
+            ],
+        ),
+    )
     return fig
 
 
@@ -64,12 +96,16 @@ def samples_html(samples: list) -> str:
     for x in samples:
         thumb = str(x.get("thumbnail") or "")
         screen = [f"<img src='{html.escape(thumb)}' alt='screenshot'>" if thumb.startswith("data:image/") else ""]
-        cells = [str(x.get("step")), *(screen if images else []), html.escape(str(x.get("prompt", ""))[:160]),
-                 f"<code>{html.escape(str(x.get('completion', '')))}</code>"]
+        cells = [
+            str(x.get("step")),
+            *(screen if images else []),
+            html.escape(str(x.get("prompt", ""))[:160]),
+            f"<code>{html.escape(str(x.get('completion', '')))}</code>",
+        ]
         cells += [f"{(x.get('rewards') or {}).get(n, float('nan')):.2f}" for n in names]
         cells += [f"{x.get('total', float('nan')):.2f}", f"{x.get('advantage', float('nan')):+.2f}"]
         rows.append("<tr>" + "".join(f"<td>{c}</td>" for c in cells) + "</tr>")
-    return (f"<table class='wb-samples' style='font-size:12px'><tr>{head}</tr>{''.join(rows)}</table>")
+    return f"<table class='wb-samples' style='font-size:12px'><tr>{head}</tr>{''.join(rows)}</table>"
 
 
 # series whose key does not say what they are on their chart
@@ -98,36 +134,71 @@ class MonitorCharts:
 
     def _build_figures(self) -> None:
         """One FigureWidget per chart, named in ``figures``."""
-        self.loss_fig = _figure("loss", "token loss", (
-            go.Scatter(name="loss", mode="lines+markers", marker=dict(size=4)),
-            go.Scatter(name="eval loss", mode="lines+markers", marker=dict(size=8, symbol="diamond"))))
+        self.loss_fig = _figure(
+            "loss",
+            "token loss",
+            (
+                go.Scatter(name="loss", mode="lines+markers", marker=dict(size=4)),
+                go.Scatter(name="eval loss", mode="lines+markers", marker=dict(size=8, symbol="diamond")),
+            ),
+        )
         # eval.tasks scored during training: rates (0..1) here; a task's loss goes on the loss chart
         self.task_fig = _figure("task metrics (eval.tasks)", "rate", showlegend=True, yaxis_range=[0, 1.05])
         # GRPO runs (training.method grpo): each reward function's mean, and the training-inference mismatch
         self.reward_fig = _figure("rewards (GRPO rollouts)", "mean reward", showlegend=True)
-        self.mismatch_fig = _figure("policy mismatch: |logp sampler - logp trainer|", "nats per token",
-                                    showlegend=True, log_y=True)
+        self.mismatch_fig = _figure(
+            "policy mismatch: |logp sampler - logp trainer|", "nats per token", showlegend=True, log_y=True
+        )
         # rl.pool: each task family's recent success, what the pool draws by (a failing family more often)
         # (taller: a legend of ten families under the chart leaves it its plot)
-        self.pool_fig = _figure("task pool: recent success per family", "recent success", height=400,
-                                showlegend=True, yaxis_range=[0, 1.05])
-        self.scale_fig = _figure("loss scale", "scale", (
-            go.Scatter(name="loss scale", mode="lines"),
-            go.Scatter(name="overflow (step skipped)", mode="markers", marker=dict(color="#c62828", size=10, symbol="x"))),
-            log_y=True)
+        self.pool_fig = _figure(
+            "task pool: recent success per family", "recent success", height=400, showlegend=True, yaxis_range=[0, 1.05]
+        )
+        self.scale_fig = _figure(
+            "loss scale",
+            "scale",
+            (
+                go.Scatter(name="loss scale", mode="lines"),
+                go.Scatter(
+                    name="overflow (step skipped)", mode="markers", marker=dict(color="#c62828", size=10, symbol="x")
+                ),
+            ),
+            log_y=True,
+        )
         self.grad_fig = _figure("grad norm", "L2 norm (unscaled)", (go.Scatter(name="grad norm", mode="lines"),))
         self.lr_fig = _figure("learning rate", "lr", (go.Scatter(name="lr", mode="lines"),))
         self.memory_fig = _figure("memory per device", "MiB", showlegend=True)  # a lone series still says what it is
-        self.breakdown_fig = _figure("model state at the step's peak (rank 0)", "MiB", (go.Bar(
-            name="bytes", x=[c.replace("_", " ") for c in MODEL_STATE_FIELDS], y=[0] * len(MODEL_STATE_FIELDS),
-            marker=dict(color=["#5c6bc0", "#26a69a", "#ffa726", "#ab47bc"]), textposition="outside", cliponaxis=False),),
-            xtitle=None)
-        self.census_fig = _figure("parameters by module group and dtype", "parameters", xtitle=None, barmode="stack",
-                                  yaxis_tickformat="~s")
-        self.figures = {"loss": self.loss_fig, "tasks": self.task_fig, "rewards": self.reward_fig,
-                        "mismatch": self.mismatch_fig, "pool": self.pool_fig, "loss_scale": self.scale_fig, "grad_norm": self.grad_fig,
-                        "lr": self.lr_fig, "memory": self.memory_fig, "breakdown": self.breakdown_fig,
-                        "census": self.census_fig}
+        self.breakdown_fig = _figure(
+            "model state at the step's peak (rank 0)",
+            "MiB",
+            (
+                go.Bar(
+                    name="bytes",
+                    x=[c.replace("_", " ") for c in MODEL_STATE_FIELDS],
+                    y=[0] * len(MODEL_STATE_FIELDS),
+                    marker=dict(color=["#5c6bc0", "#26a69a", "#ffa726", "#ab47bc"]),
+                    textposition="outside",
+                    cliponaxis=False,
+                ),
+            ),
+            xtitle=None,
+        )
+        self.census_fig = _figure(
+            "parameters by module group and dtype", "parameters", xtitle=None, barmode="stack", yaxis_tickformat="~s"
+        )
+        self.figures = {
+            "loss": self.loss_fig,
+            "tasks": self.task_fig,
+            "rewards": self.reward_fig,
+            "mismatch": self.mismatch_fig,
+            "pool": self.pool_fig,
+            "loss_scale": self.scale_fig,
+            "grad_norm": self.grad_fig,
+            "lr": self.lr_fig,
+            "memory": self.memory_fig,
+            "breakdown": self.breakdown_fig,
+            "census": self.census_fig,
+        }
 
     def _build_tables(self) -> None:
         """The census table, the alerts and the GRPO sample completions."""
@@ -141,8 +212,12 @@ class MonitorCharts:
         """The step charts a user may zoom into: the zoomed window is read again at full resolution."""
         # The step charts a user may zoom into: the zoomed window is read again at full resolution (ChartZoom)
         self.zoom = ChartZoom()
-        self.step_figures = {"loss": self.loss_fig, "loss_scale": self.scale_fig, "grad_norm": self.grad_fig,
-                             "lr": self.lr_fig}
+        self.step_figures = {
+            "loss": self.loss_fig,
+            "loss_scale": self.scale_fig,
+            "grad_norm": self.grad_fig,
+            "lr": self.lr_fig,
+        }
         for name, fig in self.step_figures.items():
             # the front end's relayout message, as the user sent it: plotly's layout callbacks cannot tell a reset-zoom
             # from the autorange that follows it (plotly's own handler has applied it to the layout before this runs)
@@ -158,14 +233,21 @@ class MonitorCharts:
         # In fp32/bf16 there is no loss scale to draw: the cell says so instead of showing empty axes
         self.scale_note = W.HTML(layout=W.Layout(display="none", width=f"{CHART_WIDTH_PX}px"))
         self.scale_note.add_class("wb-no-loss-scaling")
-        cells = [W.VBox([box, self.scale_note]) if name == "loss_scale" else box
-                 for name, box in self.figure_boxes.items()]
-        census_cell = W.VBox([W.HTML("<b>parameter census</b>"), self.census_table],
-                             layout=W.Layout(width=f"{CHART_WIDTH_PX}px", overflow="auto"))
-        self.samples_cell = W.VBox([W.HTML("<b>sample completions (latest GRPO step)</b>"), self.samples_table],
-                                   layout=W.Layout(width=f"{2 * CHART_WIDTH_PX}px", overflow="auto", display="none"))
-        self.grid = W.GridBox(cells + [census_cell, self.samples_cell], layout=W.Layout(
-            grid_template_columns=f"repeat(auto-fill, {CHART_WIDTH_PX + 10}px)", grid_gap="4px"))
+        cells = [
+            W.VBox([box, self.scale_note]) if name == "loss_scale" else box for name, box in self.figure_boxes.items()
+        ]
+        census_cell = W.VBox(
+            [W.HTML("<b>parameter census</b>"), self.census_table],
+            layout=W.Layout(width=f"{CHART_WIDTH_PX}px", overflow="auto"),
+        )
+        self.samples_cell = W.VBox(
+            [W.HTML("<b>sample completions (latest GRPO step)</b>"), self.samples_table],
+            layout=W.Layout(width=f"{2 * CHART_WIDTH_PX}px", overflow="auto", display="none"),
+        )
+        self.grid = W.GridBox(
+            cells + [census_cell, self.samples_cell],
+            layout=W.Layout(grid_template_columns=f"repeat(auto-fill, {CHART_WIDTH_PX + 10}px)", grid_gap="4px"),
+        )
         self.grid.add_class("wb-monitor-grid")
         return self.grid
 
@@ -236,13 +318,19 @@ class MonitorCharts:
         scores_tasks = bool((s.config.get("eval") or {}).get("tasks") or s.task_metrics)
         self.figure_boxes["tasks"].layout.display = None if scores_tasks else "none"
         self._draw_grpo()
-        for fig, has_data in ((self.loss_fig, s.loss.x or s.eval_loss.x), (self.scale_fig, s.loss_scale.x),
-                              (self.task_fig, any(f is self.task_fig for f, _ in self._task_traces.values())),
-                              (self.reward_fig, s.rewards), (self.mismatch_fig, s.mismatch),
-                              (self.pool_fig, s.pool_success),
-                              (self.grad_fig, s.grad_norm.x), (self.lr_fig, s.lr.x),
-                              (self.memory_fig, s.memory_series), (self.breakdown_fig, s.memory),
-                              (self.census_fig, s.census)):
+        for fig, has_data in (
+            (self.loss_fig, s.loss.x or s.eval_loss.x),
+            (self.scale_fig, s.loss_scale.x),
+            (self.task_fig, any(f is self.task_fig for f, _ in self._task_traces.values())),
+            (self.reward_fig, s.rewards),
+            (self.mismatch_fig, s.mismatch),
+            (self.pool_fig, s.pool_success),
+            (self.grad_fig, s.grad_norm.x),
+            (self.lr_fig, s.lr.x),
+            (self.memory_fig, s.memory_series),
+            (self.breakdown_fig, s.memory),
+            (self.census_fig, s.census),
+        ):
             if bool(has_data) == fig.layout.annotations[0].visible:
                 _show_waiting(fig, not has_data)
         self._fix_step_axes()
@@ -254,10 +342,13 @@ class MonitorCharts:
         s = self.state
         no_scaler = s.precision.get("use_grad_scaler") is False and not s.loss_scale.x
         mode = s.precision.get("mode") or "this precision"
-        self.scale_note.value = (f"<div style='padding:40px 12px;color:#555;border:1px dashed #ccc'><b>loss scale</b><br>"
-                                 f"no loss scaling in {html.escape(mode)}: bf16 and fp32 keep fp32's exponent range, so "
-                                 f"gradients do not underflow and nothing is scaled (only fp16 uses a loss scaler)</div>"
-                                 if no_scaler else "")
+        self.scale_note.value = (
+            f"<div style='padding:40px 12px;color:#555;border:1px dashed #ccc'><b>loss scale</b><br>"
+            f"no loss scaling in {html.escape(mode)}: bf16 and fp32 keep fp32's exponent range, so "
+            f"gradients do not underflow and nothing is scaled (only fp16 uses a loss scaler)</div>"
+            if no_scaler
+            else ""
+        )
         self.scale_note.layout.display = None if no_scaler else "none"
         self.figure_boxes["loss_scale"].layout.display = "none" if no_scaler else None
 
@@ -268,8 +359,17 @@ class MonitorCharts:
         if not total:
             return
         zoomed = [self.step_figures[name] for name in self.zoom.windows]  # the user's zoom stays
-        for fig in (self.loss_fig, self.task_fig, self.reward_fig, self.mismatch_fig, self.pool_fig, self.scale_fig,
-                    self.grad_fig, self.lr_fig, self.memory_fig):
+        for fig in (
+            self.loss_fig,
+            self.task_fig,
+            self.reward_fig,
+            self.mismatch_fig,
+            self.pool_fig,
+            self.scale_fig,
+            self.grad_fig,
+            self.lr_fig,
+            self.memory_fig,
+        ):
             if not any(fig is z for z in zoomed) and tuple(fig.layout.xaxis.range or ()) != (0, total):
                 fig.layout.xaxis.range = [0, total]
 
@@ -284,13 +384,19 @@ class MonitorCharts:
         self.samples_cell.layout.display = None if grpo and s.samples else "none"
         if not grpo:
             return
-        for fig, prefix, series_of in ((self.reward_fig, "reward ", s.rewards), (self.mismatch_fig, "", s.mismatch),
-                                       (self.pool_fig, "pool ", s.pool_success)):
+        for fig, prefix, series_of in (
+            (self.reward_fig, "reward ", s.rewards),
+            (self.mismatch_fig, "", s.mismatch),
+            (self.pool_fig, "pool ", s.pool_success),
+        ):
             for name, series in series_of.items():
                 key = prefix + name
                 if key not in self._grpo_traces:
-                    fig.add_scatter(name=TRACE_NAMES.get(name, name.replace("_", " ")), mode="lines+markers",
-                                    line=dict(dash="dash") if name == "total" else None)
+                    fig.add_scatter(
+                        name=TRACE_NAMES.get(name, name.replace("_", " ")),
+                        mode="lines+markers",
+                        line=dict(dash="dash") if name == "total" else None,
+                    )
                     self._grpo_traces[key] = (fig, len(fig.data) - 1)
                 fig, index = self._grpo_traces[key]
                 with fig.batch_update():
@@ -309,8 +415,11 @@ class MonitorCharts:
                 continue
             if name not in self._task_traces:
                 fig = self.loss_fig if name.endswith(" loss") else self.task_fig
-                fig.add_scatter(name=name.replace("heldout_loss loss", task_loss), mode="lines+markers",
-                                marker=dict(size=7, symbol="square"))
+                fig.add_scatter(
+                    name=name.replace("heldout_loss loss", task_loss),
+                    mode="lines+markers",
+                    marker=dict(size=7, symbol="square"),
+                )
                 self._task_traces[name] = (fig, len(fig.data) - 1)
             fig, index = self._task_traces[name]
             with fig.batch_update():
@@ -347,13 +456,18 @@ class MonitorCharts:
                 self.census_fig.data[index].x = groups
                 self.census_fig.data[index].y = [counts.get(g, 0) for g in groups]
             self.census_fig.layout.title.text = f"parameters by module group and dtype (step {s.census['step']})"
-        rows = "".join(f"<tr><td>{html.escape(r['group'])}</td><td>{html.escape(r['dtype'])}</td>"
-                       f"<td>{'yes' if r.get('trainable') else ''}</td><td style='text-align:right'>{r['count']:,}</td>"
-                       f"<td style='text-align:right'>{r['bytes'] / MiB:,.2f}</td></tr>" for r in s.census["rows"])
+        rows = "".join(
+            f"<tr><td>{html.escape(r['group'])}</td><td>{html.escape(r['dtype'])}</td>"
+            f"<td>{'yes' if r.get('trainable') else ''}</td><td style='text-align:right'>{r['count']:,}</td>"
+            f"<td style='text-align:right'>{r['bytes'] / MiB:,.2f}</td></tr>"
+            for r in s.census["rows"]
+        )
         totals = ", ".join(f"{html.escape(k)}: {v:,}" for k, v in s.census["totals"].items())
-        self.census_table.value = (f"<div style='font-size:85%;color:#555'>step {s.census['step']}; {totals}</div>"
-                                   f"<table class='wb-census' style='font-size:85%;border-spacing:10px 1px'><tr><th>group</th><th>dtype</th>"
-                                   f"<th>trained</th><th>params</th><th>MiB</th></tr>{rows}</table>")
+        self.census_table.value = (
+            f"<div style='font-size:85%;color:#555'>step {s.census['step']}; {totals}</div>"
+            f"<table class='wb-census' style='font-size:85%;border-spacing:10px 1px'><tr><th>group</th><th>dtype</th>"
+            f"<th>trained</th><th>params</th><th>MiB</th></tr>{rows}</table>"
+        )
         self._drawn_census = s.census
 
     def _draw_alerts(self) -> None:
@@ -363,10 +477,17 @@ class MonitorCharts:
         items = []
         for a in reversed(alerts[-30:]):
             color = ALERT_COLORS.get(a.level, "#444")
-            detail = (f"<details><summary>details</summary><pre style='white-space:pre-wrap'>{html.escape(a.detail)}"
-                      f"</pre></details>" if a.detail and len(a.detail) > 160 else
-                      f"<div style='color:#555'>{html.escape(a.detail)}</div>" if a.detail else "")
-            items.append(f"<div class='wb-alert wb-alert-{a.kind}' style='border-left:4px solid {color};padding:2px 8px;"
-                         f"margin:2px 0'><b style='color:{color}'>{html.escape(a.title)}</b>{detail}</div>")
+            detail = (
+                f"<details><summary>details</summary><pre style='white-space:pre-wrap'>{html.escape(a.detail)}"
+                f"</pre></details>"
+                if a.detail and len(a.detail) > 160
+                else f"<div style='color:#555'>{html.escape(a.detail)}</div>"
+                if a.detail
+                else ""
+            )
+            items.append(
+                f"<div class='wb-alert wb-alert-{a.kind}' style='border-left:4px solid {color};padding:2px 8px;"
+                f"margin:2px 0'><b style='color:{color}'>{html.escape(a.title)}</b>{detail}</div>"
+            )
         self.alerts.value = f"<div style='max-height:220px;overflow-y:auto'>{''.join(items)}</div>" if items else ""
         self._drawn_alerts = (alerts, len(alerts))

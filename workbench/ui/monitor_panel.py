@@ -4,6 +4,7 @@ Three parts: the launcher (this module: Launch and Stop, the message, progress a
 a worker process, ``workbench.training.launch``), the poller that follows the run's event log with no widget
 (``ui.run_poller.RunPoller``), and the charts that draw its state (``ui.monitor_charts.MonitorCharts``).
 """
+
 from __future__ import annotations
 
 import asyncio
@@ -37,17 +38,32 @@ class RunMonitor(W.VBox):
         self.poller = RunPoller(self, self._report)
         self._build_controls()
         self.poller.on_finished(lambda state: setattr(self.stop_button, "disabled", True))
-        super().__init__([W.HTML("<b>Launch and monitor</b>"),
-                          W.HBox([self.launch_button, self.stop_button, self.message]),
-                          W.HBox([self.progress, self.status]), self.charts.alerts, self.charts.grid])
+        super().__init__(
+            [
+                W.HTML("<b>Launch and monitor</b>"),
+                W.HBox([self.launch_button, self.stop_button, self.message]),
+                W.HBox([self.progress, self.status]),
+                self.charts.alerts,
+                self.charts.grid,
+            ]
+        )
         self.add_class("wb-monitor-panel")
 
     def _build_controls(self) -> None:
         """Launch and Stop, the message line, the progress bar and the status."""
-        self.launch_button = W.Button(description="Launch", icon="play", button_style="success",
-                                      tooltip="start the configured run in a worker process")
-        self.stop_button = W.Button(description="Stop", icon="stop", button_style="danger", disabled=True,
-                                    tooltip="stop after the current step (a checkpoint is saved)")
+        self.launch_button = W.Button(
+            description="Launch",
+            icon="play",
+            button_style="success",
+            tooltip="start the configured run in a worker process",
+        )
+        self.stop_button = W.Button(
+            description="Stop",
+            icon="stop",
+            button_style="danger",
+            disabled=True,
+            tooltip="stop after the current step (a checkpoint is saved)",
+        )
         self.launch_button.add_class("wb-launch")
         self.stop_button.add_class("wb-stop")
         self.launch_button.on_click(lambda _: self.launch())
@@ -133,13 +149,16 @@ class RunMonitor(W.VBox):
         """The charts, the progress bar and the status line of ``state``."""
         self.charts.draw(state)
         self.progress.value = state.progress
-        self.progress.bar_style = {"finished": "success", "failed": "danger", "stopped": "warning"}.get(state.status,
-                                                                                                        "info")
+        self.progress.bar_style = {"finished": "success", "failed": "danger", "stopped": "warning"}.get(
+            state.status, "info"
+        )
         rate = f" | {state.tokens_per_s:,.0f} tok/s" if state.tokens_per_s and not state.done else ""  # summary(): ETA
-        self.status.value = (f"<span class='wb-run-status' data-status='{state.status}'>"
-                             f"{html.escape(state.summary())}{rate}</span>")
+        self.status.value = (
+            f"<span class='wb-run-status' data-status='{state.status}'>{html.escape(state.summary())}{rate}</span>"
+        )
         self.stop_button.disabled = state.done or self.handle is None
 
     def _report(self, err: Exception) -> None:
-        self.message.value = (f"<span style='color:#c62828'>{html.escape(type(err).__name__)}: "
-                              f"{html.escape(str(err))}</span>")
+        self.message.value = (
+            f"<span style='color:#c62828'>{html.escape(type(err).__name__)}: {html.escape(str(err))}</span>"
+        )

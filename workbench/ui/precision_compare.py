@@ -4,6 +4,7 @@ into a ``RunState`` (the monitor's own model of a run) and says what would make 
 seeds, prompts or rewards); ``precision_compare.figure`` draws it with plotly, ``PrecisionCompareView`` is the widget
 (``workbench.ui.precision_compare_panel``).
 """
+
 from __future__ import annotations
 
 from collections.abc import Sequence
@@ -15,15 +16,32 @@ from .run_log import EventTail
 from .run_state import RunState
 
 # what must agree for a difference between the runs to be the precision's: the settings a same-seed comparison keeps
-SAME_SETTINGS = (("seed",), ("model", "source"), ("data", "train"), ("rl", "prompts"), ("rl", "tasks"),
-                 ("rl", "rewards"), ("rl", "scale_rewards"), ("rl", "group_size"), ("rl", "temperature"), ("rl", "max_new_tokens"),
-                 ("rl", "loss_type"), ("rl", "mask_truncated_completions"), ("rl", "importance_sampling"),
-                 ("rl", "pool"), ("rl", "step_advantage_weight"),
-                 ("schedule", "learning_rate"), ("schedule", "micro_batch_size"), ("schedule", "grad_accum_steps"))
-METRICS = {"mismatch": ("mean_abs", "mean |logp sampler - logp trainer| (nats per token)"),
-           "max_mismatch": ("max_abs", "max |logp sampler - logp trainer|"),
-           "kl": ("kl", "KL(sampler || trainer) per token"),
-           "reward": ("total", "mean reward (weighted total)")}
+SAME_SETTINGS = (
+    ("seed",),
+    ("model", "source"),
+    ("data", "train"),
+    ("rl", "prompts"),
+    ("rl", "tasks"),
+    ("rl", "rewards"),
+    ("rl", "scale_rewards"),
+    ("rl", "group_size"),
+    ("rl", "temperature"),
+    ("rl", "max_new_tokens"),
+    ("rl", "loss_type"),
+    ("rl", "mask_truncated_completions"),
+    ("rl", "importance_sampling"),
+    ("rl", "pool"),
+    ("rl", "step_advantage_weight"),
+    ("schedule", "learning_rate"),
+    ("schedule", "micro_batch_size"),
+    ("schedule", "grad_accum_steps"),
+)
+METRICS = {
+    "mismatch": ("mean_abs", "mean |logp sampler - logp trainer| (nats per token)"),
+    "max_mismatch": ("max_abs", "max |logp sampler - logp trainer|"),
+    "kl": ("kl", "KL(sampler || trainer) per token"),
+    "reward": ("total", "mean reward (weighted total)"),
+}
 
 
 @dataclass
@@ -91,8 +109,11 @@ class PrecisionCompare:
             if len({repr(v) for v in values.values()}) > 1:
                 shown = ", ".join(f"{label} {value!r}" for label, value in values.items())
                 notes.append(f"{'.'.join(path)} differs: {shown}")
-        not_grpo = [r.label for r in self.runs if (r.state.config.get("training") or {}).get("method") != "grpo"
-                    and r.state.config]
+        not_grpo = [
+            r.label
+            for r in self.runs
+            if (r.state.config.get("training") or {}).get("method") != "grpo" and r.state.config
+        ]
         if not_grpo:
             notes.append(f"not GRPO runs (no rollouts to compare): {', '.join(not_grpo)}")
         return notes

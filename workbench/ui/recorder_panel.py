@@ -11,6 +11,7 @@ episode in the panel's folder; Write rows turns them into training rows. The pho
 
 Clicks reach the kernel only while it is idle: record in a cell of its own, not while a cell is running.
 """
+
 from __future__ import annotations
 
 import html
@@ -153,23 +154,38 @@ class RecorderPanel(W.VBox):
         adb_host, adb_port: the ADB server of a real phone.
     """
 
-    def __init__(self, folder: str | Path = "demonstrations", device=None, size: tuple[int, int] = PHONE_SIZE,
-                 width: int = 270, tasks: Sequence[PhoneTask] = TASKS, adb_host: str = "127.0.0.1",
-                 adb_port: int = 5037):
+    def __init__(
+        self,
+        folder: str | Path = "demonstrations",
+        device=None,
+        size: tuple[int, int] = PHONE_SIZE,
+        width: int = 270,
+        tasks: Sequence[PhoneTask] = TASKS,
+        adb_host: str = "127.0.0.1",
+        adb_port: int = 5037,
+    ):
         self.demonstrator = Demonstrator(folder, _device(device, size, adb_host, adb_port), size, tasks)
         sim = self.demonstrator.judges_state
-        self.task = W.Combobox(placeholder="the task, as the agent will be told it", ensure_option=False,
-                               options=[t.instruction for t in tasks] if sim else [], layout=W.Layout(width="420px"))
+        self.task = W.Combobox(
+            placeholder="the task, as the agent will be told it",
+            ensure_option=False,
+            options=[t.instruction for t in tasks] if sim else [],
+            layout=W.Layout(width="420px"),
+        )
         self.task.add_class("wb-recorder-task")
         self.start_button = _button("Start", "wb-recorder-start", "play")
         self.discard_button = _button("Discard", "wb-recorder-discard", "trash")
         self.screen = PhoneScreen(width)
-        self.thought = W.Textarea(placeholder="your reasoning for the next step (optional)", rows=2,
-                                  layout=W.Layout(width="330px"))
+        self.thought = W.Textarea(
+            placeholder="your reasoning for the next step (optional)", rows=2, layout=W.Layout(width="330px")
+        )
         self.thought.add_class("wb-recorder-thought")
-        self.click_as = W.ToggleButtons(options=["Tap", "Double Tap", "Long Press"], value="Tap",
-                                        description="a click:", style={"button_width": "100px",
-                                                                       "description_width": "60px"})
+        self.click_as = W.ToggleButtons(
+            options=["Tap", "Double Tap", "Long Press"],
+            value="Tap",
+            description="a click:",
+            style={"button_width": "100px", "description_width": "60px"},
+        )
         self.swipes = {d: _button(f"Swipe {d}", f"wb-recorder-swipe-{d}", width="98px") for d in DIRECTIONS}
         self.text = W.Text(placeholder="text to type", layout=W.Layout(width="230px"))
         self.text.add_class("wb-recorder-text")
@@ -190,19 +206,33 @@ class RecorderPanel(W.VBox):
         self.status = W.HTML()
         self.status.add_class("wb-recorder-status")
         self._wire()
-        controls = W.VBox([
-            self.thought, self.click_as,
-            W.HBox([self.swipes["up"], self.swipes["down"], self.swipes["left"], self.swipes["right"]]),
-            W.HBox([self.text, self.type_button]), W.HBox([self.app, self.launch_button]),
-            W.HBox([self.back_button, self.home_button, self.wait_button]),
-            W.HBox([self.message, self.finish_button]), W.HBox([self.undo_button, self.rows_button]), self.steps_view],
-            layout=W.Layout(padding="0 0 0 12px"))
+        controls = W.VBox(
+            [
+                self.thought,
+                self.click_as,
+                W.HBox([self.swipes["up"], self.swipes["down"], self.swipes["left"], self.swipes["right"]]),
+                W.HBox([self.text, self.type_button]),
+                W.HBox([self.app, self.launch_button]),
+                W.HBox([self.back_button, self.home_button, self.wait_button]),
+                W.HBox([self.message, self.finish_button]),
+                W.HBox([self.undo_button, self.rows_button]),
+                self.steps_view,
+            ],
+            layout=W.Layout(padding="0 0 0 12px"),
+        )
         where = "the simulated phone" if sim else f"the phone {getattr(self.demonstrator.device, 'serial', '')}"
-        super().__init__([W.HTML(f"<b>Record a demonstration</b> on {html.escape(where)}; saved to "
-                                 f"<code>{html.escape(str(self.demonstrator.folder))}</code>"),
-                          W.HBox([self.task, self.start_button, self.discard_button]),
-                          W.HBox([self.screen, controls]), self.status],
-                         layout=W.Layout(border="1px solid #ccc", padding="6px", width="100%"))
+        super().__init__(
+            [
+                W.HTML(
+                    f"<b>Record a demonstration</b> on {html.escape(where)}; saved to "
+                    f"<code>{html.escape(str(self.demonstrator.folder))}</code>"
+                ),
+                W.HBox([self.task, self.start_button, self.discard_button]),
+                W.HBox([self.screen, controls]),
+                self.status,
+            ],
+            layout=W.Layout(border="1px solid #ccc", padding="6px", width="100%"),
+        )
         self.add_class("wb-recorder-panel")
         self.refresh()
 
@@ -219,8 +249,7 @@ class RecorderPanel(W.VBox):
         self.home_button.on_click(lambda _: self._do(lambda: d.home(self._thought())))
         self.wait_button.on_click(lambda _: self._do(lambda: d.wait(1, self._thought())))
         self.launch_button.on_click(lambda _: self._do(lambda: d.launch(self.app.value or "", self._thought())))
-        self.finish_button.on_click(lambda _: self._do(lambda: d.finish(self.message.value, self._thought()),
-                                                       "saved"))
+        self.finish_button.on_click(lambda _: self._do(lambda: d.finish(self.message.value, self._thought()), "saved"))
         self.undo_button.on_click(lambda _: self._do(d.undo, "undone"))
         self.rows_button.on_click(lambda _: self._do(self.write_rows, "rows"))
 
@@ -252,10 +281,14 @@ class RecorderPanel(W.VBox):
             return
         self.refresh()
         if what == "saved":
-            verdict = {True: "its task's checks hold", False: "its task's checks do not hold",
-                       None: "not judged"}[result.success]
-            self._say(f"saved demonstration {len(self.demonstrator.demonstrations())} ({result.task}, "
-                      f"{len(result.steps)} steps; {verdict})", ok=result.success is not False)
+            verdict = {True: "its task's checks hold", False: "its task's checks do not hold", None: "not judged"}[
+                result.success
+            ]
+            self._say(
+                f"saved demonstration {len(self.demonstrator.demonstrations())} ({result.task}, "
+                f"{len(result.steps)} steps; {verdict})",
+                ok=result.success is not False,
+            )
             self.message.value = ""
         elif what == "rows":
             self._say(f"{result.rows} training rows from {result.episodes} demonstrations: {result.path}")
@@ -272,9 +305,12 @@ class RecorderPanel(W.VBox):
         self.screen.show(d.screen.png)
         self.steps_view.value = self._steps_html()
         notes = "".join(f"<div style='color:#c62828'>{html.escape(n)}</div>" for n in d.notes)
-        state = (f"recording <b>{html.escape(d.episode.instruction)}</b>: step {len(d.steps) + 1} on "
-                 f"{html.escape(d.screen.app)}" if d.recording else
-                 "type or pick a task, then Start; a click on the screen is a step")
+        state = (
+            f"recording <b>{html.escape(d.episode.instruction)}</b>: step {len(d.steps) + 1} on "
+            f"{html.escape(d.screen.app)}"
+            if d.recording
+            else "type or pick a task, then Start; a click on the screen is a step"
+        )
         self.status.value = f"<div class='wb-recorder-state'>{state}</div>{notes}"
 
     def _steps_html(self) -> str:
@@ -289,8 +325,15 @@ class RecorderPanel(W.VBox):
             style = "color:#888" if context else ("" if s.valid else "color:#c62828")
             who = " (the model's)" if context else ""
             items.append(f"<li style='{style}'><code>{html.escape(s.answer)}</code>{hit}{who}</li>")
-        return ("<div style='font-size:12px'>steps so far:</div><ol style='font-size:12px;margin:0'>"
-                + "".join(items) + "</ol>") if items else "<i>no step yet</i>"
+        return (
+            (
+                "<div style='font-size:12px'>steps so far:</div><ol style='font-size:12px;margin:0'>"
+                + "".join(items)
+                + "</ol>"
+            )
+            if items
+            else "<i>no step yet</i>"
+        )
 
     # ---- the Python side of the buttons --------------------------------------------------------------------------
     def correct(self, episode, step: int, screens: str | Path | None = None) -> None:
@@ -299,8 +342,10 @@ class RecorderPanel(W.VBox):
         self._do(lambda: self.demonstrator.correct(episode, step, screens), "correcting")
         if self.demonstrator.recording:
             self.task.value = episode.instruction
-            self._say(f"correcting {episode.model}'s episode of {episode.task} from step {step}: the phone shows that "
-                      "step's screen; demonstrate the rest, then Finish")
+            self._say(
+                f"correcting {episode.model}'s episode of {episode.task} from step {step}: the phone shows that "
+                "step's screen; demonstrate the rest, then Finish"
+            )
 
     def write_rows(self, out: str | Path | None = None, observation: str | None = None):
         """The folder's demonstrations as training rows (default ``FOLDER/rows.jsonl``)."""

@@ -3,6 +3,7 @@ a zoomed window of it. Every read goes through ``workbench.events.reader``, the 
 bad line, its step lines read from their bytes, its index included): this module folds events, it reads no bytes.
 Plain Python: no widgets, no plotting.
 """
+
 from __future__ import annotations
 
 import math
@@ -158,5 +159,3 @@ class ChartZoom:
 
     def clear(self) -> None:
         self.windows.clear()
-
-

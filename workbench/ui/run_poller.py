@@ -5,6 +5,7 @@ its view redraw at most ``MAX_REDRAWS_PER_S`` times a second. Nothing runs in a 
 the kernel stays free between polls (clicks, other cells). Without an event loop (scripts, tests) ``poll_once`` and
 ``wait_sync`` do the same on demand.
 """
+
 from __future__ import annotations
 
 import asyncio

@@ -4,6 +4,7 @@
 any view can draw: the notebook panels, a terminal, an extension. Which fields an event has matters, never the order
 they were logged in. Reading a log into a state is ``ui.run_log``'s.
 """
+
 from __future__ import annotations
 
 import math
@@ -17,8 +18,22 @@ from ..events.schema import MODEL_STATE_FIELDS
 # Event types only rank 0's copy counts for: every rank logs them alike (the same global step, say), so rank 0
 # speaks for the run. Other ranks' copies still record their rank but change nothing. Memory, failures and
 # diagnoses are per rank and count from any rank.
-RANK0_ONLY = frozenset({"run_started", "plan", "step", "overflow", "census", "eval", "checkpoint", "run_finished",
-                        "coverage", "eval_task", "rollout", "policy_mismatch"})
+RANK0_ONLY = frozenset(
+    {
+        "run_started",
+        "plan",
+        "step",
+        "overflow",
+        "census",
+        "eval",
+        "checkpoint",
+        "run_finished",
+        "coverage",
+        "eval_task",
+        "rollout",
+        "policy_mismatch",
+    }
+)
 
 
 def _get(event: Any, name: str, default: Any = None) -> Any:
@@ -81,8 +96,13 @@ class Series:
     def drops(self, x) -> bool:
         """Whether a point at ``x`` folded in now is certain to go once it leaves the recent window: it is not the
         first of its bucket (a later, coarser stride keeps no more). ``catch_up`` then need not even parse it."""
-        return (self.limit is not None and isinstance(x, int) and self._last is not None and x > self._last
-                and x // self.stride == self._last // self.stride)
+        return (
+            self.limit is not None
+            and isinstance(x, int)
+            and self._last is not None
+            and x > self._last
+            and x // self.stride == self._last // self.stride
+        )
 
     def skip(self, x) -> None:
         """Fold in a point that ``drops``: the state is what ``add`` leaves once that point has left the window. (The
@@ -109,7 +129,7 @@ class Series:
             keep = [j for j in range(self._settled) if self._first_of_bucket(j)]
             for name in ("x", "y", "_prev"):
                 values = getattr(self, name)
-                setattr(self, name, [values[j] for j in keep] + values[self._settled:])
+                setattr(self, name, [values[j] for j in keep] + values[self._settled :])
             self._settled = len(keep)
 
     def __len__(self) -> int:
@@ -178,9 +198,20 @@ class RunState:
 
     def all_series(self) -> list:
         """Every series of the state (the per-step ones, and those of memory, task metrics, rewards, mismatch)."""
-        return [self.loss, self.eval_loss, self.lr, self.grad_norm, self.loss_scale, self.coverage,
-                *self.task_metrics.values(), *self.rewards.values(), *self.mismatch.values(),
-                *self.rollout_stats.values(), *self.pool_success.values(), *self.memory_series.values()]
+        return [
+            self.loss,
+            self.eval_loss,
+            self.lr,
+            self.grad_norm,
+            self.loss_scale,
+            self.coverage,
+            *self.task_metrics.values(),
+            *self.rewards.values(),
+            *self.mismatch.values(),
+            *self.rollout_stats.values(),
+            *self.pool_success.values(),
+            *self.memory_series.values(),
+        ]
 
     @property
     def done(self) -> bool:
@@ -241,22 +272,41 @@ class RunState:
             self.status = "running"
 
     def _on_overflow(self, e, rank):
-        o = {"step": _get(e, "step"), "scale_before": number(_get(e, "scale_before")),
-             "scale_after": number(_get(e, "scale_after")), "nonfinite_count": _get(e, "nonfinite_count", 0),
-             "params": list(_get(e, "nonfinite_params") or [])}
+        o = {
+            "step": _get(e, "step"),
+            "scale_before": number(_get(e, "scale_before")),
+            "scale_after": number(_get(e, "scale_after")),
+            "nonfinite_count": _get(e, "nonfinite_count", 0),
+            "params": list(_get(e, "nonfinite_params") or []),
+        }
         self.overflows.append(o)
         names = ", ".join(o["params"][:3]) + (" ..." if len(o["params"]) > 3 else "")
-        self.alerts.append(Alert("warning", f"step {o['step']}: gradient overflow, step skipped",
-                                 f"loss scale {o['scale_before']:g} -> {o['scale_after']:g}; "
-                                 f"{o['nonfinite_count']} non-finite gradient(s): {names}"
-                                 if o["scale_before"] is not None and o["scale_after"] is not None else names,
-                                 o["step"], "overflow"))
+        self.alerts.append(
+            Alert(
+                "warning",
+                f"step {o['step']}: gradient overflow, step skipped",
+                f"loss scale {o['scale_before']:g} -> {o['scale_after']:g}; "
+                f"{o['nonfinite_count']} non-finite gradient(s): {names}"
+                if o["scale_before"] is not None and o["scale_after"] is not None
+                else names,
+                o["step"],
+                "overflow",
+            )
+        )
 
     def _on_census(self, e, rank):
-        self.census = {"step": _get(e, "step"), "rows": list(_get(e, "rows") or []), "totals": dict(_get(e, "totals") or {})}
+        self.census = {
+            "step": _get(e, "step"),
+            "rows": list(_get(e, "rows") or []),
+            "totals": dict(_get(e, "totals") or {}),
+        }
 
     def _on_memory(self, e, rank):
-        d = e if isinstance(e, dict) else {k: _get(e, k) for k in ("step", "devices", "host_rss", *MODEL_STATE_FIELDS.values())}
+        d = (
+            e
+            if isinstance(e, dict)
+            else {k: _get(e, k) for k in ("step", "devices", "host_rss", *MODEL_STATE_FIELDS.values())}
+        )
         self.memory[rank] = d
         step = d.get("step")
         for dev in d.get("devices") or []:
@@ -281,9 +331,12 @@ class RunState:
         self.rewards.setdefault("total", self._series()).add(step, finite_number(_get(e, "reward_mean")))
         for name, figures in (_get(e, "rewards") or {}).items():
             self.rewards.setdefault(name, self._series()).add(step, finite_number((figures or {}).get("mean")))
-        for key, value in (("parse_rate", _get(e, "parse_rate")), ("all_equal_groups", _get(e, "all_equal_groups")),
-                           ("completion_tokens", _get(e, "completion_tokens_mean")),
-                           ("reference_kl", _get(e, "reference_kl"))):
+        for key, value in (
+            ("parse_rate", _get(e, "parse_rate")),
+            ("all_equal_groups", _get(e, "all_equal_groups")),
+            ("completion_tokens", _get(e, "completion_tokens_mean")),
+            ("reference_kl", _get(e, "reference_kl")),
+        ):
             if value is not None:
                 self.rollout_stats.setdefault(key, self._series()).add(step, finite_number(value))
         self.samples = [{"step": step, **sample} for sample in (_get(e, "samples") or [])]
@@ -302,11 +355,24 @@ class RunState:
                 self.mismatch.setdefault(key, self._series()).add(_get(e, "step"), finite_number(_get(e, key)))
 
     def _on_dagger_round(self, e, rank):
-        keys = ("round", "model", "episodes", "success_rate", "loop_rate", "false_finish_rate", "states", "kinds",
-                "rows", "run_dir", "status", "wall_s")
+        keys = (
+            "round",
+            "model",
+            "episodes",
+            "success_rate",
+            "loop_rate",
+            "false_finish_rate",
+            "states",
+            "kinds",
+            "rows",
+            "run_dir",
+            "status",
+            "wall_s",
+        )
         row = {k: _get(e, k) for k in keys}
-        self.dagger_rounds = sorted([r for r in self.dagger_rounds if r["round"] != row["round"]] + [row],
-                                    key=lambda r: r["round"])
+        self.dagger_rounds = sorted(
+            [r for r in self.dagger_rounds if r["round"] != row["round"]] + [row], key=lambda r: r["round"]
+        )
 
     def _on_checkpoint(self, e, rank):
         self.checkpoints.append({"step": _get(e, "step"), "path": _get(e, "path"), "kind": _get(e, "kind")})
@@ -322,9 +388,15 @@ class RunState:
         self.status = "stopped" if stopped else "finished"
         reason = _get(e, "stop_reason")
         wall = number(_get(e, "wall_s")) or 0.0
-        self.alerts.append(Alert("info" if stopped else "success",
-                                 f"run {'stopped' if stopped else 'finished'} at step {self.step} ({wall:.0f} s)",
-                                 reason or "", self.step, "run_finished"))
+        self.alerts.append(
+            Alert(
+                "info" if stopped else "success",
+                f"run {'stopped' if stopped else 'finished'} at step {self.step} ({wall:.0f} s)",
+                reason or "",
+                self.step,
+                "run_finished",
+            )
+        )
 
     def _on_run_failed(self, e, rank):
         self.status = "failed"
@@ -332,9 +404,19 @@ class RunState:
         saved, saving = _get(e, "checkpoint"), _get(e, "checkpoint_error")
         resume = (f"\n\nstep {_get(e, 'step')} could not be saved after the failure: {saving}" if saving else "") + (
             f"\n\n{'the last checkpoint' if saving else 'step ' + str(_get(e, 'step'))} is saved: continue with "
-            f"checkpointing.resume_from={saved}" if saved else "")
-        self.alerts.append(Alert("error", f"run failed (rank {rank}, step {_get(e, 'step')})", self.error + resume + (
-            "\n\n" + _get(e, "traceback") if _get(e, "traceback") else ""), _get(e, "step"), "run_failed"))
+            f"checkpointing.resume_from={saved}"
+            if saved
+            else ""
+        )
+        self.alerts.append(
+            Alert(
+                "error",
+                f"run failed (rank {rank}, step {_get(e, 'step')})",
+                self.error + resume + ("\n\n" + _get(e, "traceback") if _get(e, "traceback") else ""),
+                _get(e, "step"),
+                "run_failed",
+            )
+        )
 
     def _on_diagnosis(self, e, rank):
         # From the diagnosis instruments: {step, cause, fix, module}. Handled generically (any extra
@@ -342,18 +424,31 @@ class RunState:
         known = ("type", "v", "time", "rank", "step", "cause", "fix", "module", "kind")
         extra = {k: v for k, v in (e.items() if isinstance(e, dict) else vars(e).items()) if k not in known and v}
         cause, fix, module = _get(e, "cause"), _get(e, "fix"), _get(e, "module")
-        detail = "\n".join(filter(None, [f"module: {module}" if module else "", f"fix: {fix}" if fix else "",
-                                         *(f"{k}: {v}" for k, v in extra.items())]))
+        detail = "\n".join(
+            filter(
+                None,
+                [
+                    f"module: {module}" if module else "",
+                    f"fix: {fix}" if fix else "",
+                    *(f"{k}: {v}" for k, v in extra.items()),
+                ],
+            )
+        )
         kind = _get(e, "kind")
         title = f"step {_get(e, 'step')}: {cause or 'diagnosis'}" + (f" [{kind}]" if kind else "")
-        self.alerts.append(Alert("error", title, detail,
-                                 _get(e, "step"), "diagnosis"))
+        self.alerts.append(Alert("error", title, detail, _get(e, "step"), "diagnosis"))
 
     def _on_overflow_origin(self, e, rank):
         module, phase = _get(e, "module"), _get(e, "phase")
-        self.alerts.append(Alert("warning", f"step {_get(e, 'step')}: overflow traced to "
-                                 f"{module or 'an unknown module'} ({phase})", _evidence(_get(e, "evidence")),
-                                 _get(e, "step"), "overflow_origin"))
+        self.alerts.append(
+            Alert(
+                "warning",
+                f"step {_get(e, 'step')}: overflow traced to {module or 'an unknown module'} ({phase})",
+                _evidence(_get(e, "evidence")),
+                _get(e, "step"),
+                "overflow_origin",
+            )
+        )
 
     def _on_coverage(self, e, rank):
         share = number(_get(e, "low_precision_share"))

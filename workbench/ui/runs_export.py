@@ -5,6 +5,7 @@ The export runs in a child process (``workbench.export.job.ExportJob``); an asyn
 loop polls it, so the kernel stays free and widgets are only touched from that loop. Without a loop (tests,
 scripts) ``wait_sync()`` polls instead.
 """
+
 from __future__ import annotations
 
 import asyncio
@@ -29,26 +30,50 @@ def _mb(n: int | None) -> str:
 
 def manifest_html(manifest: dict) -> str:
     """An export's manifest as a small report: what, sizes, parity figures against the gate, wall time."""
-    sizes, parity, gate = manifest.get("sizes", {}), manifest.get("parity", {}), manifest.get("parity", {}).get("gate", {})
+    sizes, parity, gate = (
+        manifest.get("sizes", {}),
+        manifest.get("parity", {}),
+        manifest.get("parity", {}).get("gate", {}),
+    )
     passed = parity.get("passed", manifest.get("status") == "passed")
-    verdict = (f"<b style='color:{GREEN}'>parity passed</b>" if passed else
-               f"<b style='color:{RED}'>FAILED its parity gate</b>: "
-               + html.escape("; ".join(parity.get("failures") or [manifest.get("status", "")])))
+    verdict = (
+        f"<b style='color:{GREEN}'>parity passed</b>"
+        if passed
+        else f"<b style='color:{RED}'>FAILED its parity gate</b>: "
+        + html.escape("; ".join(parity.get("failures") or [manifest.get("status", "")]))
+    )
     rows = [
-        ("size on disk", f"{_mb(sizes.get('total_bytes'))} (weights {_mb(sizes.get('weights_bytes'))}; "
-                         f"fp32 merged {_mb(sizes.get('reference_fp32_bytes'))})"),
-        ("max |logit diff|", f"{parity.get('max_logit_diff', float('nan')):.3g} (gate &le; {gate.get('max_logit_diff', '?')})"),
-        ("greedy agreement", f"{parity.get('greedy_agreement', float('nan')):.4f} (gate &ge; {gate.get('min_agreement', '?')})"),
-        ("held-out loss", f"{parity.get('export_loss', float('nan')):.4f} vs {parity.get('reference_loss', float('nan')):.4f} "
-                          f"unexported (gate +{gate.get('max_loss_increase', '?')})"),
+        (
+            "size on disk",
+            f"{_mb(sizes.get('total_bytes'))} (weights {_mb(sizes.get('weights_bytes'))}; "
+            f"fp32 merged {_mb(sizes.get('reference_fp32_bytes'))})",
+        ),
+        (
+            "max |logit diff|",
+            f"{parity.get('max_logit_diff', float('nan')):.3g} (gate &le; {gate.get('max_logit_diff', '?')})",
+        ),
+        (
+            "greedy agreement",
+            f"{parity.get('greedy_agreement', float('nan')):.4f} (gate &ge; {gate.get('min_agreement', '?')})",
+        ),
+        (
+            "held-out loss",
+            f"{parity.get('export_loss', float('nan')):.4f} vs {parity.get('reference_loss', float('nan')):.4f} "
+            f"unexported (gate +{gate.get('max_loss_increase', '?')})",
+        ),
         ("compared on", f"{parity.get('positions', '?')} positions of {parity.get('examples', '?')} held-out examples"),
-        ("wall", f"write {manifest.get('wall_s', {}).get('write_s', 0):.1f} s, parity "
-                 f"{manifest.get('wall_s', {}).get('parity_s', 0):.1f} s"),
+        (
+            "wall",
+            f"write {manifest.get('wall_s', {}).get('write_s', 0):.1f} s, parity "
+            f"{manifest.get('wall_s', {}).get('parity_s', 0):.1f} s",
+        ),
     ]
     body = "".join(f"<tr><td>{k}</td><td>{v}</td></tr>" for k, v in rows)
-    return (f"<div class='wb-export-manifest'>{html.escape(manifest.get('target', '?'))} "
-            f"({html.escape(str(manifest.get('precision', '')))}): {verdict}"
-            f"<table style='font-size:90%;border-spacing:12px 2px'>{body}</table></div>")
+    return (
+        f"<div class='wb-export-manifest'>{html.escape(manifest.get('target', '?'))} "
+        f"({html.escape(str(manifest.get('precision', '')))}): {verdict}"
+        f"<table style='font-size:90%;border-spacing:12px 2px'>{body}</table></div>"
+    )
 
 
 def exports_table_html(exports: list[tuple[Path, dict]]) -> str:
@@ -59,12 +84,18 @@ def exports_table_html(exports: list[tuple[Path, dict]]) -> str:
     for path, m in exports:
         p = m.get("parity", {})
         ok = m.get("status") == "passed"
-        rows.append(f"<tr><td>{html.escape(path.name)}</td><td style='color:{GREEN if ok else RED}'>"
-                    f"{html.escape(m.get('status', '?'))}</td><td>{_mb(m.get('sizes', {}).get('total_bytes'))}</td>"
-                    f"<td>{p.get('greedy_agreement', float('nan')):.3f}</td><td>{p.get('max_logit_diff', float('nan')):.3g}</td>"
-                    f"<td>{p.get('export_loss', float('nan')):.4f}</td></tr>")
-    return ("<table class='wb-exports' style='font-size:90%;border-spacing:12px 2px'><tr><th>export</th><th>status</th>"
-            "<th>size</th><th>agreement</th><th>max |&Delta;logit|</th><th>held-out loss</th></tr>" + "".join(rows) + "</table>")
+        rows.append(
+            f"<tr><td>{html.escape(path.name)}</td><td style='color:{GREEN if ok else RED}'>"
+            f"{html.escape(m.get('status', '?'))}</td><td>{_mb(m.get('sizes', {}).get('total_bytes'))}</td>"
+            f"<td>{p.get('greedy_agreement', float('nan')):.3f}</td><td>{p.get('max_logit_diff', float('nan')):.3g}</td>"
+            f"<td>{p.get('export_loss', float('nan')):.4f}</td></tr>"
+        )
+    return (
+        "<table class='wb-exports' style='font-size:90%;border-spacing:12px 2px'><tr><th>export</th><th>status</th>"
+        "<th>size</th><th>agreement</th><th>max |&Delta;logit|</th><th>held-out loss</th></tr>"
+        + "".join(rows)
+        + "</table>"
+    )
 
 
 class ExportSection(W.VBox):
@@ -75,11 +106,16 @@ class ExportSection(W.VBox):
         self.specs = {s.name: s for s in target_choices()}
         self.job: ExportJob | None = None
         self._task: asyncio.Task | None = None
-        self.run = W.Dropdown(options=[], description="run", style={"description_width": "60px"},
-                              layout=W.Layout(width="320px"))
-        self.target = W.Dropdown(options=[(f"{name}: {s.precision}", name) for name, s in self.specs.items()],
-                                 value="merged-float32", description="target", style={"description_width": "60px"},
-                                 layout=W.Layout(width="420px"))
+        self.run = W.Dropdown(
+            options=[], description="run", style={"description_width": "60px"}, layout=W.Layout(width="320px")
+        )
+        self.target = W.Dropdown(
+            options=[(f"{name}: {s.precision}", name) for name, s in self.specs.items()],
+            value="merged-float32",
+            description="target",
+            style={"description_width": "60px"},
+            layout=W.Layout(width="420px"),
+        )
         self.overwrite = W.Checkbox(value=False, description="overwrite", indent=False, layout=W.Layout(width="100px"))
         self.export_button = W.Button(description="Export", icon="download", button_style="primary")
         self.export_button.add_class("wb-export-start")
@@ -92,10 +128,15 @@ class ExportSection(W.VBox):
         self.result = W.HTML()
         self.result.add_class("wb-export-result")
         self.exports = W.HTML()
-        super().__init__([W.HTML("<b>Export</b> (merged, int8, ONNX; checked for parity against the unexported model)"),
-                          W.HBox([self.run, self.target, self.overwrite]),
-                          W.HBox([self.export_button, self.cancel_button, self.progress, self.status]),
-                          self.result, self.exports])
+        super().__init__(
+            [
+                W.HTML("<b>Export</b> (merged, int8, ONNX; checked for parity against the unexported model)"),
+                W.HBox([self.run, self.target, self.overwrite]),
+                W.HBox([self.export_button, self.cancel_button, self.progress, self.status]),
+                self.result,
+                self.exports,
+            ]
+        )
         self.add_class("wb-export-section")
 
     def set_runs(self, run_dirs: Iterable[Path]) -> list[str]:
@@ -147,16 +188,24 @@ class ExportSection(W.VBox):
         self.progress.value = s.fraction
         what = f"{self.job.spec.name} of {self.job.run_dir.name}"
         if not s.done:
-            self.status.value = (f"exporting {html.escape(what)}: [{s.phase}/{len(PHASES)}] {html.escape(s.phase_name)} "
-                                 f"({s.seconds:.0f} s)" if s.phase else f"exporting {html.escape(what)}: starting")
+            self.status.value = (
+                f"exporting {html.escape(what)}: [{s.phase}/{len(PHASES)}] {html.escape(s.phase_name)} "
+                f"({s.seconds:.0f} s)"
+                if s.phase
+                else f"exporting {html.escape(what)}: starting"
+            )
             return
         self.export_button.disabled, self.cancel_button.disabled = False, True
         self.progress.layout.display = "none"
         if s.status == "passed":
-            self.status.value = f"<span style='color:{GREEN}'>exported {html.escape(what)} to {html.escape(str(s.path))}</span>"
+            self.status.value = (
+                f"<span style='color:{GREEN}'>exported {html.escape(what)} to {html.escape(str(s.path))}</span>"
+            )
         elif s.status == "failed":
-            self.status.value = (f"<span style='color:{RED}'>export {html.escape(what)} FAILED its parity gate "
-                                 f"(kept as {html.escape(str(s.path))})</span>")
+            self.status.value = (
+                f"<span style='color:{RED}'>export {html.escape(what)} FAILED its parity gate "
+                f"(kept as {html.escape(str(s.path))})</span>"
+            )
         else:
             self.status.value = f"<span style='color:{RED}'>export {html.escape(what)}: {html.escape(s.message)}</span>"
         self.result.value = manifest_html(s.manifest) if s.manifest else ""

@@ -1,5 +1,6 @@
 """Plain-Python helpers of the panels (no widgets): a redraw throttle, and the chat panel's image (the picker widget
 only shows it)."""
+
 from __future__ import annotations
 
 import math
@@ -53,8 +54,9 @@ class ChatImage:
             raise ValueError(f"cannot read {label}: {err.strerror or err}") from None
         except ValueError as err:  # ImageSourceError: e.g. not an image
             raise ValueError(f"{label}: {err}") from None
-        return cls(label, url, image.width, image.height,
-                   thumbnail_png(image, (cls.THUMBNAIL_SIDE, cls.THUMBNAIL_SIDE)))
+        return cls(
+            label, url, image.width, image.height, thumbnail_png(image, (cls.THUMBNAIL_SIDE, cls.THUMBNAIL_SIDE))
+        )
 
 
 def sample_screenshots() -> dict[str, Path]:

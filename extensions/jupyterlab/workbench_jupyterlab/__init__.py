@@ -1,5 +1,6 @@
 """Workbench in JupyterLab: a jupyter_server extension (REST + server-sent events over the runs directory,
 ``/workbench/api/``) and the prebuilt JupyterLab frontend that shows it (side panel, status bar, commands)."""
+
 from __future__ import annotations
 
 from .app import WorkbenchExtension

@@ -1,16 +1,17 @@
 """REST and server-sent-event routes under ``/workbench/api/``; every route needs the server's token or login.
 
-    GET  runs                         every run: status, step/total, last loss, loss scale, overflows, loss curve
-    GET  runs/stream                  the same list, pushed (text/event-stream) whenever a run changes
-    POST runs                         launch {"config": {sections}, "overrides": {dotted: value}} -> 201 {"name"}
-    GET  runs/NAME                    one run, with its config.json
-    GET  runs/NAME/events?offset=N    its events from byte offset N (&type=step,overflow) -> {"events", "offset"}
-    GET  runs/NAME/events/stream      the same, pushed as they are written, until the run ends
-    POST runs/NAME/stop               ask it to stop after the current step (it saves a checkpoint) -> 202
-    GET  models                       the chat server's model ids (503 when none answers)
-    POST notebooks                    {"kind": "finetune"|"dashboard"|"monitor"|"compare", "runs": [...]} -> {"path"}
-                                      (a new fine-tune notebook each time; the others are reused once made)
+GET  runs                         every run: status, step/total, last loss, loss scale, overflows, loss curve
+GET  runs/stream                  the same list, pushed (text/event-stream) whenever a run changes
+POST runs                         launch {"config": {sections}, "overrides": {dotted: value}} -> 201 {"name"}
+GET  runs/NAME                    one run, with its config.json
+GET  runs/NAME/events?offset=N    its events from byte offset N (&type=step,overflow) -> {"events", "offset"}
+GET  runs/NAME/events/stream      the same, pushed as they are written, until the run ends
+POST runs/NAME/stop               ask it to stop after the current step (it saves a checkpoint) -> 202
+GET  models                       the chat server's model ids (503 when none answers)
+POST notebooks                    {"kind": "finetune"|"dashboard"|"monitor"|"compare", "runs": [...]} -> {"path"}
+                                  (a new fine-tune notebook each time; the others are reused once made)
 """
+
 from __future__ import annotations
 
 import asyncio
@@ -188,7 +189,9 @@ class EventsStreamHandler(SSEHandler):
             status = await loop.run_in_executor(None, lambda: self.runs.handle(name).status())
             if status != "running":
                 # one more read: the final events may have landed between the read and the status check
-                events, state["offset"] = await loop.run_in_executor(None, self.runs.events, name, state["offset"], types)
+                events, state["offset"] = await loop.run_in_executor(
+                    None, self.runs.events, name, state["offset"], types
+                )
                 if events:
                     await self.send("events", {"events": events, "offset": state["offset"]})
                 await self.send("end", {"status": status, "offset": state["offset"]})
@@ -221,10 +224,16 @@ class ModelsHandler(BaseHandler):
         url = self.wb_settings["chat_url"]
         try:
             models = await asyncio.get_running_loop().run_in_executor(
-                None, lambda: served_models(base_url=url, api_key=self.wb_settings["chat_api_key"] or None))
+                None, lambda: served_models(base_url=url, api_key=self.wb_settings["chat_api_key"] or None)
+            )
         except Exception as err:  # noqa: BLE001 - ServerUnreachable, or anything else on the way
-            return self.answer_error(RunsError(503, f"no chat server answers at {url} ({type(err).__name__}): start "
-                                               "one with `workbench serve`, or set WorkbenchExtension.chat_url"))
+            return self.answer_error(
+                RunsError(
+                    503,
+                    f"no chat server answers at {url} ({type(err).__name__}): start "
+                    "one with `workbench serve`, or set WorkbenchExtension.chat_url",
+                )
+            )
         self.finish(json.dumps({"url": url, "models": models}))
 
 
@@ -244,10 +253,15 @@ class NotebooksHandler(BaseHandler):
         except RunsError as err:
             return self.answer_error(err)
         root = Path(self.settings["server_root_dir"]).expanduser()
-        nb = notebooks.build(kind, notebooks.runs_dir_for(root, self.runs.root), runs,
-                             self.wb_settings["template"] or None)
-        stem = {"finetune": "fine-tune", "dashboard": "workbench-dashboard", "monitor": f"monitor-{runs[0] if runs else ''}",
-                "compare": "compare-" + "-vs-".join(runs)}[kind]
+        nb = notebooks.build(
+            kind, notebooks.runs_dir_for(root, self.runs.root), runs, self.wb_settings["template"] or None
+        )
+        stem = {
+            "finetune": "fine-tune",
+            "dashboard": "workbench-dashboard",
+            "monitor": f"monitor-{runs[0] if runs else ''}",
+            "compare": "compare-" + "-vs-".join(runs),
+        }[kind]
         # a fine-tune notebook is new each time; the dashboard, a run's monitor or a comparison opens the one made before
         path = notebooks.write_new(root, root, stem, nb, reuse=kind != "finetune")
         self.set_status(201)
@@ -258,13 +272,16 @@ def setup_handlers(web_app, runs: RunsDirectory, settings: dict) -> None:
     base = url_path_join(web_app.settings["base_url"], "workbench", "api")
     web_app.settings["workbench_runs"] = runs
     web_app.settings["workbench"] = settings
-    web_app.add_handlers(".*$", [
-        (url_path_join(base, "runs"), RunsHandler),
-        (url_path_join(base, "runs", "stream"), RunsStreamHandler),
-        (url_path_join(base, "runs", RUN), RunHandler),
-        (url_path_join(base, "runs", RUN, "events"), EventsHandler),
-        (url_path_join(base, "runs", RUN, "events", "stream"), EventsStreamHandler),
-        (url_path_join(base, "runs", RUN, "stop"), StopHandler),
-        (url_path_join(base, "models"), ModelsHandler),
-        (url_path_join(base, "notebooks"), NotebooksHandler),
-    ])
+    web_app.add_handlers(
+        ".*$",
+        [
+            (url_path_join(base, "runs"), RunsHandler),
+            (url_path_join(base, "runs", "stream"), RunsStreamHandler),
+            (url_path_join(base, "runs", RUN), RunHandler),
+            (url_path_join(base, "runs", RUN, "events"), EventsHandler),
+            (url_path_join(base, "runs", RUN, "events", "stream"), EventsStreamHandler),
+            (url_path_join(base, "runs", RUN, "stop"), StopHandler),
+            (url_path_join(base, "models"), ModelsHandler),
+            (url_path_join(base, "notebooks"), NotebooksHandler),
+        ],
+    )

@@ -1,6 +1,7 @@
 """Notebooks the frontend's commands open: a fine-tune notebook from the packaged template, the dashboard, a
 monitor attached to a run, two runs compared. Each is a few cells over the existing panels (``workbench.ui``):
 the notebook shows what the user could have typed, and keeps working after the side panel is closed."""
+
 from __future__ import annotations
 
 import json
@@ -18,8 +19,11 @@ KINDS = ("finetune", "dashboard", "monitor", "compare")
 def runs_dir_for(root_dir: Path, runs_dir: Path) -> str:
     # the kernel starts in the notebook's folder (the server root): a relative path there when the runs are inside it
     try:
-        return Path(os.path.relpath(runs_dir.resolve(), root_dir.resolve())).as_posix() \
-            if runs_dir.resolve().is_relative_to(root_dir.resolve()) else str(runs_dir.resolve())
+        return (
+            Path(os.path.relpath(runs_dir.resolve(), root_dir.resolve())).as_posix()
+            if runs_dir.resolve().is_relative_to(root_dir.resolve())
+            else str(runs_dir.resolve())
+        )
     except ValueError:
         return str(runs_dir.resolve())
 
@@ -41,21 +45,36 @@ def build(kind: str, runs_dir: str, runs: list[str], template: Path | None = Non
             cell.source = Template(cell.source).safe_substitute(runs_dir=r)
         return nb
     if kind == "dashboard":
-        return _notebook([("md", "# Workbench\nConfig, plan, launch & monitor, runs and chat over the runs in "
-                           f"`{runs_dir}`."),
-                          ("code", f"from workbench.ui import Workbench\n\nWorkbench(runs_dir={r})")])
+        return _notebook(
+            [
+                ("md", f"# Workbench\nConfig, plan, launch & monitor, runs and chat over the runs in `{runs_dir}`."),
+                ("code", f"from workbench.ui import Workbench\n\nWorkbench(runs_dir={r})"),
+            ]
+        )
     if kind == "monitor":
         (name,) = runs
         path = json.dumps(f"{runs_dir}/{name}")
-        return _notebook([("md", f"# Run {name}\nThe live monitor attached to the run (it may already be running: "
-                           "attaching does not disturb it)."),
-                          ("code", f"from workbench.ui import RunMonitor\n\nmonitor = RunMonitor()\n"
-                                   f"monitor.attach({path})\nmonitor")])
+        return _notebook(
+            [
+                (
+                    "md",
+                    f"# Run {name}\nThe live monitor attached to the run (it may already be running: "
+                    "attaching does not disturb it).",
+                ),
+                (
+                    "code",
+                    f"from workbench.ui import RunMonitor\n\nmonitor = RunMonitor()\nmonitor.attach({path})\nmonitor",
+                ),
+            ]
+        )
     if kind == "compare":
         names = json.dumps(list(runs))
-        return _notebook([("md", f"# {runs[0]} vs {runs[1]}\nLoss curves and the configuration fields that differ."),
-                          ("code", f"from workbench.ui import RunsPanel\n\nruns = RunsPanel({r})\n"
-                                   f"runs.compare({names})\nruns")])
+        return _notebook(
+            [
+                ("md", f"# {runs[0]} vs {runs[1]}\nLoss curves and the configuration fields that differ."),
+                ("code", f"from workbench.ui import RunsPanel\n\nruns = RunsPanel({r})\nruns.compare({names})\nruns"),
+            ]
+        )
     raise ValueError(kind)
 
 

@@ -4,6 +4,7 @@ and ``launch``/``attach``, curves folded by ``workbench.ui.run_state`` from the 
 Plain Python (no tornado): the handlers call it, the tests can too. The engine (and torch with it) is imported on
 first use so that starting ``jupyter lab`` stays fast.
 """
+
 from __future__ import annotations
 
 import json
@@ -99,11 +100,21 @@ class RunsDirectory:
         self._reap(row.name)
         state = self._state(row.path)
         scale = state.loss_scale.y[-1] if state.loss_scale.y else None
-        return {"name": row.name, "status": row.status, "step": row.step, "total_steps": row.total_steps,
-                "loss": row.loss, "model": row.model, "precision": row.precision, "loss_scale": _finite(scale),
-                "overflows": len(state.overflows), "skipped_steps": len(state.skipped_steps),
-                "loss_series": thin(state.loss.x, state.loss.y), "checkpoints": len(state.checkpoints),
-                "error": state.error}
+        return {
+            "name": row.name,
+            "status": row.status,
+            "step": row.step,
+            "total_steps": row.total_steps,
+            "loss": row.loss,
+            "model": row.model,
+            "precision": row.precision,
+            "loss_scale": _finite(scale),
+            "overflows": len(state.overflows),
+            "skipped_steps": len(state.skipped_steps),
+            "loss_series": thin(state.loss.x, state.loss.y),
+            "checkpoints": len(state.checkpoints),
+            "error": state.error,
+        }
 
     def _reap(self, name: str) -> None:
         # a worker this server launched is its child: poll() collects its exit status (no zombie left behind)

@@ -1,4 +1,5 @@
 """The CSV exporter: one file per event type, on a real (tiny) run's log."""
+
 from __future__ import annotations
 
 import csv
@@ -33,5 +34,7 @@ def test_a_field_first_seen_in_a_later_batch_becomes_a_column(tmp_path):
     out.flush()
     out.write([{"type": "note", "v": 1, "a": 2, "b": {"x": [1]}}])
     out.close()
-    assert read_csv(tmp_path / "note.csv") == [{"type": "note", "v": "1", "a": "1", "b": ""},
-                                               {"type": "note", "v": "1", "a": "2", "b": '{"x": [1]}'}]
+    assert read_csv(tmp_path / "note.csv") == [
+        {"type": "note", "v": "1", "a": "1", "b": ""},
+        {"type": "note", "v": "1", "a": "2", "b": '{"x": [1]}'},
+    ]

@@ -1,4 +1,5 @@
 """Exporters are found through the entry-point group, including a third party's (a real dist-info on sys.path)."""
+
 from __future__ import annotations
 
 import json
@@ -17,7 +18,7 @@ from workbench.events.exporters.csv import CsvExporter
 from workbench.events.exporters.tensorboard import TensorBoardExporter
 from workbench.runs.layout import EVENTS_FILE
 
-THIRD_PARTY = '''
+THIRD_PARTY = """
 import json
 from pathlib import Path
 
@@ -37,7 +38,7 @@ class StepCountExporter:
 
     def close(self):
         self.flush()
-'''
+"""
 
 
 def install_third_party(site, entry_points: str) -> None:
@@ -57,22 +58,29 @@ def test_workbench_declares_its_own_exporters():
 def test_a_third_party_exporter_is_found_and_used_by_name(fp16_run, tmp_path, monkeypatch):
     site = tmp_path / "site"
     site.mkdir()
-    install_third_party(site, f"""
+    install_third_party(
+        site,
+        f"""
         [{ENTRY_POINT_GROUP}]
         step-count = acme_exporters:StepCountExporter
         broken = acme_exporters_gone:Exporter
-    """)
+    """,
+    )
     assert "step-count" not in installed_exporters()
     monkeypatch.syspath_prepend(str(site))
     assert {"csv", "tensorboard", "step-count", "broken"} <= set(installed_exporters())
     result = export_events(fp16_run / EVENTS_FILE, "step-count")
     assert json.loads((fp16_run / "step-count" / "steps.json").read_text()) == [1, 2, 3, 4]
     assert result.out_dir == fp16_run / "step-count"
-    with pytest.raises(ExporterError, match=r"'broken' \(acme_exporters_gone:Exporter\) could not be loaded: ModuleNotFoundError"):
+    with pytest.raises(
+        ExporterError, match=r"'broken' \(acme_exporters_gone:Exporter\) could not be loaded: ModuleNotFoundError"
+    ):
         load_exporter("broken")
 
 
 def test_an_unknown_exporter_lists_the_installed_ones(fp16_run):
-    with pytest.raises(ExporterError, match=r"unknown exporter 'parquet': the installed exporters are .*csv, tensorboard"):
+    with pytest.raises(
+        ExporterError, match=r"unknown exporter 'parquet': the installed exporters are .*csv, tensorboard"
+    ):
         export_events(fp16_run / EVENTS_FILE, "parquet")
     assert not (fp16_run / "parquet").exists()

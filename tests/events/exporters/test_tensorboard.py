@@ -1,4 +1,5 @@
 """The TensorBoard exporter, read back with tensorboard's own reader."""
+
 from __future__ import annotations
 
 import numpy as np
@@ -28,12 +29,18 @@ def test_scalars_read_back_equal_to_the_events(fp16_run):
     got = scalars(result.out_dir)
     events, _ = read_events(fp16_run / "events.jsonl", typed=False)
     steps = [e for e in events if e["type"] == "step"]
-    for field, tag in (("loss", "train/loss"), ("lr", "train/lr"), ("loss_scale", "precision/loss_scale"),
-                       ("tokens_per_s", "train/tokens_per_s")):
+    for field, tag in (
+        ("loss", "train/loss"),
+        ("lr", "train/lr"),
+        ("loss_scale", "precision/loss_scale"),
+        ("tokens_per_s", "train/tokens_per_s"),
+    ):
         assert [(s, v) for s, v, _ in got[tag]] == [(e["step"], f32(e[field])) for e in steps], tag
     assert [w for _, _, w in got["train/loss"]] == [e["time"] for e in steps]
     # the skipped step's infinite grad norm is no point on the curve; the overflow count rises at step 2
-    assert [(s, v) for s, v, _ in got["train/grad_norm"]] == [(e["step"], f32(e["grad_norm"])) for e in steps if e["step"] != 2]
+    assert [(s, v) for s, v, _ in got["train/grad_norm"]] == [
+        (e["step"], f32(e["grad_norm"])) for e in steps if e["step"] != 2
+    ]
     assert [(s, v) for s, v, _ in got["precision/overflow_count"]] == [(1, 0.0), (2, 1.0), (3, 1.0), (4, 1.0)]
     assert [(s, v) for s, v, _ in got["eval/loss"]] == [(3, 1.25)]
     memory = [e for e in events if e["type"] == "memory" and e["rank"] == 0]

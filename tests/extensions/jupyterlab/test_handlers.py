@@ -1,5 +1,6 @@
 """The server extension's routes (/workbench/api/) on a real jupyter_server: auth, bad input, traversal,
 events from an offset, the SSE streams, notebooks, and a tiny-GLM-4 run launched and stopped through them."""
+
 from __future__ import annotations
 
 import asyncio
@@ -26,13 +27,40 @@ def _fake_run(runs: Path, name: str, steps: int = 3, finished: bool = True) -> P
     run.mkdir(parents=True)
     save_config(RunConfig(), run / "config.json")
     with EventWriter(run / "events.jsonl") as w:
-        w.emit(RunStarted(run_dir=str(run), config={"model": {"source": "tiny-glm4"}}, hardware={}, versions={},
-                          precision={"mode": "fp16"}, total_steps=10))
+        w.emit(
+            RunStarted(
+                run_dir=str(run),
+                config={"model": {"source": "tiny-glm4"}},
+                hardware={},
+                versions={},
+                precision={"mode": "fp16"},
+                total_steps=10,
+            )
+        )
         for s in range(1, steps + 1):
-            w.emit(Step(step=s, loss=4.0 - s, lr=1e-3, grad_norm=1.0, loss_scale=2.0 ** (16 - s), skipped=s == 2,
-                        tokens=64, tokens_per_s=100.0, step_time_s=0.1, eta_s=1.0))
-        w.emit(Overflow(step=2, scale_before=2.0 ** 14, scale_after=2.0 ** 13, nonfinite_params=["lm_head.weight"],
-                        nonfinite_count=1))
+            w.emit(
+                Step(
+                    step=s,
+                    loss=4.0 - s,
+                    lr=1e-3,
+                    grad_norm=1.0,
+                    loss_scale=2.0 ** (16 - s),
+                    skipped=s == 2,
+                    tokens=64,
+                    tokens_per_s=100.0,
+                    step_time_s=0.1,
+                    eta_s=1.0,
+                )
+            )
+        w.emit(
+            Overflow(
+                step=2,
+                scale_before=2.0**14,
+                scale_after=2.0**13,
+                nonfinite_params=["lm_head.weight"],
+                nonfinite_count=1,
+            )
+        )
         if finished:
             w.emit(Checkpoint(step=steps, path=str(run / "checkpoints" / f"step-{steps}"), kind="resumable"))
             w.emit(RunFinished(step=steps, final_loss=4.0 - steps, adapter_path=None, wall_s=1.0))
@@ -56,7 +84,7 @@ async def test_runs_are_listed_with_status_and_last_metrics(jp_fetch, jp_root_di
     assert code == 200 and body["runs_dir"] == str(jp_root_dir / "runs")
     (row,) = body["runs"]
     assert row["name"] == "a-run" and row["status"] == "finished"
-    assert (row["step"], row["total_steps"], row["loss"], row["loss_scale"]) == (3, 10, 1.0, 2.0 ** 13)
+    assert (row["step"], row["total_steps"], row["loss"], row["loss_scale"]) == (3, 10, 1.0, 2.0**13)
     assert (row["overflows"], row["skipped_steps"], row["checkpoints"]) == (1, 1, 1)
     assert row["loss_series"] == [[1, 3.0], [2, 2.0], [3, 1.0]]
     code, detail = await _json(jp_fetch, "runs", "a-run")
@@ -65,16 +93,22 @@ async def test_runs_are_listed_with_status_and_last_metrics(jp_fetch, jp_root_di
 
 async def test_without_the_token_every_route_is_refused(jp_fetch, jp_root_dir):
     _fake_run(jp_root_dir / "runs", "a-run")
-    for path, method, body in ((("runs",), "GET", None), (("runs", "a-run", "events"), "GET", None),
-                               (("runs", "stream"), "GET", None), (("runs", "a-run", "stop"), "POST", "{}"),
-                               (("runs",), "POST", "{}"), (("notebooks",), "POST", '{"kind": "dashboard"}')):
+    for path, method, body in (
+        (("runs",), "GET", None),
+        (("runs", "a-run", "events"), "GET", None),
+        (("runs", "stream"), "GET", None),
+        (("runs", "a-run", "stop"), "POST", "{}"),
+        (("runs",), "POST", "{}"),
+        (("notebooks",), "POST", '{"kind": "dashboard"}'),
+    ):
         code, _ = await _error(jp_fetch, *path, method=method, body=body, headers={"Authorization": ""})
         assert code == 403, (path, method, code)
     assert not list(jp_root_dir.glob("*.ipynb"))
 
 
 async def test_a_missing_run_is_404_and_paths_outside_the_runs_directory_are_refused(
-        jp_fetch, jp_root_dir, http_server_client, jp_auth_header, jp_base_url):
+    jp_fetch, jp_root_dir, http_server_client, jp_auth_header, jp_base_url
+):
     _fake_run(jp_root_dir / "runs", "a-run")
     (jp_root_dir / "secret").mkdir()
     save_config(RunConfig(), jp_root_dir / "secret" / "config.json")
@@ -84,9 +118,13 @@ async def test_a_missing_run_is_404_and_paths_outside_the_runs_directory_are_ref
 
     async def raw(path: str, method: str = "GET") -> tuple[int, dict]:
         # the path exactly as written (jp_fetch would escape it): an encoded '/' or '..' reaches the route
-        resp = await http_server_client.fetch(jp_base_url + "workbench/api/runs/" + path, method=method,
-                                              headers=jp_auth_header, raise_error=False,
-                                              body="{}" if method == "POST" else None)
+        resp = await http_server_client.fetch(
+            jp_base_url + "workbench/api/runs/" + path,
+            method=method,
+            headers=jp_auth_header,
+            raise_error=False,
+            body="{}" if method == "POST" else None,
+        )
         return resp.code, json.loads(resp.body or b"{}")
 
     for name in ("..%2Fsecret", "%2E%2E", "link", "..%5Csecret"):
@@ -120,15 +158,18 @@ async def test_events_from_an_offset_and_by_type(jp_fetch, jp_root_dir):
 async def test_bad_launch_requests_are_4xx_naming_the_field(jp_fetch, jp_root_dir):
     code, body = await _error(jp_fetch, "runs", method="POST", body="not json")
     assert code == 400 and "not JSON" in body["message"]
-    code, body = await _error(jp_fetch, "runs", method="POST",
-                              body=json.dumps({"overrides": {"precision.mode": "fp8", "lora.r": 0}}))
+    code, body = await _error(
+        jp_fetch, "runs", method="POST", body=json.dumps({"overrides": {"precision.mode": "fp8", "lora.r": 0}})
+    )
     assert code == 400 and {p["field"] for p in body["problems"]} == {"precision.mode", "lora.r"}
     _fake_run(jp_root_dir / "runs", "done")
     code, body = await _error(jp_fetch, "runs", "done", "stop", method="POST", body="{}")
     assert code == 409 and "not running (finished)" in body["message"]
     code, body = await _error(jp_fetch, "notebooks", method="POST", body=json.dumps({"kind": "monitor", "runs": []}))
     assert code == 400 and "1 run name" in body["message"]
-    code, body = await _error(jp_fetch, "notebooks", method="POST", body=json.dumps({"kind": "monitor", "runs": ["nope"]}))
+    code, body = await _error(
+        jp_fetch, "notebooks", method="POST", body=json.dumps({"kind": "monitor", "runs": ["nope"]})
+    )
     assert code == 404
 
 
@@ -137,14 +178,26 @@ async def test_notebooks_are_created_next_to_the_runs_and_never_overwrite(jp_fet
     _fake_run(jp_root_dir / "runs", "b")
     paths = []
     (jp_root_dir / "workbench-dashboard.ipynb").write_text("a notebook of the user's")
-    for kind, runs in (("finetune", []), ("finetune", []), ("monitor", ["a"]), ("compare", ["a", "b"]),
-                       ("monitor", ["a"]), ("dashboard", [])):
+    for kind, runs in (
+        ("finetune", []),
+        ("finetune", []),
+        ("monitor", ["a"]),
+        ("compare", ["a", "b"]),
+        ("monitor", ["a"]),
+        ("dashboard", []),
+    ):
         code, body = await _json(jp_fetch, "notebooks", method="POST", body=json.dumps({"kind": kind, "runs": runs}))
         assert code == 201
         paths.append(body["path"])
     # a fine-tune notebook is new each time; a monitor, a comparison or the dashboard opens the one already there
-    assert paths == ["fine-tune.ipynb", "fine-tune-1.ipynb", "monitor-a.ipynb", "compare-a-vs-b.ipynb",
-                     "monitor-a.ipynb", "workbench-dashboard.ipynb"]
+    assert paths == [
+        "fine-tune.ipynb",
+        "fine-tune-1.ipynb",
+        "monitor-a.ipynb",
+        "compare-a-vs-b.ipynb",
+        "monitor-a.ipynb",
+        "workbench-dashboard.ipynb",
+    ]
     assert (jp_root_dir / "workbench-dashboard.ipynb").read_text() == "a notebook of the user's"
     (jp_root_dir / "workbench-dashboard.ipynb").unlink()
     paths.remove("workbench-dashboard.ipynb")
@@ -197,23 +250,28 @@ class _Enough(Exception):
 
 async def test_a_tiny_run_launched_streamed_and_stopped_through_the_routes(jp_fetch, jp_root_dir):
     runs = jp_root_dir / "runs"
-    overrides = {k: v for k, v in tiny_run_overrides(runs, **{"schedule.max_steps": 100000}).items()
-                 if k != "output.runs_dir"}  # the server puts the run in its own runs directory
+    overrides = {
+        k: v for k, v in tiny_run_overrides(runs, **{"schedule.max_steps": 100000}).items() if k != "output.runs_dir"
+    }  # the server puts the run in its own runs directory
     code, body = await _json(jp_fetch, "runs", method="POST", body=json.dumps({"overrides": overrides}))
     assert code == 201
     name = body["name"]
     assert (runs / name / "config.json").is_file()
     try:
         # the runs stream pushes the row as steps are logged
-        got = await _read_stream(jp_fetch, ["workbench", "api", "runs", "stream"],
-                                 lambda ev: any(r["name"] == name and r["step"] >= 2 for _, d in ev for r in d["runs"]))
+        got = await _read_stream(
+            jp_fetch,
+            ["workbench", "api", "runs", "stream"],
+            lambda ev: any(r["name"] == name and r["step"] >= 2 for _, d in ev for r in d["runs"]),
+        )
         assert all(kind == "runs" for kind, _ in got)
         assert [r for r in got[-1][1]["runs"] if r["name"] == name][0]["status"] == "running"
         code, body = await _json(jp_fetch, "runs", name, "stop", method="POST", body="{}")
         assert (code, body["status"]) == (202, "stopping")
         # the events stream of the run ends with its status once the worker has stopped
-        events = await _read_stream(jp_fetch, ["workbench", "api", "runs", name, "events", "stream"],
-                                    lambda ev: bool(ev) and ev[-1][0] == "end")
+        events = await _read_stream(
+            jp_fetch, ["workbench", "api", "runs", name, "events", "stream"], lambda ev: bool(ev) and ev[-1][0] == "end"
+        )
     finally:
         from workbench.runs import attach
 

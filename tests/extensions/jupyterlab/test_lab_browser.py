@@ -8,6 +8,7 @@ latency (a figure, printed and saved as lab-extension-latency.json; never assert
 
     python -m pytest -m browser tests/extensions/jupyterlab/test_lab_browser.py
 """
+
 from __future__ import annotations
 
 import json
@@ -41,18 +42,25 @@ def _launch_notebook(root: Path) -> None:
     overrides["output.runs_dir"] = "runs"
     nb = v4.new_notebook()
     nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
-    nb.cells = [v4.new_code_cell(f"from workbench import launch\nfrom workbench.config import load_config\n\n"
-                                 f"handle = launch(load_config(None, {overrides!r}))\nprint('launched', handle.run_dir)")]
+    nb.cells = [
+        v4.new_code_cell(
+            f"from workbench import launch\nfrom workbench.config import load_config\n\n"
+            f"handle = launch(load_config(None, {overrides!r}))\nprint('launched', handle.run_dir)"
+        )
+    ]
     nbformat.write(nb, root / "launch.ipynb")
 
 
 def _installed_like_the_setup() -> None:
     """The extension JupyterLab loads is the one the set-up installed in this venv, and it is the current build."""
     installed = Path(sys.prefix) / "share" / "jupyter" / "labextensions" / "workbench-jupyterlab" / "package.json"
-    assert installed.is_file(), f"no {installed}: run `bash scripts/setup.sh --test` (it installs extensions/jupyterlab)"
+    assert installed.is_file(), (
+        f"no {installed}: run `bash scripts/setup.sh --test` (it installs extensions/jupyterlab)"
+    )
     current = json.loads((BUILT / "package.json").read_text())["workbench"]
-    assert json.loads(installed.read_text()).get("workbench") == current, \
+    assert json.loads(installed.read_text()).get("workbench") == current, (
         f"{installed} is an older build than {BUILT}: re-run `bash scripts/setup.sh --test`"
+    )
     config = Path(sys.prefix) / "etc" / "jupyter" / "jupyter_server_config.d" / "workbench_jupyterlab.json"
     assert json.loads(config.read_text())["ServerApp"]["jpserver_extensions"]["workbench_jupyterlab"] is True
 
@@ -60,11 +68,22 @@ def _installed_like_the_setup() -> None:
 def _report_latency(seen: list, events_path: Path) -> dict:
     """Each step's time from its event (written by the worker) to the first side-panel card showing it."""
     steps = [e for e in map(json.loads, events_path.read_text().splitlines()) if e["type"] == "step"]
-    latencies = sorted(min(t for t, s in seen if s >= e["step"]) - e["time"] for e in steps
-                       if any(s >= e["step"] for _, s in seen) and e["time"] >= seen[0][0])
+    latencies = sorted(
+        min(t for t, s in seen if s >= e["step"]) - e["time"]
+        for e in steps
+        if any(s >= e["step"] for _, s in seen) and e["time"] >= seen[0][0]
+    )
     pick = lambda q: latencies[min(len(latencies) - 1, int(q * len(latencies)))]  # noqa: E731
-    figures = {"steps": len(latencies), "p50_s": round(pick(0.5), 3), "p95_s": round(pick(0.95), 3),
-               "max_s": round(latencies[-1], 3)} if latencies else {"steps": 0}
+    figures = (
+        {
+            "steps": len(latencies),
+            "p50_s": round(pick(0.5), 3),
+            "p95_s": round(pick(0.95), 3),
+            "max_s": round(latencies[-1], 3),
+        }
+        if latencies
+        else {"steps": 0}
+    )
     print(f"event -> side panel in the browser: {figures}")
     (ARTIFACTS / "lab-extension-latency.json").write_text(json.dumps(figures) + "\n")
     return figures
@@ -80,15 +99,18 @@ def test_side_panel_follows_and_stops_a_run_launched_from_a_notebook(tmp_path):
     _launch_notebook(root)
     ARTIFACTS.mkdir(parents=True, exist_ok=True)
     # expose_app_in_browser: the test switches themes and opens the launcher through JupyterLab's own commands
-    with running_jupyter_lab(tmp_path, root, ("--LabApp.expose_app_in_browser=True",)) as (url, token), \
-            sync_playwright() as pw:
+    with (
+        running_jupyter_lab(tmp_path, root, ("--LabApp.expose_app_in_browser=True",)) as (url, token),
+        sync_playwright() as pw,
+    ):
         browser = pw.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
         page = browser.new_page(viewport={"width": 1400, "height": 900})
         page.set_default_timeout(60_000)
         shot = lambda name: page.screenshot(path=str(ARTIFACTS / f"lab-extension-{name}.png"))  # noqa: E731
         # started, not awaited (a command may wait on a dialog the test answers next)
         command = lambda cmd, args=None: page.evaluate(  # noqa: E731
-            "([cmd, args]) => { window.jupyterapp.commands.execute(cmd, args || {}); }", [cmd, args])
+            "([cmd, args]) => { window.jupyterapp.commands.execute(cmd, args || {}); }", [cmd, args]
+        )
         try:
             page.goto(f"{url}/lab/tree/launch.ipynb?token={token}")
             page.locator(".jp-Notebook").first.wait_for()
@@ -122,8 +144,9 @@ def test_side_panel_follows_and_stops_a_run_launched_from_a_notebook(tmp_path):
             # its step advances without a reload (the page's own object survives: no navigation happened)
             page.evaluate("() => { window.wbNoReload = true; }")
             first = int(card.get_attribute("data-step"))
-            page.wait_for_function(f"() => Number(document.querySelector('.wb-run').dataset.step) >= {first + 5}",
-                                   timeout=120_000)
+            page.wait_for_function(
+                f"() => Number(document.querySelector('.wb-run').dataset.step) >= {first + 5}", timeout=120_000
+            )
             assert page.evaluate("() => window.wbNoReload") is True
             expect(status).to_contain_text(re.compile(rf"Workbench {re.escape(name)}: step \d+/3000 · loss \d"))
             assert card.locator(".wb-sparkline polyline").count() == 1
@@ -135,7 +158,9 @@ def test_side_panel_follows_and_stops_a_run_launched_from_a_notebook(tmp_path):
             command("apputils:change-theme", {"theme": "JupyterLab Dark"})
             page.wait_for_function("() => document.body.dataset.jpThemeLight === 'false'")
             time.sleep(1)
-            background = page.evaluate("() => getComputedStyle(document.querySelector('.wb-RunsPanel')).backgroundColor")
+            background = page.evaluate(
+                "() => getComputedStyle(document.querySelector('.wb-RunsPanel')).backgroundColor"
+            )
             rgb = [int(v) for v in re.findall(r"\d+", background)[:3]]
             assert sum(rgb) < 3 * 100, f"the side panel is {background} in the dark theme"
             shot("dark-running")
@@ -171,9 +196,12 @@ def test_side_panel_follows_and_stops_a_run_launched_from_a_notebook(tmp_path):
             loss_plot = page.locator(".wb-monitor-panel .wb-fig-loss .js-plotly-plot").first
             drawn = "p => (p.querySelector('.scatterlayer .js-line')?.getAttribute('d') || '').length > 20"
             page.wait_for_function(drawn, arg=loss_plot.element_handle(timeout=60_000), timeout=60_000)
-            layers = loss_plot.evaluate("p => [...p.querySelectorAll('.main-svg')]"
-                                        ".map(s => getComputedStyle(s).backgroundColor)")
-            assert len(layers) > 1 and all(c == "rgba(0, 0, 0, 0)" for c in layers[1:]), f"layers cover traces: {layers}"
+            layers = loss_plot.evaluate(
+                "p => [...p.querySelectorAll('.main-svg')].map(s => getComputedStyle(s).backgroundColor)"
+            )
+            assert len(layers) > 1 and all(c == "rgba(0, 0, 0, 0)" for c in layers[1:]), (
+                f"layers cover traces: {layers}"
+            )
             shot("dark-monitor-notebook")
 
             # Compare: a second (copied) run appears; tick both, Compare opens a notebook with both loss curves
@@ -187,8 +215,9 @@ def test_side_panel_follows_and_stops_a_run_launched_from_a_notebook(tmp_path):
             expect(compare).to_have_text("Compare (2/2)")
             compare.click()
             wait_accepting_dialogs(page, ".wb-compare-chart .js-plotly-plot", 120)
-            assert (root / f"compare-{name}-copy-vs-{name}.ipynb").is_file() or \
-                (root / f"compare-{name}-vs-{name}-copy.ipynb").is_file()
+            assert (root / f"compare-{name}-copy-vs-{name}.ipynb").is_file() or (
+                root / f"compare-{name}-vs-{name}-copy.ipynb"
+            ).is_file()
             shot("dark-compare-notebook")
 
             # the launcher's Workbench commands, in the light theme again; New fine-tune notebook opens the template
@@ -250,9 +279,13 @@ def test_the_monitor_and_the_side_panel_follow_a_growing_100k_step_log(tmp_path)
     write_log(run, 100_000, total_steps=200_000)
     nb = v4.new_notebook()
     nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
-    nb.cells = [v4.new_code_cell("from workbench.ui.monitor_panel import RunMonitor\n"
-                                 "monitor = RunMonitor()\nmonitor.attach('runs/long-100k')\n"
-                                 "monitor")]
+    nb.cells = [
+        v4.new_code_cell(
+            "from workbench.ui.monitor_panel import RunMonitor\n"
+            "monitor = RunMonitor()\nmonitor.attach('runs/long-100k')\n"
+            "monitor"
+        )
+    ]
     nbformat.write(nb, root / "long.ipynb")
     ARTIFACTS.mkdir(parents=True, exist_ok=True)
     appender = subprocess.Popen([sys.executable, "-c", APPENDER, str(run), "100001"])
@@ -288,20 +321,29 @@ def test_the_monitor_and_the_side_panel_follow_a_growing_100k_step_log(tmp_path)
                 card.wait_for(timeout=60_000)
                 # in the page: the longest gap between two animation frames, and each redraw of the loss chart (a
                 # change of its newest point) while both views follow the log
-                page.evaluate("""(chart) => { window.wbGap = 0; window.wbDraws = 0; let last = performance.now();
+                page.evaluate(
+                    """(chart) => { window.wbGap = 0; window.wbDraws = 0; let last = performance.now();
                     const frame = (t) => { window.wbGap = Math.max(window.wbGap, t - last); last = t;
                                            requestAnimationFrame(frame); };
                     requestAnimationFrame(frame);
                     const newest = eval(chart); let seen = newest()[1];
                     setInterval(() => { const n = newest()[1]; if (n !== seen) { seen = n; window.wbDraws += 1; } }, 20);
-                    }""", chart)
+                    }""",
+                    chart,
+                )
                 t0, samples = time.monotonic(), []
                 for _ in range(15):
                     time.sleep(1)
                     t = time.monotonic()
                     points, newest = page.evaluate(chart)
-                    samples.append({"points": points, "newest": newest, "evaluate_s": round(time.monotonic() - t, 3),
-                                    "panel_step": int(card.get_attribute("data-step"))})
+                    samples.append(
+                        {
+                            "points": points,
+                            "newest": newest,
+                            "evaluate_s": round(time.monotonic() - t, 3),
+                            "panel_step": int(card.get_attribute("data-step")),
+                        }
+                    )
                 gap_ms, draws = page.evaluate("() => [window.wbGap, window.wbDraws]")
                 elapsed = time.monotonic() - t0
                 page.screenshot(path=str(ARTIFACTS / "lab-long-run.png"))
@@ -309,8 +351,12 @@ def test_the_monitor_and_the_side_panel_follow_a_growing_100k_step_log(tmp_path)
                 page.screenshot(path=str(ARTIFACTS / "lab-long-run-failed.png"))
                 print("cell outputs:", page.locator(".jp-OutputArea").all_inner_texts())
                 raise
-            figures = {"samples": samples, "max_frame_gap_ms": round(gap_ms), "loss_chart_redraws": draws,
-                       "elapsed_s": round(elapsed, 2)}
+            figures = {
+                "samples": samples,
+                "max_frame_gap_ms": round(gap_ms),
+                "loss_chart_redraws": draws,
+                "elapsed_s": round(elapsed, 2),
+            }
             print(f"a growing 100k-step log in the browser: {figures}")
             (ARTIFACTS / "lab-long-run.json").write_text(json.dumps(figures) + "\n")
             browser.close()

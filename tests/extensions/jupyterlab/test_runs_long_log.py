@@ -1,5 +1,6 @@
 """The side panel's first look at a long run goes through the one reader of a log (``events.reader``): the
 overview from the writer's index, every overflow and skipped step counted (issue 25)."""
+
 from workbench_jupyterlab.runs import SPARKLINE_POINTS, RunsDirectory
 
 from workbench.bench.long_run import OVERFLOW_EVERY, write_log
@@ -14,7 +15,9 @@ def test_the_side_panels_row_of_a_long_run_comes_from_its_overview(tmp_path, mon
     monkeypatch.setattr(events_log, "ANCHOR_BYTES", 16 << 10)
     overviews = []
     read_overview = reader.read_overview
-    monkeypatch.setattr(reader, "read_overview", lambda *a, **k: overviews.append(read_overview(*a, **k)) or overviews[-1])
+    monkeypatch.setattr(
+        reader, "read_overview", lambda *a, **k: overviews.append(read_overview(*a, **k)) or overviews[-1]
+    )
     write_log(tmp_path / "long", 4000)
     [row] = RunsDirectory(tmp_path).rows()
     size = (tmp_path / "long" / "events.jsonl").stat().st_size

@@ -4,6 +4,7 @@ devDependency) and run by Node's built-in test runner. Node and npm are on the C
 
 TypeScript comes from extensions/jupyterlab/node_modules when a build installed it, else npm installs that one
 package (~1 s from npm's cache) into ~/.cache/workbench/typescript-VERSION."""
+
 from __future__ import annotations
 
 import json
@@ -30,8 +31,22 @@ def _tsc() -> Path:
     prefix = Path.home() / ".cache" / "workbench" / f"typescript-{re.sub(r'[^0-9.]', '', version)}"
     tsc = prefix / "node_modules" / ".bin" / "tsc"
     if not tsc.exists():
-        done = subprocess.run([npm, "install", "--no-save", "--no-audit", "--no-fund", "--prefer-offline", "--prefix",
-                               str(prefix), f"typescript@{version}"], capture_output=True, text=True, timeout=300)
+        done = subprocess.run(
+            [
+                npm,
+                "install",
+                "--no-save",
+                "--no-audit",
+                "--no-fund",
+                "--prefer-offline",
+                "--prefix",
+                str(prefix),
+                f"typescript@{version}",
+            ],
+            capture_output=True,
+            text=True,
+            timeout=300,
+        )
         assert done.returncode == 0 and tsc.exists(), done.stdout + done.stderr
     return tsc
 
@@ -40,8 +55,12 @@ def test_the_extensions_typescript_unit_tests_pass(tmp_path):
     node = shutil.which("node")
     if node is None:
         pytest.fail("node is not installed (Node 20 is on the CI image): the TypeScript unit tests need it")
-    compiled = subprocess.run([str(_tsc()), "-p", str(EXT / "tsconfig.test.json"), "--outDir", str(tmp_path)],
-                              capture_output=True, text=True, timeout=300)
+    compiled = subprocess.run(
+        [str(_tsc()), "-p", str(EXT / "tsconfig.test.json"), "--outDir", str(tmp_path)],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert compiled.returncode == 0, compiled.stdout + compiled.stderr
     files = sorted(str(p) for p in (tmp_path / "test").glob("*.test.js"))
     assert files, "no compiled test files"

@@ -25,6 +25,7 @@ A recipe is one YAML file in this folder (shipped in the wheel; its name is the 
 ``python -m workbench.bench.recipes [NAME ...]`` trains each runnable recipe, evaluates it and checks its figures.
 Adding a recipe is adding one file here (its figures from that bench).
 """
+
 from __future__ import annotations
 
 from collections.abc import Mapping
@@ -48,19 +49,29 @@ class Figure(Section):
     """One expected metric: what the fine-tuned model reaches, within ``tolerance`` either side; or a goal over the
     base model (``above_base_by``), for a recipe whose base is another recipe's result and moves with it."""
 
-    value: float | None = Field(None, description="The fine-tuned model's figure; null: a goal only "
-                                   "(above_base_by).")
-    tolerance: float | None = Field(None, ge=0, description="Accepted distance from value (either side), for the "
-                                       "fine-tuned and the base figure alike.")
-    base: float | None = Field(None, description="The base model's figure on the same rows (no fine-tuning); "
-                                  "checked too when given.")
-    unchanged: bool = Field(False, description="The recipe claims no movement of this metric from the base: its "
-                            "window may hold the base figure. Otherwise it must not (a run that moved nothing would "
-                            "pass).")
-    above_base_by: float | None = Field(None, ge=0, description="The fine-tuned figure must exceed the base "
-                                           "model's, measured beside it, by more than this (the run-to-run spread): "
-                                           "the claim of a method over its start (GRPO over its SFT model), which "
-                                           "holds from any start; a run that moves nothing fails it.")
+    value: float | None = Field(None, description="The fine-tuned model's figure; null: a goal only (above_base_by).")
+    tolerance: float | None = Field(
+        None,
+        ge=0,
+        description="Accepted distance from value (either side), for the fine-tuned and the base figure alike.",
+    )
+    base: float | None = Field(
+        None, description="The base model's figure on the same rows (no fine-tuning); checked too when given."
+    )
+    unchanged: bool = Field(
+        False,
+        description="The recipe claims no movement of this metric from the base: its "
+        "window may hold the base figure. Otherwise it must not (a run that moved nothing would "
+        "pass).",
+    )
+    above_base_by: float | None = Field(
+        None,
+        ge=0,
+        description="The fine-tuned figure must exceed the base "
+        "model's, measured beside it, by more than this (the run-to-run spread): "
+        "the claim of a method over its start (GRPO over its SFT model), which "
+        "holds from any start; a run that moves nothing fails it.",
+    )
 
     @model_validator(mode="after")
     def _a_claimed_movement_excludes_the_base(self) -> Figure:
@@ -73,9 +84,11 @@ class Figure(Section):
         if self.tolerance is None:
             raise ValueError(f"value {self.value:g} needs a tolerance (the run-to-run spread either side)")
         if self.base is not None and not self.unchanged and self.holds(self.base, self.value):
-            raise ValueError(f"the window {self.value:g} ± {self.tolerance:g} holds the base figure {self.base:g}: a "
-                             "run that changes nothing would pass; narrow the tolerance, or say `unchanged: true` "
-                             "when the recipe claims no movement")
+            raise ValueError(
+                f"the window {self.value:g} ± {self.tolerance:g} holds the base figure {self.base:g}: a "
+                "run that changes nothing would pass; narrow the tolerance, or say `unchanged: true` "
+                "when the recipe claims no movement"
+            )
         return self
 
     def holds(self, figure: float | None, centre: float | None) -> bool:
@@ -85,8 +98,13 @@ class Figure(Section):
 
     def text(self) -> str:
         """What is expected, in one cell: ``0.516 ± 0.1 (base 0.000)``, ``> base + 0.1``, or both."""
-        parts = [] if self.value is None else [
-            f"{self.value:.3f} ± {self.tolerance:g}" + (f" (base {self.base:.3f})" if self.base is not None else "")]
+        parts = (
+            []
+            if self.value is None
+            else [
+                f"{self.value:.3f} ± {self.tolerance:g}" + (f" (base {self.base:.3f})" if self.base is not None else "")
+            ]
+        )
         if self.above_base_by is not None:
             parts.append(f"> base + {self.above_base_by:g}")
         return ", ".join(parts)
@@ -101,12 +119,18 @@ class Evaluation(Section):
     max_tokens: int = Field(96, ge=1, le=4096, description="Answer length limit (answer-scoring tasks).")
     figures: dict[str, Figure] = Field(default_factory=dict, description="metric -> expected figure.")
     observation: Literal["screenshot", "ui_tree", "both"] = Field(
-        "screenshot", description=f"{EPISODE_TASK} only: what the model is shown of each screen.")
-    lang: Literal["cn", "en"] = Field("en", description=f"{EPISODE_TASK} only: Open-AutoGLM's system prompt (its "
-                                      "--lang), as the training rows have it.")
+        "screenshot", description=f"{EPISODE_TASK} only: what the model is shown of each screen."
+    )
+    lang: Literal["cn", "en"] = Field(
+        "en",
+        description=f"{EPISODE_TASK} only: Open-AutoGLM's system prompt (its --lang), as the training rows have it.",
+    )
     max_steps: int = Field(20, ge=1, le=100, description=f"{EPISODE_TASK} only: the step limit of an episode.")
-    date: str | None = Field(None, description=f"{EPISODE_TASK} only: the system prompt's date (YYYY-MM-DD; "
-                                "that of the training rows keeps the prompts as trained); null: today.")
+    date: str | None = Field(
+        None,
+        description=f"{EPISODE_TASK} only: the system prompt's date (YYYY-MM-DD; "
+        "that of the training rows keeps the prompts as trained); null: today.",
+    )
 
     @field_validator("data")
     @classmethod
@@ -134,14 +158,23 @@ class MachineClass(Section):
 
     device: Literal["cpu", "cuda"] = Field(..., description="The device the run trained on.")
     precision: Literal["fp32", "fp16", "bf16", "pure-bf16"] = Field(
-        ..., description="The precision the run resolved to there (precision.mode auto differs between machines).")
+        ..., description="The precision the run resolved to there (precision.mode auto differs between machines)."
+    )
     description: str = Field(..., description="The machine, e.g. 2 x86-64 cores with AVX2, no GPU.")
-    threads: int | None = Field(None, ge=1, description="Torch CPU threads the bench ran with, and runs with again "
-                                   "(a thread count changes summation order: on the phone recipe one answer of 23); "
-                                   "null: torch's choice.")
+    threads: int | None = Field(
+        None,
+        ge=1,
+        description="Torch CPU threads the bench ran with, and runs with again "
+        "(a thread count changes summation order: on the phone recipe one answer of 23); "
+        "null: torch's choice.",
+    )
     wall_s: float | None = Field(None, gt=0, description="The bench's wall time there (train + evaluate), seconds.")
-    cpu_s: float | None = Field(None, gt=0, description="The bench's CPU time there (train + evaluate), seconds: "
-                                   "on a shared machine, closer than wall_s to what an idle one takes.")
+    cpu_s: float | None = Field(
+        None,
+        gt=0,
+        description="The bench's CPU time there (train + evaluate), seconds: "
+        "on a shared machine, closer than wall_s to what an idle one takes.",
+    )
 
 
 class Requirements(Section):
@@ -152,7 +185,9 @@ class Requirements(Section):
     def describe(self) -> str:
         parts = []
         if self.gpus:
-            each = f" with >= {self.gpu_memory_gib:g} GiB{' each' if self.gpus > 1 else ''}" if self.gpu_memory_gib else ""
+            each = (
+                f" with >= {self.gpu_memory_gib:g} GiB{' each' if self.gpus > 1 else ''}" if self.gpu_memory_gib else ""
+            )
             parts.append(f"{self.gpus} CUDA GPU{'s' if self.gpus > 1 else ''}{each}")
         if self.host_memory_gib:
             parts.append(f">= {self.host_memory_gib:g} GiB host RAM")
@@ -163,8 +198,9 @@ class Requirements(Section):
         big_enough = [b for b in gpu_bytes if self.gpu_memory_gib is None or b >= self.gpu_memory_gib * GiB]
         short = []
         if len(big_enough) < self.gpus:
-            short.append("no CUDA GPU" if not gpu_bytes else
-                         "GPUs of " + ", ".join(f"{b / GiB:.1f}" for b in gpu_bytes) + " GiB")
+            short.append(
+                "no CUDA GPU" if not gpu_bytes else "GPUs of " + ", ".join(f"{b / GiB:.1f}" for b in gpu_bytes) + " GiB"
+            )
         if self.host_memory_gib and host_bytes < self.host_memory_gib * GiB:
             short.append(f"{host_bytes / GiB:.0f} GiB host RAM")
         return f"needs {self.describe()}; this machine has {' and '.join(short)}" if short else None
@@ -190,16 +226,24 @@ class Recipe(Section):
     measured_on: MachineClass | None = Field(None, description="Where the figures were measured.")
     requirements: Requirements = Field(default_factory=Requirements, description="The hardware it needs.")
     plan: PlanInputs = Field(default_factory=PlanInputs, description="Inputs of `workbench plan --recipe`.")
-    starts_from: str | None = Field(None, description="A recipe whose trained model this one starts from (its "
-                                       "model.source); null: the config's model.source.")
+    starts_from: str | None = Field(
+        None,
+        description="A recipe whose trained model this one starts from (its "
+        "model.source); null: the config's model.source.",
+    )
     baselines: list[Literal["sft_continued", "filtered_bc"]] = Field(
-        default_factory=list, description="For a recipe that starts_from another: what else the bench trains from the "
+        default_factory=list,
+        description="For a recipe that starts_from another: what else the bench trains from the "
         "same start, for the same wall time as this recipe's training, and judges on the same episodes beside it: "
         "sft_continued = the start recipe's training continued; filtered_bc = the start recipe's training on the "
         "start model's own successful episodes of this recipe's RL tasks (DigiRL's filtered behaviour cloning). An "
-        "above_base_by goal is then judged against the best of the start and these.")
-    variant_of: str | None = Field(None, description="A recipe whose config this one's layers over (config is then "
-                                      "the merge; only what differs is written in the file); null: none.")
+        "above_base_by goal is then judged against the best of the start and these.",
+    )
+    variant_of: str | None = Field(
+        None,
+        description="A recipe whose config this one's layers over (config is then "
+        "the merge; only what differs is written in the file); null: none.",
+    )
     # set by load_recipe, not by the file
     name: str = Field("", description="The file's stem.")
     path: str = Field("", description="The file.")
@@ -209,16 +253,30 @@ class Recipe(Section):
         for i, evaluation in enumerate(self.evaluation):  # a list: the validator recurses only into sections
             out += evaluation.problems(f"evaluation[{i}]")
         if self.measured_figures and self.measured_on is None:
-            out.append(("measured_on", "figures need the machine class they were measured on: add measured_on "
-                        "{device, precision, description}"))
+            out.append(
+                (
+                    "measured_on",
+                    "figures need the machine class they were measured on: add measured_on "
+                    "{device, precision, description}",
+                )
+            )
         if self.starts_from is not None:
             out += self._start_problems()
         elif self.baselines:
-            out.append(("baselines", "baselines start from the model this recipe starts from: give starts_from, or "
-                        "remove them"))
+            out.append(
+                (
+                    "baselines",
+                    "baselines start from the model this recipe starts from: give starts_from, or remove them",
+                )
+            )
         if "filtered_bc" in self.baselines and (self.config.get("rl") or {}).get("prompts") != "phone_tasks":
-            out.append(("baselines", "filtered_bc clones the start's successful episodes of the RL tasks: it needs "
-                        "config.rl.prompts phone_tasks"))
+            out.append(
+                (
+                    "baselines",
+                    "filtered_bc clones the start's successful episodes of the RL tasks: it needs "
+                    "config.rl.prompts phone_tasks",
+                )
+            )
         return out
 
     def _start_problems(self) -> list[tuple[str, str]]:
@@ -231,14 +289,24 @@ class Recipe(Section):
             return [("starts_from", f"unknown recipe {start!r}: use one of {', '.join(recipe_names())}")]
         data = _with_variant_config(_file_data(start))
         if data.get("starts_from"):
-            return [("starts_from", f"recipe {start} starts from {data['starts_from']} itself: start from a recipe "
-                     "that trains from a model source (one level)")]
+            return [
+                (
+                    "starts_from",
+                    f"recipe {start} starts from {data['starts_from']} itself: start from a recipe "
+                    "that trains from a model source (one level)",
+                )
+            ]
         config = data.get("config") or {}
         lora = (config.get("lora") or {}).get("enabled", True)
         merged = (config.get("checkpointing") or {}).get("merge_adapter", False)
         if lora and not merged:
-            return [("starts_from", f"recipe {start} trains a LoRA adapter and saves no whole model to start from: "
-                     "give it checkpointing.merge_adapter true, or lora.enabled false")]
+            return [
+                (
+                    "starts_from",
+                    f"recipe {start} trains a LoRA adapter and saves no whole model to start from: "
+                    "give it checkpointing.merge_adapter true, or lora.enabled false",
+                )
+            ]
         return []
 
     def start_problems(self, settings: Mapping[str, Any]) -> list[tuple[str, str]]:
@@ -246,9 +314,14 @@ class Recipe(Section):
         recipe that starts from another's model needs that model as model.source."""
         if self.starts_from is None or "source" in (settings.get("model") or {}):
             return []
-        return [("model.source", f"recipe {self.name} starts from the model recipe {self.starts_from} trains: train "
-                 f"that first (workbench train --recipe {self.starts_from}) and give its model, --model.source "
-                 f"RUN/model; python -m workbench.bench.recipes {self.name} does both")]
+        return [
+            (
+                "model.source",
+                f"recipe {self.name} starts from the model recipe {self.starts_from} trains: train "
+                f"that first (workbench train --recipe {self.starts_from}) and give its model, --model.source "
+                f"RUN/model; python -m workbench.bench.recipes {self.name} does both",
+            )
+        ]
 
     @property
     def figures(self) -> int:
@@ -274,9 +347,12 @@ class Recipe(Section):
         full = config_to_dict(config_from_dict(self.config, checks=False))
 
         def normalized(part: dict, resolved: dict) -> dict:
-            return {k: normalized(v, resolved[k]) if isinstance(v, dict) and isinstance(resolved.get(k), dict)
-                    else (resolved[k] if isinstance(resolved.get(k), (int, float, bool)) else v)
-                    for k, v in part.items()}
+            return {
+                k: normalized(v, resolved[k])
+                if isinstance(v, dict) and isinstance(resolved.get(k), dict)
+                else (resolved[k] if isinstance(resolved.get(k), (int, float, bool)) else v)
+                for k, v in part.items()
+            }
 
         return normalized(self.config, full)
 
@@ -305,8 +381,14 @@ def recipe_names() -> list[str]:
 def recipe_file(name: str) -> Path:
     path = RECIPES_DIR / f"{name}.yaml"
     if not path.is_file():
-        raise ConfigError([("recipe", f"unknown recipe {name!r}: use one of {', '.join(recipe_names())} "
-                            "(`workbench recipes` lists them)")])
+        raise ConfigError(
+            [
+                (
+                    "recipe",
+                    f"unknown recipe {name!r}: use one of {', '.join(recipe_names())} (`workbench recipes` lists them)",
+                )
+            ]
+        )
     return path
 
 
@@ -370,5 +452,17 @@ def recipe_text(name: str) -> str:
         raise ConfigError([("recipe", str(err))]) from None
 
 
-__all__ = ["Evaluation", "Figure", "MachineClass", "PlanInputs", "Recipe", "Requirements", "RECIPES_DIR",
-           "all_recipes", "load_recipe", "recipe_file", "recipe_names", "recipe_text"]
+__all__ = [
+    "Evaluation",
+    "Figure",
+    "MachineClass",
+    "PlanInputs",
+    "Recipe",
+    "Requirements",
+    "RECIPES_DIR",
+    "all_recipes",
+    "load_recipe",
+    "recipe_file",
+    "recipe_names",
+    "recipe_text",
+]

@@ -15,6 +15,7 @@ declaring it, with no change here. An exporter is a class:
 ``export_events`` feeds it the log through ``events.reader`` (the one reader), once or following a live run.
 Exporters ignore event types and fields they do not know and never import the engine.
 """
+
 from __future__ import annotations
 
 import time
@@ -54,15 +55,24 @@ def load_exporter(name: str) -> type:
     found = installed_exporters()
     if name not in found:
         known = ", ".join(sorted(found)) or "none"
-        hint = "" if found else (" (workbench declares csv and tensorboard in its metadata: reinstall it, "
-                                 "`pip install -e .`, if its metadata predates them)")
-        raise ExporterError(f"unknown exporter {name!r}: the installed exporters are {known}{hint}; a package "
-                              f"adds one through the entry-point group {ENTRY_POINT_GROUP!r}")
+        hint = (
+            ""
+            if found
+            else (
+                " (workbench declares csv and tensorboard in its metadata: reinstall it, "
+                "`pip install -e .`, if its metadata predates them)"
+            )
+        )
+        raise ExporterError(
+            f"unknown exporter {name!r}: the installed exporters are {known}{hint}; a package "
+            f"adds one through the entry-point group {ENTRY_POINT_GROUP!r}"
+        )
     try:
         return found[name].load()
     except Exception as err:  # a third party's broken module: say whose and why, not a traceback
-        raise ExporterError(f"exporter {name!r} ({found[name].value}) could not be loaded: "
-                            f"{type(err).__name__}: {err}") from err
+        raise ExporterError(
+            f"exporter {name!r} ({found[name].value}) could not be loaded: {type(err).__name__}: {err}"
+        ) from err
 
 
 @dataclass
@@ -71,9 +81,15 @@ class ExportResult:
     events: int  # events handed to the exporter
 
 
-def export_events(log: str | Path, exporter: str | type, out_dir: str | Path | None = None, *,
-                  follow: bool = False, is_running: Callable[[], bool] | None = None,
-                  poll_s: float = 0.5) -> ExportResult:
+def export_events(
+    log: str | Path,
+    exporter: str | type,
+    out_dir: str | Path | None = None,
+    *,
+    follow: bool = False,
+    is_running: Callable[[], bool] | None = None,
+    poll_s: float = 0.5,
+) -> ExportResult:
     """Export the event log ``log`` (a run's: ``runs.layout.EVENTS_FILE`` in its run directory) with ``exporter`` (a
     name or a class) into ``out_dir`` (default: ``<exporter.default_dir>`` beside the log, in the run directory).
 
@@ -107,5 +123,12 @@ def export_events(log: str | Path, exporter: str | type, out_dir: str | Path | N
         sink.close()
 
 
-__all__ = ["ENTRY_POINT_GROUP", "EventExporter", "ExportResult", "ExporterError", "export_events",
-           "installed_exporters", "load_exporter"]
+__all__ = [
+    "ENTRY_POINT_GROUP",
+    "EventExporter",
+    "ExportResult",
+    "ExporterError",
+    "export_events",
+    "installed_exporters",
+    "load_exporter",
+]

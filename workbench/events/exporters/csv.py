@@ -3,6 +3,7 @@
 Columns are the union of the fields of that type's events; nested fields (census rows, memory devices,
 configs) are JSON strings in their column.
 """
+
 from __future__ import annotations
 
 import csv
@@ -39,8 +40,12 @@ class CsvExporter:
                 writer = csv.DictWriter(fh, fieldnames=columns)
                 writer.writeheader()
                 for r in rows:
-                    writer.writerow({k: json.dumps(v, ensure_ascii=False) if isinstance(v, (dict, list)) else v
-                                     for k, v in r.items()})
+                    writer.writerow(
+                        {
+                            k: json.dumps(v, ensure_ascii=False) if isinstance(v, (dict, list)) else v
+                            for k, v in r.items()
+                        }
+                    )
         self._changed.clear()
 
     def close(self) -> None:

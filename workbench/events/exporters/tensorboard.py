@@ -7,6 +7,7 @@ Tags (x axis: the training step; wall time: the event's time):
 Step, eval and overflow events count from rank 0 only (every rank logs them alike); memory is per rank, under
 memory/rank<N>/... for ranks other than 0.
 """
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -18,10 +19,19 @@ from ..log import finite_number
 
 MiB = 2**20
 FILE_SUFFIX = ".workbench"  # marks the files this exporter writes, so a re-export replaces them
-STEP_SCALARS = {"loss": "train/loss", "lr": "train/lr", "grad_norm": "train/grad_norm",
-                "tokens_per_s": "train/tokens_per_s", "loss_scale": "precision/loss_scale"}
-MODEL_STATE_MIB = {"params_bytes": "params_mib", "grads_bytes": "grads_mib", "optimizer_bytes": "optimizer_mib",
-                   "master_weights_bytes": "master_weights_mib"}
+STEP_SCALARS = {
+    "loss": "train/loss",
+    "lr": "train/lr",
+    "grad_norm": "train/grad_norm",
+    "tokens_per_s": "train/tokens_per_s",
+    "loss_scale": "precision/loss_scale",
+}
+MODEL_STATE_MIB = {
+    "params_bytes": "params_mib",
+    "grads_bytes": "grads_mib",
+    "optimizer_bytes": "optimizer_mib",
+    "master_weights_bytes": "master_weights_mib",
+}
 DEVICE_MIB = {"allocated": "allocated_mib", "reserved": "reserved_mib", "peak": "peak_mib"}
 
 
@@ -67,8 +77,9 @@ class TensorBoardExporter:
             if not values or not isinstance(e.get("step"), int):
                 continue
             summary = summary_pb2.Summary(value=[summary_pb2.Summary.Value(tag=t, simple_value=v) for t, v in values])
-            self.writer.add_event(event_pb2.Event(wall_time=float(e.get("time") or 0.0), step=e["step"],
-                                                  summary=summary))
+            self.writer.add_event(
+                event_pb2.Event(wall_time=float(e.get("time") or 0.0), step=e["step"], summary=summary)
+            )
 
     def flush(self) -> None:
         self.writer.flush()

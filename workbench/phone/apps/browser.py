@@ -1,5 +1,6 @@
 """The browser (Chrome): its start page and the results page under the search bar (a tap on the search box focuses
 it, Go searches what was typed), and an article (a result opened)."""
+
 from __future__ import annotations
 
 from ..screen import KEYBOARD_TOP, Screen, keyboard
@@ -38,8 +39,9 @@ def _article(phone: AppHost, s: Screen, page: Page, t: Theme) -> None:
     title_bar(phone, s, t, page.arg[:28], back=True)
     snippet = next((sn for q in phone.state.searches for title, sn in web_results(q) if title == page.arg), "")
     s.text((60, 200), page.arg[:36], 34, t.fg)
-    for i, line in enumerate([snippet, "", "This page is a stand-in for the real web page.",
-                              "Scroll, read, or go back to the results."]):
+    for i, line in enumerate(
+        [snippet, "", "This page is a stand-in for the real web page.", "Scroll, read, or go back to the results."]
+    ):
         s.text((60, 280 + i * 60), line[:46], 26, t.sub)
 
 
@@ -50,8 +52,14 @@ def _search_bar(phone: AppHost, s: Screen, page: Page, t: Theme, focused: bool) 
         s.text((45, 100), "<", 40, t.fg, anchor="lm")
     left = SEARCH_BOX_LEFT_AFTER_BACK if page.kind == "results" else SEARCH_BOX_LEFT
     draft = phone.drafts.get("browser", "")
-    s.rect((left, SEARCH_ROW_TOP, SEARCH_BOX_RIGHT, SEARCH_ROW_BOTTOM), t.bg, radius=35,
-           outline=FOCUS_BLUE if focused else t.line, element="Search box", tap=lambda: phone.focus_field("browser"))
+    s.rect(
+        (left, SEARCH_ROW_TOP, SEARCH_BOX_RIGHT, SEARCH_ROW_BOTTOM),
+        t.bg,
+        radius=35,
+        outline=FOCUS_BLUE if focused else t.line,
+        element="Search box",
+        tap=lambda: phone.focus_field("browser"),
+    )
     shown = (draft + "|") if focused else (draft or "Search the web")
     s.text((left + 40, 100), shown[-28:], 26, t.fg if draft else t.sub, anchor="lm")
     s.rect(GO_BUTTON, BLUE, radius=35, element="Go", tap=lambda: search(phone))
@@ -69,8 +77,9 @@ def draw(phone: AppHost, s: Screen, page: Page, t: Theme) -> None:
             y = RESULT_TOP + i * RESULT_PITCH
             if focused and y + RESULT_HEIGHT > KEYBOARD_TOP:
                 break
-            s.rect((30, y, 970, y + RESULT_HEIGHT), t.card, radius=16, element=title,
-                   tap=lambda ti=title: read(phone, ti))
+            s.rect(
+                (30, y, 970, y + RESULT_HEIGHT), t.card, radius=16, element=title, tap=lambda ti=title: read(phone, ti)
+            )
             s.text((60, y + 40), title[:40], 28, LINK_BLUE, anchor="lm")
             s.text((60, y + 90), snippet[:48], 22, t.sub, anchor="lm")
     else:

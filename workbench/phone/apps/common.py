@@ -1,6 +1,7 @@
 """What every app of the simulated phone shares: the page it shows (``Page``), its look (``Theme``), the geometry of
 an app's screen on the 0-999 grid (the title bar, the content area a list scrolls in), the title bar, the rows of a
 scrolled list, and the context menu a long press opens over a page."""
+
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
@@ -19,12 +20,46 @@ LIST_TOP, LIST_BOTTOM = 150, 990  # the content area below an app's title bar
 MENU_CARD_LEFT, MENU_CARD_RIGHT, MENU_CARD_TOP = 100, 900, 330  # a context menu's card
 MENU_OPTION_TOP, MENU_OPTION_HEIGHT, MENU_OPTION_PITCH = 440, 90, 110  # its options, one under the other
 
-ICON_COLORS = [(95, 99, 104), (0, 150, 136), (52, 168, 83), (66, 133, 244), (60, 60, 60), (63, 81, 181),
-               (229, 57, 53), (3, 169, 244), (22, 119, 255), (41, 98, 255), (0, 188, 212), (121, 85, 72),
-               (236, 64, 122), (255, 112, 67), (255, 202, 40), (38, 50, 56), (233, 30, 99), (109, 76, 65),
-               (244, 81, 30), (156, 39, 176), (0, 137, 123), (255, 87, 34), (194, 24, 91), (251, 140, 0)]
-PHOTO_COLORS = [(79, 195, 247), (121, 134, 203), (255, 183, 77), (244, 143, 177), (255, 138, 101), (69, 90, 100),
-                (102, 187, 106), (161, 136, 127), (224, 224, 224), (240, 98, 146), (144, 164, 174), (77, 182, 172)]
+ICON_COLORS = [
+    (95, 99, 104),
+    (0, 150, 136),
+    (52, 168, 83),
+    (66, 133, 244),
+    (60, 60, 60),
+    (63, 81, 181),
+    (229, 57, 53),
+    (3, 169, 244),
+    (22, 119, 255),
+    (41, 98, 255),
+    (0, 188, 212),
+    (121, 85, 72),
+    (236, 64, 122),
+    (255, 112, 67),
+    (255, 202, 40),
+    (38, 50, 56),
+    (233, 30, 99),
+    (109, 76, 65),
+    (244, 81, 30),
+    (156, 39, 176),
+    (0, 137, 123),
+    (255, 87, 34),
+    (194, 24, 91),
+    (251, 140, 0),
+]
+PHOTO_COLORS = [
+    (79, 195, 247),
+    (121, 134, 203),
+    (255, 183, 77),
+    (244, 143, 177),
+    (255, 138, 101),
+    (69, 90, 100),
+    (102, 187, 106),
+    (161, 136, 127),
+    (224, 224, 224),
+    (240, 98, 146),
+    (144, 164, 174),
+    (77, 182, 172),
+]
 BLUE, GREEN, RED, WHITE = (26, 115, 232), (7, 193, 96), (229, 57, 53), (255, 255, 255)
 
 
@@ -52,6 +87,7 @@ LIGHT, DARK = Theme(), Theme((24, 24, 27), (44, 44, 48), (235, 235, 235), (160, 
 class Menu:
     """A context menu over the page (a long press opens it) or a pop-up: its title and its options, each a label
     and what picking it does to the phone it is given (returns the effect, in words)."""
+
     title: str
     options: tuple[tuple[str, Callable[[AppHost], str]], ...] = ()
 
@@ -82,14 +118,18 @@ class App:
     """An app's pages: ``draw(phone, screen, page, theme)`` draws the page on show and binds what its elements do;
     ``list_rows(phone, page)`` is (rows, row height, the list's bottom) of a page that scrolls, None for one that
     does not."""
+
     draw: Callable[[AppHost, Screen, Page, Theme], None]
     list_rows: Callable[[AppHost, Page], tuple[int, int, int] | None] = lambda phone, page: None
 
 
 def status_text(state: PhoneState) -> str:
     """The status bar's text: the clock and the switches that show there (named as the phone names them)."""
-    on = [state.contents.perturbation.label(label) for key, label in (
-        ("airplane", "Airplane"), ("wifi", "Wi-Fi"), ("bluetooth", "BT"), ("do_not_disturb", "DND")) if state.toggles[key]]
+    on = [
+        state.contents.perturbation.label(label)
+        for key, label in (("airplane", "Airplane"), ("wifi", "Wi-Fi"), ("bluetooth", "BT"), ("do_not_disturb", "DND"))
+        if state.toggles[key]
+    ]
     return "9:41   " + " ".join(on)
 
 
@@ -119,13 +159,19 @@ def draw_menu(phone: AppHost, s: Screen) -> None:
     s.elements.clear()
     s.handlers.clear()
     s.rect((0, 0, 1000, 1000), (90, 90, 95))
-    s.rect((MENU_CARD_LEFT, MENU_CARD_TOP, MENU_CARD_RIGHT, 450 + MENU_OPTION_PITCH * len(menu.options)), WHITE,
-           radius=24)
+    s.rect(
+        (MENU_CARD_LEFT, MENU_CARD_TOP, MENU_CARD_RIGHT, 450 + MENU_OPTION_PITCH * len(menu.options)), WHITE, radius=24
+    )
     s.text((150, 390), menu.title, 32, (20, 20, 20), anchor="lm")
     for i, (label, do) in enumerate(menu.options):
         y = MENU_OPTION_TOP + i * MENU_OPTION_PITCH
-        s.rect((130, y, 870, y + MENU_OPTION_HEIGHT), (240, 240, 244), radius=16, element=label,
-               tap=lambda d=do: _pick(phone, d))
+        s.rect(
+            (130, y, 870, y + MENU_OPTION_HEIGHT),
+            (240, 240, 244),
+            radius=16,
+            element=label,
+            tap=lambda d=do: _pick(phone, d),
+        )
         s.text((170, y + 45), label, 30, (20, 20, 20), anchor="lm")
 
 
@@ -136,8 +182,13 @@ def _pick(phone: AppHost, do: Callable[[AppHost], str]) -> str:
 
 def popup(app: str) -> Menu:
     """The pop-up a perturbed phone's app greets its first opening with: either button closes it."""
-    return Menu(f"Enjoying {app}? Rate it", ((POPUP_DISMISS, lambda phone: "dismissed the pop-up"),
-                                              (POPUP_ACCEPT, lambda phone: "closed the pop-up (rated the app)")))
+    return Menu(
+        f"Enjoying {app}? Rate it",
+        (
+            (POPUP_DISMISS, lambda phone: "dismissed the pop-up"),
+            (POPUP_ACCEPT, lambda phone: "closed the pop-up (rated the app)"),
+        ),
+    )
 
 
 def draw_loading(phone: AppHost, s: Screen, t: Theme) -> None:

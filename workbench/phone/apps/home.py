@@ -1,5 +1,6 @@
 """The home screen (the launcher): the installed apps' icons, ``APPS_PER_PAGE`` a page in a grid of four columns,
 the page dots; a horizontal swipe turns the page (``SimPhone``), a tap on an icon opens its app."""
+
 from __future__ import annotations
 
 from ..openautoglm import HOME
@@ -33,10 +34,15 @@ def draw(phone: AppHost) -> Screen:
     s.text((500, 110), "9:41", 80, WHITE, anchor="mm")
     s.text((500, 175), "Tuesday, December 1", 24, (230, 230, 240), anchor="mm")
     apps = phone.state.contents.apps
-    for k, app in enumerate(apps[p * APPS_PER_PAGE:(p + 1) * APPS_PER_PAGE]):
+    for k, app in enumerate(apps[p * APPS_PER_PAGE : (p + 1) * APPS_PER_PAGE]):
         box = icon_box(k)
-        s.rect(box, ICON_COLORS[apps.index(app) % len(ICON_COLORS)], radius=40, element=app,
-               tap=lambda a=app: phone.open_app(a))
+        s.rect(
+            box,
+            ICON_COLORS[apps.index(app) % len(ICON_COLORS)],
+            radius=40,
+            element=app,
+            tap=lambda a=app: phone.open_app(a),
+        )
         s.text(((box[0] + box[2]) // 2, (box[1] + box[3]) // 2), app[0], 44, WHITE, anchor="mm")
         # a long name in a smaller font, as a launcher fits it under its icon (12 characters at 20)
         s.text(((box[0] + box[2]) // 2, box[3] + 14), app, min(20, 240 // max(1, len(app))), WHITE, anchor="ma")

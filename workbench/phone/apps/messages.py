@@ -1,5 +1,6 @@
 """The messenger (Telegram): the conversations (a row each, the last message under the name; it scrolls), and a
 chat: the messages, newest at the bottom, the message box (a tap focuses it and opens the keyboard) and Send."""
+
 from __future__ import annotations
 
 from ..screen import KEYBOARD_TOP, Screen, keyboard
@@ -30,8 +31,9 @@ def _list(phone: AppHost, s: Screen, page: Page, t: Theme) -> None:
     for i, y in list_rows(page, len(names), ROW_HEIGHT):
         name = names[i]
         last = phone.state.threads[name][-1][1] if phone.state.threads[name] else ""
-        s.rect((20, y + 5, 980, y + 95), t.card, radius=14, element=name,
-               tap=lambda n=name: phone.push(Page("chat", n)))
+        s.rect(
+            (20, y + 5, 980, y + 95), t.card, radius=14, element=name, tap=lambda n=name: phone.push(Page("chat", n))
+        )
         s.text((60, y + 32), name, 30, t.fg, anchor="lm")
         s.text((60, y + 70), last[:40], 22, t.sub, anchor="lm")
     title_bar(phone, s, t, MESSAGES_APP, back=False)
@@ -57,12 +59,23 @@ def _chat(phone: AppHost, s: Screen, page: Page, t: Theme) -> None:
         s.text((500, 400), f"No messages with {name} yet", 26, t.sub, anchor="mm")
     draft = phone.drafts.get("chat", "")
     s.rect((0, box_top - 10, 1000, box_top + 100), t.bg)
-    s.rect((BOX_LEFT, box_top, BOX_RIGHT, box_top + BOX_HEIGHT), t.card, radius=16,
-           outline=FOCUS_BLUE if focused else t.line, element="Message box", tap=lambda: phone.focus_field("chat"))
+    s.rect(
+        (BOX_LEFT, box_top, BOX_RIGHT, box_top + BOX_HEIGHT),
+        t.card,
+        radius=16,
+        outline=FOCUS_BLUE if focused else t.line,
+        element="Message box",
+        tap=lambda: phone.focus_field("chat"),
+    )
     shown = (draft + "|") if focused else (draft or "Message")
     s.text((70, box_top + 45), shown[-30:], 26, t.fg if draft else t.sub, anchor="lm")
-    s.rect((SEND_LEFT, box_top, SEND_RIGHT, box_top + BOX_HEIGHT), GREEN, radius=16, element="Send",
-           tap=lambda: send(phone, name))
+    s.rect(
+        (SEND_LEFT, box_top, SEND_RIGHT, box_top + BOX_HEIGHT),
+        GREEN,
+        radius=16,
+        element="Send",
+        tap=lambda: send(phone, name),
+    )
     s.text((875, box_top + 45), "Send", 26, (255, 255, 255), anchor="mm")
     if focused:
         keyboard(s)

@@ -1,6 +1,7 @@
 """The music player (RetroMusic): the library (a row a song, it scrolls; a tap plays the song and opens the player, a
 long press opens its menu: Like / Unlike, Play), the mini player under the list while a song is loaded, and the
 player (Play / Pause, Like)."""
+
 from __future__ import annotations
 
 from ..screen import Screen
@@ -33,9 +34,13 @@ def like_song(phone: AppHost, song: str, on: bool) -> str:
 
 def like_menu(phone: AppHost, song: str) -> str:
     liked = song in phone.state.liked_songs
-    phone.menu = Menu(song.split(" - ")[0], (("Unlike song" if liked else "Like song",
-                                              lambda p: like_song(p, song, not liked)),
-                                             ("Play", lambda p: play(p, song))))
+    phone.menu = Menu(
+        song.split(" - ")[0],
+        (
+            ("Unlike song" if liked else "Like song", lambda p: like_song(p, song, not liked)),
+            ("Play", lambda p: play(p, song)),
+        ),
+    )
     return f"opened the menu of {song}"
 
 
@@ -53,12 +58,23 @@ def _player(phone: AppHost, s: Screen, page: Page, t: Theme) -> None:
     s.text((500, 520), title, 40, t.fg, anchor="mm")
     s.text((500, 575), artist, 28, t.sub, anchor="mm")
     playing = phone.state.playing and phone.state.now_playing == song
-    s.rect(PLAY_BUTTON, BLUE, radius=45, element="Pause" if playing else "Play",
-           tap=lambda: pause(phone) if playing else play(phone, song))
+    s.rect(
+        PLAY_BUTTON,
+        BLUE,
+        radius=45,
+        element="Pause" if playing else "Play",
+        tap=lambda: pause(phone) if playing else play(phone, song),
+    )
     s.text((500, 695), "Pause" if playing else "Play", 32, WHITE, anchor="mm")
     liked = song in phone.state.liked_songs
-    s.rect(LIKE_BUTTON, t.card, radius=40, outline=t.line, element="Unlike" if liked else "Like",
-           tap=lambda: like_song(phone, song, not liked))
+    s.rect(
+        LIKE_BUTTON,
+        t.card,
+        radius=40,
+        outline=t.line,
+        element="Unlike" if liked else "Like",
+        tap=lambda: like_song(phone, song, not liked),
+    )
     s.text((500, 820), "Liked" if liked else "Like", 28, RED if liked else t.fg, anchor="mm")
 
 
@@ -71,8 +87,14 @@ def draw(phone: AppHost, s: Screen, page: Page, t: Theme) -> None:
     for i, y in list_rows(page, len(songs), ROW_HEIGHT, bottom):
         song = songs[i]
         title, artist = song.split(" - ")
-        s.rect((20, y + 4, 980, y + 76), t.card, radius=12, element=title,
-               tap=lambda so=song: play(phone, so, show=True), long_press=lambda so=song: like_menu(phone, so))
+        s.rect(
+            (20, y + 4, 980, y + 76),
+            t.card,
+            radius=12,
+            element=title,
+            tap=lambda so=song: play(phone, so, show=True),
+            long_press=lambda so=song: like_menu(phone, so),
+        )
         s.text((50, y + 27), title, 28, t.fg, anchor="lm")
         s.text((50, y + 58), artist, 20, t.sub, anchor="lm")
         if song == phone.state.now_playing:

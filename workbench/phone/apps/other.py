@@ -1,5 +1,6 @@
 """Every installed app without pages of its own (``APP_PAGES`` names those): a screen of placeholder cards that
 says so; nothing on it does anything."""
+
 from __future__ import annotations
 
 from ..screen import Screen

@@ -1,4 +1,5 @@
 """The photo album (Files): a grid of photos, three a row; a photo opened (a double tap or Like likes it)."""
+
 from __future__ import annotations
 
 from ..screen import Screen
@@ -23,8 +24,14 @@ def _photo(phone: AppHost, s: Screen, name: str, t: Theme) -> None:
     colour = PHOTO_COLORS[phone.state.contents.photos.index(name) % len(PHOTO_COLORS)]
     s.rect(PHOTO, colour, radius=10, element="Photo", double_tap=lambda: like_photo(phone, name, not liked))
     s.text((500, 465), name, 48, WHITE, anchor="mm")
-    s.rect(LIKE_BUTTON, t.card, radius=40, outline=t.line, element="Unlike" if liked else "Like",
-           tap=lambda: like_photo(phone, name, not liked))
+    s.rect(
+        LIKE_BUTTON,
+        t.card,
+        radius=40,
+        outline=t.line,
+        element="Unlike" if liked else "Like",
+        tap=lambda: like_photo(phone, name, not liked),
+    )
     s.text((500, 840), "Liked" if liked else "Like", 28, RED if liked else t.fg, anchor="mm")
     s.text((500, 930), "Double tap the photo to like it", 20, t.sub, anchor="mm")
 
@@ -37,8 +44,13 @@ def draw(phone: AppHost, s: Screen, page: Page, t: Theme) -> None:
     for i, name in enumerate(phone.state.contents.photos):
         col, row = i % GRID_COLUMNS, i // GRID_COLUMNS
         x, y = TILE_LEFT + col * TILE_PITCH[0], TILE_TOP + row * TILE_PITCH[1]
-        s.rect((x, y, x + TILE_SIZE[0], y + TILE_SIZE[1]), PHOTO_COLORS[i % len(PHOTO_COLORS)], radius=8,
-               element=name, tap=lambda n=name: phone.push(Page("photo", n)))
+        s.rect(
+            (x, y, x + TILE_SIZE[0], y + TILE_SIZE[1]),
+            PHOTO_COLORS[i % len(PHOTO_COLORS)],
+            radius=8,
+            element=name,
+            tap=lambda n=name: phone.push(Page("photo", n)),
+        )
         s.text((x + 150, y + 170), name, 22, t.fg, anchor="mm")
         if name in phone.state.liked_photos:
             s.text((x + 280, y + 20), "Liked", 18, RED, anchor="ra")
