@@ -181,6 +181,19 @@ def _written_pids(file: Path, timeout: float = 120.0) -> list[int]:
     raise AssertionError(f"the stand-in did not start within {timeout} s")
 
 
+def _running(pattern: str) -> bool:
+    return subprocess.run(["pgrep", "-f", pattern], capture_output=True).returncode == 0
+
+
+def _until(condition, timeout: float = 10.0) -> bool:
+    deadline = time.monotonic() + timeout
+    while not condition():
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.1)
+    return True
+
+
 def test_stop_ends_the_whole_group_and_a_killed_parent_leaves_no_orphan(tmp_path, monkeypatch):
     """vLLM runs a server and an engine process: both must go, on stop() and when workbench is SIGKILLed."""
     pids = tmp_path / "pids"
@@ -190,8 +203,11 @@ def test_stop_ends_the_whole_group_and_a_killed_parent_leaves_no_orphan(tmp_path
 
     server = start_vllm(config_from_dict({"engine": "vllm", "port": 0}, ServeConfig), wait=False)
     started = _written_pids(pids)
+    watchdog = f"watchdog {os.getpid()} {server._process.pid}"  # started before vLLM, by the shell that execs it
+    assert _until(lambda: _running(watchdog))
     server.stop()
     assert not any(_alive(p) for p in started)
+    assert _until(lambda: not _running(watchdog))  # the group gone, the watchdog ends within its second
 
     pids.unlink()
     parent = subprocess.Popen(

@@ -290,21 +290,21 @@ def _free_port(host: str) -> int:
 # ---- the process ------------------------------------------------------------------------------------------------
 
 
-def _group_watchdog(group: int) -> subprocess.Popen:
-    """A shell outside both process groups that stops vLLM's group when this process dies by any means (a kernel
-    restart's SIGKILL runs no atexit). A parent-death signal is not enough: vLLM's server catches SIGTERM and, while
-    its engine process is still compiling, does not exit."""
-    script = (
-        f"while kill -0 {os.getpid()} 2>/dev/null; do sleep 1; done; "
-        f"kill -TERM -{group} 2>/dev/null; sleep 15; kill -KILL -{group} 2>/dev/null"
-    )
-    return subprocess.Popen(
-        ["sh", "-c", script],
-        start_new_session=True,
-        stdin=subprocess.DEVNULL,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
+# The watchdog, a shell in a session of its own: while this process and vLLM's group live it looks every second; when
+# this process dies (by any means: a kernel restart's SIGKILL runs no atexit) it stops the group, TERM then KILL; when
+# the group is gone first (stop()) it ends. A parent-death signal is not enough: vLLM's server catches SIGTERM and,
+# while its engine process is still compiling, does not exit.
+_WATCHDOG = (
+    'while kill -0 "$1" 2>/dev/null && kill -0 -"$2" 2>/dev/null; do sleep 1; done; '
+    'kill -0 -"$2" 2>/dev/null || exit 0; kill -TERM -"$2" 2>/dev/null; sleep 15; kill -KILL -"$2" 2>/dev/null'
+)
+
+
+def watched(argv: list[str]) -> list[str]:
+    """``argv`` run by a shell that first starts the watchdog over its own process group, then execs ``argv`` (same
+    pid, same group): vLLM never runs unwatched, not even for the moment between its start and the watchdog's."""
+    start_watchdog = f"setsid sh -c '{_WATCHDOG}' watchdog {os.getpid()} $$ </dev/null >/dev/null 2>&1 &"
+    return ["sh", "-c", start_watchdog + ' exec "$@"', "vllm", *argv]
 
 
 class VllmServer(ServerHandle):
@@ -316,7 +316,7 @@ class VllmServer(ServerHandle):
         self.log_tail: collections.deque[str] = collections.deque(maxlen=tail)
         env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}  # another environment: its own packages
         self._process = subprocess.Popen(
-            launch.argv,
+            watched(launch.argv),
             env={**env, **launch.env},
             stdout=subprocess.PIPE,
             stderr=subprocess.STDOUT,
@@ -324,7 +324,6 @@ class VllmServer(ServerHandle):
             errors="replace",
             start_new_session=True,
         )
-        self._watchdog = _group_watchdog(self._process.pid)
         self._reader = threading.Thread(target=self._read_log, args=(echo,), name="vllm-log", daemon=True)
         self._reader.start()
         atexit.register(self.stop)
@@ -382,9 +381,6 @@ class VllmServer(ServerHandle):
         """SIGTERM to its whole process group (vLLM's engine process too), SIGKILL after ``timeout`` seconds."""
         atexit.unregister(self.stop)
         process = self._process
-        if self._watchdog.poll() is None:
-            self._watchdog.kill()
-            self._watchdog.wait()
         if process is None or process.poll() is not None:
             return
         for sig in (signal.SIGTERM, signal.SIGKILL):
