@@ -48,8 +48,8 @@ def row_to_messages(row: Any, fmt: str = "auto", system_prompt: Optional[str] = 
         raise ValueError(f"a row is a JSON object, got {type(row).__name__}")
     kind = detect_format(row) if fmt == "auto" else fmt
     if kind == "preference":
-        raise ValueError("a preference pair (prompt, chosen, rejected) is no supervised row: train pairs with a "
-                         "preference method, or give this file's chosen side as messages")
+        raise ValueError("a preference pair (prompt, chosen, rejected) is no supervised row: train pairs with "
+                         "training.method dpo (as data.train), or give this file's chosen side as messages")
     if kind == "chat":
         messages = _chat(row)
     elif kind == "instruction":
