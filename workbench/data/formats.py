@@ -128,12 +128,15 @@ def _chat(row: dict) -> list[dict]:
     return out
 
 
-def preference_sides(row: dict) -> tuple[list[dict], list[dict]]:
+def preference_sides(row: dict, system_prompt: Optional[str] = None) -> tuple[list[dict], list[dict]]:
     """(chosen, rejected) conversations of a preference row in TRL's conversational form: ``prompt`` (the messages up
-    to a user turn) followed by each side's one assistant message. ValueError saying what is wrong."""
+    to a user turn) followed by each side's one assistant message; ``system_prompt`` put first where the prompt has
+    no system message (as ``row_to_messages`` does). ValueError saying what is wrong."""
     prompt = row.get("prompt")
     if not isinstance(prompt, list) or not prompt:
         raise ValueError("'prompt' must be a non-empty list of {role, content} messages ending with a user turn")
+    if system_prompt and not (isinstance(prompt[0], dict) and prompt[0].get("role") == "system"):
+        prompt = [{"role": "system", "content": system_prompt}] + prompt
     sides = []
     for name in ("chosen", "rejected"):
         side = row.get(name)

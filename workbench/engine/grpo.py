@@ -14,7 +14,7 @@ from __future__ import annotations
 import math
 import time
 from dataclasses import dataclass
-from typing import Iterator, Optional, Protocol, Sequence
+from typing import ClassVar, Iterator, Optional, Protocol, Sequence
 
 import torch
 
@@ -113,6 +113,8 @@ def _mean_std(values: list[float]) -> tuple[float, float]:
 class GrpoStep:
     """GRPO's part of an optimizer step (``TrainingStep``; ``accumulate``: rollouts, rewards, the backward of every
     micro-batch); the engine then takes the optimizer step as for SFT. It sees the run only through its ``Trainee``."""
+
+    reads_pairs: ClassVar[bool] = False  # data.train is loaded as rows (preference pairs: DPO)
 
     def __init__(self, cfg: RunConfig, trainee: Trainee, scorer: RolloutScorer):
         self.cfg, self.t, self.scorer = cfg, trainee, scorer

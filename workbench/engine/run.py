@@ -2,7 +2,7 @@
 or as one rank of a torchrun job (DDP, FSDP, DeepSpeed: ``workbench.distributed``).
 
 The step itself reads top to bottom like nanoGPT's, in ``_Engine.train_step``: the training method's window
-(``STEP_TYPES``: SFT's or GRPO's forward and backward of every micro-batch), then one optimizer step (unscale ->
+(``STEP_TYPES``: SFT's, GRPO's or DPO's forward and backward of every micro-batch), then one optimizer step (unscale ->
 clip -> step -> update) that the strategy performs; ``engine/step.py`` lists the parts and where each lives.
 Everything else here is bookkeeping: events, checkpoints, eval, progress. Rank 0 writes the run's
 events; every rank writes its own memory and overflow events.
@@ -24,7 +24,7 @@ from typing import Iterator, Optional, Sequence
 import torch
 
 from ..config import ConfigError, RunConfig, config_to_dict, replace, save_config
-from ..data import collate, load_training_examples, micro_batch_indices
+from ..data import collate, load_training_examples, micro_batch_indices, sequences
 from ..distributed.context import DistContext
 from ..events import (
     Census, Checkpoint, Eval, EventWriter, Memory, Overflow, PlanPrediction, RunFailed, RunFinished, RunStarted, Step,
@@ -46,6 +46,7 @@ from .build import build_model
 from .census import parameter_census
 from .checkpoint import TrainState, list_checkpoints, load_checkpoint, rng_state, save_checkpoint
 from .environment import versions
+from .dpo import DpoStep
 from .grpo import GrpoStep, RolloutScorer
 from .observers import Observer, RunView
 from .schedule import lr_factor
@@ -53,7 +54,7 @@ from .sft import SftStep
 from .step import StepResult, Trainee, TrainingStep, build_optimizer
 
 # training.method -> its step type (``engine.step.TrainingStep``): a new method is a class here, nothing else.
-STEP_TYPES: dict[str, type[TrainingStep]] = {"sft": SftStep, "grpo": GrpoStep}
+STEP_TYPES: dict[str, type[TrainingStep]] = {"sft": SftStep, "grpo": GrpoStep, "dpo": DpoStep}
 
 
 @dataclass
@@ -89,7 +90,7 @@ class _Engine:
                  observers: Sequence[Observer] = (), scorer: Optional[RolloutScorer] = None):
         self.cfg, self.run_dir, self.writer, self.ctx = cfg, run_dir, writer, ctx
         self.scorer = scorer  # GRPO's rollout scorer (training.method grpo), composed by workbench.training
-        self.step_type: Optional[TrainingStep] = None  # the training method's window: SftStep, GrpoStep
+        self.step_type: Optional[TrainingStep] = None  # the training method's window: SftStep, GrpoStep, DpoStep
         self.ckpt_root = run_dir / CHECKPOINTS_DIR
         self.state = TrainState(step=0, micro_batches=0)
         self.result = RunResult(run_dir=run_dir, step=0)
@@ -120,9 +121,11 @@ class _Engine:
         self.rule_reports = built.rules.reports
         self.quantized_base = built.quantized
         d = cfg.data
+        step_type = STEP_TYPES[cfg.training.method]
         self.train_examples, self.train_stats = load_training_examples(d.train, self.tokenizer, d.max_length, d.format,
                                                               d.skip_bad_rows, d.system_prompt, self.processor,
-                                                              d.ui_tree_layouts, cfg.schedule.seed)
+                                                              d.ui_tree_layouts, cfg.schedule.seed,
+                                                              pairs=step_type.reads_pairs)
         self.eval_examples, self.eval_stats = ([], None)
         if d.eval:
             self.eval_examples, self.eval_stats = load_training_examples(d.eval, self.tokenizer, d.max_length, d.format,
@@ -138,13 +141,14 @@ class _Engine:
                           processor=self.processor, precision=self.precision, device=self.device, world=self.ctx,
                           accumulating=lambda last: self.strategy.accumulating(last=last),
                           backward=self.strategy.backward)
-        self.step_type = STEP_TYPES[cfg.training.method].for_run(cfg, trainee, self.train_examples, self.scorer)
+        self.step_type = step_type.for_run(cfg, trainee, self.train_examples, self.scorer)
         if cfg.checkpointing.resume_from:
             self._resume(cfg.checkpointing.resume_from)
             self.step_type.restore(self.state.extra)
         self.view = RunView(cfg=cfg, model=self.model, named_trainable=tuple(self.strategy.named_trainable),
                             precision=self.precision, rank=self.ctx.rank, world_size=self.ctx.world_size,
-                            start_step=self.state.step, train_examples=self.train_examples, emit=self.writer.emit,
+                            start_step=self.state.step, train_examples=sequences(self.train_examples),
+                            emit=self.writer.emit,
                             zero_grad=lambda: self.optimizer.zero_grad(set_to_none=True), tokenizer=self.tokenizer,
                             processor=self.processor)
         for o in self.observers:

@@ -3,7 +3,7 @@ micro-batches of tokenized rows, each forward's summed token loss divided by the
 ranks, then backward (``engine/step.py`` says where the rest of the optimizer step lives)."""
 from __future__ import annotations
 
-from typing import Any, Iterator, Sequence
+from typing import Any, ClassVar, Iterator, Sequence
 
 import torch
 
@@ -16,6 +16,8 @@ from .step import Accumulated, Trainee
 
 class SftStep:
     """SFT's part of an optimizer step (``TrainingStep``): the backward of every micro-batch of training rows."""
+
+    reads_pairs: ClassVar[bool] = False  # data.train is loaded as rows (preference pairs: DPO)
 
     def __init__(self, cfg: RunConfig, trainee: Trainee, examples: Sequence):
         self.cfg, self.t, self.examples = cfg, trainee, examples
