@@ -17,7 +17,7 @@ from ..events.schema import MODEL_STATE_FIELDS
 # speaks for the run. Other ranks' copies still record their rank but change nothing. Memory, failures and
 # diagnoses are per rank and count from any rank.
 RANK0_ONLY = frozenset({"run_started", "plan", "step", "overflow", "census", "eval", "checkpoint", "run_finished",
-                        "coverage", "eval_task", "rollout", "policy_mismatch"})
+                        "coverage", "eval_task", "rollout", "policy_mismatch", "dpo_rewards"})
 
 
 def _get(event: Any, name: str, default: Any = None) -> Any:
@@ -142,6 +142,8 @@ class RunState:
     rollout_stats: dict = field(default_factory=dict)
     # rl.pool: task family -> Series of its recent success (the share of its last episodes that succeeded)
     pool_success: dict = field(default_factory=dict)
+    # DPO (training.method dpo): "margin" / "accuracy" / "reward_chosen" / "reward_rejected" -> Series (dpo_rewards)
+    dpo: dict = field(default_factory=dict)
     # DAgger (RUN/dagger/events.jsonl): one {round, success_rate, loop_rate, false_finish_rate, states, kinds, rows,
     # run_dir, status} a round, in round order
     dagger_rounds: list = field(default_factory=list)
@@ -179,7 +181,8 @@ class RunState:
         """Every series of the state (the per-step ones, and those of memory, task metrics, rewards, mismatch)."""
         return [self.loss, self.eval_loss, self.lr, self.grad_norm, self.loss_scale, self.coverage,
                 *self.task_metrics.values(), *self.rewards.values(), *self.mismatch.values(),
-                *self.rollout_stats.values(), *self.pool_success.values(), *self.memory_series.values()]
+                *self.rollout_stats.values(), *self.pool_success.values(), *self.dpo.values(),
+                *self.memory_series.values()]
 
     @property
     def done(self) -> bool:
@@ -299,6 +302,10 @@ class RunState:
         for key in ("is_capped",):  # rl.importance_sampling: the share of tokens whose weight the cap changed
             if _get(e, key) is not None:
                 self.mismatch.setdefault(key, self._series()).add(_get(e, "step"), finite_number(_get(e, key)))
+
+    def _on_dpo_rewards(self, e, rank):
+        for key in ("margin", "accuracy", "reward_chosen", "reward_rejected"):
+            self.dpo.setdefault(key, self._series()).add(_get(e, "step"), finite_number(_get(e, key)))
 
     def _on_dagger_round(self, e, rank):
         keys = ("round", "model", "episodes", "success_rate", "loop_rate", "false_finish_rate", "states", "kinds",
