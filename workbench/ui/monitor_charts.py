@@ -1,7 +1,8 @@
 """The monitor panel's charts and tables (``ui.monitor_panel``), drawn from a ``RunState``: loss, task metrics, GRPO's
-rewards, policy mismatch and task pool, DPO's reward margin and accuracy, loss scale, gradient norm, learning rate, memory, the model state's
-breakdown, the parameter census, the alerts and GRPO's sample completions. No launching, no polling
-(``ui.run_poller`` says when to draw); a zoom into a step chart reads that window of the log at full resolution.
+rewards, policy mismatch and task pool, DPO's reward margin and accuracy, loss scale, gradient norm, learning rate,
+memory, the model state's breakdown, the parameter census, the alerts and GRPO's sample completions. No launching, no
+polling (``ui.run_poller`` says when to draw); a zoom into a step chart reads that window of the log at full
+resolution.
 """
 from __future__ import annotations
 
@@ -308,8 +309,8 @@ class MonitorCharts:
         for fig, prefix, series_of in ((self.reward_fig, "reward ", s.rewards), (self.mismatch_fig, "", s.mismatch),
                                        (self.pool_fig, "pool ", s.pool_success)):
             for name, series in series_of.items():
-                _draw_trace(self._grpo_traces, prefix + name, fig, series, TRACE_NAMES.get(name, name.replace("_", " ")),
-                            dashed=name == "total")
+                label = TRACE_NAMES.get(name, name.replace("_", " "))
+                _draw_trace(self._grpo_traces, prefix + name, fig, series, label, dashed=name == "total")
         self.samples_table.value = samples_html(s.samples)
 
     def _draw_dpo(self) -> None:
