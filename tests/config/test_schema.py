@@ -114,3 +114,47 @@ def test_print_config_says_which_dropout_grpo_derived(capsys):
     out = capsys.readouterr()
     assert json.loads(out.out)["lora"]["dropout"] is None
     assert "note: lora.dropout: null, so 0 (training.method grpo" in out.err
+
+
+# ---- DPO (training.method dpo, the dpo section) --------------------------------------------------------------------
+def test_dpo_defaults_are_trls_and_derive_lora_dropout_0():
+    cfg = load_config(None, {"training.method": "dpo"})
+    assert (cfg.dpo.beta, cfg.dpo.loss_type) == (0.1, "sigmoid")  # TRL DPOConfig's beta and loss_type
+    assert cfg.lora.dropout == 0.0 and "reference" in cfg.derived["lora.dropout"][1]
+    assert load_config(None, {"training.method": "dpo", "dpo.loss_type": "ipo", "dpo.beta": 0.5}).dpo.beta == 0.5
+
+
+@pytest.mark.parametrize(
+    "data,path,word",
+    [
+        ({"dpo": {"beta": 0}}, "dpo.beta", "greater than 0"),
+        ({"dpo": {"loss_type": "hinge"}}, "dpo.loss_type", "ipo"),
+        ({"dpo": {"beta": 0.5}}, "dpo.beta", "method is sft: set training.method dpo"),
+        ({"training": {"method": "grpo"}, "dpo": {"loss_type": "ipo"}}, "dpo.loss_type", "method is grpo"),
+        ({"training": {"method": "dpo"}, "rl": {"group_size": 8}}, "rl.group_size", "a GRPO setting"),
+        ({"training": {"method": "dpo"}, "rl": {"kl_coef": 0.1}}, "rl.kl_coef", "dpo samples nothing"),
+        ({"training": {"method": "dpo"}, "data": {"format": "chat"}}, "data.format", "preference pairs"),
+        (
+            {"training": {"method": "dpo"}, "data": {"ui_tree_layouts": "shuffled"}},
+            "data.ui_tree_layouts",
+            "as_recorded",
+        ),
+        (
+            {"training": {"method": "dpo"}, "sharding": {"strategy": "fsdp", "nproc_per_node": 2}},
+            "sharding.strategy",
+            "none or ddp",
+        ),
+    ],
+)
+def test_bad_dpo_settings_name_their_field(data, path, word):
+    problems = problems_of(data)
+    assert path in problems and word in problems[path], problems
+
+
+def test_a_saved_config_with_dpo_defaults_loads_under_every_method():
+    from workbench.config import config_to_dict
+
+    for method in ("sft", "grpo", "dpo"):
+        saved = config_to_dict(load_config(None, {"training.method": method}))
+        assert saved["dpo"] == {"beta": 0.1, "loss_type": "sigmoid"}
+        assert config_from_dict(saved).training.method == method

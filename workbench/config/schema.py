@@ -199,7 +199,8 @@ class LoraSection(Section):
         lt=1,
         description=f"Dropout on the LoRA input. null: derived from training.method, "
         f"{SFT_LORA_DROPOUT} for sft, 0 for grpo (whose importance ratio compares the trainer's log-probabilities with "
-        "the sampler's, which samples without dropout); --print-config says which it took.",
+        "the sampler's, which samples without dropout) and dpo (whose reference is computed without it); "
+        "--print-config says which it took.",
     )
     target_modules: Literal["all-linear"] | list[str] = Field(
         "all-linear", description="Module names to adapt, e.g. [q_proj, v_proj], or all-linear."
@@ -387,12 +388,36 @@ class EvalSection(Section):
 
 
 class TrainingSection(Section):
-    method: Literal["sft", "grpo"] = Field(
+    method: Literal["sft", "grpo", "dpo"] = Field(
         "sft",
         description="sft: supervised fine-tuning on data.train's answers; grpo: reinforcement fine-tuning with "
         "verifiable rewards (GRPO, the rl section): the model samples rl.group_size answers per prompt (data.train's "
         "rows, or the phone's tasks: rl.prompts), rewards score them, and each answer is pushed up or down by how it "
-        "did against its group.",
+        "did against its group; dpo: direct preference optimisation (the dpo section) on data.train's preference "
+        "pairs (prompt, chosen, rejected: `workbench agent dagger`'s pairs.jsonl): each pair's chosen reply is made "
+        "more likely than its rejected one, relative to the model as the run starts.",
+    )
+
+
+class DpoSection(Section):
+    """Direct preference optimisation (``training.method: dpo``): TRL's DPOTrainer loss on preference pairs, the
+    reference being the model as the run starts (``engine.dpo``)."""
+
+    beta: float = Field(
+        0.1,
+        gt=0,
+        le=100,
+        description="How far the trained model may move from the reference (the "
+        "model as the run starts): the implicit reward of a reply is beta x (its log-probability now - "
+        "the reference's); higher keeps the model closer (TRL's beta; IPO's 1/(2 beta) is the margin "
+        "it aims for).",
+    )
+    loss_type: Literal["sigmoid", "ipo"] = Field(
+        "sigmoid",
+        description="sigmoid = DPO: -log sigmoid(beta x (chosen - rejected log-ratio)), each reply's "
+        "log-probability summed over its tokens; ipo = IPO: (chosen - rejected log-ratio - 1/(2 beta))^2, each "
+        "reply's log-ratio averaged over its tokens as TRL does (no ever-growing margin, for pairs the model "
+        "already orders).",
     )
 
 
@@ -946,6 +971,7 @@ class RunConfig(Section):
     eval: EvalSection = EvalSection()
     training: TrainingSection = TrainingSection()
     rl: RlSection = Field(default_factory=RlSection)
+    dpo: DpoSection = DpoSection()
     device: str = Field("auto", description=DEVICE_HELP + ".")
     # {field path: (value, why)} of the values derived from other fields because the user left them null; a dump writes
     # them back as null, so a copy with another training.method derives them again.
@@ -1012,6 +1038,7 @@ class RunConfig(Section):
             )
         if self.training.method == "grpo":
             out += self._grpo_problems()
+        out += self._dpo_problems()
         out += self.sharding.run_problems(self)
         return out
 
@@ -1112,6 +1139,59 @@ class RunConfig(Section):
                 )
         return out
 
+    def _dpo_problems(self) -> list[tuple[str, str]]:
+        """dpo's settings with another method, and what dpo cannot train with."""
+        given = _changed_fields(self.dpo, DpoSection(), "dpo")
+        if self.training.method != "dpo":
+            return [
+                (
+                    path,
+                    f"a setting of training.method dpo, and the method is {self.training.method}: set "
+                    "training.method dpo, or leave it at its default",
+                )
+                for path in given
+            ]
+        out = [
+            (
+                path,
+                "a GRPO setting (training.method grpo): dpo samples nothing and has no rewards; leave it at "
+                "its default",
+            )
+            for path in _changed_fields(self.rl, RlSection(), "rl")
+        ]
+        if self.data.format != "auto":
+            out.append(
+                (
+                    "data.format",
+                    f"{self.data.format}: dpo reads preference pairs (prompt, chosen, rejected); "
+                    "leave data.format auto",
+                )
+            )
+        if self.data.ui_tree_layouts != "as_recorded":
+            out.append(
+                (
+                    "data.ui_tree_layouts",
+                    "shuffled layouts are drawn for supervised rows only: dpo trains on "
+                    "its pairs as recorded; set as_recorded",
+                )
+            )
+        if self.quantization.qat:
+            out.append(("quantization.qat", "dpo under quantization-aware training is not supported: turn QAT off"))
+        if self.sharding.strategy in ("fsdp", "deepspeed"):
+            out.append(
+                (
+                    "sharding.strategy",
+                    f"dpo runs in one process or under ddp so far ({self.sharding.strategy} "
+                    "is untested with its reference pass): use sharding.strategy none or ddp",
+                )
+            )
+        return out
+
+
+def _changed_fields(section: Section, default: Section, path: str) -> list[str]:
+    """The dotted paths of ``section``'s fields whose value is not ``default``'s."""
+    return [f"{path}.{name}" for name in type(section).model_fields if getattr(section, name) != getattr(default, name)]
+
 
 def _derive_lora_dropout(data: dict) -> tuple[dict, dict]:
     """``data`` with lora.dropout derived from training.method when left null, and {path: why} if it was."""
@@ -1129,6 +1209,14 @@ def _derive_lora_dropout(data: dict) -> tuple[dict, dict]:
             (
                 "training.method grpo: its importance ratio compares the trainer's log-probabilities "
                 "with the sampler's, which samples without dropout"
+            ),
+        )
+    elif method == "dpo":
+        dropout, why = (
+            0.0,
+            (
+                "training.method dpo: its log-ratios compare the trainer's log-probabilities with the "
+                "reference's, computed without dropout (TRL's DPOTrainer disables dropout too)"
             ),
         )
     else:

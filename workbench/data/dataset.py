@@ -9,10 +9,11 @@ from pathlib import Path
 
 import torch
 
+from ..config import ConfigError
 from ..config.files import UnreadableFile, jsonl_lines
 from ..image_io import resolve_images
 from ..phone.uitree import shuffled_layout
-from .formats import DataError, row_to_messages
+from .formats import DataError, detect_format, preference_sides, row_to_messages
 from .multimodal import encode_chat, has_images, vision_batch
 from .tokenize import IGNORE_INDEX, TokenizedExample, tokenize_messages
 
@@ -34,6 +35,33 @@ class DataStats:
         return dict(self.__dict__)
 
 
+@dataclass
+class TokenizedPair:
+    """A preference pair tokenized (``training.method: dpo``): its prompt with the chosen reply and with the rejected
+    one, each tokenized as an SFT row is (the same chat template, images and assistant-only labels), so the two
+    sequences share the prompt's tokens and differ in the reply they are trained on."""
+
+    chosen: TokenizedExample
+    rejected: TokenizedExample
+
+    @property
+    def target_tokens(self) -> int:
+        return self.chosen.target_tokens + self.rejected.target_tokens
+
+    @property
+    def truncated(self) -> bool:
+        return self.chosen.truncated or self.rejected.truncated
+
+
+def sequences(examples) -> list[TokenizedExample]:
+    """The tokenized sequences of training examples: rows as they are, each pair's chosen and rejected sides (what
+    is collated, replayed and counted alike for every method)."""
+    out = []
+    for e in examples:
+        out += [e.chosen, e.rejected] if isinstance(e, TokenizedPair) else [e]
+    return out
+
+
 def load_training_examples(
     path: str | Path,
     tokenizer,
@@ -44,25 +72,48 @@ def load_training_examples(
     processor=None,
     ui_tree_layouts: str = "as_recorded",
     seed: int = 0,
-) -> tuple[list[TokenizedExample], DataStats]:
+    pairs: bool = False,
+) -> tuple[list, DataStats]:
     """Tokenized examples of a JSONL file. A bad row raises DataError (file:line) unless skipped and counted.
     With a vision ``processor`` (``LoadedModel.processor``) rows may hold images, read relative to the file.
     ``ui_tree_layouts="shuffled"``: ui_tree rows through ``phone.uitree.shuffled_layout``, seeded by ``seed`` and
-    the line number (the same rows each run of one seed)."""
+    the line number (the same rows each run of one seed). ``pairs``: the file holds preference pairs (TRL's
+    conversational format, ``formats.preference_sides``), each a ``TokenizedPair``; a row that is no pair is a
+    ConfigError naming data.train (the method reads a file of another kind), a pair a side of which truncation left
+    without assistant tokens is dropped and counted."""
     path = str(path)
     base_dir = Path(path).parent
     stats = DataStats(path)
-    examples: list[TokenizedExample] = []
+    examples: list = []
     try:
         for line in jsonl_lines(path):
             lineno, row = line.number, line.value
             stats.rows += 1
+            if pairs and isinstance(row, dict) and (kind := detect_format(row)) != "preference":
+                raise ConfigError(
+                    [
+                        (
+                            "data.train",
+                            f"{path}:{lineno} is a {kind} row, not a preference pair (prompt, "
+                            "chosen, rejected): training.method dpo trains on pairs such as `workbench agent "
+                            "dagger`'s pairs.jsonl; train rows like this one with training.method sft",
+                        )
+                    ]
+                )
             try:
                 if line.error is not None:
                     raise ValueError(line.error)
                 if ui_tree_layouts == "shuffled" and isinstance(row, dict):
                     row = shuffled_layout(row, random.Random(f"{seed}:{lineno}"))
-                ex = _encode(row_to_messages(row, fmt, system_prompt), tokenizer, processor, max_length, base_dir)
+                if pairs:
+                    ex = TokenizedPair(
+                        *(
+                            _encode(side, tokenizer, processor, max_length, base_dir)
+                            for side in preference_sides(row, system_prompt)
+                        )
+                    )
+                else:
+                    ex = _encode(row_to_messages(row, fmt, system_prompt), tokenizer, processor, max_length, base_dir)
             except (ValueError, TypeError) as err:
                 if not skip_bad_rows:
                     raise DataError(path, lineno, f"{err} (set data.skip_bad_rows=true to skip such rows)") from None
@@ -70,14 +121,15 @@ def load_training_examples(
                 if len(stats.bad_rows) < 20:
                     stats.bad_rows.append(f"{path}:{lineno}: {err}")
                 continue
-            if ex.target_tokens == 0:
+            if any(seq.target_tokens == 0 for seq in sequences([ex])):
                 stats.dropped_no_target += 1
                 continue
             stats.truncated += ex.truncated
             stats.target_tokens += ex.target_tokens
-            if ex.vision is not None:
-                stats.images += len(ex.vision.images)
-                stats.image_tokens += ex.vision.image_tokens
+            for seq in sequences([ex]):
+                if seq.vision is not None:
+                    stats.images += len(seq.vision.images)
+                    stats.image_tokens += seq.vision.image_tokens
             examples.append(ex)
     except UnreadableFile as err:
         raise DataError(path, err.line, err.reason) from None

@@ -50,8 +50,8 @@ def row_to_messages(row: Any, fmt: str = "auto", system_prompt: str | None = Non
     kind = detect_format(row) if fmt == "auto" else fmt
     if kind == "preference":
         raise ValueError(
-            "a preference pair (prompt, chosen, rejected) is no supervised row: train pairs with a "
-            "preference method, or give this file's chosen side as messages"
+            "a preference pair (prompt, chosen, rejected) is no supervised row: train pairs with "
+            "training.method dpo (as data.train), or give this file's chosen side as messages"
         )
     if kind == "chat":
         messages = _chat(row)
@@ -145,12 +145,15 @@ def _chat(row: dict) -> list[dict]:
     return out
 
 
-def preference_sides(row: dict) -> tuple[list[dict], list[dict]]:
+def preference_sides(row: dict, system_prompt: str | None = None) -> tuple[list[dict], list[dict]]:
     """(chosen, rejected) conversations of a preference row in TRL's conversational form: ``prompt`` (the messages up
-    to a user turn) followed by each side's one assistant message. ValueError saying what is wrong."""
+    to a user turn) followed by each side's one assistant message; ``system_prompt`` put first where the prompt has
+    no system message (as ``row_to_messages`` does). ValueError saying what is wrong."""
     prompt = row.get("prompt")
     if not isinstance(prompt, list) or not prompt:
         raise ValueError("'prompt' must be a non-empty list of {role, content} messages ending with a user turn")
+    if system_prompt and not (isinstance(prompt[0], dict) and prompt[0].get("role") == "system"):
+        prompt = [{"role": "system", "content": system_prompt}] + prompt
     sides = []
     for name in ("chosen", "rejected"):
         side = row.get(name)

@@ -16,7 +16,7 @@ import math
 import time
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
-from typing import Protocol
+from typing import ClassVar, Protocol
 
 import torch
 
@@ -135,6 +135,8 @@ def _mean_std(values: list[float]) -> tuple[float, float]:
 class GrpoStep:
     """GRPO's part of an optimizer step (``TrainingStep``; ``accumulate``: rollouts, rewards, the backward of every
     micro-batch); the engine then takes the optimizer step as for SFT. It sees the run only through its ``Trainee``."""
+
+    reads_pairs: ClassVar[bool] = False  # data.train is loaded as rows (preference pairs: DPO)
 
     def __init__(self, cfg: RunConfig, trainee: Trainee, scorer: RolloutScorer):
         self.cfg, self.t, self.scorer = cfg, trainee, scorer

@@ -2,7 +2,7 @@
 or as one rank of a torchrun job (DDP, FSDP, DeepSpeed: ``workbench.distributed``).
 
 The step itself reads top to bottom like nanoGPT's, in ``_Engine.train_step``: the training method's window
-(``STEP_TYPES``: SFT's or GRPO's forward and backward of every micro-batch), then one optimizer step (unscale ->
+(``STEP_TYPES``: SFT's, GRPO's or DPO's forward and backward of every micro-batch), then one optimizer step (unscale ->
 clip -> step -> update) that the strategy performs; ``engine/step.py`` lists the parts and where each lives.
 Everything else here is bookkeeping: events, checkpoints, eval, progress. Rank 0 writes the run's
 events; every rank writes its own memory and overflow events.
@@ -25,7 +25,7 @@ from pathlib import Path
 import torch
 
 from ..config import ConfigError, RunConfig, config_to_dict, replace, save_config
-from ..data import collate, load_training_examples, micro_batch_indices
+from ..data import collate, load_training_examples, micro_batch_indices, sequences
 from ..distributed.context import DistContext
 from ..events import (
     Census,
@@ -65,6 +65,7 @@ from . import memory
 from .build import build_model
 from .census import parameter_census
 from .checkpoint import TrainState, list_checkpoints, load_checkpoint, rng_state, save_checkpoint
+from .dpo import DpoStep
 from .environment import versions
 from .grpo import GrpoStep, RolloutScorer
 from .observers import Observer, RunView
@@ -73,7 +74,7 @@ from .sft import SftStep
 from .step import StepResult, Trainee, TrainingStep, build_optimizer
 
 # training.method -> its step type (``engine.step.TrainingStep``): a new method is a class here, nothing else.
-STEP_TYPES: dict[str, type[TrainingStep]] = {"sft": SftStep, "grpo": GrpoStep}
+STEP_TYPES: dict[str, type[TrainingStep]] = {"sft": SftStep, "grpo": GrpoStep, "dpo": DpoStep}
 
 
 @dataclass
@@ -116,7 +117,7 @@ class _Engine:
     ):
         self.cfg, self.run_dir, self.writer, self.ctx = cfg, run_dir, writer, ctx
         self.scorer = scorer  # GRPO's rollout scorer (training.method grpo), composed by workbench.training
-        self.step_type: TrainingStep | None = None  # the training method's window: SftStep, GrpoStep
+        self.step_type: TrainingStep | None = None  # the training method's window: SftStep, GrpoStep, DpoStep
         self.ckpt_root = run_dir / CHECKPOINTS_DIR
         self.state = TrainState(step=0, micro_batches=0)
         self.result = RunResult(run_dir=run_dir, step=0)
@@ -147,6 +148,7 @@ class _Engine:
         self.rule_reports = built.rules.reports
         self.quantized_base = built.quantized
         d = cfg.data
+        step_type = STEP_TYPES[cfg.training.method]
         self.train_examples, self.train_stats = load_training_examples(
             d.train,
             self.tokenizer,
@@ -157,6 +159,7 @@ class _Engine:
             self.processor,
             d.ui_tree_layouts,
             cfg.schedule.seed,
+            pairs=step_type.reads_pairs,
         )
         self.eval_examples, self.eval_stats = ([], None)
         if d.eval:
@@ -182,7 +185,7 @@ class _Engine:
             accumulating=lambda last: self.strategy.accumulating(last=last),
             backward=self.strategy.backward,
         )
-        self.step_type = STEP_TYPES[cfg.training.method].for_run(cfg, trainee, self.train_examples, self.scorer)
+        self.step_type = step_type.for_run(cfg, trainee, self.train_examples, self.scorer)
         if cfg.checkpointing.resume_from:
             self._resume(cfg.checkpointing.resume_from)
             self.step_type.restore(self.state.extra)
@@ -194,7 +197,7 @@ class _Engine:
             rank=self.ctx.rank,
             world_size=self.ctx.world_size,
             start_step=self.state.step,
-            train_examples=self.train_examples,
+            train_examples=sequences(self.train_examples),
             emit=self.writer.emit,
             zero_grad=lambda: self.optimizer.zero_grad(set_to_none=True),
             tokenizer=self.tokenizer,

@@ -5,7 +5,7 @@ ranks, then backward (``engine/step.py`` says where the rest of the optimizer st
 from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
-from typing import Any
+from typing import Any, ClassVar
 
 import torch
 
@@ -18,6 +18,8 @@ from .step import Accumulated, Trainee
 
 class SftStep:
     """SFT's part of an optimizer step (``TrainingStep``): the backward of every micro-batch of training rows."""
+
+    reads_pairs: ClassVar[bool] = False  # data.train is loaded as rows (preference pairs: DPO)
 
     def __init__(self, cfg: RunConfig, trainee: Trainee, examples: Sequence):
         self.cfg, self.t, self.examples = cfg, trainee, examples

@@ -11,6 +11,8 @@ reads. In order:
      ``batch_loss_sum``), the strategy's ``accumulating`` / ``backward`` (``distributed/strategies.py``).
    * GRPO: ``engine/grpo.py`` ``GrpoStep``: completions sampled (``forward/generate.py``), scored by the run's
      ``RolloutScorer`` (``rewards``), the clipped surrogate (``engine/grpo_loss.py``).
+   * DPO: ``engine/dpo.py`` ``DpoStep``: preference pairs' chosen and rejected replies (``forward/loss.py``:
+     ``sequence_logprobs``) against the frozen start model's, the DPO or IPO loss (``engine/dpo_loss.py``).
 
 2. The observers' ``before_optimizer_step`` (``engine/observers.py``): gradients still allocated (still scaled).
 3. The optimizer step: ``Strategy.step`` (``distributed/strategies.py``) -> ``precision/step.py``
@@ -30,7 +32,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Any, ClassVar, Protocol
 
 import torch
 
@@ -67,10 +69,11 @@ class Accumulated:
     Attributes:
         loss_sum: this rank's summed loss over the window.
         divisor: what the window's loss sum over all ranks is divided by (its target tokens for SFT; for GRPO what
-            ``rl.loss_type`` normalises by).
+            ``rl.loss_type`` normalises by; its pairs for DPO).
         target_tokens: the window's trained tokens, over all ranks.
         processed_tokens: the tokens this rank ran forward (prompts and completions, padding not counted).
-        events: the step's own events (GRPO's rollout and policy mismatch), written by rank 0 with the step's number.
+        events: the step's own events (GRPO's rollout and policy mismatch, DPO's rewards), written by rank 0 with the
+            step's number.
     """
 
     loss_sum: float
@@ -107,7 +110,8 @@ class TrainingStep(Protocol):
     """A training method's part of an optimizer step: the forward and backward of one window. The engine takes the
     optimizer step, records it and saves the state; a step type sees the run only through its ``Trainee``."""
 
-    rows: int  # what the data stream's indices index: training rows (SFT), prompts (GRPO)
+    rows: int  # what the data stream's indices index: training rows (SFT), prompts (GRPO), pairs (DPO)
+    reads_pairs: ClassVar[bool]  # data.train is loaded as preference pairs (``data.TokenizedPair``), not rows
 
     @classmethod
     def for_run(cls, cfg: RunConfig, trainee: Trainee, examples: Sequence, scorer: Any) -> TrainingStep:

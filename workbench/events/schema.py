@@ -294,6 +294,25 @@ class PolicyMismatch(Event):
 
 
 @dataclass(frozen=True)
+class DpoRewards(Event):
+    """The implicit rewards of one DPO step's pairs (``training.method: dpo``; over all ranks, written by rank 0): a
+    reply's reward is dpo.beta x (its log-probability now - the reference's, the model as the run started), summed
+    over its tokens, as TRL's DPOTrainer logs rewards/chosen, rewards/rejected, rewards/margins, rewards/accuracies."""
+
+    type: ClassVar[str] = "dpo_rewards"
+    step: int
+    pairs: int  # the window's pairs, all ranks
+    beta: float
+    loss_type: str  # sigmoid | ipo
+    reward_chosen: float  # mean over the pairs
+    reward_rejected: float
+    margin: float  # mean of reward_chosen - reward_rejected per pair
+    accuracy: float  # share of pairs whose chosen reward exceeds the rejected one
+    logp_chosen: float  # the trained model's mean log-probability of the chosen replies (summed over their tokens)
+    logp_rejected: float
+
+
+@dataclass(frozen=True)
 class DaggerRound(Event):
     """One round of DAgger (``workbench agent dagger``, logged in ``RUN/dagger/events.jsonl``): the agent played the
     tasks, the expert labelled every state it was asked at, and the model trained on the run's rows and every
@@ -331,6 +350,7 @@ EVENT_TYPES.update(
             EvalTask,
             Rollout,
             PolicyMismatch,
+            DpoRewards,
             DaggerRound,
         )
     }

@@ -11,6 +11,7 @@ from .loss import (
     heldout_loss,
     load_heldout,
     on_device,
+    sequence_logprobs,
     token_logprobs,
 )
 
@@ -25,5 +26,6 @@ __all__ = [
     "loss_at_labels",
     "on_device",
     "output_head",
+    "sequence_logprobs",
     "token_logprobs",
 ]

@@ -17,7 +17,7 @@ from pathlib import Path
 import torch
 
 from ..config import MemorySection
-from ..data import collate, load_training_examples, model_inputs
+from ..data import IGNORE_INDEX, collate, load_training_examples, model_inputs
 from ..precision import count_target_tokens, token_loss_sum
 from .head import loss_at_labels
 
@@ -60,6 +60,16 @@ def token_logprobs(
         logits[..., list(suppress)] = float("-inf")
     targets = batch["input_ids"][:, -logits.shape[1] :].to(logits.device)
     return torch.log_softmax(logits, dim=-1).gather(-1, targets.unsqueeze(-1)).squeeze(-1)
+
+
+def sequence_logprobs(
+    model: torch.nn.Module, batch: dict, autocast: Autocast = None
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """[batch] summed log-probability of each row's target tokens (its labels that are not ``IGNORE_INDEX``: an
+    SFT row's assistant tokens), normalised in fp32, and [batch] how many they are: what DPO compares a reply by."""
+    logp = token_logprobs(model, batch, autocast)
+    targets = (batch["labels"][:, 1:] != IGNORE_INDEX).to(logp.device)
+    return torch.where(targets, logp, torch.zeros_like(logp)).sum(dim=1), targets.sum(dim=1)
 
 
 def batch_loss_sum(

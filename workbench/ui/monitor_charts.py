@@ -1,7 +1,8 @@
 """The monitor panel's charts and tables (``ui.monitor_panel``), drawn from a ``RunState``: loss, task metrics, GRPO's
-rewards, policy mismatch and task pool, loss scale, gradient norm, learning rate, memory, the model state's
-breakdown, the parameter census, the alerts and GRPO's sample completions. No launching, no polling
-(``ui.run_poller`` says when to draw); a zoom into a step chart reads that window of the log at full resolution.
+rewards, policy mismatch and task pool, DPO's reward margin and accuracy, loss scale, gradient norm, learning rate,
+memory, the model state's breakdown, the parameter census, the alerts and GRPO's sample completions. No launching, no
+polling (``ui.run_poller`` says when to draw); a zoom into a step chart reads that window of the log at full
+resolution.
 """
 
 from __future__ import annotations
@@ -108,6 +109,17 @@ def samples_html(samples: list) -> str:
     return f"<table class='wb-samples' style='font-size:12px'><tr>{head}</tr>{''.join(rows)}</table>"
 
 
+def _draw_trace(traces: dict, key: str, fig: go.FigureWidget, series, name: str, dashed: bool = False) -> None:
+    """``series`` drawn as the line ``key`` of ``fig``, added on its first draw (``traces``: key -> (figure, trace
+    index) of the lines added so far)."""
+    if key not in traces:
+        fig.add_scatter(name=name, mode="lines+markers", line=dict(dash="dash") if dashed else None)
+        traces[key] = (fig, len(fig.data) - 1)
+    fig, index = traces[key]
+    with fig.batch_update():
+        fig.data[index].x, fig.data[index].y = list(series.x), list(series.y)
+
+
 # series whose key does not say what they are on their chart
 TRACE_NAMES = {"is_capped": "share of tokens capped (rl.importance_sampling)"}
 
@@ -123,6 +135,7 @@ class MonitorCharts:
         self._memory_traces: dict[str, int] = {}
         self._task_traces: dict[str, tuple[go.FigureWidget, int]] = {}  # "task metric" -> (figure, trace index)
         self._grpo_traces: dict[str, tuple[go.FigureWidget, int]] = {}
+        self._dpo_traces: dict[str, tuple[go.FigureWidget, int]] = {}
         # What the census and alert views last drew: they are rebuilt only when that changes. RunState
         # replaces its census dict on each census event and only appends to its alerts list.
         self._drawn_census: dict | None = None
@@ -148,6 +161,11 @@ class MonitorCharts:
         self.reward_fig = _figure("rewards (GRPO rollouts)", "mean reward", showlegend=True)
         self.mismatch_fig = _figure(
             "policy mismatch: |logp sampler - logp trainer|", "nats per token", showlegend=True, log_y=True
+        )
+        # DPO runs (training.method dpo): the implicit rewards' margin (chosen and rejected beside it), reward accuracy
+        self.dpo_margin_fig = _figure("DPO rewards: chosen - rejected", "beta x log-ratio", showlegend=True)
+        self.dpo_accuracy_fig = _figure(
+            "DPO reward accuracy: pairs ordered right", "share of pairs", yaxis_range=[0, 1.05]
         )
         # rl.pool: each task family's recent success, what the pool draws by (a failing family more often)
         # (taller: a legend of ten families under the chart leaves it its plot)
@@ -192,6 +210,8 @@ class MonitorCharts:
             "rewards": self.reward_fig,
             "mismatch": self.mismatch_fig,
             "pool": self.pool_fig,
+            "dpo_margin": self.dpo_margin_fig,
+            "dpo_accuracy": self.dpo_accuracy_fig,
             "loss_scale": self.scale_fig,
             "grad_norm": self.grad_fig,
             "lr": self.lr_fig,
@@ -293,6 +313,7 @@ class MonitorCharts:
         self.memory_fig.data = []
         self.task_fig.data = []
         self.reward_fig.data, self.mismatch_fig.data, self.pool_fig.data, self._grpo_traces = [], [], [], {}
+        self.dpo_margin_fig.data, self.dpo_accuracy_fig.data, self._dpo_traces = [], [], {}
         self.samples_table.value = ""
         self.loss_fig.data = self.loss_fig.data[:2]  # the task losses a previous run added
         self._task_traces = {}
@@ -318,6 +339,7 @@ class MonitorCharts:
         scores_tasks = bool((s.config.get("eval") or {}).get("tasks") or s.task_metrics)
         self.figure_boxes["tasks"].layout.display = None if scores_tasks else "none"
         self._draw_grpo()
+        self._draw_dpo()
         for fig, has_data in (
             (self.loss_fig, s.loss.x or s.eval_loss.x),
             (self.scale_fig, s.loss_scale.x),
@@ -325,6 +347,8 @@ class MonitorCharts:
             (self.reward_fig, s.rewards),
             (self.mismatch_fig, s.mismatch),
             (self.pool_fig, s.pool_success),
+            (self.dpo_margin_fig, s.dpo),
+            (self.dpo_accuracy_fig, s.dpo),
             (self.grad_fig, s.grad_norm.x),
             (self.lr_fig, s.lr.x),
             (self.memory_fig, s.memory_series),
@@ -369,6 +393,8 @@ class MonitorCharts:
             self.grad_fig,
             self.lr_fig,
             self.memory_fig,
+            self.dpo_margin_fig,
+            self.dpo_accuracy_fig,
         ):
             if not any(fig is z for z in zoomed) and tuple(fig.layout.xaxis.range or ()) != (0, total):
                 fig.layout.xaxis.range = [0, total]
@@ -390,18 +416,20 @@ class MonitorCharts:
             (self.pool_fig, "pool ", s.pool_success),
         ):
             for name, series in series_of.items():
-                key = prefix + name
-                if key not in self._grpo_traces:
-                    fig.add_scatter(
-                        name=TRACE_NAMES.get(name, name.replace("_", " ")),
-                        mode="lines+markers",
-                        line=dict(dash="dash") if name == "total" else None,
-                    )
-                    self._grpo_traces[key] = (fig, len(fig.data) - 1)
-                fig, index = self._grpo_traces[key]
-                with fig.batch_update():
-                    fig.data[index].x, fig.data[index].y = list(series.x), list(series.y)
+                label = TRACE_NAMES.get(name, name.replace("_", " "))
+                _draw_trace(self._grpo_traces, prefix + name, fig, series, label, dashed=name == "total")
         self.samples_table.value = samples_html(s.samples)
+
+    def _draw_dpo(self) -> None:
+        """The implicit rewards' mean margin (the chosen and rejected rewards dashed beside it) and the reward accuracy
+        per step: only for DPO runs."""
+        s = self.state
+        dpo = (s.config.get("training") or {}).get("method") == "dpo" or bool(s.dpo)
+        for name in ("dpo_margin", "dpo_accuracy"):
+            self.figure_boxes[name].layout.display = None if dpo else "none"
+        for key, series in s.dpo.items():
+            fig = self.dpo_accuracy_fig if key == "accuracy" else self.dpo_margin_fig
+            _draw_trace(self._dpo_traces, key, fig, series, key.replace("_", " "), dashed=key.startswith("reward_"))
 
     def _draw_task_metrics(self) -> None:
         """Each task metric as a trace: a held-out loss next to the eval loss on the loss chart, rates on the task

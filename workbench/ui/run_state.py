@@ -32,6 +32,7 @@ RANK0_ONLY = frozenset(
         "eval_task",
         "rollout",
         "policy_mismatch",
+        "dpo_rewards",
     }
 )
 
@@ -163,6 +164,8 @@ class RunState:
     rollout_stats: dict = field(default_factory=dict)
     # rl.pool: task family -> Series of its recent success (the share of its last episodes that succeeded)
     pool_success: dict = field(default_factory=dict)
+    # DPO (training.method dpo): "margin" / "accuracy" / "reward_chosen" / "reward_rejected" -> Series (dpo_rewards)
+    dpo: dict = field(default_factory=dict)
     # DAgger (RUN/dagger/events.jsonl): one {round, success_rate, loop_rate, false_finish_rate, states, kinds, rows,
     # run_dir, status} a round, in round order
     dagger_rounds: list = field(default_factory=list)
@@ -210,6 +213,7 @@ class RunState:
             *self.mismatch.values(),
             *self.rollout_stats.values(),
             *self.pool_success.values(),
+            *self.dpo.values(),
             *self.memory_series.values(),
         ]
 
@@ -353,6 +357,10 @@ class RunState:
         for key in ("is_capped",):  # rl.importance_sampling: the share of tokens whose weight the cap changed
             if _get(e, key) is not None:
                 self.mismatch.setdefault(key, self._series()).add(_get(e, "step"), finite_number(_get(e, key)))
+
+    def _on_dpo_rewards(self, e, rank):
+        for key in ("margin", "accuracy", "reward_chosen", "reward_rejected"):
+            self.dpo.setdefault(key, self._series()).add(_get(e, "step"), finite_number(_get(e, key)))
 
     def _on_dagger_round(self, e, rank):
         keys = (

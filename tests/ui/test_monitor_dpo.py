@@ -1,0 +1,83 @@
+"""A DPO run's dpo_rewards events fold into the reward margin (chosen and rejected beside it) and the reward accuracy,
+drawn as two charts shown for DPO runs only."""
+
+from __future__ import annotations
+
+from workbench.events import EventWriter, RunStarted, Step
+from workbench.events.schema import DpoRewards
+from workbench.ui.monitor_panel import RunMonitor
+from workbench.ui.run_log import load_run_state
+
+
+def _write(run_dir, method: str):
+    run_dir.mkdir(parents=True)
+    config = {"model": {"source": "tiny-glm4"}, "data": {}, "training": {"method": method}}
+    with EventWriter(run_dir / "events.jsonl") as w:
+        w.emit(
+            RunStarted(
+                run_dir=str(run_dir), config=config, hardware={}, versions={}, precision={"mode": "bf16"}, total_steps=2
+            )
+        )
+        for n in (1, 2):
+            w.emit(
+                Step(
+                    step=n,
+                    loss=0.6,
+                    lr=1e-3,
+                    grad_norm=1.0,
+                    loss_scale=None,
+                    skipped=False,
+                    tokens=10,
+                    tokens_per_s=1.0,
+                    step_time_s=1.0,
+                    eta_s=1.0,
+                )
+            )
+            if method == "dpo":
+                w.emit(
+                    DpoRewards(
+                        step=n,
+                        pairs=8,
+                        beta=0.1,
+                        loss_type="sigmoid",
+                        reward_chosen=0.3 * n,
+                        reward_rejected=-0.1 * n,
+                        margin=0.4 * n,
+                        accuracy=0.5 * n,
+                        logp_chosen=-30.0,
+                        logp_rejected=-40.0,
+                    )
+                )
+
+
+def test_state_folds_the_dpo_rewards(tmp_path):
+    _write(tmp_path / "d", "dpo")
+    s = load_run_state(tmp_path / "d")
+    assert {k: v.y for k, v in s.dpo.items()} == {
+        "margin": [0.4, 0.8],
+        "accuracy": [0.5, 1.0],
+        "reward_chosen": [0.3, 0.6],
+        "reward_rejected": [-0.1, -0.2],
+    }
+    assert s.dpo["margin"].x == [1, 2]
+
+
+def test_monitor_draws_margin_and_accuracy_for_dpo_runs_only(tmp_path):
+    _write(tmp_path / "d", "dpo")
+    _write(tmp_path / "s", "sft")
+    m = RunMonitor()
+    m.attach(tmp_path / "d")
+    m.wait_sync(10)
+    assert {t.name: list(t.y) for t in m.charts.dpo_margin_fig.data} == {
+        "margin": [0.4, 0.8],
+        "reward chosen": [0.3, 0.6],
+        "reward rejected": [-0.1, -0.2],
+    }
+    assert {t.name: list(t.y) for t in m.charts.dpo_accuracy_fig.data} == {"accuracy": [0.5, 1.0]}
+    assert all(m.charts.figure_boxes[n].layout.display is None for n in ("dpo_margin", "dpo_accuracy"))
+    assert not m.charts.dpo_margin_fig.layout.annotations[0].visible  # drawn, not waiting
+    assert m.charts.figure_boxes["rewards"].layout.display == "none"  # GRPO's charts stay hidden
+    m.attach(tmp_path / "s")
+    m.wait_sync(10)
+    assert not m.charts.dpo_margin_fig.data and not m.charts.dpo_accuracy_fig.data
+    assert all(m.charts.figure_boxes[n].layout.display == "none" for n in ("dpo_margin", "dpo_accuracy"))
