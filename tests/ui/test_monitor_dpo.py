@@ -3,51 +3,32 @@ drawn as two charts shown for DPO runs only."""
 
 from __future__ import annotations
 
-from workbench.events import EventWriter, RunStarted, Step
 from workbench.events.schema import DpoRewards
 from workbench.ui.monitor_panel import RunMonitor
 from workbench.ui.run_log import load_run_state
 
+from .run_logs import write_method_run
+
+
+def _rewards(n: int) -> list:
+    return [
+        DpoRewards(
+            step=n,
+            pairs=8,
+            beta=0.1,
+            loss_type="sigmoid",
+            reward_chosen=0.3 * n,
+            reward_rejected=-0.1 * n,
+            margin=0.4 * n,
+            accuracy=0.5 * n,
+            logp_chosen=-30.0,
+            logp_rejected=-40.0,
+        )
+    ]
+
 
 def _write(run_dir, method: str):
-    run_dir.mkdir(parents=True)
-    config = {"model": {"source": "tiny-glm4"}, "data": {}, "training": {"method": method}}
-    with EventWriter(run_dir / "events.jsonl") as w:
-        w.emit(
-            RunStarted(
-                run_dir=str(run_dir), config=config, hardware={}, versions={}, precision={"mode": "bf16"}, total_steps=2
-            )
-        )
-        for n in (1, 2):
-            w.emit(
-                Step(
-                    step=n,
-                    loss=0.6,
-                    lr=1e-3,
-                    grad_norm=1.0,
-                    loss_scale=None,
-                    skipped=False,
-                    tokens=10,
-                    tokens_per_s=1.0,
-                    step_time_s=1.0,
-                    eta_s=1.0,
-                )
-            )
-            if method == "dpo":
-                w.emit(
-                    DpoRewards(
-                        step=n,
-                        pairs=8,
-                        beta=0.1,
-                        loss_type="sigmoid",
-                        reward_chosen=0.3 * n,
-                        reward_rejected=-0.1 * n,
-                        margin=0.4 * n,
-                        accuracy=0.5 * n,
-                        logp_chosen=-30.0,
-                        logp_rejected=-40.0,
-                    )
-                )
+    write_method_run(run_dir, method, _rewards if method == "dpo" else lambda n: (), loss=0.6)
 
 
 def test_state_folds_the_dpo_rewards(tmp_path):

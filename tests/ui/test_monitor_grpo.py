@@ -3,94 +3,73 @@ share), the task pool's success per family and a samples table; an SFT run shows
 
 from __future__ import annotations
 
-from workbench.events import EventWriter, RunStarted, Step
 from workbench.events.schema import PolicyMismatch, Rollout
 from workbench.ui.monitor_charts import samples_html
 from workbench.ui.monitor_panel import RunMonitor
 from workbench.ui.run_log import load_run_state
 
+from .run_logs import write_method_run
+
 THUMBNAIL = "data:image/png;base64,iVBORw0KGgo="
 
 
+def _events(n: int) -> list:
+    return [
+        Rollout(
+            step=n,
+            groups=2,
+            group_size=4,
+            reward_mean=0.5 * n,
+            reward_std=0.1,
+            rewards={
+                "format": {"mean": 0.25 * n, "std": 0.1, "weight": 1.0},
+                "tap_in_box": {"mean": 0.1 * n, "std": 0.1, "weight": 2.0},
+            },
+            all_equal_groups=0.5,
+            completion_tokens_mean=12.0,
+            completion_tokens_max=16,
+            truncated=0.0,
+            parse_rate=0.5,
+            reference_kl=0.003 * n,
+            task_pool={
+                "families": {
+                    "open_app": {"success": 0.5 * n, "weight": 0.5, "drawn": 1},
+                    "send_message": {"success": None, "weight": 1.0, "drawn": 1},
+                },
+                "fresh": 0,
+                "replayed": n - 1,
+                "kept": n,
+            },
+            samples=[
+                {
+                    "prompt": "Turn on <Wi-Fi>",
+                    "completion": "<think>go</think>",
+                    "rewards": {"format": 1.0, "tap_in_box": 0.0},
+                    "total": 1.0,
+                    "advantage": 0.7,
+                    "thumbnail": THUMBNAIL,
+                }
+            ],
+        ),
+        PolicyMismatch(
+            step=n,
+            tokens=40,
+            mean_abs=0.01 * n,
+            max_abs=0.2,
+            ratio_min=0.9,
+            ratio_max=1.1,
+            ratio_std=0.02,
+            kl=1e-4,
+            clipped=0.0,
+            precision="bf16",
+            is_weight_mean=1.0,
+            is_capped=0.01 * n,
+        ),
+    ]
+
+
 def _write(run_dir, grpo: bool):
-    run_dir.mkdir(parents=True)
-    config = {"model": {"source": "tiny-glm4"}, "data": {}, "training": {"method": "grpo" if grpo else "sft"}}
-    with EventWriter(run_dir / "events.jsonl") as w:
-        w.emit(
-            RunStarted(
-                run_dir=str(run_dir), config=config, hardware={}, versions={}, precision={"mode": "bf16"}, total_steps=2
-            )
-        )
-        for n in (1, 2):
-            w.emit(
-                Step(
-                    step=n,
-                    loss=0.1,
-                    lr=1e-3,
-                    grad_norm=1.0,
-                    loss_scale=None,
-                    skipped=False,
-                    tokens=10,
-                    tokens_per_s=1.0,
-                    step_time_s=1.0,
-                    eta_s=1.0,
-                )
-            )
-            if grpo:
-                w.emit(
-                    Rollout(
-                        step=n,
-                        groups=2,
-                        group_size=4,
-                        reward_mean=0.5 * n,
-                        reward_std=0.1,
-                        rewards={
-                            "format": {"mean": 0.25 * n, "std": 0.1, "weight": 1.0},
-                            "tap_in_box": {"mean": 0.1 * n, "std": 0.1, "weight": 2.0},
-                        },
-                        all_equal_groups=0.5,
-                        completion_tokens_mean=12.0,
-                        completion_tokens_max=16,
-                        truncated=0.0,
-                        parse_rate=0.5,
-                        reference_kl=0.003 * n,
-                        task_pool={
-                            "families": {
-                                "open_app": {"success": 0.5 * n, "weight": 0.5, "drawn": 1},
-                                "send_message": {"success": None, "weight": 1.0, "drawn": 1},
-                            },
-                            "fresh": 0,
-                            "replayed": n - 1,
-                            "kept": n,
-                        },
-                        samples=[
-                            {
-                                "prompt": "Turn on <Wi-Fi>",
-                                "completion": "<think>go</think>",
-                                "rewards": {"format": 1.0, "tap_in_box": 0.0},
-                                "total": 1.0,
-                                "advantage": 0.7,
-                                "thumbnail": THUMBNAIL,
-                            }
-                        ],
-                    )
-                )
-                w.emit(
-                    PolicyMismatch(
-                        step=n,
-                        tokens=40,
-                        mean_abs=0.01 * n,
-                        max_abs=0.2,
-                        ratio_min=0.9,
-                        ratio_max=1.1,
-                        ratio_std=0.02,
-                        kl=1e-4,
-                        clipped=0.0,
-                        precision="bf16",
-                        is_weight_mean=1.0,
-                        is_capped=0.01 * n,
-                    )
-                )
+    write_method_run(run_dir, "grpo" if grpo else "sft", _events if grpo else lambda n: ())
 
 
 def test_state_folds_rollouts_and_mismatch(tmp_path):
