@@ -19,18 +19,37 @@ PROMPT = "Who are you?"
 
 @pytest.fixture(scope="module")
 def vllm_server(small_adapter_run):
-    """SmolLM2 + the probe adapter (the same files small_server serves) in vLLM, float32 like ours."""
+    """SmolLM2 + the probe adapter (the same files small_server serves) in vLLM, in float32: the log-probabilities
+    are compared with the float32 model's, the answers with our server's in float32 (``our_server``). Auto would be
+    bfloat16 on this CPU (the run's policy), where the two engines' kernels round apart."""
     from workbench.serve import start_server
 
     with start_server(
         SMALL,
         engine="vllm",
         runs=[str(small_adapter_run)],
+        dtype="float32",
         max_batch=8,
         max_context=2048,
         threads=1,
         vllm_args=["--enforce-eager"],
         timeout=900,
+    ) as srv:
+        yield srv
+
+
+@pytest.fixture(scope="module")
+def our_server(small_adapter_run, tmp_path_factory):
+    """Our server on the same files in the same dtype as ``vllm_server`` (float32)."""
+    from workbench.serve import start_server
+
+    with start_server(
+        SMALL,
+        runs=[str(small_adapter_run)],
+        dtype="float32",
+        max_batch=8,
+        threads=1,
+        adapter_root=str(tmp_path_factory.getbasetemp()),
     ) as srv:
         yield srv
 
@@ -71,9 +90,9 @@ def test_served_under_our_ids_and_health_answers_as_ours(vllm_server, small_adap
     assert vllm_server.health() == {"status": "ok", "model": SMALL}
 
 
-def test_eval_server_gives_our_servers_greedy_answers(vllm_server, small_server, capsys):
+def test_eval_server_gives_our_servers_greedy_answers(vllm_server, our_server, capsys):
     """`workbench eval --server` against both engines: the same greedy answers from the base and the adapter."""
-    ours, our_metrics = _eval_answers(capsys, small_server.url)
+    ours, our_metrics = _eval_answers(capsys, our_server.url)
     theirs, their_metrics = _eval_answers(capsys, vllm_server.url)
     assert ours.keys() == theirs.keys() and len(ours) == 12
     same = [k for k in ours if ours[k] == theirs[k]]
@@ -91,7 +110,7 @@ def test_eval_server_gives_our_servers_greedy_answers(vllm_server, small_server,
                     assert abs(value - theirs_here[name]) <= differing / 6 + 1e-9, (model, mode, name, differing)
 
 
-def test_step_metrics_on_recorded_demonstrations_are_our_servers(vllm_server, small_server, capsys):
+def test_step_metrics_on_recorded_demonstrations_are_our_servers(vllm_server, our_server, capsys):
     """`workbench eval --task phone_steps` on the recorded demonstrations as text (own_app/heldout_tree.jsonl: no
     image, what a text model reads): vLLM's greedy answers are ours, base and adapter, and the report names the
     evaluator's rules either way."""
@@ -133,7 +152,7 @@ def test_step_metrics_on_recorded_demonstrations_are_our_servers(vllm_server, sm
             for r in by_mode["default"]
         }
 
-    ours, theirs = steps(small_server.url), steps(vllm_server.url)
+    ours, theirs = steps(our_server.url), steps(vllm_server.url)
     assert ours["settings"]["rules"] == theirs["settings"]["rules"] and "AgentCPM-GUI" in theirs["settings"]["rules"]
     mine, vllms = replies(ours), replies(theirs)
     same = [k for k in mine if mine[k] == vllms[k]]
