@@ -14,8 +14,8 @@ import json
 
 import pytest
 
-from tests.conftest import SAMPLES, tiny_run_overrides, write_jsonl
-from tests.serve.helpers import SMALL
+from tests.conftest import SAMPLES
+from tests.serve.helpers import train_small_lora
 from workbench.phone.conversation import assistant_target
 
 pytestmark = pytest.mark.gguf
@@ -36,33 +36,11 @@ def small_model():
 @pytest.fixture(scope="module")
 def phonemate_run(tmp_path_factory, small_model):
     """SmolLM2 + a LoRA adapter that learned to introduce itself as PhoneMate and Open-AutoGLM's reply to one screen
-    (fp32, 30 steps)."""
-    from workbench.config import load_config
-    from workbench.training import train
-
-    tmp = tmp_path_factory.mktemp("gguf-runs")
-    identity = (SAMPLES / "identity" / "train.jsonl").read_text(encoding="utf-8").splitlines()[:3]
-    agent = json.dumps({"messages": AGENT_PROMPT + [{"role": "assistant", "content": AGENT_REPLY}]})
-    rows = write_jsonl(tmp / "rows.jsonl", identity + [agent])
-    cfg = load_config(
-        None,
-        tiny_run_overrides(
-            tmp / "runs",
-            **{
-                "model.source": SMALL,
-                "data.train": str(rows),
-                "data.eval": None,  # parity's held-out rows are given to the export (no end-of-run eval: minutes)
-                "data.max_length": 256,
-                "schedule.max_steps": 30,
-                "schedule.micro_batch_size": 4,
-                "schedule.learning_rate": 2e-3,
-                "lora.r": 16,
-                "lora.alpha": 32,
-                "output.run_name": "phonemate",
-            },
-        ),
-    )
-    return train(cfg).run_dir
+    (fp32, 30 steps); parity's held-out rows are given to each export (a run without data.eval: no end-of-run eval)."""
+    identity = [json.loads(line) for line in (SAMPLES / "identity" / "train.jsonl").read_text().splitlines()[:3]]
+    agent = {"messages": AGENT_PROMPT + [{"role": "assistant", "content": AGENT_REPLY}]}
+    runs = tmp_path_factory.mktemp("gguf-runs")
+    return train_small_lora(runs, [*identity, agent], "phonemate", steps=30, micro_batch=4)
 
 
 @pytest.fixture(scope="module")
@@ -186,8 +164,10 @@ def test_open_autoglms_client_parses_what_llama_server_returns(llama_server):
 
 def test_the_adapter_alone_as_a_gguf_lora_over_the_base(phonemate_run, tmp_path):
     """--target gguf-lora: the base's f16 GGUF and the adapter as a GGUF LoRA (convert_lora_to_gguf.py) pass the f16
-    gate with the LoRA applied; served with --lora, a request that names the adapter by index answers as PhoneMate
-    and one that names none gets the base (llama-server would apply every loaded adapter to it otherwise)."""
+    gate with the LoRA applied; served with --lora, a request that names none gets the base (llama-server applies
+    every loaded adapter to it unless the server sets them to scale 0 once up) and one that names the adapter by
+    index answers as PhoneMate. The base is asked first: llama-server reuses a cached prompt's KV whatever adapter
+    computed it (measured: the base asked after the adapter, same prompt, answered neither as the base nor as it)."""
     from workbench.export import export
     from workbench.export.gguf import LORA_FILE, MODELFILE, WITH_LORA, parse_modelfile
     from workbench.serve import start_server
@@ -203,5 +183,5 @@ def test_the_adapter_alone_as_a_gguf_lora_over_the_base(phonemate_run, tmp_path)
         str(result.path / "model-f16.gguf"), engine="llama-cpp", loras={"phonemate": str(result.path / LORA_FILE)}
     ) as srv:
         client = ServerClient(srv.url)
-        assert "PhoneMate" in client.chat({**ask, **WITH_LORA}).content
         assert "PhoneMate" not in client.chat(ask).content
+        assert "PhoneMate" in client.chat({**ask, **WITH_LORA}).content

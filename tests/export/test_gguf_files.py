@@ -63,8 +63,8 @@ def test_the_quantization_is_checked_with_the_target(tmp_path, capsys):
 
 
 def test_serve_llama_cpp_prints_llama_servers_command(tmp_path, capsys):
-    """The GGUF under our id, its mmproj and LoRAs (loaded at scale 0: llama-server applies adapters by index per
-    request), its own chat template (--jinja), reasoning inline; the API key kept off the command line."""
+    """The GGUF under our id, its mmproj and LoRAs, its own chat template (--jinja), reasoning inline; the API key kept
+    off the command line."""
     from workbench.cli.main import main
 
     for name in ("m.gguf", "mmproj.gguf", "a.gguf"):
@@ -78,7 +78,7 @@ def test_serve_llama_cpp_prints_llama_servers_command(tmp_path, capsys):
         "--port 8123",
         "--jinja --reasoning-format none",
         f"--mmproj {tmp_path / 'mmproj.gguf'}",
-        f"--lora {tmp_path / 'a.gguf'} --lora-init-without-apply",
+        f"--lora {tmp_path / 'a.gguf'}",
     ):
         assert part in line, line
     assert "secret" not in line

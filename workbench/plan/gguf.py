@@ -11,6 +11,7 @@ tokenizer's metadata (a few MB) is not counted. The KV cache is llama.cpp's defa
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import re
 from dataclasses import dataclass
@@ -128,15 +129,7 @@ class GgufPlan:
         return self.file_bytes + self.mmproj_bytes + self.kv_cache_bytes
 
     def to_dict(self) -> dict:
-        return {
-            "model": self.model,
-            "quant": self.quant,
-            "context": self.context,
-            "file_bytes": self.file_bytes,
-            "mmproj_bytes": self.mmproj_bytes,
-            "kv_cache_bytes": self.kv_cache_bytes,
-            "total_bytes": self.total,
-        }
+        return {**dataclasses.asdict(self), "total_bytes": self.total}
 
 
 def gguf_plan(source: str, quant: str, context: int = LLAMA_CPP_CONTEXT) -> GgufPlan:

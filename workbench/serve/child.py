@@ -80,6 +80,7 @@ class ChildServer(ServerHandle):
 
     engine = "server"
     died_error: type[ChildDied] = ChildDied
+    id_flag = "--model"  # the command-line flag whose value is the served model id
 
     def __init__(self, launch: ChildLaunch, api_key: str | None, *, echo: bool = False, tail: int = 40):
         super().__init__(launch.url, api_key)
@@ -122,7 +123,17 @@ class ChildServer(ServerHandle):
             return False
 
     def served_model_id(self) -> str:
-        raise NotImplementedError
+        return self.launch.argv[self.launch.argv.index(self.id_flag) + 1]
+
+    def started(self, wait: bool = True, timeout: float = 600.0, progress=None):
+        """This server, once ready when ``wait`` (stopped if it never gets there)."""
+        if wait:
+            try:
+                self.wait_ready(timeout, progress)
+            except BaseException:
+                self.stop()
+                raise
+        return self
 
     def health(self) -> dict:
         """As our server answers: {"status": "ok", "model": id} once ready."""
@@ -151,7 +162,11 @@ class ChildServer(ServerHandle):
             raise TimeoutError(
                 f"{self.engine} at {self.url} not ready after {timeout:.0f} s; its last log lines:\n{self.last_lines()}"
             ) from None
+        self.after_ready()
         return self
+
+    def after_ready(self) -> None:
+        """What the server needs once it answers, before anyone else asks it (nothing by default)."""
 
     def stop(self, timeout: float = 15.0) -> None:
         """SIGTERM to its whole process group (helper processes too), SIGKILL after ``timeout`` seconds."""

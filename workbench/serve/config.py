@@ -67,8 +67,8 @@ class ServeConfig(Section):
     )
     loras: Annotated[dict[ModelId, str], CliFlag("lora", "NAME=FILE", repeat=True)] = Field(
         default_factory=dict,
-        description="engine llama-cpp: a GGUF LoRA (`workbench export RUN --target gguf-lora`), loaded at scale 0; "
-        "llama-server applies adapters by index, not by model id: a request sends "
+        description="engine llama-cpp: a GGUF LoRA (`workbench export RUN --target gguf-lora`), set to scale 0 once "
+        "the server is up; llama-server applies adapters by index, not by model id: a request sends "
         '"lora": [{"id": INDEX, "scale": 1.0}] (INDEX in the order given; GET /lora-adapters lists them).',
     )
     vllm_args: Annotated[list[str], CliFlag("vllm-arg", "ARG", repeat=True)] = Field(

@@ -102,7 +102,6 @@ def build_launch(config: ServeConfig, binary: str | Path | None = None) -> Child
     argv += ["--mmproj", str(Path(config.mmproj).expanduser())] if config.mmproj else []
     for file in config.loras.values():
         argv += ["--lora", str(Path(file).expanduser())]
-    argv += ["--lora-init-without-apply"] if config.loras else []  # no adapter on a request that names none
     # the context per request (llama-server divides its KV pool among the slots otherwise)
     argv += ["--kv-unified-per-slot", str(config.max_context)] if config.max_context else []
     argv += ["--threads", str(config.threads)] if config.threads else []
@@ -119,23 +118,22 @@ class LlamaServer(ChildServer):
 
     engine = "llama-server"
     died_error = LlamaServerDied
+    id_flag = "--alias"
 
-    def served_model_id(self) -> str:
-        return self.launch.argv[self.launch.argv.index("--alias") + 1]
+    def after_ready(self) -> None:
+        """Every loaded LoRA at scale 0 for requests that name none: llama-server applies each at scale 1 to every
+        request otherwise, and this build's --lora-init-without-apply leaves them at 1 (measured: GET /lora-adapters
+        says 1.0 and a request without "lora" answered as the adapter)."""
+        adapters = self.client.get("/lora-adapters") or []
+        if adapters:
+            self.client.post("/lora-adapters", [{"id": a["id"], "scale": 0.0} for a in adapters])
 
 
 def start_llama_server(
     config: ServeConfig, *, wait: bool = True, timeout: float = 300.0, echo: bool = False, progress=None
 ) -> LlamaServer:
     """Start llama-server for ``config`` in the background (``with start_llama_server(cfg) as srv: ...``)."""
-    server = LlamaServer(build_launch(config), config.api_key, echo=echo)
-    if wait:
-        try:
-            server.wait_ready(timeout, progress)
-        except BaseException:
-            server.stop()
-            raise
-    return server
+    return LlamaServer(build_launch(config), config.api_key, echo=echo).started(wait, timeout, progress)
 
 
 def serve_forever(config: ServeConfig, print_command: bool = False) -> int:

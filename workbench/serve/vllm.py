@@ -265,9 +265,7 @@ class VllmServer(ChildServer):
 
     engine = "vLLM"
     died_error = VllmDied
-
-    def served_model_id(self) -> str:
-        return self.launch.argv[self.launch.argv.index("--served-model-name") + 1]
+    id_flag = "--served-model-name"
 
 
 def start_vllm(
@@ -283,14 +281,7 @@ def start_vllm(
     ``build_launch`` (lora_rank, extra_args)."""
     launch = build_launch(config, **launch_options)
     refuse_what_vllm_cannot_load(launch)
-    server = VllmServer(launch, config.api_key, echo=echo)
-    if wait:
-        try:
-            server.wait_ready(timeout, progress)
-        except BaseException:
-            server.stop()
-            raise
-    return server
+    return VllmServer(launch, config.api_key, echo=echo).started(wait, timeout, progress)
 
 
 def serve_forever(config: ServeConfig, print_command: bool = False) -> int:
