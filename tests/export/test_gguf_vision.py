@@ -1,4 +1,5 @@
-"""A tiny GLM-4.1V screenshot run as llama.cpp runs it: the text GGUF and the vision projector (mmproj) exported beside
+"""The tiny GLM models as llama.cpp runs them: a tiny GLM-4 run's GGUF (its byte tokenizer through the converter, its
+Chinese held-out rows through llama-server), and a tiny GLM-4.1V screenshot run: the text GGUF and the vision projector (mmproj) exported beside
 it by llama.cpp's converter, its parity measured through llama-server with each held-out screenshot encoded by the
 mmproj, and the GGUF served with --mmproj answering a screenshot request.
 
@@ -11,6 +12,18 @@ import pytest
 from tests.conftest import SAMPLES
 
 pytestmark = pytest.mark.gguf
+
+
+def test_a_tiny_glm4_run_exports_and_answers_as_its_adapter(glm4_run, tmp_path):
+    """GLM-4's architecture through llama.cpp: every measurable answer position agrees (a position whose top token ends
+    inside a UTF-8 character, a byte of the Chinese rows, comes back from llama-server without probabilities and is
+    left out)."""
+    from workbench.export import export
+
+    result = export(glm4_run, "gguf", tmp_path / "glm4", max_examples=16)
+    parity = result.parity
+    assert result.manifest["status"] == "passed" and parity["greedy_agreement"] == 1.0, parity
+    assert 0 < parity["max_logit_diff"] < 0.05 and parity["positions"] > 1000, parity
 
 
 @pytest.fixture(scope="module")

@@ -330,7 +330,8 @@ def verify(export_dir: str | Path, max_examples: int | None = None, device: str 
     where = reference_device(source, device)
     ref = load_reference(source, where)
     parity = m["parity"]
-    batches = parity_batches(parity["heldout"], source, ref, max_examples or parity["examples"])
+    examples = max_examples or parity["examples"]
+    batches = parity_batches(parity["heldout"], source, ref, examples)
     report = check_parity(
         reference_logits(torch_logits(ref.model), batches),
         export_dir,
@@ -338,6 +339,9 @@ def verify(export_dir: str | Path, max_examples: int | None = None, device: str 
         batches,
         ParityGate(**parity["gate"]),
         where,
+        source,
+        Path(parity["heldout"]),
+        examples,
     )
     if not report.passed:
         raise ParityFailed(export_dir, report)

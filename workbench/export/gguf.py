@@ -242,6 +242,10 @@ def next_token_logprobs(
     """llama-server's top-``k`` log-probabilities of the token after ``prompt`` (token ids), before sampling."""
     body = {"prompt": prompt, "n_predict": 1, "n_probs": k, "temperature": 0, "cache_prompt": True, **(extra or {})}
     reply = client.post("/completion", body)
+    if not reply.get("completion_probabilities"):
+        # llama-server holds back a token that ends inside a UTF-8 character (a byte of a CJK character) and its
+        # probabilities with it: with one token to predict, none come back
+        return None
     top = reply["completion_probabilities"][0]["top_logprobs"]
     return {int(t["id"]): float(t["logprob"]) for t in top}
 
@@ -292,9 +296,11 @@ def gguf_parity(
     every request.
 
     Figures: greedy agreement (llama.cpp's most likely next token is the reference's argmax); the largest |log-prob
-    difference| over llama.cpp's top tokens at least 1% likely in either model (in ParityReport's ``max_logit_diff``:
+    difference| over llama.cpp's most likely token and its top tokens at least 1% likely in either model (in ParityReport's ``max_logit_diff``:
     log-probabilities are logits normalised); the held-out loss of both over the answer tokens llama.cpp lists among
-    its top ones (llama-server gives no other token's probability; a trained model's answer tokens nearly all are)."""
+    its top ones (llama-server gives no other token's probability; a trained model's answer tokens nearly all are).
+    A position whose most likely token ends inside a UTF-8 character is left out (llama-server returns nothing for
+    it): ``positions`` counts the ones measured."""
     from ..config import config_from_dict
     from ..serve.config import ServeConfig
     from ..serve.llama_cpp import start_llama_server
@@ -334,11 +340,18 @@ def gguf_parity(
                     top = first_answer_logprobs(client, chats[row], extra=extra)
                 else:
                     top = next_token_logprobs(client, batch["input_ids"][row, : pos + 1].tolist(), extra=extra)
+                    if top is None:  # not measurable through llama-server: left out of every figure
+                        continue
                 ref_row = logprobs[row, pos]
-                agreeing += int(max(top, key=top.get) == int(ref_row.argmax()))
+                best = max(top, key=top.get)
+                agreeing += int(best == int(ref_row.argmax()))
                 positions += 1
                 floor = math.log(MIN_PROB)
-                diffs = [abs(lp - float(ref_row[t])) for t, lp in top.items() if max(lp, float(ref_row[t])) >= floor]
+                diffs = [
+                    abs(lp - float(ref_row[t]))
+                    for t, lp in top.items()
+                    if t == best or max(lp, float(ref_row[t])) >= floor
+                ]
                 if not all(math.isfinite(d) for d in diffs):
                     worst = math.nan
                 elif not math.isnan(worst):
