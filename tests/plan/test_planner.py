@@ -173,7 +173,8 @@ def test_cli_plan_json_and_fact_check(capsys):
     assert main(["fact-check", "--json"]) == 0
     rows = json.loads(capsys.readouterr().out)
     verdicts = {r["id"]: r["verdict"] for r in rows}
-    assert len(verdicts) == 14
+    assert len(verdicts) == 15
+    assert verdicts["gguf-8gb"].startswith("plausible at a shorter context")
     assert all(
         verdicts[k] == "impossible once screenshots are counted" for k in ("000-zero3-images", "002-batch16-images")
     )

@@ -10,15 +10,13 @@ from __future__ import annotations
 
 import contextlib
 import io
-import json
 
 import pytest
 
 from workbench.phone.conversation import assistant_target
 from workbench.phone.openautoglm import history_reply
 
-from ..conftest import write_jsonl
-from .helpers import SMALL
+from .helpers import SMALL, train_small_lora
 
 pytestmark = pytest.mark.vllm
 
@@ -29,33 +27,8 @@ REPLY = assistant_target("Settings is on the home screen.", 'do(action="Launch",
 @pytest.fixture(scope="module")
 def agent_run(tmp_path_factory):
     """SmolLM2 + a LoRA adapter that learned REPLY to PROMPT (one row, fp32, ~60 steps)."""
-    from workbench.config import load_config
-    from workbench.training import train
-
-    from ..conftest import tiny_run_overrides
-
-    tmp = tmp_path_factory.mktemp("vllm-runtime")
-    rows = write_jsonl(
-        tmp / "rows.jsonl", [json.dumps({"messages": PROMPT + [{"role": "assistant", "content": REPLY}]})]
-    )
-    cfg = load_config(
-        None,
-        tiny_run_overrides(
-            tmp / "runs",
-            **{
-                "model.source": SMALL,
-                "data.train": str(rows),
-                "data.max_length": 256,
-                "schedule.max_steps": 60,
-                "schedule.micro_batch_size": 1,
-                "schedule.learning_rate": 2e-3,
-                "lora.r": 16,
-                "lora.alpha": 32,
-                "output.run_name": "agent",
-            },
-        ),
-    )
-    return train(cfg).run_dir
+    row = {"messages": PROMPT + [{"role": "assistant", "content": REPLY}]}
+    return train_small_lora(tmp_path_factory.mktemp("vllm-runtime") / "runs", [row], "agent", steps=60)
 
 
 def test_the_runtimes_client_parses_what_vllm_returns_for_a_served_run(agent_run):

@@ -41,6 +41,10 @@ def test_export_section_exports_a_run_and_shows_its_manifest_and_failures(tmp_pa
         "int8-weight",
         "onnx",
         "onnx-int8",
+        "gguf-f16",
+        "gguf-q8_0",
+        "gguf-q4_k_m",
+        "gguf-lora",
     } == set(section.specs)
     assert "no exports of this run yet" in section.exports.value
 

@@ -1,4 +1,4 @@
-"""``workbench export RUN --target merged|int8|onnx|onnx-int8`` and ``workbench export --verify EXPORT_DIR``.
+"""``workbench export RUN --target merged|int8|onnx|onnx-int8|gguf`` and ``workbench export --verify EXPORT_DIR``.
 
 Exit codes: 0 exported (or verified), 1 the export failed its parity gate (the figures are printed and
 kept in OUT.failed/manifest.json), 2 bad input (missing run, no adapter, unsupported target or option).
@@ -16,7 +16,7 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
 
     p = subparsers.add_parser(
         "export",
-        help="export a run's adapter: merged model, int8, ONNX (checked for parity)",
+        help="export a run's adapter: merged model, int8, ONNX, GGUF (checked for parity)",
         description="Merge a run's LoRA adapter into its base and write it as a deployable directory with a "
         "manifest.json; the export is read back and compared with the unexported model (fp32 base + "
         "adapter) on held-out examples, and a parity failure fails the export (exit 1).",
@@ -29,6 +29,11 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
         "--int8-mode",
         default="dynamic",
         help=f"int8: {' or '.join(INT8_MODES)} (int8 dynamic activations + int8 weights, or int8 weights only)",
+    )
+    p.add_argument(
+        "--quant",
+        default="f16",
+        help="gguf: the GGUF's quantization, one of f16, q8_0, q4_k_m (llama-quantize; default f16)",
     )
     p.add_argument("--heldout", metavar="FILE", help="held-out JSONL for parity (default: the run's data.eval)")
     p.add_argument("--max-examples", type=int, default=16, help="held-out examples compared (default 16)")
@@ -56,7 +61,7 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
     return p
 
 
-def _gate(args, target: str, dtype: str, int8_mode: str):
+def _gate(args, target: str, dtype: str, int8_mode: str, quant: str):
     from .parity import ParityGate
     from .targets import TargetSpec
 
@@ -67,7 +72,7 @@ def _gate(args, target: str, dtype: str, int8_mode: str):
     }
     if all(v is None for v in given.values()):
         return None
-    default = TargetSpec(target, dtype, int8_mode).default_gate().to_dict()
+    default = TargetSpec(target, dtype, int8_mode, quant).default_gate().to_dict()
     return ParityGate(**{k: default[k] if v is None else v for k, v in given.items()})
 
 
@@ -94,7 +99,7 @@ def run(args) -> int:
     from .exporter import export, verify
     from .parity import ParityFailed
     from .source import ExportInputError
-    from .targets import DTYPES, INT8_MODES, TARGETS
+    from .targets import DTYPES, GGUF_QUANTS, INT8_MODES, TARGETS
 
     try:
         if args.verify:
@@ -110,16 +115,22 @@ def run(args) -> int:
         if not args.run_dir:
             raise ExportInputError("name the run to export: workbench export runs/NAME --target merged")
         # checked before the gate is built from them, so a bad value is an input error, not a KeyError
-        if args.target not in TARGETS or args.dtype not in DTYPES or args.int8_mode not in INT8_MODES:
+        if (
+            args.target not in TARGETS
+            or args.dtype not in DTYPES
+            or args.int8_mode not in INT8_MODES
+            or args.quant not in GGUF_QUANTS
+        ):
             gate = None
         else:
-            gate = _gate(args, args.target, args.dtype, args.int8_mode)
+            gate = _gate(args, args.target, args.dtype, args.int8_mode, args.quant)
         result = export(
             args.run_dir,
             args.target,
             args.out,
             dtype=args.dtype,
             int8_mode=args.int8_mode,
+            quant=args.quant,
             heldout=args.heldout,
             max_examples=args.max_examples,
             gate=gate,

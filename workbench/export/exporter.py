@@ -46,7 +46,9 @@ class ExportResult:
         return self.manifest["parity"]
 
 
-def _spec(target: str, dtype: str, int8_mode: str) -> TargetSpec:
+def _spec(target: str, dtype: str, int8_mode: str, quant: str = "f16") -> TargetSpec:
+    from .targets import GGUF_QUANTS
+
     problems = []
     if target not in TARGETS:
         problems.append(f"unsupported target {target!r}: choose one of {', '.join(TARGETS)}")
@@ -56,13 +58,39 @@ def _spec(target: str, dtype: str, int8_mode: str) -> TargetSpec:
         problems.append(f"dtype {dtype} applies to --target merged only ({target} starts from the fp32 merge)")
     if int8_mode not in INT8_MODES:
         problems.append(f"int8 mode {int8_mode!r}: choose one of {', '.join(INT8_MODES)}")
+    if quant not in GGUF_QUANTS:
+        problems.append(f"quant {quant!r}: choose one of {', '.join(GGUF_QUANTS)}")
+    elif quant != "f16" and target != "gguf":
+        problems.append(f"quant {quant} applies to --target gguf only (gguf-lora: f16)")
+    if target.startswith("gguf"):
+        problems += llama_cpp_problems()
     if target in TARGETS:
         problems += [
             f"--target {target} needs the export extra: {msg}" for msg in missing_packages(*TARGET_MODULES[target])
         ]
     if problems:
         raise ExportInputError("; ".join(problems))
-    return TargetSpec(target, dtype, int8_mode)
+    return TargetSpec(target, dtype, int8_mode, quant)
+
+
+def writer(spec: TargetSpec) -> Callable:
+    """The function that writes ``spec``'s export (the GGUF targets' live in export.gguf)."""
+    if spec.target.startswith("gguf"):
+        from .gguf import write_gguf, write_gguf_lora
+
+        return write_gguf_lora if spec.target == "gguf-lora" else write_gguf
+    return WRITERS[spec.target]
+
+
+def llama_cpp_problems() -> list[str]:
+    """The one line saying what to run when llama.cpp is not set up (checked before any work starts)."""
+    from ..serve.llama_cpp import LlamaCppMissing, find_llama_cpp
+
+    try:
+        find_llama_cpp()
+    except LlamaCppMissing as err:
+        return [f"--target gguf needs {err}"]
+    return []
 
 
 def _phase(progress: Callable[[int, str], None] | None, i: int) -> None:
@@ -74,10 +102,14 @@ def _files(directory: Path) -> dict[str, int]:
     return {str(p.relative_to(directory)): p.stat().st_size for p in sorted(directory.rglob("*")) if p.is_file()}
 
 
-def _versions() -> dict:
+def _versions(spec: TargetSpec) -> dict:
     import importlib.metadata as md
 
     out = {}
+    if spec.target.startswith("gguf"):
+        from ..serve.llama_cpp import find_llama_cpp
+
+        out["llama.cpp"] = f"{find_llama_cpp().version}: convert_hf_to_gguf.py, llama-quantize, llama-server"
     for dist in ("torch", "transformers", "peft", "torchao", "onnx", "onnxruntime", "onnxscript"):
         try:
             out[dist] = md.version(dist)
@@ -93,6 +125,7 @@ def export(
     *,
     dtype: str = "float32",
     int8_mode: str = "dynamic",
+    quant: str = "f16",
     heldout: str | Path | None = None,
     max_examples: int = DEFAULT_MAX_EXAMPLES,
     gate: ParityGate | None = None,
@@ -106,7 +139,8 @@ def export(
         run_dir: the finished run.
         target: ``merged``, ``int8`` or ``onnx`` (``export.targets``).
         out: the export's directory (default ``RUN/exports/<target>``); overwrite: replace one that exists.
-        dtype: a merged export's dtype; int8_mode: ``dynamic`` or ``weight`` (an int8 export's activations).
+        dtype: a merged export's dtype; int8_mode: ``dynamic`` or ``weight`` (an int8 export's activations);
+            quant: a gguf export's quantization (``f16``, ``q8_0``, ``q4_k_m``).
         heldout: the JSONL parity is measured on (default: the run's data.eval); max_examples: its first rows.
         gate: the parity bounds (default: the target's, ``TargetSpec.default_gate``).
         progress: ``progress(i, what)`` as each of the PHASES starts (i counts from 1).
@@ -116,7 +150,7 @@ def export(
         The ``ExportResult`` (path, manifest, parity figures); ExportInputError for a run, target or option that
         cannot be exported, ParityFailed (with the figures) when the written export misses its gate.
     """
-    spec = _spec(target, dtype, int8_mode)
+    spec = _spec(target, dtype, int8_mode, quant)
     source = open_run(run_dir)
     out = Path(out) if out else exports_dir(source.run_dir) / spec.name
     if out.exists() and not overwrite:
@@ -147,18 +181,19 @@ def export(
     for stale in (partial, failed):
         shutil.rmtree(stale, ignore_errors=True)
     partial.mkdir(parents=True)
-    merged = ref.merged_copy()
-    reference_bytes = sum(p.numel() * p.element_size() for p in merged.parameters())
+    # a GGUF LoRA is written from the base without its adapter, and the adapter itself
+    merged = ref.adapter_and_base() if spec.target == "gguf-lora" else ref.merged_copy()
+    reference_bytes = sum(p.numel() * p.element_size() for p in getattr(merged, "base", merged).parameters())
     t_write = time.perf_counter()
     _phase(progress, 3)
-    WRITERS[spec.target](merged, ref.tokenizer, ref.base_path, partial, spec)
     if ref.processor is not None:  # a vision-language export reads images without the workbench too
         save_processor_files(ref.processor, partial)
+    writer(spec)(merged, ref.tokenizer, ref.base_path, partial, spec)
     del merged
     write_s = time.perf_counter() - t_write
     t_check = time.perf_counter()
     _phase(progress, 4)
-    report = compare(reference, read_export(partial, spec, where), batches, gate)
+    report = check_parity(reference, partial, spec, batches, gate, where, source, held, max_examples)
     manifest = _manifest(
         source,
         ref,
@@ -177,6 +212,35 @@ def export(
         shutil.rmtree(out)
     partial.rename(out)
     return ExportResult(out, manifest)
+
+
+def check_parity(
+    reference: list,
+    export_dir: Path,
+    spec: TargetSpec,
+    batches: list[dict],
+    gate: ParityGate,
+    where,
+    source: RunSource,
+    heldout: Path,
+    max_examples: int,
+) -> ParityReport:
+    """The written export, read back as it will run (a GGUF: served by llama-server, its screenshots through the
+    mmproj written beside it), against the reference."""
+    if spec.target.startswith("gguf"):
+        from .gguf import LORA_FILE, MMPROJ_FILE, gguf_file, gguf_parity, screenshot_prompts
+
+        mmproj, lora = export_dir / MMPROJ_FILE, export_dir / LORA_FILE
+        return gguf_parity(
+            reference,
+            batches,
+            gguf_file(export_dir, spec.quant),
+            gate,
+            mmproj=mmproj if mmproj.is_file() else None,
+            lora=lora if spec.target == "gguf-lora" else None,
+            prompts=screenshot_prompts(Path(heldout), max_examples, source.config.data.system_prompt),
+        )
+    return compare(reference, read_export(export_dir, spec, where), batches, gate)
 
 
 def reference_device(source: RunSource, device: str = "auto"):
@@ -219,7 +283,7 @@ def _manifest(
 ) -> dict:
     files = _files(directory)
     weights = sum(
-        size for name, size in files.items() if name.endswith((".safetensors", ".onnx", ".onnx.data", ".bin"))
+        size for name, size in files.items() if name.endswith((".safetensors", ".onnx", ".onnx.data", ".bin", ".gguf"))
     )
     return {
         "format_version": MANIFEST_VERSION,
@@ -227,7 +291,7 @@ def _manifest(
         "created": datetime.now(timezone.utc).isoformat(timespec="seconds"),
         "target": spec.target,
         "precision": spec.precision,
-        "options": {"dtype": spec.dtype, "int8_mode": spec.int8_mode},
+        "options": {"dtype": spec.dtype, "int8_mode": spec.int8_mode, "quant": spec.quant},
         "source_run": str(source.run_dir.resolve()),
         "adapter": str(source.adapter_dir.resolve()),
         "base": source.base,
@@ -245,7 +309,7 @@ def _manifest(
             "reference": "fp32 base + adapter (unmerged peft model)",
         },
         "wall_s": wall,
-        "versions": _versions(),
+        "versions": _versions(spec),
     }
 
 
@@ -266,12 +330,18 @@ def verify(export_dir: str | Path, max_examples: int | None = None, device: str 
     where = reference_device(source, device)
     ref = load_reference(source, where)
     parity = m["parity"]
-    batches = parity_batches(parity["heldout"], source, ref, max_examples or parity["examples"])
-    report = compare(
+    examples = max_examples or parity["examples"]
+    batches = parity_batches(parity["heldout"], source, ref, examples)
+    report = check_parity(
         reference_logits(torch_logits(ref.model), batches),
-        read_export(export_dir, spec, where),
+        export_dir,
+        spec,
         batches,
         ParityGate(**parity["gate"]),
+        where,
+        source,
+        Path(parity["heldout"]),
+        examples,
     )
     if not report.passed:
         raise ParityFailed(export_dir, report)

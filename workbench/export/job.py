@@ -91,6 +91,8 @@ class ExportJob:
             cmd += ["--dtype", self.spec.dtype]
         if self.spec.target == "int8":
             cmd += ["--int8-mode", self.spec.int8_mode]
+        if self.spec.target == "gguf":
+            cmd += ["--quant", self.spec.quant]
         if self.max_examples:
             cmd += ["--max-examples", str(self.max_examples)]
         if self.gate is not None:

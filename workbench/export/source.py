@@ -47,11 +47,23 @@ class Reference:
     family: str
     base_path: str  # the directory or hub id the base was loaded from
     processor: Any = None  # a vision-language base's processor: held-out rows with screenshots become its inputs
+    adapter_dir: Path | None = None  # the run's saved adapter
 
     def merged_copy(self) -> torch.nn.Module:
         """The adapter merged into a copy of the base, in host memory (the reference itself stays unmerged; a
         reference on a GPU is moved to the host first: two copies of it rarely fit there)."""
         return copy.deepcopy(self.model.to("cpu")).merge_and_unload()
+
+    def adapter_and_base(self) -> AdapterAndBase:
+        """The base without the adapter (a copy, in host memory) and the adapter's directory: what a GGUF LoRA is
+        written from."""
+        return AdapterAndBase(copy.deepcopy(self.model.to("cpu")).unload(), self.adapter_dir)
+
+
+@dataclass
+class AdapterAndBase:
+    base: torch.nn.Module
+    adapter_dir: Path
 
 
 def open_run(run_dir: str | Path) -> RunSource:
@@ -87,4 +99,4 @@ def load_reference(source: RunSource, device: str | torch.device = "cpu") -> Ref
         source.config, torch.float32, TrainedWeights("adapter", source.adapter_dir), dequantized=True, device=device
     )
     loaded.model.to(device)
-    return Reference(loaded.model, loaded.tokenizer, loaded.family, loaded.source, loaded.processor)
+    return Reference(loaded.model, loaded.tokenizer, loaded.family, loaded.source, loaded.processor, source.adapter_dir)

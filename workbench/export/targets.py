@@ -6,6 +6,9 @@ directory; every reader loads what was written, from disk, as the logits functio
     onnx       torch.onnx.export(dynamo=True): (input_ids, attention_mask, position_ids, past key/values) ->
                logits + present key/values (a KV cache as flat tensors)
     onnx-int8  the onnx graph with onnxruntime's dynamic int8 quantization
+    gguf       llama.cpp's GGUF (f16, q8_0, q4_k_m) by llama.cpp's own converter and llama-quantize, a GLM-4.1V's
+               vision projector (mmproj) beside it, an Ollama Modelfile (``export.gguf``); read back by llama-server
+    gguf-lora  the adapter alone as a GGUF LoRA over the base's f16 GGUF (``convert_lora_to_gguf.py``)
 """
 
 from __future__ import annotations
@@ -20,12 +23,13 @@ from pathlib import Path
 
 import torch
 
+from ..plan.gguf import GGUF_QUANTS
 from .parity import LogitsFn, ParityGate, torch_logits
 
 # torchao probes for CUDA/C++ kernels it does not need on the CPU and warns on every import without this.
 os.environ.setdefault("TORCHAO_FORCE_SKIP_LOADING_SO_FILES", "1")
 
-TARGETS = ("merged", "int8", "onnx", "onnx-int8")
+TARGETS = ("merged", "int8", "onnx", "onnx-int8", "gguf", "gguf-lora")
 DTYPES = ("float32", "bfloat16", "float16")
 INT8_MODES = ("dynamic", "weight")
 # the modules each target imports beyond the core install (the `export` extra): checked before any work starts
@@ -34,6 +38,8 @@ TARGET_MODULES = {
     "int8": ("torchao",),
     "onnx": ("onnx", "onnxscript", "onnxruntime"),
     "onnx-int8": ("onnx", "onnxscript", "onnxruntime"),
+    "gguf": ("sentencepiece",),  # llama.cpp's converter imports it for every Llama-family tokenizer
+    "gguf-lora": ("sentencepiece",),
 }
 ONNX_FAMILIES = ("llama", "glm4")  # text-only decoders; see unsupported_reason
 # Processor files of a vision-language base, copied beside the merged weights so the export loads as the base did.
@@ -45,11 +51,13 @@ class TargetSpec:
     target: str
     dtype: str = "float32"  # merged only
     int8_mode: str = "dynamic"  # int8 only
+    quant: str = "f16"  # gguf only: f16, q8_0, q4_k_m
 
     @property
     def name(self) -> str:
         """The export's default directory name under RUN/exports/."""
-        return {"merged": f"merged-{self.dtype}", "int8": f"int8-{self.int8_mode}"}.get(self.target, self.target)
+        names = {"merged": f"merged-{self.dtype}", "int8": f"int8-{self.int8_mode}", "gguf": f"gguf-{self.quant}"}
+        return names.get(self.target, self.target)
 
     @property
     def precision(self) -> str:
@@ -58,11 +66,15 @@ class TargetSpec:
             "int8": f"int8 weights ({'int8 dynamic activations' if self.int8_mode == 'dynamic' else 'weight-only'}, torchao)",
             "onnx": "float32",
             "onnx-int8": "int8 dynamic (onnxruntime quantize_dynamic)",
+            "gguf": f"GGUF {self.quant} (llama.cpp)",
+            "gguf-lora": "GGUF LoRA f16 over the base's f16 GGUF (llama.cpp)",
         }[self.target]
 
     def default_gate(self) -> ParityGate:
         """Bounds chosen from what healthy exports measured (docs/export.md) with a margin; a corrupted weight
         or a wrong merge lands far outside them."""
+        if self.target.startswith("gguf"):
+            return GGUF_GATES[self.quant]
         if self.target in ("onnx",) or (self.target == "merged" and self.dtype == "float32"):
             return ParityGate(max_logit_diff=1e-3, min_agreement=0.99, max_loss_increase=1e-3)
         # The low-precision logit bounds catch corruption, not rounding: SmolLM2's logits reach ~30, and a healthy
@@ -75,12 +87,27 @@ class TargetSpec:
         return ParityGate(max_logit_diff=16.0, min_agreement=0.85, max_loss_increase=0.1)
 
 
+# GGUF parity is measured through llama-server at the answer positions (export.gguf.gguf_parity): max_logit_diff bounds
+# the largest |log-probability difference| over llama.cpp's top tokens at least 1% likely. The bounds catch corruption,
+# not rounding: a SmolLM2 LoRA run measured 0.034 in f16 and 1.40 in q8_0, both with greedy agreement 1.0 and the loss
+# unchanged (tests/export/test_gguf.py). f16 and q8_0 are gated; q4_k_m is reported (its gate passes anything finite:
+# 4-bit weights move a small model's answers, the figures say how much).
+GGUF_GATES = {
+    "f16": ParityGate(max_logit_diff=0.5, min_agreement=0.97, max_loss_increase=0.02),
+    "q8_0": ParityGate(max_logit_diff=2.5, min_agreement=0.93, max_loss_increase=0.05),
+    "q4_k_m": ParityGate(max_logit_diff=float("inf"), min_agreement=0.0, max_loss_increase=float("inf")),
+}
+
+
 def target_choices() -> list[TargetSpec]:
-    """Every export there is to ask for, once each: merged per dtype, int8 per mode, onnx, onnx-int8."""
+    """Every export there is to ask for, once each: merged per dtype, int8 per mode, onnx, onnx-int8, gguf per
+    quantization, gguf-lora."""
     return (
         [TargetSpec("merged", dtype=d) for d in DTYPES]
         + [TargetSpec("int8", int8_mode=m) for m in INT8_MODES]
         + [TargetSpec("onnx"), TargetSpec("onnx-int8")]
+        + [TargetSpec("gguf", quant=q) for q in GGUF_QUANTS]
+        + [TargetSpec("gguf-lora")]
     )
 
 
@@ -216,7 +243,12 @@ def write_onnx(merged: torch.nn.Module, tokenizer, base_path: str, out: Path, sp
     save_tokenizer_files(tokenizer, base_path, out)
 
 
-WRITERS: dict[str, Callable] = {"merged": write_merged, "int8": write_int8, "onnx": write_onnx, "onnx-int8": write_onnx}
+WRITERS: dict[str, Callable] = {
+    "merged": write_merged,
+    "int8": write_int8,
+    "onnx": write_onnx,
+    "onnx-int8": write_onnx,
+}  # gguf and gguf-lora: export.gguf's writers (exporter.writer)
 
 
 def read_export(out: Path, spec: TargetSpec, device: str | torch.device = "cpu") -> LogitsFn:

@@ -103,6 +103,8 @@ def run(args) -> int:
     except ConfigError as err:
         print(f"workbench plan: {err}", file=sys.stderr)
         return 2
+    if options.gguf:
+        return run_gguf(args, options)
     if getattr(args, "inference", False):
         return run_inference(args, options)
     if getattr(args, "recipe", None):
@@ -186,6 +188,18 @@ def run_recipe(args) -> int:
 def plan_options(args) -> PlanOptions:
     """The typed options given as flags; ConfigError naming every bad one."""
     return config_from_dict(overrides_from_args(args, PlanOptions), PlanOptions)
+
+
+def run_gguf(args, options: PlanOptions) -> int:
+    from .gguf import format_gguf, gguf_plan
+
+    try:
+        plans = [gguf_plan(args.model, q, options.gguf_context) for q in options.gguf_quants]
+    except ConfigError as err:
+        print(f"workbench plan: {err}", file=sys.stderr)
+        return 2
+    print(json.dumps([p.to_dict() for p in plans], indent=1) if args.json else format_gguf(plans))
+    return 0
 
 
 def run_inference(args, options: PlanOptions) -> int:

@@ -45,6 +45,11 @@ DOCUMENTS = {
         "Fine-tuning autoglm-phone-9b in practice: from data preparation to production deployment",
         'blog post "Fine-tuning autoglm-phone-9b in practice"',
     ),
+    "open-autoglm-230": Document(
+        "github.com/zai-org/Open-AutoGLM/issues/230",
+        "a community GGUF of AutoGLM-Phone-9B run with llama.cpp on an 8 GB RTX 4060",
+        "Open-AutoGLM issue #230",
+    ),
 }
 
 
@@ -184,6 +189,14 @@ CLAIMS = (
         5,
         "inference with int4 weights (the smallest format) and one screenshot; 'updating' = LoRA training",
     ),
+    Claim(
+        "gguf-8gb",
+        cite("open-autoglm-230"),
+        "a Q4_K_M GGUF (5.74 GB) plus its mmproj (1.66 GB) runs on an 8 GB RTX 4060",
+        8,
+        "llama.cpp: Q4_K_M text GGUF + f16 mmproj + f16 KV cache at 25,480 tokens (Open-AutoGLM's context), all on "
+        "the GPU",
+    ),
 )
 
 # Sizes measured on SmolLM2-135M-Instruct after the demo's fine-tune (docs/export.md, `python -m workbench.bench.export`),
@@ -296,7 +309,30 @@ def fact_check(devices_4090=DEFAULT_DEVICES, devices_t4=T4_DEVICES) -> list[Verd
     )
     out.extend(_image_verdicts(devices_4090))
     out.extend(_deployment_verdicts())
+    out.append(_gguf_verdict())
     return out
+
+
+def _gguf_verdict() -> Verdict:
+    """The community's Q4_K_M GGUF on 8 GB against the GGUF planner (plan/gguf.py: llama-quantize's tensor types)."""
+    from .gguf import gguf_max_context, gguf_plan
+
+    plan = gguf_plan(MODEL, "q4_k_m")
+    eight = 8 * GiB  # an RTX 4060's 8 GB, as nvidia-smi counts it
+    ctx = gguf_max_context(MODEL, "q4_k_m", eight)
+    return Verdict(
+        _claim("gguf-8gb"),
+        plan.total / GiB,
+        (plan.file_bytes + plan.mmproj_bytes) / GiB,
+        "plausible at a shorter context; not at 25,480 tokens with everything on the GPU",
+        f"The sizes are GiB and right: llama-quantize's Q4_K_M of the 9B is {plan.file_bytes / GiB:.2f} GiB of "
+        f"tensors (+ a few MB of tokenizer), the f16 mmproj {plan.mmproj_bytes / GiB:.2f} GiB: "
+        f"{(plan.file_bytes + plan.mmproj_bytes) / GiB:.2f} GiB before any token. llama.cpp's f16 KV cache is 40 KiB "
+        f"a token (40 layers, 2 KV heads of 128): {plan.kv_cache_bytes / GiB:.2f} GiB at 25,480 tokens, "
+        f"{plan.total / GiB:.2f} GiB in all > 8 GiB. Everything on the GPU fits up to {ctx:,} tokens before "
+        "llama.cpp's compute buffers and the CUDA context (a few hundred MB) are taken: a shorter -c (or a q8_0 KV "
+        "cache, or the mmproj on the CPU: --no-mmproj-offload) makes it run.",
+    )
 
 
 def _image_verdicts(devices_4090) -> list:
@@ -498,6 +534,10 @@ def format_markdown(verdicts: list[Verdict]) -> str:
             f"| {c.text} | {c.source} | {claimed} | {c.settings} | {v.planner_gib:.1f} GiB | "
             f"{v.lower_bound_gib:.1f} GiB | **{v.verdict}** | {v.why} |"
         )
-    lines += ["", "Sources: blog posts published in Chinese (claims translated; sections by their numbers):"]
+    lines += [
+        "",
+        "Sources: blog posts published in Chinese (claims translated; sections by their numbers) and an "
+        "Open-AutoGLM issue:",
+    ]
     lines += [f"- {d.short}: {d.title} ({d.title_en})" for d in DOCUMENTS.values()]
     return "\n".join(lines)

@@ -58,6 +58,32 @@ class PlanOptions(Section):
         "history + answer); screenshots add their image tokens.",
     )
 
+    gguf: str | None = Field(
+        None,
+        description="GGUF files for llama.cpp instead of a training plan: the file of each quantization "
+        "(comma-separated of f16, q8_0, q4_k_m, or all), the vision projector (mmproj) and the KV cache at "
+        "--gguf-context tokens (`workbench export RUN --target gguf` writes them).",
+    )
+    gguf_context: int = Field(25480, ge=1, description="With --gguf: tokens of context the KV cache holds.")
+
+    @field_validator("gguf")
+    @classmethod
+    def _gguf(cls, v: str | None) -> str | None:
+        from .gguf import GGUF_QUANTS
+
+        if v is None or v == "all":
+            return v
+        quants = [q.strip() for q in v.split(",") if q.strip()]
+        if not quants or any(q not in GGUF_QUANTS for q in quants):
+            raise ValueError(f"{v!r}: all, or a comma-separated list of {', '.join(GGUF_QUANTS)}")
+        return ",".join(quants)
+
+    @property
+    def gguf_quants(self) -> tuple:
+        from .gguf import GGUF_QUANTS
+
+        return GGUF_QUANTS if self.gguf == "all" else tuple(self.gguf.split(","))
+
     @field_validator("image_size")
     @classmethod
     def _size(cls, v: str) -> str:

@@ -34,8 +34,8 @@ def configure_parser(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--print-command",
         action="store_true",
-        help="with --engine vllm: print the vLLM command line "
-        "these options make (to run vLLM yourself, e.g. in your own container) and exit",
+        help="with --engine vllm or llama-cpp: print the vLLM (llama-server) command line "
+        "these options make (to run it yourself, e.g. in your own container) and exit",
     )
 
 
@@ -66,6 +66,10 @@ def run(args) -> int:
             from . import vllm
 
             return vllm.serve_forever(config, print_command=args.print_command)
+        if config.engine == "llama-cpp":
+            from . import llama_cpp
+
+            return llama_cpp.serve_forever(config, print_command=args.print_command)
         serve_forever(config)
     except KeyboardInterrupt:
         pass

@@ -51,12 +51,25 @@ class ServeConfig(Section):
     model: str = Field(
         "smollm2-135m-instruct",
         min_length=1,
-        description="Base model: a built-in name (see `workbench models`), a local Hugging Face directory or a hub id.",
+        description="Base model: a built-in name (see `workbench models`), a local Hugging Face directory or a hub id; "
+        "engine llama-cpp: a .gguf file (`workbench export RUN --target gguf`).",
     )
-    engine: Literal["workbench", "vllm"] = Field(
+    engine: Literal["workbench", "vllm", "llama-cpp"] = Field(
         "workbench",
-        description="What serves: workbench's own server, or vLLM (its environment made by `bash "
-        "scripts/setup.sh --vllm`) given the same model, adapters, ids, dtype and context.",
+        description="What serves: workbench's own server, vLLM (its environment made by `bash "
+        "scripts/setup.sh --vllm`) given the same model, adapters, ids, dtype and context, or llama.cpp's "
+        "llama-server (`bash scripts/setup.sh --llama-cpp`) over a GGUF file.",
+    )
+    mmproj: str | None = Field(
+        None,
+        description="engine llama-cpp: the vision projector GGUF of a GLM-4.1V model (the mmproj-*.gguf its "
+        "export writes beside the text GGUF); without it the model answers text only.",
+    )
+    loras: Annotated[dict[ModelId, str], CliFlag("lora", "NAME=FILE", repeat=True)] = Field(
+        default_factory=dict,
+        description="engine llama-cpp: a GGUF LoRA (`workbench export RUN --target gguf-lora`), set to scale 0 once "
+        "the server is up; llama-server applies adapters by index, not by model id: a request sends "
+        '"lora": [{"id": INDEX, "scale": 1.0}] (INDEX in the order given; GET /lora-adapters lists them).',
     )
     vllm_args: Annotated[list[str], CliFlag("vllm-arg", "ARG", repeat=True)] = Field(
         default_factory=list,
@@ -134,7 +147,7 @@ class ServeConfig(Section):
             raise ValueError(problem)
         return value
 
-    @field_validator("adapters", mode="before")
+    @field_validator("adapters", "loras", mode="before")
     @classmethod
     def _name_path_items(cls, value):
         """The command line gives ``NAME=PATH`` strings; a file or Python gives a mapping."""
@@ -159,7 +172,7 @@ class ServeConfig(Section):
         def at(name: str) -> str:
             return f"{path}.{name}" if path else name
 
-        out = []
+        out = self._llama_cpp_problems(at)
         if self.engine == "vllm" and self.reasoning == "split":
             out.append(
                 (
@@ -192,6 +205,41 @@ class ServeConfig(Section):
                         f"{source} was trained on {base!r}, but the served base is {self.model!r}; pass --model {base}",
                     )
                 )
+        return out
+
+    def _llama_cpp_problems(self, at) -> list[tuple[str, str]]:
+        """What llama-server takes: a GGUF file, its mmproj and GGUF LoRAs (not peft adapters); the GGUF
+        options on another engine."""
+        out = []
+        if self.engine != "llama-cpp":
+            out += [(at("mmproj"), "applies to --engine llama-cpp only")] if self.mmproj else []
+            out += [(at("loras"), "applies to --engine llama-cpp only")] if self.loras else []
+            return out
+        files = [("model", self.model)] + ([("mmproj", self.mmproj)] if self.mmproj else [])
+        files += [(f"loras.{name}", f) for name, f in self.loras.items()]
+        for field, file in files:
+            if not file.endswith(".gguf"):
+                out.append(
+                    (at(field), f"{file!r} is not a .gguf file (export one: workbench export RUN --target gguf)")
+                )
+            elif not Path(file).expanduser().is_file():
+                out.append((at(field), f"{file!r} does not exist"))
+        if self.adapters or self.runs:
+            out.append(
+                (
+                    at("adapters" if self.adapters else "runs"),
+                    "llama-server takes GGUF LoRAs, not peft adapters: export the run with --target gguf-lora and "
+                    "pass --lora NAME=FILE, or serve the run's merged GGUF (--target gguf)",
+                )
+            )
+        if self.reasoning == "split":
+            out.append(
+                (
+                    at("reasoning"),
+                    "llama-server is started with --reasoning-format none (Open-AutoGLM's inline replies); leave "
+                    "reasoning unset (or inline)",
+                )
+            )
         return out
 
 

@@ -9,24 +9,16 @@ SIGTERM, and by a watchdog when the workbench process is killed outright).
 
 from __future__ import annotations
 
-import atexit
-import collections
 import json
 import os
-import shlex
-import signal
 import subprocess
-import sys
-import threading
-import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
 from ..models.loading import declared_family
-from ..runs.procfs import group_members
+from .child import ChildDied, ChildLaunch, ChildServer, free_port, has_nvidia_gpu, say, serve_in_foreground
 from .config import ServeConfig, ServeError, inspect_adapter
-from .remote import ServerError
-from .server import ServerHandle, _bind, _url_host
+from .server import _url_host
 
 VENV_DIR = ".venv-vllm"
 PYTHON_ENV = "WORKBENCH_VLLM_PYTHON"  # a python whose environment has vllm: overrides the search
@@ -49,7 +41,7 @@ class VllmMissing(ServeError):
     """No environment with vLLM was found (one line naming the set-up command)."""
 
 
-class VllmDied(RuntimeError):
+class VllmDied(ChildDied):
     """The vLLM process exited; the message ends with its last log lines."""
 
 
@@ -112,18 +104,10 @@ def refuse_what_vllm_cannot_load(launch: VllmLaunch) -> None:
 
 
 @dataclass
-class VllmLaunch:
-    """What starting vLLM takes: the command, the environment variables it adds, and where it will answer."""
+class VllmLaunch(ChildLaunch):
+    """What starting vLLM takes (the API key, when set, stays out of ``shell()``: export VLLM_API_KEY)."""
 
-    argv: list[str]
-    env: dict[str, str] = field(default_factory=dict)
-    url: str = ""
-
-    def shell(self) -> str:
-        """The command as one shell line (the API key, when set, stays out of it: export VLLM_API_KEY)."""
-        shown = {k: v for k, v in self.env.items() if k != "VLLM_API_KEY"}
-        prefix = " ".join(f"{k}={shlex.quote(v)}" for k, v in shown.items())
-        return (prefix + " " if prefix else "") + shlex.join(self.argv)
+    secret_env: tuple[str, ...] = ("VLLM_API_KEY",)
 
 
 def model_directory(source: str) -> str:
@@ -212,7 +196,7 @@ def build_launch(
     A ``port`` of 0 is replaced by a free one (vLLM binds its own socket)."""
     adapters = {name: inspect_adapter(path) for name, path in config.served_adapters().items()}
     refuse_quantized_bases(adapters, config.vllm_args)
-    port = config.port or _free_port(config.host)
+    port = config.port or free_port(config.host)
     model = model_directory(config.model)
     argv = [
         str(python or vllm_python()),
@@ -273,135 +257,15 @@ def _max_positions(model: str) -> int | None:
     return (cfg.get("text_config") or {}).get("max_position_embeddings") or cfg.get("max_position_embeddings")
 
 
-def has_nvidia_gpu() -> bool:
-    try:
-        return subprocess.run(["nvidia-smi", "-L"], capture_output=True, timeout=10).returncode == 0
-    except (OSError, subprocess.TimeoutExpired):
-        return False
-
-
-def _free_port(host: str) -> int:
-    probe = _bind(host, 0)
-    port = probe.getsockname()[1]
-    probe.close()
-    return port
-
-
 # ---- the process ------------------------------------------------------------------------------------------------
 
 
-# The watchdog, a shell in a session of its own: while this process and vLLM's group live it looks every second; when
-# this process dies (by any means: a kernel restart's SIGKILL runs no atexit) it stops the group, TERM then KILL; when
-# the group is gone first (stop()) it ends. A parent-death signal is not enough: vLLM's server catches SIGTERM and,
-# while its engine process is still compiling, does not exit.
-_WATCHDOG = (
-    'while kill -0 "$1" 2>/dev/null && kill -0 -"$2" 2>/dev/null; do sleep 1; done; '
-    'kill -0 -"$2" 2>/dev/null || exit 0; kill -TERM -"$2" 2>/dev/null; sleep 15; kill -KILL -"$2" 2>/dev/null'
-)
-
-
-def watched(argv: list[str]) -> list[str]:
-    """``argv`` run by a shell that first starts the watchdog over its own process group, then execs ``argv`` (same
-    pid, same group): vLLM never runs unwatched, not even for the moment between its start and the watchdog's."""
-    start_watchdog = f"setsid sh -c '{_WATCHDOG}' watchdog {os.getpid()} $$ </dev/null >/dev/null 2>&1 &"
-    return ["sh", "-c", start_watchdog + ' exec "$@"', "vllm", *argv]
-
-
-class VllmServer(ServerHandle):
+class VllmServer(ChildServer):
     """A vLLM OpenAI server in a child process (its own process group), behind the same handle as ours."""
 
-    def __init__(self, launch: VllmLaunch, api_key: str | None, *, echo: bool = False, tail: int = 40):
-        super().__init__(launch.url, api_key)
-        self.launch = launch
-        self.log_tail: collections.deque[str] = collections.deque(maxlen=tail)
-        env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}  # another environment: its own packages
-        self._process = subprocess.Popen(
-            watched(launch.argv),
-            env={**env, **launch.env},
-            stdout=subprocess.PIPE,
-            stderr=subprocess.STDOUT,
-            text=True,
-            errors="replace",
-            start_new_session=True,
-        )
-        self._reader = threading.Thread(target=self._read_log, args=(echo,), name="vllm-log", daemon=True)
-        self._reader.start()
-        atexit.register(self.stop)
-
-    def _read_log(self, echo: bool) -> None:
-        for line in self._process.stdout:
-            self.log_tail.append(line.rstrip())
-            if echo:
-                sys.stderr.write(line)
-
-    def last_lines(self, n: int = 15) -> str:
-        return "\n".join(list(self.log_tail)[-n:])
-
-    def died(self) -> VllmDied:
-        self._reader.join(5)  # the rest of its output
-        return VllmDied(f"vLLM exited with code {self._process.returncode}; its last log lines:\n{self.last_lines()}")
-
-    def _ready(self) -> bool:
-        try:
-            self.client.health(timeout=2.0)  # vLLM's /health: an empty 200 once the engine is up
-            return True
-        except ServerError:
-            return False
-
-    def health(self) -> dict:
-        """As our server answers: {"status": "ok", "model": id} once ready (vLLM's own /health has no body)."""
-        if self._ready():
-            return {"status": "ok", "model": self.launch.argv[self.launch.argv.index("--served-model-name") + 1]}
-        return {"status": "error" if self._process.poll() is not None else "loading"}
-
-    def wait_ready(self, timeout: float = 600.0, progress=None) -> VllmServer:
-        """Until /health answers 200 (the one client's poll, ``ServerClient.wait_ready``); ``progress(seconds, last
-        log line)`` every ~10 s. VllmDied with the last log lines when the process exits, TimeoutError (the process
-        stopped) after ``timeout`` seconds."""
-        start = time.monotonic()
-        shown = [start]
-
-        def check() -> None:
-            if self._process.poll() is not None:
-                raise self.died()
-            if progress is not None and time.monotonic() - shown[0] >= 10:
-                shown[0] = time.monotonic()
-                progress(shown[0] - start, self.log_tail[-1] if self.log_tail else "")
-
-        try:
-            self.client.wait_ready(timeout, check=check)
-        except TimeoutError:
-            self.stop()
-            raise TimeoutError(
-                f"vLLM at {self.url} not ready after {timeout:.0f} s; its last log lines:\n{self.last_lines()}"
-            ) from None
-        return self
-
-    def stop(self, timeout: float = 15.0) -> None:
-        """SIGTERM to its whole process group (vLLM's engine process too), SIGKILL after ``timeout`` seconds."""
-        atexit.unregister(self.stop)
-        process = self._process
-        if process is None or process.poll() is not None:
-            return
-        for sig in (signal.SIGTERM, signal.SIGKILL):
-            try:
-                os.killpg(process.pid, sig)
-            except ProcessLookupError:
-                return
-            try:
-                process.wait(timeout)
-                break
-            except subprocess.TimeoutExpired:
-                continue
-        try:  # the engine core may outlive the server process by a moment
-            os.killpg(process.pid, signal.SIGKILL)
-        except ProcessLookupError:
-            return
-        # A signal is delivered when its target next runs: on a loaded machine a member can live on for a moment after
-        # killpg. Return only once the group has gone, so a new server can take the port and memory at once.
-        deadline = time.monotonic() + timeout
-        while group_members(process.pid) and time.monotonic() < deadline:
-            time.sleep(0.05)
+    engine = "vLLM"
+    died_error = VllmDied
+    id_flag = "--served-model-name"
 
 
 def start_vllm(
@@ -417,18 +281,7 @@ def start_vllm(
     ``build_launch`` (lora_rank, extra_args)."""
     launch = build_launch(config, **launch_options)
     refuse_what_vllm_cannot_load(launch)
-    server = VllmServer(launch, config.api_key, echo=echo)
-    if wait:
-        try:
-            server.wait_ready(timeout, progress)
-        except BaseException:
-            server.stop()
-            raise
-    return server
-
-
-def _say(message: str) -> None:
-    print(f"[workbench serve] {message}", file=sys.stderr, flush=True)
+    return VllmServer(launch, config.api_key, echo=echo).started(wait, timeout, progress)
 
 
 def serve_forever(config: ServeConfig, print_command: bool = False) -> int:
@@ -442,19 +295,5 @@ def serve_forever(config: ServeConfig, print_command: bool = False) -> int:
         return 0
     launch = build_launch(config)
     refuse_what_vllm_cannot_load(launch)
-    _say(f"starting vLLM: {launch.shell()}")
-    previous = signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))  # then the finally below stops vLLM
-    server = VllmServer(launch, config.api_key, echo=True)
-    try:
-        server.wait_ready(timeout=3600, progress=lambda s, line: _say(f"vLLM starting ({s:.0f} s)"))
-        _say(f"ready at {server.url}: {', '.join(server.models())}")
-        server._process.wait()
-        raise server.died()
-    except VllmDied as err:
-        print(f"workbench serve: {err}", file=sys.stderr)
-        return 1
-    except KeyboardInterrupt:
-        return 0
-    finally:
-        server.stop()
-        signal.signal(signal.SIGTERM, previous)
+    say(f"starting vLLM: {launch.shell()}")
+    return serve_in_foreground(lambda: VllmServer(launch, config.api_key, echo=True))
