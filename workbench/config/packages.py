@@ -16,6 +16,7 @@ OPTIONAL_PACKAGES = {
     "onnx": ("onnx", "export"),
     "onnxscript": ("onnxscript", "export"),
     "onnxruntime": ("onnxruntime", "export"),
+    "sentencepiece": ("sentencepiece", "export"),  # llama.cpp's converter (--target gguf, gguf-lora)
     "deepspeed": ("deepspeed", "distributed"),
     "adbutils": ("adbutils", "phone"),
     "bitsandbytes": ("bitsandbytes", "qlora"),
