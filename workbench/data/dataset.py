@@ -89,17 +89,8 @@ def load_training_examples(
         for line in jsonl_lines(path):
             lineno, row = line.number, line.value
             stats.rows += 1
-            if pairs and isinstance(row, dict) and (kind := detect_format(row)) != "preference":
-                raise ConfigError(
-                    [
-                        (
-                            "data.train",
-                            f"{path}:{lineno} is a {kind} row, not a preference pair (prompt, "
-                            "chosen, rejected): training.method dpo trains on pairs such as `workbench agent "
-                            "dagger`'s pairs.jsonl; train rows like this one with training.method sft",
-                        )
-                    ]
-                )
+            if pairs and isinstance(row, dict):
+                _refuse_a_row_that_is_no_pair(path, lineno, row)
             try:
                 if line.error is not None:
                     raise ValueError(line.error)
@@ -124,12 +115,7 @@ def load_training_examples(
             if any(seq.target_tokens == 0 for seq in sequences([ex])):
                 stats.dropped_no_target += 1
                 continue
-            stats.truncated += ex.truncated
-            stats.target_tokens += ex.target_tokens
-            for seq in sequences([ex]):
-                if seq.vision is not None:
-                    stats.images += len(seq.vision.images)
-                    stats.image_tokens += seq.vision.image_tokens
+            _count(stats, ex)
             examples.append(ex)
     except UnreadableFile as err:
         raise DataError(path, err.line, err.reason) from None
@@ -143,6 +129,31 @@ def load_training_examples(
             f"data.max_length): add rows or raise data.max_length",
         )
     return examples, stats
+
+
+def _refuse_a_row_that_is_no_pair(path: str, lineno: int, row: dict) -> None:
+    """ConfigError naming data.train when training.method dpo is given a row that is not a preference pair."""
+    if (kind := detect_format(row)) != "preference":
+        raise ConfigError(
+            [
+                (
+                    "data.train",
+                    f"{path}:{lineno} is a {kind} row, not a preference pair (prompt, "
+                    "chosen, rejected): training.method dpo trains on pairs such as `workbench agent "
+                    "dagger`'s pairs.jsonl; train rows like this one with training.method sft",
+                )
+            ]
+        )
+
+
+def _count(stats: DataStats, ex) -> None:
+    """A kept example's tokens, truncation and images into ``stats`` (a pair: both its sides)."""
+    stats.truncated += ex.truncated
+    stats.target_tokens += ex.target_tokens
+    for seq in sequences([ex]):
+        if seq.vision is not None:
+            stats.images += len(seq.vision.images)
+            stats.image_tokens += seq.vision.image_tokens
 
 
 def _encode(messages: list[dict], tokenizer, processor, max_length: int, base_dir: Path) -> TokenizedExample:

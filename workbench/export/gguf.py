@@ -301,31 +301,11 @@ def gguf_parity(
     its top ones (llama-server gives no other token's probability; a trained model's answer tokens nearly all are).
     A position whose most likely token ends inside a UTF-8 character is left out (llama-server returns nothing for
     it): ``positions`` counts the ones measured."""
-    from ..config import config_from_dict
-    from ..serve.config import ServeConfig
     from ..serve.llama_cpp import start_llama_server
 
-    config = config_from_dict(
-        {
-            "model": str(model_file),
-            "mmproj": str(mmproj) if mmproj else None,
-            "loras": {"adapter": str(lora)} if lora else {},
-            "engine": "llama-cpp",
-            "port": 0,
-            "max_batch": 1,
-            # one thread: a request is one token; two threads meet at a barrier every op, and on a busy machine one of
-            # them is often descheduled (two threads at a load of 4: 0.5 to 3 s a request)
-            "threads": 1,
-            "log_level": "warning",
-        },
-        ServeConfig,
-    )
-    agreeing = positions = listed = 0
-    worst = 0.0
-    ref_loss = exp_loss = 0.0
-    example = 0
+    tally, example = _ParityTally(), 0
     extra = WITH_LORA if lora else None
-    with start_llama_server(config) as server:
+    with start_llama_server(_parity_server_config(model_file, mmproj, lora)) as server:
         client = server.client
         for ref, batch in zip(reference, batches):
             logprobs = torch.log_softmax(ref.float(), dim=-1)
@@ -342,31 +322,64 @@ def gguf_parity(
                     top = next_token_logprobs(client, batch["input_ids"][row, : pos + 1].tolist(), extra=extra)
                     if top is None:  # not measurable through llama-server: left out of every figure
                         continue
-                ref_row = logprobs[row, pos]
-                best = max(top, key=top.get)
-                agreeing += int(best == int(ref_row.argmax()))
-                positions += 1
-                floor = math.log(MIN_PROB)
-                diffs = [
-                    abs(lp - float(ref_row[t]))
-                    for t, lp in top.items()
-                    if t == best or max(lp, float(ref_row[t])) >= floor
-                ]
-                if not all(math.isfinite(d) for d in diffs):
-                    worst = math.nan
-                elif not math.isnan(worst):
-                    worst = max([worst, *diffs])
-                label = int(batch["labels"][row, pos + 1])
-                if label in top:
-                    listed += 1
-                    ref_loss -= float(ref_row[label])
-                    exp_loss -= top[label]
-    return ParityReport(
-        max_logit_diff=worst,
-        agreement=agreeing / max(positions, 1),
-        reference_loss=ref_loss / max(listed, 1),
-        export_loss=exp_loss / max(listed, 1),
-        examples=sum(len(b["input_ids"]) for b in batches),
-        positions=positions,
-        gate=gate,
+                tally.add(top, logprobs[row, pos], int(batch["labels"][row, pos + 1]))
+    return tally.report(sum(len(b["input_ids"]) for b in batches), gate)
+
+
+def _parity_server_config(model_file: Path, mmproj: Path | None, lora: Path | None):
+    """The llama-server parity asks: the GGUF (its mmproj, its LoRA as ``adapter``), one request at a time."""
+    from ..config import config_from_dict
+    from ..serve.config import ServeConfig
+
+    return config_from_dict(
+        {
+            "model": str(model_file),
+            "mmproj": str(mmproj) if mmproj else None,
+            "loras": {"adapter": str(lora)} if lora else {},
+            "engine": "llama-cpp",
+            "port": 0,
+            "max_batch": 1,
+            # one thread: a request is one token; two threads meet at a barrier every op, and on a busy machine one of
+            # them is often descheduled (two threads at a load of 4: 0.5 to 3 s a request)
+            "threads": 1,
+            "log_level": "warning",
+        },
+        ServeConfig,
     )
+
+
+class _ParityTally:
+    """gguf_parity's figures over the positions measured so far."""
+
+    def __init__(self):
+        self.agreeing = self.positions = self.listed = 0
+        self.worst = self.ref_loss = self.exp_loss = 0.0
+
+    def add(self, top: dict, ref_row: torch.Tensor, label: int) -> None:
+        """One answer position: llama.cpp's ``top`` {token: log-prob} against the reference's log-probabilities."""
+        best = max(top, key=top.get)
+        self.agreeing += int(best == int(ref_row.argmax()))
+        self.positions += 1
+        floor = math.log(MIN_PROB)
+        diffs = [
+            abs(lp - float(ref_row[t])) for t, lp in top.items() if t == best or max(lp, float(ref_row[t])) >= floor
+        ]
+        if not all(math.isfinite(d) for d in diffs):
+            self.worst = math.nan
+        elif not math.isnan(self.worst):
+            self.worst = max([self.worst, *diffs])
+        if label in top:
+            self.listed += 1
+            self.ref_loss -= float(ref_row[label])
+            self.exp_loss -= top[label]
+
+    def report(self, examples: int, gate: ParityGate) -> ParityReport:
+        return ParityReport(
+            max_logit_diff=self.worst,
+            agreement=self.agreeing / max(self.positions, 1),
+            reference_loss=self.ref_loss / max(self.listed, 1),
+            export_loss=self.exp_loss / max(self.listed, 1),
+            examples=examples,
+            positions=self.positions,
+            gate=gate,
+        )
