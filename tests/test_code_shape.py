@@ -25,8 +25,6 @@ BEING_SPLIT: set[str] = {
     "workbench/plan/activations.py:estimate_vision_activations",
     "workbench/plan/factcheck.py:_deployment_verdicts",
     "workbench/plan/factcheck.py:fact_check",
-    "workbench/ui/config_panel.py:ConfigPanel.__init__",
-    "workbench/ui/recorder_panel.py:RecorderPanel.__init__",
 }
 
 

@@ -82,20 +82,7 @@ class ConfigPanel(W.VBox):
         self.form = ConfigForm()
         self.editors: dict[str, FieldEditor] = {}
         self._pushing = False  # True while form values are written into the widgets
-        tabs, titles = [], []
-        for section, specs in self.form.sections:
-            rows = []
-            for spec in specs:
-                ed = FieldEditor(spec)
-                ed.widget.observe(lambda change, p=spec.path: self._on_edit(p, change["new"]), names="value")
-                self.editors[spec.path] = ed
-                rows.append(ed.row)
-            if section == "data":
-                self.preview = DataPreviewView(self, preview_rows)
-                rows.append(self.preview)
-            tabs.append(W.VBox(rows))
-            titles.append(section)
-        self.tabs = W.Tab(children=tabs, titles=titles)
+        self.tabs = self._section_tabs(preview_rows)
         self.status = W.HTML()
         self.other_problems = W.HTML()
         file_style = {"description_width": "80px"}
@@ -160,6 +147,23 @@ class ConfigPanel(W.VBox):
         self.add_class("wb-config-panel")
         self.form.on_change(lambda form: self._draw())
         self.form.set_config(cfg or RunConfig())
+
+    def _section_tabs(self, preview_rows: int) -> W.Tab:
+        """A tab a schema section, an editor a field (into ``editors``); the data tab ends with the data preview."""
+        tabs, titles = [], []
+        for section, specs in self.form.sections:
+            rows = []
+            for spec in specs:
+                ed = FieldEditor(spec)
+                ed.widget.observe(lambda change, p=spec.path: self._on_edit(p, change["new"]), names="value")
+                self.editors[spec.path] = ed
+                rows.append(ed.row)
+            if section == "data":
+                self.preview = DataPreviewView(self, preview_rows)
+                rows.append(self.preview)
+            tabs.append(W.VBox(rows))
+            titles.append(section)
+        return W.Tab(children=tabs, titles=titles)
 
     # ---- the form <-> the widgets ---------------------------------------------------------------
     @property

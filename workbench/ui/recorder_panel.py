@@ -206,20 +206,7 @@ class RecorderPanel(W.VBox):
         self.status = W.HTML()
         self.status.add_class("wb-recorder-status")
         self._wire()
-        controls = W.VBox(
-            [
-                self.thought,
-                self.click_as,
-                W.HBox([self.swipes["up"], self.swipes["down"], self.swipes["left"], self.swipes["right"]]),
-                W.HBox([self.text, self.type_button]),
-                W.HBox([self.app, self.launch_button]),
-                W.HBox([self.back_button, self.home_button, self.wait_button]),
-                W.HBox([self.message, self.finish_button]),
-                W.HBox([self.undo_button, self.rows_button]),
-                self.steps_view,
-            ],
-            layout=W.Layout(padding="0 0 0 12px"),
-        )
+        controls = self._controls()
         where = "the simulated phone" if sim else f"the phone {getattr(self.demonstrator.device, 'serial', '')}"
         super().__init__(
             [
@@ -235,6 +222,23 @@ class RecorderPanel(W.VBox):
         )
         self.add_class("wb-recorder-panel")
         self.refresh()
+
+    def _controls(self) -> W.VBox:
+        """The column right of the screen: the reasoning, the click kind, every action's button, undo and rows."""
+        return W.VBox(
+            [
+                self.thought,
+                self.click_as,
+                W.HBox([self.swipes["up"], self.swipes["down"], self.swipes["left"], self.swipes["right"]]),
+                W.HBox([self.text, self.type_button]),
+                W.HBox([self.app, self.launch_button]),
+                W.HBox([self.back_button, self.home_button, self.wait_button]),
+                W.HBox([self.message, self.finish_button]),
+                W.HBox([self.undo_button, self.rows_button]),
+                self.steps_view,
+            ],
+            layout=W.Layout(padding="0 0 0 12px"),
+        )
 
     # ---- wiring: every control calls the Demonstrator, then the panel shows the phone again --------------------
     def _wire(self) -> None:
