@@ -18,7 +18,6 @@ BEING_SPLIT: set[str] = {
     "workbench/agent/cli.py:add_parser",
     "workbench/agent/evaluate.py:evaluate_agent",
     "workbench/bench/recipes.py:main",
-    "workbench/engine/run.py:_Engine.run",
     "workbench/eval/runner.py:_ask_served",
     "workbench/eval/runner.py:evaluate",
     "workbench/export/exporter.py:export",

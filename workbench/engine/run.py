@@ -389,28 +389,7 @@ class _Engine:
         cfg, s, out = self.cfg, self.cfg.schedule, self.cfg.output
         t_start = time.time()
         start_step = self.state.step
-        self.emit_run(
-            RunStarted(
-                run_dir=str(self.run_dir),
-                config=config_to_dict(cfg),
-                hardware=describe_hardware(self.device),
-                versions=versions(),
-                precision=self.precision.to_dict(),
-                total_steps=s.max_steps,
-                start_step=start_step,
-                data={
-                    "train": self.train_stats.to_dict(),
-                    "eval": self.eval_stats.to_dict() if self.eval_stats else None,
-                },
-            )
-        )
-        if self.rule_reports:
-            self.emit_run(PrecisionRules(step=start_step, rules=self.rule_reports))
-        if self.quantized_base is not None:
-            self.emit_run(BaseQuantized(step=start_step, **self.quantized_base.to_dict()))
-        self.emit_plan()
-        self.emit_census()
-        self.emit_memory(self.strategy.measure_state())
+        self._emit_start(start_step)
         stream = micro_batch_indices(
             self.step_type.rows, s.micro_batch_size * self.ctx.world_size, s.seed, self.state.micro_batches
         )  # global micro-batches; each rank slices its own
@@ -469,6 +448,33 @@ class _Engine:
             )
         )
         return self.result
+
+    def _emit_start(self, start_step: int) -> None:
+        """The run's first events: run_started, the precision rules, the quantized base, the plan, the census and
+        the model state's memory."""
+        cfg, s = self.cfg, self.cfg.schedule
+        self.emit_run(
+            RunStarted(
+                run_dir=str(self.run_dir),
+                config=config_to_dict(cfg),
+                hardware=describe_hardware(self.device),
+                versions=versions(),
+                precision=self.precision.to_dict(),
+                total_steps=s.max_steps,
+                start_step=start_step,
+                data={
+                    "train": self.train_stats.to_dict(),
+                    "eval": self.eval_stats.to_dict() if self.eval_stats else None,
+                },
+            )
+        )
+        if self.rule_reports:
+            self.emit_run(PrecisionRules(step=start_step, rules=self.rule_reports))
+        if self.quantized_base is not None:
+            self.emit_run(BaseQuantized(step=start_step, **self.quantized_base.to_dict()))
+        self.emit_plan()
+        self.emit_census()
+        self.emit_memory(self.strategy.measure_state())
 
     def convert_qat(self) -> None:
         """Quantization-aware training's last step (after the adapter is saved): real quantized weights replace
