@@ -166,6 +166,14 @@ class ServeConfig(Section):
         """Every adapter to load at start: ``adapters`` plus each run under its directory's name."""
         return {**self.adapters, **{default_adapter_id(run): run for run in self.runs}}
 
+    def served_runs(self) -> list:
+        """The RunConfigs of the served adapters that came from runs trained on this base: their precision policies
+        decide the dtype the base is served in (``serve.registry.placement``), on either engine."""
+        from ..models.loading import same_model
+
+        found = (inspect_adapter(path) for path in self.served_adapters().values())
+        return [a.run for a in found if a.run is not None and same_model(a.run.model.source, self.model)]
+
     def problems(self, path: str = "") -> list[tuple[str, str]]:
         """Ids taken twice, and adapters trained on another base (each path was read by its validator)."""
 

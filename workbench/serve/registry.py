@@ -123,11 +123,10 @@ class ServedModels:
         """The served base as the runs served on it trained on it (``models.build_run_model`` with their config: a
         code-built base is drawn from their seed), or as a model with no run when none is served."""
         from ..dtypes import DTYPE_BY_NAME
-        from ..models import base_seed, build_run_model, same_model, shared_base
+        from ..models import base_seed, build_run_model, shared_base
 
         cfg = self.config
-        runs = [found.run for found in map(inspect_adapter, cfg.served_adapters().values()) if found.run is not None]
-        runs = [run for run in runs if same_model(run.model.source, cfg.model)]
+        runs = cfg.served_runs()
         try:
             base = shared_base(cfg.model, runs)
         except ValueError as err:

@@ -171,16 +171,13 @@ def vllm_lora_rank(rank: int) -> int:
     raise ServeError(f"a LoRA rank of {rank} is above vLLM's largest ({VLLM_LORA_RANKS[-1]})")
 
 
-def served_dtype(config: ServeConfig, adapters: dict) -> str:
-    """vLLM's ``--dtype``: the one our own server would load in (``serve.registry.placement``): ``--dtype`` when
-    given; auto: the dtype the served runs held their base in while training, else what precision auto trains in on
-    the device. Never vLLM's own auto (the checkpoint's dtype: bfloat16 for SmolLM2, where our server and the run
-    answer in float32)."""
-    from ..models import same_model
+def served_dtype(config: ServeConfig) -> str:
+    """vLLM's ``--dtype``: the one our own server would load in (``serve.registry.placement`` over
+    ``ServeConfig.served_runs``): ``--dtype`` when given; auto: the dtype the served runs held their base in while
+    training, else what precision auto trains in on the device. Never vLLM's own auto (the checkpoint's dtype)."""
     from .registry import placement
 
-    runs = [a.run for a in adapters.values() if a.run is not None and same_model(a.run.model.source, config.model)]
-    return placement(config.device, config.dtype, runs)[1]
+    return placement(config.device, config.dtype, config.served_runs())[1]
 
 
 def build_launch(
@@ -211,7 +208,7 @@ def build_launch(
         "--port",
         str(port),
         "--dtype",
-        served_dtype(config, adapters),
+        served_dtype(config),
         "--max-num-seqs",
         str(config.max_batch),
         "--disable-uvicorn-access-log",
