@@ -5,7 +5,7 @@
 # llama.cpp's own converter scripts with the gguf-py they import, into a cache keyed by the version
 # (workbench/export/llama_cpp.py finds it there). A second run finds the stamp and returns at once.
 #   bash scripts/setup_llama_cpp.sh        (or: bash scripts/setup.sh --llama-cpp)
-# WORKBENCH_LLAMA_CPP_HOME overrides the cache (CI keeps it between runs); BUILD_JOBS the parallel compile jobs.
+# WORKBENCH_LLAMA_CPP_HOME overrides the cache (CI sets a new one each run, so it builds from nothing); BUILD_JOBS the parallel compile jobs.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
