@@ -20,10 +20,12 @@ from workbench.phone.conversation import assistant_target
 
 pytestmark = pytest.mark.gguf
 
-HELDOUT = SAMPLES / "identity" / "heldout.jsonl"
+IDENTITY_HELDOUT = SAMPLES / "identity" / "heldout.jsonl"
 AGENT_PROMPT = [{"role": "user", "content": 'Open Settings\n\n{"current_app": "System Home"}'}]
 AGENT_REPLY = assistant_target("Settings is on the home screen.", 'do(action="Launch", app="Settings")')
-EXAMPLES = 4  # held-out rows parity is measured on
+EXAMPLES = 6  # held-out rows parity is measured on: 4 identity rows, then the 2 phone rows of `heldout`
+OTHER_PROMPT = [{"role": "user", "content": 'Open Clock\n\n{"current_app": "System Home"}'}]
+OTHER_REPLY = assistant_target("Clock is on the home screen.", 'do(action="Launch", app="Clock")')
 
 
 @pytest.fixture(scope="module")
@@ -44,13 +46,27 @@ def phonemate_run(tmp_path_factory, small_model):
 
 
 @pytest.fixture(scope="module")
-def exports(phonemate_run, tmp_path_factory):
+def heldout(tmp_path_factory):
+    """Four identity rows and two phone rows (the screen the run learned and one it did not): token parity on all,
+    action parity on the phone rows (the GGUF must act as the adapter acts on both)."""
+    identity = IDENTITY_HELDOUT.read_text().splitlines()[:4]
+    phone = [
+        {"messages": AGENT_PROMPT + [{"role": "assistant", "content": AGENT_REPLY}]},
+        {"messages": OTHER_PROMPT + [{"role": "assistant", "content": OTHER_REPLY}]},
+    ]
+    path = tmp_path_factory.mktemp("gguf-heldout") / "heldout.jsonl"
+    path.write_text("\n".join([*identity, *(json.dumps(r) for r in phone)]) + "\n")
+    return path
+
+
+@pytest.fixture(scope="module")
+def exports(phonemate_run, heldout, tmp_path_factory):
     """The run exported at each quantization (f16 and q8_0 gated, q4_k_m reported)."""
     from workbench.export import export
 
     out = tmp_path_factory.mktemp("gguf-exports")
     return {
-        q: export(phonemate_run, "gguf", out / q, quant=q, heldout=HELDOUT, max_examples=EXAMPLES)
+        q: export(phonemate_run, "gguf", out / q, quant=q, heldout=heldout, max_examples=EXAMPLES)
         for q in ("f16", "q8_0", "q4_k_m")
     }
 
@@ -71,15 +87,18 @@ def test_each_quantization_is_written_by_llama_cpp_and_passes_its_gate(exports):
         assert m["parity"]["gate"] == GGUF_GATES[quant].to_dict()
         assert m["parity"]["positions"] > 50  # every answer token of the held-out rows
         sizes[quant] = m["sizes"]["weights_bytes"]
-        figures = ("max_logit_diff", "greedy_agreement", "loss_increase")
+        figures = ("max_logit_diff", "greedy_agreement", "loss_increase", "actions")
         print(quant, json.dumps({k: m["parity"][k] for k in figures}), m["wall_s"], m["sizes"]["weights_bytes"])
+        actions = m["parity"]["actions"]
+        assert actions["rows"] == 2 and actions["reference"]["parse_rate"] > 0, actions  # the adapter acts
     assert sizes["f16"] > sizes["q8_0"] > sizes["q4_k_m"]  # llama-quantize did quantize
     assert exports["f16"].parity["greedy_agreement"] >= 0.97
+    assert exports["f16"].parity["actions"]["agreement"] >= 0.9
 
 
-def test_the_export_fails_loudly_when_the_merge_is_skipped(phonemate_run, tmp_path, monkeypatch):
+def test_the_export_fails_loudly_when_the_merge_is_skipped(phonemate_run, heldout, tmp_path, monkeypatch):
     """A GGUF of the base alone (the adapter dropped instead of merged) does not answer as the adapter: f16 parity
-    fails the export, the figures kept in OUT.failed."""
+    fails the export (its tokens and its actions), the figures kept in OUT.failed."""
     import copy
 
     from workbench.export import export
@@ -88,8 +107,9 @@ def test_the_export_fails_loudly_when_the_merge_is_skipped(phonemate_run, tmp_pa
 
     monkeypatch.setattr(Reference, "merged_copy", lambda self: copy.deepcopy(self.model.to("cpu")).unload())
     with pytest.raises(ParityFailed) as failed:
-        export(phonemate_run, "gguf", tmp_path / "unmerged", heldout=HELDOUT, max_examples=EXAMPLES)
+        export(phonemate_run, "gguf", tmp_path / "unmerged", heldout=heldout, max_examples=EXAMPLES)
     assert failed.value.report.agreement < 0.9, failed.value.report.summary()
+    assert any(f.startswith("action agreement") for f in failed.value.report.failures()), failed.value.report.summary()
     assert (tmp_path / "unmerged.failed" / "manifest.json").is_file() and not (tmp_path / "unmerged").exists()
 
 
@@ -162,7 +182,7 @@ def test_open_autoglms_client_parses_what_llama_server_returns(llama_server):
     assert parse_action(response.action) == {"_metadata": "do", "action": "Launch", "app": "Settings"}
 
 
-def test_the_adapter_alone_as_a_gguf_lora_over_the_base(phonemate_run, tmp_path):
+def test_the_adapter_alone_as_a_gguf_lora_over_the_base(phonemate_run, heldout, tmp_path):
     """--target gguf-lora: the base's f16 GGUF and the adapter as a GGUF LoRA (convert_lora_to_gguf.py) pass the f16
     gate with the LoRA applied; served with --lora, a request that names none gets the base (llama-server applies
     every loaded adapter to it unless the server sets them to scale 0 once up) and one that names the adapter by
@@ -173,7 +193,7 @@ def test_the_adapter_alone_as_a_gguf_lora_over_the_base(phonemate_run, tmp_path)
     from workbench.serve import start_server
     from workbench.serve.remote import ServerClient
 
-    result = export(phonemate_run, "gguf-lora", tmp_path / "lora", heldout=HELDOUT, max_examples=EXAMPLES)
+    result = export(phonemate_run, "gguf-lora", tmp_path / "lora", heldout=heldout, max_examples=EXAMPLES)
     assert result.manifest["status"] == "passed", result.parity
     assert sorted(p.name for p in result.path.glob("*.gguf")) == [LORA_FILE, "model-f16.gguf"]
     parsed = parse_modelfile((result.path / MODELFILE).read_text(encoding="utf-8"))

@@ -160,5 +160,9 @@ def run(args) -> int:
         f"{parity['greedy_agreement']:.4f}, held-out loss {parity['export_loss']:.4f} "
         f"(reference {parity['reference_loss']:.4f}), {parity['examples']} examples"
     )
+    if actions := parity.get("actions"):
+        from .parity import ActionParity
+
+        print(f"  {ActionParity(**actions).summary()}")
     print(f"  wall: write {m['wall_s']['write_s']:.1f} s, parity {m['wall_s']['parity_s']:.1f} s")
     return 0

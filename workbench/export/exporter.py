@@ -20,7 +20,15 @@ from ..config.packages import missing_packages
 from ..forward import collated, load_heldout
 from ..models.processor import save_processor_files
 from ..runs.layout import exports_dir
-from .parity import ParityFailed, ParityGate, ParityReport, compare, reference_logits, torch_logits
+from .parity import (
+    ParityFailed,
+    ParityGate,
+    ParityReport,
+    ReferenceActions,
+    compare,
+    reference_logits,
+    torch_logits,
+)
 from .source import ExportInputError, Reference, RunSource, load_reference, open_run
 from .targets import DTYPES, INT8_MODES, TARGET_MODULES, TARGETS, WRITERS, TargetSpec, read_export, unsupported_reason
 
@@ -175,6 +183,7 @@ def export(
     batches = parity_batches(held, source, ref, max_examples)
     _phase(progress, 2)
     reference = reference_logits(torch_logits(ref.model), batches)
+    actions = reference_actions(spec, ref, held, source, max_examples)
     gate = gate or spec.default_gate()
 
     partial, failed = out.with_name(out.name + ".partial"), out.with_name(out.name + ".failed")
@@ -193,7 +202,7 @@ def export(
     write_s = time.perf_counter() - t_write
     t_check = time.perf_counter()
     _phase(progress, 4)
-    report = check_parity(reference, partial, spec, batches, gate, where, source, held, max_examples)
+    report = check_parity(reference, partial, spec, batches, gate, where, source, held, max_examples, actions)
     manifest = _manifest(
         source,
         ref,
@@ -224,9 +233,10 @@ def check_parity(
     source: RunSource,
     heldout: Path,
     max_examples: int,
+    actions: ReferenceActions | None = None,
 ) -> ParityReport:
     """The written export, read back as it will run (a GGUF: served by llama-server, its screenshots through the
-    mmproj written beside it), against the reference."""
+    mmproj written beside it), against the reference; a GGUF's greedy actions against ``actions``, the reference's."""
     if spec.target.startswith("gguf"):
         from .gguf import LORA_FILE, MMPROJ_FILE, gguf_file, gguf_parity, screenshot_prompts
 
@@ -239,8 +249,27 @@ def check_parity(
             mmproj=mmproj if mmproj.is_file() else None,
             lora=lora if spec.target == "gguf-lora" else None,
             prompts=screenshot_prompts(Path(heldout), max_examples, source.config.data.system_prompt),
+            reference_actions=actions,
         )
     return compare(reference, read_export(export_dir, spec, where), batches, gate)
+
+
+def reference_actions(
+    spec: TargetSpec, ref: Reference, heldout: Path, source: RunSource, max_examples: int
+) -> ReferenceActions | None:
+    """A GGUF export's action parity (``export.parity.ActionParity``): the reference's greedy replies to the held-out
+    rows whose answer is a phone action; None for other targets or when no row's answer is one."""
+    if not spec.target.startswith("gguf"):
+        return None
+    from ..forward.generate import greedy_replies
+    from .gguf import action_max_tokens, action_rows
+
+    rows = action_rows(heldout, max_examples, source.config.data.system_prompt)
+    if not rows:
+        return None
+    n = action_max_tokens(ref.tokenizer, rows)
+    replies = greedy_replies(ref.model, ref.tokenizer, [r.prompt for r in rows], n, processor=ref.processor)
+    return ReferenceActions(rows, replies, n)
 
 
 def reference_device(source: RunSource, device: str = "auto"):
@@ -331,7 +360,8 @@ def verify(export_dir: str | Path, max_examples: int | None = None, device: str 
     ref = load_reference(source, where)
     parity = m["parity"]
     examples = max_examples or parity["examples"]
-    batches = parity_batches(parity["heldout"], source, ref, examples)
+    heldout = Path(parity["heldout"])
+    batches = parity_batches(heldout, source, ref, examples)
     report = check_parity(
         reference_logits(torch_logits(ref.model), batches),
         export_dir,
@@ -340,8 +370,9 @@ def verify(export_dir: str | Path, max_examples: int | None = None, device: str 
         ParityGate(**parity["gate"]),
         where,
         source,
-        Path(parity["heldout"]),
+        heldout,
         examples,
+        reference_actions(spec, ref, heldout, source, examples),
     )
     if not report.passed:
         raise ParityFailed(export_dir, report)

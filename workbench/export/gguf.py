@@ -28,7 +28,7 @@ import torch
 
 from ..data.tokenize import IGNORE_INDEX
 from ..serve.llama_cpp import LlamaCpp, find_llama_cpp
-from .parity import ParityGate, ParityReport
+from .parity import ActionRow, ParityGate, ParityReport, ReferenceActions, action_parity
 from .targets import PROCESSOR_FILES, save_tokenizer_files
 
 MMPROJ_FILE = "mmproj-f16.gguf"
@@ -268,6 +268,57 @@ def screenshot_prompts(heldout: Path, max_examples: int, system_prompt: str | No
     return out
 
 
+def action_rows(heldout: Path, max_examples: int, system_prompt: str | None) -> list[ActionRow]:
+    """The first ``max_examples`` held-out rows whose answer is a phone action (``do(...)`` / ``finish(...)``, with or
+    without its ``<think>``), each asked as the unexported model and a server are asked it."""
+    from ..config.files import read_jsonl
+    from ..data.formats import row_to_messages
+    from ..image_io import inline_images, resolve_images
+    from ..phone.actions import ActionSyntaxError, parse_action, split_answer
+
+    out = []
+    for row in read_jsonl(heldout)[:max_examples]:
+        messages = row_to_messages(row, system_prompt=system_prompt)
+        answer = messages[-1]["content"]
+        try:
+            recorded = parse_action(split_answer(answer).answer) if isinstance(answer, str) else None
+        except ActionSyntaxError:
+            recorded = None
+        if recorded is None:
+            continue
+        meta = row.get("meta") if isinstance(row.get("meta"), dict) else {}
+        box = meta.get("target_box")
+        out.append(
+            ActionRow(
+                prompt=resolve_images(messages[:-1], heldout.parent),
+                served_prompt=inline_images(messages[:-1], heldout.parent),
+                answer=answer,
+                recorded=recorded,
+                box=tuple(box) if box else None,
+            )
+        )
+    return out
+
+
+def action_max_tokens(tokenizer, rows: list[ActionRow]) -> int:
+    """What both sides may generate for an action row: the longest recorded answer's tokens and a margin (a reply is
+    compared whole; one cut short reads as no action on both sides alike)."""
+    longest = max((len(tokenizer(r.answer, add_special_tokens=False)["input_ids"]) for r in rows), default=0)
+    return longest + ACTION_TOKEN_MARGIN
+
+
+ACTION_TOKEN_MARGIN = 32
+
+
+def served_replies(client, rows: list[ActionRow], max_tokens: int, extra: dict | None = None) -> list[str]:
+    """llama-server's greedy replies to the action rows, whole, as Open-AutoGLM's runtime asks (a chat request)."""
+    replies = []
+    for row in rows:
+        body = {"messages": row.served_prompt, "max_tokens": max_tokens, "temperature": 0, **(extra or {})}
+        replies.append(client.post("/v1/chat/completions", body)["choices"][0]["message"].get("content") or "")
+    return replies
+
+
 def first_answer_logprobs(
     client, messages: list[dict], k: int = TOP_LOGPROBS, extra: dict | None = None
 ) -> dict[int, float]:
@@ -289,6 +340,7 @@ def gguf_parity(
     mmproj: Path | None = None,
     lora: Path | None = None,
     prompts: list[list[dict] | None] | None = None,
+    reference_actions: ReferenceActions | None = None,
 ) -> ParityReport:
     """The GGUF, served by llama-server, against the reference logits at every answer position of ``batches``; a row
     with a screenshot (``prompts``: ``screenshot_prompts``) at its answer's first position, asked as a chat with the
@@ -300,7 +352,8 @@ def gguf_parity(
     log-probabilities are logits normalised); the held-out loss of both over the answer tokens llama.cpp lists among
     its top ones (llama-server gives no other token's probability; a trained model's answer tokens nearly all are).
     A position whose most likely token ends inside a UTF-8 character is left out (llama-server returns nothing for
-    it): ``positions`` counts the ones measured."""
+    it): ``positions`` counts the ones measured. ``reference_actions``: the held-out action rows and the reference's
+    greedy replies to them; llama-server answers each whole too, and the report's ``actions`` compares the two."""
     from ..serve.llama_cpp import start_llama_server
 
     tally, example = _ParityTally(), 0
@@ -323,7 +376,11 @@ def gguf_parity(
                     if top is None:  # not measurable through llama-server: left out of every figure
                         continue
                 tally.add(top, logprobs[row, pos], int(batch["labels"][row, pos + 1]))
-    return tally.report(sum(len(b["input_ids"]) for b in batches), gate)
+        actions = None
+        if reference_actions is not None and reference_actions.rows:
+            ra = reference_actions
+            actions = action_parity(ra.rows, ra.replies, served_replies(client, ra.rows, ra.max_tokens, extra))
+    return tally.report(sum(len(b["input_ids"]) for b in batches), gate, actions)
 
 
 def _parity_server_config(model_file: Path, mmproj: Path | None, lora: Path | None):
@@ -373,7 +430,7 @@ class _ParityTally:
             self.ref_loss -= float(ref_row[label])
             self.exp_loss -= top[label]
 
-    def report(self, examples: int, gate: ParityGate) -> ParityReport:
+    def report(self, examples: int, gate: ParityGate, actions=None) -> ParityReport:
         return ParityReport(
             max_logit_diff=self.worst,
             agreement=self.agreeing / max(self.positions, 1),
@@ -382,4 +439,5 @@ class _ParityTally:
             examples=examples,
             positions=self.positions,
             gate=gate,
+            actions=actions,
         )

@@ -5,6 +5,11 @@ run's tokenization, and its processor for rows with screenshots, whose pixel val
 figures are taken over real (unpadded) positions only: the largest |logit difference|, the share of positions
 whose greedy (argmax) next token agrees, and each model's held-out loss (mean next-token cross-entropy over the
 assistant tokens, as in training's eval).
+
+Where the held-out answers are phone actions, an export can also be held to **action parity** (``ActionParity``,
+GGUF exports: ``export.gguf``): both models answer those rows greedily, whole, and the export's action must be the
+unexported model's by the one matching rule (``phone.action_match``), each side's parse rate and exact-match rate
+against the recorded actions reported beside it.
 """
 
 from __future__ import annotations
@@ -16,11 +21,82 @@ from pathlib import Path
 import torch
 
 from ..forward import batch_logits, on_device
+from ..phone.action_match import match_action
+from ..phone.actions import Action
+from ..phone.openautoglm import reply_action
 from ..precision import count_target_tokens, token_loss_sum
 from ..precision.parity import LogitAgreement, logit_agreement
 
 # logits(batch) -> [batch, seq, vocab]; a batch is forward.collated's (input_ids, attention_mask, labels, images)
 LogitsFn = Callable[[dict], torch.Tensor]
+
+
+@dataclass(frozen=True)
+class ActionRow:
+    """A held-out row whose answer is a phone action: its prompt as each side is asked it, the recorded action."""
+
+    prompt: list[dict]  # the messages before the answer, screenshots decoded (the unexported model's input)
+    served_prompt: list[dict]  # the same, screenshots as data: URLs (a server's request)
+    answer: str  # the recorded reply
+    recorded: Action  # its action
+    box: tuple | None  # the recorded target's box (meta.target_box), when the row has one
+
+
+@dataclass(frozen=True)
+class ReferenceActions:
+    """The unexported model's greedy replies to the held-out action rows, taken before the export is written."""
+
+    rows: list[ActionRow]
+    replies: list[str]
+    max_tokens: int  # what each side may generate (``export.gguf.action_max_tokens``)
+
+
+@dataclass(frozen=True)
+class ActionParity:
+    """The export's greedy actions against the unexported model's on the held-out action rows."""
+
+    rows: int
+    agreement: float  # rows where both read no action, or the export's matches the reference's exactly
+    reference: dict  # {"parse_rate", "exact_match"}: the unexported model's actions against the recorded ones
+    export: dict  # the same for the export
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+    def summary(self) -> str:
+        ref, exp = self.reference, self.export
+        return (
+            f"action agreement {self.agreement:.3f} over {self.rows} action rows (parse {exp['parse_rate']:.3f} vs "
+            f"{ref['parse_rate']:.3f}, exact vs recorded {exp['exact_match']:.3f} vs {ref['exact_match']:.3f})"
+        )
+
+
+def action_parity(rows: list[ActionRow], reference_replies: list[str], export_replies: list[str]) -> ActionParity:
+    """The two models' replies to ``rows``, read as Open-AutoGLM's runtime reads them (``reply_action``) and matched by
+    ``phone.action_match``: the export's action against the reference's, and each against the recorded one."""
+    ref_actions = [reply_action(r) for r in reference_replies]
+    exp_actions = [reply_action(r) for r in export_replies]
+
+    def against_recorded(actions: list) -> dict:
+        return {
+            "parse_rate": _share(a is not None for a in actions),
+            "exact_match": _share(match_action(row.recorded, a, row.box).exact for row, a in zip(rows, actions)),
+        }
+
+    return ActionParity(
+        rows=len(rows),
+        agreement=_share(
+            (r is None and e is None) or (r is not None and match_action(r, e).exact)
+            for r, e in zip(ref_actions, exp_actions)
+        ),
+        reference=against_recorded(ref_actions),
+        export=against_recorded(exp_actions),
+    )
+
+
+def _share(flags) -> float:
+    flags = list(flags)
+    return sum(map(bool, flags)) / len(flags) if flags else 0.0
 
 
 @dataclass(frozen=True)
@@ -30,6 +106,8 @@ class ParityGate:
     max_logit_diff: float  # largest |logit difference| allowed
     min_agreement: float  # least share of positions whose greedy token agrees
     max_loss_increase: float  # held-out loss (nats/token) the export may lose against the reference
+    # least share of held-out action rows whose greedy action is the reference's (exports measured on actions)
+    min_action_agreement: float = 0.0
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -44,6 +122,7 @@ class ParityReport:
     examples: int
     positions: int
     gate: ParityGate
+    actions: ActionParity | None = None  # where the held-out answers are phone actions and the export measures them
 
     @property
     def loss_increase(self) -> float:
@@ -59,6 +138,11 @@ class ParityReport:
             out.append(
                 f"held-out loss {self.export_loss:.4f} vs {self.reference_loss:.4f} (+{self.loss_increase:.4g}) "
                 f"> +{g.max_loss_increase:g}"
+            )
+        if self.actions is not None and self.actions.rows and not self.actions.agreement >= g.min_action_agreement:
+            out.append(
+                f"action agreement {self.actions.agreement:.3f} < {g.min_action_agreement:g} "
+                f"over {self.actions.rows} action rows"
             )
         return out
 
@@ -76,15 +160,17 @@ class ParityReport:
             "examples": self.examples,
             "positions": self.positions,
             "gate": self.gate.to_dict(),
+            "actions": self.actions.to_dict() if self.actions is not None else None,
             "passed": self.passed,
             "failures": self.failures(),
         }
 
     def summary(self) -> str:
+        actions = f"; {self.actions.summary()}" if self.actions is not None and self.actions.rows else ""
         return (
             f"max |logit diff| {self.max_logit_diff:.3g}, greedy agreement {self.agreement:.4f} over "
             f"{self.positions} positions of {self.examples} held-out examples, held-out loss "
-            f"{self.export_loss:.4f} (reference {self.reference_loss:.4f})"
+            f"{self.export_loss:.4f} (reference {self.reference_loss:.4f}){actions}"
         )
 
 
