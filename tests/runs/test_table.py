@@ -3,8 +3,10 @@
 import pytest
 
 from workbench.cli.main import main
-from workbench.events import EventWriter, RunFinished, RunStarted, Step, read_events
+from workbench.events import EventWriter, RunFinished, RunStarted, read_events
 from workbench.runs import RunRow, list_runs
+
+from ..ui.run_logs import step_event
 
 
 def _run(root, name, losses=(), rank1_step=None, finished=True):
@@ -23,38 +25,12 @@ def _run(root, name, losses=(), rank1_step=None, finished=True):
             )
         )
         for n, loss in enumerate(losses, start=1):
-            w.emit(
-                Step(
-                    step=n,
-                    loss=loss,
-                    lr=1e-3,
-                    grad_norm=1.0,
-                    loss_scale=None,
-                    skipped=False,
-                    tokens=1,
-                    tokens_per_s=1.0,
-                    step_time_s=1.0,
-                    eta_s=0.0,
-                )
-            )
+            w.emit(step_event(n, loss=loss, tokens=1, eta_s=0.0))
         if finished:
             w.emit(RunFinished(step=len(losses), final_loss=None, adapter_path=None, wall_s=1.0))
     if rank1_step is not None:  # another rank's copy of a later step: rank 0 speaks for the run
         with EventWriter(d / "events.jsonl", rank=1) as w:
-            w.emit(
-                Step(
-                    step=rank1_step,
-                    loss=9.0,
-                    lr=1e-3,
-                    grad_norm=1.0,
-                    loss_scale=None,
-                    skipped=False,
-                    tokens=1,
-                    tokens_per_s=1.0,
-                    step_time_s=1.0,
-                    eta_s=0.0,
-                )
-            )
+            w.emit(step_event(rank1_step, loss=9.0, tokens=1, eta_s=0.0))
     return d
 
 

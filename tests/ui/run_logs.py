@@ -1,5 +1,6 @@
-"""A run's log as the monitor tests need it: run_started for a method, then a step event per step and the method's
-own events beside each (GRPO's rollout and mismatch, DPO's rewards)."""
+"""Runs' logs as the tests need them: ``step_event``, the one builder of a Step event that the tests which write a
+log by hand use (a change to Step's fields is made here); ``write_method_run``, run_started for a method, then a
+step event per step and the method's own events beside each (GRPO's rollout and mismatch, DPO's rewards)."""
 
 from __future__ import annotations
 
@@ -7,6 +8,26 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 
 from workbench.events import EventWriter, RunStarted, Step
+
+
+def step_event(n: int, loss: float = 0.1, **fields) -> Step:
+    """Step ``n`` of a run: ``loss``, lr 1e-3, grad norm 1, no loss scale, not skipped, 10 tokens at 1 token/s, a
+    second a step and a second left; ``fields`` set any of them otherwise (``skipped``, ``eta_s``, ``rank``, ...)."""
+    return Step(
+        **{
+            "step": n,
+            "loss": loss,
+            "lr": 1e-3,
+            "grad_norm": 1.0,
+            "loss_scale": None,
+            "skipped": False,
+            "tokens": 10,
+            "tokens_per_s": 1.0,
+            "step_time_s": 1.0,
+            "eta_s": 1.0,
+            **fields,
+        }
+    )
 
 
 def write_method_run(
@@ -28,19 +49,6 @@ def write_method_run(
             )
         )
         for n in steps:
-            w.emit(
-                Step(
-                    step=n,
-                    loss=loss,
-                    lr=1e-3,
-                    grad_norm=1.0,
-                    loss_scale=None,
-                    skipped=False,
-                    tokens=10,
-                    tokens_per_s=1.0,
-                    step_time_s=1.0,
-                    eta_s=1.0,
-                )
-            )
+            w.emit(step_event(n, loss=loss))
             for event in step_events(n):
                 w.emit(event)

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
-from workbench.events import EventWriter, RunStarted, Step
+from workbench.events import EventWriter, RunStarted
 from workbench.events.schema import Eval, EvalTask
 from workbench.ui.monitor_panel import RunMonitor
+
+from .run_logs import step_event
 
 
 def _write_run(run_dir, tasks: bool, eval_file="heldout.jsonl"):
@@ -21,20 +23,7 @@ def _write_run(run_dir, tasks: bool, eval_file="heldout.jsonl"):
             )
         )
         for n in (1, 2, 3, 4):
-            w.emit(
-                Step(
-                    step=n,
-                    loss=3.0 - 0.5 * n,
-                    lr=1e-3,
-                    grad_norm=1.0,
-                    loss_scale=None,
-                    skipped=False,
-                    tokens=10,
-                    tokens_per_s=1.0,
-                    step_time_s=1.0,
-                    eta_s=4.0 - n,
-                )
-            )
+            w.emit(step_event(n, loss=3.0 - 0.5 * n, eta_s=4.0 - n))
             if tasks and n % 2 == 0:
                 w.emit(Eval(step=n, loss=2.5 - 0.5 * n, tokens=50))
                 w.emit(

@@ -7,13 +7,15 @@ import yaml
 
 from tests.conftest import SAMPLES
 from workbench.cli.main import _resolved, build_parser
-from workbench.events import Census, EventWriter, Memory, Overflow, RunFinished, RunStarted, Step
+from workbench.events import Census, EventWriter, Memory, Overflow, RunFinished, RunStarted
 from workbench.plan import DeviceSet
 from workbench.ui.config_panel import ConfigPanel
 from workbench.ui.monitor_panel import RunMonitor
 from workbench.ui.plan_panel import PlanPanel
 from workbench.ui.run_poller import MAX_REDRAWS_PER_S
 from workbench.ui.runs_panel import RunsPanel, config_diff
+
+from .run_logs import step_event
 
 
 def test_config_panel_is_generated_from_the_schema():
@@ -170,16 +172,12 @@ def _write_synthetic_run(run_dir, lora_r=4):
         w.emit(Overflow(step=1, scale_before=65536.0, scale_after=32768.0, nonfinite_params=["x"], nonfinite_count=1))
         for n, skipped in ((1, True), (2, False), (3, False), (4, False)):
             w.emit(
-                Step(
-                    step=n,
+                step_event(
+                    n,
                     loss=3.0 - 0.5 * n,
-                    lr=1e-3,
                     grad_norm=float("nan") if skipped else 1.0,
                     loss_scale=32768.0,
                     skipped=skipped,
-                    tokens=10,
-                    tokens_per_s=1.0,
-                    step_time_s=1.0,
                     eta_s=4.0 - n,
                 )
             )
@@ -379,20 +377,7 @@ def _write_bf16_run(run_dir, steps=3):
             )
         )
         for n in range(1, steps + 1):
-            w.emit(
-                Step(
-                    step=n,
-                    loss=2.0,
-                    lr=1e-3,
-                    grad_norm=1.0,
-                    loss_scale=None,
-                    skipped=False,
-                    tokens=10,
-                    tokens_per_s=1.0,
-                    step_time_s=1.0,
-                    eta_s=0.0,
-                )
-            )
+            w.emit(step_event(n, loss=2.0, eta_s=0.0))
         w.emit(RunFinished(step=steps, final_loss=2.0, adapter_path=None, wall_s=1.0))
 
 

@@ -9,9 +9,11 @@ import sys
 
 import pytest
 
-from workbench.events import EventWriter, RunStarted, Step
+from workbench.events import EventWriter, RunStarted
 from workbench.events.schema import PolicyMismatch, Rollout
 from workbench.ui.precision_compare import PrecisionCompare
+
+from .run_logs import step_event
 
 MISMATCH = {"fp32": 1e-6, "bf16": 2e-2, "fp16": 2.5e-3}
 
@@ -41,20 +43,7 @@ def write_run(run_dir, mode: str, steps=(1, 2), seed: int = 0, writer=None, **se
             )
         )
     for n in steps:
-        w.emit(
-            Step(
-                step=n,
-                loss=0.1,
-                lr=1e-3,
-                grad_norm=1.0,
-                loss_scale=None,
-                skipped=False,
-                tokens=10,
-                tokens_per_s=1.0,
-                step_time_s=1.0,
-                eta_s=1.0,
-            )
-        )
+        w.emit(step_event(n, loss=0.1))
         w.emit(
             Rollout(
                 step=n,

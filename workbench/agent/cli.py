@@ -38,7 +38,14 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
     sub = p.add_subparsers(dest="agent_command", required=True, metavar="{run,record,headroom,dagger}")
     p.commands = sub  # the agent's subcommands: workbench.cli.dagger adds dagger (it trains: a layer above this one)
     tasks_text = tasks_help()
+    _run_parser(sub, tasks_text)
+    _record_parser(sub, tasks_text)
+    _headroom_parser(sub, tasks_text)
+    return p
 
+
+def _run_parser(sub, tasks_help: str) -> None:
+    """``workbench agent run``: served models (or the oracle) play the tasks; their episodes stored, judged."""
     r = sub.add_parser(
         "run",
         help="run tasks with served models (or their oracle solutions) and score them",
@@ -54,7 +61,7 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
         action="store_true",
         help="run the tasks' oracle solutions through the same loop, no server (shows every task solvable)",
     )
-    r.add_argument("--tasks", default="heldout", help=f"which tasks (default heldout): {tasks_text}")
+    r.add_argument("--tasks", default="heldout", help=f"which tasks (default heldout): {tasks_help}")
     r.add_argument(
         "--device",
         default="sim",
@@ -106,6 +113,9 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
     r.add_argument("--json", action="store_true", help="print the whole report as JSON")
     r.set_defaults(func=run)
 
+
+def _record_parser(sub, tasks_help: str) -> None:
+    """``workbench agent record``: the oracle's or a run's episodes as training rows."""
     c = sub.add_parser(
         "record",
         help="write episodes as training rows in Open-AutoGLM's runtime format",
@@ -117,7 +127,7 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
     )
     c.add_argument("--out", required=True, metavar="FILE.jsonl", help="the JSONL file (images go to images/ beside it)")
     c.add_argument("--oracle", action="store_true", help="record the oracle's episodes on --tasks")
-    c.add_argument("--tasks", default="train", help=f"with --oracle (default train): {tasks_text}")
+    c.add_argument("--tasks", default="train", help=f"with --oracle (default train): {tasks_help}")
     c.add_argument("--episodes", metavar="DIR", help="a folder of episodes `workbench agent run` stored")
     c.add_argument("--all", action="store_true", help="with --episodes: unsuccessful episodes too")
     c.add_argument("--size", default="1080x2400", help="with --oracle: the screen WxH in pixels (default 1080x2400)")
@@ -137,8 +147,6 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
         "run's model was shown)",
     )
     c.set_defaults(func=record)
-    _headroom_parser(sub, tasks_text)
-    return p
 
 
 def _headroom_parser(sub, tasks_help: str) -> None:

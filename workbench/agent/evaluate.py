@@ -121,17 +121,7 @@ def evaluate_agent(
     stamp = datetime.datetime.now().strftime("%Y%m%d-%H%M%S")
     out = Path(out) if out is not None else Path(runs_dir) / EPISODES_DIR / stamp
     devices = _devices(kind, serial, size, adb_host, adb_port)
-    client, cards, url = None, {}, "oracle"
-    if oracle:
-        policies = [OraclePolicy(tasks)]
-    else:
-        url = getattr(server, "url", server)
-        client = ServerClient(url, api_key or getattr(server, "api_key", None), timeout)
-        cards, wanted = _served_models(client, models)
-        policies = [
-            ServedPolicy(client, m, temperature=temperature, max_tokens=max_tokens, seed=seed, concurrency=concurrency)
-            for m in wanted
-        ]
+    players = _players(tasks, models, server, oracle, api_key, timeout, temperature, max_tokens, seed, concurrency)
     settings = {
         "tasks": len(tasks),
         "device": device,
@@ -144,49 +134,98 @@ def evaluate_agent(
         "seed": seed,
         "observation": observation,
         "lang": lang,
-        "models": [p.name for p in policies],
-        "base": next((i for i, c in cards.items() if not c.get("parent")), None),
+        "models": [p.name for p in players.policies],
+        "base": players.base(),
         "n": len(tasks),
     }
-    report = AgentReport(
-        TASK_NAME, ",".join(sorted({t.split for t in tasks})), client.base if client else url, settings, 0.0, {}
-    )
+    report = AgentReport(TASK_NAME, ",".join(sorted({t.split for t in tasks})), players.server, settings, 0.0, {})
     start = time.monotonic()
-    contestants = []
-    for policy in policies:
-        run_dir = served_run_dir(cards.get(policy.name, {}))
-        folder = run_dir / EPISODES_DIR / stamp if run_dir is not None else out / folder_name(policy.name)
-        contestants.append(Contestant(policy.name, folder, lambda p=policy: p))
+    contestants = players.contestants(stamp, out)
     try:
-        for judged in judge(
-            contestants,
-            tasks,
-            devices,
-            settings,
-            screens=screens,
-            progress=progress,
-            max_steps=max_steps,
-            concurrency=concurrency,
-            date=date,
-            observation=observation,
-            repeat_limit=repeat_limit,
-            lang=lang,
-        ):
-            report.metrics[judged.name] = {"default": judged.metrics}
-            report.episodes[judged.name] = str(judged.folder)
-            report.records[judged.name] = judged.records
+        _judge_into(report, contestants, tasks, devices, settings, screens, progress, date)
     finally:
-        for policy in policies:  # the ones a failure left unplayed
-            getattr(policy, "close", lambda: None)()
-        if client is not None:
-            client.close()
+        players.close()  # the policies a failure left unplayed, and the client
     report.wall_s = round(time.monotonic() - start, 3)
     if write:
+        players.write_results(report)
+    return report
+
+
+# the options of the episode loop (``run_episodes``) that the report's settings record as they were given
+_RUN_OPTIONS = ("max_steps", "concurrency", "observation", "repeat_limit", "lang")
+
+
+def _judge_into(
+    report: AgentReport, contestants: list[Contestant], tasks, devices, settings: dict, screens, progress, date
+) -> None:
+    """Each contestant's episodes played and judged (``judge``, the episode loop's options read from ``settings``);
+    their metrics, episode folders and one record per episode put in ``report``."""
+    run_options = {name: settings[name] for name in _RUN_OPTIONS}
+    for judged in judge(
+        contestants, tasks, devices, settings, screens=screens, progress=progress, date=date, **run_options
+    ):
+        report.metrics[judged.name] = {"default": judged.metrics}
+        report.episodes[judged.name] = str(judged.folder)
+        report.records[judged.name] = judged.records
+
+
+@dataclass
+class _Players:
+    """Who plays the tasks: the oracle, or each wanted model of a server through one client (with the server's model
+    cards by id, which say the base model and the run directory each adapter is served from)."""
+
+    policies: list
+    client: ServerClient | None = None
+    cards: dict = field(default_factory=dict)
+
+    @property
+    def server(self) -> str:
+        """The address the report names: the server's, or ``oracle``."""
+        return self.client.base if self.client else "oracle"
+
+    def base(self) -> str | None:
+        """The first served model that is no adapter (None for the oracle)."""
+        return next((i for i, c in self.cards.items() if not c.get("parent")), None)
+
+    def contestants(self, stamp: str, out: Path) -> list[Contestant]:
+        """One per policy, its episodes in ``RUN_DIR/episodes/<stamp>`` of the run it is served from, else in
+        ``out/<model>``."""
+        contestants = []
+        for policy in self.policies:
+            run_dir = served_run_dir(self.cards.get(policy.name, {}))
+            folder = run_dir / EPISODES_DIR / stamp if run_dir is not None else out / folder_name(policy.name)
+            contestants.append(Contestant(policy.name, folder, lambda p=policy: p))
+        return contestants
+
+    def close(self) -> None:
+        for policy in self.policies:
+            getattr(policy, "close", lambda: None)()
+        if self.client is not None:
+            self.client.close()
+
+    def write_results(self, report: AgentReport) -> None:
+        """``report`` added to the ``eval_results.json`` of each judged model served from a run directory, each file
+        named in ``report.written`` as it is written (the next file's copy of the report lists it)."""
         for model in report.metrics:
-            run_dir = served_run_dir(cards.get(model, {}))
+            run_dir = served_run_dir(self.cards.get(model, {}))
             if run_dir is not None:
                 report.written.append(str(write_results(run_dir, report, model)))
-    return report
+
+
+def _players(
+    tasks, models, server, oracle: bool, api_key, timeout: float, temperature, max_tokens, seed, concurrency
+) -> _Players:
+    """The oracle of ``tasks``, or a policy per wanted model of ``server`` (a URL or a ServerHandle, its key unless
+    ``api_key`` is given), each sending requests with these settings."""
+    if oracle:
+        return _Players([OraclePolicy(tasks)])
+    client = ServerClient(getattr(server, "url", server), api_key or getattr(server, "api_key", None), timeout)
+    cards, wanted = _served_models(client, models)
+    policies = [
+        ServedPolicy(client, m, temperature=temperature, max_tokens=max_tokens, seed=seed, concurrency=concurrency)
+        for m in wanted
+    ]
+    return _Players(policies, client, cards)
 
 
 def _checked_device(

@@ -665,7 +665,8 @@ def replace_readme_table(text: str, table: str) -> str:
 # ---- the command --------------------------------------------------------------------------------------------
 
 
-def main(argv: list[str] | None = None) -> int:
+def _parser() -> argparse.ArgumentParser:
+    """The command's options: the recipes to run, and where their runs and figures go."""
     ap = argparse.ArgumentParser(prog="python -m workbench.bench.recipes", description=__doc__.split("\n\n")[0])
     ap.add_argument(
         "names", nargs="*", metavar="NAME", help="recipes to run (default: all; `workbench recipes` lists them)"
@@ -698,7 +699,39 @@ def main(argv: list[str] | None = None) -> int:
         metavar="FILE",
         help="only rewrite FILE's recipes table from the recipes' expected figures (no training)",
     )
-    args = ap.parse_args(argv)
+    return ap
+
+
+def _outcome_json(outcome) -> dict:
+    """One recipe's outcome as ``--json`` writes it: its figures, baselines and comparisons."""
+    return {
+        "recipe": outcome.recipe.name,
+        "skipped": outcome.skipped,
+        "machine": outcome.machine,
+        "train_s": round(outcome.train_s, 1),
+        "eval_s": round(outcome.eval_s, 1),
+        "cpu_s": round(outcome.cpu_s, 1),
+        "notes": outcome.notes,
+        "figures": [
+            {"task": r.task, "metric": r.metric, "base": r.base, "value": r.value, "verdict": r.verdict}
+            for r in outcome.rows
+        ],
+        "baselines": [
+            {
+                "role": b.role,
+                "run_dir": str(b.run_dir) if b.run_dir else None,
+                "train_s": round(b.train_s, 1),
+                "steps": b.steps,
+                "note": b.note,
+            }
+            for b in outcome.baselines
+        ],
+        "comparisons": [{"evaluation": c.label, "models": c.rows} for c in outcome.comparisons],
+    }
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = _parser().parse_args(argv)
     try:
         recipes = [load_recipe(n) for n in args.names] if args.names else all_recipes()
         if args.readme:
@@ -741,39 +774,7 @@ def main(argv: list[str] | None = None) -> int:
             "not, on a shared machine)"
         )
     if args.json:
-        Path(args.json).write_text(
-            json.dumps(
-                [
-                    {
-                        "recipe": o.recipe.name,
-                        "skipped": o.skipped,
-                        "machine": o.machine,
-                        "train_s": round(o.train_s, 1),
-                        "eval_s": round(o.eval_s, 1),
-                        "cpu_s": round(o.cpu_s, 1),
-                        "notes": o.notes,
-                        "figures": [
-                            {"task": r.task, "metric": r.metric, "base": r.base, "value": r.value, "verdict": r.verdict}
-                            for r in o.rows
-                        ],
-                        "baselines": [
-                            {
-                                "role": b.role,
-                                "run_dir": str(b.run_dir) if b.run_dir else None,
-                                "train_s": round(b.train_s, 1),
-                                "steps": b.steps,
-                                "note": b.note,
-                            }
-                            for b in o.baselines
-                        ],
-                        "comparisons": [{"evaluation": c.label, "models": c.rows} for c in o.comparisons],
-                    }
-                    for o in outcomes
-                ],
-                indent=1,
-            ),
-            encoding="utf-8",
-        )
+        Path(args.json).write_text(json.dumps([_outcome_json(o) for o in outcomes], indent=1), encoding="utf-8")
     return 1 if any(o.failed for o in outcomes) else 0
 
 

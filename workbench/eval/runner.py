@@ -127,11 +127,7 @@ def evaluate(
         The ``EvalReport`` (metrics per model and thinking mode); EvalError for what cannot be evaluated.
     """
     task = get_task(task) if isinstance(task, str) else task
-    data_path = Path(data) if data is not None else task.default_data
-    if data_path is None:
-        raise EvalError(f"task {task.name!r} has no default data: give data=FILE")
-    if concurrency < 1 or max_tokens < 1 or (limit is not None and limit < 1):
-        raise EvalError("concurrency, max_tokens and limit must be at least 1")
+    data_path = _checked_data_path(task, data, concurrency, max_tokens, limit)
     runs = [str(r) for r in runs]
     if getattr(task, "needs_model", False):
         if server is not None:
@@ -142,80 +138,87 @@ def evaluate(
         return _measure_in_process(
             task, models, base, runs, data, limit, system_prompt, write, {"device": device, "dtype": dtype}
         )
-    examples = load_eval_examples(data_path, limit, system_prompt)
-    modes = thinking_modes(enable_thinking)
-    if server is None:
-        return _with_own_server(
-            task,
-            models,
-            base,
-            runs,
-            data_path,
-            limit,
-            enable_thinking,
-            temperature,
-            seed,
-            max_tokens,
-            concurrency,
-            system_prompt,
-            write,
-            progress,
-            timeout,
-            {"device": device, "dtype": dtype},
+    questions = _Questions.read(task, data_path, limit, system_prompt, enable_thinking, temperature, seed, max_tokens)
+    with contextlib.ExitStack() as stack:
+        if server is None:  # ours, for the base and the runs, stopped afterwards (their handles carry their key)
+            models, base, server = _start_own_servers(stack, models, base, runs, concurrency, device, dtype)
+            api_key = None
+        servers = list(server) if isinstance(server, (list, tuple)) else [server]
+        clients = [
+            ServerClient(getattr(srv, "url", srv), api_key or getattr(srv, "api_key", None), timeout) for srv in servers
+        ]
+        try:
+            return _ask_served(questions, models, clients, base, concurrency, write, progress)
+        finally:
+            for client in clients:
+                client.close()
+
+
+def _checked_data_path(task: Task, data, concurrency: int, max_tokens: int, limit: int | None) -> Path:
+    """The file the task is scored on (``data``, else the task's default), once the numbers are known to be valid."""
+    data_path = Path(data) if data is not None else task.default_data
+    if data_path is None:
+        raise EvalError(f"task {task.name!r} has no default data: give data=FILE")
+    if concurrency < 1 or max_tokens < 1 or (limit is not None and limit < 1):
+        raise EvalError("concurrency, max_tokens and limit must be at least 1")
+    return data_path
+
+
+@dataclass(frozen=True)
+class _Questions:
+    """What each served model is asked: the task's examples (read from ``data_path``, the first ``limit``) in each
+    thinking mode, with the requests' settings."""
+
+    task: Task
+    data_path: Path
+    examples: list
+    modes: list[str]
+    limit: int | None
+    enable_thinking: str | None
+    temperature: float
+    seed: int | None
+    max_tokens: int
+
+    @classmethod
+    def read(cls, task: Task, data_path: Path, limit, system_prompt, enable_thinking, temperature, seed, max_tokens):
+        """The first ``limit`` examples of ``data_path`` (rendered with ``system_prompt``), in the thinking modes
+        ``enable_thinking`` names (EvalError for one it does not)."""
+        examples = load_eval_examples(data_path, limit, system_prompt)
+        modes = thinking_modes(enable_thinking)
+        return cls(task, data_path, examples, modes, limit, enable_thinking, temperature, seed, max_tokens)
+
+    def request(self, model: str, mode: str, example) -> dict:
+        """The chat request asking ``model`` one example in one thinking mode."""
+        return chat_request(
+            model,
+            example.messages,
+            enable_thinking=THINKING_MODES[mode],
+            seed=self.seed,
+            temperature=self.temperature,
+            max_tokens=self.max_tokens,
         )
-    servers = list(server) if isinstance(server, (list, tuple)) else [server]
-    clients = [
-        ServerClient(getattr(srv, "url", srv), api_key or getattr(srv, "api_key", None), timeout) for srv in servers
-    ]
-    try:
-        return _ask_served(
-            task,
-            models,
-            clients,
-            base,
-            examples,
-            modes,
-            data_path,
-            limit,
-            enable_thinking,
-            temperature,
-            seed,
-            max_tokens,
-            concurrency,
-            write,
-            progress,
-        )
-    finally:
-        for client in clients:
-            client.close()
+
+    def settings(self, models: list[str], base: str | None, concurrency: int) -> dict:
+        """The report's settings: how the models were asked, which were, and the one they are compared with."""
+        return {
+            "temperature": self.temperature,
+            "seed": self.seed,
+            "max_tokens": self.max_tokens,
+            "limit": self.limit,
+            "n": len(self.examples),
+            "concurrency": concurrency,
+            "enable_thinking": self.enable_thinking,
+            "models": models,
+            "base": base,
+            **({"rules": self.task.rules} if getattr(self.task, "rules", None) else {}),  # its matching rules
+        }
 
 
 def _ask_served(
-    task,
-    models,
-    clients,
-    base,
-    examples,
-    modes,
-    data_path,
-    limit,
-    enable_thinking,
-    temperature,
-    seed,
-    max_tokens,
-    concurrency,
-    write,
-    progress,
+    questions: _Questions, models, clients: list[ServerClient], base, concurrency: int, write: bool, progress: bool
 ) -> EvalReport:
     """Every (model, mode, example) asked of the server serving that model, scored, stored."""
-    served: dict[str, tuple[ServerClient, dict]] = {}  # model id -> the server's client and the model's card
-    for client in clients:
-        try:
-            cards = client.models()
-        except ServerUnreachable as err:
-            raise EvalError(str(err)) from None
-        for model_id, card in cards.items():
-            served.setdefault(model_id, (client, card))
+    served = _served_models(clients)
     models = list(dict.fromkeys(models)) if models else list(served)
     missing = [m for m in models if m not in served]
     if missing:
@@ -225,23 +228,54 @@ def _ask_served(
         )
     if base not in served:  # the base the report compares with: the first served model that is no adapter
         base = next((i for i, (_, c) in served.items() if not c.get("parent")), None)
-    jobs = [(m, mode, ex) for m in models for mode in modes for ex in examples]
+    jobs = [(m, mode, ex) for m in models for mode in questions.modes for ex in questions.examples]
+    start = time.monotonic()
+    replies = _ask_all(questions, jobs, served, concurrency, progress)
+    wall = time.monotonic() - start
+    records = _scored_records(questions.task, jobs, replies)
+    metrics = {
+        m: {mode: summarize_answered(questions.task, recs) for mode, recs in by_mode.items()}
+        for m, by_mode in records.items()
+    }
+    report = EvalReport(
+        questions.task.name,
+        str(questions.data_path),
+        " ".join(dict.fromkeys(served[m][0].base for m in models)),
+        questions.settings(models, base, concurrency),
+        round(wall, 3),
+        metrics,
+        records,
+    )
+    if write:
+        for model in models:
+            run_dir = served_run_dir(served[model][1])
+            if run_dir is not None:
+                report.written.append(str(write_results(run_dir, report, model)))
+    return report
+
+
+def _served_models(clients: list[ServerClient]) -> dict[str, tuple[ServerClient, dict]]:
+    """Model id -> the client of the first server serving it and the model's card."""
+    served: dict[str, tuple[ServerClient, dict]] = {}
+    for client in clients:
+        try:
+            cards = client.models()
+        except ServerUnreachable as err:
+            raise EvalError(str(err)) from None
+        for model_id, card in cards.items():
+            served.setdefault(model_id, (client, card))
+    return served
+
+
+def _ask_all(questions: _Questions, jobs: list, served: dict, concurrency: int, progress: bool) -> list[ModelReply]:
+    """Each (model, mode, example) job's reply, in order, from the server serving its model: ``concurrency``
+    requests in flight at once, so the server decodes them together in its batch."""
 
     def ask(job) -> ModelReply:
         model, mode, ex = job
-        return served[model][0].chat(
-            chat_request(
-                model,
-                ex.messages,
-                enable_thinking=THINKING_MODES[mode],
-                seed=seed,
-                temperature=temperature,
-                max_tokens=max_tokens,
-            )
-        )
+        return served[model][0].chat(questions.request(model, mode, ex))
 
-    start = time.monotonic()
-    bar = _progress(len(jobs), f"eval {task.name}", progress)
+    bar = _progress(len(jobs), f"eval {questions.task.name}", progress)
     try:
         with ThreadPoolExecutor(concurrency) as pool:
             replies = []
@@ -250,7 +284,12 @@ def _ask_served(
                 bar.update(1)
     finally:
         bar.close()
-    wall = time.monotonic() - start
+    return replies
+
+
+def _scored_records(task: Task, jobs: list, replies: list[ModelReply]) -> dict[str, dict[str, list[dict]]]:
+    """Model id -> thinking mode -> one record per example: its reference, the reply and the task's verdict (None
+    for a request that got no answer: nothing to score)."""
     records: dict[str, dict[str, list[dict]]] = {}
     for (model, mode, ex), reply in zip(jobs, replies):
         verdict = None if reply.error else task.score(ex, reply)  # no answer: nothing to score
@@ -264,35 +303,7 @@ def _ask_served(
                 "verdict": verdict,
             }
         )
-    metrics = {
-        m: {mode: summarize_answered(task, recs) for mode, recs in by_mode.items()} for m, by_mode in records.items()
-    }
-    report = EvalReport(
-        task.name,
-        str(data_path),
-        " ".join(dict.fromkeys(served[m][0].base for m in models)),
-        {
-            "temperature": temperature,
-            "seed": seed,
-            "max_tokens": max_tokens,
-            "limit": limit,
-            "n": len(examples),
-            "concurrency": concurrency,
-            "enable_thinking": enable_thinking,
-            "models": models,
-            "base": base,
-            **({"rules": task.rules} if getattr(task, "rules", None) else {}),
-        },  # its matching rules
-        round(wall, 3),
-        metrics,
-        records,
-    )
-    if write:
-        for model in models:
-            run_dir = served_run_dir(served[model][1])
-            if run_dir is not None:
-                report.written.append(str(write_results(run_dir, report, model)))
-    return report
+    return records
 
 
 def summarize_answered(task: Task, records: list[dict]) -> dict:
@@ -306,63 +317,31 @@ def summarize_answered(task: Task, records: list[dict]) -> dict:
     }
 
 
-def _with_own_server(
-    task,
-    models,
-    base,
-    runs,
-    data_path,
-    limit,
-    enable_thinking,
-    temperature,
-    seed,
-    max_tokens,
-    concurrency,
-    system_prompt,
-    write,
-    progress,
-    timeout,
-    placed: dict,
-) -> EvalReport:
+def _start_own_servers(
+    stack: contextlib.ExitStack, models, base: str | None, runs: list[str], concurrency: int, device: str, dtype: str
+) -> tuple[list[str], str, list]:
     """One server for the base with the runs' adapters, and one per full fine-tune or merged/exported model
-    (served under its run's name, as its adapter would be): base and tuned side by side either way."""
+    (served under its run's name, as its adapter would be): base and tuned side by side either way. Each is stopped
+    as ``stack`` closes. Returns the ids to score (default: every one), the base and the servers' handles."""
     from ..serve import start_server
     from ..serve.config import default_adapter_id
 
     base = _base_of(runs, base)
     adapters, full = _served_parts(runs)
-    with contextlib.ExitStack() as stack:
-        servers = [
-            stack.enter_context(
-                start_server(base, runs=adapters, max_batch=max(concurrency, 1), log_level="warning", **placed)
-            )
-        ]
-        for model_id, path in full.items():
-            servers.append(
-                stack.enter_context(
-                    start_server(
-                        str(path), model_id=model_id, max_batch=max(concurrency, 1), log_level="warning", **placed
-                    )
-                )
-            )
-        wanted = list(models) if models else [base, *(default_adapter_id(r) for r in adapters), *full]
-        return evaluate(
-            task,
-            wanted,
-            server=servers,
-            base=base,
-            data=data_path,
-            limit=limit,
-            enable_thinking=enable_thinking,
-            temperature=temperature,
-            seed=seed,
-            max_tokens=max_tokens,
-            concurrency=concurrency,
-            system_prompt=system_prompt,
-            write=write,
-            progress=progress,
-            timeout=timeout,
+    placed = {"device": device, "dtype": dtype}
+    servers = [
+        stack.enter_context(
+            start_server(base, runs=adapters, max_batch=max(concurrency, 1), log_level="warning", **placed)
         )
+    ]
+    for model_id, path in full.items():
+        servers.append(
+            stack.enter_context(
+                start_server(str(path), model_id=model_id, max_batch=max(concurrency, 1), log_level="warning", **placed)
+            )
+        )
+    wanted = list(models) if models else [base, *(default_adapter_id(r) for r in adapters), *full]
+    return wanted, base, servers
 
 
 def _served_parts(runs: list[str]) -> tuple[list[str], dict[str, Path]]:

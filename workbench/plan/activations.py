@@ -456,32 +456,11 @@ def estimate_vision_activations(
     P = patches_per_image * images
     tokens = merged_tokens(P, v.merge)
     w = weight_dtype or (a.trainable_dtype if trainable else a.base_dtype)
-    # the forward's working set in one block (all of it freed as the block finishes when frozen)
-    c = _size(a.autocast_dtype or w)
-    block_live = max(9 * v.hidden, 2 * v.hidden + 4 * v.mlp) * P * c
-    if a.attn_implementation == "eager":
-        block_live += v.heads * patches_per_image**2 * (4 + c)  # one image's fp32 scores and their cast
-    pixels = P * v.patch_dim * 4  # the processor's fp32 pixel values, live through the forward
+    forward_transient = _vision_forward_transient(v, a, w, P, patches_per_image)
     tr = _Tracer()
-    va = ActivationInputs(
-        micro_batch=1,
-        seq_len=2,
-        autocast_dtype=a.autocast_dtype,
-        base_dtype=w,
-        trainable_dtype=w,
-        full_finetune=trainable,
-        attn_implementation=a.attn_implementation,
-        device_type=a.device_type,
-    )
+    va = _vision_inputs(a, w, trainable)
     layer = _Layer(tr, None, va, set())
-    pix = tr.new(v.patch_dim, FP32, False)
-    if w != FP32:
-        pix = tr.new(v.patch_dim, w, False)  # patch_embed casts pixels to its weight dtype
-    x = _conv(tr, layer, pix, v.hidden, "patch_embed")
-    x = layer.norm(x, "post_conv")
-    if trainable:
-        tr.save(tr.new(2, FP32, False), "base")  # grid_sample's sampling grid (position interpolation)
-    x = tr.new(v.hidden, torch.promote_types(x.dtype, w), trainable)  # + interpolated positions
+    x = _embedded_patches(tr, layer, v, w, trainable)
     block_input = x.width * _size(x.dtype)
     if not trainable:
         kept = block_input * P * v.depth if gradient_checkpointing else 0
@@ -490,7 +469,7 @@ def estimate_vision_activations(
             image_tokens=tokens,
             saved_forward=kept,
             per_block=0,
-            forward_transient=pixels + block_live,
+            forward_transient=forward_transient,
             recompute=0,
         )
     per_patch_fixed = tr.total()
@@ -499,14 +478,7 @@ def estimate_vision_activations(
         before = tr.total()
         x = _vision_block(tr, layer, v, x, va, i, patches_per_image)
         block_bytes.append(tr.total() - before)
-    # post_layernorm and the downsample conv's input are per patch; the merger runs per merged token
-    tail_tr = _Tracer()
-    tail = _Layer(tail_tr, None, va, set())
-    y = _conv(tail_tr, tail, tail.norm(x, "post_layernorm"), v.out_hidden * v.merge**2, "downsample")
-    per_patch_tail = tail_tr.total()
-    merger_tr = _Tracer()
-    _merger(merger_tr, _Layer(merger_tr, None, va, set()), v, merger_tr.new(v.out_hidden, y.dtype, True))
-    tr.copies += tail_tr.copies + merger_tr.copies
+    per_patch_tail, per_token_merger = _after_the_blocks(tr, v, va, x)
     shared = 2 * P * (v.hidden // v.heads) * 4  # 2D RoPE cos/sin (fp32), kept once for all blocks
     if w != FP32:
         shared += v.positions * v.hidden * 4  # grid_sample's fp32 copy of the position table
@@ -516,15 +488,65 @@ def estimate_vision_activations(
     else:
         body = sum(block_bytes) * P
         recompute = 0
-    saved = (per_patch_fixed + per_patch_tail) * P + body + merger_tr.total() * tokens + shared
+    saved = (per_patch_fixed + per_patch_tail) * P + body + per_token_merger * tokens + shared
     return VisionEstimate(
         patches=P,
         image_tokens=tokens,
         saved_forward=saved,
         per_block=max(block_bytes) * P,
-        forward_transient=pixels + block_live,
+        forward_transient=forward_transient,
         recompute=recompute,
     )
+
+
+def _vision_forward_transient(v: VisionShape, a: ActivationInputs, w: torch.dtype, P: int, patches_per_image: int):
+    """Bytes live during the forward but not kept: one block's working set (all of it freed as the block finishes
+    when frozen) and the processor's fp32 pixel values."""
+    c = _size(a.autocast_dtype or w)
+    block_live = max(9 * v.hidden, 2 * v.hidden + 4 * v.mlp) * P * c
+    if a.attn_implementation == "eager":
+        block_live += v.heads * patches_per_image**2 * (4 + c)  # one image's fp32 scores and their cast
+    pixels = P * v.patch_dim * 4  # the processor's fp32 pixel values, live through the forward
+    return pixels + block_live
+
+
+def _vision_inputs(a: ActivationInputs, w: torch.dtype, trainable: bool) -> ActivationInputs:
+    """The decoder's precision inputs as the tower sees them: its weights in ``w``, trained or frozen with it."""
+    return ActivationInputs(
+        micro_batch=1,
+        seq_len=2,
+        autocast_dtype=a.autocast_dtype,
+        base_dtype=w,
+        trainable_dtype=w,
+        full_finetune=trainable,
+        attn_implementation=a.attn_implementation,
+        device_type=a.device_type,
+    )
+
+
+def _embedded_patches(tr: _Tracer, layer: _Layer, v: VisionShape, w: torch.dtype, trainable: bool) -> _Tensor:
+    """The first block's input: the pixels through patch_embed and post_conv_layernorm, plus the interpolated
+    position embeddings (what each step saves recorded on ``tr``)."""
+    pix = tr.new(v.patch_dim, FP32, False)
+    if w != FP32:
+        pix = tr.new(v.patch_dim, w, False)  # patch_embed casts pixels to its weight dtype
+    x = _conv(tr, layer, pix, v.hidden, "patch_embed")
+    x = layer.norm(x, "post_conv")
+    if trainable:
+        tr.save(tr.new(2, FP32, False), "base")  # grid_sample's sampling grid (position interpolation)
+    return tr.new(v.hidden, torch.promote_types(x.dtype, w), trainable)  # + interpolated positions
+
+
+def _after_the_blocks(tr: _Tracer, v: VisionShape, va: ActivationInputs, x: _Tensor) -> tuple[int, int]:
+    """Bytes saved after the last block: per patch (post_layernorm and the downsample conv's input) and per merged
+    token (the patch merger); their autocast weight copies added to ``tr``'s."""
+    tail_tr = _Tracer()
+    tail = _Layer(tail_tr, None, va, set())
+    y = _conv(tail_tr, tail, tail.norm(x, "post_layernorm"), v.out_hidden * v.merge**2, "downsample")
+    merger_tr = _Tracer()
+    _merger(merger_tr, _Layer(merger_tr, None, va, set()), v, merger_tr.new(v.out_hidden, y.dtype, True))
+    tr.copies += tail_tr.copies + merger_tr.copies
+    return tail_tr.total(), merger_tr.total()
 
 
 def _merger(tr: _Tracer, layer: _Layer, v: VisionShape, x: _Tensor) -> _Tensor:

@@ -206,14 +206,20 @@ SMOLLM2 = "smollm2-135m-instruct"
 
 
 def fact_check(devices_4090=DEFAULT_DEVICES, devices_t4=T4_DEVICES) -> list[Verdict]:
-    q_v = LoraSection(r=8, alpha=16, dropout=0.1, target_modules=["q_proj", "v_proj"])
+    """Every claim's verdict, in the order of ``CLAIMS``."""
+    return [
+        *_two_4090_verdicts(devices_4090),
+        *_t4_verdicts(devices_t4),
+        *_image_verdicts(devices_4090),
+        *_deployment_verdicts(),
+        _gguf_verdict(),
+    ]
+
+
+def _two_4090_verdicts(devices_4090) -> list[Verdict]:
+    """Seed 000's training claims on 2x RTX 4090: fp32, AMP and ZeRO-3."""
     out = []
-
-    def run(claim, setting, devices, lora=None):
-        return predict(MODEL, setting, devices, lora=lora)
-
-    # 000: 2x 4090
-    p = run(CLAIMS[0], Setting("fp32", "ddp", 0, "none", False, 2, 1, 512, True), devices_4090)
+    p = predict(MODEL, Setting("fp32", "ddp", 0, "none", False, 2, 1, 512, True), devices_4090)
     out.append(
         Verdict(
             CLAIMS[0],
@@ -225,8 +231,8 @@ def fact_check(devices_4090=DEFAULT_DEVICES, devices_t4=T4_DEVICES) -> list[Verd
             "'Does not fit' is correct, and even ZeRO-3 over 2 cards leaves ~80 GiB/card of model state.",
         )
     )
-    p = run(CLAIMS[1], Setting("fp16", "ddp", 0, "none", False, 2, 2, 512, True), devices_4090)
-    lora_p = run(CLAIMS[1], Setting("fp16", "deepspeed", 3, "none", True, 2, 2, 512, True), devices_4090)
+    p = predict(MODEL, Setting("fp16", "ddp", 0, "none", False, 2, 2, 512, True), devices_4090)
+    lora_p = predict(MODEL, Setting("fp16", "deepspeed", 3, "none", True, 2, 2, 512, True), devices_4090)
     out.append(
         Verdict(
             CLAIMS[1],
@@ -238,8 +244,8 @@ def fact_check(devices_4090=DEFAULT_DEVICES, devices_t4=T4_DEVICES) -> list[Verd
             f"trains. LoRA + ZeRO-3 (fp16 base split over 2 cards) would need {lora_p.gpu_total / GiB:.1f} GiB/card.",
         )
     )
-    p = run(CLAIMS[2], Setting("fp16", "deepspeed", 3, "optimizer", False, 2, 4, 512, True), devices_4090)
-    p2 = run(CLAIMS[2], Setting("fp16", "deepspeed", 3, "optimizer+params", False, 2, 4, 512, True), devices_4090)
+    p = predict(MODEL, Setting("fp16", "deepspeed", 3, "optimizer", False, 2, 4, 512, True), devices_4090)
+    p2 = predict(MODEL, Setting("fp16", "deepspeed", 3, "optimizer+params", False, 2, 4, 512, True), devices_4090)
     out.append(
         Verdict(
             CLAIMS[2],
@@ -254,9 +260,14 @@ def fact_check(devices_4090=DEFAULT_DEVICES, devices_t4=T4_DEVICES) -> list[Verd
             "('fp16_optimizer_state' is not a DeepSpeed option.)",
         )
     )
-    # 003: one T4 (16 GB, no bf16)
-    t4 = devices_t4
-    p = run(CLAIMS[3], Setting("fp32", "none", 0, "none", False, 1, 8, 512, False), t4)
+    return out
+
+
+def _t4_verdicts(devices_t4) -> list[Verdict]:
+    """Seed 003's training claims on one T4 (16 GB, no bf16): fp32, fp16, LoRA and LoRA over an int8 base."""
+    q_v = LoraSection(r=8, alpha=16, dropout=0.1, target_modules=["q_proj", "v_proj"])
+    out = []
+    p = predict(MODEL, Setting("fp32", "none", 0, "none", False, 1, 8, 512, False), devices_t4)
     out.append(
         Verdict(
             CLAIMS[3],
@@ -267,7 +278,7 @@ def fact_check(devices_4090=DEFAULT_DEVICES, devices_t4=T4_DEVICES) -> list[Verd
             f"of model state (weights {p.state.weights / GiB:.1f} GiB).",
         )
     )
-    p = run(CLAIMS[4], Setting("fp16", "none", 0, "none", False, 1, 8, 512, False), t4)
+    p = predict(MODEL, Setting("fp16", "none", 0, "none", False, 1, 8, 512, False), devices_t4)
     out.append(
         Verdict(
             CLAIMS[4],
@@ -278,7 +289,7 @@ def fact_check(devices_4090=DEFAULT_DEVICES, devices_t4=T4_DEVICES) -> list[Verd
             f"({p.state.total / GiB:.0f} GiB); even bare fp16 weights are {_all_fp16_gib():.1f} GiB > 12.",
         )
     )
-    p = run(CLAIMS[5], Setting("fp16", "none", 0, "none", True, 1, 8, 512, False), t4, lora=q_v)
+    p = predict(MODEL, Setting("fp16", "none", 0, "none", True, 1, 8, 512, False), devices_t4, lora=q_v)
     out.append(
         Verdict(
             CLAIMS[5],
@@ -291,8 +302,8 @@ def fact_check(devices_4090=DEFAULT_DEVICES, devices_t4=T4_DEVICES) -> list[Verd
     )
     # the planner's QLoRA rows (quantization.base): the base as the workbench trains it over int8 / nf4 weights
     qlora = Setting("fp16", "none", 0, "none", True, 1, 8, 512, True, quantized_base="int8")
-    p = run(CLAIMS[6], qlora, t4, lora=q_v)
-    nf4 = run(CLAIMS[6], dataclasses.replace(qlora, quantized_base="nf4"), t4, lora=q_v)
+    p = predict(MODEL, qlora, devices_t4, lora=q_v)
+    nf4 = predict(MODEL, dataclasses.replace(qlora, quantized_base="nf4"), devices_t4, lora=q_v)
     out.append(
         Verdict(
             CLAIMS[6],
@@ -307,9 +318,6 @@ def fact_check(devices_4090=DEFAULT_DEVICES, devices_t4=T4_DEVICES) -> list[Verd
             "(5 GB is about the int8 weights of a 4-5 B model.)",
         )
     )
-    out.extend(_image_verdicts(devices_4090))
-    out.extend(_deployment_verdicts())
-    out.append(_gguf_verdict())
     return out
 
 
@@ -404,12 +412,24 @@ def _image_verdicts(devices_4090) -> list:
 
 def _deployment_verdicts() -> list:
     """Seed 002's and 003's deployment claims against the inference planner and SmolLM2's measured exports."""
-    from .inference import RTX4090, max_context, predict_inference
+    from .inference import RTX4090, predict_inference
 
-    out = []
     int8 = predict_inference(MODEL, "int8", RTX4090)
     fp16 = predict_inference(MODEL, "fp16", RTX4090)
     int4 = predict_inference(MODEL, "int4", RTX4090)
+    return [
+        _eight_gb_verdict(int8, fp16, int4),
+        _one_4090_verdict(int8),
+        _int8_deploy_verdict(),
+        _onnx_verdict(),
+        _mobile_verdict(int4),
+    ]
+
+
+def _eight_gb_verdict(int8, fp16, int4) -> Verdict:
+    """Seed 002: one inference under 8 GB, against one request's plan in int8, fp16 and int4."""
+    from .inference import max_context
+
     eight_gb = DeviceSet(count=1, bytes_per_device=8 * 10**9, host_ram=32 * GiB, name="8 GB")
     ctx8 = max_context(MODEL, "int4", eight_gb)
     text_ctx8 = max_context(MODEL, "int4", eight_gb, images_per_row=0)
@@ -424,81 +444,89 @@ def _deployment_verdicts() -> list:
             f" Even int4 weights plus the CUDA context ({(int4.gpu['weights'] + int4.gpu['cuda_context']) / GiB:.1f} "
             f"GiB) exceed 8 GB ({eight_gb.bytes_per_device / GiB:.2f} GiB) before any token."
         )
-    out.append(
-        Verdict(
-            _claim("002-infer-8gb"),
-            int8.total / GiB,
-            int4.gpu["weights"] / GiB,
-            verdict,
-            f"One request with a screenshot needs {int8.total / GiB:.1f} GiB with int8 weights "
-            f"({int8.gpu['weights'] / GiB:.1f} GiB of them) and {fp16.total / GiB:.1f} GiB with fp16; int4 "
-            f"weights are {int4.gpu['weights'] / GiB:.1f} GiB ({int4.total / GiB:.1f} GiB in all at 4,096 "
-            f"text tokens).{tail}",
-        )
+    return Verdict(
+        _claim("002-infer-8gb"),
+        int8.total / GiB,
+        int4.gpu["weights"] / GiB,
+        verdict,
+        f"One request with a screenshot needs {int8.total / GiB:.1f} GiB with int8 weights "
+        f"({int8.gpu['weights'] / GiB:.1f} GiB of them) and {fp16.total / GiB:.1f} GiB with fp16; int4 "
+        f"weights are {int4.gpu['weights'] / GiB:.1f} GiB ({int4.total / GiB:.1f} GiB in all at 4,096 "
+        f"text tokens).{tail}",
     )
+
+
+def _one_4090_verdict(int8) -> Verdict:
+    """Seed 002: serving needs two 4090s, against one request's bf16 plan on one."""
+    from .inference import RTX4090, max_context, predict_inference
+
     bf16 = predict_inference(MODEL, "bf16", RTX4090)
     ctx = max_context(MODEL, "bf16", RTX4090)
-    out.append(
-        Verdict(
-            _claim("002-two-4090"),
-            bf16.total / GiB,
-            bf16.gpu["weights"] / GiB,
-            "wrong for one request: one 4090 holds the bf16 model" if bf16.fits else "right",
-            f"bf16 weights are {bf16.gpu['weights'] / GiB:.1f} GiB; with one screenshot and 4,096 text tokens "
-            f"one 4090 needs {bf16.total / GiB:.1f} GiB (headroom {bf16.headroom / GiB:.1f}) and fits up to "
-            f"{ctx:,} text tokens (GQA with 2 KV heads: 40 KiB of cache per token). A second card buys "
-            "context, batch or speed (tensor parallel), not the ability to load it; int8 leaves "
-            f"{int8.headroom / GiB:.0f} GiB free on one card.",
-        )
+    return Verdict(
+        _claim("002-two-4090"),
+        bf16.total / GiB,
+        bf16.gpu["weights"] / GiB,
+        "wrong for one request: one 4090 holds the bf16 model" if bf16.fits else "right",
+        f"bf16 weights are {bf16.gpu['weights'] / GiB:.1f} GiB; with one screenshot and 4,096 text tokens "
+        f"one 4090 needs {bf16.total / GiB:.1f} GiB (headroom {bf16.headroom / GiB:.1f}) and fits up to "
+        f"{ctx:,} text tokens (GQA with 2 KV heads: 40 KiB of cache per token). A second card buys "
+        "context, batch or speed (tensor parallel), not the ability to load it; int8 leaves "
+        f"{int8.headroom / GiB:.0f} GiB free on one card.",
     )
+
+
+def _int8_deploy_verdict() -> Verdict:
+    """Seed 003: dynamic int8 for deployment, against the weight rule and SmolLM2's measured export sizes."""
     # SmolLM2: the planner's weight rule vs the export sizes measured on this machine
     small = {f: weight_bytes(SMOLLM2, f, torch.float32) / 1e6 for f in ("fp32", "int8")}
     small["bf16"] = weight_bytes(SMOLLM2, "bf16") / 1e6
     meas = SMOLLM2_MEASURED_MB
     bf16_gib = weight_bytes(MODEL, "bf16") / GiB
     int8_gib = weight_bytes(MODEL, "int8", torch.bfloat16) / GiB
-    out.append(
-        Verdict(
-            _claim("003-int8-deploy"),
-            int8_gib,
-            int8_gib,
-            "plausible, but int8 about halves the 16-bit size, no more",
-            f"Weight-only int8 of every Linear but lm_head: {int8_gib:.1f} GiB vs {bf16_gib:.1f} GiB in bf16 "
-            f"({int8_gib / bf16_gib:.2f}x): embeddings and lm_head ({linear_other_gib():.1f} GiB) stay 16-bit. "
-            f"Measured on SmolLM2 (tied embeddings are 21% of it): int8 {meas['int8']} MB vs bf16 {meas['bf16']} MB "
-            f"({meas['int8'] / meas['bf16']:.2f}x) vs fp32 {meas['fp32']} MB; the same rule predicts "
-            f"{small['int8']:.1f} / {small['bf16']:.1f} / {small['fp32']:.1f} MB of weights (the rest is tokenizer "
-            "and config files). torch.ao's quantize_dynamic, the document's call, has CPU kernels only: it is a CPU "
-            "deployment, not a GPU one.",
-        )
+    return Verdict(
+        _claim("003-int8-deploy"),
+        int8_gib,
+        int8_gib,
+        "plausible, but int8 about halves the 16-bit size, no more",
+        f"Weight-only int8 of every Linear but lm_head: {int8_gib:.1f} GiB vs {bf16_gib:.1f} GiB in bf16 "
+        f"({int8_gib / bf16_gib:.2f}x): embeddings and lm_head ({linear_other_gib():.1f} GiB) stay 16-bit. "
+        f"Measured on SmolLM2 (tied embeddings are 21% of it): int8 {meas['int8']} MB vs bf16 {meas['bf16']} MB "
+        f"({meas['int8'] / meas['bf16']:.2f}x) vs fp32 {meas['fp32']} MB; the same rule predicts "
+        f"{small['int8']:.1f} / {small['bf16']:.1f} / {small['fp32']:.1f} MB of weights (the rest is tokenizer "
+        "and config files). torch.ao's quantize_dynamic, the document's call, has CPU kernels only: it is a CPU "
+        "deployment, not a GPU one.",
     )
+
+
+def _onnx_verdict() -> Verdict:
+    """Seed 003: an ONNX export, against the fp32 weights it stores."""
+    meas = SMOLLM2_MEASURED_MB
     fp32_gib = weight_bytes(MODEL, "fp32") / GiB
-    out.append(
-        Verdict(
-            _claim("003-onnx"),
-            fp32_gib,
-            fp32_gib,
-            "plausible for the text path only; no size saving",
-            f"ONNX stores the fp32 weights: measured on SmolLM2 {meas['onnx']} MB vs the fp32 merged model's "
-            f"{meas['fp32']} MB; for the 9B that is {fp32_gib:.1f} GiB, beyond protobuf's 2 GB single-file limit "
-            "(external data files needed). Its dummy input is token ids of shape (1, 512): the exported graph has "
-            "no pixel_values, i.e. no screenshots, and a fixed batch/sequence unless dynamic axes are given.",
-        )
+    return Verdict(
+        _claim("003-onnx"),
+        fp32_gib,
+        fp32_gib,
+        "plausible for the text path only; no size saving",
+        f"ONNX stores the fp32 weights: measured on SmolLM2 {meas['onnx']} MB vs the fp32 merged model's "
+        f"{meas['fp32']} MB; for the 9B that is {fp32_gib:.1f} GiB, beyond protobuf's 2 GB single-file limit "
+        "(external data files needed). Its dummy input is token ids of shape (1, 512): the exported graph has "
+        "no pixel_values, i.e. no screenshots, and a fixed batch/sequence unless dynamic axes are given.",
     )
+
+
+def _mobile_verdict(int4) -> Verdict:
+    """Seed 003: 5 GB for a phone, against int4 inference and LoRA training with a screenshot."""
     lora = predict(MODEL, Setting("fp16", "none", 0, "none", True, 1, 1, 512, True, images_per_row=1), T4_DEVICES)
-    out.append(
-        Verdict(
-            _claim("003-mobile"),
-            int4.total / GiB,
-            int4.gpu["weights"] / GiB,
-            "impossible at 5 GB; deployment needs int4 and a phone with ~10 GB free; updating on a phone: no",
-            f"The smallest format, int4, is {int4.gpu['weights'] / GiB:.1f} GiB of weights and "
-            f"{int4.total / GiB:.1f} GiB for one request with a screenshot (on a GPU; a phone's NPU runtime "
-            f"differs, the bytes do not). 'Updating' (LoRA training, fp16 base) needs {lora.gpu_total / GiB:.0f} "
-            "GiB with one screenshot per row: no phone has that.",
-        )
+    return Verdict(
+        _claim("003-mobile"),
+        int4.total / GiB,
+        int4.gpu["weights"] / GiB,
+        "impossible at 5 GB; deployment needs int4 and a phone with ~10 GB free; updating on a phone: no",
+        f"The smallest format, int4, is {int4.gpu['weights'] / GiB:.1f} GiB of weights and "
+        f"{int4.total / GiB:.1f} GiB for one request with a screenshot (on a GPU; a phone's NPU runtime "
+        f"differs, the bytes do not). 'Updating' (LoRA training, fp16 base) needs {lora.gpu_total / GiB:.0f} "
+        "GiB with one screenshot per row: no phone has that.",
     )
-    return out
 
 
 def linear_other_gib() -> float:
