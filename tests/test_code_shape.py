@@ -14,9 +14,7 @@ MAX_LINES = 80
 # Functions still to split, named; the list only shrinks (an entry that is no longer long fails the test below).
 # ruff format (one call argument a line where a call does not fit) moved these over 80 lines without a statement more;
 # each is to be split into named steps, not the rule changed.
-BEING_SPLIT: set[str] = {
-    "workbench/export/exporter.py:export",
-}
+BEING_SPLIT: set[str] = set()
 
 
 def long_functions(root: Path = PACKAGE_ROOT, limit: int = MAX_LINES) -> dict[str, int]:

@@ -163,16 +163,7 @@ def export(
     out = Path(out) if out else exports_dir(source.run_dir) / spec.name
     if out.exists() and not overwrite:
         raise ExportInputError(f"{out} exists: choose another output directory, or overwrite it (--force)")
-    held = Path(heldout) if heldout else (Path(source.config.data.eval) if source.config.data.eval else None)
-    if held is None:
-        raise ExportInputError(
-            f"{source.run_dir} was trained without data.eval: name the held-out JSONL parity is "
-            "measured on (--heldout FILE)"
-        )
-    if not held.is_file():
-        raise ExportInputError(f"held-out file {str(held)!r} not found (--heldout FILE)")
-    if max_examples < 1:
-        raise ExportInputError(f"max_examples must be at least 1 (got {max_examples})")
+    held = _heldout_file(source, heldout, max_examples)
 
     t0 = time.perf_counter()
     _phase(progress, 1)
@@ -190,16 +181,7 @@ def export(
     for stale in (partial, failed):
         shutil.rmtree(stale, ignore_errors=True)
     partial.mkdir(parents=True)
-    # a GGUF LoRA is written from the base without its adapter, and the adapter itself
-    merged = ref.adapter_and_base() if spec.target == "gguf-lora" else ref.merged_copy()
-    reference_bytes = sum(p.numel() * p.element_size() for p in getattr(merged, "base", merged).parameters())
-    t_write = time.perf_counter()
-    _phase(progress, 3)
-    if ref.processor is not None:  # a vision-language export reads images without the workbench too
-        save_processor_files(ref.processor, partial)
-    writer(spec)(merged, ref.tokenizer, ref.base_path, partial, spec)
-    del merged
-    write_s = time.perf_counter() - t_write
+    reference_bytes, write_s = _write(spec, ref, partial, progress)
     t_check = time.perf_counter()
     _phase(progress, 4)
     report = check_parity(reference, partial, spec, batches, gate, where, source, held, max_examples, actions)
@@ -252,6 +234,35 @@ def check_parity(
             reference_actions=actions,
         )
     return compare(reference, read_export(export_dir, spec, where), batches, gate)
+
+
+def _write(spec: TargetSpec, ref: Reference, partial: Path, progress) -> tuple[int, float]:
+    """The export's files into ``partial``: (the fp32 bytes of the model it was written from, seconds writing)."""
+    # a GGUF LoRA is written from the base without its adapter, and the adapter itself
+    merged = ref.adapter_and_base() if spec.target == "gguf-lora" else ref.merged_copy()
+    reference_bytes = sum(p.numel() * p.element_size() for p in getattr(merged, "base", merged).parameters())
+    t_write = time.perf_counter()
+    _phase(progress, 3)
+    if ref.processor is not None:  # a vision-language export reads images without the workbench too
+        save_processor_files(ref.processor, partial)
+    writer(spec)(merged, ref.tokenizer, ref.base_path, partial, spec)
+    return reference_bytes, time.perf_counter() - t_write
+
+
+def _heldout_file(source: RunSource, heldout: str | Path | None, max_examples: int) -> Path:
+    """The held-out JSONL parity is measured on: ``heldout``, else the run's data.eval; ExportInputError naming the
+    flag when there is none, it is missing, or ``max_examples`` asks for none of it."""
+    held = Path(heldout) if heldout else (Path(source.config.data.eval) if source.config.data.eval else None)
+    if held is None:
+        raise ExportInputError(
+            f"{source.run_dir} was trained without data.eval: name the held-out JSONL parity is "
+            "measured on (--heldout FILE)"
+        )
+    if not held.is_file():
+        raise ExportInputError(f"held-out file {str(held)!r} not found (--heldout FILE)")
+    if max_examples < 1:
+        raise ExportInputError(f"max_examples must be at least 1 (got {max_examples})")
+    return held
 
 
 def reference_actions(
