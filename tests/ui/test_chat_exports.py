@@ -24,6 +24,13 @@ def _tuned_run(runs_dir: Path) -> Path:
     return train(load_config(None, tiny_run_overrides(runs_dir, **overrides, **{"schedule.max_steps": 2}))).run_dir
 
 
+def _answers(chat: ChatComparePanel, ids: list[str]) -> dict[str, str]:
+    """Every model's greedy answer to one identity prompt, each asked on its own server; none may fail or be empty."""
+    replies = chat.ask("Who are you?", models=ids)
+    assert all(r.content and not r.error for r in replies.values()), {m: r.error for m, r in replies.items()}
+    return {model: reply.content for model, reply in replies.items()}
+
+
 def _fake_export(run: Path, name: str, target: str, status: str = "passed", quant: str = "f16", files=()) -> Path:
     """An export directory as ``export`` leaves it: its manifest (the fields the section reads) and its files."""
     out = run / "exports" / name
@@ -135,10 +142,9 @@ def test_exports_and_the_adapter_answer_side_by_side(tmp_path):
                 "tuned:int8-dynamic",
                 "tuned:merged-float32",
             ]  # kept beside the server's
-            replies = chat.ask("Who are you?", models=ids)
-            assert all(r.content and not r.error for r in replies.values()), {m: r.error for m, r in replies.items()}
+            answers = _answers(chat, ids)
             # the fp32 merge computes what the adapter does (max |logit diff| ~1e-6): the same greedy answer
-            assert replies["tuned:merged-float32"].content == replies["tuned"].content
+            assert answers["tuned:merged-float32"] == answers["tuned"]
         finally:
             section.stop_servers()
         assert not chat.endpoints and "tuned:int8-dynamic" not in chat.models.options
@@ -158,9 +164,8 @@ def test_a_gguf_export_answers_on_llama_server_beside_the_adapter(tmp_path):
             ids = section.serve()
             assert ids == ["tuned:gguf-f16", "tuned"], section.status.value
             assert section.servers["tuned:gguf-f16"].engine == "llama-server"
-            replies = chat.ask("Who are you?", models=ids)
-            assert all(r.content and not r.error for r in replies.values()), {m: r.error for m, r in replies.items()}
-            assert replies["tuned:gguf-f16"].content == replies["tuned"].content
+            answers = _answers(chat, ids)
+            assert answers["tuned:gguf-f16"] == answers["tuned"]
         finally:
             section.stop_servers()
         assert not chat.endpoints and "tuned:gguf-f16" not in chat.models.options
