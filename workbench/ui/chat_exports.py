@@ -1,10 +1,15 @@
-"""The chat compare panel's "Exports of a run" section: serve a run's merged / int8 exports next to its adapter
-and ask them side by side (fp32 merged vs int8 vs the adapter).
+"""The chat compare panel's "Exports of a run" section: serve a run's merged / int8 / GGUF exports next to its
+adapter and ask them side by side (fp32 merged vs int8 vs q4_k_m GGUF vs the adapter).
 
-Each export is a model of its own, so each gets its own server (``start_server(EXPORT_DIR)``, in a child
-process by default); the adapter is added to the panel's server (base + adapters). The servers start in an
-executor thread that returns plain handles; the widgets are updated on the kernel's loop, which never waits.
-ONNX exports are not served (they run in ``workbench.export.onnx_runner``: ``workbench onnx-chat``).
+Each export is a model of its own, so each gets its own server, started from what ``server_start`` makes of the
+export's directory and manifest: our server over a merged or int8 directory (``start_server(EXPORT_DIR)``, in a
+child process by default), llama.cpp's llama-server over a ``gguf`` export's GGUF file (with the export's vision
+projector, ``mmproj-f16.gguf``, when it has one; always a child process; a machine without llama.cpp shows the
+set-up command in the section). The adapter is added to the panel's server (base + adapters). The servers start in
+an executor thread that returns plain handles; the widgets are updated on the kernel's loop, which never waits.
+Not served here: ONNX exports (they run in ``workbench.export.onnx_runner``: ``workbench onnx-chat``) and
+``gguf-lora`` exports (the base's GGUF with the adapter as a GGUF LoRA, applied per request by index: ``workbench
+serve --engine llama-cpp --model BASE.gguf`` with its ``loras``).
 
 The section reaches the chat panel only through ``ChatTarget`` (the panel's public methods): the panel imports
 this module, never the other way round.
@@ -20,7 +25,8 @@ from typing import Any, Protocol
 import ipywidgets as W
 
 from ..export.exporter import run_exports
-from ..runs import exports_dir, has_adapter, run_dirs
+from ..export.gguf import MMPROJ_FILE, gguf_file
+from ..runs import has_adapter, run_dirs
 
 
 class ChatTarget(Protocol):
@@ -36,18 +42,29 @@ class ChatTarget(Protocol):
         """Stop offering a model served apart."""
 
 
-SERVABLE_TARGETS = ("merged", "int8")  # what `workbench serve --model DIR` loads
+SERVABLE_TARGETS = ("merged", "int8", "gguf")  # our server loads the first two's directory, llama-server a GGUF file
 RED = "#c62828"
 NO_RUNS_YET = "no run with an adapter or a passed export"
 
 
-def servable_exports(run_dir: str | Path) -> dict[str, Path]:
-    """{export name: directory} of a run's exports that passed parity and a server can load."""
-    return {
-        path.name: path
-        for path, m in run_exports(run_dir)
-        if m.get("status") == "passed" and m.get("target") in SERVABLE_TARGETS
-    }
+def server_start(export_dir: Path, manifest: dict, subprocess_mode: bool = True) -> dict | None:
+    """``start_server``'s arguments for one export (None: it failed parity, or no server here loads it): the one
+    place an export becomes a server. merged / int8: our server over the directory (``subprocess_mode``: in a child
+    process); gguf: llama-server over the GGUF file of the export's quantization, with its mmproj when it has one."""
+    target = manifest.get("target")
+    if manifest.get("status") != "passed" or target not in SERVABLE_TARGETS:
+        return None
+    if target != "gguf":
+        return {"model": str(export_dir), "subprocess_mode": subprocess_mode}
+    start = {"model": str(gguf_file(export_dir, manifest["options"]["quant"])), "engine": "llama-cpp"}
+    mmproj = export_dir / MMPROJ_FILE
+    return {**start, "mmproj": str(mmproj)} if mmproj.is_file() else start
+
+
+def servable_exports(run_dir: str | Path, subprocess_mode: bool = True) -> dict[str, dict]:
+    """{export name: ``start_server``'s arguments} of a run's exports that passed parity and a server can load."""
+    starts = {path.name: server_start(path, m, subprocess_mode) for path, m in run_exports(run_dir)}
+    return {name: start for name, start in starts.items() if start is not None}
 
 
 def export_model_id(run_dir: str | Path, export_name: str) -> str:
@@ -88,7 +105,7 @@ class ExportChatSection(W.VBox):
         self._task: asyncio.Future | None = None
         super().__init__(
             [
-                W.HTML("<b>Exports of a run</b> (fp32 merged vs int8 vs the adapter)"),
+                W.HTML("<b>Exports of a run</b> (fp32 merged vs int8 vs GGUF vs the adapter)"),
                 W.HBox([self.runs_dir, self.refresh_button]),
                 W.HBox([self.run, self.exports]),
                 W.HBox([self.with_adapter, self.serve_button]),
@@ -122,21 +139,18 @@ class ExportChatSection(W.VBox):
         """In a worker thread: start a server per export (and add the adapter); returns handles and problems."""
         from ..serve import start_server
 
+        starts = servable_exports(run_dir, self.subprocess_mode)
         started, problems = {}, []
         for name in names:
             model_id = export_model_id(run_dir, name)
             if model_id in self.servers:
                 started[model_id] = self.servers[model_id]
                 continue
+            if name not in starts:  # removed, or re-exported and failed, since it was listed
+                problems.append(f"{name}: no longer a passed export of {run_dir.name} (Refresh)")
+                continue
             try:
-                handle = start_server(
-                    str(exports_dir(run_dir) / name),
-                    model_id=model_id,
-                    port=0,
-                    subprocess_mode=self.subprocess_mode,
-                    wait=False,
-                    log_level="warning",
-                )
+                handle = start_server(**starts[name], model_id=model_id, port=0, wait=False, log_level="warning")
                 started[model_id] = handle.wait_ready()
             except Exception as err:  # noqa: BLE001 - shown in the section; the other exports still start
                 problems.append(f"{name}: {type(err).__name__}: {err}")
