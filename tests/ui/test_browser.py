@@ -261,6 +261,12 @@ def test_quickstart_in_jupyterlab(jupyter_lab):
             page.locator(".wb-config-panel").first.scroll_into_view_if_needed()
             shots("0-config")
             assert page.locator(".wb-config-panel input[placeholder^='run.yaml']").first.input_value() == ""
+            # every section tab shows its whole name (in one row ipywidgets cut them to ~7 characters)
+            labels = page.evaluate(
+                "() => [...document.querySelectorAll('.wb-config-panel .lm-TabBar-tabLabel')]"
+                ".map(e => [e.textContent, e.scrollWidth > e.clientWidth])"
+            )
+            assert len(labels) > 10 and not [name for name, cut in labels if cut], labels
             page.locator(".wb-monitor-panel").first.scroll_into_view_if_needed()
             shots("1-panels")
             # the monitor uses the notebook's width: more than one column, and every chart readable

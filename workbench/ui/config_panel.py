@@ -68,6 +68,17 @@ class FieldEditor:
         )
 
 
+# The schema has ~20 sections: in one row ipywidgets shrinks every tab to ~7 characters ("checkpo..."), so the section
+# tabs keep their whole names and wrap onto a second row instead.
+SECTION_TABS_STYLE = (
+    "<style>"
+    ".wb-section-tabs > .lm-TabBar { height: auto; }"
+    ".wb-section-tabs > .lm-TabBar .lm-TabBar-content { flex-wrap: wrap; }"
+    ".wb-section-tabs > .lm-TabBar .lm-TabBar-tab { flex: 0 0 auto; min-width: fit-content; padding: 0 10px; }"
+    "</style>"
+)
+
+
 class ConfigPanel(W.VBox):
     """Edit a RunConfig. ``config`` is the current valid config (None while a value is invalid); ``form``
     the model behind the widgets (``config_form.ConfigForm``).
@@ -131,7 +142,7 @@ class ConfigPanel(W.VBox):
         self.recipe_message.add_class("wb-recipe-message")
         super().__init__(
             [
-                W.HTML("<b>Run configuration</b>"),
+                W.HTML(f"<b>Run configuration</b>{SECTION_TABS_STYLE}"),
                 W.HBox([self.recipe_choice, self.recipe_button]),
                 self.recipe_message,
                 self.tabs,
@@ -163,7 +174,9 @@ class ConfigPanel(W.VBox):
                 rows.append(self.preview)
             tabs.append(W.VBox(rows))
             titles.append(section)
-        return W.Tab(children=tabs, titles=titles)
+        section_tabs = W.Tab(children=tabs, titles=titles)
+        section_tabs.add_class("wb-section-tabs")
+        return section_tabs
 
     # ---- the form <-> the widgets ---------------------------------------------------------------
     @property
