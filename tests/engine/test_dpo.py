@@ -58,6 +58,34 @@ def test_the_margin_and_reward_accuracy_rise_against_the_start_model_frozen(make
     assert started.data["train"]["examples"] == 16
 
 
+def test_every_loss_head_trains_the_same_run(make_cfg, monkeypatch):
+    """memory.loss_head reaches DPO: the default chunked head (logits a few target positions at a time, never the 32
+    sequences' [seq, vocab]) and the labels head project each reply's target positions only, per row, and give the
+    full head's losses and margins step by step (fp32)."""
+    import workbench.forward.head as head_module
+
+    own, per_row_calls = head_module.labelled_loss_sum, []
+
+    def spied(*args, **kwargs):
+        per_row_calls.append(args[4] if len(args) > 4 else kwargs.get("per_row", False))
+        return own(*args, **kwargs)
+
+    monkeypatch.setattr(head_module, "labelled_loss_sum", spied)
+    runs, calls = {}, {}
+    for head in ("full", "labels", "chunked"):
+        per_row_calls.clear()
+        overrides = {"memory.loss_head": head, "memory.loss_chunk_tokens": 16, "schedule.max_steps": 3}
+        runs[head] = train(dpo(make_cfg, **overrides))
+        calls[head] = list(per_row_calls)
+    # the reference (once) and every micro-batch of every step: 1 + 3 forwards
+    assert calls["full"] == [] and calls["labels"] == calls["chunked"] == [True] * 4, calls
+    full = runs["full"]
+    for head in ("labels", "chunked"):
+        assert runs[head].losses == pytest.approx(full.losses, rel=1e-5), head
+        margins = [e.margin for e in events_of(runs[head].run_dir, "dpo_rewards")]
+        assert margins == pytest.approx([e.margin for e in events_of(full.run_dir, "dpo_rewards")], abs=1e-4), head
+
+
 @pytest.mark.parametrize(
     "settings",
     [

@@ -119,6 +119,36 @@ def test_fp32_loss_and_every_gradient_equal_the_full_head(source, lora):
     _assert_same(_model(source, lora), _text_batch())
 
 
+@pytest.mark.parametrize(
+    "source,lora",
+    [("tiny-glm4", {"target_modules": ["q_proj", "v_proj", "lm_head"], "dropout": 0.0}), ("tiny-llama-tied", None)],
+)
+def test_each_rows_log_probability_and_its_gradient_equal_the_full_heads(source, lora):
+    """DPO's per-reply log-probabilities (``sequence_logprobs``) through the labels and chunked heads: each row's sum
+    and the gradient of a loss weighing the rows differently (as DPO's does) equal the full head's; the chunked head
+    projects only the target positions (the full head: every position of both rows)."""
+    from workbench.forward import sequence_logprobs
+
+    model, batch = _model(source, lora), _text_batch()
+    weights = torch.tensor([1.0, -2.0])  # one row pushed up, the other down: a sum over rows would hide a mix-up
+
+    def run(memory):
+        model.zero_grad(set_to_none=True)
+        logp, tokens = sequence_logprobs(model, batch, None, memory)
+        (logp * weights).sum().backward()
+        return logp.detach(), tokens, {n: p.grad.clone() for n, p in model.named_parameters() if p.grad is not None}
+
+    ref_logp, ref_tokens, ref_grads = run(HEADS["full"])
+    assert ref_logp.shape == (2,) and ref_tokens.tolist() == [15, 9]
+    for head in ("labels", "chunked"):
+        logp, tokens, grads = run(HEADS[head])
+        assert torch.allclose(logp, ref_logp, rtol=FP32_REL, atol=1e-5), (head, logp, ref_logp)
+        assert tokens.tolist() == ref_tokens.tolist() and grads.keys() == ref_grads.keys()
+        for name, g in ref_grads.items():
+            assert float((grads[name] - g).norm() / g.norm()) <= 1e-5, (head, name)
+        assert getattr(output_head(model), "_workbench_projected")[0] == 24  # 15 + 9 positions, not 2 x 40
+
+
 @pytest.mark.parametrize("mode", ["bf16", "fp16"])
 def test_low_precision_autocast_matches_the_full_head(mode):
     dtype = {"bf16": torch.bfloat16, "fp16": torch.float16}[mode]

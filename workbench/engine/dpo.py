@@ -10,7 +10,8 @@ DDP each rank computes its share of the pairs and the figures are summed over ra
 Per optimizer step, each of ``grad_accum_steps`` micro-batches takes ``micro_batch_size`` pairs (this rank's slice
 of the data stream, as SFT takes rows) and runs one forward over their 2 x micro_batch_size sequences (the chosen
 rows, then the rejected ones, as TRL concatenates them); each reply's log-probability is summed over its assistant
-tokens (``forward.sequence_logprobs``), the loss is ``engine.dpo_loss`` (dpo.loss_type, dpo.beta), and the window's
+tokens (``forward.sequence_logprobs``, through the run's ``memory.loss_head``: with the default chunked head no
+[2 x micro_batch_size, seq, vocab] logits are ever held), the loss is ``engine.dpo_loss`` (dpo.loss_type, dpo.beta), and the window's
 loss is the mean over its pairs on all ranks (TRL's mean: the divisor is the window's pairs, as SFT's is its tokens).
 The step's ``DpoRewards`` event says what the implicit rewards did.
 """
@@ -105,7 +106,7 @@ class DpoStep:
             for start in range(0, -(-n // world), mbs):
                 chunk = mine[start : start + mbs]
                 logp, _ = sequence_logprobs(
-                    t.forward, on_device(self._batch(chunk or [0]), t.device), t.precision.autocast
+                    t.forward, on_device(self._batch(chunk or [0]), t.device), t.precision.autocast, self.cfg.memory
                 )
                 chosen, rejected = logp.double().cpu().chunk(2)
                 for k, i in enumerate(chunk):
@@ -136,7 +137,7 @@ class DpoStep:
         for i, (idx, batch) in enumerate(windows):
             ref = self.reference[idx]
             with t.accumulating(i == len(windows) - 1):
-                logp, tokens = sequence_logprobs(t.forward, batch, t.precision.autocast)
+                logp, tokens = sequence_logprobs(t.forward, batch, t.precision.autocast, self.cfg.memory)
                 (pi_c, pi_r), (n_c, n_r) = logp.chunk(2), tokens.chunk(2)
                 ref_c, ref_r = ref[:, 0].to(logp.device), ref[:, 1].to(logp.device)
                 part = dpo_losses(pi_c, pi_r, ref_c, ref_r, dpo.beta, dpo.loss_type, n_c, n_r).sum()

@@ -28,7 +28,7 @@ import torch
 from torch.utils.checkpoint import checkpoint
 
 from ..data.tokenize import IGNORE_INDEX
-from ..precision import target_loss_sum
+from ..precision import target_loss_sum, target_losses
 
 Project = Callable[[torch.Tensor], torch.Tensor]
 # Set on the output module by each forward through the head: (rows projected, the logits' dtype). Its forward hooks
@@ -64,13 +64,26 @@ def _chunk_loss(project: Project, hidden: torch.Tensor, targets: torch.Tensor) -
     return target_loss_sum(project(hidden), targets)
 
 
+def _chunk_row_losses(
+    project: Project, hidden: torch.Tensor, targets: torch.Tensor, rows: torch.Tensor, batch: int
+) -> torch.Tensor:
+    """[batch]: each row's summed cross-entropy over the chunk's positions (``rows``: each position's row)."""
+    losses = target_losses(project(hidden), targets)
+    return losses.new_zeros(batch).index_add(0, rows.to(losses.device), losses)
+
+
 def labelled_loss_sum(
-    project: Project, hidden: torch.Tensor, labels: torch.Tensor, chunk_tokens: int | None = None
+    project: Project,
+    hidden: torch.Tensor,
+    labels: torch.Tensor,
+    chunk_tokens: int | None = None,
+    per_row: bool = False,
 ) -> torch.Tensor:
     """Summed next-token cross-entropy of ``project(hidden)`` [batch, seq, vocab] against ``labels`` [batch, seq],
-    with ``project`` applied only at labelled positions; ``chunk_tokens``: in checkpointed chunks of that many.
-    A micro-batch without labels gives a zero that still reaches the projection's parameters (a data-parallel
-    wrapper then sees every parameter used, as under the full head)."""
+    with ``project`` applied only at labelled positions; ``chunk_tokens``: in checkpointed chunks of that many;
+    ``per_row``: a [batch] sum per row (DPO's replies) instead of one. A micro-batch without labels gives a zero that
+    still reaches the projection's parameters (a data-parallel wrapper then sees every parameter used, as under the
+    full head)."""
     if hidden.shape[:2] != labels.shape:
         raise ValueError(
             f"the output projection got hidden states of shape {tuple(hidden.shape)} for labels of "
@@ -80,6 +93,9 @@ def labelled_loss_sum(
     positions = labelled_positions(labels)
     x = hidden.reshape(-1, hidden.size(-1)).index_select(0, positions)  # saves only the int64 positions
     targets = labels.reshape(-1)[positions + 1]  # the label at t+1 (a row's last position is never kept)
+    if per_row:  # no chunk spans two rows: a row's sum never depends on the rows batched with it
+        rows = positions // labels.shape[1]
+        return _row_sums(project, x, targets, rows, labels.shape[0], chunk_tokens)
     if chunk_tokens is None:
         return _chunk_loss(project, x, targets)
     total = None
@@ -95,10 +111,36 @@ def labelled_loss_sum(
     return total
 
 
+def _row_sums(
+    project: Project,
+    x: torch.Tensor,
+    targets: torch.Tensor,
+    rows: torch.Tensor,
+    batch: int,
+    chunk_tokens: int | None,
+) -> torch.Tensor:
+    """[batch]: each row's summed cross-entropy, its positions (row-major, ``rows``: each one's row) projected row by
+    row, in chunks of ``chunk_tokens`` (checkpointed) or whole."""
+    pieces, start = [], 0
+    for n in torch.bincount(rows, minlength=batch).tolist():
+        step = chunk_tokens or max(n, 1)
+        pieces += [(a, min(a + step, start + n)) for a in range(start, start + n, step)]
+        start += n
+    total = None
+    for a, b in pieces or [(0, 0)]:  # no labels: a zero that still reaches the projection
+        args = (project, x[a:b], targets[a:b], rows[a:b], batch)
+        part = checkpoint(_chunk_row_losses, *args, use_reentrant=False) if chunk_tokens else _chunk_row_losses(*args)
+        total = part if total is None else total + part
+    return total
+
+
 @contextlib.contextmanager
-def loss_at_labels(model: torch.nn.Module, labels: torch.Tensor, chunk_tokens: int | None = None):
+def loss_at_labels(
+    model: torch.nn.Module, labels: torch.Tensor, chunk_tokens: int | None = None, per_row: bool = False
+):
     """For the forwards inside it, ``model``'s output module returns ``labelled_loss_sum`` of its input (the model's
-    ``logits`` is then that scalar). The module's own forward (whatever wraps it then) is what projects."""
+    ``logits`` is then that scalar, or with ``per_row`` its [batch] sums). The module's own forward (whatever wraps
+    it then) is what projects."""
     head = output_head(model)
     own = "forward" in head.__dict__  # a precision rule's wrapper is an instance attribute
     project = head.forward
@@ -111,7 +153,7 @@ def loss_at_labels(model: torch.nn.Module, labels: torch.Tensor, chunk_tokens: i
             dtypes.append(out.dtype)  # backward's recomputation appends too, after the forward has read it
             return out
 
-        loss = labelled_loss_sum(projected, hidden, labels, chunk_tokens)
+        loss = labelled_loss_sum(projected, hidden, labels, chunk_tokens, per_row)
         setattr(head, PROJECTED, (int((labels[:, 1:] != IGNORE_INDEX).sum()), dtypes[0]))
         return loss
 

@@ -63,13 +63,22 @@ def token_logprobs(
 
 
 def sequence_logprobs(
-    model: torch.nn.Module, batch: dict, autocast: Autocast = None
+    model: torch.nn.Module, batch: dict, autocast: Autocast = None, memory: MemorySection | None = None
 ) -> tuple[torch.Tensor, torch.Tensor]:
     """[batch] summed log-probability of each row's target tokens (its labels that are not ``IGNORE_INDEX``: an
-    SFT row's assistant tokens), normalised in fp32, and [batch] how many they are: what DPO compares a reply by."""
-    logp = token_logprobs(model, batch, autocast)
-    targets = (batch["labels"][:, 1:] != IGNORE_INDEX).to(logp.device)
-    return torch.where(targets, logp, torch.zeros_like(logp)).sum(dim=1), targets.sum(dim=1)
+    SFT row's assistant tokens), normalised in fp32, and [batch] how many they are: what DPO compares a reply by.
+    ``memory``: the run's ``memory`` section, whose ``loss_head`` computes them as it computes SFT's loss (``labels``
+    and ``chunked``: logits only at the target positions, ``chunked`` a chunk at a time; ``forward.head``)."""
+    memory = memory if memory is not None else MemorySection()
+    targets = batch["labels"][:, 1:] != IGNORE_INDEX
+    if memory.loss_head == "full":
+        logp = token_logprobs(model, batch, autocast)
+        targets = targets.to(logp.device)
+        return torch.where(targets, logp, torch.zeros_like(logp)).sum(dim=1), targets.sum(dim=1)
+    chunk = memory.loss_chunk_tokens if memory.loss_head == "chunked" else None
+    with loss_at_labels(model, batch["labels"], chunk, per_row=True):
+        losses = batch_logits(model, batch, autocast)  # the head returned each row's summed loss in place of logits
+    return -losses, targets.to(losses.device).sum(dim=1)
 
 
 def batch_loss_sum(

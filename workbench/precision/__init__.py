@@ -8,6 +8,7 @@ from .step import (
     nonfinite_grad_params,
     optimizer_step,
     target_loss_sum,
+    target_losses,
     token_loss_sum,
     window_loss_divisor,
 )
@@ -23,6 +24,7 @@ __all__ = [
     "nonfinite_grad_params",
     "optimizer_step",
     "target_loss_sum",
+    "target_losses",
     "token_loss_sum",
     "window_loss_divisor",
 ]

@@ -37,6 +37,18 @@ def target_loss_sum(logits: torch.Tensor, targets: torch.Tensor) -> torch.Tensor
     )
 
 
+def target_losses(logits: torch.Tensor, targets: torch.Tensor) -> torch.Tensor:
+    """``target_loss_sum``'s cross-entropy per position (0 where the target is ``IGNORE_INDEX``), fp32: what a sum per
+    sequence is taken from (DPO's log-probability of a reply)."""
+    logits = logits.float()
+    return F.cross_entropy(
+        logits.reshape(-1, logits.size(-1)),
+        targets.to(logits.device).reshape(-1),
+        ignore_index=IGNORE_INDEX,
+        reduction="none",
+    ).reshape(targets.shape)
+
+
 def token_loss_sum(logits: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
     """Summed next-token cross-entropy over target tokens: the logits at position t against the label at t+1."""
     return target_loss_sum(logits[:, :-1, :], labels[:, 1:])
