@@ -62,3 +62,14 @@ def test_monitor_draws_margin_and_accuracy_for_dpo_runs_only(tmp_path):
     m.wait_sync(10)
     assert not m.charts.dpo_margin_fig.data and not m.charts.dpo_accuracy_fig.data
     assert all(m.charts.figure_boxes[n].layout.display == "none" for n in ("dpo_margin", "dpo_accuracy"))
+
+
+def test_a_monitor_before_any_run_shows_the_common_charts_only():
+    """Before its first events a monitor does not know the run's method: GRPO's, DPO's and the task charts stay hidden
+    (a new user launching an SFT run saw empty 'DPO rewards' and 'task pool' charts waiting)."""
+    from workbench.ui.monitor_charts import METHOD_FIGURES
+
+    boxes = RunMonitor().charts.figure_boxes
+    assert set(METHOD_FIGURES) < set(boxes)
+    assert {n: boxes[n].layout.display for n in METHOD_FIGURES} == dict.fromkeys(METHOD_FIGURES, "none")
+    assert all(boxes[n].layout.display is None for n in ("loss", "grad_norm", "lr", "memory"))

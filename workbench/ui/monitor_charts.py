@@ -34,6 +34,9 @@ MiB = 2**20
 # notebook is wide (2 on a ~1000 px notebook, 3 on a very wide one) and wraps to 1 on a narrow one.
 CHART_WIDTH_PX = 440
 WAITING = "waiting for the run's first events"
+# charts of one training method or one kind of run only: hidden until the run says it is one (an SFT run never shows
+# GRPO's rewards or DPO's margins, not even empty before its first events)
+METHOD_FIGURES = ("rewards", "mismatch", "pool", "dpo_margin", "dpo_accuracy", "tasks")
 CENSUS_WAITING = f"<i style='color:#999'>{WAITING}</i>"
 
 
@@ -249,6 +252,8 @@ class MonitorCharts:
         for name, fig in self.figures.items():
             box = W.Box([fig])  # the class goes on a plain box: a FigureWidget's own view may not apply it
             box.add_class(f"wb-fig-{name}")
+            if name in METHOD_FIGURES:  # shown once the run's method (or its first such event) is known
+                box.layout.display = "none"
             self.figure_boxes[name] = box
         # In fp32/bf16 there is no loss scale to draw: the cell says so instead of showing empty axes
         self.scale_note = W.HTML(layout=W.Layout(display="none", width=f"{CHART_WIDTH_PX}px"))
