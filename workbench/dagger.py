@@ -56,6 +56,7 @@ class RoundResult:
     pairs: Path
     train: Path
     event: DaggerRound
+    left_out: int = 0  # states labelled but left out: their conversation is not in the runtime format
 
 
 @dataclass
@@ -284,7 +285,15 @@ def dagger_rounds(
             writer.emit(event)
             out.append(
                 RoundResult(
-                    n, Path(trained), status, n_steps, labelled.labels, labelled.pairs, Path(merged.path), event
+                    n,
+                    Path(trained),
+                    status,
+                    n_steps,
+                    labelled.labels,
+                    labelled.pairs,
+                    Path(merged.path),
+                    event,
+                    labelled.left_out,
                 )
             )
             if status != "finished" or (budget and budget.last):

@@ -298,8 +298,12 @@ def _rounds_note(rounds: list) -> str:
     kinds = {k: sum(r.event.kinds.get(k, 0) for r in rounds) for k in rounds[0].event.kinds}
     return (
         f"{len(rounds)} DAgger round(s) of {' + '.join(str(r.steps) for r in rounds)} steps, {labelled} states "
-        f"labelled ({_kinds_text(kinds)})"
+        f"labelled ({_kinds_text(kinds)}){_left_out_text(sum(r.left_out for r in rounds))}"
     )
+
+
+def _left_out_text(n: int) -> str:
+    return f", {n} left out (not in the runtime format)" if n else ""
 
 
 def _kinds_text(kinds: dict) -> str:
@@ -323,7 +327,10 @@ def _dpo(at: StartPoint) -> Baseline:
     budget = at.budget()
     played = at.start_play(budget)
     labelled = write_labels(played.episodes, ExpertPolicy(at.tasks), at.run_dir / "dpo" / "labels", played.folder)
-    note = f"the start's {len(played.episodes)} RL episodes: {labelled.states} states, {_kinds_text(labelled.kinds)}"
+    note = (
+        f"the start's {len(played.episodes)} RL episodes: {labelled.states} states, {_kinds_text(labelled.kinds)}"
+        f"{_left_out_text(labelled.left_out)}"
+    )
     trained, steps, note = _train_dpo(at, "dpo", at.start_model, [labelled.pairs], budget, note)
     return Baseline("dpo", trained, budget.spent(), steps, note)
 
