@@ -63,13 +63,15 @@ class RoundResult:
 class TimeBudget:
     """A wall time that playing, labelling and training share (the recipe bench's baselines: each trains from the same
     start for the recipe's own training time). ``step_s``: one training step's seconds (the start run's fastest);
-    ``play_s``: what one round's playing and labelling costs (the start's playing of the tasks). ``owed_s``: seconds
-    counted against the budget that were not spent under it (episodes played once for several baselines and read
-    here: the playing counts against each)."""
+    ``play_s``: what one round's playing and labelling costs (the start's playing of the tasks); ``run_s``: what a
+    training run costs besides its steps (its worker's start, the model's loading, the rows' tokenizing, the saving).
+    ``owed_s``: seconds counted against the budget that were not spent under it (episodes played once for several
+    baselines and read here: the playing counts against each)."""
 
     wall_s: float
     step_s: float
     play_s: float = 0.0
+    run_s: float = 0.0
     clock: Callable[[], float] = time.monotonic
     owed_s: float = 0.0
     last: bool = False  # the round just planned takes all that was left: no further round is played
@@ -86,13 +88,14 @@ class TimeBudget:
 
     def round_steps(self, n: int, rounds: int) -> int:
         """Round ``n``'s training steps (of at most ``rounds``), once its playing and labelling are done: what is
-        left, less the playing of the rounds still to come, shared evenly among this round and them. A further round
-        is played only when each round then still trains at least as long as a round plays (else that time is
-        better spent training): with too little left for that, this round takes all of it and is the ``last``. 0:
-        not one step is left (DAgger ends before this round trains)."""
+        left, less the playing of the rounds still to come, shared evenly among this round and them, each share
+        less a run's own cost. A further round is played only when each round then still trains at least as long as
+        a round plays and for a step at least (else that time is better spent training): with too little left for
+        that, this round takes all of it and is the ``last``. 0: not one step is left (DAgger ends before this round
+        trains)."""
         left = self.left()
         for remaining in range(max(1, rounds - n + 1), 0, -1):
-            share = (left - (remaining - 1) * self.play_s) / remaining
+            share = (left - (remaining - 1) * self.play_s) / remaining - self.run_s
             if remaining == 1 or share >= max(self.play_s, self.step_s):
                 break
         self.last = remaining == 1

@@ -104,6 +104,8 @@ def bench_setup(monkeypatch, tmp_path, agent_rows, agent_start_run):
     clock, made = [0.0], []
     monkeypatch.setattr(bl, "time", SimpleNamespace(monotonic=lambda: clock[0], strftime=time.strftime))
     monkeypatch.setattr(bl, "fastest_step_s", lambda run: STEP_S)
+    run_overhead_s = bl.run_overhead_s
+    monkeypatch.setattr(bl, "run_overhead_s", lambda run: 0.0)  # a run costs its steps alone (here: the clock's)
 
     def mistaken(name, load, max_tokens):
         return lambda: made.append(name) or Scripted(name, "mistaken", clock)
@@ -130,6 +132,8 @@ def bench_setup(monkeypatch, tmp_path, agent_rows, agent_start_run):
         trained=trained,
         made=made,
         bl=bl,
+        clock=clock,
+        run_overhead_s=run_overhead_s,
     )
 
 
@@ -240,6 +244,9 @@ def test_a_budget_plays_a_further_round_only_while_each_round_trains_as_long_as_
     assert short.round_steps(1, 3) == 4 and short.last
     clock[0] += 35
     assert short.round_steps(1, 3) == 0  # 5 s left: not a step
+    costly = TimeBudget(120.0, 10.0, play_s=20.0, run_s=5.0, clock=lambda: clock[0], owed_s=20.0)
+    # 100 s left: 3 rounds would train 15 s each once a run's own 5 s are paid, less than a round plays; 2 rounds 35 s
+    assert costly.round_steps(1, 3) == 3 and not costly.last
 
 
 def test_dpo_steps_count_two_sft_steps_a_step_and_the_reference_pass():
@@ -270,3 +277,33 @@ def test_the_starts_episodes_copied_from_a_run_beside_are_charged_the_playing_th
     assert s.made == ["start"] and played.replayed_from == s.grpo_run / "episodes" / "rl-tasks-start"
     summary = json.loads((played.folder / "summary.json").read_text())
     assert summary[PLAY_S] > 0 and budget.owed_s == second.play_s == summary[PLAY_S]
+
+
+def test_a_training_runs_cost_besides_its_steps_comes_off_the_steps_planned_after_it(
+    bench_setup, monkeypatch, tmp_path
+):
+    """The start run's time that no step took (building, tokenizing, saving) comes off SFT continued's steps; each
+    run trained here then says what a run costs for the runs planned after it (DAgger's rounds)."""
+    from workbench.events import EventWriter, Step
+
+    s = bench_setup
+    run = tmp_path / "start-run"
+    run.mkdir()
+    with EventWriter(run / "events.jsonl") as w:  # 50 s from first event to last, 30 s of it in steps
+        for n, (at, took) in enumerate([(100.0, 10.0), (120.0, 8.0), (150.0, 12.0)], 1):
+            w.emit(Step(n, 1.0, 1e-4, 1.0, None, False, 10, 1.0, took, 0.0, time=at))
+    assert s.run_overhead_s(run) == 20.0
+    monkeypatch.setattr(s.bl, "run_overhead_s", lambda run: 6.0)
+
+    def train(cfg):  # each run costs 7 s besides its steps
+        s.clock[0] += cfg.schedule.max_steps * STEP_S + 7.0
+        return s.grpo_run
+
+    recipe = s.recipe.model_copy(update={"baselines": ["sft_continued"]})
+    [continued] = s.bl.train_baselines(recipe, s.start, s.start_run, s.model, WALL_S, s.grpo_run, train, False)
+    assert continued.steps == 11  # (120 - 6) / 10, rounded
+    at = s.bl.StartPoint(recipe, s.start, s.model, WALL_S, s.grpo_run, train, False, STEP_S, "now", run_s=6.0)
+    budget = at.budget()
+    at.train_sft(at.config("sft_continued", {"schedule.max_steps": 3}), budget)
+    assert at.run_s == budget.run_s == 7.0
+    assert budget.round_steps(1, 1) == 7  # 120 - 37 spent - a run's 7 s: 76 s, 7 steps

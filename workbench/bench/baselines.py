@@ -7,7 +7,9 @@ playing, labelling and training counted in it:
 
 * ``sft_continued``: the start recipe's training continued (its data, its settings) for as many steps as that wall
   time holds at the start run's own fastest step (a busy machine only slows a step: a start trained beside other
-  jobs had a median of 24.3 s a step where the same recipe alone takes 10.9 s, which halved its baseline's steps);
+  jobs had a median of 24.3 s a step where the same recipe alone takes 10.9 s, which halved its baseline's steps),
+  less what a run costs besides its steps (its worker's start, the model's building, the rows' tokenizing, the
+  saving: ``run_overhead_s`` of the start run, then of the last run trained here; every baseline plans with it);
 * ``filtered_bc``: the start model's episodes of the recipe's RL tasks (below), its successful ones as training rows
   (``agent.record``), and the start recipe's training on them for what is left of the wall time;
 * ``dagger``: DAgger's rounds from the start model on the RL tasks (``dagger.dagger_rounds``: round 1 labels the
@@ -91,6 +93,17 @@ def fastest_step_s(run_dir: Path) -> float:
     return min(times)
 
 
+def run_overhead_s(run_dir: Path) -> float:
+    """What a training run of the start recipe costs besides its steps, as the start run took it: the time from its
+    first event to its last that no step took (the model's building, the rows' tokenizing, the saving)."""
+    from ..events import iter_events
+    from ..runs.layout import EVENTS_FILE
+
+    events = [e for e in iter_events(run_dir / EVENTS_FILE) if e.rank == 0]
+    steps = sum(e.step_time_s for e in events if getattr(e, "type", None) == "step")
+    return max(0.0, events[-1].time - events[0].time - steps) if events else 0.0
+
+
 @dataclass
 class StartPoint:
     """What every baseline of one recipe's run trains from and within: the start recipe and model, the wall time,
@@ -106,6 +119,7 @@ class StartPoint:
     progress: bool
     step_s: float
     stamp: str
+    run_s: float = 0.0  # a training run's cost besides its steps: the start run's, then the last SFT run's here
     played: object = None  # agent.judging.Judged: the start's episodes of the RL tasks, once played
     play_s: float = 0.0  # what playing them took
 
@@ -150,7 +164,17 @@ class StartPoint:
 
     def budget(self) -> TimeBudget:
         """A baseline's share of the wall time, from now."""
-        return TimeBudget(self.wall_s, self.step_s, clock=time.monotonic)
+        return TimeBudget(self.wall_s, self.step_s, run_s=self.run_s, clock=time.monotonic)
+
+    def train_sft(self, cfg, budget: TimeBudget | None = None) -> Path:
+        """``train(cfg)`` for a run of the start recipe's method, its cost besides its steps kept (``run_s``, and
+        ``budget``'s) for the runs still to plan."""
+        t0 = time.monotonic()
+        trained = self.train(cfg)
+        self.run_s = max(0.0, time.monotonic() - t0 - cfg.schedule.max_steps * self.step_s)
+        if budget is not None:
+            budget.run_s = self.run_s
+        return trained
 
     def start_play(self, budget: TimeBudget):
         """The start's judged episodes of the RL tasks (played on the first call, then read), their playing charged
@@ -181,6 +205,7 @@ def train_baselines(
         progress,
         fastest_step_s(start_run),
         time.strftime("%Y%m%d-%H%M%S"),
+        run_overhead_s(start_run),
     )
     return [TRAINERS[role](at) for role in recipe.baselines]
 
@@ -194,9 +219,9 @@ def _announce(at: StartPoint, role: str, what: str) -> None:
 
 
 def _sft_continued(at: StartPoint) -> Baseline:
-    budget, steps = at.budget(), max(1, round(at.wall_s / at.step_s))
+    budget, steps = at.budget(), max(1, round((at.wall_s - at.run_s) / at.step_s))
     _announce(at, "sft_continued", f"{steps} steps of {at.start.name}")
-    trained = at.train(at.config("sft_continued", {"schedule.max_steps": steps}))
+    trained = at.train_sft(at.config("sft_continued", {"schedule.max_steps": steps}))
     return Baseline("sft_continued", trained, budget.spent(), steps)
 
 
@@ -205,12 +230,12 @@ def _filtered_bc(at: StartPoint) -> Baseline:
     rows, note = own_successes(at, budget)
     if rows is None:
         return Baseline("filtered_bc", None, budget.spent(), note=note)
-    steps = round(budget.left() / at.step_s)
+    steps = round((budget.left() - at.run_s) / at.step_s)
     if steps < 1:  # one step with no warmup only perturbs it (2026-12-06: 1 of 24 tasks)
         note += f"; playing them took {budget.spent():.0f} s of the {at.wall_s:.0f} s: no time left to train"
         return Baseline("filtered_bc", None, budget.spent(), note=note)
     _announce(at, "filtered_bc", f"{steps} steps of {at.start.name} ({note})")
-    trained = at.train(at.config("filtered_bc", {"data.train": str(rows), "schedule.max_steps": steps}))
+    trained = at.train_sft(at.config("filtered_bc", {"data.train": str(rows), "schedule.max_steps": steps}))
     return Baseline("filtered_bc", trained, budget.spent(), steps, note)
 
 
@@ -284,7 +309,7 @@ def _run_dagger(at: StartPoint, role: str, budget: TimeBudget, played) -> list:
         at.tasks,
         rounds,
         budget,
-        lambda cfg: (at.train(cfg), "finished"),
+        lambda cfg: (at.train_sft(cfg, budget), "finished"),
         at.run_dir / role,
         progress=at.progress,
         first_played=played,
@@ -362,7 +387,7 @@ def _train_dpo(at: StartPoint, role: str, model: Path, sources: list, budget: Ti
         return None, 0, f"{note}: no pairs (no step left a shortest path): nothing for DPO to prefer"
     cfg = at.start.run_config(at.common)
     per_step = cfg.schedule.micro_batch_size * cfg.schedule.grad_accum_steps * _ranks(cfg)
-    steps = dpo_steps(budget.left(), at.step_s, pairs, per_step)
+    steps = dpo_steps(budget.left() - at.run_s, at.step_s, pairs, per_step)
     if steps < 1:
         return (
             None,
