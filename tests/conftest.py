@@ -143,6 +143,52 @@ def write_jsonl(path: Path, lines: list[str]) -> Path:
     return path
 
 
+# ---- a tiny whole-model screenshot agent: what DAgger and the bench's baselines start from ------------------------
+
+AGENT_ROWS = SAMPLES / "phone_episodes" / "train.jsonl"
+AGENT_START_ROWS = 12  # the first rows of AGENT_ROWS, the start's training rows (agent_rows)
+
+
+@pytest.fixture(scope="session")
+def agent_rows(tmp_path_factory) -> Path:
+    """The first ``AGENT_START_ROWS`` oracle episode rows of the screenshot agent, their screenshots beside them."""
+    import json
+    import shutil
+
+    data = tmp_path_factory.mktemp("agent-rows")
+    lines = AGENT_ROWS.read_text(encoding="utf-8").splitlines()[:AGENT_START_ROWS]
+    for line in lines:
+        for part in [p for m in json.loads(line)["messages"] if isinstance(m["content"], list) for p in m["content"]]:
+            if part["type"] == "image_url":
+                (data / part["image_url"]["url"]).parent.mkdir(exist_ok=True)
+                shutil.copy(AGENT_ROWS.parent / part["image_url"]["url"], data / part["image_url"]["url"])
+    return write_jsonl(data / "train.jsonl", lines)
+
+
+@pytest.fixture(scope="session")
+def agent_start_run(tmp_path_factory, agent_rows) -> Path:
+    """A whole-model tiny screenshot agent (tiny GLM-4V, every weight), trained a step on ``agent_rows``."""
+    from workbench.config import load_config
+    from workbench.training import train
+
+    cfg = load_config(
+        None,
+        tiny_run_overrides(
+            tmp_path_factory.mktemp("agent-runs"),
+            **{
+                "model.source": "tiny-glm4v-agent",
+                "lora.enabled": False,
+                "data.train": str(agent_rows),
+                "data.max_length": 1024,
+                "schedule.max_steps": 1,
+                "schedule.micro_batch_size": 1,
+                "output.run_name": "start",
+            },
+        ),
+    )
+    return train(cfg).run_dir
+
+
 # ---- a run over a quantized base (quantization.base nf4), and its model built by hand ------------------------------
 
 QLORA_STEPS = 8

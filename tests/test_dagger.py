@@ -12,7 +12,6 @@ import pytest
 
 from workbench.agent import ExpertPolicy
 from workbench.agent.store import read_episodes
-from workbench.config import load_config
 from workbench.dagger import DAGGER_DIR, run_dagger
 from workbench.events import iter_events
 from workbench.phone.conversation import assistant_target
@@ -21,43 +20,20 @@ from workbench.serve.remote import ModelReply
 from workbench.training import train
 from workbench.ui.run_state import RunState
 
-from .conftest import SAMPLES, tiny_run_overrides
+from .conftest import AGENT_START_ROWS
 
 SIZE, DATE = (112, 252), datetime.date(2026, 12, 1)
 TASKS = "toggle_setting/wifi-off,open_app/settings"
-ROWS = SAMPLES / "phone_episodes" / "train.jsonl"
-START_ROWS = 12
 
 
 @pytest.fixture(scope="module")
-def start_run(tmp_path_factory):
-    """A whole-model tiny screenshot agent, trained a step on a few of the oracle's episode rows."""
+def start_run(agent_start_run, tmp_path_factory):
+    """The tiny whole-model agent (conftest), copied: DAgger writes into the run it starts from."""
     import shutil
 
-    data = tmp_path_factory.mktemp("data")
-    lines = ROWS.read_text(encoding="utf-8").splitlines()[:START_ROWS]
-    (data / "train.jsonl").write_text("\n".join(lines) + "\n", encoding="utf-8")
-    for line in lines:
-        for part in [p for m in json.loads(line)["messages"] if isinstance(m["content"], list) for p in m["content"]]:
-            if part["type"] == "image_url":
-                (data / part["image_url"]["url"]).parent.mkdir(exist_ok=True)
-                shutil.copy(ROWS.parent / part["image_url"]["url"], data / part["image_url"]["url"])
-    cfg = load_config(
-        None,
-        tiny_run_overrides(
-            tmp_path_factory.mktemp("runs"),
-            **{
-                "model.source": "tiny-glm4v-agent",
-                "lora.enabled": False,
-                "data.train": str(data / "train.jsonl"),
-                "data.max_length": 1024,
-                "schedule.max_steps": 1,
-                "schedule.micro_batch_size": 1,
-                "output.run_name": "start",
-            },
-        ),
-    )
-    return train(cfg).run_dir
+    run = tmp_path_factory.mktemp("dagger") / "start"
+    shutil.copytree(agent_start_run, run)
+    return run
 
 
 def _trained(cfg):
@@ -128,7 +104,7 @@ def test_a_round_labels_exactly_the_states_visited_and_the_next_round_trains_on_
         assert r.event.kinds == {"loop": 2, "false_finish": 0, "other": 4} and r.event.states == len(labels)
     # round 2 trained on the run's rows and both rounds' labels, round 1's rows among them as they were written
     one, two = results
-    start_rows, merged = START_ROWS, _rows(two.train)
+    start_rows, merged = AGENT_START_ROWS, _rows(two.train)
     assert len(merged) == start_rows + len(_rows(one.labels)) + len(_rows(two.labels)) == two.event.rows
     first = _rows(one.labels)
     assert [r["messages"][-1] for r in first] == [

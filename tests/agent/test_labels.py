@@ -134,3 +134,50 @@ def test_labels_and_pairs_pass_the_data_check_which_knows_the_pairs_format(playe
     problems = check_file(bad).problems
     assert len(problems) == 4 and "the same reply" in problems[0] and ":2:" in problems[1]
     assert "list of one assistant message" in problems[2] and "end with a user turn" in problems[3]
+
+
+class FirstReply:
+    """``first`` as its first reply, then the expert's; every conversation it was sent kept in ``seen``."""
+
+    name = "first-reply"
+
+    def __init__(self, expert: ExpertPolicy, first: str):
+        self.expert, self.first, self.seen = expert, first, []
+
+    def __call__(self, conversations):
+        out = []
+        for messages in conversations:
+            self.seen.append(json.loads(json.dumps(messages)))
+            done = sum(m["role"] == "assistant" for m in messages)
+            out.append(ModelReply(self.first) if done == 0 else self.expert([messages])[0])
+        return out
+
+
+def _labelled(first: str, folder):
+    tasks = select_tasks("open_app/settings")
+    expert = ExpertPolicy(tasks)
+    agent = FirstReply(expert, first)
+    episodes = run_episodes(tasks, agent, sim_devices(SIZE), max_steps=6, concurrency=1)
+    return agent, episodes, write_labels(episodes, expert, folder)
+
+
+def test_a_reply_out_of_the_models_form_is_in_the_labels_context_as_the_runtime_kept_it(tmp_path):
+    """A reply without its closing </think> (an undertrained agent's): the runtime reads its action and keeps it in
+    its history its own way; the later states' rows show the agent exactly that history, and pass the check."""
+    agent, episodes, labelled = _labelled('<think>do(action="Launch", app="Gmail")', tmp_path)
+    assert episodes[0].success and labelled.states == len(agent.seen) == 3 and labelled.left_out == 0
+    rows = [json.loads(line) for line in labelled.labels.read_text().splitlines()]
+    for row, sent in zip(rows, agent.seen):
+        assert [m["content"] for m in row["messages"][:-1] if m["role"] == "assistant"] == [
+            m["content"] for m in sent if m["role"] == "assistant"
+        ]
+    assert check_file(labelled.labels).problems == []
+
+
+def test_states_after_a_reply_the_runtime_went_on_from_but_the_grammar_refuses_are_left_out(tmp_path):
+    """An action the runtime does not know (it answers "Unknown action" and goes on): the rows after it could join no
+    training file, so they are left out, counted; the rest pass the check."""
+    agent, episodes, labelled = _labelled('<think>Hm.</think>\n<answer>do(action="Note", message="x")', tmp_path)
+    assert episodes[0].success and len(agent.seen) == 3
+    assert (labelled.states, labelled.left_out) == (1, 2)
+    assert check_file(labelled.labels).problems == [] and check_file(labelled.pairs).problems == []

@@ -667,15 +667,34 @@ def test_the_bench_trains_an_rl_recipes_baselines_after_it_and_judges_them_with_
         ),
     )
 
+    def rates(loops, false_finishes):
+        return {"loop_rate": loops, "false_finish_rate": false_finishes}
+
     def evaluated(recipe, run_dir, unjudged, progress, baselines, comparisons):
         calls.append(("evaluate", [b.role for b in baselines]))
         comparisons.append(
             bl.Comparison(
                 "phone_agent heldout",
                 [
-                    {"role": "base", "success": 14, "n": 31, "only": 0, "only_start": 0, "p": 1.0},
-                    {"role": "sft_continued", "success": 15, "n": 31, "only": 2, "only_start": 1, "p": 1.0},
-                    {"role": "tuned", "success": 13, "n": 31, "only": 1, "only_start": 2, "p": 1.0},
+                    {"role": "base", "success": 14, "n": 31, "only": 0, "only_start": 0, "p": 1.0, **rates(0.2, 0.1)},
+                    {
+                        "role": "sft_continued",
+                        "success": 15,
+                        "n": 31,
+                        "only": 2,
+                        "only_start": 1,
+                        "p": 1.0,
+                        **rates(0.125, 0.0),
+                    },
+                    {
+                        "role": "tuned",
+                        "success": 13,
+                        "n": 31,
+                        "only": 1,
+                        "only_start": 2,
+                        "p": 1.0,
+                        **rates(None, 0.05),
+                    },
                 ],
             )
         )
@@ -689,4 +708,6 @@ def test_the_bench_trains_an_rl_recipes_baselines_after_it_and_judges_them_with_
         ("evaluate", ["sft_continued"]),
     ]
     text = bench.format_outcomes([out])
-    assert re.search(r"SFT continued +15/31  2 / 1 \(p 1\)", text) and "SFT continued: 3 steps in 12 s" in text, text
+    assert re.search(r"SFT continued +15/31  2 / 1 \(p 1\) +0\.125 +0\.000\n", text), text  # loops, false finishes
+    assert re.search(r"RL \(the recipe\) +13/31  1 / 2 \(p 1\) +- +0\.050\n", text), text  # no loop rate: -
+    assert "SFT continued: 3 steps in 12 s" in text, text

@@ -94,6 +94,31 @@ def test_a_recipe_starting_from_another_is_checked_and_needs_that_model(tmp_path
     assert rl.run_config({"model.source": "tiny-glm4"}).training.method == "grpo"
 
 
+def test_baselines_that_play_the_rl_tasks_need_them_and_their_settings_are_checked(tmp_path, monkeypatch):
+    """The baselines that play the start on the RL tasks (filtered BC, DAgger, DPO, DAgger + DPO) need
+    rl.prompts phone_tasks; SFT continued does not; baseline_settings are held to their bounds."""
+    monkeypatch.setattr(recipes_module, "RECIPES_DIR", tmp_path)
+    (tmp_path / "sft.yaml").write_text("purpose: p\nconfig: {lora: {enabled: false}}\n")
+    rl = "purpose: p\nstarts_from: sft\nconfig: {training: {method: grpo}, lora: {dropout: 0}%s}\n"
+    (tmp_path / "rows.yaml").write_text(rl % "" + "baselines: [sft_continued, dagger, dpo]\n")
+    with pytest.raises(ConfigError) as err:
+        load_recipe("rows")
+    assert "dagger, dpo: the start plays the RL tasks" in dict(err.value.problems)["baselines"]
+    (tmp_path / "tasks.yaml").write_text(
+        rl % ", rl: {prompts: phone_tasks}"
+        + "baselines: [sft_continued, filtered_bc, dagger, dpo, dagger_dpo]\n"
+        + "baseline_settings: {dagger_rounds: 2, dagger_label_share: 0.25}\n"
+    )
+    settings = load_recipe("tasks").baseline_settings
+    assert (settings.dagger_rounds, settings.dagger_label_share, settings.dpo_learning_rate) == (2, 0.25, 1e-5)
+    (tmp_path / "share.yaml").write_text(
+        rl % ", rl: {prompts: phone_tasks}" + "baselines: [dagger]\nbaseline_settings: {dagger_label_share: 1}\n"
+    )
+    with pytest.raises(ConfigError) as err:
+        load_recipe("share")
+    assert "baseline_settings.dagger_label_share" in dict(err.value.problems)
+
+
 def test_an_unknown_recipe_names_the_known_ones():
     with pytest.raises(ConfigError) as err:
         load_recipe("nope")

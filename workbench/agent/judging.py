@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import json
 import shutil
+import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -24,6 +25,8 @@ from .metrics import paired, summarize_episodes
 from .policy import Policy
 from .runner import run_episodes
 from .store import REPLAY_KEY, SUMMARY_FILE, EpisodeWriter, find_replay, read_episodes
+
+PLAY_S = "play_s"  # the summary's key for the playing's wall time
 
 
 @dataclass
@@ -48,6 +51,7 @@ class Judged:
     metrics: dict
     replayed_from: Path | None = None
     records: list[dict] = field(default_factory=list)  # one line per episode: task, success, end_reason, steps
+    play_s: float | None = None  # the playing's wall time, where it was played (None: copied from a folder without it)
 
     def paired_with(self, other: Judged) -> dict:
         """This contestant (a) against ``other`` (b), task by task (``agent.metrics.paired``)."""
@@ -78,8 +82,10 @@ def judge(
                 shutil.rmtree(c.folder, ignore_errors=True)
                 shutil.copytree(earlier, c.folder)
             episodes = read_episodes(c.folder)
-            metrics = json.loads((c.folder / SUMMARY_FILE).read_text(encoding="utf-8"))["metrics"]
+            summary = json.loads((c.folder / SUMMARY_FILE).read_text(encoding="utf-8"))
+            metrics, play_s = summary["metrics"], summary.get(PLAY_S)
         else:
+            t0 = time.monotonic()
             policy = c.policy()
             try:
                 episodes, metrics = play_to_folder(
@@ -92,11 +98,13 @@ def judge(
                     progress=progress,
                     model=c.model or c.name,
                     replay_key=c.replay_key,
+                    started=t0,
                     **run_options,
                 )
             finally:
                 getattr(policy, "close", lambda: None)()
                 del policy  # a model in this process: freed before the next one loads
+            play_s = time.monotonic() - t0
         judged = Judged(
             c.name,
             c.folder,
@@ -113,6 +121,7 @@ def judge(
                 }
                 for e in episodes
             ],
+            play_s,
         )
         if on_judged is not None:
             on_judged(judged)
@@ -131,11 +140,15 @@ def play_to_folder(
     progress: bool = True,
     model: str | None = None,
     replay_key: str | None = None,
+    started: float | None = None,
     **run_options,
 ) -> tuple[list, dict]:
     """(episodes, metrics) of one policy (``run_episodes`` with ``run_options``), each episode written to ``folder``
     as it ends, with a progress bar counting the successes; the folder's summary names ``model`` (default: the
-    policy's name) beside ``settings`` and the metrics, and ``replay_key`` where given."""
+    policy's name) beside ``settings`` and the metrics, the playing's wall time (``play_s``, from ``started``: the
+    ``time.monotonic()`` its policy's making began, default now; what a copy of the episodes does not spend again),
+    and ``replay_key`` where given."""
+    t0 = time.monotonic() if started is None else started
     writer = EpisodeWriter(folder, screens=screens)
     bar = _progress(len(tasks), f"agent {policy.name}", progress)
     successes = []
@@ -156,6 +169,7 @@ def play_to_folder(
             "model": model or policy.name,
             "settings": settings,
             "metrics": metrics,
+            PLAY_S: round(time.monotonic() - t0, 3),
             **({REPLAY_KEY: replay_key} if replay_key else {}),
         }
     )

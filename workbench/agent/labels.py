@@ -34,6 +34,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..phone.actions import POINT_ACTIONS
+from ..phone.conversation import runtime_problems
 from ..phone.expert import ExpertStep
 from .episode import Episode, Turn
 from .policy import ExpertPolicy
@@ -145,27 +146,35 @@ def preference_rows(states: Iterable[LabelledState]) -> list[dict]:
 
 @dataclass
 class Labelled:
-    """What ``write_labels`` wrote: the DAgger rows (``labels``), the pairs, and the states by kind."""
+    """What ``write_labels`` wrote: the DAgger rows (``labels``), the pairs, and the states by kind; ``left_out``:
+    the states whose conversation is not in the runtime format the rows are held to."""
 
     labels: Path
     pairs: Path
     states: int
     kinds: dict  # {kind: states of it}, None's aside
+    left_out: int = 0
 
 
 def write_labels(
     episodes: Iterable[Episode], policy: ExpertPolicy, folder: Path, screens: Path | None = None
 ) -> Labelled:
     """``episodes``' states labelled by the expert into ``folder``: ``labels.jsonl`` (DAgger's rows) and
-    ``pairs.jsonl`` (the preference pairs), their screenshots in ``images/`` beside them."""
+    ``pairs.jsonl`` (the preference pairs), their screenshots in ``images/`` beside them. A state whose conversation
+    ``workbench data check`` refuses as the runtime format (an earlier reply the runtime went on from, such as an
+    action it does not know, that the action grammar does not hold) is left out of both and counted: its row could
+    join no training file."""
     folder.mkdir(parents=True, exist_ok=True)
     images = ImageFolder(folder / "labels.jsonl")
-    states = list(label_states(episodes, policy, images.path, screens))
+    labelled = list(label_states(episodes, policy, images.path, screens))
+    fits = [not runtime_problems(r["messages"], r["meta"].get("observation")) for r in dagger_rows(labelled)]
+    states = [s for s, fit in zip(labelled, fits) if fit]
     out = Labelled(
         folder / "labels.jsonl",
         folder / "pairs.jsonl",
         len(states),
         {k: sum(s.kind == k for s in states) for k in KINDS},
+        len(labelled) - len(states),
     )
     for path, rows in ((out.labels, dagger_rows(states)), (out.pairs, preference_rows(states))):
         with open(path, "w", encoding="utf-8") as fh:

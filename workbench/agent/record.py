@@ -58,8 +58,8 @@ def asked_states(
     unparsed: bool = False,
 ) -> Iterator[tuple[Turn, list[dict], str]]:
     """Each step of ``episode`` whose request was answered, as (the step, the conversation the model saw there in
-    training rows' form: a copy, its earlier replies ``"weight": 0``, the screenshot stored by ``image_path``; its
-    reply as a training target). ``unparsed``: the step whose reply the runtime could not parse too (the last of its
+    training rows' form: a copy, its earlier replies ``"weight": 0`` as the runtime kept them (``Turn.content``), the
+    screenshot stored by ``image_path``; its reply as a training target). ``unparsed``: the step whose reply the runtime could not parse too (the last of its
     episode); else it is left out. Arguments as ``episode_rows``."""
     observation, lang = observation or episode.observation, lang or episode.lang
     conversation = Conversation(episode.instruction, datetime.date.fromisoformat(episode.date), observation, lang)
@@ -79,7 +79,7 @@ def asked_states(
                 m["weight"] = 0  # context: trained in its own row
         target = assistant_target(step.reasoning, step.answer)
         yield step, messages, target
-        conversation.reply(target)
+        conversation.reply(step.content or target)  # kept as the runtime kept it (an older episode: as it reads)
 
 
 def row_meta(episode: Episode, episode_number: int, step: Turn, steps: int, box, observation: str, lang: str) -> dict:

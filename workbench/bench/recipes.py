@@ -150,6 +150,8 @@ def evaluate_episodes(
                 "only": p["only_a"],
                 "only_start": p["only_b"],
                 "p": p["sign_test_p"],
+                "loop_rate": j.metrics["loop_rate"],
+                "false_finish_rate": j.metrics["false_finish_rate"],
             }
         )
     if comparisons is not None:
@@ -609,7 +611,13 @@ def readme_table(recipes: list[Recipe]) -> str:
     ]
     for r in recipes:
         if not r.evaluation or not r.figures:
-            why = f"needs {r.requirements.describe()}: not measured" if r.requirements.gpus else "no figures yet"
+            why = (
+                f"needs {r.requirements.describe()}: not measured"
+                if r.requirements.gpus
+                else "no figures: it prints a comparison with its baselines"
+                if r.baselines
+                else "no figures yet"
+            )
             lines.append(f"| `{r.name}` | - | {why} | - | - | - |")
             continue
         m = r.measured_on

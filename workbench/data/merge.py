@@ -42,29 +42,31 @@ def _moved(url: Any, source_dir: Path, out_dir: Path) -> Any:
 
 
 def moved_row(row: dict, source_dir: Path, out_dir: Path) -> dict:
-    """``row`` (a chat or instruction row of a file in ``source_dir``) with its image paths relative to ``out_dir``."""
+    """``row`` (a chat, instruction or preference row of a file in ``source_dir``) with its image paths relative to
+    ``out_dir``."""
     row = dict(row)
     if isinstance(row.get("images"), list):
         row["images"] = [_moved(u, source_dir, out_dir) for u in row["images"]]
-    if isinstance(row.get("messages"), list):
-        messages = []
-        for m in row["messages"]:
-            if isinstance(m, dict) and isinstance(m.get("content"), list):
-                parts = []
-                for p in m["content"]:
-                    if isinstance(p, dict) and p.get("type") == "image_url" and isinstance(p.get("image_url"), dict):
-                        p = {
-                            **p,
-                            "image_url": {
-                                **p["image_url"],
-                                "url": _moved(p["image_url"].get("url"), source_dir, out_dir),
-                            },
-                        }
-                    parts.append(p)
-                m = {**m, "content": parts}
-            messages.append(m)
-        row["messages"] = messages
+    for key in ("messages", "prompt", "chosen", "rejected"):  # a chat row's messages, a preference pair's three
+        if isinstance(row.get(key), list):
+            row[key] = _moved_messages(row[key], source_dir, out_dir)
     return row
+
+
+def _moved_messages(messages: list, source_dir: Path, out_dir: Path) -> list:
+    """``messages`` with their image parts' paths relative to ``out_dir``."""
+    moved = []
+    for m in messages:
+        if isinstance(m, dict) and isinstance(m.get("content"), list):
+            parts = []
+            for p in m["content"]:
+                if isinstance(p, dict) and p.get("type") == "image_url" and isinstance(p.get("image_url"), dict):
+                    url = _moved(p["image_url"].get("url"), source_dir, out_dir)
+                    p = {**p, "image_url": {**p["image_url"], "url": url}}
+                parts.append(p)
+            m = {**m, "content": parts}
+        moved.append(m)
+    return moved
 
 
 def merge_files(out: str | Path, inputs: Sequence[str | Path], repeat: dict | None = None) -> Merged:

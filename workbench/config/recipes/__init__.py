@@ -17,7 +17,8 @@ A recipe is one YAML file in this folder (shipped in the wheel; its name is the 
   model), and the bench trains the start first and passes its model. One level: the start starts from nothing, and
   it saves a whole model (a full fine-tune, or LoRA with ``checkpointing.merge_adapter``).
 - ``baselines``: for a recipe that starts from another, what the bench also trains from that start for the same
-  wall time and judges beside it (SFT continued, filtered behaviour cloning): a claim over the start must beat them.
+  wall time and judges beside it (SFT continued, filtered behaviour cloning, DAgger, DPO on the expert's pairs, DAgger
+  then DPO): a claim over the start must beat them; ``baseline_settings``: how the DAgger and DPO ones train.
 - ``variant_of``: another recipe whose ``config`` this one's layers over, key by key (a shorter variant writes only
   what it shortens, and follows its recipe's data and model when those change). One level; the variant has its own
   ``evaluation`` and figures, measured on itself.
@@ -215,6 +216,39 @@ class PlanInputs(Section):
     image_size: str = Field("1080x2400", description="WIDTHxHEIGHT of each screenshot before the processor resizes it.")
 
 
+BASELINES = ("sft_continued", "filtered_bc", "dagger", "dpo", "dagger_dpo")
+PLAYING_BASELINES = ("filtered_bc", "dagger", "dpo", "dagger_dpo")  # the start plays the recipe's RL tasks first
+
+
+class BaselineSettings(Section):
+    """How the baselines that learn from the start's mistakes train (``bench.baselines``); everything else is the
+    start recipe's configuration."""
+
+    dagger_rounds: int = Field(
+        3,
+        ge=1,
+        le=20,
+        description="DAgger's rounds at most (dagger, and dagger_dpo's DAgger part): a further round is played only "
+        "while each round still trains at least as long as a round plays.",
+    )
+    dagger_label_share: float = Field(
+        0.5,
+        gt=0,
+        lt=1,
+        description="The share of DAgger's training rows that are the expert's labels (repeated among the start "
+        "recipe's rows): tens of labels among thousands of rows would hardly be drawn in a round of a few dozen "
+        "steps.",
+    )
+    dpo_learning_rate: float = Field(
+        1.0e-5,
+        gt=0,
+        le=1,
+        description="DPO's peak learning rate (dpo, and dagger_dpo's DPO part): DPO moves a model an order or two "
+        "less than SFT does (TRL's default 1e-6), and the SFT start's own rate would push both replies down within "
+        "a few steps.",
+    )
+
+
 class Recipe(Section):
     config_title: ClassVar[str] = "recipe"
     help_command: ClassVar[str] = "workbench recipes show NAME"
@@ -231,13 +265,21 @@ class Recipe(Section):
         description="A recipe whose trained model this one starts from (its "
         "model.source); null: the config's model.source.",
     )
-    baselines: list[Literal["sft_continued", "filtered_bc"]] = Field(
+    baselines: list[Literal[BASELINES]] = Field(
         default_factory=list,
         description="For a recipe that starts_from another: what else the bench trains from the "
         "same start, for the same wall time as this recipe's training, and judges on the same episodes beside it: "
         "sft_continued = the start recipe's training continued; filtered_bc = the start recipe's training on the "
-        "start model's own successful episodes of this recipe's RL tasks (DigiRL's filtered behaviour cloning). An "
-        "above_base_by goal is then judged against the best of the start and these.",
+        "start model's own successful episodes of this recipe's RL tasks (DigiRL's filtered behaviour cloning); "
+        "dagger = DAgger's rounds from the start on the RL tasks (it plays, the expert labels every state it reached, "
+        "it trains on its rows and those labels); dpo = DPO on the expert's preference pairs at the states where the "
+        "start's own episodes of the RL tasks left a shortest path; dagger_dpo = DAgger for half the time, then DPO "
+        "on its pairs. Playing and labelling count in each one's time. An above_base_by goal is then judged against "
+        "the best of the start and these.",
+    )
+    baseline_settings: BaselineSettings = Field(
+        default_factory=lambda: BaselineSettings(),
+        description="How the baselines dagger, dpo and dagger_dpo train (the rest is the start recipe's configuration).",
     )
     variant_of: str | None = Field(
         None,
@@ -269,12 +311,13 @@ class Recipe(Section):
                     "baselines start from the model this recipe starts from: give starts_from, or remove them",
                 )
             )
-        if "filtered_bc" in self.baselines and (self.config.get("rl") or {}).get("prompts") != "phone_tasks":
+        playing = [b for b in self.baselines if b in PLAYING_BASELINES]
+        if playing and (self.config.get("rl") or {}).get("prompts") != "phone_tasks":
             out.append(
                 (
                     "baselines",
-                    "filtered_bc clones the start's successful episodes of the RL tasks: it needs "
-                    "config.rl.prompts phone_tasks",
+                    f"{', '.join(playing)}: the start plays the RL tasks (its successes cloned, its mistakes "
+                    "labelled by the expert): they need config.rl.prompts phone_tasks",
                 )
             )
         return out
