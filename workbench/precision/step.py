@@ -28,25 +28,23 @@ def count_target_tokens(labels: torch.Tensor) -> int:
 def target_loss_sum(logits: torch.Tensor, targets: torch.Tensor) -> torch.Tensor:
     """Summed cross-entropy of ``logits`` [..., vocab] against ``targets`` [...] (``IGNORE_INDEX`` skipped),
     computed in fp32 whatever the logits' dtype: the one cross-entropy of training, eval and every loss head."""
-    logits = logits.float()
-    return F.cross_entropy(
-        logits.reshape(-1, logits.size(-1)),
-        targets.to(logits.device).reshape(-1),
-        ignore_index=IGNORE_INDEX,
-        reduction="sum",
-    )
+    return _fp32_cross_entropy(logits, targets, "sum")
 
 
 def target_losses(logits: torch.Tensor, targets: torch.Tensor) -> torch.Tensor:
     """``target_loss_sum``'s cross-entropy per position (0 where the target is ``IGNORE_INDEX``), fp32: what a sum per
     sequence is taken from (DPO's log-probability of a reply)."""
+    return _fp32_cross_entropy(logits, targets, "none").reshape(targets.shape)
+
+
+def _fp32_cross_entropy(logits: torch.Tensor, targets: torch.Tensor, reduction: str) -> torch.Tensor:
     logits = logits.float()
     return F.cross_entropy(
         logits.reshape(-1, logits.size(-1)),
         targets.to(logits.device).reshape(-1),
         ignore_index=IGNORE_INDEX,
-        reduction="none",
-    ).reshape(targets.shape)
+        reduction=reduction,
+    )
 
 
 def token_loss_sum(logits: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
