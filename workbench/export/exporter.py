@@ -220,15 +220,15 @@ def check_parity(
     """The written export, read back as it will run (a GGUF: served by llama-server, its screenshots through the
     mmproj written beside it), against the reference; a GGUF's greedy actions against ``actions``, the reference's."""
     if spec.target.startswith("gguf"):
-        from .gguf import LORA_FILE, MMPROJ_FILE, gguf_file, gguf_parity, screenshot_prompts
+        from .gguf import LORA_FILE, gguf_file, gguf_parity, mmproj_file, screenshot_prompts
 
-        mmproj, lora = export_dir / MMPROJ_FILE, export_dir / LORA_FILE
+        lora = export_dir / LORA_FILE
         return gguf_parity(
             reference,
             batches,
             gguf_file(export_dir, spec.quant),
             gate,
-            mmproj=mmproj if mmproj.is_file() else None,
+            mmproj=mmproj_file(export_dir),
             lora=lora if spec.target == "gguf-lora" else None,
             prompts=screenshot_prompts(Path(heldout), max_examples, source.config.data.system_prompt),
             reference_actions=actions,

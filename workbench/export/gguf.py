@@ -43,6 +43,12 @@ def gguf_file(out: Path, quant: str) -> Path:
     return out / f"model-{quant}.gguf"
 
 
+def mmproj_file(out: Path) -> Path | None:
+    """The export's vision projector GGUF (a GLM-4.1V run's), None for a text model's export."""
+    path = out / MMPROJ_FILE
+    return path if path.is_file() else None
+
+
 class LlamaCppFailed(RuntimeError):
     """One of llama.cpp's tools exited with an error; the message ends with its last output lines."""
 
@@ -164,8 +170,8 @@ def write_modelfile(out: Path, tokenizer, max_positions: int) -> Path:
     runtime asks for temperature 0) and the context."""
     model = next(p for p in sorted(out.glob("model-*.gguf")))
     lines = [f"FROM ./{model.name}"]
-    if (out / MMPROJ_FILE).is_file():
-        lines.append(f"FROM ./{MMPROJ_FILE}")
+    if mmproj := mmproj_file(out):
+        lines.append(f"FROM ./{mmproj.name}")
     if (out / LORA_FILE).is_file():
         lines.append(f"ADAPTER ./{LORA_FILE}")
     lines.append(f'TEMPLATE """{ollama_template(tokenizer)}"""')

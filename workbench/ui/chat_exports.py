@@ -25,7 +25,7 @@ from typing import Any, Protocol
 import ipywidgets as W
 
 from ..export.exporter import run_exports
-from ..export.gguf import MMPROJ_FILE, gguf_file
+from ..export.gguf import gguf_file, mmproj_file
 from ..runs import has_adapter, run_dirs
 
 
@@ -57,8 +57,8 @@ def server_start(export_dir: Path, manifest: dict, subprocess_mode: bool = True)
     if target != "gguf":
         return {"model": str(export_dir), "subprocess_mode": subprocess_mode}
     start = {"model": str(gguf_file(export_dir, manifest["options"]["quant"])), "engine": "llama-cpp"}
-    mmproj = export_dir / MMPROJ_FILE
-    return {**start, "mmproj": str(mmproj)} if mmproj.is_file() else start
+    mmproj = mmproj_file(export_dir)
+    return {**start, "mmproj": str(mmproj)} if mmproj else start
 
 
 def servable_exports(run_dir: str | Path, subprocess_mode: bool = True) -> dict[str, dict]:
