@@ -107,6 +107,19 @@ def test_overriding_a_setting_shows_figures_without_judging_them(monkeypatch, ca
     assert "schedule.nope" in capsys.readouterr().err
 
 
+def test_baselines_option_trains_only_the_roles_named(monkeypatch, capsys):
+    seen = []
+    monkeypatch.setattr(
+        bench, "run_recipe", lambda r, *a, **kw: seen.append(r.baselines) or bench.Outcome(r, machine="cpu/fp32")
+    )
+    name = "learn-from-mistakes-smollm2"
+    assert bench.main([name, "--start-run", "x", "--baselines", "dpo", "sft_continued"]) == 0
+    assert seen == [["sft_continued", "dpo"]]  # the recipe's order, the others left out
+    assert bench.main([name, "--baselines", "filtered_bc"]) == 2  # checked before anything trains
+    assert "no baseline filtered_bc" in capsys.readouterr().err
+    assert len(seen) == 1
+
+
 def test_a_gpu_recipe_is_skipped_saying_what_it_needs(monkeypatch, capsys):
     import workbench.hardware as hardware
 

@@ -2,6 +2,7 @@
 
     python -m workbench.bench.recipes [NAME ...] [--set KEY=VALUE ...] [--runs-dir DIR] [--json FILE] [--start-run DIR]
     python -m workbench.bench.recipes NAME --run DIR    # judge a run of NAME trained earlier (no training)
+    python -m workbench.bench.recipes NAME --baselines dagger dpo   # only these of NAME's baselines
     python -m workbench.bench.recipes --readme README.md   # rewrite the README's results table from the recipes
 
 For every recipe named (default: all), on this machine: skip it, saying why, when its requirements are not met
@@ -703,11 +704,28 @@ def _parser() -> argparse.ArgumentParser:
         "(`workbench train --recipe NAME`), instead of training it",
     )
     ap.add_argument(
+        "--baselines",
+        nargs="+",
+        metavar="ROLE",
+        help="train and judge only these of the recipe's baselines (default: all it names; "
+        "each costs its training time and a judging of every evaluation)",
+    )
+    ap.add_argument(
         "--readme",
         metavar="FILE",
         help="only rewrite FILE's recipes table from the recipes' expected figures (no training)",
     )
     return ap
+
+
+def only_baselines(recipe: Recipe, roles: list[str]) -> Recipe:
+    """``recipe`` with only ``roles`` of its baselines (``--baselines``), in the recipe's order; a role it does not
+    name is a ConfigError naming the ones it does."""
+    unknown = [r for r in roles if r not in recipe.baselines]
+    if unknown:
+        named = ", ".join(recipe.baselines) or "none"
+        raise ConfigError([("--baselines", f"{recipe.name} has no baseline {', '.join(unknown)} (it names: {named})")])
+    return recipe.model_copy(update={"baselines": [b for b in recipe.baselines if b in roles]})
 
 
 def _outcome_json(outcome) -> dict:
@@ -753,6 +771,8 @@ def main(argv: list[str] | None = None) -> int:
         if args.run is not None:
             if len(recipes) != 1:
                 raise ConfigError([("--run", f"judges a run of one recipe: name exactly one (got {len(recipes)})")])
+        if args.baselines is not None:
+            recipes = [only_baselines(r, args.baselines) for r in recipes]
         for r in recipes:
             # every recipe's problems before the first one trains (a start's model is only known once trained)
             r.run_config({**overrides, "model.source": "tiny-glm4"} if r.starts_from else overrides)
