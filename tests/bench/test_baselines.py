@@ -8,15 +8,21 @@ from __future__ import annotations
 
 import json
 import re
+import shutil
 import time
 from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
 
+from workbench.config.loading import save_config
 from workbench.config.recipes import load_recipe
+from workbench.phone.screen import parse_size
+from workbench.phone.tasks import select_tasks
+from workbench.runs.layout import CONFIG_FILE, run_config
 
 TASKS = "toggle_setting/wifi-off,open_app/settings"
+TASKS_SET = "open_app/settings"  # the run's rl.tasks changed by --set
 STEP_S, PLAY_S, WALL_S = 10.0, 20.0, 120.0
 
 
@@ -122,6 +128,7 @@ def bench_setup(monkeypatch, tmp_path, agent_rows, agent_start_run):
     grpo_run = tmp_path / "runs" / "grpo"
     grpo_run.mkdir(parents=True)
     model = whole_model(agent_start_run)
+    save_config(recipe.run_config({"model.source": str(model)}), grpo_run / CONFIG_FILE)  # as the recipe's run saved it
     return SimpleNamespace(
         recipe=recipe,
         start=start,
@@ -267,7 +274,8 @@ def test_the_starts_episodes_copied_from_a_run_beside_are_charged_the_playing_th
     s = bench_setup
 
     def start_point(run_dir):
-        run_dir.mkdir(exist_ok=True)
+        if not run_dir.exists():  # a second recipe run, its configuration saved as the first's
+            shutil.copytree(s.grpo_run, run_dir)
         return s.bl.StartPoint(s.recipe, s.start, s.model, WALL_S, run_dir, s.train, False, STEP_S, "now")
 
     first, second = start_point(s.grpo_run), start_point(s.grpo_run.parent / "grpo-2")
@@ -277,6 +285,17 @@ def test_the_starts_episodes_copied_from_a_run_beside_are_charged_the_playing_th
     assert s.made == ["start"] and played.replayed_from == s.grpo_run / "episodes" / "rl-tasks-start"
     summary = json.loads((played.folder / "summary.json").read_text())
     assert summary[PLAY_S] > 0 and budget.owed_s == second.play_s == summary[PLAY_S]
+
+
+def test_the_baselines_play_the_tasks_the_recipes_run_trained_on(bench_setup):
+    """The RL tasks and how they are played come from the recipe's run as it saved its configuration (``--set``
+    included), not from the recipe file."""
+    s = bench_setup
+    cfg = run_config(s.grpo_run)
+    save_config(cfg.model_copy(update={"rl": cfg.rl.model_copy(update={"tasks": TASKS_SET})}), s.grpo_run / CONFIG_FILE)
+    at = s.bl.StartPoint(s.recipe, s.start, s.model, WALL_S, s.grpo_run, s.train, False, STEP_S, "now")
+    assert [t.id for t in at.tasks] == [t.id for t in select_tasks(TASKS_SET)] != [t.id for t in select_tasks(TASKS)]
+    assert at.play["size"] == parse_size(cfg.rl.screen_size) and at.play["max_steps"] == cfg.rl.episode_max_steps
 
 
 def test_a_training_runs_cost_besides_its_steps_comes_off_the_steps_planned_after_it(

@@ -80,3 +80,8 @@ def test_the_gate_fails_an_export_below_its_action_agreement(mixed_heldout):
     assert "action agreement 0.500 over 2 action rows" in bad.summary()
     # an export measured on no action rows is held to the token figures alone
     assert ParityReport(**figures, gate=gate).passed
+
+
+def test_no_action_rows_is_no_figure_to_gate_on():
+    with pytest.raises(ValueError, match="at least one action row"):
+        action_parity([], [], [])

@@ -34,17 +34,8 @@ from collections.abc import Iterable
 
 from ..phone.actions import POINT_ACTIONS
 from ..phone.openautoglm import runtime_action
+from ..stats import mean, rate
 from .episode import END_REASONS, Episode, Turn
-
-
-def _rate(flags: list) -> float | None:
-    flags = [bool(f) for f in flags if f is not None]
-    return sum(flags) / len(flags) if flags else None
-
-
-def _mean(values: list) -> float | None:
-    values = [v for v in values if v is not None]
-    return sum(values) / len(values) if values else None
 
 
 def _groups(episodes: list[Episode], key) -> dict[str, dict]:
@@ -53,7 +44,7 @@ def _groups(episodes: list[Episode], key) -> dict[str, dict]:
         for name in key(ep):
             groups.setdefault(name, []).append(ep)
     return {
-        name: {"n": len(eps), "success_rate": _rate([e.success for e in eps])} for name, eps in sorted(groups.items())
+        name: {"n": len(eps), "success_rate": rate([e.success for e in eps])} for name, eps in sorted(groups.items())
     }
 
 
@@ -89,16 +80,16 @@ def summarize_episodes(episodes: Iterable[Episode]) -> dict:
     reasons = {r: sum(ep.end_reason == r for ep in episodes) for r in END_REASONS}
     return {
         "n": len(episodes),
-        "success_rate": _rate([ep.success for ep in episodes]),
-        "reached_apps_rate": _rate([reached_apps(ep) for ep in episodes]),
-        "quoted_line_rate": _rate([quoted_line(s) for ep in episodes for s in ep.steps]),
-        "parse_failure_rate": _rate([ep.end_reason == "parse_failure" for ep in episodes]),
-        "loop_rate": _rate([ep.end_reason == "repeated" for ep in episodes]),
-        "false_finish_rate": _rate([false_finish(ep) for ep in episodes]),
-        "invalid_action_rate": _rate([not s.valid for s in actions]),
-        "mean_steps_success": _mean([len(ep.steps) for ep in episodes if ep.success]),
-        "mean_steps": _mean([len(ep.steps) for ep in episodes]),
-        "prompt_tokens_last": _mean(last_tokens),
+        "success_rate": rate([ep.success for ep in episodes]),
+        "reached_apps_rate": rate([reached_apps(ep) for ep in episodes]),
+        "quoted_line_rate": rate([quoted_line(s) for ep in episodes for s in ep.steps]),
+        "parse_failure_rate": rate([ep.end_reason == "parse_failure" for ep in episodes]),
+        "loop_rate": rate([ep.end_reason == "repeated" for ep in episodes]),
+        "false_finish_rate": rate([false_finish(ep) for ep in episodes]),
+        "invalid_action_rate": rate([not s.valid for s in actions]),
+        "mean_steps_success": mean([len(ep.steps) for ep in episodes if ep.success]),
+        "mean_steps": mean([len(ep.steps) for ep in episodes]),
+        "prompt_tokens_last": mean(last_tokens),
         "prompt_tokens_last_max": max((t for t in last_tokens if t is not None), default=None),
         # an executed action read as the runtime read it (a point off the screen included: it was executed, to no effect)
         "action_types": dict(sorted(collections.Counter(runtime_action(s.action).type for s in actions).items())),

@@ -44,6 +44,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from functools import cached_property
 from pathlib import Path
 
 from ..dagger import TimeBudget
@@ -136,31 +137,25 @@ class StartPoint:
         name = f"{self.recipe.name}-{role.replace('_', '-')}-{self.stamp}"
         return self.start.run_config({**self.common, **overrides, "output.run_name": name})
 
-    @property
+    @cached_property
     def rl(self):
-        return self.recipe.run_config({"model.source": str(self.start_model)}).rl
+        """The RL section the recipe's run trained with (its saved configuration: ``--set`` included)."""
+        from ..runs.layout import run_config
 
-    @property
+        return run_config(self.run_dir).rl
+
+    @cached_property
     def tasks(self) -> list:
-        from ..phone.tasks import select_tasks
+        from ..rewards.phone_tasks import rl_tasks
 
-        return select_tasks(self.rl.tasks)
+        return rl_tasks(self.rl)
 
-    @property
+    @cached_property
     def play(self) -> dict:
-        """How the RL tasks are played (``dagger.play_and_label``'s settings)."""
-        import datetime
+        """How the RL tasks are played (``dagger.play_and_label``'s settings), as the run's rollouts played them."""
+        from ..rewards.phone_tasks import episode_settings
 
-        from ..phone.screen import parse_size
-
-        rl = self.rl
-        return {
-            "observation": rl.observation,
-            "max_steps": rl.episode_max_steps,
-            "max_tokens": rl.max_new_tokens,
-            "size": parse_size(rl.screen_size),
-            "date": datetime.date.fromisoformat(rl.date) if rl.date else None,
-        }
+        return episode_settings(self.rl)
 
     def budget(self) -> TimeBudget:
         """A baseline's share of the wall time, from now."""

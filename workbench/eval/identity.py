@@ -15,7 +15,8 @@ import re
 from ..config.samples import samples_dir
 from ..phone.actions import split_answer
 from ..serve.remote import ModelReply
-from .task_protocol import Example, rate
+from ..stats import rate
+from .task_protocol import Example
 from .text import repeated_run
 
 OTHER_ASSISTANTS = (

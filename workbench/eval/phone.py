@@ -15,7 +15,8 @@ from ..config.samples import samples_dir
 from ..phone.actions import POINT_ACTIONS, ActionSyntaxError, in_box, parse_action, split_answer, target_box
 from ..phone.openautoglm import runtime_split
 from ..serve.remote import ModelReply
-from .task_protocol import Example, rate
+from ..stats import rate
+from .task_protocol import Example
 
 
 class PhoneActionsTask:

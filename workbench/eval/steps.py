@@ -32,7 +32,8 @@ from ..phone.action_match import BOX_SCALE, CLASSES, TAP_DISTANCE, direction, en
 from ..phone.actions import parse_action, split_answer
 from ..phone.openautoglm import reply_action
 from ..serve.remote import ModelReply
-from .task_protocol import Example, mean, rate
+from ..stats import mean, rate
+from .task_protocol import Example
 
 EVALUATOR = "AgentCPM-GUI (OpenBMB/AgentCPM-GUI eval/utils/evaluator.py, after AITW's action matching)"
 

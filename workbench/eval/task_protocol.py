@@ -67,14 +67,3 @@ def load_eval_examples(path: str | Path, limit: int | None = None, system_prompt
     if not examples:
         raise DataError(str(path), None, "no rows to evaluate")
     return examples
-
-
-def rate(flags) -> float | None:
-    """The share of True among the applicable (not None) flags; None when none applies."""
-    applicable = [bool(f) for f in flags if f is not None]
-    return sum(applicable) / len(applicable) if applicable else None
-
-
-def mean(values) -> float | None:
-    values = [float(v) for v in values if v is not None]
-    return sum(values) / len(values) if values else None

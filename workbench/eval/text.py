@@ -14,7 +14,8 @@ from collections import Counter
 from ..config.samples import samples_dir
 from ..phone.actions import split_answer
 from ..serve.remote import ModelReply
-from .task_protocol import Example, mean
+from ..stats import mean
+from .task_protocol import Example
 
 _ARTICLES = re.compile(r"\b(a|an|the)\b")
 _TOKEN = re.compile(

@@ -259,32 +259,35 @@ def next_token_logprobs(
 MIN_PROB = 0.01  # log-probabilities compared for tokens at least this likely in either model (the tail's differ most)
 
 
+def heldout_messages(heldout: Path, max_examples: int, system_prompt: str | None) -> list[tuple[dict, list[dict]]]:
+    """The first ``max_examples`` held-out rows, each with its messages as training saw them (``system_prompt`` as the
+    run's data.system_prompt): what the screenshot prompts and the action rows are both made from."""
+    from ..config.files import read_jsonl
+    from ..data.formats import row_to_messages
+
+    return [(row, row_to_messages(row, system_prompt=system_prompt)) for row in read_jsonl(heldout)[:max_examples]]
+
+
 def screenshot_prompts(heldout: Path, max_examples: int, system_prompt: str | None) -> list[list[dict] | None]:
     """For each of the first ``max_examples`` held-out rows, its prompt (the messages before the answer, screenshots as
     ``data:`` URLs) when it holds a screenshot, else None (its positions are compared as token ids)."""
-    from ..config.files import read_jsonl
-    from ..data.formats import row_to_messages
     from ..data.multimodal import has_images
     from ..image_io import inline_images
 
-    out = []
-    for row in read_jsonl(heldout)[:max_examples]:
-        messages = row_to_messages(row, system_prompt=system_prompt)
-        out.append(inline_images(messages[:-1], heldout.parent) if has_images(messages) else None)
-    return out
+    return [
+        inline_images(messages[:-1], heldout.parent) if has_images(messages) else None
+        for _, messages in heldout_messages(heldout, max_examples, system_prompt)
+    ]
 
 
 def action_rows(heldout: Path, max_examples: int, system_prompt: str | None) -> list[ActionRow]:
     """The first ``max_examples`` held-out rows whose answer is a phone action (``do(...)`` / ``finish(...)``, with or
     without its ``<think>``), each asked as the unexported model and a server are asked it."""
-    from ..config.files import read_jsonl
-    from ..data.formats import row_to_messages
     from ..image_io import inline_images, resolve_images
     from ..phone.actions import ActionSyntaxError, parse_action, split_answer
 
     out = []
-    for row in read_jsonl(heldout)[:max_examples]:
-        messages = row_to_messages(row, system_prompt=system_prompt)
+    for row, messages in heldout_messages(heldout, max_examples, system_prompt):
         answer = messages[-1]["content"]
         try:
             recorded = parse_action(split_answer(answer).answer) if isinstance(answer, str) else None

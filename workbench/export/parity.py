@@ -26,6 +26,7 @@ from ..phone.actions import Action
 from ..phone.openautoglm import reply_action
 from ..precision import count_target_tokens, token_loss_sum
 from ..precision.parity import LogitAgreement, logit_agreement
+from ..stats import rate
 
 # logits(batch) -> [batch, seq, vocab]; a batch is forward.collated's (input_ids, attention_mask, labels, images)
 LogitsFn = Callable[[dict], torch.Tensor]
@@ -73,30 +74,28 @@ class ActionParity:
 
 def action_parity(rows: list[ActionRow], reference_replies: list[str], export_replies: list[str]) -> ActionParity:
     """The two models' replies to ``rows``, read as Open-AutoGLM's runtime reads them (``reply_action``) and matched by
-    ``phone.action_match``: the export's action against the reference's, and each against the recorded one."""
+    ``phone.action_match``: the export's action against the reference's, and each against the recorded one. ValueError
+    for no rows (no figure to gate on)."""
+    if not rows:
+        raise ValueError("action parity needs at least one action row")
     ref_actions = [reply_action(r) for r in reference_replies]
     exp_actions = [reply_action(r) for r in export_replies]
 
     def against_recorded(actions: list) -> dict:
         return {
-            "parse_rate": _share(a is not None for a in actions),
-            "exact_match": _share(match_action(row.recorded, a, row.box).exact for row, a in zip(rows, actions)),
+            "parse_rate": rate(a is not None for a in actions),
+            "exact_match": rate(match_action(row.recorded, a, row.box).exact for row, a in zip(rows, actions)),
         }
 
     return ActionParity(
         rows=len(rows),
-        agreement=_share(
+        agreement=rate(
             (r is None and e is None) or (r is not None and match_action(r, e).exact)
             for r, e in zip(ref_actions, exp_actions)
         ),
         reference=against_recorded(ref_actions),
         export=against_recorded(exp_actions),
     )
-
-
-def _share(flags) -> float:
-    flags = list(flags)
-    return sum(map(bool, flags)) / len(flags) if flags else 0.0
 
 
 @dataclass(frozen=True)

@@ -150,6 +150,31 @@ def play_episodes(
     )
 
 
+def rl_tasks(rl) -> list[PhoneTask]:
+    """The phone tasks an RL section names (``rl.tasks``); ConfigError naming the field when it names none."""
+    try:
+        return select_tasks(rl.tasks)
+    except ValueError as err:
+        raise ConfigError([("rl.tasks", str(err))]) from None
+
+
+def episode_settings(rl) -> dict:
+    """How an RL section's episodes are played (the rollouts here, and whatever plays the same tasks beside them: the
+    bench's baselines): observation, max_steps, max_tokens, size (rl.screen_size parsed) and date (rl.date, or None:
+    today); ConfigError naming rl.screen_size when it is no size."""
+    try:
+        size = parse_size(rl.screen_size)
+    except ValueError as err:
+        raise ConfigError([("rl.screen_size", str(err))]) from None
+    return {
+        "observation": rl.observation,
+        "max_steps": rl.episode_max_steps,
+        "max_tokens": rl.max_new_tokens,
+        "size": size,
+        "date": datetime.date.fromisoformat(rl.date) if rl.date else None,
+    }
+
+
 class PhoneTasksScorer(ExamplesScorer):
     """The rollout scorer of ``rl.prompts: phone_tasks``: prompts from the tasks' first steps (or every step); with
     an episode reward among the rewards, every completion's episode played on (``verdict["episode"]``), which then
@@ -186,15 +211,7 @@ class PhoneTasksScorer(ExamplesScorer):
     @classmethod
     def from_config(cls, cfg: RunConfig) -> PhoneTasksScorer:
         rl = cfg.rl
-        try:
-            tasks = select_tasks(rl.tasks)
-        except ValueError as err:
-            raise ConfigError([("rl.tasks", str(err))]) from None
-        try:
-            size = parse_size(rl.screen_size)
-        except ValueError as err:
-            raise ConfigError([("rl.screen_size", str(err))]) from None
-        date = datetime.date.fromisoformat(rl.date) if rl.date else None
+        tasks, play = rl_tasks(rl), episode_settings(rl)
         credit = (rl.step_discount, rl.scale_rewards == "group") if rl.step_advantage_weight > 0 else None
         pool = (
             dict(floor=rl.pool_floor, window=rl.pool_window, fresh_share=rl.pool_fresh_share, replay=rl.pool_replay)
@@ -204,11 +221,11 @@ class PhoneTasksScorer(ExamplesScorer):
         return cls(
             tasks,
             list(rl.rewards),
-            size,
-            rl.episode_max_steps,
-            rl.max_new_tokens,
-            date,
-            rl.observation,
+            play["size"],
+            play["max_steps"],
+            play["max_tokens"],
+            play["date"],
+            play["observation"],
             rl.prompt_steps,
             credit,
             pool,
