@@ -536,6 +536,7 @@ def test_an_rl_recipes_baselines_train_from_its_start_for_its_wall_time_and_are_
     from workbench import models
     from workbench.agent import judging as judge_module
     from workbench.bench import baselines as bl
+    from workbench.config.loading import save_config
     from workbench.config.recipes import Evaluation, Recipe
     from workbench.events import EventWriter, Step
     from workbench.phone.tasks import select_tasks
@@ -572,6 +573,8 @@ def test_an_rl_recipes_baselines_train_from_its_start_for_its_wall_time_and_are_
         ),
     )
     monkeypatch.setattr(judge_module, "in_process", lambda name, load, max_tokens: lambda: _oracle_named(name))
+    cfg = recipe.run_config({"model.source": str(tmp_path / "start-model")}, checks=False)
+    save_config(cfg, grpo_run / layout.CONFIG_FILE)  # as the recipe's run saved it: the tasks the baselines play
     clock, play = [0.0], bl.own_successes  # the start's playing of the RL tasks takes 40 s of the baselines' clock
     monkeypatch.setattr(bl, "time", SimpleNamespace(monotonic=lambda: clock[0], strftime=time.strftime))
     monkeypatch.setattr(bl, "own_successes", lambda *a: (clock.__setitem__(0, clock[0] + 40.0), play(*a))[1])
