@@ -17,6 +17,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
+from ..stats import mean, rate
 from ..user_output import text_table
 from .episode import Episode
 
@@ -71,13 +72,12 @@ def task_headroom(samples: Sequence[Sequence[Episode]], greedy: Sequence[Episode
 def summarize_headroom(rows: Sequence[TaskHeadroom]) -> dict:
     """The means over the tasks, and how many tasks RL can sharpen, never succeed, always succeed."""
     n = len(rows)
-    greedy = [r.greedy for r in rows if r.greedy is not None]
     return {
         "tasks": n,
         "k": rows[0].samples if rows else 0,
-        "greedy_success": sum(greedy) / len(greedy) if greedy else None,
-        "pass_1": sum(r.pass_1 for r in rows) / n if n else None,
-        "pass_k": sum(r.pass_k for r in rows) / n if n else None,
+        "greedy_success": rate(r.greedy for r in rows),
+        "pass_1": mean(r.pass_1 for r in rows),
+        "pass_k": mean(r.pass_k for r in rows),
         "sharpenable": sum(r.sharpenable for r in rows),
         "never": sum(r.successes == 0 for r in rows),
         "always": sum(r.successes == r.samples for r in rows),

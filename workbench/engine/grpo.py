@@ -26,6 +26,7 @@ from ..forward import token_logprobs
 from ..forward.generate import Rollouts, model_stop_token_ids, sample_completions
 from ..image_io import resolve_images
 from ..precision import window_loss_divisor
+from ..stats import rate
 from .grpo_loss import (
     Mismatch,
     all_equal_groups,
@@ -446,7 +447,7 @@ class GrpoStep:
             completion_tokens_mean=sum(lengths) / len(lengths),
             completion_tokens_max=max(lengths),
             truncated=sum(truncated) / len(truncated),
-            parse_rate=sum(parsed) / len(parsed) if parsed else None,
+            parse_rate=rate(parsed),
             samples=samples,
             rollout_s=rollout_s,
             reference_kl=reference_kl,

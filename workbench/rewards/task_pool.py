@@ -28,6 +28,7 @@ import hashlib
 import random
 
 from ..phone.tasks import TEMPLATES, PhoneTask, more_training_tasks
+from ..stats import mean
 
 
 def family(task: PhoneTask) -> str:
@@ -59,8 +60,7 @@ class TaskPool:
 
     # ---- the weights ---------------------------------------------------------------------------------------
     def success(self, fam: str) -> float | None:
-        outcomes = self.recent[fam]
-        return sum(outcomes) / len(outcomes) if outcomes else None
+        return mean(self.recent[fam])
 
     def weight(self, fam: str) -> float:
         s = self.success(fam)

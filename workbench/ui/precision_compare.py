@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..runs.layout import EVENTS_FILE
+from ..stats import mean
 from .run_log import EventTail
 from .run_state import RunState
 
@@ -124,7 +125,6 @@ class PrecisionCompare:
         for r in self.runs:
             row = {"run": r.label, "dir": str(r.run_dir), "status": r.state.status, "steps": r.state.step}
             for metric in ("mismatch", "reward"):
-                values = [v for v in self.series(metric).get(r.label, ([], []))[1] if v is not None]
-                row[metric] = sum(values) / len(values) if values else None
+                row[metric] = mean(self.series(metric).get(r.label, ([], []))[1])
             rows.append(row)
         return rows
